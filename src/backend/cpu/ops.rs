@@ -1,0 +1,436 @@
+//! Plain-Rust twins of every GPU kernel, generic over f32 and f64 (f64 for finite-difference
+//! checks). Each function's name matches its shader file and GPU struct: `matmul_forward` ↔
+//! `shaders/matmul.wgsl` ↔ `gpu::kernels::Matmul`. Shapes: B batch, T sequence, C channels,
+//! NH heads, hs = C/NH, V vocabulary; `rows` = B·T.
+
+use num_traits::Float;
+
+fn f<F: Float>(x: f64) -> F {
+    F::from(x).unwrap_or_else(F::nan)
+}
+
+/// out (rows,C) = wte[tokens[r]] + wpe[r mod T].
+pub fn embedding_forward<F: Float>(
+    out: &mut [F],
+    tokens: &[u32],
+    wte: &[F],
+    wpe: &[F],
+    t: usize,
+    c: usize,
+) {
+    for (r, &tok) in tokens.iter().enumerate() {
+        let (tok, pos) = (tok as usize, r % t);
+        for i in 0..c {
+            out[r * c + i] = wte[tok * c + i] + wpe[pos * c + i];
+        }
+    }
+}
+
+/// dwte[tokens[r]] += dout[r]; dwpe[r mod T] += dout[r]. Repeated tokens accumulate.
+pub fn embedding_backward<F: Float>(
+    dwte: &mut [F],
+    dwpe: &mut [F],
+    dout: &[F],
+    tokens: &[u32],
+    t: usize,
+    c: usize,
+) {
+    for (r, &tok) in tokens.iter().enumerate() {
+        let (tok, pos) = (tok as usize, r % t);
+        for i in 0..c {
+            dwte[tok * c + i] = dwte[tok * c + i] + dout[r * c + i];
+            dwpe[pos * c + i] = dwpe[pos * c + i] + dout[r * c + i];
+        }
+    }
+}
+
+pub const LN_EPS: f64 = 1e-5;
+
+/// out (rows,C) = (x − mean)·rstd·w + b, saving mean and rstd (rows).
+pub fn layernorm_forward<F: Float>(
+    out: &mut [F],
+    mean: &mut [F],
+    rstd: &mut [F],
+    inp: &[F],
+    w: &[F],
+    b: &[F],
+    c: usize,
+) {
+    let n = f::<F>(c as f64);
+    for r in 0..mean.len() {
+        let x = &inp[r * c..(r + 1) * c];
+        let m = x.iter().fold(F::zero(), |a, &v| a + v) / n;
+        let var = x.iter().fold(F::zero(), |a, &v| a + (v - m) * (v - m)) / n;
+        let s = F::one() / (var + f(LN_EPS)).sqrt();
+        for i in 0..c {
+            out[r * c + i] = (x[i] - m) * s * w[i] + b[i];
+        }
+        mean[r] = m;
+        rstd[r] = s;
+    }
+}
+
+/// dinp (+)= LayerNorm input gradient; dw += Σ dout·x̂; db += Σ dout.
+#[allow(clippy::too_many_arguments)]
+pub fn layernorm_backward<F: Float>(
+    dinp: &mut [F],
+    dw: &mut [F],
+    db: &mut [F],
+    dout: &[F],
+    inp: &[F],
+    w: &[F],
+    mean: &[F],
+    rstd: &[F],
+    c: usize,
+    accumulate: bool,
+) {
+    let n = f::<F>(c as f64);
+    for r in 0..mean.len() {
+        let (m, s) = (mean[r], rstd[r]);
+        let mut dnorm_mean = F::zero();
+        let mut dnorm_norm_mean = F::zero();
+        for i in 0..c {
+            let xhat = (inp[r * c + i] - m) * s;
+            let dnorm = w[i] * dout[r * c + i];
+            dnorm_mean = dnorm_mean + dnorm;
+            dnorm_norm_mean = dnorm_norm_mean + dnorm * xhat;
+        }
+        dnorm_mean = dnorm_mean / n;
+        dnorm_norm_mean = dnorm_norm_mean / n;
+        for i in 0..c {
+            let xhat = (inp[r * c + i] - m) * s;
+            let d = dout[r * c + i];
+            db[i] = db[i] + d;
+            dw[i] = dw[i] + xhat * d;
+            let dx = (w[i] * d - dnorm_mean - xhat * dnorm_norm_mean) * s;
+            let k = r * c + i;
+            dinp[k] = if accumulate { dinp[k] + dx } else { dx };
+        }
+    }
+}
+
+/// Element (i, j) of a `rows × cols` weight seen as (k, n): W[i][j], or W[j][i] if transposed.
+#[inline]
+fn weight_at<F: Float>(w: &[F], i: usize, j: usize, k: usize, n: usize, transposed: bool) -> F {
+    if transposed {
+        w[j * k + i]
+    } else {
+        w[i * n + j]
+    }
+}
+
+/// out (rows,n) = inp (rows,k) · W + bias; W is (k,n), or (n,k) when `transposed`.
+#[allow(clippy::too_many_arguments)]
+pub fn matmul_forward<F: Float>(
+    out: &mut [F],
+    inp: &[F],
+    w: &[F],
+    bias: Option<&[F]>,
+    rows: usize,
+    k: usize,
+    n: usize,
+    transposed: bool,
+) {
+    for r in 0..rows {
+        for j in 0..n {
+            let mut acc = bias.map_or(F::zero(), |b| b[j]);
+            for i in 0..k {
+                acc = acc + inp[r * k + i] * weight_at(w, i, j, k, n, transposed);
+            }
+            out[r * n + j] = acc;
+        }
+    }
+}
+
+/// dinp = dout·Wᵀ (overwritten); dw += inpᵀ·dout; dbias += Σ_rows dout.
+#[allow(clippy::too_many_arguments)]
+pub fn matmul_backward<F: Float>(
+    dinp: &mut [F],
+    dw: &mut [F],
+    dbias: Option<&mut [F]>,
+    dout: &[F],
+    inp: &[F],
+    w: &[F],
+    rows: usize,
+    k: usize,
+    n: usize,
+    transposed: bool,
+) {
+    for r in 0..rows {
+        for i in 0..k {
+            let mut acc = F::zero();
+            for j in 0..n {
+                acc = acc + dout[r * n + j] * weight_at(w, i, j, k, n, transposed);
+            }
+            dinp[r * k + i] = acc;
+        }
+    }
+    for i in 0..k {
+        for j in 0..n {
+            let mut acc = F::zero();
+            for r in 0..rows {
+                acc = acc + inp[r * k + i] * dout[r * n + j];
+            }
+            let idx = if transposed { j * k + i } else { i * n + j };
+            dw[idx] = dw[idx] + acc;
+        }
+    }
+    if let Some(db) = dbias {
+        for j in 0..n {
+            let mut acc = F::zero();
+            for r in 0..rows {
+                acc = acc + dout[r * n + j];
+            }
+            db[j] = db[j] + acc;
+        }
+    }
+}
+
+/// Causal self-attention. qkv (B,T,3C) holds Q, K, V side by side; att (B,NH,T,T) receives the
+/// softmax probabilities (zero above the diagonal); out (B,T,C).
+pub fn attention_forward<F: Float>(
+    out: &mut [F],
+    att: &mut [F],
+    qkv: &[F],
+    b: usize,
+    t: usize,
+    c: usize,
+    nh: usize,
+) {
+    let hs = c / nh;
+    let scale = F::one() / f::<F>(hs as f64).sqrt();
+    for bi in 0..b {
+        for h in 0..nh {
+            for t1 in 0..t {
+                let q = &qkv[(bi * t + t1) * 3 * c + h * hs..][..hs];
+                let row = &mut att[((bi * nh + h) * t + t1) * t..][..t];
+                let mut max = F::neg_infinity();
+                for (t2, slot) in row.iter_mut().enumerate().take(t1 + 1) {
+                    let kv = &qkv[(bi * t + t2) * 3 * c + c + h * hs..][..hs];
+                    let s = q.iter().zip(kv).fold(F::zero(), |a, (&x, &y)| a + x * y) * scale;
+                    *slot = s;
+                    max = max.max(s);
+                }
+                let mut sum = F::zero();
+                for slot in row.iter_mut().take(t1 + 1) {
+                    *slot = (*slot - max).exp();
+                    sum = sum + *slot;
+                }
+                for (t2, slot) in row.iter_mut().enumerate() {
+                    *slot = if t2 <= t1 { *slot / sum } else { F::zero() };
+                }
+                for i in 0..hs {
+                    let mut acc = F::zero();
+                    for t2 in 0..=t1 {
+                        acc = acc + row[t2] * qkv[(bi * t + t2) * 3 * c + 2 * c + h * hs + i];
+                    }
+                    out[(bi * t + t1) * c + h * hs + i] = acc;
+                }
+            }
+        }
+    }
+}
+
+/// dqkv (B,T,3C) given dout (B,T,C); `datt` (B,NH,T,T) is scratch.
+#[allow(clippy::too_many_arguments)]
+pub fn attention_backward<F: Float>(
+    dqkv: &mut [F],
+    datt: &mut [F],
+    dout: &[F],
+    qkv: &[F],
+    att: &[F],
+    b: usize,
+    t: usize,
+    c: usize,
+    nh: usize,
+) {
+    let hs = c / nh;
+    let scale = F::one() / f::<F>(hs as f64).sqrt();
+    dqkv.iter_mut().for_each(|x| *x = F::zero());
+    for bi in 0..b {
+        for h in 0..nh {
+            let a = |t1: usize, t2: usize| att[((bi * nh + h) * t + t1) * t + t2];
+            let base = |tt: usize| (bi * t + tt) * 3 * c + h * hs;
+            for t1 in 0..t {
+                let drow = ((bi * nh + h) * t + t1) * t;
+                // dP = dO·Vᵀ and dV += Pᵀ·dO
+                for t2 in 0..t {
+                    let mut acc = F::zero();
+                    for i in 0..hs {
+                        let dout_i = dout[(bi * t + t1) * c + h * hs + i];
+                        acc = acc + dout_i * qkv[base(t2) + 2 * c + i];
+                        dqkv[base(t2) + 2 * c + i] =
+                            dqkv[base(t2) + 2 * c + i] + a(t1, t2) * dout_i;
+                    }
+                    datt[drow + t2] = acc;
+                }
+                // dS = P ⊙ (dP − Σ P·dP), scaled
+                let dot = (0..t).fold(F::zero(), |acc, t2| acc + a(t1, t2) * datt[drow + t2]);
+                for t2 in 0..t {
+                    datt[drow + t2] = a(t1, t2) * (datt[drow + t2] - dot);
+                }
+                // dQ = dS·K·scale, dK += dSᵀ·Q·scale
+                for t2 in 0..=t1 {
+                    let ds = datt[drow + t2] * scale;
+                    for i in 0..hs {
+                        dqkv[base(t1) + i] = dqkv[base(t1) + i] + ds * qkv[base(t2) + c + i];
+                        dqkv[base(t2) + c + i] = dqkv[base(t2) + c + i] + ds * qkv[base(t1) + i];
+                    }
+                }
+            }
+        }
+    }
+}
+
+const GELU_K: f64 = 0.797_884_560_802_865_4; // sqrt(2/pi)
+
+/// GELU with the tanh approximation (GPT-2's `gelu_new`).
+pub fn gelu_forward<F: Float>(out: &mut [F], inp: &[F]) {
+    let (k, a, half) = (f::<F>(GELU_K), f::<F>(0.044715), f::<F>(0.5));
+    for (o, &x) in out.iter_mut().zip(inp) {
+        *o = half * x * (F::one() + (k * (x + a * x * x * x)).tanh());
+    }
+}
+
+pub fn gelu_backward<F: Float>(dinp: &mut [F], inp: &[F], dout: &[F]) {
+    let (k, a, half) = (f::<F>(GELU_K), f::<F>(0.044715), f::<F>(0.5));
+    let three = f::<F>(3.0);
+    for ((d, &x), &g) in dinp.iter_mut().zip(inp).zip(dout) {
+        let th = (k * (x + a * x * x * x)).tanh();
+        let sech2 = F::one() - th * th;
+        let local = half * (F::one() + th) + half * x * sech2 * k * (F::one() + three * a * x * x);
+        *d = local * g;
+    }
+}
+
+pub fn residual_forward<F: Float>(out: &mut [F], a: &[F], b: &[F]) {
+    for ((o, &x), &y) in out.iter_mut().zip(a).zip(b) {
+        *o = x + y;
+    }
+}
+
+/// da = dout (the other addend's gradient is dout itself).
+pub fn residual_backward<F: Float>(da: &mut [F], dout: &[F]) {
+    da.copy_from_slice(dout);
+}
+
+/// probs (rows,V) = softmax(logits); losses (rows) = logsumexp − logit[target]; returns the mean.
+pub fn crossentropy_forward<F: Float>(
+    probs: &mut [F],
+    losses: &mut [F],
+    logits: &[F],
+    targets: &[u32],
+    v: usize,
+) -> F {
+    let mut total = F::zero();
+    for (r, &tgt) in targets.iter().enumerate() {
+        let row = &logits[r * v..(r + 1) * v];
+        let max = row.iter().fold(F::neg_infinity(), |m, &x| m.max(x));
+        let sum = row.iter().fold(F::zero(), |s, &x| s + (x - max).exp());
+        for i in 0..v {
+            probs[r * v + i] = (row[i] - max).exp() / sum;
+        }
+        losses[r] = max + sum.ln() - row[tgt as usize];
+        total = total + losses[r];
+    }
+    total / f(targets.len() as f64)
+}
+
+/// dlogits = (probs − onehot(target)) / rows.
+pub fn crossentropy_backward<F: Float>(dlogits: &mut [F], probs: &[F], targets: &[u32], v: usize) {
+    let inv = F::one() / f::<F>(targets.len() as f64);
+    for (r, &tgt) in targets.iter().enumerate() {
+        for i in 0..v {
+            let onehot = if i == tgt as usize {
+                F::one()
+            } else {
+                F::zero()
+            };
+            dlogits[r * v + i] = (probs[r * v + i] - onehot) * inv;
+        }
+    }
+}
+
+/// Per-step scalars of AdamW; `step` counts from 1.
+#[derive(Clone, Copy, Debug)]
+pub struct AdamWStep {
+    pub lr: f32,
+    pub beta1: f32,
+    pub beta2: f32,
+    pub eps: f32,
+    pub weight_decay: f32,
+    pub step: u32,
+    /// Weight decay applies to elements `[0, decay_end)`.
+    pub decay_end: usize,
+}
+
+impl AdamWStep {
+    /// 1 − β₁ᵗ and 1 − β₂ᵗ.
+    pub fn bias_corrections(&self) -> (f32, f32) {
+        let t = self.step.max(1) as i32;
+        (1.0 - self.beta1.powi(t), 1.0 - self.beta2.powi(t))
+    }
+}
+
+/// AdamW (decoupled weight decay, bias-corrected moments).
+pub fn adamw_step<F: Float>(
+    params: &mut [F],
+    m: &mut [F],
+    v: &mut [F],
+    grads: &[F],
+    s: &AdamWStep,
+) {
+    let (bc1, bc2) = s.bias_corrections();
+    let (lr, b1, b2, eps, wd) = (
+        f::<F>(s.lr as f64),
+        f::<F>(s.beta1 as f64),
+        f::<F>(s.beta2 as f64),
+        f::<F>(s.eps as f64),
+        f::<F>(s.weight_decay as f64),
+    );
+    let (bc1, bc2) = (f::<F>(bc1 as f64), f::<F>(bc2 as f64));
+    for i in 0..params.len() {
+        let g = grads[i];
+        m[i] = b1 * m[i] + (F::one() - b1) * g;
+        v[i] = b2 * v[i] + (F::one() - b2) * g * g;
+        let mhat = m[i] / bc1;
+        let vhat = v[i] / bc2;
+        let decay = if i < s.decay_end {
+            wd * params[i]
+        } else {
+            F::zero()
+        };
+        params[i] = params[i] - lr * (mhat / (vhat.sqrt() + eps) + decay);
+    }
+}
+
+/// SGD as `torch.optim.SGD`: g' = g + wd·p; buf = μ·buf + g' (if momentum); p −= lr·buf.
+pub fn sgd_step<F: Float>(
+    params: &mut [F],
+    momentum_buf: Option<&mut [F]>,
+    grads: &[F],
+    lr: f32,
+    momentum: f32,
+    weight_decay: f32,
+) {
+    let (lr, mu, wd) = (
+        f::<F>(lr as f64),
+        f::<F>(momentum as f64),
+        f::<F>(weight_decay as f64),
+    );
+    match momentum_buf {
+        Some(buf) => {
+            for i in 0..params.len() {
+                let g = grads[i] + wd * params[i];
+                buf[i] = mu * buf[i] + g;
+                params[i] = params[i] - lr * buf[i];
+            }
+        }
+        None => {
+            for i in 0..params.len() {
+                let g = grads[i] + wd * params[i];
+                params[i] = params[i] - lr * g;
+            }
+        }
+    }
+}

@@ -1,0 +1,699 @@
+//! Executes a plan on the GPU: one wgpu buffer per tensor, dispatches recorded once.
+
+use std::sync::Arc;
+
+use super::kernels::attention::AttnShape;
+use super::kernels::{Binding, Command, Kernels, Recorder};
+use super::{GpuContext, GpuError};
+use crate::backend::BackendError;
+use crate::backend::cpu::ops::AdamWStep;
+use crate::data::Batch;
+use crate::model::init::init_params;
+use crate::plan::{Op, Phase, Plan, TensorId, View, token_index};
+
+enum Cmd {
+    Dispatch {
+        pipeline: wgpu::ComputePipeline,
+        bind_group: wgpu::BindGroup,
+        groups: [u32; 3],
+    },
+    Clear {
+        tensor: TensorId,
+        offset: u64,
+        size: u64,
+    },
+}
+
+struct Recorded {
+    phase: Phase,
+    cmd: Cmd,
+}
+
+/// A plan bound to GPU buffers, ready to run steps.
+pub struct GpuExecutor {
+    ctx: GpuContext,
+    plan: Plan,
+    buffers: Vec<wgpu::Buffer>,
+    uniform_buffer: wgpu::Buffer,
+    commands: Vec<Recorded>,
+    /// Byte offset of AdamW's uniform, rewritten each step.
+    adamw_uniform: Option<u64>,
+    loss_staging: wgpu::Buffer,
+    steps_taken: u32,
+}
+
+fn bytes(elems: usize) -> u64 {
+    (elems * 4) as u64
+}
+
+/// Records every op of `plan`; returns AdamW's uniform offset, if any.
+fn record_plan(k: &Kernels, plan: &Plan, rec: &mut Recorder) -> Result<Option<u64>, GpuError> {
+    let m = plan.model;
+    let (b, t) = (plan.shape.batch, plan.shape.seq);
+    let (c, v) = (m.d_model, m.vocab);
+    let attn = AttnShape {
+        b,
+        t,
+        c,
+        nh: m.n_heads,
+    };
+    let mut adamw_uniform = None;
+    for node in &plan.ops {
+        rec.set_context(node.phase, &node.label);
+        match node.op {
+            Op::Zero { dst } => rec.clear(dst),
+            Op::Embedding {
+                tokens,
+                wte,
+                wpe,
+                out,
+            } => k.embedding.forward(rec, tokens, wte, wpe, out, t, c, v)?,
+            Op::EmbeddingBackward {
+                token_offsets,
+                token_positions,
+                dout,
+                dwte,
+                dwpe,
+            } => k.embedding.backward(
+                rec,
+                token_offsets,
+                token_positions,
+                dout,
+                dwte,
+                dwpe,
+                t,
+                c,
+                v,
+            )?,
+            Op::LayerNorm {
+                inp,
+                weight,
+                bias,
+                out,
+                mean,
+                rstd,
+            } => k
+                .layernorm
+                .forward(rec, inp, weight, bias, out, mean, rstd, c)?,
+            Op::LayerNormBackward {
+                inp,
+                weight,
+                mean,
+                rstd,
+                dout,
+                dinp,
+                dweight,
+                dbias,
+                accumulate,
+            } => k.layernorm.backward(
+                rec, inp, weight, mean, rstd, dout, dinp, dweight, dbias, c, accumulate,
+            )?,
+            Op::Matmul {
+                inp,
+                weight,
+                bias,
+                out,
+                rows,
+                k: kk,
+                n,
+                weight_transposed,
+            } => k
+                .matmul
+                .forward(rec, inp, weight, bias, out, rows, kk, n, weight_transposed)?,
+            Op::MatmulBackward {
+                inp,
+                weight,
+                dout,
+                dinp,
+                dweight,
+                dbias,
+                rows,
+                k: kk,
+                n,
+                weight_transposed,
+            } => k.matmul.backward(
+                rec,
+                inp,
+                weight,
+                dout,
+                dinp,
+                dweight,
+                dbias,
+                rows,
+                kk,
+                n,
+                weight_transposed,
+            )?,
+            Op::Attention { qkv, att, out } => k.attention.forward(rec, qkv, att, out, attn)?,
+            Op::AttentionBackward {
+                qkv,
+                att,
+                dout,
+                datt,
+                dqkv,
+            } => k
+                .attention
+                .backward(rec, qkv, att, dout, datt, dqkv, attn)?,
+            Op::Gelu { inp, out } => k.gelu.forward(rec, inp, out)?,
+            Op::GeluBackward { inp, dout, dinp } => k.gelu.backward(rec, inp, dout, dinp)?,
+            Op::Residual { a, b, out } => k.residual.forward(rec, a, b, out)?,
+            Op::ResidualBackward { dout, da } => k.residual.backward(rec, dout, da)?,
+            Op::CrossEntropy {
+                logits,
+                targets,
+                probs,
+                losses,
+                loss,
+            } => k
+                .crossentropy
+                .forward(rec, logits, targets, probs, losses, loss, v)?,
+            Op::CrossEntropyBackward {
+                probs,
+                targets,
+                dlogits,
+            } => k.crossentropy.backward(rec, probs, targets, dlogits, v)?,
+            Op::AdamW {
+                params,
+                grads,
+                m: mm,
+                v: vv,
+            } => {
+                let s = adamw_step(plan, 1);
+                adamw_uniform = Some(k.adamw.step(rec, params, grads, mm, vv, &s)?);
+            }
+            Op::Sgd {
+                params,
+                grads,
+                momentum,
+            } => {
+                let o = plan.optimizer;
+                k.sgd.step(
+                    rec,
+                    params,
+                    grads,
+                    momentum,
+                    o.lr,
+                    o.momentum,
+                    o.weight_decay,
+                )?
+            }
+        }
+    }
+    Ok(adamw_uniform)
+}
+
+fn adamw_step(plan: &Plan, step: u32) -> AdamWStep {
+    let o = plan.optimizer;
+    AdamWStep {
+        lr: o.lr,
+        beta1: o.beta1,
+        beta2: o.beta2,
+        eps: o.eps,
+        weight_decay: o.weight_decay,
+        step,
+        decay_end: plan.layout.decay_end,
+    }
+}
+
+impl GpuExecutor {
+    /// Allocates the plan's tensors on the GPU, records its dispatches and uploads the initial
+    /// parameters (from `seed`). Limits are checked first, so a config too large for the
+    /// adapter gets [`GpuError::ExceedsLimit`] rather than a wgpu validation error.
+    pub async fn new(
+        ctx: &GpuContext,
+        kernels: &Kernels,
+        plan: Plan,
+        seed: u64,
+    ) -> Result<Self, GpuError> {
+        let limits = ctx.limits();
+        let max_binding = limits
+            .max_storage_buffer_binding_size
+            .min(limits.max_buffer_size);
+        for t in &plan.tensors {
+            if t.size_bytes() as u64 > max_binding {
+                return Err(GpuError::ExceedsLimit {
+                    what: format!("tensor {} ({:?})", t.name, t.shape),
+                    needed: t.size_bytes() as u64,
+                    limit: max_binding,
+                });
+            }
+        }
+        let mut rec = Recorder::new(limits.max_compute_workgroups_per_dimension);
+        let adamw_uniform = record_plan(kernels, &plan, &mut rec)?;
+        if rec.uniforms.len() as u64 > limits.max_buffer_size {
+            return Err(GpuError::ExceedsLimit {
+                what: "uniform buffer".into(),
+                needed: rec.uniforms.len() as u64,
+                limit: limits.max_buffer_size,
+            });
+        }
+        let device = &ctx.device;
+        let built = ctx
+            .scoped("allocating the step's tensors", || {
+                let buffers: Vec<wgpu::Buffer> = plan
+                    .tensors
+                    .iter()
+                    .map(|t| storage_buffer(device, &t.name, t.size_bytes() as u64))
+                    .collect();
+                let loss_staging = device.create_buffer(&wgpu::BufferDescriptor {
+                    label: Some("loss readback"),
+                    size: 4,
+                    usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+                    mapped_at_creation: false,
+                });
+                let (uniform_buffer, commands) = materialize(ctx, &rec, &buffers);
+                (buffers, uniform_buffer, loss_staging, commands)
+            })
+            .await?;
+        let (buffers, uniform_buffer, loss_staging, commands) = built;
+        let exec = Self {
+            ctx: ctx.clone(),
+            plan,
+            buffers,
+            uniform_buffer,
+            commands,
+            adamw_uniform,
+            loss_staging,
+            steps_taken: 0,
+        };
+        let init = init_params(&exec.plan.layout, seed);
+        exec.write_params(&init);
+        Ok(exec)
+    }
+
+    pub fn plan(&self) -> &Plan {
+        &self.plan
+    }
+
+    pub fn context(&self) -> &GpuContext {
+        &self.ctx
+    }
+
+    /// Overwrites the flat parameter tensor.
+    pub fn write_params(&self, flat: &[f32]) {
+        let buf = &self.buffers[self.plan.handles.params.0];
+        let n = flat.len().min(self.plan.layout.flat_len);
+        self.ctx
+            .queue
+            .write_buffer(buf, 0, bytemuck::cast_slice(&flat[..n]));
+    }
+
+    /// Validates and uploads a batch: tokens, targets and the per-token position index.
+    pub fn upload_batch(&self, batch: &Batch) -> Result<(), BackendError> {
+        batch.validate(&self.plan.model)?;
+        if batch.shape != self.plan.shape {
+            return Err(BackendError::ShapeMismatch {
+                plan: self.plan.shape,
+                batch: batch.shape,
+            });
+        }
+        let h = self.plan.handles;
+        let (offsets, positions) = token_index(&batch.inputs, self.plan.model.vocab);
+        let q = &self.ctx.queue;
+        q.write_buffer(
+            &self.buffers[h.tokens.0],
+            0,
+            bytemuck::cast_slice(&batch.inputs),
+        );
+        q.write_buffer(
+            &self.buffers[h.targets.0],
+            0,
+            bytemuck::cast_slice(&batch.targets),
+        );
+        q.write_buffer(
+            &self.buffers[h.token_offsets.0],
+            0,
+            bytemuck::cast_slice(&offsets),
+        );
+        q.write_buffer(
+            &self.buffers[h.token_positions.0],
+            0,
+            bytemuck::cast_slice(&positions),
+        );
+        Ok(())
+    }
+
+    /// One command buffer with the ops of `phases`, then a copy of the loss to the staging
+    /// buffer.
+    fn encode(&self, phases: &[Phase]) -> wgpu::CommandBuffer {
+        let mut enc = self
+            .ctx
+            .device
+            .create_command_encoder(&wgpu::CommandEncoderDescriptor {
+                label: Some("oomlab step"),
+            });
+        encode_commands(&mut enc, &self.commands, &self.buffers, phases);
+        enc.copy_buffer_to_buffer(
+            &self.buffers[self.plan.handles.loss.0],
+            0,
+            &self.loss_staging,
+            0,
+            4,
+        );
+        enc.finish()
+    }
+
+    /// Submits the ops of `phases` (the batch must be uploaded) and returns the loss.
+    pub async fn run_phases(&mut self, phases: &[Phase]) -> Result<f32, GpuError> {
+        if phases.contains(&Phase::Optimizer) {
+            self.steps_taken += 1;
+            if let Some(offset) = self.adamw_uniform {
+                let s = adamw_step(&self.plan, self.steps_taken);
+                let p = super::kernels::adamw::AdamWParams::new(self.plan.layout.flat_len, &s);
+                self.ctx
+                    .queue
+                    .write_buffer(&self.uniform_buffer, offset, bytemuck::bytes_of(&p));
+            }
+        }
+        let cmd = self.encode(phases);
+        self.ctx
+            .scoped("running the step", || self.ctx.queue.submit([cmd]))
+            .await?;
+        let data = read_buffer(&self.ctx, &self.loss_staging, 4).await?;
+        Ok(bytemuck::pod_read_unaligned::<f32>(&data[..4]))
+    }
+
+    /// Uploads `batch` and runs forward, backward and the optimizer.
+    pub async fn train_step_async(&mut self, batch: &Batch) -> Result<f32, BackendError> {
+        self.upload_batch(batch)?;
+        Ok(self
+            .run_phases(&[Phase::Forward, Phase::Backward, Phase::Optimizer])
+            .await?)
+    }
+
+    /// Reads a whole f32 tensor back.
+    pub async fn read_tensor_async(&self, id: TensorId) -> Result<Vec<f32>, GpuError> {
+        let size = self.plan.tensor(id).size_bytes() as u64;
+        let staging = self.ctx.device.create_buffer(&wgpu::BufferDescriptor {
+            label: Some("readback"),
+            size: size.max(4),
+            usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+            mapped_at_creation: false,
+        });
+        let mut enc = self
+            .ctx
+            .device
+            .create_command_encoder(&wgpu::CommandEncoderDescriptor {
+                label: Some("readback"),
+            });
+        enc.copy_buffer_to_buffer(&self.buffers[id.0], 0, &staging, 0, size);
+        self.ctx.queue.submit([enc.finish()]);
+        let data = read_buffer(&self.ctx, &staging, size).await?;
+        Ok(bytemuck::pod_collect_to_vec(&data))
+    }
+
+    /// A tensor by its plan name.
+    pub async fn read_named_async(&self, name: &str) -> Result<Vec<f32>, GpuError> {
+        let id = self
+            .plan
+            .tensors
+            .iter()
+            .position(|t| t.name == name)
+            .map(TensorId)
+            .ok_or_else(|| GpuError::Readback(format!("no tensor named {name}")))?;
+        self.read_tensor_async(id).await
+    }
+
+    /// One view of a tensor, read back (e.g. one parameter's gradient).
+    pub async fn read_view_async(&self, view: View) -> Result<Vec<f32>, GpuError> {
+        let all = self.read_tensor_async(view.tensor).await?;
+        Ok(all[view.offset..view.offset + view.len].to_vec())
+    }
+}
+
+/// Maps `staging`, copies out `size` bytes and unmaps. On native the device is polled until the
+/// map completes; on the web the browser completes it and this future awaits it.
+async fn read_buffer(
+    ctx: &GpuContext,
+    staging: &wgpu::Buffer,
+    size: u64,
+) -> Result<Vec<u8>, GpuError> {
+    let (tx, rx) = futures_channel::oneshot::channel();
+    staging
+        .slice(..size)
+        .map_async(wgpu::MapMode::Read, move |r| {
+            let _ = tx.send(r);
+        });
+    #[cfg(not(target_arch = "wasm32"))]
+    ctx.device
+        .poll(wgpu::PollType::wait_indefinitely())
+        .map_err(|e| GpuError::DeviceLost(e.to_string()))?;
+    let mapped = rx
+        .await
+        .map_err(|_| GpuError::Readback("the map callback was dropped".into()))?;
+    mapped.map_err(|e| GpuError::Readback(e.to_string()))?;
+    let out = {
+        let view = staging
+            .slice(..size)
+            .get_mapped_range()
+            .map_err(|e| GpuError::Readback(e.to_string()))?;
+        view.to_vec()
+    };
+    staging.unmap();
+    if let Some(e) = ctx.take_uncaptured_errors().pop() {
+        return Err(GpuError::Validation(e));
+    }
+    Ok(out)
+}
+
+/// Blocking wrappers for the CLI and tests.
+#[cfg(not(target_arch = "wasm32"))]
+impl crate::backend::Trainer for GpuExecutor {
+    fn backend_name(&self) -> String {
+        format!("gpu ({})", self.ctx.describe())
+    }
+    fn plan(&self) -> &Plan {
+        &self.plan
+    }
+    fn train_step(&mut self, batch: &Batch) -> Result<f32, BackendError> {
+        pollster::block_on(self.train_step_async(batch))
+    }
+    fn compute_grads(&mut self, batch: &Batch) -> Result<f32, BackendError> {
+        self.upload_batch(batch)?;
+        Ok(pollster::block_on(
+            self.run_phases(&[Phase::Forward, Phase::Backward]),
+        )?)
+    }
+    fn read_params(&mut self) -> Result<Vec<f32>, BackendError> {
+        Ok(pollster::block_on(
+            self.read_tensor_async(self.plan.handles.params),
+        )?)
+    }
+    fn read_grads(&mut self) -> Result<Vec<f32>, BackendError> {
+        Ok(pollster::block_on(
+            self.read_tensor_async(self.plan.handles.grads),
+        )?)
+    }
+    fn write_params(&mut self, flat: &[f32]) -> Result<(), BackendError> {
+        GpuExecutor::write_params(self, flat);
+        Ok(())
+    }
+}
+
+/// Builds kernels once per device inside error scopes.
+pub async fn build_kernels(ctx: &GpuContext) -> Result<Arc<Kernels>, GpuError> {
+    let kernels = ctx
+        .scoped("building the compute pipelines", || {
+            Kernels::new(&ctx.device)
+        })
+        .await?;
+    Ok(Arc::new(kernels))
+}
+
+fn storage_buffer(device: &wgpu::Device, label: &str, size: u64) -> wgpu::Buffer {
+    device.create_buffer(&wgpu::BufferDescriptor {
+        label: Some(label),
+        size: size.max(4),
+        usage: wgpu::BufferUsages::STORAGE
+            | wgpu::BufferUsages::COPY_DST
+            | wgpu::BufferUsages::COPY_SRC,
+        mapped_at_creation: false,
+    })
+}
+
+/// Turns recorded commands into a uniform buffer and bind groups over `buffers` (indexed by
+/// tensor id). Call inside an error scope.
+fn materialize(
+    ctx: &GpuContext,
+    rec: &Recorder,
+    buffers: &[wgpu::Buffer],
+) -> (wgpu::Buffer, Vec<Recorded>) {
+    let device = &ctx.device;
+    let dummy = device.create_buffer(&wgpu::BufferDescriptor {
+        label: Some("unused binding"),
+        size: 256,
+        usage: wgpu::BufferUsages::STORAGE,
+        mapped_at_creation: false,
+    });
+    let uniform_buffer = device.create_buffer(&wgpu::BufferDescriptor {
+        label: Some("step uniforms"),
+        size: (rec.uniforms.len() as u64).max(256),
+        usage: wgpu::BufferUsages::UNIFORM | wgpu::BufferUsages::COPY_DST,
+        mapped_at_creation: false,
+    });
+    ctx.queue.write_buffer(&uniform_buffer, 0, &rec.uniforms);
+    let resolve = |binding: &Binding| match *binding {
+        Binding::View(v) => wgpu::BufferBinding {
+            buffer: &buffers[v.tensor.0],
+            offset: bytes(v.offset),
+            size: wgpu::BufferSize::new(bytes(v.len)),
+        },
+        Binding::Dummy => wgpu::BufferBinding {
+            buffer: &dummy,
+            offset: 0,
+            size: None,
+        },
+    };
+    let commands =
+        rec.commands
+            .iter()
+            .map(|(phase, label, command)| {
+                let cmd = match command {
+                    Command::Clear(v) => Cmd::Clear {
+                        tensor: v.tensor,
+                        offset: bytes(v.offset),
+                        size: bytes(v.len),
+                    },
+                    Command::Dispatch(spec) => {
+                        let mut entries = vec![wgpu::BindGroupEntry {
+                            binding: 0,
+                            resource: wgpu::BindingResource::Buffer(wgpu::BufferBinding {
+                                buffer: &uniform_buffer,
+                                offset: spec.uniform.0,
+                                size: wgpu::BufferSize::new(spec.uniform.1),
+                            }),
+                        }];
+                        entries.extend(spec.bindings.iter().map(|(binding, b)| {
+                            wgpu::BindGroupEntry {
+                                binding: *binding,
+                                resource: wgpu::BindingResource::Buffer(resolve(b)),
+                            }
+                        }));
+                        let bind_group = device.create_bind_group(&wgpu::BindGroupDescriptor {
+                            label: Some(label),
+                            layout: &spec.entry.layout,
+                            entries: &entries,
+                        });
+                        Cmd::Dispatch {
+                            pipeline: spec.entry.pipeline.clone(),
+                            bind_group,
+                            groups: spec.groups,
+                        }
+                    }
+                };
+                Recorded { phase: *phase, cmd }
+            })
+            .collect();
+    (uniform_buffer, commands)
+}
+
+/// Encodes the commands of `phases`: clears at encoder level, runs of dispatches in one pass.
+fn encode_commands(
+    enc: &mut wgpu::CommandEncoder,
+    commands: &[Recorded],
+    buffers: &[wgpu::Buffer],
+    phases: &[Phase],
+) {
+    let selected: Vec<&Recorded> = commands
+        .iter()
+        .filter(|r| phases.contains(&r.phase))
+        .collect();
+    let mut i = 0;
+    while i < selected.len() {
+        match &selected[i].cmd {
+            Cmd::Clear {
+                tensor,
+                offset,
+                size,
+            } => {
+                enc.clear_buffer(&buffers[tensor.0], *offset, Some(*size));
+                i += 1;
+            }
+            Cmd::Dispatch { .. } => {
+                let mut pass = enc.begin_compute_pass(&wgpu::ComputePassDescriptor {
+                    label: Some("oomlab ops"),
+                    timestamp_writes: None,
+                });
+                while let Some(Recorded {
+                    cmd:
+                        Cmd::Dispatch {
+                            pipeline,
+                            bind_group,
+                            groups,
+                        },
+                    ..
+                }) = selected.get(i)
+                {
+                    pass.set_pipeline(pipeline);
+                    pass.set_bind_group(0, bind_group, &[]);
+                    pass.dispatch_workgroups(groups[0], groups[1], groups[2]);
+                    i += 1;
+                }
+            }
+        }
+    }
+}
+
+/// Times the tiled GEMM on an m×k · k×n product, `iters` dispatches in one submission.
+/// Returns GFLOP/s (2·m·n·k per product).
+#[cfg(not(target_arch = "wasm32"))]
+pub fn bench_matmul(
+    ctx: &GpuContext,
+    kernels: &Kernels,
+    m: usize,
+    n: usize,
+    k: usize,
+    iters: usize,
+) -> Result<f64, GpuError> {
+    use super::kernels::matmul::{GemmCall, Operand};
+    let device = &ctx.device;
+    let view = |id: usize, len: usize| View {
+        tensor: TensorId(id),
+        offset: 0,
+        len,
+    };
+    let (a, b, c) = (view(0, m * k), view(1, k * n), view(2, m * n));
+    let mut rec = Recorder::new(ctx.limits().max_compute_workgroups_per_dimension);
+    rec.set_context(Phase::Forward, "bench");
+    kernels.matmul.gemm.record(
+        &mut rec,
+        &GemmCall {
+            m,
+            n,
+            k,
+            outer: 1,
+            heads: 1,
+            a: (a, Operand::rows(k)),
+            b: (Some(b), Operand::rows(n)),
+            c: (c, Operand::rows(n)),
+            bias: None,
+            alpha: 1.0,
+            accumulate: false,
+        },
+    )?;
+    let (buffers, commands) = pollster::block_on(ctx.scoped("matmul benchmark", || {
+        let buffers: Vec<wgpu::Buffer> = [a, b, c]
+            .iter()
+            .map(|v| storage_buffer(device, "bench", bytes(v.len)))
+            .collect();
+        let (_uniforms, commands) = materialize(ctx, &rec, &buffers);
+        (buffers, commands)
+    }))?;
+    let run = |count: usize| -> Result<f64, GpuError> {
+        let start = std::time::Instant::now();
+        let mut enc = device.create_command_encoder(&wgpu::CommandEncoderDescriptor {
+            label: Some("bench"),
+        });
+        for _ in 0..count {
+            encode_commands(&mut enc, &commands, &buffers, &[Phase::Forward]);
+        }
+        ctx.queue.submit([enc.finish()]);
+        device
+            .poll(wgpu::PollType::wait_indefinitely())
+            .map_err(|e| GpuError::DeviceLost(e.to_string()))?;
+        Ok(start.elapsed().as_secs_f64())
+    };
+    run(1)?; // warm-up
+    let secs = run(iters.max(1))?;
+    Ok(2.0 * (m * n * k) as f64 * iters.max(1) as f64 / secs / 1e9)
+}

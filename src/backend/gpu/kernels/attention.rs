@@ -1,0 +1,242 @@
+//! `shaders/attention.wgsl` (causal softmax) + the GEMMs of `matmul.wgsl`: causal multi-head
+//! self-attention forward and backward. CPU twins: `cpu::ops::attention_forward` /
+//! `attention_backward`.
+//!
+//! Layouts: qkv (B,T,3C) with Q, K, V side by side; head h of Q at column h·hs. att (B,NH,T,T).
+
+use super::matmul::{Gemm, GemmCall, Operand};
+use super::{Binding, KernelEntry, Recorder, build_entries, u};
+use crate::backend::gpu::GpuError;
+use crate::plan::View;
+
+/// Mirrors `Params` in attention.wgsl.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, bytemuck::Pod, bytemuck::Zeroable)]
+pub struct SoftmaxParams {
+    pub rows: u32,
+    pub t: u32,
+    pub _pad: [u32; 2],
+}
+
+#[derive(Clone, Debug)]
+pub struct Attention {
+    gemm: Gemm,
+    softmax_forward: KernelEntry,
+    softmax_backward: KernelEntry,
+}
+
+/// Shape of one attention call.
+#[derive(Clone, Copy, Debug)]
+pub struct AttnShape {
+    pub b: usize,
+    pub t: usize,
+    pub c: usize,
+    pub nh: usize,
+}
+
+impl AttnShape {
+    fn hs(&self) -> usize {
+        self.c / self.nh
+    }
+    fn scale(&self) -> f32 {
+        1.0 / (self.hs() as f32).sqrt()
+    }
+    /// Q, K or V (part 0, 1, 2) of qkv, per (batch, head).
+    fn qkv_part(&self, part: usize) -> Operand {
+        Operand {
+            offset: part * self.c,
+            outer: self.t * 3 * self.c,
+            head: self.hs(),
+            ld: 3 * self.c,
+            transposed: false,
+        }
+    }
+    /// A (B,T,C) tensor per (batch, head).
+    fn btc(&self) -> Operand {
+        Operand {
+            offset: 0,
+            outer: self.t * self.c,
+            head: self.hs(),
+            ld: self.c,
+            transposed: false,
+        }
+    }
+    /// att or datt (B,NH,T,T) per (batch, head).
+    fn bhtt(&self) -> Operand {
+        Operand {
+            offset: 0,
+            outer: self.nh * self.t * self.t,
+            head: self.t * self.t,
+            ld: self.t,
+            transposed: false,
+        }
+    }
+}
+
+impl Attention {
+    pub fn new(device: &wgpu::Device, gemm: Gemm) -> Self {
+        let [softmax_forward, softmax_backward] = build_entries(
+            device,
+            "attention.wgsl",
+            [("softmax_forward", &[1]), ("softmax_backward", &[1, 2])],
+        );
+        Self {
+            gemm,
+            softmax_forward,
+            softmax_backward,
+        }
+    }
+
+    fn softmax_params(s: &AttnShape) -> SoftmaxParams {
+        SoftmaxParams {
+            rows: u(s.b * s.nh * s.t),
+            t: u(s.t),
+            _pad: [0; 2],
+        }
+    }
+
+    /// att = softmax(QKᵀ/√hs) (causal), out = att·V.
+    pub fn forward(
+        &self,
+        rec: &mut Recorder,
+        qkv: View,
+        att: View,
+        out: View,
+        s: AttnShape,
+    ) -> Result<(), GpuError> {
+        let (t, hs) = (s.t, s.hs());
+        // S = scale · Q Kᵀ, written into att
+        self.gemm.record(
+            rec,
+            &GemmCall {
+                m: t,
+                n: t,
+                k: hs,
+                outer: s.b,
+                heads: s.nh,
+                a: (qkv, s.qkv_part(0)),
+                b: (None, s.qkv_part(1).transposed()),
+                c: (att, s.bhtt()),
+                bias: None,
+                alpha: s.scale(),
+                accumulate: false,
+            },
+        )?;
+        let p = Self::softmax_params(&s);
+        let groups = rec.grid_1d(s.b * s.nh * t, 64);
+        rec.dispatch(
+            &self.softmax_forward,
+            &p,
+            &[(1, Binding::View(att))],
+            groups,
+        )?;
+        // O = P V
+        self.gemm.record(
+            rec,
+            &GemmCall {
+                m: t,
+                n: hs,
+                k: t,
+                outer: s.b,
+                heads: s.nh,
+                a: (att, s.bhtt()),
+                b: (Some(qkv), s.qkv_part(2)),
+                c: (out, s.btc()),
+                bias: None,
+                alpha: 1.0,
+                accumulate: false,
+            },
+        )
+    }
+
+    /// dqkv from dout; datt is scratch.
+    pub fn backward(
+        &self,
+        rec: &mut Recorder,
+        qkv: View,
+        att: View,
+        dout: View,
+        datt: View,
+        dqkv: View,
+        s: AttnShape,
+    ) -> Result<(), GpuError> {
+        let (t, hs) = (s.t, s.hs());
+        let dpart = |part: usize| (dqkv, s.qkv_part(part));
+        // dP = dO Vᵀ
+        self.gemm.record(
+            rec,
+            &GemmCall {
+                m: t,
+                n: t,
+                k: hs,
+                outer: s.b,
+                heads: s.nh,
+                a: (dout, s.btc()),
+                b: (Some(qkv), s.qkv_part(2).transposed()),
+                c: (datt, s.bhtt()),
+                bias: None,
+                alpha: 1.0,
+                accumulate: false,
+            },
+        )?;
+        // dV = Pᵀ dO
+        self.gemm.record(
+            rec,
+            &GemmCall {
+                m: t,
+                n: hs,
+                k: t,
+                outer: s.b,
+                heads: s.nh,
+                a: (att, s.bhtt().transposed()),
+                b: (Some(dout), s.btc()),
+                c: dpart(2),
+                bias: None,
+                alpha: 1.0,
+                accumulate: false,
+            },
+        )?;
+        // dS = P ⊙ (dP − Σ P dP)
+        let p = Self::softmax_params(&s);
+        let groups = rec.grid_1d(s.b * s.nh * t, 64);
+        rec.dispatch(
+            &self.softmax_backward,
+            &p,
+            &[(1, Binding::View(att)), (2, Binding::View(datt))],
+            groups,
+        )?;
+        // dQ = scale · dS K ; dK = scale · dSᵀ Q
+        self.gemm.record(
+            rec,
+            &GemmCall {
+                m: t,
+                n: hs,
+                k: t,
+                outer: s.b,
+                heads: s.nh,
+                a: (datt, s.bhtt()),
+                b: (Some(qkv), s.qkv_part(1)),
+                c: dpart(0),
+                bias: None,
+                alpha: s.scale(),
+                accumulate: false,
+            },
+        )?;
+        self.gemm.record(
+            rec,
+            &GemmCall {
+                m: t,
+                n: hs,
+                k: t,
+                outer: s.b,
+                heads: s.nh,
+                a: (datt, s.bhtt().transposed()),
+                b: (Some(qkv), s.qkv_part(0)),
+                c: dpart(1),
+                bias: None,
+                alpha: s.scale(),
+                accumulate: false,
+            },
+        )
+    }
+}

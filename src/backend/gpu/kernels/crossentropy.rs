@@ -1,0 +1,101 @@
+//! `shaders/crossentropy.wgsl`. CPU twins: `cpu::ops::crossentropy_forward` /
+//! `crossentropy_backward`.
+
+use super::{Binding, KernelEntry, Recorder, build_entries, u};
+use crate::backend::gpu::GpuError;
+use crate::plan::View;
+
+/// Mirrors `Params` in crossentropy.wgsl.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, bytemuck::Pod, bytemuck::Zeroable)]
+pub struct CrossEntropyParams {
+    pub rows: u32,
+    pub v: u32,
+    pub _pad: [u32; 2],
+}
+
+#[derive(Clone, Debug)]
+pub struct CrossEntropy {
+    forward: KernelEntry,
+    loss_mean: KernelEntry,
+    backward: KernelEntry,
+}
+
+impl CrossEntropy {
+    pub fn new(device: &wgpu::Device) -> Self {
+        let [forward, loss_mean, backward] = build_entries(
+            device,
+            "crossentropy.wgsl",
+            [
+                ("forward", &[1, 2, 3, 4]),
+                ("loss_mean", &[4, 5]),
+                ("backward", &[2, 3, 6]),
+            ],
+        );
+        Self {
+            forward,
+            loss_mean,
+            backward,
+        }
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    pub fn forward(
+        &self,
+        rec: &mut Recorder,
+        logits: View,
+        targets: View,
+        probs: View,
+        losses: View,
+        loss: View,
+        vocab: usize,
+    ) -> Result<(), GpuError> {
+        let rows = targets.len;
+        let p = CrossEntropyParams {
+            rows: u(rows),
+            v: u(vocab),
+            _pad: [0; 2],
+        };
+        let v = Binding::View;
+        rec.dispatch(
+            &self.forward,
+            &p,
+            &[
+                (1, v(logits)),
+                (2, v(targets)),
+                (3, v(probs)),
+                (4, v(losses)),
+            ],
+            rec.grid_1d(rows, 64),
+        )?;
+        rec.dispatch(
+            &self.loss_mean,
+            &p,
+            &[(4, v(losses)), (5, v(loss))],
+            [1, 1, 1],
+        )
+    }
+
+    pub fn backward(
+        &self,
+        rec: &mut Recorder,
+        probs: View,
+        targets: View,
+        dlogits: View,
+        vocab: usize,
+    ) -> Result<(), GpuError> {
+        let rows = targets.len;
+        let p = CrossEntropyParams {
+            rows: u(rows),
+            v: u(vocab),
+            _pad: [0; 2],
+        };
+        let v = Binding::View;
+        rec.dispatch(
+            &self.backward,
+            &p,
+            &[(2, v(targets)), (3, v(probs)), (6, v(dlogits))],
+            rec.grid_1d(rows * vocab, 256),
+        )
+    }
+}

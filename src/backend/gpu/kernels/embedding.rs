@@ -1,0 +1,106 @@
+//! `shaders/embedding.wgsl`. CPU twins: `cpu::ops::embedding_forward` / `embedding_backward`.
+
+use super::{Binding, KernelEntry, Recorder, build_entries, u};
+use crate::backend::gpu::GpuError;
+use crate::plan::View;
+
+/// Mirrors `Params` in embedding.wgsl.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, bytemuck::Pod, bytemuck::Zeroable)]
+pub struct EmbeddingParams {
+    pub rows: u32,
+    pub t: u32,
+    pub c: u32,
+    pub vocab: u32,
+}
+
+#[derive(Clone, Debug)]
+pub struct Embedding {
+    forward: KernelEntry,
+    backward_wte: KernelEntry,
+    backward_wpe: KernelEntry,
+}
+
+impl Embedding {
+    pub fn new(device: &wgpu::Device) -> Self {
+        let [forward, backward_wte, backward_wpe] = build_entries(
+            device,
+            "embedding.wgsl",
+            [
+                ("forward", &[1, 2, 3, 4]),
+                ("backward_wte", &[5, 6, 7, 8]),
+                ("backward_wpe", &[7, 9]),
+            ],
+        );
+        Self {
+            forward,
+            backward_wte,
+            backward_wpe,
+        }
+    }
+
+    fn params(rows: usize, t: usize, c: usize, vocab: usize) -> EmbeddingParams {
+        EmbeddingParams {
+            rows: u(rows),
+            t: u(t),
+            c: u(c),
+            vocab: u(vocab),
+        }
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    pub fn forward(
+        &self,
+        rec: &mut Recorder,
+        tokens: View,
+        wte: View,
+        wpe: View,
+        out: View,
+        t: usize,
+        c: usize,
+        vocab: usize,
+    ) -> Result<(), GpuError> {
+        let p = Self::params(tokens.len, t, c, vocab);
+        let v = Binding::View;
+        rec.dispatch(
+            &self.forward,
+            &p,
+            &[(1, v(tokens)), (2, v(wte)), (3, v(wpe)), (4, v(out))],
+            rec.grid_1d(out.len, 256),
+        )
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    pub fn backward(
+        &self,
+        rec: &mut Recorder,
+        token_offsets: View,
+        token_positions: View,
+        dout: View,
+        dwte: View,
+        dwpe: View,
+        t: usize,
+        c: usize,
+        vocab: usize,
+    ) -> Result<(), GpuError> {
+        let p = Self::params(token_positions.len, t, c, vocab);
+        let v = Binding::View;
+        rec.dispatch(
+            &self.backward_wte,
+            &p,
+            &[
+                (5, v(token_offsets)),
+                (6, v(token_positions)),
+                (7, v(dout)),
+                (8, v(dwte)),
+            ],
+            rec.grid_1d(vocab * c, 256),
+        )?;
+        rec.dispatch(
+            &self.backward_wpe,
+            &p,
+            &[(7, v(dout)), (9, v(dwpe))],
+            rec.grid_1d(t * c, 256),
+        )
+    }
+}

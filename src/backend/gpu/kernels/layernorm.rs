@@ -1,0 +1,127 @@
+//! `shaders/layernorm.wgsl`. CPU twins: `cpu::ops::layernorm_forward` / `layernorm_backward`.
+
+use super::{Binding, KernelEntry, Recorder, build_entries, u};
+use crate::backend::gpu::GpuError;
+use crate::plan::View;
+
+/// Mirrors `Params` in layernorm.wgsl.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, bytemuck::Pod, bytemuck::Zeroable)]
+pub struct LayerNormParams {
+    pub rows: u32,
+    pub cols: u32,
+    pub accumulate: u32,
+    pub _pad: u32,
+}
+
+#[derive(Clone, Debug)]
+pub struct LayerNorm {
+    forward: KernelEntry,
+    backward_input: KernelEntry,
+    backward_params: KernelEntry,
+}
+
+impl LayerNorm {
+    pub fn new(device: &wgpu::Device) -> Self {
+        let [forward, backward_input, backward_params] = build_entries(
+            device,
+            "layernorm.wgsl",
+            [
+                ("forward", &[1, 2, 3, 4, 5, 6]),
+                ("backward_input", &[1, 2, 5, 6, 7, 8]),
+                ("backward_params", &[1, 5, 6, 7, 9, 10]),
+            ],
+        );
+        Self {
+            forward,
+            backward_input,
+            backward_params,
+        }
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    pub fn forward(
+        &self,
+        rec: &mut Recorder,
+        inp: View,
+        weight: View,
+        bias: View,
+        out: View,
+        mean: View,
+        rstd: View,
+        cols: usize,
+    ) -> Result<(), GpuError> {
+        let rows = mean.len;
+        let p = LayerNormParams {
+            rows: u(rows),
+            cols: u(cols),
+            accumulate: 0,
+            _pad: 0,
+        };
+        let v = Binding::View;
+        rec.dispatch(
+            &self.forward,
+            &p,
+            &[
+                (1, v(inp)),
+                (2, v(weight)),
+                (3, v(bias)),
+                (4, v(out)),
+                (5, v(mean)),
+                (6, v(rstd)),
+            ],
+            rec.grid_1d(rows, 64),
+        )
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    pub fn backward(
+        &self,
+        rec: &mut Recorder,
+        inp: View,
+        weight: View,
+        mean: View,
+        rstd: View,
+        dout: View,
+        dinp: View,
+        dweight: View,
+        dbias: View,
+        cols: usize,
+        accumulate: bool,
+    ) -> Result<(), GpuError> {
+        let rows = mean.len;
+        let p = LayerNormParams {
+            rows: u(rows),
+            cols: u(cols),
+            accumulate: accumulate as u32,
+            _pad: 0,
+        };
+        let v = Binding::View;
+        rec.dispatch(
+            &self.backward_input,
+            &p,
+            &[
+                (1, v(inp)),
+                (2, v(weight)),
+                (5, v(mean)),
+                (6, v(rstd)),
+                (7, v(dout)),
+                (8, v(dinp)),
+            ],
+            rec.grid_1d(rows, 64),
+        )?;
+        rec.dispatch(
+            &self.backward_params,
+            &p,
+            &[
+                (1, v(inp)),
+                (5, v(mean)),
+                (6, v(rstd)),
+                (7, v(dout)),
+                (9, v(dweight)),
+                (10, v(dbias)),
+            ],
+            [u(cols.div_ceil(64)), 1, 1],
+        )
+    }
+}

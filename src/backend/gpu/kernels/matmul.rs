@@ -1,0 +1,304 @@
+//! `shaders/matmul.wgsl`: the tiled GEMM, and matmul + bias forward and backward on top of it.
+//! CPU twins: `cpu::ops::matmul_forward` / `matmul_backward`.
+
+use super::{Binding, KernelEntry, Recorder, build_entries, u};
+use crate::backend::gpu::GpuError;
+use crate::plan::View;
+
+/// Mirrors `Params` in matmul.wgsl.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, bytemuck::Pod, bytemuck::Zeroable)]
+pub struct GemmParams {
+    pub m: u32,
+    pub n: u32,
+    pub k: u32,
+    pub heads: u32,
+    pub a_off: u32,
+    pub a_outer: u32,
+    pub a_head: u32,
+    pub lda: u32,
+    pub b_off: u32,
+    pub b_outer: u32,
+    pub b_head: u32,
+    pub ldb: u32,
+    pub c_off: u32,
+    pub c_outer: u32,
+    pub c_head: u32,
+    pub ldc: u32,
+    pub trans_a: u32,
+    pub trans_b: u32,
+    pub has_bias: u32,
+    pub accumulate: u32,
+    pub b_from_a: u32,
+    pub alpha: f32,
+    pub _pad: [u32; 2],
+}
+
+/// One operand of a GEMM: where it starts in its binding and how to step through it.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Operand {
+    pub offset: usize,
+    /// Stride between batch "outer" indices (e.g. B).
+    pub outer: usize,
+    /// Stride between heads.
+    pub head: usize,
+    /// Row stride (leading dimension) of the stored matrix.
+    pub ld: usize,
+    pub transposed: bool,
+}
+
+impl Operand {
+    pub fn rows(ld: usize) -> Self {
+        Self {
+            ld,
+            ..Self::default()
+        }
+    }
+    pub fn transposed(mut self) -> Self {
+        self.transposed = true;
+        self
+    }
+}
+
+/// The GEMM entry points, shared by [`Matmul`] and attention.
+#[derive(Clone, Debug)]
+pub struct Gemm {
+    gemm: KernelEntry,
+    bias_backward: KernelEntry,
+}
+
+/// A batched GEMM call: C = alpha·op(A)·op(B) (+bias) (+C).
+#[derive(Clone, Copy, Debug)]
+pub struct GemmCall {
+    pub m: usize,
+    pub n: usize,
+    pub k: usize,
+    pub outer: usize,
+    pub heads: usize,
+    pub a: (View, Operand),
+    /// `None`: B is read from A's binding (they are the same tensor).
+    pub b: (Option<View>, Operand),
+    pub c: (View, Operand),
+    pub bias: Option<View>,
+    pub alpha: f32,
+    pub accumulate: bool,
+}
+
+impl Gemm {
+    pub fn record(&self, rec: &mut Recorder, call: &GemmCall) -> Result<(), GpuError> {
+        let (a, oa) = call.a;
+        let (b, ob) = call.b;
+        let (c, oc) = call.c;
+        let params = GemmParams {
+            m: u(call.m),
+            n: u(call.n),
+            k: u(call.k),
+            heads: u(call.heads.max(1)),
+            a_off: u(oa.offset),
+            a_outer: u(oa.outer),
+            a_head: u(oa.head),
+            lda: u(oa.ld),
+            b_off: u(ob.offset),
+            b_outer: u(ob.outer),
+            b_head: u(ob.head),
+            ldb: u(ob.ld),
+            c_off: u(oc.offset),
+            c_outer: u(oc.outer),
+            c_head: u(oc.head),
+            ldc: u(oc.ld),
+            trans_a: oa.transposed as u32,
+            trans_b: ob.transposed as u32,
+            has_bias: call.bias.is_some() as u32,
+            accumulate: call.accumulate as u32,
+            b_from_a: b.is_none() as u32,
+            alpha: call.alpha,
+            _pad: [0; 2],
+        };
+        let bind = |v: Option<View>| v.map_or(Binding::Dummy, Binding::View);
+        let groups = [
+            u(call.n.div_ceil(64)),
+            u(call.m.div_ceil(64)),
+            u(call.outer * call.heads.max(1)),
+        ];
+        rec.dispatch(
+            &self.gemm,
+            &params,
+            &[
+                (1, Binding::View(a)),
+                (2, bind(b)),
+                (3, Binding::View(c)),
+                (4, bind(call.bias)),
+            ],
+            groups,
+        )
+    }
+
+    /// dbias (n) += Σ over m rows of dout (m, n).
+    pub fn record_bias_backward(
+        &self,
+        rec: &mut Recorder,
+        dout: View,
+        dbias: View,
+        m: usize,
+        n: usize,
+    ) -> Result<(), GpuError> {
+        let params = GemmParams {
+            m: u(m),
+            n: u(n),
+            lda: u(n),
+            heads: 1,
+            accumulate: 1,
+            alpha: 1.0,
+            ..Default::default()
+        };
+        let groups = [u(n.div_ceil(64)), 1, 1];
+        rec.dispatch(
+            &self.bias_backward,
+            &params,
+            &[
+                (1, Binding::View(dout)),
+                (2, Binding::Dummy),
+                (3, Binding::View(dbias)),
+                (4, Binding::Dummy),
+            ],
+            groups,
+        )
+    }
+}
+
+/// Matmul + bias (Conv1D layout, or the tied lm_head's transposed weight).
+#[derive(Clone, Debug)]
+pub struct Matmul {
+    pub gemm: Gemm,
+}
+
+impl Matmul {
+    pub fn new(device: &wgpu::Device) -> Self {
+        let [gemm, bias_backward] = build_entries(
+            device,
+            "matmul.wgsl",
+            [("gemm", &[1, 2, 3, 4]), ("bias_backward", &[1, 2, 3, 4])],
+        );
+        Self {
+            gemm: Gemm {
+                gemm,
+                bias_backward,
+            },
+        }
+    }
+
+    /// out (rows,n) = inp (rows,k) · W + bias.
+    #[allow(clippy::too_many_arguments)]
+    pub fn forward(
+        &self,
+        rec: &mut Recorder,
+        inp: View,
+        weight: View,
+        bias: Option<View>,
+        out: View,
+        rows: usize,
+        k: usize,
+        n: usize,
+        weight_transposed: bool,
+    ) -> Result<(), GpuError> {
+        // W is (k,n), or (n,k) when transposed: op(B) = Wᵀ.
+        let wb = if weight_transposed {
+            Operand::rows(k).transposed()
+        } else {
+            Operand::rows(n)
+        };
+        self.gemm.record(
+            rec,
+            &GemmCall {
+                m: rows,
+                n,
+                k,
+                outer: 1,
+                heads: 1,
+                a: (inp, Operand::rows(k)),
+                b: (Some(weight), wb),
+                c: (out, Operand::rows(n)),
+                bias,
+                alpha: 1.0,
+                accumulate: false,
+            },
+        )
+    }
+
+    /// dinp = dout·Wᵀ; dweight += inpᵀ·dout (or doutᵀ·inp for the transposed weight);
+    /// dbias += Σ_rows dout.
+    #[allow(clippy::too_many_arguments)]
+    pub fn backward(
+        &self,
+        rec: &mut Recorder,
+        inp: View,
+        weight: View,
+        dout: View,
+        dinp: View,
+        dweight: View,
+        dbias: Option<View>,
+        rows: usize,
+        k: usize,
+        n: usize,
+        weight_transposed: bool,
+    ) -> Result<(), GpuError> {
+        // dinp (rows,k) = dout (rows,n) · op(W) with op(W) (n,k).
+        let wb = if weight_transposed {
+            Operand::rows(k)
+        } else {
+            Operand::rows(n).transposed()
+        };
+        self.gemm.record(
+            rec,
+            &GemmCall {
+                m: rows,
+                n: k,
+                k: n,
+                outer: 1,
+                heads: 1,
+                a: (dout, Operand::rows(n)),
+                b: (Some(weight), wb),
+                c: (dinp, Operand::rows(k)),
+                bias: None,
+                alpha: 1.0,
+                accumulate: false,
+            },
+        )?;
+        let call = if weight_transposed {
+            // dW (n,k) += doutᵀ (n,rows) · inp (rows,k)
+            GemmCall {
+                m: n,
+                n: k,
+                k: rows,
+                outer: 1,
+                heads: 1,
+                a: (dout, Operand::rows(n).transposed()),
+                b: (Some(inp), Operand::rows(k)),
+                c: (dweight, Operand::rows(k)),
+                bias: None,
+                alpha: 1.0,
+                accumulate: true,
+            }
+        } else {
+            // dW (k,n) += inpᵀ (k,rows) · dout (rows,n)
+            GemmCall {
+                m: k,
+                n,
+                k: rows,
+                outer: 1,
+                heads: 1,
+                a: (inp, Operand::rows(k).transposed()),
+                b: (Some(dout), Operand::rows(n)),
+                c: (dweight, Operand::rows(n)),
+                bias: None,
+                alpha: 1.0,
+                accumulate: true,
+            }
+        };
+        self.gemm.record(rec, &call)?;
+        if let Some(db) = dbias {
+            self.gemm.record_bias_backward(rec, dout, db, rows, n)?;
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,282 @@
+//! One struct per op, each owning the pipelines of one `.wgsl` file, built once per device.
+//! A struct's methods *record* dispatches (uniforms + bindings + grid) into a [`Recorder`];
+//! the executor turns the records into bind groups once and replays them every step.
+
+pub mod adamw;
+pub mod attention;
+mod crossentropy;
+mod embedding;
+mod gelu;
+mod layernorm;
+pub mod matmul;
+mod residual;
+mod sgd;
+
+pub use adamw::AdamW;
+pub use attention::Attention;
+pub use crossentropy::CrossEntropy;
+pub use embedding::Embedding;
+pub use gelu::Gelu;
+pub use layernorm::LayerNorm;
+pub use matmul::{Gemm, Matmul};
+pub use residual::Residual;
+pub use sgd::Sgd;
+
+use crate::plan::{Phase, View};
+
+use super::GpuError;
+
+/// Every shader, by file name, for validation and for building.
+pub const SHADERS: &[(&str, &str)] = &[
+    ("adamw.wgsl", include_str!("../../../../shaders/adamw.wgsl")),
+    (
+        "attention.wgsl",
+        include_str!("../../../../shaders/attention.wgsl"),
+    ),
+    (
+        "crossentropy.wgsl",
+        include_str!("../../../../shaders/crossentropy.wgsl"),
+    ),
+    (
+        "embedding.wgsl",
+        include_str!("../../../../shaders/embedding.wgsl"),
+    ),
+    ("gelu.wgsl", include_str!("../../../../shaders/gelu.wgsl")),
+    (
+        "layernorm.wgsl",
+        include_str!("../../../../shaders/layernorm.wgsl"),
+    ),
+    (
+        "matmul.wgsl",
+        include_str!("../../../../shaders/matmul.wgsl"),
+    ),
+    (
+        "residual.wgsl",
+        include_str!("../../../../shaders/residual.wgsl"),
+    ),
+    ("sgd.wgsl", include_str!("../../../../shaders/sgd.wgsl")),
+];
+
+fn shader_source(file: &str) -> &'static str {
+    SHADERS
+        .iter()
+        .find(|(name, _)| *name == file)
+        .map_or("", |(_, src)| src)
+}
+
+/// One entry point: its pipeline and the layout of its bind group (binding 0 is the uniform,
+/// the listed bindings are read_write storage).
+#[derive(Clone, Debug)]
+pub struct KernelEntry {
+    pub name: &'static str,
+    pub pipeline: wgpu::ComputePipeline,
+    pub layout: wgpu::BindGroupLayout,
+}
+
+/// Builds the entries of one shader file. `entries` lists (entry point, storage bindings).
+fn build_entries<const N: usize>(
+    device: &wgpu::Device,
+    file: &str,
+    entries: [(&'static str, &[u32]); N],
+) -> [KernelEntry; N] {
+    let module = device.create_shader_module(wgpu::ShaderModuleDescriptor {
+        label: Some(file),
+        source: wgpu::ShaderSource::Wgsl(shader_source(file).into()),
+    });
+    entries.map(|(name, storage)| {
+        let mut layout_entries = vec![wgpu::BindGroupLayoutEntry {
+            binding: 0,
+            visibility: wgpu::ShaderStages::COMPUTE,
+            ty: wgpu::BindingType::Buffer {
+                ty: wgpu::BufferBindingType::Uniform,
+                has_dynamic_offset: false,
+                min_binding_size: None,
+            },
+            count: None,
+        }];
+        layout_entries.extend(storage.iter().map(|&binding| wgpu::BindGroupLayoutEntry {
+            binding,
+            visibility: wgpu::ShaderStages::COMPUTE,
+            ty: wgpu::BindingType::Buffer {
+                ty: wgpu::BufferBindingType::Storage { read_only: false },
+                has_dynamic_offset: false,
+                min_binding_size: None,
+            },
+            count: None,
+        }));
+        let layout = device.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
+            label: Some(name),
+            entries: &layout_entries,
+        });
+        let pipeline_layout = device.create_pipeline_layout(&wgpu::PipelineLayoutDescriptor {
+            label: Some(name),
+            bind_group_layouts: &[Some(&layout)],
+            immediate_size: 0,
+        });
+        let pipeline = device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
+            label: Some(name),
+            layout: Some(&pipeline_layout),
+            module: &module,
+            entry_point: Some(name),
+            compilation_options: Default::default(),
+            cache: None,
+        });
+        KernelEntry {
+            name,
+            pipeline,
+            layout,
+        }
+    })
+}
+
+/// What a storage binding points at.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Binding {
+    View(View),
+    /// A small placeholder buffer for a binding the dispatch does not read.
+    Dummy,
+}
+
+/// One recorded dispatch.
+#[derive(Clone, Debug)]
+pub struct DispatchSpec {
+    pub entry: KernelEntry,
+    /// Byte offset and size of its uniform in the step's uniform buffer.
+    pub uniform: (u64, u64),
+    pub bindings: Vec<(u32, Binding)>,
+    pub groups: [u32; 3],
+}
+
+/// A recorded command of the step.
+#[derive(Clone, Debug)]
+pub enum Command {
+    Dispatch(DispatchSpec),
+    /// Zero a view (encoder-level `clear_buffer`).
+    Clear(View),
+}
+
+/// Collects the commands of a plan and the bytes of their uniforms.
+pub struct Recorder {
+    pub uniforms: Vec<u8>,
+    pub commands: Vec<(Phase, String, Command)>,
+    /// Largest workgroup count per dimension (from the device limits).
+    pub max_groups: u32,
+    phase: Phase,
+    label: String,
+}
+
+/// Uniform slots are 256-byte aligned: wgpu's largest `min_uniform_buffer_offset_alignment`.
+pub const UNIFORM_ALIGN: usize = 256;
+
+impl Recorder {
+    pub fn new(max_groups: u32) -> Self {
+        Self {
+            uniforms: Vec::new(),
+            commands: Vec::new(),
+            max_groups,
+            phase: Phase::Forward,
+            label: String::new(),
+        }
+    }
+
+    pub fn set_context(&mut self, phase: Phase, label: &str) {
+        self.phase = phase;
+        self.label = label.to_string();
+    }
+
+    /// Appends a uniform and returns its (offset, size).
+    pub fn uniform<T: bytemuck::Pod>(&mut self, value: &T) -> (u64, u64) {
+        let offset = self.uniforms.len().div_ceil(UNIFORM_ALIGN) * UNIFORM_ALIGN;
+        self.uniforms.resize(offset, 0);
+        self.uniforms.extend_from_slice(bytemuck::bytes_of(value));
+        (offset as u64, std::mem::size_of::<T>() as u64)
+    }
+
+    pub fn dispatch<T: bytemuck::Pod>(
+        &mut self,
+        entry: &KernelEntry,
+        params: &T,
+        bindings: &[(u32, Binding)],
+        groups: [u32; 3],
+    ) -> Result<(), GpuError> {
+        if groups.iter().any(|&g| g > self.max_groups) {
+            return Err(GpuError::ExceedsLimit {
+                what: format!(
+                    "workgroups per dimension for {} ({})",
+                    entry.name, self.label
+                ),
+                needed: groups.iter().copied().max().unwrap_or(0) as u64,
+                limit: self.max_groups as u64,
+            });
+        }
+        if groups.contains(&0) {
+            return Ok(());
+        }
+        let uniform = self.uniform(params);
+        let spec = DispatchSpec {
+            entry: entry.clone(),
+            uniform,
+            bindings: bindings.to_vec(),
+            groups,
+        };
+        self.commands
+            .push((self.phase, self.label.clone(), Command::Dispatch(spec)));
+        Ok(())
+    }
+
+    pub fn clear(&mut self, view: View) {
+        self.commands
+            .push((self.phase, self.label.clone(), Command::Clear(view)));
+    }
+
+    /// Grid for `n` threads in 1-D workgroups of `size`, folded into y past the per-dimension
+    /// limit (kernels compute `(wg.y·nwg.x + wg.x)·size + lid.x`).
+    pub fn grid_1d(&self, n: usize, size: u32) -> [u32; 3] {
+        let groups = n.div_ceil(size as usize) as u64;
+        let max = self.max_groups.max(1) as u64;
+        if groups <= max {
+            [groups as u32, 1, 1]
+        } else {
+            [
+                max as u32,
+                groups.div_ceil(max).min(u32::MAX as u64) as u32,
+                1,
+            ]
+        }
+    }
+}
+
+/// All kernels, built once per device.
+#[derive(Clone, Debug)]
+pub struct Kernels {
+    pub embedding: Embedding,
+    pub layernorm: LayerNorm,
+    pub matmul: Matmul,
+    pub attention: Attention,
+    pub gelu: Gelu,
+    pub residual: Residual,
+    pub crossentropy: CrossEntropy,
+    pub adamw: AdamW,
+    pub sgd: Sgd,
+}
+
+impl Kernels {
+    pub fn new(device: &wgpu::Device) -> Self {
+        let matmul = Matmul::new(device);
+        Self {
+            embedding: Embedding::new(device),
+            layernorm: LayerNorm::new(device),
+            attention: Attention::new(device, matmul.gemm.clone()),
+            matmul,
+            gelu: Gelu::new(device),
+            residual: Residual::new(device),
+            crossentropy: CrossEntropy::new(device),
+            adamw: AdamW::new(device),
+            sgd: Sgd::new(device),
+        }
+    }
+}
+
+pub(crate) fn u(x: usize) -> u32 {
+    x as u32
+}

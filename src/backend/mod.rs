@@ -1,0 +1,55 @@
+//! Backends execute a [`Plan`]: `cpu` with plain-Rust twins, `gpu` with WGSL kernels.
+
+pub mod cpu;
+pub mod gpu;
+
+use thiserror::Error;
+
+use crate::data::Batch;
+use crate::model::{ConfigError, StepShape};
+use crate::plan::Plan;
+
+#[derive(Debug, Error)]
+pub enum BackendError {
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+    #[error("the batch is {batch:?} but the plan was built for {plan:?}")]
+    ShapeMismatch { plan: StepShape, batch: StepShape },
+    #[error(transparent)]
+    Gpu(#[from] gpu::GpuError),
+}
+
+/// What a training loop needs from a backend.
+pub trait Trainer {
+    /// "gpu (Vulkan, llvmpipe …)" or "cpu (reference)".
+    fn backend_name(&self) -> String;
+    fn plan(&self) -> &Plan;
+    /// Forward, backward and optimizer on `batch`; returns the loss (before the update).
+    fn train_step(&mut self, batch: &Batch) -> Result<f32, BackendError>;
+    /// Forward and backward only; returns the loss. Gradients can then be read.
+    fn compute_grads(&mut self, batch: &Batch) -> Result<f32, BackendError>;
+    fn read_params(&mut self) -> Result<Vec<f32>, BackendError>;
+    fn read_grads(&mut self) -> Result<Vec<f32>, BackendError>;
+    fn write_params(&mut self, flat: &[f32]) -> Result<(), BackendError>;
+}
+
+/// Which backend runs the step.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum BackendKind {
+    Gpu,
+    Cpu,
+}
+
+impl std::str::FromStr for BackendKind {
+    type Err = ConfigError;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s.to_ascii_lowercase().as_str() {
+            "gpu" => Ok(Self::Gpu),
+            "cpu" => Ok(Self::Cpu),
+            other => Err(ConfigError::Other(format!(
+                "unknown backend {other:?}: expected \"gpu\" or \"cpu\""
+            ))),
+        }
+    }
+}

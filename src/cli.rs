@@ -1,0 +1,548 @@
+//! The headless CLI. Exit codes: 0 success, 2 bad usage or bad input, 1 other failures
+//! (3 is reserved for a reported out-of-memory).
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::time::Instant;
+
+use clap::{Args, Parser, Subcommand};
+use oomlab::backend::cpu::CpuExecutor;
+use oomlab::backend::gpu::executor::{bench_matmul, build_kernels};
+use oomlab::backend::gpu::{GpuContext, GpuExecutor, Kernels};
+use oomlab::backend::{BackendError, BackendKind, Trainer};
+use oomlab::data::Dataset;
+use oomlab::dump::StepDump;
+use oomlab::model::{ConfigError, ModelConfig, StepShape, check_dim};
+use oomlab::plan::{OptimizerConfig, OptimizerKind, Phase, Plan};
+
+pub const EXIT_OK: i32 = 0;
+pub const EXIT_FAILURE: i32 = 1;
+pub const EXIT_USAGE: i32 = 2;
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "oomlab",
+    version,
+    about = "Why does a large batch size run out of GPU memory? Run with no arguments for the app.",
+    allow_negative_numbers = true
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Option<Command>,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Train the toy GPT and print the loss per step.
+    Train {
+        #[arg(long, default_value_t = 200)]
+        steps: i64,
+        #[command(flatten)]
+        config: ConfigArgs,
+    },
+    /// Run one training step and write config, weights, batch, gradients and loss for
+    /// Hugging Face transformers.
+    DumpStep {
+        #[arg(long)]
+        out: PathBuf,
+        #[command(flatten)]
+        config: ConfigArgs,
+    },
+    /// Time forward, backward and optimizer on the default and a larger config, and the
+    /// matmul kernel's GFLOP/s.
+    Bench {
+        /// Timed steps per config (after one warm-up step).
+        #[arg(long, default_value_t = 10)]
+        steps: i64,
+        #[command(flatten)]
+        config: ConfigArgs,
+    },
+}
+
+/// Flags every subcommand shares.
+#[derive(Args, Debug, Clone)]
+struct ConfigArgs {
+    /// Sequence length T of a step.
+    #[arg(long, default_value_t = 64)]
+    seq_len: i64,
+    /// The model's maximum sequence length (position embeddings); defaults to --seq-len.
+    #[arg(long)]
+    max_seq_len: Option<i64>,
+    #[arg(long, default_value_t = 64)]
+    d_model: i64,
+    #[arg(long, default_value_t = 2)]
+    layers: i64,
+    #[arg(long, default_value_t = 4)]
+    heads: i64,
+    #[arg(long, default_value_t = 16)]
+    batch: i64,
+    /// Vocabulary size; defaults to the built-in corpus's character count.
+    #[arg(long)]
+    vocab: Option<i64>,
+    #[arg(long, default_value_t = 0)]
+    seed: u64,
+    /// gpu or cpu.
+    #[arg(long, default_value = "gpu")]
+    backend: String,
+    /// adamw, momentum or sgd.
+    #[arg(long, default_value = "adamw")]
+    optimizer: String,
+    /// Learning rate (default: 3e-3 for AdamW, 0.1 for SGD).
+    #[arg(long)]
+    lr: Option<f32>,
+    /// Machine-readable output on stdout.
+    #[arg(long)]
+    json: bool,
+}
+
+/// A failure with the exit code it maps to.
+struct Failure {
+    code: i32,
+    message: String,
+}
+
+impl From<ConfigError> for Failure {
+    fn from(e: ConfigError) -> Self {
+        Self {
+            code: EXIT_USAGE,
+            message: e.to_string(),
+        }
+    }
+}
+
+impl From<BackendError> for Failure {
+    fn from(e: BackendError) -> Self {
+        match e {
+            BackendError::Config(c) => c.into(),
+            other => Self {
+                code: EXIT_FAILURE,
+                message: other.to_string(),
+            },
+        }
+    }
+}
+
+impl From<oomlab::backend::gpu::GpuError> for Failure {
+    fn from(e: oomlab::backend::gpu::GpuError) -> Self {
+        BackendError::from(e).into()
+    }
+}
+
+struct Resolved {
+    model: ModelConfig,
+    shape: StepShape,
+    optimizer: OptimizerConfig,
+    backend: BackendKind,
+    seed: u64,
+    json: bool,
+}
+
+impl ConfigArgs {
+    fn resolve(&self, dataset: &Dataset) -> Result<Resolved, Failure> {
+        let seq = check_dim("sequence length", self.seq_len)?;
+        let max_seq = match self.max_seq_len {
+            Some(v) => check_dim("max sequence length", v)?,
+            None => seq,
+        };
+        let vocab = match self.vocab {
+            Some(v) => check_dim("vocab", v)?,
+            None => dataset.tokenizer.vocab_size(),
+        };
+        let model = ModelConfig {
+            vocab,
+            seq_len: max_seq,
+            d_model: check_dim("d_model", self.d_model)?,
+            n_layers: check_dim("layers", self.layers)?,
+            n_heads: check_dim("heads", self.heads)?,
+        };
+        model.validate()?;
+        let shape = StepShape {
+            batch: check_dim("batch", self.batch)?,
+            seq,
+        };
+        shape.validate(&model)?;
+        let kind = match self.optimizer.to_ascii_lowercase().as_str() {
+            "adamw" | "adam" => OptimizerKind::AdamW,
+            "momentum" => OptimizerKind::Momentum,
+            "sgd" => OptimizerKind::Sgd,
+            other => {
+                return Err(ConfigError::Other(format!(
+                    "unknown optimizer {other:?}: expected adamw, momentum or sgd"
+                ))
+                .into());
+            }
+        };
+        let mut optimizer = match kind {
+            OptimizerKind::AdamW => OptimizerConfig::default(),
+            _ => OptimizerConfig {
+                kind,
+                ..OptimizerConfig::sgd_momentum(0.1, 0.9)
+            },
+        };
+        if let Some(lr) = self.lr {
+            optimizer.lr = lr;
+        }
+        optimizer.validate()?;
+        Ok(Resolved {
+            model,
+            shape,
+            optimizer,
+            backend: self.backend.parse()?,
+            seed: self.seed,
+            json: self.json,
+        })
+    }
+}
+
+struct Gpu {
+    ctx: GpuContext,
+    kernels: std::sync::Arc<Kernels>,
+}
+
+fn open_gpu() -> Result<Gpu, Failure> {
+    let ctx = GpuContext::new_headless_blocking()?;
+    let kernels = pollster::block_on(build_kernels(&ctx))?;
+    Ok(Gpu { ctx, kernels })
+}
+
+fn make_trainer(r: &Resolved, plan: Plan, gpu: Option<&Gpu>) -> Result<Box<dyn Trainer>, Failure> {
+    Ok(match (r.backend, gpu) {
+        (BackendKind::Gpu, Some(g)) => Box::new(pollster::block_on(GpuExecutor::new(
+            &g.ctx, &g.kernels, plan, r.seed,
+        ))?),
+        (BackendKind::Gpu, None) => {
+            let g = open_gpu()?;
+            Box::new(pollster::block_on(GpuExecutor::new(
+                &g.ctx, &g.kernels, plan, r.seed,
+            ))?)
+        }
+        (BackendKind::Cpu, _) => Box::new(CpuExecutor::<f32>::new(plan, r.seed)),
+    })
+}
+
+pub fn main() -> i32 {
+    env_logger::Builder::from_env(
+        env_logger::Env::default().default_filter_or("warn,wgpu_hal::gles=off"),
+    )
+    .init();
+    let cli = match Cli::try_parse() {
+        Ok(c) => c,
+        Err(e) => {
+            let code = if e.use_stderr() { EXIT_USAGE } else { EXIT_OK };
+            let _ = e.print();
+            return code;
+        }
+    };
+    let result = match cli.command {
+        None => run_app(),
+        Some(Command::Train { steps, config }) => train(steps, &config),
+        Some(Command::DumpStep { out, config }) => dump_step(&out, &config),
+        Some(Command::Bench { steps, config }) => bench(steps, &config),
+    };
+    match result {
+        Ok(()) => EXIT_OK,
+        Err(f) => {
+            eprintln!("error: {}", f.message);
+            f.code
+        }
+    }
+}
+
+fn run_app() -> Result<(), Failure> {
+    let options = eframe::NativeOptions {
+        viewport: egui::ViewportBuilder::default()
+            .with_inner_size([1280.0, 800.0])
+            .with_title("oomlab"),
+        renderer: eframe::Renderer::Wgpu,
+        ..Default::default()
+    };
+    eframe::run_native(
+        "oomlab",
+        options,
+        Box::new(|cc| Ok(Box::new(oomlab::app::OomlabApp::new(cc)))),
+    )
+    .map_err(|e| Failure {
+        code: EXIT_FAILURE,
+        message: format!("the app could not start: {e}"),
+    })
+}
+
+fn train(steps: i64, config: &ConfigArgs) -> Result<(), Failure> {
+    let steps = check_dim("steps", steps)?;
+    let dataset = Dataset::builtin();
+    let r = config.resolve(&dataset)?;
+    let plan = Plan::build(&r.model, r.shape, &r.optimizer)?;
+    let mut trainer = make_trainer(&r, plan, None)?;
+    let bar = if r.json {
+        indicatif::ProgressBar::hidden()
+    } else {
+        indicatif::ProgressBar::new(steps as u64)
+    };
+    // A hidden bar (JSON, or stderr not a terminal) swallows println: print plainly then.
+    let say = |bar: &indicatif::ProgressBar, line: String| {
+        if bar.is_hidden() {
+            println!("{line}")
+        } else {
+            bar.println(line)
+        }
+    };
+    bar.set_style(
+        indicatif::ProgressStyle::with_template("{bar:40} {pos}/{len} {msg}")
+            .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+    );
+    if !r.json {
+        say(
+            &bar,
+            format!(
+                "training on {} — {} parameters, batch {}×{}",
+                trainer.backend_name(),
+                r.model.num_parameters(),
+                r.shape.batch,
+                r.shape.seq
+            ),
+        );
+    }
+    let start = Instant::now();
+    let mut stdout = std::io::stdout().lock();
+    for step in 0..steps {
+        let batch = dataset.batch(r.shape, r.seed, step as u64)?;
+        let loss = trainer.train_step(&batch)?;
+        let elapsed = start.elapsed().as_secs_f64();
+        if r.json {
+            let line = serde_json::json!({"step": step + 1, "loss": loss, "elapsed_secs": elapsed});
+            let _ = writeln!(stdout, "{line}");
+        } else {
+            say(
+                &bar,
+                format!("step {:>5}  loss {loss:.4}  ({elapsed:.2} s)", step + 1),
+            );
+            bar.set_message(format!("loss {loss:.4}"));
+            bar.inc(1);
+        }
+        if !loss.is_finite() {
+            return Err(Failure {
+                code: EXIT_FAILURE,
+                message: format!(
+                    "the loss became {loss} at step {}; try a smaller --lr",
+                    step + 1
+                ),
+            });
+        }
+    }
+    bar.finish_and_clear();
+    Ok(())
+}
+
+fn dump_step(out: &std::path::Path, config: &ConfigArgs) -> Result<(), Failure> {
+    let dataset = Dataset::builtin();
+    let r = config.resolve(&dataset)?;
+    let plan = Plan::build(&r.model, r.shape, &r.optimizer)?;
+    let layout = plan.layout.clone();
+    let mut trainer = make_trainer(&r, plan, None)?;
+    let initial = trainer.read_params()?;
+    let batch = dataset.batch(r.shape, r.seed, 0)?;
+    let loss = trainer.compute_grads(&batch)?;
+    let grads = trainer.read_grads()?;
+    let dump = StepDump {
+        model: &r.model,
+        layout: &layout,
+        initial_params: &initial,
+        grads: &grads,
+        batch: &batch,
+        loss,
+        backend: trainer.backend_name(),
+    };
+    dump.write(out).map_err(|e| Failure {
+        code: EXIT_FAILURE,
+        message: e.to_string(),
+    })?;
+    if r.json {
+        println!(
+            "{}",
+            serde_json::json!({"out": out.display().to_string(), "loss": loss})
+        );
+    } else {
+        println!("wrote {} (loss {loss:.6})", out.display());
+    }
+    Ok(())
+}
+
+/// Timings of one config.
+#[derive(serde::Serialize)]
+struct BenchRow {
+    config: String,
+    backend: String,
+    first_step_secs: f64,
+    forward_ms: f64,
+    backward_ms: f64,
+    optimizer_ms: f64,
+    step_ms: f64,
+    steps_per_sec: f64,
+}
+
+fn bench(steps: i64, config: &ConfigArgs) -> Result<(), Failure> {
+    let steps = check_dim("steps", steps)?;
+    let dataset = Dataset::builtin();
+    let r = config.resolve(&dataset)?;
+    let larger = Resolved {
+        model: ModelConfig {
+            vocab: r.model.vocab,
+            seq_len: 128,
+            d_model: 256,
+            n_layers: 4,
+            n_heads: 4,
+        },
+        shape: StepShape {
+            batch: 16,
+            seq: 128,
+        },
+        optimizer: r.optimizer,
+        backend: r.backend,
+        seed: r.seed,
+        json: r.json,
+    };
+    let mut rows = Vec::new();
+    let mut gflops = None;
+    let gpu_start = Instant::now();
+    let gpu = if r.backend == BackendKind::Gpu {
+        Some(open_gpu()?)
+    } else {
+        None
+    };
+    let pipelines_secs = gpu_start.elapsed().as_secs_f64();
+    for (name, cfg) in [("default", &r), ("larger", &larger)] {
+        let plan = Plan::build(&cfg.model, cfg.shape, &cfg.optimizer)?;
+        let t0 = Instant::now();
+        let first_extra = if name == "default" {
+            pipelines_secs
+        } else {
+            0.0
+        };
+        let row = match (&gpu, cfg.backend) {
+            (Some(g), BackendKind::Gpu) => {
+                let mut exec =
+                    pollster::block_on(GpuExecutor::new(&g.ctx, &g.kernels, plan, cfg.seed))?;
+                let batch = dataset.batch(cfg.shape, cfg.seed, 0)?;
+                exec.upload_batch(&batch)?;
+                pollster::block_on(exec.run_phases(&[
+                    Phase::Forward,
+                    Phase::Backward,
+                    Phase::Optimizer,
+                ]))?;
+                let first = t0.elapsed().as_secs_f64() + first_extra;
+                let mut phase_secs = [0.0f64; 3];
+                for _ in 0..steps {
+                    for (i, phase) in [Phase::Forward, Phase::Backward, Phase::Optimizer]
+                        .into_iter()
+                        .enumerate()
+                    {
+                        let t = Instant::now();
+                        pollster::block_on(exec.run_phases(&[phase]))?;
+                        phase_secs[i] += t.elapsed().as_secs_f64();
+                    }
+                }
+                let t = Instant::now();
+                for i in 0..steps {
+                    let batch = dataset.batch(cfg.shape, cfg.seed, i as u64)?;
+                    pollster::block_on(exec.train_step_async(&batch))?;
+                }
+                let step = t.elapsed().as_secs_f64() / steps as f64;
+                row(
+                    name,
+                    cfg,
+                    exec.backend_name(),
+                    first,
+                    phase_secs,
+                    steps,
+                    step,
+                )
+            }
+            _ => {
+                let mut exec = CpuExecutor::<f32>::new(plan, cfg.seed);
+                let batch = dataset.batch(cfg.shape, cfg.seed, 0)?;
+                exec.upload_batch(&batch)?;
+                exec.run_phases(&[Phase::Forward, Phase::Backward, Phase::Optimizer]);
+                let first = t0.elapsed().as_secs_f64();
+                let mut phase_secs = [0.0f64; 3];
+                for _ in 0..steps {
+                    for (i, phase) in [Phase::Forward, Phase::Backward, Phase::Optimizer]
+                        .into_iter()
+                        .enumerate()
+                    {
+                        let t = Instant::now();
+                        exec.run_phases(&[phase]);
+                        phase_secs[i] += t.elapsed().as_secs_f64();
+                    }
+                }
+                let total: f64 = phase_secs.iter().sum::<f64>() / steps as f64;
+                row(
+                    name,
+                    cfg,
+                    "cpu (reference)".into(),
+                    first,
+                    phase_secs,
+                    steps,
+                    total,
+                )
+            }
+        };
+        rows.push(row);
+    }
+    if let Some(g) = &gpu {
+        gflops = Some(bench_matmul(&g.ctx, &g.kernels, 1024, 1024, 1024, 10)?);
+    }
+    if r.json {
+        println!(
+            "{}",
+            serde_json::json!({"configs": rows, "matmul_gflops": gflops, "matmul_shape": [1024, 1024, 1024]})
+        );
+    } else {
+        println!(
+            "{:<8} {:>10} {:>10} {:>10} {:>10} {:>10} {:>9}  backend",
+            "config", "first (s)", "fwd (ms)", "bwd (ms)", "opt (ms)", "step (ms)", "steps/s"
+        );
+        for r in &rows {
+            println!(
+                "{:<8} {:>10.3} {:>10.2} {:>10.2} {:>10.2} {:>10.2} {:>9.1}  {}",
+                r.config,
+                r.first_step_secs,
+                r.forward_ms,
+                r.backward_ms,
+                r.optimizer_ms,
+                r.step_ms,
+                r.steps_per_sec,
+                r.backend
+            );
+        }
+        if let Some(g) = gflops {
+            println!("matmul 1024×1024×1024: {g:.1} GFLOP/s");
+        }
+    }
+    Ok(())
+}
+
+fn row(
+    name: &str,
+    cfg: &Resolved,
+    backend: String,
+    first: f64,
+    phase_secs: [f64; 3],
+    steps: usize,
+    step_secs: f64,
+) -> BenchRow {
+    let per = |s: f64| s / steps as f64 * 1e3;
+    let m = cfg.model;
+    BenchRow {
+        config: format!(
+            "{name}: d {} L {} T {} B {}",
+            m.d_model, m.n_layers, cfg.shape.seq, cfg.shape.batch
+        ),
+        backend,
+        first_step_secs: first,
+        forward_ms: per(phase_secs[0]),
+        backward_ms: per(phase_secs[1]),
+        optimizer_ms: per(phase_secs[2]),
+        step_ms: step_secs * 1e3,
+        steps_per_sec: 1.0 / step_secs,
+    }
+}

@@ -1,0 +1,14 @@
+//! oomlab: why does a large batch size make large-model training run out of GPU memory?
+//!
+//! Layers, each depending only on those above it: [`model`] → [`plan`] → [`backend`] → app
+//! ([`app`], and the CLI in the binary). Nothing below the app knows egui; nothing below
+//! `backend` knows wgpu.
+
+pub mod app;
+pub mod backend;
+pub mod data;
+pub mod dump;
+pub mod model;
+pub mod plan;
+#[cfg(target_arch = "wasm32")]
+pub mod web;

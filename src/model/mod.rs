@@ -1,0 +1,162 @@
+//! The toy GPT-2: configuration, validation and the parameter layout.
+//!
+//! The architecture is exactly GPT-2's (pre-LayerNorm blocks, fused qkv, GELU-tanh MLP, tied
+//! lm_head), so any GPT-2 implementation — Hugging Face `GPT2LMHeadModel` in particular — can
+//! check it. See `params` for the Hugging Face names and layouts.
+
+pub mod init;
+pub mod params;
+
+use serde::{Deserialize, Serialize};
+use thiserror::Error;
+
+pub use params::{ParamLayout, ParamSpec};
+
+/// Largest value accepted for any single dimension. It only keeps arithmetic on sizes far away
+/// from overflow; real limits (the adapter's buffer sizes, the memory budget) are checked later
+/// with their own messages.
+pub const MAX_DIM: usize = 1 << 20;
+
+/// Architecture of the model.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ModelConfig {
+    /// Vocabulary size V.
+    pub vocab: usize,
+    /// Maximum sequence length T_max (rows of the position embedding).
+    pub seq_len: usize,
+    /// Model width d (C in the kernels).
+    pub d_model: usize,
+    /// Number of transformer blocks L.
+    pub n_layers: usize,
+    /// Number of attention heads; `d_model % n_heads == 0`.
+    pub n_heads: usize,
+}
+
+/// A configuration that cannot be built, with a message meant for a person.
+#[derive(Debug, Error, Clone, PartialEq, Eq)]
+pub enum ConfigError {
+    #[error("{name} must be at least 1 (got {value})")]
+    Zero { name: &'static str, value: i64 },
+    #[error("{name} = {value} is absurdly large (the limit is {MAX_DIM})")]
+    TooLarge { name: &'static str, value: usize },
+    #[error("d_model ({d_model}) must be divisible by n_heads ({n_heads})")]
+    HeadsDontDivide { d_model: usize, n_heads: usize },
+    #[error("sequence length {got} is longer than the model's maximum seq_len {max}")]
+    SequenceTooLong { got: usize, max: usize },
+    #[error("token id {id} at position {position} is out of range for a vocabulary of {vocab}")]
+    TokenOutOfRange {
+        id: i64,
+        position: usize,
+        vocab: usize,
+    },
+    #[error("{0}")]
+    Other(String),
+}
+
+impl ModelConfig {
+    /// The default toy: character-level vocabulary of the built-in corpus, seq 64, d 64, 2
+    /// layers, 4 heads.
+    pub fn toy(vocab: usize) -> Self {
+        Self {
+            vocab,
+            seq_len: 64,
+            d_model: 64,
+            n_layers: 2,
+            n_heads: 4,
+        }
+    }
+
+    /// Head size d / heads.
+    pub fn head_size(&self) -> usize {
+        self.d_model / self.n_heads.max(1)
+    }
+
+    /// Checks every field; the rest of the crate may assume a validated config.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        for (name, value) in [
+            ("vocab", self.vocab),
+            ("seq_len", self.seq_len),
+            ("d_model", self.d_model),
+            ("n_layers", self.n_layers),
+            ("n_heads", self.n_heads),
+        ] {
+            check_dim(name, value as i64)?;
+        }
+        if self.d_model % self.n_heads != 0 {
+            return Err(ConfigError::HeadsDontDivide {
+                d_model: self.d_model,
+                n_heads: self.n_heads,
+            });
+        }
+        Ok(())
+    }
+
+    /// Total number of trainable parameters (tied embeddings counted once).
+    pub fn num_parameters(&self) -> usize {
+        ParamLayout::new(self).num_parameters()
+    }
+}
+
+/// Checks one user-supplied dimension: ≥ 1 and not absurd.
+pub fn check_dim(name: &'static str, value: i64) -> Result<usize, ConfigError> {
+    if value < 1 {
+        return Err(ConfigError::Zero { name, value });
+    }
+    let value = value as usize;
+    if value > MAX_DIM {
+        return Err(ConfigError::TooLarge { name, value });
+    }
+    Ok(value)
+}
+
+/// One training step's shape: batch B and sequence length T (≤ `seq_len`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StepShape {
+    pub batch: usize,
+    pub seq: usize,
+}
+
+impl StepShape {
+    pub fn validate(&self, model: &ModelConfig) -> Result<(), ConfigError> {
+        check_dim("batch", self.batch as i64)?;
+        check_dim("sequence length", self.seq as i64)?;
+        if self.seq > model.seq_len {
+            return Err(ConfigError::SequenceTooLong {
+                got: self.seq,
+                max: model.seq_len,
+            });
+        }
+        Ok(())
+    }
+
+    /// Rows of the activations, B·T.
+    pub fn rows(&self) -> usize {
+        self.batch * self.seq
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn validation_messages() {
+        let mut c = ModelConfig::toy(65);
+        assert!(c.validate().is_ok());
+        c.n_heads = 3;
+        assert!(matches!(
+            c.validate(),
+            Err(ConfigError::HeadsDontDivide { .. })
+        ));
+        c.n_heads = 0;
+        assert!(matches!(c.validate(), Err(ConfigError::Zero { .. })));
+        let c = ModelConfig::toy(65);
+        let s = StepShape { batch: 2, seq: 65 };
+        assert!(matches!(
+            s.validate(&c),
+            Err(ConfigError::SequenceTooLong { got: 65, max: 64 })
+        ));
+        assert!(check_dim("batch", -3).is_err());
+        assert!(check_dim("batch", 1 << 40).is_err());
+    }
+}

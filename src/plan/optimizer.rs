@@ -1,0 +1,91 @@
+//! Optimizer choice and hyper-parameters.
+
+use serde::{Deserialize, Serialize};
+
+use crate::model::ConfigError;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum OptimizerKind {
+    /// Plain SGD: no state.
+    Sgd,
+    /// SGD with momentum: one state tensor.
+    Momentum,
+    /// AdamW: two state tensors (m, v).
+    AdamW,
+}
+
+impl OptimizerKind {
+    pub fn name(self) -> &'static str {
+        match self {
+            OptimizerKind::Sgd => "sgd",
+            OptimizerKind::Momentum => "momentum",
+            OptimizerKind::AdamW => "adamw",
+        }
+    }
+}
+
+/// Hyper-parameters. AdamW follows Loshchilov & Hutter (decoupled weight decay) with PyTorch's
+/// bias correction; SGD follows `torch.optim.SGD` (`buf = μ·buf + g`, coupled weight decay).
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct OptimizerConfig {
+    pub kind: OptimizerKind,
+    pub lr: f32,
+    pub beta1: f32,
+    pub beta2: f32,
+    pub eps: f32,
+    pub weight_decay: f32,
+    pub momentum: f32,
+}
+
+impl Default for OptimizerConfig {
+    fn default() -> Self {
+        Self {
+            kind: OptimizerKind::AdamW,
+            lr: 3e-3,
+            beta1: 0.9,
+            beta2: 0.95,
+            eps: 1e-8,
+            weight_decay: 0.1,
+            momentum: 0.9,
+        }
+    }
+}
+
+impl OptimizerConfig {
+    pub fn sgd_momentum(lr: f32, momentum: f32) -> Self {
+        Self {
+            kind: OptimizerKind::Momentum,
+            lr,
+            momentum,
+            weight_decay: 0.0,
+            ..Self::default()
+        }
+    }
+
+    /// Names of the state tensors, each as big as the parameters.
+    pub fn state_names(&self) -> &'static [&'static str] {
+        match self.kind {
+            OptimizerKind::Sgd => &[],
+            OptimizerKind::Momentum => &["momentum"],
+            OptimizerKind::AdamW => &["adam_m", "adam_v"],
+        }
+    }
+
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        let ok = self.lr.is_finite()
+            && self.lr > 0.0
+            && (0.0..1.0).contains(&self.beta1)
+            && (0.0..1.0).contains(&self.beta2)
+            && self.eps > 0.0
+            && self.weight_decay >= 0.0
+            && (0.0..1.0).contains(&self.momentum);
+        if ok {
+            Ok(())
+        } else {
+            Err(ConfigError::Other(format!(
+                "invalid optimizer settings: {self:?}"
+            )))
+        }
+    }
+}

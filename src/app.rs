@@ -31,10 +31,7 @@ pub struct OomlabApp {
 
 fn default_plan(dataset: &Dataset) -> Result<Plan, BackendError> {
     let model = ModelConfig::toy(dataset.tokenizer.vocab_size());
-    let shape = StepShape {
-        batch: DEFAULT_BATCH,
-        seq: model.seq_len,
-    };
+    let shape = StepShape { batch: DEFAULT_BATCH, seq: model.seq_len };
     Ok(Plan::build(&model, shape, &OptimizerConfig::default())?)
 }
 
@@ -64,16 +61,11 @@ impl OomlabApp {
                     app.backend = name;
                 }
                 Err(e) => {
-                    app.notice = Some(format!(
-                        "GPU compute is unavailable ({e}); running on the CPU backend instead."
-                    ));
+                    app.notice = Some(format!("GPU compute is unavailable ({e}); running on the CPU backend instead."));
                 }
             },
             None => {
-                app.notice = Some(
-                    "No wgpu device (WebGL-only browser?); running on the CPU backend instead."
-                        .into(),
-                )
+                app.notice = Some("No wgpu device (WebGL-only browser?); running on the CPU backend instead.".into())
             }
         }
         if app.engine.is_none() {
@@ -84,32 +76,19 @@ impl OomlabApp {
     }
 
     #[cfg(not(target_arch = "wasm32"))]
-    fn gpu_engine(
-        rs: &egui_wgpu_state::RenderState,
-        plan: Plan,
-    ) -> Result<(Engine, String), BackendError> {
-        let ctx =
-            GpuContext::from_device(rs.device.clone(), rs.queue.clone(), rs.adapter.get_info())?;
+    fn gpu_engine(rs: &egui_wgpu_state::RenderState, plan: Plan) -> Result<(Engine, String), BackendError> {
+        let ctx = GpuContext::from_device(rs.device.clone(), rs.queue.clone(), rs.adapter.get_info())?;
         let kernels = pollster::block_on(build_kernels(&ctx))?;
         let exec = pollster::block_on(GpuExecutor::new(&ctx, &kernels, plan, 0))?;
-        Ok((
-            Engine::Gpu(Box::new(exec)),
-            format!("gpu ({})", ctx.describe()),
-        ))
+        Ok((Engine::Gpu(Box::new(exec)), format!("gpu ({})", ctx.describe())))
     }
 
     #[cfg(target_arch = "wasm32")]
-    fn gpu_engine(
-        _rs: &egui_wgpu_state::RenderState,
-        _plan: Plan,
-    ) -> Result<(Engine, String), BackendError> {
+    fn gpu_engine(_rs: &egui_wgpu_state::RenderState, _plan: Plan) -> Result<(Engine, String), BackendError> {
         // Asynchronous GPU steps in the browser come with the full app; until then the web
         // build trains on the CPU backend.
         let _ = (GpuContext::describe, GpuExecutor::plan, build_kernels);
-        Err(crate::model::ConfigError::Other(
-            "GPU training in the browser is not wired up yet".into(),
-        )
-        .into())
+        Err(crate::model::ConfigError::Other("GPU training in the browser is not wired up yet".into()).into())
     }
 
     fn trainer(&mut self) -> Option<&mut dyn Trainer> {

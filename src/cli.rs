@@ -54,6 +54,12 @@ enum Command {
         /// Timed steps per config (after one warm-up step).
         #[arg(long, default_value_t = 10)]
         steps: i64,
+        /// Also time every GPU kernel of the default config on its own.
+        #[arg(long)]
+        profile: bool,
+        /// Only the GEMM kernel's GFLOP/s (m = n = k = this size).
+        #[arg(long)]
+        matmul_only: Option<i64>,
         #[command(flatten)]
         config: ConfigArgs,
     },
@@ -103,10 +109,7 @@ struct Failure {
 
 impl From<ConfigError> for Failure {
     fn from(e: ConfigError) -> Self {
-        Self {
-            code: EXIT_USAGE,
-            message: e.to_string(),
-        }
+        Self { code: EXIT_USAGE, message: e.to_string() }
     }
 }
 
@@ -114,10 +117,7 @@ impl From<BackendError> for Failure {
     fn from(e: BackendError) -> Self {
         match e {
             BackendError::Config(c) => c.into(),
-            other => Self {
-                code: EXIT_FAILURE,
-                message: other.to_string(),
-            },
+            other => Self { code: EXIT_FAILURE, message: other.to_string() },
         }
     }
 }
@@ -156,10 +156,7 @@ impl ConfigArgs {
             n_heads: check_dim("heads", self.heads)?,
         };
         model.validate()?;
-        let shape = StepShape {
-            batch: check_dim("batch", self.batch)?,
-            seq,
-        };
+        let shape = StepShape { batch: check_dim("batch", self.batch)?, seq };
         shape.validate(&model)?;
         let kind = match self.optimizer.to_ascii_lowercase().as_str() {
             "adamw" | "adam" => OptimizerKind::AdamW,
@@ -174,23 +171,13 @@ impl ConfigArgs {
         };
         let mut optimizer = match kind {
             OptimizerKind::AdamW => OptimizerConfig::default(),
-            _ => OptimizerConfig {
-                kind,
-                ..OptimizerConfig::sgd_momentum(0.1, 0.9)
-            },
+            _ => OptimizerConfig { kind, ..OptimizerConfig::sgd_momentum(0.1, 0.9) },
         };
         if let Some(lr) = self.lr {
             optimizer.lr = lr;
         }
         optimizer.validate()?;
-        Ok(Resolved {
-            model,
-            shape,
-            optimizer,
-            backend: self.backend.parse()?,
-            seed: self.seed,
-            json: self.json,
-        })
+        Ok(Resolved { model, shape, optimizer, backend: self.backend.parse()?, seed: self.seed, json: self.json })
     }
 }
 
@@ -207,24 +194,19 @@ fn open_gpu() -> Result<Gpu, Failure> {
 
 fn make_trainer(r: &Resolved, plan: Plan, gpu: Option<&Gpu>) -> Result<Box<dyn Trainer>, Failure> {
     Ok(match (r.backend, gpu) {
-        (BackendKind::Gpu, Some(g)) => Box::new(pollster::block_on(GpuExecutor::new(
-            &g.ctx, &g.kernels, plan, r.seed,
-        ))?),
+        (BackendKind::Gpu, Some(g)) => {
+            Box::new(pollster::block_on(GpuExecutor::new(&g.ctx, &g.kernels, plan, r.seed))?)
+        }
         (BackendKind::Gpu, None) => {
             let g = open_gpu()?;
-            Box::new(pollster::block_on(GpuExecutor::new(
-                &g.ctx, &g.kernels, plan, r.seed,
-            ))?)
+            Box::new(pollster::block_on(GpuExecutor::new(&g.ctx, &g.kernels, plan, r.seed))?)
         }
         (BackendKind::Cpu, _) => Box::new(CpuExecutor::<f32>::new(plan, r.seed)),
     })
 }
 
 pub fn main() -> i32 {
-    env_logger::Builder::from_env(
-        env_logger::Env::default().default_filter_or("warn,wgpu_hal::gles=off"),
-    )
-    .init();
+    env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("warn,wgpu_hal::gles=off")).init();
     let cli = match Cli::try_parse() {
         Ok(c) => c,
         Err(e) => {
@@ -237,7 +219,12 @@ pub fn main() -> i32 {
         None => run_app(),
         Some(Command::Train { steps, config }) => train(steps, &config),
         Some(Command::DumpStep { out, config }) => dump_step(&out, &config),
-        Some(Command::Bench { steps, config }) => bench(steps, &config),
+        Some(Command::Bench { steps, profile, matmul_only: Some(size), .. }) => {
+            let _ = steps;
+            let _ = profile;
+            bench_gemm(size)
+        }
+        Some(Command::Bench { steps, profile, matmul_only: None, config }) => bench(steps, profile, &config),
     };
     match result {
         Ok(()) => EXIT_OK,
@@ -250,21 +237,12 @@ pub fn main() -> i32 {
 
 fn run_app() -> Result<(), Failure> {
     let options = eframe::NativeOptions {
-        viewport: egui::ViewportBuilder::default()
-            .with_inner_size([1280.0, 800.0])
-            .with_title("oomlab"),
+        viewport: egui::ViewportBuilder::default().with_inner_size([1280.0, 800.0]).with_title("oomlab"),
         renderer: eframe::Renderer::Wgpu,
         ..Default::default()
     };
-    eframe::run_native(
-        "oomlab",
-        options,
-        Box::new(|cc| Ok(Box::new(oomlab::app::OomlabApp::new(cc)))),
-    )
-    .map_err(|e| Failure {
-        code: EXIT_FAILURE,
-        message: format!("the app could not start: {e}"),
-    })
+    eframe::run_native("oomlab", options, Box::new(|cc| Ok(Box::new(oomlab::app::OomlabApp::new(cc)))))
+        .map_err(|e| Failure { code: EXIT_FAILURE, message: format!("the app could not start: {e}") })
 }
 
 fn train(steps: i64, config: &ConfigArgs) -> Result<(), Failure> {
@@ -273,18 +251,10 @@ fn train(steps: i64, config: &ConfigArgs) -> Result<(), Failure> {
     let r = config.resolve(&dataset)?;
     let plan = Plan::build(&r.model, r.shape, &r.optimizer)?;
     let mut trainer = make_trainer(&r, plan, None)?;
-    let bar = if r.json {
-        indicatif::ProgressBar::hidden()
-    } else {
-        indicatif::ProgressBar::new(steps as u64)
-    };
+    let bar = if r.json { indicatif::ProgressBar::hidden() } else { indicatif::ProgressBar::new(steps as u64) };
     // A hidden bar (JSON, or stderr not a terminal) swallows println: print plainly then.
     let say = |bar: &indicatif::ProgressBar, line: String| {
-        if bar.is_hidden() {
-            println!("{line}")
-        } else {
-            bar.println(line)
-        }
+        if bar.is_hidden() { println!("{line}") } else { bar.println(line) }
     };
     bar.set_style(
         indicatif::ProgressStyle::with_template("{bar:40} {pos}/{len} {msg}")
@@ -312,20 +282,14 @@ fn train(steps: i64, config: &ConfigArgs) -> Result<(), Failure> {
             let line = serde_json::json!({"step": step + 1, "loss": loss, "elapsed_secs": elapsed});
             let _ = writeln!(stdout, "{line}");
         } else {
-            say(
-                &bar,
-                format!("step {:>5}  loss {loss:.4}  ({elapsed:.2} s)", step + 1),
-            );
+            say(&bar, format!("step {:>5}  loss {loss:.4}  ({elapsed:.2} s)", step + 1));
             bar.set_message(format!("loss {loss:.4}"));
             bar.inc(1);
         }
         if !loss.is_finite() {
             return Err(Failure {
                 code: EXIT_FAILURE,
-                message: format!(
-                    "the loss became {loss} at step {}; try a smaller --lr",
-                    step + 1
-                ),
+                message: format!("the loss became {loss} at step {}; try a smaller --lr", step + 1),
             });
         }
     }
@@ -352,15 +316,9 @@ fn dump_step(out: &std::path::Path, config: &ConfigArgs) -> Result<(), Failure> 
         loss,
         backend: trainer.backend_name(),
     };
-    dump.write(out).map_err(|e| Failure {
-        code: EXIT_FAILURE,
-        message: e.to_string(),
-    })?;
+    dump.write(out).map_err(|e| Failure { code: EXIT_FAILURE, message: e.to_string() })?;
     if r.json {
-        println!(
-            "{}",
-            serde_json::json!({"out": out.display().to_string(), "loss": loss})
-        );
+        println!("{}", serde_json::json!({"out": out.display().to_string(), "loss": loss}));
     } else {
         println!("wrote {} (loss {loss:.6})", out.display());
     }
@@ -380,22 +338,13 @@ struct BenchRow {
     steps_per_sec: f64,
 }
 
-fn bench(steps: i64, config: &ConfigArgs) -> Result<(), Failure> {
+fn bench(steps: i64, profile: bool, config: &ConfigArgs) -> Result<(), Failure> {
     let steps = check_dim("steps", steps)?;
     let dataset = Dataset::builtin();
     let r = config.resolve(&dataset)?;
     let larger = Resolved {
-        model: ModelConfig {
-            vocab: r.model.vocab,
-            seq_len: 128,
-            d_model: 256,
-            n_layers: 4,
-            n_heads: 4,
-        },
-        shape: StepShape {
-            batch: 16,
-            seq: 128,
-        },
+        model: ModelConfig { vocab: r.model.vocab, seq_len: 128, d_model: 256, n_layers: 4, n_heads: 4 },
+        shape: StepShape { batch: 16, seq: 128 },
         optimizer: r.optimizer,
         backend: r.backend,
         seed: r.seed,
@@ -404,38 +353,22 @@ fn bench(steps: i64, config: &ConfigArgs) -> Result<(), Failure> {
     let mut rows = Vec::new();
     let mut gflops = None;
     let gpu_start = Instant::now();
-    let gpu = if r.backend == BackendKind::Gpu {
-        Some(open_gpu()?)
-    } else {
-        None
-    };
+    let gpu = if r.backend == BackendKind::Gpu { Some(open_gpu()?) } else { None };
     let pipelines_secs = gpu_start.elapsed().as_secs_f64();
     for (name, cfg) in [("default", &r), ("larger", &larger)] {
         let plan = Plan::build(&cfg.model, cfg.shape, &cfg.optimizer)?;
         let t0 = Instant::now();
-        let first_extra = if name == "default" {
-            pipelines_secs
-        } else {
-            0.0
-        };
+        let first_extra = if name == "default" { pipelines_secs } else { 0.0 };
         let row = match (&gpu, cfg.backend) {
             (Some(g), BackendKind::Gpu) => {
-                let mut exec =
-                    pollster::block_on(GpuExecutor::new(&g.ctx, &g.kernels, plan, cfg.seed))?;
+                let mut exec = pollster::block_on(GpuExecutor::new(&g.ctx, &g.kernels, plan, cfg.seed))?;
                 let batch = dataset.batch(cfg.shape, cfg.seed, 0)?;
                 exec.upload_batch(&batch)?;
-                pollster::block_on(exec.run_phases(&[
-                    Phase::Forward,
-                    Phase::Backward,
-                    Phase::Optimizer,
-                ]))?;
+                pollster::block_on(exec.run_phases(&[Phase::Forward, Phase::Backward, Phase::Optimizer]))?;
                 let first = t0.elapsed().as_secs_f64() + first_extra;
                 let mut phase_secs = [0.0f64; 3];
                 for _ in 0..steps {
-                    for (i, phase) in [Phase::Forward, Phase::Backward, Phase::Optimizer]
-                        .into_iter()
-                        .enumerate()
-                    {
+                    for (i, phase) in [Phase::Forward, Phase::Backward, Phase::Optimizer].into_iter().enumerate() {
                         let t = Instant::now();
                         pollster::block_on(exec.run_phases(&[phase]))?;
                         phase_secs[i] += t.elapsed().as_secs_f64();
@@ -447,15 +380,10 @@ fn bench(steps: i64, config: &ConfigArgs) -> Result<(), Failure> {
                     pollster::block_on(exec.train_step_async(&batch))?;
                 }
                 let step = t.elapsed().as_secs_f64() / steps as f64;
-                row(
-                    name,
-                    cfg,
-                    exec.backend_name(),
-                    first,
-                    phase_secs,
-                    steps,
-                    step,
-                )
+                if profile && name == "default" {
+                    print_profile(&exec.profile_ops(steps)?);
+                }
+                row(name, cfg, exec.backend_name(), first, phase_secs, steps, step)
             }
             _ => {
                 let mut exec = CpuExecutor::<f32>::new(plan, cfg.seed);
@@ -465,25 +393,14 @@ fn bench(steps: i64, config: &ConfigArgs) -> Result<(), Failure> {
                 let first = t0.elapsed().as_secs_f64();
                 let mut phase_secs = [0.0f64; 3];
                 for _ in 0..steps {
-                    for (i, phase) in [Phase::Forward, Phase::Backward, Phase::Optimizer]
-                        .into_iter()
-                        .enumerate()
-                    {
+                    for (i, phase) in [Phase::Forward, Phase::Backward, Phase::Optimizer].into_iter().enumerate() {
                         let t = Instant::now();
                         exec.run_phases(&[phase]);
                         phase_secs[i] += t.elapsed().as_secs_f64();
                     }
                 }
                 let total: f64 = phase_secs.iter().sum::<f64>() / steps as f64;
-                row(
-                    name,
-                    cfg,
-                    "cpu (reference)".into(),
-                    first,
-                    phase_secs,
-                    steps,
-                    total,
-                )
+                row(name, cfg, "cpu (reference)".into(), first, phase_secs, steps, total)
             }
         };
         rows.push(row);
@@ -533,10 +450,7 @@ fn row(
     let per = |s: f64| s / steps as f64 * 1e3;
     let m = cfg.model;
     BenchRow {
-        config: format!(
-            "{name}: d {} L {} T {} B {}",
-            m.d_model, m.n_layers, cfg.shape.seq, cfg.shape.batch
-        ),
+        config: format!("{name}: d {} L {} T {} B {}", m.d_model, m.n_layers, cfg.shape.seq, cfg.shape.batch),
         backend,
         first_step_secs: first,
         forward_ms: per(phase_secs[0]),
@@ -545,4 +459,22 @@ fn row(
         step_ms: step_secs * 1e3,
         steps_per_sec: 1.0 / step_secs,
     }
+}
+
+fn print_profile(ops: &[(Phase, String, f64)]) {
+    let total: f64 = ops.iter().map(|o| o.2).sum();
+    println!("per-kernel profile of the default config (each command run alone; total {:.2} ms):", total * 1e3);
+    let mut sorted: Vec<&(Phase, String, f64)> = ops.iter().collect();
+    sorted.sort_by(|a, b| b.2.total_cmp(&a.2));
+    for (phase, label, secs) in sorted.iter() {
+        println!("  {:>8.3} ms {:>5.1}%  {:<9} {label}", secs * 1e3, secs / total * 100.0, format!("{phase:?}"));
+    }
+}
+
+fn bench_gemm(size: i64) -> Result<(), Failure> {
+    let n = check_dim("matmul size", size)?;
+    let g = open_gpu()?;
+    let gflops = bench_matmul(&g.ctx, &g.kernels, n, n, n, 5)?;
+    println!("matmul {n}×{n}×{n}: {gflops:.2} GFLOP/s on {}", g.ctx.describe());
+    Ok(())
 }

@@ -37,18 +37,14 @@ impl CharTokenizer {
                 self.chars
                     .binary_search(&ch)
                     .map(|i| i as u32)
-                    .map_err(|_| {
-                        ConfigError::Other(format!("character {ch:?} is not in the vocabulary"))
-                    })
+                    .map_err(|_| ConfigError::Other(format!("character {ch:?} is not in the vocabulary")))
             })
             .collect()
     }
 
     /// Text of `ids`; unknown ids become U+FFFD.
     pub fn decode(&self, ids: &[u32]) -> String {
-        ids.iter()
-            .map(|&i| self.chars.get(i as usize).copied().unwrap_or('\u{FFFD}'))
-            .collect()
+        ids.iter().map(|&i| self.chars.get(i as usize).copied().unwrap_or('\u{FFFD}')).collect()
     }
 }
 
@@ -77,11 +73,8 @@ impl Dataset {
                 self.tokens.len()
             )));
         }
-        let mut rng = Rng::new(
-            seed.wrapping_mul(0x9E37_79B9)
-                .wrapping_add(index.wrapping_mul(0x2545_F491_4F6C_DD1D))
-                ^ 0xba7c4,
-        );
+        let mut rng =
+            Rng::new(seed.wrapping_mul(0x9E37_79B9).wrapping_add(index.wrapping_mul(0x2545_F491_4F6C_DD1D)) ^ 0xba7c4);
         let mut inputs = Vec::with_capacity(shape.rows());
         let mut targets = Vec::with_capacity(shape.rows());
         for _ in 0..shape.batch {
@@ -89,11 +82,7 @@ impl Dataset {
             inputs.extend_from_slice(&self.tokens[start..start + t]);
             targets.extend_from_slice(&self.tokens[start + 1..start + t + 1]);
         }
-        Ok(Batch {
-            shape,
-            inputs,
-            targets,
-        })
+        Ok(Batch { shape, inputs, targets })
     }
 }
 
@@ -120,11 +109,7 @@ impl Batch {
         }
         for (position, &id) in self.inputs.iter().chain(&self.targets).enumerate() {
             if id as usize >= model.vocab {
-                return Err(ConfigError::TokenOutOfRange {
-                    id: id as i64,
-                    position: position % n,
-                    vocab: model.vocab,
-                });
+                return Err(ConfigError::TokenOutOfRange { id: id as i64, position: position % n, vocab: model.vocab });
             }
         }
         Ok(())
@@ -149,9 +134,6 @@ mod tests {
         let cfg = ModelConfig::toy(ds.tokenizer.vocab_size());
         assert!(a.validate(&cfg).is_ok());
         let small = ModelConfig { vocab: 5, ..cfg };
-        assert!(matches!(
-            a.validate(&small),
-            Err(ConfigError::TokenOutOfRange { .. })
-        ));
+        assert!(matches!(a.validate(&small), Err(ConfigError::TokenOutOfRange { .. })));
     }
 }

@@ -15,10 +15,7 @@ use crate::model::{ModelConfig, ParamLayout};
 #[derive(Debug, Error)]
 pub enum DumpError {
     #[error("cannot write {path}: {source}")]
-    Io {
-        path: String,
-        source: std::io::Error,
-    },
+    Io { path: String, source: std::io::Error },
     #[error("safetensors: {0}")]
     SafeTensors(#[from] safetensors::SafeTensorError),
     #[error("json: {0}")]
@@ -77,24 +74,11 @@ pub fn split_flat(layout: &ParamLayout, flat: &[f32]) -> Vec<NamedTensor> {
 }
 
 fn write_f32(path: &Path, tensors: &[NamedTensor]) -> Result<(), DumpError> {
-    let data: Vec<(String, Vec<u8>, Vec<usize>)> = tensors
-        .iter()
-        .map(|t| {
-            (
-                t.name.clone(),
-                bytemuck::cast_slice(&t.values).to_vec(),
-                t.shape.clone(),
-            )
-        })
-        .collect();
+    let data: Vec<(String, Vec<u8>, Vec<usize>)> =
+        tensors.iter().map(|t| (t.name.clone(), bytemuck::cast_slice(&t.values).to_vec(), t.shape.clone())).collect();
     let views = data
         .iter()
-        .map(|(name, bytes, shape)| {
-            Ok((
-                name.as_str(),
-                TensorView::new(Dtype::F32, shape.clone(), bytes)?,
-            ))
-        })
+        .map(|(name, bytes, shape)| Ok((name.as_str(), TensorView::new(Dtype::F32, shape.clone(), bytes)?)))
         .collect::<Result<Vec<_>, DumpError>>()?;
     let meta = HashMap::from([("format".to_string(), "pt".to_string())]);
     safetensors::serialize_to_file(views, Some(meta), path)?;
@@ -103,24 +87,14 @@ fn write_f32(path: &Path, tensors: &[NamedTensor]) -> Result<(), DumpError> {
 
 /// Reads every f32 tensor of a safetensors file, sorted by name.
 pub fn read_f32(path: &Path) -> Result<Vec<NamedTensor>, DumpError> {
-    let bytes = std::fs::read(path).map_err(|source| DumpError::Io {
-        path: path.display().to_string(),
-        source,
-    })?;
+    let bytes = std::fs::read(path).map_err(|source| DumpError::Io { path: path.display().to_string(), source })?;
     let st = safetensors::SafeTensors::deserialize(&bytes)?;
     let mut out = Vec::new();
     for (name, view) in st.tensors() {
         if view.dtype() != Dtype::F32 {
-            return Err(DumpError::Format(format!(
-                "{name} is {:?}, expected F32",
-                view.dtype()
-            )));
+            return Err(DumpError::Format(format!("{name} is {:?}, expected F32", view.dtype())));
         }
-        out.push(NamedTensor {
-            name,
-            shape: view.shape().to_vec(),
-            values: bytemuck::pod_collect_to_vec(view.data()),
-        });
+        out.push(NamedTensor { name, shape: view.shape().to_vec(), values: bytemuck::pod_collect_to_vec(view.data()) });
     }
     out.sort_by(|a, b| a.name.cmp(&b.name));
     Ok(out)
@@ -128,18 +102,12 @@ pub fn read_f32(path: &Path) -> Result<Vec<NamedTensor>, DumpError> {
 
 /// Reads the i64 `input_ids` and `labels` of a batch file.
 pub fn read_batch(path: &Path) -> Result<(Vec<usize>, Vec<i64>, Vec<i64>), DumpError> {
-    let bytes = std::fs::read(path).map_err(|source| DumpError::Io {
-        path: path.display().to_string(),
-        source,
-    })?;
+    let bytes = std::fs::read(path).map_err(|source| DumpError::Io { path: path.display().to_string(), source })?;
     let st = safetensors::SafeTensors::deserialize(&bytes)?;
     let get = |name: &str| -> Result<(Vec<usize>, Vec<i64>), DumpError> {
         let v = st.tensor(name)?;
         if v.dtype() != Dtype::I64 {
-            return Err(DumpError::Format(format!(
-                "{name} is {:?}, expected I64",
-                v.dtype()
-            )));
+            return Err(DumpError::Format(format!("{name} is {:?}, expected I64", v.dtype())));
         }
         Ok((v.shape().to_vec(), bytemuck::pod_collect_to_vec(v.data())))
     };
@@ -161,28 +129,14 @@ pub struct StepDump<'a> {
 
 impl StepDump<'_> {
     pub fn write(&self, dir: &Path) -> Result<(), DumpError> {
-        std::fs::create_dir_all(dir).map_err(|source| DumpError::Io {
-            path: dir.display().to_string(),
-            source,
-        })?;
+        std::fs::create_dir_all(dir).map_err(|source| DumpError::Io { path: dir.display().to_string(), source })?;
         let write_text = |name: &str, text: String| {
-            std::fs::write(dir.join(name), text).map_err(|source| DumpError::Io {
-                path: dir.join(name).display().to_string(),
-                source,
-            })
+            std::fs::write(dir.join(name), text)
+                .map_err(|source| DumpError::Io { path: dir.join(name).display().to_string(), source })
         };
-        write_text(
-            "config.json",
-            serde_json::to_string_pretty(&hf_config(self.model))?,
-        )?;
-        write_f32(
-            &dir.join("model.safetensors"),
-            &split_flat(self.layout, self.initial_params),
-        )?;
-        write_f32(
-            &dir.join("grads.safetensors"),
-            &split_flat(self.layout, self.grads),
-        )?;
+        write_text("config.json", serde_json::to_string_pretty(&hf_config(self.model))?)?;
+        write_f32(&dir.join("model.safetensors"), &split_flat(self.layout, self.initial_params))?;
+        write_f32(&dir.join("grads.safetensors"), &split_flat(self.layout, self.grads))?;
         let shape = vec![self.batch.shape.batch, self.batch.shape.seq];
         let ids: Vec<i64> = self.batch.inputs.iter().map(|&x| x as i64).collect();
         let labels: Vec<i64> = self.batch.targets.iter().map(|&x| x as i64).collect();

@@ -14,20 +14,15 @@ pub fn start() {
             log::error!("oomlab: no document");
             return;
         };
-        let canvas = document
-            .get_element_by_id(CANVAS_ID)
-            .and_then(|e| e.dyn_into::<web_sys::HtmlCanvasElement>().ok());
+        let canvas =
+            document.get_element_by_id(CANVAS_ID).and_then(|e| e.dyn_into::<web_sys::HtmlCanvasElement>().ok());
         let Some(canvas) = canvas else {
             log::error!("oomlab: no <canvas id=\"{CANVAS_ID}\"> in the page");
             return;
         };
         let runner = eframe::WebRunner::new();
         let result = runner
-            .start(
-                canvas,
-                eframe::WebOptions::default(),
-                Box::new(|cc| Ok(Box::new(crate::app::OomlabApp::new(cc)))),
-            )
+            .start(canvas, eframe::WebOptions::default(), Box::new(|cc| Ok(Box::new(crate::app::OomlabApp::new(cc)))))
             .await;
         if let Some(loading) = document.get_element_by_id("loading_text") {
             match result {

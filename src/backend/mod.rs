@@ -47,9 +47,7 @@ impl std::str::FromStr for BackendKind {
         match s.to_ascii_lowercase().as_str() {
             "gpu" => Ok(Self::Gpu),
             "cpu" => Ok(Self::Cpu),
-            other => Err(ConfigError::Other(format!(
-                "unknown backend {other:?}: expected \"gpu\" or \"cpu\""
-            ))),
+            other => Err(ConfigError::Other(format!("unknown backend {other:?}: expected \"gpu\" or \"cpu\""))),
         }
     }
 }

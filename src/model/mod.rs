@@ -44,11 +44,7 @@ pub enum ConfigError {
     #[error("sequence length {got} is longer than the model's maximum seq_len {max}")]
     SequenceTooLong { got: usize, max: usize },
     #[error("token id {id} at position {position} is out of range for a vocabulary of {vocab}")]
-    TokenOutOfRange {
-        id: i64,
-        position: usize,
-        vocab: usize,
-    },
+    TokenOutOfRange { id: i64, position: usize, vocab: usize },
     #[error("{0}")]
     Other(String),
 }
@@ -57,13 +53,7 @@ impl ModelConfig {
     /// The default toy: character-level vocabulary of the built-in corpus, seq 64, d 64, 2
     /// layers, 4 heads.
     pub fn toy(vocab: usize) -> Self {
-        Self {
-            vocab,
-            seq_len: 64,
-            d_model: 64,
-            n_layers: 2,
-            n_heads: 4,
-        }
+        Self { vocab, seq_len: 64, d_model: 64, n_layers: 2, n_heads: 4 }
     }
 
     /// Head size d / heads.
@@ -83,10 +73,7 @@ impl ModelConfig {
             check_dim(name, value as i64)?;
         }
         if self.d_model % self.n_heads != 0 {
-            return Err(ConfigError::HeadsDontDivide {
-                d_model: self.d_model,
-                n_heads: self.n_heads,
-            });
+            return Err(ConfigError::HeadsDontDivide { d_model: self.d_model, n_heads: self.n_heads });
         }
         Ok(())
     }
@@ -121,10 +108,7 @@ impl StepShape {
         check_dim("batch", self.batch as i64)?;
         check_dim("sequence length", self.seq as i64)?;
         if self.seq > model.seq_len {
-            return Err(ConfigError::SequenceTooLong {
-                got: self.seq,
-                max: model.seq_len,
-            });
+            return Err(ConfigError::SequenceTooLong { got: self.seq, max: model.seq_len });
         }
         Ok(())
     }
@@ -144,18 +128,12 @@ mod tests {
         let mut c = ModelConfig::toy(65);
         assert!(c.validate().is_ok());
         c.n_heads = 3;
-        assert!(matches!(
-            c.validate(),
-            Err(ConfigError::HeadsDontDivide { .. })
-        ));
+        assert!(matches!(c.validate(), Err(ConfigError::HeadsDontDivide { .. })));
         c.n_heads = 0;
         assert!(matches!(c.validate(), Err(ConfigError::Zero { .. })));
         let c = ModelConfig::toy(65);
         let s = StepShape { batch: 2, seq: 65 };
-        assert!(matches!(
-            s.validate(&c),
-            Err(ConfigError::SequenceTooLong { got: 65, max: 64 })
-        ));
+        assert!(matches!(s.validate(&c), Err(ConfigError::SequenceTooLong { got: 65, max: 64 })));
         assert!(check_dim("batch", -3).is_err());
         assert!(check_dim("batch", 1 << 40).is_err());
     }

@@ -92,39 +92,19 @@ impl ParamLayout {
         let resid_std = std / ((2 * l) as f32).sqrt();
         let h = |i: usize, rest: &str| format!("transformer.h.{i}.{rest}");
         let mut matrices = vec![
-            (
-                ParamKind::Wte,
-                "transformer.wte.weight".to_string(),
-                vec![v, c],
-                Init::Normal { std },
-            ),
-            (
-                ParamKind::Wpe,
-                "transformer.wpe.weight".to_string(),
-                vec![t, c],
-                Init::Normal { std },
-            ),
+            (ParamKind::Wte, "transformer.wte.weight".to_string(), vec![v, c], Init::Normal { std }),
+            (ParamKind::Wpe, "transformer.wpe.weight".to_string(), vec![t, c], Init::Normal { std }),
         ];
         let mut vectors = Vec::new();
         for i in 0..l {
-            matrices.push((
-                ParamKind::QkvW(i),
-                h(i, "attn.c_attn.weight"),
-                vec![c, 3 * c],
-                Init::Normal { std },
-            ));
+            matrices.push((ParamKind::QkvW(i), h(i, "attn.c_attn.weight"), vec![c, 3 * c], Init::Normal { std }));
             matrices.push((
                 ParamKind::AttnProjW(i),
                 h(i, "attn.c_proj.weight"),
                 vec![c, c],
                 Init::Normal { std: resid_std },
             ));
-            matrices.push((
-                ParamKind::FcW(i),
-                h(i, "mlp.c_fc.weight"),
-                vec![c, 4 * c],
-                Init::Normal { std },
-            ));
+            matrices.push((ParamKind::FcW(i), h(i, "mlp.c_fc.weight"), vec![c, 4 * c], Init::Normal { std }));
             matrices.push((
                 ParamKind::FcProjW(i),
                 h(i, "mlp.c_proj.weight"),
@@ -133,71 +113,29 @@ impl ParamLayout {
             ));
             vectors.push((ParamKind::Ln1W(i), h(i, "ln_1.weight"), vec![c], Init::Ones));
             vectors.push((ParamKind::Ln1B(i), h(i, "ln_1.bias"), vec![c], Init::Zeros));
-            vectors.push((
-                ParamKind::QkvB(i),
-                h(i, "attn.c_attn.bias"),
-                vec![3 * c],
-                Init::Zeros,
-            ));
-            vectors.push((
-                ParamKind::AttnProjB(i),
-                h(i, "attn.c_proj.bias"),
-                vec![c],
-                Init::Zeros,
-            ));
+            vectors.push((ParamKind::QkvB(i), h(i, "attn.c_attn.bias"), vec![3 * c], Init::Zeros));
+            vectors.push((ParamKind::AttnProjB(i), h(i, "attn.c_proj.bias"), vec![c], Init::Zeros));
             vectors.push((ParamKind::Ln2W(i), h(i, "ln_2.weight"), vec![c], Init::Ones));
             vectors.push((ParamKind::Ln2B(i), h(i, "ln_2.bias"), vec![c], Init::Zeros));
-            vectors.push((
-                ParamKind::FcB(i),
-                h(i, "mlp.c_fc.bias"),
-                vec![4 * c],
-                Init::Zeros,
-            ));
-            vectors.push((
-                ParamKind::FcProjB(i),
-                h(i, "mlp.c_proj.bias"),
-                vec![c],
-                Init::Zeros,
-            ));
+            vectors.push((ParamKind::FcB(i), h(i, "mlp.c_fc.bias"), vec![4 * c], Init::Zeros));
+            vectors.push((ParamKind::FcProjB(i), h(i, "mlp.c_proj.bias"), vec![c], Init::Zeros));
         }
-        vectors.push((
-            ParamKind::LnFW,
-            "transformer.ln_f.weight".to_string(),
-            vec![c],
-            Init::Ones,
-        ));
-        vectors.push((
-            ParamKind::LnFB,
-            "transformer.ln_f.bias".to_string(),
-            vec![c],
-            Init::Zeros,
-        ));
+        vectors.push((ParamKind::LnFW, "transformer.ln_f.weight".to_string(), vec![c], Init::Ones));
+        vectors.push((ParamKind::LnFB, "transformer.ln_f.bias".to_string(), vec![c], Init::Zeros));
 
         let mut specs = Vec::with_capacity(matrices.len() + vectors.len());
         let mut offset = 0;
-        let mut push =
-            |list: Vec<(ParamKind, String, Vec<usize>, Init)>, decay: bool, offset: &mut usize| {
-                for (kind, name, shape, init) in list {
-                    let numel: usize = shape.iter().product();
-                    specs.push(ParamSpec {
-                        kind,
-                        name,
-                        shape,
-                        offset: *offset,
-                        init,
-                        decay,
-                    });
-                    *offset = align(*offset + numel);
-                }
-            };
+        let mut push = |list: Vec<(ParamKind, String, Vec<usize>, Init)>, decay: bool, offset: &mut usize| {
+            for (kind, name, shape, init) in list {
+                let numel: usize = shape.iter().product();
+                specs.push(ParamSpec { kind, name, shape, offset: *offset, init, decay });
+                *offset = align(*offset + numel);
+            }
+        };
         push(matrices, true, &mut offset);
         let decay_end = offset;
         push(vectors, false, &mut offset);
-        Self {
-            specs,
-            flat_len: offset,
-            decay_end,
-        }
+        Self { specs, flat_len: offset, decay_end }
     }
 
     /// Trainable parameters, without padding.
@@ -223,13 +161,7 @@ mod tests {
     #[test]
     fn gpt2_small_count_matches_the_published_figure() {
         // GUIDE §4: 12·L·d² + 13·L·d + V·d + T·d + 2·d = 124,439,808.
-        let cfg = ModelConfig {
-            vocab: 50257,
-            seq_len: 1024,
-            d_model: 768,
-            n_layers: 12,
-            n_heads: 12,
-        };
+        let cfg = ModelConfig { vocab: 50257, seq_len: 1024, d_model: 768, n_layers: 12, n_heads: 12 };
         assert_eq!(ParamLayout::new(&cfg).num_parameters(), 124_439_808);
     }
 

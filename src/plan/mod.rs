@@ -97,9 +97,11 @@ pub enum Op {
         out: View,
     },
     /// dwte[v] += Σ_{positions p with token v} dout[p]; dwpe[t] += Σ_b dout[b,t].
-    /// `token_offsets` (V+1) and `token_positions` (B·T) index the positions of each token,
-    /// so the scatter-add is a deterministic gather even when tokens repeat.
+    /// `token_offsets` (V+1) and `token_positions` (B·T) index the positions of each token
+    /// (built with the batch), so the GPU's scatter-add is a deterministic gather even when
+    /// tokens repeat; the CPU twin reads `tokens` directly.
     EmbeddingBackward {
+        tokens: View,
         token_offsets: View,
         token_positions: View,
         dout: View,
@@ -281,19 +283,11 @@ impl Plan {
 
     /// The whole of a tensor as a view.
     pub fn whole(&self, id: TensorId) -> View {
-        View {
-            tensor: id,
-            offset: 0,
-            len: self.tensors[id.0].numel(),
-        }
+        View { tensor: id, offset: 0, len: self.tensors[id.0].numel() }
     }
 
     /// Builds the plan of one training step.
-    pub fn build(
-        model: &ModelConfig,
-        shape: StepShape,
-        optimizer: &OptimizerConfig,
-    ) -> Result<Plan, ConfigError> {
+    pub fn build(model: &ModelConfig, shape: StepShape, optimizer: &OptimizerConfig) -> Result<Plan, ConfigError> {
         model.validate()?;
         shape.validate(model)?;
         optimizer.validate()?;
@@ -331,46 +325,21 @@ impl Builder {
         layer: Option<usize>,
     ) -> View {
         let id = TensorId(self.tensors.len());
-        self.tensors.push(TensorInfo {
-            name: name.into(),
-            shape: shape.to_vec(),
-            dtype,
-            category,
-            layer,
-        });
-        View {
-            tensor: id,
-            offset: 0,
-            len: shape.iter().product(),
-        }
+        self.tensors.push(TensorInfo { name: name.into(), shape: shape.to_vec(), dtype, category, layer });
+        View { tensor: id, offset: 0, len: shape.iter().product() }
     }
 
-    fn act(
-        &mut self,
-        name: impl Into<String>,
-        shape: &[usize],
-        category: Category,
-        layer: Option<usize>,
-    ) -> View {
+    fn act(&mut self, name: impl Into<String>, shape: &[usize], category: Category, layer: Option<usize>) -> View {
         self.tensor(name, shape, DType::F32, category, layer)
     }
 
     fn push(&mut self, phase: Phase, label: impl Into<String>, op: Op) {
-        self.ops.push(OpNode {
-            op,
-            phase,
-            label: label.into(),
-        });
+        self.ops.push(OpNode { op, phase, label: label.into() });
     }
 
     fn build(mut self) -> Plan {
         let (b, t) = (self.shape.batch, self.shape.seq);
-        let (c, v, nh, l) = (
-            self.model.d_model,
-            self.model.vocab,
-            self.model.n_heads,
-            self.model.n_layers,
-        );
+        let (c, v, nh, l) = (self.model.d_model, self.model.vocab, self.model.n_heads, self.model.n_layers);
         let rows = b * t;
         let flat = self.layout.flat_len;
         let layout = self.layout.clone();
@@ -378,49 +347,22 @@ impl Builder {
         let grads = self.act("gradients", &[flat], Category::Gradients, None);
         let p = |kind: ParamKind| {
             let r = layout.range(kind);
-            View {
-                tensor: params.tensor,
-                offset: r.start,
-                len: r.len(),
-            }
+            View { tensor: params.tensor, offset: r.start, len: r.len() }
         };
         let g = |kind: ParamKind| {
             let r = layout.range(kind);
-            View {
-                tensor: grads.tensor,
-                offset: r.start,
-                len: r.len(),
-            }
+            View { tensor: grads.tensor, offset: r.start, len: r.len() }
         };
         let opt_state: Vec<View> = self
             .optimizer
             .state_names()
             .iter()
-            .map(|name| {
-                self.act(
-                    format!("optimizer.{name}"),
-                    &[flat],
-                    Category::OptimizerState,
-                    None,
-                )
-            })
+            .map(|name| self.act(format!("optimizer.{name}"), &[flat], Category::OptimizerState, None))
             .collect();
         let tokens = self.tensor("input.tokens", &[b, t], DType::U32, Category::Input, None);
         let targets = self.tensor("input.targets", &[b, t], DType::U32, Category::Input, None);
-        let token_offsets = self.tensor(
-            "input.token_offsets",
-            &[v + 1],
-            DType::U32,
-            Category::Input,
-            None,
-        );
-        let token_positions = self.tensor(
-            "input.token_positions",
-            &[rows],
-            DType::U32,
-            Category::Input,
-            None,
-        );
+        let token_offsets = self.tensor("input.token_offsets", &[v + 1], DType::U32, Category::Input, None);
+        let token_positions = self.tensor("input.token_positions", &[rows], DType::U32, Category::Input, None);
 
         // ---- forward ----
         use Category::{Activations as A, Temporaries as Tmp};
@@ -428,12 +370,7 @@ impl Builder {
         self.push(
             Phase::Forward,
             "embed",
-            Op::Embedding {
-                tokens,
-                wte: p(ParamKind::Wte),
-                wpe: p(ParamKind::Wpe),
-                out: encoded,
-            },
+            Op::Embedding { tokens, wte: p(ParamKind::Wte), wpe: p(ParamKind::Wpe), out: encoded },
         );
         struct Saved {
             x: View,
@@ -487,15 +424,7 @@ impl Builder {
             );
             let att = self.act(n("attn.probs"), &[b, nh, t, t], A, li);
             let atty = self.act(n("attn.out"), &[b, t, c], A, li);
-            self.push(
-                Phase::Forward,
-                n("attn"),
-                Op::Attention {
-                    qkv,
-                    att,
-                    out: atty,
-                },
-            );
+            self.push(Phase::Forward, n("attn"), Op::Attention { qkv, att, out: atty });
             let attproj = self.act(n("attn.c_proj.out"), &[b, t, c], Tmp, li);
             self.push(
                 Phase::Forward,
@@ -512,15 +441,7 @@ impl Builder {
                 },
             );
             let res2 = self.act(n("residual_1"), &[b, t, c], A, li);
-            self.push(
-                Phase::Forward,
-                n("residual_1"),
-                Op::Residual {
-                    a: x,
-                    b: attproj,
-                    out: res2,
-                },
-            );
+            self.push(Phase::Forward, n("residual_1"), Op::Residual { a: x, b: attproj, out: res2 });
             let ln2 = self.act(n("ln_2.out"), &[b, t, c], A, li);
             let ln2_mean = self.act(n("ln_2.mean"), &[b, t], A, li);
             let ln2_rstd = self.act(n("ln_2.rstd"), &[b, t], A, li);
@@ -552,14 +473,7 @@ impl Builder {
                 },
             );
             let fch_gelu = self.act(n("mlp.gelu.out"), &[b, t, 4 * c], A, li);
-            self.push(
-                Phase::Forward,
-                n("mlp.gelu"),
-                Op::Gelu {
-                    inp: fch,
-                    out: fch_gelu,
-                },
-            );
+            self.push(Phase::Forward, n("mlp.gelu"), Op::Gelu { inp: fch, out: fch_gelu });
             let fcproj = self.act(n("mlp.c_proj.out"), &[b, t, c], Tmp, li);
             self.push(
                 Phase::Forward,
@@ -576,15 +490,7 @@ impl Builder {
                 },
             );
             let res3 = self.act(n("residual_2"), &[b, t, c], A, li);
-            self.push(
-                Phase::Forward,
-                n("residual_2"),
-                Op::Residual {
-                    a: res2,
-                    b: fcproj,
-                    out: res3,
-                },
-            );
+            self.push(Phase::Forward, n("residual_2"), Op::Residual { a: res2, b: fcproj, out: res3 });
             saved.push(Saved {
                 x,
                 ln1,
@@ -635,30 +541,12 @@ impl Builder {
         let probs = self.act("probs", &[b, t, v], Category::Logits, None);
         let losses = self.act("losses", &[b, t], Category::Logits, None);
         let loss = self.act("loss", &[1], Category::Logits, None);
-        self.push(
-            Phase::Forward,
-            "cross_entropy",
-            Op::CrossEntropy {
-                logits,
-                targets,
-                probs,
-                losses,
-                loss,
-            },
-        );
+        self.push(Phase::Forward, "cross_entropy", Op::CrossEntropy { logits, targets, probs, losses, loss });
 
         // ---- backward ----
         self.push(Phase::Backward, "zero_grad", Op::Zero { dst: grads });
         let dlogits = self.act("grad.logits", &[b, t, v], Tmp, None);
-        self.push(
-            Phase::Backward,
-            "cross_entropy",
-            Op::CrossEntropyBackward {
-                probs,
-                targets,
-                dlogits,
-            },
-        );
+        self.push(Phase::Backward, "cross_entropy", Op::CrossEntropyBackward { probs, targets, dlogits });
         let dln = self.act("grad.ln_out", &[b, t, c], Tmp, None);
         self.push(
             Phase::Backward,
@@ -701,14 +589,7 @@ impl Builder {
         for (i, s) in saved.iter().enumerate().rev() {
             let n = |x: &str| format!("h.{i}.{x}");
             // dres_a holds d(block output).
-            self.push(
-                Phase::Backward,
-                n("residual_2"),
-                Op::ResidualBackward {
-                    dout: dres_a,
-                    da: dres_b,
-                },
-            );
+            self.push(Phase::Backward, n("residual_2"), Op::ResidualBackward { dout: dres_a, da: dres_b });
             self.push(
                 Phase::Backward,
                 n("mlp.c_proj"),
@@ -725,15 +606,7 @@ impl Builder {
                     weight_transposed: false,
                 },
             );
-            self.push(
-                Phase::Backward,
-                n("mlp.gelu"),
-                Op::GeluBackward {
-                    inp: s.fch,
-                    dout: dfch_gelu,
-                    dinp: dfch,
-                },
-            );
+            self.push(Phase::Backward, n("mlp.gelu"), Op::GeluBackward { inp: s.fch, dout: dfch_gelu, dinp: dfch });
             self.push(
                 Phase::Backward,
                 n("mlp.c_fc"),
@@ -766,14 +639,7 @@ impl Builder {
                 },
             );
             // dres_b holds d(residual_1).
-            self.push(
-                Phase::Backward,
-                n("residual_1"),
-                Op::ResidualBackward {
-                    dout: dres_b,
-                    da: dres_a,
-                },
-            );
+            self.push(Phase::Backward, n("residual_1"), Op::ResidualBackward { dout: dres_b, da: dres_a });
             self.push(
                 Phase::Backward,
                 n("attn.c_proj"),
@@ -793,13 +659,7 @@ impl Builder {
             self.push(
                 Phase::Backward,
                 n("attn"),
-                Op::AttentionBackward {
-                    qkv: s.qkv,
-                    att: s.att,
-                    dout: datty,
-                    datt,
-                    dqkv,
-                },
+                Op::AttentionBackward { qkv: s.qkv, att: s.att, dout: datty, datt, dqkv },
             );
             self.push(
                 Phase::Backward,
@@ -837,6 +697,7 @@ impl Builder {
             Phase::Backward,
             "embed",
             Op::EmbeddingBackward {
+                tokens,
                 token_offsets,
                 token_positions,
                 dout: dres_a,
@@ -847,22 +708,9 @@ impl Builder {
 
         // ---- optimizer ----
         let op = match self.optimizer.kind {
-            OptimizerKind::AdamW => Op::AdamW {
-                params,
-                grads,
-                m: opt_state[0],
-                v: opt_state[1],
-            },
-            OptimizerKind::Momentum => Op::Sgd {
-                params,
-                grads,
-                momentum: Some(opt_state[0]),
-            },
-            OptimizerKind::Sgd => Op::Sgd {
-                params,
-                grads,
-                momentum: None,
-            },
+            OptimizerKind::AdamW => Op::AdamW { params, grads, m: opt_state[0], v: opt_state[1] },
+            OptimizerKind::Momentum => Op::Sgd { params, grads, momentum: Some(opt_state[0]) },
+            OptimizerKind::Sgd => Op::Sgd { params, grads, momentum: None },
         };
         self.push(Phase::Optimizer, self.optimizer.kind.name(), op);
 
@@ -924,17 +772,9 @@ mod tests {
     #[test]
     fn plan_has_every_phase_and_valid_views() {
         let model = ModelConfig::toy(65);
-        let plan = Plan::build(
-            &model,
-            StepShape { batch: 2, seq: 8 },
-            &OptimizerConfig::default(),
-        )
-        .unwrap();
+        let plan = Plan::build(&model, StepShape { batch: 2, seq: 8 }, &OptimizerConfig::default()).unwrap();
         assert!(plan.ops.iter().any(|o| o.phase == Phase::Optimizer));
-        assert_eq!(
-            plan.tensor(plan.handles.params).numel(),
-            plan.layout.flat_len
-        );
+        assert_eq!(plan.tensor(plan.handles.params).numel(), plan.layout.flat_len);
         let bad = StepShape { batch: 0, seq: 8 };
         assert!(Plan::build(&model, bad, &OptimizerConfig::default()).is_err());
     }

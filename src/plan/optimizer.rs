@@ -54,13 +54,7 @@ impl Default for OptimizerConfig {
 
 impl OptimizerConfig {
     pub fn sgd_momentum(lr: f32, momentum: f32) -> Self {
-        Self {
-            kind: OptimizerKind::Momentum,
-            lr,
-            momentum,
-            weight_decay: 0.0,
-            ..Self::default()
-        }
+        Self { kind: OptimizerKind::Momentum, lr, momentum, weight_decay: 0.0, ..Self::default() }
     }
 
     /// Names of the state tensors, each as big as the parameters.
@@ -80,12 +74,6 @@ impl OptimizerConfig {
             && self.eps > 0.0
             && self.weight_decay >= 0.0
             && (0.0..1.0).contains(&self.momentum);
-        if ok {
-            Ok(())
-        } else {
-            Err(ConfigError::Other(format!(
-                "invalid optimizer settings: {self:?}"
-            )))
-        }
+        if ok { Ok(()) } else { Err(ConfigError::Other(format!("invalid optimizer settings: {self:?}"))) }
     }
 }

@@ -7,7 +7,7 @@ use num_traits::Float;
 use super::{BackendError, Trainer};
 use crate::data::Batch;
 use crate::model::init::init_params;
-use crate::plan::{DType, Op, Phase, Plan, View, token_index};
+use crate::plan::{DType, Op, Phase, Plan, TensorId, View, token_index};
 use ops::AdamWStep;
 
 /// Executes a plan on the host, in `F` precision (f32 for training, f64 for gradient checks).
@@ -21,17 +21,6 @@ pub struct CpuExecutor<F> {
 
 fn cast<F: Float>(x: f32) -> F {
     F::from(x).unwrap_or_else(F::nan)
-}
-
-/// Two mutable views of one tensor that do not overlap.
-fn two_mut<'a, F>(buf: &'a mut [F], a: View, b: View) -> (&'a mut [F], &'a mut [F]) {
-    if a.offset <= b.offset {
-        let (lo, hi) = buf.split_at_mut(b.offset);
-        (&mut lo[a.offset..a.offset + a.len], &mut hi[..b.len])
-    } else {
-        let (y, x) = two_mut(buf, b, a);
-        (x, y)
-    }
 }
 
 impl<F: Float> CpuExecutor<F> {
@@ -51,12 +40,7 @@ impl<F: Float> CpuExecutor<F> {
                 }
             }
         }
-        let mut exec = Self {
-            plan,
-            floats,
-            ints,
-            steps_taken: 0,
-        };
+        let mut exec = Self { plan, floats, ints, steps_taken: 0 };
         let init = init_params(&exec.plan.layout, seed);
         exec.set_params_f32(&init);
         exec
@@ -92,6 +76,25 @@ impl<F: Float> CpuExecutor<F> {
         Some(&self.floats[id])
     }
 
+    /// Overwrites a float tensor (extra values are ignored).
+    pub fn write_tensor(&mut self, id: TensorId, values: &[F]) {
+        let dst = &mut self.floats[id.0];
+        let n = dst.len().min(values.len());
+        dst[..n].copy_from_slice(&values[..n]);
+    }
+
+    /// Overwrites an integer tensor (extra values are ignored).
+    pub fn write_tensor_u32(&mut self, id: TensorId, values: &[u32]) {
+        let dst = &mut self.ints[id.0];
+        let n = dst.len().min(values.len());
+        dst[..n].copy_from_slice(&values[..n]);
+    }
+
+    /// A float tensor's values.
+    pub fn tensor(&self, id: TensorId) -> &[F] {
+        &self.floats[id.0]
+    }
+
     fn f(&self, v: View) -> &[F] {
         &self.floats[v.tensor.0][v.offset..v.offset + v.len]
     }
@@ -104,10 +107,7 @@ impl<F: Float> CpuExecutor<F> {
     pub fn upload_batch(&mut self, batch: &Batch) -> Result<(), BackendError> {
         batch.validate(&self.plan.model)?;
         if batch.shape != self.plan.shape {
-            return Err(BackendError::ShapeMismatch {
-                plan: self.plan.shape,
-                batch: batch.shape,
-            });
+            return Err(BackendError::ShapeMismatch { plan: self.plan.shape, batch: batch.shape });
         }
         let h = self.plan.handles;
         let (offsets, positions) = token_index(&batch.inputs, self.plan.model.vocab);
@@ -144,247 +144,84 @@ impl<F: Float> CpuExecutor<F> {
         Ok(self.run_phases(&[Phase::Forward]))
     }
 
+    /// Runs `f` with copies of the output views and writes them back afterwards, so outputs
+    /// never alias inputs (or each other) whatever tensors they live in. Accumulating outputs
+    /// start from their current values.
+    fn with_outputs<const N: usize>(&mut self, views: [View; N], f: impl FnOnce(&Self, &mut [Vec<F>; N])) {
+        let mut bufs = views.map(|v| self.floats[v.tensor.0][v.offset..v.offset + v.len].to_vec());
+        f(self, &mut bufs);
+        for (v, b) in views.iter().zip(bufs) {
+            self.floats[v.tensor.0][v.offset..v.offset + v.len].copy_from_slice(&b);
+        }
+    }
+
     fn execute(&mut self, op: &Op) {
         let m = self.plan.model;
         let (b, t) = (self.plan.shape.batch, self.plan.shape.seq);
         let (c, nh, vocab) = (m.d_model, m.n_heads, m.vocab);
-        // Each arm takes its output tensor(s) out of `self`, computes from borrowed inputs and
-        // puts them back, so inputs and outputs never alias.
         match *op {
             Op::Zero { dst } => {
                 self.floats[dst.tensor.0][dst.offset..dst.offset + dst.len].fill(F::zero());
             }
-            Op::Embedding {
-                tokens,
-                wte,
-                wpe,
-                out,
-            } => {
-                let mut o = std::mem::take(&mut self.floats[out.tensor.0]);
-                ops::embedding_forward(&mut o, self.u(tokens), self.f(wte), self.f(wpe), t, c);
-                self.floats[out.tensor.0] = o;
+            Op::Embedding { tokens, wte, wpe, out } => self.with_outputs([out], |s, [o]| {
+                ops::embedding_forward(o, s.u(tokens), s.f(wte), s.f(wpe), t, c);
+            }),
+            Op::EmbeddingBackward { tokens, dout, dwte, dwpe, .. } => self.with_outputs([dwte, dwpe], |s, [gw, gp]| {
+                ops::embedding_backward(gw, gp, s.f(dout), s.u(tokens), t, c);
+            }),
+            Op::LayerNorm { inp, weight, bias, out, mean, rstd } => {
+                self.with_outputs([out, mean, rstd], |s, [o, mu, rs]| {
+                    ops::layernorm_forward(o, mu, rs, s.f(inp), s.f(weight), s.f(bias), c);
+                })
             }
-            Op::EmbeddingBackward {
-                dout, dwte, dwpe, ..
-            } => {
-                let tokens = self.ints[self.plan.handles.tokens.0].clone();
-                let mut g = std::mem::take(&mut self.floats[dwte.tensor.0]);
-                let (gw, gp) = two_mut(&mut g, dwte, dwpe);
-                ops::embedding_backward(gw, gp, self.f(dout), &tokens, t, c);
-                self.floats[dwte.tensor.0] = g;
+            Op::LayerNormBackward { inp, weight, mean, rstd, dout, dinp, dweight, dbias, accumulate } => self
+                .with_outputs([dinp, dweight, dbias], |s, [di, gw, gb]| {
+                    let (x, w, mu, rs) = (s.f(inp), s.f(weight), s.f(mean), s.f(rstd));
+                    ops::layernorm_backward(di, gw, gb, s.f(dout), x, w, mu, rs, c, accumulate);
+                }),
+            Op::Matmul { inp, weight, bias, out, rows, k, n, weight_transposed } => {
+                self.with_outputs([out], |s, [o]| {
+                    let bias = bias.map(|v| s.f(v));
+                    ops::matmul_forward(o, s.f(inp), s.f(weight), bias, rows, k, n, weight_transposed);
+                })
             }
-            Op::LayerNorm {
-                inp,
-                weight,
-                bias,
-                out,
-                mean,
-                rstd,
-            } => {
-                let mut o = std::mem::take(&mut self.floats[out.tensor.0]);
-                let mut mu = std::mem::take(&mut self.floats[mean.tensor.0]);
-                let mut rs = std::mem::take(&mut self.floats[rstd.tensor.0]);
-                ops::layernorm_forward(
-                    &mut o,
-                    &mut mu,
-                    &mut rs,
-                    self.f(inp),
-                    self.f(weight),
-                    self.f(bias),
-                    c,
-                );
-                self.floats[out.tensor.0] = o;
-                self.floats[mean.tensor.0] = mu;
-                self.floats[rstd.tensor.0] = rs;
-            }
-            Op::LayerNormBackward {
-                inp,
-                weight,
-                mean,
-                rstd,
-                dout,
-                dinp,
-                dweight,
-                dbias,
-                accumulate,
-            } => {
-                let mut di = std::mem::take(&mut self.floats[dinp.tensor.0]);
-                let mut g = std::mem::take(&mut self.floats[dweight.tensor.0]);
-                let (gw, gb) = two_mut(&mut g, dweight, dbias);
-                ops::layernorm_backward(
-                    &mut di,
-                    gw,
-                    gb,
-                    self.f(dout),
-                    self.f(inp),
-                    self.f(weight),
-                    self.f(mean),
-                    self.f(rstd),
-                    c,
-                    accumulate,
-                );
-                self.floats[dinp.tensor.0] = di;
-                self.floats[dweight.tensor.0] = g;
-            }
-            Op::Matmul {
-                inp,
-                weight,
-                bias,
-                out,
-                rows,
-                k,
-                n,
-                weight_transposed,
-            } => {
-                let mut o = std::mem::take(&mut self.floats[out.tensor.0]);
-                ops::matmul_forward(
-                    &mut o,
-                    self.f(inp),
-                    self.f(weight),
-                    bias.map(|v| self.f(v)),
-                    rows,
-                    k,
-                    n,
-                    weight_transposed,
-                );
-                self.floats[out.tensor.0] = o;
-            }
-            Op::MatmulBackward {
-                inp,
-                weight,
-                dout,
-                dinp,
-                dweight,
-                dbias,
-                rows,
-                k,
-                n,
-                weight_transposed,
-            } => {
-                let mut di = std::mem::take(&mut self.floats[dinp.tensor.0]);
-                let mut g = std::mem::take(&mut self.floats[dweight.tensor.0]);
+            Op::MatmulBackward { inp, weight, dout, dinp, dweight, dbias, rows, k, n, weight_transposed } => {
                 match dbias {
-                    Some(db) => {
-                        let (gw, gb) = two_mut(&mut g, dweight, db);
-                        ops::matmul_backward(
-                            &mut di,
-                            gw,
-                            Some(gb),
-                            self.f(dout),
-                            self.f(inp),
-                            self.f(weight),
-                            rows,
-                            k,
-                            n,
-                            weight_transposed,
-                        );
-                    }
-                    None => {
-                        let gw = &mut g[dweight.offset..dweight.offset + dweight.len];
-                        ops::matmul_backward(
-                            &mut di,
-                            gw,
-                            None,
-                            self.f(dout),
-                            self.f(inp),
-                            self.f(weight),
-                            rows,
-                            k,
-                            n,
-                            weight_transposed,
-                        );
-                    }
+                    Some(db) => self.with_outputs([dinp, dweight, db], |s, [di, gw, gb]| {
+                        let (d, x, w) = (s.f(dout), s.f(inp), s.f(weight));
+                        ops::matmul_backward(di, gw, Some(gb), d, x, w, rows, k, n, weight_transposed);
+                    }),
+                    None => self.with_outputs([dinp, dweight], |s, [di, gw]| {
+                        let (d, x, w) = (s.f(dout), s.f(inp), s.f(weight));
+                        ops::matmul_backward(di, gw, None, d, x, w, rows, k, n, weight_transposed);
+                    }),
                 }
-                self.floats[dinp.tensor.0] = di;
-                self.floats[dweight.tensor.0] = g;
             }
-            Op::Attention { qkv, att, out } => {
-                let mut o = std::mem::take(&mut self.floats[out.tensor.0]);
-                let mut a = std::mem::take(&mut self.floats[att.tensor.0]);
-                ops::attention_forward(&mut o, &mut a, self.f(qkv), b, t, c, nh);
-                self.floats[out.tensor.0] = o;
-                self.floats[att.tensor.0] = a;
-            }
-            Op::AttentionBackward {
-                qkv,
-                att,
-                dout,
-                datt,
-                dqkv,
-            } => {
-                let mut dq = std::mem::take(&mut self.floats[dqkv.tensor.0]);
-                let mut da = std::mem::take(&mut self.floats[datt.tensor.0]);
-                ops::attention_backward(
-                    &mut dq,
-                    &mut da,
-                    self.f(dout),
-                    self.f(qkv),
-                    self.f(att),
-                    b,
-                    t,
-                    c,
-                    nh,
-                );
-                self.floats[dqkv.tensor.0] = dq;
-                self.floats[datt.tensor.0] = da;
-            }
-            Op::Gelu { inp, out } => {
-                let mut o = std::mem::take(&mut self.floats[out.tensor.0]);
-                ops::gelu_forward(&mut o, self.f(inp));
-                self.floats[out.tensor.0] = o;
-            }
+            Op::Attention { qkv, att, out } => self.with_outputs([out, att], |s, [o, a]| {
+                ops::attention_forward(o, a, s.f(qkv), b, t, c, nh);
+            }),
+            Op::AttentionBackward { qkv, att, dout, datt, dqkv } => self.with_outputs([dqkv, datt], |s, [dq, da]| {
+                ops::attention_backward(dq, da, s.f(dout), s.f(qkv), s.f(att), b, t, c, nh);
+            }),
+            Op::Gelu { inp, out } => self.with_outputs([out], |s, [o]| ops::gelu_forward(o, s.f(inp))),
             Op::GeluBackward { inp, dout, dinp } => {
-                let mut o = std::mem::take(&mut self.floats[dinp.tensor.0]);
-                ops::gelu_backward(&mut o, self.f(inp), self.f(dout));
-                self.floats[dinp.tensor.0] = o;
+                self.with_outputs([dinp], |s, [o]| ops::gelu_backward(o, s.f(inp), s.f(dout)))
             }
             Op::Residual { a, b: bb, out } => {
-                let mut o = std::mem::take(&mut self.floats[out.tensor.0]);
-                ops::residual_forward(&mut o, self.f(a), self.f(bb));
-                self.floats[out.tensor.0] = o;
+                self.with_outputs([out], |s, [o]| ops::residual_forward(o, s.f(a), s.f(bb)))
             }
-            Op::ResidualBackward { dout, da } => {
-                let mut o = std::mem::take(&mut self.floats[da.tensor.0]);
-                ops::residual_backward(&mut o, self.f(dout));
-                self.floats[da.tensor.0] = o;
+            Op::ResidualBackward { dout, da } => self.with_outputs([da], |s, [o]| ops::residual_backward(o, s.f(dout))),
+            Op::CrossEntropy { logits, targets, probs, losses, loss } => {
+                self.with_outputs([probs, losses, loss], |s, [p, l, mean]| {
+                    mean[0] = ops::crossentropy_forward(p, l, s.f(logits), s.u(targets), vocab);
+                })
             }
-            Op::CrossEntropy {
-                logits,
-                targets,
-                probs,
-                losses,
-                loss,
-            } => {
-                let mut p = std::mem::take(&mut self.floats[probs.tensor.0]);
-                let mut l = std::mem::take(&mut self.floats[losses.tensor.0]);
-                let mean = ops::crossentropy_forward(
-                    &mut p,
-                    &mut l,
-                    self.f(logits),
-                    self.u(targets),
-                    vocab,
-                );
-                self.floats[probs.tensor.0] = p;
-                self.floats[losses.tensor.0] = l;
-                self.floats[loss.tensor.0][0] = mean;
-            }
-            Op::CrossEntropyBackward {
-                probs,
-                targets,
-                dlogits,
-            } => {
-                let mut d = std::mem::take(&mut self.floats[dlogits.tensor.0]);
-                ops::crossentropy_backward(&mut d, self.f(probs), self.u(targets), vocab);
-                self.floats[dlogits.tensor.0] = d;
-            }
-            Op::AdamW {
-                params,
-                grads,
-                m: mm,
-                v,
-            } => {
+            Op::CrossEntropyBackward { probs, targets, dlogits } => self.with_outputs([dlogits], |s, [d]| {
+                ops::crossentropy_backward(d, s.f(probs), s.u(targets), vocab);
+            }),
+            Op::AdamW { params, grads, m: mm, v } => {
                 let o = self.plan.optimizer;
-                let s = AdamWStep {
+                let step = AdamWStep {
                     lr: o.lr,
                     beta1: o.beta1,
                     beta2: o.beta2,
@@ -393,33 +230,17 @@ impl<F: Float> CpuExecutor<F> {
                     step: self.steps_taken,
                     decay_end: self.plan.layout.decay_end,
                 };
-                let mut p = std::mem::take(&mut self.floats[params.tensor.0]);
-                let mut m1 = std::mem::take(&mut self.floats[mm.tensor.0]);
-                let mut m2 = std::mem::take(&mut self.floats[v.tensor.0]);
-                ops::adamw_step(&mut p, &mut m1, &mut m2, self.f(grads), &s);
-                self.floats[params.tensor.0] = p;
-                self.floats[mm.tensor.0] = m1;
-                self.floats[v.tensor.0] = m2;
+                self.with_outputs([params, mm, v], |s, [p, m1, m2]| ops::adamw_step(p, m1, m2, s.f(grads), &step));
             }
-            Op::Sgd {
-                params,
-                grads,
-                momentum,
-            } => {
+            Op::Sgd { params, grads, momentum } => {
                 let o = self.plan.optimizer;
-                let mut p = std::mem::take(&mut self.floats[params.tensor.0]);
-                let mut buf = momentum.map(|mv| std::mem::take(&mut self.floats[mv.tensor.0]));
-                ops::sgd_step(
-                    &mut p,
-                    buf.as_deref_mut(),
-                    self.f(grads),
-                    o.lr,
-                    o.momentum,
-                    o.weight_decay,
-                );
-                self.floats[params.tensor.0] = p;
-                if let (Some(mv), Some(buf)) = (momentum, buf) {
-                    self.floats[mv.tensor.0] = buf;
+                match momentum {
+                    Some(buf) => self.with_outputs([params, buf], |s, [p, mb]| {
+                        ops::sgd_step(p, Some(mb), s.f(grads), o.lr, o.momentum, o.weight_decay);
+                    }),
+                    None => self.with_outputs([params], |s, [p]| {
+                        ops::sgd_step(p, None, s.f(grads), o.lr, o.momentum, o.weight_decay);
+                    }),
                 }
             }
         }

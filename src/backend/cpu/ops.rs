@@ -10,14 +10,7 @@ fn f<F: Float>(x: f64) -> F {
 }
 
 /// out (rows,C) = wte[tokens[r]] + wpe[r mod T].
-pub fn embedding_forward<F: Float>(
-    out: &mut [F],
-    tokens: &[u32],
-    wte: &[F],
-    wpe: &[F],
-    t: usize,
-    c: usize,
-) {
+pub fn embedding_forward<F: Float>(out: &mut [F], tokens: &[u32], wte: &[F], wpe: &[F], t: usize, c: usize) {
     for (r, &tok) in tokens.iter().enumerate() {
         let (tok, pos) = (tok as usize, r % t);
         for i in 0..c {
@@ -27,14 +20,7 @@ pub fn embedding_forward<F: Float>(
 }
 
 /// dwte[tokens[r]] += dout[r]; dwpe[r mod T] += dout[r]. Repeated tokens accumulate.
-pub fn embedding_backward<F: Float>(
-    dwte: &mut [F],
-    dwpe: &mut [F],
-    dout: &[F],
-    tokens: &[u32],
-    t: usize,
-    c: usize,
-) {
+pub fn embedding_backward<F: Float>(dwte: &mut [F], dwpe: &mut [F], dout: &[F], tokens: &[u32], t: usize, c: usize) {
     for (r, &tok) in tokens.iter().enumerate() {
         let (tok, pos) = (tok as usize, r % t);
         for i in 0..c {
@@ -112,11 +98,7 @@ pub fn layernorm_backward<F: Float>(
 /// Element (i, j) of a `rows × cols` weight seen as (k, n): W[i][j], or W[j][i] if transposed.
 #[inline]
 fn weight_at<F: Float>(w: &[F], i: usize, j: usize, k: usize, n: usize, transposed: bool) -> F {
-    if transposed {
-        w[j * k + i]
-    } else {
-        w[i * n + j]
-    }
+    if transposed { w[j * k + i] } else { w[i * n + j] }
 }
 
 /// out (rows,n) = inp (rows,k) · W + bias; W is (k,n), or (n,k) when `transposed`.
@@ -188,15 +170,7 @@ pub fn matmul_backward<F: Float>(
 
 /// Causal self-attention. qkv (B,T,3C) holds Q, K, V side by side; att (B,NH,T,T) receives the
 /// softmax probabilities (zero above the diagonal); out (B,T,C).
-pub fn attention_forward<F: Float>(
-    out: &mut [F],
-    att: &mut [F],
-    qkv: &[F],
-    b: usize,
-    t: usize,
-    c: usize,
-    nh: usize,
-) {
+pub fn attention_forward<F: Float>(out: &mut [F], att: &mut [F], qkv: &[F], b: usize, t: usize, c: usize, nh: usize) {
     let hs = c / nh;
     let scale = F::one() / f::<F>(hs as f64).sqrt();
     for bi in 0..b {
@@ -259,8 +233,7 @@ pub fn attention_backward<F: Float>(
                     for i in 0..hs {
                         let dout_i = dout[(bi * t + t1) * c + h * hs + i];
                         acc = acc + dout_i * qkv[base(t2) + 2 * c + i];
-                        dqkv[base(t2) + 2 * c + i] =
-                            dqkv[base(t2) + 2 * c + i] + a(t1, t2) * dout_i;
+                        dqkv[base(t2) + 2 * c + i] = dqkv[base(t2) + 2 * c + i] + a(t1, t2) * dout_i;
                     }
                     datt[drow + t2] = acc;
                 }
@@ -315,13 +288,7 @@ pub fn residual_backward<F: Float>(da: &mut [F], dout: &[F]) {
 }
 
 /// probs (rows,V) = softmax(logits); losses (rows) = logsumexp − logit[target]; returns the mean.
-pub fn crossentropy_forward<F: Float>(
-    probs: &mut [F],
-    losses: &mut [F],
-    logits: &[F],
-    targets: &[u32],
-    v: usize,
-) -> F {
+pub fn crossentropy_forward<F: Float>(probs: &mut [F], losses: &mut [F], logits: &[F], targets: &[u32], v: usize) -> F {
     let mut total = F::zero();
     for (r, &tgt) in targets.iter().enumerate() {
         let row = &logits[r * v..(r + 1) * v];
@@ -341,11 +308,7 @@ pub fn crossentropy_backward<F: Float>(dlogits: &mut [F], probs: &[F], targets: 
     let inv = F::one() / f::<F>(targets.len() as f64);
     for (r, &tgt) in targets.iter().enumerate() {
         for i in 0..v {
-            let onehot = if i == tgt as usize {
-                F::one()
-            } else {
-                F::zero()
-            };
+            let onehot = if i == tgt as usize { F::one() } else { F::zero() };
             dlogits[r * v + i] = (probs[r * v + i] - onehot) * inv;
         }
     }
@@ -373,13 +336,7 @@ impl AdamWStep {
 }
 
 /// AdamW (decoupled weight decay, bias-corrected moments).
-pub fn adamw_step<F: Float>(
-    params: &mut [F],
-    m: &mut [F],
-    v: &mut [F],
-    grads: &[F],
-    s: &AdamWStep,
-) {
+pub fn adamw_step<F: Float>(params: &mut [F], m: &mut [F], v: &mut [F], grads: &[F], s: &AdamWStep) {
     let (bc1, bc2) = s.bias_corrections();
     let (lr, b1, b2, eps, wd) = (
         f::<F>(s.lr as f64),
@@ -395,11 +352,7 @@ pub fn adamw_step<F: Float>(
         v[i] = b2 * v[i] + (F::one() - b2) * g * g;
         let mhat = m[i] / bc1;
         let vhat = v[i] / bc2;
-        let decay = if i < s.decay_end {
-            wd * params[i]
-        } else {
-            F::zero()
-        };
+        let decay = if i < s.decay_end { wd * params[i] } else { F::zero() };
         params[i] = params[i] - lr * (mhat / (vhat.sqrt() + eps) + decay);
     }
 }
@@ -413,11 +366,7 @@ pub fn sgd_step<F: Float>(
     momentum: f32,
     weight_decay: f32,
 ) {
-    let (lr, mu, wd) = (
-        f::<F>(lr as f64),
-        f::<F>(momentum as f64),
-        f::<F>(weight_decay as f64),
-    );
+    let (lr, mu, wd) = (f::<F>(lr as f64), f::<F>(momentum as f64), f::<F>(weight_decay as f64));
     match momentum_buf {
         Some(buf) => {
             for i in 0..params.len() {

@@ -37,19 +37,13 @@ impl GpuContext {
                 v.push(e.to_string());
             }
         }));
-        Ok(Self {
-            device,
-            queue,
-            adapter_info,
-            uncaptured,
-        })
+        Ok(Self { device, queue, adapter_info, uncaptured })
     }
 
     /// Creates a headless device on the best adapter (honours `WGPU_BACKEND` and
     /// `WGPU_ADAPTER_NAME`). Requests the adapter's own limits so large configs fit.
     pub async fn new_headless() -> Result<Self, GpuError> {
-        let instance =
-            wgpu::Instance::new(wgpu::InstanceDescriptor::new_without_display_handle_from_env());
+        let instance = wgpu::Instance::new(wgpu::InstanceDescriptor::new_without_display_handle_from_env());
         let adapter = instance
             .request_adapter(&wgpu::RequestAdapterOptions {
                 power_preference: wgpu::PowerPreference::HighPerformance,
@@ -85,18 +79,12 @@ impl GpuContext {
 
     /// "llvmpipe (LLVM 15.0.6, 256 bits) on Vulkan".
     pub fn describe(&self) -> String {
-        format!(
-            "{} on {:?}",
-            self.adapter_info.name, self.adapter_info.backend
-        )
+        format!("{} on {:?}", self.adapter_info.name, self.adapter_info.backend)
     }
 
     /// Takes the errors that escaped every error scope since the last call.
     pub fn take_uncaptured_errors(&self) -> Vec<String> {
-        self.uncaptured
-            .lock()
-            .map(|mut v| std::mem::take(&mut *v))
-            .unwrap_or_default()
+        self.uncaptured.lock().map(|mut v| std::mem::take(&mut *v)).unwrap_or_default()
     }
 
     /// Runs `f` inside out-of-memory and validation error scopes and reports what they caught.
@@ -120,39 +108,15 @@ impl GpuContext {
 
 fn check_workgroup_limits(limits: &wgpu::Limits) -> Result<(), GpuError> {
     let checks = [
-        (
-            "max_compute_invocations_per_workgroup",
-            NEEDED_INVOCATIONS,
-            limits.max_compute_invocations_per_workgroup,
-        ),
-        (
-            "max_compute_workgroup_size_x",
-            NEEDED_INVOCATIONS,
-            limits.max_compute_workgroup_size_x,
-        ),
-        (
-            "max_compute_workgroup_size_y",
-            16,
-            limits.max_compute_workgroup_size_y,
-        ),
-        (
-            "max_compute_workgroup_storage_size",
-            NEEDED_WORKGROUP_STORAGE,
-            limits.max_compute_workgroup_storage_size,
-        ),
-        (
-            "max_storage_buffers_per_shader_stage",
-            8,
-            limits.max_storage_buffers_per_shader_stage,
-        ),
+        ("max_compute_invocations_per_workgroup", NEEDED_INVOCATIONS, limits.max_compute_invocations_per_workgroup),
+        ("max_compute_workgroup_size_x", NEEDED_INVOCATIONS, limits.max_compute_workgroup_size_x),
+        ("max_compute_workgroup_size_y", 16, limits.max_compute_workgroup_size_y),
+        ("max_compute_workgroup_storage_size", NEEDED_WORKGROUP_STORAGE, limits.max_compute_workgroup_storage_size),
+        ("max_storage_buffers_per_shader_stage", 8, limits.max_storage_buffers_per_shader_stage),
     ];
     for (what, needed, limit) in checks {
         if limit < needed {
-            return Err(GpuError::ExceedsLimit {
-                what: what.to_string(),
-                needed: needed as u64,
-                limit: limit as u64,
-            });
+            return Err(GpuError::ExceedsLimit { what: what.to_string(), needed: needed as u64, limit: limit as u64 });
         }
     }
     Ok(())

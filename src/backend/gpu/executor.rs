@@ -12,20 +12,14 @@ use crate::model::init::init_params;
 use crate::plan::{Op, Phase, Plan, TensorId, View, token_index};
 
 enum Cmd {
-    Dispatch {
-        pipeline: wgpu::ComputePipeline,
-        bind_group: wgpu::BindGroup,
-        groups: [u32; 3],
-    },
-    Clear {
-        tensor: TensorId,
-        offset: u64,
-        size: u64,
-    },
+    Dispatch { pipeline: wgpu::ComputePipeline, bind_group: wgpu::BindGroup, groups: [u32; 3] },
+    Clear { tensor: TensorId, offset: u64, size: u64 },
 }
 
 struct Recorded {
     phase: Phase,
+    /// The plan op's label and the kernel entry point, for profiles.
+    label: String,
     cmd: Cmd,
 }
 
@@ -51,151 +45,49 @@ fn record_plan(k: &Kernels, plan: &Plan, rec: &mut Recorder) -> Result<Option<u6
     let m = plan.model;
     let (b, t) = (plan.shape.batch, plan.shape.seq);
     let (c, v) = (m.d_model, m.vocab);
-    let attn = AttnShape {
-        b,
-        t,
-        c,
-        nh: m.n_heads,
-    };
+    let attn = AttnShape { b, t, c, nh: m.n_heads };
     let mut adamw_uniform = None;
     for node in &plan.ops {
         rec.set_context(node.phase, &node.label);
         match node.op {
             Op::Zero { dst } => rec.clear(dst),
-            Op::Embedding {
-                tokens,
-                wte,
-                wpe,
-                out,
-            } => k.embedding.forward(rec, tokens, wte, wpe, out, t, c, v)?,
-            Op::EmbeddingBackward {
-                token_offsets,
-                token_positions,
-                dout,
-                dwte,
-                dwpe,
-            } => k.embedding.backward(
-                rec,
-                token_offsets,
-                token_positions,
-                dout,
-                dwte,
-                dwpe,
-                t,
-                c,
-                v,
-            )?,
-            Op::LayerNorm {
-                inp,
-                weight,
-                bias,
-                out,
-                mean,
-                rstd,
-            } => k
-                .layernorm
-                .forward(rec, inp, weight, bias, out, mean, rstd, c)?,
-            Op::LayerNormBackward {
-                inp,
-                weight,
-                mean,
-                rstd,
-                dout,
-                dinp,
-                dweight,
-                dbias,
-                accumulate,
-            } => k.layernorm.backward(
-                rec, inp, weight, mean, rstd, dout, dinp, dweight, dbias, c, accumulate,
-            )?,
-            Op::Matmul {
-                inp,
-                weight,
-                bias,
-                out,
-                rows,
-                k: kk,
-                n,
-                weight_transposed,
-            } => k
-                .matmul
-                .forward(rec, inp, weight, bias, out, rows, kk, n, weight_transposed)?,
-            Op::MatmulBackward {
-                inp,
-                weight,
-                dout,
-                dinp,
-                dweight,
-                dbias,
-                rows,
-                k: kk,
-                n,
-                weight_transposed,
-            } => k.matmul.backward(
-                rec,
-                inp,
-                weight,
-                dout,
-                dinp,
-                dweight,
-                dbias,
-                rows,
-                kk,
-                n,
-                weight_transposed,
-            )?,
+            Op::Embedding { tokens, wte, wpe, out } => k.embedding.forward(rec, tokens, wte, wpe, out, t, c, v)?,
+            Op::EmbeddingBackward { token_offsets, token_positions, dout, dwte, dwpe, .. } => {
+                k.embedding.backward(rec, token_offsets, token_positions, dout, dwte, dwpe, t, c, v)?
+            }
+            Op::LayerNorm { inp, weight, bias, out, mean, rstd } => {
+                k.layernorm.forward(rec, inp, weight, bias, out, mean, rstd, c)?
+            }
+            Op::LayerNormBackward { inp, weight, mean, rstd, dout, dinp, dweight, dbias, accumulate } => {
+                k.layernorm.backward(rec, inp, weight, mean, rstd, dout, dinp, dweight, dbias, c, accumulate)?
+            }
+            Op::Matmul { inp, weight, bias, out, rows, k: kk, n, weight_transposed } => {
+                k.matmul.forward(rec, inp, weight, bias, out, rows, kk, n, weight_transposed)?
+            }
+            Op::MatmulBackward { inp, weight, dout, dinp, dweight, dbias, rows, k: kk, n, weight_transposed } => {
+                k.matmul.backward(rec, inp, weight, dout, dinp, dweight, dbias, rows, kk, n, weight_transposed)?
+            }
             Op::Attention { qkv, att, out } => k.attention.forward(rec, qkv, att, out, attn)?,
-            Op::AttentionBackward {
-                qkv,
-                att,
-                dout,
-                datt,
-                dqkv,
-            } => k
-                .attention
-                .backward(rec, qkv, att, dout, datt, dqkv, attn)?,
+            Op::AttentionBackward { qkv, att, dout, datt, dqkv } => {
+                k.attention.backward(rec, qkv, att, dout, datt, dqkv, attn)?
+            }
             Op::Gelu { inp, out } => k.gelu.forward(rec, inp, out)?,
             Op::GeluBackward { inp, dout, dinp } => k.gelu.backward(rec, inp, dout, dinp)?,
             Op::Residual { a, b, out } => k.residual.forward(rec, a, b, out)?,
             Op::ResidualBackward { dout, da } => k.residual.backward(rec, dout, da)?,
-            Op::CrossEntropy {
-                logits,
-                targets,
-                probs,
-                losses,
-                loss,
-            } => k
-                .crossentropy
-                .forward(rec, logits, targets, probs, losses, loss, v)?,
-            Op::CrossEntropyBackward {
-                probs,
-                targets,
-                dlogits,
-            } => k.crossentropy.backward(rec, probs, targets, dlogits, v)?,
-            Op::AdamW {
-                params,
-                grads,
-                m: mm,
-                v: vv,
-            } => {
+            Op::CrossEntropy { logits, targets, probs, losses, loss } => {
+                k.crossentropy.forward(rec, logits, targets, probs, losses, loss, v)?
+            }
+            Op::CrossEntropyBackward { probs, targets, dlogits } => {
+                k.crossentropy.backward(rec, probs, targets, dlogits, v)?
+            }
+            Op::AdamW { params, grads, m: mm, v: vv } => {
                 let s = adamw_step(plan, 1);
                 adamw_uniform = Some(k.adamw.step(rec, params, grads, mm, vv, &s)?);
             }
-            Op::Sgd {
-                params,
-                grads,
-                momentum,
-            } => {
+            Op::Sgd { params, grads, momentum } => {
                 let o = plan.optimizer;
-                k.sgd.step(
-                    rec,
-                    params,
-                    grads,
-                    momentum,
-                    o.lr,
-                    o.momentum,
-                    o.weight_decay,
-                )?
+                k.sgd.step(rec, params, grads, momentum, o.lr, o.momentum, o.weight_decay)?
             }
         }
     }
@@ -219,16 +111,9 @@ impl GpuExecutor {
     /// Allocates the plan's tensors on the GPU, records its dispatches and uploads the initial
     /// parameters (from `seed`). Limits are checked first, so a config too large for the
     /// adapter gets [`GpuError::ExceedsLimit`] rather than a wgpu validation error.
-    pub async fn new(
-        ctx: &GpuContext,
-        kernels: &Kernels,
-        plan: Plan,
-        seed: u64,
-    ) -> Result<Self, GpuError> {
+    pub async fn new(ctx: &GpuContext, kernels: &Kernels, plan: Plan, seed: u64) -> Result<Self, GpuError> {
         let limits = ctx.limits();
-        let max_binding = limits
-            .max_storage_buffer_binding_size
-            .min(limits.max_buffer_size);
+        let max_binding = limits.max_storage_buffer_binding_size.min(limits.max_buffer_size);
         for t in &plan.tensors {
             if t.size_bytes() as u64 > max_binding {
                 return Err(GpuError::ExceedsLimit {
@@ -250,11 +135,8 @@ impl GpuExecutor {
         let device = &ctx.device;
         let built = ctx
             .scoped("allocating the step's tensors", || {
-                let buffers: Vec<wgpu::Buffer> = plan
-                    .tensors
-                    .iter()
-                    .map(|t| storage_buffer(device, &t.name, t.size_bytes() as u64))
-                    .collect();
+                let buffers: Vec<wgpu::Buffer> =
+                    plan.tensors.iter().map(|t| storage_buffer(device, &t.name, t.size_bytes() as u64)).collect();
                 let loss_staging = device.create_buffer(&wgpu::BufferDescriptor {
                     label: Some("loss readback"),
                     size: 4,
@@ -291,65 +173,41 @@ impl GpuExecutor {
 
     /// Overwrites the flat parameter tensor.
     pub fn write_params(&self, flat: &[f32]) {
-        let buf = &self.buffers[self.plan.handles.params.0];
-        let n = flat.len().min(self.plan.layout.flat_len);
-        self.ctx
-            .queue
-            .write_buffer(buf, 0, bytemuck::cast_slice(&flat[..n]));
+        self.write_tensor(self.plan.handles.params, bytemuck::cast_slice(flat));
+    }
+
+    /// Overwrites the start of a tensor with `data` (f32 or u32 bytes); extra bytes are ignored.
+    pub fn write_tensor(&self, id: TensorId, data: &[u8]) {
+        let size = self.plan.tensor(id).size_bytes();
+        let n = data.len().min(size) / 4 * 4;
+        if n > 0 {
+            self.ctx.queue.write_buffer(&self.buffers[id.0], 0, &data[..n]);
+        }
     }
 
     /// Validates and uploads a batch: tokens, targets and the per-token position index.
     pub fn upload_batch(&self, batch: &Batch) -> Result<(), BackendError> {
         batch.validate(&self.plan.model)?;
         if batch.shape != self.plan.shape {
-            return Err(BackendError::ShapeMismatch {
-                plan: self.plan.shape,
-                batch: batch.shape,
-            });
+            return Err(BackendError::ShapeMismatch { plan: self.plan.shape, batch: batch.shape });
         }
         let h = self.plan.handles;
         let (offsets, positions) = token_index(&batch.inputs, self.plan.model.vocab);
         let q = &self.ctx.queue;
-        q.write_buffer(
-            &self.buffers[h.tokens.0],
-            0,
-            bytemuck::cast_slice(&batch.inputs),
-        );
-        q.write_buffer(
-            &self.buffers[h.targets.0],
-            0,
-            bytemuck::cast_slice(&batch.targets),
-        );
-        q.write_buffer(
-            &self.buffers[h.token_offsets.0],
-            0,
-            bytemuck::cast_slice(&offsets),
-        );
-        q.write_buffer(
-            &self.buffers[h.token_positions.0],
-            0,
-            bytemuck::cast_slice(&positions),
-        );
+        q.write_buffer(&self.buffers[h.tokens.0], 0, bytemuck::cast_slice(&batch.inputs));
+        q.write_buffer(&self.buffers[h.targets.0], 0, bytemuck::cast_slice(&batch.targets));
+        q.write_buffer(&self.buffers[h.token_offsets.0], 0, bytemuck::cast_slice(&offsets));
+        q.write_buffer(&self.buffers[h.token_positions.0], 0, bytemuck::cast_slice(&positions));
         Ok(())
     }
 
     /// One command buffer with the ops of `phases`, then a copy of the loss to the staging
     /// buffer.
     fn encode(&self, phases: &[Phase]) -> wgpu::CommandBuffer {
-        let mut enc = self
-            .ctx
-            .device
-            .create_command_encoder(&wgpu::CommandEncoderDescriptor {
-                label: Some("oomlab step"),
-            });
+        let mut enc =
+            self.ctx.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("oomlab step") });
         encode_commands(&mut enc, &self.commands, &self.buffers, phases);
-        enc.copy_buffer_to_buffer(
-            &self.buffers[self.plan.handles.loss.0],
-            0,
-            &self.loss_staging,
-            0,
-            4,
-        );
+        enc.copy_buffer_to_buffer(&self.buffers[self.plan.handles.loss.0], 0, &self.loss_staging, 0, 4);
         enc.finish()
     }
 
@@ -360,15 +218,11 @@ impl GpuExecutor {
             if let Some(offset) = self.adamw_uniform {
                 let s = adamw_step(&self.plan, self.steps_taken);
                 let p = super::kernels::adamw::AdamWParams::new(self.plan.layout.flat_len, &s);
-                self.ctx
-                    .queue
-                    .write_buffer(&self.uniform_buffer, offset, bytemuck::bytes_of(&p));
+                self.ctx.queue.write_buffer(&self.uniform_buffer, offset, bytemuck::bytes_of(&p));
             }
         }
         let cmd = self.encode(phases);
-        self.ctx
-            .scoped("running the step", || self.ctx.queue.submit([cmd]))
-            .await?;
+        self.ctx.scoped("running the step", || self.ctx.queue.submit([cmd])).await?;
         let data = read_buffer(&self.ctx, &self.loss_staging, 4).await?;
         Ok(bytemuck::pod_read_unaligned::<f32>(&data[..4]))
     }
@@ -376,9 +230,7 @@ impl GpuExecutor {
     /// Uploads `batch` and runs forward, backward and the optimizer.
     pub async fn train_step_async(&mut self, batch: &Batch) -> Result<f32, BackendError> {
         self.upload_batch(batch)?;
-        Ok(self
-            .run_phases(&[Phase::Forward, Phase::Backward, Phase::Optimizer])
-            .await?)
+        Ok(self.run_phases(&[Phase::Forward, Phase::Backward, Phase::Optimizer]).await?)
     }
 
     /// Reads a whole f32 tensor back.
@@ -390,12 +242,8 @@ impl GpuExecutor {
             usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
             mapped_at_creation: false,
         });
-        let mut enc = self
-            .ctx
-            .device
-            .create_command_encoder(&wgpu::CommandEncoderDescriptor {
-                label: Some("readback"),
-            });
+        let mut enc =
+            self.ctx.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("readback") });
         enc.copy_buffer_to_buffer(&self.buffers[id.0], 0, &staging, 0, size);
         self.ctx.queue.submit([enc.finish()]);
         let data = read_buffer(&self.ctx, &staging, size).await?;
@@ -414,6 +262,31 @@ impl GpuExecutor {
         self.read_tensor_async(id).await
     }
 
+    /// Times every command of the step on its own (`iters` repetitions in one submission,
+    /// after a warm-up), dispatch overhead included. Returns (phase, "op label [entry]", secs
+    /// per run), in step order. Needs an uploaded batch.
+    #[cfg(not(target_arch = "wasm32"))]
+    pub fn profile_ops(&self, iters: usize) -> Result<Vec<(Phase, String, f64)>, GpuError> {
+        let device = &self.ctx.device;
+        let mut out = Vec::with_capacity(self.commands.len());
+        for (i, rec) in self.commands.iter().enumerate() {
+            let run = |count: usize| -> Result<f64, GpuError> {
+                let start = std::time::Instant::now();
+                let mut enc = device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("profile") });
+                for _ in 0..count {
+                    encode_commands(&mut enc, &self.commands[i..=i], &self.buffers, &[rec.phase]);
+                }
+                self.ctx.queue.submit([enc.finish()]);
+                device.poll(wgpu::PollType::wait_indefinitely()).map_err(|e| GpuError::DeviceLost(e.to_string()))?;
+                Ok(start.elapsed().as_secs_f64())
+            };
+            run(1)?;
+            let secs = run(iters.max(1))? / iters.max(1) as f64;
+            out.push((rec.phase, rec.label.clone(), secs));
+        }
+        Ok(out)
+    }
+
     /// One view of a tensor, read back (e.g. one parameter's gradient).
     pub async fn read_view_async(&self, view: View) -> Result<Vec<f32>, GpuError> {
         let all = self.read_tensor_async(view.tensor).await?;
@@ -423,30 +296,17 @@ impl GpuExecutor {
 
 /// Maps `staging`, copies out `size` bytes and unmaps. On native the device is polled until the
 /// map completes; on the web the browser completes it and this future awaits it.
-async fn read_buffer(
-    ctx: &GpuContext,
-    staging: &wgpu::Buffer,
-    size: u64,
-) -> Result<Vec<u8>, GpuError> {
+async fn read_buffer(ctx: &GpuContext, staging: &wgpu::Buffer, size: u64) -> Result<Vec<u8>, GpuError> {
     let (tx, rx) = futures_channel::oneshot::channel();
-    staging
-        .slice(..size)
-        .map_async(wgpu::MapMode::Read, move |r| {
-            let _ = tx.send(r);
-        });
+    staging.slice(..size).map_async(wgpu::MapMode::Read, move |r| {
+        let _ = tx.send(r);
+    });
     #[cfg(not(target_arch = "wasm32"))]
-    ctx.device
-        .poll(wgpu::PollType::wait_indefinitely())
-        .map_err(|e| GpuError::DeviceLost(e.to_string()))?;
-    let mapped = rx
-        .await
-        .map_err(|_| GpuError::Readback("the map callback was dropped".into()))?;
+    ctx.device.poll(wgpu::PollType::wait_indefinitely()).map_err(|e| GpuError::DeviceLost(e.to_string()))?;
+    let mapped = rx.await.map_err(|_| GpuError::Readback("the map callback was dropped".into()))?;
     mapped.map_err(|e| GpuError::Readback(e.to_string()))?;
     let out = {
-        let view = staging
-            .slice(..size)
-            .get_mapped_range()
-            .map_err(|e| GpuError::Readback(e.to_string()))?;
+        let view = staging.slice(..size).get_mapped_range().map_err(|e| GpuError::Readback(e.to_string()))?;
         view.to_vec()
     };
     staging.unmap();
@@ -470,19 +330,13 @@ impl crate::backend::Trainer for GpuExecutor {
     }
     fn compute_grads(&mut self, batch: &Batch) -> Result<f32, BackendError> {
         self.upload_batch(batch)?;
-        Ok(pollster::block_on(
-            self.run_phases(&[Phase::Forward, Phase::Backward]),
-        )?)
+        Ok(pollster::block_on(self.run_phases(&[Phase::Forward, Phase::Backward]))?)
     }
     fn read_params(&mut self) -> Result<Vec<f32>, BackendError> {
-        Ok(pollster::block_on(
-            self.read_tensor_async(self.plan.handles.params),
-        )?)
+        Ok(pollster::block_on(self.read_tensor_async(self.plan.handles.params))?)
     }
     fn read_grads(&mut self) -> Result<Vec<f32>, BackendError> {
-        Ok(pollster::block_on(
-            self.read_tensor_async(self.plan.handles.grads),
-        )?)
+        Ok(pollster::block_on(self.read_tensor_async(self.plan.handles.grads))?)
     }
     fn write_params(&mut self, flat: &[f32]) -> Result<(), BackendError> {
         GpuExecutor::write_params(self, flat);
@@ -492,11 +346,7 @@ impl crate::backend::Trainer for GpuExecutor {
 
 /// Builds kernels once per device inside error scopes.
 pub async fn build_kernels(ctx: &GpuContext) -> Result<Arc<Kernels>, GpuError> {
-    let kernels = ctx
-        .scoped("building the compute pipelines", || {
-            Kernels::new(&ctx.device)
-        })
-        .await?;
+    let kernels = ctx.scoped("building the compute pipelines", || Kernels::new(&ctx.device)).await?;
     Ok(Arc::new(kernels))
 }
 
@@ -504,20 +354,14 @@ fn storage_buffer(device: &wgpu::Device, label: &str, size: u64) -> wgpu::Buffer
     device.create_buffer(&wgpu::BufferDescriptor {
         label: Some(label),
         size: size.max(4),
-        usage: wgpu::BufferUsages::STORAGE
-            | wgpu::BufferUsages::COPY_DST
-            | wgpu::BufferUsages::COPY_SRC,
+        usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_DST | wgpu::BufferUsages::COPY_SRC,
         mapped_at_creation: false,
     })
 }
 
 /// Turns recorded commands into a uniform buffer and bind groups over `buffers` (indexed by
 /// tensor id). Call inside an error scope.
-fn materialize(
-    ctx: &GpuContext,
-    rec: &Recorder,
-    buffers: &[wgpu::Buffer],
-) -> (wgpu::Buffer, Vec<Recorded>) {
+fn materialize(ctx: &GpuContext, rec: &Recorder, buffers: &[wgpu::Buffer]) -> (wgpu::Buffer, Vec<Recorded>) {
     let device = &ctx.device;
     let dummy = device.create_buffer(&wgpu::BufferDescriptor {
         label: Some("unused binding"),
@@ -538,74 +382,53 @@ fn materialize(
             offset: bytes(v.offset),
             size: wgpu::BufferSize::new(bytes(v.len)),
         },
-        Binding::Dummy => wgpu::BufferBinding {
-            buffer: &dummy,
-            offset: 0,
-            size: None,
-        },
+        Binding::Dummy => wgpu::BufferBinding { buffer: &dummy, offset: 0, size: None },
     };
-    let commands =
-        rec.commands
-            .iter()
-            .map(|(phase, label, command)| {
-                let cmd = match command {
-                    Command::Clear(v) => Cmd::Clear {
-                        tensor: v.tensor,
-                        offset: bytes(v.offset),
-                        size: bytes(v.len),
-                    },
-                    Command::Dispatch(spec) => {
-                        let mut entries = vec![wgpu::BindGroupEntry {
-                            binding: 0,
-                            resource: wgpu::BindingResource::Buffer(wgpu::BufferBinding {
-                                buffer: &uniform_buffer,
-                                offset: spec.uniform.0,
-                                size: wgpu::BufferSize::new(spec.uniform.1),
-                            }),
-                        }];
-                        entries.extend(spec.bindings.iter().map(|(binding, b)| {
-                            wgpu::BindGroupEntry {
-                                binding: *binding,
-                                resource: wgpu::BindingResource::Buffer(resolve(b)),
-                            }
-                        }));
-                        let bind_group = device.create_bind_group(&wgpu::BindGroupDescriptor {
-                            label: Some(label),
-                            layout: &spec.entry.layout,
-                            entries: &entries,
-                        });
-                        Cmd::Dispatch {
-                            pipeline: spec.entry.pipeline.clone(),
-                            bind_group,
-                            groups: spec.groups,
-                        }
-                    }
-                };
-                Recorded { phase: *phase, cmd }
-            })
-            .collect();
+    let commands = rec
+        .commands
+        .iter()
+        .map(|(phase, label, command)| {
+            let cmd = match command {
+                Command::Clear(v) => {
+                    (Cmd::Clear { tensor: v.tensor, offset: bytes(v.offset), size: bytes(v.len) }, "clear")
+                }
+                Command::Dispatch(spec) => {
+                    let mut entries = vec![wgpu::BindGroupEntry {
+                        binding: 0,
+                        resource: wgpu::BindingResource::Buffer(wgpu::BufferBinding {
+                            buffer: &uniform_buffer,
+                            offset: spec.uniform.0,
+                            size: wgpu::BufferSize::new(spec.uniform.1),
+                        }),
+                    }];
+                    entries.extend(spec.bindings.iter().map(|(binding, b)| wgpu::BindGroupEntry {
+                        binding: *binding,
+                        resource: wgpu::BindingResource::Buffer(resolve(b)),
+                    }));
+                    let bind_group = device.create_bind_group(&wgpu::BindGroupDescriptor {
+                        label: Some(label),
+                        layout: &spec.entry.layout,
+                        entries: &entries,
+                    });
+                    (
+                        Cmd::Dispatch { pipeline: spec.entry.pipeline.clone(), bind_group, groups: spec.groups },
+                        spec.entry.name,
+                    )
+                }
+            };
+            Recorded { phase: *phase, label: format!("{label} [{}]", cmd.1), cmd: cmd.0 }
+        })
+        .collect();
     (uniform_buffer, commands)
 }
 
 /// Encodes the commands of `phases`: clears at encoder level, runs of dispatches in one pass.
-fn encode_commands(
-    enc: &mut wgpu::CommandEncoder,
-    commands: &[Recorded],
-    buffers: &[wgpu::Buffer],
-    phases: &[Phase],
-) {
-    let selected: Vec<&Recorded> = commands
-        .iter()
-        .filter(|r| phases.contains(&r.phase))
-        .collect();
+fn encode_commands(enc: &mut wgpu::CommandEncoder, commands: &[Recorded], buffers: &[wgpu::Buffer], phases: &[Phase]) {
+    let selected: Vec<&Recorded> = commands.iter().filter(|r| phases.contains(&r.phase)).collect();
     let mut i = 0;
     while i < selected.len() {
         match &selected[i].cmd {
-            Cmd::Clear {
-                tensor,
-                offset,
-                size,
-            } => {
+            Cmd::Clear { tensor, offset, size } => {
                 enc.clear_buffer(&buffers[tensor.0], *offset, Some(*size));
                 i += 1;
             }
@@ -614,16 +437,7 @@ fn encode_commands(
                     label: Some("oomlab ops"),
                     timestamp_writes: None,
                 });
-                while let Some(Recorded {
-                    cmd:
-                        Cmd::Dispatch {
-                            pipeline,
-                            bind_group,
-                            groups,
-                        },
-                    ..
-                }) = selected.get(i)
-                {
+                while let Some(Recorded { cmd: Cmd::Dispatch { pipeline, bind_group, groups }, .. }) = selected.get(i) {
                     pass.set_pipeline(pipeline);
                     pass.set_bind_group(0, bind_group, &[]);
                     pass.dispatch_workgroups(groups[0], groups[1], groups[2]);
@@ -647,11 +461,7 @@ pub fn bench_matmul(
 ) -> Result<f64, GpuError> {
     use super::kernels::matmul::{GemmCall, Operand};
     let device = &ctx.device;
-    let view = |id: usize, len: usize| View {
-        tensor: TensorId(id),
-        offset: 0,
-        len,
-    };
+    let view = |id: usize, len: usize| View { tensor: TensorId(id), offset: 0, len };
     let (a, b, c) = (view(0, m * k), view(1, k * n), view(2, m * n));
     let mut rec = Recorder::new(ctx.limits().max_compute_workgroups_per_dimension);
     rec.set_context(Phase::Forward, "bench");
@@ -672,25 +482,19 @@ pub fn bench_matmul(
         },
     )?;
     let (buffers, commands) = pollster::block_on(ctx.scoped("matmul benchmark", || {
-        let buffers: Vec<wgpu::Buffer> = [a, b, c]
-            .iter()
-            .map(|v| storage_buffer(device, "bench", bytes(v.len)))
-            .collect();
+        let buffers: Vec<wgpu::Buffer> =
+            [a, b, c].iter().map(|v| storage_buffer(device, "bench", bytes(v.len))).collect();
         let (_uniforms, commands) = materialize(ctx, &rec, &buffers);
         (buffers, commands)
     }))?;
     let run = |count: usize| -> Result<f64, GpuError> {
         let start = std::time::Instant::now();
-        let mut enc = device.create_command_encoder(&wgpu::CommandEncoderDescriptor {
-            label: Some("bench"),
-        });
+        let mut enc = device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("bench") });
         for _ in 0..count {
             encode_commands(&mut enc, &commands, &buffers, &[Phase::Forward]);
         }
         ctx.queue.submit([enc.finish()]);
-        device
-            .poll(wgpu::PollType::wait_indefinitely())
-            .map_err(|e| GpuError::DeviceLost(e.to_string()))?;
+        device.poll(wgpu::PollType::wait_indefinitely()).map_err(|e| GpuError::DeviceLost(e.to_string()))?;
         Ok(start.elapsed().as_secs_f64())
     };
     run(1)?; // warm-up

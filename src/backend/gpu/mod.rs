@@ -22,14 +22,8 @@ pub enum GpuError {
     NoAdapter(String),
     #[error("could not open the GPU device: {0}")]
     RequestDevice(String),
-    #[error(
-        "{what} needs {needed}, but this GPU adapter allows at most {limit}; choose a smaller configuration"
-    )]
-    ExceedsLimit {
-        what: String,
-        needed: u64,
-        limit: u64,
-    },
+    #[error("{what} needs {needed}, but this GPU adapter allows at most {limit}; choose a smaller configuration")]
+    ExceedsLimit { what: String, needed: u64, limit: u64 },
     #[error("the GPU ran out of memory: {0}")]
     OutOfMemory(String),
     #[error("the GPU rejected the work (validation error): {0}")]

@@ -53,57 +53,27 @@ impl AttnShape {
     }
     /// A (B,T,C) tensor per (batch, head).
     fn btc(&self) -> Operand {
-        Operand {
-            offset: 0,
-            outer: self.t * self.c,
-            head: self.hs(),
-            ld: self.c,
-            transposed: false,
-        }
+        Operand { offset: 0, outer: self.t * self.c, head: self.hs(), ld: self.c, transposed: false }
     }
     /// att or datt (B,NH,T,T) per (batch, head).
     fn bhtt(&self) -> Operand {
-        Operand {
-            offset: 0,
-            outer: self.nh * self.t * self.t,
-            head: self.t * self.t,
-            ld: self.t,
-            transposed: false,
-        }
+        Operand { offset: 0, outer: self.nh * self.t * self.t, head: self.t * self.t, ld: self.t, transposed: false }
     }
 }
 
 impl Attention {
     pub fn new(device: &wgpu::Device, gemm: Gemm) -> Self {
-        let [softmax_forward, softmax_backward] = build_entries(
-            device,
-            "attention.wgsl",
-            [("softmax_forward", &[1]), ("softmax_backward", &[1, 2])],
-        );
-        Self {
-            gemm,
-            softmax_forward,
-            softmax_backward,
-        }
+        let [softmax_forward, softmax_backward] =
+            build_entries(device, "attention.wgsl", [("softmax_forward", &[1]), ("softmax_backward", &[1, 2])]);
+        Self { gemm, softmax_forward, softmax_backward }
     }
 
     fn softmax_params(s: &AttnShape) -> SoftmaxParams {
-        SoftmaxParams {
-            rows: u(s.b * s.nh * s.t),
-            t: u(s.t),
-            _pad: [0; 2],
-        }
+        SoftmaxParams { rows: u(s.b * s.nh * s.t), t: u(s.t), _pad: [0; 2] }
     }
 
     /// att = softmax(QKᵀ/√hs) (causal), out = att·V.
-    pub fn forward(
-        &self,
-        rec: &mut Recorder,
-        qkv: View,
-        att: View,
-        out: View,
-        s: AttnShape,
-    ) -> Result<(), GpuError> {
+    pub fn forward(&self, rec: &mut Recorder, qkv: View, att: View, out: View, s: AttnShape) -> Result<(), GpuError> {
         let (t, hs) = (s.t, s.hs());
         // S = scale · Q Kᵀ, written into att
         self.gemm.record(
@@ -124,12 +94,7 @@ impl Attention {
         )?;
         let p = Self::softmax_params(&s);
         let groups = rec.grid_1d(s.b * s.nh * t, 64);
-        rec.dispatch(
-            &self.softmax_forward,
-            &p,
-            &[(1, Binding::View(att))],
-            groups,
-        )?;
+        rec.dispatch(&self.softmax_forward, &p, &[(1, Binding::View(att))], groups)?;
         // O = P V
         self.gemm.record(
             rec,
@@ -199,12 +164,7 @@ impl Attention {
         // dS = P ⊙ (dP − Σ P dP)
         let p = Self::softmax_params(&s);
         let groups = rec.grid_1d(s.b * s.nh * t, 64);
-        rec.dispatch(
-            &self.softmax_backward,
-            &p,
-            &[(1, Binding::View(att)), (2, Binding::View(datt))],
-            groups,
-        )?;
+        rec.dispatch(&self.softmax_backward, &p, &[(1, Binding::View(att)), (2, Binding::View(datt))], groups)?;
         // dQ = scale · dS K ; dK = scale · dSᵀ Q
         self.gemm.record(
             rec,

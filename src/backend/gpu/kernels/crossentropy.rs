@@ -26,17 +26,9 @@ impl CrossEntropy {
         let [forward, loss_mean, backward] = build_entries(
             device,
             "crossentropy.wgsl",
-            [
-                ("forward", &[1, 2, 3, 4]),
-                ("loss_mean", &[4, 5]),
-                ("backward", &[2, 3, 6]),
-            ],
+            [("forward", &[1, 2, 3, 4]), ("loss_mean", &[4, 5]), ("backward", &[2, 3, 6])],
         );
-        Self {
-            forward,
-            loss_mean,
-            backward,
-        }
+        Self { forward, loss_mean, backward }
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -51,29 +43,15 @@ impl CrossEntropy {
         vocab: usize,
     ) -> Result<(), GpuError> {
         let rows = targets.len;
-        let p = CrossEntropyParams {
-            rows: u(rows),
-            v: u(vocab),
-            _pad: [0; 2],
-        };
+        let p = CrossEntropyParams { rows: u(rows), v: u(vocab), _pad: [0; 2] };
         let v = Binding::View;
         rec.dispatch(
             &self.forward,
             &p,
-            &[
-                (1, v(logits)),
-                (2, v(targets)),
-                (3, v(probs)),
-                (4, v(losses)),
-            ],
+            &[(1, v(logits)), (2, v(targets)), (3, v(probs)), (4, v(losses))],
             rec.grid_1d(rows, 64),
         )?;
-        rec.dispatch(
-            &self.loss_mean,
-            &p,
-            &[(4, v(losses)), (5, v(loss))],
-            [1, 1, 1],
-        )
+        rec.dispatch(&self.loss_mean, &p, &[(4, v(losses)), (5, v(loss))], [1, 1, 1])
     }
 
     pub fn backward(
@@ -85,11 +63,7 @@ impl CrossEntropy {
         vocab: usize,
     ) -> Result<(), GpuError> {
         let rows = targets.len;
-        let p = CrossEntropyParams {
-            rows: u(rows),
-            v: u(vocab),
-            _pad: [0; 2],
-        };
+        let p = CrossEntropyParams { rows: u(rows), v: u(vocab), _pad: [0; 2] };
         let v = Binding::View;
         rec.dispatch(
             &self.backward,

@@ -26,26 +26,13 @@ impl Embedding {
         let [forward, backward_wte, backward_wpe] = build_entries(
             device,
             "embedding.wgsl",
-            [
-                ("forward", &[1, 2, 3, 4]),
-                ("backward_wte", &[5, 6, 7, 8]),
-                ("backward_wpe", &[7, 9]),
-            ],
+            [("forward", &[1, 2, 3, 4]), ("backward_wte", &[5, 6, 7, 8]), ("backward_wpe", &[7, 9])],
         );
-        Self {
-            forward,
-            backward_wte,
-            backward_wpe,
-        }
+        Self { forward, backward_wte, backward_wpe }
     }
 
     fn params(rows: usize, t: usize, c: usize, vocab: usize) -> EmbeddingParams {
-        EmbeddingParams {
-            rows: u(rows),
-            t: u(t),
-            c: u(c),
-            vocab: u(vocab),
-        }
+        EmbeddingParams { rows: u(rows), t: u(t), c: u(c), vocab: u(vocab) }
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -88,19 +75,9 @@ impl Embedding {
         rec.dispatch(
             &self.backward_wte,
             &p,
-            &[
-                (5, v(token_offsets)),
-                (6, v(token_positions)),
-                (7, v(dout)),
-                (8, v(dwte)),
-            ],
+            &[(5, v(token_offsets)), (6, v(token_positions)), (7, v(dout)), (8, v(dwte))],
             rec.grid_1d(vocab * c, 256),
         )?;
-        rec.dispatch(
-            &self.backward_wpe,
-            &p,
-            &[(7, v(dout)), (9, v(dwpe))],
-            rec.grid_1d(t * c, 256),
-        )
+        rec.dispatch(&self.backward_wpe, &p, &[(7, v(dout)), (9, v(dwpe))], rec.grid_1d(t * c, 256))
     }
 }

@@ -20,46 +20,21 @@ pub struct Gelu {
 
 impl Gelu {
     pub fn new(device: &wgpu::Device) -> Self {
-        let [forward, backward] = build_entries(
-            device,
-            "gelu.wgsl",
-            [("forward", &[1, 2]), ("backward", &[1, 3, 4])],
-        );
+        let [forward, backward] = build_entries(device, "gelu.wgsl", [("forward", &[1, 2]), ("backward", &[1, 3, 4])]);
         Self { forward, backward }
     }
 
     pub fn forward(&self, rec: &mut Recorder, inp: View, out: View) -> Result<(), GpuError> {
-        let p = CountParams {
-            n: u(inp.len),
-            _pad: [0; 3],
-        };
-        rec.dispatch(
-            &self.forward,
-            &p,
-            &[(1, Binding::View(inp)), (2, Binding::View(out))],
-            rec.grid_1d(inp.len, 256),
-        )
+        let p = CountParams { n: u(inp.len), _pad: [0; 3] };
+        rec.dispatch(&self.forward, &p, &[(1, Binding::View(inp)), (2, Binding::View(out))], rec.grid_1d(inp.len, 256))
     }
 
-    pub fn backward(
-        &self,
-        rec: &mut Recorder,
-        inp: View,
-        dout: View,
-        dinp: View,
-    ) -> Result<(), GpuError> {
-        let p = CountParams {
-            n: u(inp.len),
-            _pad: [0; 3],
-        };
+    pub fn backward(&self, rec: &mut Recorder, inp: View, dout: View, dinp: View) -> Result<(), GpuError> {
+        let p = CountParams { n: u(inp.len), _pad: [0; 3] };
         rec.dispatch(
             &self.backward,
             &p,
-            &[
-                (1, Binding::View(inp)),
-                (3, Binding::View(dout)),
-                (4, Binding::View(dinp)),
-            ],
+            &[(1, Binding::View(inp)), (3, Binding::View(dout)), (4, Binding::View(dinp))],
             rec.grid_1d(inp.len, 256),
         )
     }

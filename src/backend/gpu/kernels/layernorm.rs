@@ -32,11 +32,7 @@ impl LayerNorm {
                 ("backward_params", &[1, 5, 6, 7, 9, 10]),
             ],
         );
-        Self {
-            forward,
-            backward_input,
-            backward_params,
-        }
+        Self { forward, backward_input, backward_params }
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -52,24 +48,12 @@ impl LayerNorm {
         cols: usize,
     ) -> Result<(), GpuError> {
         let rows = mean.len;
-        let p = LayerNormParams {
-            rows: u(rows),
-            cols: u(cols),
-            accumulate: 0,
-            _pad: 0,
-        };
+        let p = LayerNormParams { rows: u(rows), cols: u(cols), accumulate: 0, _pad: 0 };
         let v = Binding::View;
         rec.dispatch(
             &self.forward,
             &p,
-            &[
-                (1, v(inp)),
-                (2, v(weight)),
-                (3, v(bias)),
-                (4, v(out)),
-                (5, v(mean)),
-                (6, v(rstd)),
-            ],
+            &[(1, v(inp)), (2, v(weight)), (3, v(bias)), (4, v(out)), (5, v(mean)), (6, v(rstd))],
             rec.grid_1d(rows, 64),
         )
     }
@@ -90,37 +74,18 @@ impl LayerNorm {
         accumulate: bool,
     ) -> Result<(), GpuError> {
         let rows = mean.len;
-        let p = LayerNormParams {
-            rows: u(rows),
-            cols: u(cols),
-            accumulate: accumulate as u32,
-            _pad: 0,
-        };
+        let p = LayerNormParams { rows: u(rows), cols: u(cols), accumulate: accumulate as u32, _pad: 0 };
         let v = Binding::View;
         rec.dispatch(
             &self.backward_input,
             &p,
-            &[
-                (1, v(inp)),
-                (2, v(weight)),
-                (5, v(mean)),
-                (6, v(rstd)),
-                (7, v(dout)),
-                (8, v(dinp)),
-            ],
+            &[(1, v(inp)), (2, v(weight)), (5, v(mean)), (6, v(rstd)), (7, v(dout)), (8, v(dinp))],
             rec.grid_1d(rows, 64),
         )?;
         rec.dispatch(
             &self.backward_params,
             &p,
-            &[
-                (1, v(inp)),
-                (5, v(mean)),
-                (6, v(rstd)),
-                (7, v(dout)),
-                (9, v(dweight)),
-                (10, v(dbias)),
-            ],
+            &[(1, v(inp)), (5, v(mean)), (6, v(rstd)), (7, v(dout)), (9, v(dweight)), (10, v(dbias))],
             [u(cols.div_ceil(64)), 1, 1],
         )
     }

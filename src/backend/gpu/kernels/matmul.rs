@@ -49,10 +49,7 @@ pub struct Operand {
 
 impl Operand {
     pub fn rows(ld: usize) -> Self {
-        Self {
-            ld,
-            ..Self::default()
-        }
+        Self { ld, ..Self::default() }
     }
     pub fn transposed(mut self) -> Self {
         self.transposed = true;
@@ -115,20 +112,11 @@ impl Gemm {
             _pad: [0; 2],
         };
         let bind = |v: Option<View>| v.map_or(Binding::Dummy, Binding::View);
-        let groups = [
-            u(call.n.div_ceil(64)),
-            u(call.m.div_ceil(64)),
-            u(call.outer * call.heads.max(1)),
-        ];
+        let groups = [u(call.n.div_ceil(64)), u(call.m.div_ceil(64)), u(call.outer * call.heads.max(1))];
         rec.dispatch(
             &self.gemm,
             &params,
-            &[
-                (1, Binding::View(a)),
-                (2, bind(b)),
-                (3, Binding::View(c)),
-                (4, bind(call.bias)),
-            ],
+            &[(1, Binding::View(a)), (2, bind(b)), (3, Binding::View(c)), (4, bind(call.bias))],
             groups,
         )
     }
@@ -142,25 +130,13 @@ impl Gemm {
         m: usize,
         n: usize,
     ) -> Result<(), GpuError> {
-        let params = GemmParams {
-            m: u(m),
-            n: u(n),
-            lda: u(n),
-            heads: 1,
-            accumulate: 1,
-            alpha: 1.0,
-            ..Default::default()
-        };
+        let params =
+            GemmParams { m: u(m), n: u(n), lda: u(n), heads: 1, accumulate: 1, alpha: 1.0, ..Default::default() };
         let groups = [u(n.div_ceil(64)), 1, 1];
         rec.dispatch(
             &self.bias_backward,
             &params,
-            &[
-                (1, Binding::View(dout)),
-                (2, Binding::Dummy),
-                (3, Binding::View(dbias)),
-                (4, Binding::Dummy),
-            ],
+            &[(1, Binding::View(dout)), (2, Binding::Dummy), (3, Binding::View(dbias)), (4, Binding::Dummy)],
             groups,
         )
     }
@@ -174,17 +150,9 @@ pub struct Matmul {
 
 impl Matmul {
     pub fn new(device: &wgpu::Device) -> Self {
-        let [gemm, bias_backward] = build_entries(
-            device,
-            "matmul.wgsl",
-            [("gemm", &[1, 2, 3, 4]), ("bias_backward", &[1, 2, 3, 4])],
-        );
-        Self {
-            gemm: Gemm {
-                gemm,
-                bias_backward,
-            },
-        }
+        let [gemm, bias_backward] =
+            build_entries(device, "matmul.wgsl", [("gemm", &[1, 2, 3, 4]), ("bias_backward", &[1, 2, 3, 4])]);
+        Self { gemm: Gemm { gemm, bias_backward } }
     }
 
     /// out (rows,n) = inp (rows,k) · W + bias.
@@ -202,11 +170,7 @@ impl Matmul {
         weight_transposed: bool,
     ) -> Result<(), GpuError> {
         // W is (k,n), or (n,k) when transposed: op(B) = Wᵀ.
-        let wb = if weight_transposed {
-            Operand::rows(k).transposed()
-        } else {
-            Operand::rows(n)
-        };
+        let wb = if weight_transposed { Operand::rows(k).transposed() } else { Operand::rows(n) };
         self.gemm.record(
             rec,
             &GemmCall {
@@ -243,11 +207,7 @@ impl Matmul {
         weight_transposed: bool,
     ) -> Result<(), GpuError> {
         // dinp (rows,k) = dout (rows,n) · op(W) with op(W) (n,k).
-        let wb = if weight_transposed {
-            Operand::rows(k)
-        } else {
-            Operand::rows(n).transposed()
-        };
+        let wb = if weight_transposed { Operand::rows(k) } else { Operand::rows(n).transposed() };
         self.gemm.record(
             rec,
             &GemmCall {

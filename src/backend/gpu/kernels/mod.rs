@@ -29,39 +29,18 @@ use super::GpuError;
 /// Every shader, by file name, for validation and for building.
 pub const SHADERS: &[(&str, &str)] = &[
     ("adamw.wgsl", include_str!("../../../../shaders/adamw.wgsl")),
-    (
-        "attention.wgsl",
-        include_str!("../../../../shaders/attention.wgsl"),
-    ),
-    (
-        "crossentropy.wgsl",
-        include_str!("../../../../shaders/crossentropy.wgsl"),
-    ),
-    (
-        "embedding.wgsl",
-        include_str!("../../../../shaders/embedding.wgsl"),
-    ),
+    ("attention.wgsl", include_str!("../../../../shaders/attention.wgsl")),
+    ("crossentropy.wgsl", include_str!("../../../../shaders/crossentropy.wgsl")),
+    ("embedding.wgsl", include_str!("../../../../shaders/embedding.wgsl")),
     ("gelu.wgsl", include_str!("../../../../shaders/gelu.wgsl")),
-    (
-        "layernorm.wgsl",
-        include_str!("../../../../shaders/layernorm.wgsl"),
-    ),
-    (
-        "matmul.wgsl",
-        include_str!("../../../../shaders/matmul.wgsl"),
-    ),
-    (
-        "residual.wgsl",
-        include_str!("../../../../shaders/residual.wgsl"),
-    ),
+    ("layernorm.wgsl", include_str!("../../../../shaders/layernorm.wgsl")),
+    ("matmul.wgsl", include_str!("../../../../shaders/matmul.wgsl")),
+    ("residual.wgsl", include_str!("../../../../shaders/residual.wgsl")),
     ("sgd.wgsl", include_str!("../../../../shaders/sgd.wgsl")),
 ];
 
 fn shader_source(file: &str) -> &'static str {
-    SHADERS
-        .iter()
-        .find(|(name, _)| *name == file)
-        .map_or("", |(_, src)| src)
+    SHADERS.iter().find(|(name, _)| *name == file).map_or("", |(_, src)| src)
 }
 
 /// One entry point: its pipeline and the layout of its bind group (binding 0 is the uniform,
@@ -79,10 +58,15 @@ fn build_entries<const N: usize>(
     file: &str,
     entries: [(&'static str, &[u32]); N],
 ) -> [KernelEntry; N] {
-    let module = device.create_shader_module(wgpu::ShaderModuleDescriptor {
-        label: Some(file),
-        source: wgpu::ShaderSource::Wgsl(shader_source(file).into()),
-    });
+    let desc = wgpu::ShaderModuleDescriptor { label: Some(file), source: wgpu::ShaderSource::Wgsl(shader_source(file).into()) };
+    let module = if std::env::var_os("OOMLAB_UNCHECKED").is_some() {
+        unsafe { device.create_shader_module_trusted(desc, wgpu::ShaderRuntimeChecks::unchecked()) }
+    } else if std::env::var_os("OOMLAB_NOLOOP").is_some() {
+        let checks = wgpu::ShaderRuntimeChecks { force_loop_bounding: false, ..wgpu::ShaderRuntimeChecks::checked() };
+        unsafe { device.create_shader_module_trusted(desc, checks) }
+    } else {
+        device.create_shader_module(desc)
+    };
     entries.map(|(name, storage)| {
         let mut layout_entries = vec![wgpu::BindGroupLayoutEntry {
             binding: 0,
@@ -104,10 +88,8 @@ fn build_entries<const N: usize>(
             },
             count: None,
         }));
-        let layout = device.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
-            label: Some(name),
-            entries: &layout_entries,
-        });
+        let layout = device
+            .create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor { label: Some(name), entries: &layout_entries });
         let pipeline_layout = device.create_pipeline_layout(&wgpu::PipelineLayoutDescriptor {
             label: Some(name),
             bind_group_layouts: &[Some(&layout)],
@@ -121,11 +103,7 @@ fn build_entries<const N: usize>(
             compilation_options: Default::default(),
             cache: None,
         });
-        KernelEntry {
-            name,
-            pipeline,
-            layout,
-        }
+        KernelEntry { name, pipeline, layout }
     })
 }
 
@@ -170,13 +148,7 @@ pub const UNIFORM_ALIGN: usize = 256;
 
 impl Recorder {
     pub fn new(max_groups: u32) -> Self {
-        Self {
-            uniforms: Vec::new(),
-            commands: Vec::new(),
-            max_groups,
-            phase: Phase::Forward,
-            label: String::new(),
-        }
+        Self { uniforms: Vec::new(), commands: Vec::new(), max_groups, phase: Phase::Forward, label: String::new() }
     }
 
     pub fn set_context(&mut self, phase: Phase, label: &str) {
@@ -201,10 +173,7 @@ impl Recorder {
     ) -> Result<(), GpuError> {
         if groups.iter().any(|&g| g > self.max_groups) {
             return Err(GpuError::ExceedsLimit {
-                what: format!(
-                    "workgroups per dimension for {} ({})",
-                    entry.name, self.label
-                ),
+                what: format!("workgroups per dimension for {} ({})", entry.name, self.label),
                 needed: groups.iter().copied().max().unwrap_or(0) as u64,
                 limit: self.max_groups as u64,
             });
@@ -213,20 +182,13 @@ impl Recorder {
             return Ok(());
         }
         let uniform = self.uniform(params);
-        let spec = DispatchSpec {
-            entry: entry.clone(),
-            uniform,
-            bindings: bindings.to_vec(),
-            groups,
-        };
-        self.commands
-            .push((self.phase, self.label.clone(), Command::Dispatch(spec)));
+        let spec = DispatchSpec { entry: entry.clone(), uniform, bindings: bindings.to_vec(), groups };
+        self.commands.push((self.phase, self.label.clone(), Command::Dispatch(spec)));
         Ok(())
     }
 
     pub fn clear(&mut self, view: View) {
-        self.commands
-            .push((self.phase, self.label.clone(), Command::Clear(view)));
+        self.commands.push((self.phase, self.label.clone(), Command::Clear(view)));
     }
 
     /// Grid for `n` threads in 1-D workgroups of `size`, folded into y past the per-dimension
@@ -237,11 +199,7 @@ impl Recorder {
         if groups <= max {
             [groups as u32, 1, 1]
         } else {
-            [
-                max as u32,
-                groups.div_ceil(max).min(u32::MAX as u64) as u32,
-                1,
-            ]
+            [max as u32, groups.div_ceil(max).min(u32::MAX as u64) as u32, 1]
         }
     }
 }

@@ -13,41 +13,23 @@ pub struct Residual {
 
 impl Residual {
     pub fn new(device: &wgpu::Device) -> Self {
-        let [forward, backward] = build_entries(
-            device,
-            "residual.wgsl",
-            [("forward", &[1, 2, 3]), ("backward", &[4, 5])],
-        );
+        let [forward, backward] =
+            build_entries(device, "residual.wgsl", [("forward", &[1, 2, 3]), ("backward", &[4, 5])]);
         Self { forward, backward }
     }
 
     pub fn forward(&self, rec: &mut Recorder, a: View, b: View, out: View) -> Result<(), GpuError> {
-        let p = CountParams {
-            n: u(out.len),
-            _pad: [0; 3],
-        };
+        let p = CountParams { n: u(out.len), _pad: [0; 3] };
         rec.dispatch(
             &self.forward,
             &p,
-            &[
-                (1, Binding::View(a)),
-                (2, Binding::View(b)),
-                (3, Binding::View(out)),
-            ],
+            &[(1, Binding::View(a)), (2, Binding::View(b)), (3, Binding::View(out))],
             rec.grid_1d(out.len, 256),
         )
     }
 
     pub fn backward(&self, rec: &mut Recorder, dout: View, da: View) -> Result<(), GpuError> {
-        let p = CountParams {
-            n: u(da.len),
-            _pad: [0; 3],
-        };
-        rec.dispatch(
-            &self.backward,
-            &p,
-            &[(4, Binding::View(dout)), (5, Binding::View(da))],
-            rec.grid_1d(da.len, 256),
-        )
+        let p = CountParams { n: u(da.len), _pad: [0; 3] };
+        rec.dispatch(&self.backward, &p, &[(4, Binding::View(dout)), (5, Binding::View(da))], rec.grid_1d(da.len, 256))
     }
 }

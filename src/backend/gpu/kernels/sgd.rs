@@ -52,11 +52,7 @@ impl Sgd {
         rec.dispatch(
             &self.step,
             &p,
-            &[
-                (1, Binding::View(params)),
-                (2, Binding::View(grads)),
-                (3, buf),
-            ],
+            &[(1, Binding::View(params)), (2, Binding::View(grads)), (3, buf)],
             rec.grid_1d(params.len, 256),
         )
     }

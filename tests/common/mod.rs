@@ -1,0 +1,163 @@
+//! Shared test helpers: the headless GPU (a missing adapter fails the test: CI must have
+//! lavapipe), random data, error metrics, and a harness that runs single ops on both backends.
+#![allow(dead_code)]
+
+use std::sync::{Arc, OnceLock};
+
+use oomlab::backend::cpu::CpuExecutor;
+use oomlab::backend::gpu::executor::build_kernels;
+use oomlab::backend::gpu::{GpuContext, GpuExecutor, Kernels};
+use oomlab::model::init::Rng;
+use oomlab::model::{ModelConfig, ParamLayout, StepShape};
+use oomlab::plan::{Category, DType, Handles, Op, OpNode, OptimizerConfig, Phase, Plan, TensorId, TensorInfo, View};
+
+pub struct Gpu {
+    pub ctx: GpuContext,
+    pub kernels: Arc<Kernels>,
+}
+
+/// The test GPU, opened once per test binary. Panics (fails the test) when there is none.
+pub fn gpu() -> &'static Gpu {
+    static GPU: OnceLock<Gpu> = OnceLock::new();
+    GPU.get_or_init(|| {
+        if std::env::var_os("XDG_RUNTIME_DIR").is_none() {
+            let dir = std::env::temp_dir().join(format!("oomlab-xdg-{}", std::process::id()));
+            let _ = std::fs::create_dir_all(&dir);
+            // SAFETY: set once, before any other thread of this process reads the environment.
+            unsafe { std::env::set_var("XDG_RUNTIME_DIR", &dir) };
+        }
+        let ctx =
+            GpuContext::new_headless_blocking().expect("a GPU adapter (install mesa-vulkan-drivers for lavapipe)");
+        let kernels = pollster::block_on(build_kernels(&ctx)).expect("kernels build");
+        Gpu { ctx, kernels }
+    })
+}
+
+pub fn random(rng: &mut Rng, n: usize, scale: f64) -> Vec<f32> {
+    (0..n).map(|_| (rng.normal() * scale) as f32).collect()
+}
+
+/// max|a − b| / max|b| (normwise relative error; robust to elements near zero).
+pub fn rel_err(a: &[f32], b: &[f32]) -> f64 {
+    assert_eq!(a.len(), b.len(), "lengths differ");
+    let diff = a.iter().zip(b).map(|(x, y)| (*x as f64 - *y as f64).abs()).fold(0.0, f64::max);
+    let scale = b.iter().map(|y| (*y as f64).abs()).fold(0.0, f64::max);
+    if scale == 0.0 { diff } else { diff / scale }
+}
+
+/// A hand-built plan of a few tensors and ops, run on both backends.
+pub struct Case {
+    pub model: ModelConfig,
+    pub shape: StepShape,
+    tensors: Vec<TensorInfo>,
+    ops: Vec<OpNode>,
+    f32_inputs: Vec<(TensorId, Vec<f32>)>,
+    u32_inputs: Vec<(TensorId, Vec<u32>)>,
+    pub rng: Rng,
+}
+
+impl Case {
+    pub fn new(model: ModelConfig, shape: StepShape, seed: u64) -> Self {
+        let mut case = Self {
+            model,
+            shape,
+            tensors: Vec::new(),
+            ops: Vec::new(),
+            f32_inputs: Vec::new(),
+            u32_inputs: Vec::new(),
+            rng: Rng::new(seed),
+        };
+        // handles of the plan that single-op cases do not use
+        case.tensor("unused.f32", &[1], DType::F32);
+        case.tensor("unused.u32", &[1], DType::U32);
+        case
+    }
+
+    fn tensor(&mut self, name: &str, shape: &[usize], dtype: DType) -> View {
+        let id = TensorId(self.tensors.len());
+        self.tensors.push(TensorInfo {
+            name: name.into(),
+            shape: shape.to_vec(),
+            dtype,
+            category: Category::Temporaries,
+            layer: None,
+        });
+        View { tensor: id, offset: 0, len: shape.iter().product() }
+    }
+
+    /// An f32 tensor filled with N(0, scale²) values.
+    pub fn input(&mut self, name: &str, shape: &[usize], scale: f64) -> View {
+        let v = self.tensor(name, shape, DType::F32);
+        let data = random(&mut self.rng, v.len, scale);
+        self.f32_inputs.push((v.tensor, data));
+        v
+    }
+
+    pub fn input_values(&mut self, name: &str, values: Vec<f32>) -> View {
+        let v = self.tensor(name, &[values.len()], DType::F32);
+        self.f32_inputs.push((v.tensor, values));
+        v
+    }
+
+    pub fn input_u32(&mut self, name: &str, values: Vec<u32>) -> View {
+        let v = self.tensor(name, &[values.len()], DType::U32);
+        self.u32_inputs.push((v.tensor, values));
+        v
+    }
+
+    /// An output tensor (zero, or random when it is accumulated into).
+    pub fn output(&mut self, name: &str, shape: &[usize]) -> View {
+        self.tensor(name, shape, DType::F32)
+    }
+
+    pub fn op(&mut self, op: Op) {
+        self.ops.push(OpNode { op, phase: Phase::Forward, label: "test".into() });
+    }
+
+    pub fn plan(&self, optimizer: OptimizerConfig) -> Plan {
+        let (f, u) = (TensorId(0), TensorId(1));
+        let handles =
+            Handles { params: f, grads: f, tokens: u, targets: u, token_offsets: u, token_positions: u, loss: f };
+        Plan {
+            model: self.model,
+            shape: self.shape,
+            optimizer,
+            layout: ParamLayout::new(&self.model),
+            tensors: self.tensors.clone(),
+            ops: self.ops.clone(),
+            handles,
+        }
+    }
+
+    /// Runs the ops `runs` times on both backends; returns (cpu, gpu) executors.
+    pub fn run(&self, optimizer: OptimizerConfig, runs: usize) -> (CpuExecutor<f32>, GpuExecutor) {
+        let plan = self.plan(optimizer);
+        let mut cpu = CpuExecutor::<f32>::new(plan.clone(), 0);
+        let g = gpu();
+        let mut gpu_exec = pollster::block_on(GpuExecutor::new(&g.ctx, &g.kernels, plan, 0)).expect("gpu executor");
+        for (id, data) in &self.f32_inputs {
+            cpu.write_tensor(*id, data);
+            gpu_exec.write_tensor(*id, bytemuck::cast_slice(data));
+        }
+        for (id, data) in &self.u32_inputs {
+            cpu.write_tensor_u32(*id, data);
+            gpu_exec.write_tensor(*id, bytemuck::cast_slice(data));
+        }
+        for _ in 0..runs {
+            cpu.run_phases(&[Phase::Forward]);
+            pollster::block_on(gpu_exec.run_phases(&[Phase::Forward])).expect("gpu run");
+        }
+        (cpu, gpu_exec)
+    }
+}
+
+/// Compares one tensor across the backends; prints and returns the relative error.
+pub fn compare(what: &str, cpu: &CpuExecutor<f32>, gpu: &GpuExecutor, v: View, tol: f64) -> f64 {
+    let c = &cpu.tensor(v.tensor)[v.offset..v.offset + v.len];
+    let g = pollster::block_on(gpu.read_view_async(v)).expect("readback");
+    let err = rel_err(&g, c);
+    println!("{what:<40} max relative error {err:.3e}");
+    assert!(err <= tol, "{what}: GPU differs from the CPU twin by {err:.3e} (> {tol:.0e})");
+    assert!(c.iter().any(|x| *x != 0.0), "{what}: reference is all zeros — the test would not catch a no-op kernel");
+    err
+}

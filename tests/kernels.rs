@@ -1,0 +1,237 @@
+//! Each kernel, forward and backward, against its CPU twin on random inputs of awkward shapes
+//! (not multiples of the 64×64×16 GEMM tile or the 64/256-wide workgroups).
+
+mod common;
+
+use common::{Case, compare};
+use oomlab::model::{ModelConfig, StepShape};
+use oomlab::plan::{Op, OptimizerConfig, OptimizerKind};
+
+const TOL: f64 = 1e-4;
+
+fn model(vocab: usize, seq_len: usize, d_model: usize, n_heads: usize) -> ModelConfig {
+    ModelConfig { vocab, seq_len, d_model, n_layers: 1, n_heads }
+}
+
+#[test]
+fn matmul_forward_and_backward_match_cpu() {
+    // (rows, k, n, transposed, bias)
+    for &(rows, k, n, transposed, bias) in
+        &[(37, 19, 70, false, true), (130, 64, 200, false, false), (65, 33, 17, true, false), (1, 5, 3, false, true)]
+    {
+        let mut case = Case::new(model(11, 8, 8, 2), StepShape { batch: 1, seq: 8 }, rows as u64);
+        let inp = case.input("inp", &[rows, k], 1.0);
+        let w = case.input("w", &[k, n], 0.5);
+        let b = bias.then(|| case.input("b", &[n], 0.5));
+        let out = case.output("out", &[rows, n]);
+        let dout = case.input("dout", &[rows, n], 1.0);
+        let dinp = case.output("dinp", &[rows, k]);
+        // accumulated into: start from random values to check `+=`
+        let dw = case.input("dw", &[k, n], 0.1);
+        let db = bias.then(|| case.input("db", &[n], 0.1));
+        case.op(Op::Matmul { inp, weight: w, bias: b, out, rows, k, n, weight_transposed: transposed });
+        case.op(Op::MatmulBackward {
+            inp,
+            weight: w,
+            dout,
+            dinp,
+            dweight: dw,
+            dbias: db,
+            rows,
+            k,
+            n,
+            weight_transposed: transposed,
+        });
+        let (cpu, gpu) = case.run(OptimizerConfig::default(), 1);
+        let tag = format!("matmul {rows}x{k}x{n} T={transposed}");
+        compare(&format!("{tag} forward"), &cpu, &gpu, out, TOL);
+        compare(&format!("{tag} dinp"), &cpu, &gpu, dinp, TOL);
+        compare(&format!("{tag} dweight"), &cpu, &gpu, dw, TOL);
+        if let Some(db) = db {
+            compare(&format!("{tag} dbias"), &cpu, &gpu, db, TOL);
+        }
+    }
+}
+
+#[test]
+fn layernorm_forward_and_backward_match_cpu() {
+    for &(rows, c, accumulate) in &[(37, 19, false), (70, 64, true), (3, 100, true)] {
+        let mut case = Case::new(model(11, 8, c, 1), StepShape { batch: 1, seq: 8 }, c as u64);
+        let inp = case.input("inp", &[rows, c], 2.0);
+        let w = case.input("w", &[c], 1.0);
+        let b = case.input("b", &[c], 1.0);
+        let out = case.output("out", &[rows, c]);
+        let mean = case.output("mean", &[rows]);
+        let rstd = case.output("rstd", &[rows]);
+        let dout = case.input("dout", &[rows, c], 1.0);
+        let dinp = case.input("dinp", &[rows, c], 1.0);
+        let dw = case.input("dw", &[c], 0.1);
+        let db = case.input("db", &[c], 0.1);
+        case.op(Op::LayerNorm { inp, weight: w, bias: b, out, mean, rstd });
+        case.op(Op::LayerNormBackward { inp, weight: w, mean, rstd, dout, dinp, dweight: dw, dbias: db, accumulate });
+        let (cpu, gpu) = case.run(OptimizerConfig::default(), 1);
+        let tag = format!("layernorm {rows}x{c}");
+        compare(&format!("{tag} forward"), &cpu, &gpu, out, TOL);
+        compare(&format!("{tag} mean"), &cpu, &gpu, mean, TOL);
+        compare(&format!("{tag} rstd"), &cpu, &gpu, rstd, TOL);
+        compare(&format!("{tag} dinp (accumulate={accumulate})"), &cpu, &gpu, dinp, TOL);
+        compare(&format!("{tag} dweight"), &cpu, &gpu, dw, TOL);
+        compare(&format!("{tag} dbias"), &cpu, &gpu, db, TOL);
+    }
+}
+
+#[test]
+fn attention_forward_and_backward_match_cpu() {
+    for &(b, t, c, nh) in &[(2, 13, 12, 3), (1, 70, 16, 2), (3, 5, 8, 8)] {
+        let mut case = Case::new(model(11, t, c, nh), StepShape { batch: b, seq: t }, t as u64);
+        let qkv = case.input("qkv", &[b, t, 3 * c], 1.0);
+        let att = case.output("att", &[b, nh, t, t]);
+        let out = case.output("out", &[b, t, c]);
+        let dout = case.input("dout", &[b, t, c], 1.0);
+        let datt = case.output("datt", &[b, nh, t, t]);
+        let dqkv = case.output("dqkv", &[b, t, 3 * c]);
+        case.op(Op::Attention { qkv, att, out });
+        case.op(Op::AttentionBackward { qkv, att, dout, datt, dqkv });
+        let (cpu, gpu) = case.run(OptimizerConfig::default(), 1);
+        let tag = format!("attention B{b} T{t} C{c} NH{nh}");
+        compare(&format!("{tag} probs"), &cpu, &gpu, att, TOL);
+        compare(&format!("{tag} forward"), &cpu, &gpu, out, TOL);
+        compare(&format!("{tag} dqkv"), &cpu, &gpu, dqkv, TOL);
+    }
+}
+
+#[test]
+fn softmax_is_stable_for_huge_scores() {
+    // Scores of ±1e4 overflow a naive exp; the max-subtracted softmax stays finite.
+    let (b, t, c, nh) = (1, 9, 4, 1);
+    let mut case = Case::new(model(11, t, c, nh), StepShape { batch: b, seq: t }, 5);
+    let qkv = case.input("qkv", &[b, t, 3 * c], 300.0);
+    let att = case.output("att", &[b, nh, t, t]);
+    let out = case.output("out", &[b, t, c]);
+    case.op(Op::Attention { qkv, att, out });
+    let (cpu, gpu) = case.run(OptimizerConfig::default(), 1);
+    let probs = pollster::block_on(gpu.read_view_async(att)).expect("readback");
+    assert!(probs.iter().all(|p| p.is_finite()));
+    for row in probs.chunks(t) {
+        let s: f32 = row.iter().sum();
+        assert!((s - 1.0).abs() < 1e-5, "row sums to {s}");
+    }
+    compare("attention huge scores", &cpu, &gpu, att, TOL);
+}
+
+#[test]
+fn gelu_and_residual_match_cpu() {
+    let n = 1000;
+    let mut case = Case::new(model(11, 8, 8, 1), StepShape { batch: 1, seq: 8 }, 9);
+    let inp = case.input("inp", &[n], 3.0);
+    let other = case.input("other", &[n], 1.0);
+    let out = case.output("out", &[n]);
+    let dout = case.input("dout", &[n], 1.0);
+    let dinp = case.output("dinp", &[n]);
+    let sum = case.output("sum", &[n]);
+    let da = case.output("da", &[n]);
+    case.op(Op::Gelu { inp, out });
+    case.op(Op::GeluBackward { inp, dout, dinp });
+    case.op(Op::Residual { a: inp, b: other, out: sum });
+    case.op(Op::ResidualBackward { dout, da });
+    let (cpu, gpu) = case.run(OptimizerConfig::default(), 1);
+    compare("gelu forward", &cpu, &gpu, out, TOL);
+    compare("gelu backward", &cpu, &gpu, dinp, TOL);
+    compare("residual forward", &cpu, &gpu, sum, TOL);
+    compare("residual backward", &cpu, &gpu, da, TOL);
+}
+
+#[test]
+fn embedding_backward_is_correct_with_repeated_tokens() {
+    let (b, t, c, v) = (3, 7, 10, 6);
+    let mut case = Case::new(model(v, t, c, 1), StepShape { batch: b, seq: t }, 11);
+    // token 2 repeats many times, token 5 never appears
+    let ids: Vec<u32> = vec![2, 2, 2, 0, 1, 2, 3, 4, 2, 2, 0, 0, 1, 2, 2, 3, 3, 4, 1, 2, 2];
+    let (offsets, positions) = oomlab::plan::token_index(&ids, v);
+    let tokens = case.input_u32("tokens", ids);
+    let token_offsets = case.input_u32("offsets", offsets);
+    let token_positions = case.input_u32("positions", positions);
+    let wte = case.input("wte", &[v, c], 1.0);
+    let wpe = case.input("wpe", &[t, c], 1.0);
+    let out = case.output("out", &[b, t, c]);
+    let dout = case.input("dout", &[b, t, c], 1.0);
+    let dwte = case.input("dwte", &[v, c], 0.1);
+    let dwpe = case.input("dwpe", &[t, c], 0.1);
+    case.op(Op::Embedding { tokens, wte, wpe, out });
+    case.op(Op::EmbeddingBackward { tokens, token_offsets, token_positions, dout, dwte, dwpe });
+    let (cpu, gpu) = case.run(OptimizerConfig::default(), 1);
+    compare("embedding forward", &cpu, &gpu, out, TOL);
+    compare("embedding backward wte", &cpu, &gpu, dwte, TOL);
+    compare("embedding backward wpe", &cpu, &gpu, dwpe, TOL);
+}
+
+#[test]
+fn cross_entropy_matches_cpu() {
+    for &(rows, v) in &[(37, 23), (300, 65), (1, 2)] {
+        let mut case = Case::new(model(v, 8, 8, 1), StepShape { batch: 1, seq: 8 }, rows as u64);
+        let logits = case.input("logits", &[rows, v], 3.0);
+        let ids: Vec<u32> = (0..rows).map(|i| ((i * 7 + 3) % v) as u32).collect();
+        let targets = case.input_u32("targets", ids);
+        let probs = case.output("probs", &[rows, v]);
+        let losses = case.output("losses", &[rows]);
+        let loss = case.output("loss", &[1]);
+        let dlogits = case.output("dlogits", &[rows, v]);
+        case.op(Op::CrossEntropy { logits, targets, probs, losses, loss });
+        case.op(Op::CrossEntropyBackward { probs, targets, dlogits });
+        let (cpu, gpu) = case.run(OptimizerConfig::default(), 1);
+        let tag = format!("cross-entropy {rows}x{v}");
+        compare(&format!("{tag} probs"), &cpu, &gpu, probs, TOL);
+        compare(&format!("{tag} losses"), &cpu, &gpu, losses, TOL);
+        compare(&format!("{tag} mean loss"), &cpu, &gpu, loss, TOL);
+        compare(&format!("{tag} dlogits"), &cpu, &gpu, dlogits, TOL);
+    }
+}
+
+#[test]
+fn optimizers_match_cpu_over_several_steps() {
+    let n = 1000;
+    // AdamW: three steps, so the bias corrections change between steps.
+    let mut case = Case::new(model(11, 8, 8, 1), StepShape { batch: 1, seq: 8 }, 13);
+    let params = case.input("params", &[n], 1.0);
+    let grads = case.input("grads", &[n], 1.0);
+    let m = case.output("m", &[n]);
+    let v = case.output("v", &[n]);
+    case.op(Op::AdamW { params, grads, m, v });
+    let cfg = OptimizerConfig { weight_decay: 0.1, ..OptimizerConfig::default() };
+    let (cpu, gpu) = run_optimizer_steps(&case, cfg, 3);
+    compare("adamw params (3 steps)", &cpu, &gpu, params, TOL);
+    compare("adamw m", &cpu, &gpu, m, TOL);
+    compare("adamw v", &cpu, &gpu, v, TOL);
+
+    let mut case = Case::new(model(11, 8, 8, 1), StepShape { batch: 1, seq: 8 }, 17);
+    let params = case.input("params", &[n], 1.0);
+    let grads = case.input("grads", &[n], 1.0);
+    let buf = case.output("momentum", &[n]);
+    case.op(Op::Sgd { params, grads, momentum: Some(buf) });
+    let cfg = OptimizerConfig {
+        kind: OptimizerKind::Momentum,
+        lr: 0.1,
+        momentum: 0.9,
+        weight_decay: 0.01,
+        ..OptimizerConfig::default()
+    };
+    let (cpu, gpu) = case.run(cfg, 3);
+    compare("sgd momentum params (3 steps)", &cpu, &gpu, params, TOL);
+    compare("sgd momentum buffer", &cpu, &gpu, buf, TOL);
+}
+
+/// Runs the case's ops `steps` times with the optimizer phase included, which is what advances
+/// AdamW's step counter t (and so its bias corrections) on both backends.
+fn run_optimizer_steps(
+    case: &Case,
+    cfg: OptimizerConfig,
+    steps: usize,
+) -> (oomlab::backend::cpu::CpuExecutor<f32>, oomlab::backend::gpu::GpuExecutor) {
+    use oomlab::plan::Phase;
+    let (mut cpu, mut gpu) = case.run(cfg, 0);
+    for _ in 0..steps {
+        cpu.run_phases(&[Phase::Forward, Phase::Optimizer]);
+        pollster::block_on(gpu.run_phases(&[Phase::Forward, Phase::Optimizer])).expect("gpu run");
+    }
+    (cpu, gpu)
+}

@@ -100,8 +100,17 @@ pub fn read_f32(path: &Path) -> Result<Vec<NamedTensor>, DumpError> {
     Ok(out)
 }
 
+/// The contents of `batch.safetensors`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct BatchFile {
+    /// (B, T).
+    pub shape: Vec<usize>,
+    pub input_ids: Vec<i64>,
+    pub labels: Vec<i64>,
+}
+
 /// Reads the i64 `input_ids` and `labels` of a batch file.
-pub fn read_batch(path: &Path) -> Result<(Vec<usize>, Vec<i64>, Vec<i64>), DumpError> {
+pub fn read_batch(path: &Path) -> Result<BatchFile, DumpError> {
     let bytes = std::fs::read(path).map_err(|source| DumpError::Io { path: path.display().to_string(), source })?;
     let st = safetensors::SafeTensors::deserialize(&bytes)?;
     let get = |name: &str| -> Result<(Vec<usize>, Vec<i64>), DumpError> {
@@ -111,9 +120,9 @@ pub fn read_batch(path: &Path) -> Result<(Vec<usize>, Vec<i64>, Vec<i64>), DumpE
         }
         Ok((v.shape().to_vec(), bytemuck::pod_collect_to_vec(v.data())))
     };
-    let (shape, ids) = get("input_ids")?;
+    let (shape, input_ids) = get("input_ids")?;
     let (_, labels) = get("labels")?;
-    Ok((shape, ids, labels))
+    Ok(BatchFile { shape, input_ids, labels })
 }
 
 /// What `dump-step` writes.

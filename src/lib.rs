@@ -10,5 +10,6 @@ pub mod data;
 pub mod dump;
 pub mod model;
 pub mod plan;
+pub mod units;
 #[cfg(target_arch = "wasm32")]
 pub mod web;

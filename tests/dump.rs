@@ -46,7 +46,8 @@ fn dump_step_files_round_trip() {
     expected_grads.sort_by(|a, b| a.name.cmp(&b.name));
     assert_eq!(read_f32(&dir.path().join("grads.safetensors")).expect("read grads"), expected_grads);
 
-    let (bshape, ids, labels) = read_batch(&dir.path().join("batch.safetensors")).expect("read batch");
+    let file = read_batch(&dir.path().join("batch.safetensors")).expect("read batch");
+    let (bshape, ids, labels) = (file.shape, file.input_ids, file.labels);
     assert_eq!(bshape, vec![3, 12]);
     assert_eq!(ids, batch.inputs.iter().map(|&x| x as i64).collect::<Vec<_>>());
     assert_eq!(labels, batch.targets.iter().map(|&x| x as i64).collect::<Vec<_>>());

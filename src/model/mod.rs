@@ -72,7 +72,7 @@ impl ModelConfig {
         ] {
             check_dim(name, value as i64)?;
         }
-        if self.d_model % self.n_heads != 0 {
+        if !self.d_model.is_multiple_of(self.n_heads) {
             return Err(ConfigError::HeadsDontDivide { d_model: self.d_model, n_heads: self.n_heads });
         }
         Ok(())

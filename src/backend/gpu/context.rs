@@ -116,7 +116,12 @@ fn check_workgroup_limits(limits: &wgpu::Limits) -> Result<(), GpuError> {
     ];
     for (what, needed, limit) in checks {
         if limit < needed {
-            return Err(GpuError::ExceedsLimit { what: what.to_string(), needed: needed as u64, limit: limit as u64 });
+            return Err(GpuError::ExceedsLimit {
+                what: what.to_string(),
+                needed: needed as u64,
+                limit: limit as u64,
+                bytes: what.contains("storage_size"),
+            });
         }
     }
     Ok(())

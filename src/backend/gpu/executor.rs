@@ -18,7 +18,8 @@ enum Cmd {
 
 struct Recorded {
     phase: Phase,
-    /// The plan op's label and the kernel entry point, for profiles.
+    /// The plan op's label and the kernel entry point, for profiles (native only).
+    #[cfg_attr(target_arch = "wasm32", allow(dead_code))]
     label: String,
     cmd: Cmd,
 }
@@ -120,6 +121,7 @@ impl GpuExecutor {
                     what: format!("tensor {} ({:?})", t.name, t.shape),
                     needed: t.size_bytes() as u64,
                     limit: max_binding,
+                    bytes: true,
                 });
             }
         }
@@ -130,6 +132,7 @@ impl GpuExecutor {
                 what: "uniform buffer".into(),
                 needed: rec.uniforms.len() as u64,
                 limit: limits.max_buffer_size,
+                bytes: true,
             });
         }
         let device = &ctx.device;

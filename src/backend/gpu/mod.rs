@@ -22,8 +22,8 @@ pub enum GpuError {
     NoAdapter(String),
     #[error("could not open the GPU device: {0}")]
     RequestDevice(String),
-    #[error("{what} needs {needed}, but this GPU adapter allows at most {limit}; choose a smaller configuration")]
-    ExceedsLimit { what: String, needed: u64, limit: u64 },
+    #[error("{what} needs {}, but this GPU adapter allows at most {}; choose a smaller configuration", fmt_limit(*needed, *bytes), fmt_limit(*limit, *bytes))]
+    ExceedsLimit { what: String, needed: u64, limit: u64, bytes: bool },
     #[error("the GPU ran out of memory: {0}")]
     OutOfMemory(String),
     #[error("the GPU rejected the work (validation error): {0}")]
@@ -32,4 +32,9 @@ pub enum GpuError {
     Readback(String),
     #[error("the GPU device was lost: {0}")]
     DeviceLost(String),
+}
+
+/// Byte quantities in PyTorch's units, counts as plain numbers.
+fn fmt_limit(value: u64, bytes: bool) -> String {
+    if bytes { crate::units::format_bytes(value) } else { value.to_string() }
 }

@@ -115,6 +115,7 @@ impl Attention {
     }
 
     /// dqkv from dout; datt is scratch.
+    #[allow(clippy::too_many_arguments)]
     pub fn backward(
         &self,
         rec: &mut Recorder,

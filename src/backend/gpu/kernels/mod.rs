@@ -58,15 +58,10 @@ fn build_entries<const N: usize>(
     file: &str,
     entries: [(&'static str, &[u32]); N],
 ) -> [KernelEntry; N] {
-    let desc = wgpu::ShaderModuleDescriptor { label: Some(file), source: wgpu::ShaderSource::Wgsl(shader_source(file).into()) };
-    let module = if std::env::var_os("OOMLAB_UNCHECKED").is_some() {
-        unsafe { device.create_shader_module_trusted(desc, wgpu::ShaderRuntimeChecks::unchecked()) }
-    } else if std::env::var_os("OOMLAB_NOLOOP").is_some() {
-        let checks = wgpu::ShaderRuntimeChecks { force_loop_bounding: false, ..wgpu::ShaderRuntimeChecks::checked() };
-        unsafe { device.create_shader_module_trusted(desc, checks) }
-    } else {
-        device.create_shader_module(desc)
-    };
+    let module = device.create_shader_module(wgpu::ShaderModuleDescriptor {
+        label: Some(file),
+        source: wgpu::ShaderSource::Wgsl(shader_source(file).into()),
+    });
     entries.map(|(name, storage)| {
         let mut layout_entries = vec![wgpu::BindGroupLayoutEntry {
             binding: 0,
@@ -176,6 +171,7 @@ impl Recorder {
                 what: format!("workgroups per dimension for {} ({})", entry.name, self.label),
                 needed: groups.iter().copied().max().unwrap_or(0) as u64,
                 limit: self.max_groups as u64,
+                bytes: false,
             });
         }
         if groups.contains(&0) {

@@ -1,7 +1,12 @@
 // Tiled, batched, strided GEMM: C = alpha · op(A) · op(B) (+ bias) (+ C if accumulate).
 //
-// op(A) is m×k, op(B) is k×n. Each workgroup computes a 16×64 tile of C with 64 invocations,
-// staging 16×16 tiles of A in workgroup memory (see `gemm` for the access pattern).
+// op(A) is m×k, op(B) is k×n. Each workgroup computes a 64×64 tile of C with 8×8 invocations,
+// each an 8×8 block held in sixteen vec4 registers. Per step of depth, op(A)[64×4] and
+// op(B)[4×64] slabs are staged in workgroup memory as vec4s; every invocation then reads two
+// vec4s of each and does 64 multiply-adds. The sizes were chosen by measurement on lavapipe,
+// where every per-invocation memory access is a scalar loop over the SIMD lanes, so FLOPs per
+// access is what counts: smaller blocks, 16×16 tiles of 4×4, or a depth of 8 or 16 were all
+// slower there (see README, Performance).
 // workgroup_id.z indexes a batch of (outer, head) pairs: z = outer·heads + head, so attention
 // reads Q, K and V straight out of the fused qkv tensor through offsets and strides.
 //
@@ -30,10 +35,10 @@ struct Params {
 
 const TILE_M: u32 = 64u;
 const TILE_N: u32 = 64u;
-const TILE_K: u32 = 16u;
+const TILE_K: u32 = 4u;
 
-var<workgroup> tile_a: array<vec4<f32>, 256>; // [TILE_K][TILE_M / 4]
-var<workgroup> tile_b: array<vec4<f32>, 256>; // [TILE_K][TILE_N / 4]
+var<workgroup> tile_a: array<vec4<f32>, 64>; // [TILE_K][TILE_M / 4]: rows 4q..4q+3 at depth kk
+var<workgroup> tile_b: array<vec4<f32>, 64>; // [TILE_K][TILE_N / 4]: columns 4q..4q+3 at depth kk
 
 @compute @workgroup_size(8, 8, 1)
 fn gemm(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid3: vec3<u32>) {
@@ -45,6 +50,7 @@ fn gemm(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid3
     let row0 = wg.y * TILE_M;
     let col0 = wg.x * TILE_N;
     let tid = lid3.y * 8u + lid3.x;
+    // Strides of op(A) along rows and depth, and of op(B) along depth and columns.
     var a_row_stride = p.lda;
     var a_k_stride = 1u;
     if (p.trans_a != 0u) {
@@ -66,17 +72,22 @@ fn gemm(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid3
     var c60 = vec4<f32>(0.0); var c61 = vec4<f32>(0.0);
     var c70 = vec4<f32>(0.0); var c71 = vec4<f32>(0.0);
     for (var k0 = 0u; k0 < p.k; k0 = k0 + TILE_K) {
-        // Stage op(A)[row0.., k0..] and op(B)[k0.., col0..]: 256 vec4s each, 4 per invocation,
-        // zero outside the matrices.
-        for (var i = 0u; i < 4u; i = i + 1u) {
-            let e = tid + i * 64u;
-            let kk = e % TILE_K;
-            let r4 = e / TILE_K;
-            tile_a[kk * 16u + r4] = vec4<f32>(load_a(a_base, row0 + r4 * 4u, k0 + kk, a_row_stride, a_k_stride), load_a(a_base, row0 + r4 * 4u + 1u, k0 + kk, a_row_stride, a_k_stride), load_a(a_base, row0 + r4 * 4u + 2u, k0 + kk, a_row_stride, a_k_stride), load_a(a_base, row0 + r4 * 4u + 3u, k0 + kk, a_row_stride, a_k_stride));
-            let c4 = e % 16u;
-            let kb = e / 16u;
-            tile_b[kb * 16u + c4] = vec4<f32>(load_b(b_base, k0 + kb, col0 + c4 * 4u, b_k_stride, b_col_stride), load_b(b_base, k0 + kb, col0 + c4 * 4u + 1u, b_k_stride, b_col_stride), load_b(b_base, k0 + kb, col0 + c4 * 4u + 2u, b_k_stride, b_col_stride), load_b(b_base, k0 + kb, col0 + c4 * 4u + 3u, b_k_stride, b_col_stride));
-        }
+        // Stage op(A)[row0 .. +64, k0 .. +4] and op(B)[k0 .. +4, col0 .. +64]: one vec4 of each
+        // per invocation, zero outside the matrices.
+        let kk = tid % TILE_K;
+        let r = row0 + (tid / TILE_K) * 4u;
+        tile_a[kk * 16u + tid / TILE_K] = vec4<f32>(
+            load_a(a_base, r, k0 + kk, a_row_stride, a_k_stride),
+            load_a(a_base, r + 1u, k0 + kk, a_row_stride, a_k_stride),
+            load_a(a_base, r + 2u, k0 + kk, a_row_stride, a_k_stride),
+            load_a(a_base, r + 3u, k0 + kk, a_row_stride, a_k_stride));
+        let kb = tid / 16u;
+        let cc = col0 + (tid % 16u) * 4u;
+        tile_b[kb * 16u + tid % 16u] = vec4<f32>(
+            load_b(b_base, k0 + kb, cc, b_k_stride, b_col_stride),
+            load_b(b_base, k0 + kb, cc + 1u, b_k_stride, b_col_stride),
+            load_b(b_base, k0 + kb, cc + 2u, b_k_stride, b_col_stride),
+            load_b(b_base, k0 + kb, cc + 3u, b_k_stride, b_col_stride));
         workgroupBarrier();
         for (var kk = 0u; kk < TILE_K; kk = kk + 1u) {
             let a0 = tile_a[kk * 16u + lid3.y * 2u];
@@ -106,6 +117,7 @@ fn gemm(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid3
     store_row(c_base, row + 7u, col, c70); store_row(c_base, row + 7u, col + 4u, c71);
 }
 
+// Element (row, k) of op(A), zero outside m×k.
 fn load_a(base: u32, row: u32, k: u32, row_stride: u32, k_stride: u32) -> f32 {
     if (row < p.m && k < p.k) {
         return a[base + row * row_stride + k * k_stride];
@@ -113,6 +125,7 @@ fn load_a(base: u32, row: u32, k: u32, row_stride: u32, k_stride: u32) -> f32 {
     return 0.0;
 }
 
+// Element (k, col) of op(B), zero outside k×n; read from `a` when B is A's tensor.
 fn load_b(base: u32, k: u32, col: u32, k_stride: u32, col_stride: u32) -> f32 {
     if (k < p.k && col < p.n) {
         let bi = base + k * k_stride + col * col_stride;
@@ -124,6 +137,7 @@ fn load_b(base: u32, k: u32, col: u32, k_stride: u32, col_stride: u32) -> f32 {
     return 0.0;
 }
 
+// Writes up to four consecutive elements of one row of C: alpha·acc (+ bias) (+ C).
 fn store_row(c_base: u32, row: u32, col: u32, acc: vec4<f32>) {
     if (row >= p.m) {
         return;

@@ -34,6 +34,7 @@ struct Cli {
 #[derive(Subcommand, Debug)]
 enum Command {
     /// Train the toy GPT and print the loss per step.
+    #[command(allow_negative_numbers = true)]
     Train {
         #[arg(long, default_value_t = 200)]
         steps: i64,
@@ -42,6 +43,7 @@ enum Command {
     },
     /// Run one training step and write config, weights, batch, gradients and loss for
     /// Hugging Face transformers.
+    #[command(allow_negative_numbers = true)]
     DumpStep {
         #[arg(long)]
         out: PathBuf,
@@ -50,6 +52,7 @@ enum Command {
     },
     /// Time forward, backward and optimizer on the default and a larger config, and the
     /// matmul kernel's GFLOP/s.
+    #[command(allow_negative_numbers = true)]
     Bench {
         /// Timed steps per config (after one warm-up step).
         #[arg(long, default_value_t = 10)]

@@ -418,21 +418,17 @@ fn bench(steps: i64, profile: bool, config: &ConfigArgs) -> Result<(), Failure> 
         );
     } else {
         println!(
-            "{:<8} {:>10} {:>10} {:>10} {:>10} {:>10} {:>9}  backend",
+            "{:<34} {:>9} {:>9} {:>9} {:>9} {:>9} {:>8}",
             "config", "first (s)", "fwd (ms)", "bwd (ms)", "opt (ms)", "step (ms)", "steps/s"
         );
         for r in &rows {
             println!(
-                "{:<8} {:>10.3} {:>10.2} {:>10.2} {:>10.2} {:>10.2} {:>9.1}  {}",
-                r.config,
-                r.first_step_secs,
-                r.forward_ms,
-                r.backward_ms,
-                r.optimizer_ms,
-                r.step_ms,
-                r.steps_per_sec,
-                r.backend
+                "{:<34} {:>9.3} {:>9.1} {:>9.1} {:>9.1} {:>9.1} {:>8.2}",
+                r.config, r.first_step_secs, r.forward_ms, r.backward_ms, r.optimizer_ms, r.step_ms, r.steps_per_sec
             );
+        }
+        if let Some(first) = rows.first() {
+            println!("backend: {}", first.backend);
         }
         if let Some(g) = gflops {
             println!("matmul 1024×1024×1024: {g:.1} GFLOP/s");

@@ -95,13 +95,8 @@ pub fn layernorm_backward<F: Float>(
     }
 }
 
-/// Element (i, j) of a `rows × cols` weight seen as (k, n): W[i][j], or W[j][i] if transposed.
-#[inline]
-fn weight_at<F: Float>(w: &[F], i: usize, j: usize, k: usize, n: usize, transposed: bool) -> F {
-    if transposed { w[j * k + i] } else { w[i * n + j] }
-}
-
 /// out (rows,n) = inp (rows,k) · W + bias; W is (k,n), or (n,k) when `transposed`.
+/// Loops run along contiguous memory in both layouts.
 #[allow(clippy::too_many_arguments)]
 pub fn matmul_forward<F: Float>(
     out: &mut [F],
@@ -114,17 +109,30 @@ pub fn matmul_forward<F: Float>(
     transposed: bool,
 ) {
     for r in 0..rows {
-        for j in 0..n {
-            let mut acc = bias.map_or(F::zero(), |b| b[j]);
-            for i in 0..k {
-                acc = acc + inp[r * k + i] * weight_at(w, i, j, k, n, transposed);
+        let x = &inp[r * k..(r + 1) * k];
+        let o = &mut out[r * n..(r + 1) * n];
+        match bias {
+            Some(b) => o.copy_from_slice(&b[..n]),
+            None => o.fill(F::zero()),
+        }
+        if transposed {
+            // W (n,k): out[j] = Σ_i x[i]·W[j][i]
+            for (j, oj) in o.iter_mut().enumerate() {
+                let wj = &w[j * k..(j + 1) * k];
+                *oj = x.iter().zip(wj).fold(*oj, |acc, (&a, &b)| acc + a * b);
             }
-            out[r * n + j] = acc;
+        } else {
+            // W (k,n): out += x[i]·W[i][..]
+            for (i, &xi) in x.iter().enumerate() {
+                for (oj, &wij) in o.iter_mut().zip(&w[i * n..(i + 1) * n]) {
+                    *oj = *oj + xi * wij;
+                }
+            }
         }
     }
 }
 
-/// dinp = dout·Wᵀ (overwritten); dw += inpᵀ·dout; dbias += Σ_rows dout.
+/// dinp = dout·Wᵀ (overwritten); dw += inpᵀ·dout (in W's layout); dbias += Σ_rows dout.
 #[allow(clippy::too_many_arguments)]
 pub fn matmul_backward<F: Float>(
     dinp: &mut [F],
@@ -139,31 +147,37 @@ pub fn matmul_backward<F: Float>(
     transposed: bool,
 ) {
     for r in 0..rows {
-        for i in 0..k {
-            let mut acc = F::zero();
-            for j in 0..n {
-                acc = acc + dout[r * n + j] * weight_at(w, i, j, k, n, transposed);
+        let d = &dout[r * n..(r + 1) * n];
+        let x = &inp[r * k..(r + 1) * k];
+        let di = &mut dinp[r * k..(r + 1) * k];
+        if transposed {
+            // W (n,k): dinp[i] = Σ_j d[j]·W[j][i]; dW[j][i] += d[j]·x[i]
+            di.fill(F::zero());
+            for (j, &dj) in d.iter().enumerate() {
+                for (dii, &wji) in di.iter_mut().zip(&w[j * k..(j + 1) * k]) {
+                    *dii = *dii + dj * wji;
+                }
+                for (g, &xi) in dw[j * k..(j + 1) * k].iter_mut().zip(x) {
+                    *g = *g + dj * xi;
+                }
             }
-            dinp[r * k + i] = acc;
-        }
-    }
-    for i in 0..k {
-        for j in 0..n {
-            let mut acc = F::zero();
-            for r in 0..rows {
-                acc = acc + inp[r * k + i] * dout[r * n + j];
+        } else {
+            // W (k,n): dinp[i] = Σ_j d[j]·W[i][j]; dW[i][j] += x[i]·d[j]
+            for (i, dii) in di.iter_mut().enumerate() {
+                *dii = d.iter().zip(&w[i * n..(i + 1) * n]).fold(F::zero(), |acc, (&a, &b)| acc + a * b);
             }
-            let idx = if transposed { j * k + i } else { i * n + j };
-            dw[idx] = dw[idx] + acc;
+            for (i, &xi) in x.iter().enumerate() {
+                for (g, &dj) in dw[i * n..(i + 1) * n].iter_mut().zip(d) {
+                    *g = *g + xi * dj;
+                }
+            }
         }
     }
     if let Some(db) = dbias {
-        for j in 0..n {
-            let mut acc = F::zero();
-            for r in 0..rows {
-                acc = acc + dout[r * n + j];
+        for r in 0..rows {
+            for (g, &dj) in db.iter_mut().zip(&dout[r * n..(r + 1) * n]) {
+                *g = *g + dj;
             }
-            db[j] = db[j] + acc;
         }
     }
 }

@@ -68,6 +68,21 @@ impl Attention {
         Self { gemm, softmax_forward, softmax_backward }
     }
 
+    /// C = alpha · op(A) · op(B) for every (batch, head) pair; (m, n, k) per pair.
+    #[allow(clippy::too_many_arguments)]
+    fn per_head(
+        &self,
+        rec: &mut Recorder,
+        s: &AttnShape,
+        (m, n, k): (usize, usize, usize),
+        a: (View, Operand),
+        b: (Option<View>, Operand),
+        c: (View, Operand),
+        alpha: f32,
+    ) -> Result<(), GpuError> {
+        self.gemm.record(rec, &GemmCall::new(m, n, k, a, b, c).batched(s.b, s.nh).alpha(alpha))
+    }
+
     fn softmax_params(s: &AttnShape) -> SoftmaxParams {
         SoftmaxParams { rows: u(s.b * s.nh * s.t), t: u(s.t), _pad: [0; 2] }
     }
@@ -75,43 +90,21 @@ impl Attention {
     /// att = softmax(QKᵀ/√hs) (causal), out = att·V.
     pub fn forward(&self, rec: &mut Recorder, qkv: View, att: View, out: View, s: AttnShape) -> Result<(), GpuError> {
         let (t, hs) = (s.t, s.hs());
-        // S = scale · Q Kᵀ, written into att
-        self.gemm.record(
+        // S = scale · Q Kᵀ, written into att (B is K, read from the same qkv binding)
+        self.per_head(
             rec,
-            &GemmCall {
-                m: t,
-                n: t,
-                k: hs,
-                outer: s.b,
-                heads: s.nh,
-                a: (qkv, s.qkv_part(0)),
-                b: (None, s.qkv_part(1).transposed()),
-                c: (att, s.bhtt()),
-                bias: None,
-                alpha: s.scale(),
-                accumulate: false,
-            },
+            &s,
+            (t, t, hs),
+            (qkv, s.qkv_part(0)),
+            (None, s.qkv_part(1).transposed()),
+            (att, s.bhtt()),
+            s.scale(),
         )?;
         let p = Self::softmax_params(&s);
         let groups = rec.grid_1d(s.b * s.nh * t, 64);
         rec.dispatch(&self.softmax_forward, &p, &[(1, Binding::View(att))], groups)?;
         // O = P V
-        self.gemm.record(
-            rec,
-            &GemmCall {
-                m: t,
-                n: hs,
-                k: t,
-                outer: s.b,
-                heads: s.nh,
-                a: (att, s.bhtt()),
-                b: (Some(qkv), s.qkv_part(2)),
-                c: (out, s.btc()),
-                bias: None,
-                alpha: 1.0,
-                accumulate: false,
-            },
-        )
+        self.per_head(rec, &s, (t, hs, t), (att, s.bhtt()), (Some(qkv), s.qkv_part(2)), (out, s.btc()), 1.0)
     }
 
     /// dqkv from dout; datt is scratch.
@@ -129,75 +122,31 @@ impl Attention {
         let (t, hs) = (s.t, s.hs());
         let dpart = |part: usize| (dqkv, s.qkv_part(part));
         // dP = dO Vᵀ
-        self.gemm.record(
+        self.per_head(
             rec,
-            &GemmCall {
-                m: t,
-                n: t,
-                k: hs,
-                outer: s.b,
-                heads: s.nh,
-                a: (dout, s.btc()),
-                b: (Some(qkv), s.qkv_part(2).transposed()),
-                c: (datt, s.bhtt()),
-                bias: None,
-                alpha: 1.0,
-                accumulate: false,
-            },
+            &s,
+            (t, t, hs),
+            (dout, s.btc()),
+            (Some(qkv), s.qkv_part(2).transposed()),
+            (datt, s.bhtt()),
+            1.0,
         )?;
         // dV = Pᵀ dO
-        self.gemm.record(
-            rec,
-            &GemmCall {
-                m: t,
-                n: hs,
-                k: t,
-                outer: s.b,
-                heads: s.nh,
-                a: (att, s.bhtt().transposed()),
-                b: (Some(dout), s.btc()),
-                c: dpart(2),
-                bias: None,
-                alpha: 1.0,
-                accumulate: false,
-            },
-        )?;
+        self.per_head(rec, &s, (t, hs, t), (att, s.bhtt().transposed()), (Some(dout), s.btc()), dpart(2), 1.0)?;
         // dS = P ⊙ (dP − Σ P dP)
         let p = Self::softmax_params(&s);
         let groups = rec.grid_1d(s.b * s.nh * t, 64);
         rec.dispatch(&self.softmax_backward, &p, &[(1, Binding::View(att)), (2, Binding::View(datt))], groups)?;
         // dQ = scale · dS K ; dK = scale · dSᵀ Q
-        self.gemm.record(
+        self.per_head(rec, &s, (t, hs, t), (datt, s.bhtt()), (Some(qkv), s.qkv_part(1)), dpart(0), s.scale())?;
+        self.per_head(
             rec,
-            &GemmCall {
-                m: t,
-                n: hs,
-                k: t,
-                outer: s.b,
-                heads: s.nh,
-                a: (datt, s.bhtt()),
-                b: (Some(qkv), s.qkv_part(1)),
-                c: dpart(0),
-                bias: None,
-                alpha: s.scale(),
-                accumulate: false,
-            },
-        )?;
-        self.gemm.record(
-            rec,
-            &GemmCall {
-                m: t,
-                n: hs,
-                k: t,
-                outer: s.b,
-                heads: s.nh,
-                a: (datt, s.bhtt().transposed()),
-                b: (Some(qkv), s.qkv_part(0)),
-                c: dpart(1),
-                bias: None,
-                alpha: s.scale(),
-                accumulate: false,
-            },
+            &s,
+            (t, hs, t),
+            (datt, s.bhtt().transposed()),
+            (Some(qkv), s.qkv_part(0)),
+            dpart(1),
+            s.scale(),
         )
     }
 }

@@ -81,6 +81,39 @@ pub struct GemmCall {
     pub accumulate: bool,
 }
 
+impl GemmCall {
+    /// C (m×n) = op(A) (m×k) · op(B) (k×n), one matrix, no bias, overwriting C.
+    pub fn new(
+        m: usize,
+        n: usize,
+        k: usize,
+        a: (View, Operand),
+        b: (Option<View>, Operand),
+        c: (View, Operand),
+    ) -> Self {
+        Self { m, n, k, outer: 1, heads: 1, a, b, c, bias: None, alpha: 1.0, accumulate: false }
+    }
+    /// One product per (outer, head) pair; operand offsets step by their `outer`/`head` strides.
+    pub fn batched(mut self, outer: usize, heads: usize) -> Self {
+        self.outer = outer;
+        self.heads = heads;
+        self
+    }
+    pub fn bias(mut self, bias: Option<View>) -> Self {
+        self.bias = bias;
+        self
+    }
+    pub fn alpha(mut self, alpha: f32) -> Self {
+        self.alpha = alpha;
+        self
+    }
+    /// C += … instead of C = ….
+    pub fn accumulate(mut self) -> Self {
+        self.accumulate = true;
+        self
+    }
+}
+
 impl Gemm {
     pub fn record(&self, rec: &mut Recorder, call: &GemmCall) -> Result<(), GpuError> {
         let (a, oa) = call.a;
@@ -171,22 +204,8 @@ impl Matmul {
     ) -> Result<(), GpuError> {
         // W is (k,n), or (n,k) when transposed: op(B) = Wᵀ.
         let wb = if weight_transposed { Operand::rows(k).transposed() } else { Operand::rows(n) };
-        self.gemm.record(
-            rec,
-            &GemmCall {
-                m: rows,
-                n,
-                k,
-                outer: 1,
-                heads: 1,
-                a: (inp, Operand::rows(k)),
-                b: (Some(weight), wb),
-                c: (out, Operand::rows(n)),
-                bias,
-                alpha: 1.0,
-                accumulate: false,
-            },
-        )
+        let call = GemmCall::new(rows, n, k, (inp, Operand::rows(k)), (Some(weight), wb), (out, Operand::rows(n)));
+        self.gemm.record(rec, &call.bias(bias))
     }
 
     /// dinp = dout·Wᵀ; dweight += inpᵀ·dout (or doutᵀ·inp for the transposed weight);
@@ -208,54 +227,31 @@ impl Matmul {
     ) -> Result<(), GpuError> {
         // dinp (rows,k) = dout (rows,n) · op(W) with op(W) (n,k).
         let wb = if weight_transposed { Operand::rows(k) } else { Operand::rows(n).transposed() };
-        self.gemm.record(
-            rec,
-            &GemmCall {
-                m: rows,
-                n: k,
-                k: n,
-                outer: 1,
-                heads: 1,
-                a: (dout, Operand::rows(n)),
-                b: (Some(weight), wb),
-                c: (dinp, Operand::rows(k)),
-                bias: None,
-                alpha: 1.0,
-                accumulate: false,
-            },
-        )?;
+        let dinp_call =
+            GemmCall::new(rows, k, n, (dout, Operand::rows(n)), (Some(weight), wb), (dinp, Operand::rows(k)));
+        self.gemm.record(rec, &dinp_call)?;
         let call = if weight_transposed {
             // dW (n,k) += doutᵀ (n,rows) · inp (rows,k)
-            GemmCall {
-                m: n,
-                n: k,
-                k: rows,
-                outer: 1,
-                heads: 1,
-                a: (dout, Operand::rows(n).transposed()),
-                b: (Some(inp), Operand::rows(k)),
-                c: (dweight, Operand::rows(k)),
-                bias: None,
-                alpha: 1.0,
-                accumulate: true,
-            }
+            GemmCall::new(
+                n,
+                k,
+                rows,
+                (dout, Operand::rows(n).transposed()),
+                (Some(inp), Operand::rows(k)),
+                (dweight, Operand::rows(k)),
+            )
         } else {
             // dW (k,n) += inpᵀ (k,rows) · dout (rows,n)
-            GemmCall {
-                m: k,
+            GemmCall::new(
+                k,
                 n,
-                k: rows,
-                outer: 1,
-                heads: 1,
-                a: (inp, Operand::rows(k).transposed()),
-                b: (Some(dout), Operand::rows(n)),
-                c: (dweight, Operand::rows(n)),
-                bias: None,
-                alpha: 1.0,
-                accumulate: true,
-            }
+                rows,
+                (inp, Operand::rows(k).transposed()),
+                (Some(dout), Operand::rows(n)),
+                (dweight, Operand::rows(n)),
+            )
         };
-        self.gemm.record(rec, &call)?;
+        self.gemm.record(rec, &call.accumulate())?;
         if let Some(db) = dbias {
             self.gemm.record_bias_backward(rec, dout, db, rows, n)?;
         }

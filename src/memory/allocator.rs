@@ -1,0 +1,446 @@
+//! A caching allocator with the rules of PyTorch's CUDA caching allocator
+//! (`c10/cuda/CUDACachingAllocator.cpp`, see GUIDE §4), for one stream and without expandable
+//! segments:
+//!
+//! - requests round up to multiples of 512 B (`kMinBlockSize`);
+//! - requests ≤ 1 MiB (`kSmallSize`) use the small pool, whose segments are 2 MiB
+//!   (`kSmallBuffer`); larger ones use the large pool, with 20 MiB segments (`kLargeBuffer`) for
+//!   requests under 10 MiB (`kMinLargeAlloc`) and otherwise the request rounded up to 2 MiB
+//!   (`kRoundLarge`);
+//! - a request takes the best-fitting free block of its pool (smallest size, then lowest address);
+//! - a block is split when the remainder is ≥ 512 B (small pool) or > 1 MiB (large pool);
+//! - freed blocks merge with free neighbours and stay cached: reserved, not returned;
+//! - when a new segment would exceed the capacity, every cached segment with no allocated block is
+//!   released and the segment is tried again; if it still does not fit, the request fails with
+//!   an out-of-memory error worded like PyTorch's.
+//!
+//! The allocator only does the bookkeeping; it reports the segments it creates and releases so
+//! a backend can back each one with real memory (a wgpu buffer, or a host vector).
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use serde::Serialize;
+
+use crate::units::format_bytes;
+
+pub const MIN_BLOCK_SIZE: u64 = 512;
+pub const SMALL_SIZE: u64 = 1 << 20;
+pub const SMALL_BUFFER: u64 = 2 << 20;
+pub const LARGE_BUFFER: u64 = 20 << 20;
+pub const MIN_LARGE_ALLOC: u64 = 10 << 20;
+pub const ROUND_LARGE: u64 = 2 << 20;
+
+/// `round_size`: at least 512 B, a multiple of 512 B.
+pub fn round_size(size: u64) -> u64 {
+    size.max(1).div_ceil(MIN_BLOCK_SIZE) * MIN_BLOCK_SIZE
+}
+
+/// `get_allocation_size`: the segment size a (rounded) request of `size` would create.
+pub fn segment_size_for(size: u64) -> u64 {
+    if size <= SMALL_SIZE {
+        SMALL_BUFFER
+    } else if size < MIN_LARGE_ALLOC {
+        LARGE_BUFFER
+    } else {
+        size.div_ceil(ROUND_LARGE) * ROUND_LARGE
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Pool {
+    Small,
+    Large,
+}
+
+impl Pool {
+    pub fn for_size(rounded: u64) -> Self {
+        if rounded <= SMALL_SIZE { Pool::Small } else { Pool::Large }
+    }
+
+    /// `should_split`: whether a free block of `block` bytes serving `size` is split.
+    pub fn should_split(self, block: u64, size: u64) -> bool {
+        let remaining = block - size;
+        match self {
+            Pool::Small => remaining >= MIN_BLOCK_SIZE,
+            Pool::Large => remaining > SMALL_SIZE,
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+pub struct SegmentId(pub u64);
+
+/// Where an allocation lives: a segment and a byte offset inside it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+pub struct Placement {
+    pub segment: SegmentId,
+    pub offset: u64,
+    /// Bytes of the block (the rounded request, or more when the block was not split).
+    pub size: u64,
+}
+
+/// One block of a segment.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Block<T> {
+    pub offset: u64,
+    pub size: u64,
+    /// The caller's request in bytes; 0 when free.
+    pub requested: u64,
+    /// The caller's tag while allocated.
+    pub tag: Option<T>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Segment<T> {
+    pub id: SegmentId,
+    pub pool: Pool,
+    pub size: u64,
+    /// Blocks by offset; they tile the segment exactly.
+    pub blocks: BTreeMap<u64, Block<T>>,
+}
+
+impl<T> Segment<T> {
+    pub fn allocated_bytes(&self) -> u64 {
+        self.blocks.values().filter(|b| b.tag.is_some()).map(|b| b.size).sum()
+    }
+    pub fn is_free(&self) -> bool {
+        self.blocks.values().all(|b| b.tag.is_none())
+    }
+}
+
+/// Counters in the spirit of `torch.cuda.memory_stats()`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct Stats {
+    /// Bytes of allocated blocks (rounded sizes).
+    pub allocated_bytes: u64,
+    /// Bytes the callers asked for.
+    pub requested_bytes: u64,
+    /// Bytes of all segments.
+    pub reserved_bytes: u64,
+    pub peak_allocated_bytes: u64,
+    pub peak_reserved_bytes: u64,
+    pub segments: u64,
+    pub active_blocks: u64,
+    pub alloc_count: u64,
+    pub free_count: u64,
+    pub segment_allocs: u64,
+    pub segment_releases: u64,
+    pub oom_count: u64,
+}
+
+impl Stats {
+    /// Free bytes inside reserved segments: what fragmentation and caching hold back.
+    pub fn reserved_unallocated_bytes(&self) -> u64 {
+        self.reserved_bytes - self.allocated_bytes
+    }
+}
+
+/// What happened, in order; a timeline view replays these.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Event<T> {
+    SegmentAlloc { segment: SegmentId, pool: Pool, size: u64 },
+    SegmentFree { segment: SegmentId, size: u64 },
+    Alloc { tag: T, placement: Placement, requested: u64 },
+    Free { tag: T, placement: Placement },
+    Oom { tag: T, requested: u64 },
+}
+
+/// A failed request, with everything PyTorch's message has.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct OutOfMemory {
+    /// The caller's request.
+    pub requested_bytes: u64,
+    /// The segment the allocator tried to reserve (what PyTorch's "Tried to allocate" reports).
+    pub tried_bytes: u64,
+    pub capacity_bytes: u64,
+    /// Capacity minus reserved.
+    pub free_bytes: u64,
+    pub allocated_bytes: u64,
+    pub reserved_bytes: u64,
+    /// Total free bytes inside segments when the request failed.
+    pub cached_free_bytes: u64,
+    pub largest_free_block: u64,
+}
+
+impl OutOfMemory {
+    /// PyTorch's wording ("CUDA out of memory. Tried to allocate …"), with oomlab in place of
+    /// PyTorch. `what` names the tensor, its category and the op that asked.
+    pub fn message(&self, what: &str) -> String {
+        let mut msg = format!(
+            "GPU out of memory. Tried to allocate {} ({what}, {} requested). GPU 0 has a total capacity of {} of which {} is free. Of the allocated memory {} is allocated by oomlab, and {} is reserved by oomlab but unallocated.",
+            format_bytes(self.tried_bytes),
+            format_bytes(self.requested_bytes),
+            format_bytes(self.capacity_bytes),
+            format_bytes(self.free_bytes),
+            format_bytes(self.allocated_bytes),
+            format_bytes(self.reserved_bytes - self.allocated_bytes),
+        );
+        if self.cached_free_bytes >= self.requested_bytes {
+            msg.push_str(&format!(
+                " The cached free memory ({}) would hold the request, but its largest free block is {}: the memory is fragmented. (PyTorch's remedy: PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True.)",
+                format_bytes(self.cached_free_bytes),
+                format_bytes(self.largest_free_block)
+            ));
+        }
+        msg
+    }
+}
+
+/// The allocator. `T` tags each allocation (e.g. which tensor, category and op).
+#[derive(Clone, Debug)]
+pub struct CachingAllocator<T> {
+    capacity: u64,
+    segments: BTreeMap<SegmentId, Segment<T>>,
+    /// Free blocks per pool, ordered for best fit: (size, segment, offset).
+    free: BTreeMap<Pool, BTreeSet<(u64, SegmentId, u64)>>,
+    next_segment: u64,
+    stats: Stats,
+    events: Vec<Event<T>>,
+    record_events: bool,
+}
+
+impl<T: Clone> CachingAllocator<T> {
+    /// An empty allocator over `capacity` bytes of (virtual) device memory.
+    pub fn new(capacity: u64) -> Self {
+        Self {
+            capacity,
+            segments: BTreeMap::new(),
+            free: BTreeMap::from([(Pool::Small, BTreeSet::new()), (Pool::Large, BTreeSet::new())]),
+            next_segment: 0,
+            stats: Stats::default(),
+            events: Vec::new(),
+            record_events: true,
+        }
+    }
+
+    /// Stops recording events (sweeps need only the stats).
+    pub fn without_events(mut self) -> Self {
+        self.record_events = false;
+        self
+    }
+
+    pub fn capacity(&self) -> u64 {
+        self.capacity
+    }
+    pub fn stats(&self) -> Stats {
+        self.stats
+    }
+    pub fn events(&self) -> &[Event<T>] {
+        &self.events
+    }
+    pub fn segments(&self) -> impl Iterator<Item = &Segment<T>> {
+        self.segments.values()
+    }
+
+    /// The largest free block in any segment.
+    pub fn largest_free_block(&self) -> u64 {
+        self.free.values().filter_map(|set| set.last().map(|&(size, _, _)| size)).max().unwrap_or(0)
+    }
+
+    fn push(&mut self, e: Event<T>) {
+        if self.record_events {
+            self.events.push(e);
+        }
+    }
+
+    /// Allocates `bytes` for `tag`.
+    pub fn malloc(&mut self, bytes: u64, tag: T) -> Result<Placement, OutOfMemory> {
+        let size = round_size(bytes);
+        let pool = Pool::for_size(size);
+        let found = self.best_fit(pool, size).or_else(|| {
+            let seg_size = segment_size_for(size);
+            self.new_segment(pool, seg_size)
+                .or_else(|| if self.release_cached_segments() > 0 { self.new_segment(pool, seg_size) } else { None })
+                .and_then(|_| self.best_fit(pool, size))
+        });
+        let Some((segment, offset)) = found else {
+            let oom = self.oom(bytes, size);
+            self.stats.oom_count += 1;
+            self.push(Event::Oom { tag, requested: bytes });
+            return Err(oom);
+        };
+        let placement = self.take_block(pool, segment, offset, size, bytes, tag.clone());
+        self.push(Event::Alloc { tag, placement, requested: bytes });
+        Ok(placement)
+    }
+
+    fn oom(&self, requested: u64, size: u64) -> OutOfMemory {
+        let cached_free = self.stats.reserved_bytes - self.stats.allocated_bytes;
+        OutOfMemory {
+            requested_bytes: requested,
+            tried_bytes: segment_size_for(size),
+            capacity_bytes: self.capacity,
+            free_bytes: self.capacity.saturating_sub(self.stats.reserved_bytes),
+            allocated_bytes: self.stats.allocated_bytes,
+            reserved_bytes: self.stats.reserved_bytes,
+            cached_free_bytes: cached_free,
+            largest_free_block: self.largest_free_block(),
+        }
+    }
+
+    fn best_fit(&self, pool: Pool, size: u64) -> Option<(SegmentId, u64)> {
+        self.free.get(&pool)?.range((size, SegmentId(0), 0)..).next().map(|&(_, seg, off)| (seg, off))
+    }
+
+    /// Reserves a new segment if it fits the capacity; returns its id.
+    fn new_segment(&mut self, pool: Pool, size: u64) -> Option<SegmentId> {
+        if self.stats.reserved_bytes + size > self.capacity {
+            return None;
+        }
+        let id = SegmentId(self.next_segment);
+        self.next_segment += 1;
+        let block = Block { offset: 0, size, requested: 0, tag: None };
+        self.segments.insert(id, Segment { id, pool, size, blocks: BTreeMap::from([(0, block)]) });
+        self.free.entry(pool).or_default().insert((size, id, 0));
+        self.stats.reserved_bytes += size;
+        self.stats.peak_reserved_bytes = self.stats.peak_reserved_bytes.max(self.stats.reserved_bytes);
+        self.stats.segments += 1;
+        self.stats.segment_allocs += 1;
+        self.push(Event::SegmentAlloc { segment: id, pool, size });
+        Some(id)
+    }
+
+    /// `release_cached_blocks`: frees every segment with no allocated block. Returns the count.
+    pub fn release_cached_segments(&mut self) -> usize {
+        let free: Vec<(SegmentId, Pool, u64)> =
+            self.segments.values().filter(|s| s.is_free()).map(|s| (s.id, s.pool, s.size)).collect();
+        for &(id, pool, size) in &free {
+            self.segments.remove(&id);
+            if let Some(set) = self.free.get_mut(&pool) {
+                set.remove(&(size, id, 0));
+            }
+            self.stats.reserved_bytes -= size;
+            self.stats.segments -= 1;
+            self.stats.segment_releases += 1;
+            self.push(Event::SegmentFree { segment: id, size });
+        }
+        free.len()
+    }
+
+    fn take_block(
+        &mut self,
+        pool: Pool,
+        segment: SegmentId,
+        offset: u64,
+        size: u64,
+        requested: u64,
+        tag: T,
+    ) -> Placement {
+        let seg = self.segments.get_mut(&segment);
+        let Some(seg) = seg else { return Placement { segment, offset, size } };
+        let block_size = seg.blocks.get(&offset).map_or(size, |b| b.size);
+        let set = self.free.entry(pool).or_default();
+        set.remove(&(block_size, segment, offset));
+        let mut taken = block_size;
+        if pool.should_split(block_size, size) {
+            let rest = Block { offset: offset + size, size: block_size - size, requested: 0, tag: None };
+            set.insert((rest.size, segment, rest.offset));
+            seg.blocks.insert(rest.offset, rest);
+            taken = size;
+        }
+        seg.blocks.insert(offset, Block { offset, size: taken, requested, tag: Some(tag) });
+        self.stats.allocated_bytes += taken;
+        self.stats.requested_bytes += requested;
+        self.stats.peak_allocated_bytes = self.stats.peak_allocated_bytes.max(self.stats.allocated_bytes);
+        self.stats.active_blocks += 1;
+        self.stats.alloc_count += 1;
+        Placement { segment, offset, size: taken }
+    }
+
+    /// Frees an allocation; it merges with free neighbours and stays cached. Unknown or
+    /// already-free placements are ignored (returns false).
+    pub fn free(&mut self, placement: Placement) -> bool {
+        let Some(seg) = self.segments.get_mut(&placement.segment) else { return false };
+        let pool = seg.pool;
+        let Some(block) = seg.blocks.get_mut(&placement.offset) else { return false };
+        let Some(tag) = block.tag.take() else { return false };
+        let (mut offset, mut size) = (block.offset, block.size);
+        let requested = std::mem::take(&mut block.requested);
+        self.stats.allocated_bytes -= size;
+        self.stats.requested_bytes -= requested;
+        self.stats.active_blocks -= 1;
+        self.stats.free_count += 1;
+        let set = self.free.entry(pool).or_default();
+        // merge with the next block
+        if let Some(next) = seg.blocks.get(&(offset + size)).filter(|b| b.tag.is_none()).map(|b| b.size) {
+            set.remove(&(next, placement.segment, offset + size));
+            seg.blocks.remove(&(offset + size));
+            size += next;
+        }
+        // merge with the previous block
+        if let Some((&prev_off, prev)) = seg.blocks.range(..offset).next_back()
+            && prev.tag.is_none()
+            && prev_off + prev.size == offset
+        {
+            let prev_size = prev.size;
+            set.remove(&(prev_size, placement.segment, prev_off));
+            seg.blocks.remove(&offset);
+            offset = prev_off;
+            size += prev_size;
+        }
+        seg.blocks.insert(offset, Block { offset, size, requested: 0, tag: None });
+        set.insert((size, placement.segment, offset));
+        self.push(Event::Free { tag, placement });
+        true
+    }
+
+    /// Checks every invariant; returns the first violation. Used by tests.
+    pub fn check_invariants(&self) -> Result<(), String> {
+        let mut allocated = 0;
+        let mut reserved = 0;
+        let mut active = 0;
+        for seg in self.segments.values() {
+            reserved += seg.size;
+            let mut end = 0;
+            let mut prev_free = false;
+            for (&off, b) in &seg.blocks {
+                if off != end {
+                    return Err(format!("segment {:?}: gap or overlap at {off} (expected {end})", seg.id));
+                }
+                if b.size == 0 || off != b.offset {
+                    return Err(format!("segment {:?}: bad block at {off}", seg.id));
+                }
+                let free = b.tag.is_none();
+                if free && prev_free {
+                    return Err(format!("segment {:?}: two adjacent free blocks at {off}", seg.id));
+                }
+                let in_free_set = self.free.get(&seg.pool).is_some_and(|s| s.contains(&(b.size, seg.id, off)));
+                if free != in_free_set {
+                    return Err(format!("segment {:?}: free-set mismatch at {off}", seg.id));
+                }
+                if !free {
+                    allocated += b.size;
+                    active += 1;
+                }
+                prev_free = free;
+                end = off + b.size;
+            }
+            if end != seg.size {
+                return Err(format!("segment {:?}: blocks cover {end} of {}", seg.id, seg.size));
+            }
+        }
+        let free_entries: usize = self.free.values().map(BTreeSet::len).sum();
+        let free_blocks = self.segments.values().flat_map(|s| s.blocks.values()).filter(|b| b.tag.is_none()).count();
+        if free_entries != free_blocks {
+            return Err(format!("{free_entries} free-set entries for {free_blocks} free blocks"));
+        }
+        let s = self.stats;
+        if s.allocated_bytes != allocated || s.reserved_bytes != reserved || s.active_blocks != active {
+            return Err(format!(
+                "stats {s:?} disagree with blocks (allocated {allocated}, reserved {reserved}, active {active})"
+            ));
+        }
+        if !(s.requested_bytes <= s.allocated_bytes
+            && s.allocated_bytes <= s.reserved_bytes
+            && s.reserved_bytes <= self.capacity)
+        {
+            return Err(format!("requested ≤ allocated ≤ reserved ≤ capacity violated: {s:?}"));
+        }
+        if s.segments != self.segments.len() as u64 {
+            return Err("segment count".into());
+        }
+        Ok(())
+    }
+}

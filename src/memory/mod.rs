@@ -1,6 +1,9 @@
-//! Memory: the caching allocator (PyTorch's rules), and — built on the plan — the simulated
-//! timeline of one step, per-category peaks and the out-of-memory error.
+//! Memory: the caching allocator (PyTorch's rules); one step replayed through it (the plan's
+//! prediction of every byte, per category and over time); the closed-form formulas.
 
 pub mod allocator;
+pub mod formula;
+pub mod step;
 
 pub use allocator::{CachingAllocator, OutOfMemory, Placement, Pool, SegmentId, Stats};
+pub use step::{CategoryBytes, StepMemory, StepOom, simulate, simulate_peak};

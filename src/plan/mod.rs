@@ -42,7 +42,8 @@ impl DType {
     }
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(transparent)]
 pub struct TensorId(pub usize);
 
 #[derive(Clone, Debug, PartialEq)]
@@ -220,6 +221,47 @@ pub enum Op {
 }
 
 impl Op {
+    /// The views this op reads (accumulated outputs count as read) and the views it writes.
+    pub fn reads_writes(&self) -> (Vec<View>, Vec<View>) {
+        match *self {
+            Op::Zero { dst } => (vec![], vec![dst]),
+            Op::Embedding { tokens, wte, wpe, out } => (vec![tokens, wte, wpe], vec![out]),
+            Op::EmbeddingBackward { tokens, token_offsets, token_positions, dout, dwte, dwpe } => {
+                (vec![tokens, token_offsets, token_positions, dout, dwte, dwpe], vec![dwte, dwpe])
+            }
+            Op::LayerNorm { inp, weight, bias, out, mean, rstd } => (vec![inp, weight, bias], vec![out, mean, rstd]),
+            Op::LayerNormBackward { inp, weight, mean, rstd, dout, dinp, dweight, dbias, accumulate } => {
+                let mut reads = vec![inp, weight, mean, rstd, dout, dweight, dbias];
+                if accumulate {
+                    reads.push(dinp);
+                }
+                (reads, vec![dinp, dweight, dbias])
+            }
+            Op::Matmul { inp, weight, bias, out, .. } => {
+                (std::iter::once(inp).chain([weight]).chain(bias).collect(), vec![out])
+            }
+            Op::MatmulBackward { inp, weight, dout, dinp, dweight, dbias, .. } => {
+                let reads = [inp, weight, dout, dweight].into_iter().chain(dbias).collect();
+                (reads, [dinp, dweight].into_iter().chain(dbias).collect())
+            }
+            Op::Attention { qkv, att, out } => (vec![qkv], vec![att, out]),
+            Op::AttentionBackward { qkv, att, dout, datt, dqkv } => (vec![qkv, att, dout], vec![datt, dqkv]),
+            Op::Gelu { inp, out } => (vec![inp], vec![out]),
+            Op::GeluBackward { inp, dout, dinp } => (vec![inp, dout], vec![dinp]),
+            Op::Residual { a, b, out } => (vec![a, b], vec![out]),
+            Op::ResidualBackward { dout, da } => (vec![dout], vec![da]),
+            Op::CrossEntropy { logits, targets, probs, losses, loss } => {
+                (vec![logits, targets], vec![probs, losses, loss])
+            }
+            Op::CrossEntropyBackward { probs, targets, dlogits } => (vec![probs, targets], vec![dlogits]),
+            Op::AdamW { params, grads, m, v } => (vec![params, grads, m, v], vec![params, m, v]),
+            Op::Sgd { params, grads, momentum } => (
+                [params, grads].into_iter().chain(momentum).collect(),
+                std::iter::once(params).chain(momentum).collect(),
+            ),
+        }
+    }
+
     /// A short name for timelines and messages.
     pub fn name(&self) -> &'static str {
         match self {
@@ -250,6 +292,57 @@ pub struct OpNode {
     pub phase: Phase,
     /// Human-readable label, e.g. "h.0.attn.c_attn".
     pub label: String,
+}
+
+/// When a tensor is alive, as an eager framework (PyTorch) has it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Lifetime {
+    /// Parameters, gradients, optimizer state and master weights: allocated before the first
+    /// step and kept across steps. (PyTorch allocates gradients during the first backward; from
+    /// the second step on they are always there, which is the state shown.)
+    Persistent,
+    /// The input batch: uploaded before the step and held by the training loop throughout it.
+    Step,
+    /// Allocated just before op `first` (the first op that touches it) and freed right after op
+    /// `last` (the last op that reads it).
+    Ops { first: usize, last: usize },
+    /// Not used by any op.
+    Unused,
+}
+
+impl Category {
+    pub const ALL: [Category; 9] = [
+        Category::Parameters,
+        Category::Gradients,
+        Category::OptimizerState,
+        Category::MasterWeights,
+        Category::Activations,
+        Category::Temporaries,
+        Category::Input,
+        Category::Logits,
+        Category::Workspace,
+    ];
+
+    /// snake_case name, as in JSON.
+    pub fn name(self) -> &'static str {
+        match self {
+            Category::Parameters => "parameters",
+            Category::Gradients => "gradients",
+            Category::OptimizerState => "optimizer_state",
+            Category::MasterWeights => "master_weights",
+            Category::Activations => "activations",
+            Category::Temporaries => "temporaries",
+            Category::Input => "input",
+            Category::Logits => "logits",
+            Category::Workspace => "workspace",
+        }
+    }
+
+    /// Whether tensors of this category outlive a step.
+    pub fn is_persistent(self) -> bool {
+        matches!(self, Category::Parameters | Category::Gradients | Category::OptimizerState | Category::MasterWeights)
+    }
 }
 
 /// The tensors every backend uploads or reads by name.
@@ -284,6 +377,31 @@ impl Plan {
     /// The whole of a tensor as a view.
     pub fn whole(&self, id: TensorId) -> View {
         View { tensor: id, offset: 0, len: self.tensors[id.0].numel() }
+    }
+
+    /// Every tensor's lifetime, indexed by tensor id.
+    pub fn lifetimes(&self) -> Vec<Lifetime> {
+        let mut span: Vec<Option<(usize, usize)>> = vec![None; self.tensors.len()];
+        for (i, node) in self.ops.iter().enumerate() {
+            let (reads, writes) = node.op.reads_writes();
+            for v in reads.iter().chain(&writes) {
+                let s = &mut span[v.tensor.0];
+                *s = Some(s.map_or((i, i), |(first, _)| (first, i)));
+            }
+        }
+        self.tensors
+            .iter()
+            .zip(span)
+            .map(|(t, span)| {
+                if t.category.is_persistent() {
+                    Lifetime::Persistent
+                } else if t.category == Category::Input {
+                    Lifetime::Step
+                } else {
+                    span.map_or(Lifetime::Unused, |(first, last)| Lifetime::Ops { first, last })
+                }
+            })
+            .collect()
     }
 
     /// Builds the plan of one training step.

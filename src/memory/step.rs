@@ -1,0 +1,280 @@
+//! One training step replayed through the caching allocator: the plan's prediction of every
+//! byte — per category, over the ops of the step, and at the peak.
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+
+use super::allocator::{CachingAllocator, Event, OutOfMemory, Placement, Stats};
+use crate::plan::{Category, Lifetime, Plan, TensorId};
+
+/// Bytes per category; serialises as `{"parameters": …, "gradients": …, …}`.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+#[serde(transparent)]
+pub struct CategoryBytes(pub BTreeMap<&'static str, u64>);
+
+impl CategoryBytes {
+    /// Every category, at zero.
+    pub fn zero() -> Self {
+        Self(Category::ALL.iter().map(|c| (c.name(), 0)).collect())
+    }
+    pub fn add(&mut self, c: Category, bytes: u64) {
+        *self.0.entry(c.name()).or_default() += bytes;
+    }
+    pub fn get(&self, c: Category) -> u64 {
+        self.0.get(c.name()).copied().unwrap_or(0)
+    }
+    pub fn total(&self) -> u64 {
+        self.0.values().sum()
+    }
+}
+
+/// What an allocator event is for: a tensor, and the op that asked (None: before the step).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub struct TensorTag {
+    pub tensor: TensorId,
+    pub op: Option<usize>,
+}
+
+/// Memory while one op runs (after its outputs are allocated, before anything is freed).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct OpMemory {
+    /// None: the state before the first op (persistent tensors and the batch).
+    pub op: Option<usize>,
+    /// Allocated bytes (block sizes) per category.
+    pub allocated: CategoryBytes,
+    pub allocated_bytes: u64,
+    pub reserved_bytes: u64,
+}
+
+/// The whole step's memory.
+#[derive(Clone, Debug, Serialize)]
+pub struct StepMemory {
+    pub capacity_bytes: u64,
+    pub timeline: Vec<OpMemory>,
+    /// Index into `timeline` of the highest allocated point.
+    pub peak_index: usize,
+    /// Allocated bytes (block sizes) per category at the peak.
+    pub peak_allocated: CategoryBytes,
+    /// The tensors' own bytes per category at the peak (before the allocator's rounding).
+    pub peak_requested: CategoryBytes,
+    /// Tensors alive at the peak.
+    pub live_at_peak: Vec<TensorId>,
+    /// The most bytes of saved activations alive at any point (their own bytes).
+    pub activation_peak_bytes: u64,
+    pub stats: Stats,
+    /// Where each tensor was placed (the last placement, for tensors placed twice).
+    pub placements: Vec<Option<Placement>>,
+    #[serde(skip)]
+    pub events: Vec<Event<TensorTag>>,
+}
+
+impl StepMemory {
+    pub fn peak_allocated_bytes(&self) -> u64 {
+        self.stats.peak_allocated_bytes
+    }
+    pub fn peak_reserved_bytes(&self) -> u64 {
+        self.stats.peak_reserved_bytes
+    }
+}
+
+/// A step that ran out of memory: which tensor, for which op, and PyTorch's message.
+#[derive(Clone, Debug, Serialize)]
+pub struct StepOom {
+    pub tensor: TensorId,
+    pub tensor_name: String,
+    pub category: Category,
+    /// None: while allocating the persistent tensors or the batch.
+    pub op: Option<usize>,
+    pub op_label: String,
+    pub error: OutOfMemory,
+    pub message: String,
+}
+
+impl std::fmt::Display for StepOom {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for StepOom {}
+
+/// Drives a caching allocator through the allocations and frees of a plan, in the order an
+/// eager framework performs them. Backends use the same driver while they execute, so what they
+/// measure is what the plan predicts.
+pub struct StepAllocator<'p> {
+    plan: &'p Plan,
+    lifetimes: Vec<crate::plan::Lifetime>,
+    /// Tensors first touched by op i, and last touched by op i.
+    starts: Vec<Vec<TensorId>>,
+    ends: Vec<Vec<TensorId>>,
+    pub allocator: CachingAllocator<TensorTag>,
+    pub placements: Vec<Option<Placement>>,
+}
+
+impl<'p> StepAllocator<'p> {
+    pub fn new(plan: &'p Plan, capacity: u64, record_events: bool) -> Self {
+        let lifetimes = plan.lifetimes();
+        let mut starts = vec![Vec::new(); plan.ops.len()];
+        let mut ends = vec![Vec::new(); plan.ops.len()];
+        for (i, l) in lifetimes.iter().enumerate() {
+            if let Lifetime::Ops { first, last } = *l {
+                starts[first].push(TensorId(i));
+                ends[last].push(TensorId(i));
+            }
+        }
+        let allocator = CachingAllocator::new(capacity);
+        let allocator = if record_events { allocator } else { allocator.without_events() };
+        Self { plan, lifetimes, starts, ends, allocator, placements: vec![None; plan.tensors.len()] }
+    }
+
+    fn alloc(&mut self, tensor: TensorId, op: Option<usize>) -> Result<Placement, StepOom> {
+        let info = self.plan.tensor(tensor);
+        match self.allocator.malloc(info.size_bytes() as u64, TensorTag { tensor, op }) {
+            Ok(p) => {
+                self.placements[tensor.0] = Some(p);
+                Ok(p)
+            }
+            Err(error) => {
+                let op_label = op.map_or("before the step".to_string(), |i| {
+                    let node = &self.plan.ops[i];
+                    format!("{} ({})", node.label, node.op.name())
+                });
+                let what = format!("{} '{}' {:?} for {op_label}", info.category.name(), info.name, info.shape);
+                let message = error.message(&what);
+                Err(StepOom {
+                    tensor,
+                    tensor_name: info.name.clone(),
+                    category: info.category,
+                    op,
+                    op_label,
+                    error,
+                    message,
+                })
+            }
+        }
+    }
+
+    /// Allocates the persistent tensors and the batch (before the first step).
+    pub fn setup(&mut self) -> Result<(), StepOom> {
+        for i in 0..self.plan.tensors.len() {
+            if matches!(self.lifetimes[i], Lifetime::Persistent | Lifetime::Step) {
+                self.alloc(TensorId(i), None)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Allocates what op `i` first writes; returns the new placements.
+    pub fn before_op(&mut self, i: usize) -> Result<Vec<(TensorId, Placement)>, StepOom> {
+        let starts = std::mem::take(&mut self.starts[i]);
+        let mut out = Vec::with_capacity(starts.len());
+        for &t in &starts {
+            out.push((t, self.alloc(t, Some(i))?));
+        }
+        self.starts[i] = starts;
+        Ok(out)
+    }
+
+    /// Frees what op `i` reads for the last time.
+    pub fn after_op(&mut self, i: usize) {
+        for &t in &self.ends[i] {
+            if let Some(p) = self.placements[t.0] {
+                self.allocator.free(p);
+            }
+        }
+    }
+
+    /// Frees every tensor of the step that is still allocated (after an OOM, or the batch at the
+    /// end of the step), so the next step or config starts clean.
+    pub fn release_step(&mut self) {
+        for (i, l) in self.lifetimes.iter().enumerate() {
+            if !matches!(l, Lifetime::Persistent)
+                && let Some(p) = self.placements[i]
+            {
+                self.allocator.free(p);
+            }
+        }
+    }
+
+    /// Allocated bytes per category now, as block sizes and as the tensors' own bytes.
+    fn by_category(&self) -> (CategoryBytes, CategoryBytes, Vec<TensorId>) {
+        let mut allocated = CategoryBytes::zero();
+        let mut requested = CategoryBytes::zero();
+        let mut live = Vec::new();
+        for seg in self.allocator.segments() {
+            for b in seg.blocks.values() {
+                if let Some(tag) = &b.tag {
+                    let info = self.plan.tensor(tag.tensor);
+                    allocated.add(info.category, b.size);
+                    requested.add(info.category, info.size_bytes() as u64);
+                    live.push(tag.tensor);
+                }
+            }
+        }
+        live.sort();
+        (allocated, requested, live)
+    }
+}
+
+/// Predicts one step's memory at `capacity_bytes`: setup, then every op with its allocations
+/// and frees. An allocation that does not fit is an out-of-memory error naming the tensor and
+/// the op; nothing is left allocated.
+pub fn simulate(plan: &Plan, capacity_bytes: u64) -> Result<StepMemory, StepOom> {
+    simulate_with(plan, capacity_bytes, true)
+}
+
+/// [`simulate`] without the event log or per-op breakdown, for sweeps.
+pub fn simulate_peak(plan: &Plan, capacity_bytes: u64) -> Result<StepMemory, StepOom> {
+    simulate_with(plan, capacity_bytes, false)
+}
+
+fn simulate_with(plan: &Plan, capacity_bytes: u64, detailed: bool) -> Result<StepMemory, StepOom> {
+    let mut sa = StepAllocator::new(plan, capacity_bytes, detailed);
+    sa.setup()?;
+    let mut timeline = Vec::new();
+    let mut best: Option<(u64, usize, CategoryBytes, CategoryBytes, Vec<TensorId>)> = None;
+    let mut activation_peak = 0;
+    let mut record = |sa: &StepAllocator, op: Option<usize>, timeline: &mut Vec<OpMemory>| {
+        let stats = sa.allocator.stats();
+        let (allocated, requested, live) = sa.by_category();
+        activation_peak = activation_peak.max(requested.get(Category::Activations));
+        let index = timeline.len();
+        if best.as_ref().is_none_or(|b| stats.allocated_bytes > b.0) {
+            best = Some((stats.allocated_bytes, index, allocated.clone(), requested, live));
+        }
+        timeline.push(OpMemory {
+            op,
+            allocated,
+            allocated_bytes: stats.allocated_bytes,
+            reserved_bytes: stats.reserved_bytes,
+        });
+    };
+    record(&sa, None, &mut timeline);
+    for i in 0..plan.ops.len() {
+        if let Err(oom) = sa.before_op(i) {
+            sa.release_step();
+            return Err(oom);
+        }
+        record(&sa, Some(i), &mut timeline);
+        sa.after_op(i);
+    }
+    sa.release_step();
+    let (_, peak_index, peak_allocated, peak_requested, live_at_peak) =
+        best.unwrap_or((0, 0, CategoryBytes::zero(), CategoryBytes::zero(), Vec::new()));
+    if !detailed {
+        timeline.clear();
+    }
+    Ok(StepMemory {
+        capacity_bytes,
+        timeline,
+        peak_index,
+        peak_allocated,
+        peak_requested,
+        live_at_peak,
+        activation_peak_bytes: activation_peak,
+        stats: sa.allocator.stats(),
+        placements: sa.placements.clone(),
+        events: sa.allocator.events().to_vec(),
+    })
+}

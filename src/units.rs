@@ -29,3 +29,47 @@ mod tests {
         assert_eq!(format_bytes(3 * 1024 * 1024 * 1024 + 256 * 1024 * 1024), "3.25 GiB");
     }
 }
+
+/// Parses "64MiB", "1 GiB", "512KiB", "2.5GB", "1000000" (bytes). Decimal units (KB, MB, GB)
+/// are powers of 1000, binary ones (KiB, MiB, GiB) powers of 1024.
+pub fn parse_bytes(text: &str) -> Result<u64, String> {
+    let t = text.trim();
+    let split = t.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(t.len());
+    let (number, unit) = t.split_at(split);
+    let value: f64 = number.parse().map_err(|_| format!("cannot read {text:?} as a size (try 64MiB or 1GiB)"))?;
+    let scale = match unit.trim().to_ascii_lowercase().as_str() {
+        "" | "b" | "bytes" => 1.0,
+        "k" | "kib" => 1024.0,
+        "m" | "mib" => 1024.0 * 1024.0,
+        "g" | "gib" => 1024.0 * 1024.0 * 1024.0,
+        "t" | "tib" => 1024.0f64.powi(4),
+        "kb" => 1e3,
+        "mb" => 1e6,
+        "gb" => 1e9,
+        "tb" => 1e12,
+        other => return Err(format!("unknown size unit {other:?} in {text:?} (use KiB, MiB, GiB)")),
+    };
+    let bytes = value * scale;
+    if !bytes.is_finite() || bytes < 1.0 || bytes > 1e18 {
+        return Err(format!("size {text:?} is out of range"));
+    }
+    Ok(bytes.round() as u64)
+}
+
+#[cfg(test)]
+mod parse_tests {
+    use super::parse_bytes;
+
+    #[test]
+    fn parses_sizes() {
+        assert_eq!(parse_bytes("64MiB"), Ok(64 << 20));
+        assert_eq!(parse_bytes("1 GiB"), Ok(1 << 30));
+        assert_eq!(parse_bytes("1.5kib"), Ok(1536));
+        assert_eq!(parse_bytes("2GB"), Ok(2_000_000_000));
+        assert_eq!(parse_bytes("4096"), Ok(4096));
+        assert!(parse_bytes("lots").is_err());
+        assert!(parse_bytes("-5MiB").is_err());
+        assert!(parse_bytes("0").is_err());
+        assert!(parse_bytes("12 parsecs").is_err());
+    }
+}

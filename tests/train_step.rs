@@ -132,7 +132,7 @@ fn configs_beyond_the_adapter_limits_are_clear_errors() {
     let plan = Plan::build(&model, shape, &OptimizerConfig::default()).expect("plan");
     assert!(plan.tensors.iter().any(|t| t.size_bytes() as u64 > limit));
     match pollster::block_on(GpuExecutor::new(&g.ctx, &g.kernels, plan, 0)) {
-        Err(e @ oomlab::backend::gpu::GpuError::ExceedsLimit { .. }) => {
+        Err(e @ BackendError::Gpu(oomlab::backend::gpu::GpuError::ExceedsLimit { .. })) => {
             let msg = e.to_string();
             println!("{msg}");
             assert!(msg.starts_with("tensor ") && msg.contains("choose a smaller configuration"), "{msg}");

@@ -17,6 +17,9 @@ pub enum BackendError {
     ShapeMismatch { plan: StepShape, batch: StepShape },
     #[error(transparent)]
     Gpu(#[from] gpu::GpuError),
+    /// The step does not fit the (virtual) GPU's memory.
+    #[error("{0}")]
+    OutOfMemory(Box<crate::memory::StepOom>),
 }
 
 /// What a training loop needs from a backend.

@@ -198,7 +198,7 @@ impl<'p> StepAllocator<'p> {
     }
 
     /// Allocated bytes per category now, as block sizes and as the tensors' own bytes.
-    fn by_category(&self) -> (CategoryBytes, CategoryBytes, Vec<TensorId>) {
+    pub fn by_category(&self) -> (CategoryBytes, CategoryBytes, Vec<TensorId>) {
         let mut allocated = CategoryBytes::zero();
         let mut requested = CategoryBytes::zero();
         let mut live = Vec::new();
@@ -217,6 +217,57 @@ impl<'p> StepAllocator<'p> {
     }
 }
 
+/// Collects the memory timeline of a step as ops run: the state after each op's allocations,
+/// the peak and the largest amount of saved activations.
+#[derive(Clone, Debug, Default)]
+pub struct Trace {
+    pub timeline: Vec<OpMemory>,
+    pub peak_index: usize,
+    pub peak_allocated_bytes: u64,
+    pub peak_allocated: CategoryBytes,
+    pub peak_requested: CategoryBytes,
+    pub live_at_peak: Vec<TensorId>,
+    pub activation_peak_bytes: u64,
+}
+
+impl Trace {
+    /// Records the allocator's state while op `op` runs (None: before the first op).
+    pub fn record(&mut self, sa: &StepAllocator, op: Option<usize>) {
+        let stats = sa.allocator.stats();
+        let (allocated, requested, live) = sa.by_category();
+        self.activation_peak_bytes = self.activation_peak_bytes.max(requested.get(Category::Activations));
+        if self.timeline.is_empty() || stats.allocated_bytes > self.peak_allocated_bytes {
+            self.peak_index = self.timeline.len();
+            self.peak_allocated_bytes = stats.allocated_bytes;
+            self.peak_allocated = allocated.clone();
+            self.peak_requested = requested;
+            self.live_at_peak = live;
+        }
+        self.timeline.push(OpMemory {
+            op,
+            allocated,
+            allocated_bytes: stats.allocated_bytes,
+            reserved_bytes: stats.reserved_bytes,
+        });
+    }
+
+    /// The finished report.
+    pub fn finish(self, sa: &StepAllocator, capacity_bytes: u64) -> StepMemory {
+        StepMemory {
+            capacity_bytes,
+            timeline: self.timeline,
+            peak_index: self.peak_index,
+            peak_allocated: self.peak_allocated,
+            peak_requested: self.peak_requested,
+            live_at_peak: self.live_at_peak,
+            activation_peak_bytes: self.activation_peak_bytes,
+            stats: sa.allocator.stats(),
+            placements: sa.placements.clone(),
+            events: sa.allocator.events().to_vec(),
+        }
+    }
+}
+
 /// Predicts one step's memory at `capacity_bytes`: setup, then every op with its allocations
 /// and frees. An allocation that does not fit is an out-of-memory error naming the tensor and
 /// the op; nothing is left allocated.
@@ -224,57 +275,25 @@ pub fn simulate(plan: &Plan, capacity_bytes: u64) -> Result<StepMemory, StepOom>
     simulate_with(plan, capacity_bytes, true)
 }
 
-/// [`simulate`] without the event log or per-op breakdown, for sweeps.
+/// [`simulate`] without the event log, for sweeps.
 pub fn simulate_peak(plan: &Plan, capacity_bytes: u64) -> Result<StepMemory, StepOom> {
     simulate_with(plan, capacity_bytes, false)
 }
 
-fn simulate_with(plan: &Plan, capacity_bytes: u64, detailed: bool) -> Result<StepMemory, StepOom> {
-    let mut sa = StepAllocator::new(plan, capacity_bytes, detailed);
+fn simulate_with(plan: &Plan, capacity_bytes: u64, events: bool) -> Result<StepMemory, StepOom> {
+    let mut sa = StepAllocator::new(plan, capacity_bytes, events);
     sa.setup()?;
-    let mut timeline = Vec::new();
-    let mut best: Option<(u64, usize, CategoryBytes, CategoryBytes, Vec<TensorId>)> = None;
-    let mut activation_peak = 0;
-    let mut record = |sa: &StepAllocator, op: Option<usize>, timeline: &mut Vec<OpMemory>| {
-        let stats = sa.allocator.stats();
-        let (allocated, requested, live) = sa.by_category();
-        activation_peak = activation_peak.max(requested.get(Category::Activations));
-        let index = timeline.len();
-        if best.as_ref().is_none_or(|b| stats.allocated_bytes > b.0) {
-            best = Some((stats.allocated_bytes, index, allocated.clone(), requested, live));
-        }
-        timeline.push(OpMemory {
-            op,
-            allocated,
-            allocated_bytes: stats.allocated_bytes,
-            reserved_bytes: stats.reserved_bytes,
-        });
-    };
-    record(&sa, None, &mut timeline);
+    let mut trace = Trace::default();
+    trace.record(&sa, None);
     for i in 0..plan.ops.len() {
         if let Err(oom) = sa.before_op(i) {
             sa.release_step();
             return Err(oom);
         }
-        record(&sa, Some(i), &mut timeline);
+        trace.record(&sa, Some(i));
         sa.after_op(i);
     }
+    let report = trace.finish(&sa, capacity_bytes);
     sa.release_step();
-    let (_, peak_index, peak_allocated, peak_requested, live_at_peak) =
-        best.unwrap_or((0, 0, CategoryBytes::zero(), CategoryBytes::zero(), Vec::new()));
-    if !detailed {
-        timeline.clear();
-    }
-    Ok(StepMemory {
-        capacity_bytes,
-        timeline,
-        peak_index,
-        peak_allocated,
-        peak_requested,
-        live_at_peak,
-        activation_peak_bytes: activation_peak,
-        stats: sa.allocator.stats(),
-        placements: sa.placements.clone(),
-        events: sa.allocator.events().to_vec(),
-    })
+    Ok(report)
 }

@@ -302,13 +302,11 @@ pub enum Lifetime {
     /// step and kept across steps. (PyTorch allocates gradients during the first backward; from
     /// the second step on they are always there, which is the state shown.)
     Persistent,
-    /// The input batch: uploaded before the step and held by the training loop throughout it.
+    /// The input batch, and the loss: held by the training loop throughout the step.
     Step,
     /// Allocated just before op `first` (the first op that touches it) and freed right after op
     /// `last` (the last op that reads it).
     Ops { first: usize, last: usize },
-    /// Not used by any op.
-    Unused,
 }
 
 impl Category {
@@ -389,16 +387,22 @@ impl Plan {
                 *s = Some(s.map_or((i, i), |(first, _)| (first, i)));
             }
         }
+        let loss = self.handles.loss;
         self.tensors
             .iter()
             .zip(span)
-            .map(|(t, span)| {
+            .enumerate()
+            .map(|(i, (t, span))| {
+                let span = if TensorId(i) == loss { None } else { span };
                 if t.category.is_persistent() {
                     Lifetime::Persistent
-                } else if t.category == Category::Input {
-                    Lifetime::Step
                 } else {
-                    span.map_or(Lifetime::Unused, |(first, last)| Lifetime::Ops { first, last })
+                    // The batch, and the loss the training loop reads after the step, are held
+                    // for the whole step; so is anything no op touches (a caller's handle).
+                    match span {
+                        Some((first, last)) if t.category != Category::Input => Lifetime::Ops { first, last },
+                        _ => Lifetime::Step,
+                    }
                 }
             })
             .collect()

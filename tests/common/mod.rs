@@ -79,7 +79,9 @@ impl Case {
             name: name.into(),
             shape: shape.to_vec(),
             dtype,
-            category: Category::Temporaries,
+            // Input: held for the whole step, as a test holds its inputs and reads its outputs
+            // afterwards (a temporary would be freed, and its memory reused, after its last use).
+            category: Category::Input,
             layer: None,
         });
         View { tensor: id, offset: 0, len: shape.iter().product() }

@@ -1,4 +1,6 @@
-//! Executes a plan on the GPU: one wgpu buffer per tensor, dispatches recorded once.
+//! Executes a plan on the GPU. Tensors are placed by the caching allocator: each segment it
+//! reserves is a real wgpu buffer, and each tensor is bound at its offset inside one, so the
+//! reserved bytes are real GPU memory. Dispatches are recorded once and replayed every step.
 
 use std::sync::Arc;
 
@@ -8,12 +10,17 @@ use super::{GpuContext, GpuError};
 use crate::backend::BackendError;
 use crate::backend::cpu::ops::AdamWStep;
 use crate::data::Batch;
+use crate::memory::step::{StepAllocator, StepMemory, Trace};
+use crate::memory::{Placement, SegmentId};
 use crate::model::init::init_params;
 use crate::plan::{Op, Phase, Plan, TensorId, View, token_index};
 
+/// A capacity that never limits: the real device's memory does.
+pub const UNLIMITED: u64 = u64::MAX / 4;
+
 enum Cmd {
     Dispatch { pipeline: wgpu::ComputePipeline, bind_group: wgpu::BindGroup, groups: [u32; 3] },
-    Clear { tensor: TensorId, offset: u64, size: u64 },
+    Clear { buffer: usize, offset: u64, size: u64 },
 }
 
 struct Recorded {
@@ -24,11 +31,31 @@ struct Recorded {
     cmd: Cmd,
 }
 
-/// A plan bound to GPU buffers, ready to run steps.
+/// Where tensors live: buffers, and for each tensor a buffer index and a byte offset.
+struct Locations {
+    buffers: Vec<wgpu::Buffer>,
+    at: Vec<Option<(usize, u64)>>,
+}
+
+impl Locations {
+    /// Byte range of a view: (buffer index, offset).
+    fn of(&self, v: View) -> Option<(usize, u64)> {
+        self.at.get(v.tensor.0).copied().flatten().map(|(b, off)| (b, off + bytes(v.offset)))
+    }
+    fn tensor(&self, id: TensorId) -> Option<(&wgpu::Buffer, u64)> {
+        self.at.get(id.0).copied().flatten().map(|(b, off)| (&self.buffers[b], off))
+    }
+}
+
+/// A plan bound to GPU memory, ready to run steps.
 pub struct GpuExecutor {
     ctx: GpuContext,
     plan: Plan,
-    buffers: Vec<wgpu::Buffer>,
+    locations: Locations,
+    /// What the allocator saw while this executor placed the step's tensors (measured).
+    memory: StepMemory,
+    /// Bytes of the wgpu buffers backing the allocator's segments.
+    real_reserved_bytes: u64,
     uniform_buffer: wgpu::Buffer,
     commands: Vec<Recorded>,
     /// Byte offset of AdamW's uniform, rewritten each step.
@@ -109,10 +136,24 @@ fn adamw_step(plan: &Plan, step: u32) -> AdamWStep {
 }
 
 impl GpuExecutor {
-    /// Allocates the plan's tensors on the GPU, records its dispatches and uploads the initial
-    /// parameters (from `seed`). Limits are checked first, so a config too large for the
-    /// adapter gets [`GpuError::ExceedsLimit`] rather than a wgpu validation error.
-    pub async fn new(ctx: &GpuContext, kernels: &Kernels, plan: Plan, seed: u64) -> Result<Self, GpuError> {
+    /// [`Self::with_budget`] without a virtual budget: only the device's memory limits.
+    pub async fn new(ctx: &GpuContext, kernels: &Kernels, plan: Plan, seed: u64) -> Result<Self, BackendError> {
+        Self::with_budget(ctx, kernels, plan, seed, UNLIMITED).await
+    }
+
+    /// Places the plan's tensors with the caching allocator under a virtual GPU of
+    /// `budget_bytes`, backs every segment with a wgpu buffer, records the dispatches and
+    /// uploads the initial parameters (from `seed`). A step that does not fit the budget is
+    /// [`BackendError::OutOfMemory`] (PyTorch's message); a real wgpu out-of-memory while
+    /// creating the segments is reported the same way. Limits are checked first, so a config too
+    /// large for the adapter gets [`GpuError::ExceedsLimit`] rather than a validation error.
+    pub async fn with_budget(
+        ctx: &GpuContext,
+        kernels: &Kernels,
+        plan: Plan,
+        seed: u64,
+        budget_bytes: u64,
+    ) -> Result<Self, BackendError> {
         let limits = ctx.limits();
         let max_binding = limits.max_storage_buffer_binding_size.min(limits.max_buffer_size);
         for t in &plan.tensors {
@@ -122,7 +163,21 @@ impl GpuExecutor {
                     needed: t.size_bytes() as u64,
                     limit: max_binding,
                     bytes: true,
-                });
+                }
+                .into());
+            }
+        }
+        // Place every tensor as an eager framework would allocate and free it during the step.
+        let (memory, placements, segments) = place(&plan, budget_bytes)?;
+        for &(_, size) in &segments {
+            if size > limits.max_buffer_size {
+                return Err(GpuError::ExceedsLimit {
+                    what: "an allocator segment".into(),
+                    needed: size,
+                    limit: limits.max_buffer_size,
+                    bytes: true,
+                }
+                .into());
             }
         }
         let mut rec = Recorder::new(limits.max_compute_workgroups_per_dimension);
@@ -133,28 +188,48 @@ impl GpuExecutor {
                 needed: rec.uniforms.len() as u64,
                 limit: limits.max_buffer_size,
                 bytes: true,
-            });
+            }
+            .into());
         }
         let device = &ctx.device;
+        let real_reserved_bytes: u64 = segments.iter().map(|&(_, size)| size).sum();
         let built = ctx
-            .scoped("allocating the step's tensors", || {
+            .scoped("reserving the allocator's segments", || {
                 let buffers: Vec<wgpu::Buffer> =
-                    plan.tensors.iter().map(|t| storage_buffer(device, &t.name, t.size_bytes() as u64)).collect();
+                    segments.iter().map(|&(id, size)| storage_buffer(device, &format!("segment {}", id.0), size)).collect();
+                let index: std::collections::BTreeMap<SegmentId, usize> =
+                    segments.iter().enumerate().map(|(i, &(id, _))| (id, i)).collect();
+                let at = placements
+                    .iter()
+                    .map(|p| p.and_then(|p: Placement| index.get(&p.segment).map(|&b| (b, p.offset))))
+                    .collect();
+                let locations = Locations { buffers, at };
                 let loss_staging = device.create_buffer(&wgpu::BufferDescriptor {
                     label: Some("loss readback"),
                     size: 4,
                     usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
                     mapped_at_creation: false,
                 });
-                let (uniform_buffer, commands) = materialize(ctx, &rec, &buffers);
-                (buffers, uniform_buffer, loss_staging, commands)
+                let (uniform_buffer, commands) = materialize(ctx, &rec, &locations);
+                (locations, uniform_buffer, loss_staging, commands)
             })
-            .await?;
-        let (buffers, uniform_buffer, loss_staging, commands) = built;
+            .await
+            .map_err(|e| match e {
+                GpuError::OutOfMemory(detail) => GpuError::OutOfMemory(format!(
+                    "{detail}. The wgpu device could not reserve the allocator's {} segments ({} in all) although the {} budget allows them: the budget is larger than this GPU's free memory",
+                    segments.len(),
+                    crate::units::format_bytes(real_reserved_bytes),
+                    crate::units::format_bytes(budget_bytes.min(UNLIMITED))
+                )),
+                other => other,
+            })?;
+        let (locations, uniform_buffer, loss_staging, commands) = built;
         let exec = Self {
             ctx: ctx.clone(),
             plan,
-            buffers,
+            locations,
+            memory,
+            real_reserved_bytes,
             uniform_buffer,
             commands,
             adamw_uniform,
@@ -164,6 +239,16 @@ impl GpuExecutor {
         let init = init_params(&exec.plan.layout, seed);
         exec.write_params(&init);
         Ok(exec)
+    }
+
+    /// The allocator's view of the step as this executor placed it (measured).
+    pub fn memory(&self) -> &StepMemory {
+        &self.memory
+    }
+
+    /// Bytes of real wgpu buffers behind the allocator's segments.
+    pub fn real_reserved_bytes(&self) -> u64 {
+        self.real_reserved_bytes
     }
 
     pub fn plan(&self) -> &Plan {
@@ -183,8 +268,8 @@ impl GpuExecutor {
     pub fn write_tensor(&self, id: TensorId, data: &[u8]) {
         let size = self.plan.tensor(id).size_bytes();
         let n = data.len().min(size) / 4 * 4;
-        if n > 0 {
-            self.ctx.queue.write_buffer(&self.buffers[id.0], 0, &data[..n]);
+        if let (true, Some((buffer, offset))) = (n > 0, self.locations.tensor(id)) {
+            self.ctx.queue.write_buffer(buffer, offset, &data[..n]);
         }
     }
 
@@ -196,11 +281,10 @@ impl GpuExecutor {
         }
         let h = self.plan.handles;
         let (offsets, positions) = token_index(&batch.inputs, self.plan.model.vocab);
-        let q = &self.ctx.queue;
-        q.write_buffer(&self.buffers[h.tokens.0], 0, bytemuck::cast_slice(&batch.inputs));
-        q.write_buffer(&self.buffers[h.targets.0], 0, bytemuck::cast_slice(&batch.targets));
-        q.write_buffer(&self.buffers[h.token_offsets.0], 0, bytemuck::cast_slice(&offsets));
-        q.write_buffer(&self.buffers[h.token_positions.0], 0, bytemuck::cast_slice(&positions));
+        self.write_tensor(h.tokens, bytemuck::cast_slice(&batch.inputs));
+        self.write_tensor(h.targets, bytemuck::cast_slice(&batch.targets));
+        self.write_tensor(h.token_offsets, bytemuck::cast_slice(&offsets));
+        self.write_tensor(h.token_positions, bytemuck::cast_slice(&positions));
         Ok(())
     }
 
@@ -209,8 +293,10 @@ impl GpuExecutor {
     fn encode(&self, phases: &[Phase]) -> wgpu::CommandBuffer {
         let mut enc =
             self.ctx.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("oomlab step") });
-        encode_commands(&mut enc, &self.commands, &self.buffers, phases);
-        enc.copy_buffer_to_buffer(&self.buffers[self.plan.handles.loss.0], 0, &self.loss_staging, 0, 4);
+        encode_commands(&mut enc, &self.commands, &self.locations.buffers, phases);
+        if let Some((buffer, offset)) = self.locations.tensor(self.plan.handles.loss) {
+            enc.copy_buffer_to_buffer(buffer, offset, &self.loss_staging, 0, 4);
+        }
         enc.finish()
     }
 
@@ -247,7 +333,11 @@ impl GpuExecutor {
         });
         let mut enc =
             self.ctx.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("readback") });
-        enc.copy_buffer_to_buffer(&self.buffers[id.0], 0, &staging, 0, size);
+        let (buffer, offset) = self
+            .locations
+            .tensor(id)
+            .ok_or_else(|| GpuError::Readback(format!("tensor {} has no memory", self.plan.tensor(id).name)))?;
+        enc.copy_buffer_to_buffer(buffer, offset, &staging, 0, size);
         self.ctx.queue.submit([enc.finish()]);
         let data = read_buffer(&self.ctx, &staging, size).await?;
         Ok(bytemuck::pod_collect_to_vec(&data))
@@ -277,7 +367,7 @@ impl GpuExecutor {
                 let start = std::time::Instant::now();
                 let mut enc = device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("profile") });
                 for _ in 0..count {
-                    encode_commands(&mut enc, &self.commands[i..=i], &self.buffers, &[rec.phase]);
+                    encode_commands(&mut enc, &self.commands[i..=i], &self.locations.buffers, &[rec.phase]);
                 }
                 self.ctx.queue.submit([enc.finish()]);
                 device.poll(wgpu::PollType::wait_indefinitely()).map_err(|e| GpuError::DeviceLost(e.to_string()))?;
@@ -362,9 +452,40 @@ fn storage_buffer(device: &wgpu::Device, label: &str, size: u64) -> wgpu::Buffer
     })
 }
 
-/// Turns recorded commands into a uniform buffer and bind groups over `buffers` (indexed by
-/// tensor id). Call inside an error scope.
-fn materialize(ctx: &GpuContext, rec: &Recorder, buffers: &[wgpu::Buffer]) -> (wgpu::Buffer, Vec<Recorded>) {
+/// Places a plan's tensors through the caching allocator, op by op, as an eager framework
+/// allocates and frees them. Returns the allocator's trace of the step (what this backend
+/// measures), every tensor's placement and the segments to back with memory.
+pub(crate) fn place(
+    plan: &Plan,
+    budget_bytes: u64,
+) -> Result<(StepMemory, Vec<Option<Placement>>, Vec<(SegmentId, u64)>), BackendError> {
+    let mut sa = StepAllocator::new(plan, budget_bytes, true);
+    let mut trace = Trace::default();
+    let oom = |e| BackendError::OutOfMemory(Box::new(e));
+    sa.setup().map_err(oom)?;
+    trace.record(&sa, None);
+    for i in 0..plan.ops.len() {
+        sa.before_op(i).map_err(oom)?;
+        trace.record(&sa, Some(i));
+        sa.after_op(i);
+    }
+    let memory = trace.finish(&sa, budget_bytes);
+    // Every segment that held a tensor needs memory, including any released mid-step.
+    let mut segments: Vec<(SegmentId, u64)> = memory
+        .events
+        .iter()
+        .filter_map(|e| match e {
+            crate::memory::allocator::Event::SegmentAlloc { segment, size, .. } => Some((*segment, *size)),
+            _ => None,
+        })
+        .collect();
+    segments.sort();
+    Ok((memory, sa.placements.clone(), segments))
+}
+
+/// Turns recorded commands into a uniform buffer and bind groups over the tensors' locations.
+/// Call inside an error scope.
+fn materialize(ctx: &GpuContext, rec: &Recorder, loc: &Locations) -> (wgpu::Buffer, Vec<Recorded>) {
     let device = &ctx.device;
     let dummy = device.create_buffer(&wgpu::BufferDescriptor {
         label: Some("unused binding"),
@@ -379,11 +500,13 @@ fn materialize(ctx: &GpuContext, rec: &Recorder, buffers: &[wgpu::Buffer]) -> (w
         mapped_at_creation: false,
     });
     ctx.queue.write_buffer(&uniform_buffer, 0, &rec.uniforms);
+    // A view without memory (never the case for a plan's own ops) binds the placeholder.
     let resolve = |binding: &Binding| match *binding {
-        Binding::View(v) => wgpu::BufferBinding {
-            buffer: &buffers[v.tensor.0],
-            offset: bytes(v.offset),
-            size: wgpu::BufferSize::new(bytes(v.len)),
+        Binding::View(v) => match loc.of(v) {
+            Some((b, offset)) => {
+                wgpu::BufferBinding { buffer: &loc.buffers[b], offset, size: wgpu::BufferSize::new(bytes(v.len)) }
+            }
+            None => wgpu::BufferBinding { buffer: &dummy, offset: 0, size: None },
         },
         Binding::Dummy => wgpu::BufferBinding { buffer: &dummy, offset: 0, size: None },
     };
@@ -392,9 +515,10 @@ fn materialize(ctx: &GpuContext, rec: &Recorder, buffers: &[wgpu::Buffer]) -> (w
         .iter()
         .map(|(phase, label, command)| {
             let cmd = match command {
-                Command::Clear(v) => {
-                    (Cmd::Clear { tensor: v.tensor, offset: bytes(v.offset), size: bytes(v.len) }, "clear")
-                }
+                Command::Clear(v) => match loc.of(*v) {
+                    Some((buffer, offset)) => (Cmd::Clear { buffer, offset, size: bytes(v.len) }, "clear"),
+                    None => (Cmd::Clear { buffer: usize::MAX, offset: 0, size: 0 }, "clear"),
+                },
                 Command::Dispatch(spec) => {
                     let mut entries = vec![wgpu::BindGroupEntry {
                         binding: 0,
@@ -431,8 +555,10 @@ fn encode_commands(enc: &mut wgpu::CommandEncoder, commands: &[Recorded], buffer
     let mut i = 0;
     while i < selected.len() {
         match &selected[i].cmd {
-            Cmd::Clear { tensor, offset, size } => {
-                enc.clear_buffer(&buffers[tensor.0], *offset, Some(*size));
+            Cmd::Clear { buffer, offset, size } => {
+                if let Some(b) = buffers.get(*buffer) {
+                    enc.clear_buffer(b, *offset, Some(*size));
+                }
                 i += 1;
             }
             Cmd::Dispatch { .. } => {
@@ -487,8 +613,9 @@ pub fn bench_matmul(
     let (buffers, commands) = pollster::block_on(ctx.scoped("matmul benchmark", || {
         let buffers: Vec<wgpu::Buffer> =
             [a, b, c].iter().map(|v| storage_buffer(device, "bench", bytes(v.len))).collect();
-        let (_uniforms, commands) = materialize(ctx, &rec, &buffers);
-        (buffers, commands)
+        let locations = Locations { buffers, at: vec![Some((0, 0)), Some((1, 0)), Some((2, 0))] };
+        let (_uniforms, commands) = materialize(ctx, &rec, &locations);
+        (locations.buffers, commands)
     }))?;
     let run = |count: usize| -> Result<f64, GpuError> {
         let start = std::time::Instant::now();

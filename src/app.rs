@@ -69,8 +69,13 @@ impl OomlabApp {
             }
         }
         if app.engine.is_none() {
-            app.engine = Some(Engine::Cpu(Box::new(CpuExecutor::new(plan, 0))));
-            app.backend = "cpu (reference)".into();
+            match CpuExecutor::new(plan, 0) {
+                Ok(exec) => {
+                    app.engine = Some(Engine::Cpu(Box::new(exec)));
+                    app.backend = "cpu (reference)".into();
+                }
+                Err(e) => app.error = Some(e.to_string()),
+            }
         }
         app
     }

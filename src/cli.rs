@@ -204,7 +204,7 @@ fn make_trainer(r: &Resolved, plan: Plan, gpu: Option<&Gpu>) -> Result<Box<dyn T
             let g = open_gpu()?;
             Box::new(pollster::block_on(GpuExecutor::new(&g.ctx, &g.kernels, plan, r.seed))?)
         }
-        (BackendKind::Cpu, _) => Box::new(CpuExecutor::<f32>::new(plan, r.seed)),
+        (BackendKind::Cpu, _) => Box::new(CpuExecutor::<f32>::new(plan, r.seed)?),
     })
 }
 
@@ -389,16 +389,16 @@ fn bench(steps: i64, profile: bool, config: &ConfigArgs) -> Result<(), Failure> 
                 row(name, cfg, exec.backend_name(), first, phase_secs, steps, step)
             }
             _ => {
-                let mut exec = CpuExecutor::<f32>::new(plan, cfg.seed);
+                let mut exec = CpuExecutor::<f32>::new(plan, cfg.seed)?;
                 let batch = dataset.batch(cfg.shape, cfg.seed, 0)?;
                 exec.upload_batch(&batch)?;
-                exec.run_phases(&[Phase::Forward, Phase::Backward, Phase::Optimizer]);
+                exec.run_phases(&[Phase::Forward, Phase::Backward, Phase::Optimizer])?;
                 let first = t0.elapsed().as_secs_f64();
                 let mut phase_secs = [0.0f64; 3];
                 for _ in 0..steps {
                     for (i, phase) in [Phase::Forward, Phase::Backward, Phase::Optimizer].into_iter().enumerate() {
                         let t = Instant::now();
-                        exec.run_phases(&[phase]);
+                        exec.run_phases(&[phase])?;
                         phase_secs[i] += t.elapsed().as_secs_f64();
                     }
                 }

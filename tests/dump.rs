@@ -14,7 +14,7 @@ fn dump_step_files_round_trip() {
     let shape = StepShape { batch: 3, seq: 12 };
     let plan = Plan::build(&model, shape, &OptimizerConfig::default()).expect("plan");
     let layout = plan.layout.clone();
-    let mut exec = CpuExecutor::<f32>::new(plan, 4);
+    let mut exec = CpuExecutor::<f32>::new(plan, 4).expect("executor");
     let initial = exec.read_params().expect("params");
     let batch = ds.batch(shape, 4, 0).expect("batch");
     let loss = exec.compute_grads(&batch).expect("step");

@@ -14,7 +14,7 @@ fn reference_gradients_match_central_differences() {
     let shape = StepShape { batch: 2, seq: 5 };
     let plan = Plan::build(&model, shape, &OptimizerConfig::default()).expect("plan");
     let layout = plan.layout.clone();
-    let mut exec = CpuExecutor::<f64>::new(plan, 3);
+    let mut exec = CpuExecutor::<f64>::new(plan, 3).expect("executor");
     // Larger-than-GPT-2 weights so every path carries signal (std 0.02 makes LN/attention
     // gradients tiny); LayerNorm weights stay near 1.
     let mut params: Vec<f64> = init_params(&layout, 3).iter().map(|&x| x as f64 * 20.0).collect();

@@ -230,7 +230,7 @@ fn run_optimizer_steps(
     use oomlab::plan::Phase;
     let (mut cpu, mut gpu) = case.run(cfg, 0);
     for _ in 0..steps {
-        cpu.run_phases(&[Phase::Forward, Phase::Optimizer]);
+        cpu.run_phases(&[Phase::Forward, Phase::Optimizer]).expect("cpu run");
         pollster::block_on(gpu.run_phases(&[Phase::Forward, Phase::Optimizer])).expect("gpu run");
     }
     (cpu, gpu)

@@ -19,7 +19,7 @@ fn executors(
     let plan = Plan::build(model, shape, opt).expect("plan");
     let g = gpu();
     let gpu_exec = pollster::block_on(GpuExecutor::new(&g.ctx, &g.kernels, plan.clone(), seed)).expect("gpu executor");
-    (CpuExecutor::new(plan, seed), gpu_exec)
+    (CpuExecutor::new(plan, seed).expect("cpu executor"), gpu_exec)
 }
 
 /// Loss and every parameter's gradient agree within 1e-4 (normwise relative error per tensor).

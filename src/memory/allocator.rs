@@ -230,6 +230,10 @@ impl<T: Clone> CachingAllocator<T> {
     pub fn events(&self) -> &[Event<T>] {
         &self.events
     }
+    /// Forgets the recorded events (a new step's timeline starts).
+    pub fn clear_events(&mut self) {
+        self.events.clear();
+    }
     pub fn segments(&self) -> impl Iterator<Item = &Segment<T>> {
         self.segments.values()
     }

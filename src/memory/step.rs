@@ -102,18 +102,24 @@ impl std::error::Error for StepOom {}
 /// Drives a caching allocator through the allocations and frees of a plan, in the order an
 /// eager framework performs them. Backends use the same driver while they execute, so what they
 /// measure is what the plan predicts.
-pub struct StepAllocator<'p> {
-    plan: &'p Plan,
+#[derive(Clone, Debug)]
+pub struct StepAllocator {
+    tensors: Vec<crate::plan::TensorInfo>,
+    /// "label (op name)" of every op, for messages.
+    op_labels: Vec<String>,
     lifetimes: Vec<crate::plan::Lifetime>,
     /// Tensors first touched by op i, and last touched by op i.
     starts: Vec<Vec<TensorId>>,
     ends: Vec<Vec<TensorId>>,
     pub allocator: CachingAllocator<TensorTag>,
+    /// Where each tensor was last placed (kept after it is freed).
     pub placements: Vec<Option<Placement>>,
+    /// Each tensor's placement while it is allocated.
+    current: Vec<Option<Placement>>,
 }
 
-impl<'p> StepAllocator<'p> {
-    pub fn new(plan: &'p Plan, capacity: u64, record_events: bool) -> Self {
+impl StepAllocator {
+    pub fn new(plan: &Plan, capacity: u64, record_events: bool) -> Self {
         let lifetimes = plan.lifetimes();
         let mut starts = vec![Vec::new(); plan.ops.len()];
         let mut ends = vec![Vec::new(); plan.ops.len()];
@@ -125,21 +131,30 @@ impl<'p> StepAllocator<'p> {
         }
         let allocator = CachingAllocator::new(capacity);
         let allocator = if record_events { allocator } else { allocator.without_events() };
-        Self { plan, lifetimes, starts, ends, allocator, placements: vec![None; plan.tensors.len()] }
+        let op_labels = plan.ops.iter().map(|n| format!("{} ({})", n.label, n.op.name())).collect();
+        Self {
+            tensors: plan.tensors.clone(),
+            op_labels,
+            lifetimes,
+            starts,
+            ends,
+            allocator,
+            placements: vec![None; plan.tensors.len()],
+            current: vec![None; plan.tensors.len()],
+        }
     }
 
     fn alloc(&mut self, tensor: TensorId, op: Option<usize>) -> Result<Placement, StepOom> {
-        let info = self.plan.tensor(tensor);
+        let info = &self.tensors[tensor.0];
         match self.allocator.malloc(info.size_bytes() as u64, TensorTag { tensor, op }) {
             Ok(p) => {
                 self.placements[tensor.0] = Some(p);
+                self.current[tensor.0] = Some(p);
                 Ok(p)
             }
             Err(error) => {
-                let op_label = op.map_or("before the step".to_string(), |i| {
-                    let node = &self.plan.ops[i];
-                    format!("{} ({})", node.label, node.op.name())
-                });
+                let op_label =
+                    op.and_then(|i| self.op_labels.get(i).cloned()).unwrap_or_else(|| "before the step".to_string());
                 let what = format!("{} '{}' {:?} for {op_label}", info.category.name(), info.name, info.shape);
                 let message = error.message(&what);
                 Err(StepOom {
@@ -157,44 +172,67 @@ impl<'p> StepAllocator<'p> {
 
     /// Allocates the persistent tensors and the batch (before the first step).
     pub fn setup(&mut self) -> Result<(), StepOom> {
-        for i in 0..self.plan.tensors.len() {
-            if matches!(self.lifetimes[i], Lifetime::Persistent | Lifetime::Step) {
+        for i in 0..self.tensors.len() {
+            if matches!(self.lifetimes[i], Lifetime::Persistent | Lifetime::Step) && self.current[i].is_none() {
                 self.alloc(TensorId(i), None)?;
             }
         }
         Ok(())
     }
 
-    /// Allocates what op `i` first writes; returns the new placements.
+    /// Allocates what op `i` first touches (unless already allocated); returns the new
+    /// placements.
     pub fn before_op(&mut self, i: usize) -> Result<Vec<(TensorId, Placement)>, StepOom> {
         let starts = std::mem::take(&mut self.starts[i]);
         let mut out = Vec::with_capacity(starts.len());
+        let mut result = Ok(());
         for &t in &starts {
-            out.push((t, self.alloc(t, Some(i))?));
+            if self.current[t.0].is_some() {
+                continue;
+            }
+            match self.alloc(t, Some(i)) {
+                Ok(p) => out.push((t, p)),
+                Err(e) => {
+                    result = Err(e);
+                    break;
+                }
+            }
         }
         self.starts[i] = starts;
-        Ok(out)
+        result.map(|()| out)
     }
 
-    /// Frees what op `i` reads for the last time.
-    pub fn after_op(&mut self, i: usize) {
+    /// Frees what op `i` reads for the last time; returns those tensors.
+    pub fn after_op(&mut self, i: usize) -> Vec<TensorId> {
+        let mut freed = Vec::new();
         for &t in &self.ends[i] {
-            if let Some(p) = self.placements[t.0] {
+            if let Some(p) = self.current[t.0].take() {
                 self.allocator.free(p);
+                freed.push(t);
             }
         }
+        freed
     }
 
-    /// Frees every tensor of the step that is still allocated (after an OOM, or the batch at the
-    /// end of the step), so the next step or config starts clean.
-    pub fn release_step(&mut self) {
+    /// Frees every op-lifetime tensor still allocated (after an OOM, or one left by a run that
+    /// stopped before its last use), so the next step starts clean. Returns those tensors. The
+    /// persistent tensors, the batch and the loss stay.
+    pub fn release_step(&mut self) -> Vec<TensorId> {
+        let mut freed = Vec::new();
         for (i, l) in self.lifetimes.iter().enumerate() {
-            if !matches!(l, Lifetime::Persistent)
-                && let Some(p) = self.placements[i]
+            if matches!(l, Lifetime::Ops { .. })
+                && let Some(p) = self.current[i].take()
             {
                 self.allocator.free(p);
+                freed.push(TensorId(i));
             }
         }
+        freed
+    }
+
+    /// Whether a tensor currently has memory.
+    pub fn is_allocated(&self, t: TensorId) -> bool {
+        self.current.get(t.0).is_some_and(Option::is_some)
     }
 
     /// Allocated bytes per category now, as block sizes and as the tensors' own bytes.
@@ -205,7 +243,7 @@ impl<'p> StepAllocator<'p> {
         for seg in self.allocator.segments() {
             for b in seg.blocks.values() {
                 if let Some(tag) = &b.tag {
-                    let info = self.plan.tensor(tag.tensor);
+                    let info = &self.tensors[tag.tensor.0];
                     allocated.add(info.category, b.size);
                     requested.add(info.category, info.size_bytes() as u64);
                     live.push(tag.tensor);

@@ -134,7 +134,7 @@ impl Case {
     /// Runs the ops `runs` times on both backends; returns (cpu, gpu) executors.
     pub fn run(&self, optimizer: OptimizerConfig, runs: usize) -> (CpuExecutor<f32>, GpuExecutor) {
         let plan = self.plan(optimizer);
-        let mut cpu = CpuExecutor::<f32>::new(plan.clone(), 0);
+        let mut cpu = CpuExecutor::<f32>::new(plan.clone(), 0).expect("cpu executor");
         let g = gpu();
         let mut gpu_exec = pollster::block_on(GpuExecutor::new(&g.ctx, &g.kernels, plan, 0)).expect("gpu executor");
         for (id, data) in &self.f32_inputs {
@@ -146,7 +146,7 @@ impl Case {
             gpu_exec.write_tensor(*id, bytemuck::cast_slice(data));
         }
         for _ in 0..runs {
-            cpu.run_phases(&[Phase::Forward]);
+            cpu.run_phases(&[Phase::Forward]).expect("cpu run");
             pollster::block_on(gpu_exec.run_phases(&[Phase::Forward])).expect("gpu run");
         }
         (cpu, gpu_exec)

@@ -1,4 +1,10 @@
 //! The CPU reference backend: executes a [`Plan`] op by op with the twins in [`ops`].
+//!
+//! Memory follows the caching allocator: each tensor's host buffer is created when the
+//! allocator places it (just before the op that first touches it) and dropped when the
+//! allocator frees it (right after its last use), and the allocator's state is recorded while
+//! the ops run — what this backend measures. (Segments are accounted, not materialised: each
+//! tensor is its own host vector. On the GPU each segment is a real buffer.)
 
 pub mod ops;
 
@@ -6,6 +12,7 @@ use num_traits::Float;
 
 use super::{BackendError, Trainer};
 use crate::data::Batch;
+use crate::memory::step::{StepAllocator, StepMemory, Trace};
 use crate::model::init::init_params;
 use crate::plan::{DType, Op, Phase, Plan, TensorId, View, token_index};
 use ops::AdamWStep;
@@ -13,8 +20,13 @@ use ops::AdamWStep;
 /// Executes a plan on the host, in `F` precision (f32 for training, f64 for gradient checks).
 pub struct CpuExecutor<F> {
     plan: Plan,
+    /// Host memory of each tensor while the allocator has it placed; empty otherwise.
     floats: Vec<Vec<F>>,
     ints: Vec<Vec<u32>>,
+    allocator: StepAllocator,
+    capacity_bytes: u64,
+    /// The allocator's state over the last step run (measured).
+    memory: Option<StepMemory>,
     /// Optimizer steps taken (AdamW's t).
     steps_taken: u32,
 }
@@ -24,26 +36,75 @@ fn cast<F: Float>(x: f32) -> F {
 }
 
 impl<F: Float> CpuExecutor<F> {
-    /// Allocates every tensor of `plan` and initialises the parameters from `seed`.
-    pub fn new(plan: Plan, seed: u64) -> Self {
-        let mut floats = Vec::with_capacity(plan.tensors.len());
-        let mut ints = Vec::with_capacity(plan.tensors.len());
-        for t in &plan.tensors {
-            match t.dtype {
-                DType::F32 => {
-                    floats.push(vec![F::zero(); t.numel()]);
-                    ints.push(Vec::new());
-                }
-                DType::U32 => {
-                    floats.push(Vec::new());
-                    ints.push(vec![0; t.numel()]);
-                }
+    /// [`Self::with_budget`] without a virtual budget.
+    pub fn new(plan: Plan, seed: u64) -> Result<Self, BackendError> {
+        Self::with_budget(plan, seed, crate::backend::gpu::executor::UNLIMITED)
+    }
+
+    /// Places the persistent tensors and the batch under a virtual GPU of `budget_bytes` and
+    /// initialises the parameters from `seed`. Fails with [`BackendError::OutOfMemory`] when
+    /// even those do not fit.
+    pub fn with_budget(plan: Plan, seed: u64, budget_bytes: u64) -> Result<Self, BackendError> {
+        let n = plan.tensors.len();
+        let allocator = StepAllocator::new(&plan, budget_bytes, true);
+        let mut exec = Self {
+            plan,
+            floats: vec![Vec::new(); n],
+            ints: vec![Vec::new(); n],
+            allocator,
+            capacity_bytes: budget_bytes,
+            memory: None,
+            steps_taken: 0,
+        };
+        exec.allocator.setup().map_err(|e| BackendError::OutOfMemory(Box::new(e)))?;
+        for i in 0..n {
+            if exec.allocator.is_allocated(TensorId(i)) {
+                exec.materialize(TensorId(i));
             }
         }
-        let mut exec = Self { plan, floats, ints, steps_taken: 0 };
         let init = init_params(&exec.plan.layout, seed);
         exec.set_params_f32(&init);
-        exec
+        Ok(exec)
+    }
+
+    /// Creates a tensor's host buffer (zeroed), as the allocator placed it.
+    fn materialize(&mut self, id: TensorId) {
+        let t = &self.plan.tensors[id.0];
+        match t.dtype {
+            DType::F32 => self.floats[id.0] = vec![F::zero(); t.numel()],
+            DType::U32 => self.ints[id.0] = vec![0; t.numel()],
+        }
+    }
+
+    /// Every view op `i` touches must have memory: a run of the backward pass alone, without the
+    /// forward pass of the same step, would read activations that were never produced.
+    fn check_memory(&self, i: usize, op: &Op) -> Result<(), BackendError> {
+        let (reads, writes) = op.reads_writes();
+        for v in reads.iter().chain(&writes) {
+            let have = match self.plan.tensors[v.tensor.0].dtype {
+                DType::F32 => self.floats[v.tensor.0].len(),
+                DType::U32 => self.ints[v.tensor.0].len(),
+            };
+            if have < v.offset + v.len {
+                return Err(crate::model::ConfigError::Other(format!(
+                    "op {} needs tensor '{}', which this step has not produced (run the forward pass first)",
+                    self.plan.ops[i].label, self.plan.tensors[v.tensor.0].name
+                ))
+                .into());
+            }
+        }
+        Ok(())
+    }
+
+    /// Drops a tensor's host buffer, as the allocator freed it.
+    fn release(&mut self, id: TensorId) {
+        self.floats[id.0] = Vec::new();
+        self.ints[id.0] = Vec::new();
+    }
+
+    /// The allocator's state over the last step run, op by op (measured).
+    pub fn memory(&self) -> Option<&StepMemory> {
+        self.memory.as_ref()
     }
 
     pub fn plan(&self) -> &Plan {
@@ -118,30 +179,61 @@ impl<F: Float> CpuExecutor<F> {
         Ok(())
     }
 
-    /// Runs the ops of the given phases, in plan order. Returns the loss.
-    pub fn run_phases(&mut self, phases: &[Phase]) -> F {
+    /// Runs the ops of the given phases, in plan order, allocating and freeing each tensor's
+    /// memory through the caching allocator as the op that first/last uses it runs. A run that
+    /// includes the forward pass starts a new step. Returns the loss; an allocation beyond the
+    /// budget stops the step with [`BackendError::OutOfMemory`] and releases its memory.
+    pub fn run_phases(&mut self, phases: &[Phase]) -> Result<F, BackendError> {
+        if phases.contains(&Phase::Forward) {
+            for t in self.allocator.release_step() {
+                self.release(t);
+            }
+            self.allocator.allocator.clear_events();
+        }
         if phases.contains(&Phase::Optimizer) {
             self.steps_taken += 1;
         }
+        let mut trace = Trace::default();
+        trace.record(&self.allocator, None);
         for i in 0..self.plan.ops.len() {
-            if phases.contains(&self.plan.ops[i].phase) {
-                let op = self.plan.ops[i].op.clone();
-                self.execute(&op);
+            if !phases.contains(&self.plan.ops[i].phase) {
+                continue;
+            }
+            match self.allocator.before_op(i) {
+                Ok(placed) => {
+                    for (t, _) in placed {
+                        self.materialize(t);
+                    }
+                }
+                Err(oom) => {
+                    for t in self.allocator.release_step() {
+                        self.release(t);
+                    }
+                    return Err(BackendError::OutOfMemory(Box::new(oom)));
+                }
+            }
+            trace.record(&self.allocator, Some(i));
+            let op = self.plan.ops[i].op.clone();
+            self.check_memory(i, &op)?;
+            self.execute(&op);
+            for t in self.allocator.after_op(i) {
+                self.release(t);
             }
         }
-        self.floats[self.plan.handles.loss.0][0]
+        self.memory = Some(trace.finish(&self.allocator, self.capacity_bytes));
+        Ok(self.floats[self.plan.handles.loss.0].first().copied().unwrap_or_else(F::nan))
     }
 
     /// Forward and backward: loss and gradients, parameters unchanged.
     pub fn forward_backward(&mut self, batch: &Batch) -> Result<F, BackendError> {
         self.upload_batch(batch)?;
-        Ok(self.run_phases(&[Phase::Forward, Phase::Backward]))
+        self.run_phases(&[Phase::Forward, Phase::Backward])
     }
 
     /// Forward only: the loss.
     pub fn forward(&mut self, batch: &Batch) -> Result<F, BackendError> {
         self.upload_batch(batch)?;
-        Ok(self.run_phases(&[Phase::Forward]))
+        self.run_phases(&[Phase::Forward])
     }
 
     /// Runs `f` with copies of the output views and writes them back afterwards, so outputs
@@ -256,7 +348,7 @@ impl Trainer for CpuExecutor<f32> {
     }
     fn train_step(&mut self, batch: &Batch) -> Result<f32, BackendError> {
         self.upload_batch(batch)?;
-        Ok(self.run_phases(&[Phase::Forward, Phase::Backward, Phase::Optimizer]))
+        self.run_phases(&[Phase::Forward, Phase::Backward, Phase::Optimizer])
     }
     fn compute_grads(&mut self, batch: &Batch) -> Result<f32, BackendError> {
         self.forward_backward(batch)

@@ -102,6 +102,11 @@ impl<F: Float> CpuExecutor<F> {
         self.ints[id.0] = Vec::new();
     }
 
+    /// The allocator's counters now.
+    pub fn allocator_stats(&self) -> crate::memory::Stats {
+        self.allocator.allocator.stats()
+    }
+
     /// The allocator's state over the last step run, op by op (measured).
     pub fn memory(&self) -> Option<&StepMemory> {
         self.memory.as_ref()

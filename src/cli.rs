@@ -12,12 +12,16 @@ use oomlab::backend::gpu::{GpuContext, GpuExecutor, Kernels};
 use oomlab::backend::{BackendError, BackendKind, Trainer};
 use oomlab::data::Dataset;
 use oomlab::dump::StepDump;
+use oomlab::memory::formula::activation_bytes;
+use oomlab::memory::{StepMemory, memory_summary, simulate, simulate_peak};
 use oomlab::model::{ConfigError, ModelConfig, StepShape, check_dim};
-use oomlab::plan::{OptimizerConfig, OptimizerKind, Phase, Plan};
+use oomlab::plan::{Category, OptimizerConfig, OptimizerKind, Phase, Plan};
+use oomlab::units::format_bytes;
 
 pub const EXIT_OK: i32 = 0;
 pub const EXIT_FAILURE: i32 = 1;
 pub const EXIT_USAGE: i32 = 2;
+pub const EXIT_OOM: i32 = 3;
 
 #[derive(Parser, Debug)]
 #[command(
@@ -47,6 +51,26 @@ enum Command {
     DumpStep {
         #[arg(long)]
         out: PathBuf,
+        #[command(flatten)]
+        config: ConfigArgs,
+    },
+    /// Run one real step under a memory budget: measured and predicted bytes per category, the
+    /// peaks, the allocator's stats. Exit code 3 on out-of-memory.
+    #[command(allow_negative_numbers = true)]
+    Measure {
+        #[command(flatten)]
+        config: ConfigArgs,
+    },
+    /// Memory per batch size, from the plan (milliseconds) or by real steps (--execute): the
+    /// largest batch that fits the budget and where out-of-memory starts.
+    #[command(allow_negative_numbers = true)]
+    Sweep {
+        /// Run a real step for every batch size instead of predicting from the plan.
+        #[arg(long)]
+        execute: bool,
+        /// Also write the table as CSV.
+        #[arg(long)]
+        csv: Option<PathBuf>,
         #[command(flatten)]
         config: ConfigArgs,
     },
@@ -83,8 +107,13 @@ struct ConfigArgs {
     layers: i64,
     #[arg(long, default_value_t = 4)]
     heads: i64,
-    #[arg(long, default_value_t = 16)]
-    batch: i64,
+    /// Batch size B; `sweep` also takes a range, `1..512` (every batch), `1..512:8` (every 8th)
+    /// or a list, `1,2,4,8`.
+    #[arg(long, default_value = "16")]
+    batch: String,
+    /// The virtual GPU's memory: a preset (32MiB, 64MiB, 256MiB, 1GiB) or any size.
+    #[arg(long, default_value = "1GiB")]
+    budget: String,
     /// Vocabulary size; defaults to the built-in corpus's character count.
     #[arg(long)]
     vocab: Option<i64>,
@@ -120,6 +149,7 @@ impl From<BackendError> for Failure {
     fn from(e: BackendError) -> Self {
         match e {
             BackendError::Config(c) => c.into(),
+            BackendError::OutOfMemory(oom) => Self { code: EXIT_OOM, message: oom.message },
             other => Self { code: EXIT_FAILURE, message: other.to_string() },
         }
     }
@@ -131,6 +161,7 @@ impl From<oomlab::backend::gpu::GpuError> for Failure {
     }
 }
 
+#[derive(Clone)]
 struct Resolved {
     model: ModelConfig,
     shape: StepShape,
@@ -138,6 +169,9 @@ struct Resolved {
     backend: BackendKind,
     seed: u64,
     json: bool,
+    budget_bytes: u64,
+    /// Every batch size `--batch` names (one, except for sweeps).
+    batches: Vec<usize>,
 }
 
 impl ConfigArgs {
@@ -159,7 +193,8 @@ impl ConfigArgs {
             n_heads: check_dim("heads", self.heads)?,
         };
         model.validate()?;
-        let shape = StepShape { batch: check_dim("batch", self.batch)?, seq };
+        let batches = parse_batches(&self.batch)?;
+        let shape = StepShape { batch: batches[0], seq };
         shape.validate(&model)?;
         let kind = match self.optimizer.to_ascii_lowercase().as_str() {
             "adamw" | "adam" => OptimizerKind::AdamW,
@@ -180,8 +215,60 @@ impl ConfigArgs {
             optimizer.lr = lr;
         }
         optimizer.validate()?;
-        Ok(Resolved { model, shape, optimizer, backend: self.backend.parse()?, seed: self.seed, json: self.json })
+        let budget_bytes = oomlab::units::parse_bytes(&self.budget).map_err(ConfigError::Other)?;
+        Ok(Resolved {
+            model,
+            shape,
+            optimizer,
+            backend: self.backend.parse()?,
+            seed: self.seed,
+            json: self.json,
+            budget_bytes,
+            batches,
+        })
     }
+
+    /// Like [`Self::resolve`], for commands that take one batch size.
+    fn resolve_one(&self, dataset: &Dataset) -> Result<Resolved, Failure> {
+        let r = self.resolve(dataset)?;
+        if r.batches.len() != 1 {
+            return Err(ConfigError::Other(format!(
+                "--batch {} names several batch sizes; only `sweep` takes a range",
+                self.batch
+            ))
+            .into());
+        }
+        Ok(r)
+    }
+}
+
+/// "16", "1..512", "1..512:8" or "1,2,4,8" → batch sizes, each validated.
+fn parse_batches(text: &str) -> Result<Vec<usize>, ConfigError> {
+    let bad = || ConfigError::Other(format!("cannot read --batch {text:?}: use 16, 1..512, 1..512:8 or 1,2,4"));
+    let num = |s: &str| -> Result<usize, ConfigError> {
+        let v: i64 = s.trim().parse().map_err(|_| bad())?;
+        check_dim("batch", v)
+    };
+    let out: Vec<usize> = if let Some((a, rest)) = text.split_once("..") {
+        let (b, step) = match rest.split_once(':') {
+            Some((b, step)) => (b, num(step)?),
+            None => (rest, 1),
+        };
+        let (a, b) = (num(a)?, num(b)?);
+        if a > b {
+            return Err(ConfigError::Other(format!("--batch {text}: the range is empty")));
+        }
+        (a..=b).step_by(step).collect()
+    } else {
+        text.split(',').map(num).collect::<Result<_, _>>()?
+    };
+    if out.is_empty() {
+        return Err(bad());
+    }
+    if out.len() > 100_000 {
+        return Err(ConfigError::Other(format!("--batch {text} names {} batch sizes; at most 100000", out.len())));
+    }
+    Ok(out)
 }
 
 struct Gpu {
@@ -222,6 +309,8 @@ pub fn main() -> i32 {
         None => run_app(),
         Some(Command::Train { steps, config }) => train(steps, &config),
         Some(Command::DumpStep { out, config }) => dump_step(&out, &config),
+        Some(Command::Measure { config }) => measure(&config),
+        Some(Command::Sweep { execute, csv, config }) => sweep(execute, csv.as_deref(), &config),
         Some(Command::Bench { steps, profile, matmul_only: Some(size), .. }) => {
             let _ = steps;
             let _ = profile;
@@ -251,7 +340,7 @@ fn run_app() -> Result<(), Failure> {
 fn train(steps: i64, config: &ConfigArgs) -> Result<(), Failure> {
     let steps = check_dim("steps", steps)?;
     let dataset = Dataset::builtin();
-    let r = config.resolve(&dataset)?;
+    let r = config.resolve_one(&dataset)?;
     let plan = Plan::build(&r.model, r.shape, &r.optimizer)?;
     let mut trainer = make_trainer(&r, plan, None)?;
     let bar = if r.json { indicatif::ProgressBar::hidden() } else { indicatif::ProgressBar::new(steps as u64) };
@@ -302,7 +391,7 @@ fn train(steps: i64, config: &ConfigArgs) -> Result<(), Failure> {
 
 fn dump_step(out: &std::path::Path, config: &ConfigArgs) -> Result<(), Failure> {
     let dataset = Dataset::builtin();
-    let r = config.resolve(&dataset)?;
+    let r = config.resolve_one(&dataset)?;
     let plan = Plan::build(&r.model, r.shape, &r.optimizer)?;
     let layout = plan.layout.clone();
     let mut trainer = make_trainer(&r, plan, None)?;
@@ -344,7 +433,7 @@ struct BenchRow {
 fn bench(steps: i64, profile: bool, config: &ConfigArgs) -> Result<(), Failure> {
     let steps = check_dim("steps", steps)?;
     let dataset = Dataset::builtin();
-    let r = config.resolve(&dataset)?;
+    let r = config.resolve_one(&dataset)?;
     let larger = Resolved {
         model: ModelConfig { vocab: r.model.vocab, seq_len: 128, d_model: 256, n_layers: 4, n_heads: 4 },
         shape: StepShape { batch: 16, seq: 128 },
@@ -352,6 +441,8 @@ fn bench(steps: i64, profile: bool, config: &ConfigArgs) -> Result<(), Failure> 
         backend: r.backend,
         seed: r.seed,
         json: r.json,
+        budget_bytes: r.budget_bytes,
+        batches: vec![16],
     };
     let mut rows = Vec::new();
     let mut gflops = None;
@@ -475,5 +566,250 @@ fn bench_gemm(size: i64) -> Result<(), Failure> {
     let g = open_gpu()?;
     let gflops = bench_matmul(&g.ctx, &g.kernels, n, n, n, 5)?;
     println!("matmul {n}×{n}×{n}: {gflops:.2} GFLOP/s on {}", g.ctx.describe());
+    Ok(())
+}
+
+/// Runs one real step and returns the allocator's view of it (measured).
+fn measured_step(
+    r: &Resolved,
+    plan: Plan,
+    dataset: &Dataset,
+    gpu: Option<&Gpu>,
+) -> Result<(StepMemory, f32, String), Failure> {
+    let batch = dataset.batch(r.shape, r.seed, 0)?;
+    match (r.backend, gpu) {
+        (BackendKind::Gpu, Some(g)) => {
+            let mut exec =
+                pollster::block_on(GpuExecutor::with_budget(&g.ctx, &g.kernels, plan, r.seed, r.budget_bytes))?;
+            let loss = exec.train_step(&batch)?;
+            Ok((exec.memory().clone(), loss, exec.backend_name()))
+        }
+        _ => {
+            let mut exec = CpuExecutor::<f32>::with_budget(plan, r.seed, r.budget_bytes)?;
+            let loss = exec.train_step(&batch)?;
+            let name = exec.backend_name();
+            let memory =
+                exec.memory().cloned().ok_or_else(|| Failure { code: EXIT_FAILURE, message: "no step ran".into() })?;
+            Ok((memory, loss, name))
+        }
+    }
+}
+
+fn oom_json(oom: &oomlab::memory::StepOom) -> serde_json::Value {
+    serde_json::json!({
+        "message": oom.message,
+        "tensor": oom.tensor_name,
+        "category": oom.category.name(),
+        "op": oom.op_label,
+        "requested_bytes": oom.error.requested_bytes,
+        "tried_bytes": oom.error.tried_bytes,
+        "capacity_bytes": oom.error.capacity_bytes,
+        "free_bytes": oom.error.free_bytes,
+        "allocated_bytes": oom.error.allocated_bytes,
+        "reserved_bytes": oom.error.reserved_bytes,
+    })
+}
+
+fn measure(config: &ConfigArgs) -> Result<(), Failure> {
+    let dataset = Dataset::builtin();
+    let r = config.resolve_one(&dataset)?;
+    let plan = Plan::build(&r.model, r.shape, &r.optimizer)?;
+    let formula = activation_bytes(&r.model, r.shape);
+    let predicted = simulate(&plan, r.budget_bytes);
+    let gpu = if r.backend == BackendKind::Gpu { Some(open_gpu()?) } else { None };
+    let measured = match measured_step(&r, plan, &dataset, gpu.as_ref()) {
+        Ok(m) => Ok(m),
+        Err(f) if f.code == EXIT_OOM => Err(f),
+        Err(f) => return Err(f),
+    };
+    match (measured, predicted) {
+        (Ok((m, loss, backend)), Ok(p)) => {
+            if r.json {
+                let doc = serde_json::json!({
+                    "backend": backend,
+                    "batch": r.shape.batch,
+                    "seq_len": r.shape.seq,
+                    "budget_bytes": r.budget_bytes,
+                    "loss": loss,
+                    "measured": m.peak_allocated,
+                    "predicted": p.peak_allocated,
+                    "measured_tensor_bytes": m.peak_requested,
+                    "predicted_tensor_bytes": p.peak_requested,
+                    "peak_allocated_bytes": m.peak_allocated_bytes(),
+                    "peak_reserved_bytes": m.peak_reserved_bytes(),
+                    "predicted_peak_allocated_bytes": p.peak_allocated_bytes(),
+                    "predicted_peak_reserved_bytes": p.peak_reserved_bytes(),
+                    "activation_bytes": m.activation_peak_bytes,
+                    "activation_formula_bytes": formula,
+                    "allocator": m.stats,
+                });
+                println!("{doc}");
+            } else {
+                println!(
+                    "one step on {backend}, batch {}×{}, budget {} — loss {loss:.4}",
+                    r.shape.batch,
+                    r.shape.seq,
+                    format_bytes(r.budget_bytes)
+                );
+                println!("{:<16} {:>16} {:>16}", "at the peak", "measured", "predicted");
+                for c in Category::ALL {
+                    let (a, b) = (m.peak_allocated.get(c), p.peak_allocated.get(c));
+                    if a > 0 || b > 0 {
+                        println!("{:<16} {:>16} {:>16}", c.name(), format_bytes(a), format_bytes(b));
+                    }
+                }
+                println!(
+                    "{:<16} {:>16} {:>16}",
+                    "total",
+                    format_bytes(m.peak_allocated_bytes()),
+                    format_bytes(p.peak_allocated_bytes())
+                );
+                println!(
+                    "{:<16} {:>16} {:>16}",
+                    "peak reserved",
+                    format_bytes(m.peak_reserved_bytes()),
+                    format_bytes(p.peak_reserved_bytes())
+                );
+                println!(
+                    "activations saved for backward: {} measured, {} by the formula s·b·h·(64 + 16/h + 4·a·s/h)·L + …",
+                    format_bytes(m.activation_peak_bytes),
+                    format_bytes(formula)
+                );
+                print!("{}", memory_summary(&m));
+            }
+            Ok(())
+        }
+        (Err(f), predicted) => {
+            if r.json {
+                let oom = predicted.err().map(|e| oom_json(&e));
+                println!(
+                    "{}",
+                    serde_json::json!({"oom": oom.unwrap_or_else(|| serde_json::json!({"message": f.message})), "budget_bytes": r.budget_bytes, "activation_formula_bytes": formula})
+                );
+            }
+            Err(f)
+        }
+        (Ok(_), Err(p)) => Err(Failure {
+            code: EXIT_FAILURE,
+            message: format!("the step ran but the plan predicted an OOM: {}", p.message),
+        }),
+    }
+}
+
+/// One row of a sweep.
+struct SweepRow {
+    batch: usize,
+    memory: Result<StepMemory, String>,
+    formula: u64,
+}
+
+fn sweep(execute: bool, csv: Option<&std::path::Path>, config: &ConfigArgs) -> Result<(), Failure> {
+    let dataset = Dataset::builtin();
+    let r = config.resolve(&dataset)?;
+    let gpu = if execute && r.backend == BackendKind::Gpu { Some(open_gpu()?) } else { None };
+    let start = Instant::now();
+    let mut rows = Vec::with_capacity(r.batches.len());
+    for &batch in &r.batches {
+        let shape = StepShape { batch, seq: r.shape.seq };
+        let plan = Plan::build(&r.model, shape, &r.optimizer)?;
+        let formula = activation_bytes(&r.model, shape);
+        let memory = if execute {
+            let one = Resolved { shape, batches: vec![batch], ..r.clone() };
+            match measured_step(&one, plan, &dataset, gpu.as_ref()) {
+                Ok((m, _, _)) => Ok(m),
+                Err(f) if f.code == EXIT_OOM => Err(f.message),
+                Err(f) => return Err(f),
+            }
+        } else {
+            simulate_peak(&plan, r.budget_bytes).map_err(|e| e.message)
+        };
+        rows.push(SweepRow { batch, memory, formula });
+    }
+    let elapsed = start.elapsed().as_secs_f64();
+    let largest = rows.iter().filter(|row| row.memory.is_ok()).map(|row| row.batch).max();
+    let first_oom = rows.iter().filter(|row| row.memory.is_err()).map(|row| row.batch).min();
+    if let Some(path) = csv {
+        let mut text = String::from("batch,fits,peak_allocated_bytes,peak_reserved_bytes");
+        for c in Category::ALL {
+            text.push_str(&format!(",{}", c.name()));
+        }
+        text.push_str(",activation_formula_bytes,oom\n");
+        for row in &rows {
+            match &row.memory {
+                Ok(m) => {
+                    text.push_str(&format!(
+                        "{},true,{},{}",
+                        row.batch,
+                        m.peak_allocated_bytes(),
+                        m.peak_reserved_bytes()
+                    ));
+                    for c in Category::ALL {
+                        text.push_str(&format!(",{}", m.peak_allocated.get(c)));
+                    }
+                    text.push_str(&format!(",{},\n", row.formula));
+                }
+                Err(msg) => {
+                    text.push_str(&format!("{},false,,", row.batch));
+                    for _ in Category::ALL {
+                        text.push(',');
+                    }
+                    text.push_str(&format!("{},\"{}\"\n", row.formula, msg.replace('"', "'")));
+                }
+            }
+        }
+        std::fs::write(path, text)
+            .map_err(|e| Failure { code: EXIT_FAILURE, message: format!("cannot write {}: {e}", path.display()) })?;
+    }
+    if r.json {
+        let list: Vec<serde_json::Value> = rows
+            .iter()
+            .map(|row| match &row.memory {
+                Ok(m) => serde_json::json!({"batch": row.batch, "fits": true, "peak_allocated_bytes": m.peak_allocated_bytes(), "peak_reserved_bytes": m.peak_reserved_bytes(), "at_peak": m.peak_allocated, "activation_formula_bytes": row.formula}),
+                Err(msg) => serde_json::json!({"batch": row.batch, "fits": false, "oom": msg, "activation_formula_bytes": row.formula}),
+            })
+            .collect();
+        println!(
+            "{}",
+            serde_json::json!({"budget_bytes": r.budget_bytes, "source": if execute { "measured" } else { "predicted" }, "rows": list, "largest_fitting_batch": largest, "first_oom_batch": first_oom, "elapsed_secs": elapsed})
+        );
+    } else {
+        println!(
+            "memory per batch ({}, budget {}, seq {}):",
+            if execute { "measured by real steps" } else { "predicted by the plan" },
+            format_bytes(r.budget_bytes),
+            r.shape.seq
+        );
+        println!(
+            "{:>6} {:>14} {:>14} {:>14} {:>14}",
+            "batch", "peak alloc", "peak reserved", "activations", "model state"
+        );
+        for row in &rows {
+            match &row.memory {
+                Ok(m) => {
+                    let state = m.peak_allocated.get(Category::Parameters)
+                        + m.peak_allocated.get(Category::Gradients)
+                        + m.peak_allocated.get(Category::OptimizerState)
+                        + m.peak_allocated.get(Category::MasterWeights);
+                    println!(
+                        "{:>6} {:>14} {:>14} {:>14} {:>14}",
+                        row.batch,
+                        format_bytes(m.peak_allocated_bytes()),
+                        format_bytes(m.peak_reserved_bytes()),
+                        format_bytes(m.peak_allocated.get(Category::Activations)),
+                        format_bytes(state)
+                    );
+                }
+                Err(_) => println!("{:>6} {:>14}", row.batch, "OOM"),
+            }
+        }
+        match largest {
+            Some(b) => println!("largest batch that fits: {b}"),
+            None => println!("no batch size fits the budget"),
+        }
+        if let Some(b) = first_oom {
+            println!("out of memory from batch {b}");
+        }
+        println!("({} batch sizes in {:.1} ms)", rows.len(), elapsed * 1e3);
+    }
     Ok(())
 }

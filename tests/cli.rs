@@ -57,3 +57,104 @@ fn dump_step_writes_every_file() {
         assert!(dir.path().join(f).is_file(), "{f} missing");
     }
 }
+
+#[test]
+fn measure_json_has_measured_predicted_and_the_formula() {
+    for backend in ["cpu", "gpu"] {
+        let out = oomlab(&[
+            "measure",
+            "--batch",
+            "4",
+            "--seq-len",
+            "32",
+            "--budget",
+            "64MiB",
+            "--backend",
+            backend,
+            "--json",
+        ]);
+        assert!(out.status.success(), "{backend}: {}", String::from_utf8_lossy(&out.stderr));
+        let doc: serde_json::Value = serde_json::from_slice(&out.stdout).expect("one JSON document");
+        for key in [
+            "parameters",
+            "gradients",
+            "optimizer_state",
+            "master_weights",
+            "activations",
+            "temporaries",
+            "input",
+            "logits",
+            "workspace",
+        ] {
+            assert!(doc["measured"][key].is_u64(), "{backend}: measured.{key}");
+            assert_eq!(doc["measured"][key], doc["predicted"][key], "{backend}: {key} measured = predicted");
+        }
+        assert!(doc["peak_allocated_bytes"].as_u64().expect("peak") > 0);
+        assert!(
+            doc["peak_reserved_bytes"].as_u64().expect("peak") >= doc["peak_allocated_bytes"].as_u64().expect("peak")
+        );
+        assert_eq!(doc["activation_bytes"], doc["activation_formula_bytes"]);
+    }
+}
+
+#[test]
+fn measure_reports_oom_with_exit_code_3() {
+    for backend in ["cpu", "gpu"] {
+        let out = oomlab(&["measure", "--batch", "512", "--budget", "32MiB", "--backend", backend, "--json"]);
+        assert_eq!(out.status.code(), Some(3), "{backend}: {}", String::from_utf8_lossy(&out.stderr));
+        let doc: serde_json::Value = serde_json::from_slice(&out.stdout).expect("one JSON document");
+        let msg = doc["oom"]["message"].as_str().expect("oom.message");
+        assert!(msg.starts_with("GPU out of memory. Tried to allocate"), "{msg}");
+        assert!(doc["oom"]["category"].is_string() && doc["oom"]["op"].is_string());
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(stderr.contains("GPU out of memory"), "{stderr}");
+    }
+}
+
+#[test]
+fn sweep_finds_the_largest_batch_and_writes_csv() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let csv = dir.path().join("sweep.csv");
+    let out = oomlab(&[
+        "sweep",
+        "--batch",
+        "1..200",
+        "--budget",
+        "64MiB",
+        "--json",
+        "--csv",
+        csv.to_str().unwrap_or("s.csv"),
+    ]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).expect("one JSON document");
+    let largest = doc["largest_fitting_batch"].as_u64().expect("some batch fits");
+    let first_oom = doc["first_oom_batch"].as_u64().expect("some batch does not fit");
+    assert_eq!(first_oom, largest + 1, "memory grows monotonically with the batch");
+    let rows = doc["rows"].as_array().expect("rows");
+    assert_eq!(rows.len(), 200);
+    let text = std::fs::read_to_string(&csv).expect("csv");
+    assert_eq!(text.lines().count(), 201);
+    assert!(text.starts_with("batch,fits,peak_allocated_bytes,peak_reserved_bytes,parameters"));
+    // the executed sweep agrees with the plan where it was run
+    let out = oomlab(&[
+        "sweep",
+        "--batch",
+        &format!("{},{}", largest, largest + 1),
+        "--budget",
+        "64MiB",
+        "--execute",
+        "--backend",
+        "cpu",
+        "--json",
+    ]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let exec: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+    assert_eq!(exec["largest_fitting_batch"].as_u64(), Some(largest));
+    assert_eq!(exec["source"], "measured");
+    let bad = oomlab(&["sweep", "--batch", "9..3"]);
+    assert_eq!(bad.status.code(), Some(2));
+    let bad = oomlab(&["train", "--batch", "1..4"]);
+    assert_eq!(bad.status.code(), Some(2));
+    let bad = oomlab(&["measure", "--budget", "lots"]);
+    assert_eq!(bad.status.code(), Some(2));
+}

@@ -4,6 +4,8 @@
 pub mod allocator;
 pub mod formula;
 pub mod step;
+pub mod summary;
 
 pub use allocator::{CachingAllocator, OutOfMemory, Placement, Pool, SegmentId, Stats};
 pub use step::{CategoryBytes, StepMemory, StepOom, simulate, simulate_peak};
+pub use summary::memory_summary;

@@ -63,6 +63,8 @@ pub struct StepMemory {
     /// The most bytes of saved activations alive at any point (their own bytes).
     pub activation_peak_bytes: u64,
     pub stats: Stats,
+    /// The largest free block inside the segments at the end.
+    pub largest_free_block: u64,
     /// Where each tensor was placed (the last placement, for tensors placed twice).
     pub placements: Vec<Option<Placement>>,
     #[serde(skip)]
@@ -300,6 +302,7 @@ impl Trace {
             live_at_peak: self.live_at_peak,
             activation_peak_bytes: self.activation_peak_bytes,
             stats: sa.allocator.stats(),
+            largest_free_block: sa.allocator.largest_free_block(),
             placements: sa.placements.clone(),
             events: sa.allocator.events().to_vec(),
         }

@@ -50,7 +50,7 @@ pub fn parse_bytes(text: &str) -> Result<u64, String> {
         other => return Err(format!("unknown size unit {other:?} in {text:?} (use KiB, MiB, GiB)")),
     };
     let bytes = value * scale;
-    if !bytes.is_finite() || bytes < 1.0 || bytes > 1e18 {
+    if !(1.0..=1e18).contains(&bytes) {
         return Err(format!("size {text:?} is out of range"));
     }
     Ok(bytes.round() as u64)

@@ -146,7 +146,7 @@ impl StepAllocator {
         }
     }
 
-    fn alloc(&mut self, tensor: TensorId, op: Option<usize>) -> Result<Placement, StepOom> {
+    fn alloc(&mut self, tensor: TensorId, op: Option<usize>) -> Result<Placement, Box<StepOom>> {
         let info = &self.tensors[tensor.0];
         match self.allocator.malloc(info.size_bytes() as u64, TensorTag { tensor, op }) {
             Ok(p) => {
@@ -159,7 +159,7 @@ impl StepAllocator {
                     op.and_then(|i| self.op_labels.get(i).cloned()).unwrap_or_else(|| "before the step".to_string());
                 let what = format!("{} '{}' {:?} for {op_label}", info.category.name(), info.name, info.shape);
                 let message = error.message(&what);
-                Err(StepOom {
+                Err(Box::new(StepOom {
                     tensor,
                     tensor_name: info.name.clone(),
                     category: info.category,
@@ -167,13 +167,13 @@ impl StepAllocator {
                     op_label,
                     error,
                     message,
-                })
+                }))
             }
         }
     }
 
     /// Allocates the persistent tensors and the batch (before the first step).
-    pub fn setup(&mut self) -> Result<(), StepOom> {
+    pub fn setup(&mut self) -> Result<(), Box<StepOom>> {
         for i in 0..self.tensors.len() {
             if matches!(self.lifetimes[i], Lifetime::Persistent | Lifetime::Step) && self.current[i].is_none() {
                 self.alloc(TensorId(i), None)?;
@@ -184,7 +184,7 @@ impl StepAllocator {
 
     /// Allocates what op `i` first touches (unless already allocated); returns the new
     /// placements.
-    pub fn before_op(&mut self, i: usize) -> Result<Vec<(TensorId, Placement)>, StepOom> {
+    pub fn before_op(&mut self, i: usize) -> Result<Vec<(TensorId, Placement)>, Box<StepOom>> {
         let starts = std::mem::take(&mut self.starts[i]);
         let mut out = Vec::with_capacity(starts.len());
         let mut result = Ok(());
@@ -312,16 +312,16 @@ impl Trace {
 /// Predicts one step's memory at `capacity_bytes`: setup, then every op with its allocations
 /// and frees. An allocation that does not fit is an out-of-memory error naming the tensor and
 /// the op; nothing is left allocated.
-pub fn simulate(plan: &Plan, capacity_bytes: u64) -> Result<StepMemory, StepOom> {
+pub fn simulate(plan: &Plan, capacity_bytes: u64) -> Result<StepMemory, Box<StepOom>> {
     simulate_with(plan, capacity_bytes, true)
 }
 
 /// [`simulate`] without the event log, for sweeps.
-pub fn simulate_peak(plan: &Plan, capacity_bytes: u64) -> Result<StepMemory, StepOom> {
+pub fn simulate_peak(plan: &Plan, capacity_bytes: u64) -> Result<StepMemory, Box<StepOom>> {
     simulate_with(plan, capacity_bytes, false)
 }
 
-fn simulate_with(plan: &Plan, capacity_bytes: u64, events: bool) -> Result<StepMemory, StepOom> {
+fn simulate_with(plan: &Plan, capacity_bytes: u64, events: bool) -> Result<StepMemory, Box<StepOom>> {
     let mut sa = StepAllocator::new(plan, capacity_bytes, events);
     sa.setup()?;
     let mut trace = Trace::default();

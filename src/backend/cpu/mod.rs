@@ -56,7 +56,7 @@ impl<F: Float> CpuExecutor<F> {
             memory: None,
             steps_taken: 0,
         };
-        exec.allocator.setup().map_err(|e| BackendError::OutOfMemory(Box::new(e)))?;
+        exec.allocator.setup().map_err(BackendError::OutOfMemory)?;
         for i in 0..n {
             if exec.allocator.is_allocated(TensorId(i)) {
                 exec.materialize(TensorId(i));
@@ -214,7 +214,7 @@ impl<F: Float> CpuExecutor<F> {
                     for t in self.allocator.release_step() {
                         self.release(t);
                     }
-                    return Err(BackendError::OutOfMemory(Box::new(oom)));
+                    return Err(BackendError::OutOfMemory(oom));
                 }
             }
             trace.record(&self.allocator, Some(i));

@@ -168,7 +168,7 @@ impl GpuExecutor {
             }
         }
         // Place every tensor as an eager framework would allocate and free it during the step.
-        let (memory, placements, segments) = place(&plan, budget_bytes)?;
+        let Placed { memory, placements, segments } = place(&plan, budget_bytes)?;
         for &(_, size) in &segments {
             if size > limits.max_buffer_size {
                 return Err(GpuError::ExceedsLimit {
@@ -455,13 +455,18 @@ fn storage_buffer(device: &wgpu::Device, label: &str, size: u64) -> wgpu::Buffer
 /// Places a plan's tensors through the caching allocator, op by op, as an eager framework
 /// allocates and frees them. Returns the allocator's trace of the step (what this backend
 /// measures), every tensor's placement and the segments to back with memory.
-pub(crate) fn place(
-    plan: &Plan,
-    budget_bytes: u64,
-) -> Result<(StepMemory, Vec<Option<Placement>>, Vec<(SegmentId, u64)>), BackendError> {
+/// A step's tensors placed in the allocator's segments.
+pub(crate) struct Placed {
+    pub memory: StepMemory,
+    pub placements: Vec<Option<Placement>>,
+    /// Every segment the step used, with its size.
+    pub segments: Vec<(SegmentId, u64)>,
+}
+
+pub(crate) fn place(plan: &Plan, budget_bytes: u64) -> Result<Placed, BackendError> {
     let mut sa = StepAllocator::new(plan, budget_bytes, true);
     let mut trace = Trace::default();
-    let oom = |e| BackendError::OutOfMemory(Box::new(e));
+    let oom = BackendError::OutOfMemory;
     sa.setup().map_err(oom)?;
     trace.record(&sa, None);
     for i in 0..plan.ops.len() {
@@ -480,7 +485,7 @@ pub(crate) fn place(
         })
         .collect();
     segments.sort();
-    Ok((memory, sa.placements.clone(), segments))
+    Ok(Placed { memory, placements: sa.placements.clone(), segments })
 }
 
 /// Turns recorded commands into a uniform buffer and bind groups over the tensors' locations.

@@ -118,6 +118,9 @@ pub struct StepAllocator {
     pub placements: Vec<Option<Placement>>,
     /// Each tensor's placement while it is allocated.
     current: Vec<Option<Placement>>,
+    /// Running sums per category (indexed by `Category::index`): block bytes and tensor bytes.
+    live_allocated: [u64; 9],
+    live_requested: [u64; 9],
 }
 
 impl StepAllocator {
@@ -143,6 +146,8 @@ impl StepAllocator {
             allocator,
             placements: vec![None; plan.tensors.len()],
             current: vec![None; plan.tensors.len()],
+            live_allocated: [0; 9],
+            live_requested: [0; 9],
         }
     }
 
@@ -152,6 +157,9 @@ impl StepAllocator {
             Ok(p) => {
                 self.placements[tensor.0] = Some(p);
                 self.current[tensor.0] = Some(p);
+                let c = info.category.index();
+                self.live_allocated[c] += p.size;
+                self.live_requested[c] += info.size_bytes() as u64;
                 Ok(p)
             }
             Err(error) => {
@@ -206,13 +214,15 @@ impl StepAllocator {
 
     /// Frees what op `i` reads for the last time; returns those tensors.
     pub fn after_op(&mut self, i: usize) -> Vec<TensorId> {
+        let ends = std::mem::take(&mut self.ends[i]);
         let mut freed = Vec::new();
-        for &t in &self.ends[i] {
+        for &t in &ends {
             if let Some(p) = self.current[t.0].take() {
-                self.allocator.free(p);
+                self.free_placed(t, p);
                 freed.push(t);
             }
         }
+        self.ends[i] = ends;
         freed
     }
 
@@ -221,15 +231,40 @@ impl StepAllocator {
     /// persistent tensors, the batch and the loss stay.
     pub fn release_step(&mut self) -> Vec<TensorId> {
         let mut freed = Vec::new();
-        for (i, l) in self.lifetimes.iter().enumerate() {
-            if matches!(l, Lifetime::Ops { .. })
+        for i in 0..self.lifetimes.len() {
+            if matches!(self.lifetimes[i], Lifetime::Ops { .. })
                 && let Some(p) = self.current[i].take()
             {
-                self.allocator.free(p);
-                freed.push(TensorId(i));
+                let t = TensorId(i);
+                self.free_placed(t, p);
+                freed.push(t);
             }
         }
         freed
+    }
+
+    fn free_placed(&mut self, t: TensorId, p: Placement) {
+        self.allocator.free(p);
+        let info = &self.tensors[t.0];
+        let c = info.category.index();
+        self.live_allocated[c] -= p.size;
+        self.live_requested[c] -= info.size_bytes() as u64;
+    }
+
+    /// Bytes per category now: (block bytes, tensor bytes).
+    pub fn category_sums(&self) -> (CategoryBytes, CategoryBytes) {
+        let mut allocated = CategoryBytes::zero();
+        let mut requested = CategoryBytes::zero();
+        for c in Category::ALL {
+            allocated.add(c, self.live_allocated[c.index()]);
+            requested.add(c, self.live_requested[c.index()]);
+        }
+        (allocated, requested)
+    }
+
+    /// Tensor bytes of one category now.
+    pub fn requested_bytes(&self, c: Category) -> u64 {
+        self.live_requested[c.index()]
     }
 
     /// Whether a tensor currently has memory.
@@ -237,23 +272,9 @@ impl StepAllocator {
         self.current.get(t.0).is_some_and(Option::is_some)
     }
 
-    /// Allocated bytes per category now, as block sizes and as the tensors' own bytes.
-    pub fn by_category(&self) -> (CategoryBytes, CategoryBytes, Vec<TensorId>) {
-        let mut allocated = CategoryBytes::zero();
-        let mut requested = CategoryBytes::zero();
-        let mut live = Vec::new();
-        for seg in self.allocator.segments() {
-            for b in seg.blocks.values() {
-                if let Some(tag) = &b.tag {
-                    let info = &self.tensors[tag.tensor.0];
-                    allocated.add(info.category, b.size);
-                    requested.add(info.category, info.size_bytes() as u64);
-                    live.push(tag.tensor);
-                }
-            }
-        }
-        live.sort();
-        (allocated, requested, live)
+    /// The tensors allocated now, in id order.
+    pub fn live(&self) -> Vec<TensorId> {
+        (0..self.current.len()).filter(|&i| self.current[i].is_some()).map(TensorId).collect()
     }
 }
 
@@ -261,6 +282,9 @@ impl StepAllocator {
 /// the peak and the largest amount of saved activations.
 #[derive(Clone, Debug, Default)]
 pub struct Trace {
+    /// Keep the per-op timeline (sweeps need only the peak).
+    detailed: bool,
+    points: usize,
     pub timeline: Vec<OpMemory>,
     pub peak_index: usize,
     pub peak_allocated_bytes: u64,
@@ -271,24 +295,33 @@ pub struct Trace {
 }
 
 impl Trace {
+    /// A trace that keeps the per-op timeline.
+    pub fn detailed() -> Self {
+        Self { detailed: true, ..Self::default() }
+    }
+
     /// Records the allocator's state while op `op` runs (None: before the first op).
     pub fn record(&mut self, sa: &StepAllocator, op: Option<usize>) {
         let stats = sa.allocator.stats();
-        let (allocated, requested, live) = sa.by_category();
-        self.activation_peak_bytes = self.activation_peak_bytes.max(requested.get(Category::Activations));
-        if self.timeline.is_empty() || stats.allocated_bytes > self.peak_allocated_bytes {
-            self.peak_index = self.timeline.len();
+        self.activation_peak_bytes = self.activation_peak_bytes.max(sa.requested_bytes(Category::Activations));
+        if self.points == 0 || stats.allocated_bytes > self.peak_allocated_bytes {
+            let (allocated, requested) = sa.category_sums();
+            self.peak_index = self.points;
             self.peak_allocated_bytes = stats.allocated_bytes;
-            self.peak_allocated = allocated.clone();
+            self.peak_allocated = allocated;
             self.peak_requested = requested;
-            self.live_at_peak = live;
+            self.live_at_peak = sa.live();
         }
-        self.timeline.push(OpMemory {
-            op,
-            allocated,
-            allocated_bytes: stats.allocated_bytes,
-            reserved_bytes: stats.reserved_bytes,
-        });
+        if self.detailed {
+            let (allocated, _) = sa.category_sums();
+            self.timeline.push(OpMemory {
+                op,
+                allocated,
+                allocated_bytes: stats.allocated_bytes,
+                reserved_bytes: stats.reserved_bytes,
+            });
+        }
+        self.points += 1;
     }
 
     /// The finished report.
@@ -324,7 +357,7 @@ pub fn simulate_peak(plan: &Plan, capacity_bytes: u64) -> Result<StepMemory, Box
 fn simulate_with(plan: &Plan, capacity_bytes: u64, events: bool) -> Result<StepMemory, Box<StepOom>> {
     let mut sa = StepAllocator::new(plan, capacity_bytes, events);
     sa.setup()?;
-    let mut trace = Trace::default();
+    let mut trace = if events { Trace::detailed() } else { Trace::default() };
     trace.record(&sa, None);
     for i in 0..plan.ops.len() {
         if let Err(oom) = sa.before_op(i) {

@@ -322,6 +322,11 @@ impl Category {
         Category::Workspace,
     ];
 
+    /// Position in [`Category::ALL`].
+    pub fn index(self) -> usize {
+        self as usize
+    }
+
     /// snake_case name, as in JSON.
     pub fn name(self) -> &'static str {
         match self {

@@ -198,7 +198,7 @@ impl<F: Float> CpuExecutor<F> {
         if phases.contains(&Phase::Optimizer) {
             self.steps_taken += 1;
         }
-        let mut trace = Trace::default();
+        let mut trace = Trace::detailed();
         trace.record(&self.allocator, None);
         for i in 0..self.plan.ops.len() {
             if !phases.contains(&self.plan.ops[i].phase) {

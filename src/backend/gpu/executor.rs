@@ -465,7 +465,7 @@ pub(crate) struct Placed {
 
 pub(crate) fn place(plan: &Plan, budget_bytes: u64) -> Result<Placed, BackendError> {
     let mut sa = StepAllocator::new(plan, budget_bytes, true);
-    let mut trace = Trace::default();
+    let mut trace = Trace::detailed();
     let oom = BackendError::OutOfMemory;
     sa.setup().map_err(oom)?;
     trace.record(&sa, None);

@@ -267,6 +267,24 @@ impl StepAllocator {
         self.live_requested[c.index()]
     }
 
+    /// A tensor's placement while it is allocated.
+    pub fn placement(&self, t: TensorId) -> Option<Placement> {
+        self.current.get(t.0).copied().flatten()
+    }
+
+    /// The tensors op `i` frees (its last use), still allocated.
+    pub fn ending_at(&self, i: usize) -> Vec<TensorId> {
+        self.ends.get(i).map_or_else(Vec::new, |e| e.iter().copied().filter(|t| self.is_allocated(*t)).collect())
+    }
+
+    /// The op-lifetime tensors still allocated.
+    pub fn leftovers(&self) -> Vec<TensorId> {
+        (0..self.lifetimes.len())
+            .filter(|&i| matches!(self.lifetimes[i], Lifetime::Ops { .. }) && self.current[i].is_some())
+            .map(TensorId)
+            .collect()
+    }
+
     /// Whether a tensor currently has memory.
     pub fn is_allocated(&self, t: TensorId) -> bool {
         self.current.get(t.0).is_some_and(Option::is_some)

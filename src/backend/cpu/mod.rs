@@ -1,10 +1,10 @@
 //! The CPU reference backend: executes a [`Plan`] op by op with the twins in [`ops`].
 //!
-//! Memory follows the caching allocator: each tensor's host buffer is created when the
-//! allocator places it (just before the op that first touches it) and dropped when the
-//! allocator frees it (right after its last use), and the allocator's state is recorded while
-//! the ops run — what this backend measures. (Segments are accounted, not materialised: each
-//! tensor is its own host vector. On the GPU each segment is a real buffer.)
+//! Memory follows the caching allocator: every segment it reserves is a host buffer, created
+//! and dropped with the segment, and each tensor lives at its placement inside one, placed just
+//! before the op that first touches it and freed right after its last use. The allocator's
+//! state is recorded while the ops run — what this backend measures. In debug builds freed
+//! memory is filled with NaN, so a read after free shows up in the results.
 
 pub mod ops;
 
@@ -12,7 +12,11 @@ use num_traits::Float;
 
 use super::{BackendError, Trainer};
 use crate::data::Batch;
+use std::collections::BTreeMap;
+
+use crate::memory::allocator::Event;
 use crate::memory::step::{StepAllocator, StepMemory, Trace};
+use crate::memory::{Placement, SegmentId};
 use crate::model::init::init_params;
 use crate::plan::{DType, Op, Phase, Plan, TensorId, View, token_index};
 use ops::AdamWStep;
@@ -20,15 +24,22 @@ use ops::AdamWStep;
 /// Executes a plan on the host, in `F` precision (f32 for training, f64 for gradient checks).
 pub struct CpuExecutor<F> {
     plan: Plan,
-    /// Host memory of each tensor while the allocator has it placed; empty otherwise.
-    floats: Vec<Vec<F>>,
-    ints: Vec<Vec<u32>>,
+    /// One host buffer per allocator segment, in 4-byte slots: f32 tensors use `floats`,
+    /// u32 tensors `ints` (allocated only for segments that hold one).
+    segments: BTreeMap<SegmentId, HostSegment<F>>,
+    /// Allocator events already applied to `segments`.
+    events_seen: usize,
     allocator: StepAllocator,
     capacity_bytes: u64,
     /// The allocator's state over the last step run (measured).
     memory: Option<StepMemory>,
     /// Optimizer steps taken (AdamW's t).
     steps_taken: u32,
+}
+
+struct HostSegment<F> {
+    floats: Vec<F>,
+    ints: Vec<u32>,
 }
 
 fn cast<F: Float>(x: f32) -> F {
@@ -49,8 +60,8 @@ impl<F: Float> CpuExecutor<F> {
         let allocator = StepAllocator::new(&plan, budget_bytes, true);
         let mut exec = Self {
             plan,
-            floats: vec![Vec::new(); n],
-            ints: vec![Vec::new(); n],
+            segments: BTreeMap::new(),
+            events_seen: 0,
             allocator,
             capacity_bytes: budget_bytes,
             memory: None,
@@ -67,12 +78,69 @@ impl<F: Float> CpuExecutor<F> {
         Ok(exec)
     }
 
-    /// Creates a tensor's host buffer (zeroed), as the allocator placed it.
+    /// Creates and drops host segments as the allocator reserved and released them.
+    fn sync_segments(&mut self) {
+        let events = self.allocator.allocator.events();
+        for e in &events[self.events_seen.min(events.len())..] {
+            match *e {
+                Event::SegmentAlloc { segment, size, .. } => {
+                    let slots = (size / 4) as usize;
+                    self.segments.insert(segment, HostSegment { floats: vec![F::zero(); slots], ints: Vec::new() });
+                }
+                Event::SegmentFree { segment, .. } => {
+                    self.segments.remove(&segment);
+                }
+                _ => {}
+            }
+        }
+        self.events_seen = events.len();
+    }
+
+    /// Starts a new step's event log (the segments persist).
+    fn clear_events(&mut self) {
+        self.sync_segments();
+        self.allocator.allocator.clear_events();
+        self.events_seen = 0;
+    }
+
+    /// Slot range of a view inside its segment, while its tensor is placed.
+    fn slots(&self, v: View) -> Option<(SegmentId, usize, usize)> {
+        let p: Placement = self.allocator.placement(v.tensor)?;
+        let start = (p.offset / 4) as usize + v.offset;
+        Some((p.segment, start, start + v.len))
+    }
+
+    fn whole(&self, id: TensorId) -> View {
+        self.plan.whole(id)
+    }
+
+    /// A newly placed tensor starts zeroed (its slots may hold an earlier tensor's values).
     fn materialize(&mut self, id: TensorId) {
-        let t = &self.plan.tensors[id.0];
-        match t.dtype {
-            DType::F32 => self.floats[id.0] = vec![F::zero(); t.numel()],
-            DType::U32 => self.ints[id.0] = vec![0; t.numel()],
+        self.sync_segments();
+        let v = self.whole(id);
+        let dtype = self.plan.tensors[id.0].dtype;
+        let Some((seg, a, b)) = self.slots(v) else { return };
+        if let Some(s) = self.segments.get_mut(&seg) {
+            match dtype {
+                DType::F32 => s.floats[a..b].fill(F::zero()),
+                DType::U32 => {
+                    if s.ints.len() < s.floats.len() {
+                        s.ints.resize(s.floats.len(), 0);
+                    }
+                    s.ints[a..b].fill(0);
+                }
+            }
+        }
+    }
+
+    /// In debug builds, poisons a freed tensor's slots with NaN (called before the allocator
+    /// frees it, while its placement is known).
+    fn poison(&mut self, id: TensorId) {
+        if cfg!(debug_assertions)
+            && self.plan.tensors[id.0].dtype == DType::F32
+            && let Some(x) = self.f_mut(self.whole(id))
+        {
+            x.fill(F::nan());
         }
     }
 
@@ -81,11 +149,7 @@ impl<F: Float> CpuExecutor<F> {
     fn check_memory(&self, i: usize, op: &Op) -> Result<(), BackendError> {
         let (reads, writes) = op.reads_writes();
         for v in reads.iter().chain(&writes) {
-            let have = match self.plan.tensors[v.tensor.0].dtype {
-                DType::F32 => self.floats[v.tensor.0].len(),
-                DType::U32 => self.ints[v.tensor.0].len(),
-            };
-            if have < v.offset + v.len {
+            if self.slots(*v).is_none() {
                 return Err(crate::model::ConfigError::Other(format!(
                     "op {} needs tensor '{}', which this step has not produced (run the forward pass first)",
                     self.plan.ops[i].label, self.plan.tensors[v.tensor.0].name
@@ -94,12 +158,6 @@ impl<F: Float> CpuExecutor<F> {
             }
         }
         Ok(())
-    }
-
-    /// Drops a tensor's host buffer, as the allocator freed it.
-    fn release(&mut self, id: TensorId) {
-        self.floats[id.0] = Vec::new();
-        self.ints[id.0] = Vec::new();
     }
 
     /// The allocator's counters now.
@@ -117,56 +175,69 @@ impl<F: Float> CpuExecutor<F> {
     }
 
     pub fn set_params_f32(&mut self, flat: &[f32]) {
-        let dst = &mut self.floats[self.plan.handles.params.0];
-        for (d, &s) in dst.iter_mut().zip(flat) {
-            *d = cast(s);
-        }
+        let values: Vec<F> = flat.iter().map(|&x| cast(x)).collect();
+        self.write_tensor(self.plan.handles.params, &values);
     }
 
     /// Sets the parameters in the executor's own precision.
     pub fn set_params(&mut self, flat: &[F]) {
-        self.floats[self.plan.handles.params.0].copy_from_slice(flat);
+        self.write_tensor(self.plan.handles.params, flat);
     }
 
     pub fn params(&self) -> &[F] {
-        &self.floats[self.plan.handles.params.0]
+        self.tensor(self.plan.handles.params)
     }
 
     pub fn grads(&self) -> &[F] {
-        &self.floats[self.plan.handles.grads.0]
+        self.tensor(self.plan.handles.grads)
     }
 
-    /// Any tensor by name (for tests and dumps).
+    /// Any allocated float tensor by name (for tests and dumps).
     pub fn tensor_by_name(&self, name: &str) -> Option<&[F]> {
         let id = self.plan.tensors.iter().position(|t| t.name == name)?;
-        Some(&self.floats[id])
+        self.f_opt(self.whole(TensorId(id)))
     }
 
-    /// Overwrites a float tensor (extra values are ignored).
+    /// Overwrites the start of an allocated float tensor (extra values are ignored).
     pub fn write_tensor(&mut self, id: TensorId, values: &[F]) {
-        let dst = &mut self.floats[id.0];
-        let n = dst.len().min(values.len());
-        dst[..n].copy_from_slice(&values[..n]);
+        if let Some(dst) = self.f_mut(self.whole(id)) {
+            let n = dst.len().min(values.len());
+            dst[..n].copy_from_slice(&values[..n]);
+        }
     }
 
-    /// Overwrites an integer tensor (extra values are ignored).
+    /// Overwrites the start of an allocated integer tensor (extra values are ignored).
     pub fn write_tensor_u32(&mut self, id: TensorId, values: &[u32]) {
-        let dst = &mut self.ints[id.0];
-        let n = dst.len().min(values.len());
-        dst[..n].copy_from_slice(&values[..n]);
+        let v = self.whole(id);
+        let Some((seg, a, b)) = self.slots(v) else { return };
+        if let Some(dst) = self.segments.get_mut(&seg).and_then(|s| s.ints.get_mut(a..b)) {
+            let n = dst.len().min(values.len());
+            dst[..n].copy_from_slice(&values[..n]);
+        }
     }
 
-    /// A float tensor's values.
+    /// A float tensor's values while it is allocated; empty after it was freed.
     pub fn tensor(&self, id: TensorId) -> &[F] {
-        &self.floats[id.0]
+        self.f_opt(self.whole(id)).unwrap_or(&[])
     }
 
+    fn f_opt(&self, v: View) -> Option<&[F]> {
+        let (seg, a, b) = self.slots(v)?;
+        self.segments.get(&seg)?.floats.get(a..b)
+    }
+
+    fn f_mut(&mut self, v: View) -> Option<&mut [F]> {
+        let (seg, a, b) = self.slots(v)?;
+        self.segments.get_mut(&seg)?.floats.get_mut(a..b)
+    }
+
+    /// A view's values (ops only run once `check_memory` found every view placed).
     fn f(&self, v: View) -> &[F] {
-        &self.floats[v.tensor.0][v.offset..v.offset + v.len]
+        self.f_opt(v).unwrap_or(&[])
     }
 
     fn u(&self, v: View) -> &[u32] {
-        &self.ints[v.tensor.0][v.offset..v.offset + v.len]
+        self.slots(v).and_then(|(seg, a, b)| self.segments.get(&seg)?.ints.get(a..b)).unwrap_or(&[])
     }
 
     /// Uploads the batch (tokens, targets and the token index).
@@ -177,10 +248,10 @@ impl<F: Float> CpuExecutor<F> {
         }
         let h = self.plan.handles;
         let (offsets, positions) = token_index(&batch.inputs, self.plan.model.vocab);
-        self.ints[h.tokens.0].copy_from_slice(&batch.inputs);
-        self.ints[h.targets.0].copy_from_slice(&batch.targets);
-        self.ints[h.token_offsets.0].copy_from_slice(&offsets);
-        self.ints[h.token_positions.0].copy_from_slice(&positions);
+        self.write_tensor_u32(h.tokens, &batch.inputs);
+        self.write_tensor_u32(h.targets, &batch.targets);
+        self.write_tensor_u32(h.token_offsets, &offsets);
+        self.write_tensor_u32(h.token_positions, &positions);
         Ok(())
     }
 
@@ -190,10 +261,8 @@ impl<F: Float> CpuExecutor<F> {
     /// budget stops the step with [`BackendError::OutOfMemory`] and releases its memory.
     pub fn run_phases(&mut self, phases: &[Phase]) -> Result<F, BackendError> {
         if phases.contains(&Phase::Forward) {
-            for t in self.allocator.release_step() {
-                self.release(t);
-            }
-            self.allocator.allocator.clear_events();
+            self.release_leftovers();
+            self.clear_events();
         }
         if phases.contains(&Phase::Optimizer) {
             self.steps_taken += 1;
@@ -211,9 +280,7 @@ impl<F: Float> CpuExecutor<F> {
                     }
                 }
                 Err(oom) => {
-                    for t in self.allocator.release_step() {
-                        self.release(t);
-                    }
+                    self.release_leftovers();
                     return Err(BackendError::OutOfMemory(oom));
                 }
             }
@@ -221,12 +288,23 @@ impl<F: Float> CpuExecutor<F> {
             let op = self.plan.ops[i].op.clone();
             self.check_memory(i, &op)?;
             self.execute(&op);
-            for t in self.allocator.after_op(i) {
-                self.release(t);
+            for t in self.allocator.ending_at(i) {
+                self.poison(t);
             }
+            self.allocator.after_op(i);
+            self.sync_segments();
         }
         self.memory = Some(trace.finish(&self.allocator, self.capacity_bytes));
-        Ok(self.floats[self.plan.handles.loss.0].first().copied().unwrap_or_else(F::nan))
+        Ok(self.tensor(self.plan.handles.loss).first().copied().unwrap_or_else(F::nan))
+    }
+
+    /// Frees the op-lifetime tensors a previous run left allocated.
+    fn release_leftovers(&mut self) {
+        for t in self.allocator.leftovers() {
+            self.poison(t);
+        }
+        self.allocator.release_step();
+        self.sync_segments();
     }
 
     /// Forward and backward: loss and gradients, parameters unchanged.
@@ -245,10 +323,12 @@ impl<F: Float> CpuExecutor<F> {
     /// never alias inputs (or each other) whatever tensors they live in. Accumulating outputs
     /// start from their current values.
     fn with_outputs<const N: usize>(&mut self, views: [View; N], f: impl FnOnce(&Self, &mut [Vec<F>; N])) {
-        let mut bufs = views.map(|v| self.floats[v.tensor.0][v.offset..v.offset + v.len].to_vec());
+        let mut bufs = views.map(|v| self.f(v).to_vec());
         f(self, &mut bufs);
         for (v, b) in views.iter().zip(bufs) {
-            self.floats[v.tensor.0][v.offset..v.offset + v.len].copy_from_slice(&b);
+            if let Some(dst) = self.f_mut(*v) {
+                dst.copy_from_slice(&b);
+            }
         }
     }
 
@@ -258,7 +338,9 @@ impl<F: Float> CpuExecutor<F> {
         let (c, nh, vocab) = (m.d_model, m.n_heads, m.vocab);
         match *op {
             Op::Zero { dst } => {
-                self.floats[dst.tensor.0][dst.offset..dst.offset + dst.len].fill(F::zero());
+                if let Some(x) = self.f_mut(dst) {
+                    x.fill(F::zero());
+                }
             }
             Op::Embedding { tokens, wte, wpe, out } => self.with_outputs([out], |s, [o]| {
                 ops::embedding_forward(o, s.u(tokens), s.f(wte), s.f(wpe), t, c);

@@ -109,3 +109,26 @@ fn oom_on_both_backends_then_a_smaller_config_runs() {
     let mut cpu = CpuExecutor::<f32>::with_budget(small, 0, budget).expect("fits");
     assert!(cpu.train_step(&b).expect("step").is_finite());
 }
+
+/// A real out-of-memory from the wgpu device cannot be provoked reliably on lavapipe (it
+/// overcommits host memory), so this checks the report the executor builds from one: the same
+/// wording as the allocator's, naming the tensor and op that first needed the refused segment.
+#[test]
+fn a_device_oom_is_reported_like_the_allocators() {
+    use oomlab::backend::gpu::executor::{device_oom, place};
+    let model = ModelConfig::toy(58);
+    let plan = Plan::build(&model, StepShape { batch: 64, seq: 64 }, &OptimizerConfig::default()).expect("plan");
+    let placed = place(&plan, BUDGET).expect("fits the budget");
+    let (segment, size) = *placed.segments.last().expect("segments");
+    let reserved_before: u64 = placed.segments.iter().map(|&(_, s)| s).sum::<u64>() - size;
+    let oom = device_oom(&plan, &placed.placements, segment, size, reserved_before, BUDGET, "Out of Memory");
+    println!("{}", oom.message);
+    assert!(oom.message.starts_with("GPU out of memory. Tried to allocate"), "{}", oom.message);
+    assert!(oom.message.contains("wgpu device itself refused"), "{}", oom.message);
+    assert!(oom.message.contains(&oom.tensor_name) && oom.message.contains(&oom.op_label));
+    let p = placed.placements[oom.tensor.0].expect("the tensor is placed");
+    assert_eq!(p.segment, segment, "the named tensor lives in the refused segment");
+    assert_eq!(oom.error.tried_bytes, size);
+    let err = BackendError::OutOfMemory(Box::new(oom));
+    assert!(err.to_string().starts_with("GPU out of memory"));
+}

@@ -193,10 +193,30 @@ impl GpuExecutor {
         }
         let device = &ctx.device;
         let real_reserved_bytes: u64 = segments.iter().map(|&(_, size)| size).sum();
+        // Each segment in its own error scope, so a real out-of-memory names the segment.
+        let mut buffers = Vec::with_capacity(segments.len());
+        for (k, &(id, size)) in segments.iter().enumerate() {
+            let made =
+                ctx.scoped("reserving a segment", || storage_buffer(device, &format!("segment {}", id.0), size)).await;
+            match made {
+                Ok(b) => buffers.push(b),
+                Err(GpuError::OutOfMemory(detail)) => {
+                    let reserved_before: u64 = segments[..k].iter().map(|&(_, s)| s).sum();
+                    return Err(BackendError::OutOfMemory(Box::new(device_oom(
+                        &plan,
+                        &placements,
+                        id,
+                        size,
+                        reserved_before,
+                        budget_bytes,
+                        &detail,
+                    ))));
+                }
+                Err(other) => return Err(other.into()),
+            }
+        }
         let built = ctx
-            .scoped("reserving the allocator's segments", || {
-                let buffers: Vec<wgpu::Buffer> =
-                    segments.iter().map(|&(id, size)| storage_buffer(device, &format!("segment {}", id.0), size)).collect();
+            .scoped("binding the step's tensors", || {
                 let index: std::collections::BTreeMap<SegmentId, usize> =
                     segments.iter().enumerate().map(|(i, &(id, _))| (id, i)).collect();
                 let at = placements
@@ -213,16 +233,7 @@ impl GpuExecutor {
                 let (uniform_buffer, commands) = materialize(ctx, &rec, &locations);
                 (locations, uniform_buffer, loss_staging, commands)
             })
-            .await
-            .map_err(|e| match e {
-                GpuError::OutOfMemory(detail) => GpuError::OutOfMemory(format!(
-                    "{detail}. The wgpu device could not reserve the allocator's {} segments ({} in all) although the {} budget allows them: the budget is larger than this GPU's free memory",
-                    segments.len(),
-                    crate::units::format_bytes(real_reserved_bytes),
-                    crate::units::format_bytes(budget_bytes.min(UNLIMITED))
-                )),
-                other => other,
-            })?;
+            .await?;
         let (locations, uniform_buffer, loss_staging, commands) = built;
         let exec = Self {
             ctx: ctx.clone(),
@@ -455,15 +466,72 @@ fn storage_buffer(device: &wgpu::Device, label: &str, size: u64) -> wgpu::Buffer
 /// Places a plan's tensors through the caching allocator, op by op, as an eager framework
 /// allocates and frees them. Returns the allocator's trace of the step (what this backend
 /// measures), every tensor's placement and the segments to back with memory.
+/// A real out-of-memory from the device while reserving segment `segment` (`size` bytes), in
+/// the allocator's words: the first tensor placed in that segment is the one that asked.
+pub fn device_oom(
+    plan: &Plan,
+    placements: &[Option<Placement>],
+    segment: SegmentId,
+    size: u64,
+    reserved_before: u64,
+    budget_bytes: u64,
+    detail: &str,
+) -> crate::memory::StepOom {
+    let lifetimes = plan.lifetimes();
+    let first = placements
+        .iter()
+        .enumerate()
+        .filter(|(_, p)| p.is_some_and(|p| p.segment == segment))
+        .min_by_key(|(i, _)| match lifetimes[*i] {
+            crate::plan::Lifetime::Ops { first, .. } => first + 1,
+            _ => 0,
+        })
+        .map_or(TensorId(0), |(i, _)| TensorId(i));
+    let info = plan.tensor(first);
+    let op = match lifetimes[first.0] {
+        crate::plan::Lifetime::Ops { first, .. } => Some(first),
+        _ => None,
+    };
+    let op_label = op.map_or_else(
+        || "before the step".to_string(),
+        |i| format!("{} ({})", plan.ops[i].label, plan.ops[i].op.name()),
+    );
+    let error = crate::memory::OutOfMemory {
+        requested_bytes: info.size_bytes() as u64,
+        tried_bytes: size,
+        // Without a budget, the device's own memory was the limit: what it had given so far.
+        capacity_bytes: if budget_bytes >= UNLIMITED { reserved_before } else { budget_bytes },
+        free_bytes: 0,
+        allocated_bytes: reserved_before,
+        reserved_bytes: reserved_before,
+        cached_free_bytes: 0,
+        largest_free_block: 0,
+    };
+    let what = format!("{} '{}' {:?} for {op_label}", info.category.name(), info.name, info.shape);
+    let message = format!(
+        "{} The wgpu device itself refused the segment ({detail}): the budget is larger than this GPU's free memory.",
+        error.message(&what)
+    );
+    crate::memory::StepOom {
+        tensor: first,
+        tensor_name: info.name.clone(),
+        category: info.category,
+        op,
+        op_label,
+        error,
+        message,
+    }
+}
+
 /// A step's tensors placed in the allocator's segments.
-pub(crate) struct Placed {
+pub struct Placed {
     pub memory: StepMemory,
     pub placements: Vec<Option<Placement>>,
     /// Every segment the step used, with its size.
     pub segments: Vec<(SegmentId, u64)>,
 }
 
-pub(crate) fn place(plan: &Plan, budget_bytes: u64) -> Result<Placed, BackendError> {
+pub fn place(plan: &Plan, budget_bytes: u64) -> Result<Placed, BackendError> {
     let mut sa = StepAllocator::new(plan, budget_bytes, true);
     let mut trace = Trace::detailed();
     let oom = BackendError::OutOfMemory;

@@ -6,7 +6,8 @@ use crate::backend::gpu::{GpuContext, GpuExecutor, executor::build_kernels};
 use crate::backend::{BackendError, Trainer};
 use crate::data::Dataset;
 use crate::model::{ModelConfig, StepShape};
-use crate::plan::{OptimizerConfig, Plan};
+use crate::plan::{Category, OptimizerConfig, Plan};
+use crate::units::format_bytes;
 
 /// Default step shape of the app: the toy at batch 16.
 pub const DEFAULT_BATCH: usize = 16;
@@ -173,6 +174,28 @@ impl eframe::App for OomlabApp {
                 Some(loss) => ui.label(format!("Step {} — loss {:.4} (measured)", self.losses.len(), loss)),
                 None => ui.label("No step run yet."),
             };
+            if let Some(m) = self.trainer().and_then(|t| t.memory()) {
+                ui.separator();
+                ui.label(format!(
+                    "Memory of one step (measured by the caching allocator): peak {} allocated, {} reserved in {} segments",
+                    format_bytes(m.peak_allocated_bytes()),
+                    format_bytes(m.peak_reserved_bytes()),
+                    m.stats.segments
+                ));
+                egui::Grid::new("peak_by_category").striped(true).show(ui, |ui| {
+                    ui.strong("at the peak");
+                    ui.strong("bytes");
+                    ui.end_row();
+                    for c in Category::ALL {
+                        let bytes = m.peak_allocated.get(c);
+                        if bytes > 0 {
+                            ui.label(c.name());
+                            ui.label(format_bytes(bytes));
+                            ui.end_row();
+                        }
+                    }
+                });
+            }
             if let Some(e) = &self.error {
                 ui.colored_label(egui::Color32::RED, e);
             }

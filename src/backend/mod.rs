@@ -34,6 +34,8 @@ pub trait Trainer {
     fn read_params(&mut self) -> Result<Vec<f32>, BackendError>;
     fn read_grads(&mut self) -> Result<Vec<f32>, BackendError>;
     fn write_params(&mut self, flat: &[f32]) -> Result<(), BackendError>;
+    /// What the caching allocator saw during the last step (measured), once a step has run.
+    fn memory(&self) -> Option<&crate::memory::StepMemory>;
 }
 
 /// Which backend runs the step.

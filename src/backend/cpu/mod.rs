@@ -450,4 +450,7 @@ impl Trainer for CpuExecutor<f32> {
         self.set_params(flat);
         Ok(())
     }
+    fn memory(&self) -> Option<&crate::memory::StepMemory> {
+        CpuExecutor::memory(self)
+    }
 }

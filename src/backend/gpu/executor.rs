@@ -446,6 +446,9 @@ impl crate::backend::Trainer for GpuExecutor {
         GpuExecutor::write_params(self, flat);
         Ok(())
     }
+    fn memory(&self) -> Option<&crate::memory::StepMemory> {
+        (self.steps_taken > 0).then_some(&self.memory)
+    }
 }
 
 /// Builds kernels once per device inside error scopes.

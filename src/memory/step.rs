@@ -93,6 +93,27 @@ pub struct StepOom {
     pub message: String,
 }
 
+impl StepOom {
+    /// The error for `tensor`, asked for by `op` (labelled `op_label`), with PyTorch's message;
+    /// `note` is appended to it.
+    pub fn new(
+        tensor: TensorId,
+        info: &crate::plan::TensorInfo,
+        op: Option<usize>,
+        op_label: String,
+        error: OutOfMemory,
+        note: &str,
+    ) -> Self {
+        let what = format!("{} '{}' {:?} for {op_label}", info.category.name(), info.name, info.shape);
+        let mut message = error.message(&what);
+        if !note.is_empty() {
+            message.push(' ');
+            message.push_str(note);
+        }
+        Self { tensor, tensor_name: info.name.clone(), category: info.category, op, op_label, error, message }
+    }
+}
+
 impl std::fmt::Display for StepOom {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(&self.message)
@@ -165,17 +186,7 @@ impl StepAllocator {
             Err(error) => {
                 let op_label =
                     op.and_then(|i| self.op_labels.get(i).cloned()).unwrap_or_else(|| "before the step".to_string());
-                let what = format!("{} '{}' {:?} for {op_label}", info.category.name(), info.name, info.shape);
-                let message = error.message(&what);
-                Err(Box::new(StepOom {
-                    tensor,
-                    tensor_name: info.name.clone(),
-                    category: info.category,
-                    op,
-                    op_label,
-                    error,
-                    message,
-                }))
+                Err(Box::new(StepOom::new(tensor, info, op, op_label, error, "")))
             }
         }
     }

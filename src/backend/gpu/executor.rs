@@ -510,20 +510,10 @@ pub fn device_oom(
         cached_free_bytes: 0,
         largest_free_block: 0,
     };
-    let what = format!("{} '{}' {:?} for {op_label}", info.category.name(), info.name, info.shape);
-    let message = format!(
-        "{} The wgpu device itself refused the segment ({detail}): the budget is larger than this GPU's free memory.",
-        error.message(&what)
+    let note = format!(
+        "The wgpu device itself refused the segment ({detail}): the budget is larger than this GPU's free memory."
     );
-    crate::memory::StepOom {
-        tensor: first,
-        tensor_name: info.name.clone(),
-        category: info.category,
-        op,
-        op_label,
-        error,
-        message,
-    }
+    crate::memory::StepOom::new(first, info, op, op_label, error, &note)
 }
 
 /// A step's tensors placed in the allocator's segments.

@@ -141,3 +141,25 @@ fn configs_beyond_the_adapter_limits_are_clear_errors() {
         Ok(_) => panic!("expected ExceedsLimit"),
     }
 }
+
+/// A lost device (here destroyed on purpose) gives a clear error, not a panic or a hang.
+#[test]
+fn a_lost_device_is_a_clear_error() {
+    let ctx = oomlab::backend::gpu::GpuContext::new_headless_blocking().expect("a GPU adapter");
+    let kernels = pollster::block_on(oomlab::backend::gpu::executor::build_kernels(&ctx)).expect("kernels");
+    let ds = Dataset::builtin();
+    let model = ModelConfig::toy(ds.tokenizer.vocab_size());
+    let shape = StepShape { batch: 2, seq: 16 };
+    let plan = Plan::build(&model, shape, &OptimizerConfig::default()).expect("plan");
+    let mut exec = pollster::block_on(GpuExecutor::new(&ctx, &kernels, plan.clone(), 0)).expect("executor");
+    let batch = ds.batch(shape, 0, 0).expect("batch");
+    assert!(exec.train_step(&batch).expect("a step before").is_finite());
+    ctx.device.destroy();
+    let _ = ctx.device.poll(wgpu::PollType::wait_indefinitely());
+    let err = exec.train_step(&batch).expect_err("the device is gone");
+    let msg = err.to_string();
+    println!("{msg}");
+    assert!(msg.contains("lost"), "{msg}");
+    let again = pollster::block_on(GpuExecutor::new(&ctx, &kernels, plan, 0));
+    assert!(again.is_err(), "no new executor on a lost device");
+}

@@ -17,6 +17,8 @@ pub struct GpuContext {
     pub adapter_info: wgpu::AdapterInfo,
     /// Errors that escaped every error scope (they would otherwise panic), newest last.
     uncaptured: Arc<Mutex<Vec<String>>>,
+    /// Why the device was lost, once it has been.
+    lost: Arc<Mutex<Option<String>>>,
 }
 
 impl GpuContext {
@@ -37,7 +39,26 @@ impl GpuContext {
                 v.push(e.to_string());
             }
         }));
-        Ok(Self { device, queue, adapter_info, uncaptured })
+        let lost = Arc::new(Mutex::new(None));
+        let lost_sink = lost.clone();
+        device.set_device_lost_callback(move |reason, message| {
+            log::error!("the GPU device was lost ({reason:?}): {message}");
+            if let Ok(mut l) = lost_sink.lock() {
+                *l = Some(if message.is_empty() { format!("{reason:?}") } else { format!("{reason:?}: {message}") });
+            }
+        });
+        Ok(Self { device, queue, adapter_info, uncaptured, lost })
+    }
+
+    /// An error if the device has been lost (driver reset, GPU removed, device destroyed); work
+    /// submitted to a lost device would never complete.
+    pub fn check_alive(&self) -> Result<(), GpuError> {
+        match self.lost.lock().ok().and_then(|l| l.clone()) {
+            Some(reason) => Err(GpuError::DeviceLost(format!(
+                "{reason}. Restart oomlab, or use --backend cpu; nothing was lost but this step"
+            ))),
+            None => Ok(()),
+        }
     }
 
     /// Creates a headless device on the best adapter (honours `WGPU_BACKEND` and

@@ -154,6 +154,7 @@ impl GpuExecutor {
         seed: u64,
         budget_bytes: u64,
     ) -> Result<Self, BackendError> {
+        ctx.check_alive()?;
         let limits = ctx.limits();
         let max_binding = limits.max_storage_buffer_binding_size.min(limits.max_buffer_size);
         for t in &plan.tensors {
@@ -313,6 +314,7 @@ impl GpuExecutor {
 
     /// Submits the ops of `phases` (the batch must be uploaded) and returns the loss.
     pub async fn run_phases(&mut self, phases: &[Phase]) -> Result<f32, GpuError> {
+        self.ctx.check_alive()?;
         if phases.contains(&Phase::Optimizer) {
             self.steps_taken += 1;
             if let Some(offset) = self.adamw_uniform {
@@ -407,6 +409,7 @@ async fn read_buffer(ctx: &GpuContext, staging: &wgpu::Buffer, size: u64) -> Res
     });
     #[cfg(not(target_arch = "wasm32"))]
     ctx.device.poll(wgpu::PollType::wait_indefinitely()).map_err(|e| GpuError::DeviceLost(e.to_string()))?;
+    ctx.check_alive()?;
     let mapped = rx.await.map_err(|_| GpuError::Readback("the map callback was dropped".into()))?;
     mapped.map_err(|e| GpuError::Readback(e.to_string()))?;
     let out = {

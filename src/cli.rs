@@ -285,13 +285,13 @@ fn open_gpu() -> Result<Gpu, Failure> {
 fn make_trainer(r: &Resolved, plan: Plan, gpu: Option<&Gpu>) -> Result<Box<dyn Trainer>, Failure> {
     Ok(match (r.backend, gpu) {
         (BackendKind::Gpu, Some(g)) => {
-            Box::new(pollster::block_on(GpuExecutor::new(&g.ctx, &g.kernels, plan, r.seed))?)
+            Box::new(pollster::block_on(GpuExecutor::with_budget(&g.ctx, &g.kernels, plan, r.seed, r.budget_bytes))?)
         }
         (BackendKind::Gpu, None) => {
             let g = open_gpu()?;
-            Box::new(pollster::block_on(GpuExecutor::new(&g.ctx, &g.kernels, plan, r.seed))?)
+            Box::new(pollster::block_on(GpuExecutor::with_budget(&g.ctx, &g.kernels, plan, r.seed, r.budget_bytes))?)
         }
-        (BackendKind::Cpu, _) => Box::new(CpuExecutor::<f32>::new(plan, r.seed)?),
+        (BackendKind::Cpu, _) => Box::new(CpuExecutor::<f32>::with_budget(plan, r.seed, r.budget_bytes)?),
     })
 }
 

@@ -158,3 +158,13 @@ fn sweep_finds_the_largest_batch_and_writes_csv() {
     let bad = oomlab(&["measure", "--budget", "lots"]);
     assert_eq!(bad.status.code(), Some(2));
 }
+
+#[test]
+fn train_beyond_the_budget_exits_3_on_both_backends() {
+    for backend in ["cpu", "gpu"] {
+        let out = oomlab(&["train", "--steps", "1", "--batch", "512", "--budget", "32MiB", "--backend", backend]);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(3), "{backend}: {stderr}");
+        assert!(stderr.contains("GPU out of memory. Tried to allocate"), "{backend}: {stderr}");
+    }
+}

@@ -155,6 +155,9 @@ impl GpuExecutor {
         budget_bytes: u64,
     ) -> Result<Self, BackendError> {
         ctx.check_alive()?;
+        // Place every tensor as an eager framework would allocate and free it during the step
+        // (first, so a step beyond the budget is an out-of-memory before any adapter limit).
+        let Placed { memory, placements, segments } = place(&plan, budget_bytes)?;
         let limits = ctx.limits();
         let max_binding = limits.max_storage_buffer_binding_size.min(limits.max_buffer_size);
         for t in &plan.tensors {
@@ -168,8 +171,6 @@ impl GpuExecutor {
                 .into());
             }
         }
-        // Place every tensor as an eager framework would allocate and free it during the step.
-        let Placed { memory, placements, segments } = place(&plan, budget_bytes)?;
         for &(_, size) in &segments {
             if size > limits.max_buffer_size {
                 return Err(GpuError::ExceedsLimit {

@@ -473,6 +473,11 @@ fn storage_buffer(device: &wgpu::Device, label: &str, size: u64) -> wgpu::Buffer
 /// Places a plan's tensors through the caching allocator, op by op, as an eager framework
 /// allocates and frees them. Returns the allocator's trace of the step (what this backend
 /// measures), every tensor's placement and the segments to back with memory.
+///
+/// The placements of this first (cold) step are replayed by every later step, because bind
+/// groups are recorded once. PyTorch's later steps allocate from the blocks the first step left
+/// cached and may pick different offsets; the bytes per category, the peaks and the segments are
+/// the same, only where a tensor sits inside its segment could differ.
 /// A real out-of-memory from the device while reserving segment `segment` (`size` bytes), in
 /// the allocator's words: the first tensor placed in that segment is the one that asked.
 pub fn device_oom(

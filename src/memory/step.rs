@@ -127,9 +127,10 @@ impl std::error::Error for StepOom {}
 /// measure is what the plan predicts.
 #[derive(Clone, Debug)]
 pub struct StepAllocator {
-    tensors: Vec<crate::plan::TensorInfo>,
-    /// "label (op name)" of every op, for messages.
-    op_labels: Vec<String>,
+    /// Bytes and category of every tensor (names and labels stay in the plan, which the
+    /// fallible calls take, so sweeps copy no strings).
+    sizes: Vec<u64>,
+    categories: Vec<Category>,
     lifetimes: Vec<crate::plan::Lifetime>,
     /// Tensors first touched by op i, and last touched by op i.
     starts: Vec<Vec<TensorId>>,
@@ -157,10 +158,9 @@ impl StepAllocator {
         }
         let allocator = CachingAllocator::new(capacity);
         let allocator = if record_events { allocator } else { allocator.without_events() };
-        let op_labels = plan.ops.iter().map(|n| format!("{} ({})", n.label, n.op.name())).collect();
         Self {
-            tensors: plan.tensors.clone(),
-            op_labels,
+            sizes: plan.tensors.iter().map(|t| t.size_bytes() as u64).collect(),
+            categories: plan.tensors.iter().map(|t| t.category).collect(),
             lifetimes,
             starts,
             ends,
@@ -172,30 +172,32 @@ impl StepAllocator {
         }
     }
 
-    fn alloc(&mut self, tensor: TensorId, op: Option<usize>) -> Result<Placement, Box<StepOom>> {
-        let info = &self.tensors[tensor.0];
-        match self.allocator.malloc(info.size_bytes() as u64, TensorTag { tensor, op }) {
+    fn alloc(&mut self, plan: &Plan, tensor: TensorId, op: Option<usize>) -> Result<Placement, Box<StepOom>> {
+        let bytes = self.sizes[tensor.0];
+        match self.allocator.malloc(bytes, TensorTag { tensor, op }) {
             Ok(p) => {
                 self.placements[tensor.0] = Some(p);
                 self.current[tensor.0] = Some(p);
-                let c = info.category.index();
+                let c = self.categories[tensor.0].index();
                 self.live_allocated[c] += p.size;
-                self.live_requested[c] += info.size_bytes() as u64;
+                self.live_requested[c] += bytes;
                 Ok(p)
             }
             Err(error) => {
-                let op_label =
-                    op.and_then(|i| self.op_labels.get(i).cloned()).unwrap_or_else(|| "before the step".to_string());
-                Err(Box::new(StepOom::new(tensor, info, op, op_label, error, "")))
+                let op_label = op
+                    .and_then(|i| plan.ops.get(i))
+                    .map_or_else(|| "before the step".to_string(), |n| format!("{} ({})", n.label, n.op.name()));
+                Err(Box::new(StepOom::new(tensor, plan.tensor(tensor), op, op_label, error, "")))
             }
         }
     }
 
-    /// Allocates the persistent tensors and the batch (before the first step).
-    pub fn setup(&mut self) -> Result<(), Box<StepOom>> {
-        for i in 0..self.tensors.len() {
+    /// Allocates the persistent tensors and the batch (before the first step). `plan` is the
+    /// plan this allocator was made for (it names the tensor in an out-of-memory error).
+    pub fn setup(&mut self, plan: &Plan) -> Result<(), Box<StepOom>> {
+        for i in 0..self.sizes.len() {
             if matches!(self.lifetimes[i], Lifetime::Persistent | Lifetime::Step) && self.current[i].is_none() {
-                self.alloc(TensorId(i), None)?;
+                self.alloc(plan, TensorId(i), None)?;
             }
         }
         Ok(())
@@ -203,7 +205,7 @@ impl StepAllocator {
 
     /// Allocates what op `i` first touches (unless already allocated); returns the new
     /// placements.
-    pub fn before_op(&mut self, i: usize) -> Result<Vec<(TensorId, Placement)>, Box<StepOom>> {
+    pub fn before_op(&mut self, plan: &Plan, i: usize) -> Result<Vec<(TensorId, Placement)>, Box<StepOom>> {
         let starts = std::mem::take(&mut self.starts[i]);
         let mut out = Vec::with_capacity(starts.len());
         let mut result = Ok(());
@@ -211,7 +213,7 @@ impl StepAllocator {
             if self.current[t.0].is_some() {
                 continue;
             }
-            match self.alloc(t, Some(i)) {
+            match self.alloc(plan, t, Some(i)) {
                 Ok(p) => out.push((t, p)),
                 Err(e) => {
                     result = Err(e);
@@ -256,10 +258,9 @@ impl StepAllocator {
 
     fn free_placed(&mut self, t: TensorId, p: Placement) {
         self.allocator.free(p);
-        let info = &self.tensors[t.0];
-        let c = info.category.index();
+        let c = self.categories[t.0].index();
         self.live_allocated[c] -= p.size;
-        self.live_requested[c] -= info.size_bytes() as u64;
+        self.live_requested[c] -= self.sizes[t.0];
     }
 
     /// Bytes per category now: (block bytes, tensor bytes).
@@ -385,11 +386,11 @@ pub fn simulate_peak(plan: &Plan, capacity_bytes: u64) -> Result<StepMemory, Box
 
 fn simulate_with(plan: &Plan, capacity_bytes: u64, events: bool) -> Result<StepMemory, Box<StepOom>> {
     let mut sa = StepAllocator::new(plan, capacity_bytes, events);
-    sa.setup()?;
+    sa.setup(plan)?;
     let mut trace = if events { Trace::detailed() } else { Trace::default() };
     trace.record(&sa, None);
     for i in 0..plan.ops.len() {
-        if let Err(oom) = sa.before_op(i) {
+        if let Err(oom) = sa.before_op(plan, i) {
             sa.release_step();
             return Err(oom);
         }

@@ -67,7 +67,7 @@ impl<F: Float> CpuExecutor<F> {
             memory: None,
             steps_taken: 0,
         };
-        exec.allocator.setup().map_err(BackendError::OutOfMemory)?;
+        exec.allocator.setup(&exec.plan).map_err(BackendError::OutOfMemory)?;
         for i in 0..n {
             if exec.allocator.is_allocated(TensorId(i)) {
                 exec.materialize(TensorId(i));
@@ -273,7 +273,7 @@ impl<F: Float> CpuExecutor<F> {
             if !phases.contains(&self.plan.ops[i].phase) {
                 continue;
             }
-            match self.allocator.before_op(i) {
+            match self.allocator.before_op(&self.plan, i) {
                 Ok(placed) => {
                     for (t, _) in placed {
                         self.materialize(t);

@@ -537,10 +537,10 @@ pub fn place(plan: &Plan, budget_bytes: u64) -> Result<Placed, BackendError> {
     let mut sa = StepAllocator::new(plan, budget_bytes, true);
     let mut trace = Trace::detailed();
     let oom = BackendError::OutOfMemory;
-    sa.setup().map_err(oom)?;
+    sa.setup(plan).map_err(oom)?;
     trace.record(&sa, None);
     for i in 0..plan.ops.len() {
-        sa.before_op(i).map_err(oom)?;
+        sa.before_op(plan, i).map_err(oom)?;
         trace.record(&sa, Some(i));
         sa.after_op(i);
     }

@@ -62,6 +62,8 @@ pub struct GpuExecutor {
     adamw_uniform: Option<u64>,
     loss_staging: wgpu::Buffer,
     steps_taken: u32,
+    /// Whether a forward pass has run (the measured memory describes a step that happened).
+    ran_forward: bool,
 }
 
 fn bytes(elems: usize) -> u64 {
@@ -248,6 +250,7 @@ impl GpuExecutor {
             adamw_uniform,
             loss_staging,
             steps_taken: 0,
+            ran_forward: false,
         };
         let init = init_params(&exec.plan.layout, seed);
         exec.write_params(&init);
@@ -324,6 +327,7 @@ impl GpuExecutor {
                 self.ctx.queue.write_buffer(&self.uniform_buffer, offset, bytemuck::bytes_of(&p));
             }
         }
+        self.ran_forward |= phases.contains(&Phase::Forward);
         let cmd = self.encode(phases);
         self.ctx.scoped("running the step", || self.ctx.queue.submit([cmd])).await?;
         let data = read_buffer(&self.ctx, &self.loss_staging, 4).await?;
@@ -451,7 +455,7 @@ impl crate::backend::Trainer for GpuExecutor {
         Ok(())
     }
     fn memory(&self) -> Option<&crate::memory::StepMemory> {
-        (self.steps_taken > 0).then_some(&self.memory)
+        self.ran_forward.then_some(&self.memory)
     }
 }
 

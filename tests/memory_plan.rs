@@ -139,3 +139,32 @@ fn the_peak_is_a_point_of_the_timeline() {
         .sum();
     assert_eq!(m.stats.allocated_bytes, kept);
 }
+
+#[test]
+fn the_event_log_names_the_op_behind_every_alloc_and_free() {
+    use oomlab::memory::allocator::Event;
+    let p = plan(&toy(), 4, 32, OptimizerConfig::default());
+    let lifetimes = p.lifetimes();
+    let m = simulate(&p, GIB).expect("fits");
+    let (mut allocs, mut frees) = (0, 0);
+    for e in &m.events {
+        match e {
+            Event::Alloc { tag, .. } => {
+                allocs += 1;
+                match lifetimes[tag.tensor.0] {
+                    Lifetime::Ops { first, .. } => assert_eq!(tag.op, Some(first), "allocated by its first op"),
+                    _ => assert_eq!(tag.op, None, "model state and the batch exist before the step"),
+                }
+            }
+            Event::Free { tag, .. } => {
+                frees += 1;
+                let Lifetime::Ops { last, .. } = lifetimes[tag.tensor.0] else { panic!("only step tensors are freed") };
+                assert_eq!(tag.op, Some(last), "freed by its last op");
+            }
+            _ => {}
+        }
+    }
+    let step_tensors = lifetimes.iter().filter(|l| matches!(l, Lifetime::Ops { .. })).count();
+    assert_eq!(allocs, p.tensors.len());
+    assert_eq!(frees, step_tensors, "every step tensor is freed once");
+}

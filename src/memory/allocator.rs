@@ -356,6 +356,13 @@ impl<T: Clone> CachingAllocator<T> {
     /// Frees an allocation; it merges with free neighbours and stays cached. Unknown or
     /// already-free placements are ignored (returns false).
     pub fn free(&mut self, placement: Placement) -> bool {
+        self.free_as(placement, None)
+    }
+
+    /// [`Self::free`], recording the free under `tag` (e.g. the op that caused it) instead of
+    /// the allocation's tag.
+    pub fn free_as(&mut self, placement: Placement, tag: Option<T>) -> bool {
+        let by = tag;
         let Some(seg) = self.segments.get_mut(&placement.segment) else { return false };
         let pool = seg.pool;
         let Some(block) = seg.blocks.get_mut(&placement.offset) else { return false };
@@ -386,7 +393,7 @@ impl<T: Clone> CachingAllocator<T> {
         }
         seg.blocks.insert(offset, Block { offset, size, requested: 0, tag: None });
         set.insert((size, placement.segment, offset));
-        self.push(Event::Free { tag, placement });
+        self.push(Event::Free { tag: by.unwrap_or(tag), placement });
         true
     }
 

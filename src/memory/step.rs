@@ -29,7 +29,9 @@ impl CategoryBytes {
     }
 }
 
-/// What an allocator event is for: a tensor, and the op that asked (None: before the step).
+/// What an allocator event is for: a tensor, and the op that caused it — the op that first
+/// touches the tensor for an allocation, the op that last reads it for a free (None: before the
+/// step, or released outside its ops).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 pub struct TensorTag {
     pub tensor: TensorId,
@@ -231,7 +233,7 @@ impl StepAllocator {
         let mut freed = Vec::new();
         for &t in &ends {
             if let Some(p) = self.current[t.0].take() {
-                self.free_placed(t, p);
+                self.free_placed(t, p, Some(i));
                 freed.push(t);
             }
         }
@@ -249,15 +251,17 @@ impl StepAllocator {
                 && let Some(p) = self.current[i].take()
             {
                 let t = TensorId(i);
-                self.free_placed(t, p);
+                self.free_placed(t, p, None);
                 freed.push(t);
             }
         }
         freed
     }
 
-    fn free_placed(&mut self, t: TensorId, p: Placement) {
-        self.allocator.free(p);
+    /// Frees a tensor's block; the event names `op`, the op whose end freed it (None: released
+    /// outside the step's ops).
+    fn free_placed(&mut self, t: TensorId, p: Placement, op: Option<usize>) {
+        self.allocator.free_as(p, Some(TensorTag { tensor: t, op }));
         let c = self.categories[t.0].index();
         self.live_allocated[c] -= p.size;
         self.live_requested[c] -= self.sizes[t.0];

@@ -110,14 +110,10 @@ impl<F: Float> CpuExecutor<F> {
         Some((p.segment, start, start + v.len))
     }
 
-    fn whole(&self, id: TensorId) -> View {
-        self.plan.whole(id)
-    }
-
     /// A newly placed tensor starts zeroed (its slots may hold an earlier tensor's values).
     fn materialize(&mut self, id: TensorId) {
         self.sync_segments();
-        let v = self.whole(id);
+        let v = self.plan.whole(id);
         let dtype = self.plan.tensors[id.0].dtype;
         let Some((seg, a, b)) = self.slots(v) else { return };
         if let Some(s) = self.segments.get_mut(&seg) {
@@ -138,7 +134,7 @@ impl<F: Float> CpuExecutor<F> {
     fn poison(&mut self, id: TensorId) {
         if cfg!(debug_assertions)
             && self.plan.tensors[id.0].dtype == DType::F32
-            && let Some(x) = self.f_mut(self.whole(id))
+            && let Some(x) = self.f_mut(self.plan.whole(id))
         {
             x.fill(F::nan());
         }
@@ -195,12 +191,12 @@ impl<F: Float> CpuExecutor<F> {
     /// Any allocated float tensor by name (for tests and dumps).
     pub fn tensor_by_name(&self, name: &str) -> Option<&[F]> {
         let id = self.plan.tensors.iter().position(|t| t.name == name)?;
-        self.f_opt(self.whole(TensorId(id)))
+        self.f_opt(self.plan.whole(TensorId(id)))
     }
 
     /// Overwrites the start of an allocated float tensor (extra values are ignored).
     pub fn write_tensor(&mut self, id: TensorId, values: &[F]) {
-        if let Some(dst) = self.f_mut(self.whole(id)) {
+        if let Some(dst) = self.f_mut(self.plan.whole(id)) {
             let n = dst.len().min(values.len());
             dst[..n].copy_from_slice(&values[..n]);
         }
@@ -208,7 +204,7 @@ impl<F: Float> CpuExecutor<F> {
 
     /// Overwrites the start of an allocated integer tensor (extra values are ignored).
     pub fn write_tensor_u32(&mut self, id: TensorId, values: &[u32]) {
-        let v = self.whole(id);
+        let v = self.plan.whole(id);
         let Some((seg, a, b)) = self.slots(v) else { return };
         if let Some(dst) = self.segments.get_mut(&seg).and_then(|s| s.ints.get_mut(a..b)) {
             let n = dst.len().min(values.len());
@@ -218,7 +214,7 @@ impl<F: Float> CpuExecutor<F> {
 
     /// A float tensor's values while it is allocated; empty after it was freed.
     pub fn tensor(&self, id: TensorId) -> &[F] {
-        self.f_opt(self.whole(id)).unwrap_or(&[])
+        self.f_opt(self.plan.whole(id)).unwrap_or(&[])
     }
 
     fn f_opt(&self, v: View) -> Option<&[F]> {

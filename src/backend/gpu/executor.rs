@@ -342,35 +342,7 @@ impl GpuExecutor {
 
     /// Reads a whole f32 tensor back.
     pub async fn read_tensor_async(&self, id: TensorId) -> Result<Vec<f32>, GpuError> {
-        let size = self.plan.tensor(id).size_bytes() as u64;
-        let staging = self.ctx.device.create_buffer(&wgpu::BufferDescriptor {
-            label: Some("readback"),
-            size: size.max(4),
-            usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
-            mapped_at_creation: false,
-        });
-        let mut enc =
-            self.ctx.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("readback") });
-        let (buffer, offset) = self
-            .locations
-            .tensor(id)
-            .ok_or_else(|| GpuError::Readback(format!("tensor {} has no memory", self.plan.tensor(id).name)))?;
-        enc.copy_buffer_to_buffer(buffer, offset, &staging, 0, size);
-        self.ctx.queue.submit([enc.finish()]);
-        let data = read_buffer(&self.ctx, &staging, size).await?;
-        Ok(bytemuck::pod_collect_to_vec(&data))
-    }
-
-    /// A tensor by its plan name.
-    pub async fn read_named_async(&self, name: &str) -> Result<Vec<f32>, GpuError> {
-        let id = self
-            .plan
-            .tensors
-            .iter()
-            .position(|t| t.name == name)
-            .map(TensorId)
-            .ok_or_else(|| GpuError::Readback(format!("no tensor named {name}")))?;
-        self.read_tensor_async(id).await
+        self.read_view_async(self.plan.whole(id)).await
     }
 
     /// Times every command of the step on its own (`iters` repetitions in one submission,
@@ -398,10 +370,25 @@ impl GpuExecutor {
         Ok(out)
     }
 
-    /// One view of a tensor, read back (e.g. one parameter's gradient).
+    /// One view of a tensor, read back (e.g. one parameter's gradient): only its bytes travel.
     pub async fn read_view_async(&self, view: View) -> Result<Vec<f32>, GpuError> {
-        let all = self.read_tensor_async(view.tensor).await?;
-        Ok(all[view.offset..view.offset + view.len].to_vec())
+        let size = bytes(view.len);
+        let (buffer, offset) =
+            self.locations.of(view).map(|(b, offset)| (&self.locations.buffers[b], offset)).ok_or_else(|| {
+                GpuError::Readback(format!("tensor {} has no memory", self.plan.tensor(view.tensor).name))
+            })?;
+        let staging = self.ctx.device.create_buffer(&wgpu::BufferDescriptor {
+            label: Some("readback"),
+            size: size.max(4),
+            usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+            mapped_at_creation: false,
+        });
+        let mut enc =
+            self.ctx.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("readback") });
+        enc.copy_buffer_to_buffer(buffer, offset, &staging, 0, size);
+        self.ctx.queue.submit([enc.finish()]);
+        let data = read_buffer(&self.ctx, &staging, size).await?;
+        Ok(bytemuck::pod_collect_to_vec(&data))
     }
 }
 

@@ -2,11 +2,12 @@
 //   forward    — one thread per row: probs = softmax(logits) (max subtracted first),
 //                losses[r] = logsumexp − logits[r, target]
 //   loss_mean  — one workgroup: loss[0] = mean(losses) by a tree reduction
-//   backward   — one thread per element: dlogits = (probs − onehot(target)) / rows
+//   backward   — one thread per element: dlogits = (probs − onehot(target)) · scale, where
+//                scale = 1/rows of the effective batch (rows · micro-batches when accumulating)
 // All storage bindings are read_write (see matmul.wgsl for why).
 
 struct Params {
-    rows: u32, v: u32, _pad0: u32, _pad1: u32,
+    rows: u32, v: u32, scale: f32, _pad0: u32,
 }
 
 @group(0) @binding(0) var<uniform> p: Params;
@@ -79,5 +80,5 @@ fn backward(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: 
     if (i == targets[r]) {
         onehot = 1.0;
     }
-    dlogits[idx] = (probs[idx] - onehot) / f32(p.rows);
+    dlogits[idx] = (probs[idx] - onehot) * p.scale;
 }

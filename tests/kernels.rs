@@ -101,6 +101,54 @@ fn attention_forward_and_backward_match_cpu() {
 }
 
 #[test]
+fn fused_attention_matches_cpu_and_the_standard_path() {
+    // T 70 and 130: several 64-row workgroups and 16-key tiles; head size 64: the largest.
+    for &(b, t, c, nh) in &[(2, 13, 12, 3), (1, 70, 16, 2), (3, 5, 8, 8), (1, 130, 128, 2)] {
+        let mut case = Case::new(model(11, t, c, nh), StepShape { batch: b, seq: t }, t as u64 + 1);
+        let qkv = case.input("qkv", &[b, t, 3 * c], 1.0);
+        let dout = case.input("dout", &[b, t, c], 1.0);
+        let att = case.output("att", &[b, nh, t, t]);
+        let out_std = case.output("out_std", &[b, t, c]);
+        let datt = case.output("datt", &[b, nh, t, t]);
+        let dqkv_std = case.output("dqkv_std", &[b, t, 3 * c]);
+        let out = case.output("out", &[b, t, c]);
+        let lse = case.output("lse", &[b, nh, t]);
+        let delta = case.output("delta", &[b, nh, t]);
+        let dqkv = case.output("dqkv", &[b, t, 3 * c]);
+        case.op(Op::Attention { qkv, att, out: out_std });
+        case.op(Op::AttentionBackward { qkv, att, dout, datt, dqkv: dqkv_std });
+        case.op(Op::FlashAttention { qkv, out, lse });
+        case.op(Op::FlashAttentionBackward { qkv, out, lse, dout, delta, dqkv });
+        let (cpu, gpu) = case.run(OptimizerConfig::default(), 1);
+        let tag = format!("fused attention B{b} T{t} C{c} NH{nh}");
+        compare(&format!("{tag} forward"), &cpu, &gpu, out, TOL);
+        compare(&format!("{tag} lse"), &cpu, &gpu, lse, TOL);
+        compare(&format!("{tag} dqkv"), &cpu, &gpu, dqkv, TOL);
+        // The fused path computes the same function as the standard one.
+        for (name, fused, standard) in [("output", out, out_std), ("dqkv", dqkv, dqkv_std)] {
+            let (f, s) = (cpu.tensor(fused.tensor), cpu.tensor(standard.tensor));
+            assert_eq!(f.len(), s.len());
+            // f32 sums in a different order: compare against the tensor's largest magnitude.
+            let scale = s.iter().fold(0.0f32, |m, x| m.max(x.abs()));
+            let worst = f.iter().zip(s).map(|(a, b)| (a - b).abs()).fold(0.0f32, f32::max) / scale;
+            assert!(worst < 1e-5, "{tag}: fused {name} differs from standard by {worst:e} of its largest value");
+        }
+        // lse is the log of the softmax denominator: exp(score − lse) sums to 1 over a row.
+        let l = cpu.tensor(lse.tensor);
+        let x = cpu.tensor(qkv.tensor);
+        let hs = c / nh;
+        let row_sum: f32 = (0..t)
+            .map(|t2| {
+                let s: f32 =
+                    (0..hs).map(|i| x[(t - 1) * 3 * c + i] * x[t2 * 3 * c + c + i]).sum::<f32>() / (hs as f32).sqrt();
+                (s - l[t - 1]).exp()
+            })
+            .sum();
+        assert!((row_sum - 1.0).abs() < 1e-4, "{tag}: probabilities from lse sum to {row_sum}");
+    }
+}
+
+#[test]
 fn softmax_is_stable_for_huge_scores() {
     // Scores of ±1e4 overflow a naive exp; the max-subtracted softmax stays finite.
     let (b, t, c, nh) = (1, 9, 4, 1);
@@ -177,7 +225,9 @@ fn cross_entropy_matches_cpu() {
         let loss = case.output("loss", &[1]);
         let dlogits = case.output("dlogits", &[rows, v]);
         case.op(Op::CrossEntropy { logits, targets, probs, losses, loss });
-        case.op(Op::CrossEntropyBackward { probs, targets, dlogits });
+        // A scale other than 1/rows, as with gradient accumulation over 3 micro-batches.
+        let scale = 1.0 / (3 * rows) as f64;
+        case.op(Op::CrossEntropyBackward { probs, targets, dlogits, scale });
         let (cpu, gpu) = case.run(OptimizerConfig::default(), 1);
         let tag = format!("cross-entropy {rows}x{v}");
         compare(&format!("{tag} probs"), &cpu, &gpu, probs, TOL);

@@ -56,3 +56,41 @@ impl std::str::FromStr for BackendKind {
         }
     }
 }
+
+/// What one micro-batch uploads: its tensors and their values.
+pub struct MicroUpload<'a> {
+    pub handles: crate::plan::MicroHandles,
+    pub tokens: &'a [u32],
+    pub targets: &'a [u32],
+    /// The token index (see [`crate::plan::token_index`]) of this micro-batch.
+    pub token_offsets: Vec<u32>,
+    pub token_positions: Vec<u32>,
+}
+
+/// Checks `batch` against the plan (it must hold `micro-batch × accum` sequences) and splits it
+/// into the uploads of the plan's micro-batches, in order.
+pub fn micro_uploads<'a>(plan: &Plan, batch: &'a Batch) -> Result<Vec<MicroUpload<'a>>, BackendError> {
+    batch.validate(&plan.model)?;
+    let expected = plan.batch_shape();
+    if batch.shape != expected {
+        return Err(BackendError::ShapeMismatch { plan: expected, batch: batch.shape });
+    }
+    let per = plan.shape.rows();
+    Ok(plan
+        .handles
+        .micro
+        .iter()
+        .enumerate()
+        .map(|(j, h)| {
+            let tokens = &batch.inputs[j * per..(j + 1) * per];
+            let (token_offsets, token_positions) = crate::plan::token_index(tokens, plan.model.vocab);
+            MicroUpload {
+                handles: *h,
+                tokens,
+                targets: &batch.targets[j * per..(j + 1) * per],
+                token_offsets,
+                token_positions,
+            }
+        })
+        .collect())
+}

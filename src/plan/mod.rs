@@ -5,13 +5,15 @@
 //! the views read it. It is pure Rust and needs no GPU.
 
 pub mod optimizer;
+pub mod techniques;
 
 use serde::{Deserialize, Serialize};
 
 pub use optimizer::{OptimizerConfig, OptimizerKind};
+pub use techniques::{AttentionKind, Checkpoint, Techniques};
 
 use crate::model::params::{ParamKind, ParamLayout};
-use crate::model::{ConfigError, ModelConfig, StepShape};
+use crate::model::{ConfigError, ModelConfig, StepShape, check_dim};
 
 /// What a tensor's bytes are for; memory is reported by these.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
@@ -170,6 +172,23 @@ pub enum Op {
         datt: View,
         dqkv: View,
     },
+    /// Fused (FlashAttention-style) causal self-attention: out (B,T,C) by tiles of K and V with
+    /// an online softmax; saves only lse (B,NH,T), the logsumexp of each row of scores.
+    FlashAttention {
+        qkv: View,
+        out: View,
+        lse: View,
+    },
+    /// dqkv given dout, recomputing the scores from q, k and lse; `delta` (B,NH,T) is scratch
+    /// for rowsum(dout∘out).
+    FlashAttentionBackward {
+        qkv: View,
+        out: View,
+        lse: View,
+        dout: View,
+        delta: View,
+        dqkv: View,
+    },
     /// out = GELU_tanh(inp).
     Gelu {
         inp: View,
@@ -199,11 +218,12 @@ pub enum Op {
         losses: View,
         loss: View,
     },
-    /// dlogits = (probs − onehot(target)) / rows.
+    /// dlogits = (probs − onehot(target)) · scale; scale is 1/rows of the effective batch.
     CrossEntropyBackward {
         probs: View,
         targets: View,
         dlogits: View,
+        scale: f64,
     },
     /// AdamW over the flat parameters.
     AdamW {
@@ -246,6 +266,10 @@ impl Op {
             }
             Op::Attention { qkv, att, out } => (vec![qkv], vec![att, out]),
             Op::AttentionBackward { qkv, att, dout, datt, dqkv } => (vec![qkv, att, dout], vec![datt, dqkv]),
+            Op::FlashAttention { qkv, out, lse } => (vec![qkv], vec![out, lse]),
+            Op::FlashAttentionBackward { qkv, out, lse, dout, delta, dqkv } => {
+                (vec![qkv, out, lse, dout], vec![delta, dqkv])
+            }
             Op::Gelu { inp, out } => (vec![inp], vec![out]),
             Op::GeluBackward { inp, dout, dinp } => (vec![inp, dout], vec![dinp]),
             Op::Residual { a, b, out } => (vec![a, b], vec![out]),
@@ -253,7 +277,7 @@ impl Op {
             Op::CrossEntropy { logits, targets, probs, losses, loss } => {
                 (vec![logits, targets], vec![probs, losses, loss])
             }
-            Op::CrossEntropyBackward { probs, targets, dlogits } => (vec![probs, targets], vec![dlogits]),
+            Op::CrossEntropyBackward { probs, targets, dlogits, .. } => (vec![probs, targets], vec![dlogits]),
             Op::AdamW { params, grads, m, v } => (vec![params, grads, m, v], vec![params, m, v]),
             Op::Sgd { params, grads, momentum } => (
                 [params, grads].into_iter().chain(momentum).collect(),
@@ -274,6 +298,8 @@ impl Op {
             Op::MatmulBackward { .. } => "matmul_backward",
             Op::Attention { .. } => "attention",
             Op::AttentionBackward { .. } => "attention_backward",
+            Op::FlashAttention { .. } => "flash_attention",
+            Op::FlashAttentionBackward { .. } => "flash_attention_backward",
             Op::Gelu { .. } => "gelu",
             Op::GeluBackward { .. } => "gelu_backward",
             Op::Residual { .. } => "residual",
@@ -284,6 +310,46 @@ impl Op {
             Op::Sgd { .. } => "sgd",
         }
     }
+
+    /// Floating-point operations, multiply-adds counted as 2. Attention products are counted
+    /// dense (T² per head, as the standard path's GEMMs compute them); elementwise ops by a
+    /// small per-element constant. Estimates for reporting, not measurements.
+    pub fn flops(&self, model: &ModelConfig, shape: StepShape) -> u64 {
+        let (b, t) = (shape.batch as u64, shape.seq as u64);
+        let (nh, hs) = (model.n_heads as u64, model.head_size() as u64);
+        let scores = b * nh * t * t;
+        let len = |v: &View| v.len as u64;
+        match self {
+            Op::Zero { .. } => 0,
+            Op::Embedding { out, .. } => len(out),
+            Op::EmbeddingBackward { dout, .. } => len(dout),
+            Op::LayerNorm { out, .. } => 8 * len(out),
+            Op::LayerNormBackward { dout, .. } => 14 * len(dout),
+            Op::Matmul { rows, k, n, bias, .. } => {
+                let (r, k, n) = (*rows as u64, *k as u64, *n as u64);
+                2 * r * k * n + if bias.is_some() { r * n } else { 0 }
+            }
+            Op::MatmulBackward { rows, k, n, dbias, .. } => {
+                let (r, k, n) = (*rows as u64, *k as u64, *n as u64);
+                4 * r * k * n + if dbias.is_some() { r * n } else { 0 }
+            }
+            // QKᵀ and P·V (2·hs each per score) and the softmax (~5 per score).
+            Op::Attention { .. } => scores * (4 * hs + 5),
+            // dP = dO·Vᵀ, dV = Pᵀ·dO, dQ = dS·K, dK = dSᵀ·Q and the softmax backward.
+            Op::AttentionBackward { .. } => scores * (8 * hs + 4),
+            Op::FlashAttention { .. } => scores * (4 * hs + 5),
+            // The scores recomputed (2·hs) on top of the standard backward.
+            Op::FlashAttentionBackward { .. } => scores * (10 * hs + 9),
+            Op::Gelu { out, .. } => 10 * len(out),
+            Op::GeluBackward { dinp, .. } => 14 * len(dinp),
+            Op::Residual { out, .. } => len(out),
+            Op::ResidualBackward { .. } => 0,
+            Op::CrossEntropy { logits, .. } => 4 * len(logits),
+            Op::CrossEntropyBackward { dlogits, .. } => 2 * len(dlogits),
+            Op::AdamW { params, .. } => 12 * len(params),
+            Op::Sgd { params, .. } => 4 * len(params),
+        }
+    }
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -292,6 +358,8 @@ pub struct OpNode {
     pub phase: Phase,
     /// Human-readable label, e.g. "h.0.attn.c_attn".
     pub label: String,
+    /// A forward op run again during the backward pass (activation checkpointing).
+    pub recompute: bool,
 }
 
 /// When a tensor is alive, as an eager framework (PyTorch) has it.
@@ -349,10 +417,17 @@ impl Category {
 }
 
 /// The tensors every backend uploads or reads by name.
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct Handles {
     pub params: TensorId,
     pub grads: TensorId,
+    /// One entry per micro-batch (one without gradient accumulation).
+    pub micro: Vec<MicroHandles>,
+}
+
+/// One micro-batch's inputs and its loss.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct MicroHandles {
     pub tokens: TensorId,
     pub targets: TensorId,
     pub token_offsets: TensorId,
@@ -366,6 +441,7 @@ pub struct Plan {
     pub model: ModelConfig,
     pub shape: StepShape,
     pub optimizer: OptimizerConfig,
+    pub techniques: Techniques,
     pub layout: ParamLayout,
     pub tensors: Vec<TensorInfo>,
     pub ops: Vec<OpNode>,
@@ -392,13 +468,13 @@ impl Plan {
                 *s = Some(s.map_or((i, i), |(first, _)| (first, i)));
             }
         }
-        let loss = self.handles.loss;
+        let losses: Vec<TensorId> = self.handles.micro.iter().map(|m| m.loss).collect();
         self.tensors
             .iter()
             .zip(span)
             .enumerate()
             .map(|(i, (t, span))| {
-                let span = if TensorId(i) == loss { None } else { span };
+                let span = if losses.contains(&TensorId(i)) { None } else { span };
                 if t.category.is_persistent() {
                     Lifetime::Persistent
                 } else {
@@ -413,34 +489,126 @@ impl Plan {
             .collect()
     }
 
-    /// Builds the plan of one training step.
+    /// Builds the plan of one training step without memory-saving techniques.
     pub fn build(model: &ModelConfig, shape: StepShape, optimizer: &OptimizerConfig) -> Result<Plan, ConfigError> {
+        Self::build_with(model, shape, optimizer, &Techniques::default())
+    }
+
+    /// Builds the plan of one training step with `techniques`. `shape.batch` is the micro-batch
+    /// each forward pass runs; with accumulation the step sees `shape.batch · accum` sequences.
+    pub fn build_with(
+        model: &ModelConfig,
+        shape: StepShape,
+        optimizer: &OptimizerConfig,
+        techniques: &Techniques,
+    ) -> Result<Plan, ConfigError> {
         model.validate()?;
         shape.validate(model)?;
         optimizer.validate()?;
-        Ok(Builder::new(model, shape, optimizer).build())
+        techniques.validate(model)?;
+        check_dim("effective batch", (shape.batch as i64).saturating_mul(techniques.accum as i64))?;
+        Ok(Builder::new(model, shape, optimizer, techniques).build())
     }
+
+    /// The shape of the batch one step consumes: the micro-batch times the accumulation steps.
+    pub fn batch_shape(&self) -> StepShape {
+        StepShape { batch: self.shape.batch * self.techniques.accum, seq: self.shape.seq }
+    }
+
+    /// Floating-point operations of the whole step (multiply-adds count 2), and of the ops that
+    /// recompute activations (checkpointing's extra compute).
+    pub fn flops(&self) -> (u64, u64) {
+        let mut total = 0;
+        let mut recomputed = 0;
+        for node in &self.ops {
+            let f = node.op.flops(&self.model, self.shape);
+            total += f;
+            if node.recompute {
+                recomputed += f;
+            }
+        }
+        (total, recomputed)
+    }
+}
+
+/// How a block's forward pass keeps its intermediates.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Mode {
+    /// Saved for the backward pass (no checkpointing).
+    Saved,
+    /// Run without keeping anything (a checkpointed segment's forward pass): every
+    /// intermediate dies inside the forward pass.
+    Discard,
+    /// Recomputed during the backward pass, saved until the block's backward ran.
+    Recompute,
+}
+
+/// What a block's backward pass reads. `att` holds the probabilities (standard attention) or
+/// the row logsumexp (fused attention).
+struct Saved {
+    x: View,
+    ln1: View,
+    ln1_mean: View,
+    ln1_rstd: View,
+    qkv: View,
+    att: View,
+    atty: View,
+    res2: View,
+    ln2: View,
+    ln2_mean: View,
+    ln2_rstd: View,
+    fch: View,
+    fch_gelu: View,
+}
+
+/// Gradient scratch shared by the blocks of one backward pass.
+struct Scratch {
+    dres_a: View,
+    dres_b: View,
+    dln: View,
+    dfch_gelu: View,
+    dfch: View,
+    datty: View,
+    /// d(probs) (B,NH,T,T) for standard attention, rowsum(dO∘O) (B,NH,T) for fused.
+    datt: View,
+    dqkv: View,
 }
 
 struct Builder {
     model: ModelConfig,
     shape: StepShape,
     optimizer: OptimizerConfig,
+    techniques: Techniques,
     layout: ParamLayout,
     tensors: Vec<TensorInfo>,
     ops: Vec<OpNode>,
+    params: View,
+    grads: View,
+    /// The micro-batch being built (names get a prefix when there are several).
+    micro: usize,
+    mode: Mode,
 }
 
 impl Builder {
-    fn new(model: &ModelConfig, shape: StepShape, optimizer: &OptimizerConfig) -> Self {
-        Self {
+    fn new(model: &ModelConfig, shape: StepShape, optimizer: &OptimizerConfig, techniques: &Techniques) -> Self {
+        let layout = ParamLayout::new(model);
+        let flat = layout.flat_len;
+        let mut b = Self {
             model: *model,
             shape,
             optimizer: *optimizer,
-            layout: ParamLayout::new(model),
+            techniques: *techniques,
+            layout,
             tensors: Vec::new(),
             ops: Vec::new(),
-        }
+            params: View { tensor: TensorId(0), offset: 0, len: 0 },
+            grads: View { tensor: TensorId(0), offset: 0, len: 0 },
+            micro: 0,
+            mode: Mode::Saved,
+        };
+        b.params = b.tensor("parameters", &[flat], DType::F32, Category::Parameters, None);
+        b.grads = b.tensor("gradients", &[flat], DType::F32, Category::Gradients, None);
+        b
     }
 
     fn tensor(
@@ -456,40 +624,95 @@ impl Builder {
         View { tensor: id, offset: 0, len: shape.iter().product() }
     }
 
+    /// A tensor of the current micro-batch: its name gets the micro-batch's prefix (with
+    /// accumulation) and marks recomputed copies.
     fn act(&mut self, name: impl Into<String>, shape: &[usize], category: Category, layer: Option<usize>) -> View {
+        let name = self.name(name.into());
         self.tensor(name, shape, DType::F32, category, layer)
     }
 
+    fn name(&self, name: String) -> String {
+        let name = if self.techniques.accum > 1 { format!("micro{}.{name}", self.micro) } else { name };
+        if self.mode == Mode::Recompute { format!("{name} (recomputed)") } else { name }
+    }
+
+    /// Category of a tensor the backward pass reads, in the current mode.
+    fn saved(&self) -> Category {
+        if self.mode == Mode::Discard { Category::Temporaries } else { Category::Activations }
+    }
+
     fn push(&mut self, phase: Phase, label: impl Into<String>, op: Op) {
-        self.ops.push(OpNode { op, phase, label: label.into() });
+        let recompute = self.mode == Mode::Recompute;
+        let phase = if recompute { Phase::Backward } else { phase };
+        let label = self.name(label.into());
+        self.ops.push(OpNode { op, phase, label, recompute });
+    }
+
+    fn p(&self, kind: ParamKind) -> View {
+        let r = self.layout.range(kind);
+        View { tensor: self.params.tensor, offset: r.start, len: r.len() }
+    }
+
+    fn g(&self, kind: ParamKind) -> View {
+        let r = self.layout.range(kind);
+        View { tensor: self.grads.tensor, offset: r.start, len: r.len() }
     }
 
     fn build(mut self) -> Plan {
-        let (b, t) = (self.shape.batch, self.shape.seq);
-        let (c, v, nh, l) = (self.model.d_model, self.model.vocab, self.model.n_heads, self.model.n_layers);
-        let rows = b * t;
         let flat = self.layout.flat_len;
-        let layout = self.layout.clone();
-        let params = self.act("parameters", &[flat], Category::Parameters, None);
-        let grads = self.act("gradients", &[flat], Category::Gradients, None);
-        let p = |kind: ParamKind| {
-            let r = layout.range(kind);
-            View { tensor: params.tensor, offset: r.start, len: r.len() }
-        };
-        let g = |kind: ParamKind| {
-            let r = layout.range(kind);
-            View { tensor: grads.tensor, offset: r.start, len: r.len() }
-        };
         let opt_state: Vec<View> = self
             .optimizer
             .state_names()
             .iter()
-            .map(|name| self.act(format!("optimizer.{name}"), &[flat], Category::OptimizerState, None))
+            .map(|name| self.tensor(format!("optimizer.{name}"), &[flat], DType::F32, Category::OptimizerState, None))
             .collect();
-        let tokens = self.tensor("input.tokens", &[b, t], DType::U32, Category::Input, None);
-        let targets = self.tensor("input.targets", &[b, t], DType::U32, Category::Input, None);
-        let token_offsets = self.tensor("input.token_offsets", &[v + 1], DType::U32, Category::Input, None);
-        let token_positions = self.tensor("input.token_positions", &[rows], DType::U32, Category::Input, None);
+        let micro: Vec<MicroHandles> = (0..self.techniques.accum)
+            .map(|j| {
+                self.micro = j;
+                self.micro_step()
+            })
+            .collect();
+
+        let (params, grads) = (self.params, self.grads);
+        let op = match self.optimizer.kind {
+            OptimizerKind::AdamW => Op::AdamW { params, grads, m: opt_state[0], v: opt_state[1] },
+            OptimizerKind::Momentum => Op::Sgd { params, grads, momentum: Some(opt_state[0]) },
+            OptimizerKind::Sgd => Op::Sgd { params, grads, momentum: None },
+        };
+        self.micro = 0;
+        self.mode = Mode::Saved;
+        let accum = self.techniques.accum;
+        self.techniques.accum = 1; // the optimizer's label carries no micro-batch prefix
+        self.push(Phase::Optimizer, self.optimizer.kind.name(), op);
+        self.techniques.accum = accum;
+
+        let handles = Handles { params: params.tensor, grads: grads.tensor, micro };
+        Plan {
+            model: self.model,
+            shape: self.shape,
+            optimizer: self.optimizer,
+            techniques: self.techniques,
+            layout: self.layout,
+            tensors: self.tensors,
+            ops: self.ops,
+            handles,
+        }
+    }
+
+    /// Forward and backward of one micro-batch; gradients accumulate into `gradients`.
+    fn micro_step(&mut self) -> MicroHandles {
+        let (b, t) = (self.shape.batch, self.shape.seq);
+        let (c, v, nh, l) = (self.model.d_model, self.model.vocab, self.model.n_heads, self.model.n_layers);
+        let rows = b * t;
+        self.mode = Mode::Saved;
+        let input = |s: &mut Self, name: &str, shape: &[usize]| {
+            let name = s.name(format!("input.{name}"));
+            s.tensor(name, shape, DType::U32, Category::Input, None)
+        };
+        let tokens = input(self, "tokens", &[b, t]);
+        let targets = input(self, "targets", &[b, t]);
+        let token_offsets = input(self, "token_offsets", &[v + 1]);
+        let token_positions = input(self, "token_positions", &[rows]);
 
         // ---- forward ----
         use Category::{Activations as A, Temporaries as Tmp};
@@ -497,143 +720,28 @@ impl Builder {
         self.push(
             Phase::Forward,
             "embed",
-            Op::Embedding { tokens, wte: p(ParamKind::Wte), wpe: p(ParamKind::Wpe), out: encoded },
+            Op::Embedding { tokens, wte: self.p(ParamKind::Wte), wpe: self.p(ParamKind::Wpe), out: encoded },
         );
-        struct Saved {
-            x: View,
-            ln1: View,
-            ln1_mean: View,
-            ln1_rstd: View,
-            qkv: View,
-            att: View,
-            atty: View,
-            res2: View,
-            ln2: View,
-            ln2_mean: View,
-            ln2_rstd: View,
-            fch: View,
-            fch_gelu: View,
-        }
+        let segment = match self.techniques.checkpoint {
+            Checkpoint::Every(k) => Some(k),
+            _ => None,
+        };
         let mut saved = Vec::with_capacity(l);
+        let mut block_inputs = Vec::with_capacity(l);
         let mut x = encoded;
         for i in 0..l {
-            let li = Some(i);
-            let n = |s: &str| format!("h.{i}.{s}");
-            let ln1 = self.act(n("ln_1.out"), &[b, t, c], A, li);
-            let ln1_mean = self.act(n("ln_1.mean"), &[b, t], A, li);
-            let ln1_rstd = self.act(n("ln_1.rstd"), &[b, t], A, li);
-            self.push(
-                Phase::Forward,
-                n("ln_1"),
-                Op::LayerNorm {
-                    inp: x,
-                    weight: p(ParamKind::Ln1W(i)),
-                    bias: p(ParamKind::Ln1B(i)),
-                    out: ln1,
-                    mean: ln1_mean,
-                    rstd: ln1_rstd,
-                },
-            );
-            let qkv = self.act(n("attn.qkv"), &[b, t, 3 * c], A, li);
-            self.push(
-                Phase::Forward,
-                n("attn.c_attn"),
-                Op::Matmul {
-                    inp: ln1,
-                    weight: p(ParamKind::QkvW(i)),
-                    bias: Some(p(ParamKind::QkvB(i))),
-                    out: qkv,
-                    rows,
-                    k: c,
-                    n: 3 * c,
-                    weight_transposed: false,
-                },
-            );
-            let att = self.act(n("attn.probs"), &[b, nh, t, t], A, li);
-            let atty = self.act(n("attn.out"), &[b, t, c], A, li);
-            self.push(Phase::Forward, n("attn"), Op::Attention { qkv, att, out: atty });
-            let attproj = self.act(n("attn.c_proj.out"), &[b, t, c], Tmp, li);
-            self.push(
-                Phase::Forward,
-                n("attn.c_proj"),
-                Op::Matmul {
-                    inp: atty,
-                    weight: p(ParamKind::AttnProjW(i)),
-                    bias: Some(p(ParamKind::AttnProjB(i))),
-                    out: attproj,
-                    rows,
-                    k: c,
-                    n: c,
-                    weight_transposed: false,
-                },
-            );
-            let res2 = self.act(n("residual_1"), &[b, t, c], A, li);
-            self.push(Phase::Forward, n("residual_1"), Op::Residual { a: x, b: attproj, out: res2 });
-            let ln2 = self.act(n("ln_2.out"), &[b, t, c], A, li);
-            let ln2_mean = self.act(n("ln_2.mean"), &[b, t], A, li);
-            let ln2_rstd = self.act(n("ln_2.rstd"), &[b, t], A, li);
-            self.push(
-                Phase::Forward,
-                n("ln_2"),
-                Op::LayerNorm {
-                    inp: res2,
-                    weight: p(ParamKind::Ln2W(i)),
-                    bias: p(ParamKind::Ln2B(i)),
-                    out: ln2,
-                    mean: ln2_mean,
-                    rstd: ln2_rstd,
-                },
-            );
-            let fch = self.act(n("mlp.c_fc.out"), &[b, t, 4 * c], A, li);
-            self.push(
-                Phase::Forward,
-                n("mlp.c_fc"),
-                Op::Matmul {
-                    inp: ln2,
-                    weight: p(ParamKind::FcW(i)),
-                    bias: Some(p(ParamKind::FcB(i))),
-                    out: fch,
-                    rows,
-                    k: c,
-                    n: 4 * c,
-                    weight_transposed: false,
-                },
-            );
-            let fch_gelu = self.act(n("mlp.gelu.out"), &[b, t, 4 * c], A, li);
-            self.push(Phase::Forward, n("mlp.gelu"), Op::Gelu { inp: fch, out: fch_gelu });
-            let fcproj = self.act(n("mlp.c_proj.out"), &[b, t, c], Tmp, li);
-            self.push(
-                Phase::Forward,
-                n("mlp.c_proj"),
-                Op::Matmul {
-                    inp: fch_gelu,
-                    weight: p(ParamKind::FcProjW(i)),
-                    bias: Some(p(ParamKind::FcProjB(i))),
-                    out: fcproj,
-                    rows,
-                    k: 4 * c,
-                    n: c,
-                    weight_transposed: false,
-                },
-            );
-            let res3 = self.act(n("residual_2"), &[b, t, c], A, li);
-            self.push(Phase::Forward, n("residual_2"), Op::Residual { a: res2, b: fcproj, out: res3 });
-            saved.push(Saved {
-                x,
-                ln1,
-                ln1_mean,
-                ln1_rstd,
-                qkv,
-                att,
-                atty,
-                res2,
-                ln2,
-                ln2_mean,
-                ln2_rstd,
-                fch,
-                fch_gelu,
-            });
-            x = res3;
+            // A checkpointed segment keeps only its input: the output of the segment's last
+            // block (the next segment's input, or ln_f's) is the one saved tensor.
+            let (mode, out_cat) = match segment {
+                Some(k) => (Mode::Discard, if (i + 1) % k == 0 || i + 1 == l { A } else { Tmp }),
+                None => (Mode::Saved, A),
+            };
+            block_inputs.push(x);
+            self.mode = mode;
+            let (s, out) = self.block_forward(i, x, out_cat);
+            self.mode = Mode::Saved;
+            saved.push(s);
+            x = out;
         }
         let lnf = self.act("ln_f.out", &[b, t, c], A, None);
         let lnf_mean = self.act("ln_f.mean", &[b, t], A, None);
@@ -643,8 +751,8 @@ impl Builder {
             "ln_f",
             Op::LayerNorm {
                 inp: x,
-                weight: p(ParamKind::LnFW),
-                bias: p(ParamKind::LnFB),
+                weight: self.p(ParamKind::LnFW),
+                bias: self.p(ParamKind::LnFB),
                 out: lnf,
                 mean: lnf_mean,
                 rstd: lnf_rstd,
@@ -656,7 +764,7 @@ impl Builder {
             "lm_head",
             Op::Matmul {
                 inp: lnf,
-                weight: p(ParamKind::Wte),
+                weight: self.p(ParamKind::Wte),
                 bias: None,
                 out: logits,
                 rows,
@@ -671,19 +779,24 @@ impl Builder {
         self.push(Phase::Forward, "cross_entropy", Op::CrossEntropy { logits, targets, probs, losses, loss });
 
         // ---- backward ----
-        self.push(Phase::Backward, "zero_grad", Op::Zero { dst: grads });
+        if self.micro == 0 {
+            self.push(Phase::Backward, "zero_grad", Op::Zero { dst: self.grads });
+        }
         let dlogits = self.act("grad.logits", &[b, t, v], Tmp, None);
-        self.push(Phase::Backward, "cross_entropy", Op::CrossEntropyBackward { probs, targets, dlogits });
+        // The mean over the whole effective batch: each micro-batch's loss is a mean over its
+        // rows, and contributes 1/accum of the step's gradient.
+        let scale = 1.0 / (rows as f64 * self.techniques.accum as f64);
+        self.push(Phase::Backward, "cross_entropy", Op::CrossEntropyBackward { probs, targets, dlogits, scale });
         let dln = self.act("grad.ln_out", &[b, t, c], Tmp, None);
         self.push(
             Phase::Backward,
             "lm_head",
             Op::MatmulBackward {
                 inp: lnf,
-                weight: p(ParamKind::Wte),
+                weight: self.p(ParamKind::Wte),
                 dout: dlogits,
                 dinp: dln,
-                dweight: g(ParamKind::Wte),
+                dweight: self.g(ParamKind::Wte),
                 dbias: None,
                 rows,
                 k: c,
@@ -698,127 +811,66 @@ impl Builder {
             "ln_f",
             Op::LayerNormBackward {
                 inp: x,
-                weight: p(ParamKind::LnFW),
+                weight: self.p(ParamKind::LnFW),
                 mean: lnf_mean,
                 rstd: lnf_rstd,
                 dout: dln,
                 dinp: dres_a,
-                dweight: g(ParamKind::LnFW),
-                dbias: g(ParamKind::LnFB),
+                dweight: self.g(ParamKind::LnFW),
+                dbias: self.g(ParamKind::LnFB),
                 accumulate: false,
             },
         );
-        let dfch_gelu = self.act("grad.mlp.gelu.out", &[b, t, 4 * c], Tmp, None);
-        let dfch = self.act("grad.mlp.c_fc.out", &[b, t, 4 * c], Tmp, None);
-        let datty = self.act("grad.attn.out", &[b, t, c], Tmp, None);
-        let datt = self.act("grad.attn.probs", &[b, nh, t, t], Tmp, None);
-        let dqkv = self.act("grad.attn.qkv", &[b, t, 3 * c], Tmp, None);
-        for (i, s) in saved.iter().enumerate().rev() {
-            let n = |x: &str| format!("h.{i}.{x}");
-            // dres_a holds d(block output).
-            self.push(Phase::Backward, n("residual_2"), Op::ResidualBackward { dout: dres_a, da: dres_b });
-            self.push(
-                Phase::Backward,
-                n("mlp.c_proj"),
-                Op::MatmulBackward {
-                    inp: s.fch_gelu,
-                    weight: p(ParamKind::FcProjW(i)),
-                    dout: dres_a,
-                    dinp: dfch_gelu,
-                    dweight: g(ParamKind::FcProjW(i)),
-                    dbias: Some(g(ParamKind::FcProjB(i))),
-                    rows,
-                    k: 4 * c,
-                    n: c,
-                    weight_transposed: false,
+        let datt_shape: &[usize] = match self.techniques.attention {
+            AttentionKind::Standard => &[b, nh, t, t],
+            AttentionKind::Fused => &[b, nh, t],
+        };
+        let scratch = Scratch {
+            dres_a,
+            dres_b,
+            dln,
+            dfch_gelu: self.act("grad.mlp.gelu.out", &[b, t, 4 * c], Tmp, None),
+            dfch: self.act("grad.mlp.c_fc.out", &[b, t, 4 * c], Tmp, None),
+            datty: self.act("grad.attn.out", &[b, t, c], Tmp, None),
+            datt: self.act(
+                match self.techniques.attention {
+                    AttentionKind::Standard => "grad.attn.probs",
+                    AttentionKind::Fused => "grad.attn.delta",
                 },
-            );
-            self.push(Phase::Backward, n("mlp.gelu"), Op::GeluBackward { inp: s.fch, dout: dfch_gelu, dinp: dfch });
-            self.push(
-                Phase::Backward,
-                n("mlp.c_fc"),
-                Op::MatmulBackward {
-                    inp: s.ln2,
-                    weight: p(ParamKind::FcW(i)),
-                    dout: dfch,
-                    dinp: dln,
-                    dweight: g(ParamKind::FcW(i)),
-                    dbias: Some(g(ParamKind::FcB(i))),
-                    rows,
-                    k: c,
-                    n: 4 * c,
-                    weight_transposed: false,
-                },
-            );
-            self.push(
-                Phase::Backward,
-                n("ln_2"),
-                Op::LayerNormBackward {
-                    inp: s.res2,
-                    weight: p(ParamKind::Ln2W(i)),
-                    mean: s.ln2_mean,
-                    rstd: s.ln2_rstd,
-                    dout: dln,
-                    dinp: dres_b,
-                    dweight: g(ParamKind::Ln2W(i)),
-                    dbias: g(ParamKind::Ln2B(i)),
-                    accumulate: true,
-                },
-            );
-            // dres_b holds d(residual_1).
-            self.push(Phase::Backward, n("residual_1"), Op::ResidualBackward { dout: dres_b, da: dres_a });
-            self.push(
-                Phase::Backward,
-                n("attn.c_proj"),
-                Op::MatmulBackward {
-                    inp: s.atty,
-                    weight: p(ParamKind::AttnProjW(i)),
-                    dout: dres_b,
-                    dinp: datty,
-                    dweight: g(ParamKind::AttnProjW(i)),
-                    dbias: Some(g(ParamKind::AttnProjB(i))),
-                    rows,
-                    k: c,
-                    n: c,
-                    weight_transposed: false,
-                },
-            );
-            self.push(
-                Phase::Backward,
-                n("attn"),
-                Op::AttentionBackward { qkv: s.qkv, att: s.att, dout: datty, datt, dqkv },
-            );
-            self.push(
-                Phase::Backward,
-                n("attn.c_attn"),
-                Op::MatmulBackward {
-                    inp: s.ln1,
-                    weight: p(ParamKind::QkvW(i)),
-                    dout: dqkv,
-                    dinp: dln,
-                    dweight: g(ParamKind::QkvW(i)),
-                    dbias: Some(g(ParamKind::QkvB(i))),
-                    rows,
-                    k: c,
-                    n: 3 * c,
-                    weight_transposed: false,
-                },
-            );
-            self.push(
-                Phase::Backward,
-                n("ln_1"),
-                Op::LayerNormBackward {
-                    inp: s.x,
-                    weight: p(ParamKind::Ln1W(i)),
-                    mean: s.ln1_mean,
-                    rstd: s.ln1_rstd,
-                    dout: dln,
-                    dinp: dres_a,
-                    dweight: g(ParamKind::Ln1W(i)),
-                    dbias: g(ParamKind::Ln1B(i)),
-                    accumulate: true,
-                },
-            );
+                datt_shape,
+                Tmp,
+                None,
+            ),
+            dqkv: self.act("grad.attn.qkv", &[b, t, 3 * c], Tmp, None),
+        };
+        match segment {
+            None => {
+                for (i, s) in saved.iter().enumerate().rev() {
+                    self.block_backward(i, s, &scratch);
+                }
+            }
+            Some(k) => {
+                // Segments last to first: recompute the segment's forward pass from its saved
+                // input, then run its blocks' backward passes.
+                let starts: Vec<usize> = (0..l).step_by(k).collect();
+                for &s0 in starts.iter().rev() {
+                    let s1 = (s0 + k).min(l);
+                    self.mode = Mode::Recompute;
+                    let mut x = block_inputs[s0];
+                    let mut recomputed = Vec::with_capacity(s1 - s0);
+                    for i in s0..s1 {
+                        // Inside the segment a block's output is the next block's saved input;
+                        // the last block's output is recomputed but not needed.
+                        let (s, out) = self.block_forward(i, x, if i + 1 < s1 { A } else { Tmp });
+                        recomputed.push(s);
+                        x = out;
+                    }
+                    self.mode = Mode::Saved;
+                    for (i, s) in (s0..s1).zip(&recomputed).rev() {
+                        self.block_backward(i, s, &scratch);
+                    }
+                }
+            }
         }
         self.push(
             Phase::Backward,
@@ -828,40 +880,275 @@ impl Builder {
                 token_offsets,
                 token_positions,
                 dout: dres_a,
-                dwte: g(ParamKind::Wte),
-                dwpe: g(ParamKind::Wpe),
+                dwte: self.g(ParamKind::Wte),
+                dwpe: self.g(ParamKind::Wpe),
             },
         );
-
-        // ---- optimizer ----
-        let op = match self.optimizer.kind {
-            OptimizerKind::AdamW => Op::AdamW { params, grads, m: opt_state[0], v: opt_state[1] },
-            OptimizerKind::Momentum => Op::Sgd { params, grads, momentum: Some(opt_state[0]) },
-            OptimizerKind::Sgd => Op::Sgd { params, grads, momentum: None },
-        };
-        self.push(Phase::Optimizer, self.optimizer.kind.name(), op);
-
-        let handles = Handles {
-            params: params.tensor,
-            grads: grads.tensor,
+        MicroHandles {
             tokens: tokens.tensor,
             targets: targets.tensor,
             token_offsets: token_offsets.tensor,
             token_positions: token_positions.tensor,
             loss: loss.tensor,
-        };
-        Plan {
-            model: self.model,
-            shape: self.shape,
-            optimizer: self.optimizer,
-            layout: self.layout,
-            tensors: self.tensors,
-            ops: self.ops,
-            handles,
         }
     }
-}
 
+    /// The forward ops of block `i` on input `x`, in the builder's mode; `out_cat` is the
+    /// category of the block's output.
+    fn block_forward(&mut self, i: usize, x: View, out_cat: Category) -> (Saved, View) {
+        let (b, t) = (self.shape.batch, self.shape.seq);
+        let (c, nh) = (self.model.d_model, self.model.n_heads);
+        let rows = b * t;
+        let li = Some(i);
+        let n = |s: &str| format!("h.{i}.{s}");
+        let a = self.saved();
+        let tmp = Category::Temporaries;
+        let ln1 = self.act(n("ln_1.out"), &[b, t, c], a, li);
+        let ln1_mean = self.act(n("ln_1.mean"), &[b, t], a, li);
+        let ln1_rstd = self.act(n("ln_1.rstd"), &[b, t], a, li);
+        self.push(
+            Phase::Forward,
+            n("ln_1"),
+            Op::LayerNorm {
+                inp: x,
+                weight: self.p(ParamKind::Ln1W(i)),
+                bias: self.p(ParamKind::Ln1B(i)),
+                out: ln1,
+                mean: ln1_mean,
+                rstd: ln1_rstd,
+            },
+        );
+        let qkv = self.act(n("attn.qkv"), &[b, t, 3 * c], a, li);
+        self.push(
+            Phase::Forward,
+            n("attn.c_attn"),
+            Op::Matmul {
+                inp: ln1,
+                weight: self.p(ParamKind::QkvW(i)),
+                bias: Some(self.p(ParamKind::QkvB(i))),
+                out: qkv,
+                rows,
+                k: c,
+                n: 3 * c,
+                weight_transposed: false,
+            },
+        );
+        let atty = self.act(n("attn.out"), &[b, t, c], a, li);
+        let att = match self.techniques.attention {
+            AttentionKind::Standard => {
+                // Selective checkpointing drops the probabilities right after use.
+                let cat = if self.techniques.checkpoint == Checkpoint::Selective { tmp } else { a };
+                let att = self.act(n("attn.probs"), &[b, nh, t, t], cat, li);
+                self.push(Phase::Forward, n("attn"), Op::Attention { qkv, att, out: atty });
+                att
+            }
+            AttentionKind::Fused => {
+                let lse = self.act(n("attn.lse"), &[b, nh, t], a, li);
+                self.push(Phase::Forward, n("attn"), Op::FlashAttention { qkv, out: atty, lse });
+                lse
+            }
+        };
+        let attproj = self.act(n("attn.c_proj.out"), &[b, t, c], tmp, li);
+        self.push(
+            Phase::Forward,
+            n("attn.c_proj"),
+            Op::Matmul {
+                inp: atty,
+                weight: self.p(ParamKind::AttnProjW(i)),
+                bias: Some(self.p(ParamKind::AttnProjB(i))),
+                out: attproj,
+                rows,
+                k: c,
+                n: c,
+                weight_transposed: false,
+            },
+        );
+        let res2 = self.act(n("residual_1"), &[b, t, c], a, li);
+        self.push(Phase::Forward, n("residual_1"), Op::Residual { a: x, b: attproj, out: res2 });
+        let ln2 = self.act(n("ln_2.out"), &[b, t, c], a, li);
+        let ln2_mean = self.act(n("ln_2.mean"), &[b, t], a, li);
+        let ln2_rstd = self.act(n("ln_2.rstd"), &[b, t], a, li);
+        self.push(
+            Phase::Forward,
+            n("ln_2"),
+            Op::LayerNorm {
+                inp: res2,
+                weight: self.p(ParamKind::Ln2W(i)),
+                bias: self.p(ParamKind::Ln2B(i)),
+                out: ln2,
+                mean: ln2_mean,
+                rstd: ln2_rstd,
+            },
+        );
+        let fch = self.act(n("mlp.c_fc.out"), &[b, t, 4 * c], a, li);
+        self.push(
+            Phase::Forward,
+            n("mlp.c_fc"),
+            Op::Matmul {
+                inp: ln2,
+                weight: self.p(ParamKind::FcW(i)),
+                bias: Some(self.p(ParamKind::FcB(i))),
+                out: fch,
+                rows,
+                k: c,
+                n: 4 * c,
+                weight_transposed: false,
+            },
+        );
+        let fch_gelu = self.act(n("mlp.gelu.out"), &[b, t, 4 * c], a, li);
+        self.push(Phase::Forward, n("mlp.gelu"), Op::Gelu { inp: fch, out: fch_gelu });
+        let fcproj = self.act(n("mlp.c_proj.out"), &[b, t, c], tmp, li);
+        self.push(
+            Phase::Forward,
+            n("mlp.c_proj"),
+            Op::Matmul {
+                inp: fch_gelu,
+                weight: self.p(ParamKind::FcProjW(i)),
+                bias: Some(self.p(ParamKind::FcProjB(i))),
+                out: fcproj,
+                rows,
+                k: 4 * c,
+                n: c,
+                weight_transposed: false,
+            },
+        );
+        let res3 = self.act(n("residual_2"), &[b, t, c], out_cat, li);
+        self.push(Phase::Forward, n("residual_2"), Op::Residual { a: res2, b: fcproj, out: res3 });
+        let s = Saved { x, ln1, ln1_mean, ln1_rstd, qkv, att, atty, res2, ln2, ln2_mean, ln2_rstd, fch, fch_gelu };
+        (s, res3)
+    }
+
+    /// The backward ops of block `i`. On entry `dres_a` holds d(block output); on exit,
+    /// d(block input).
+    fn block_backward(&mut self, i: usize, s: &Saved, sc: &Scratch) {
+        let (b, t) = (self.shape.batch, self.shape.seq);
+        let (c, nh) = (self.model.d_model, self.model.n_heads);
+        let rows = b * t;
+        let n = |x: &str| format!("h.{i}.{x}");
+        let li = Some(i);
+        self.push(Phase::Backward, n("residual_2"), Op::ResidualBackward { dout: sc.dres_a, da: sc.dres_b });
+        self.push(
+            Phase::Backward,
+            n("mlp.c_proj"),
+            Op::MatmulBackward {
+                inp: s.fch_gelu,
+                weight: self.p(ParamKind::FcProjW(i)),
+                dout: sc.dres_a,
+                dinp: sc.dfch_gelu,
+                dweight: self.g(ParamKind::FcProjW(i)),
+                dbias: Some(self.g(ParamKind::FcProjB(i))),
+                rows,
+                k: 4 * c,
+                n: c,
+                weight_transposed: false,
+            },
+        );
+        self.push(Phase::Backward, n("mlp.gelu"), Op::GeluBackward { inp: s.fch, dout: sc.dfch_gelu, dinp: sc.dfch });
+        self.push(
+            Phase::Backward,
+            n("mlp.c_fc"),
+            Op::MatmulBackward {
+                inp: s.ln2,
+                weight: self.p(ParamKind::FcW(i)),
+                dout: sc.dfch,
+                dinp: sc.dln,
+                dweight: self.g(ParamKind::FcW(i)),
+                dbias: Some(self.g(ParamKind::FcB(i))),
+                rows,
+                k: c,
+                n: 4 * c,
+                weight_transposed: false,
+            },
+        );
+        self.push(
+            Phase::Backward,
+            n("ln_2"),
+            Op::LayerNormBackward {
+                inp: s.res2,
+                weight: self.p(ParamKind::Ln2W(i)),
+                mean: s.ln2_mean,
+                rstd: s.ln2_rstd,
+                dout: sc.dln,
+                dinp: sc.dres_b,
+                dweight: self.g(ParamKind::Ln2W(i)),
+                dbias: self.g(ParamKind::Ln2B(i)),
+                accumulate: true,
+            },
+        );
+        // dres_b holds d(residual_1).
+        self.push(Phase::Backward, n("residual_1"), Op::ResidualBackward { dout: sc.dres_b, da: sc.dres_a });
+        self.push(
+            Phase::Backward,
+            n("attn.c_proj"),
+            Op::MatmulBackward {
+                inp: s.atty,
+                weight: self.p(ParamKind::AttnProjW(i)),
+                dout: sc.dres_b,
+                dinp: sc.datty,
+                dweight: self.g(ParamKind::AttnProjW(i)),
+                dbias: Some(self.g(ParamKind::AttnProjB(i))),
+                rows,
+                k: c,
+                n: c,
+                weight_transposed: false,
+            },
+        );
+        let op = match (self.techniques.attention, self.techniques.checkpoint) {
+            (AttentionKind::Fused, _) => Op::FlashAttentionBackward {
+                qkv: s.qkv,
+                out: s.atty,
+                lse: s.att,
+                dout: sc.datty,
+                delta: sc.datt,
+                dqkv: sc.dqkv,
+            },
+            (AttentionKind::Standard, Checkpoint::Selective) => {
+                // Recompute the attention core (scores, softmax, P·V) from the saved q, k, v.
+                self.mode = Mode::Recompute;
+                let att = self.act(n("attn.probs"), &[b, nh, t, t], Category::Activations, li);
+                let out = self.act(n("attn.out"), &[b, t, c], Category::Temporaries, li);
+                self.push(Phase::Backward, n("attn"), Op::Attention { qkv: s.qkv, att, out });
+                self.mode = Mode::Saved;
+                Op::AttentionBackward { qkv: s.qkv, att, dout: sc.datty, datt: sc.datt, dqkv: sc.dqkv }
+            }
+            (AttentionKind::Standard, _) => {
+                Op::AttentionBackward { qkv: s.qkv, att: s.att, dout: sc.datty, datt: sc.datt, dqkv: sc.dqkv }
+            }
+        };
+        self.push(Phase::Backward, n("attn"), op);
+        self.push(
+            Phase::Backward,
+            n("attn.c_attn"),
+            Op::MatmulBackward {
+                inp: s.ln1,
+                weight: self.p(ParamKind::QkvW(i)),
+                dout: sc.dqkv,
+                dinp: sc.dln,
+                dweight: self.g(ParamKind::QkvW(i)),
+                dbias: Some(self.g(ParamKind::QkvB(i))),
+                rows,
+                k: c,
+                n: 3 * c,
+                weight_transposed: false,
+            },
+        );
+        self.push(
+            Phase::Backward,
+            n("ln_1"),
+            Op::LayerNormBackward {
+                inp: s.x,
+                weight: self.p(ParamKind::Ln1W(i)),
+                mean: s.ln1_mean,
+                rstd: s.ln1_rstd,
+                dout: sc.dln,
+                dinp: sc.dres_a,
+                dweight: self.g(ParamKind::Ln1W(i)),
+                dbias: self.g(ParamKind::Ln1B(i)),
+                accumulate: true,
+            },
+        );
+    }
+}
 /// The positions of each token in `tokens`, grouped by token: `offsets[v]..offsets[v+1]` index
 /// `positions`. A counting sort, so positions of one token stay in increasing order.
 pub fn token_index(tokens: &[u32], vocab: usize) -> (Vec<u32>, Vec<u32>) {

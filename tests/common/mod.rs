@@ -9,7 +9,10 @@ use oomlab::backend::gpu::executor::build_kernels;
 use oomlab::backend::gpu::{GpuContext, GpuExecutor, Kernels};
 use oomlab::model::init::Rng;
 use oomlab::model::{ModelConfig, ParamLayout, StepShape};
-use oomlab::plan::{Category, DType, Handles, Op, OpNode, OptimizerConfig, Phase, Plan, TensorId, TensorInfo, View};
+use oomlab::plan::{
+    Category, DType, Handles, MicroHandles, Op, OpNode, OptimizerConfig, Phase, Plan, Techniques, TensorId, TensorInfo,
+    View,
+};
 
 pub struct Gpu {
     pub ctx: GpuContext,
@@ -113,17 +116,18 @@ impl Case {
     }
 
     pub fn op(&mut self, op: Op) {
-        self.ops.push(OpNode { op, phase: Phase::Forward, label: "test".into() });
+        self.ops.push(OpNode { op, phase: Phase::Forward, label: "test".into(), recompute: false });
     }
 
     pub fn plan(&self, optimizer: OptimizerConfig) -> Plan {
         let (f, u) = (TensorId(0), TensorId(1));
-        let handles =
-            Handles { params: f, grads: f, tokens: u, targets: u, token_offsets: u, token_positions: u, loss: f };
+        let micro = MicroHandles { tokens: u, targets: u, token_offsets: u, token_positions: u, loss: f };
+        let handles = Handles { params: f, grads: f, micro: vec![micro] };
         Plan {
             model: self.model,
             shape: self.shape,
             optimizer,
+            techniques: Techniques::default(),
             layout: ParamLayout::new(&self.model),
             tensors: self.tensors.clone(),
             ops: self.ops.clone(),

@@ -14,11 +14,12 @@ use super::{BackendError, Trainer};
 use crate::data::Batch;
 use std::collections::BTreeMap;
 
+use super::micro_uploads;
 use crate::memory::allocator::Event;
 use crate::memory::step::{StepAllocator, StepMemory, Trace};
 use crate::memory::{Placement, SegmentId};
 use crate::model::init::init_params;
-use crate::plan::{DType, Op, Phase, Plan, TensorId, View, token_index};
+use crate::plan::{DType, Op, Phase, Plan, TensorId, View};
 use ops::AdamWStep;
 
 /// Executes a plan on the host, in `F` precision (f32 for training, f64 for gradient checks).
@@ -238,17 +239,26 @@ impl<F: Float> CpuExecutor<F> {
 
     /// Uploads the batch (tokens, targets and the token index).
     pub fn upload_batch(&mut self, batch: &Batch) -> Result<(), BackendError> {
-        batch.validate(&self.plan.model)?;
-        if batch.shape != self.plan.shape {
-            return Err(BackendError::ShapeMismatch { plan: self.plan.shape, batch: batch.shape });
+        for m in micro_uploads(&self.plan, batch)? {
+            let h = m.handles;
+            self.write_tensor_u32(h.tokens, m.tokens);
+            self.write_tensor_u32(h.targets, m.targets);
+            self.write_tensor_u32(h.token_offsets, &m.token_offsets);
+            self.write_tensor_u32(h.token_positions, &m.token_positions);
         }
-        let h = self.plan.handles;
-        let (offsets, positions) = token_index(&batch.inputs, self.plan.model.vocab);
-        self.write_tensor_u32(h.tokens, &batch.inputs);
-        self.write_tensor_u32(h.targets, &batch.targets);
-        self.write_tensor_u32(h.token_offsets, &offsets);
-        self.write_tensor_u32(h.token_positions, &positions);
         Ok(())
+    }
+
+    /// The step's loss: the mean of the micro-batches' losses (NaN before a forward pass).
+    fn step_loss(&self) -> F {
+        let losses: Vec<F> = self
+            .plan
+            .handles
+            .micro
+            .iter()
+            .map(|m| self.tensor(m.loss).first().copied().unwrap_or_else(F::nan))
+            .collect();
+        losses.iter().fold(F::zero(), |a, &l| a + l) / cast(losses.len().max(1) as f32)
     }
 
     /// Runs the ops of the given phases, in plan order, allocating and freeing each tensor's
@@ -291,7 +301,7 @@ impl<F: Float> CpuExecutor<F> {
             self.sync_segments();
         }
         self.memory = Some(trace.finish(&self.allocator, self.capacity_bytes));
-        Ok(self.tensor(self.plan.handles.loss).first().copied().unwrap_or_else(F::nan))
+        Ok(self.step_loss())
     }
 
     /// Frees the op-lifetime tensors a previous run left allocated.
@@ -378,6 +388,15 @@ impl<F: Float> CpuExecutor<F> {
             Op::AttentionBackward { qkv, att, dout, datt, dqkv } => self.with_outputs([dqkv, datt], |s, [dq, da]| {
                 ops::attention_backward(dq, da, s.f(dout), s.f(qkv), s.f(att), b, t, c, nh);
             }),
+            Op::FlashAttention { qkv, out, lse } => self.with_outputs([out, lse], |s, [o, l]| {
+                ops::flash_attention_forward(o, l, s.f(qkv), b, t, c, nh);
+            }),
+            Op::FlashAttentionBackward { qkv, out, lse, dout, delta, dqkv } => {
+                self.with_outputs([dqkv, delta], |s, [dq, d]| {
+                    let (x, o, l) = (s.f(qkv), s.f(out), s.f(lse));
+                    ops::flash_attention_backward(dq, d, s.f(dout), x, o, l, b, t, c, nh);
+                })
+            }
             Op::Gelu { inp, out } => self.with_outputs([out], |s, [o]| ops::gelu_forward(o, s.f(inp))),
             Op::GeluBackward { inp, dout, dinp } => {
                 self.with_outputs([dinp], |s, [o]| ops::gelu_backward(o, s.f(inp), s.f(dout)))
@@ -391,8 +410,8 @@ impl<F: Float> CpuExecutor<F> {
                     mean[0] = ops::crossentropy_forward(p, l, s.f(logits), s.u(targets), vocab);
                 })
             }
-            Op::CrossEntropyBackward { probs, targets, dlogits } => self.with_outputs([dlogits], |s, [d]| {
-                ops::crossentropy_backward(d, s.f(probs), s.u(targets), vocab);
+            Op::CrossEntropyBackward { probs, targets, dlogits, scale } => self.with_outputs([dlogits], |s, [d]| {
+                ops::crossentropy_backward(d, s.f(probs), s.u(targets), vocab, scale);
             }),
             Op::AdamW { params, grads, m: mm, v } => {
                 let o = self.plan.optimizer;

@@ -271,6 +271,107 @@ pub fn attention_backward<F: Float>(
 
 const GELU_K: f64 = 0.797_884_560_802_865_4; // sqrt(2/pi)
 
+/// Keys per tile of the fused attention's online softmax (`KT` in flash_attention.wgsl).
+const FLASH_KEY_TILE: usize = 16;
+
+/// Fused causal attention: out (B,T,C) and lse (B,NH,T), the logsumexp of each row of scaled
+/// scores, by an online softmax over tiles of keys (running max, running sum, rescaled
+/// accumulator), as the kernel computes it. No T×T matrix is formed.
+#[allow(clippy::too_many_arguments)]
+pub fn flash_attention_forward<F: Float>(
+    out: &mut [F],
+    lse: &mut [F],
+    qkv: &[F],
+    b: usize,
+    t: usize,
+    c: usize,
+    nh: usize,
+) {
+    let hs = c / nh;
+    let scale = F::one() / f::<F>(hs as f64).sqrt();
+    let mut acc = vec![F::zero(); hs];
+    for bi in 0..b {
+        for h in 0..nh {
+            let at = |row: usize, part: usize| (bi * t + row) * 3 * c + part * c + h * hs;
+            for t1 in 0..t {
+                let q = &qkv[at(t1, 0)..][..hs];
+                acc.iter_mut().for_each(|a| *a = F::zero());
+                let (mut m, mut l) = (F::neg_infinity(), F::zero());
+                for start in (0..=t1).step_by(FLASH_KEY_TILE) {
+                    let end = (start + FLASH_KEY_TILE).min(t1 + 1);
+                    let s: Vec<F> = (start..end)
+                        .map(|t2| {
+                            q.iter().zip(&qkv[at(t2, 1)..][..hs]).fold(F::zero(), |a, (&x, &y)| a + x * y) * scale
+                        })
+                        .collect();
+                    let mt = s.iter().fold(m, |a, &x| a.max(x));
+                    let corr = if m == F::neg_infinity() { F::zero() } else { (m - mt).exp() };
+                    l = l * corr;
+                    acc.iter_mut().for_each(|a| *a = *a * corr);
+                    for (j, &sj) in s.iter().enumerate() {
+                        let e = (sj - mt).exp();
+                        l = l + e;
+                        let v = &qkv[at(start + j, 2)..][..hs];
+                        for (a, &vi) in acc.iter_mut().zip(v) {
+                            *a = *a + e * vi;
+                        }
+                    }
+                    m = mt;
+                }
+                for (i, a) in acc.iter().enumerate() {
+                    out[(bi * t + t1) * c + h * hs + i] = *a / l;
+                }
+                lse[(bi * nh + h) * t + t1] = m + l.ln();
+            }
+        }
+    }
+}
+
+/// dqkv (B,T,3C) of fused attention given dout, recomputing each probability as
+/// exp(score − lse); `delta` (B,NH,T) receives rowsum(dout∘out). Every element of dqkv is set.
+#[allow(clippy::too_many_arguments)]
+pub fn flash_attention_backward<F: Float>(
+    dqkv: &mut [F],
+    delta: &mut [F],
+    dout: &[F],
+    qkv: &[F],
+    out: &[F],
+    lse: &[F],
+    b: usize,
+    t: usize,
+    c: usize,
+    nh: usize,
+) {
+    let hs = c / nh;
+    let scale = F::one() / f::<F>(hs as f64).sqrt();
+    dqkv.iter_mut().for_each(|x| *x = F::zero());
+    for bi in 0..b {
+        for h in 0..nh {
+            let at = |row: usize, part: usize| (bi * t + row) * 3 * c + part * c + h * hs;
+            let o = |row: usize| (bi * t + row) * c + h * hs;
+            for t1 in 0..t {
+                let row = (bi * nh + h) * t + t1;
+                let d = (0..hs).fold(F::zero(), |a, i| a + dout[o(t1) + i] * out[o(t1) + i]);
+                delta[row] = d;
+                for t2 in 0..=t1 {
+                    let (mut s, mut dp) = (F::zero(), F::zero());
+                    for i in 0..hs {
+                        s = s + qkv[at(t1, 0) + i] * qkv[at(t2, 1) + i];
+                        dp = dp + dout[o(t1) + i] * qkv[at(t2, 2) + i];
+                    }
+                    let p = (s * scale - lse[row]).exp();
+                    let ds = p * (dp - d) * scale;
+                    for i in 0..hs {
+                        dqkv[at(t1, 0) + i] = dqkv[at(t1, 0) + i] + ds * qkv[at(t2, 1) + i];
+                        dqkv[at(t2, 1) + i] = dqkv[at(t2, 1) + i] + ds * qkv[at(t1, 0) + i];
+                        dqkv[at(t2, 2) + i] = dqkv[at(t2, 2) + i] + p * dout[o(t1) + i];
+                    }
+                }
+            }
+        }
+    }
+}
+
 /// GELU with the tanh approximation (GPT-2's `gelu_new`).
 pub fn gelu_forward<F: Float>(out: &mut [F], inp: &[F]) {
     let (k, a, half) = (f::<F>(GELU_K), f::<F>(0.044715), f::<F>(0.5));
@@ -317,9 +418,9 @@ pub fn crossentropy_forward<F: Float>(probs: &mut [F], losses: &mut [F], logits:
     total / f(targets.len() as f64)
 }
 
-/// dlogits = (probs − onehot(target)) / rows.
-pub fn crossentropy_backward<F: Float>(dlogits: &mut [F], probs: &[F], targets: &[u32], v: usize) {
-    let inv = F::one() / f::<F>(targets.len() as f64);
+/// dlogits = (probs − onehot(target)) · scale (1/rows of the effective batch).
+pub fn crossentropy_backward<F: Float>(dlogits: &mut [F], probs: &[F], targets: &[u32], v: usize, scale: f64) {
+    let inv = f::<F>(scale);
     for (r, &tgt) in targets.iter().enumerate() {
         for i in 0..v {
             let onehot = if i == tgt as usize { F::one() } else { F::zero() };

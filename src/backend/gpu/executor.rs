@@ -13,7 +13,7 @@ use crate::data::Batch;
 use crate::memory::step::{StepAllocator, StepMemory, Trace};
 use crate::memory::{Placement, SegmentId};
 use crate::model::init::init_params;
-use crate::plan::{Op, Phase, Plan, TensorId, View, token_index};
+use crate::plan::{Op, Phase, Plan, TensorId, View};
 
 /// A capacity that never limits: the real device's memory does.
 pub const UNLIMITED: u64 = u64::MAX / 4;
@@ -101,6 +101,10 @@ fn record_plan(k: &Kernels, plan: &Plan, rec: &mut Recorder) -> Result<Option<u6
             Op::AttentionBackward { qkv, att, dout, datt, dqkv } => {
                 k.attention.backward(rec, qkv, att, dout, datt, dqkv, attn)?
             }
+            Op::FlashAttention { qkv, out, lse } => k.flash_attention.forward(rec, qkv, out, lse, attn)?,
+            Op::FlashAttentionBackward { qkv, out, lse, dout, delta, dqkv } => {
+                k.flash_attention.backward(rec, qkv, out, lse, dout, delta, dqkv, attn)?
+            }
             Op::Gelu { inp, out } => k.gelu.forward(rec, inp, out)?,
             Op::GeluBackward { inp, dout, dinp } => k.gelu.backward(rec, inp, dout, dinp)?,
             Op::Residual { a, b, out } => k.residual.forward(rec, a, b, out)?,
@@ -108,8 +112,8 @@ fn record_plan(k: &Kernels, plan: &Plan, rec: &mut Recorder) -> Result<Option<u6
             Op::CrossEntropy { logits, targets, probs, losses, loss } => {
                 k.crossentropy.forward(rec, logits, targets, probs, losses, loss, v)?
             }
-            Op::CrossEntropyBackward { probs, targets, dlogits } => {
-                k.crossentropy.backward(rec, probs, targets, dlogits, v)?
+            Op::CrossEntropyBackward { probs, targets, dlogits, scale } => {
+                k.crossentropy.backward(rec, probs, targets, dlogits, v, scale)?
             }
             Op::AdamW { params, grads, m: mm, v: vv } => {
                 let s = adamw_step(plan, 1);
@@ -230,7 +234,7 @@ impl GpuExecutor {
                 let locations = Locations { buffers, at };
                 let loss_staging = device.create_buffer(&wgpu::BufferDescriptor {
                     label: Some("loss readback"),
-                    size: 4,
+                    size: bytes(plan.handles.micro.len().max(1)),
                     usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
                     mapped_at_creation: false,
                 });
@@ -291,16 +295,13 @@ impl GpuExecutor {
 
     /// Validates and uploads a batch: tokens, targets and the per-token position index.
     pub fn upload_batch(&self, batch: &Batch) -> Result<(), BackendError> {
-        batch.validate(&self.plan.model)?;
-        if batch.shape != self.plan.shape {
-            return Err(BackendError::ShapeMismatch { plan: self.plan.shape, batch: batch.shape });
+        for m in crate::backend::micro_uploads(&self.plan, batch)? {
+            let h = m.handles;
+            self.write_tensor(h.tokens, bytemuck::cast_slice(m.tokens));
+            self.write_tensor(h.targets, bytemuck::cast_slice(m.targets));
+            self.write_tensor(h.token_offsets, bytemuck::cast_slice(&m.token_offsets));
+            self.write_tensor(h.token_positions, bytemuck::cast_slice(&m.token_positions));
         }
-        let h = self.plan.handles;
-        let (offsets, positions) = token_index(&batch.inputs, self.plan.model.vocab);
-        self.write_tensor(h.tokens, bytemuck::cast_slice(&batch.inputs));
-        self.write_tensor(h.targets, bytemuck::cast_slice(&batch.targets));
-        self.write_tensor(h.token_offsets, bytemuck::cast_slice(&offsets));
-        self.write_tensor(h.token_positions, bytemuck::cast_slice(&positions));
         Ok(())
     }
 
@@ -310,8 +311,11 @@ impl GpuExecutor {
         let mut enc =
             self.ctx.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("oomlab step") });
         encode_commands(&mut enc, &self.commands, &self.locations.buffers, phases);
-        if let Some((buffer, offset)) = self.locations.tensor(self.plan.handles.loss) {
-            enc.copy_buffer_to_buffer(buffer, offset, &self.loss_staging, 0, 4);
+        // Each micro-batch's loss, side by side.
+        for (j, m) in self.plan.handles.micro.iter().enumerate() {
+            if let Some((buffer, offset)) = self.locations.tensor(m.loss) {
+                enc.copy_buffer_to_buffer(buffer, offset, &self.loss_staging, bytes(j), 4);
+            }
         }
         enc.finish()
     }
@@ -330,8 +334,10 @@ impl GpuExecutor {
         self.ran_forward |= phases.contains(&Phase::Forward);
         let cmd = self.encode(phases);
         self.ctx.scoped("running the step", || self.ctx.queue.submit([cmd])).await?;
-        let data = read_buffer(&self.ctx, &self.loss_staging, 4).await?;
-        Ok(bytemuck::pod_read_unaligned::<f32>(&data[..4]))
+        let n = self.plan.handles.micro.len();
+        let data = read_buffer(&self.ctx, &self.loss_staging, bytes(n)).await?;
+        let losses: Vec<f32> = bytemuck::pod_collect_to_vec(&data);
+        Ok(losses.iter().sum::<f32>() / n.max(1) as f32)
     }
 
     /// Uploads `batch` and runs forward, backward and the optimizer.

@@ -11,7 +11,8 @@ use crate::plan::View;
 pub struct CrossEntropyParams {
     pub rows: u32,
     pub v: u32,
-    pub _pad: [u32; 2],
+    pub scale: f32,
+    pub _pad: u32,
 }
 
 #[derive(Clone, Debug)]
@@ -43,7 +44,7 @@ impl CrossEntropy {
         vocab: usize,
     ) -> Result<(), GpuError> {
         let rows = targets.len;
-        let p = CrossEntropyParams { rows: u(rows), v: u(vocab), _pad: [0; 2] };
+        let p = CrossEntropyParams { rows: u(rows), v: u(vocab), scale: 0.0, _pad: 0 };
         let v = Binding::View;
         rec.dispatch(
             &self.forward,
@@ -61,9 +62,10 @@ impl CrossEntropy {
         targets: View,
         dlogits: View,
         vocab: usize,
+        scale: f64,
     ) -> Result<(), GpuError> {
         let rows = targets.len;
-        let p = CrossEntropyParams { rows: u(rows), v: u(vocab), _pad: [0; 2] };
+        let p = CrossEntropyParams { rows: u(rows), v: u(vocab), scale: scale as f32, _pad: 0 };
         let v = Binding::View;
         rec.dispatch(
             &self.backward,

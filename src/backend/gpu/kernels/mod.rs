@@ -6,6 +6,7 @@ pub mod adamw;
 pub mod attention;
 mod crossentropy;
 mod embedding;
+mod flash_attention;
 mod gelu;
 mod layernorm;
 pub mod matmul;
@@ -16,6 +17,7 @@ pub use adamw::AdamW;
 pub use attention::Attention;
 pub use crossentropy::CrossEntropy;
 pub use embedding::Embedding;
+pub use flash_attention::FlashAttention;
 pub use gelu::Gelu;
 pub use layernorm::LayerNorm;
 pub use matmul::{Gemm, Matmul};
@@ -32,6 +34,7 @@ pub const SHADERS: &[(&str, &str)] = &[
     ("attention.wgsl", include_str!("../../../../shaders/attention.wgsl")),
     ("crossentropy.wgsl", include_str!("../../../../shaders/crossentropy.wgsl")),
     ("embedding.wgsl", include_str!("../../../../shaders/embedding.wgsl")),
+    ("flash_attention.wgsl", include_str!("../../../../shaders/flash_attention.wgsl")),
     ("gelu.wgsl", include_str!("../../../../shaders/gelu.wgsl")),
     ("layernorm.wgsl", include_str!("../../../../shaders/layernorm.wgsl")),
     ("matmul.wgsl", include_str!("../../../../shaders/matmul.wgsl")),
@@ -207,6 +210,7 @@ pub struct Kernels {
     pub layernorm: LayerNorm,
     pub matmul: Matmul,
     pub attention: Attention,
+    pub flash_attention: FlashAttention,
     pub gelu: Gelu,
     pub residual: Residual,
     pub crossentropy: CrossEntropy,
@@ -221,6 +225,7 @@ impl Kernels {
             embedding: Embedding::new(device),
             layernorm: LayerNorm::new(device),
             attention: Attention::new(device, matmul.gemm.clone()),
+            flash_attention: FlashAttention::new(device),
             matmul,
             gelu: Gelu::new(device),
             residual: Residual::new(device),

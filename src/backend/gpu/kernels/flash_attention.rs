@@ -1,0 +1,94 @@
+//! `shaders/flash_attention.wgsl`: fused (FlashAttention-style) causal self-attention, forward
+//! and backward, without the T×T matrix. CPU twins: `cpu::ops::flash_attention_forward` /
+//! `flash_attention_backward`.
+
+use super::attention::AttnShape;
+use super::{Binding, KernelEntry, Recorder, build_entries, u};
+use crate::backend::gpu::GpuError;
+use crate::plan::View;
+
+/// Query (or key) rows per workgroup: `QT` in the shader.
+const ROWS_PER_GROUP: usize = 64;
+
+/// Mirrors `Params` in flash_attention.wgsl.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, bytemuck::Pod, bytemuck::Zeroable)]
+pub struct FlashParams {
+    pub b: u32,
+    pub t: u32,
+    pub c: u32,
+    pub nh: u32,
+    pub hs: u32,
+    pub scale: f32,
+    pub _pad: [u32; 2],
+}
+
+#[derive(Clone, Debug)]
+pub struct FlashAttention {
+    forward: KernelEntry,
+    backward_dq: KernelEntry,
+    backward_dkv: KernelEntry,
+}
+
+impl FlashAttention {
+    pub fn new(device: &wgpu::Device) -> Self {
+        let [forward, backward_dq, backward_dkv] = build_entries(
+            device,
+            "flash_attention.wgsl",
+            [("forward", &[1, 2, 3]), ("backward_dq", &[1, 2, 3, 4, 5, 6]), ("backward_dkv", &[1, 3, 4, 5, 6])],
+        );
+        Self { forward, backward_dq, backward_dkv }
+    }
+
+    fn params(s: &AttnShape) -> FlashParams {
+        let hs = s.c / s.nh;
+        FlashParams {
+            b: u(s.b),
+            t: u(s.t),
+            c: u(s.c),
+            nh: u(s.nh),
+            hs: u(hs),
+            scale: 1.0 / (hs as f32).sqrt(),
+            _pad: [0; 2],
+        }
+    }
+
+    fn grid(s: &AttnShape) -> [u32; 3] {
+        [u(s.t.div_ceil(ROWS_PER_GROUP)), u(s.b * s.nh), 1]
+    }
+
+    /// out (B,T,C) and lse (B,NH,T) from qkv (B,T,3C).
+    pub fn forward(&self, rec: &mut Recorder, qkv: View, out: View, lse: View, s: AttnShape) -> Result<(), GpuError> {
+        let v = Binding::View;
+        rec.dispatch(&self.forward, &Self::params(&s), &[(1, v(qkv)), (2, v(out)), (3, v(lse))], Self::grid(&s))
+    }
+
+    /// dqkv (B,T,3C) given dout; `delta` (B,NH,T) is scratch written by the first dispatch.
+    #[allow(clippy::too_many_arguments)]
+    pub fn backward(
+        &self,
+        rec: &mut Recorder,
+        qkv: View,
+        out: View,
+        lse: View,
+        dout: View,
+        delta: View,
+        dqkv: View,
+        s: AttnShape,
+    ) -> Result<(), GpuError> {
+        let v = Binding::View;
+        let p = Self::params(&s);
+        rec.dispatch(
+            &self.backward_dq,
+            &p,
+            &[(1, v(qkv)), (2, v(out)), (3, v(lse)), (4, v(dout)), (5, v(delta)), (6, v(dqkv))],
+            Self::grid(&s),
+        )?;
+        rec.dispatch(
+            &self.backward_dkv,
+            &p,
+            &[(1, v(qkv)), (3, v(lse)), (4, v(dout)), (5, v(delta)), (6, v(dqkv))],
+            Self::grid(&s),
+        )
+    }
+}

@@ -1,0 +1,195 @@
+//! The memory-saving techniques a step can use. Each changes the plan — which tensors exist,
+//! which ops run, when tensors die — so it changes what the backends execute, not only numbers.
+
+use serde::{Deserialize, Serialize};
+
+use crate::model::{ConfigError, ModelConfig};
+
+/// Activation checkpointing (recomputation).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "mode", content = "k", rename_all = "snake_case")]
+pub enum Checkpoint {
+    /// Every activation the backward pass needs is saved by the forward pass.
+    Off,
+    /// A checkpoint every `k` blocks (`torch.utils.checkpoint.checkpoint_sequential` with
+    /// segments of k blocks): the forward pass keeps only each segment's input; the backward
+    /// pass recomputes a segment's forward pass just before it runs the segment's backward.
+    /// `k = 1` is "every block"; `k ≈ √L` balances the kept inputs (L/k) against one segment's
+    /// recomputed activations (k blocks).
+    Every(usize),
+    /// Selective recomputation (Korthikanti et al. 2022, §5): keep everything except the
+    /// attention probabilities (the `a·s²·b` term), and recompute the attention core from the
+    /// saved q, k, v during the backward pass.
+    Selective,
+}
+
+impl Checkpoint {
+    /// Every block (`every:1`).
+    pub const BLOCKS: Checkpoint = Checkpoint::Every(1);
+
+    /// `every:K`'s default for `layers` blocks: round(√L), at least 1.
+    pub fn default_every(layers: usize) -> usize {
+        ((layers as f64).sqrt().round() as usize).max(1)
+    }
+
+    /// Parses `off`, `blocks`, `every`, `every:K` or `selective`. `every` alone takes √L.
+    pub fn parse(text: &str, layers: usize) -> Result<Self, ConfigError> {
+        let t = text.trim().to_ascii_lowercase();
+        let bad = || {
+            ConfigError::Other(format!(
+                "unknown checkpointing mode {text:?}: expected off, blocks, every:K (K blocks per segment) or selective"
+            ))
+        };
+        Ok(match t.as_str() {
+            "off" | "none" => Checkpoint::Off,
+            "blocks" | "block" | "full" => Checkpoint::BLOCKS,
+            "every" => Checkpoint::Every(Self::default_every(layers)),
+            "selective" => Checkpoint::Selective,
+            _ => match t.strip_prefix("every:") {
+                Some(k) => {
+                    let k: i64 = k.trim().parse().map_err(|_| bad())?;
+                    Checkpoint::Every(crate::model::check_dim("checkpoint every:K", k)?)
+                }
+                None => return Err(bad()),
+            },
+        })
+    }
+
+    /// The flag's spelling: `off`, `blocks`, `every:K`, `selective`.
+    pub fn label(&self) -> String {
+        match self {
+            Checkpoint::Off => "off".into(),
+            Checkpoint::Every(1) => "blocks".into(),
+            Checkpoint::Every(k) => format!("every:{k}"),
+            Checkpoint::Selective => "selective".into(),
+        }
+    }
+}
+
+/// How attention is computed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AttentionKind {
+    /// Scores and probabilities materialised as (B, NH, T, T) tensors; P is saved for backward.
+    Standard,
+    /// FlashAttention-style: tiles of K and V with an online softmax; the T×T matrix never
+    /// exists. Saves the output and the row logsumexp; backward recomputes the scores.
+    Fused,
+}
+
+impl AttentionKind {
+    pub fn parse(text: &str) -> Result<Self, ConfigError> {
+        match text.trim().to_ascii_lowercase().as_str() {
+            "standard" | "eager" => Ok(AttentionKind::Standard),
+            "fused" | "flash" => Ok(AttentionKind::Fused),
+            other => Err(ConfigError::Other(format!("unknown attention {other:?}: expected standard or fused"))),
+        }
+    }
+    pub fn name(self) -> &'static str {
+        match self {
+            AttentionKind::Standard => "standard",
+            AttentionKind::Fused => "fused",
+        }
+    }
+}
+
+/// The largest head size the fused attention kernel holds in registers.
+pub const FUSED_MAX_HEAD_SIZE: usize = 64;
+
+/// Everything about a step beyond the model and the batch shape.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Techniques {
+    pub checkpoint: Checkpoint,
+    pub attention: AttentionKind,
+    /// Gradient accumulation: micro-batches per optimizer step (1 = off). The plan's
+    /// `shape.batch` is the micro-batch; the effective batch is `shape.batch · accum`.
+    pub accum: usize,
+}
+
+impl Default for Techniques {
+    fn default() -> Self {
+        Self { checkpoint: Checkpoint::Off, attention: AttentionKind::Standard, accum: 1 }
+    }
+}
+
+impl Techniques {
+    /// Refuses combinations that cannot be built or make no sense, with the reason.
+    pub fn validate(&self, model: &ModelConfig) -> Result<(), ConfigError> {
+        crate::model::check_dim("accumulation steps", self.accum as i64)?;
+        if let Checkpoint::Every(k) = self.checkpoint
+            && (k == 0 || k > model.n_layers)
+        {
+            return Err(ConfigError::Other(format!(
+                "checkpoint every:{k} needs 1 ≤ K ≤ the number of layers ({})",
+                model.n_layers
+            )));
+        }
+        if self.attention == AttentionKind::Fused {
+            if self.checkpoint == Checkpoint::Selective {
+                return Err(ConfigError::Other(
+                    "selective checkpointing recomputes the attention probabilities, but fused attention never \
+                     stores them (it already recomputes the scores in its backward pass): use one or the other"
+                        .into(),
+                ));
+            }
+            if model.head_size() > FUSED_MAX_HEAD_SIZE {
+                return Err(ConfigError::Other(format!(
+                    "fused attention holds a head in registers and supports head sizes up to {FUSED_MAX_HEAD_SIZE}; \
+                     this model's is {} (d_model {} / {} heads)",
+                    model.head_size(),
+                    model.d_model,
+                    model.n_heads
+                )));
+            }
+        }
+        Ok(())
+    }
+
+    /// A one-line description, e.g. "checkpoint every:2, fused attention, accum 4".
+    pub fn describe(&self) -> String {
+        let mut parts = Vec::new();
+        if self.checkpoint != Checkpoint::Off {
+            parts.push(format!("checkpoint {}", self.checkpoint.label()));
+        }
+        if self.attention == AttentionKind::Fused {
+            parts.push("fused attention".into());
+        }
+        if self.accum > 1 {
+            parts.push(format!("accumulation ×{}", self.accum));
+        }
+        if parts.is_empty() { "baseline".into() } else { parts.join(", ") }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_checkpoint_modes() {
+        assert_eq!(Checkpoint::parse("off", 4).unwrap(), Checkpoint::Off);
+        assert_eq!(Checkpoint::parse("blocks", 4).unwrap(), Checkpoint::Every(1));
+        assert_eq!(Checkpoint::parse("every", 9).unwrap(), Checkpoint::Every(3));
+        assert_eq!(Checkpoint::parse("every:2", 9).unwrap(), Checkpoint::Every(2));
+        assert_eq!(Checkpoint::parse("Selective", 9).unwrap(), Checkpoint::Selective);
+        assert!(Checkpoint::parse("every:0", 9).is_err());
+        assert!(Checkpoint::parse("every:x", 9).is_err());
+        assert!(Checkpoint::parse("sometimes", 9).is_err());
+        assert_eq!(Checkpoint::Every(2).label(), "every:2");
+    }
+
+    #[test]
+    fn refuses_combinations_that_make_no_sense() {
+        let m = ModelConfig::toy(65);
+        let t = Techniques { checkpoint: Checkpoint::Selective, attention: AttentionKind::Fused, accum: 1 };
+        assert!(t.validate(&m).unwrap_err().to_string().contains("fused attention"));
+        let t = Techniques { checkpoint: Checkpoint::Every(3), ..Techniques::default() };
+        assert!(t.validate(&m).unwrap_err().to_string().contains("every:3"));
+        let wide = ModelConfig { d_model: 256, n_heads: 2, ..m };
+        let t = Techniques { attention: AttentionKind::Fused, ..Techniques::default() };
+        assert!(t.validate(&wide).unwrap_err().to_string().contains("head sizes"));
+        let t = Techniques { accum: 0, ..Techniques::default() };
+        assert!(t.validate(&m).is_err());
+        assert!(Techniques::default().validate(&m).is_ok());
+    }
+}

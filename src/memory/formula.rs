@@ -5,6 +5,7 @@
 //! Notation: s sequence length, b batch, h hidden size (d_model), a heads, L layers.
 
 use crate::model::{ModelConfig, StepShape};
+use crate::plan::{AttentionKind, Checkpoint, Techniques};
 
 /// Bytes of activations the forward pass saves for the backward pass, fp32, no dropout.
 ///
@@ -26,11 +27,53 @@ use crate::model::{ModelConfig, StepShape};
 /// needs no inputs for its backward); Korthikanti et al.'s 34 counts 2-byte values and 1-byte
 /// dropout masks, ours 4-byte values without dropout, which is why our constants differ.
 pub fn activation_bytes(model: &ModelConfig, shape: StepShape) -> u64 {
+    activation_peak_bytes(model, shape, &Techniques::default())
+}
+
+/// The most bytes of saved activations alive at any point of the step, with `techniques`
+/// (`shape.batch` is the micro-batch: with gradient accumulation each micro-batch's activations
+/// are freed by its own backward pass, so the peak does not depend on the number of
+/// micro-batches).
+///
+/// - Fused attention saves the row logsumexp (`a·s·b`) instead of the probabilities
+///   (`a·s²·b`): the quadratic term is gone.
+/// - Selective recomputation saves no probabilities either, but the backward pass recomputes
+///   one layer's at a time. The peak is the larger of the end of the forward pass and the
+///   moment the last layer's probabilities are recomputed, when that layer has already freed
+///   its MLP activations, LayerNorm-2's, the first residual sum, the attention output, and the
+///   final LayerNorm's output and the last block's output were freed too (`13sbh + 4sb`).
+/// - Checkpointing every k blocks saves the embedding output, each segment's output and the
+///   final LayerNorm's. Recomputing segment j (n blocks) brings back, on top of the inputs of
+///   segments 0..=j, each block's activations except its input (`15sbh + 4sb + att`) and the
+///   outputs that feed the next block inside the segment (`(n−1)·sbh`).
+pub fn activation_peak_bytes(model: &ModelConfig, shape: StepShape, techniques: &Techniques) -> u64 {
     let (s, b, h, a, l) =
         (shape.seq as u64, shape.batch as u64, model.d_model as u64, model.n_heads as u64, model.n_layers as u64);
-    let per_layer_floats = 16 * s * b * h + 4 * s * b + a * s * s * b;
-    let outside_floats = 2 * s * b * h + 2 * s * b;
-    4 * (l * per_layer_floats + outside_floats)
+    let (sbh, sb) = (s * b * h, s * b);
+    let att = match techniques.attention {
+        AttentionKind::Standard => a * s * s * b,
+        AttentionKind::Fused => a * s * b,
+    };
+    let outside = 2 * sbh + 2 * sb;
+    let floats = match techniques.checkpoint {
+        Checkpoint::Off => l * (16 * sbh + 4 * sb + att) + outside,
+        Checkpoint::Selective => {
+            let end_of_forward = l * (16 * sbh + 4 * sb) + outside;
+            end_of_forward.max(end_of_forward - 13 * sbh - 4 * sb + att)
+        }
+        Checkpoint::Every(k) => {
+            let k = (k as u64).clamp(1, l);
+            let segments = l.div_ceil(k);
+            let end_of_forward = sbh * (1 + segments) + sbh + 2 * sb;
+            (0..segments)
+                .map(|j| {
+                    let n = k.min(l - j * k);
+                    (j + 1) * sbh + n * (15 * sbh + 4 * sb + att) + (n - 1) * sbh
+                })
+                .fold(end_of_forward, u64::max)
+        }
+    };
+    4 * floats
 }
 
 #[cfg(test)]

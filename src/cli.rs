@@ -12,10 +12,10 @@ use oomlab::backend::gpu::{GpuContext, GpuExecutor, Kernels};
 use oomlab::backend::{BackendError, BackendKind, Trainer};
 use oomlab::data::Dataset;
 use oomlab::dump::StepDump;
-use oomlab::memory::formula::activation_bytes;
+use oomlab::memory::formula::activation_peak_bytes;
 use oomlab::memory::{StepMemory, memory_summary, simulate, simulate_peak};
 use oomlab::model::{ConfigError, ModelConfig, StepShape, check_dim};
-use oomlab::plan::{Category, OptimizerConfig, OptimizerKind, Phase, Plan};
+use oomlab::plan::{AttentionKind, Category, Checkpoint, OptimizerConfig, OptimizerKind, Phase, Plan, Techniques};
 use oomlab::units::format_bytes;
 
 pub const EXIT_OK: i32 = 0;
@@ -74,6 +74,16 @@ enum Command {
         #[command(flatten)]
         config: ConfigArgs,
     },
+    /// One row per memory-saving technique against the baseline of the same config: peak
+    /// memory, saved activations, step time and gradient agreement, each from real steps.
+    #[command(allow_negative_numbers = true)]
+    Compare {
+        /// Timed steps per technique (after the gradient check).
+        #[arg(long, default_value_t = 3)]
+        steps: i64,
+        #[command(flatten)]
+        config: ConfigArgs,
+    },
     /// Time forward, backward and optimizer on the default and a larger config, and the
     /// matmul kernel's GFLOP/s.
     #[command(allow_negative_numbers = true)]
@@ -107,10 +117,25 @@ struct ConfigArgs {
     layers: i64,
     #[arg(long, default_value_t = 4)]
     heads: i64,
-    /// Batch size B; `sweep` also takes a range, `1..512` (every batch), `1..512:8` (every 8th)
-    /// or a list, `1,2,4,8`.
-    #[arg(long, default_value = "16")]
-    batch: String,
+    /// Batch size B (sequences per optimizer step; 16 by default); `sweep` also takes a range,
+    /// `1..512` (every batch), `1..512:8` (every 8th) or a list, `1,2,4,8`. With --accum K each
+    /// batch is split into K micro-batches of B/K.
+    #[arg(long)]
+    batch: Option<String>,
+    /// Micro-batch size M (sequences per forward pass) for gradient accumulation: the step runs
+    /// --accum K micro-batches, an effective batch of M·K. Takes ranges like --batch in `sweep`.
+    #[arg(long)]
+    micro_batch: Option<String>,
+    /// Gradient accumulation: micro-batches per optimizer step.
+    #[arg(long, default_value_t = 1)]
+    accum: i64,
+    /// Activation checkpointing: off, blocks (every block), every:K (a checkpoint every K
+    /// blocks; `every` alone takes √L) or selective (recompute only the attention core).
+    #[arg(long, default_value = "off")]
+    checkpoint: String,
+    /// Attention: standard (saves the T×T probabilities) or fused (FlashAttention-style).
+    #[arg(long, default_value = "standard")]
+    attention: String,
     /// The virtual GPU's memory: a preset (32MiB, 64MiB, 256MiB, 1GiB) or any size.
     #[arg(long, default_value = "1GiB")]
     budget: String,
@@ -164,14 +189,27 @@ impl From<oomlab::backend::gpu::GpuError> for Failure {
 #[derive(Clone)]
 struct Resolved {
     model: ModelConfig,
+    /// The shape of one forward pass (the micro-batch with accumulation).
     shape: StepShape,
     optimizer: OptimizerConfig,
+    techniques: Techniques,
     backend: BackendKind,
     seed: u64,
     json: bool,
     budget_bytes: u64,
-    /// Every batch size `--batch` names (one, except for sweeps).
+    /// Every micro-batch size the flags name (one, except for sweeps).
     batches: Vec<usize>,
+}
+
+impl Resolved {
+    /// The batch one step consumes (micro-batch × accumulation).
+    fn batch_shape(&self) -> StepShape {
+        StepShape { batch: self.shape.batch * self.techniques.accum, seq: self.shape.seq }
+    }
+
+    fn plan(&self) -> Result<Plan, ConfigError> {
+        Plan::build_with(&self.model, self.shape, &self.optimizer, &self.techniques)
+    }
 }
 
 impl ConfigArgs {
@@ -193,7 +231,14 @@ impl ConfigArgs {
             n_heads: check_dim("heads", self.heads)?,
         };
         model.validate()?;
-        let batches = parse_batches(&self.batch)?;
+        let accum = check_dim("--accum", self.accum)?;
+        let techniques = Techniques {
+            checkpoint: Checkpoint::parse(&self.checkpoint, model.n_layers)?,
+            attention: AttentionKind::parse(&self.attention)?,
+            accum,
+        };
+        techniques.validate(&model)?;
+        let batches = micro_batches(self.batch.as_deref(), self.micro_batch.as_deref(), accum)?;
         let shape = StepShape { batch: batches[0], seq };
         shape.validate(&model)?;
         let kind = match self.optimizer.to_ascii_lowercase().as_str() {
@@ -220,6 +265,7 @@ impl ConfigArgs {
             model,
             shape,
             optimizer,
+            techniques,
             backend: self.backend.parse()?,
             seed: self.seed,
             json: self.json,
@@ -232,13 +278,47 @@ impl ConfigArgs {
     fn resolve_one(&self, dataset: &Dataset) -> Result<Resolved, Failure> {
         let r = self.resolve(dataset)?;
         if r.batches.len() != 1 {
-            return Err(ConfigError::Other(format!(
-                "--batch {} names several batch sizes; only `sweep` takes a range",
-                self.batch
-            ))
+            return Err(ConfigError::Other(
+                "--batch / --micro-batch name several sizes; only `sweep` takes a range".to_string(),
+            )
             .into());
         }
         Ok(r)
+    }
+}
+
+/// The micro-batch sizes `--batch`, `--micro-batch` and `--accum` name: `--micro-batch` as
+/// given, or each `--batch` divided by `--accum` (which must divide it); both together must agree.
+fn micro_batches(batch: Option<&str>, micro: Option<&str>, accum: usize) -> Result<Vec<usize>, ConfigError> {
+    match (batch, micro) {
+        (_, Some(m)) => {
+            let micro = parse_batches(m)?;
+            if let Some(b) = batch {
+                let batches = parse_batches(b)?;
+                let implied: Vec<usize> = micro.iter().map(|m| m * accum).collect();
+                if batches != implied {
+                    return Err(ConfigError::Other(format!(
+                        "--batch {b} disagrees with --micro-batch {m} × --accum {accum}: give one of --batch and --micro-batch"
+                    )));
+                }
+            }
+            Ok(micro)
+        }
+        (b, None) => {
+            let text = b.unwrap_or("16");
+            parse_batches(text)?
+                .into_iter()
+                .map(|b| {
+                    if b.is_multiple_of(accum) {
+                        Ok(b / accum)
+                    } else {
+                        Err(ConfigError::Other(format!(
+                            "batch {b} cannot be split into --accum {accum} equal micro-batches; give --micro-batch M for an effective batch of M·{accum}"
+                        )))
+                    }
+                })
+                .collect()
+        }
     }
 }
 
@@ -311,6 +391,7 @@ pub fn main() -> i32 {
         Some(Command::DumpStep { out, config }) => dump_step(&out, &config),
         Some(Command::Measure { config }) => measure(&config),
         Some(Command::Sweep { execute, csv, config }) => sweep(execute, csv.as_deref(), &config),
+        Some(Command::Compare { steps, config }) => compare(steps, &config),
         Some(Command::Bench { steps, profile, matmul_only: Some(size), .. }) => {
             let _ = steps;
             let _ = profile;
@@ -341,7 +422,7 @@ fn train(steps: i64, config: &ConfigArgs) -> Result<(), Failure> {
     let steps = check_dim("steps", steps)?;
     let dataset = Dataset::builtin();
     let r = config.resolve_one(&dataset)?;
-    let plan = Plan::build(&r.model, r.shape, &r.optimizer)?;
+    let plan = r.plan()?;
     let mut trainer = make_trainer(&r, plan, None)?;
     let bar = if r.json { indicatif::ProgressBar::hidden() } else { indicatif::ProgressBar::new(steps as u64) };
     // A hidden bar (JSON, or stderr not a terminal) swallows println: print plainly then.
@@ -356,18 +437,19 @@ fn train(steps: i64, config: &ConfigArgs) -> Result<(), Failure> {
         say(
             &bar,
             format!(
-                "training on {} — {} parameters, batch {}×{}",
+                "training on {} — {} parameters, batch {}×{} ({})",
                 trainer.backend_name(),
                 r.model.num_parameters(),
-                r.shape.batch,
-                r.shape.seq
+                r.batch_shape().batch,
+                r.shape.seq,
+                r.techniques.describe()
             ),
         );
     }
     let start = Instant::now();
     let mut stdout = std::io::stdout().lock();
     for step in 0..steps {
-        let batch = dataset.batch(r.shape, r.seed, step as u64)?;
+        let batch = dataset.batch(r.batch_shape(), r.seed, step as u64)?;
         let loss = trainer.train_step(&batch)?;
         let elapsed = start.elapsed().as_secs_f64();
         if r.json {
@@ -392,11 +474,11 @@ fn train(steps: i64, config: &ConfigArgs) -> Result<(), Failure> {
 fn dump_step(out: &std::path::Path, config: &ConfigArgs) -> Result<(), Failure> {
     let dataset = Dataset::builtin();
     let r = config.resolve_one(&dataset)?;
-    let plan = Plan::build(&r.model, r.shape, &r.optimizer)?;
+    let plan = r.plan()?;
     let layout = plan.layout.clone();
     let mut trainer = make_trainer(&r, plan, None)?;
     let initial = trainer.read_params()?;
-    let batch = dataset.batch(r.shape, r.seed, 0)?;
+    let batch = dataset.batch(r.batch_shape(), r.seed, 0)?;
     let loss = trainer.compute_grads(&batch)?;
     let grads = trainer.read_grads()?;
     let dump = StepDump {
@@ -438,6 +520,7 @@ fn bench(steps: i64, profile: bool, config: &ConfigArgs) -> Result<(), Failure> 
         model: ModelConfig { vocab: r.model.vocab, seq_len: 128, d_model: 256, n_layers: 4, n_heads: 4 },
         shape: StepShape { batch: 16, seq: 128 },
         optimizer: r.optimizer,
+        techniques: r.techniques,
         backend: r.backend,
         seed: r.seed,
         json: r.json,
@@ -450,13 +533,13 @@ fn bench(steps: i64, profile: bool, config: &ConfigArgs) -> Result<(), Failure> 
     let gpu = if r.backend == BackendKind::Gpu { Some(open_gpu()?) } else { None };
     let pipelines_secs = gpu_start.elapsed().as_secs_f64();
     for (name, cfg) in [("default", &r), ("larger", &larger)] {
-        let plan = Plan::build(&cfg.model, cfg.shape, &cfg.optimizer)?;
+        let plan = cfg.plan()?;
         let t0 = Instant::now();
         let first_extra = if name == "default" { pipelines_secs } else { 0.0 };
         let row = match (&gpu, cfg.backend) {
             (Some(g), BackendKind::Gpu) => {
                 let mut exec = pollster::block_on(GpuExecutor::new(&g.ctx, &g.kernels, plan, cfg.seed))?;
-                let batch = dataset.batch(cfg.shape, cfg.seed, 0)?;
+                let batch = dataset.batch(cfg.batch_shape(), cfg.seed, 0)?;
                 exec.upload_batch(&batch)?;
                 pollster::block_on(exec.run_phases(&[Phase::Forward, Phase::Backward, Phase::Optimizer]))?;
                 let first = t0.elapsed().as_secs_f64() + first_extra;
@@ -470,7 +553,7 @@ fn bench(steps: i64, profile: bool, config: &ConfigArgs) -> Result<(), Failure> 
                 }
                 let t = Instant::now();
                 for i in 0..steps {
-                    let batch = dataset.batch(cfg.shape, cfg.seed, i as u64)?;
+                    let batch = dataset.batch(cfg.batch_shape(), cfg.seed, i as u64)?;
                     pollster::block_on(exec.train_step_async(&batch))?;
                 }
                 let step = t.elapsed().as_secs_f64() / steps as f64;
@@ -481,7 +564,7 @@ fn bench(steps: i64, profile: bool, config: &ConfigArgs) -> Result<(), Failure> 
             }
             _ => {
                 let mut exec = CpuExecutor::<f32>::new(plan, cfg.seed)?;
-                let batch = dataset.batch(cfg.shape, cfg.seed, 0)?;
+                let batch = dataset.batch(cfg.batch_shape(), cfg.seed, 0)?;
                 exec.upload_batch(&batch)?;
                 exec.run_phases(&[Phase::Forward, Phase::Backward, Phase::Optimizer])?;
                 let first = t0.elapsed().as_secs_f64();
@@ -576,7 +659,7 @@ fn measured_step(
     dataset: &Dataset,
     gpu: Option<&Gpu>,
 ) -> Result<(StepMemory, f32, String), Failure> {
-    let batch = dataset.batch(r.shape, r.seed, 0)?;
+    let batch = dataset.batch(r.batch_shape(), r.seed, 0)?;
     match (r.backend, gpu) {
         (BackendKind::Gpu, Some(g)) => {
             let mut exec =
@@ -613,8 +696,9 @@ fn oom_json(oom: &oomlab::memory::StepOom) -> serde_json::Value {
 fn measure(config: &ConfigArgs) -> Result<(), Failure> {
     let dataset = Dataset::builtin();
     let r = config.resolve_one(&dataset)?;
-    let plan = Plan::build(&r.model, r.shape, &r.optimizer)?;
-    let formula = activation_bytes(&r.model, r.shape);
+    let plan = r.plan()?;
+    let formula = activation_peak_bytes(&r.model, r.shape, &r.techniques);
+    let (flops, recomputed_flops) = plan.flops();
     let predicted = simulate(&plan, r.budget_bytes);
     let gpu = if r.backend == BackendKind::Gpu { Some(open_gpu()?) } else { None };
     let measured = match measured_step(&r, plan, &dataset, gpu.as_ref()) {
@@ -627,8 +711,13 @@ fn measure(config: &ConfigArgs) -> Result<(), Failure> {
             if r.json {
                 let doc = serde_json::json!({
                     "backend": backend,
-                    "batch": r.shape.batch,
+                    "batch": r.batch_shape().batch,
+                    "micro_batch": r.shape.batch,
+                    "accum": r.techniques.accum,
                     "seq_len": r.shape.seq,
+                    "techniques": r.techniques,
+                    "flops": flops,
+                    "recomputed_flops": recomputed_flops,
                     "budget_bytes": r.budget_bytes,
                     "loss": loss,
                     "measured": m.peak_allocated,
@@ -647,10 +736,11 @@ fn measure(config: &ConfigArgs) -> Result<(), Failure> {
             } else {
                 println!(
                     "one step on {backend}, batch {}×{}, budget {} — loss {loss:.4}",
-                    r.shape.batch,
+                    r.batch_shape().batch,
                     r.shape.seq,
                     format_bytes(r.budget_bytes)
                 );
+                println!("techniques: {}", r.techniques.describe());
                 println!("{:<16} {:>16} {:>16}", "at the peak", "measured", "predicted");
                 for c in Category::ALL {
                     let (a, b) = (m.peak_allocated.get(c), p.peak_allocated.get(c));
@@ -671,10 +761,18 @@ fn measure(config: &ConfigArgs) -> Result<(), Failure> {
                     format_bytes(p.peak_reserved_bytes())
                 );
                 println!(
-                    "activations saved for backward: {} measured, {} by the formula s·b·h·(64 + 16/h + 4·a·s/h)·L + …",
+                    "activations saved for backward, at their peak: {} measured, {} by the closed form",
                     format_bytes(m.activation_peak_bytes),
                     format_bytes(formula)
                 );
+                if recomputed_flops > 0 {
+                    println!(
+                        "recomputation: {:.1} MFLOP of {:.1} MFLOP per step ({:.0}% extra compute)",
+                        recomputed_flops as f64 / 1e6,
+                        flops as f64 / 1e6,
+                        100.0 * recomputed_flops as f64 / (flops - recomputed_flops).max(1) as f64
+                    );
+                }
                 print!("{}", memory_summary(&m));
             }
             Ok(())
@@ -698,6 +796,7 @@ fn measure(config: &ConfigArgs) -> Result<(), Failure> {
 
 /// One row of a sweep.
 struct SweepRow {
+    /// The effective batch (micro-batch × accumulation).
     batch: usize,
     memory: Result<StepMemory, String>,
     formula: u64,
@@ -711,8 +810,8 @@ fn sweep(execute: bool, csv: Option<&std::path::Path>, config: &ConfigArgs) -> R
     let mut rows = Vec::with_capacity(r.batches.len());
     for &batch in &r.batches {
         let shape = StepShape { batch, seq: r.shape.seq };
-        let plan = Plan::build(&r.model, shape, &r.optimizer)?;
-        let formula = activation_bytes(&r.model, shape);
+        let plan = Plan::build_with(&r.model, shape, &r.optimizer, &r.techniques)?;
+        let formula = activation_peak_bytes(&r.model, shape, &r.techniques);
         let memory = if execute {
             let one = Resolved { shape, batches: vec![batch], ..r.clone() };
             match measured_step(&one, plan, &dataset, gpu.as_ref()) {
@@ -723,7 +822,7 @@ fn sweep(execute: bool, csv: Option<&std::path::Path>, config: &ConfigArgs) -> R
         } else {
             simulate_peak(&plan, r.budget_bytes).map_err(|e| e.message)
         };
-        rows.push(SweepRow { batch, memory, formula });
+        rows.push(SweepRow { batch: batch * r.techniques.accum, memory, formula });
     }
     let elapsed = start.elapsed().as_secs_f64();
     let largest = rows.iter().filter(|row| row.memory.is_ok()).map(|row| row.batch).max();
@@ -770,14 +869,15 @@ fn sweep(execute: bool, csv: Option<&std::path::Path>, config: &ConfigArgs) -> R
             .collect();
         println!(
             "{}",
-            serde_json::json!({"budget_bytes": r.budget_bytes, "source": if execute { "measured" } else { "predicted" }, "rows": list, "largest_fitting_batch": largest, "first_oom_batch": first_oom, "elapsed_secs": elapsed})
+            serde_json::json!({"budget_bytes": r.budget_bytes, "techniques": r.techniques, "source": if execute { "measured" } else { "predicted" }, "rows": list, "largest_fitting_batch": largest, "first_oom_batch": first_oom, "elapsed_secs": elapsed})
         );
     } else {
         println!(
-            "memory per batch ({}, budget {}, seq {}):",
+            "memory per batch ({}, budget {}, seq {}, {}):",
             if execute { "measured by real steps" } else { "predicted by the plan" },
             format_bytes(r.budget_bytes),
-            r.shape.seq
+            r.shape.seq,
+            r.techniques.describe()
         );
         println!(
             "{:>6} {:>14} {:>14} {:>14} {:>14}",
@@ -812,4 +912,201 @@ fn sweep(execute: bool, csv: Option<&std::path::Path>, config: &ConfigArgs) -> R
         println!("({} batch sizes in {:.1} ms)", rows.len(), elapsed * 1e3);
     }
     Ok(())
+}
+
+/// One technique of `compare`, measured.
+#[derive(serde::Serialize)]
+struct CompareRow {
+    technique: String,
+    micro_batch: usize,
+    accum: usize,
+    /// Out of memory under the budget (the other fields are then absent).
+    oom: Option<String>,
+    peak_allocated_bytes: Option<u64>,
+    peak_reserved_bytes: Option<u64>,
+    activation_bytes: Option<u64>,
+    step_ms: Option<f64>,
+    recomputed_flops: u64,
+    flops: u64,
+    loss: Option<f32>,
+    /// Normwise relative difference of the gradients from the baseline's on the same batch and
+    /// the same initial weights: max |g − g₀| / max |g₀|.
+    grad_rel_diff: Option<f64>,
+}
+
+/// The rows of `compare`: the baseline, then each technique alone on the same effective batch,
+/// then all of them together.
+fn compare_variants(r: &Resolved) -> Vec<(String, Resolved)> {
+    let batch = r.batch_shape().batch;
+    let base = Resolved {
+        shape: StepShape { batch, seq: r.shape.seq },
+        techniques: Techniques::default(),
+        batches: vec![batch],
+        ..r.clone()
+    };
+    let with = |t: Techniques| Resolved { techniques: t, ..base.clone() };
+    let mut out = vec![("baseline".to_string(), base.clone())];
+    let l = r.model.n_layers;
+    let mut checkpoints = vec![Checkpoint::BLOCKS];
+    let k = Checkpoint::default_every(l);
+    if k > 1 {
+        checkpoints.push(Checkpoint::Every(k));
+    }
+    checkpoints.push(Checkpoint::Selective);
+    for c in checkpoints {
+        out.push((format!("checkpoint {}", c.label()), with(Techniques { checkpoint: c, ..Techniques::default() })));
+    }
+    let fused = Techniques { attention: AttentionKind::Fused, ..Techniques::default() };
+    if fused.validate(&r.model).is_ok() {
+        out.push(("fused attention".into(), with(fused)));
+    }
+    // Accumulation: the largest of 4 and 2 that splits the batch.
+    let accum = [4, 2].into_iter().find(|k| batch.is_multiple_of(*k) && batch > *k - 1);
+    if let Some(k) = accum {
+        let micro = Resolved {
+            shape: StepShape { batch: batch / k, seq: r.shape.seq },
+            techniques: Techniques { accum: k, ..Techniques::default() },
+            batches: vec![batch / k],
+            ..base.clone()
+        };
+        out.push((format!("accumulation {}×{}", batch / k, k), micro));
+    }
+    for kind in [OptimizerKind::Momentum, OptimizerKind::Sgd] {
+        let optimizer = OptimizerConfig { kind, ..base.optimizer };
+        if base.optimizer.kind != kind {
+            out.push((format!("optimizer {}", kind.name()), Resolved { optimizer, ..base.clone() }));
+        }
+    }
+    let all = Techniques {
+        checkpoint: Checkpoint::BLOCKS,
+        attention: if fused.validate(&r.model).is_ok() { AttentionKind::Fused } else { AttentionKind::Standard },
+        accum: accum.unwrap_or(1),
+    };
+    let combined = Resolved {
+        shape: StepShape { batch: batch / all.accum, seq: r.shape.seq },
+        techniques: all,
+        batches: vec![batch / all.accum],
+        ..base.clone()
+    };
+    let mut parts = vec!["blocks".to_string()];
+    if all.attention == AttentionKind::Fused {
+        parts.push("fused".into());
+    }
+    if all.accum > 1 {
+        parts.push(format!("accum ×{}", all.accum));
+    }
+    out.push((format!("combined: {}", parts.join(" + ")), combined));
+    out
+}
+
+fn compare(steps: i64, config: &ConfigArgs) -> Result<(), Failure> {
+    let steps = check_dim("steps", steps)?;
+    let dataset = Dataset::builtin();
+    let r = config.resolve_one(&dataset)?;
+    let gpu = if r.backend == BackendKind::Gpu { Some(open_gpu()?) } else { None };
+    let mut rows: Vec<CompareRow> = Vec::new();
+    let mut baseline_grads: Option<Vec<f32>> = None;
+    let mut backend_name = String::new();
+    for (name, v) in compare_variants(&r) {
+        let plan = v.plan()?;
+        let (flops, recomputed_flops) = plan.flops();
+        let mut row = CompareRow {
+            technique: name,
+            micro_batch: v.shape.batch,
+            accum: v.techniques.accum,
+            oom: None,
+            peak_allocated_bytes: None,
+            peak_reserved_bytes: None,
+            activation_bytes: None,
+            step_ms: None,
+            recomputed_flops,
+            flops,
+            loss: None,
+            grad_rel_diff: None,
+        };
+        let outcome = (|| -> Result<(), Failure> {
+            let mut trainer = make_trainer(&v, plan, gpu.as_ref())?;
+            backend_name = trainer.backend_name();
+            let batch = dataset.batch(v.batch_shape(), v.seed, 0)?;
+            row.loss = Some(trainer.compute_grads(&batch)?);
+            let grads = trainer.read_grads()?;
+            match &baseline_grads {
+                None => baseline_grads = Some(grads),
+                Some(base) => row.grad_rel_diff = Some(rel_diff(&grads, base)),
+            }
+            let start = Instant::now();
+            for i in 0..steps {
+                trainer.train_step(&dataset.batch(v.batch_shape(), v.seed, i as u64)?)?;
+            }
+            row.step_ms = Some(start.elapsed().as_secs_f64() * 1e3 / steps as f64);
+            if let Some(m) = trainer.memory() {
+                row.peak_allocated_bytes = Some(m.peak_allocated_bytes());
+                row.peak_reserved_bytes = Some(m.peak_reserved_bytes());
+                row.activation_bytes = Some(m.activation_peak_bytes);
+            }
+            Ok(())
+        })();
+        match outcome {
+            Ok(()) => {}
+            Err(f) if f.code == EXIT_OOM => row.oom = Some(f.message),
+            Err(f) => return Err(f),
+        }
+        rows.push(row);
+    }
+    if r.json {
+        println!(
+            "{}",
+            serde_json::json!({"backend": backend_name, "batch": r.batch_shape().batch, "seq_len": r.shape.seq, "budget_bytes": r.budget_bytes, "rows": rows})
+        );
+        return Ok(());
+    }
+    println!(
+        "techniques on {backend_name}: d {} L {} heads {}, batch {}×{}, budget {} (measured by real steps)",
+        r.model.d_model,
+        r.model.n_layers,
+        r.model.n_heads,
+        r.batch_shape().batch,
+        r.shape.seq,
+        format_bytes(r.budget_bytes)
+    );
+    println!(
+        "{:<44} {:>12} {:>12} {:>10} {:>10} {:>12}",
+        "technique", "peak alloc", "activations", "step (ms)", "recompute", "grad vs base"
+    );
+    let or_dash = |x: Option<String>| x.unwrap_or_else(|| "—".into());
+    for row in &rows {
+        if let Some(msg) = &row.oom {
+            println!("{:<44} {:>12}  {}", row.technique, "OOM", msg.lines().next().unwrap_or(""));
+            continue;
+        }
+        let recompute = if row.recomputed_flops > 0 {
+            format!("+{:.0}%", 100.0 * row.recomputed_flops as f64 / (row.flops - row.recomputed_flops).max(1) as f64)
+        } else {
+            "—".into()
+        };
+        println!(
+            "{:<44} {:>12} {:>12} {:>10} {:>10} {:>12}",
+            row.technique,
+            or_dash(row.peak_allocated_bytes.map(format_bytes)),
+            or_dash(row.activation_bytes.map(format_bytes)),
+            or_dash(row.step_ms.map(|ms| format!("{ms:.1}"))),
+            recompute,
+            or_dash(row.grad_rel_diff.map(|d| format!("{d:.1e}"))),
+        );
+    }
+    println!("(grad vs base: max |g − g_base| / max |g_base| on the same batch and initial weights)");
+    Ok(())
+}
+
+/// max |a − b| / max |b|.
+fn rel_diff(a: &[f32], b: &[f32]) -> f64 {
+    let diff = a.iter().zip(b).map(|(x, y)| (*x as f64 - *y as f64).abs()).fold(0.0, f64::max);
+    let scale = b.iter().map(|y| (*y as f64).abs()).fold(0.0, f64::max);
+    if a.len() != b.len() {
+        f64::INFINITY
+    } else if scale == 0.0 {
+        diff
+    } else {
+        diff / scale
+    }
 }

@@ -37,6 +37,14 @@ fn bad_input_exits_2_with_a_message() {
         (&["train", "--layers", "99999999999"], "absurdly large"),
         (&["train", "--steps", "0"], "steps must be at least 1"),
         (&["frobnicate"], "unrecognized subcommand"),
+        (&["measure", "--checkpoint", "selective", "--attention", "fused"], "use one or the other"),
+        (&["measure", "--checkpoint", "every:9", "--layers", "2"], "every:9"),
+        (&["measure", "--checkpoint", "sometimes"], "unknown checkpointing mode"),
+        (&["measure", "--attention", "sparse"], "unknown attention"),
+        (&["measure", "--batch", "10", "--accum", "3"], "cannot be split"),
+        (&["measure", "--batch", "10", "--micro-batch", "4", "--accum", "2"], "disagrees"),
+        (&["sweep", "--accum", "0"], "--accum must be at least 1"),
+        (&["compare", "--d-model", "256", "--heads", "2", "--attention", "fused"], "head sizes"),
     ];
     for (args, needle) in cases {
         let out = oomlab(args);
@@ -166,5 +174,98 @@ fn train_beyond_the_budget_exits_3_on_both_backends() {
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(3), "{backend}: {stderr}");
         assert!(stderr.contains("GPU out of memory. Tried to allocate"), "{backend}: {stderr}");
+    }
+}
+
+/// Every toggle reaches `measure` and `sweep`, changes the measured memory as it should, and
+/// `measure` reports the recomputation.
+#[test]
+fn measure_and_sweep_take_every_toggle() {
+    let run = |extra: &[&str]| -> serde_json::Value {
+        let mut args =
+            vec!["measure", "--backend", "cpu", "--batch", "8", "--seq-len", "32", "--layers", "3", "--json"];
+        args.extend_from_slice(extra);
+        let out = oomlab(&args);
+        assert!(out.status.success(), "{extra:?}: {}", String::from_utf8_lossy(&out.stderr));
+        serde_json::from_slice(&out.stdout).expect("JSON")
+    };
+    let base = run(&[]);
+    let act = |v: &serde_json::Value| v["activation_bytes"].as_u64().expect("activation bytes");
+    assert_eq!(base["recomputed_flops"], 0);
+    for extra in [
+        &["--checkpoint", "blocks"][..],
+        &["--checkpoint", "every:2"],
+        &["--checkpoint", "selective"],
+        &["--attention", "fused"],
+        &["--micro-batch", "2", "--accum", "4"],
+        &["--checkpoint", "blocks", "--attention", "fused", "--accum", "2"],
+    ] {
+        let v = run(extra);
+        assert!(act(&v) < act(&base), "{extra:?}: {} ≥ {}", act(&v), act(&base));
+        assert_eq!(v["activation_bytes"], v["activation_formula_bytes"], "{extra:?}");
+        assert_eq!(v["batch"], 8, "{extra:?}: the effective batch");
+        let recomputes = extra.contains(&"--checkpoint");
+        assert_eq!(v["recomputed_flops"].as_u64().expect("flops") > 0, recomputes, "{extra:?}");
+    }
+    let v = run(&["--optimizer", "sgd"]);
+    assert_eq!(v["measured"]["optimizer_state"], 0);
+
+    let out = oomlab(&[
+        "sweep",
+        "--batch",
+        "4,8",
+        "--accum",
+        "2",
+        "--checkpoint",
+        "blocks",
+        "--attention",
+        "fused",
+        "--json",
+    ]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    let rows = v["rows"].as_array().expect("rows");
+    assert_eq!(rows.len(), 2);
+    assert_eq!(rows[1]["batch"], 8);
+    assert_eq!(v["techniques"]["accum"], 2);
+    assert_eq!(v["techniques"]["attention"], "fused");
+}
+
+/// `compare`: one row per technique, measured, with gradients that agree with the baseline.
+#[test]
+fn compare_lists_every_technique_against_the_baseline() {
+    let out = oomlab(&[
+        "compare",
+        "--backend",
+        "cpu",
+        "--batch",
+        "4",
+        "--seq-len",
+        "32",
+        "--layers",
+        "4",
+        "--steps",
+        "1",
+        "--json",
+    ]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    let rows = v["rows"].as_array().expect("rows");
+    let names: Vec<&str> = rows.iter().filter_map(|r| r["technique"].as_str()).collect();
+    for needle in
+        ["baseline", "checkpoint blocks", "every:2", "selective", "fused attention", "accumulation 1×4", "sgd"]
+    {
+        assert!(names.iter().any(|n| n.contains(needle)), "no row for {needle}: {names:?}");
+    }
+    let base = &rows[0];
+    let base_act = base["activation_bytes"].as_u64().expect("baseline activations");
+    for row in &rows[1..] {
+        let name = row["technique"].as_str().unwrap_or("?");
+        let diff = row["grad_rel_diff"].as_f64().expect("gradient agreement");
+        assert!(diff < 1e-5, "{name}: gradients differ by {diff}");
+        assert!(row["step_ms"].as_f64().expect("time") > 0.0);
+        if !name.starts_with("optimizer") {
+            assert!(row["activation_bytes"].as_u64().expect("activations") < base_act, "{name}");
+        }
     }
 }

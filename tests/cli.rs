@@ -45,6 +45,10 @@ fn bad_input_exits_2_with_a_message() {
         (&["measure", "--batch", "10", "--micro-batch", "4", "--accum", "2"], "disagrees"),
         (&["sweep", "--accum", "0"], "--accum must be at least 1"),
         (&["compare", "--d-model", "256", "--heads", "2", "--attention", "fused"], "head sizes"),
+        (&["measure", "--lora", "64"], "not low"),
+        (&["dump-step", "--out", "/tmp/x", "--lora", "2"], "with --lora there are none"),
+        (&["measure", "--lora", "4", "--lora-targets", "embeddings"], "unknown LoRA target"),
+        (&["measure", "--lora", "4", "--lora-alpha", "-1"], "alpha must be positive"),
     ];
     for (args, needle) in cases {
         let out = oomlab(args);
@@ -199,6 +203,7 @@ fn measure_and_sweep_take_every_toggle() {
         &["--attention", "fused"],
         &["--micro-batch", "2", "--accum", "4"],
         &["--checkpoint", "blocks", "--attention", "fused", "--accum", "2"],
+        &["--lora", "4", "--lora-targets", "qkv,mlp", "--checkpoint", "every:2"],
     ] {
         let v = run(extra);
         assert!(act(&v) < act(&base), "{extra:?}: {} ≥ {}", act(&v), act(&base));
@@ -209,6 +214,12 @@ fn measure_and_sweep_take_every_toggle() {
     }
     let v = run(&["--optimizer", "sgd"]);
     assert_eq!(v["measured"]["optimizer_state"], 0);
+    // LoRA: gradients and optimizer state for the adapters only.
+    let v = run(&["--lora", "2"]);
+    for c in ["gradients", "optimizer_state"] {
+        let (lora, full) = (v["measured"][c].as_u64().expect(c), base["measured"][c].as_u64().expect(c));
+        assert!(lora * 10 < full, "{c}: {lora} vs {full}");
+    }
 
     let out = oomlab(&[
         "sweep",
@@ -261,6 +272,11 @@ fn compare_lists_every_technique_against_the_baseline() {
     let base_act = base["activation_bytes"].as_u64().expect("baseline activations");
     for row in &rows[1..] {
         let name = row["technique"].as_str().unwrap_or("?");
+        assert!(row["step_ms"].as_f64().expect("time") > 0.0);
+        if name.starts_with("LoRA") {
+            assert!(row["grad_rel_diff"].is_null(), "LoRA has no baseline gradients to match");
+            continue;
+        }
         let diff = row["grad_rel_diff"].as_f64().expect("gradient agreement");
         assert!(diff < 1e-5, "{name}: gradients differ by {diff}");
         assert!(row["step_ms"].as_f64().expect("time") > 0.0);

@@ -15,19 +15,24 @@ fn model(vocab: usize, seq_len: usize, d_model: usize, n_heads: usize) -> ModelC
 
 #[test]
 fn matmul_forward_and_backward_match_cpu() {
-    // (rows, k, n, transposed, bias)
-    for &(rows, k, n, transposed, bias) in
-        &[(37, 19, 70, false, true), (130, 64, 200, false, false), (65, 33, 17, true, false), (1, 5, 3, false, true)]
-    {
+    // (rows, k, n, transposed, bias, frozen: no weight gradient, accumulate into dinp)
+    for &(rows, k, n, transposed, bias, frozen, accumulate) in &[
+        (37, 19, 70, false, true, false, false),
+        (130, 64, 200, false, false, false, true),
+        (65, 33, 17, true, false, false, false),
+        (1, 5, 3, false, true, false, false),
+        (50, 24, 40, false, true, true, true),
+        (65, 33, 17, true, false, true, false),
+    ] {
         let mut case = Case::new(model(11, 8, 8, 2), StepShape { batch: 1, seq: 8 }, rows as u64);
         let inp = case.input("inp", &[rows, k], 1.0);
         let w = case.input("w", &[k, n], 0.5);
         let b = bias.then(|| case.input("b", &[n], 0.5));
         let out = case.output("out", &[rows, n]);
         let dout = case.input("dout", &[rows, n], 1.0);
-        let dinp = case.output("dinp", &[rows, k]);
+        let dinp = if accumulate { case.input("dinp", &[rows, k], 1.0) } else { case.output("dinp", &[rows, k]) };
         // accumulated into: start from random values to check `+=`
-        let dw = case.input("dw", &[k, n], 0.1);
+        let dw = (!frozen).then(|| case.input("dw", &[k, n], 0.1));
         let db = bias.then(|| case.input("db", &[n], 0.1));
         case.op(Op::Matmul { inp, weight: w, bias: b, out, rows, k, n, weight_transposed: transposed });
         case.op(Op::MatmulBackward {
@@ -41,15 +46,39 @@ fn matmul_forward_and_backward_match_cpu() {
             k,
             n,
             weight_transposed: transposed,
+            accumulate,
         });
         let (cpu, gpu) = case.run(OptimizerConfig::default(), 1);
-        let tag = format!("matmul {rows}x{k}x{n} T={transposed}");
+        let tag = format!("matmul {rows}x{k}x{n} T={transposed} frozen={frozen} accumulate={accumulate}");
         compare(&format!("{tag} forward"), &cpu, &gpu, out, TOL);
         compare(&format!("{tag} dinp"), &cpu, &gpu, dinp, TOL);
-        compare(&format!("{tag} dweight"), &cpu, &gpu, dw, TOL);
+        if let Some(dw) = dw {
+            compare(&format!("{tag} dweight"), &cpu, &gpu, dw, TOL);
+        }
         if let Some(db) = db {
             compare(&format!("{tag} dbias"), &cpu, &gpu, db, TOL);
         }
+    }
+}
+
+/// LoRA's up-projection: out += α·h·B and its backward.
+#[test]
+fn matmul_add_matches_cpu() {
+    for &(rows, k, n, alpha) in &[(37, 4, 70, 2.0), (130, 8, 64, 0.5), (1, 1, 3, 1.0)] {
+        let mut case = Case::new(model(11, 8, 8, 2), StepShape { batch: 1, seq: 8 }, rows as u64 + 7);
+        let inp = case.input("h", &[rows, k], 1.0);
+        let w = case.input("B", &[k, n], 0.5);
+        let out = case.input("out", &[rows, n], 1.0);
+        let dout = case.input("dout", &[rows, n], 1.0);
+        let dinp = case.output("dh", &[rows, k]);
+        let dw = case.input("dB", &[k, n], 0.1);
+        case.op(Op::MatmulAdd { inp, weight: w, out, rows, k, n, alpha });
+        case.op(Op::MatmulAddBackward { inp, weight: w, dout, dinp, dweight: dw, rows, k, n, alpha });
+        let (cpu, gpu) = case.run(OptimizerConfig::default(), 1);
+        let tag = format!("matmul_add {rows}x{k}x{n} α={alpha}");
+        compare(&format!("{tag} forward"), &cpu, &gpu, out, TOL);
+        compare(&format!("{tag} dinp"), &cpu, &gpu, dinp, TOL);
+        compare(&format!("{tag} dweight"), &cpu, &gpu, dw, TOL);
     }
 }
 
@@ -67,8 +96,9 @@ fn layernorm_forward_and_backward_match_cpu() {
         let dinp = case.input("dinp", &[rows, c], 1.0);
         let dw = case.input("dw", &[c], 0.1);
         let db = case.input("db", &[c], 0.1);
+        let (dweight, dbias) = (Some(dw), Some(db));
         case.op(Op::LayerNorm { inp, weight: w, bias: b, out, mean, rstd });
-        case.op(Op::LayerNormBackward { inp, weight: w, mean, rstd, dout, dinp, dweight: dw, dbias: db, accumulate });
+        case.op(Op::LayerNormBackward { inp, weight: w, mean, rstd, dout, dinp, dweight, dbias, accumulate });
         let (cpu, gpu) = case.run(OptimizerConfig::default(), 1);
         let tag = format!("layernorm {rows}x{c}");
         compare(&format!("{tag} forward"), &cpu, &gpu, out, TOL);

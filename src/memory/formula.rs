@@ -42,6 +42,8 @@ pub fn activation_bytes(model: &ModelConfig, shape: StepShape) -> u64 {
 ///   moment the last layer's probabilities are recomputed, when that layer has already freed
 ///   its MLP activations, LayerNorm-2's, the first residual sum, the attention output, and the
 ///   final LayerNorm's output and the last block's output were freed too (`13sbh + 4sb`).
+/// - With LoRA, frozen projections need no input for their backward pass, so those inputs are
+///   not saved; each adapter saves its `r·s·b` intermediate.
 /// - Checkpointing every k blocks saves the embedding output, each segment's output and the
 ///   final LayerNorm's. Recomputing segment j (n blocks) brings back, on top of the inputs of
 ///   segments 0..=j, each block's activations except its input (`15sbh + 4sb + att`) and the
@@ -50,25 +52,43 @@ pub fn activation_peak_bytes(model: &ModelConfig, shape: StepShape, techniques: 
     let (s, b, h, a, l) =
         (shape.seq as u64, shape.batch as u64, model.d_model as u64, model.n_heads as u64, model.n_layers as u64);
     let (sbh, sb) = (s * b * h, s * b);
-    let att = match techniques.attention {
-        AttentionKind::Standard => a * s * s * b,
-        AttentionKind::Fused => a * s * b,
-    };
-    let outside = 2 * sbh + 2 * sb;
+    let fused = techniques.attention == AttentionKind::Fused;
+    let att = if fused { a * s * b } else { a * s * s * b };
+    // With LoRA the base weights are frozen: a projection's input is saved only when its adapter
+    // needs it (or, for the attention output, when fused attention's backward reads it), and each
+    // adapter saves its rank-r intermediate x·A.
+    let lora = techniques.lora;
+    let trained = |target: bool| lora.is_none() || target;
+    let (qkv, proj, mlp) = lora.map_or((false, false, false), |l| (l.qkv, l.proj, l.mlp));
+    let r = lora.map_or(0, |l| l.rank as u64);
+    let adapters = (qkv as u64 + proj as u64 + 2 * mlp as u64) * r * sb;
+    let pre_att = sbh + 2 * sb + if trained(qkv) { sbh } else { 0 } + 3 * sbh;
+    let post_att = if trained(proj) || fused { sbh } else { 0 }
+        + sbh
+        + 2 * sb
+        + if trained(mlp) { sbh } else { 0 }
+        + 4 * sbh
+        + if trained(mlp) { 4 * sbh } else { 0 };
+    let block = pre_att + att + post_att + adapters;
+    // The last block's output and ln_f's statistics (and ln_f's output, the trained lm_head's input).
+    let outside = sbh + 2 * sb + if lora.is_none() { sbh } else { 0 };
     let floats = match techniques.checkpoint {
-        Checkpoint::Off => l * (16 * sbh + 4 * sb + att) + outside,
+        Checkpoint::Off => l * block + outside,
         Checkpoint::Selective => {
-            let end_of_forward = l * (16 * sbh + 4 * sb) + outside;
-            end_of_forward.max(end_of_forward - 13 * sbh - 4 * sb + att)
+            // The last block's adapters after the attention were freed too.
+            let after_att = post_att + (proj as u64 + 2 * mlp as u64) * r * sb;
+            let end_of_forward = l * (block - att) + outside;
+            end_of_forward.max(end_of_forward - after_att - outside + att)
         }
         Checkpoint::Every(k) => {
             let k = (k as u64).clamp(1, l);
             let segments = l.div_ceil(k);
-            let end_of_forward = sbh * (1 + segments) + sbh + 2 * sb;
+            // The embedding output, each segment's output (the last is ln_f's input) and ln_f's.
+            let end_of_forward = sbh * (1 + segments) + outside - sbh;
             (0..segments)
                 .map(|j| {
                     let n = k.min(l - j * k);
-                    (j + 1) * sbh + n * (15 * sbh + 4 * sb + att) + (n - 1) * sbh
+                    (j + 1) * sbh + n * (block - sbh) + (n - 1) * sbh
                 })
                 .fold(end_of_forward, u64::max)
         }

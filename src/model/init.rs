@@ -47,6 +47,11 @@ pub fn init_params(layout: &ParamLayout, seed: u64) -> Vec<f32> {
         match spec.init {
             Init::Zeros => slot.fill(0.0),
             Init::Ones => slot.fill(1.0),
+            Init::Uniform { bound } => {
+                for x in slot.iter_mut() {
+                    *x = ((rng.uniform() * 2.0 - 1.0) * bound as f64) as f32;
+                }
+            }
             Init::Normal { std } => {
                 for x in slot.iter_mut() {
                     *x = (rng.normal() * std as f64) as f32;
@@ -55,6 +60,12 @@ pub fn init_params(layout: &ParamLayout, seed: u64) -> Vec<f32> {
         }
     }
     flat
+}
+
+/// The seed of the LoRA adapters' initialisation, derived from the model's seed (so that the
+/// base weights are the same with and without LoRA).
+pub fn lora_seed(seed: u64) -> u64 {
+    seed ^ 0x4c6f_5241_4c6f_5241
 }
 
 #[cfg(test)]

@@ -23,6 +23,106 @@ pub enum Init {
     },
     Zeros,
     Ones,
+    /// Uniform(−bound, bound): Kaiming-uniform with a = √5, PyTorch's `nn.Linear` default and
+    /// the initialisation of LoRA's A matrices.
+    Uniform {
+        bound: f32,
+    },
+}
+
+/// A projection LoRA can adapt.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum LoraTarget {
+    /// attn.c_attn (d → 3d).
+    Qkv,
+    /// attn.c_proj (d → d).
+    AttnProj,
+    /// mlp.c_fc (d → 4d).
+    Fc,
+    /// mlp.c_proj (4d → d).
+    FcProj,
+}
+
+impl LoraTarget {
+    /// Hugging Face module path inside a block.
+    pub fn module(self) -> &'static str {
+        match self {
+            LoraTarget::Qkv => "attn.c_attn",
+            LoraTarget::AttnProj => "attn.c_proj",
+            LoraTarget::Fc => "mlp.c_fc",
+            LoraTarget::FcProj => "mlp.c_proj",
+        }
+    }
+    /// (in, out) features for width d.
+    pub fn features(self, d: usize) -> (usize, usize) {
+        match self {
+            LoraTarget::Qkv => (d, 3 * d),
+            LoraTarget::AttnProj => (d, d),
+            LoraTarget::Fc => (d, 4 * d),
+            LoraTarget::FcProj => (4 * d, d),
+        }
+    }
+}
+
+/// Low-rank adapters (Hu et al. 2021): the base weights are frozen and each adapted projection
+/// W gets W + (alpha/r)·A·B, with A (in×r) and B (r×out) trained.
+#[derive(Clone, Copy, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct LoraConfig {
+    pub rank: usize,
+    pub alpha: f32,
+    /// Adapt attn.c_attn (q, k, v).
+    pub qkv: bool,
+    /// Adapt attn.c_proj (the attention output).
+    pub proj: bool,
+    /// Adapt the MLP's c_fc and c_proj.
+    pub mlp: bool,
+}
+
+impl LoraConfig {
+    /// Rank r on the qkv projection, alpha = r (scale 1), as PEFT's default targets for GPT-2.
+    pub fn new(rank: usize) -> Self {
+        Self { rank, alpha: rank as f32, qkv: true, proj: false, mlp: false }
+    }
+
+    /// alpha / r, the factor on A·B.
+    pub fn scale(&self) -> f32 {
+        self.alpha / self.rank.max(1) as f32
+    }
+
+    pub fn targets(&self) -> Vec<LoraTarget> {
+        let mut t = Vec::new();
+        if self.qkv {
+            t.push(LoraTarget::Qkv);
+        }
+        if self.proj {
+            t.push(LoraTarget::AttnProj);
+        }
+        if self.mlp {
+            t.extend([LoraTarget::Fc, LoraTarget::FcProj]);
+        }
+        t
+    }
+
+    /// Parses "qkv,proj,mlp" (or "all") into the target flags.
+    pub fn with_targets(mut self, text: &str) -> Result<Self, super::ConfigError> {
+        self.qkv = false;
+        self.proj = false;
+        self.mlp = false;
+        for part in text.split(',').map(|p| p.trim().to_ascii_lowercase()) {
+            match part.as_str() {
+                "qkv" | "c_attn" => self.qkv = true,
+                "proj" | "output" | "o" | "c_proj" => self.proj = true,
+                "mlp" | "ffn" => self.mlp = true,
+                "all" => (self.qkv, self.proj, self.mlp) = (true, true, true),
+                other => {
+                    return Err(super::ConfigError::Other(format!(
+                        "unknown LoRA target {other:?}: expected qkv, proj, mlp or all"
+                    )));
+                }
+            }
+        }
+        Ok(self)
+    }
 }
 
 /// Which tensor of the model a parameter is; lets backends find it without string matching.
@@ -44,6 +144,9 @@ pub enum ParamKind {
     FcProjB(usize),
     LnFW,
     LnFB,
+    /// LoRA's A (in×r) and B (r×out) of a projection in block i.
+    LoraA(LoraTarget, usize),
+    LoraB(LoraTarget, usize),
 }
 
 /// One parameter tensor.
@@ -136,6 +239,30 @@ impl ParamLayout {
         let decay_end = offset;
         push(vectors, false, &mut offset);
         Self { specs, flat_len: offset, decay_end }
+    }
+
+    /// The flat tensor of LoRA adapters: A (Kaiming-uniform) and B (zeros, so training starts
+    /// from the base model's function) for each target of each block; all decayed.
+    pub fn lora(cfg: &ModelConfig, lora: &LoraConfig) -> Self {
+        let (c, r) = (cfg.d_model, lora.rank);
+        let mut specs = Vec::new();
+        let mut offset = 0;
+        for i in 0..cfg.n_layers {
+            for target in lora.targets() {
+                let (k, n) = target.features(c);
+                let name = |m: &str| format!("base_model.model.transformer.h.{i}.{}.{m}.weight", target.module());
+                let bound = 1.0 / (k as f32).sqrt();
+                for (kind, name, shape, init) in [
+                    (ParamKind::LoraA(target, i), name("lora_A"), vec![k, r], Init::Uniform { bound }),
+                    (ParamKind::LoraB(target, i), name("lora_B"), vec![r, n], Init::Zeros),
+                ] {
+                    let numel: usize = shape.iter().product();
+                    specs.push(ParamSpec { kind, name, shape, offset, init, decay: true });
+                    offset = align(offset + numel);
+                }
+            }
+        }
+        Self { specs, flat_len: offset, decay_end: offset }
     }
 
     /// Trainable parameters, without padding.

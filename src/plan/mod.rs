@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
 pub use optimizer::{OptimizerConfig, OptimizerKind};
 pub use techniques::{AttentionKind, Checkpoint, Techniques};
 
-use crate::model::params::{ParamKind, ParamLayout};
+use crate::model::params::{LoraTarget, ParamKind, ParamLayout};
 use crate::model::{ConfigError, ModelConfig, StepShape, check_dim};
 
 /// What a tensor's bytes are for; memory is reported by these.
@@ -121,6 +121,7 @@ pub enum Op {
         rstd: View,
     },
     /// dinp (+)= …, dweight += …, dbias += …; `accumulate` says whether dinp is added to.
+    /// Frozen parameters (LoRA) have no gradients: `dweight` and `dbias` are both None.
     LayerNormBackward {
         inp: View,
         weight: View,
@@ -128,8 +129,8 @@ pub enum Op {
         rstd: View,
         dout: View,
         dinp: View,
-        dweight: View,
-        dbias: View,
+        dweight: Option<View>,
+        dbias: Option<View>,
         accumulate: bool,
     },
     /// out (rows,n) = inp (rows,k) · W + bias, with W (k,n) (Conv1D layout) or, when
@@ -144,18 +145,43 @@ pub enum Op {
         n: usize,
         weight_transposed: bool,
     },
-    /// dinp = dout·Wᵀ; dweight += inpᵀ·dout; dbias += Σ_rows dout.
+    /// dinp (+)= dout·Wᵀ; dweight += inpᵀ·dout; dbias += Σ_rows dout. A frozen weight (LoRA)
+    /// has no `dweight`, and then `inp` is not read; `accumulate` adds to dinp (the LoRA
+    /// branch's input gradient is already there).
     MatmulBackward {
         inp: View,
         weight: View,
         dout: View,
         dinp: View,
-        dweight: View,
+        dweight: Option<View>,
         dbias: Option<View>,
         rows: usize,
         k: usize,
         n: usize,
         weight_transposed: bool,
+        accumulate: bool,
+    },
+    /// out (rows,n) += alpha · inp (rows,k) · W (k,n): LoRA's up-projection (alpha = α/r).
+    MatmulAdd {
+        inp: View,
+        weight: View,
+        out: View,
+        rows: usize,
+        k: usize,
+        n: usize,
+        alpha: f64,
+    },
+    /// dinp = alpha·dout·Wᵀ; dweight += alpha·inpᵀ·dout.
+    MatmulAddBackward {
+        inp: View,
+        weight: View,
+        dout: View,
+        dinp: View,
+        dweight: View,
+        rows: usize,
+        k: usize,
+        n: usize,
+        alpha: f64,
     },
     /// Causal self-attention on qkv (B,T,3C): att (B,NH,T,T) = softmax(QKᵀ/√hs) saved for
     /// backward; out (B,T,C) = att·V.
@@ -251,18 +277,32 @@ impl Op {
             }
             Op::LayerNorm { inp, weight, bias, out, mean, rstd } => (vec![inp, weight, bias], vec![out, mean, rstd]),
             Op::LayerNormBackward { inp, weight, mean, rstd, dout, dinp, dweight, dbias, accumulate } => {
-                let mut reads = vec![inp, weight, mean, rstd, dout, dweight, dbias];
+                let grads: Vec<View> = dweight.into_iter().chain(dbias).collect();
+                let mut reads = vec![inp, weight, mean, rstd, dout];
+                reads.extend(&grads);
                 if accumulate {
                     reads.push(dinp);
                 }
-                (reads, vec![dinp, dweight, dbias])
+                (reads, std::iter::once(dinp).chain(grads).collect())
             }
             Op::Matmul { inp, weight, bias, out, .. } => {
                 (std::iter::once(inp).chain([weight]).chain(bias).collect(), vec![out])
             }
-            Op::MatmulBackward { inp, weight, dout, dinp, dweight, dbias, .. } => {
-                let reads = [inp, weight, dout, dweight].into_iter().chain(dbias).collect();
-                (reads, [dinp, dweight].into_iter().chain(dbias).collect())
+            Op::MatmulBackward { inp, weight, dout, dinp, dweight, dbias, accumulate, .. } => {
+                let grads: Vec<View> = dweight.into_iter().chain(dbias).collect();
+                let mut reads = vec![weight, dout];
+                if dweight.is_some() {
+                    reads.push(inp);
+                }
+                reads.extend(&grads);
+                if accumulate {
+                    reads.push(dinp);
+                }
+                (reads, std::iter::once(dinp).chain(grads).collect())
+            }
+            Op::MatmulAdd { inp, weight, out, .. } => (vec![inp, weight, out], vec![out]),
+            Op::MatmulAddBackward { inp, weight, dout, dinp, dweight, .. } => {
+                (vec![inp, weight, dout, dweight], vec![dinp, dweight])
             }
             Op::Attention { qkv, att, out } => (vec![qkv], vec![att, out]),
             Op::AttentionBackward { qkv, att, dout, datt, dqkv } => (vec![qkv, att, dout], vec![datt, dqkv]),
@@ -296,6 +336,8 @@ impl Op {
             Op::LayerNormBackward { .. } => "layernorm_backward",
             Op::Matmul { .. } => "matmul",
             Op::MatmulBackward { .. } => "matmul_backward",
+            Op::MatmulAdd { .. } => "matmul_add",
+            Op::MatmulAddBackward { .. } => "matmul_add_backward",
             Op::Attention { .. } => "attention",
             Op::AttentionBackward { .. } => "attention_backward",
             Op::FlashAttention { .. } => "flash_attention",
@@ -329,10 +371,13 @@ impl Op {
                 let (r, k, n) = (*rows as u64, *k as u64, *n as u64);
                 2 * r * k * n + if bias.is_some() { r * n } else { 0 }
             }
-            Op::MatmulBackward { rows, k, n, dbias, .. } => {
+            Op::MatmulBackward { rows, k, n, dbias, dweight, .. } => {
                 let (r, k, n) = (*rows as u64, *k as u64, *n as u64);
-                4 * r * k * n + if dbias.is_some() { r * n } else { 0 }
+                let products = if dweight.is_some() { 2 } else { 1 };
+                2 * products * r * k * n + if dbias.is_some() { r * n } else { 0 }
             }
+            Op::MatmulAdd { rows, k, n, .. } => 2 * (*rows * *k * *n) as u64 + (*rows * *n) as u64,
+            Op::MatmulAddBackward { rows, k, n, .. } => 4 * (*rows * *k * *n) as u64 + (*rows * *n) as u64,
             // QKᵀ and P·V (2·hs each per score) and the softmax (~5 per score).
             Op::Attention { .. } => scores * (4 * hs + 5),
             // dP = dO·Vᵀ, dV = Pᵀ·dO, dQ = dS·K, dK = dSᵀ·Q and the softmax backward.
@@ -419,7 +464,11 @@ impl Category {
 /// The tensors every backend uploads or reads by name.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Handles {
+    /// The model's flat parameters.
     pub params: TensorId,
+    /// What the optimizer updates: `params`, or the LoRA adapters' flat tensor.
+    pub trainable: TensorId,
+    /// The gradients of `trainable`.
     pub grads: TensorId,
     /// One entry per micro-batch (one without gradient accumulation).
     pub micro: Vec<MicroHandles>,
@@ -443,6 +492,8 @@ pub struct Plan {
     pub optimizer: OptimizerConfig,
     pub techniques: Techniques,
     pub layout: ParamLayout,
+    /// The LoRA adapters' layout, with LoRA.
+    pub lora: Option<ParamLayout>,
     pub tensors: Vec<TensorInfo>,
     pub ops: Vec<OpNode>,
     pub handles: Handles,
@@ -510,6 +561,11 @@ impl Plan {
         Ok(Builder::new(model, shape, optimizer, techniques).build())
     }
 
+    /// The layout of what the optimizer updates (and of the gradients).
+    pub fn trainable_layout(&self) -> &ParamLayout {
+        self.lora.as_ref().unwrap_or(&self.layout)
+    }
+
     /// The shape of the batch one step consumes: the micro-batch times the accumulation steps.
     pub fn batch_shape(&self) -> StepShape {
         StepShape { batch: self.shape.batch * self.techniques.accum, seq: self.shape.seq }
@@ -559,6 +615,8 @@ struct Saved {
     ln2_rstd: View,
     fch: View,
     fch_gelu: View,
+    /// LoRA's `inp·A` of qkv, attn.c_proj, mlp.c_fc and mlp.c_proj, where adapted.
+    lora_h: [Option<View>; 4],
 }
 
 /// Gradient scratch shared by the blocks of one backward pass.
@@ -572,6 +630,8 @@ struct Scratch {
     /// d(probs) (B,NH,T,T) for standard attention, rowsum(dO∘O) (B,NH,T) for fused.
     datt: View,
     dqkv: View,
+    /// d(inp·A) of a LoRA branch (rows × r), with LoRA.
+    dlora: Option<View>,
 }
 
 struct Builder {
@@ -583,7 +643,10 @@ struct Builder {
     tensors: Vec<TensorInfo>,
     ops: Vec<OpNode>,
     params: View,
+    /// What the optimizer updates: `params`, or the LoRA adapters.
+    trainable: View,
     grads: View,
+    lora: Option<ParamLayout>,
     /// The micro-batch being built (names get a prefix when there are several).
     micro: usize,
     mode: Mode,
@@ -593,6 +656,8 @@ impl Builder {
     fn new(model: &ModelConfig, shape: StepShape, optimizer: &OptimizerConfig, techniques: &Techniques) -> Self {
         let layout = ParamLayout::new(model);
         let flat = layout.flat_len;
+        let lora = techniques.lora.map(|l| ParamLayout::lora(model, &l));
+        let none = View { tensor: TensorId(0), offset: 0, len: 0 };
         let mut b = Self {
             model: *model,
             shape,
@@ -601,13 +666,25 @@ impl Builder {
             layout,
             tensors: Vec::new(),
             ops: Vec::new(),
-            params: View { tensor: TensorId(0), offset: 0, len: 0 },
-            grads: View { tensor: TensorId(0), offset: 0, len: 0 },
+            params: none,
+            trainable: none,
+            grads: none,
+            lora,
             micro: 0,
             mode: Mode::Saved,
         };
         b.params = b.tensor("parameters", &[flat], DType::F32, Category::Parameters, None);
-        b.grads = b.tensor("gradients", &[flat], DType::F32, Category::Gradients, None);
+        match b.lora.as_ref().map(|l| l.flat_len) {
+            // LoRA: the base parameters are frozen, with neither gradients nor optimizer state.
+            Some(n) => {
+                b.trainable = b.tensor("lora.parameters", &[n], DType::F32, Category::Parameters, None);
+                b.grads = b.tensor("lora.gradients", &[n], DType::F32, Category::Gradients, None);
+            }
+            None => {
+                b.trainable = b.params;
+                b.grads = b.tensor("gradients", &[flat], DType::F32, Category::Gradients, None);
+            }
+        }
         b
     }
 
@@ -653,13 +730,28 @@ impl Builder {
         View { tensor: self.params.tensor, offset: r.start, len: r.len() }
     }
 
-    fn g(&self, kind: ParamKind) -> View {
+    /// The gradient of a base parameter; None when it is frozen (LoRA).
+    fn g(&self, kind: ParamKind) -> Option<View> {
+        if self.lora.is_some() {
+            return None;
+        }
         let r = self.layout.range(kind);
+        Some(View { tensor: self.grads.tensor, offset: r.start, len: r.len() })
+    }
+
+    /// A LoRA adapter matrix, and its gradient.
+    fn lp(&self, kind: ParamKind) -> View {
+        let r = self.lora.as_ref().map_or(0..0, |l| l.range(kind));
+        View { tensor: self.trainable.tensor, offset: r.start, len: r.len() }
+    }
+
+    fn lg(&self, kind: ParamKind) -> View {
+        let r = self.lora.as_ref().map_or(0..0, |l| l.range(kind));
         View { tensor: self.grads.tensor, offset: r.start, len: r.len() }
     }
 
     fn build(mut self) -> Plan {
-        let flat = self.layout.flat_len;
+        let flat = self.trainable.len;
         let opt_state: Vec<View> = self
             .optimizer
             .state_names()
@@ -673,7 +765,7 @@ impl Builder {
             })
             .collect();
 
-        let (params, grads) = (self.params, self.grads);
+        let (params, grads) = (self.trainable, self.grads);
         let op = match self.optimizer.kind {
             OptimizerKind::AdamW => Op::AdamW { params, grads, m: opt_state[0], v: opt_state[1] },
             OptimizerKind::Momentum => Op::Sgd { params, grads, momentum: Some(opt_state[0]) },
@@ -686,13 +778,27 @@ impl Builder {
         self.push(Phase::Optimizer, self.optimizer.kind.name(), op);
         self.techniques.accum = accum;
 
-        let handles = Handles { params: params.tensor, grads: grads.tensor, micro };
+        // "Saved for backward" means read by the backward pass: what the forward pass keeps but no
+        // backward op reads (a frozen projection's input under LoRA) is a temporary.
+        let mut read_by_backward = vec![false; self.tensors.len()];
+        for node in self.ops.iter().filter(|n| n.phase == Phase::Backward && !n.recompute) {
+            for v in node.op.reads_writes().0 {
+                read_by_backward[v.tensor.0] = true;
+            }
+        }
+        for (t, read) in self.tensors.iter_mut().zip(read_by_backward) {
+            if t.category == Category::Activations && !read {
+                t.category = Category::Temporaries;
+            }
+        }
+        let handles = Handles { params: self.params.tensor, trainable: params.tensor, grads: grads.tensor, micro };
         Plan {
             model: self.model,
             shape: self.shape,
             optimizer: self.optimizer,
             techniques: self.techniques,
             layout: self.layout,
+            lora: self.lora,
             tensors: self.tensors,
             ops: self.ops,
             handles,
@@ -802,6 +908,7 @@ impl Builder {
                 k: c,
                 n: v,
                 weight_transposed: true,
+                accumulate: false,
             },
         );
         let dres_a = self.act("grad.residual_a", &[b, t, c], Tmp, None);
@@ -842,6 +949,7 @@ impl Builder {
                 None,
             ),
             dqkv: self.act("grad.attn.qkv", &[b, t, 3 * c], Tmp, None),
+            dlora: self.techniques.lora.map(|l| self.act("grad.lora_h", &[rows, l.rank], Tmp, None)),
         };
         match segment {
             None => {
@@ -872,18 +980,14 @@ impl Builder {
                 }
             }
         }
-        self.push(
-            Phase::Backward,
-            "embed",
-            Op::EmbeddingBackward {
-                tokens,
-                token_offsets,
-                token_positions,
-                dout: dres_a,
-                dwte: self.g(ParamKind::Wte),
-                dwpe: self.g(ParamKind::Wpe),
-            },
-        );
+        // Frozen embeddings (LoRA) need no backward pass at all.
+        if let (Some(dwte), Some(dwpe)) = (self.g(ParamKind::Wte), self.g(ParamKind::Wpe)) {
+            self.push(
+                Phase::Backward,
+                "embed",
+                Op::EmbeddingBackward { tokens, token_offsets, token_positions, dout: dres_a, dwte, dwpe },
+            );
+        }
         MicroHandles {
             tokens: tokens.tensor,
             targets: targets.tensor,
@@ -893,12 +997,128 @@ impl Builder {
         }
     }
 
+    /// A projection `out = inp·W + b` of block `i` (k → n), plus its LoRA branch
+    /// `out += s·(inp·A)·B` when `target` is adapted. Returns the branch's `inp·A`, saved for
+    /// the backward pass.
+    #[allow(clippy::too_many_arguments)]
+    fn projection(
+        &mut self,
+        i: usize,
+        target: LoraTarget,
+        inp: View,
+        (w, b): (ParamKind, ParamKind),
+        out: View,
+        k: usize,
+        n: usize,
+    ) -> Option<View> {
+        let rows = self.shape.rows();
+        let label = format!("h.{i}.{}", target.module());
+        self.push(
+            Phase::Forward,
+            label.clone(),
+            Op::Matmul { inp, weight: self.p(w), bias: Some(self.p(b)), out, rows, k, n, weight_transposed: false },
+        );
+        let lora = self.techniques.lora.filter(|l| l.targets().contains(&target))?;
+        let r = lora.rank;
+        let h = self.act(format!("{label}.lora_h"), &[rows, r], self.saved(), Some(i));
+        let (a, bw) = (self.lp(ParamKind::LoraA(target, i)), self.lp(ParamKind::LoraB(target, i)));
+        let lora_label = format!("{label}.lora");
+        self.push(
+            Phase::Forward,
+            lora_label.clone(),
+            Op::Matmul { inp, weight: a, bias: None, out: h, rows, k, n: r, weight_transposed: false },
+        );
+        self.push(
+            Phase::Forward,
+            lora_label,
+            Op::MatmulAdd { inp: h, weight: bw, out, rows, k: r, n, alpha: lora.scale() as f64 },
+        );
+        Some(h)
+    }
+
+    /// The backward of [`Self::projection`]: dinp from dout; the LoRA branch's gradients, or the
+    /// base weight's when it is trained.
+    #[allow(clippy::too_many_arguments)]
+    fn projection_backward(
+        &mut self,
+        i: usize,
+        target: LoraTarget,
+        inp: View,
+        lora_h: Option<View>,
+        (w, b): (ParamKind, ParamKind),
+        dout: View,
+        dinp: View,
+        k: usize,
+        n: usize,
+        dlora: Option<View>,
+    ) {
+        let rows = self.shape.rows();
+        let label = format!("h.{i}.{}", target.module());
+        let lora = match (lora_h, dlora, self.techniques.lora) {
+            (Some(h), Some(dh), Some(l)) => Some((h, dh, l)),
+            _ => None,
+        };
+        if let Some((h, dh, l)) = lora {
+            let r = l.rank;
+            let dh = View { len: rows * r, ..dh };
+            let lora_label = format!("{label}.lora");
+            self.push(
+                Phase::Backward,
+                lora_label.clone(),
+                Op::MatmulAddBackward {
+                    inp: h,
+                    weight: self.lp(ParamKind::LoraB(target, i)),
+                    dout,
+                    dinp: dh,
+                    dweight: self.lg(ParamKind::LoraB(target, i)),
+                    rows,
+                    k: r,
+                    n,
+                    alpha: l.scale() as f64,
+                },
+            );
+            self.push(
+                Phase::Backward,
+                lora_label,
+                Op::MatmulBackward {
+                    inp,
+                    weight: self.lp(ParamKind::LoraA(target, i)),
+                    dout: dh,
+                    dinp,
+                    dweight: Some(self.lg(ParamKind::LoraA(target, i))),
+                    dbias: None,
+                    rows,
+                    k,
+                    n: r,
+                    weight_transposed: false,
+                    accumulate: false,
+                },
+            );
+        }
+        self.push(
+            Phase::Backward,
+            label,
+            Op::MatmulBackward {
+                inp,
+                weight: self.p(w),
+                dout,
+                dinp,
+                dweight: self.g(w),
+                dbias: self.g(b),
+                rows,
+                k,
+                n,
+                weight_transposed: false,
+                accumulate: lora.is_some(),
+            },
+        );
+    }
+
     /// The forward ops of block `i` on input `x`, in the builder's mode; `out_cat` is the
     /// category of the block's output.
     fn block_forward(&mut self, i: usize, x: View, out_cat: Category) -> (Saved, View) {
         let (b, t) = (self.shape.batch, self.shape.seq);
         let (c, nh) = (self.model.d_model, self.model.n_heads);
-        let rows = b * t;
         let li = Some(i);
         let n = |s: &str| format!("h.{i}.{s}");
         let a = self.saved();
@@ -919,20 +1139,8 @@ impl Builder {
             },
         );
         let qkv = self.act(n("attn.qkv"), &[b, t, 3 * c], a, li);
-        self.push(
-            Phase::Forward,
-            n("attn.c_attn"),
-            Op::Matmul {
-                inp: ln1,
-                weight: self.p(ParamKind::QkvW(i)),
-                bias: Some(self.p(ParamKind::QkvB(i))),
-                out: qkv,
-                rows,
-                k: c,
-                n: 3 * c,
-                weight_transposed: false,
-            },
-        );
+        let qkv_w = (ParamKind::QkvW(i), ParamKind::QkvB(i));
+        let h_qkv = self.projection(i, LoraTarget::Qkv, ln1, qkv_w, qkv, c, 3 * c);
         let atty = self.act(n("attn.out"), &[b, t, c], a, li);
         let att = match self.techniques.attention {
             AttentionKind::Standard => {
@@ -949,20 +1157,8 @@ impl Builder {
             }
         };
         let attproj = self.act(n("attn.c_proj.out"), &[b, t, c], tmp, li);
-        self.push(
-            Phase::Forward,
-            n("attn.c_proj"),
-            Op::Matmul {
-                inp: atty,
-                weight: self.p(ParamKind::AttnProjW(i)),
-                bias: Some(self.p(ParamKind::AttnProjB(i))),
-                out: attproj,
-                rows,
-                k: c,
-                n: c,
-                weight_transposed: false,
-            },
-        );
+        let proj_w = (ParamKind::AttnProjW(i), ParamKind::AttnProjB(i));
+        let h_proj = self.projection(i, LoraTarget::AttnProj, atty, proj_w, attproj, c, c);
         let res2 = self.act(n("residual_1"), &[b, t, c], a, li);
         self.push(Phase::Forward, n("residual_1"), Op::Residual { a: x, b: attproj, out: res2 });
         let ln2 = self.act(n("ln_2.out"), &[b, t, c], a, li);
@@ -981,40 +1177,31 @@ impl Builder {
             },
         );
         let fch = self.act(n("mlp.c_fc.out"), &[b, t, 4 * c], a, li);
-        self.push(
-            Phase::Forward,
-            n("mlp.c_fc"),
-            Op::Matmul {
-                inp: ln2,
-                weight: self.p(ParamKind::FcW(i)),
-                bias: Some(self.p(ParamKind::FcB(i))),
-                out: fch,
-                rows,
-                k: c,
-                n: 4 * c,
-                weight_transposed: false,
-            },
-        );
+        let fc_w = (ParamKind::FcW(i), ParamKind::FcB(i));
+        let h_fc = self.projection(i, LoraTarget::Fc, ln2, fc_w, fch, c, 4 * c);
         let fch_gelu = self.act(n("mlp.gelu.out"), &[b, t, 4 * c], a, li);
         self.push(Phase::Forward, n("mlp.gelu"), Op::Gelu { inp: fch, out: fch_gelu });
         let fcproj = self.act(n("mlp.c_proj.out"), &[b, t, c], tmp, li);
-        self.push(
-            Phase::Forward,
-            n("mlp.c_proj"),
-            Op::Matmul {
-                inp: fch_gelu,
-                weight: self.p(ParamKind::FcProjW(i)),
-                bias: Some(self.p(ParamKind::FcProjB(i))),
-                out: fcproj,
-                rows,
-                k: 4 * c,
-                n: c,
-                weight_transposed: false,
-            },
-        );
+        let fcproj_w = (ParamKind::FcProjW(i), ParamKind::FcProjB(i));
+        let h_fcproj = self.projection(i, LoraTarget::FcProj, fch_gelu, fcproj_w, fcproj, 4 * c, c);
         let res3 = self.act(n("residual_2"), &[b, t, c], out_cat, li);
         self.push(Phase::Forward, n("residual_2"), Op::Residual { a: res2, b: fcproj, out: res3 });
-        let s = Saved { x, ln1, ln1_mean, ln1_rstd, qkv, att, atty, res2, ln2, ln2_mean, ln2_rstd, fch, fch_gelu };
+        let s = Saved {
+            x,
+            ln1,
+            ln1_mean,
+            ln1_rstd,
+            qkv,
+            att,
+            atty,
+            res2,
+            ln2,
+            ln2_mean,
+            ln2_rstd,
+            fch,
+            fch_gelu,
+            lora_h: [h_qkv, h_proj, h_fc, h_fcproj],
+        };
         (s, res3)
     }
 
@@ -1023,43 +1210,26 @@ impl Builder {
     fn block_backward(&mut self, i: usize, s: &Saved, sc: &Scratch) {
         let (b, t) = (self.shape.batch, self.shape.seq);
         let (c, nh) = (self.model.d_model, self.model.n_heads);
-        let rows = b * t;
         let n = |x: &str| format!("h.{i}.{x}");
         let li = Some(i);
+        let [h_qkv, h_proj, h_fc, h_fcproj] = s.lora_h;
         self.push(Phase::Backward, n("residual_2"), Op::ResidualBackward { dout: sc.dres_a, da: sc.dres_b });
-        self.push(
-            Phase::Backward,
-            n("mlp.c_proj"),
-            Op::MatmulBackward {
-                inp: s.fch_gelu,
-                weight: self.p(ParamKind::FcProjW(i)),
-                dout: sc.dres_a,
-                dinp: sc.dfch_gelu,
-                dweight: self.g(ParamKind::FcProjW(i)),
-                dbias: Some(self.g(ParamKind::FcProjB(i))),
-                rows,
-                k: 4 * c,
-                n: c,
-                weight_transposed: false,
-            },
+        let fcproj_w = (ParamKind::FcProjW(i), ParamKind::FcProjB(i));
+        self.projection_backward(
+            i,
+            LoraTarget::FcProj,
+            s.fch_gelu,
+            h_fcproj,
+            fcproj_w,
+            sc.dres_a,
+            sc.dfch_gelu,
+            4 * c,
+            c,
+            sc.dlora,
         );
         self.push(Phase::Backward, n("mlp.gelu"), Op::GeluBackward { inp: s.fch, dout: sc.dfch_gelu, dinp: sc.dfch });
-        self.push(
-            Phase::Backward,
-            n("mlp.c_fc"),
-            Op::MatmulBackward {
-                inp: s.ln2,
-                weight: self.p(ParamKind::FcW(i)),
-                dout: sc.dfch,
-                dinp: sc.dln,
-                dweight: self.g(ParamKind::FcW(i)),
-                dbias: Some(self.g(ParamKind::FcB(i))),
-                rows,
-                k: c,
-                n: 4 * c,
-                weight_transposed: false,
-            },
-        );
+        let fc_w = (ParamKind::FcW(i), ParamKind::FcB(i));
+        self.projection_backward(i, LoraTarget::Fc, s.ln2, h_fc, fc_w, sc.dfch, sc.dln, c, 4 * c, sc.dlora);
         self.push(
             Phase::Backward,
             n("ln_2"),
@@ -1077,22 +1247,8 @@ impl Builder {
         );
         // dres_b holds d(residual_1).
         self.push(Phase::Backward, n("residual_1"), Op::ResidualBackward { dout: sc.dres_b, da: sc.dres_a });
-        self.push(
-            Phase::Backward,
-            n("attn.c_proj"),
-            Op::MatmulBackward {
-                inp: s.atty,
-                weight: self.p(ParamKind::AttnProjW(i)),
-                dout: sc.dres_b,
-                dinp: sc.datty,
-                dweight: self.g(ParamKind::AttnProjW(i)),
-                dbias: Some(self.g(ParamKind::AttnProjB(i))),
-                rows,
-                k: c,
-                n: c,
-                weight_transposed: false,
-            },
-        );
+        let proj_w = (ParamKind::AttnProjW(i), ParamKind::AttnProjB(i));
+        self.projection_backward(i, LoraTarget::AttnProj, s.atty, h_proj, proj_w, sc.dres_b, sc.datty, c, c, sc.dlora);
         let op = match (self.techniques.attention, self.techniques.checkpoint) {
             (AttentionKind::Fused, _) => Op::FlashAttentionBackward {
                 qkv: s.qkv,
@@ -1116,22 +1272,8 @@ impl Builder {
             }
         };
         self.push(Phase::Backward, n("attn"), op);
-        self.push(
-            Phase::Backward,
-            n("attn.c_attn"),
-            Op::MatmulBackward {
-                inp: s.ln1,
-                weight: self.p(ParamKind::QkvW(i)),
-                dout: sc.dqkv,
-                dinp: sc.dln,
-                dweight: self.g(ParamKind::QkvW(i)),
-                dbias: Some(self.g(ParamKind::QkvB(i))),
-                rows,
-                k: c,
-                n: 3 * c,
-                weight_transposed: false,
-            },
-        );
+        let qkv_w = (ParamKind::QkvW(i), ParamKind::QkvB(i));
+        self.projection_backward(i, LoraTarget::Qkv, s.ln1, h_qkv, qkv_w, sc.dqkv, sc.dln, c, 3 * c, sc.dlora);
         self.push(
             Phase::Backward,
             n("ln_1"),
@@ -1149,6 +1291,7 @@ impl Builder {
         );
     }
 }
+
 /// The positions of each token in `tokens`, grouped by token: `offsets[v]..offsets[v+1]` index
 /// `positions`. A counting sort, so positions of one token stay in increasing order.
 pub fn token_index(tokens: &[u32], vocab: usize) -> (Vec<u32>, Vec<u32>) {

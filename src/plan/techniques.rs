@@ -3,6 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::model::params::LoraConfig;
 use crate::model::{ConfigError, ModelConfig};
 
 /// Activation checkpointing (recomputation).
@@ -104,11 +105,13 @@ pub struct Techniques {
     /// Gradient accumulation: micro-batches per optimizer step (1 = off). The plan's
     /// `shape.batch` is the micro-batch; the effective batch is `shape.batch · accum`.
     pub accum: usize,
+    /// Low-rank adapters on frozen base weights.
+    pub lora: Option<LoraConfig>,
 }
 
 impl Default for Techniques {
     fn default() -> Self {
-        Self { checkpoint: Checkpoint::Off, attention: AttentionKind::Standard, accum: 1 }
+        Self { checkpoint: Checkpoint::Off, attention: AttentionKind::Standard, accum: 1, lora: None }
     }
 }
 
@@ -123,6 +126,21 @@ impl Techniques {
                 "checkpoint every:{k} needs 1 ≤ K ≤ the number of layers ({})",
                 model.n_layers
             )));
+        }
+        if let Some(l) = self.lora {
+            crate::model::check_dim("LoRA rank", l.rank as i64)?;
+            if l.rank >= model.d_model {
+                return Err(ConfigError::Other(format!(
+                    "LoRA rank {} is not low: it must be below d_model ({})",
+                    l.rank, model.d_model
+                )));
+            }
+            if !(l.alpha.is_finite() && l.alpha > 0.0) {
+                return Err(ConfigError::Other(format!("LoRA alpha must be positive (got {})", l.alpha)));
+            }
+            if l.targets().is_empty() {
+                return Err(ConfigError::Other("LoRA needs at least one target projection".into()));
+            }
         }
         if self.attention == AttentionKind::Fused {
             if self.checkpoint == Checkpoint::Selective {
@@ -157,6 +175,10 @@ impl Techniques {
         if self.accum > 1 {
             parts.push(format!("accumulation ×{}", self.accum));
         }
+        if let Some(l) = self.lora {
+            let targets: Vec<&str> = l.targets().iter().map(|t| t.module()).collect();
+            parts.push(format!("LoRA r={} α={} on {}", l.rank, l.alpha, targets.join(", ")));
+        }
         if parts.is_empty() { "baseline".into() } else { parts.join(", ") }
     }
 }
@@ -181,7 +203,8 @@ mod tests {
     #[test]
     fn refuses_combinations_that_make_no_sense() {
         let m = ModelConfig::toy(65);
-        let t = Techniques { checkpoint: Checkpoint::Selective, attention: AttentionKind::Fused, accum: 1 };
+        let t =
+            Techniques { checkpoint: Checkpoint::Selective, attention: AttentionKind::Fused, ..Techniques::default() };
         assert!(t.validate(&m).unwrap_err().to_string().contains("fused attention"));
         let t = Techniques { checkpoint: Checkpoint::Every(3), ..Techniques::default() };
         assert!(t.validate(&m).unwrap_err().to_string().contains("every:3"));

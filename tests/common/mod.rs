@@ -122,13 +122,14 @@ impl Case {
     pub fn plan(&self, optimizer: OptimizerConfig) -> Plan {
         let (f, u) = (TensorId(0), TensorId(1));
         let micro = MicroHandles { tokens: u, targets: u, token_offsets: u, token_positions: u, loss: f };
-        let handles = Handles { params: f, grads: f, micro: vec![micro] };
+        let handles = Handles { params: f, trainable: f, grads: f, micro: vec![micro] };
         Plan {
             model: self.model,
             shape: self.shape,
             optimizer,
             techniques: Techniques::default(),
             layout: ParamLayout::new(&self.model),
+            lora: None,
             tensors: self.tensors.clone(),
             ops: self.ops.clone(),
             handles,

@@ -18,7 +18,7 @@ use super::micro_uploads;
 use crate::memory::allocator::Event;
 use crate::memory::step::{StepAllocator, StepMemory, Trace};
 use crate::memory::{Placement, SegmentId};
-use crate::model::init::init_params;
+use crate::model::init::{init_params, lora_seed};
 use crate::plan::{DType, Op, Phase, Plan, TensorId, View};
 use ops::AdamWStep;
 
@@ -76,6 +76,10 @@ impl<F: Float> CpuExecutor<F> {
         }
         let init = init_params(&exec.plan.layout, seed);
         exec.set_params_f32(&init);
+        if let Some(lora) = &exec.plan.lora {
+            let values: Vec<F> = init_params(lora, lora_seed(seed)).iter().map(|&x| cast(x)).collect();
+            exec.write_tensor(exec.plan.handles.trainable, &values);
+        }
         Ok(exec)
     }
 
@@ -338,6 +342,17 @@ impl<F: Float> CpuExecutor<F> {
         }
     }
 
+    /// [`Self::with_outputs`] for a list of views whose length depends on the op.
+    fn with_output_list(&mut self, views: &[View], f: impl FnOnce(&Self, &mut [Vec<F>])) {
+        let mut bufs: Vec<Vec<F>> = views.iter().map(|v| self.f(*v).to_vec()).collect();
+        f(self, &mut bufs);
+        for (v, b) in views.iter().zip(bufs) {
+            if let Some(dst) = self.f_mut(*v) {
+                dst.copy_from_slice(&b);
+            }
+        }
+    }
+
     fn execute(&mut self, op: &Op) {
         let m = self.plan.model;
         let (b, t) = (self.plan.shape.batch, self.plan.shape.seq);
@@ -359,28 +374,61 @@ impl<F: Float> CpuExecutor<F> {
                     ops::layernorm_forward(o, mu, rs, s.f(inp), s.f(weight), s.f(bias), c);
                 })
             }
-            Op::LayerNormBackward { inp, weight, mean, rstd, dout, dinp, dweight, dbias, accumulate } => self
-                .with_outputs([dinp, dweight, dbias], |s, [di, gw, gb]| {
+            Op::LayerNormBackward { inp, weight, mean, rstd, dout, dinp, dweight, dbias, accumulate } => {
+                let outs: Vec<View> = std::iter::once(dinp).chain(dweight).chain(dbias).collect();
+                self.with_output_list(&outs, |s, bufs| {
                     let (x, w, mu, rs) = (s.f(inp), s.f(weight), s.f(mean), s.f(rstd));
-                    ops::layernorm_backward(di, gw, gb, s.f(dout), x, w, mu, rs, c, accumulate);
-                }),
+                    let (di, dparams) = match bufs {
+                        [di, gw, gb] => (di, Some((gw.as_mut_slice(), gb.as_mut_slice()))),
+                        [di, ..] => (di, None),
+                        [] => return,
+                    };
+                    ops::layernorm_backward(di, dparams, s.f(dout), x, w, mu, rs, c, accumulate);
+                })
+            }
             Op::Matmul { inp, weight, bias, out, rows, k, n, weight_transposed } => {
                 self.with_outputs([out], |s, [o]| {
                     let bias = bias.map(|v| s.f(v));
                     ops::matmul_forward(o, s.f(inp), s.f(weight), bias, rows, k, n, weight_transposed);
                 })
             }
-            Op::MatmulBackward { inp, weight, dout, dinp, dweight, dbias, rows, k, n, weight_transposed } => {
-                match dbias {
-                    Some(db) => self.with_outputs([dinp, dweight, db], |s, [di, gw, gb]| {
-                        let (d, x, w) = (s.f(dout), s.f(inp), s.f(weight));
-                        ops::matmul_backward(di, gw, Some(gb), d, x, w, rows, k, n, weight_transposed);
-                    }),
-                    None => self.with_outputs([dinp, dweight], |s, [di, gw]| {
-                        let (d, x, w) = (s.f(dout), s.f(inp), s.f(weight));
-                        ops::matmul_backward(di, gw, None, d, x, w, rows, k, n, weight_transposed);
-                    }),
-                }
+            Op::MatmulBackward {
+                inp,
+                weight,
+                dout,
+                dinp,
+                dweight,
+                dbias,
+                rows,
+                k,
+                n,
+                weight_transposed,
+                accumulate,
+            } => {
+                let outs: Vec<View> = std::iter::once(dinp).chain(dweight).chain(dbias).collect();
+                let (has_dw, has_db) = (dweight.is_some(), dbias.is_some());
+                self.with_output_list(&outs, |s, bufs| {
+                    let Some((di, rest)) = bufs.split_first_mut() else { return };
+                    let mut rest = rest.iter_mut();
+                    let gw = if has_dw { rest.next().map(|g| g.as_mut_slice()) } else { None };
+                    let gb = if has_db { rest.next().map(|g| g.as_mut_slice()) } else { None };
+                    let before = accumulate.then(|| di.clone());
+                    let (d, w) = (s.f(dout), s.f(weight));
+                    // A frozen weight's input is not read (it may already be freed).
+                    let x = if has_dw { s.f(inp) } else { &[] };
+                    ops::matmul_backward(di, gw, gb, d, x, w, rows, k, n, weight_transposed);
+                    if let Some(before) = before {
+                        di.iter_mut().zip(before).for_each(|(a, b)| *a = *a + b);
+                    }
+                })
+            }
+            Op::MatmulAdd { inp, weight, out, rows, k, n, alpha } => self.with_outputs([out], |s, [o]| {
+                ops::matmul_add_forward(o, s.f(inp), s.f(weight), rows, k, n, alpha);
+            }),
+            Op::MatmulAddBackward { inp, weight, dout, dinp, dweight, rows, k, n, alpha } => {
+                self.with_outputs([dinp, dweight], |s, [di, gw]| {
+                    ops::matmul_add_backward(di, gw, s.f(dout), s.f(inp), s.f(weight), rows, k, n, alpha);
+                })
             }
             Op::Attention { qkv, att, out } => self.with_outputs([out, att], |s, [o, a]| {
                 ops::attention_forward(o, a, s.f(qkv), b, t, c, nh);
@@ -422,7 +470,7 @@ impl<F: Float> CpuExecutor<F> {
                     eps: o.eps,
                     weight_decay: o.weight_decay,
                     step: self.steps_taken,
-                    decay_end: self.plan.layout.decay_end,
+                    decay_end: self.plan.trainable_layout().decay_end,
                 };
                 self.with_outputs([params, mm, v], |s, [p, m1, m2]| ops::adamw_step(p, m1, m2, s.f(grads), &step));
             }

@@ -60,8 +60,7 @@ pub fn layernorm_forward<F: Float>(
 #[allow(clippy::too_many_arguments)]
 pub fn layernorm_backward<F: Float>(
     dinp: &mut [F],
-    dw: &mut [F],
-    db: &mut [F],
+    mut dparams: Option<(&mut [F], &mut [F])>,
     dout: &[F],
     inp: &[F],
     w: &[F],
@@ -86,8 +85,10 @@ pub fn layernorm_backward<F: Float>(
         for i in 0..c {
             let xhat = (inp[r * c + i] - m) * s;
             let d = dout[r * c + i];
-            db[i] = db[i] + d;
-            dw[i] = dw[i] + xhat * d;
+            if let Some((dw, db)) = dparams.as_mut() {
+                db[i] = db[i] + d;
+                dw[i] = dw[i] + xhat * d;
+            }
             let dx = (w[i] * d - dnorm_mean - xhat * dnorm_norm_mean) * s;
             let k = r * c + i;
             dinp[k] = if accumulate { dinp[k] + dx } else { dx };
@@ -136,7 +137,7 @@ pub fn matmul_forward<F: Float>(
 #[allow(clippy::too_many_arguments)]
 pub fn matmul_backward<F: Float>(
     dinp: &mut [F],
-    dw: &mut [F],
+    mut dw: Option<&mut [F]>,
     dbias: Option<&mut [F]>,
     dout: &[F],
     inp: &[F],
@@ -148,7 +149,8 @@ pub fn matmul_backward<F: Float>(
 ) {
     for r in 0..rows {
         let d = &dout[r * n..(r + 1) * n];
-        let x = &inp[r * k..(r + 1) * k];
+        // A frozen weight has no gradient, and its input is not read (nor saved).
+        let x = dw.as_ref().map(|_| &inp[r * k..(r + 1) * k]);
         let di = &mut dinp[r * k..(r + 1) * k];
         if transposed {
             // W (n,k): dinp[i] = Σ_j d[j]·W[j][i]; dW[j][i] += d[j]·x[i]
@@ -157,8 +159,10 @@ pub fn matmul_backward<F: Float>(
                 for (dii, &wji) in di.iter_mut().zip(&w[j * k..(j + 1) * k]) {
                     *dii = *dii + dj * wji;
                 }
-                for (g, &xi) in dw[j * k..(j + 1) * k].iter_mut().zip(x) {
-                    *g = *g + dj * xi;
+                if let (Some(dw), Some(x)) = (dw.as_mut(), x) {
+                    for (g, &xi) in dw[j * k..(j + 1) * k].iter_mut().zip(x) {
+                        *g = *g + dj * xi;
+                    }
                 }
             }
         } else {
@@ -166,9 +170,11 @@ pub fn matmul_backward<F: Float>(
             for (i, dii) in di.iter_mut().enumerate() {
                 *dii = d.iter().zip(&w[i * n..(i + 1) * n]).fold(F::zero(), |acc, (&a, &b)| acc + a * b);
             }
-            for (i, &xi) in x.iter().enumerate() {
-                for (g, &dj) in dw[i * n..(i + 1) * n].iter_mut().zip(d) {
-                    *g = *g + xi * dj;
+            if let (Some(dw), Some(x)) = (dw.as_mut(), x) {
+                for (i, &xi) in x.iter().enumerate() {
+                    for (g, &dj) in dw[i * n..(i + 1) * n].iter_mut().zip(d) {
+                        *g = *g + xi * dj;
+                    }
                 }
             }
         }
@@ -180,6 +186,36 @@ pub fn matmul_backward<F: Float>(
             }
         }
     }
+}
+
+/// out (rows,n) += alpha · inp (rows,k) · W (k,n): LoRA's up-projection added to the frozen
+/// projection's output.
+#[allow(clippy::too_many_arguments)]
+pub fn matmul_add_forward<F: Float>(out: &mut [F], inp: &[F], w: &[F], rows: usize, k: usize, n: usize, alpha: f64) {
+    let mut tmp = vec![F::zero(); rows * n];
+    matmul_forward(&mut tmp, inp, w, None, rows, k, n, false);
+    let a = f::<F>(alpha);
+    for (o, t) in out.iter_mut().zip(tmp) {
+        *o = *o + a * t;
+    }
+}
+
+/// The backward of [`matmul_add_forward`]: dinp = alpha·dout·Wᵀ; dW += alpha·inpᵀ·dout.
+#[allow(clippy::too_many_arguments)]
+pub fn matmul_add_backward<F: Float>(
+    dinp: &mut [F],
+    dw: &mut [F],
+    dout: &[F],
+    inp: &[F],
+    w: &[F],
+    rows: usize,
+    k: usize,
+    n: usize,
+    alpha: f64,
+) {
+    let a = f::<F>(alpha);
+    let scaled: Vec<F> = dout.iter().map(|&d| d * a).collect();
+    matmul_backward(dinp, Some(dw), None, &scaled, inp, w, rows, k, n, false);
 }
 
 /// Causal self-attention. qkv (B,T,3C) holds Q, K, V side by side; att (B,NH,T,T) receives the

@@ -12,7 +12,7 @@ use crate::backend::cpu::ops::AdamWStep;
 use crate::data::Batch;
 use crate::memory::step::{StepAllocator, StepMemory, Trace};
 use crate::memory::{Placement, SegmentId};
-use crate::model::init::init_params;
+use crate::model::init::{init_params, lora_seed};
 use crate::plan::{Op, Phase, Plan, TensorId, View};
 
 /// A capacity that never limits: the real device's memory does.
@@ -94,8 +94,37 @@ fn record_plan(k: &Kernels, plan: &Plan, rec: &mut Recorder) -> Result<Option<u6
             Op::Matmul { inp, weight, bias, out, rows, k: kk, n, weight_transposed } => {
                 k.matmul.forward(rec, inp, weight, bias, out, rows, kk, n, weight_transposed)?
             }
-            Op::MatmulBackward { inp, weight, dout, dinp, dweight, dbias, rows, k: kk, n, weight_transposed } => {
-                k.matmul.backward(rec, inp, weight, dout, dinp, dweight, dbias, rows, kk, n, weight_transposed)?
+            Op::MatmulBackward {
+                inp,
+                weight,
+                dout,
+                dinp,
+                dweight,
+                dbias,
+                rows,
+                k: kk,
+                n,
+                weight_transposed,
+                accumulate,
+            } => k.matmul.backward(
+                rec,
+                inp,
+                weight,
+                dout,
+                dinp,
+                dweight,
+                dbias,
+                rows,
+                kk,
+                n,
+                weight_transposed,
+                accumulate,
+            )?,
+            Op::MatmulAdd { inp, weight, out, rows, k: kk, n, alpha } => {
+                k.matmul.add_forward(rec, inp, weight, out, rows, kk, n, alpha)?
+            }
+            Op::MatmulAddBackward { inp, weight, dout, dinp, dweight, rows, k: kk, n, alpha } => {
+                k.matmul.add_backward(rec, inp, weight, dout, dinp, dweight, rows, kk, n, alpha)?
             }
             Op::Attention { qkv, att, out } => k.attention.forward(rec, qkv, att, out, attn)?,
             Op::AttentionBackward { qkv, att, dout, datt, dqkv } => {
@@ -137,7 +166,7 @@ fn adamw_step(plan: &Plan, step: u32) -> AdamWStep {
         eps: o.eps,
         weight_decay: o.weight_decay,
         step,
-        decay_end: plan.layout.decay_end,
+        decay_end: plan.trainable_layout().decay_end,
     }
 }
 
@@ -258,6 +287,10 @@ impl GpuExecutor {
         };
         let init = init_params(&exec.plan.layout, seed);
         exec.write_params(&init);
+        if let Some(lora) = &exec.plan.lora {
+            let values = init_params(lora, lora_seed(seed));
+            exec.write_tensor(exec.plan.handles.trainable, bytemuck::cast_slice(&values));
+        }
         Ok(exec)
     }
 
@@ -327,7 +360,7 @@ impl GpuExecutor {
             self.steps_taken += 1;
             if let Some(offset) = self.adamw_uniform {
                 let s = adamw_step(&self.plan, self.steps_taken);
-                let p = super::kernels::adamw::AdamWParams::new(self.plan.layout.flat_len, &s);
+                let p = super::kernels::adamw::AdamWParams::new(self.plan.trainable_layout().flat_len, &s);
                 self.ctx.queue.write_buffer(&self.uniform_buffer, offset, bytemuck::bytes_of(&p));
             }
         }

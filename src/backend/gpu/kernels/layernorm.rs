@@ -68,8 +68,8 @@ impl LayerNorm {
         rstd: View,
         dout: View,
         dinp: View,
-        dweight: View,
-        dbias: View,
+        dweight: Option<View>,
+        dbias: Option<View>,
         cols: usize,
         accumulate: bool,
     ) -> Result<(), GpuError> {
@@ -82,6 +82,8 @@ impl LayerNorm {
             &[(1, v(inp)), (2, v(weight)), (5, v(mean)), (6, v(rstd)), (7, v(dout)), (8, v(dinp))],
             rec.grid_1d(rows, 64),
         )?;
+        // Frozen parameters (LoRA) have no gradients.
+        let (Some(dweight), Some(dbias)) = (dweight, dbias) else { return Ok(()) };
         rec.dispatch(
             &self.backward_params,
             &p,

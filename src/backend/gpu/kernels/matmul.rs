@@ -208,8 +208,68 @@ impl Matmul {
         self.gemm.record(rec, &call.bias(bias))
     }
 
-    /// dinp = dout·Wᵀ; dweight += inpᵀ·dout (or doutᵀ·inp for the transposed weight);
-    /// dbias += Σ_rows dout.
+    /// out (rows,n) += alpha · inp (rows,k) · W (k,n) (LoRA's up-projection).
+    #[allow(clippy::too_many_arguments)]
+    pub fn add_forward(
+        &self,
+        rec: &mut Recorder,
+        inp: View,
+        weight: View,
+        out: View,
+        rows: usize,
+        k: usize,
+        n: usize,
+        alpha: f64,
+    ) -> Result<(), GpuError> {
+        let call = GemmCall::new(
+            rows,
+            n,
+            k,
+            (inp, Operand::rows(k)),
+            (Some(weight), Operand::rows(n)),
+            (out, Operand::rows(n)),
+        );
+        self.gemm.record(rec, &GemmCall { alpha: alpha as f32, ..call.accumulate() })
+    }
+
+    /// dinp = alpha·dout·Wᵀ; dweight += alpha·inpᵀ·dout.
+    #[allow(clippy::too_many_arguments)]
+    pub fn add_backward(
+        &self,
+        rec: &mut Recorder,
+        inp: View,
+        weight: View,
+        dout: View,
+        dinp: View,
+        dweight: View,
+        rows: usize,
+        k: usize,
+        n: usize,
+        alpha: f64,
+    ) -> Result<(), GpuError> {
+        let alpha = alpha as f32;
+        let dinp_call = GemmCall::new(
+            rows,
+            k,
+            n,
+            (dout, Operand::rows(n)),
+            (Some(weight), Operand::rows(n).transposed()),
+            (dinp, Operand::rows(k)),
+        );
+        self.gemm.record(rec, &GemmCall { alpha, ..dinp_call })?;
+        let dw_call = GemmCall::new(
+            k,
+            n,
+            rows,
+            (inp, Operand::rows(k).transposed()),
+            (Some(dout), Operand::rows(n)),
+            (dweight, Operand::rows(n)),
+        );
+        self.gemm.record(rec, &GemmCall { alpha, ..dw_call.accumulate() })
+    }
+
+    /// dinp (+)= dout·Wᵀ; dweight += inpᵀ·dout (or doutᵀ·inp for the transposed weight);
+    /// dbias += Σ_rows dout. A frozen weight (no `dweight`) reads no `inp`.
     #[allow(clippy::too_many_arguments)]
     pub fn backward(
         &self,
@@ -218,18 +278,23 @@ impl Matmul {
         weight: View,
         dout: View,
         dinp: View,
-        dweight: View,
+        dweight: Option<View>,
         dbias: Option<View>,
         rows: usize,
         k: usize,
         n: usize,
         weight_transposed: bool,
+        accumulate: bool,
     ) -> Result<(), GpuError> {
         // dinp (rows,k) = dout (rows,n) · op(W) with op(W) (n,k).
         let wb = if weight_transposed { Operand::rows(k) } else { Operand::rows(n).transposed() };
         let dinp_call =
             GemmCall::new(rows, k, n, (dout, Operand::rows(n)), (Some(weight), wb), (dinp, Operand::rows(k)));
-        self.gemm.record(rec, &dinp_call)?;
+        self.gemm.record(rec, &if accumulate { dinp_call.accumulate() } else { dinp_call })?;
+        if let Some(db) = dbias {
+            self.gemm.record_bias_backward(rec, dout, db, rows, n)?;
+        }
+        let Some(dweight) = dweight else { return Ok(()) };
         let call = if weight_transposed {
             // dW (n,k) += doutᵀ (n,rows) · inp (rows,k)
             GemmCall::new(
@@ -251,10 +316,6 @@ impl Matmul {
                 (dweight, Operand::rows(n)),
             )
         };
-        self.gemm.record(rec, &call.accumulate())?;
-        if let Some(db) = dbias {
-            self.gemm.record_bias_backward(rec, dout, db, rows, n)?;
-        }
-        Ok(())
+        self.gemm.record(rec, &call.accumulate())
     }
 }

@@ -16,7 +16,9 @@ use oomlab::memory::formula::activation_peak_bytes;
 use oomlab::memory::{StepMemory, memory_summary, simulate, simulate_peak};
 use oomlab::model::params::LoraConfig;
 use oomlab::model::{ConfigError, ModelConfig, StepShape, check_dim};
-use oomlab::plan::{AttentionKind, Category, Checkpoint, OptimizerConfig, OptimizerKind, Phase, Plan, Techniques};
+use oomlab::plan::{
+    AttentionKind, Category, Checkpoint, OptimizerConfig, OptimizerKind, Phase, Plan, Precision, Techniques,
+};
 use oomlab::units::format_bytes;
 
 pub const EXIT_OK: i32 = 0;
@@ -137,6 +139,9 @@ struct ConfigArgs {
     /// Attention: standard (saves the T×T probabilities) or fused (FlashAttention-style).
     #[arg(long, default_value = "standard")]
     attention: String,
+    /// Numeric precision: fp32, fp16 (mixed, with dynamic loss scaling) or bf16 (mixed).
+    #[arg(long, default_value = "fp32")]
+    precision: String,
     /// LoRA rank R: freeze the base weights and train rank-R adapters on --lora-targets.
     #[arg(long)]
     lora: Option<i64>,
@@ -247,6 +252,7 @@ impl ConfigArgs {
             checkpoint: Checkpoint::parse(&self.checkpoint, model.n_layers)?,
             attention: AttentionKind::parse(&self.attention)?,
             accum,
+            precision: Precision::parse(&self.precision)?,
             lora: match self.lora {
                 Some(r) => {
                     let rank = check_dim("--lora rank", r)?;
@@ -983,6 +989,10 @@ fn compare_variants(r: &Resolved) -> Vec<(String, Resolved)> {
     for c in checkpoints {
         out.push((format!("checkpoint {}", c.label()), with(Techniques { checkpoint: c, ..Techniques::default() })));
     }
+    for precision in [Precision::Fp16, Precision::Bf16] {
+        let t = Techniques { precision, ..Techniques::default() };
+        out.push((format!("{} mixed precision", precision.name()), with(t)));
+    }
     let fused = Techniques { attention: AttentionKind::Fused, ..Techniques::default() };
     if fused.validate(&r.model).is_ok() {
         out.push(("fused attention".into(), with(fused)));
@@ -1017,6 +1027,7 @@ fn compare_variants(r: &Resolved) -> Vec<(String, Resolved)> {
         attention: if fused.validate(&r.model).is_ok() { AttentionKind::Fused } else { AttentionKind::Standard },
         accum: accum.unwrap_or(1),
         lora: None,
+        precision: Precision::Fp32,
     };
     let combined = Resolved {
         shape: StepShape { batch: batch / all.accum, seq: r.shape.seq },

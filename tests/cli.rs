@@ -46,6 +46,7 @@ fn bad_input_exits_2_with_a_message() {
         (&["sweep", "--accum", "0"], "--accum must be at least 1"),
         (&["compare", "--d-model", "256", "--heads", "2", "--attention", "fused"], "head sizes"),
         (&["measure", "--lora", "64"], "not low"),
+        (&["measure", "--precision", "fp8"], "unknown precision"),
         (&["dump-step", "--out", "/tmp/x", "--lora", "2"], "with --lora there are none"),
         (&["measure", "--lora", "4", "--lora-targets", "embeddings"], "unknown LoRA target"),
         (&["measure", "--lora", "4", "--lora-alpha", "-1"], "alpha must be positive"),
@@ -204,6 +205,8 @@ fn measure_and_sweep_take_every_toggle() {
         &["--micro-batch", "2", "--accum", "4"],
         &["--checkpoint", "blocks", "--attention", "fused", "--accum", "2"],
         &["--lora", "4", "--lora-targets", "qkv,mlp", "--checkpoint", "every:2"],
+        &["--precision", "fp16"],
+        &["--precision", "bf16", "--attention", "fused", "--checkpoint", "blocks"],
     ] {
         let v = run(extra);
         assert!(act(&v) < act(&base), "{extra:?}: {} ≥ {}", act(&v), act(&base));
@@ -278,7 +281,16 @@ fn compare_lists_every_technique_against_the_baseline() {
             continue;
         }
         let diff = row["grad_rel_diff"].as_f64().expect("gradient agreement");
-        assert!(diff < 1e-5, "{name}: gradients differ by {diff}");
+        // 16-bit storage rounds every activation: fp16 keeps 11 significant bits, bf16 8.
+        let tol = if name.contains("fp16") {
+            5e-3
+        } else if name.contains("bf16") {
+            5e-2
+        } else {
+            1e-5
+        };
+        println!("{name}: gradients within {diff:.1e} of the baseline");
+        assert!(diff < tol, "{name}: gradients differ by {diff}");
         assert!(row["step_ms"].as_f64().expect("time") > 0.0);
         if !name.starts_with("optimizer") {
             assert!(row["activation_bytes"].as_u64().expect("activations") < base_act, "{name}");

@@ -276,7 +276,7 @@ fn optimizers_match_cpu_over_several_steps() {
     let grads = case.input("grads", &[n], 1.0);
     let m = case.output("m", &[n]);
     let v = case.output("v", &[n]);
-    case.op(Op::AdamW { params, grads, m, v });
+    case.op(Op::AdamW { params, grads, m, v, copy: None, found_inf: None });
     let cfg = OptimizerConfig { weight_decay: 0.1, ..OptimizerConfig::default() };
     let (cpu, gpu) = run_optimizer_steps(&case, cfg, 3);
     compare("adamw params (3 steps)", &cpu, &gpu, params, TOL);
@@ -287,7 +287,7 @@ fn optimizers_match_cpu_over_several_steps() {
     let params = case.input("params", &[n], 1.0);
     let grads = case.input("grads", &[n], 1.0);
     let buf = case.output("momentum", &[n]);
-    case.op(Op::Sgd { params, grads, momentum: Some(buf) });
+    case.op(Op::Sgd { params, grads, momentum: Some(buf), copy: None, found_inf: None });
     let cfg = OptimizerConfig {
         kind: OptimizerKind::Momentum,
         lr: 0.1,

@@ -28,3 +28,32 @@ fn every_shader_parses_and_validates() {
     }
     assert_eq!(count, oomlab::backend::gpu::kernels::SHADERS.len(), "SHADERS lists a file that is not in shaders/");
 }
+
+/// Every shader's 16-bit variants validate too: all float bindings packed as fp16, as bf16, and
+/// as native `f16` (the storage a mixed-precision step binds).
+#[test]
+fn every_16_bit_variant_validates() {
+    use oomlab::backend::gpu::kernels::storage::{Storage, specialize};
+    for (name, source) in oomlab::backend::gpu::kernels::SHADERS {
+        let floats: Vec<u32> = source
+            .lines()
+            .filter(|l| l.trim_start().starts_with("@group(0) @binding(") && l.trim_end().ends_with("array<f32>;"))
+            .filter_map(|l| l.split("@binding(").nth(1)?.split(')').next()?.parse().ok())
+            .collect();
+        assert!(!floats.is_empty(), "{name} has no float binding");
+        for storage in [Storage::F16Packed, Storage::Bf16Packed, Storage::F16Native] {
+            // All float bindings at once, and each alone (mixed fp32/16-bit dispatches).
+            let mut sets: Vec<Vec<(u32, Storage)>> = vec![floats.iter().map(|&b| (b, storage)).collect()];
+            sets.extend(floats.iter().map(|&b| vec![(b, storage)]));
+            for set in sets {
+                let text = specialize(source, &set);
+                let module = naga::front::wgsl::parse_str(&text)
+                    .unwrap_or_else(|e| panic!("{name} {set:?} does not parse:\n{}\n{text}", e.emit_to_string(&text)));
+                let caps = naga::valid::Capabilities::SHADER_FLOAT16;
+                naga::valid::Validator::new(naga::valid::ValidationFlags::all(), caps)
+                    .validate(&module)
+                    .unwrap_or_else(|e| panic!("{name} {set:?} does not validate: {e:?}\n{text}"));
+            }
+        }
+    }
+}

@@ -11,12 +11,12 @@ use oomlab::data::Dataset;
 use oomlab::memory::formula::activation_peak_bytes;
 use oomlab::memory::{StepMemory, simulate};
 use oomlab::model::{ModelConfig, StepShape};
-use oomlab::plan::{AttentionKind, Checkpoint, OptimizerConfig, Plan, Techniques};
+use oomlab::plan::{AttentionKind, Checkpoint, OptimizerConfig, Plan, Precision, Techniques};
 
 const BUDGET: u64 = 1 << 30;
 
 fn tech(checkpoint: Checkpoint, attention: AttentionKind, accum: usize) -> Techniques {
-    Techniques { checkpoint, attention, accum, lora: None }
+    Techniques { checkpoint, attention, accum, ..Techniques::default() }
 }
 
 /// Every combination (some invalid for some models) of checkpointing mode, attention kind and accumulation.
@@ -32,6 +32,11 @@ fn combinations(layers: usize) -> Vec<Techniques> {
             for targets in ["qkv", "proj", "mlp", "all"] {
                 let lora = oomlab::model::params::LoraConfig::new(3).with_targets(targets).expect("targets");
                 out.push(Techniques { lora: Some(lora), ..tech(checkpoint, attention, 1) });
+            }
+            for precision in [Precision::Fp16, Precision::Bf16] {
+                out.push(Techniques { precision, ..tech(checkpoint, attention, 2) });
+                let lora = oomlab::model::params::LoraConfig::new(3).with_targets("all").expect("targets");
+                out.push(Techniques { precision, lora: Some(lora), ..tech(checkpoint, attention, 1) });
             }
         }
     }

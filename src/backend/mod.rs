@@ -36,6 +36,9 @@ pub trait Trainer {
     fn write_params(&mut self, flat: &[f32]) -> Result<(), BackendError>;
     /// What the caching allocator saw during the last step (measured), once a step has run.
     fn memory(&self) -> Option<&crate::memory::StepMemory>;
+    /// fp16's dynamic loss scaling (None in other precisions).
+    fn loss_scaler(&self) -> Option<&crate::plan::LossScaler>;
+    fn loss_scaler_mut(&mut self) -> Option<&mut crate::plan::LossScaler>;
 }
 
 /// Which backend runs the step.

@@ -42,6 +42,8 @@ pub fn activation_bytes(model: &ModelConfig, shape: StepShape) -> u64 {
 ///   moment the last layer's probabilities are recomputed, when that layer has already freed
 ///   its MLP activations, LayerNorm-2's, the first residual sum, the attention output, and the
 ///   final LayerNorm's output and the last block's output were freed too (`13sbh + 4sb`).
+/// - Mixed precision stores the activations in 16 bits; LayerNorm's statistics and attention's
+///   logsumexp stay fp32.
 /// - With LoRA, frozen projections need no input for their backward pass, so those inputs are
 ///   not saved; each adapter saves its `r·s·b` intermediate.
 /// - Checkpointing every k blocks saves the embedding output, each segment's output and the
@@ -52,8 +54,13 @@ pub fn activation_peak_bytes(model: &ModelConfig, shape: StepShape, techniques: 
     let (s, b, h, a, l) =
         (shape.seq as u64, shape.batch as u64, model.d_model as u64, model.n_heads as u64, model.n_layers as u64);
     let (sbh, sb) = (s * b * h, s * b);
+    // Bytes of one tensor of n values: in the step's precision, or fp32 (LayerNorm statistics
+    // and attention's logsumexp stay fp32 under mixed precision).
+    let dt = techniques.precision.dtype();
+    let nb = |n: u64| dt.bytes_for(n as usize) as u64;
+    let wb = |n: u64| 4 * n;
     let fused = techniques.attention == AttentionKind::Fused;
-    let att = if fused { a * s * b } else { a * s * s * b };
+    let att = if fused { wb(a * s * b) } else { nb(a * s * s * b) };
     // With LoRA the base weights are frozen: a projection's input is saved only when its adapter
     // needs it (or, for the attention output, when fused attention's backward reads it), and each
     // adapter saves its rank-r intermediate x·A.
@@ -61,22 +68,25 @@ pub fn activation_peak_bytes(model: &ModelConfig, shape: StepShape, techniques: 
     let trained = |target: bool| lora.is_none() || target;
     let (qkv, proj, mlp) = lora.map_or((false, false, false), |l| (l.qkv, l.proj, l.mlp));
     let r = lora.map_or(0, |l| l.rank as u64);
-    let adapters = (qkv as u64 + proj as u64 + 2 * mlp as u64) * r * sb;
-    let pre_att = sbh + 2 * sb + if trained(qkv) { sbh } else { 0 } + 3 * sbh;
-    let post_att = if trained(proj) || fused { sbh } else { 0 }
-        + sbh
-        + 2 * sb
-        + if trained(mlp) { sbh } else { 0 }
-        + 4 * sbh
-        + if trained(mlp) { 4 * sbh } else { 0 };
+    let adapter = nb(r * sb);
+    let adapters = (qkv as u64 + proj as u64 + 2 * mlp as u64) * adapter;
+    let if_ = |cond: bool, bytes: u64| if cond { bytes } else { 0 };
+    let x = nb(sbh);
+    let pre_att = x + 2 * wb(sb) + if_(trained(qkv), nb(sbh)) + nb(3 * sbh);
+    let post_att = if_(trained(proj) || fused, nb(sbh))
+        + nb(sbh)
+        + 2 * wb(sb)
+        + if_(trained(mlp), nb(sbh))
+        + nb(4 * sbh)
+        + if_(trained(mlp), nb(4 * sbh));
     let block = pre_att + att + post_att + adapters;
     // The last block's output and ln_f's statistics (and ln_f's output, the trained lm_head's input).
-    let outside = sbh + 2 * sb + if lora.is_none() { sbh } else { 0 };
-    let floats = match techniques.checkpoint {
+    let outside = x + 2 * wb(sb) + if_(lora.is_none(), nb(sbh));
+    match techniques.checkpoint {
         Checkpoint::Off => l * block + outside,
         Checkpoint::Selective => {
             // The last block's adapters after the attention were freed too.
-            let after_att = post_att + (proj as u64 + 2 * mlp as u64) * r * sb;
+            let after_att = post_att + (proj as u64 + 2 * mlp as u64) * adapter;
             let end_of_forward = l * (block - att) + outside;
             end_of_forward.max(end_of_forward - after_att - outside + att)
         }
@@ -84,16 +94,15 @@ pub fn activation_peak_bytes(model: &ModelConfig, shape: StepShape, techniques: 
             let k = (k as u64).clamp(1, l);
             let segments = l.div_ceil(k);
             // The embedding output, each segment's output (the last is ln_f's input) and ln_f's.
-            let end_of_forward = sbh * (1 + segments) + outside - sbh;
+            let end_of_forward = x * (1 + segments) + outside - x;
             (0..segments)
                 .map(|j| {
                     let n = k.min(l - j * k);
-                    (j + 1) * sbh + n * (block - sbh) + (n - 1) * sbh
+                    (j + 1) * x + n * (block - x) + (n - 1) * x
                 })
                 .fold(end_of_forward, u64::max)
         }
-    };
-    4 * floats
+    }
 }
 
 #[cfg(test)]

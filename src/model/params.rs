@@ -11,8 +11,9 @@
 
 use super::ModelConfig;
 
-/// 64 f32 = 256 bytes, wgpu's maximum `min_storage_buffer_offset_alignment`.
-pub const PARAM_ALIGN_ELEMS: usize = 64;
+/// 128 elements: 256 bytes of 16-bit values (512 of f32), a multiple of wgpu's maximum
+/// `min_storage_buffer_offset_alignment` (256 bytes) whatever the precision.
+pub const PARAM_ALIGN_ELEMS: usize = 128;
 
 /// How a parameter is initialised (GPT-2's scheme).
 #[derive(Clone, Copy, Debug, PartialEq)]

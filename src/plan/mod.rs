@@ -10,7 +10,7 @@ pub mod techniques;
 use serde::{Deserialize, Serialize};
 
 pub use optimizer::{OptimizerConfig, OptimizerKind};
-pub use techniques::{AttentionKind, Checkpoint, Techniques};
+pub use techniques::{AttentionKind, Checkpoint, LossScaler, Precision, Techniques};
 
 use crate::model::params::{LoraTarget, ParamKind, ParamLayout};
 use crate::model::{ConfigError, ModelConfig, StepShape, check_dim};
@@ -32,15 +32,34 @@ pub enum Category {
     Workspace,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum DType {
     F32,
     U32,
+    /// IEEE binary16 (fp16): 5 exponent bits, 10 mantissa bits; largest finite 65504.
+    F16,
+    /// bfloat16: fp32's 8 exponent bits, 7 mantissa bits.
+    BF16,
 }
 
 impl DType {
+    /// Bytes per element.
     pub fn size_bytes(self) -> usize {
-        4
+        match self {
+            DType::F32 | DType::U32 => 4,
+            DType::F16 | DType::BF16 => 2,
+        }
+    }
+
+    /// A 16-bit float type.
+    pub fn is_half(self) -> bool {
+        matches!(self, DType::F16 | DType::BF16)
+    }
+
+    /// Bytes of `n` elements as stored: rounded up to whole 4-byte words (GPU bindings are
+    /// sized in words; 16-bit values are packed two per word where the adapter has no f16).
+    pub fn bytes_for(self, n: usize) -> usize {
+        (n * self.size_bytes()).div_ceil(4) * 4
     }
 }
 
@@ -63,7 +82,7 @@ impl TensorInfo {
         self.shape.iter().product()
     }
     pub fn size_bytes(&self) -> usize {
-        self.numel() * self.dtype.size_bytes()
+        self.dtype.bytes_for(self.numel())
     }
 }
 
@@ -251,18 +270,31 @@ pub enum Op {
         dlogits: View,
         scale: f64,
     },
-    /// AdamW over the flat parameters.
+    /// found_inf[0] = 1 if any gradient is inf or NaN (left unchanged otherwise): fp16's
+    /// overflow check before the optimizer (`GradScaler.unscale_`).
+    CheckFinite {
+        grads: View,
+        found_inf: View,
+    },
+    /// AdamW over the flat parameters. With mixed precision `params` are the fp32 master
+    /// weights, the gradients are unscaled by the loss scale, the step is skipped when
+    /// `found_inf` is set, and the updated weights are also written, rounded, to `copy` (the
+    /// 16-bit working copy the forward pass reads).
     AdamW {
         params: View,
         grads: View,
         m: View,
         v: View,
+        copy: Option<View>,
+        found_inf: Option<View>,
     },
-    /// SGD, with momentum when `momentum` is present.
+    /// SGD, with momentum when `momentum` is present; mixed precision as for AdamW.
     Sgd {
         params: View,
         grads: View,
         momentum: Option<View>,
+        copy: Option<View>,
+        found_inf: Option<View>,
     },
 }
 
@@ -318,10 +350,14 @@ impl Op {
                 (vec![logits, targets], vec![probs, losses, loss])
             }
             Op::CrossEntropyBackward { probs, targets, dlogits, .. } => (vec![probs, targets], vec![dlogits]),
-            Op::AdamW { params, grads, m, v } => (vec![params, grads, m, v], vec![params, m, v]),
-            Op::Sgd { params, grads, momentum } => (
-                [params, grads].into_iter().chain(momentum).collect(),
-                std::iter::once(params).chain(momentum).collect(),
+            Op::CheckFinite { grads, found_inf } => (vec![grads, found_inf], vec![found_inf]),
+            Op::AdamW { params, grads, m, v, copy, found_inf } => (
+                [params, grads, m, v].into_iter().chain(found_inf).collect(),
+                [params, m, v].into_iter().chain(copy).collect(),
+            ),
+            Op::Sgd { params, grads, momentum, copy, found_inf } => (
+                [params, grads].into_iter().chain(momentum).chain(found_inf).collect(),
+                std::iter::once(params).chain(momentum).chain(copy).collect(),
             ),
         }
     }
@@ -348,6 +384,7 @@ impl Op {
             Op::ResidualBackward { .. } => "residual_backward",
             Op::CrossEntropy { .. } => "cross_entropy",
             Op::CrossEntropyBackward { .. } => "cross_entropy_backward",
+            Op::CheckFinite { .. } => "check_finite",
             Op::AdamW { .. } => "adamw",
             Op::Sgd { .. } => "sgd",
         }
@@ -391,6 +428,7 @@ impl Op {
             Op::ResidualBackward { .. } => 0,
             Op::CrossEntropy { logits, .. } => 4 * len(logits),
             Op::CrossEntropyBackward { dlogits, .. } => 2 * len(dlogits),
+            Op::CheckFinite { grads, .. } => len(grads),
             Op::AdamW { params, .. } => 12 * len(params),
             Op::Sgd { params, .. } => 4 * len(params),
         }
@@ -470,6 +508,10 @@ pub struct Handles {
     pub trainable: TensorId,
     /// The gradients of `trainable`.
     pub grads: TensorId,
+    /// Mixed precision: the fp32 master copy of `trainable`, which the optimizer updates.
+    pub master: Option<TensorId>,
+    /// fp16: set by the overflow check when a gradient is inf or NaN (the step is skipped).
+    pub found_inf: Option<TensorId>,
     /// One entry per micro-batch (one without gradient accumulation).
     pub micro: Vec<MicroHandles>,
 }
@@ -519,7 +561,8 @@ impl Plan {
                 *s = Some(s.map_or((i, i), |(first, _)| (first, i)));
             }
         }
-        let losses: Vec<TensorId> = self.handles.micro.iter().map(|m| m.loss).collect();
+        let mut losses: Vec<TensorId> = self.handles.micro.iter().map(|m| m.loss).collect();
+        losses.extend(self.handles.found_inf);
         self.tensors
             .iter()
             .zip(span)
@@ -529,8 +572,8 @@ impl Plan {
                 if t.category.is_persistent() {
                     Lifetime::Persistent
                 } else {
-                    // The batch, and the loss the training loop reads after the step, are held
-                    // for the whole step; so is anything no op touches (a caller's handle).
+                    // The batch, and the loss (and overflow flag) the training loop reads after
+                    // the step, are held for the whole step; so is anything no op touches.
                     match span {
                         Some((first, last)) if t.category != Category::Input => Lifetime::Ops { first, last },
                         _ => Lifetime::Step,
@@ -646,6 +689,9 @@ struct Builder {
     /// What the optimizer updates: `params`, or the LoRA adapters.
     trainable: View,
     grads: View,
+    master: Option<View>,
+    /// Storage type of activations, working weights and gradients.
+    dt: DType,
     lora: Option<ParamLayout>,
     /// The micro-batch being built (names get a prefix when there are several).
     micro: usize,
@@ -669,21 +715,29 @@ impl Builder {
             params: none,
             trainable: none,
             grads: none,
+            master: None,
+            dt: techniques.precision.dtype(),
             lora,
             micro: 0,
             mode: Mode::Saved,
         };
-        b.params = b.tensor("parameters", &[flat], DType::F32, Category::Parameters, None);
+        let dt = b.dt;
+        b.params = b.tensor("parameters", &[flat], dt, Category::Parameters, None);
         match b.lora.as_ref().map(|l| l.flat_len) {
             // LoRA: the base parameters are frozen, with neither gradients nor optimizer state.
             Some(n) => {
-                b.trainable = b.tensor("lora.parameters", &[n], DType::F32, Category::Parameters, None);
-                b.grads = b.tensor("lora.gradients", &[n], DType::F32, Category::Gradients, None);
+                b.trainable = b.tensor("lora.parameters", &[n], dt, Category::Parameters, None);
+                b.grads = b.tensor("lora.gradients", &[n], dt, Category::Gradients, None);
             }
             None => {
                 b.trainable = b.params;
-                b.grads = b.tensor("gradients", &[flat], DType::F32, Category::Gradients, None);
+                b.grads = b.tensor("gradients", &[flat], dt, Category::Gradients, None);
             }
+        }
+        if dt.is_half() {
+            let n = b.trainable.len;
+            let name = if b.lora.is_some() { "lora.master_weights" } else { "master_weights" };
+            b.master = Some(b.tensor(name, &[n], DType::F32, Category::MasterWeights, None));
         }
         b
     }
@@ -701,9 +755,16 @@ impl Builder {
         View { tensor: id, offset: 0, len: shape.iter().product() }
     }
 
-    /// A tensor of the current micro-batch: its name gets the micro-batch's prefix (with
-    /// accumulation) and marks recomputed copies.
+    /// A tensor of the current micro-batch, in the step's precision: its name gets the
+    /// micro-batch's prefix (with accumulation) and marks recomputed copies.
     fn act(&mut self, name: impl Into<String>, shape: &[usize], category: Category, layer: Option<usize>) -> View {
+        let name = self.name(name.into());
+        self.tensor(name, shape, self.dt, category, layer)
+    }
+
+    /// Like [`Self::act`], always fp32: statistics that stay in fp32 under mixed precision, as
+    /// autocast keeps them (LayerNorm's mean and 1/std, attention's logsumexp, the losses).
+    fn act32(&mut self, name: impl Into<String>, shape: &[usize], category: Category, layer: Option<usize>) -> View {
         let name = self.name(name.into());
         self.tensor(name, shape, DType::F32, category, layer)
     }
@@ -765,16 +826,25 @@ impl Builder {
             })
             .collect();
 
-        let (params, grads) = (self.trainable, self.grads);
-        let op = match self.optimizer.kind {
-            OptimizerKind::AdamW => Op::AdamW { params, grads, m: opt_state[0], v: opt_state[1] },
-            OptimizerKind::Momentum => Op::Sgd { params, grads, momentum: Some(opt_state[0]) },
-            OptimizerKind::Sgd => Op::Sgd { params, grads, momentum: None },
-        };
         self.micro = 0;
         self.mode = Mode::Saved;
         let accum = self.techniques.accum;
-        self.techniques.accum = 1; // the optimizer's label carries no micro-batch prefix
+        self.techniques.accum = 1; // the optimizer's labels carry no micro-batch prefix
+        // Mixed precision: the optimizer updates the fp32 master weights and writes the 16-bit
+        // working copy; fp16 first checks the (scaled) gradients for overflow.
+        let (params, grads) = (self.master.unwrap_or(self.trainable), self.grads);
+        let copy = self.master.map(|_| self.trainable);
+        let found_inf = self.techniques.precision.scales_loss().then(|| {
+            let flag = self.tensor("found_inf", &[1], DType::U32, Category::Workspace, None);
+            self.push(Phase::Optimizer, "unscale", Op::Zero { dst: flag });
+            self.push(Phase::Optimizer, "unscale", Op::CheckFinite { grads, found_inf: flag });
+            flag
+        });
+        let op = match self.optimizer.kind {
+            OptimizerKind::AdamW => Op::AdamW { params, grads, m: opt_state[0], v: opt_state[1], copy, found_inf },
+            OptimizerKind::Momentum => Op::Sgd { params, grads, momentum: Some(opt_state[0]), copy, found_inf },
+            OptimizerKind::Sgd => Op::Sgd { params, grads, momentum: None, copy, found_inf },
+        };
         self.push(Phase::Optimizer, self.optimizer.kind.name(), op);
         self.techniques.accum = accum;
 
@@ -791,7 +861,14 @@ impl Builder {
                 t.category = Category::Temporaries;
             }
         }
-        let handles = Handles { params: self.params.tensor, trainable: params.tensor, grads: grads.tensor, micro };
+        let handles = Handles {
+            params: self.params.tensor,
+            trainable: self.trainable.tensor,
+            grads: grads.tensor,
+            master: self.master.map(|m| m.tensor),
+            found_inf: found_inf.map(|f| f.tensor),
+            micro,
+        };
         Plan {
             model: self.model,
             shape: self.shape,
@@ -850,8 +927,8 @@ impl Builder {
             x = out;
         }
         let lnf = self.act("ln_f.out", &[b, t, c], A, None);
-        let lnf_mean = self.act("ln_f.mean", &[b, t], A, None);
-        let lnf_rstd = self.act("ln_f.rstd", &[b, t], A, None);
+        let lnf_mean = self.act32("ln_f.mean", &[b, t], A, None);
+        let lnf_rstd = self.act32("ln_f.rstd", &[b, t], A, None);
         self.push(
             Phase::Forward,
             "ln_f",
@@ -880,8 +957,8 @@ impl Builder {
             },
         );
         let probs = self.act("probs", &[b, t, v], Category::Logits, None);
-        let losses = self.act("losses", &[b, t], Category::Logits, None);
-        let loss = self.act("loss", &[1], Category::Logits, None);
+        let losses = self.act32("losses", &[b, t], Category::Logits, None);
+        let loss = self.act32("loss", &[1], Category::Logits, None);
         self.push(Phase::Forward, "cross_entropy", Op::CrossEntropy { logits, targets, probs, losses, loss });
 
         // ---- backward ----
@@ -939,15 +1016,10 @@ impl Builder {
             dfch_gelu: self.act("grad.mlp.gelu.out", &[b, t, 4 * c], Tmp, None),
             dfch: self.act("grad.mlp.c_fc.out", &[b, t, 4 * c], Tmp, None),
             datty: self.act("grad.attn.out", &[b, t, c], Tmp, None),
-            datt: self.act(
-                match self.techniques.attention {
-                    AttentionKind::Standard => "grad.attn.probs",
-                    AttentionKind::Fused => "grad.attn.delta",
-                },
-                datt_shape,
-                Tmp,
-                None,
-            ),
+            datt: match self.techniques.attention {
+                AttentionKind::Standard => self.act("grad.attn.probs", datt_shape, Tmp, None),
+                AttentionKind::Fused => self.act32("grad.attn.delta", datt_shape, Tmp, None),
+            },
             dqkv: self.act("grad.attn.qkv", &[b, t, 3 * c], Tmp, None),
             dlora: self.techniques.lora.map(|l| self.act("grad.lora_h", &[rows, l.rank], Tmp, None)),
         };
@@ -1124,8 +1196,8 @@ impl Builder {
         let a = self.saved();
         let tmp = Category::Temporaries;
         let ln1 = self.act(n("ln_1.out"), &[b, t, c], a, li);
-        let ln1_mean = self.act(n("ln_1.mean"), &[b, t], a, li);
-        let ln1_rstd = self.act(n("ln_1.rstd"), &[b, t], a, li);
+        let ln1_mean = self.act32(n("ln_1.mean"), &[b, t], a, li);
+        let ln1_rstd = self.act32(n("ln_1.rstd"), &[b, t], a, li);
         self.push(
             Phase::Forward,
             n("ln_1"),
@@ -1151,7 +1223,7 @@ impl Builder {
                 att
             }
             AttentionKind::Fused => {
-                let lse = self.act(n("attn.lse"), &[b, nh, t], a, li);
+                let lse = self.act32(n("attn.lse"), &[b, nh, t], a, li);
                 self.push(Phase::Forward, n("attn"), Op::FlashAttention { qkv, out: atty, lse });
                 lse
             }
@@ -1162,8 +1234,8 @@ impl Builder {
         let res2 = self.act(n("residual_1"), &[b, t, c], a, li);
         self.push(Phase::Forward, n("residual_1"), Op::Residual { a: x, b: attproj, out: res2 });
         let ln2 = self.act(n("ln_2.out"), &[b, t, c], a, li);
-        let ln2_mean = self.act(n("ln_2.mean"), &[b, t], a, li);
-        let ln2_rstd = self.act(n("ln_2.rstd"), &[b, t], a, li);
+        let ln2_mean = self.act32(n("ln_2.mean"), &[b, t], a, li);
+        let ln2_rstd = self.act32(n("ln_2.rstd"), &[b, t], a, li);
         self.push(
             Phase::Forward,
             n("ln_2"),

@@ -94,6 +94,89 @@ impl AttentionKind {
     }
 }
 
+/// Numeric precision of the step.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Precision {
+    /// Everything in fp32.
+    Fp32,
+    /// Mixed precision with fp16: activations, the working copy of the weights and the
+    /// gradients in fp16; fp32 master weights and optimizer state; dynamic loss scaling.
+    Fp16,
+    /// Mixed precision with bfloat16 (fp32's range, so no loss scaling).
+    Bf16,
+}
+
+impl Precision {
+    pub fn parse(text: &str) -> Result<Self, ConfigError> {
+        match text.trim().to_ascii_lowercase().as_str() {
+            "fp32" | "f32" | "float32" => Ok(Precision::Fp32),
+            "fp16" | "f16" | "float16" | "half" => Ok(Precision::Fp16),
+            "bf16" | "bfloat16" => Ok(Precision::Bf16),
+            other => Err(ConfigError::Other(format!("unknown precision {other:?}: expected fp32, fp16 or bf16"))),
+        }
+    }
+    pub fn name(self) -> &'static str {
+        match self {
+            Precision::Fp32 => "fp32",
+            Precision::Fp16 => "fp16",
+            Precision::Bf16 => "bf16",
+        }
+    }
+    /// The storage type of activations, working weights and gradients.
+    pub fn dtype(self) -> super::DType {
+        match self {
+            Precision::Fp32 => super::DType::F32,
+            Precision::Fp16 => super::DType::F16,
+            Precision::Bf16 => super::DType::BF16,
+        }
+    }
+    /// Whether the loss is scaled (and overflow checked): fp16 only.
+    pub fn scales_loss(self) -> bool {
+        self == Precision::Fp16
+    }
+}
+
+/// fp16's dynamic loss scaling, as PyTorch's `GradScaler`: the loss (so every gradient) is
+/// multiplied by `scale` so small gradients do not flush to zero in fp16; the optimizer divides
+/// it out. A step whose gradients overflowed (inf/NaN) is skipped and the scale halved; after
+/// `growth_interval` clean steps in a row the scale doubles.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct LossScaler {
+    pub scale: f32,
+    pub growth_interval: u32,
+    /// Clean steps since the last change of scale.
+    pub clean_steps: u32,
+    /// Steps skipped because of an overflow, in total.
+    pub skipped_steps: u64,
+}
+
+impl Default for LossScaler {
+    /// PyTorch's defaults: 2¹⁶, doubled every 2000 clean steps.
+    fn default() -> Self {
+        Self { scale: 65536.0, growth_interval: 2000, clean_steps: 0, skipped_steps: 0 }
+    }
+}
+
+impl LossScaler {
+    /// Records a step's outcome; returns whether the optimizer applied it.
+    pub fn update(&mut self, found_inf: bool) -> bool {
+        if found_inf {
+            self.scale = (self.scale * 0.5).max(f32::MIN_POSITIVE);
+            self.clean_steps = 0;
+            self.skipped_steps += 1;
+            false
+        } else {
+            self.clean_steps += 1;
+            if self.clean_steps >= self.growth_interval {
+                self.scale = (self.scale * 2.0).min(f32::MAX / 2.0);
+                self.clean_steps = 0;
+            }
+            true
+        }
+    }
+}
+
 /// The largest head size the fused attention kernel holds in registers.
 pub const FUSED_MAX_HEAD_SIZE: usize = 64;
 
@@ -107,11 +190,18 @@ pub struct Techniques {
     pub accum: usize,
     /// Low-rank adapters on frozen base weights.
     pub lora: Option<LoraConfig>,
+    pub precision: Precision,
 }
 
 impl Default for Techniques {
     fn default() -> Self {
-        Self { checkpoint: Checkpoint::Off, attention: AttentionKind::Standard, accum: 1, lora: None }
+        Self {
+            checkpoint: Checkpoint::Off,
+            attention: AttentionKind::Standard,
+            accum: 1,
+            lora: None,
+            precision: Precision::Fp32,
+        }
     }
 }
 
@@ -166,6 +256,9 @@ impl Techniques {
     /// A one-line description, e.g. "checkpoint every:2, fused attention, accum 4".
     pub fn describe(&self) -> String {
         let mut parts = Vec::new();
+        if self.precision != Precision::Fp32 {
+            parts.push(format!("{} mixed precision", self.precision.name()));
+        }
         if self.checkpoint != Checkpoint::Off {
             parts.push(format!("checkpoint {}", self.checkpoint.label()));
         }
@@ -198,6 +291,18 @@ mod tests {
         assert!(Checkpoint::parse("every:x", 9).is_err());
         assert!(Checkpoint::parse("sometimes", 9).is_err());
         assert_eq!(Checkpoint::Every(2).label(), "every:2");
+    }
+
+    #[test]
+    fn loss_scaler_backs_off_and_grows() {
+        let mut s = LossScaler { growth_interval: 3, ..LossScaler::default() };
+        assert!(!s.update(true));
+        assert_eq!(s.scale, 32768.0);
+        assert!(s.update(false) && s.update(false));
+        assert_eq!(s.scale, 32768.0);
+        assert!(s.update(false));
+        assert_eq!(s.scale, 65536.0);
+        assert_eq!(s.skipped_steps, 1);
     }
 
     #[test]

@@ -19,15 +19,18 @@ use crate::memory::allocator::Event;
 use crate::memory::step::{StepAllocator, StepMemory, Trace};
 use crate::memory::{Placement, SegmentId};
 use crate::model::init::{init_params, lora_seed};
-use crate::plan::{DType, Op, Phase, Plan, TensorId, View};
+use crate::plan::{DType, LossScaler, Op, Phase, Plan, TensorId, View};
 use ops::AdamWStep;
 
 /// Executes a plan on the host, in `F` precision (f32 for training, f64 for gradient checks).
 pub struct CpuExecutor<F> {
     plan: Plan,
-    /// One host buffer per allocator segment, in 4-byte slots: f32 tensors use `floats`,
-    /// u32 tensors `ints` (allocated only for segments that hold one).
+    /// One host buffer per allocator segment, in slots of `slot_bytes`: float tensors use
+    /// `floats`, u32 tensors `ints` (allocated only for segments that hold one). Element i of a
+    /// tensor at byte offset o is slot o/slot_bytes + i, so each tensor's slots lie within its
+    /// own bytes: slots are 2 bytes when the plan has 16-bit tensors, else 4.
     segments: BTreeMap<SegmentId, HostSegment<F>>,
+    slot_bytes: u64,
     /// Allocator events already applied to `segments`.
     events_seen: usize,
     allocator: StepAllocator,
@@ -36,6 +39,10 @@ pub struct CpuExecutor<F> {
     memory: Option<StepMemory>,
     /// Optimizer steps taken (AdamW's t).
     steps_taken: u32,
+    /// fp16's loss scaling.
+    scaler: Option<LossScaler>,
+    /// The loss scale of the last backward pass (what the stored gradients are multiplied by).
+    backward_scale: f64,
 }
 
 struct HostSegment<F> {
@@ -45,6 +52,17 @@ struct HostSegment<F> {
 
 fn cast<F: Float>(x: f32) -> F {
     F::from(x).unwrap_or_else(F::nan)
+}
+
+/// `x` rounded to the nearest value of `dtype` (identity for fp32): 16-bit tensors hold only
+/// what 16 bits can, overflow included (to ±inf).
+fn round_to<F: Float>(dtype: DType, x: F) -> F {
+    let v = x.to_f64().unwrap_or(f64::NAN);
+    match dtype {
+        DType::F16 => F::from(half::f16::from_f64(v).to_f64()).unwrap_or_else(F::nan),
+        DType::BF16 => F::from(half::bf16::from_f64(v).to_f64()).unwrap_or_else(F::nan),
+        DType::F32 | DType::U32 => x,
+    }
 }
 
 impl<F: Float> CpuExecutor<F> {
@@ -59,9 +77,14 @@ impl<F: Float> CpuExecutor<F> {
     pub fn with_budget(plan: Plan, seed: u64, budget_bytes: u64) -> Result<Self, BackendError> {
         let n = plan.tensors.len();
         let allocator = StepAllocator::new(&plan, budget_bytes, true);
+        let slot_bytes = if plan.tensors.iter().any(|t| t.dtype.is_half()) { 2 } else { 4 };
+        let scaler = plan.techniques.precision.scales_loss().then(LossScaler::default);
         let mut exec = Self {
             plan,
             segments: BTreeMap::new(),
+            slot_bytes,
+            scaler,
+            backward_scale: 1.0,
             events_seen: 0,
             allocator,
             capacity_bytes: budget_bytes,
@@ -76,9 +99,17 @@ impl<F: Float> CpuExecutor<F> {
         }
         let init = init_params(&exec.plan.layout, seed);
         exec.set_params_f32(&init);
-        if let Some(lora) = &exec.plan.lora {
-            let values: Vec<F> = init_params(lora, lora_seed(seed)).iter().map(|&x| cast(x)).collect();
-            exec.write_tensor(exec.plan.handles.trainable, &values);
+        let trainable = match &exec.plan.lora {
+            Some(lora) => {
+                let values: Vec<F> = init_params(lora, lora_seed(seed)).iter().map(|&x| cast(x)).collect();
+                exec.write_tensor(exec.plan.handles.trainable, &values);
+                values
+            }
+            None => init.iter().map(|&x| cast(x)).collect(),
+        };
+        // Mixed precision: the master weights hold the unrounded fp32 values.
+        if let Some(master) = exec.plan.handles.master {
+            exec.write_tensor(master, &trainable);
         }
         Ok(exec)
     }
@@ -89,7 +120,7 @@ impl<F: Float> CpuExecutor<F> {
         for e in &events[self.events_seen.min(events.len())..] {
             match *e {
                 Event::SegmentAlloc { segment, size, .. } => {
-                    let slots = (size / 4) as usize;
+                    let slots = (size / self.slot_bytes) as usize;
                     self.segments.insert(segment, HostSegment { floats: vec![F::zero(); slots], ints: Vec::new() });
                 }
                 Event::SegmentFree { segment, .. } => {
@@ -111,7 +142,7 @@ impl<F: Float> CpuExecutor<F> {
     /// Slot range of a view inside its segment, while its tensor is placed.
     fn slots(&self, v: View) -> Option<(SegmentId, usize, usize)> {
         let p: Placement = self.allocator.placement(v.tensor)?;
-        let start = (p.offset / 4) as usize + v.offset;
+        let start = (p.offset / self.slot_bytes) as usize + v.offset;
         Some((p.segment, start, start + v.len))
     }
 
@@ -123,7 +154,7 @@ impl<F: Float> CpuExecutor<F> {
         let Some((seg, a, b)) = self.slots(v) else { return };
         if let Some(s) = self.segments.get_mut(&seg) {
             match dtype {
-                DType::F32 => s.floats[a..b].fill(F::zero()),
+                DType::F32 | DType::F16 | DType::BF16 => s.floats[a..b].fill(F::zero()),
                 DType::U32 => {
                     if s.ints.len() < s.floats.len() {
                         s.ints.resize(s.floats.len(), 0);
@@ -138,7 +169,7 @@ impl<F: Float> CpuExecutor<F> {
     /// frees it, while its placement is known).
     fn poison(&mut self, id: TensorId) {
         if cfg!(debug_assertions)
-            && self.plan.tensors[id.0].dtype == DType::F32
+            && self.plan.tensors[id.0].dtype != DType::U32
             && let Some(x) = self.f_mut(self.plan.whole(id))
         {
             x.fill(F::nan());
@@ -201,10 +232,26 @@ impl<F: Float> CpuExecutor<F> {
 
     /// Overwrites the start of an allocated float tensor (extra values are ignored).
     pub fn write_tensor(&mut self, id: TensorId, values: &[F]) {
+        let dtype = self.plan.tensors[id.0].dtype;
         if let Some(dst) = self.f_mut(self.plan.whole(id)) {
-            let n = dst.len().min(values.len());
-            dst[..n].copy_from_slice(&values[..n]);
+            for (d, &v) in dst.iter_mut().zip(values) {
+                *d = round_to(dtype, v);
+            }
         }
+    }
+
+    /// fp16's loss scaler (None in other precisions).
+    pub fn loss_scaler(&self) -> Option<&LossScaler> {
+        self.scaler.as_ref()
+    }
+
+    pub fn loss_scaler_mut(&mut self) -> Option<&mut LossScaler> {
+        self.scaler.as_mut()
+    }
+
+    /// The loss scale of the next step (1 without fp16).
+    fn loss_scale(&self) -> f64 {
+        self.scaler.map_or(1.0, |s| s.scale as f64)
     }
 
     /// Overwrites the start of an allocated integer tensor (extra values are ignored).
@@ -277,6 +324,9 @@ impl<F: Float> CpuExecutor<F> {
         if phases.contains(&Phase::Optimizer) {
             self.steps_taken += 1;
         }
+        if phases.contains(&Phase::Backward) {
+            self.backward_scale = self.loss_scale();
+        }
         let mut trace = Trace::detailed();
         trace.record(&self.allocator, None);
         for i in 0..self.plan.ops.len() {
@@ -305,6 +355,15 @@ impl<F: Float> CpuExecutor<F> {
             self.sync_segments();
         }
         self.memory = Some(trace.finish(&self.allocator, self.capacity_bytes));
+        if phases.contains(&Phase::Optimizer) {
+            let found_inf = self.plan.handles.found_inf.is_some_and(|f| self.u(self.plan.whole(f)).first() == Some(&1));
+            if let Some(scaler) = self.scaler.as_mut()
+                && !scaler.update(found_inf)
+            {
+                // A skipped step does not count (AdamW's bias correction).
+                self.steps_taken -= 1;
+            }
+        }
         Ok(self.step_loss())
     }
 
@@ -336,9 +395,7 @@ impl<F: Float> CpuExecutor<F> {
         let mut bufs = views.map(|v| self.f(v).to_vec());
         f(self, &mut bufs);
         for (v, b) in views.iter().zip(bufs) {
-            if let Some(dst) = self.f_mut(*v) {
-                dst.copy_from_slice(&b);
-            }
+            self.store(*v, &b);
         }
     }
 
@@ -347,9 +404,36 @@ impl<F: Float> CpuExecutor<F> {
         let mut bufs: Vec<Vec<F>> = views.iter().map(|v| self.f(*v).to_vec()).collect();
         f(self, &mut bufs);
         for (v, b) in views.iter().zip(bufs) {
-            if let Some(dst) = self.f_mut(*v) {
-                dst.copy_from_slice(&b);
+            self.store(*v, &b);
+        }
+    }
+
+    /// Writes an op's output into its view, rounded to the tensor's precision.
+    fn store(&mut self, v: View, values: &[F]) {
+        let dtype = self.plan.tensors[v.tensor.0].dtype;
+        if let Some(dst) = self.f_mut(v) {
+            for (d, &x) in dst.iter_mut().zip(values) {
+                *d = round_to(dtype, x);
             }
+        }
+    }
+
+    /// Whether the optimizer skips this step: fp16 found an overflow.
+    fn skips(&self, found_inf: Option<View>) -> bool {
+        found_inf.is_some_and(|f| self.u(f).first().is_some_and(|&x| x != 0))
+    }
+
+    /// The gradients divided by the loss scale (a copy: the 16-bit gradients stay as they are).
+    fn unscaled(&self, grads: View) -> Vec<F> {
+        let inv = F::one() / F::from(self.loss_scale()).unwrap_or_else(F::one);
+        self.f(grads).iter().map(|&g| g * inv).collect()
+    }
+
+    /// Mixed precision: the updated master weights, rounded into the 16-bit working copy.
+    fn copy_weights(&mut self, master: View, copy: Option<View>) {
+        if let Some(copy) = copy {
+            let values = self.f(master).to_vec();
+            self.store(copy, &values);
         }
     }
 
@@ -359,7 +443,9 @@ impl<F: Float> CpuExecutor<F> {
         let (c, nh, vocab) = (m.d_model, m.n_heads, m.vocab);
         match *op {
             Op::Zero { dst } => {
-                if let Some(x) = self.f_mut(dst) {
+                if self.plan.tensors[dst.tensor.0].dtype == DType::U32 {
+                    self.write_tensor_u32(dst.tensor, &vec![0; dst.len]);
+                } else if let Some(x) = self.f_mut(dst) {
                     x.fill(F::zero());
                 }
             }
@@ -458,10 +544,23 @@ impl<F: Float> CpuExecutor<F> {
                     mean[0] = ops::crossentropy_forward(p, l, s.f(logits), s.u(targets), vocab);
                 })
             }
-            Op::CrossEntropyBackward { probs, targets, dlogits, scale } => self.with_outputs([dlogits], |s, [d]| {
-                ops::crossentropy_backward(d, s.f(probs), s.u(targets), vocab, scale);
-            }),
-            Op::AdamW { params, grads, m: mm, v } => {
+            Op::CrossEntropyBackward { probs, targets, dlogits, scale } => {
+                // fp16 scales the loss, so every gradient.
+                let scale = scale * self.loss_scale();
+                self.with_outputs([dlogits], |s, [d]| {
+                    ops::crossentropy_backward(d, s.f(probs), s.u(targets), vocab, scale);
+                })
+            }
+            Op::CheckFinite { grads, found_inf } => {
+                if !ops::all_finite(self.f(grads)) {
+                    self.write_tensor_u32(found_inf.tensor, &[1]);
+                }
+            }
+            Op::AdamW { params, grads, m: mm, v, copy, found_inf } => {
+                if self.skips(found_inf) {
+                    return;
+                }
+                let grads = self.unscaled(grads);
                 let o = self.plan.optimizer;
                 let step = AdamWStep {
                     lr: o.lr,
@@ -472,18 +571,24 @@ impl<F: Float> CpuExecutor<F> {
                     step: self.steps_taken,
                     decay_end: self.plan.trainable_layout().decay_end,
                 };
-                self.with_outputs([params, mm, v], |s, [p, m1, m2]| ops::adamw_step(p, m1, m2, s.f(grads), &step));
+                self.with_outputs([params, mm, v], |_, [p, m1, m2]| ops::adamw_step(p, m1, m2, &grads, &step));
+                self.copy_weights(params, copy);
             }
-            Op::Sgd { params, grads, momentum } => {
+            Op::Sgd { params, grads, momentum, copy, found_inf } => {
+                if self.skips(found_inf) {
+                    return;
+                }
+                let grads = self.unscaled(grads);
                 let o = self.plan.optimizer;
                 match momentum {
-                    Some(buf) => self.with_outputs([params, buf], |s, [p, mb]| {
-                        ops::sgd_step(p, Some(mb), s.f(grads), o.lr, o.momentum, o.weight_decay);
+                    Some(buf) => self.with_outputs([params, buf], |_, [p, mb]| {
+                        ops::sgd_step(p, Some(mb), &grads, o.lr, o.momentum, o.weight_decay);
                     }),
-                    None => self.with_outputs([params], |s, [p]| {
-                        ops::sgd_step(p, None, s.f(grads), o.lr, o.momentum, o.weight_decay);
+                    None => self.with_outputs([params], |_, [p]| {
+                        ops::sgd_step(p, None, &grads, o.lr, o.momentum, o.weight_decay);
                     }),
                 }
+                self.copy_weights(params, copy);
             }
         }
     }
@@ -507,7 +612,9 @@ impl Trainer for CpuExecutor<f32> {
         Ok(self.params().to_vec())
     }
     fn read_grads(&mut self) -> Result<Vec<f32>, BackendError> {
-        Ok(self.grads().to_vec())
+        // fp16 stores scaled gradients: report the true ones.
+        let inv = (1.0 / self.backward_scale) as f32;
+        Ok(self.grads().iter().map(|g| g * inv).collect())
     }
     fn write_params(&mut self, flat: &[f32]) -> Result<(), BackendError> {
         self.set_params(flat);
@@ -515,5 +622,11 @@ impl Trainer for CpuExecutor<f32> {
     }
     fn memory(&self) -> Option<&crate::memory::StepMemory> {
         CpuExecutor::memory(self)
+    }
+    fn loss_scaler(&self) -> Option<&LossScaler> {
+        self.scaler.as_ref()
+    }
+    fn loss_scaler_mut(&mut self) -> Option<&mut LossScaler> {
+        self.scaler.as_mut()
     }
 }

@@ -465,6 +465,11 @@ pub fn crossentropy_backward<F: Float>(dlogits: &mut [F], probs: &[F], targets: 
     }
 }
 
+/// Whether every value is finite (fp16's overflow check).
+pub fn all_finite<F: Float>(x: &[F]) -> bool {
+    x.iter().all(|v| v.is_finite())
+}
+
 /// Per-step scalars of AdamW; `step` counts from 1.
 #[derive(Clone, Copy, Debug)]
 pub struct AdamWStep {

@@ -62,8 +62,15 @@ impl GpuContext {
     }
 
     /// Creates a headless device on the best adapter (honours `WGPU_BACKEND` and
-    /// `WGPU_ADAPTER_NAME`). Requests the adapter's own limits so large configs fit.
+    /// `WGPU_ADAPTER_NAME`). Requests the adapter's own limits so large configs fit, and
+    /// `SHADER_F16` where the adapter has it (fp16 tensors are then stored as `f16`).
     pub async fn new_headless() -> Result<Self, GpuError> {
+        Self::new_headless_with(true).await
+    }
+
+    /// [`Self::new_headless`], requesting `SHADER_F16` only if `f16` (and the adapter has it):
+    /// without it fp16 tensors are packed two per `u32`, as on adapters that lack the feature.
+    pub async fn new_headless_with(f16: bool) -> Result<Self, GpuError> {
         let instance = wgpu::Instance::new(wgpu::InstanceDescriptor::new_without_display_handle_from_env());
         let adapter = instance
             .request_adapter(&wgpu::RequestAdapterOptions {
@@ -76,10 +83,11 @@ impl GpuContext {
             .map_err(|e| GpuError::NoAdapter(e.to_string()))?;
         let limits = adapter.limits();
         check_workgroup_limits(&limits)?;
+        let features = if f16 { adapter.features() & wgpu::Features::SHADER_F16 } else { wgpu::Features::empty() };
         let (device, queue) = adapter
             .request_device(&wgpu::DeviceDescriptor {
                 label: Some("oomlab headless"),
-                required_features: wgpu::Features::empty(),
+                required_features: features,
                 required_limits: limits,
                 ..Default::default()
             })
@@ -96,6 +104,11 @@ impl GpuContext {
 
     pub fn limits(&self) -> wgpu::Limits {
         self.device.limits()
+    }
+
+    /// Whether shaders may store `f16` (the device has `SHADER_F16`).
+    pub fn native_f16(&self) -> bool {
+        self.device.features().contains(wgpu::Features::SHADER_F16)
     }
 
     /// "llvmpipe (LLVM 15.0.6, 256 bits) on Vulkan".

@@ -4,8 +4,11 @@
 
 use std::sync::Arc;
 
+use super::kernels::adamw::AdamWParams;
 use super::kernels::attention::AttnShape;
+use super::kernels::crossentropy::CrossEntropyParams;
 use super::kernels::{Binding, Command, Kernels, Recorder};
+use super::kernels::{SgdParams, SgdViews};
 use super::{GpuContext, GpuError};
 use crate::backend::BackendError;
 use crate::backend::cpu::ops::AdamWStep;
@@ -13,7 +16,7 @@ use crate::data::Batch;
 use crate::memory::step::{StepAllocator, StepMemory, Trace};
 use crate::memory::{Placement, SegmentId};
 use crate::model::init::{init_params, lora_seed};
-use crate::plan::{Op, Phase, Plan, TensorId, View};
+use crate::plan::{DType, LossScaler, Op, Phase, Plan, TensorId, View};
 
 /// A capacity that never limits: the real device's memory does.
 pub const UNLIMITED: u64 = u64::MAX / 4;
@@ -35,12 +38,22 @@ struct Recorded {
 struct Locations {
     buffers: Vec<wgpu::Buffer>,
     at: Vec<Option<(usize, u64)>>,
+    /// Every tensor's dtype (element size, and bytes of a view).
+    dtypes: Vec<DType>,
 }
 
 impl Locations {
     /// Byte range of a view: (buffer index, offset).
     fn of(&self, v: View) -> Option<(usize, u64)> {
-        self.at.get(v.tensor.0).copied().flatten().map(|(b, off)| (b, off + bytes(v.offset)))
+        let elem = self.dtype(v.tensor).size_bytes() as u64;
+        self.at.get(v.tensor.0).copied().flatten().map(|(b, off)| (b, off + elem * v.offset as u64))
+    }
+    fn dtype(&self, id: TensorId) -> DType {
+        self.dtypes.get(id.0).copied().unwrap_or(DType::F32)
+    }
+    /// Bytes a view binds (whole 4-byte words).
+    fn size(&self, v: View) -> u64 {
+        self.dtype(v.tensor).bytes_for(v.len) as u64
     }
     fn tensor(&self, id: TensorId) -> Option<(&wgpu::Buffer, u64)> {
         self.at.get(id.0).copied().flatten().map(|(b, off)| (&self.buffers[b], off))
@@ -58,10 +71,15 @@ pub struct GpuExecutor {
     real_reserved_bytes: u64,
     uniform_buffer: wgpu::Buffer,
     commands: Vec<Recorded>,
-    /// Byte offset of AdamW's uniform, rewritten each step.
-    adamw_uniform: Option<u64>,
+    /// Uniforms rewritten each step (AdamW's t, fp16's loss scale).
+    dynamic: DynamicUniforms,
+    /// The micro-batches' losses, then fp16's overflow flag.
     loss_staging: wgpu::Buffer,
     steps_taken: u32,
+    /// fp16's loss scaling.
+    scaler: Option<LossScaler>,
+    /// The loss scale of the last backward pass (what the stored gradients are multiplied by).
+    backward_scale: f32,
     /// Whether a forward pass has run (the measured memory describes a step that happened).
     ran_forward: bool,
 }
@@ -70,13 +88,24 @@ fn bytes(elems: usize) -> u64 {
     (elems * 4) as u64
 }
 
-/// Records every op of `plan`; returns AdamW's uniform offset, if any.
-fn record_plan(k: &Kernels, plan: &Plan, rec: &mut Recorder) -> Result<Option<u64>, GpuError> {
+/// Uniforms that change between steps, by byte offset.
+#[derive(Default)]
+struct DynamicUniforms {
+    /// Cross-entropy backward: the uniform with the plan's scale, to multiply by the loss scale.
+    cross_entropy: Vec<(u64, CrossEntropyParams)>,
+    /// AdamW: offset, elements, whether the 16-bit copy and the overflow flag are bound.
+    adamw: Option<(u64, usize, bool, bool)>,
+    sgd: Option<(u64, SgdViews)>,
+}
+
+/// Records every op of `plan`, 16-bit tensors through their storage variants.
+fn record_plan(k: &Kernels, plan: &Plan, rec: &mut Recorder, native_f16: bool) -> Result<DynamicUniforms, GpuError> {
+    rec.set_dtypes(plan.tensors.iter().map(|t| t.dtype).collect(), native_f16);
+    let mut dynamic = DynamicUniforms::default();
     let m = plan.model;
     let (b, t) = (plan.shape.batch, plan.shape.seq);
     let (c, v) = (m.d_model, m.vocab);
     let attn = AttnShape { b, t, c, nh: m.n_heads };
-    let mut adamw_uniform = None;
     for node in &plan.ops {
         rec.set_context(node.phase, &node.label);
         match node.op {
@@ -142,19 +171,26 @@ fn record_plan(k: &Kernels, plan: &Plan, rec: &mut Recorder) -> Result<Option<u6
                 k.crossentropy.forward(rec, logits, targets, probs, losses, loss, v)?
             }
             Op::CrossEntropyBackward { probs, targets, dlogits, scale } => {
-                k.crossentropy.backward(rec, probs, targets, dlogits, v, scale)?
+                k.crossentropy.backward(rec, probs, targets, dlogits, v, scale)?;
+                if let Some(offset) = rec.last_uniform() {
+                    dynamic.cross_entropy.push((offset, CrossEntropyParams::new(targets.len, v, scale)));
+                }
             }
-            Op::AdamW { params, grads, m: mm, v: vv } => {
+            Op::CheckFinite { grads, found_inf } => k.check_finite.record(rec, grads, found_inf)?,
+            Op::AdamW { params, grads, m: mm, v: vv, copy, found_inf } => {
                 let s = adamw_step(plan, 1);
-                adamw_uniform = Some(k.adamw.step(rec, params, grads, mm, vv, &s)?);
+                let offset = k.adamw.step(rec, params, grads, mm, vv, copy, found_inf, &s)?;
+                dynamic.adamw = Some((offset, params.len, copy.is_some(), found_inf.is_some()));
             }
-            Op::Sgd { params, grads, momentum } => {
+            Op::Sgd { params, grads, momentum, copy, found_inf } => {
                 let o = plan.optimizer;
-                k.sgd.step(rec, params, grads, momentum, o.lr, o.momentum, o.weight_decay)?
+                let views = SgdViews { params, grads, momentum_buf: momentum, copy, found_inf };
+                let p = SgdParams::new(&views, o.lr, o.momentum, o.weight_decay, 1.0);
+                dynamic.sgd = Some((k.sgd.step(rec, &views, &p)?, views));
             }
         }
     }
-    Ok(adamw_uniform)
+    Ok(dynamic)
 }
 
 fn adamw_step(plan: &Plan, step: u32) -> AdamWStep {
@@ -193,6 +229,7 @@ impl GpuExecutor {
         // Place every tensor as an eager framework would allocate and free it during the step
         // (first, so a step beyond the budget is an out-of-memory before any adapter limit).
         let Placed { memory, placements, segments } = place(&plan, budget_bytes)?;
+        let plan_scaler = plan.techniques.precision.scales_loss().then(LossScaler::default);
         let limits = ctx.limits();
         let max_binding = limits.max_storage_buffer_binding_size.min(limits.max_buffer_size);
         for t in &plan.tensors {
@@ -218,7 +255,7 @@ impl GpuExecutor {
             }
         }
         let mut rec = Recorder::new(limits.max_compute_workgroups_per_dimension);
-        let adamw_uniform = record_plan(kernels, &plan, &mut rec)?;
+        let dynamic = record_plan(kernels, &plan, &mut rec, ctx.native_f16())?;
         if rec.uniforms.len() as u64 > limits.max_buffer_size {
             return Err(GpuError::ExceedsLimit {
                 what: "uniform buffer".into(),
@@ -260,14 +297,15 @@ impl GpuExecutor {
                     .iter()
                     .map(|p| p.and_then(|p: Placement| index.get(&p.segment).map(|&b| (b, p.offset))))
                     .collect();
-                let locations = Locations { buffers, at };
+                let dtypes = plan.tensors.iter().map(|t| t.dtype).collect();
+                let locations = Locations { buffers, at, dtypes };
                 let loss_staging = device.create_buffer(&wgpu::BufferDescriptor {
                     label: Some("loss readback"),
-                    size: bytes(plan.handles.micro.len().max(1)),
+                    size: bytes(plan.handles.micro.len() + 1),
                     usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
                     mapped_at_creation: false,
                 });
-                let (uniform_buffer, commands) = materialize(ctx, &rec, &locations);
+                let (uniform_buffer, commands) = materialize(ctx, kernels, &rec, &locations);
                 (locations, uniform_buffer, loss_staging, commands)
             })
             .await?;
@@ -280,16 +318,26 @@ impl GpuExecutor {
             real_reserved_bytes,
             uniform_buffer,
             commands,
-            adamw_uniform,
+            dynamic,
             loss_staging,
             steps_taken: 0,
+            scaler: plan_scaler,
+            backward_scale: 1.0,
             ran_forward: false,
         };
         let init = init_params(&exec.plan.layout, seed);
         exec.write_params(&init);
-        if let Some(lora) = &exec.plan.lora {
-            let values = init_params(lora, lora_seed(seed));
-            exec.write_tensor(exec.plan.handles.trainable, bytemuck::cast_slice(&values));
+        let trainable = match &exec.plan.lora {
+            Some(lora) => {
+                let values = init_params(lora, lora_seed(seed));
+                exec.write_values(exec.plan.handles.trainable, &values);
+                values
+            }
+            None => init,
+        };
+        // Mixed precision: the master weights hold the unrounded fp32 values.
+        if let Some(master) = exec.plan.handles.master {
+            exec.write_values(master, &trainable);
         }
         Ok(exec)
     }
@@ -312,9 +360,25 @@ impl GpuExecutor {
         &self.ctx
     }
 
-    /// Overwrites the flat parameter tensor.
+    /// Overwrites the flat parameter tensor (rounded to its precision).
     pub fn write_params(&self, flat: &[f32]) {
-        self.write_tensor(self.plan.handles.params, bytemuck::cast_slice(flat));
+        self.write_values(self.plan.handles.params, flat);
+    }
+
+    /// Overwrites the start of a float tensor with `values`, encoded in its dtype (16-bit
+    /// values round to nearest even).
+    pub fn write_values(&self, id: TensorId, values: &[f32]) {
+        let bytes = encode(self.plan.tensor(id).dtype, values);
+        self.write_tensor(id, &bytes);
+    }
+
+    /// fp16's loss scaler (None in other precisions).
+    pub fn loss_scaler(&self) -> Option<&LossScaler> {
+        self.scaler.as_ref()
+    }
+
+    pub fn loss_scaler_mut(&mut self) -> Option<&mut LossScaler> {
+        self.scaler.as_mut()
     }
 
     /// Overwrites the start of a tensor with `data` (f32 or u32 bytes); extra bytes are ignored.
@@ -344,9 +408,11 @@ impl GpuExecutor {
         let mut enc =
             self.ctx.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("oomlab step") });
         encode_commands(&mut enc, &self.commands, &self.locations.buffers, phases);
-        // Each micro-batch's loss, side by side.
-        for (j, m) in self.plan.handles.micro.iter().enumerate() {
-            if let Some((buffer, offset)) = self.locations.tensor(m.loss) {
+        // Each micro-batch's loss, side by side, then the overflow flag.
+        let n = self.plan.handles.micro.len();
+        let handles = self.plan.handles.micro.iter().map(|m| m.loss).chain(self.plan.handles.found_inf);
+        for (j, id) in handles.enumerate().take(n + 1) {
+            if let Some((buffer, offset)) = self.locations.tensor(id) {
                 enc.copy_buffer_to_buffer(buffer, offset, &self.loss_staging, bytes(j), 4);
             }
         }
@@ -358,19 +424,48 @@ impl GpuExecutor {
         self.ctx.check_alive()?;
         if phases.contains(&Phase::Optimizer) {
             self.steps_taken += 1;
-            if let Some(offset) = self.adamw_uniform {
-                let s = adamw_step(&self.plan, self.steps_taken);
-                let p = super::kernels::adamw::AdamWParams::new(self.plan.trainable_layout().flat_len, &s);
-                self.ctx.queue.write_buffer(&self.uniform_buffer, offset, bytemuck::bytes_of(&p));
-            }
+        }
+        self.write_dynamic_uniforms();
+        if phases.contains(&Phase::Backward) {
+            self.backward_scale = self.scaler.map_or(1.0, |s| s.scale);
         }
         self.ran_forward |= phases.contains(&Phase::Forward);
         let cmd = self.encode(phases);
         self.ctx.scoped("running the step", || self.ctx.queue.submit([cmd])).await?;
         let n = self.plan.handles.micro.len();
-        let data = read_buffer(&self.ctx, &self.loss_staging, bytes(n)).await?;
-        let losses: Vec<f32> = bytemuck::pod_collect_to_vec(&data);
-        Ok(losses.iter().sum::<f32>() / n.max(1) as f32)
+        let data = read_buffer(&self.ctx, &self.loss_staging, bytes(n + 1)).await?;
+        let words: Vec<f32> = bytemuck::pod_collect_to_vec(&data);
+        if phases.contains(&Phase::Optimizer) {
+            let found_inf = words.get(n).is_some_and(|w| w.to_bits() != 0);
+            if let Some(scaler) = self.scaler.as_mut()
+                && !scaler.update(found_inf)
+            {
+                // A skipped step does not count (AdamW's bias correction).
+                self.steps_taken -= 1;
+            }
+        }
+        Ok(words[..n].iter().sum::<f32>() / n.max(1) as f32)
+    }
+
+    /// Writes the uniforms that change between steps: the loss scale (fp16) into the
+    /// cross-entropy backward and the optimizer, and AdamW's step count.
+    fn write_dynamic_uniforms(&self) {
+        let scale = self.scaler.map_or(1.0, |s| s.scale);
+        let queue = &self.ctx.queue;
+        for (offset, p) in &self.dynamic.cross_entropy {
+            let p = CrossEntropyParams { scale: p.scale * scale, ..*p };
+            queue.write_buffer(&self.uniform_buffer, *offset, bytemuck::bytes_of(&p));
+        }
+        if let Some((offset, n, copy, flag)) = self.dynamic.adamw {
+            let s = adamw_step(&self.plan, self.steps_taken.max(1));
+            let p = AdamWParams::new(n, &s, 1.0 / scale, copy, flag);
+            queue.write_buffer(&self.uniform_buffer, offset, bytemuck::bytes_of(&p));
+        }
+        if let Some((offset, views)) = &self.dynamic.sgd {
+            let o = self.plan.optimizer;
+            let p = SgdParams::new(views, o.lr, o.momentum, o.weight_decay, 1.0 / scale);
+            queue.write_buffer(&self.uniform_buffer, *offset, bytemuck::bytes_of(&p));
+        }
     }
 
     /// Uploads `batch` and runs forward, backward and the optimizer.
@@ -379,7 +474,7 @@ impl GpuExecutor {
         Ok(self.run_phases(&[Phase::Forward, Phase::Backward, Phase::Optimizer]).await?)
     }
 
-    /// Reads a whole f32 tensor back.
+    /// Reads a whole float tensor back (16-bit values widened to f32).
     pub async fn read_tensor_async(&self, id: TensorId) -> Result<Vec<f32>, GpuError> {
         self.read_view_async(self.plan.whole(id)).await
     }
@@ -411,7 +506,7 @@ impl GpuExecutor {
 
     /// One view of a tensor, read back (e.g. one parameter's gradient): only its bytes travel.
     pub async fn read_view_async(&self, view: View) -> Result<Vec<f32>, GpuError> {
-        let size = bytes(view.len);
+        let size = self.locations.size(view);
         let (buffer, offset) =
             self.locations.of(view).map(|(b, offset)| (&self.locations.buffers[b], offset)).ok_or_else(|| {
                 GpuError::Readback(format!("tensor {} has no memory", self.plan.tensor(view.tensor).name))
@@ -427,7 +522,30 @@ impl GpuExecutor {
         enc.copy_buffer_to_buffer(buffer, offset, &staging, 0, size);
         self.ctx.queue.submit([enc.finish()]);
         let data = read_buffer(&self.ctx, &staging, size).await?;
-        Ok(bytemuck::pod_collect_to_vec(&data))
+        Ok(decode(self.locations.dtype(view.tensor), &data, view.len))
+    }
+}
+
+/// `values` as the bytes of a `dtype` tensor.
+fn encode(dtype: DType, values: &[f32]) -> Vec<u8> {
+    match dtype {
+        DType::F16 => values.iter().flat_map(|&x| half::f16::from_f32(x).to_le_bytes()).collect(),
+        DType::BF16 => values.iter().flat_map(|&x| half::bf16::from_f32(x).to_le_bytes()).collect(),
+        DType::F32 | DType::U32 => bytemuck::cast_slice(values).to_vec(),
+    }
+}
+
+/// The first `n` values of a `dtype` tensor's bytes, as f32.
+fn decode(dtype: DType, data: &[u8], n: usize) -> Vec<f32> {
+    let pairs = data.chunks_exact(2).map(|c| [c[0], c[1]]);
+    match dtype {
+        DType::F16 => pairs.map(|b| half::f16::from_le_bytes(b).to_f32()).take(n).collect(),
+        DType::BF16 => pairs.map(|b| half::bf16::from_le_bytes(b).to_f32()).take(n).collect(),
+        DType::F32 | DType::U32 => {
+            let mut v: Vec<f32> = bytemuck::pod_collect_to_vec(data);
+            v.truncate(n);
+            v
+        }
     }
 }
 
@@ -474,7 +592,10 @@ impl crate::backend::Trainer for GpuExecutor {
         Ok(pollster::block_on(self.read_tensor_async(self.plan.handles.params))?)
     }
     fn read_grads(&mut self) -> Result<Vec<f32>, BackendError> {
-        Ok(pollster::block_on(self.read_tensor_async(self.plan.handles.grads))?)
+        // fp16 stores scaled gradients: report the true ones.
+        let grads = pollster::block_on(self.read_tensor_async(self.plan.handles.grads))?;
+        let inv = 1.0 / self.backward_scale;
+        Ok(grads.into_iter().map(|g| g * inv).collect())
     }
     fn write_params(&mut self, flat: &[f32]) -> Result<(), BackendError> {
         GpuExecutor::write_params(self, flat);
@@ -482,6 +603,12 @@ impl crate::backend::Trainer for GpuExecutor {
     }
     fn memory(&self) -> Option<&crate::memory::StepMemory> {
         self.ran_forward.then_some(&self.memory)
+    }
+    fn loss_scaler(&self) -> Option<&LossScaler> {
+        self.scaler.as_ref()
+    }
+    fn loss_scaler_mut(&mut self) -> Option<&mut LossScaler> {
+        self.scaler.as_mut()
     }
 }
 
@@ -588,9 +715,10 @@ pub fn place(plan: &Plan, budget_bytes: u64) -> Result<Placed, BackendError> {
     Ok(Placed { memory, placements: sa.placements.clone(), segments })
 }
 
-/// Turns recorded commands into a uniform buffer and bind groups over the tensors' locations.
-/// Call inside an error scope.
-fn materialize(ctx: &GpuContext, rec: &Recorder, loc: &Locations) -> (wgpu::Buffer, Vec<Recorded>) {
+/// Turns recorded commands into a uniform buffer and bind groups over the tensors' locations,
+/// with each dispatch's pipeline (its 16-bit variant where it binds 16-bit tensors). Call inside
+/// an error scope.
+fn materialize(ctx: &GpuContext, kernels: &Kernels, rec: &Recorder, loc: &Locations) -> (wgpu::Buffer, Vec<Recorded>) {
     let device = &ctx.device;
     let dummy = device.create_buffer(&wgpu::BufferDescriptor {
         label: Some("unused binding"),
@@ -609,7 +737,7 @@ fn materialize(ctx: &GpuContext, rec: &Recorder, loc: &Locations) -> (wgpu::Buff
     let resolve = |binding: &Binding| match *binding {
         Binding::View(v) => match loc.of(v) {
             Some((b, offset)) => {
-                wgpu::BufferBinding { buffer: &loc.buffers[b], offset, size: wgpu::BufferSize::new(bytes(v.len)) }
+                wgpu::BufferBinding { buffer: &loc.buffers[b], offset, size: wgpu::BufferSize::new(loc.size(v)) }
             }
             None => wgpu::BufferBinding { buffer: &dummy, offset: 0, size: None },
         },
@@ -621,7 +749,7 @@ fn materialize(ctx: &GpuContext, rec: &Recorder, loc: &Locations) -> (wgpu::Buff
         .map(|(phase, label, command)| {
             let cmd = match command {
                 Command::Clear(v) => match loc.of(*v) {
-                    Some((buffer, offset)) => (Cmd::Clear { buffer, offset, size: bytes(v.len) }, "clear"),
+                    Some((buffer, offset)) => (Cmd::Clear { buffer, offset, size: loc.size(*v) }, "clear"),
                     None => (Cmd::Clear { buffer: usize::MAX, offset: 0, size: 0 }, "clear"),
                 },
                 Command::Dispatch(spec) => {
@@ -643,7 +771,7 @@ fn materialize(ctx: &GpuContext, rec: &Recorder, loc: &Locations) -> (wgpu::Buff
                         entries: &entries,
                     });
                     (
-                        Cmd::Dispatch { pipeline: spec.entry.pipeline.clone(), bind_group, groups: spec.groups },
+                        Cmd::Dispatch { pipeline: kernels.pipeline(device, spec), bind_group, groups: spec.groups },
                         spec.entry.name,
                     )
                 }
@@ -718,8 +846,9 @@ pub fn bench_matmul(
     let (buffers, commands) = pollster::block_on(ctx.scoped("matmul benchmark", || {
         let buffers: Vec<wgpu::Buffer> =
             [a, b, c].iter().map(|v| storage_buffer(device, "bench", bytes(v.len))).collect();
-        let locations = Locations { buffers, at: vec![Some((0, 0)), Some((1, 0)), Some((2, 0))] };
-        let (_uniforms, commands) = materialize(ctx, &rec, &locations);
+        let at = vec![Some((0, 0)), Some((1, 0)), Some((2, 0))];
+        let locations = Locations { buffers, at, dtypes: vec![DType::F32; 3] };
+        let (_uniforms, commands) = materialize(ctx, kernels, &rec, &locations);
         (locations.buffers, commands)
     }))?;
     let run = |count: usize| -> Result<f64, GpuError> {

@@ -19,11 +19,17 @@ pub struct AdamWParams {
     pub weight_decay: f32,
     pub bias_correction1: f32,
     pub bias_correction2: f32,
-    pub _pad1: f32,
+    /// 1 / loss scale (fp16), else 1.
+    pub inv_scale: f32,
+    pub has_copy: u32,
+    pub has_flag: u32,
+    pub _pad1: [u32; 2],
 }
 
 impl AdamWParams {
-    pub fn new(n: usize, s: &AdamWStep) -> Self {
+    /// `inv_scale` divides the gradients; `has_copy`/`has_flag` say whether the 16-bit copy and
+    /// the overflow flag are bound (mixed precision).
+    pub fn new(n: usize, s: &AdamWStep, inv_scale: f32, has_copy: bool, has_flag: bool) -> Self {
         let (bc1, bc2) = s.bias_corrections();
         Self {
             n: u(n),
@@ -36,7 +42,10 @@ impl AdamWParams {
             weight_decay: s.weight_decay,
             bias_correction1: bc1,
             bias_correction2: bc2,
-            _pad1: 0.0,
+            inv_scale,
+            has_copy: has_copy as u32,
+            has_flag: has_flag as u32,
+            _pad1: [0; 2],
         }
     }
 }
@@ -48,12 +57,13 @@ pub struct AdamW {
 
 impl AdamW {
     pub fn new(device: &wgpu::Device) -> Self {
-        let [step] = build_entries(device, "adamw.wgsl", [("step", &[1, 2, 3, 4])]);
+        let [step] = build_entries(device, "adamw.wgsl", [("step", &[1, 2, 3, 4, 5, 6])]);
         Self { step }
     }
 
     /// Records the update; returns the byte offset of its uniform, which the executor rewrites
-    /// every step (t changes the bias corrections).
+    /// every step (t changes the bias corrections, fp16 the loss scale).
+    #[allow(clippy::too_many_arguments)]
     pub fn step(
         &self,
         rec: &mut Recorder,
@@ -61,17 +71,19 @@ impl AdamW {
         grads: View,
         m: View,
         v: View,
+        copy: Option<View>,
+        found_inf: Option<View>,
         s: &AdamWStep,
     ) -> Result<u64, GpuError> {
-        let p = AdamWParams::new(params.len, s);
+        let p = AdamWParams::new(params.len, s, 1.0, copy.is_some(), found_inf.is_some());
         let b = Binding::View;
+        let opt = |v: Option<View>| v.map_or(Binding::Dummy, Binding::View);
         rec.dispatch(
             &self.step,
             &p,
-            &[(1, b(params)), (2, b(grads)), (3, b(m)), (4, b(v))],
+            &[(1, b(params)), (2, b(grads)), (3, b(m)), (4, b(v)), (5, opt(copy)), (6, opt(found_inf))],
             rec.grid_1d(params.len, 256),
         )?;
-        let offset = rec.uniforms.len() - std::mem::size_of::<AdamWParams>();
-        Ok(offset as u64)
+        Ok(rec.last_uniform().unwrap_or(0))
     }
 }

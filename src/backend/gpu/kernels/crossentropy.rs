@@ -15,6 +15,13 @@ pub struct CrossEntropyParams {
     pub _pad: u32,
 }
 
+impl CrossEntropyParams {
+    /// The backward pass's uniform: `scale` multiplies (probs − onehot).
+    pub fn new(rows: usize, vocab: usize, scale: f64) -> Self {
+        Self { rows: u(rows), v: u(vocab), scale: scale as f32, _pad: 0 }
+    }
+}
+
 #[derive(Clone, Debug)]
 pub struct CrossEntropy {
     forward: KernelEntry,
@@ -65,7 +72,7 @@ impl CrossEntropy {
         scale: f64,
     ) -> Result<(), GpuError> {
         let rows = targets.len;
-        let p = CrossEntropyParams { rows: u(rows), v: u(vocab), scale: scale as f32, _pad: 0 };
+        let p = CrossEntropyParams::new(rows, vocab, scale);
         let v = Binding::View;
         rec.dispatch(
             &self.backward,

@@ -4,17 +4,20 @@
 
 pub mod adamw;
 pub mod attention;
-mod crossentropy;
+mod check_finite;
+pub mod crossentropy;
 mod embedding;
 mod flash_attention;
 mod gelu;
 mod layernorm;
 pub mod matmul;
 mod residual;
-mod sgd;
+pub mod sgd;
+pub mod storage;
 
 pub use adamw::AdamW;
 pub use attention::Attention;
+pub use check_finite::CheckFinite;
 pub use crossentropy::CrossEntropy;
 pub use embedding::Embedding;
 pub use flash_attention::FlashAttention;
@@ -22,9 +25,13 @@ pub use gelu::Gelu;
 pub use layernorm::LayerNorm;
 pub use matmul::{Gemm, Matmul};
 pub use residual::Residual;
-pub use sgd::Sgd;
+pub use sgd::{Sgd, SgdParams, SgdViews};
+pub use storage::Storage;
 
-use crate::plan::{Phase, View};
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use crate::plan::{DType, Phase, View};
 
 use super::GpuError;
 
@@ -32,6 +39,7 @@ use super::GpuError;
 pub const SHADERS: &[(&str, &str)] = &[
     ("adamw.wgsl", include_str!("../../../../shaders/adamw.wgsl")),
     ("attention.wgsl", include_str!("../../../../shaders/attention.wgsl")),
+    ("check_finite.wgsl", include_str!("../../../../shaders/check_finite.wgsl")),
     ("crossentropy.wgsl", include_str!("../../../../shaders/crossentropy.wgsl")),
     ("embedding.wgsl", include_str!("../../../../shaders/embedding.wgsl")),
     ("flash_attention.wgsl", include_str!("../../../../shaders/flash_attention.wgsl")),
@@ -47,18 +55,27 @@ fn shader_source(file: &str) -> &'static str {
 }
 
 /// One entry point: its pipeline and the layout of its bind group (binding 0 is the uniform,
-/// the listed bindings are read_write storage).
+/// the listed bindings are read_write storage). The pipeline is the all-fp32 one; 16-bit
+/// variants are built on demand by [`Kernels::pipeline`] with the same layout.
 #[derive(Clone, Debug)]
 pub struct KernelEntry {
     pub name: &'static str,
+    pub file: &'static str,
     pub pipeline: wgpu::ComputePipeline,
     pub layout: wgpu::BindGroupLayout,
+    pub pipeline_layout: wgpu::PipelineLayout,
 }
+
+/// 16-bit variants of the entries, built the first time a dispatch needs one.
+type VariantKey = (&'static str, &'static str, Vec<(u32, Storage)>);
+
+#[derive(Clone, Debug, Default)]
+pub struct Variants(Arc<Mutex<HashMap<VariantKey, wgpu::ComputePipeline>>>);
 
 /// Builds the entries of one shader file. `entries` lists (entry point, storage bindings).
 fn build_entries<const N: usize>(
     device: &wgpu::Device,
-    file: &str,
+    file: &'static str,
     entries: [(&'static str, &[u32]); N],
 ) -> [KernelEntry; N] {
     let module = device.create_shader_module(wgpu::ShaderModuleDescriptor {
@@ -101,7 +118,7 @@ fn build_entries<const N: usize>(
             compilation_options: Default::default(),
             cache: None,
         });
-        KernelEntry { name, pipeline, layout }
+        KernelEntry { name, file, pipeline, layout, pipeline_layout }
     })
 }
 
@@ -117,6 +134,8 @@ pub enum Binding {
 #[derive(Clone, Debug)]
 pub struct DispatchSpec {
     pub entry: KernelEntry,
+    /// The 16-bit bindings (empty: the fp32 pipeline).
+    pub storages: Vec<(u32, Storage)>,
     /// Byte offset and size of its uniform in the step's uniform buffer.
     pub uniform: (u64, u64),
     pub bindings: Vec<(u32, Binding)>,
@@ -139,6 +158,12 @@ pub struct Recorder {
     pub max_groups: u32,
     phase: Phase,
     label: String,
+    /// Every tensor's dtype (by tensor id), and whether the device stores f16 natively: what
+    /// picks a dispatch's 16-bit variant.
+    dtypes: Vec<DType>,
+    native_f16: bool,
+    /// The uniform offset of the last dispatch recorded.
+    last_uniform: Option<u64>,
 }
 
 /// Uniform slots are 256-byte aligned: wgpu's largest `min_uniform_buffer_offset_alignment`.
@@ -146,7 +171,27 @@ pub const UNIFORM_ALIGN: usize = 256;
 
 impl Recorder {
     pub fn new(max_groups: u32) -> Self {
-        Self { uniforms: Vec::new(), commands: Vec::new(), max_groups, phase: Phase::Forward, label: String::new() }
+        Self {
+            uniforms: Vec::new(),
+            commands: Vec::new(),
+            max_groups,
+            phase: Phase::Forward,
+            label: String::new(),
+            dtypes: Vec::new(),
+            native_f16: false,
+            last_uniform: None,
+        }
+    }
+
+    /// The tensors' dtypes, so that dispatches binding 16-bit tensors use 16-bit variants.
+    pub fn set_dtypes(&mut self, dtypes: Vec<DType>, native_f16: bool) {
+        self.dtypes = dtypes;
+        self.native_f16 = native_f16;
+    }
+
+    /// Byte offset of the last recorded dispatch's uniform (to rewrite it every step).
+    pub fn last_uniform(&self) -> Option<u64> {
+        self.last_uniform
     }
 
     pub fn set_context(&mut self, phase: Phase, label: &str) {
@@ -181,7 +226,19 @@ impl Recorder {
             return Ok(());
         }
         let uniform = self.uniform(params);
-        let spec = DispatchSpec { entry: entry.clone(), uniform, bindings: bindings.to_vec(), groups };
+        self.last_uniform = Some(uniform.0);
+        let storages: Vec<(u32, Storage)> = bindings
+            .iter()
+            .filter_map(|(b, binding)| match binding {
+                Binding::View(v) => {
+                    let dtype = self.dtypes.get(v.tensor.0).copied().unwrap_or(DType::F32);
+                    let s = Storage::of(dtype, self.native_f16);
+                    (s != Storage::F32).then_some((*b, s))
+                }
+                Binding::Dummy => None,
+            })
+            .collect();
+        let spec = DispatchSpec { entry: entry.clone(), storages, uniform, bindings: bindings.to_vec(), groups };
         self.commands.push((self.phase, self.label.clone(), Command::Dispatch(spec)));
         Ok(())
     }
@@ -216,6 +273,8 @@ pub struct Kernels {
     pub crossentropy: CrossEntropy,
     pub adamw: AdamW,
     pub sgd: Sgd,
+    pub check_finite: CheckFinite,
+    variants: Variants,
 }
 
 impl Kernels {
@@ -232,7 +291,38 @@ impl Kernels {
             crossentropy: CrossEntropy::new(device),
             adamw: AdamW::new(device),
             sgd: Sgd::new(device),
+            check_finite: CheckFinite::new(device),
+            variants: Variants::default(),
         }
+    }
+
+    /// The pipeline of a dispatch: the entry's own, or its 16-bit variant (built once per
+    /// device and kept). Call inside an error scope.
+    pub fn pipeline(&self, device: &wgpu::Device, spec: &DispatchSpec) -> wgpu::ComputePipeline {
+        if spec.storages.is_empty() {
+            return spec.entry.pipeline.clone();
+        }
+        let key = (spec.entry.file, spec.entry.name, spec.storages.clone());
+        if let Some(p) = self.variants.0.lock().ok().and_then(|m| m.get(&key).cloned()) {
+            return p;
+        }
+        let source = storage::specialize(shader_source(spec.entry.file), &spec.storages);
+        let module = device.create_shader_module(wgpu::ShaderModuleDescriptor {
+            label: Some(spec.entry.file),
+            source: wgpu::ShaderSource::Wgsl(source.into()),
+        });
+        let pipeline = device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
+            label: Some(spec.entry.name),
+            layout: Some(&spec.entry.pipeline_layout),
+            module: &module,
+            entry_point: Some(spec.entry.name),
+            compilation_options: Default::default(),
+            cache: None,
+        });
+        if let Ok(mut m) = self.variants.0.lock() {
+            m.insert(key, pipeline.clone());
+        }
+        pipeline
     }
 }
 

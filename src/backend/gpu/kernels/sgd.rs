@@ -14,7 +14,40 @@ pub struct SgdParams {
     pub lr: f32,
     pub momentum: f32,
     pub weight_decay: f32,
-    pub _pad1: f32,
+    /// 1 / loss scale (fp16), else 1.
+    pub inv_scale: f32,
+    pub has_copy: u32,
+    pub has_flag: u32,
+    pub _pad1: [u32; 2],
+}
+
+/// What one SGD step binds besides its hyper-parameters.
+#[derive(Clone, Copy, Debug)]
+pub struct SgdViews {
+    pub params: View,
+    pub grads: View,
+    pub momentum_buf: Option<View>,
+    /// The 16-bit working copy (mixed precision).
+    pub copy: Option<View>,
+    /// fp16's overflow flag.
+    pub found_inf: Option<View>,
+}
+
+impl SgdParams {
+    pub fn new(views: &SgdViews, lr: f32, momentum: f32, weight_decay: f32, inv_scale: f32) -> Self {
+        Self {
+            n: u(views.params.len),
+            has_momentum: views.momentum_buf.is_some() as u32,
+            _pad0: [0; 2],
+            lr,
+            momentum,
+            weight_decay,
+            inv_scale,
+            has_copy: views.copy.is_some() as u32,
+            has_flag: views.found_inf.is_some() as u32,
+            _pad1: [0; 2],
+        }
+    }
 }
 
 #[derive(Clone, Debug)]
@@ -24,36 +57,26 @@ pub struct Sgd {
 
 impl Sgd {
     pub fn new(device: &wgpu::Device) -> Self {
-        let [step] = build_entries(device, "sgd.wgsl", [("step", &[1, 2, 3])]);
+        let [step] = build_entries(device, "sgd.wgsl", [("step", &[1, 2, 3, 5, 6])]);
         Self { step }
     }
 
-    #[allow(clippy::too_many_arguments)]
-    pub fn step(
-        &self,
-        rec: &mut Recorder,
-        params: View,
-        grads: View,
-        momentum_buf: Option<View>,
-        lr: f32,
-        momentum: f32,
-        weight_decay: f32,
-    ) -> Result<(), GpuError> {
-        let p = SgdParams {
-            n: u(params.len),
-            has_momentum: momentum_buf.is_some() as u32,
-            _pad0: [0; 2],
-            lr,
-            momentum,
-            weight_decay,
-            _pad1: 0.0,
-        };
-        let buf = momentum_buf.map_or(Binding::Dummy, Binding::View);
+    /// Records the update; returns the byte offset of its uniform (rewritten every step with
+    /// fp16's loss scale).
+    pub fn step(&self, rec: &mut Recorder, views: &SgdViews, p: &SgdParams) -> Result<u64, GpuError> {
+        let opt = |v: Option<View>| v.map_or(Binding::Dummy, Binding::View);
         rec.dispatch(
             &self.step,
-            &p,
-            &[(1, Binding::View(params)), (2, Binding::View(grads)), (3, buf)],
-            rec.grid_1d(params.len, 256),
-        )
+            p,
+            &[
+                (1, Binding::View(views.params)),
+                (2, Binding::View(views.grads)),
+                (3, opt(views.momentum_buf)),
+                (5, opt(views.copy)),
+                (6, opt(views.found_inf)),
+            ],
+            rec.grid_1d(views.params.len, 256),
+        )?;
+        Ok(rec.last_uniform().unwrap_or(0))
     }
 }

@@ -732,6 +732,13 @@ fn measure(config: &ConfigArgs) -> Result<(), Failure> {
     let plan = r.plan()?;
     let formula = activation_peak_bytes(&r.model, r.shape, &r.techniques);
     let (flops, recomputed_flops) = plan.flops();
+    // Each optimizer state on its own: AdamW's m and v are two more copies of the weights.
+    let optimizer_states: std::collections::BTreeMap<String, u64> = plan
+        .tensors
+        .iter()
+        .filter(|t| t.category == Category::OptimizerState)
+        .map(|t| (t.name.trim_start_matches("optimizer.").to_string(), t.size_bytes() as u64))
+        .collect();
     let predicted = simulate(&plan, r.budget_bytes);
     let gpu = if r.backend == BackendKind::Gpu { Some(open_gpu()?) } else { None };
     let measured = match measured_step(&r, plan, &dataset, gpu.as_ref()) {
@@ -763,6 +770,7 @@ fn measure(config: &ConfigArgs) -> Result<(), Failure> {
                     "predicted_peak_reserved_bytes": p.peak_reserved_bytes(),
                     "activation_bytes": m.activation_peak_bytes,
                     "activation_formula_bytes": formula,
+                    "optimizer_states": optimizer_states,
                     "allocator": m.stats,
                 });
                 println!("{doc}");
@@ -804,6 +812,15 @@ fn measure(config: &ConfigArgs) -> Result<(), Failure> {
                         recomputed_flops as f64 / 1e6,
                         flops as f64 / 1e6,
                         100.0 * recomputed_flops as f64 / (flops - recomputed_flops).max(1) as f64
+                    );
+                }
+                if !optimizer_states.is_empty() {
+                    let list: Vec<String> =
+                        optimizer_states.iter().map(|(name, b)| format!("{name} {}", format_bytes(*b))).collect();
+                    println!(
+                        "optimizer state, one tensor per state ({}): {}",
+                        r.optimizer.kind.name(),
+                        list.join(", ")
                     );
                 }
                 print!("{}", memory_summary(&m));
@@ -959,6 +976,8 @@ struct CompareRow {
     peak_reserved_bytes: Option<u64>,
     activation_bytes: Option<u64>,
     step_ms: Option<f64>,
+    /// Training throughput: tokens of the effective batch per second.
+    tokens_per_sec: Option<f64>,
     recomputed_flops: u64,
     flops: u64,
     loss: Option<f32>,
@@ -1066,6 +1085,7 @@ fn compare(steps: i64, config: &ConfigArgs) -> Result<(), Failure> {
             peak_reserved_bytes: None,
             activation_bytes: None,
             step_ms: None,
+            tokens_per_sec: None,
             recomputed_flops,
             flops,
             loss: None,
@@ -1087,7 +1107,9 @@ fn compare(steps: i64, config: &ConfigArgs) -> Result<(), Failure> {
             for i in 0..steps {
                 trainer.train_step(&dataset.batch(v.batch_shape(), v.seed, i as u64)?)?;
             }
-            row.step_ms = Some(start.elapsed().as_secs_f64() * 1e3 / steps as f64);
+            let secs = start.elapsed().as_secs_f64() / steps as f64;
+            row.step_ms = Some(secs * 1e3);
+            row.tokens_per_sec = Some(v.batch_shape().rows() as f64 / secs.max(1e-9));
             if let Some(m) = trainer.memory() {
                 row.peak_allocated_bytes = Some(m.peak_allocated_bytes());
                 row.peak_reserved_bytes = Some(m.peak_reserved_bytes());
@@ -1119,13 +1141,13 @@ fn compare(steps: i64, config: &ConfigArgs) -> Result<(), Failure> {
         format_bytes(r.budget_bytes)
     );
     println!(
-        "{:<44} {:>12} {:>12} {:>10} {:>10} {:>12}",
-        "technique", "peak alloc", "activations", "step (ms)", "recompute", "grad vs base"
+        "{:<40} {:>11} {:>11} {:>9} {:>9} {:>9} {:>12}",
+        "technique", "peak alloc", "activations", "step (ms)", "tokens/s", "recompute", "grad vs base"
     );
     let or_dash = |x: Option<String>| x.unwrap_or_else(|| "—".into());
     for row in &rows {
         if let Some(msg) = &row.oom {
-            println!("{:<44} {:>12}  {}", row.technique, "OOM", msg.lines().next().unwrap_or(""));
+            println!("{:<40} {:>11}  {}", row.technique, "OOM", msg.lines().next().unwrap_or(""));
             continue;
         }
         let recompute = if row.recomputed_flops > 0 {
@@ -1134,11 +1156,12 @@ fn compare(steps: i64, config: &ConfigArgs) -> Result<(), Failure> {
             "—".into()
         };
         println!(
-            "{:<44} {:>12} {:>12} {:>10} {:>10} {:>12}",
+            "{:<40} {:>11} {:>11} {:>9} {:>9} {:>9} {:>12}",
             row.technique,
             or_dash(row.peak_allocated_bytes.map(format_bytes)),
             or_dash(row.activation_bytes.map(format_bytes)),
             or_dash(row.step_ms.map(|ms| format!("{ms:.1}"))),
+            or_dash(row.tokens_per_sec.map(|t| format!("{t:.0}"))),
             recompute,
             or_dash(row.grad_rel_diff.map(|d| format!("{d:.1e}"))),
         );

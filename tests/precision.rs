@@ -170,3 +170,54 @@ fn mixed_precision_trains() {
         assert_eq!(measured.timeline, predicted.timeline, "{precision:?}: measured = predicted");
     }
 }
+
+/// Every combination that makes sense runs on both backends: two real steps each, finite
+/// losses, and the allocator measuring what the plan predicts.
+#[test]
+fn combinations_run_on_both_backends() {
+    use oomlab::model::params::LoraConfig;
+    use oomlab::plan::{AttentionKind, Checkpoint};
+    let ds = Dataset::builtin();
+    let model = ModelConfig { vocab: ds.tokenizer.vocab_size(), seq_len: 24, d_model: 32, n_layers: 3, n_heads: 4 };
+    let lora = LoraConfig::new(4).with_targets("all").expect("targets");
+    let combos = [
+        Techniques {
+            checkpoint: Checkpoint::Every(1),
+            attention: AttentionKind::Fused,
+            accum: 2,
+            precision: Precision::Fp16,
+            lora: None,
+        },
+        Techniques {
+            checkpoint: Checkpoint::Selective,
+            attention: AttentionKind::Standard,
+            accum: 3,
+            precision: Precision::Bf16,
+            lora: Some(lora),
+        },
+        Techniques {
+            checkpoint: Checkpoint::Every(2),
+            attention: AttentionKind::Fused,
+            accum: 1,
+            precision: Precision::Fp16,
+            lora: Some(lora),
+        },
+    ];
+    for t in combos {
+        for kind in [oomlab::plan::OptimizerKind::AdamW, oomlab::plan::OptimizerKind::Momentum] {
+            let opt = OptimizerConfig { kind, ..OptimizerConfig::default() };
+            let plan = Plan::build_with(&model, StepShape { batch: 2, seq: 24 }, &opt, &t).expect("plan");
+            let predicted = simulate(&plan, BUDGET).expect("fits");
+            for backend in [Backend::Cpu, Backend::Gpu] {
+                let mut tr = trainer(backend, plan.clone());
+                let shape = tr.plan().batch_shape();
+                for step in 0..2 {
+                    let loss = tr.train_step(&ds.batch(shape, 0, step).expect("batch")).expect("step");
+                    assert!(loss.is_finite(), "{backend:?} {}: loss {loss}", t.describe());
+                }
+                let measured = tr.memory().expect("a step ran");
+                assert_eq!(measured.timeline, predicted.timeline, "{backend:?} {}", t.describe());
+            }
+        }
+    }
+}

@@ -3,6 +3,7 @@
 
 pub mod allocator;
 pub mod formula;
+pub mod map;
 pub mod step;
 pub mod summary;
 

@@ -82,6 +82,8 @@ pub struct GpuExecutor {
     backward_scale: f32,
     /// Whether a forward pass has run (the measured memory describes a step that happened).
     ran_forward: bool,
+    /// The readback of a step submitted by [`GpuExecutor::submit_step`], not yet complete.
+    pending: Option<futures_channel::oneshot::Receiver<Result<(), wgpu::BufferAsyncError>>>,
 }
 
 fn bytes(elems: usize) -> u64 {
@@ -324,6 +326,7 @@ impl GpuExecutor {
             scaler: plan_scaler,
             backward_scale: 1.0,
             ran_forward: false,
+            pending: None,
         };
         let init = init_params(&exec.plan.layout, seed);
         exec.write_params(&init);
@@ -421,7 +424,19 @@ impl GpuExecutor {
 
     /// Submits the ops of `phases` (the batch must be uploaded) and returns the loss.
     pub async fn run_phases(&mut self, phases: &[Phase]) -> Result<f32, GpuError> {
+        let cmd = self.prepare(phases)?;
+        self.ctx.scoped("running the step", || self.ctx.queue.submit([cmd])).await?;
+        let n = self.plan.handles.micro.len();
+        let data = read_buffer(&self.ctx, &self.loss_staging, bytes(n + 1)).await?;
+        Ok(self.finish(&data, phases.contains(&Phase::Optimizer)))
+    }
+
+    /// Uniforms and the command buffer of a run of `phases`.
+    fn prepare(&mut self, phases: &[Phase]) -> Result<wgpu::CommandBuffer, GpuError> {
         self.ctx.check_alive()?;
+        if self.pending.is_some() {
+            return Err(GpuError::Readback("a step is still running".into()));
+        }
         if phases.contains(&Phase::Optimizer) {
             self.steps_taken += 1;
         }
@@ -430,12 +445,74 @@ impl GpuExecutor {
             self.backward_scale = self.scaler.map_or(1.0, |s| s.scale);
         }
         self.ran_forward |= phases.contains(&Phase::Forward);
-        let cmd = self.encode(phases);
-        self.ctx.scoped("running the step", || self.ctx.queue.submit([cmd])).await?;
+        Ok(self.encode(phases))
+    }
+
+    /// Starts a whole training step on `batch` without waiting for it: the UI's path, which
+    /// never blocks a frame. [`Self::poll_step`] says when it is done.
+    pub fn submit_step(&mut self, batch: &Batch) -> Result<(), BackendError> {
+        self.upload_batch(batch)?;
+        let cmd = self.prepare(&[Phase::Forward, Phase::Backward, Phase::Optimizer])?;
+        self.ctx.queue.submit([cmd]);
+        let (tx, rx) = futures_channel::oneshot::channel();
         let n = self.plan.handles.micro.len();
-        let data = read_buffer(&self.ctx, &self.loss_staging, bytes(n + 1)).await?;
-        let words: Vec<f32> = bytemuck::pod_collect_to_vec(&data);
-        if phases.contains(&Phase::Optimizer) {
+        self.loss_staging.slice(..bytes(n + 1)).map_async(wgpu::MapMode::Read, move |r| {
+            let _ = tx.send(r);
+        });
+        self.pending = Some(rx);
+        Ok(())
+    }
+
+    /// Whether a submitted step is still running.
+    pub fn step_in_flight(&self) -> bool {
+        self.pending.is_some()
+    }
+
+    /// The loss of the step [`Self::submit_step`] started, once the GPU has finished it (None
+    /// while it runs). Never blocks: on native it polls the device once, on the web the browser
+    /// completes the readback.
+    pub fn poll_step(&mut self) -> Option<Result<f32, BackendError>> {
+        #[cfg(not(target_arch = "wasm32"))]
+        let _ = self.ctx.device.poll(wgpu::PollType::Poll);
+        let rx = self.pending.as_mut()?;
+        let mapped = match rx.try_recv() {
+            Ok(None) => {
+                return match self.ctx.check_alive() {
+                    Ok(()) => None,
+                    Err(e) => {
+                        self.pending = None;
+                        Some(Err(e.into()))
+                    }
+                };
+            }
+            Ok(Some(r)) => r.map_err(|e| GpuError::Readback(e.to_string())),
+            Err(_) => Err(GpuError::Readback("the map callback was dropped".into())),
+        };
+        self.pending = None;
+        let result = mapped.and_then(|()| {
+            let n = self.plan.handles.micro.len();
+            let data = {
+                let view = self
+                    .loss_staging
+                    .slice(..bytes(n + 1))
+                    .get_mapped_range()
+                    .map_err(|e| GpuError::Readback(e.to_string()))?;
+                view.to_vec()
+            };
+            self.loss_staging.unmap();
+            if let Some(e) = self.ctx.take_uncaptured_errors().pop() {
+                return Err(GpuError::Validation(e));
+            }
+            Ok(self.finish(&data, true))
+        });
+        Some(result.map_err(BackendError::from))
+    }
+
+    /// The loss from the staging words, and fp16's loss-scale update after an optimizer step.
+    fn finish(&mut self, data: &[u8], optimizer: bool) -> f32 {
+        let n = self.plan.handles.micro.len();
+        let words: Vec<f32> = bytemuck::pod_collect_to_vec(data);
+        if optimizer {
             let found_inf = words.get(n).is_some_and(|w| w.to_bits() != 0);
             if let Some(scaler) = self.scaler.as_mut()
                 && !scaler.update(found_inf)
@@ -444,7 +521,7 @@ impl GpuExecutor {
                 self.steps_taken -= 1;
             }
         }
-        Ok(words[..n].iter().sum::<f32>() / n.max(1) as f32)
+        words[..n.min(words.len())].iter().sum::<f32>() / n.max(1) as f32
     }
 
     /// Writes the uniforms that change between steps: the loss scale (fp16) into the

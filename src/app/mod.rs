@@ -1,0 +1,625 @@
+//! The eframe app: controls on the left; the views of the plan's prediction and of the steps the
+//! engine runs on the right. It draws what the plan and the allocator say and computes no memory
+//! itself. Steps run on eframe's own wgpu device without blocking a frame (submit, then poll
+//! each frame until the readback arrives); without a usable GPU the CPU backend runs the same
+//! plan, and the app says so.
+
+pub mod settings;
+pub mod views;
+
+use std::sync::Arc;
+
+use egui::{Color32, RichText};
+
+use crate::backend::cpu::CpuExecutor;
+use crate::backend::gpu::{GpuContext, GpuExecutor, Kernels};
+use crate::backend::{BackendError, Trainer};
+use crate::data::Dataset;
+use crate::memory::{StepMemory, StepOom, simulate, simulate_peak};
+use crate::plan::{AttentionKind, Checkpoint, OptimizerKind, Plan, Precision, Techniques};
+use crate::units::format_bytes;
+use settings::{BUDGET_PRESETS, MAX_BATCH, Preset, Settings};
+use views::{Source, Suggestion, SweepSeries};
+
+/// The batch sizes of the memory-vs-batch chart.
+pub const SWEEP_BATCHES: [usize; 20] =
+    [1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128, 192, 256, 384, 512, 768, 1024];
+
+/// What the views show, derived from the settings whenever they change.
+pub struct Derived {
+    pub plan: Result<Plan, String>,
+    /// The plan replayed through the allocator under the budget.
+    pub predicted: Result<StepMemory, Box<StepOom>>,
+    pub sweep: Vec<SweepSeries>,
+}
+
+impl Derived {
+    pub fn new(settings: &Settings, vocab: usize) -> Self {
+        let plan = settings.plan(vocab).map_err(|e| e.to_string());
+        let predicted = match &plan {
+            Ok(p) => simulate(p, settings.budget_bytes),
+            Err(e) => Err(Box::new(StepOom {
+                tensor: crate::plan::TensorId(0),
+                tensor_name: String::new(),
+                category: crate::plan::Category::Workspace,
+                op: None,
+                op_label: String::new(),
+                error: crate::memory::OutOfMemory {
+                    requested_bytes: 0,
+                    tried_bytes: 0,
+                    capacity_bytes: 0,
+                    free_bytes: 0,
+                    allocated_bytes: 0,
+                    reserved_bytes: 0,
+                    cached_free_bytes: 0,
+                    largest_free_block: 0,
+                },
+                message: e.clone(),
+            })),
+        };
+        let mut configs = vec![("this setup".to_string(), settings.techniques())];
+        configs.extend(settings.overlays.iter().map(|t| (t.describe(), *t)));
+        let sweep = configs
+            .into_iter()
+            .map(|(name, t)| SweepSeries {
+                name,
+                points: SWEEP_BATCHES
+                    .iter()
+                    .filter(|b| b.is_multiple_of(t.accum.max(1)))
+                    .filter_map(|&b| {
+                        let plan = settings.plan_with(vocab, b, &t).ok()?;
+                        Some((b, simulate_peak(&plan, settings.budget_bytes).map_err(|e| e.message)))
+                    })
+                    .collect(),
+            })
+            .collect();
+        Self { plan, predicted, sweep }
+    }
+}
+
+/// Where steps run.
+enum Compute {
+    #[cfg_attr(target_arch = "wasm32", allow(dead_code))]
+    Gpu {
+        ctx: GpuContext,
+        kernels: Arc<Kernels>,
+        exec: Option<Box<GpuExecutor>>,
+    },
+    Cpu {
+        exec: Option<Box<CpuExecutor<f32>>>,
+    },
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Tab {
+    Timeline,
+    Sweep,
+    Allocator,
+    Training,
+}
+
+pub struct OomlabApp {
+    pub settings: Settings,
+    /// The settings `derived` and the executor were made for.
+    applied: Option<Settings>,
+    dataset: Dataset,
+    pub derived: Derived,
+    compute: Compute,
+    /// "gpu (…)" or "cpu (reference)".
+    backend: String,
+    notices: Vec<String>,
+    training: bool,
+    losses: Vec<f32>,
+    step_secs: Vec<f64>,
+    /// When the step in flight started (egui time, seconds).
+    step_started: Option<f64>,
+    /// What the allocator saw during the last step run (measured).
+    measured: Option<StepMemory>,
+    /// The engine's out-of-memory, when a real step did not fit.
+    oom: Option<Box<StepOom>>,
+    error: Option<String>,
+    tab: Tab,
+    scrub: usize,
+}
+
+impl OomlabApp {
+    pub fn new(cc: &eframe::CreationContext<'_>) -> Self {
+        let dataset = Dataset::builtin();
+        let vocab = dataset.tokenizer.vocab_size();
+        let mut notices = Vec::new();
+        let mut settings: Settings = cc.storage.and_then(|s| eframe::get_value(s, "settings")).unwrap_or_default();
+        if settings.clone().clamped() != settings || settings.plan(vocab).is_err() {
+            settings = Settings::default();
+        }
+        #[cfg(target_arch = "wasm32")]
+        if let Some(hash) = web_sys::window().and_then(|w| w.location().hash().ok()) {
+            let (s, notice) = Settings::from_url_hash(&hash, vocab);
+            if !hash.trim_start_matches('#').is_empty() {
+                settings = s;
+            }
+            notices.extend(notice);
+        }
+        let (compute, backend) = match cc.wgpu_render_state.as_ref().map(Self::gpu) {
+            Some(Ok(g)) => g,
+            Some(Err(e)) => {
+                notices.push(format!("GPU compute is unavailable ({e}); steps run on the CPU backend instead."));
+                (Compute::Cpu { exec: None }, "cpu (reference)".to_string())
+            }
+            None => {
+                notices.push(
+                    "This browser offers no WebGPU (WebGL only): steps run on the CPU backend, same plan, same numbers."
+                        .into(),
+                );
+                (Compute::Cpu { exec: None }, "cpu (reference)".to_string())
+            }
+        };
+        Self::with(settings, dataset, compute, backend, notices)
+    }
+
+    fn with(settings: Settings, dataset: Dataset, compute: Compute, backend: String, notices: Vec<String>) -> Self {
+        let derived = Derived::new(&settings, dataset.tokenizer.vocab_size());
+        Self {
+            applied: Some(settings.clone()),
+            settings,
+            dataset,
+            derived,
+            compute,
+            backend,
+            notices,
+            training: false,
+            losses: Vec::new(),
+            step_secs: Vec::new(),
+            step_started: None,
+            measured: None,
+            oom: None,
+            error: None,
+            tab: Tab::Timeline,
+            scrub: 0,
+        }
+        .at_peak()
+    }
+
+    fn at_peak(mut self) -> Self {
+        self.scrub = self.derived.predicted.as_ref().map_or(0, |m| m.peak_index);
+        self
+    }
+
+    /// An app without a window or device, on the CPU backend (for tests).
+    pub fn headless(settings: Settings) -> Self {
+        Self::with(settings, Dataset::builtin(), Compute::Cpu { exec: None }, "cpu (reference)".into(), Vec::new())
+    }
+
+    #[cfg(not(target_arch = "wasm32"))]
+    fn gpu(rs: &eframe::egui_wgpu::RenderState) -> Result<(Compute, String), BackendError> {
+        let ctx = GpuContext::from_device(rs.device.clone(), rs.queue.clone(), rs.adapter.get_info())?;
+        let kernels = pollster::block_on(crate::backend::gpu::executor::build_kernels(&ctx))?;
+        let name = format!("gpu ({})", ctx.describe());
+        Ok((Compute::Gpu { ctx, kernels, exec: None }, name))
+    }
+
+    #[cfg(target_arch = "wasm32")]
+    fn gpu(_rs: &eframe::egui_wgpu::RenderState) -> Result<(Compute, String), BackendError> {
+        // Building pipelines and executors awaits wgpu's error scopes, which a browser frame
+        // cannot block on; until that is wired up the web build trains on the CPU backend.
+        let _ = (GpuContext::describe, GpuExecutor::plan);
+        Err(crate::model::ConfigError::Other("GPU training in the browser is not wired up yet".into()).into())
+    }
+
+    /// Re-derives the views and drops the executor when the settings changed.
+    fn apply_settings(&mut self) {
+        if self.applied.as_ref() == Some(&self.settings) {
+            return;
+        }
+        self.derived = Derived::new(&self.settings, self.dataset.tokenizer.vocab_size());
+        self.applied = Some(self.settings.clone());
+        // The scrubber starts at the peak.
+        self.scrub = self.derived.predicted.as_ref().map_or(0, |m| m.peak_index);
+        match &mut self.compute {
+            Compute::Gpu { exec, .. } => {
+                if exec.as_ref().is_none_or(|e| !e.step_in_flight()) {
+                    *exec = None;
+                }
+            }
+            Compute::Cpu { exec } => *exec = None,
+        }
+        self.losses.clear();
+        self.step_secs.clear();
+        self.measured = None;
+        self.oom = None;
+        self.error = None;
+        #[cfg(target_arch = "wasm32")]
+        if let Some(w) = web_sys::window() {
+            let _ = w.history().and_then(|h| {
+                h.replace_state_with_url(&wasm_bindgen::JsValue::NULL, "", Some(&self.settings.to_url_hash()))
+            });
+        }
+    }
+
+    /// Makes the executor for the current plan if there is none.
+    fn ensure_executor(&mut self) -> Result<(), BackendError> {
+        let plan = self.derived.plan.clone().map_err(crate::model::ConfigError::Other)?;
+        let (seed, budget) = (self.settings.seed, self.settings.budget_bytes);
+        match &mut self.compute {
+            #[cfg(not(target_arch = "wasm32"))]
+            Compute::Gpu { ctx, kernels, exec } => {
+                if exec.is_none() {
+                    let e = pollster::block_on(GpuExecutor::with_budget(ctx, kernels, plan, seed, budget))?;
+                    *exec = Some(Box::new(e));
+                }
+            }
+            #[cfg(target_arch = "wasm32")]
+            Compute::Gpu { .. } => {}
+            Compute::Cpu { exec } => {
+                if exec.is_none() {
+                    *exec = Some(Box::new(CpuExecutor::with_budget(plan, seed, budget)?));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn fail(&mut self, e: BackendError) {
+        self.training = false;
+        match e {
+            BackendError::OutOfMemory(oom) => self.oom = Some(oom),
+            other => self.error = Some(other.to_string()),
+        }
+    }
+
+    /// Starts a step if none is running; collects a finished one. Never blocks on the GPU.
+    fn drive(&mut self, now: f64, want_step: bool) {
+        // A finished GPU step.
+        if let Compute::Gpu { exec: Some(exec), .. } = &mut self.compute
+            && let Some(result) = exec.poll_step()
+        {
+            let memory = Some(exec.memory().clone());
+            match result {
+                Ok(loss) => {
+                    self.losses.push(loss);
+                    self.step_secs.push(now - self.step_started.unwrap_or(now));
+                    self.measured = memory;
+                }
+                Err(e) => self.fail(e),
+            }
+            self.step_started = None;
+            // The settings changed while it ran: its executor is stale.
+            if self.applied.as_ref() != Some(&self.settings) {
+                self.apply_settings();
+            }
+        }
+        if !want_step || self.step_started.is_some() {
+            return;
+        }
+        if let Err(e) = self.ensure_executor() {
+            self.fail(e);
+            return;
+        }
+        let index = self.losses.len() as u64;
+        let batch = match &self.derived.plan {
+            Ok(p) => self.dataset.batch(p.batch_shape(), self.settings.seed, index),
+            Err(e) => Err(crate::model::ConfigError::Other(e.clone())),
+        };
+        let batch = match batch {
+            Ok(b) => b,
+            Err(e) => return self.fail(e.into()),
+        };
+        match &mut self.compute {
+            Compute::Gpu { exec: Some(exec), .. } => match exec.submit_step(&batch) {
+                Ok(()) => self.step_started = Some(now),
+                Err(e) => self.fail(e),
+            },
+            Compute::Gpu { exec: None, .. } => {}
+            Compute::Cpu { exec: Some(exec) } => {
+                let start = now;
+                match exec.train_step(&batch) {
+                    Ok(loss) => {
+                        self.losses.push(loss);
+                        self.step_secs.push(cpu_elapsed(start));
+                        self.measured = exec.memory().cloned();
+                    }
+                    Err(e) => self.fail(e),
+                }
+            }
+            Compute::Cpu { exec: None } => {}
+        }
+    }
+
+    fn suggestions(&self) -> Vec<Suggestion> {
+        let s = &self.settings;
+        let mut out = Vec::new();
+        if s.checkpoint == Checkpoint::Off {
+            out.push(Suggestion::Checkpointing);
+        }
+        let fused = Techniques { attention: AttentionKind::Fused, checkpoint: Checkpoint::Off, ..s.techniques() };
+        if s.attention == AttentionKind::Standard
+            && fused.validate(&s.model(self.dataset.tokenizer.vocab_size())).is_ok()
+        {
+            out.push(Suggestion::FusedAttention);
+        }
+        if s.micro_batch() >= 2 && s.micro_batch().is_multiple_of(2) {
+            out.push(Suggestion::Accumulation);
+        }
+        if s.precision == Precision::Fp32 {
+            out.push(Suggestion::MixedPrecision);
+        }
+        if s.batch > 1 {
+            out.push(Suggestion::SmallerBatch);
+        }
+        out
+    }
+
+    /// Applies a suggestion from the OOM panel.
+    pub fn apply_suggestion(&mut self, s: Suggestion) {
+        let st = &mut self.settings;
+        match s {
+            Suggestion::Checkpointing => st.checkpoint = Checkpoint::BLOCKS,
+            Suggestion::FusedAttention => {
+                st.attention = AttentionKind::Fused;
+                if st.checkpoint == Checkpoint::Selective {
+                    st.checkpoint = Checkpoint::Off;
+                }
+            }
+            Suggestion::Accumulation => st.accum *= 2,
+            Suggestion::MixedPrecision => st.precision = Precision::Bf16,
+            Suggestion::SmallerBatch => {
+                st.batch = (st.batch / 2).max(1);
+                st.accum = st.accum.min(st.batch);
+                while !st.batch.is_multiple_of(st.accum) {
+                    st.accum -= 1;
+                }
+            }
+        }
+    }
+
+    fn controls(&mut self, ui: &mut egui::Ui) {
+        let s = &mut self.settings;
+        ui.heading("Setup");
+        ui.horizontal(|ui| {
+            ui.label("Model");
+            for p in Preset::ALL {
+                if ui.selectable_label(s.preset == p && s.dims == p.dims(), p.name()).clicked() {
+                    s.preset = p;
+                    s.dims = p.dims();
+                    s.seq = s.seq.min(s.dims.max_seq).max(1);
+                    if s.seq < s.dims.max_seq {
+                        s.seq = s.dims.max_seq;
+                    }
+                }
+            }
+        });
+        ui.horizontal(|ui| {
+            ui.add(egui::DragValue::new(&mut s.dims.d_model).range(8..=1024).prefix("d "));
+            ui.add(egui::DragValue::new(&mut s.dims.n_layers).range(1..=24).prefix("L "));
+            ui.add(egui::DragValue::new(&mut s.dims.n_heads).range(1..=32).prefix("heads "));
+        });
+        let vocab = self.dataset.tokenizer.vocab_size();
+        let params = s.model(vocab).num_parameters();
+        ui.label(format!("{params} parameters"));
+        ui.add(egui::Slider::new(&mut s.batch, 1..=MAX_BATCH).logarithmic(true).text("batch"));
+        let max_seq = s.dims.max_seq;
+        ui.add(egui::Slider::new(&mut s.seq, 1..=max_seq).text("sequence"));
+        ui.horizontal_wrapped(|ui| {
+            ui.label("Budget");
+            for (name, bytes) in BUDGET_PRESETS {
+                ui.selectable_value(&mut s.budget_bytes, bytes, name);
+            }
+        });
+        let mut mib = (s.budget_bytes >> 20) as usize;
+        if ui.add(egui::Slider::new(&mut mib, 1..=4096).logarithmic(true).text("MiB")).changed() {
+            s.budget_bytes = (mib as u64) << 20;
+        }
+        ui.separator();
+        ui.heading("Techniques");
+        egui::ComboBox::from_label("checkpointing").selected_text(s.checkpoint.label()).show_ui(ui, |ui| {
+            let l = s.dims.n_layers;
+            ui.selectable_value(&mut s.checkpoint, Checkpoint::Off, "off");
+            ui.selectable_value(&mut s.checkpoint, Checkpoint::BLOCKS, "every block");
+            let k = Checkpoint::default_every(l);
+            ui.selectable_value(&mut s.checkpoint, Checkpoint::Every(k), format!("every {k} blocks (√L)"));
+            ui.selectable_value(&mut s.checkpoint, Checkpoint::Selective, "selective (attention)");
+        });
+        egui::ComboBox::from_label("precision").selected_text(s.precision.name()).show_ui(ui, |ui| {
+            for p in [Precision::Fp32, Precision::Fp16, Precision::Bf16] {
+                ui.selectable_value(&mut s.precision, p, p.name());
+            }
+        });
+        egui::ComboBox::from_label("attention").selected_text(s.attention.name()).show_ui(ui, |ui| {
+            ui.selectable_value(&mut s.attention, AttentionKind::Standard, "standard");
+            ui.selectable_value(&mut s.attention, AttentionKind::Fused, "fused (flash)");
+        });
+        egui::ComboBox::from_label("optimizer").selected_text(s.optimizer.name()).show_ui(ui, |ui| {
+            for k in [OptimizerKind::AdamW, OptimizerKind::Momentum, OptimizerKind::Sgd] {
+                ui.selectable_value(&mut s.optimizer, k, k.name());
+            }
+        });
+        ui.add(egui::Slider::new(&mut s.accum, 1..=64).logarithmic(true).text("accumulation steps"));
+        ui.add(egui::Slider::new(&mut s.lora_rank, 0..=64).text("LoRA rank (0 = off)"));
+        ui.separator();
+        ui.heading("Compare with");
+        let options: [(&str, Techniques); 4] = [
+            ("checkpoint every block", Techniques { checkpoint: Checkpoint::BLOCKS, ..Techniques::default() }),
+            ("fp16", Techniques { precision: Precision::Fp16, ..Techniques::default() }),
+            ("fused attention", Techniques { attention: AttentionKind::Fused, ..Techniques::default() }),
+            ("accumulation ×4", Techniques { accum: 4, ..Techniques::default() }),
+        ];
+        ui.horizontal_wrapped(|ui| {
+            for (name, t) in options {
+                let mut on = s.overlays.contains(&t);
+                if ui.checkbox(&mut on, name).changed() {
+                    if on && s.overlays.len() < 2 {
+                        s.overlays.push(t);
+                    } else {
+                        s.overlays.retain(|o| *o != t);
+                    }
+                }
+            }
+        });
+        ui.separator();
+        ui.horizontal(|ui| {
+            ui.add(egui::DragValue::new(&mut s.seed).prefix("seed "));
+            ui.checkbox(&mut s.projector, "projector mode");
+        });
+        // Keep the settings buildable: a sequence within the model, accumulation that divides.
+        s.seq = s.seq.clamp(1, s.dims.max_seq);
+        s.accum = s.accum.clamp(1, s.batch);
+        while !s.batch.is_multiple_of(s.accum) {
+            s.accum -= 1;
+        }
+    }
+
+    fn run_buttons(&mut self, ui: &mut egui::Ui) -> bool {
+        let mut step = false;
+        ui.horizontal(|ui| {
+            step = ui.button("One step").clicked();
+            let label = if self.training { "Stop" } else { "Train" };
+            if ui.button(label).clicked() {
+                self.training = !self.training;
+            }
+            ui.label(RichText::new(format!("engine: {}", self.backend)).small());
+        });
+        step
+    }
+
+    /// The whole window's content (also what the tests render).
+    pub fn show(&mut self, ui: &mut egui::Ui) {
+        let projector = self.settings.projector;
+        ui.ctx().set_zoom_factor(if projector { 1.5 } else { 1.0 });
+        if projector {
+            let mut v = egui::Visuals::dark();
+            v.override_text_color = Some(Color32::WHITE);
+            v.panel_fill = Color32::BLACK;
+            ui.ctx().set_visuals(v);
+        }
+        egui::Panel::left("controls").resizable(true).default_size(300.0).show(ui, |ui| {
+            egui::ScrollArea::vertical().show(ui, |ui| self.controls(ui));
+        });
+        self.apply_settings();
+        let now = ui.input(|i| i.time);
+        egui::CentralPanel::default().show(ui, |ui| {
+            ui.heading("oomlab — why does a large batch run out of GPU memory?");
+            for n in &self.notices {
+                ui.colored_label(Color32::from_rgb(230, 160, 0), n);
+            }
+            let step = self.run_buttons(ui);
+            self.drive(now, step || self.training);
+            if let Some(e) = &self.error {
+                ui.colored_label(Color32::RED, e);
+            }
+            egui::ScrollArea::vertical().show(ui, |ui| self.views(ui));
+        });
+        if self.training || self.step_started.is_some() {
+            ui.ctx().request_repaint();
+        }
+    }
+
+    fn views(&mut self, ui: &mut egui::Ui) {
+        let plan = match &self.derived.plan {
+            Ok(p) => p.clone(),
+            Err(e) => {
+                ui.colored_label(Color32::RED, format!("This setup cannot be built: {e}"));
+                return;
+            }
+        };
+        ui.label(format!(
+            "{} · batch {} ({} × {} micro-batches) × sequence {} · budget {}",
+            self.settings.techniques().describe(),
+            self.settings.batch,
+            plan.shape.batch,
+            self.settings.accum,
+            self.settings.seq,
+            format_bytes(self.settings.budget_bytes)
+        ));
+        let oom = self.oom.clone().or_else(|| self.derived.predicted.as_ref().err().cloned());
+        if let Some(oom) = oom {
+            ui.group(|ui| {
+                if let Some(s) = views::oom_panel(ui, &oom, &self.suggestions()) {
+                    self.apply_suggestion(s);
+                }
+                if self.oom.is_none() {
+                    ui.label(RichText::new("(predicted by the plan; a real step would fail the same way)").small());
+                }
+            });
+        }
+        ui.heading("At the peak");
+        if let Ok(predicted) = &self.derived.predicted {
+            views::breakdown(ui, self.measured.as_ref(), predicted);
+        }
+        views::explain(ui, "why_breakdown", EXPLAIN_BREAKDOWN);
+        ui.separator();
+        ui.horizontal(|ui| {
+            ui.selectable_value(&mut self.tab, Tab::Timeline, "Step timeline");
+            ui.selectable_value(&mut self.tab, Tab::Sweep, "Memory vs batch");
+            ui.selectable_value(&mut self.tab, Tab::Allocator, "Allocator map");
+            ui.selectable_value(&mut self.tab, Tab::Training, "Training");
+        });
+        let (memory, source) = match (&self.measured, &self.derived.predicted) {
+            (Some(m), _) => (Some(m), Source::Measured),
+            (None, Ok(p)) => (Some(p), Source::Predicted),
+            (None, Err(_)) => (None, Source::Predicted),
+        };
+        match self.tab {
+            Tab::Timeline => {
+                if let Some(m) = memory {
+                    views::timeline(ui, &plan, m, source, &mut self.scrub);
+                }
+                views::explain(ui, "why_timeline", EXPLAIN_TIMELINE);
+            }
+            Tab::Sweep => {
+                views::sweep_chart(ui, &self.derived.sweep, self.settings.budget_bytes, self.settings.batch);
+                views::explain(ui, "why_sweep", EXPLAIN_SWEEP);
+            }
+            Tab::Allocator => {
+                if let Some(m) = memory {
+                    let op = m.timeline.get(self.scrub.min(m.timeline.len().saturating_sub(1))).and_then(|p| p.op);
+                    views::allocator_map(ui, &plan, m, op);
+                }
+                views::explain(ui, "why_allocator", EXPLAIN_ALLOCATOR);
+            }
+            Tab::Training => views::training(ui, &self.losses, &self.step_secs),
+        }
+    }
+}
+
+/// Seconds since `start` on the CPU path (egui's clock only advances between frames).
+fn cpu_elapsed(start: f64) -> f64 {
+    let _ = start;
+    #[cfg(not(target_arch = "wasm32"))]
+    {
+        thread_local!(static LAST: std::cell::Cell<Option<std::time::Instant>> = const { std::cell::Cell::new(None) });
+        let now = std::time::Instant::now();
+        let prev = LAST.with(|l| l.replace(Some(now)));
+        prev.map_or(0.0, |p| now.duration_since(p).as_secs_f64())
+    }
+    #[cfg(target_arch = "wasm32")]
+    {
+        0.0
+    }
+}
+
+pub const EXPLAIN_BREAKDOWN: &str = "Parameters, gradients and optimizer state depend on the model only: AdamW keeps two more \
+copies of every weight (m and v), and mixed precision adds fp32 master weights. Activations — the tensors the forward \
+pass saves for the backward pass — grow with batch × sequence (and the attention probabilities with the square of the \
+sequence), which is why a large batch runs out of memory while the model itself fits.";
+
+pub const EXPLAIN_TIMELINE: &str = "Memory rises through the forward pass as each layer saves its activations, peaks \
+around the start of the backward pass, and falls as the backward pass frees what it no longer needs. Model state is \
+the flat floor underneath. Checkpointing lowers the ridge by recomputing activations during the backward pass.";
+
+pub const EXPLAIN_SWEEP: &str = "Each bar is the peak of one step at that batch size. Model state is the same at every \
+batch; activations grow linearly with it, so the bars cross the budget line at some batch: the first out-of-memory. \
+Techniques move that point: checkpointing and fused attention shrink activations, accumulation keeps the micro-batch \
+small, mixed precision halves activations but adds master weights.";
+
+pub const EXPLAIN_ALLOCATOR: &str = "The caching allocator (PyTorch's rules) reserves segments from the device and \
+carves blocks out of them. Freed blocks stay cached for reuse rather than returning to the device, so reserved memory \
+exceeds allocated memory; free gaps that are too small for the next request are fragmentation.";
+
+impl eframe::App for OomlabApp {
+    fn ui(&mut self, ui: &mut egui::Ui, _frame: &mut eframe::Frame) {
+        self.show(ui);
+    }
+
+    fn save(&mut self, storage: &mut dyn eframe::Storage) {
+        eframe::set_value(storage, "settings", &self.settings);
+    }
+}

@@ -1,0 +1,281 @@
+//! Everything the user can set, in one serde struct: persisted on the desktop, encoded in the
+//! URL hash on the web so that a link opens the same setup. Whatever comes in (an old version,
+//! a tampered link) is checked; what cannot be used falls back to the defaults with a notice.
+
+use base64::Engine as _;
+use serde::{Deserialize, Serialize};
+
+use crate::model::params::LoraConfig;
+use crate::model::{ConfigError, ModelConfig, StepShape};
+use crate::plan::{AttentionKind, Checkpoint, OptimizerConfig, OptimizerKind, Plan, Precision, Techniques};
+
+/// The toy configurations the controls start from (each then editable).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Preset {
+    Tiny,
+    Small,
+    Medium,
+}
+
+impl Preset {
+    pub const ALL: [Preset; 3] = [Preset::Tiny, Preset::Small, Preset::Medium];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Preset::Tiny => "tiny",
+            Preset::Small => "small",
+            Preset::Medium => "medium",
+        }
+    }
+
+    /// (d_model, layers, heads, max sequence).
+    pub fn dims(self) -> ModelDims {
+        match self {
+            Preset::Tiny => ModelDims { d_model: 64, n_layers: 2, n_heads: 4, max_seq: 64 },
+            Preset::Small => ModelDims { d_model: 128, n_layers: 4, n_heads: 4, max_seq: 128 },
+            Preset::Medium => ModelDims { d_model: 256, n_layers: 6, n_heads: 8, max_seq: 256 },
+        }
+    }
+}
+
+/// The model's shape, editable after picking a preset.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ModelDims {
+    pub d_model: usize,
+    pub n_layers: usize,
+    pub n_heads: usize,
+    pub max_seq: usize,
+}
+
+/// The largest batch the controls offer (the sweep goes this far too).
+pub const MAX_BATCH: usize = 1024;
+
+/// All settings. Missing fields (an older link) take the defaults.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Settings {
+    pub preset: Preset,
+    pub dims: ModelDims,
+    /// Sequences per optimizer step (the effective batch).
+    pub batch: usize,
+    pub seq: usize,
+    pub budget_bytes: u64,
+    pub optimizer: OptimizerKind,
+    pub checkpoint: Checkpoint,
+    pub precision: Precision,
+    pub attention: AttentionKind,
+    /// Gradient accumulation steps (the micro-batch is batch / accum).
+    pub accum: usize,
+    /// LoRA rank; 0 = off.
+    pub lora_rank: usize,
+    pub seed: u64,
+    /// Large fonts and high contrast for a projector.
+    pub projector: bool,
+    /// Up to two more technique sets overlaid on the memory-vs-batch chart.
+    pub overlays: Vec<Techniques>,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Self {
+            preset: Preset::Tiny,
+            dims: Preset::Tiny.dims(),
+            batch: 16,
+            seq: 64,
+            budget_bytes: 64 << 20,
+            optimizer: OptimizerKind::AdamW,
+            checkpoint: Checkpoint::Off,
+            precision: Precision::Fp32,
+            attention: AttentionKind::Standard,
+            accum: 1,
+            lora_rank: 0,
+            seed: 0,
+            projector: false,
+            overlays: Vec::new(),
+        }
+    }
+}
+
+/// The budgets the controls offer.
+pub const BUDGET_PRESETS: [(&str, u64); 4] =
+    [("32 MiB", 32 << 20), ("64 MiB", 64 << 20), ("256 MiB", 256 << 20), ("1 GiB", 1 << 30)];
+
+impl Settings {
+    pub fn model(&self, vocab: usize) -> ModelConfig {
+        ModelConfig {
+            vocab,
+            seq_len: self.dims.max_seq,
+            d_model: self.dims.d_model,
+            n_layers: self.dims.n_layers,
+            n_heads: self.dims.n_heads,
+        }
+    }
+
+    /// The techniques these settings switch on.
+    pub fn techniques(&self) -> Techniques {
+        Techniques {
+            checkpoint: self.checkpoint,
+            attention: self.attention,
+            accum: self.accum.max(1),
+            lora: (self.lora_rank > 0).then(|| LoraConfig::new(self.lora_rank).with_targets("all").ok()).flatten(),
+            precision: self.precision,
+        }
+    }
+
+    pub fn optimizer_config(&self) -> OptimizerConfig {
+        match self.optimizer {
+            OptimizerKind::AdamW => OptimizerConfig::default(),
+            kind => OptimizerConfig { kind, ..OptimizerConfig::sgd_momentum(0.1, 0.9) },
+        }
+    }
+
+    /// The micro-batch each forward pass runs.
+    pub fn micro_batch(&self) -> usize {
+        (self.batch / self.accum.max(1)).max(1)
+    }
+
+    /// The plan of one step with `techniques` at `batch` (effective), or why it cannot be built.
+    pub fn plan_with(&self, vocab: usize, batch: usize, techniques: &Techniques) -> Result<Plan, ConfigError> {
+        let accum = techniques.accum.max(1);
+        if !batch.is_multiple_of(accum) {
+            return Err(ConfigError::Other(format!("batch {batch} cannot be split into {accum} equal micro-batches")));
+        }
+        let shape = StepShape { batch: batch / accum, seq: self.seq };
+        Plan::build_with(&self.model(vocab), shape, &self.optimizer_config(), techniques)
+    }
+
+    /// The plan of the current settings.
+    pub fn plan(&self, vocab: usize) -> Result<Plan, ConfigError> {
+        self.plan_with(vocab, self.batch, &self.techniques())
+    }
+
+    /// Clamps what the controls bound (batch, sequence, budget, overlays) so that nothing from
+    /// outside can ask for absurd work.
+    pub fn clamped(mut self) -> Self {
+        self.batch = self.batch.clamp(1, MAX_BATCH);
+        self.dims.max_seq = self.dims.max_seq.clamp(1, 4096);
+        self.seq = self.seq.clamp(1, self.dims.max_seq);
+        self.dims.d_model = self.dims.d_model.clamp(1, 2048);
+        self.dims.n_layers = self.dims.n_layers.clamp(1, 48);
+        self.dims.n_heads = self.dims.n_heads.clamp(1, 64);
+        self.accum = self.accum.clamp(1, MAX_BATCH);
+        self.lora_rank = self.lora_rank.min(256);
+        self.budget_bytes = self.budget_bytes.clamp(1 << 20, 1 << 40);
+        self.overlays.truncate(2);
+        self
+    }
+
+    /// The URL hash that encodes these settings: `#s=` + base64url(JSON).
+    pub fn to_url_hash(&self) -> String {
+        let json = serde_json::to_vec(self).unwrap_or_default();
+        format!("#s={}", base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(json))
+    }
+
+    /// Settings from a URL hash (with or without the leading `#`). An empty hash gives the
+    /// defaults silently; anything unreadable, or settings whose plan cannot be built, gives the
+    /// defaults and a notice saying why.
+    pub fn from_url_hash(hash: &str, vocab: usize) -> (Settings, Option<String>) {
+        let hash = hash.trim().trim_start_matches('#');
+        if hash.is_empty() {
+            return (Settings::default(), None);
+        }
+        let fallback = |why: String| {
+            (Settings::default(), Some(format!("The link's settings could not be used ({why}); showing the defaults.")))
+        };
+        let Some(encoded) = hash.split('&').find_map(|kv| kv.strip_prefix("s=")) else {
+            return fallback("no s= field".into());
+        };
+        if encoded.len() > 16 * 1024 {
+            return fallback("the link is too long".into());
+        }
+        let bytes = match base64::engine::general_purpose::URL_SAFE_NO_PAD.decode(encoded.trim_end_matches('=')) {
+            Ok(b) => b,
+            Err(e) => return fallback(format!("not base64: {e}")),
+        };
+        let settings: Settings = match serde_json::from_slice(&bytes) {
+            Ok(s) => s,
+            Err(e) => return fallback(format!("not valid settings: {e}")),
+        };
+        let clamped = settings.clone().clamped();
+        if let Err(e) = clamped.plan(vocab) {
+            return fallback(e.to_string());
+        }
+        let notice =
+            (clamped != settings).then(|| "Some settings in the link were out of range and were adjusted.".into());
+        (clamped, notice)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const V: usize = 58;
+
+    #[test]
+    fn url_hash_round_trips() {
+        let s = Settings {
+            batch: 48,
+            accum: 4,
+            checkpoint: Checkpoint::Every(2),
+            precision: Precision::Bf16,
+            attention: AttentionKind::Fused,
+            lora_rank: 4,
+            projector: true,
+            ..Settings::default()
+        };
+        let (back, notice) = Settings::from_url_hash(&s.to_url_hash(), V);
+        assert_eq!(back, s);
+        assert_eq!(notice, None);
+        assert_eq!(Settings::from_url_hash("", V), (Settings::default(), None));
+    }
+
+    #[test]
+    fn tampered_hashes_fall_back_with_a_notice() {
+        let good = Settings::default().to_url_hash();
+        let mut cases = vec![
+            "#s=!!!".to_string(),
+            "#s=".to_string(),
+            "#nothing".to_string(),
+            format!("{}xyz", &good[..good.len() - 3]),
+            "#s=eyJiYXRjaCI6LTF9".to_string(), // {"batch":-1}
+        ];
+        // Settings that decode but cannot be built: heads that do not divide d_model.
+        let bad = Settings { dims: ModelDims { d_model: 65, ..Preset::Tiny.dims() }, ..Settings::default() };
+        cases.push(bad.to_url_hash());
+        for hash in cases {
+            let (s, notice) = Settings::from_url_hash(&hash, V);
+            assert_eq!(s, Settings::default(), "{hash}");
+            assert!(notice.is_some_and(|n| n.contains("defaults")), "{hash}");
+        }
+        // Out of range: clamped, with a notice.
+        let huge = Settings { batch: 1 << 40, ..Settings::default() };
+        let (s, notice) = Settings::from_url_hash(&huge.to_url_hash(), V);
+        assert_eq!(s.batch, MAX_BATCH);
+        assert!(notice.is_some());
+    }
+
+    #[test]
+    fn random_hashes_never_panic() {
+        let mut rng = crate::model::init::Rng::new(3);
+        let alphabet: Vec<char> =
+            "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_=#&%{}\"".chars().collect();
+        let good = Settings::default().to_url_hash();
+        for i in 0..2000 {
+            let hash: String = if i % 2 == 0 {
+                (0..rng.below(80)).map(|_| alphabet[rng.below(alphabet.len())]).collect()
+            } else {
+                // Flip characters of a valid hash.
+                let mut chars: Vec<char> = good.chars().collect();
+                for _ in 0..=rng.below(4) {
+                    let k = 3 + rng.below(chars.len() - 3);
+                    chars[k] = alphabet[rng.below(alphabet.len())];
+                }
+                chars.into_iter().collect()
+            };
+            let (s, _) = Settings::from_url_hash(&format!("#s={hash}"), V);
+            assert!(s.plan(V).is_ok(), "{hash}");
+        }
+    }
+}

@@ -1,0 +1,429 @@
+//! The views. Each draws data it is given — the plan, the allocator's record of a step, a sweep
+//! — and computes no memory itself, so tests render them from fixed data.
+
+use egui::{Color32, RichText, Ui};
+use egui_plot::{Bar, BarChart, HLine, Legend, Line, Plot, PlotPoints, Points, VLine};
+
+use crate::memory::map::{SegmentState, segments_at};
+use crate::memory::{StepMemory, StepOom};
+use crate::plan::{Category, Lifetime, Plan};
+use crate::units::format_bytes;
+
+/// A colour per category, the same in every view.
+pub fn category_color(c: Category) -> Color32 {
+    match c {
+        Category::Parameters => Color32::from_rgb(76, 114, 176),
+        Category::Gradients => Color32::from_rgb(221, 132, 82),
+        Category::OptimizerState => Color32::from_rgb(85, 168, 104),
+        Category::MasterWeights => Color32::from_rgb(129, 114, 179),
+        Category::Activations => Color32::from_rgb(196, 78, 82),
+        Category::Temporaries => Color32::from_rgb(218, 139, 195),
+        Category::Input => Color32::from_rgb(147, 120, 96),
+        Category::Logits => Color32::from_rgb(204, 185, 116),
+        Category::Workspace => Color32::from_rgb(140, 140, 140),
+    }
+}
+
+fn mib(bytes: u64) -> f64 {
+    bytes as f64 / (1u64 << 20) as f64
+}
+
+/// A small square of a category's colour.
+pub fn swatch(ui: &mut Ui, color: Color32) {
+    let (rect, _) = ui.allocate_exact_size(egui::vec2(10.0, 10.0), egui::Sense::hover());
+    ui.painter().rect_filled(rect, 2.0, color);
+}
+
+/// Whether a number is measured on the device or predicted by the plan, said next to it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Source {
+    Measured,
+    Predicted,
+}
+
+impl Source {
+    pub fn word(self) -> &'static str {
+        match self {
+            Source::Measured => "measured",
+            Source::Predicted => "predicted",
+        }
+    }
+}
+
+/// A short explanation under a view, collapsed by default.
+pub fn explain(ui: &mut Ui, id: &str, text: &str) {
+    egui::CollapsingHeader::new(RichText::new("Why?").italics()).id_salt(id).show(ui, |ui| {
+        ui.label(text);
+    });
+}
+
+/// The step timeline: allocated bytes over the ops, stacked by category, the peak marked; the
+/// scrubber picks an op, whose label and live tensors are listed.
+pub fn timeline(ui: &mut Ui, plan: &Plan, memory: &StepMemory, source: Source, scrub: &mut usize) {
+    let n = memory.timeline.len();
+    if n == 0 {
+        ui.label("No step recorded yet.");
+        return;
+    }
+    let peak = memory.peak_index;
+    ui.label(format!(
+        "Allocated memory over one step ({}), {} ops. Peak {} at {}.",
+        source.word(),
+        plan.ops.len(),
+        format_bytes(memory.peak_allocated_bytes()),
+        op_label(plan, memory.timeline[peak].op)
+    ));
+    let mut charts: Vec<BarChart> = Vec::new();
+    for c in Category::ALL {
+        if memory.timeline.iter().all(|p| p.allocated.get(c) == 0) {
+            continue;
+        }
+        let bars = memory
+            .timeline
+            .iter()
+            .enumerate()
+            .map(|(i, p)| Bar::new(i as f64, mib(p.allocated.get(c))).width(1.0).fill(category_color(c)))
+            .collect();
+        let labels: Vec<String> = memory.timeline.iter().map(|p| op_label(plan, p.op)).collect();
+        let name = c.name();
+        let mut chart = BarChart::new(name, bars).color(category_color(c)).element_formatter(Box::new(
+            move |bar: &Bar, _: &BarChart| {
+                let i = bar.argument as usize;
+                format!("{}\n{name}: {:.2} MiB", labels.get(i).map_or("", String::as_str), bar.value)
+            },
+        ));
+        let below: Vec<&BarChart> = charts.iter().collect();
+        if !below.is_empty() {
+            chart = chart.stack_on(&below);
+        }
+        charts.push(chart);
+    }
+    let reserved: PlotPoints =
+        memory.timeline.iter().enumerate().map(|(i, p)| [i as f64, mib(p.reserved_bytes)]).collect();
+    *scrub = (*scrub).min(n - 1);
+    let at = *scrub;
+    Plot::new("timeline")
+        .height(260.0)
+        .legend(Legend::default())
+        .x_axis_label("op of the step")
+        .y_axis_label("MiB")
+        .include_y(0.0)
+        .allow_scroll(false)
+        .show(ui, |p| {
+            for chart in charts {
+                p.bar_chart(chart);
+            }
+            p.line(Line::new("reserved", reserved).color(Color32::GRAY));
+            p.vline(VLine::new("peak", peak as f64).color(Color32::RED));
+            p.vline(VLine::new("scrubber", at as f64).color(Color32::WHITE));
+        });
+    ui.add(egui::Slider::new(scrub, 0..=n - 1).text("op"));
+    let point = &memory.timeline[at];
+    ui.label(format!(
+        "At {}: {} allocated, {} reserved.",
+        op_label(plan, point.op),
+        format_bytes(point.allocated_bytes),
+        format_bytes(point.reserved_bytes)
+    ));
+    let live = live_tensors(plan, point.op);
+    egui::CollapsingHeader::new(format!("{} tensors alive here", live.len())).id_salt("live").show(ui, |ui| {
+        egui::ScrollArea::vertical().max_height(160.0).show(ui, |ui| {
+            for (name, c, bytes) in live {
+                ui.horizontal(|ui| {
+                    swatch(ui, category_color(c));
+                    ui.label(format!("{name} — {} ({})", format_bytes(bytes), c.name()));
+                });
+            }
+        });
+    });
+}
+
+/// "h.0.attn (attention)" for timeline point `op`.
+pub fn op_label(plan: &Plan, op: Option<usize>) -> String {
+    match op.and_then(|i| plan.ops.get(i)) {
+        Some(node) => format!("{} ({})", node.label, node.op.name()),
+        None => "the start of the step".into(),
+    }
+}
+
+/// The tensors the plan has alive while op `op` runs (all persistent and step tensors before the
+/// first op), largest first.
+pub fn live_tensors(plan: &Plan, op: Option<usize>) -> Vec<(String, Category, u64)> {
+    let mut out: Vec<(String, Category, u64)> = plan
+        .lifetimes()
+        .iter()
+        .zip(&plan.tensors)
+        .filter(|(l, _)| match (l, op) {
+            (Lifetime::Persistent | Lifetime::Step, _) => true,
+            (Lifetime::Ops { first, last }, Some(i)) => *first <= i && i <= *last,
+            (Lifetime::Ops { .. }, None) => false,
+        })
+        .map(|(_, t)| (t.name.clone(), t.category, t.size_bytes() as u64))
+        .collect();
+    out.sort_by(|a, b| b.2.cmp(&a.2));
+    out
+}
+
+/// One configuration's memory at each batch size of a sweep.
+#[derive(Clone, Debug)]
+pub struct SweepSeries {
+    pub name: String,
+    /// (effective batch, peak memory or the OOM message).
+    pub points: Vec<(usize, Result<StepMemory, String>)>,
+}
+
+impl SweepSeries {
+    pub fn largest_fitting(&self) -> Option<usize> {
+        self.points.iter().filter(|(_, m)| m.is_ok()).map(|(b, _)| *b).max()
+    }
+    pub fn first_oom(&self) -> Option<usize> {
+        self.points.iter().filter(|(_, m)| m.is_err()).map(|(b, _)| *b).min()
+    }
+}
+
+/// Memory vs batch size: the first series stacked by category, the others as lines of their
+/// peak; the budget line; each series' largest fitting batch and first OOM.
+pub fn sweep_chart(ui: &mut Ui, series: &[SweepSeries], budget: u64, current_batch: usize) {
+    let Some(main) = series.first() else {
+        ui.label("No sweep.");
+        return;
+    };
+    let x = |b: usize| (b as f64).log2();
+    let mut charts: Vec<BarChart> = Vec::new();
+    for c in Category::ALL {
+        let bars: Vec<Bar> = main
+            .points
+            .iter()
+            .filter_map(|(b, m)| m.as_ref().ok().map(|m| (b, m)))
+            .map(|(b, m)| Bar::new(x(*b), mib(m.peak_allocated.get(c))).width(0.35).fill(category_color(c)))
+            .collect();
+        if bars.iter().all(|b| b.value == 0.0) {
+            continue;
+        }
+        let name = c.name();
+        let mut chart = BarChart::new(name, bars).color(category_color(c)).element_formatter(Box::new(
+            move |bar: &Bar, _: &BarChart| format!("batch {:.0}\n{name}: {:.2} MiB", bar.argument.exp2(), bar.value),
+        ));
+        let below: Vec<&BarChart> = charts.iter().collect();
+        if !below.is_empty() {
+            chart = chart.stack_on(&below);
+        }
+        charts.push(chart);
+    }
+    let colors = [Color32::WHITE, Color32::from_rgb(255, 200, 0), Color32::from_rgb(0, 200, 255)];
+    Plot::new("sweep")
+        .height(260.0)
+        .legend(Legend::default())
+        .x_axis_label("batch size (log₂)")
+        .y_axis_label("peak MiB")
+        .x_axis_formatter(|mark, _| format!("{:.0}", mark.value.exp2()))
+        .include_y(0.0)
+        .include_y(mib(budget) * 1.1)
+        .allow_scroll(false)
+        .show(ui, |p| {
+            for chart in charts {
+                p.bar_chart(chart);
+            }
+            p.hline(HLine::new("budget", mib(budget)).color(Color32::RED));
+            p.vline(VLine::new("this batch", x(current_batch)).color(Color32::GRAY));
+            for (k, s) in series.iter().enumerate() {
+                let pts: PlotPoints = s
+                    .points
+                    .iter()
+                    .filter_map(|(b, m)| m.as_ref().ok().map(|m| [x(*b), mib(m.peak_allocated_bytes())]))
+                    .collect();
+                let color = colors[k % colors.len()];
+                p.line(Line::new(s.name.clone(), pts).color(color).width(2.0));
+                if let Some(b) = s.first_oom() {
+                    let pt = Points::new(format!("{}: OOM from batch {b}", s.name), vec![[x(b), mib(budget)]])
+                        .radius(6.0)
+                        .color(color)
+                        .shape(egui_plot::MarkerShape::Cross);
+                    p.points(pt);
+                }
+            }
+        });
+    for s in series {
+        ui.label(format!(
+            "{}: largest batch that fits {}; out of memory from {}",
+            s.name,
+            s.largest_fitting().map_or("none".to_string(), |b| b.to_string()),
+            s.first_oom().map_or("— (every batch fits)".to_string(), |b| format!("batch {b}"))
+        ));
+    }
+}
+
+/// Bytes and % per category at the peak, measured next to predicted, grouped as the seed's
+/// table (activations; gradients + optimizer; parameters; buffers).
+pub fn breakdown(ui: &mut Ui, measured: Option<&StepMemory>, predicted: &StepMemory) {
+    let total_p = predicted.peak_allocated_bytes().max(1);
+    egui::Grid::new("breakdown").striped(true).num_columns(4).show(ui, |ui| {
+        ui.strong("at the peak");
+        ui.strong("predicted");
+        ui.strong("%");
+        ui.strong("measured");
+        ui.end_row();
+        for c in Category::ALL {
+            let p = predicted.peak_allocated.get(c);
+            let m = measured.map(|m| m.peak_allocated.get(c));
+            if p == 0 && m.unwrap_or(0) == 0 {
+                continue;
+            }
+            ui.horizontal(|ui| {
+                swatch(ui, category_color(c));
+                ui.label(c.name());
+            });
+            ui.label(format_bytes(p));
+            ui.label(format!("{:.1}%", 100.0 * p as f64 / total_p as f64));
+            ui.label(m.map_or("—".into(), format_bytes));
+            ui.end_row();
+        }
+        ui.strong("total");
+        ui.strong(format_bytes(predicted.peak_allocated_bytes()));
+        ui.label("100%");
+        ui.strong(measured.map_or("—".into(), |m| format_bytes(m.peak_allocated_bytes())));
+        ui.end_row();
+        ui.label("reserved (segments)");
+        ui.label(format_bytes(predicted.peak_reserved_bytes()));
+        ui.label("");
+        ui.label(measured.map_or("—".into(), |m| format_bytes(m.peak_reserved_bytes())));
+        ui.end_row();
+    });
+    let g = |c| predicted.peak_allocated.get(c);
+    let groups = [
+        ("activations (saved for backward + temporaries)", g(Category::Activations) + g(Category::Temporaries)),
+        (
+            "gradients + optimizer state + master weights",
+            g(Category::Gradients) + g(Category::OptimizerState) + g(Category::MasterWeights),
+        ),
+        ("parameters", g(Category::Parameters)),
+        ("buffers (input, logits, workspace)", g(Category::Input) + g(Category::Logits) + g(Category::Workspace)),
+    ];
+    ui.add_space(4.0);
+    for (name, bytes) in groups {
+        ui.label(format!("{name}: {} ({:.0}%)", format_bytes(bytes), 100.0 * bytes as f64 / total_p as f64));
+    }
+}
+
+/// Each segment as a bar of its blocks (allocated by category, free in dark grey), at op `op`.
+pub fn allocator_map(ui: &mut Ui, plan: &Plan, memory: &StepMemory, op: Option<usize>) {
+    let segments = segments_at(&memory.events, op);
+    let reserved: u64 = segments.iter().map(|s| s.size).sum();
+    let allocated: u64 = segments.iter().map(SegmentState::allocated_bytes).sum();
+    let largest_free = segments.iter().map(SegmentState::largest_free_block).max().unwrap_or(0);
+    ui.label(format!(
+        "At {}: {} segments, {} reserved, {} allocated, {} free inside segments (largest free block {}).",
+        op_label(plan, op),
+        segments.len(),
+        format_bytes(reserved),
+        format_bytes(allocated),
+        format_bytes(reserved - allocated),
+        format_bytes(largest_free)
+    ));
+    let widest = segments.iter().map(|s| s.size).max().unwrap_or(1).max(1);
+    egui::ScrollArea::vertical().max_height(260.0).id_salt("segments").show(ui, |ui| {
+        for s in &segments {
+            ui.horizontal(|ui| {
+                ui.label(RichText::new(format!("{:>9}", format_bytes(s.size))).monospace());
+                let width = (ui.available_width() - 8.0).max(50.0) * (s.size as f32 / widest as f32).max(0.05);
+                let (rect, response) = ui.allocate_exact_size(egui::vec2(width, 18.0), egui::Sense::hover());
+                let painter = ui.painter_at(rect);
+                painter.rect_filled(rect, 0.0, Color32::from_gray(40));
+                let mut hovered = None;
+                for b in &s.blocks {
+                    let x0 = rect.left() + rect.width() * (b.offset as f32 / s.size as f32);
+                    let x1 = rect.left() + rect.width() * ((b.offset + b.size) as f32 / s.size as f32);
+                    let r = egui::Rect::from_x_y_ranges(x0..=x1.max(x0 + 1.0), rect.y_range());
+                    if let Some(t) = b.tensor {
+                        painter.rect_filled(r.shrink(0.5), 0.0, category_color(plan.tensor(t).category));
+                    }
+                    if response.hover_pos().is_some_and(|p| r.contains(p)) {
+                        hovered = Some(b);
+                    }
+                }
+                if let Some(b) = hovered {
+                    let text = match b.tensor {
+                        Some(t) => format!("{} — {} block", plan.tensor(t).name, format_bytes(b.size)),
+                        None => format!("free — {}", format_bytes(b.size)),
+                    };
+                    response.on_hover_text(text);
+                }
+            });
+        }
+    });
+}
+
+/// What the user can switch on to fit, from the seed's diagnostic workflow.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Suggestion {
+    Checkpointing,
+    FusedAttention,
+    Accumulation,
+    MixedPrecision,
+    SmallerBatch,
+}
+
+impl Suggestion {
+    pub fn label(self) -> &'static str {
+        match self {
+            Suggestion::Checkpointing => "Checkpoint every block",
+            Suggestion::FusedAttention => "Use fused attention",
+            Suggestion::Accumulation => "Accumulate: half the micro-batch, twice the steps",
+            Suggestion::MixedPrecision => "Mixed precision (bf16)",
+            Suggestion::SmallerBatch => "Halve the batch",
+        }
+    }
+}
+
+/// The OOM panel: PyTorch's message, then in plain words which category grew and which op asked,
+/// and one-click suggestions. Returns the suggestion clicked.
+pub fn oom_panel(ui: &mut Ui, oom: &StepOom, available: &[Suggestion]) -> Option<Suggestion> {
+    ui.colored_label(Color32::from_rgb(255, 90, 90), RichText::new("Out of memory").strong().size(18.0));
+    ui.label(RichText::new(&oom.message).monospace());
+    ui.label(format!(
+        "In plain words: the step needed {} more for '{}' ({}), asked for by {}, and the budget had only {} left.",
+        format_bytes(oom.error.requested_bytes),
+        oom.tensor_name,
+        oom.category.name(),
+        oom.op_label,
+        format_bytes(oom.error.free_bytes + oom.error.cached_free_bytes)
+    ));
+    let mut clicked = None;
+    ui.label("Try:");
+    ui.horizontal_wrapped(|ui| {
+        for s in available {
+            if ui.button(s.label()).clicked() {
+                clicked = Some(*s);
+            }
+        }
+    });
+    clicked
+}
+
+/// Loss per step, the last step's time and steps/s.
+pub fn training(ui: &mut Ui, losses: &[f32], step_secs: &[f64]) {
+    match (losses.last(), step_secs.last()) {
+        (Some(loss), Some(secs)) => {
+            let recent = &step_secs[step_secs.len().saturating_sub(10)..];
+            let mean = recent.iter().sum::<f64>() / recent.len() as f64;
+            ui.label(format!(
+                "Step {}: loss {loss:.4} (measured). Last step {:.0} ms; {:.2} steps/s over the last {}.",
+                losses.len(),
+                secs * 1e3,
+                1.0 / mean.max(1e-9),
+                recent.len()
+            ));
+        }
+        _ => {
+            ui.label("No training step yet: press One step or Train.");
+        }
+    }
+    let pts: PlotPoints = losses.iter().enumerate().map(|(i, l)| [i as f64 + 1.0, *l as f64]).collect();
+    Plot::new("loss")
+        .height(200.0)
+        .x_axis_label("step")
+        .y_axis_label("loss")
+        .include_y(0.0)
+        .allow_scroll(false)
+        .show(ui, |p| p.line(Line::new("loss", pts)));
+}

@@ -81,7 +81,7 @@ impl Derived {
 enum Compute {
     #[cfg_attr(target_arch = "wasm32", allow(dead_code))]
     Gpu {
-        ctx: GpuContext,
+        ctx: Box<GpuContext>,
         kernels: Arc<Kernels>,
         exec: Option<Box<GpuExecutor>>,
     },
@@ -194,7 +194,7 @@ impl OomlabApp {
         let ctx = GpuContext::from_device(rs.device.clone(), rs.queue.clone(), rs.adapter.get_info())?;
         let kernels = pollster::block_on(crate::backend::gpu::executor::build_kernels(&ctx))?;
         let name = format!("gpu ({})", ctx.describe());
-        Ok((Compute::Gpu { ctx, kernels, exec: None }, name))
+        Ok((Compute::Gpu { ctx: Box::new(ctx), kernels, exec: None }, name))
     }
 
     #[cfg(target_arch = "wasm32")]

@@ -160,7 +160,7 @@ pub fn live_tensors(plan: &Plan, op: Option<usize>) -> Vec<(String, Category, u6
         })
         .map(|(_, t)| (t.name.clone(), t.category, t.size_bytes() as u64))
         .collect();
-    out.sort_by(|a, b| b.2.cmp(&a.2));
+    out.sort_by_key(|t| std::cmp::Reverse(t.2));
     out
 }
 

@@ -35,7 +35,9 @@ impl SegmentState {
 /// The segments while op `op` runs (after its outputs were allocated, before anything was freed
 /// after it); `None`: before the first op.
 pub fn segments_at(events: &[Event<TensorTag>], op: Option<usize>) -> Vec<SegmentState> {
-    let mut segments: Vec<(SegmentId, u64, Vec<(u64, u64, TensorId)>)> = Vec::new();
+    // (segment, size, allocated blocks as (offset, size, tensor))
+    type Blocks = Vec<(u64, u64, TensorId)>;
+    let mut segments: Vec<(SegmentId, u64, Blocks)> = Vec::new();
     let after = |tag_op: Option<usize>| match (tag_op, op) {
         (Some(t), Some(o)) => t > o,
         (Some(_), None) => true,

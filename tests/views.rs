@@ -1,0 +1,127 @@
+//! The app's views rendered with egui_kittest from fixed data (the plan's prediction of a fixed
+//! config), checked by their content; and the whole app, headless on the CPU backend.
+
+use egui_kittest::Harness;
+use egui_kittest::kittest::Queryable;
+use oomlab::app::settings::Settings;
+use oomlab::app::views::{self, Source, Suggestion, SweepSeries};
+use oomlab::app::{OomlabApp, SWEEP_BATCHES};
+use oomlab::memory::{simulate, simulate_peak};
+use oomlab::model::{ModelConfig, StepShape};
+use oomlab::plan::{Checkpoint, OptimizerConfig, Plan};
+use oomlab::units::format_bytes;
+
+fn toy_plan(batch: usize) -> Plan {
+    Plan::build(&ModelConfig::toy(58), StepShape { batch, seq: 64 }, &OptimizerConfig::default()).expect("plan")
+}
+
+#[test]
+fn breakdown_shows_every_category_measured_next_to_predicted() {
+    let plan = toy_plan(16);
+    let predicted = simulate(&plan, 1 << 30).expect("fits");
+    let measured = predicted.clone();
+    let harness = Harness::new_ui(|ui| views::breakdown(ui, Some(&measured), &predicted));
+    harness.get_by_label("activations");
+    harness.get_by_label("optimizer_state");
+    harness.get_by_label("predicted");
+    harness.get_by_label("measured");
+    let total = format_bytes(predicted.peak_allocated_bytes());
+    assert_eq!(harness.get_all_by_label(&total).count(), 2, "total {total}, measured and predicted");
+    let act = format_bytes(predicted.peak_allocated.get(oomlab::plan::Category::Activations));
+    assert!(harness.query_all_by_label(&act).count() >= 2);
+    harness.get_by_label_contains("gradients + optimizer state + master weights");
+}
+
+#[test]
+fn timeline_marks_the_peak_and_lists_live_tensors() {
+    let plan = toy_plan(8);
+    let memory = simulate(&plan, 1 << 30).expect("fits");
+    let mut scrub = memory.peak_index;
+    let harness = Harness::new_ui(|ui| views::timeline(ui, &plan, &memory, Source::Predicted, &mut scrub));
+    let peak_text = format!("Peak {}", format_bytes(memory.peak_allocated_bytes()));
+    harness.get_by_label_contains(&peak_text);
+    harness.get_by_label_contains("(predicted)");
+    let live = views::live_tensors(&plan, memory.timeline[memory.peak_index].op);
+    assert_eq!(live.len(), memory.live_at_peak.len(), "the plan's live tensors are the allocator's at the peak");
+    harness.get_by_label(&format!("{} tensors alive here", live.len()));
+}
+
+#[test]
+fn sweep_names_the_largest_batch_that_fits_and_the_first_oom() {
+    let budget = 32 << 20;
+    let points = SWEEP_BATCHES
+        .iter()
+        .take(12)
+        .map(|&b| (b, simulate_peak(&toy_plan(b), budget).map_err(|e| e.message)))
+        .collect();
+    let series = vec![SweepSeries { name: "this setup".into(), points }];
+    let largest = series[0].largest_fitting().expect("some batch fits");
+    let first_oom = series[0].first_oom().expect("some batch does not");
+    assert!(largest < first_oom);
+    let harness = Harness::new_ui(|ui| views::sweep_chart(ui, &series, budget, 16));
+    harness.get_by_label_contains(&format!("largest batch that fits {largest}; out of memory from batch {first_oom}"));
+}
+
+#[test]
+fn allocator_map_summarises_segments_at_the_peak() {
+    let plan = toy_plan(16);
+    let memory = simulate(&plan, 1 << 30).expect("fits");
+    let point = memory.timeline[memory.peak_index].clone();
+    let harness = Harness::new_ui(|ui| views::allocator_map(ui, &plan, &memory, point.op));
+    harness.get_by_label_contains(&format!("{} reserved", format_bytes(point.reserved_bytes)));
+    harness.get_by_label_contains(&format!("{} allocated", format_bytes(point.allocated_bytes)));
+    harness.get_by_label_contains("largest free block");
+}
+
+#[test]
+fn oom_panel_explains_and_offers_suggestions() {
+    let plan = toy_plan(64);
+    let oom = simulate(&plan, 8 << 20).expect_err("does not fit 8 MiB");
+    let mut clicked = None;
+    let mut harness = Harness::new_ui(|ui| {
+        if let Some(s) = views::oom_panel(ui, &oom, &[Suggestion::Checkpointing, Suggestion::SmallerBatch]) {
+            clicked = Some(s);
+        }
+    });
+    harness.get_by_label("Out of memory");
+    harness.get_by_label_contains("GPU out of memory. Tried to allocate");
+    harness.get_by_label_contains(&format!("asked for by {}", oom.op_label));
+    harness.get_by_label(Suggestion::Checkpointing.label()).click();
+    harness.run();
+    drop(harness);
+    assert_eq!(clicked, Some(Suggestion::Checkpointing));
+}
+
+#[test]
+fn the_app_runs_a_step_and_a_suggestion_applies() {
+    // A budget the default batch does not fit: the OOM panel shows, and one click fixes it.
+    let settings = Settings { budget_bytes: 8 << 20, batch: 64, ..Settings::default() };
+    let mut harness = Harness::builder()
+        .with_size([1280.0, 900.0])
+        .build_ui_state(|ui, app: &mut OomlabApp| app.show(ui), OomlabApp::headless(settings));
+    harness.run();
+    harness.get_by_label("Out of memory");
+    harness.get_by_label(Suggestion::Checkpointing.label()).click();
+    harness.run();
+    assert_eq!(harness.state().settings.checkpoint, Checkpoint::BLOCKS);
+
+    // A setup that fits: one real step on the CPU backend, measured next to predicted.
+    harness.state_mut().settings = Settings::default();
+    harness.run();
+    assert!(harness.query_by_label("Out of memory").is_none());
+    harness.get_by_label("One step").click();
+    harness.run();
+    let predicted = harness.state().derived.predicted.clone().expect("fits");
+    let total = format_bytes(predicted.peak_allocated_bytes());
+    assert_eq!(harness.get_all_by_label(&total).count(), 2, "measured = predicted after a real step");
+    harness.get_by_label("Training").click();
+    harness.run();
+    harness.get_by_label_contains("Step 1: loss");
+}
+
+#[test]
+fn url_state_round_trips_through_the_app_settings() {
+    let s = Settings { batch: 96, accum: 3, checkpoint: Checkpoint::Selective, ..Settings::default() };
+    let (back, notice) = Settings::from_url_hash(&s.to_url_hash(), 58);
+    assert_eq!((back, notice), (s, None));
+}

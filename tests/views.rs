@@ -110,7 +110,9 @@ fn the_app_runs_a_step_and_a_suggestion_applies() {
     harness.run();
     assert!(harness.query_by_label("Out of memory").is_none());
     harness.get_by_label("One step").click();
-    harness.run();
+    // The CPU step runs a few ops per frame (the UI never freezes): give it the frames.
+    harness.run_steps(200);
+    assert!(harness.state().is_idle(), "the step finished");
     let predicted = harness.state().derived.predicted.clone().expect("fits");
     let total = format_bytes(predicted.peak_allocated_bytes());
     assert_eq!(harness.get_all_by_label(&total).count(), 2, "measured = predicted after a real step");
@@ -124,4 +126,39 @@ fn url_state_round_trips_through_the_app_settings() {
     let s = Settings { batch: 96, accum: 3, checkpoint: Checkpoint::Selective, ..Settings::default() };
     let (back, notice) = Settings::from_url_hash(&s.to_url_hash(), 58);
     assert_eq!((back, notice), (s, None));
+}
+
+/// The app's GPU path: a step is submitted and collected over frames (no frame waits for it),
+/// and what the allocator measured equals the prediction.
+#[test]
+fn the_app_trains_on_the_gpu_without_blocking_a_frame() {
+    if std::env::var_os("XDG_RUNTIME_DIR").is_none() {
+        let dir = std::env::temp_dir().join(format!("oomlab-views-xdg-{}", std::process::id()));
+        let _ = std::fs::create_dir_all(&dir);
+        // SAFETY: set before any thread of this test binary reads the environment.
+        unsafe { std::env::set_var("XDG_RUNTIME_DIR", &dir) };
+    }
+    let ctx = oomlab::backend::gpu::GpuContext::new_headless_blocking().expect("a GPU adapter");
+    let settings = Settings { precision: oomlab::plan::Precision::Fp16, ..Settings::default() };
+    let mut harness = Harness::builder()
+        .with_size([1280.0, 900.0])
+        .build_ui_state(|ui, app: &mut OomlabApp| app.show(ui), OomlabApp::headless_gpu(settings, ctx));
+    harness.run_steps(2);
+    harness.get_by_label("One step").click();
+    let mut frames = 0;
+    harness.step();
+    while !harness.state().is_idle() {
+        assert!(frames < 20_000, "the step never finished");
+        harness.step();
+        frames += 1;
+    }
+    assert!(frames >= 1, "the step completed within the frame that started it");
+    harness.get_by_label("Training").click();
+    harness.run_steps(2);
+    harness.get_by_label_contains("Step 1: loss");
+    let predicted = harness.state().derived.predicted.clone().expect("fits");
+    let total = format_bytes(predicted.peak_allocated_bytes());
+    harness.get_by_label("Step timeline").click();
+    harness.run_steps(2);
+    assert_eq!(harness.get_all_by_label(&total).count(), 2, "measured = predicted");
 }

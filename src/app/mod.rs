@@ -11,12 +11,12 @@ use std::sync::Arc;
 
 use egui::{Color32, RichText};
 
+use crate::backend::BackendError;
 use crate::backend::cpu::CpuExecutor;
 use crate::backend::gpu::{GpuContext, GpuExecutor, Kernels};
-use crate::backend::{BackendError, Trainer};
 use crate::data::Dataset;
 use crate::memory::{StepMemory, StepOom, simulate, simulate_peak};
-use crate::plan::{AttentionKind, Checkpoint, OptimizerKind, Plan, Precision, Techniques};
+use crate::plan::{AttentionKind, Checkpoint, OptimizerKind, Phase, Plan, Precision, Techniques};
 use crate::units::format_bytes;
 use settings::{BUDGET_PRESETS, MAX_BATCH, Preset, Settings};
 use views::{Source, Suggestion, SweepSeries};
@@ -77,17 +77,57 @@ impl Derived {
     }
 }
 
+/// Something built asynchronously (pipelines, an executor): in the browser nothing may block a
+/// frame, so it is spawned and looked at again each frame.
+enum Slot<T> {
+    Empty,
+    Building(futures_channel::oneshot::Receiver<Result<T, BackendError>>),
+    Ready(T),
+}
+
+impl<T: 'static> Slot<T> {
+    /// Starts building: spawned on the browser's event loop on the web; on native, run here
+    /// (the device is local and the futures complete without waiting on a frame).
+    fn spawn(fut: impl std::future::Future<Output = Result<T, BackendError>> + 'static) -> Self {
+        let (tx, rx) = futures_channel::oneshot::channel();
+        #[cfg(target_arch = "wasm32")]
+        wasm_bindgen_futures::spawn_local(async move {
+            let _ = tx.send(fut.await);
+        });
+        #[cfg(not(target_arch = "wasm32"))]
+        {
+            let _ = tx.send(pollster::block_on(fut));
+        }
+        Slot::Building(rx)
+    }
+
+    /// The value once built (None while building or empty); an error if building failed.
+    fn poll(&mut self) -> Result<Option<&mut T>, BackendError> {
+        if let Slot::Building(rx) = self {
+            match rx.try_recv() {
+                Ok(Some(Ok(v))) => *self = Slot::Ready(v),
+                Ok(Some(Err(e))) => {
+                    *self = Slot::Empty;
+                    return Err(e);
+                }
+                Ok(None) => return Ok(None),
+                Err(_) => {
+                    *self = Slot::Empty;
+                    return Err(crate::model::ConfigError::Other("building was cancelled".into()).into());
+                }
+            }
+        }
+        Ok(match self {
+            Slot::Ready(v) => Some(v),
+            _ => None,
+        })
+    }
+}
+
 /// Where steps run.
 enum Compute {
-    #[cfg_attr(target_arch = "wasm32", allow(dead_code))]
-    Gpu {
-        ctx: Box<GpuContext>,
-        kernels: Arc<Kernels>,
-        exec: Option<Box<GpuExecutor>>,
-    },
-    Cpu {
-        exec: Option<Box<CpuExecutor<f32>>>,
-    },
+    Gpu { ctx: Box<GpuContext>, kernels: Slot<Arc<Kernels>>, exec: Slot<Box<GpuExecutor>> },
+    Cpu { exec: Option<Box<CpuExecutor<f32>>> },
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -109,6 +149,8 @@ pub struct OomlabApp {
     backend: String,
     notices: Vec<String>,
     training: bool,
+    /// A step was asked for and waits for the executor.
+    queued_step: bool,
     losses: Vec<f32>,
     step_secs: Vec<f64>,
     /// When the step in flight started (egui time, seconds).
@@ -167,6 +209,7 @@ impl OomlabApp {
             backend,
             notices,
             training: false,
+            queued_step: false,
             losses: Vec::new(),
             step_secs: Vec::new(),
             step_started: None,
@@ -184,25 +227,33 @@ impl OomlabApp {
         self
     }
 
+    /// Whether no step is running or waiting to run.
+    pub fn is_idle(&self) -> bool {
+        self.step_started.is_none() && !self.queued_step && !self.training
+    }
+
     /// An app without a window or device, on the CPU backend (for tests).
     pub fn headless(settings: Settings) -> Self {
         Self::with(settings, Dataset::builtin(), Compute::Cpu { exec: None }, "cpu (reference)".into(), Vec::new())
     }
 
-    #[cfg(not(target_arch = "wasm32"))]
-    fn gpu(rs: &eframe::egui_wgpu::RenderState) -> Result<(Compute, String), BackendError> {
-        let ctx = GpuContext::from_device(rs.device.clone(), rs.queue.clone(), rs.adapter.get_info())?;
-        let kernels = pollster::block_on(crate::backend::gpu::executor::build_kernels(&ctx))?;
-        let name = format!("gpu ({})", ctx.describe());
-        Ok((Compute::Gpu { ctx: Box::new(ctx), kernels, exec: None }, name))
+    /// An app without a window computing on `ctx` (for tests: the asynchronous GPU path).
+    pub fn headless_gpu(settings: Settings, ctx: GpuContext) -> Self {
+        let (compute, backend) = Self::gpu_on(ctx);
+        Self::with(settings, Dataset::builtin(), compute, backend, Vec::new())
     }
 
-    #[cfg(target_arch = "wasm32")]
-    fn gpu(_rs: &eframe::egui_wgpu::RenderState) -> Result<(Compute, String), BackendError> {
-        // Building pipelines and executors awaits wgpu's error scopes, which a browser frame
-        // cannot block on; until that is wired up the web build trains on the CPU backend.
-        let _ = (GpuContext::describe, GpuExecutor::plan);
-        Err(crate::model::ConfigError::Other("GPU training in the browser is not wired up yet".into()).into())
+    /// Compute on eframe's own wgpu device; the pipelines build in the background.
+    fn gpu(rs: &eframe::egui_wgpu::RenderState) -> Result<(Compute, String), BackendError> {
+        let ctx = GpuContext::from_device(rs.device.clone(), rs.queue.clone(), rs.adapter.get_info())?;
+        Ok(Self::gpu_on(ctx))
+    }
+
+    fn gpu_on(ctx: GpuContext) -> (Compute, String) {
+        let name = format!("gpu ({})", ctx.describe());
+        let for_kernels = ctx.clone();
+        let kernels = Slot::spawn(async move { Ok(crate::backend::gpu::executor::build_kernels(&for_kernels).await?) });
+        (Compute::Gpu { ctx: Box::new(ctx), kernels, exec: Slot::Empty }, name)
     }
 
     /// Re-derives the views and drops the executor when the settings changed.
@@ -216,11 +267,15 @@ impl OomlabApp {
         self.scrub = self.derived.predicted.as_ref().map_or(0, |m| m.peak_index);
         match &mut self.compute {
             Compute::Gpu { exec, .. } => {
-                if exec.as_ref().is_none_or(|e| !e.step_in_flight()) {
-                    *exec = None;
+                if !matches!(exec, Slot::Ready(e) if e.step_in_flight()) {
+                    *exec = Slot::Empty;
                 }
             }
-            Compute::Cpu { exec } => *exec = None,
+            Compute::Cpu { exec } => {
+                // A CPU step in progress is abandoned with its executor.
+                *exec = None;
+                self.step_started = None;
+            }
         }
         self.losses.clear();
         self.step_secs.clear();
@@ -235,27 +290,39 @@ impl OomlabApp {
         }
     }
 
-    /// Makes the executor for the current plan if there is none.
-    fn ensure_executor(&mut self) -> Result<(), BackendError> {
+    /// Makes the executor for the current plan if there is none; whether it is ready.
+    fn ensure_executor(&mut self) -> Result<bool, BackendError> {
         let plan = self.derived.plan.clone().map_err(crate::model::ConfigError::Other)?;
         let (seed, budget) = (self.settings.seed, self.settings.budget_bytes);
         match &mut self.compute {
-            #[cfg(not(target_arch = "wasm32"))]
             Compute::Gpu { ctx, kernels, exec } => {
-                if exec.is_none() {
-                    let e = pollster::block_on(GpuExecutor::with_budget(ctx, kernels, plan, seed, budget))?;
-                    *exec = Some(Box::new(e));
+                let kernels = match kernels.poll() {
+                    Ok(Some(k)) => k,
+                    Ok(None) => return Ok(false),
+                    Err(e) => {
+                        // The pipelines do not build on this device: the CPU backend runs the plan.
+                        self.notices
+                            .push(format!("GPU compute is unavailable ({e}); steps run on the CPU backend instead."));
+                        self.compute = Compute::Cpu { exec: None };
+                        self.backend = "cpu (reference)".into();
+                        return self.ensure_executor();
+                    }
+                };
+                if matches!(exec, Slot::Empty) {
+                    let (ctx, kernels) = ((**ctx).clone(), kernels.clone());
+                    *exec = Slot::spawn(async move {
+                        Ok(Box::new(GpuExecutor::with_budget(&ctx, &kernels, plan, seed, budget).await?))
+                    });
                 }
+                Ok(exec.poll()?.is_some())
             }
-            #[cfg(target_arch = "wasm32")]
-            Compute::Gpu { .. } => {}
             Compute::Cpu { exec } => {
                 if exec.is_none() {
                     *exec = Some(Box::new(CpuExecutor::with_budget(plan, seed, budget)?));
                 }
+                Ok(true)
             }
         }
-        Ok(())
     }
 
     fn fail(&mut self, e: BackendError) {
@@ -266,13 +333,22 @@ impl OomlabApp {
         }
     }
 
-    /// Starts a step if none is running; collects a finished one. Never blocks on the GPU.
+    /// Starts a step if none is running; advances or collects a running one. Never blocks: the
+    /// GPU is polled, and a CPU step runs a few ops per frame (about 10 ms of them).
     fn drive(&mut self, now: f64, want_step: bool) {
-        // A finished GPU step.
-        if let Compute::Gpu { exec: Some(exec), .. } = &mut self.compute
-            && let Some(result) = exec.poll_step()
-        {
-            let memory = Some(exec.memory().clone());
+        let finished = match &mut self.compute {
+            Compute::Gpu { exec: Slot::Ready(exec), .. } => exec.poll_step().map(|r| (r, Some(exec.memory().clone()))),
+            Compute::Cpu { exec: Some(exec) } if exec.running() => {
+                let start = clock_secs();
+                let mut out = None;
+                while out.is_none() && clock_secs() - start < 0.010 {
+                    out = exec.resume(2);
+                }
+                out.map(|r| (r, exec.memory().cloned()))
+            }
+            _ => None,
+        };
+        if let Some((result, memory)) = finished {
             match result {
                 Ok(loss) => {
                     self.losses.push(loss);
@@ -287,12 +363,18 @@ impl OomlabApp {
                 self.apply_settings();
             }
         }
-        if !want_step || self.step_started.is_some() {
+        self.queued_step |= want_step;
+        if !self.queued_step || self.step_started.is_some() {
             return;
         }
-        if let Err(e) = self.ensure_executor() {
-            self.fail(e);
-            return;
+        match self.ensure_executor() {
+            Ok(true) => self.queued_step = false,
+            // Pipelines or the executor are still being built: try again next frame.
+            Ok(false) => return,
+            Err(e) => {
+                self.queued_step = false;
+                return self.fail(e);
+            }
         }
         let index = self.losses.len() as u64;
         let batch = match &self.derived.plan {
@@ -304,22 +386,18 @@ impl OomlabApp {
             Err(e) => return self.fail(e.into()),
         };
         match &mut self.compute {
-            Compute::Gpu { exec: Some(exec), .. } => match exec.submit_step(&batch) {
+            Compute::Gpu { exec: Slot::Ready(exec), .. } => match exec.submit_step(&batch) {
                 Ok(()) => self.step_started = Some(now),
                 Err(e) => self.fail(e),
             },
-            Compute::Gpu { exec: None, .. } => {}
-            Compute::Cpu { exec: Some(exec) } => {
-                let start = now;
-                match exec.train_step(&batch) {
-                    Ok(loss) => {
-                        self.losses.push(loss);
-                        self.step_secs.push(cpu_elapsed(start));
-                        self.measured = exec.memory().cloned();
-                    }
-                    Err(e) => self.fail(e),
+            Compute::Gpu { .. } => {}
+            Compute::Cpu { exec: Some(exec) } => match exec.upload_batch(&batch) {
+                Ok(()) => {
+                    exec.start_phases(&[Phase::Forward, Phase::Backward, Phase::Optimizer]);
+                    self.step_started = Some(now);
                 }
-            }
+                Err(e) => self.fail(e),
+            },
             Compute::Cpu { exec: None } => {}
         }
     }
@@ -507,7 +585,7 @@ impl OomlabApp {
             }
             egui::ScrollArea::vertical().show(ui, |ui| self.views(ui));
         });
-        if self.training || self.step_started.is_some() {
+        if self.training || self.step_started.is_some() || self.queued_step {
             ui.ctx().request_repaint();
         }
     }
@@ -580,19 +658,17 @@ impl OomlabApp {
     }
 }
 
-/// Seconds since `start` on the CPU path (egui's clock only advances between frames).
-fn cpu_elapsed(start: f64) -> f64 {
-    let _ = start;
+/// A monotonic clock in seconds, for the CPU path's per-frame time budget (egui's clock only
+/// advances between frames).
+fn clock_secs() -> f64 {
     #[cfg(not(target_arch = "wasm32"))]
     {
-        thread_local!(static LAST: std::cell::Cell<Option<std::time::Instant>> = const { std::cell::Cell::new(None) });
-        let now = std::time::Instant::now();
-        let prev = LAST.with(|l| l.replace(Some(now)));
-        prev.map_or(0.0, |p| now.duration_since(p).as_secs_f64())
+        static START: std::sync::OnceLock<std::time::Instant> = std::sync::OnceLock::new();
+        START.get_or_init(std::time::Instant::now).elapsed().as_secs_f64()
     }
     #[cfg(target_arch = "wasm32")]
     {
-        0.0
+        web_sys::window().and_then(|w| w.performance()).map_or(0.0, |p| p.now() / 1e3)
     }
 }
 

@@ -18,6 +18,7 @@ use super::micro_uploads;
 use crate::memory::allocator::Event;
 use crate::memory::step::{StepAllocator, StepMemory, Trace};
 use crate::memory::{Placement, SegmentId};
+use crate::model::ConfigError;
 use crate::model::init::{init_params, lora_seed};
 use crate::plan::{DType, LossScaler, Op, Phase, Plan, TensorId, View};
 use ops::AdamWStep;
@@ -43,6 +44,16 @@ pub struct CpuExecutor<F> {
     scaler: Option<LossScaler>,
     /// The loss scale of the last backward pass (what the stored gradients are multiplied by).
     backward_scale: f64,
+    /// A run in progress (see [`CpuExecutor::start_phases`]).
+    running: Option<Running>,
+}
+
+/// Where a run of some phases has got to.
+struct Running {
+    phases: Vec<Phase>,
+    /// The next op to look at.
+    next: usize,
+    trace: Trace,
 }
 
 struct HostSegment<F> {
@@ -90,6 +101,7 @@ impl<F: Float> CpuExecutor<F> {
             capacity_bytes: budget_bytes,
             memory: None,
             steps_taken: 0,
+            running: None,
         };
         exec.allocator.setup(&exec.plan).map_err(BackendError::OutOfMemory)?;
         for i in 0..n {
@@ -317,6 +329,13 @@ impl<F: Float> CpuExecutor<F> {
     /// includes the forward pass starts a new step. Returns the loss; an allocation beyond the
     /// budget stops the step with [`BackendError::OutOfMemory`] and releases its memory.
     pub fn run_phases(&mut self, phases: &[Phase]) -> Result<F, BackendError> {
+        self.start_phases(phases);
+        self.resume(usize::MAX).unwrap_or_else(|| Err(ConfigError::Other("no step to run".into()).into()))
+    }
+
+    /// Starts a run of `phases` that [`Self::resume`] carries out a few ops at a time (the app
+    /// spreads a CPU step over frames so the UI never freezes).
+    pub fn start_phases(&mut self, phases: &[Phase]) {
         if phases.contains(&Phase::Forward) {
             self.release_leftovers();
             self.clear_events();
@@ -329,10 +348,30 @@ impl<F: Float> CpuExecutor<F> {
         }
         let mut trace = Trace::detailed();
         trace.record(&self.allocator, None);
-        for i in 0..self.plan.ops.len() {
-            if !phases.contains(&self.plan.ops[i].phase) {
+        self.running = Some(Running { phases: phases.to_vec(), next: 0, trace });
+    }
+
+    /// Whether a run started by [`Self::start_phases`] is unfinished.
+    pub fn running(&self) -> bool {
+        self.running.is_some()
+    }
+
+    /// Runs up to `max_ops` more ops of the current run; the loss once it is finished (None
+    /// while ops remain, or when nothing runs).
+    pub fn resume(&mut self, max_ops: usize) -> Option<Result<F, BackendError>> {
+        let mut run = self.running.take()?;
+        let mut done = 0;
+        while run.next < self.plan.ops.len() {
+            let i = run.next;
+            if done == max_ops {
+                self.running = Some(run);
+                return None;
+            }
+            run.next += 1;
+            if !run.phases.contains(&self.plan.ops[i].phase) {
                 continue;
             }
+            done += 1;
             match self.allocator.before_op(&self.plan, i) {
                 Ok(placed) => {
                     for (t, _) in placed {
@@ -341,12 +380,14 @@ impl<F: Float> CpuExecutor<F> {
                 }
                 Err(oom) => {
                     self.release_leftovers();
-                    return Err(BackendError::OutOfMemory(oom));
+                    return Some(Err(BackendError::OutOfMemory(oom)));
                 }
             }
-            trace.record(&self.allocator, Some(i));
+            run.trace.record(&self.allocator, Some(i));
             let op = self.plan.ops[i].op.clone();
-            self.check_memory(i, &op)?;
+            if let Err(e) = self.check_memory(i, &op) {
+                return Some(Err(e));
+            }
             self.execute(&op);
             for t in self.allocator.ending_at(i) {
                 self.poison(t);
@@ -354,8 +395,8 @@ impl<F: Float> CpuExecutor<F> {
             self.allocator.after_op(i);
             self.sync_segments();
         }
-        self.memory = Some(trace.finish(&self.allocator, self.capacity_bytes));
-        if phases.contains(&Phase::Optimizer) {
+        self.memory = Some(run.trace.finish(&self.allocator, self.capacity_bytes));
+        if run.phases.contains(&Phase::Optimizer) {
             let found_inf = self.plan.handles.found_inf.is_some_and(|f| self.u(self.plan.whole(f)).first() == Some(&1));
             if let Some(scaler) = self.scaler.as_mut()
                 && !scaler.update(found_inf)
@@ -364,7 +405,7 @@ impl<F: Float> CpuExecutor<F> {
                 self.steps_taken -= 1;
             }
         }
-        Ok(self.step_loss())
+        Some(Ok(self.step_loss()))
     }
 
     /// Frees the op-lifetime tensors a previous run left allocated.

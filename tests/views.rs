@@ -162,3 +162,40 @@ fn the_app_trains_on_the_gpu_without_blocking_a_frame() {
     harness.run_steps(2);
     assert_eq!(harness.get_all_by_label(&total).count(), 2, "measured = predicted");
 }
+
+#[test]
+fn exports_carry_the_same_numbers() {
+    use oomlab::app::export;
+    let plan = toy_plan(16);
+    let memory = simulate(&plan, 1 << 30).expect("fits");
+    // Timeline + allocator JSON.
+    let op = memory.timeline[memory.peak_index].op;
+    let doc: serde_json::Value =
+        serde_json::from_str(&export::step_json(&plan, &memory, Source::Predicted, op)).expect("JSON");
+    assert_eq!(doc["timeline"].as_array().map(Vec::len), Some(memory.timeline.len()));
+    assert_eq!(doc["peak_allocated_bytes"], memory.peak_allocated_bytes());
+    let allocated: u64 = doc["allocator"]["segments"]
+        .as_array()
+        .expect("segments")
+        .iter()
+        .flat_map(|s| s["blocks"].as_array().cloned().unwrap_or_default())
+        .filter(|b| !b["tensor"].is_null())
+        .map(|b| b["size"].as_u64().unwrap_or(0))
+        .sum();
+    assert_eq!(allocated, memory.timeline[memory.peak_index].allocated_bytes);
+    // Sweep CSV: a header and one row per batch size.
+    let budget = 16 << 20;
+    let points = [1, 8, 64].iter().map(|&b| (b, simulate_peak(&toy_plan(b), budget).map_err(|e| e.message))).collect();
+    let csv = export::sweep_csv(&[SweepSeries { name: "this setup".into(), points }]);
+    let lines: Vec<&str> = csv.lines().collect();
+    assert!(lines[0].starts_with("config,batch,fits,peak_allocated_bytes"));
+    assert_eq!(lines.len(), 4);
+    assert!(lines[1].contains(",1,true,"));
+    assert!(lines[3].contains(",64,false,") && lines[3].contains("out of memory"));
+    // PNG.
+    let image = egui::ColorImage::new([7, 3], vec![egui::Color32::RED; 21]);
+    let bytes = export::png(&image).expect("png");
+    let decoder = png::Decoder::new(std::io::Cursor::new(bytes));
+    let reader = decoder.read_info().expect("a PNG");
+    assert_eq!((reader.info().width, reader.info().height), (7, 3));
+}

@@ -4,6 +4,7 @@
 //! each frame until the readback arrives); without a usable GPU the CPU backend runs the same
 //! plan, and the app says so.
 
+pub mod export;
 pub mod settings;
 pub mod views;
 
@@ -162,6 +163,10 @@ pub struct OomlabApp {
     error: Option<String>,
     tab: Tab,
     scrub: usize,
+    /// The last export's outcome, for the status line.
+    status: Option<String>,
+    /// A window screenshot the integration delivered, waiting to be saved as PNG.
+    screenshot: Arc<std::sync::Mutex<Option<Arc<egui::ColorImage>>>>,
 }
 
 impl OomlabApp {
@@ -218,6 +223,8 @@ impl OomlabApp {
             error: None,
             tab: Tab::Timeline,
             scrub: 0,
+            status: None,
+            screenshot: Arc::default(),
         }
         .at_peak()
     }
@@ -583,11 +590,58 @@ impl OomlabApp {
             if let Some(e) = &self.error {
                 ui.colored_label(Color32::RED, e);
             }
+            self.exports(ui);
             egui::ScrollArea::vertical().show(ui, |ui| self.views(ui));
         });
         if self.training || self.step_started.is_some() || self.queued_step {
             ui.ctx().request_repaint();
         }
+    }
+
+    /// The memory a view shows: the last real step's (measured), else the plan's (predicted).
+    fn shown_memory(&self) -> Option<(&StepMemory, Source)> {
+        match (&self.measured, &self.derived.predicted) {
+            (Some(m), _) => Some((m, Source::Measured)),
+            (None, Ok(p)) => Some((p, Source::Predicted)),
+            (None, Err(_)) => None,
+        }
+    }
+
+    fn exports(&mut self, ui: &mut egui::Ui) {
+        let taken = self.screenshot.lock().ok().and_then(|mut s| s.take());
+        if let Some(image) = taken {
+            self.status = Some(
+                export::png(&image).and_then(|b| export::save("oomlab.png", &b, "image/png")).unwrap_or_else(|e| e),
+            );
+        }
+        ui.horizontal(|ui| {
+            ui.label("Export:");
+            if ui.button("sweep CSV").clicked() {
+                let csv = export::sweep_csv(&self.derived.sweep);
+                self.status = Some(export::save("oomlab-sweep.csv", csv.as_bytes(), "text/csv").unwrap_or_else(|e| e));
+            }
+            if ui.button("timeline + allocator JSON").clicked()
+                && let (Ok(plan), Some((m, source))) = (&self.derived.plan, self.shown_memory())
+            {
+                let op = m.timeline.get(self.scrub).and_then(|p| p.op);
+                let json = export::step_json(plan, m, source, op);
+                self.status =
+                    Some(export::save("oomlab-step.json", json.as_bytes(), "application/json").unwrap_or_else(|e| e));
+            }
+            if ui.button("window PNG").clicked() {
+                let slot = self.screenshot.clone();
+                let ctx = ui.ctx().clone();
+                ui.ctx().request_screenshot(move |image| {
+                    if let Ok(mut s) = slot.lock() {
+                        *s = Some(image);
+                    }
+                    ctx.request_repaint();
+                });
+            }
+            if let Some(s) = &self.status {
+                ui.label(RichText::new(s).small());
+            }
+        });
     }
 
     fn views(&mut self, ui: &mut egui::Ui) {
@@ -630,10 +684,10 @@ impl OomlabApp {
             ui.selectable_value(&mut self.tab, Tab::Allocator, "Allocator map");
             ui.selectable_value(&mut self.tab, Tab::Training, "Training");
         });
-        let (memory, source) = match (&self.measured, &self.derived.predicted) {
-            (Some(m), _) => (Some(m), Source::Measured),
-            (None, Ok(p)) => (Some(p), Source::Predicted),
-            (None, Err(_)) => (None, Source::Predicted),
+        let shown = self.shown_memory().map(|(m, s)| (m.clone(), s));
+        let (memory, source) = match &shown {
+            Some((m, s)) => (Some(m), *s),
+            None => (None, Source::Predicted),
         };
         match self.tab {
             Tab::Timeline => {

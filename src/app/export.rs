@@ -1,0 +1,142 @@
+//! Exports: the sweep as CSV, the step timeline and the allocator's state as JSON, the window as
+//! PNG. Saved as files on the desktop, downloaded in the browser.
+
+use serde_json::json;
+
+use super::views::{Source, SweepSeries, op_label};
+use crate::memory::StepMemory;
+use crate::memory::map::segments_at;
+use crate::plan::{Category, Plan};
+
+/// One row per configuration and batch size: whether it fits, the peaks, bytes per category at
+/// the peak, or the OOM message.
+pub fn sweep_csv(series: &[SweepSeries]) -> String {
+    let mut out = String::from("config,batch,fits,peak_allocated_bytes,peak_reserved_bytes");
+    for c in Category::ALL {
+        out.push(',');
+        out.push_str(c.name());
+    }
+    out.push_str(",oom\n");
+    let quote = |s: &str| format!("\"{}\"", s.replace('"', "'"));
+    for s in series {
+        for (batch, m) in &s.points {
+            match m {
+                Ok(m) => {
+                    out.push_str(&format!(
+                        "{},{batch},true,{},{}",
+                        quote(&s.name),
+                        m.peak_allocated_bytes(),
+                        m.peak_reserved_bytes()
+                    ));
+                    for c in Category::ALL {
+                        out.push_str(&format!(",{}", m.peak_allocated.get(c)));
+                    }
+                    out.push_str(",\n");
+                }
+                Err(msg) => {
+                    out.push_str(&format!("{},{batch},false,,", quote(&s.name)));
+                    for _ in Category::ALL {
+                        out.push(',');
+                    }
+                    out.push_str(&quote(msg));
+                    out.push('\n');
+                }
+            }
+        }
+    }
+    out
+}
+
+/// The step's timeline (bytes per category at every op) and the allocator's segments and
+/// blocks at op `op`, as JSON.
+pub fn step_json(plan: &Plan, memory: &StepMemory, source: Source, op: Option<usize>) -> String {
+    let timeline: Vec<serde_json::Value> = memory
+        .timeline
+        .iter()
+        .map(|p| {
+            json!({
+                "op": p.op,
+                "label": op_label(plan, p.op),
+                "allocated": p.allocated,
+                "allocated_bytes": p.allocated_bytes,
+                "reserved_bytes": p.reserved_bytes,
+            })
+        })
+        .collect();
+    let segments: Vec<serde_json::Value> = segments_at(&memory.events, op)
+        .iter()
+        .map(|s| {
+            let blocks: Vec<serde_json::Value> = s
+                .blocks
+                .iter()
+                .map(|b| {
+                    let t = b.tensor.map(|t| plan.tensor(t));
+                    json!({
+                        "offset": b.offset,
+                        "size": b.size,
+                        "tensor": t.map(|t| t.name.clone()),
+                        "category": t.map(|t| t.category.name()),
+                    })
+                })
+                .collect();
+            json!({"segment": s.segment.0, "size": s.size, "blocks": blocks})
+        })
+        .collect();
+    let doc = json!({
+        "source": source.word(),
+        "peak_index": memory.peak_index,
+        "peak_allocated_bytes": memory.peak_allocated_bytes(),
+        "peak_reserved_bytes": memory.peak_reserved_bytes(),
+        "timeline": timeline,
+        "allocator": {"at_op": op, "label": op_label(plan, op), "segments": segments},
+        "stats": memory.stats,
+    });
+    serde_json::to_string_pretty(&doc).unwrap_or_default()
+}
+
+/// An RGBA image as PNG bytes.
+pub fn png(image: &egui::ColorImage) -> Result<Vec<u8>, String> {
+    let [w, h] = image.size;
+    let mut bytes = Vec::new();
+    {
+        let mut encoder = png::Encoder::new(&mut bytes, w as u32, h as u32);
+        encoder.set_color(png::ColorType::Rgba);
+        encoder.set_depth(png::BitDepth::Eight);
+        let mut writer = encoder.write_header().map_err(|e| e.to_string())?;
+        let data: Vec<u8> = image.pixels.iter().flat_map(|c| c.to_array()).collect();
+        writer.write_image_data(&data).map_err(|e| e.to_string())?;
+    }
+    Ok(bytes)
+}
+
+/// Saves `bytes` as `name`: into `$OOMLAB_EXPORT_DIR` (default: the current directory) on the
+/// desktop, as a download in the browser. Returns where it went, for the status line.
+pub fn save(name: &str, bytes: &[u8], mime: &str) -> Result<String, String> {
+    #[cfg(not(target_arch = "wasm32"))]
+    {
+        let _ = mime;
+        let dir = std::env::var_os("OOMLAB_EXPORT_DIR").map_or_else(|| std::path::PathBuf::from("."), Into::into);
+        let path = dir.join(name);
+        std::fs::write(&path, bytes).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+        Ok(format!("saved {}", path.display()))
+    }
+    #[cfg(target_arch = "wasm32")]
+    {
+        use wasm_bindgen::JsCast;
+        let fail = |e: wasm_bindgen::JsValue| format!("the download failed: {e:?}");
+        let array = js_sys::Uint8Array::from(bytes);
+        let parts = js_sys::Array::of1(&array);
+        let options = web_sys::BlobPropertyBag::new();
+        options.set_type(mime);
+        let blob = web_sys::Blob::new_with_u8_array_sequence_and_options(&parts, &options).map_err(fail)?;
+        let url = web_sys::Url::create_object_url_with_blob(&blob).map_err(fail)?;
+        let document = web_sys::window().and_then(|w| w.document()).ok_or("no document")?;
+        let a: web_sys::HtmlAnchorElement =
+            document.create_element("a").map_err(fail)?.dyn_into().map_err(|_| "not an anchor".to_string())?;
+        a.set_href(&url);
+        a.set_download(name);
+        a.click();
+        let _ = web_sys::Url::revoke_object_url(&url);
+        Ok(format!("downloaded {name}"))
+    }
+}

@@ -1,11 +1,17 @@
 #!/usr/bin/env bash
 # Runs every test oomlab has, on any Debian/Ubuntu machine, GPU or not. Installs what is
-# missing first: Mesa's lavapipe (a CPU Vulkan driver, so the GPU tests run without a GPU) and
-# the wasm32 target (the library must also build for the browser). A missing GPU adapter fails
+# missing first: Mesa's lavapipe (a CPU Vulkan driver, so the GPU tests run without a GPU), Xvfb
+# and ImageMagick (the desktop app test) and the wasm32 target (the library must also build for
+# the browser). A missing GPU adapter fails
 # the GPU tests; it never skips them.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/ensure-deps.sh
+# The desktop test opens the app in a virtual X server and screenshots it.
+oomlab_x=()
+command -v xvfb-run >/dev/null 2>&1 || oomlab_x+=(xvfb xauth)
+command -v import >/dev/null 2>&1 || oomlab_x+=(imagemagick)
+oomlab_install "${oomlab_x[@]}"
 rustup target list --installed 2>/dev/null | grep -q wasm32-unknown-unknown || rustup target add wasm32-unknown-unknown
 
 echo "== cargo test"

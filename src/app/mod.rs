@@ -152,6 +152,8 @@ pub struct OomlabApp {
     training: bool,
     /// A step was asked for and waits for the executor.
     queued_step: bool,
+    /// Stop training after this many more steps (scripted runs).
+    train_steps_left: Option<usize>,
     losses: Vec<f32>,
     step_secs: Vec<f64>,
     /// When the step in flight started (egui time, seconds).
@@ -200,7 +202,19 @@ impl OomlabApp {
                 (Compute::Cpu { exec: None }, "cpu (reference)".to_string())
             }
         };
-        Self::with(settings, dataset, compute, backend, notices)
+        let mut app = Self::with(settings, dataset, compute, backend, notices);
+        // Scripted runs (the desktop and browser tests, demos): train this many steps on start.
+        #[cfg(not(target_arch = "wasm32"))]
+        let steps = std::env::var("OOMLAB_TRAIN_STEPS").ok().and_then(|v| v.parse::<usize>().ok());
+        #[cfg(target_arch = "wasm32")]
+        let steps = web_sys::window()
+            .and_then(|w| w.location().hash().ok())
+            .and_then(|h| h.split(['#', '&']).find_map(|kv| kv.strip_prefix("train=")?.parse::<usize>().ok()));
+        if let Some(n) = steps.filter(|n| *n > 0) {
+            app.train_steps_left = Some(n);
+            app.training = true;
+        }
+        app
     }
 
     fn with(settings: Settings, dataset: Dataset, compute: Compute, backend: String, notices: Vec<String>) -> Self {
@@ -215,6 +229,7 @@ impl OomlabApp {
             notices,
             training: false,
             queued_step: false,
+            train_steps_left: None,
             losses: Vec::new(),
             step_secs: Vec::new(),
             step_started: None,
@@ -361,6 +376,14 @@ impl OomlabApp {
                     self.losses.push(loss);
                     self.step_secs.push(now - self.step_started.unwrap_or(now));
                     self.measured = memory;
+                    log::info!("oomlab: step {} on {}: loss {loss:.4}", self.losses.len(), self.backend);
+                    if let Some(left) = self.train_steps_left.as_mut() {
+                        *left = left.saturating_sub(1);
+                        if *left == 0 {
+                            self.training = false;
+                            self.train_steps_left = None;
+                        }
+                    }
                 }
                 Err(e) => self.fail(e),
             }

@@ -8,6 +8,8 @@ pub const CANVAS_ID: &str = "oomlab_canvas";
 /// Starts the app on the page's canvas. Errors are logged to the console and shown in the
 /// page's loading text; nothing panics.
 pub fn start() {
+    // The app's progress ("oomlab: step 1 on …") goes to the browser console.
+    let _ = eframe::WebLogger::init(log::LevelFilter::Info);
     wasm_bindgen_futures::spawn_local(async {
         let document = web_sys::window().and_then(|w| w.document());
         let Some(document) = document else {

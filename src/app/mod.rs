@@ -167,6 +167,7 @@ pub struct OomlabApp {
     scrub: usize,
     /// The last export's outcome, for the status line.
     status: Option<String>,
+    drew_first_frame: bool,
     /// A window screenshot the integration delivered, waiting to be saved as PNG.
     screenshot: Arc<std::sync::Mutex<Option<Arc<egui::ColorImage>>>>,
 }
@@ -191,7 +192,14 @@ impl OomlabApp {
         let (compute, backend) = match cc.wgpu_render_state.as_ref().map(Self::gpu) {
             Some(Ok(g)) => g,
             Some(Err(e)) => {
-                notices.push(format!("GPU compute is unavailable ({e}); steps run on the CPU backend instead."));
+                let webgl =
+                    cc.wgpu_render_state.as_ref().is_some_and(|rs| rs.adapter.get_info().backend == wgpu::Backend::Gl);
+                notices.push(if webgl {
+                    "This browser offers no WebGPU (WebGL only): steps run on the CPU backend, same plan, same numbers."
+                        .to_string()
+                } else {
+                    format!("GPU compute is unavailable ({e}); steps run on the CPU backend instead.")
+                });
                 (Compute::Cpu { exec: None }, "cpu (reference)".to_string())
             }
             None => {
@@ -239,6 +247,7 @@ impl OomlabApp {
             tab: Tab::Timeline,
             scrub: 0,
             status: None,
+            drew_first_frame: false,
             screenshot: Arc::default(),
         }
         .at_peak()
@@ -267,6 +276,13 @@ impl OomlabApp {
 
     /// Compute on eframe's own wgpu device; the pipelines build in the background.
     fn gpu(rs: &eframe::egui_wgpu::RenderState) -> Result<(Compute, String), BackendError> {
+        // A WebGL adapter draws but has no compute shaders.
+        if !rs.adapter.get_downlevel_capabilities().flags.contains(wgpu::DownlevelFlags::COMPUTE_SHADERS) {
+            let backend = rs.adapter.get_info().backend;
+            return Err(
+                crate::model::ConfigError::Other(format!("the {backend:?} adapter has no compute shaders")).into()
+            );
+        }
         let ctx = GpuContext::from_device(rs.device.clone(), rs.queue.clone(), rs.adapter.get_info())?;
         Ok(Self::gpu_on(ctx))
     }
@@ -393,7 +409,8 @@ impl OomlabApp {
                 self.apply_settings();
             }
         }
-        self.queued_step |= want_step;
+        // Training asks for the next step once the last one finished (and its count was checked).
+        self.queued_step |= want_step || self.training;
         if !self.queued_step || self.step_started.is_some() {
             return;
         }
@@ -590,6 +607,10 @@ impl OomlabApp {
 
     /// The whole window's content (also what the tests render).
     pub fn show(&mut self, ui: &mut egui::Ui) {
+        if !self.drew_first_frame {
+            self.drew_first_frame = true;
+            log::info!("oomlab: first frame ({})", self.backend);
+        }
         let projector = self.settings.projector;
         ui.ctx().set_zoom_factor(if projector { 1.5 } else { 1.0 });
         if projector {
@@ -609,7 +630,7 @@ impl OomlabApp {
                 ui.colored_label(Color32::from_rgb(230, 160, 0), n);
             }
             let step = self.run_buttons(ui);
-            self.drive(now, step || self.training);
+            self.drive(now, step);
             if let Some(e) = &self.error {
                 ui.colored_label(Color32::RED, e);
             }

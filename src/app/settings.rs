@@ -184,6 +184,10 @@ impl Settings {
             (Settings::default(), Some(format!("The link's settings could not be used ({why}); showing the defaults.")))
         };
         let Some(encoded) = hash.split('&').find_map(|kv| kv.strip_prefix("s=")) else {
+            // Other known fields alone (`train=N` for scripted runs) carry no settings.
+            if hash.split('&').all(|kv| kv.starts_with("train=")) {
+                return (Settings::default(), None);
+            }
             return fallback("no s= field".into());
         };
         if encoded.len() > 16 * 1024 {
@@ -229,6 +233,7 @@ mod tests {
         assert_eq!(back, s);
         assert_eq!(notice, None);
         assert_eq!(Settings::from_url_hash("", V), (Settings::default(), None));
+        assert_eq!(Settings::from_url_hash("#train=2", V), (Settings::default(), None));
     }
 
     #[test]

@@ -113,7 +113,9 @@ impl GpuContext {
 
     /// "llvmpipe (LLVM 15.0.6, 256 bits) on Vulkan".
     pub fn describe(&self) -> String {
-        format!("{} on {:?}", self.adapter_info.name, self.adapter_info.backend)
+        // Browsers do not name their adapter.
+        let name = if self.adapter_info.name.is_empty() { "WebGPU adapter" } else { &self.adapter_info.name };
+        format!("{name} on {:?}", self.adapter_info.backend)
     }
 
     /// Takes the errors that escaped every error scope since the last call.

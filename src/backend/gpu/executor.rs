@@ -797,9 +797,12 @@ pub fn place(plan: &Plan, budget_bytes: u64) -> Result<Placed, BackendError> {
 /// an error scope.
 fn materialize(ctx: &GpuContext, kernels: &Kernels, rec: &Recorder, loc: &Locations) -> (wgpu::Buffer, Vec<Recorded>) {
     let device = &ctx.device;
+    // Unused bindings get disjoint 256-byte slices of one placeholder buffer: WebGPU (Dawn)
+    // rejects two writable bindings of overlapping ranges in one dispatch.
+    const SLOTS: u64 = 16;
     let dummy = device.create_buffer(&wgpu::BufferDescriptor {
         label: Some("unused binding"),
-        size: 256,
+        size: 256 * SLOTS,
         usage: wgpu::BufferUsages::STORAGE,
         mapped_at_creation: false,
     });
@@ -811,14 +814,19 @@ fn materialize(ctx: &GpuContext, kernels: &Kernels, rec: &Recorder, loc: &Locati
     });
     ctx.queue.write_buffer(&uniform_buffer, 0, &rec.uniforms);
     // A view without memory (never the case for a plan's own ops) binds the placeholder.
-    let resolve = |binding: &Binding| match *binding {
+    let placeholder = |slot: u32| wgpu::BufferBinding {
+        buffer: &dummy,
+        offset: 256 * (slot as u64 % SLOTS),
+        size: wgpu::BufferSize::new(256),
+    };
+    let resolve = |slot: u32, binding: &Binding| match *binding {
         Binding::View(v) => match loc.of(v) {
             Some((b, offset)) => {
                 wgpu::BufferBinding { buffer: &loc.buffers[b], offset, size: wgpu::BufferSize::new(loc.size(v)) }
             }
-            None => wgpu::BufferBinding { buffer: &dummy, offset: 0, size: None },
+            None => placeholder(slot),
         },
-        Binding::Dummy => wgpu::BufferBinding { buffer: &dummy, offset: 0, size: None },
+        Binding::Dummy => placeholder(slot),
     };
     let commands = rec
         .commands
@@ -840,7 +848,7 @@ fn materialize(ctx: &GpuContext, kernels: &Kernels, rec: &Recorder, loc: &Locati
                     }];
                     entries.extend(spec.bindings.iter().map(|(binding, b)| wgpu::BindGroupEntry {
                         binding: *binding,
-                        resource: wgpu::BindingResource::Buffer(resolve(b)),
+                        resource: wgpu::BindingResource::Buffer(resolve(*binding, b)),
                     }));
                     let bind_group = device.create_bind_group(&wgpu::BindGroupDescriptor {
                         label: Some(label),

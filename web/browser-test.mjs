@@ -1,0 +1,75 @@
+// The web app in headless Chromium (Debian's `chromium`, driven by playwright-core; no browser is
+// downloaded). Serves dist/, opens the page with `#train=2`, waits for the app's console lines
+// ("oomlab: first frame", "oomlab: step 2 on …"), checks which backend trained, and saves a
+// screenshot. Two modes:
+//   webgpu — WebGPU on SwiftShader (no shader-f16): the app must train on the GPU;
+//   webgl  — no WebGPU (WebGL only): the app must fall back to the CPU backend and say so.
+// Usage: node web/browser-test.mjs webgpu|webgl   (after web/build.sh)
+import { chromium } from "playwright-core";
+import http from "node:http";
+import fs from "node:fs";
+import path from "node:path";
+import os from "node:os";
+import { fileURLToPath } from "node:url";
+
+const mode = process.argv[2] || "webgpu";
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
+const dist = path.join(root, "dist");
+const types = { ".html": "text/html", ".js": "text/javascript", ".wasm": "application/wasm", ".json": "application/json" };
+const server = http.createServer((req, res) => {
+  const url = decodeURIComponent(req.url.split("?")[0].split("#")[0]);
+  const file = path.join(dist, url === "/" ? "index.html" : url);
+  if (!file.startsWith(dist) || !fs.existsSync(file)) { res.writeHead(404); res.end(); return; }
+  res.writeHead(200, { "Content-Type": types[path.extname(file)] || "application/octet-stream" });
+  fs.createReadStream(file).pipe(res);
+});
+await new Promise((r) => server.listen(0, "127.0.0.1", r));
+const port = server.address().port;
+
+const base = ["--headless", "--no-sandbox", "--disable-quic", "--no-first-run", "--disable-background-networking",
+  "--disable-component-update", "--disable-sync"];
+const webgpu = ["--enable-unsafe-webgpu", "--enable-features=Vulkan", "--use-vulkan=swiftshader", "--use-angle=vulkan"];
+const userDataDir = fs.mkdtempSync(path.join(os.tmpdir(), "oomlab-chromium-"));
+const executablePath = process.env.CHROMIUM || ["/usr/bin/chromium", "/usr/bin/chromium-browser"].find((p) => fs.existsSync(p));
+const context = await chromium.launchPersistentContext(userDataDir, {
+  executablePath, headless: true, args: mode === "webgpu" ? [...base, ...webgpu] : base,
+  viewport: { width: 1280, height: 800 },
+});
+const page = context.pages()[0] || await context.newPage();
+const lines = [];
+let firstFrameMs = null;
+const start = Date.now();
+page.on("console", (m) => {
+  const t = m.text();
+  lines.push(t);
+  if (t.includes("oomlab: first frame") && firstFrameMs === null) firstFrameMs = Date.now() - start;
+});
+page.on("pageerror", (e) => lines.push(`pageerror: ${e.message}`));
+let ok = false;
+let why = "";
+try {
+  await page.goto(`http://127.0.0.1:${port}/#train=2`);
+  const deadline = Date.now() + 240_000;
+  while (Date.now() < deadline && !lines.some((l) => l.includes("oomlab: step 2 on"))) {
+    if (lines.some((l) => l.includes("panicked") || l.includes("uncaptured wgpu error"))) break;
+    await page.waitForTimeout(500);
+  }
+  const step = lines.find((l) => l.includes("oomlab: step 2 on"));
+  if (!step) why = "no second training step";
+  else if (mode === "webgpu" && !step.includes("on gpu")) why = `expected the GPU backend: ${step}`;
+  else if (mode === "webgl" && !step.includes("on cpu")) why = `expected the CPU fallback: ${step}`;
+  else ok = true;
+  await page.waitForTimeout(1000);
+  const shot = path.join(root, "target", `browser-${mode}.png`);
+  fs.mkdirSync(path.dirname(shot), { recursive: true });
+  await page.screenshot({ path: shot });
+  console.log(`screenshot: ${shot}`);
+} catch (e) {
+  why = String(e);
+}
+console.log(`first frame after ${firstFrameMs} ms (benchmark; target ≤ 2000 ms)`);
+for (const l of lines.filter((l) => l.includes("oomlab") || l.includes("error") || l.includes("panicked"))) console.log(`  console: ${l}`);
+await context.close();
+server.close();
+if (!ok) { console.error(`FAILED (${mode}): ${why}`); process.exit(1); }
+console.log(`ok (${mode})`);

@@ -13,14 +13,14 @@ if [ "$have" != "$want" ]; then
     echo "== cargo install wasm-bindgen-cli $want"
     cargo install wasm-bindgen-cli --version "$want"
 fi
-profile=${OOMLAB_WEB_PROFILE:-release}
+profile=${OOMLAB_WEB_PROFILE:-web}
 echo "== cargo build --target wasm32-unknown-unknown --profile $profile"
 cargo build --target wasm32-unknown-unknown --profile "$profile" --bin oomlab
 dir=$profile
 [ "$profile" = dev ] && dir=debug
 rm -rf dist
 mkdir -p dist
-wasm-bindgen --target web --no-typescript --out-dir dist --out-name oomlab "target/wasm32-unknown-unknown/$dir/oomlab.wasm"
+wasm-bindgen --target web --no-typescript --remove-name-section --remove-producers-section --out-dir dist --out-name oomlab "target/wasm32-unknown-unknown/$dir/oomlab.wasm"
 opt=""
 if [ -x web/node_modules/.bin/wasm-opt ]; then
     opt=web/node_modules/.bin/wasm-opt
@@ -28,8 +28,8 @@ elif command -v npm >/dev/null 2>&1 && [ "${OOMLAB_WASM_OPT:-1}" = 1 ]; then
     (cd web && npm install --no-save --silent binaryen@132 >/dev/null 2>&1) && opt=web/node_modules/.bin/wasm-opt || true
 fi
 if [ -n "$opt" ]; then
-    echo "== wasm-opt -O2"
-    "$opt" -O2 --enable-bulk-memory --enable-nontrapping-float-to-int --enable-sign-ext \
+    echo "== wasm-opt -Oz"
+    "$opt" -Oz --enable-bulk-memory --enable-nontrapping-float-to-int --enable-sign-ext \
         --enable-mutable-globals --enable-reference-types --enable-multivalue \
         dist/oomlab_bg.wasm -o dist/oomlab_bg.wasm
 fi

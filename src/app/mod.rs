@@ -409,8 +409,9 @@ impl OomlabApp {
                 self.apply_settings();
             }
         }
-        // Training asks for the next step once the last one finished (and its count was checked).
-        self.queued_step |= want_step || self.training;
+        // A click queues a step; training asks for the next one only once the last one finished
+        // (and its count was checked).
+        self.queued_step |= want_step || (self.training && self.step_started.is_none());
         if !self.queued_step || self.step_started.is_some() {
             return;
         }

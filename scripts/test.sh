@@ -11,6 +11,10 @@ source scripts/ensure-deps.sh
 oomlab_x=()
 command -v xvfb-run >/dev/null 2>&1 || oomlab_x+=(xvfb xauth)
 command -v import >/dev/null 2>&1 || oomlab_x+=(imagemagick)
+# The X libraries winit opens at run time.
+for p in libxkbcommon-x11-0 libxcursor1 libxrandr2 libxi6 libx11-xcb1; do
+    dpkg -s "$p" >/dev/null 2>&1 || oomlab_x+=("$p")
+done
 oomlab_install "${oomlab_x[@]}"
 rustup target list --installed 2>/dev/null | grep -q wasm32-unknown-unknown || rustup target add wasm32-unknown-unknown
 

@@ -11,6 +11,23 @@ use oomlab::model::{ModelConfig, StepShape};
 use oomlab::plan::{Checkpoint, OptimizerConfig, Plan};
 use oomlab::units::format_bytes;
 
+/// The snapshot renderer opens a wgpu device (lavapipe here): give it a runtime dir.
+fn xdg() {
+    if std::env::var_os("XDG_RUNTIME_DIR").is_none() {
+        let dir = std::env::temp_dir().join(format!("oomlab-views-xdg-{}", std::process::id()));
+        let _ = std::fs::create_dir_all(&dir);
+        // SAFETY: set before any thread of this test binary reads the environment.
+        unsafe { std::env::set_var("XDG_RUNTIME_DIR", &dir) };
+    }
+}
+
+/// Compares with tests/snapshots/NAME.png (`UPDATE_SNAPSHOTS=1` rewrites them), tolerating the
+/// few anti-aliased pixels a different CPU's lavapipe may shade differently.
+fn snapshot<S>(harness: &mut Harness<'_, S>, name: &str) {
+    let options = egui_kittest::SnapshotOptions::new().threshold(2.0).max_failed_pixels(400);
+    harness.snapshot_options(name, &options);
+}
+
 fn toy_plan(batch: usize) -> Plan {
     Plan::build(&ModelConfig::toy(58), StepShape { batch, seq: 64 }, &OptimizerConfig::default()).expect("plan")
 }
@@ -20,7 +37,8 @@ fn breakdown_shows_every_category_measured_next_to_predicted() {
     let plan = toy_plan(16);
     let predicted = simulate(&plan, 1 << 30).expect("fits");
     let measured = predicted.clone();
-    let harness = Harness::new_ui(|ui| views::breakdown(ui, Some(&measured), &predicted));
+    xdg();
+    let mut harness = Harness::new_ui(|ui| views::breakdown(ui, Some(&measured), &predicted));
     harness.get_by_label("activations");
     harness.get_by_label("optimizer_state");
     harness.get_by_label("predicted");
@@ -30,6 +48,8 @@ fn breakdown_shows_every_category_measured_next_to_predicted() {
     let act = format_bytes(predicted.peak_allocated.get(oomlab::plan::Category::Activations));
     assert!(harness.query_all_by_label(&act).count() >= 2);
     harness.get_by_label_contains("gradients + optimizer state + master weights");
+    harness.fit_contents();
+    snapshot(&mut harness, "breakdown");
 }
 
 #[test]
@@ -37,13 +57,17 @@ fn timeline_marks_the_peak_and_lists_live_tensors() {
     let plan = toy_plan(8);
     let memory = simulate(&plan, 1 << 30).expect("fits");
     let mut scrub = memory.peak_index;
-    let harness = Harness::new_ui(|ui| views::timeline(ui, &plan, &memory, Source::Predicted, &mut scrub));
+    xdg();
+    let mut harness = Harness::builder()
+        .with_size([900.0, 560.0])
+        .build_ui(|ui| views::timeline(ui, &plan, &memory, Source::Predicted, &mut scrub));
     let peak_text = format!("Peak {}", format_bytes(memory.peak_allocated_bytes()));
     harness.get_by_label_contains(&peak_text);
     harness.get_by_label_contains("(predicted)");
     let live = views::live_tensors(&plan, memory.timeline[memory.peak_index].op);
     assert_eq!(live.len(), memory.live_at_peak.len(), "the plan's live tensors are the allocator's at the peak");
     harness.get_by_label(&format!("{} tensors alive here", live.len()));
+    snapshot(&mut harness, "timeline");
 }
 
 #[test]
@@ -58,8 +82,11 @@ fn sweep_names_the_largest_batch_that_fits_and_the_first_oom() {
     let largest = series[0].largest_fitting().expect("some batch fits");
     let first_oom = series[0].first_oom().expect("some batch does not");
     assert!(largest < first_oom);
-    let harness = Harness::new_ui(|ui| views::sweep_chart(ui, &series, budget, 16));
+    xdg();
+    let mut harness =
+        Harness::builder().with_size([900.0, 400.0]).build_ui(|ui| views::sweep_chart(ui, &series, budget, 16));
     harness.get_by_label_contains(&format!("largest batch that fits {largest}; out of memory from batch {first_oom}"));
+    snapshot(&mut harness, "sweep");
 }
 
 #[test]
@@ -67,10 +94,13 @@ fn allocator_map_summarises_segments_at_the_peak() {
     let plan = toy_plan(16);
     let memory = simulate(&plan, 1 << 30).expect("fits");
     let point = memory.timeline[memory.peak_index].clone();
-    let harness = Harness::new_ui(|ui| views::allocator_map(ui, &plan, &memory, point.op));
+    xdg();
+    let mut harness =
+        Harness::builder().with_size([900.0, 200.0]).build_ui(|ui| views::allocator_map(ui, &plan, &memory, point.op));
     harness.get_by_label_contains(&format!("{} reserved", format_bytes(point.reserved_bytes)));
     harness.get_by_label_contains(&format!("{} allocated", format_bytes(point.allocated_bytes)));
     harness.get_by_label_contains("largest free block");
+    snapshot(&mut harness, "allocator_map");
 }
 
 #[test]
@@ -86,6 +116,9 @@ fn oom_panel_explains_and_offers_suggestions() {
     harness.get_by_label("Out of memory");
     harness.get_by_label_contains("GPU out of memory. Tried to allocate");
     harness.get_by_label_contains(&format!("asked for by {}", oom.op_label));
+    xdg();
+    harness.fit_contents();
+    snapshot(&mut harness, "oom_panel");
     harness.get_by_label(Suggestion::Checkpointing.label()).click();
     harness.run();
     drop(harness);

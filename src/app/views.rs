@@ -380,13 +380,19 @@ impl Suggestion {
 pub fn oom_panel(ui: &mut Ui, oom: &StepOom, available: &[Suggestion]) -> Option<Suggestion> {
     ui.colored_label(Color32::from_rgb(255, 90, 90), RichText::new("Out of memory").strong().size(18.0));
     ui.label(RichText::new(&oom.message).monospace());
+    let e = &oom.error;
     ui.label(format!(
-        "In plain words: the step needed {} more for '{}' ({}), asked for by {}, and the budget had only {} left.",
-        format_bytes(oom.error.requested_bytes),
+        "In plain words: the step needed {} more for '{}' ({}), asked for by {}. No cached block was large \
+         enough, so the allocator tried to reserve a new {} segment, but only {} of the {} budget was unreserved \
+         ({} sat free inside existing segments, in pieces too small or in the wrong pool).",
+        format_bytes(e.requested_bytes),
         oom.tensor_name,
         oom.category.name(),
         oom.op_label,
-        format_bytes(oom.error.free_bytes + oom.error.cached_free_bytes)
+        format_bytes(e.tried_bytes),
+        format_bytes(e.free_bytes),
+        format_bytes(e.capacity_bytes),
+        format_bytes(e.cached_free_bytes)
     ));
     let mut clicked = None;
     ui.label("Try:");

@@ -38,7 +38,7 @@ sed -e '/data-trunk/d' \
     -e 's#</body>#    <script type="module">import init from "./oomlab.js"; init();</script>\n</body>#' \
     index.html > dist/index.html
 mkdir -p dist/web
-cp web/manifest.json web/sw.js dist/web/ 2>/dev/null || cp web/manifest.json dist/web/
+cp web/manifest.json web/icon-192.png web/icon-512.png dist/web/
 raw=$(stat -c %s dist/oomlab_bg.wasm)
 gz=$(gzip -9 -c dist/oomlab_bg.wasm | wc -c)
 echo "wasm: $raw bytes, $gz bytes gzipped ($(awk "BEGIN{printf \"%.2f\", $gz/1e6}") MB; target ≤ 2.5 MB)"

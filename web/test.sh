@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# The browser tests: builds dist/ (web/build.sh), installs what is missing (Debian's chromium,
+# playwright-core from npm; no browser download), and runs the app in headless Chromium twice —
+# with WebGPU (SwiftShader) and WebGL-only (CPU fallback). Screenshots: target/browser-*.png.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+source scripts/ensure-deps.sh
+need=()
+command -v chromium >/dev/null 2>&1 || need+=(chromium)
+command -v node >/dev/null 2>&1 || need+=(nodejs)
+command -v npm >/dev/null 2>&1 || need+=(npm)
+oomlab_install "${need[@]}"
+(cd web && PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 npm ci --silent --no-audit --no-fund)
+web/build.sh
+node web/browser-test.mjs webgpu
+node web/browser-test.mjs webgl

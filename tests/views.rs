@@ -232,3 +232,20 @@ fn exports_carry_the_same_numbers() {
     let reader = decoder.read_info().expect("a PNG");
     assert_eq!((reader.info().width, reader.info().height), (7, 3));
 }
+
+/// Each optimizer state is its own row: AdamW's m and v (and fp32 master weights with mixed
+/// precision) as multiples of the trainable weights.
+#[test]
+fn model_state_lists_each_optimizer_state() {
+    let t = oomlab::plan::Techniques { precision: oomlab::plan::Precision::Bf16, ..Default::default() };
+    let plan =
+        Plan::build_with(&ModelConfig::toy(58), StepShape { batch: 4, seq: 64 }, &OptimizerConfig::default(), &t)
+            .expect("plan");
+    let harness = Harness::new_ui(|ui| views::model_state(ui, &plan));
+    harness.get_by_label("adam_m");
+    harness.get_by_label("adam_v");
+    harness.get_by_label("master_weights");
+    // bf16 weights: m, v and master weights are 2× the 16-bit trainable weights each.
+    assert_eq!(harness.get_all_by_label("2.00×").count(), 3);
+    harness.get_by_label_contains("adamw keeps 2 optimizer state tensor(s) plus fp32 master weights: 6.0×");
+}

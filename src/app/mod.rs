@@ -721,6 +721,9 @@ impl OomlabApp {
         if let Ok(predicted) = &self.derived.predicted {
             views::breakdown(ui, self.measured.as_ref(), predicted);
         }
+        egui::CollapsingHeader::new("Model state, tensor by tensor").id_salt("model_state").show(ui, |ui| {
+            views::model_state(ui, &plan);
+        });
         views::explain(ui, "why_breakdown", EXPLAIN_BREAKDOWN);
         ui.separator();
         ui.horizontal(|ui| {

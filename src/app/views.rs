@@ -305,6 +305,44 @@ pub fn breakdown(ui: &mut Ui, measured: Option<&StepMemory>, predicted: &StepMem
     }
 }
 
+/// The model state tensor by tensor: each optimizer state is its own tensor (its own row), so
+/// AdamW's two extra copies of the weights — three with fp32 master weights — are visible.
+pub fn model_state(ui: &mut Ui, plan: &Plan) {
+    let trainable = plan.tensor(plan.handles.trainable).size_bytes() as u64;
+    let rows: Vec<(String, Category, u64)> = plan
+        .tensors
+        .iter()
+        .filter(|t| t.category.is_persistent())
+        .map(|t| (t.name.clone(), t.category, t.size_bytes() as u64))
+        .collect();
+    egui::Grid::new("model_state").striped(true).num_columns(3).show(ui, |ui| {
+        ui.strong("model state");
+        ui.strong("bytes");
+        ui.strong("× trainable weights");
+        ui.end_row();
+        for (name, c, bytes) in &rows {
+            ui.horizontal(|ui| {
+                swatch(ui, category_color(*c));
+                ui.label(name.trim_start_matches("optimizer."));
+            });
+            ui.label(format_bytes(*bytes));
+            ui.label(format!("{:.2}×", *bytes as f64 / trainable.max(1) as f64));
+            ui.end_row();
+        }
+    });
+    let copies = rows
+        .iter()
+        .filter(|(_, c, _)| matches!(c, Category::OptimizerState | Category::MasterWeights))
+        .map(|(_, _, b)| *b as f64 / trainable.max(1) as f64)
+        .sum::<f64>();
+    ui.label(format!(
+        "{} keeps {} optimizer state tensor(s){}: {copies:.1}× the trainable weights' bytes on top of weights and gradients.",
+        plan.optimizer.kind.name(),
+        plan.optimizer.state_names().len(),
+        if plan.handles.master.is_some() { " plus fp32 master weights" } else { "" }
+    ));
+}
+
 /// Each segment as a bar of its blocks (allocated by category, free in dark grey), at op `op`.
 pub fn allocator_map(ui: &mut Ui, plan: &Plan, memory: &StepMemory, op: Option<usize>) {
     let segments = segments_at(&memory.events, op);

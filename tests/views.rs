@@ -241,11 +241,28 @@ fn model_state_lists_each_optimizer_state() {
     let plan =
         Plan::build_with(&ModelConfig::toy(58), StepShape { batch: 4, seq: 64 }, &OptimizerConfig::default(), &t)
             .expect("plan");
-    let harness = Harness::new_ui(|ui| views::model_state(ui, &plan));
+    xdg();
+    let mut harness = Harness::new_ui(|ui| views::model_state(ui, &plan));
     harness.get_by_label("adam_m");
     harness.get_by_label("adam_v");
     harness.get_by_label("master_weights");
     // bf16 weights: m, v and master weights are 2× the 16-bit trainable weights each.
     assert_eq!(harness.get_all_by_label("2.00×").count(), 3);
     harness.get_by_label_contains("adamw keeps 2 optimizer state tensor(s) plus fp32 master weights: 6.0×");
+    harness.fit_contents();
+    snapshot(&mut harness, "model_state");
+}
+
+/// Projector mode: large type, white on black, the whole window.
+#[test]
+fn projector_mode_renders_the_whole_app() {
+    xdg();
+    let settings = Settings { projector: true, ..Settings::default() };
+    let mut harness = Harness::builder()
+        .with_size([1280.0, 800.0])
+        .build_ui_state(|ui, app: &mut OomlabApp| app.show(ui), OomlabApp::headless(settings));
+    harness.run();
+    harness.get_by_label("projector mode");
+    assert!(harness.ctx.zoom_factor() > 1.0, "projector mode enlarges everything");
+    snapshot(&mut harness, "app_projector");
 }

@@ -28,7 +28,8 @@ pub const SWEEP_BATCHES: [usize; 20] =
 
 /// What the views show, derived from the settings whenever they change.
 pub struct Derived {
-    pub plan: Result<Plan, String>,
+    /// Shared, so a frame can hold it while it draws without copying the plan.
+    pub plan: Result<Arc<Plan>, String>,
     /// The plan replayed through the allocator under the budget.
     pub predicted: Result<StepMemory, Box<StepOom>>,
     pub sweep: Vec<SweepSeries>,
@@ -36,7 +37,7 @@ pub struct Derived {
 
 impl Derived {
     pub fn new(settings: &Settings, vocab: usize) -> Self {
-        let plan = settings.plan(vocab).map_err(|e| e.to_string());
+        let plan = settings.plan(vocab).map(Arc::new).map_err(|e| e.to_string());
         let predicted = match &plan {
             Ok(p) => simulate(p, settings.budget_bytes),
             Err(e) => Err(Box::new(StepOom {
@@ -330,7 +331,10 @@ impl OomlabApp {
 
     /// Makes the executor for the current plan if there is none; whether it is ready.
     fn ensure_executor(&mut self) -> Result<bool, BackendError> {
-        let plan = self.derived.plan.clone().map_err(crate::model::ConfigError::Other)?;
+        let plan = match &self.derived.plan {
+            Ok(p) => Plan::clone(p),
+            Err(e) => return Err(crate::model::ConfigError::Other(e.clone()).into()),
+        };
         let (seed, budget) = (self.settings.seed, self.settings.budget_bytes);
         match &mut self.compute {
             Compute::Gpu { ctx, kernels, exec } => {
@@ -645,11 +649,7 @@ impl OomlabApp {
 
     /// The memory a view shows: the last real step's (measured), else the plan's (predicted).
     fn shown_memory(&self) -> Option<(&StepMemory, Source)> {
-        match (&self.measured, &self.derived.predicted) {
-            (Some(m), _) => Some((m, Source::Measured)),
-            (None, Ok(p)) => Some((p, Source::Predicted)),
-            (None, Err(_)) => None,
-        }
+        shown_memory(&self.measured, &self.derived.predicted)
     }
 
     fn exports(&mut self, ui: &mut egui::Ui) {
@@ -691,7 +691,7 @@ impl OomlabApp {
 
     fn views(&mut self, ui: &mut egui::Ui) {
         let plan = match &self.derived.plan {
-            Ok(p) => p.clone(),
+            Ok(p) => Arc::clone(p),
             Err(e) => {
                 ui.colored_label(Color32::RED, format!("This setup cannot be built: {e}"));
                 return;
@@ -732,9 +732,10 @@ impl OomlabApp {
             ui.selectable_value(&mut self.tab, Tab::Allocator, "Allocator map");
             ui.selectable_value(&mut self.tab, Tab::Training, "Training");
         });
-        let shown = self.shown_memory().map(|(m, s)| (m.clone(), s));
-        let (memory, source) = match &shown {
-            Some((m, s)) => (Some(m), *s),
+        // Borrowed field by field (the scrubber is mutated while the memory is drawn).
+        let shown = shown_memory(&self.measured, &self.derived.predicted);
+        let (memory, source) = match shown {
+            Some((m, s)) => (Some(m), s),
             None => (None, Source::Predicted),
         };
         match self.tab {
@@ -757,6 +758,18 @@ impl OomlabApp {
             }
             Tab::Training => views::training(ui, &self.losses, &self.step_secs),
         }
+    }
+}
+
+/// The memory the views show: the last real step's (measured), else the plan's (predicted).
+fn shown_memory<'a>(
+    measured: &'a Option<StepMemory>,
+    predicted: &'a Result<StepMemory, Box<StepOom>>,
+) -> Option<(&'a StepMemory, Source)> {
+    match (measured, predicted) {
+        (Some(m), _) => Some((m, Source::Measured)),
+        (None, Ok(p)) => Some((p, Source::Predicted)),
+        (None, Err(_)) => None,
     }
 }
 

@@ -73,6 +73,9 @@ pub fn timeline(ui: &mut Ui, plan: &Plan, memory: &StepMemory, source: Source, s
         format_bytes(memory.peak_allocated_bytes()),
         op_label(plan, memory.timeline[peak].op)
     ));
+    // The hover labels, built once and shared by every category's chart.
+    let labels: std::rc::Rc<Vec<String>> =
+        std::rc::Rc::new(memory.timeline.iter().map(|p| op_label(plan, p.op)).collect());
     let mut charts: Vec<BarChart> = Vec::new();
     for c in Category::ALL {
         if memory.timeline.iter().all(|p| p.allocated.get(c) == 0) {
@@ -84,7 +87,7 @@ pub fn timeline(ui: &mut Ui, plan: &Plan, memory: &StepMemory, source: Source, s
             .enumerate()
             .map(|(i, p)| Bar::new(i as f64, mib(p.allocated.get(c))).width(1.0).fill(category_color(c)))
             .collect();
-        let labels: Vec<String> = memory.timeline.iter().map(|p| op_label(plan, p.op)).collect();
+        let labels = labels.clone();
         let name = c.name();
         let mut chart = BarChart::new(name, bars).color(category_color(c)).element_formatter(Box::new(
             move |bar: &Bar, _: &BarChart| {

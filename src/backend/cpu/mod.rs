@@ -433,11 +433,11 @@ impl<F: Float> CpuExecutor<F> {
     /// never alias inputs (or each other) whatever tensors they live in. Accumulating outputs
     /// start from their current values.
     fn with_outputs<const N: usize>(&mut self, views: [View; N], f: impl FnOnce(&Self, &mut [Vec<F>; N])) {
-        let mut bufs = views.map(|v| self.f(v).to_vec());
-        f(self, &mut bufs);
-        for (v, b) in views.iter().zip(bufs) {
-            self.store(*v, &b);
-        }
+        self.with_output_list(&views, |s, bufs| {
+            if let Ok(bufs) = <&mut [Vec<F>; N]>::try_from(bufs) {
+                f(s, bufs);
+            }
+        });
     }
 
     /// [`Self::with_outputs`] for a list of views whose length depends on the op.

@@ -196,6 +196,9 @@ fn measure_and_sweep_take_every_toggle() {
     };
     let base = run(&[]);
     let act = |v: &serde_json::Value| v["activation_bytes"].as_u64().expect("activation bytes");
+    // Each optimizer state is its own entry: AdamW's m and v, each as big as the weights.
+    let states = &base["optimizer_states"];
+    assert!(states["adam_m"].as_u64().is_some_and(|b| b > 0) && states["adam_m"] == states["adam_v"], "{states}");
     assert_eq!(base["recomputed_flops"], 0);
     for extra in [
         &["--checkpoint", "blocks"][..],
@@ -276,6 +279,8 @@ fn compare_lists_every_technique_against_the_baseline() {
     for row in &rows[1..] {
         let name = row["technique"].as_str().unwrap_or("?");
         assert!(row["step_ms"].as_f64().expect("time") > 0.0);
+        // Throughput, so accumulation's cost is visible.
+        assert!(row["tokens_per_sec"].as_f64().expect("throughput") > 0.0, "{name}");
         if name.starts_with("LoRA") {
             assert!(row["grad_rel_diff"].is_null(), "LoRA has no baseline gradients to match");
             continue;

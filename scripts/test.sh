@@ -20,5 +20,7 @@ rustup target list --installed 2>/dev/null | grep -q wasm32-unknown-unknown || r
 
 echo "== cargo test"
 cargo test --all-targets
-echo "== cargo check --target wasm32-unknown-unknown"
-cargo check --target wasm32-unknown-unknown
+# The browser tests build the app for wasm32 (so the library is checked for the browser too) and
+# run it in headless Chromium with WebGPU and WebGL-only (web/test.sh).
+echo "== browser tests (web/test.sh)"
+web/test.sh

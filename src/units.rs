@@ -30,6 +30,19 @@ mod tests {
     }
 }
 
+/// 6738415616 → "6,738,415,616".
+pub fn group_digits(n: u64) -> String {
+    let s = n.to_string();
+    let mut out = String::with_capacity(s.len() + s.len() / 3);
+    for (i, c) in s.chars().enumerate() {
+        if i > 0 && (s.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
 /// Parses "64MiB", "1 GiB", "512KiB", "2.5GB", "1000000" (bytes). Decimal units (KB, MB, GB)
 /// are powers of 1000, binary ones (KiB, MiB, GiB) powers of 1024.
 pub fn parse_bytes(text: &str) -> Result<u64, String> {
@@ -71,5 +84,8 @@ mod parse_tests {
         assert!(parse_bytes("-5MiB").is_err());
         assert!(parse_bytes("0").is_err());
         assert!(parse_bytes("12 parsecs").is_err());
+        assert_eq!(super::group_digits(6_738_415_616), "6,738,415,616");
+        assert_eq!(super::group_digits(999), "999");
+        assert_eq!(super::group_digits(1000), "1,000");
     }
 }

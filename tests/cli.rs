@@ -302,3 +302,91 @@ fn compare_lists_every_technique_against_the_baseline() {
         }
     }
 }
+
+#[test]
+fn estimate_json_has_the_issue_keys_and_agrees_with_the_library() {
+    let out = oomlab(&[
+        "estimate",
+        "--model",
+        "llama2-7b",
+        "--gpu",
+        "a100-80",
+        "--batch",
+        "8",
+        "--seq-len",
+        "4096",
+        "--precision",
+        "bf16",
+        "--zero",
+        "3",
+        "--gpus",
+        "8",
+        "--tp",
+        "8",
+        "--sp",
+        "--checkpoint",
+        "selective",
+        "--json",
+    ]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let j: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    assert_eq!(j["parameters"], 6_738_415_616u64);
+    let per_gpu = j["per_gpu_bytes"].as_object().expect("per_gpu_bytes");
+    for k in ["parameters", "gradients", "optimizer_state", "master_weights", "activations", "logits", "temporaries"] {
+        assert!(per_gpu.contains_key(k), "{k}");
+    }
+    let sum: u64 = per_gpu.values().map(|v| v.as_u64().expect("bytes")).sum();
+    assert_eq!(j["peak_bytes"].as_u64(), Some(sum), "the categories add up to the peak");
+    let max = j["max_micro_batch"].as_u64().expect("max_micro_batch");
+    assert!(max >= 8 && j["fits"] == true, "{j}");
+    assert_eq!(j["tokens_per_step"], 8 * 4096 * 8);
+    // The same from the library.
+    let arch = oomlab::memory::estimate::presets::model("llama2-7b").expect("preset");
+    let gpu = oomlab::memory::estimate::presets::gpu("a100-80").expect("gpu");
+    let mut s = oomlab::memory::estimate::Setup::new(arch, gpu, 8, 4096);
+    s.parallel = oomlab::memory::estimate::Parallel { data: 8, tensor: 8, sequence: true, zero: 3 };
+    s.checkpoint = oomlab::plan::Checkpoint::Selective;
+    let e = oomlab::memory::estimate::estimate(&s).expect("estimate");
+    assert_eq!(j["peak_bytes"].as_u64(), Some(e.peak_bytes));
+    assert_eq!(oomlab::memory::estimate::max_micro_batch(&s).expect("max"), max);
+}
+
+#[test]
+fn estimate_text_sweep_claims_and_bad_input() {
+    let out = oomlab(&["estimate", "--model", "gpt2", "--gpu", "t4", "--batch", "4", "--sweep"]);
+    assert!(out.status.success());
+    let text = String::from_utf8_lossy(&out.stdout);
+    for needle in ["GPT-2 small (124,439,808 parameters)", "activations", "Korthikanti", "largest micro-batch", "OOM"] {
+        assert!(text.contains(needle), "{needle} missing:\n{text}");
+    }
+    let out = oomlab(&["estimate", "--claims"]);
+    assert!(out.status.success());
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("1.8–2.5×") && text.contains("breaks") && text.contains("holds"), "{text}");
+    let out = oomlab(&["estimate", "--model", "custom", "--hidden", "1024", "--layers", "4", "--heads", "8", "--json"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let j: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    let (h, l, v, t) = (1024u64, 4u64, 50257u64, 1024u64);
+    assert_eq!(j["parameters"], 12 * l * h * h + 13 * l * h + v * h + t * h + 2 * h);
+    let cases: &[(&[&str], &str)] = &[
+        (&["estimate", "--model", "gpt5"], "unknown model"),
+        (&["estimate", "--gpu", "abacus"], "unknown GPU"),
+        (&["estimate", "--batch", "0"], "--batch must be at least 1"),
+        (&["estimate", "--batch", "99999999999"], "micro-batch must be between"),
+        (&["estimate", "--zero", "4"], "ZeRO has stages 0 to 3"),
+        (&["estimate", "--zero", "-1"], "--zero takes"),
+        (&["estimate", "--tp", "3"], "tensor parallelism 3"),
+        (&["estimate", "--offload", "params"], "ZeRO stage 3"),
+        (&["estimate", "--offload", "disk"], "unknown offload"),
+        (&["estimate", "--qlora"], "--qlora needs --lora"),
+        (&["estimate", "--precision", "fp8"], "unknown precision"),
+        (&["estimate", "--model", "gpt2", "--seq-len", "2048"], "position table"),
+        (&["estimate", "--model", "custom", "--heads", "7"], "divisible by heads"),
+    ];
+    for (args, needle) in cases {
+        let out = oomlab(args);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+        assert!(stderr.contains(needle), "{args:?}: expected {needle:?} in {stderr}");
+    }
+}

@@ -266,3 +266,52 @@ fn projector_mode_renders_the_whole_app() {
     assert!(harness.ctx.zoom_factor() > 1.0, "projector mode enlarges everything");
     snapshot(&mut harness, "app_projector");
 }
+
+/// The real-model view: the estimator's categories with sources, the verdict, the chart and the
+/// claims; changing a control re-estimates without touching the toy.
+#[test]
+fn real_models_view_estimates_and_checks_claims() {
+    xdg();
+    let mut harness = Harness::builder()
+        .with_size([1280.0, 1400.0])
+        .build_ui_state(|ui, app: &mut OomlabApp| app.show(ui), OomlabApp::headless(Settings::default()));
+    harness.run();
+    harness.get_by_label("Real models").click();
+    harness.run();
+    let e = harness.state().real.estimate.clone().expect("the default estimates");
+    assert!(e.fits());
+    harness.get_by_label_contains(&format!("fits: {} of", format_bytes(e.peak_bytes)));
+    harness.get_by_label_contains("LLaMA-2 7B: 6,738,415,616 parameters");
+    for l in &e.lines {
+        assert!(harness.query_all_by_label(l.category).count() >= 1, "{}", l.category);
+    }
+    assert!(harness.query_all_by_label_contains("Korthikanti et al. 2022").count() >= 2, "the source and the claim");
+    harness.get_by_label("Doubling the batch size raises memory 1.8–2.5×.");
+    assert!(harness.get_all_by_label("breaks").count() >= 3);
+    snapshot(&mut harness, "real_models");
+    // The table alone: each category with its bytes.
+    let real = oomlab::app::real::RealSettings::default();
+    let derived = oomlab::app::real::RealDerived::new(&real);
+    let mut table =
+        Harness::builder().with_size([1100.0, 700.0]).build_ui(|ui| oomlab::app::real::view(ui, &real, &derived));
+    table.run();
+    for l in &e.lines {
+        assert!(table.query_all_by_label(l.category).count() >= 1, "{}", l.category);
+        assert!(table.query_all_by_label(&format_bytes(l.bytes)).count() >= 1, "{} bytes", l.category);
+    }
+    table.get_by_label(&format_bytes(e.peak_bytes));
+    table.get_by_label(&format_bytes(e.get("activations")));
+    // ZeRO off: full Adam training of 7B does not fit on one A100 80 GB.
+    let toy_plan_before = harness.state().derived.plan.clone().expect("plan");
+    harness.state_mut().settings.real.parallel.zero = 0;
+    harness.state_mut().settings.real.parallel.data = 1;
+    harness.run();
+    harness.get_by_label_contains("out of memory: needs");
+    assert_eq!(harness.state().real.max_micro_batch, 0);
+    let toy_plan_after = harness.state().derived.plan.clone().expect("plan");
+    assert!(std::sync::Arc::ptr_eq(&toy_plan_before, &toy_plan_after), "the toy is not rebuilt");
+    // An impossible configuration says why.
+    harness.state_mut().settings.real.parallel.tensor = 3;
+    harness.run();
+    harness.get_by_label_contains("cannot be estimated: tensor parallelism 3");
+}

@@ -4,6 +4,8 @@
 // screenshot. Two modes:
 //   webgpu — WebGPU on SwiftShader (no shader-f16): the app must train on the GPU;
 //   webgl  — no WebGPU (WebGL only): the app must fall back to the CPU backend and say so.
+// In both, the service worker (web/sw.js) must then control the page, and a reload with the server
+// down (503) must start the app again from its cache.
 // Usage: node web/browser-test.mjs webgpu|webgl   (after web/build.sh)
 import { chromium } from "playwright-core";
 import http from "node:http";
@@ -16,7 +18,11 @@ const mode = process.argv[2] || "webgpu";
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 const dist = path.join(root, "dist");
 const types = { ".html": "text/html", ".js": "text/javascript", ".wasm": "application/wasm", ".json": "application/json" };
+// `down`: the server answers 503 to everything, to check that the service worker starts the app
+// from its cache.
+let down = false;
 const server = http.createServer((req, res) => {
+  if (down) { res.writeHead(503); res.end(); return; }
   const url = decodeURIComponent(req.url.split("?")[0].split("#")[0]);
   const file = path.join(dist, url === "/" ? "index.html" : url);
   if (!file.startsWith(dist) || !fs.existsSync(file)) { res.writeHead(404); res.end(); return; }
@@ -64,6 +70,27 @@ try {
   fs.mkdirSync(path.dirname(shot), { recursive: true });
   await page.screenshot({ path: shot });
   console.log(`screenshot: ${shot}`);
+  if (ok) {
+    const controlled = await page.evaluate(async () => {
+      const ready = await Promise.race([navigator.serviceWorker.ready, new Promise((r) => setTimeout(r, 10_000))]);
+      if (!ready) return false;
+      for (let i = 0; i < 50 && !navigator.serviceWorker.controller; i++) await new Promise((r) => setTimeout(r, 100));
+      return !!navigator.serviceWorker.controller;
+    });
+    if (!controlled) { ok = false; why = "the service worker does not control the page"; }
+  }
+  if (ok) {
+    down = true;
+    const before = lines.filter((l) => l.includes("oomlab: first frame")).length;
+    await page.reload();
+    const until = Date.now() + 60_000;
+    while (Date.now() < until && lines.filter((l) => l.includes("oomlab: first frame")).length <= before) {
+      await page.waitForTimeout(250);
+    }
+    if (lines.filter((l) => l.includes("oomlab: first frame")).length <= before) {
+      ok = false; why = "with the server down, the app did not start from the service worker's cache";
+    } else console.log("offline start from the service worker's cache: ok");
+  }
 } catch (e) {
   why = String(e);
 }

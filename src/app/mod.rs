@@ -5,6 +5,7 @@
 //! plan, and the app says so.
 
 pub mod export;
+pub mod real;
 pub mod settings;
 pub mod views;
 
@@ -133,11 +134,13 @@ enum Compute {
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Tab {
+pub enum Tab {
     Timeline,
     Sweep,
     Allocator,
     Training,
+    /// The large-model estimator.
+    RealModels,
 }
 
 pub struct OomlabApp {
@@ -164,8 +167,13 @@ pub struct OomlabApp {
     /// The engine's out-of-memory, when a real step did not fit.
     oom: Option<Box<StepOom>>,
     error: Option<String>,
-    tab: Tab,
+    pub tab: Tab,
     scrub: usize,
+    /// The real-model view's estimate, for the `real` settings it was made for.
+    pub real: real::RealDerived,
+    real_applied: real::RealSettings,
+    /// The claims lesson, computed when first shown.
+    claims: Option<Result<Vec<crate::memory::estimate::claims::Claim>, String>>,
     /// The last export's outcome, for the status line.
     status: Option<String>,
     drew_first_frame: bool,
@@ -229,6 +237,9 @@ impl OomlabApp {
     fn with(settings: Settings, dataset: Dataset, compute: Compute, backend: String, notices: Vec<String>) -> Self {
         let derived = Derived::new(&settings, dataset.tokenizer.vocab_size());
         Self {
+            real: real::RealDerived::new(&settings.real),
+            real_applied: settings.real.clone(),
+            claims: None,
             applied: Some(settings.clone()),
             settings,
             dataset,
@@ -297,7 +308,17 @@ impl OomlabApp {
 
     /// Re-derives the views and drops the executor when the settings changed.
     fn apply_settings(&mut self) {
-        if self.applied.as_ref() == Some(&self.settings) {
+        if self.real_applied != self.settings.real {
+            self.real = real::RealDerived::new(&self.settings.real);
+            self.real_applied = self.settings.real.clone();
+        }
+        // The toy's plan and executor depend on everything but the real-model view's settings.
+        let toy_unchanged = self.applied.as_ref().is_some_and(|a| {
+            let mut a = a.clone();
+            a.real = self.settings.real.clone();
+            a == self.settings
+        });
+        if toy_unchanged {
             return;
         }
         self.derived = Derived::new(&self.settings, self.dataset.tokenizer.vocab_size());
@@ -690,6 +711,40 @@ impl OomlabApp {
     }
 
     fn views(&mut self, ui: &mut egui::Ui) {
+        ui.horizontal(|ui| {
+            ui.selectable_value(&mut self.tab, Tab::Timeline, "Step timeline");
+            ui.selectable_value(&mut self.tab, Tab::Sweep, "Memory vs batch");
+            ui.selectable_value(&mut self.tab, Tab::Allocator, "Allocator map");
+            ui.selectable_value(&mut self.tab, Tab::Training, "Training");
+            ui.selectable_value(&mut self.tab, Tab::RealModels, "Real models");
+        });
+        ui.separator();
+        if self.tab == Tab::RealModels {
+            self.real_models(ui);
+        } else {
+            self.toy_views(ui);
+        }
+    }
+
+    /// The large-model estimator's page: its own setup (the controls on the left are the toy's).
+    fn real_models(&mut self, ui: &mut egui::Ui) {
+        ui.heading("Real models on real GPUs");
+        real::controls(ui, &mut self.settings.real);
+        ui.separator();
+        real::view(ui, &self.settings.real, &self.real);
+        views::explain(ui, "why_real", real::EXPLAIN_REAL);
+        egui::CollapsingHeader::new("Claims, checked against the estimator").id_salt("claims").default_open(true).show(
+            ui,
+            |ui| {
+                let claims = self
+                    .claims
+                    .get_or_insert_with(|| crate::memory::estimate::claims::claims().map_err(|e| e.to_string()));
+                real::claims_view(ui, claims);
+            },
+        );
+    }
+
+    fn toy_views(&mut self, ui: &mut egui::Ui) {
         let plan = match &self.derived.plan {
             Ok(p) => Arc::clone(p),
             Err(e) => {
@@ -726,12 +781,6 @@ impl OomlabApp {
         });
         views::explain(ui, "why_breakdown", EXPLAIN_BREAKDOWN);
         ui.separator();
-        ui.horizontal(|ui| {
-            ui.selectable_value(&mut self.tab, Tab::Timeline, "Step timeline");
-            ui.selectable_value(&mut self.tab, Tab::Sweep, "Memory vs batch");
-            ui.selectable_value(&mut self.tab, Tab::Allocator, "Allocator map");
-            ui.selectable_value(&mut self.tab, Tab::Training, "Training");
-        });
         // Borrowed field by field (the scrubber is mutated while the memory is drawn).
         let shown = shown_memory(&self.measured, &self.derived.predicted);
         let (memory, source) = match shown {
@@ -757,6 +806,7 @@ impl OomlabApp {
                 views::explain(ui, "why_allocator", EXPLAIN_ALLOCATOR);
             }
             Tab::Training => views::training(ui, &self.losses, &self.step_secs),
+            Tab::RealModels => {}
         }
     }
 }

@@ -74,6 +74,8 @@ pub struct Settings {
     pub projector: bool,
     /// Up to two more technique sets overlaid on the memory-vs-batch chart.
     pub overlays: Vec<Techniques>,
+    /// The real-model view (the large-model estimator).
+    pub real: super::real::RealSettings,
 }
 
 impl Default for Settings {
@@ -93,6 +95,7 @@ impl Default for Settings {
             seed: 0,
             projector: false,
             overlays: Vec::new(),
+            real: super::real::RealSettings::default(),
         }
     }
 }
@@ -163,6 +166,7 @@ impl Settings {
         self.lora_rank = self.lora_rank.min(256);
         self.budget_bytes = self.budget_bytes.clamp(1 << 20, 1 << 40);
         self.overlays.truncate(2);
+        self.real = self.real.clamped();
         self
     }
 
@@ -201,9 +205,17 @@ impl Settings {
             Ok(s) => s,
             Err(e) => return fallback(format!("not valid settings: {e}")),
         };
-        let clamped = settings.clone().clamped();
+        let mut clamped = settings.clone().clamped();
         if let Err(e) = clamped.plan(vocab) {
             return fallback(e.to_string());
+        }
+        // The real-model view's part: if it cannot be estimated, that part alone falls back.
+        if let Err(e) = clamped.real.setup() {
+            clamped.real = super::real::RealSettings::default();
+            return (
+                clamped,
+                Some(format!("The link's real-model settings could not be used ({e}); showing that view's defaults.")),
+            );
         }
         let notice =
             (clamped != settings).then(|| "Some settings in the link were out of range and were adjusted.".into());

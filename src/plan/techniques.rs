@@ -213,7 +213,7 @@ impl Techniques {
             && (k == 0 || k > model.n_layers)
         {
             return Err(ConfigError::Other(format!(
-                "checkpoint every:{k} needs 1 ≤ K ≤ the number of layers ({})",
+                "checkpoint every:{k} needs 1 <= K <= the number of layers ({})",
                 model.n_layers
             )));
         }

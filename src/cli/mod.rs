@@ -5,6 +5,8 @@ use std::io::Write;
 use std::path::PathBuf;
 use std::time::Instant;
 
+mod estimate;
+
 use clap::{Args, Parser, Subcommand};
 use oomlab::backend::cpu::CpuExecutor;
 use oomlab::backend::gpu::executor::{bench_matmul, build_kernels};
@@ -86,6 +88,14 @@ enum Command {
         steps: i64,
         #[command(flatten)]
         config: ConfigArgs,
+    },
+    /// Predict memory per GPU for real models (GPT-2, LLaMA-2, Mistral, custom) on real GPUs:
+    /// model states by precision, optimizer, ZeRO and offload; activations (Korthikanti et al.)
+    /// with TP/SP, recomputation and fused attention; logits; fixed costs. No GPU needed.
+    #[command(allow_negative_numbers = true)]
+    Estimate {
+        #[command(flatten)]
+        args: estimate::EstimateArgs,
     },
     /// Time forward, backward and optimizer on the default and a larger config, and the
     /// matmul kernel's GFLOP/s.
@@ -418,6 +428,7 @@ pub fn main() -> i32 {
         Some(Command::Measure { config }) => measure(&config),
         Some(Command::Sweep { execute, csv, config }) => sweep(execute, csv.as_deref(), &config),
         Some(Command::Compare { steps, config }) => compare(steps, &config),
+        Some(Command::Estimate { args }) => estimate::run(&args),
         Some(Command::Bench { steps, profile, matmul_only: Some(size), .. }) => {
             let _ = steps;
             let _ = profile;

@@ -1,0 +1,335 @@
+//! `oomlab estimate`: the large-model estimator from the command line.
+
+use clap::Args;
+use oomlab::memory::estimate::{
+    self, Adapters, Architecture, Estimate, Mlp, Norm, Offload, Optimizer, Parallel, Precision, Setup, claims, presets,
+};
+use oomlab::plan::{AttentionKind, Checkpoint};
+use oomlab::units::{format_bytes, group_digits};
+
+use super::{EXIT_USAGE, Failure};
+
+/// Flags of `oomlab estimate`.
+#[derive(Args, Debug, Clone)]
+pub struct EstimateArgs {
+    /// Model preset: gpt2, gpt2-medium, gpt2-large, gpt2-xl, llama2-7b, llama2-13b, llama2-70b,
+    /// mistral-7b; or custom (GPT-2 small's shape, changed with --hidden, --layers, …).
+    #[arg(long, default_value = "llama2-7b")]
+    model: String,
+    /// GPU preset (t4, rtx4090, a100-40, a100-80, h100-80, h200) or a size such as 48GiB.
+    #[arg(long, default_value = "a100-80")]
+    gpu: String,
+    /// Micro-batch: sequences per forward pass on one GPU.
+    #[arg(long, default_value_t = 1)]
+    batch: i64,
+    /// Sequence length; defaults to the model's context (GPT-2 1024, LLaMA-2 4096).
+    #[arg(long)]
+    seq_len: Option<i64>,
+    /// Gradient accumulation: micro-batches per optimizer step.
+    #[arg(long, default_value_t = 1)]
+    accum: i64,
+    /// fp32, fp16 or bf16 (mixed, fp32 master weights) or pure-bf16.
+    #[arg(long, default_value = "bf16")]
+    precision: String,
+    /// sgd, momentum or adam.
+    #[arg(long, default_value = "adam")]
+    optimizer: String,
+    /// ZeRO stage 0–3 over the --gpus data-parallel GPUs.
+    #[arg(long, default_value_t = 0)]
+    zero: i64,
+    /// Data-parallel GPUs N_d.
+    #[arg(long, default_value_t = 1)]
+    gpus: i64,
+    /// Tensor-parallel GPUs t.
+    #[arg(long, default_value_t = 1)]
+    tp: i64,
+    /// Sequence parallelism (with --tp).
+    #[arg(long)]
+    sp: bool,
+    /// off, selective, blocks (full recomputation) or every:K.
+    #[arg(long, default_value = "off")]
+    checkpoint: String,
+    /// standard or fused (FlashAttention).
+    #[arg(long, default_value = "standard")]
+    attention: String,
+    /// Offload to the CPU: optimizer, params or both (params needs --zero 3).
+    #[arg(long)]
+    offload: Option<String>,
+    /// LoRA rank R: freeze the base, train rank-R adapters.
+    #[arg(long)]
+    lora: Option<i64>,
+    /// Projections the adapters target: qkv, proj, mlp (a list) or all.
+    #[arg(long, default_value = "qkv")]
+    lora_targets: String,
+    /// QLoRA: store the frozen base's linear weights in 4 bits (with --lora).
+    #[arg(long)]
+    qlora: bool,
+    /// Leave out the CUDA context, cuBLAS workspace, communication buffers and fragmentation.
+    #[arg(long)]
+    no_fixed_costs: bool,
+    /// Custom architecture: hidden size h.
+    #[arg(long)]
+    hidden: Option<i64>,
+    /// Custom architecture: layers L.
+    #[arg(long)]
+    layers: Option<i64>,
+    /// Custom architecture: attention heads a.
+    #[arg(long)]
+    heads: Option<i64>,
+    /// Custom architecture: key/value heads (grouped-query attention).
+    #[arg(long)]
+    kv_heads: Option<i64>,
+    /// Custom architecture: MLP width f.
+    #[arg(long)]
+    ffn: Option<i64>,
+    /// Custom architecture: vocabulary V.
+    #[arg(long)]
+    vocab: Option<i64>,
+    /// Custom architecture: gelu or swiglu.
+    #[arg(long)]
+    mlp: Option<String>,
+    /// Custom architecture: layernorm or rmsnorm.
+    #[arg(long)]
+    norm: Option<String>,
+    /// Also print the peak for micro-batches 1, 2, 4, … up to the largest that fits and beyond.
+    #[arg(long)]
+    sweep: bool,
+    /// Print the claims lesson: common claims checked against the estimator.
+    #[arg(long)]
+    claims: bool,
+    /// Machine-readable output on stdout.
+    #[arg(long)]
+    json: bool,
+}
+
+fn usage(message: impl Into<String>) -> Failure {
+    Failure { code: EXIT_USAGE, message: message.into() }
+}
+
+fn positive(name: &str, v: i64) -> Result<u64, Failure> {
+    u64::try_from(v).ok().filter(|&v| v > 0).ok_or_else(|| usage(format!("{name} must be at least 1 (got {v})")))
+}
+
+fn architecture(a: &EstimateArgs) -> Result<Architecture, Failure> {
+    let mut arch = if a.model.eq_ignore_ascii_case("custom") {
+        let mut g = presets::model("gpt2").ok_or_else(|| usage("no gpt2 preset"))?;
+        g.name = "custom".into();
+        g
+    } else {
+        presets::model(&a.model).ok_or_else(|| {
+            let keys: Vec<_> = presets::models().into_iter().map(|(k, _)| k).collect();
+            usage(format!("unknown model {:?}: expected one of {} or custom", a.model, keys.join(", ")))
+        })?
+    };
+    let customised = [a.hidden, a.layers, a.heads, a.kv_heads, a.ffn, a.vocab].iter().any(Option::is_some)
+        || a.mlp.is_some()
+        || a.norm.is_some();
+    if let Some(h) = a.hidden {
+        let old = arch.hidden;
+        arch.hidden = positive("--hidden", h)?;
+        if a.ffn.is_none() {
+            arch.ffn = arch.ffn * arch.hidden / old;
+        }
+    }
+    if let Some(v) = a.layers {
+        arch.layers = positive("--layers", v)?;
+    }
+    if let Some(v) = a.heads {
+        arch.heads = positive("--heads", v)?;
+        if a.kv_heads.is_none() {
+            arch.kv_heads = arch.heads;
+        }
+    }
+    if let Some(v) = a.kv_heads {
+        arch.kv_heads = positive("--kv-heads", v)?;
+    }
+    if let Some(v) = a.ffn {
+        arch.ffn = positive("--ffn", v)?;
+    }
+    if let Some(v) = a.vocab {
+        arch.vocab = positive("--vocab", v)?;
+    }
+    if let Some(m) = &a.mlp {
+        arch.mlp = match m.to_ascii_lowercase().as_str() {
+            "gelu" => Mlp::Gelu,
+            "swiglu" => Mlp::SwiGlu,
+            other => return Err(usage(format!("unknown MLP {other:?}: expected gelu or swiglu"))),
+        };
+    }
+    if let Some(n) = &a.norm {
+        arch.norm = match n.to_ascii_lowercase().as_str() {
+            "layernorm" => Norm::LayerNorm,
+            "rmsnorm" => Norm::RmsNorm,
+            other => return Err(usage(format!("unknown norm {other:?}: expected layernorm or rmsnorm"))),
+        };
+    }
+    if customised && !arch.name.starts_with("custom") {
+        arch.name = format!("{} (customised)", arch.name);
+    }
+    Ok(arch)
+}
+
+fn setup(a: &EstimateArgs) -> Result<Setup, Failure> {
+    let arch = architecture(a)?;
+    let gpu = presets::gpu(&a.gpu).ok_or_else(|| {
+        let keys: Vec<_> = presets::gpus().into_iter().map(|(k, _)| k).collect();
+        usage(format!("unknown GPU {:?}: expected one of {} or a size such as 48GiB", a.gpu, keys.join(", ")))
+    })?;
+    let context = if arch.positions > 0 { arch.positions } else { 4096 };
+    let seq = match a.seq_len {
+        Some(s) => positive("--seq-len", s)?,
+        None => context,
+    };
+    let layers = arch.layers as usize;
+    let mut s = Setup::new(arch, gpu, positive("--batch", a.batch)?, seq);
+    s.accum = positive("--accum", a.accum)?;
+    s.precision = Precision::parse(&a.precision).map_err(|e| usage(e.to_string()))?;
+    s.optimizer = Optimizer::parse(&a.optimizer).map_err(|e| usage(e.to_string()))?;
+    s.checkpoint = Checkpoint::parse(&a.checkpoint, layers).map_err(|e| usage(e.to_string()))?;
+    s.attention = AttentionKind::parse(&a.attention).map_err(|e| usage(e.to_string()))?;
+    let zero = u8::try_from(a.zero).map_err(|_| usage(format!("--zero takes 0, 1, 2 or 3 (got {})", a.zero)))?;
+    s.parallel = Parallel { data: positive("--gpus", a.gpus)?, tensor: positive("--tp", a.tp)?, sequence: a.sp, zero };
+    s.offload = match a.offload.as_deref().map(str::to_ascii_lowercase).as_deref() {
+        None | Some("none") => Offload::default(),
+        Some("optimizer") => Offload { optimizer: true, parameters: false },
+        Some("params") | Some("parameters") => Offload { optimizer: false, parameters: true },
+        Some("both") | Some("all") => Offload { optimizer: true, parameters: true },
+        Some(other) => return Err(usage(format!("unknown offload {other:?}: expected optimizer, params or both"))),
+    };
+    if let Some(r) = a.lora {
+        let targets = oomlab::model::params::LoraConfig::new(1)
+            .with_targets(&a.lora_targets)
+            .map_err(|e| usage(e.to_string()))?;
+        s.lora = Some(Adapters {
+            rank: positive("--lora", r)?,
+            qkv: targets.qkv,
+            proj: targets.proj,
+            mlp: targets.mlp,
+            quantized: a.qlora,
+        });
+    } else if a.qlora {
+        return Err(usage("--qlora needs --lora R (the adapters' rank)"));
+    }
+    s.fixed_costs = !a.no_fixed_costs;
+    s.validate().map_err(|e| usage(e.to_string()))?;
+    Ok(s)
+}
+
+pub fn run(a: &EstimateArgs) -> Result<(), Failure> {
+    if a.claims {
+        let list = claims::claims().map_err(|e| usage(e.to_string()))?;
+        if a.json {
+            println!("{}", serde_json::to_string_pretty(&list).map_err(|e| usage(e.to_string()))?);
+        } else {
+            for c in list {
+                let verdict = if c.holds { "holds" } else { "breaks" };
+                println!("• {} — {verdict}\n  ({})\n  {}\n", c.claim, c.source, c.finding);
+            }
+        }
+        return Ok(());
+    }
+    let s = setup(a)?;
+    let e = estimate::estimate(&s).map_err(|e| usage(e.to_string()))?;
+    let max = estimate::max_micro_batch(&s).map_err(|e| usage(e.to_string()))?;
+    let sweep = if a.sweep {
+        estimate::sweep(&s, &estimate::sweep_batches(max)).map_err(|e| usage(e.to_string()))?
+    } else {
+        Vec::new()
+    };
+    if a.json {
+        let per_gpu: serde_json::Map<String, serde_json::Value> =
+            e.lines.iter().map(|l| (l.category.to_string(), l.bytes.into())).collect();
+        let sources: serde_json::Map<String, serde_json::Value> =
+            e.lines.iter().map(|l| (l.category.to_string(), l.source.clone().into())).collect();
+        let json = serde_json::json!({
+            "model": s.arch.name,
+            "gpu": s.gpu.name,
+            "micro_batch": s.micro_batch,
+            "seq_len": s.seq,
+            "accum": s.accum,
+            "precision": s.precision.name(),
+            "optimizer": s.optimizer.name(),
+            "parallel": s.parallel,
+            "offload": s.offload,
+            "checkpoint": s.checkpoint.label(),
+            "attention": s.attention.name(),
+            "parameters": e.parameters,
+            "trainable_parameters": e.trainable_parameters,
+            "per_gpu_bytes": per_gpu,
+            "sources": sources,
+            "peak_bytes": e.peak_bytes,
+            "capacity_bytes": e.capacity_bytes,
+            "fits": e.fits(),
+            "max_micro_batch": max,
+            "tokens_per_step": e.tokens_per_step,
+            "host_bytes": e.host_bytes,
+            "pcie_bytes_per_step": e.pcie_bytes_per_step,
+            "sweep": sweep.iter().map(|(b, x)| serde_json::json!({"micro_batch": b, "peak_bytes": x.peak_bytes, "fits": x.fits()})).collect::<Vec<_>>(),
+        });
+        println!("{}", serde_json::to_string_pretty(&json).map_err(|e| usage(e.to_string()))?);
+        return Ok(());
+    }
+    print!("{}", report(&s, &e, max));
+    if !sweep.is_empty() {
+        println!("\nmemory vs micro-batch (predicted):");
+        println!("{:>10} {:>14}  fits {}", "batch", "peak/GPU", s.gpu.name);
+        for (b, x) in &sweep {
+            println!("{b:>10} {:>14}  {}", format_bytes(x.peak_bytes), if x.fits() { "yes" } else { "no (OOM)" });
+        }
+    }
+    Ok(())
+}
+
+/// The estimate as text: one line per category with its source, the peak against the GPU.
+pub fn report(s: &Setup, e: &Estimate, max: u64) -> String {
+    let mut out = String::new();
+    let p = &s.parallel;
+    out.push_str(&format!(
+        "{} ({} parameters{}) on {} — predicted by the estimator, per GPU\n",
+        s.arch.name,
+        group_digits(e.parameters),
+        if e.trainable_parameters != e.parameters {
+            format!(", {} trained", group_digits(e.trainable_parameters))
+        } else {
+            String::new()
+        },
+        s.gpu.name
+    ));
+    out.push_str(&format!(
+        "micro-batch {} × seq {} × accum {} × {} GPU(s); {} {}, ZeRO {}, TP {}{}, checkpoint {}, {} attention\n\n",
+        s.micro_batch,
+        s.seq,
+        s.accum,
+        p.data,
+        s.precision.name(),
+        s.optimizer.name(),
+        p.zero,
+        p.tensor,
+        if p.sequence { " + SP" } else { "" },
+        s.checkpoint.label(),
+        s.attention.name()
+    ));
+    for l in &e.lines {
+        out.push_str(&format!("  {:<16} {:>12}   {}\n", l.category, format_bytes(l.bytes), l.source));
+    }
+    out.push_str(&format!(
+        "  {:<16} {:>12}   of {} ({:.0}%) — {}\n",
+        "peak",
+        format_bytes(e.peak_bytes),
+        format_bytes(e.capacity_bytes),
+        100.0 * e.peak_bytes as f64 / e.capacity_bytes.max(1) as f64,
+        if e.fits() { "fits" } else { "OUT OF MEMORY" }
+    ));
+    if e.host_bytes > 0 {
+        out.push_str(&format!(
+            "  offload: {} of host memory per GPU, {} over PCIe per step\n",
+            format_bytes(e.host_bytes),
+            format_bytes(e.pcie_bytes_per_step)
+        ));
+    }
+    out.push_str(&format!(
+        "largest micro-batch that fits: {max}; tokens per optimizer step: {}\n",
+        group_digits(e.tokens_per_step)
+    ));
+    out
+}

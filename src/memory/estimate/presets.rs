@@ -1,0 +1,117 @@
+//! Real models and real GPUs for the estimator.
+//!
+//! Model configurations are the published ones (Hugging Face `config.json` of each checkpoint);
+//! GPU capacities are the totals CUDA reports (`nvidia-smi` "Total", `cudaMemGetInfo`), which are
+//! a little under the marketing figure where ECC or firmware reserve memory.
+
+use super::{Architecture, Mlp, Norm};
+
+/// GPT-2 (Radford et al. 2019; HF `gpt2`, `gpt2-medium`, `gpt2-large`, `gpt2-xl`): LayerNorm,
+/// GELU MLP of width 4h, learned positions (1024), tied embeddings, biases, dropout 0.1.
+fn gpt2(name: &str, hidden: u64, layers: u64, heads: u64) -> Architecture {
+    Architecture {
+        name: name.to_string(),
+        vocab: 50257,
+        hidden,
+        layers,
+        heads,
+        kv_heads: heads,
+        ffn: 4 * hidden,
+        positions: 1024,
+        norm: Norm::LayerNorm,
+        mlp: Mlp::Gelu,
+        tied_embeddings: true,
+        biases: true,
+        fused_qkv: true,
+        dropout: true,
+    }
+}
+
+/// LLaMA-2 (Touvron et al. 2023; HF `meta-llama/Llama-2-*-hf`) and Mistral (Jiang et al. 2023;
+/// `mistralai/Mistral-7B-v0.1`): RMSNorm, SwiGLU MLP, rotary positions (no position table),
+/// untied lm_head, no biases, no dropout; grouped-query attention where `kv_heads < heads`.
+fn llama(name: &str, vocab: u64, hidden: u64, layers: u64, heads: u64, kv_heads: u64, ffn: u64) -> Architecture {
+    Architecture {
+        name: name.to_string(),
+        vocab,
+        hidden,
+        layers,
+        heads,
+        kv_heads,
+        ffn,
+        positions: 0,
+        norm: Norm::RmsNorm,
+        mlp: Mlp::SwiGlu,
+        tied_embeddings: false,
+        biases: false,
+        fused_qkv: false,
+        dropout: false,
+    }
+}
+
+/// The model presets: (key for the CLI, architecture).
+pub fn models() -> Vec<(&'static str, Architecture)> {
+    vec![
+        ("gpt2", gpt2("GPT-2 small", 768, 12, 12)),
+        ("gpt2-medium", gpt2("GPT-2 medium", 1024, 24, 16)),
+        ("gpt2-large", gpt2("GPT-2 large", 1280, 36, 20)),
+        ("gpt2-xl", gpt2("GPT-2 XL", 1600, 48, 25)),
+        ("llama2-7b", llama("LLaMA-2 7B", 32000, 4096, 32, 32, 32, 11008)),
+        ("llama2-13b", llama("LLaMA-2 13B", 32000, 5120, 40, 40, 40, 13824)),
+        ("llama2-70b", llama("LLaMA-2 70B", 32000, 8192, 80, 64, 8, 28672)),
+        ("mistral-7b", llama("Mistral 7B", 32000, 4096, 32, 32, 8, 14336)),
+    ]
+}
+
+/// The model preset called `key` (case-insensitive; `-`, `_` and `.` are ignored, so
+/// `Llama-2-7B` and `llama2_7b` both work).
+pub fn model(key: &str) -> Option<Architecture> {
+    let norm = |s: &str| s.to_ascii_lowercase().replace(['-', '_', '.', ' '], "");
+    let want = norm(key);
+    models().into_iter().find(|(k, a)| norm(k) == want || norm(&a.name) == want).map(|(_, a)| a)
+}
+
+/// A GPU: its memory as CUDA reports it, and its compute capability (which sets cuBLAS's
+/// workspace).
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Gpu {
+    pub name: String,
+    pub memory_bytes: u64,
+    /// CUDA compute capability, major version (7 Turing, 8 Ampere/Ada, 9 Hopper).
+    pub compute_major: u32,
+}
+
+const MIB: u64 = 1 << 20;
+
+/// The GPU presets: (key, GPU). Totals in MiB as `nvidia-smi` reports them.
+pub fn gpus() -> Vec<(&'static str, Gpu)> {
+    let gpu = |name: &str, mib: u64, major: u32| Gpu {
+        name: name.to_string(),
+        memory_bytes: mib * MIB,
+        compute_major: major,
+    };
+    vec![
+        ("t4", gpu("T4 16 GB", 15_360, 7)),
+        ("rtx4090", gpu("RTX 4090 24 GB", 24_564, 8)),
+        ("a100-40", gpu("A100 40 GB", 40_960, 8)),
+        ("a100-80", gpu("A100 80 GB", 81_920, 8)),
+        ("h100-80", gpu("H100 80 GB", 81_559, 9)),
+        ("h200", gpu("H200 141 GB", 143_771, 9)),
+    ]
+}
+
+/// The GPU preset called `key` (case-insensitive, `-`/`_`/space ignored), or a custom size such
+/// as `48GiB` / `48GB` (compute capability 8 assumed).
+pub fn gpu(key: &str) -> Option<Gpu> {
+    let norm = |s: &str| s.to_ascii_lowercase().replace(['-', '_', ' '], "");
+    let want = norm(key);
+    if let Some((_, g)) = gpus().into_iter().find(|(k, g)| norm(k) == want || norm(&g.name) == want) {
+        return Some(g);
+    }
+    let bytes = crate::units::parse_bytes(key).ok()?;
+    (bytes > 0).then(|| Gpu {
+        name: format!("custom {}", crate::units::format_bytes(bytes)),
+        memory_bytes: bytes,
+        compute_major: 8,
+    })
+}

@@ -1,0 +1,454 @@
+//! The large-model estimator: exact parameter counts, the published vectors (ZeRO, Korthikanti
+//! et al.), hand-computed vectors, calibration against the toy's plan to the byte, and
+//! monotonicity.
+
+use oomlab::memory::estimate::{
+    self, Adapters, Architecture, CUDA_CONTEXT_BYTES, Estimate, FRAGMENTATION_PERCENT, Offload, Optimizer, Parallel,
+    Precision, Setup, claims, cublas_workspace_bytes, max_micro_batch, presets, zero_model_states,
+};
+use oomlab::memory::simulate;
+use oomlab::model::params::LoraConfig;
+use oomlab::model::{ModelConfig, StepShape};
+use oomlab::plan::{AttentionKind, Category, Checkpoint, OptimizerConfig, OptimizerKind, Plan, Techniques};
+
+fn setup(model: &str, gpu: &str, batch: u64, seq: u64) -> Setup {
+    Setup::new(presets::model(model).expect("model preset"), presets::gpu(gpu).expect("gpu preset"), batch, seq)
+}
+
+fn est(s: &Setup) -> Estimate {
+    estimate::estimate(s).expect("valid setup")
+}
+
+#[test]
+fn parameter_counts_are_exact() {
+    // GPT-2: 12·L·h² + 13·L·h + V·h + T·h + 2h (../shared/GUIDE.md §4).
+    let gpt2 = |l: u64, h: u64| 12 * l * h * h + 13 * l * h + 50257 * h + 1024 * h + 2 * h;
+    let llama =
+        |v: u64, h: u64, l: u64, kv: u64, f: u64| l * (2 * h * h + 2 * h * kv + 3 * h * f + 2 * h) + 2 * v * h + h;
+    let expected = [
+        ("gpt2", 124_439_808, gpt2(12, 768)),
+        ("gpt2-medium", 354_823_168, gpt2(24, 1024)),
+        ("gpt2-large", 774_030_080, gpt2(36, 1280)),
+        ("gpt2-xl", 1_557_611_200, gpt2(48, 1600)),
+        ("llama2-7b", 6_738_415_616, llama(32000, 4096, 32, 4096, 11008)),
+        ("llama2-13b", 13_015_864_320, llama(32000, 5120, 40, 5120, 13824)),
+        ("llama2-70b", 68_976_648_192, llama(32000, 8192, 80, 1024, 28672)),
+        ("mistral-7b", 7_241_732_096, llama(32000, 4096, 32, 1024, 14336)),
+    ];
+    for (key, published, formula) in expected {
+        let arch = presets::model(key).expect("preset");
+        assert_eq!(arch.parameters(), published, "{key}");
+        assert_eq!(formula, published, "{key}: the hand formula");
+    }
+    assert_eq!(presets::models().len(), 8);
+    assert!(presets::model("Llama-2-7B").is_some() && presets::model("no-such").is_none());
+    // The toy: the same count as its parameter layout, without padding.
+    let toy = ModelConfig::toy(58);
+    let layout = oomlab::model::params::ParamLayout::new(&toy);
+    let exact: usize = layout.specs.iter().map(|s| s.shape.iter().product::<usize>()).sum();
+    assert_eq!(Architecture::from_toy(&toy).parameters(), exact as u64);
+    assert_eq!(exact, 107_904);
+}
+
+#[test]
+fn gpu_presets() {
+    let names: Vec<_> = presets::gpus().into_iter().map(|(k, _)| k).collect();
+    assert_eq!(names, ["t4", "rtx4090", "a100-40", "a100-80", "h100-80", "h200"]);
+    assert_eq!(presets::gpu("a100-80").expect("a100").memory_bytes, 80 << 30);
+    assert_eq!(presets::gpu("48GiB").expect("custom").memory_bytes, 48 << 30);
+    assert!(presets::gpu("lots").is_none());
+    // cuBLAS workspace: 2·4096 KiB + 8·16 KiB before Hopper, 8·4096 KiB on Hopper.
+    assert_eq!(cublas_workspace_bytes(8), 8_519_680);
+    assert_eq!(cublas_workspace_bytes(9), 33_554_432);
+}
+
+#[test]
+fn zero_published_vector() {
+    // Rajbhandari et al. 2020: Ψ = 7.5 B, N_d = 64, mixed-precision Adam → 120 / 31.4 / 16.6 /
+    // 1.9 GB per GPU.
+    let psi = 7_500_000_000;
+    let total = |zero| {
+        let s = zero_model_states(
+            psi,
+            Precision::MixedFp16,
+            Optimizer::Adam,
+            Parallel { data: 64, zero, ..Parallel::default() },
+        );
+        s.iter().sum::<u64>()
+    };
+    assert_eq!(total(0), 120_000_000_000);
+    assert_eq!(total(1), 31_406_250_000); // 4Ψ + 12Ψ/64
+    assert_eq!(total(2), 16_640_625_000); // 2Ψ + 14Ψ/64
+    assert_eq!(total(3), 1_875_000_000); // 16Ψ/64
+    for (zero, published) in [(0, 120.0), (1, 31.4), (2, 16.6), (3, 1.9)] {
+        assert!((total(zero) as f64 / 1e9 - published).abs() < 0.05, "stage {zero}");
+    }
+    // By precision and optimizer, unsharded: bytes per parameter.
+    let per = |p, o| zero_model_states(1000, p, o, Parallel::default()).iter().sum::<u64>() / 1000;
+    assert_eq!(per(Precision::Fp32, Optimizer::Adam), 16); // 4 + 4 + 8
+    assert_eq!(per(Precision::Fp32, Optimizer::Sgd), 8);
+    assert_eq!(per(Precision::Fp32, Optimizer::Momentum), 12);
+    assert_eq!(per(Precision::MixedBf16, Optimizer::Adam), 16); // 2 + 2 + 4 + 8
+    assert_eq!(per(Precision::MixedBf16, Optimizer::Sgd), 8); // 2 + 2 + 4 (master)
+    assert_eq!(per(Precision::PureBf16, Optimizer::Adam), 8); // 2 + 2 + 4
+}
+
+/// One layer's saved activations at the end of the forward pass: the difference between L + 1
+/// and L layers.
+fn per_layer(s: &Setup) -> u64 {
+    let mut a = s.clone();
+    a.arch.layers = 2;
+    let two = est(&a).activations_end_of_forward;
+    a.arch.layers = 3;
+    est(&a).activations_end_of_forward - two
+}
+
+#[test]
+fn korthikanti_per_layer_vectors() {
+    // GPT-2 XL with dropout, 16-bit: sbh(34 + 5as/h) per layer (Korthikanti et al. 2022, §4.1),
+    // plus the LayerNorm statistics the paper omits: 2 LayerNorms × 2 fp32 values per row.
+    let (s, b) = (1000u64, 2u64);
+    let mut g = setup("gpt2-xl", "a100-80", b, s);
+    let (h, a) = (g.arch.hidden, g.arch.heads);
+    let stats = 2 * 2 * 4 * s * b;
+    assert_eq!(per_layer(&g), s * b * h * 34 + 5 * a * s * s * b + stats);
+    // Tensor parallel t = 5 (25 heads): sbh(10 + 24/t + 5as/(ht)).
+    g.parallel.tensor = 5;
+    assert_eq!(per_layer(&g), s * b * h * 10 + s * b * h * 24 / 5 + 5 * a * s * s * b / 5 + stats);
+    // With sequence parallelism: sbh(34/t + 5as/(ht)).
+    g.parallel.sequence = true;
+    assert_eq!(per_layer(&g), s * b * h * 34 / 5 + 5 * a * s * s * b / 5 + stats / 5);
+    g.parallel = Parallel::default();
+    // Selective recomputation drops the 5as²b term (at the end of the forward pass).
+    g.checkpoint = Checkpoint::Selective;
+    assert_eq!(per_layer(&g), s * b * h * 34 + stats);
+    // Full recomputation keeps each layer's input, 2sbh.
+    g.checkpoint = Checkpoint::BLOCKS;
+    assert_eq!(per_layer(&g), 2 * s * b * h);
+    // Fused attention removes 5as²b and keeps an fp32 logsumexp per row and head.
+    g.checkpoint = Checkpoint::Off;
+    g.attention = AttentionKind::Fused;
+    assert_eq!(per_layer(&g), s * b * h * 34 + 4 * a * s * b + stats);
+}
+
+#[test]
+fn llama_per_layer_vector_swiglu_rmsnorm_gqa() {
+    // LLaMA-2 7B, bf16, no dropout: input 2sbh + RMSNorm rstd 4sb, norm output 2sbh, q, k, v
+    // 2sb(h + 2kv), probabilities 2as²b, attention output 2sbh, residual 2sbh + rstd 4sb, norm
+    // output 2sbh, SwiGLU gate, up, silu(gate), product 4·2sbf.
+    let (s, b) = (4096u64, 1u64);
+    let l = setup("llama2-7b", "a100-80", b, s);
+    let (h, a, f) = (4096u64, 32u64, 11008u64);
+    let sbh = s * b * h;
+    let expected = 2 * sbh
+        + 4 * s * b
+        + 2 * sbh
+        + 2 * s * b * (h + 2 * h)
+        + 2 * a * s * s * b
+        + 2 * sbh
+        + 2 * sbh
+        + 4 * s * b
+        + 2 * sbh
+        + 8 * s * b * f;
+    assert_eq!(per_layer(&l), expected);
+    // Mistral: grouped-query attention, 8 key/value heads of 128.
+    let m = setup("mistral-7b", "a100-80", b, s);
+    let f = 14336;
+    let expected = 2 * sbh
+        + 4 * s * b
+        + 2 * sbh
+        + 2 * s * b * (h + 2 * 1024)
+        + 2 * a * s * s * b
+        + 2 * sbh
+        + 2 * sbh
+        + 4 * s * b
+        + 2 * sbh
+        + 8 * s * b * f;
+    assert_eq!(per_layer(&m), expected);
+}
+
+#[test]
+fn llama2_7b_hand_computed_estimate() {
+    // LLaMA-2 7B on one A100 80 GB, bf16 mixed, Adam, b = 1, s = 4096, standard attention.
+    let s = setup("llama2-7b", "a100-80", 1, 4096);
+    let e = est(&s);
+    let psi = 6_738_415_616u64;
+    assert_eq!(e.parameters, psi);
+    assert_eq!(e.get("parameters"), 2 * psi);
+    assert_eq!(e.get("gradients"), 2 * psi);
+    assert_eq!(e.get("master_weights"), 4 * psi);
+    assert_eq!(e.get("optimizer_state"), 8 * psi);
+    let (sq, v, h) = (4096u64, 32000u64, 4096u64);
+    let layer = per_layer(&s);
+    // Outside the blocks: the last block's output and the final norm's input/statistics/output.
+    let outside = 2 * sq * h + 4 * sq + 2 * sq * h;
+    assert_eq!(e.activations_end_of_forward, 32 * layer + outside);
+    // Logits bf16 + fp32 softmax + fp32 losses + the loss; the fp32 gradient of the logits.
+    assert_eq!(e.logits_bytes, 2 * sq * v + 4 * sq * v + 4 * sq + 4);
+    assert_eq!(e.logits_grad_bytes, 4 * sq * v);
+    // One layer's backward working set: 3 residual-stream gradients + the attention output's
+    // (2sbh each), SwiGLU's three (2sbf each), q/k/v's (2sb·3h) and the probabilities' (2as²b).
+    let (a, f) = (32u64, 11008u64);
+    let working = 4 * 2 * sq * h + 3 * 2 * sq * f + 2 * sq * 3 * h + 2 * a * sq * sq;
+    assert_eq!(e.backward_working_set_bytes, working);
+    // The peak is the larger moment: here a layer's backward (the probabilities' gradient,
+    // 1 GiB, outweighs the 1.3 GB of logits).
+    let at_loss = e.activations_end_of_forward + e.logits_bytes + e.logits_grad_bytes;
+    let at_layer = e.activations_end_of_forward + working;
+    assert!(at_layer > at_loss);
+    assert_eq!(e.get("activations") + e.get("logits") + e.get("temporaries"), at_layer);
+    let allocated = 16 * psi + at_layer;
+    assert_eq!(e.get("communication"), 0);
+    assert_eq!(e.get("workspace"), 8_519_680);
+    assert_eq!(e.get("cuda_context"), CUDA_CONTEXT_BYTES);
+    assert_eq!(e.get("fragmentation"), allocated / 100 * FRAGMENTATION_PERCENT);
+    assert_eq!(e.peak_bytes, allocated + 8_519_680 + CUDA_CONTEXT_BYTES + allocated / 100 * FRAGMENTATION_PERCENT);
+    assert!(!e.fits(), "full Adam training of 7B does not fit on 80 GB: {}", e.peak_bytes);
+    assert_eq!(max_micro_batch(&s).expect("valid"), 0);
+    assert_eq!(e.tokens_per_step, 4096);
+    let mut acc = s.clone();
+    acc.accum = 8;
+    acc.parallel.data = 4;
+    acc.parallel.zero = 3;
+    assert_eq!(est(&acc).tokens_per_step, 4096 * 8 * 4);
+}
+
+#[test]
+fn offload_lora_and_qlora() {
+    let mut s = setup("llama2-7b", "a100-80", 1, 2048);
+    let psi = 6_738_415_616u64;
+    s.parallel.zero = 1;
+    s.offload = Offload { optimizer: true, parameters: false };
+    let e = est(&s);
+    assert_eq!(e.get("optimizer_state") + e.get("master_weights"), 0);
+    assert_eq!(e.host_bytes, 8 * psi + 4 * psi + 4 * psi, "fp32 m, v, master weights and gradients on the host");
+    assert_eq!(
+        e.pcie_bytes_per_step,
+        2 * psi + 2 * psi,
+        "16-bit gradients down, 16-bit weights up (Ren et al. 2021: 4Ψ)"
+    );
+    s.parallel = Parallel { data: 8, zero: 3, ..Parallel::default() };
+    s.offload = Offload { optimizer: true, parameters: true };
+    let e = est(&s);
+    assert_eq!(e.get("parameters"), 0);
+    assert!(e.host_bytes >= (2 * psi + 16 * psi) / 8);
+
+    // LoRA: frozen 16-bit base, rank-r adapters trained with mixed precision.
+    let mut l = setup("llama2-7b", "a100-80", 1, 2048);
+    let r = 8;
+    l.lora = Some(Adapters { rank: r, qkv: true, proj: false, mlp: false, quantized: false });
+    let e = est(&l);
+    let adapters = 32 * (r * (4096 + 4096) + 2 * r * (4096 + 4096)); // q, k, v: 4096 → 4096 each
+    assert_eq!(e.trainable_parameters, adapters);
+    assert_eq!(e.get("parameters"), 2 * psi + 2 * adapters);
+    assert_eq!(e.get("gradients"), 2 * adapters);
+    assert_eq!(e.get("optimizer_state"), 8 * adapters);
+    assert_eq!(e.get("master_weights"), 4 * adapters);
+    // QLoRA: the blocks' linear weights in 4 bits (+ double-quantized constants); embeddings,
+    // lm_head and norms in 16 bits.
+    l.lora = Some(Adapters { rank: r, qkv: true, proj: false, mlp: false, quantized: true });
+    let q = est(&l);
+    let linear = 32 * (4 * 4096 * 4096 + 3 * 4096 * 11008u64);
+    let rest = psi - linear;
+    let expected = linear / 2 + linear.div_ceil(64) + linear.div_ceil(64 * 256) * 4 + 2 * rest + 2 * adapters;
+    assert_eq!(q.get("parameters"), expected);
+    assert!(q.get("parameters") < e.get("parameters") / 3);
+}
+
+/// Bytes of the plan's tensors of one category.
+fn plan_bytes(plan: &Plan, c: Category) -> u64 {
+    plan.tensors.iter().filter(|t| t.category == c).map(|t| t.size_bytes() as u64).sum()
+}
+
+#[test]
+fn calibration_matches_the_toy_plan_to_the_byte() {
+    let models = [ModelConfig::toy(58), ModelConfig { vocab: 37, seq_len: 24, d_model: 48, n_layers: 3, n_heads: 3 }];
+    let mut checked = 0;
+    for model in models {
+        let mut modes = vec![Checkpoint::Off, Checkpoint::Selective];
+        modes.extend((1..=model.n_layers).map(Checkpoint::Every));
+        for checkpoint in modes {
+            for attention in [AttentionKind::Standard, AttentionKind::Fused] {
+                for precision in
+                    [oomlab::plan::Precision::Fp32, oomlab::plan::Precision::Fp16, oomlab::plan::Precision::Bf16]
+                {
+                    for lora in [None, Some("qkv"), Some("proj"), Some("all")] {
+                        for optimizer in [OptimizerKind::Sgd, OptimizerKind::Momentum, OptimizerKind::AdamW] {
+                            let lora = lora.map(|t| LoraConfig::new(4).with_targets(t).expect("targets"));
+                            let techniques =
+                                Techniques { checkpoint, attention, precision, lora, ..Techniques::default() };
+                            if techniques.validate(&model).is_err() {
+                                continue;
+                            }
+                            for batch in [1, 3] {
+                                let shape = StepShape { batch, seq: model.seq_len };
+                                let opt = OptimizerConfig { kind: optimizer, ..OptimizerConfig::default() };
+                                let plan = Plan::build_with(&model, shape, &opt, &techniques).expect("plan");
+                                let memory = simulate(&plan, 1 << 30).expect("fits");
+                                let e = est(&Setup::toy(&model, shape, optimizer, &techniques, 1 << 30));
+                                let what = format!("{model:?} b{batch} {techniques:?} {optimizer:?}");
+                                for (category, name) in [
+                                    (Category::Parameters, "parameters"),
+                                    (Category::Gradients, "gradients"),
+                                    (Category::OptimizerState, "optimizer_state"),
+                                    (Category::MasterWeights, "master_weights"),
+                                ] {
+                                    assert_eq!(e.get(name), plan_bytes(&plan, category), "{name}: {what}");
+                                }
+                                assert_eq!(e.activations_peak, memory.activation_peak_bytes, "activations: {what}");
+                                assert_eq!(e.logits_bytes, plan_bytes(&plan, Category::Logits), "logits: {what}");
+                                let dlogits = plan.tensors.iter().find(|t| t.name == "grad.logits").expect("dlogits");
+                                assert_eq!(e.logits_grad_bytes, dlogits.size_bytes() as u64, "{what}");
+                                assert!(e.get("cuda_context") == 0 && e.get("workspace") == 0);
+                                // The peak: the closed form takes the larger of two moments (the loss;
+                                // a layer's backward with its working set) where the plan replays
+                                // every op. Measured over these combinations: 0.89–1.21 of the plan's.
+                                let planned: u64 = memory.peak_requested.total();
+                                let ratio = e.peak_bytes as f64 / planned as f64;
+                                assert!(
+                                    (0.85..=1.25).contains(&ratio),
+                                    "peak {} vs plan {planned} ({ratio:.3}): {what}",
+                                    e.peak_bytes
+                                );
+                                checked += 1;
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+    assert!(checked > 300, "{checked} combinations");
+}
+
+#[test]
+fn memory_never_falls_as_the_batch_grows_nor_rises_with_sharding() {
+    let mut setups = Vec::new();
+    for model in ["gpt2", "gpt2-xl", "llama2-7b", "llama2-70b", "mistral-7b"] {
+        for checkpoint in [Checkpoint::Off, Checkpoint::Selective, Checkpoint::Every(1), Checkpoint::Every(3)] {
+            for attention in [AttentionKind::Standard, AttentionKind::Fused] {
+                let mut s = setup(model, "h100-80", 1, 1024);
+                s.checkpoint = checkpoint;
+                s.attention = attention;
+                setups.push(s.clone());
+                let tensor = if s.arch.heads.is_multiple_of(4) { 4 } else { 1 };
+                s.parallel = Parallel { data: 8, tensor, sequence: true, zero: 2 };
+                s.precision = Precision::PureBf16;
+                setups.push(s.clone());
+                s.lora = Some(Adapters { rank: 16, qkv: true, proj: true, mlp: true, quantized: true });
+                s.parallel = Parallel::default();
+                setups.push(s);
+            }
+        }
+    }
+    for s in &setups {
+        let mut prev = 0;
+        for b in (1..=48).chain([64, 100, 1000, 4096]) {
+            let mut x = s.clone();
+            x.micro_batch = b;
+            let p = est(&x).peak_bytes;
+            assert!(p >= prev, "{} b{b}: {p} < {prev} ({:?})", s.arch.name, s.checkpoint);
+            prev = p;
+        }
+        // ZeRO: each stage needs no more than the one before, for any N_d.
+        for data in [2, 8, 64] {
+            let mut prev = u64::MAX;
+            for zero in 0..=3 {
+                let mut x = s.clone();
+                x.parallel.data = data;
+                x.parallel.zero = zero;
+                let p = est(&x).peak_bytes;
+                assert!(p <= prev, "{} N_d {data} stage {zero}: {p} > {prev}", s.arch.name);
+                prev = p;
+            }
+        }
+        // More data-parallel GPUs never raise a sharded stage's memory.
+        for zero in 1..=3 {
+            let mut prev = u64::MAX;
+            for data in [1, 2, 4, 16, 256] {
+                let mut x = s.clone();
+                x.parallel.data = data;
+                x.parallel.zero = zero;
+                let p = est(&x).peak_bytes;
+                assert!(p <= prev || data == 2, "{} stage {zero} N_d {data}: {p} > {prev}", s.arch.name);
+                prev = p;
+            }
+        }
+    }
+}
+
+#[test]
+fn max_micro_batch_is_the_largest_that_fits() {
+    for (model, gpu, seq) in [("gpt2", "t4", 1024), ("gpt2-xl", "a100-80", 1024), ("llama2-7b", "h200", 4096)] {
+        let mut s = setup(model, gpu, 1, seq);
+        s.precision = Precision::MixedBf16;
+        if model == "llama2-7b" {
+            s.parallel = Parallel { data: 8, zero: 3, ..Parallel::default() };
+        }
+        let m = max_micro_batch(&s).expect("valid");
+        assert!(m >= 1, "{model} on {gpu}");
+        s.micro_batch = m;
+        assert!(est(&s).fits());
+        s.micro_batch = m + 1;
+        assert!(!est(&s).fits(), "{model}: {} also fits", m + 1);
+    }
+}
+
+#[test]
+fn bad_setups_are_refused_with_a_reason() {
+    let base = setup("llama2-7b", "a100-80", 1, 4096);
+    let mut cases: Vec<(Setup, &str)> = Vec::new();
+    let mut s = base.clone();
+    s.micro_batch = 0;
+    cases.push((s, "micro-batch"));
+    let mut s = base.clone();
+    s.micro_batch = u64::MAX;
+    cases.push((s, "micro-batch"));
+    let mut s = base.clone();
+    s.parallel.tensor = 3;
+    cases.push((s, "tensor parallelism"));
+    let mut s = base.clone();
+    s.parallel.zero = 7;
+    cases.push((s, "ZeRO"));
+    let mut s = base.clone();
+    s.offload.parameters = true;
+    cases.push((s, "ZeRO stage 3"));
+    let mut s = base.clone();
+    s.arch.kv_heads = 5;
+    cases.push((s, "kv_heads"));
+    let mut s = base.clone();
+    s.lora = Some(Adapters { rank: 0, qkv: true, proj: false, mlp: false, quantized: false });
+    cases.push((s, "rank"));
+    let mut s = setup("gpt2", "t4", 1, 1024);
+    s.seq = 2048;
+    cases.push((s, "position table"));
+    for (s, why) in cases {
+        let err = estimate::estimate(&s).expect_err(why).to_string();
+        assert!(err.contains(why), "{err:?} should mention {why:?}");
+    }
+    // Huge but valid sizes saturate instead of overflowing.
+    let mut s = base.clone();
+    s.micro_batch = estimate::MAX_BATCH;
+    s.seq = 1 << 22;
+    s.arch.positions = 0;
+    let e = est(&s);
+    assert!(!e.fits() && e.peak_bytes > 1 << 60);
+}
+
+#[test]
+fn claims_are_checked() {
+    let claims = claims::claims().expect("claims");
+    let by = |needle: &str| claims.iter().find(|c| c.claim.contains(needle)).expect(needle);
+    let doubling = by("Doubling");
+    assert!(!doubling.holds);
+    assert!(doubling.finding.contains("never 2×"));
+    assert!(!by("38.2 GB").holds, "{}", by("38.2 GB").finding);
+    assert!(by("ZeRO stages").holds, "{}", by("ZeRO stages").finding);
+    assert!(by("120 GB").finding.contains("120.0 / 31.4 / 16.6 / 1.9"));
+    assert!(by("sbh(34").holds, "{}", by("sbh(34").finding);
+    assert!(by("ZeRO-Offload").holds);
+    assert!(!by("12 GB").holds, "{}", by("12 GB").finding);
+    for c in &claims {
+        assert!(!c.finding.is_empty() && !c.source.is_empty());
+    }
+}

@@ -378,6 +378,7 @@ fn estimate_text_sweep_claims_and_bad_input() {
         (&["estimate", "--tp", "3"], "tensor parallelism 3"),
         (&["estimate", "--offload", "params"], "ZeRO stage 3"),
         (&["estimate", "--offload", "disk"], "unknown offload"),
+        (&["estimate", "--offload", "gradients"], "needs optimizer offload"),
         (&["estimate", "--qlora"], "--qlora needs --lora"),
         (&["estimate", "--precision", "fp8"], "unknown precision"),
         (&["estimate", "--model", "gpt2", "--seq-len", "2048"], "position table"),

@@ -218,17 +218,22 @@ fn offload_lora_and_qlora() {
     let mut s = setup("llama2-7b", "a100-80", 1, 2048);
     let psi = 6_738_415_616u64;
     s.parallel.zero = 1;
-    s.offload = Offload { optimizer: true, parameters: false };
+    s.offload = Offload { optimizer: true, gradients: false, parameters: false };
     let e = est(&s);
     assert_eq!(e.get("optimizer_state") + e.get("master_weights"), 0);
+    assert_eq!(e.get("gradients"), 2 * psi, "the 16-bit gradients stay on the GPU");
     assert_eq!(e.host_bytes, 8 * psi + 4 * psi + 4 * psi, "fp32 m, v, master weights and gradients on the host");
     assert_eq!(
         e.pcie_bytes_per_step,
         2 * psi + 2 * psi,
         "16-bit gradients down, 16-bit weights up (Ren et al. 2021: 4Ψ)"
     );
+    s.offload.gradients = true;
+    let g = est(&s);
+    assert_eq!(g.get("gradients"), 0, "streamed to the host");
+    assert_eq!((g.host_bytes, g.pcie_bytes_per_step), (e.host_bytes, e.pcie_bytes_per_step));
     s.parallel = Parallel { data: 8, zero: 3, ..Parallel::default() };
-    s.offload = Offload { optimizer: true, parameters: true };
+    s.offload = Offload { optimizer: true, gradients: true, parameters: true };
     let e = est(&s);
     assert_eq!(e.get("parameters"), 0);
     assert!(e.host_bytes >= (2 * psi + 16 * psi) / 8);
@@ -414,6 +419,9 @@ fn bad_setups_are_refused_with_a_reason() {
     s.offload.parameters = true;
     cases.push((s, "ZeRO stage 3"));
     let mut s = base.clone();
+    s.offload.gradients = true;
+    cases.push((s, "needs optimizer offload"));
+    let mut s = base.clone();
     s.arch.kv_heads = 5;
     cases.push((s, "kv_heads"));
     let mut s = base.clone();
@@ -450,5 +458,31 @@ fn claims_are_checked() {
     assert!(!by("12 GB").holds, "{}", by("12 GB").finding);
     for c in &claims {
         assert!(!c.finding.is_empty() && !c.source.is_empty());
+    }
+}
+
+#[test]
+fn every_preset_per_layer_by_hand() {
+    let (s, b) = (512u64, 2u64);
+    for (key, arch) in presets::models() {
+        let (h, a, kv, f) = (arch.hidden, arch.heads, arch.kv_hidden(), arch.ffn);
+        let expected = if key.starts_with("gpt2") {
+            // Korthikanti et al.: sbh(34 + 5as/h), + two LayerNorms' fp32 mean and 1/std.
+            s * b * h * 34 + 5 * a * s * s * b + 16 * s * b
+        } else {
+            // RMSNorm (one fp32 statistic per row), SwiGLU, grouped-query k and v, no dropout.
+            let sbh = s * b * h;
+            2 * sbh
+                + 4 * s * b
+                + 2 * sbh
+                + 2 * s * b * (h + 2 * kv)
+                + 2 * a * s * s * b
+                + 2 * sbh
+                + 2 * sbh
+                + 4 * s * b
+                + 2 * sbh
+                + 8 * s * b * f
+        };
+        assert_eq!(per_layer(&setup(key, "h200", b, s)), expected, "{key}");
     }
 }

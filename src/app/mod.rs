@@ -270,6 +270,16 @@ impl OomlabApp {
         self
     }
 
+    /// Starts training, as the Train button does.
+    pub fn start_training(&mut self) {
+        self.training = true;
+    }
+
+    /// Training steps completed since the settings last changed.
+    pub fn steps_done(&self) -> usize {
+        self.losses.len()
+    }
+
     /// Whether no step is running or waiting to run.
     pub fn is_idle(&self) -> bool {
         self.step_started.is_none() && !self.queued_step && !self.training
@@ -397,15 +407,15 @@ impl OomlabApp {
     }
 
     /// Starts a step if none is running; advances or collects a running one. Never blocks: the
-    /// GPU is polled, and a CPU step runs a few ops per frame (about 10 ms of them).
+    /// GPU is polled, and a CPU step runs a few ops per frame (about [`CPU_SLICE_SECS`] of them).
     fn drive(&mut self, now: f64, want_step: bool) {
         let finished = match &mut self.compute {
             Compute::Gpu { exec: Slot::Ready(exec), .. } => exec.poll_step().map(|r| (r, Some(exec.memory().clone()))),
             Compute::Cpu { exec: Some(exec) } if exec.running() => {
                 let start = clock_secs();
                 let mut out = None;
-                while out.is_none() && clock_secs() - start < 0.010 {
-                    out = exec.resume(2);
+                while out.is_none() && clock_secs() - start < CPU_SLICE_SECS {
+                    out = exec.resume(1);
                 }
                 out.map(|r| (r, exec.memory().cloned()))
             }
@@ -822,6 +832,11 @@ fn shown_memory<'a>(
         (None, Err(_)) => None,
     }
 }
+
+/// Compute time a CPU step gets per frame. Drawing the whole app takes ~4 ms (release build), so
+/// 6 ms of ops keeps a frame under 16.7 ms (60 fps) — measured by `benches/ui_frames.rs`; 10 ms
+/// gave 20 ms at the 95th percentile.
+const CPU_SLICE_SECS: f64 = 0.006;
 
 /// A monotonic clock in seconds, for the CPU path's per-frame time budget (egui's clock only
 /// advances between frames).

@@ -248,6 +248,10 @@ pub fn controls(ui: &mut Ui, s: &mut RealSettings) {
     });
     ui.horizontal_wrapped(|ui| {
         ui.checkbox(&mut s.offload.optimizer, "offload optimizer");
+        ui.add_enabled(s.offload.optimizer, egui::Checkbox::new(&mut s.offload.gradients, "offload gradients"));
+        if !s.offload.optimizer {
+            s.offload.gradients = false;
+        }
         ui.checkbox(&mut s.offload.parameters, "offload parameters");
         ui.add(egui::DragValue::new(&mut s.lora_rank).range(0..=1024).prefix("LoRA rank (0 = off) "));
         ui.add_enabled(s.lora_rank > 0, egui::Checkbox::new(&mut s.qlora, "QLoRA (4-bit base)"));

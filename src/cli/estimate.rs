@@ -52,7 +52,8 @@ pub struct EstimateArgs {
     /// standard or fused (FlashAttention).
     #[arg(long, default_value = "standard")]
     attention: String,
-    /// Offload to the CPU: optimizer, params or both (params needs --zero 3).
+    /// Offload to the CPU, a list: optimizer, gradients (with optimizer), params (needs --zero 3),
+    /// or all.
     #[arg(long)]
     offload: Option<String>,
     /// LoRA rank R: freeze the base, train rank-R adapters.
@@ -189,13 +190,21 @@ fn setup(a: &EstimateArgs) -> Result<Setup, Failure> {
     s.attention = AttentionKind::parse(&a.attention).map_err(|e| usage(e.to_string()))?;
     let zero = u8::try_from(a.zero).map_err(|_| usage(format!("--zero takes 0, 1, 2 or 3 (got {})", a.zero)))?;
     s.parallel = Parallel { data: positive("--gpus", a.gpus)?, tensor: positive("--tp", a.tp)?, sequence: a.sp, zero };
-    s.offload = match a.offload.as_deref().map(str::to_ascii_lowercase).as_deref() {
-        None | Some("none") => Offload::default(),
-        Some("optimizer") => Offload { optimizer: true, parameters: false },
-        Some("params") | Some("parameters") => Offload { optimizer: false, parameters: true },
-        Some("both") | Some("all") => Offload { optimizer: true, parameters: true },
-        Some(other) => return Err(usage(format!("unknown offload {other:?}: expected optimizer, params or both"))),
-    };
+    s.offload = Offload::default();
+    for part in a.offload.as_deref().unwrap_or("none").split(',').map(|p| p.trim().to_ascii_lowercase()) {
+        match part.as_str() {
+            "none" => {}
+            "optimizer" => s.offload.optimizer = true,
+            "gradients" | "grads" => s.offload.gradients = true,
+            "params" | "parameters" => s.offload.parameters = true,
+            "all" => s.offload = Offload { optimizer: true, gradients: true, parameters: true },
+            other => {
+                return Err(usage(format!(
+                    "unknown offload {other:?}: expected a list of optimizer, gradients, params, or all"
+                )));
+            }
+        }
+    }
     if let Some(r) = a.lora {
         let targets = oomlab::model::params::LoraConfig::new(1)
             .with_targets(&a.lora_targets)

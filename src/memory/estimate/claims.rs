@@ -180,7 +180,7 @@ pub fn claims() -> Result<Vec<Claim>, EstimateError> {
     let mut o = preset("llama2-7b", "a100-80", 1, 2048)?;
     let before = estimate(&o)?;
     o.parallel = Parallel { data: 1, zero: 1, ..Parallel::default() };
-    o.offload = Offload { optimizer: true, parameters: false };
+    o.offload = Offload { optimizer: true, gradients: true, parameters: false };
     let after = estimate(&o)?;
     out.push(Claim {
         claim: "ZeRO-Offload moves the optimizer to the CPU and needs a fast PCIe link (at least 32 GB/s).",

@@ -374,9 +374,14 @@ impl Default for Parallel {
 /// ZeRO-Offload (Ren et al. 2021) and ZeRO-Infinity's parameter offload (Rajbhandari et al. 2021).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Offload {
-    /// Optimizer state, fp32 master weights and the fp32 gradients live in host memory; the
-    /// optimizer step runs on the CPU.
+    /// Optimizer state and fp32 master weights live in host memory, with an fp32 copy of the
+    /// gradients; the optimizer step runs on the CPU.
     pub optimizer: bool,
+    /// The gradients stream to the host as the backward pass produces them (through the
+    /// communication buckets) instead of staying on the GPU (needs `optimizer`: ZeRO-Offload
+    /// moves both).
+    #[serde(default)]
+    pub gradients: bool,
     /// The 16-bit parameters live in host memory too and are fetched layer by layer (ZeRO-3).
     pub parameters: bool,
 }
@@ -502,6 +507,11 @@ impl Setup {
         }
         if self.parallel.zero > 3 {
             return bad(format!("ZeRO has stages 0 to 3 (got {})", self.parallel.zero));
+        }
+        if self.offload.gradients && !self.offload.optimizer {
+            return bad(
+                "gradient offload needs optimizer offload (the optimizer step must run where the gradients are)".into(),
+            );
         }
         if self.offload.parameters && self.parallel.zero != 3 {
             return bad("parameter offload needs ZeRO stage 3 (it offloads the parameter shards)".into());
@@ -677,13 +687,17 @@ fn model_states(s: &Setup) -> States {
     let mut states = partition(stored, trainable, s.precision, s.optimizer, s.parallel);
     if s.offload.optimizer {
         // The fp32 state moves to the host with an fp32 copy of the gradients; each step the
-        // 16-bit gradients go down and the updated 16-bit weights come back.
+        // 16-bit gradients go down and the updated 16-bit weights come back: 4Ψ over PCIe with
+        // 16-bit values (Ren et al. 2021, §4.1), each GPU its shard.
         let on = s.parallel.zero >= 1;
         let shard = |bytes: u128| if on { bytes.div_ceil(s.parallel.data as u128) } else { bytes };
         states.host += states.master + states.optimizer + shard(words(trainable, 4));
         states.pcie += shard(words(trainable, g)) + shard(words(trainable, w));
         states.master = 0;
         states.optimizer = 0;
+        if s.offload.gradients {
+            states.gradients = 0;
+        }
     }
     if s.offload.parameters {
         // Each GPU's parameter shard is fetched for the forward and again for the backward pass.

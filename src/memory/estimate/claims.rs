@@ -43,11 +43,10 @@ pub fn claims() -> Result<Vec<Claim>, EstimateError> {
         .iter()
         .map(|&b| Ok(peak(&base, 2 * b)? as f64 / peak(&base, b)? as f64))
         .collect::<Result<_, EstimateError>>()?;
-    let max_ratio = ratios.iter().copied().fold(0.0, f64::max);
     out.push(Claim {
         claim: "Doubling the batch size raises memory 1.8–2.5×.",
         source: "the seed document (../shared/seed)",
-        holds: false,
+        holds: ratios.iter().all(|r| (1.8..=2.5).contains(r)),
         finding: format!(
             "LLaMA-2 7B, bf16 mixed precision, Adam, seq 4096: doubling b from 1, 2, 4, 8 multiplies the peak by {} — \
              never 2× or more, because model states and fixed costs do not grow with the batch; the ratio nears 2 only \
@@ -55,7 +54,6 @@ pub fn claims() -> Result<Vec<Claim>, EstimateError> {
             ratios.iter().map(|r| format!("{r:.2}")).collect::<Vec<_>>().join(", ")
         ),
     });
-    debug_assert!(max_ratio < 2.0);
 
     // 2. The seed's LLaMA-2-7B figures: batch 64 → 38.2 GB, batch 128 → 89.7 GB with BF16.
     let mut s = preset("llama2-7b", "a100-80", 64, 512)?;
@@ -69,7 +67,8 @@ pub fn claims() -> Result<Vec<Claim>, EstimateError> {
     out.push(Claim {
         claim: "LLaMA-2-7B with BF16 uses 38.2 GB at batch 64 and 89.7 GB at batch 128 (2.35×).",
         source: "the seed document (../shared/seed)",
-        holds: false,
+        // It could hold only if the model states alone fit in 38.2 GB.
+        holds: (states_pure as f64) < 38.2 * GB,
         finding: format!(
             "Full training of its {} parameters with Adam needs {:.1} GB for model states alone in bf16 mixed precision \
              (16 bytes per parameter) and {:.1} GB even in pure bf16 — above 38.2 GB before a single activation. \

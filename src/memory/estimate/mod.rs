@@ -386,6 +386,40 @@ pub struct Offload {
     pub parameters: bool,
 }
 
+/// The training program's conventions where they differ.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Runtime {
+    /// PyTorch (Hugging Face, Megatron-LM, DeepSpeed): the loss computed in fp32 (the logits are
+    /// upcast, so the softmax and its gradient are fp32 whatever the precision); token ids and
+    /// labels as int64; each parameter its own tensor.
+    #[default]
+    PyTorch,
+    /// The toy (oomlab's plan): the loss in the activation dtype; token ids, targets and the
+    /// embedding backward's sorted index (`token_offsets`, V + 1, and `token_positions`) as u32;
+    /// parameters padded to 128 elements in one flat tensor (aligned GPU bindings).
+    Oomlab,
+}
+
+impl Runtime {
+    fn fp32_loss(self) -> bool {
+        self == Runtime::PyTorch
+    }
+    fn param_align(self) -> u64 {
+        match self {
+            Runtime::PyTorch => 1,
+            Runtime::Oomlab => PARAM_ALIGN_ELEMS as u64,
+        }
+    }
+    /// Bytes of one micro-batch's inputs.
+    fn input_bytes(self, rows: u128, vocab: u128) -> u128 {
+        match self {
+            Runtime::PyTorch => 2 * rows * 8,
+            Runtime::Oomlab => 4 * (3 * rows + vocab + 1),
+        }
+    }
+}
+
 /// Everything the estimate depends on.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Setup {
@@ -404,13 +438,8 @@ pub struct Setup {
     pub lora: Option<Adapters>,
     pub parallel: Parallel,
     pub offload: Offload,
-    /// The loss is computed in fp32 (Megatron-LM and Hugging Face upcast the logits), so the
-    /// softmax and its gradient are fp32 whatever the precision. The toy keeps them in the
-    /// activation dtype.
-    pub fp32_loss: bool,
-    /// Parameter tensors are padded to a multiple of this many elements (the toy: 128, for
-    /// aligned GPU bindings; frameworks: 1).
-    pub param_align: u64,
+    /// How the training program stores what the formulas count.
+    pub runtime: Runtime,
     /// Count the CUDA context, cuBLAS workspace, communication buffers and fragmentation
     /// margin (off for the toy, whose plan has none of them).
     pub fixed_costs: bool,
@@ -433,8 +462,7 @@ impl Setup {
             lora: None,
             parallel: Parallel::default(),
             offload: Offload::default(),
-            fp32_loss: true,
-            param_align: 1,
+            runtime: Runtime::PyTorch,
             fixed_costs: true,
         }
     }
@@ -462,8 +490,7 @@ impl Setup {
             mlp: l.mlp,
             quantized: false,
         });
-        s.fp32_loss = false;
-        s.param_align = PARAM_ALIGN_ELEMS as u64;
+        s.runtime = Runtime::Oomlab;
         s.fixed_costs = false;
         s
     }
@@ -477,7 +504,6 @@ impl Setup {
             ("accumulation steps", self.accum, 1 << 20),
             ("data-parallel GPUs", self.parallel.data, 1 << 20),
             ("tensor-parallel GPUs", self.parallel.tensor, 1 << 10),
-            ("parameter alignment", self.param_align, 1 << 20),
         ] {
             if value == 0 || value > max {
                 return bad(format!("{name} must be between 1 and {max} (got {value})"));
@@ -600,6 +626,7 @@ pub mod source {
     pub const LOGITS: &str =
         "the lm_head output, the softmax kept for backward (fp32: Korthikanti's 4sbv) and the losses";
     pub const LOGITS_GRAD: &str = "the gradient of the logits, alive with the softmax at the start of backward";
+    pub const INPUT: &str = "the micro-batch's token ids and labels (int64 in PyTorch)";
     pub const WORKING_SET: &str =
         "one layer's backward working set: the gradients of its residual stream, attention and MLP";
     pub const CONTEXT: &str =
@@ -647,7 +674,8 @@ struct States {
 
 fn model_states(s: &Setup) -> States {
     let a = &s.arch;
-    let align = |n: u64| n.div_ceil(s.param_align) as u128 * s.param_align as u128;
+    let pad = s.runtime.param_align();
+    let align = |n: u64| n.div_ceil(pad) as u128 * pad as u128;
     let (w, g) = (s.precision.value_bytes() as u128, s.precision.value_bytes() as u128);
     let tensors = a.parameter_tensors();
     // Tensor parallelism splits the blocks' linear layers (and vocab-parallel embeddings) over t
@@ -739,7 +767,7 @@ pub fn zero_model_states(parameters: u64, precision: Precision, optimizer: Optim
     [sat(s.parameters), sat(s.gradients), sat(s.optimizer), sat(s.master)]
 }
 
-/// Saved activations: (the peak over the step, at the end of the forward pass).
+/// Saved activations: their peak over the step, and at the moments the peak can be.
 ///
 /// Per layer, tensor by tensor (Korthikanti et al. 2022, §4.1, generalised). With p the bytes of
 /// an activation value (2 in 16-bit training), `kv` the key/value width, `f` the MLP width:
@@ -760,7 +788,19 @@ pub fn zero_model_states(parameters: u64, precision: Precision, optimizer: Optim
 /// the column- and row-parallel linears by t; sequence parallelism the rest too.
 /// Fused attention (Dao 2022) keeps the row logsumexp (fp32, a·s·b) instead of the 5as²b.
 /// LoRA adapters keep their rank-r intermediate (p·rsb each).
-fn activations(s: &Setup) -> (u128, u128) {
+/// Saved activations at three moments of the step.
+struct Acts {
+    /// The most alive at any moment.
+    peak: u128,
+    /// At the end of the forward pass (the loss).
+    end_of_forward: u128,
+    /// When a layer's attention backward runs (its largest gradient working set), at the layer
+    /// where that is most; with checkpointing every k blocks, a segment's recomputation (the
+    /// gradient buffers are already allocated then).
+    at_attention_backward: u128,
+}
+
+fn activations(s: &Setup) -> Acts {
     let a = &s.arch;
     let (sq, b, h, heads) = (s.seq as u128, s.micro_batch as u128, a.hidden as u128, a.heads as u128);
     let (kv, f) = (a.kv_hidden() as u128, a.ffn as u128);
@@ -815,14 +855,20 @@ fn activations(s: &Setup) -> (u128, u128) {
     let outside = if_(drop, rep(sb * h, 1)) + input + norm_stats + if_(lora.is_none(), rep(sb * h, p));
     let l = a.layers as u128;
     let checkpoint = if fused && s.checkpoint == Checkpoint::Selective { Checkpoint::Off } else { s.checkpoint };
+    // The last layer's post-attention tensors and the outside ones are freed by the time the
+    // backward pass reaches that layer's attention.
+    let after_att = post_att + adapters_after_att;
     match checkpoint {
-        Checkpoint::Off => (l * block + outside, l * block + outside),
+        Checkpoint::Off => {
+            let end_of_forward = l * block + outside;
+            Acts { peak: end_of_forward, end_of_forward, at_attention_backward: end_of_forward - after_att - outside }
+        }
         Checkpoint::Selective => {
             // No attention core is kept; the backward pass recomputes one layer's at a time,
             // after that layer has freed what follows its attention (and the outside tensors).
             let end_of_forward = l * (block - att) + outside;
-            let recompute = end_of_forward - post_att - adapters_after_att - outside + att;
-            (end_of_forward.max(recompute), end_of_forward)
+            let recompute = end_of_forward - after_att - outside + att;
+            Acts { peak: end_of_forward.max(recompute), end_of_forward, at_attention_backward: recompute }
         }
         Checkpoint::Every(k) => {
             // Chen et al. 2016: keep each segment's input; recompute one segment (n blocks) at a
@@ -830,13 +876,14 @@ fn activations(s: &Setup) -> (u128, u128) {
             let k = (k as u128).clamp(1, l);
             let segments = l.div_ceil(k);
             let end_of_forward = input * segments + outside;
-            let peak = (0..segments)
-                .map(|j| {
-                    let n = k.min(l - j * k);
-                    (j + 1) * input + n * (block - input) + (n - 1) * input
-                })
-                .fold(end_of_forward, u128::max);
-            (peak, end_of_forward)
+            let recomputed = |j: u128| {
+                let n = k.min(l - j * k);
+                (j + 1) * input + n * (block - input) + (n - 1) * input
+            };
+            let peak = (0..segments).map(recomputed).fold(end_of_forward, u128::max);
+            // The gradient buffers, once allocated by the first layer's backward pass, stay while
+            // later segments are recomputed: the recomputation's peak counts with them.
+            Acts { peak, end_of_forward, at_attention_backward: peak }
         }
     }
 }
@@ -848,7 +895,7 @@ fn logits(s: &Setup) -> (u128, u128) {
     let t = s.parallel.tensor as u128;
     let n = (s.micro_batch as u128 * s.seq as u128 * a.vocab as u128).div_ceil(t);
     let p = s.precision.value_bytes() as u128;
-    let loss = if s.fp32_loss { 4 } else { p };
+    let loss = if s.runtime.fp32_loss() { 4 } else { p };
     let rows = s.micro_batch as u128 * s.seq as u128;
     (words(n, p) + words(n, loss) + words(rows, 4) + 4, words(n, loss))
 }
@@ -885,7 +932,8 @@ fn sat(v: u128) -> u64 {
 pub fn estimate(setup: &Setup) -> Result<Estimate, EstimateError> {
     setup.validate()?;
     let st = model_states(setup);
-    let (act_peak, act_eof) = activations(setup);
+    let acts_at = activations(setup);
+    let (act_peak, act_eof) = (acts_at.peak, acts_at.end_of_forward);
     let (logit_bytes, dlogits) = logits(setup);
     // The step's transient peak, the larger of two moments: the start of the backward pass, with
     // every saved activation, the logits, their softmax and the logits' gradient alive; and a
@@ -893,9 +941,14 @@ pub fn estimate(setup: &Setup) -> Result<Estimate, EstimateError> {
     // checkpointing) and that layer's gradient working set — the logits are gone by then. The
     // second slightly overstates the activations (the layer has freed some of its own), so on
     // the toy the estimate lands a little above the plan's exact peak.
+    let rows = setup.micro_batch as u128 * setup.seq as u128;
+    // The toy's plan keeps every micro-batch's inputs for the whole step; PyTorch loads one
+    // micro-batch at a time.
+    let micro_batches = if setup.runtime == Runtime::Oomlab { setup.accum as u128 } else { 1 };
+    let input_bytes = micro_batches * setup.runtime.input_bytes(rows, setup.arch.vocab as u128);
     let at_loss = act_eof + logit_bytes + dlogits;
     let working = backward_working_set(setup);
-    let at_layer = act_peak + working;
+    let at_layer = acts_at.at_attention_backward + working;
     let (acts, logit_line, grad_line, logit_source, grad_source) = if at_loss >= at_layer {
         (act_eof, logit_bytes, dlogits, source::LOGITS.to_string(), source::LOGITS_GRAD)
     } else {
@@ -904,7 +957,8 @@ pub fn estimate(setup: &Setup) -> Result<Estimate, EstimateError> {
             crate::units::format_bytes(sat(logit_bytes + dlogits)),
             source::LOGITS
         );
-        (act_peak, 0, working, freed, source::WORKING_SET)
+        // The loss itself (one fp32 value) stays until the step ends.
+        (acts_at.at_attention_backward, 4, working, freed, source::WORKING_SET)
     };
     let mut lines = vec![
         Line { category: "parameters", bytes: sat(st.parameters), per_batch: false, source: source::PARAMS.into() },
@@ -914,7 +968,16 @@ pub fn estimate(setup: &Setup) -> Result<Estimate, EstimateError> {
         Line { category: "activations", bytes: sat(acts), per_batch: true, source: source::ACTIVATIONS.into() },
         Line { category: "logits", bytes: sat(logit_line), per_batch: true, source: logit_source },
         Line { category: "temporaries", bytes: sat(grad_line), per_batch: true, source: grad_source.into() },
+        Line { category: "input", bytes: sat(input_bytes), per_batch: true, source: source::INPUT.into() },
     ];
+    if setup.runtime == Runtime::Oomlab && setup.precision == Precision::MixedFp16 {
+        lines.push(Line {
+            category: "workspace",
+            bytes: 4,
+            per_batch: false,
+            source: "the loss scaler's overflow flag (found_inf), one u32".into(),
+        });
+    }
     if setup.fixed_costs {
         let p = setup.precision.value_bytes() as u128;
         let n_d = setup.parallel.data;

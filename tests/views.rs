@@ -301,6 +301,16 @@ fn real_models_view_estimates_and_checks_claims() {
     }
     table.get_by_label(&format_bytes(e.peak_bytes));
     table.get_by_label(&format_bytes(e.get("activations")));
+    // The estimate's export: the CLI's JSON document, with the same numbers.
+    let dir = tempfile::tempdir().expect("tempdir");
+    harness.state_mut().export_dir = Some(dir.path().to_path_buf());
+    harness.get_by_label("estimate JSON").click();
+    harness.run();
+    let text = std::fs::read_to_string(dir.path().join("oomlab-estimate.json")).expect("exported");
+    let doc: serde_json::Value = serde_json::from_str(&text).expect("JSON");
+    assert_eq!(doc["peak_bytes"], e.peak_bytes);
+    assert_eq!(doc["per_gpu_bytes"]["activations"], e.get("activations"));
+    assert_eq!(doc["max_micro_batch"], harness.state().real.max_micro_batch);
     // ZeRO off: full Adam training of 7B does not fit on one A100 80 GB.
     let toy_plan_before = harness.state().derived.plan.clone().expect("plan");
     harness.state_mut().settings.real.parallel.zero = 0;

@@ -109,19 +109,22 @@ pub fn png(image: &egui::ColorImage) -> Result<Vec<u8>, String> {
     Ok(bytes)
 }
 
-/// Saves `bytes` as `name`: into `$OOMLAB_EXPORT_DIR` (default: the current directory) on the
-/// desktop, as a download in the browser. Returns where it went, for the status line.
-pub fn save(name: &str, bytes: &[u8], mime: &str) -> Result<String, String> {
+/// Saves `bytes` as `name`: into `dir`, else `$OOMLAB_EXPORT_DIR`, else the current directory on
+/// the desktop; as a download in the browser. Returns where it went, for the status line.
+pub fn save(dir: Option<&std::path::Path>, name: &str, bytes: &[u8], mime: &str) -> Result<String, String> {
     #[cfg(not(target_arch = "wasm32"))]
     {
         let _ = mime;
-        let dir = std::env::var_os("OOMLAB_EXPORT_DIR").map_or_else(|| std::path::PathBuf::from("."), Into::into);
+        let dir = dir.map(std::path::Path::to_path_buf).unwrap_or_else(|| {
+            std::env::var_os("OOMLAB_EXPORT_DIR").map_or_else(|| std::path::PathBuf::from("."), Into::into)
+        });
         let path = dir.join(name);
         std::fs::write(&path, bytes).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
         Ok(format!("saved {}", path.display()))
     }
     #[cfg(target_arch = "wasm32")]
     {
+        let _ = dir;
         use wasm_bindgen::JsCast;
         let fail = |e: wasm_bindgen::JsValue| format!("the download failed: {e:?}");
         let array = js_sys::Uint8Array::from(bytes);

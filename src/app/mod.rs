@@ -172,6 +172,8 @@ pub struct OomlabApp {
     /// The real-model view's estimate, for the `real` settings it was made for.
     pub real: real::RealDerived,
     real_applied: real::RealSettings,
+    /// Where exports go on the desktop (None: `$OOMLAB_EXPORT_DIR` or the current directory).
+    pub export_dir: Option<std::path::PathBuf>,
     /// The claims lesson, computed when first shown.
     claims: Option<Result<Vec<crate::memory::estimate::claims::Claim>, String>>,
     /// The last export's outcome, for the status line.
@@ -240,6 +242,7 @@ impl OomlabApp {
             real: real::RealDerived::new(&settings.real),
             real_applied: settings.real.clone(),
             claims: None,
+            export_dir: None,
             applied: Some(settings.clone()),
             settings,
             dataset,
@@ -687,22 +690,45 @@ impl OomlabApp {
         let taken = self.screenshot.lock().ok().and_then(|mut s| s.take());
         if let Some(image) = taken {
             self.status = Some(
-                export::png(&image).and_then(|b| export::save("oomlab.png", &b, "image/png")).unwrap_or_else(|e| e),
+                export::png(&image)
+                    .and_then(|b| export::save(self.export_dir.as_deref(), "oomlab.png", &b, "image/png"))
+                    .unwrap_or_else(|e| e),
             );
         }
         ui.horizontal(|ui| {
             ui.label("Export:");
             if ui.button("sweep CSV").clicked() {
                 let csv = export::sweep_csv(&self.derived.sweep);
-                self.status = Some(export::save("oomlab-sweep.csv", csv.as_bytes(), "text/csv").unwrap_or_else(|e| e));
+                self.status = Some(
+                    export::save(self.export_dir.as_deref(), "oomlab-sweep.csv", csv.as_bytes(), "text/csv")
+                        .unwrap_or_else(|e| e),
+                );
             }
             if ui.button("timeline + allocator JSON").clicked()
                 && let (Ok(plan), Some((m, source))) = (&self.derived.plan, self.shown_memory())
             {
                 let op = m.timeline.get(self.scrub).and_then(|p| p.op);
                 let json = export::step_json(plan, m, source, op);
-                self.status =
-                    Some(export::save("oomlab-step.json", json.as_bytes(), "application/json").unwrap_or_else(|e| e));
+                self.status = Some(
+                    export::save(self.export_dir.as_deref(), "oomlab-step.json", json.as_bytes(), "application/json")
+                        .unwrap_or_else(|e| e),
+                );
+            }
+            if self.tab == Tab::RealModels
+                && ui.button("estimate JSON").clicked()
+                && let (Ok(setup), Some(e)) = (&self.real.setup, &self.real.estimate)
+            {
+                let json =
+                    crate::memory::estimate::to_json(setup, e, self.real.max_micro_batch, &self.real.sweep).to_string();
+                self.status = Some(
+                    export::save(
+                        self.export_dir.as_deref(),
+                        "oomlab-estimate.json",
+                        json.as_bytes(),
+                        "application/json",
+                    )
+                    .unwrap_or_else(|e| e),
+                );
             }
             if ui.button("window PNG").clicked() {
                 let slot = self.screenshot.clone();

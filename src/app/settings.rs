@@ -274,6 +274,30 @@ mod tests {
     }
 
     #[test]
+    fn a_bad_real_model_part_falls_back_alone() {
+        let mut s = Settings { batch: 32, ..Settings::default() };
+        s.real.parallel.tensor = 3; // divides neither LLaMA-2 7B's 32 heads nor its MLP width
+        let (back, notice) = Settings::from_url_hash(&s.to_url_hash(), V);
+        assert_eq!(back.batch, 32, "the toy's part is kept");
+        assert_eq!(back.real, super::super::real::RealSettings::default());
+        assert!(notice.is_some_and(|n| n.contains("real-model settings")));
+        // A good real-model part round-trips.
+        let mut s = Settings::default();
+        s.real.micro_batch = 4;
+        s.real.parallel.zero = 2;
+        s.real.lora_rank = 16;
+        s.real.qlora = true;
+        let (back, notice) = Settings::from_url_hash(&s.to_url_hash(), V);
+        assert_eq!((back, notice), (s, None));
+        // Out of range: clamped.
+        let mut s = Settings::default();
+        s.real.micro_batch = u64::MAX;
+        let (back, notice) = Settings::from_url_hash(&s.to_url_hash(), V);
+        assert_eq!(back.real.micro_batch, crate::memory::estimate::MAX_BATCH);
+        assert!(notice.is_some());
+    }
+
+    #[test]
     fn random_hashes_never_panic() {
         let mut rng = crate::model::init::Rng::new(3);
         let alphabet: Vec<char> =
@@ -293,6 +317,7 @@ mod tests {
             };
             let (s, _) = Settings::from_url_hash(&format!("#s={hash}"), V);
             assert!(s.plan(V).is_ok(), "{hash}");
+            assert!(s.real.setup().is_ok(), "{hash}");
         }
     }
 }

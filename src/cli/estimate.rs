@@ -246,35 +246,7 @@ pub fn run(a: &EstimateArgs) -> Result<(), Failure> {
         Vec::new()
     };
     if a.json {
-        let per_gpu: serde_json::Map<String, serde_json::Value> =
-            e.lines.iter().map(|l| (l.category.to_string(), l.bytes.into())).collect();
-        let sources: serde_json::Map<String, serde_json::Value> =
-            e.lines.iter().map(|l| (l.category.to_string(), l.source.clone().into())).collect();
-        let json = serde_json::json!({
-            "model": s.arch.name,
-            "gpu": s.gpu.name,
-            "micro_batch": s.micro_batch,
-            "seq_len": s.seq,
-            "accum": s.accum,
-            "precision": s.precision.name(),
-            "optimizer": s.optimizer.name(),
-            "parallel": s.parallel,
-            "offload": s.offload,
-            "checkpoint": s.checkpoint.label(),
-            "attention": s.attention.name(),
-            "parameters": e.parameters,
-            "trainable_parameters": e.trainable_parameters,
-            "per_gpu_bytes": per_gpu,
-            "sources": sources,
-            "peak_bytes": e.peak_bytes,
-            "capacity_bytes": e.capacity_bytes,
-            "fits": e.fits(),
-            "max_micro_batch": max,
-            "tokens_per_step": e.tokens_per_step,
-            "host_bytes": e.host_bytes,
-            "pcie_bytes_per_step": e.pcie_bytes_per_step,
-            "sweep": sweep.iter().map(|(b, x)| serde_json::json!({"micro_batch": b, "peak_bytes": x.peak_bytes, "fits": x.fits()})).collect::<Vec<_>>(),
-        });
+        let json = estimate::to_json(&s, &e, max, &sweep);
         println!("{}", serde_json::to_string_pretty(&json).map_err(|e| usage(e.to_string()))?);
         return Ok(());
     }

@@ -1079,6 +1079,50 @@ pub fn max_micro_batch(setup: &Setup) -> Result<u64, EstimateError> {
     Ok(lo)
 }
 
+/// The estimate as the CLI's `--json` document (and the app's export): the settings,
+/// `parameters`, `per_gpu_bytes` and `sources` by category, `peak_bytes`, `capacity_bytes`, `fits`,
+/// `max_micro_batch`, `tokens_per_step`, offload's `host_bytes` and `pcie_bytes_per_step`, and the
+/// `sweep` when one was made.
+pub fn to_json(s: &Setup, e: &Estimate, max_micro_batch: u64, sweep: &[(u64, Estimate)]) -> serde_json::Value {
+    let mut per_gpu = serde_json::Map::new();
+    let mut sources = serde_json::Map::new();
+    for l in &e.lines {
+        let bytes = per_gpu.get(l.category).and_then(serde_json::Value::as_u64).unwrap_or(0);
+        per_gpu.insert(l.category.to_string(), bytes.saturating_add(l.bytes).into());
+        sources.insert(l.category.to_string(), l.source.clone().into());
+    }
+    serde_json::json!({
+        "model": s.arch.name,
+        "architecture": s.arch,
+        "gpu": s.gpu.name,
+        "micro_batch": s.micro_batch,
+        "seq_len": s.seq,
+        "accum": s.accum,
+        "precision": s.precision.name(),
+        "optimizer": s.optimizer.name(),
+        "parallel": s.parallel,
+        "offload": s.offload,
+        "checkpoint": s.checkpoint.label(),
+        "attention": s.attention.name(),
+        "lora": s.lora,
+        "parameters": e.parameters,
+        "trainable_parameters": e.trainable_parameters,
+        "per_gpu_bytes": per_gpu,
+        "sources": sources,
+        "peak_bytes": e.peak_bytes,
+        "capacity_bytes": e.capacity_bytes,
+        "fits": e.fits(),
+        "max_micro_batch": max_micro_batch,
+        "tokens_per_step": e.tokens_per_step,
+        "host_bytes": e.host_bytes,
+        "pcie_bytes_per_step": e.pcie_bytes_per_step,
+        "sweep": sweep
+            .iter()
+            .map(|(b, x)| serde_json::json!({"micro_batch": b, "peak_bytes": x.peak_bytes, "fits": x.fits()}))
+            .collect::<Vec<_>>(),
+    })
+}
+
 /// The micro-batches a memory-vs-batch chart shows: 1, 2, 4, … up to twice the largest that fits
 /// (`max_fit`), at least up to 16.
 pub fn sweep_batches(max_fit: u64) -> Vec<u64> {

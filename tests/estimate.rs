@@ -506,3 +506,30 @@ fn every_preset_per_layer_by_hand() {
         assert_eq!(per_layer(&setup(key, "h200", b, s)), expected, "{key}");
     }
 }
+
+#[test]
+fn communication_buffers_by_hand() {
+    let psi = 6_738_415_616u64;
+    let mut s = setup("llama2-7b", "h100-80", 1, 2048);
+    let comm = |s: &Setup| est(s).get("communication");
+    assert_eq!(comm(&s), 0, "one GPU, no tensor parallelism: nothing to communicate");
+    // DDP (ZeRO 0) on 8 GPUs: its buckets are a bf16 copy of the gradients.
+    s.parallel = Parallel { data: 8, ..Parallel::default() };
+    assert_eq!(comm(&s), 2 * psi);
+    // ZeRO 1 and 2: DeepSpeed's reduce and all-gather buckets, 5e8 bf16 elements each.
+    for zero in [1, 2] {
+        s.parallel.zero = zero;
+        assert_eq!(comm(&s), 2 * 2 * 500_000_000);
+    }
+    // ZeRO 3: the reduce bucket, and three layers' parameters gathered (the current layer, the
+    // prefetched next one, and the gradients being reduced).
+    s.parallel.zero = 3;
+    let layer = 4 * 4096 * 4096 + 3 * 4096 * 11008 + 2 * 4096u64;
+    assert_eq!(comm(&s), 2 * 500_000_000 + 3 * 2 * layer);
+    // Sequence parallelism all-gathers one layer's input: s·b·h bf16 values (no data parallel).
+    let mut sp = setup("llama2-7b", "h100-80", 2, 2048);
+    sp.parallel = Parallel { data: 1, tensor: 4, sequence: true, zero: 0 };
+    assert_eq!(comm(&sp), 2 * 2048 * 2 * 4096);
+    // The workspace follows the GPU generation: Hopper's 32 MiB.
+    assert_eq!(est(&s).get("workspace"), 32 << 20);
+}

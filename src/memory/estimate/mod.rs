@@ -991,6 +991,9 @@ pub fn estimate(setup: &Setup) -> Result<Estimate, EstimateError> {
                     comm_source = source::ZERO_BUCKETS;
                 }
                 _ => {
+                    // The reduce bucket, and three layers' worth of gathered tensors: the current
+                    // layer's parameters, the next layer's (prefetched) and the layer's gradients
+                    // before they are reduce-scattered.
                     comm += words(st.trainable.min(ZERO_BUCKET_ELEMS as u128), p) + 3 * words(st.layer_params, p);
                     comm_source = source::ZERO_BUCKETS;
                 }

@@ -282,7 +282,7 @@ fn plan_bytes(plan: &Plan, c: Category) -> u64 {
 #[test]
 fn calibration_matches_the_toy_plan_to_the_byte() {
     let models = [ModelConfig::toy(58), ModelConfig { vocab: 37, seq_len: 24, d_model: 48, n_layers: 3, n_heads: 3 }];
-    let mut checked = 0;
+    let (mut checked, mut exact) = (0, 0);
     for model in models {
         let mut modes = vec![Checkpoint::Off, Checkpoint::Selective];
         modes.extend((1..=model.n_layers).map(Checkpoint::Every));
@@ -321,20 +321,26 @@ fn calibration_matches_the_toy_plan_to_the_byte() {
                                 assert_eq!(e.get("input"), plan_bytes(&plan, Category::Input), "input: {what}");
                                 assert_eq!(e.get("workspace"), plan_bytes(&plan, Category::Workspace), "{what}");
                                 assert_eq!(e.get("cuda_context") + e.get("communication") + e.get("fragmentation"), 0);
-                                // The peak: the closed form takes the larger of two moments (the loss;
-                                // a layer's attention backward with its working set) where the plan
-                                // replays every op. Measured over these combinations: 0.88–1.19 of
-                                // the plan's, exact for the default toy (`SHOW=1` prints each).
+                                // The peak: the closed form takes the largest of three moments (the
+                                // loss; the last layer's MLP backward; a layer's attention backward or
+                                // a segment's recomputation, with the gradient buffers alive then).
+                                // Without LoRA it is the plan's to the byte; with LoRA the frozen
+                                // layers' backward order differs a little (measured 0.92–1.002).
                                 let planned: u64 = memory.peak_requested.total();
                                 let ratio = e.peak_bytes as f64 / planned as f64;
                                 if std::env::var_os("SHOW").is_some() {
                                     println!("RATIO {ratio:.4} {} {what}", e.peak_bytes as i64 - planned as i64);
                                 }
-                                assert!(
-                                    (0.85..=1.25).contains(&ratio),
-                                    "peak {} vs plan {planned} ({ratio:.3}): {what}",
-                                    e.peak_bytes
-                                );
+                                if lora.is_none() {
+                                    assert_eq!(e.peak_bytes, planned, "peak: {what}");
+                                    exact += 1;
+                                } else {
+                                    assert!(
+                                        (0.9..=1.05).contains(&ratio),
+                                        "peak {} vs {planned}: {what}",
+                                        e.peak_bytes
+                                    );
+                                }
                                 checked += 1;
                             }
                         }
@@ -343,7 +349,7 @@ fn calibration_matches_the_toy_plan_to_the_byte() {
             }
         }
     }
-    assert!(checked > 300, "{checked} combinations");
+    assert!(checked > 1000 && exact >= 288, "{checked} combinations, {exact} peaks to the byte");
 }
 
 #[test]

@@ -627,6 +627,8 @@ pub mod source {
         "the lm_head output, the softmax kept for backward (fp32: Korthikanti's 4sbv) and the losses";
     pub const LOGITS_GRAD: &str = "the gradient of the logits, alive with the softmax at the start of backward";
     pub const INPUT: &str = "the micro-batch's token ids and labels (int64 in PyTorch)";
+    pub const MLP_WORKING_SET: &str =
+        "the gradients alive as the last layer's MLP backward starts: the residual stream's and the MLP output's";
     pub const WORKING_SET: &str =
         "one layer's backward working set: the gradients of its residual stream, attention and MLP";
     pub const CONTEXT: &str =
@@ -798,6 +800,9 @@ struct Acts {
     /// where that is most; with checkpointing every k blocks, a segment's recomputation (the
     /// gradient buffers are already allocated then).
     at_attention_backward: u128,
+    /// When the last layer's MLP backward starts (its whole block still saved, the tensors
+    /// outside the blocks freed).
+    at_mlp_backward: u128,
 }
 
 fn activations(s: &Setup) -> Acts {
@@ -861,14 +866,24 @@ fn activations(s: &Setup) -> Acts {
     match checkpoint {
         Checkpoint::Off => {
             let end_of_forward = l * block + outside;
-            Acts { peak: end_of_forward, end_of_forward, at_attention_backward: end_of_forward - after_att - outside }
+            Acts {
+                peak: end_of_forward,
+                end_of_forward,
+                at_attention_backward: end_of_forward - after_att - outside,
+                at_mlp_backward: end_of_forward - outside,
+            }
         }
         Checkpoint::Selective => {
             // No attention core is kept; the backward pass recomputes one layer's at a time,
             // after that layer has freed what follows its attention (and the outside tensors).
             let end_of_forward = l * (block - att) + outside;
             let recompute = end_of_forward - after_att - outside + att;
-            Acts { peak: end_of_forward.max(recompute), end_of_forward, at_attention_backward: recompute }
+            Acts {
+                peak: end_of_forward.max(recompute),
+                end_of_forward,
+                at_attention_backward: recompute,
+                at_mlp_backward: end_of_forward - outside,
+            }
         }
         Checkpoint::Every(k) => {
             // Chen et al. 2016: keep each segment's input; recompute one segment (n blocks) at a
@@ -881,9 +896,14 @@ fn activations(s: &Setup) -> Acts {
                 (j + 1) * input + n * (block - input) + (n - 1) * input
             };
             let peak = (0..segments).map(recomputed).fold(end_of_forward, u128::max);
-            // The gradient buffers, once allocated by the first layer's backward pass, stay while
-            // later segments are recomputed: the recomputation's peak counts with them.
-            Acts { peak, end_of_forward, at_attention_backward: peak }
+            // The last segment is recomputed first, before any gradient buffer but the residual
+            // stream's exists; its last layer's MLP and attention backward are the moments. The
+            // gradient buffers, once allocated, stay while the earlier segments are recomputed:
+            // those recomputations count with all of them, at their last op, when the last
+            // block's projection output and its (recomputed, already consumed) output exist too.
+            let last = recomputed(segments - 1);
+            let earlier = (0..segments - 1).map(|j| recomputed(j) + 2 * input).max().unwrap_or(0);
+            Acts { peak, end_of_forward, at_attention_backward: (last - after_att).max(earlier), at_mlp_backward: last }
         }
     }
 }
@@ -900,13 +920,15 @@ fn logits(s: &Setup) -> (u128, u128) {
     (words(n, p) + words(n, loss) + words(rows, 4) + 4, words(n, loss))
 }
 
-/// One layer's backward working set: the gradients a layer's backward pass holds at once (the
-/// toy's plan allocates them once and reuses them layer after layer; PyTorch's caching allocator
-/// reuses the same blocks): the residual stream's gradient three times (the incoming gradient,
-/// the norm's input gradient and the sum), the attention output's, the MLP's (two of width f for
-/// GELU, three for SwiGLU), q/k/v's, and the attention core's (`a·s²·b`, or fused attention's
-/// fp32 `a·s·b` row terms).
-fn backward_working_set(s: &Setup) -> u128 {
+/// The backward pass's gradient buffers (the toy's plan allocates each once and reuses it layer
+/// after layer; PyTorch's caching allocator reuses the same blocks), alive (a) when the last
+/// layer's MLP backward starts: the residual stream's gradient three times (the incoming
+/// gradient, the norm's input gradient and the sum) and the MLP output's; (b) during a layer's
+/// attention backward — one layer's whole working set: those, the attention output's, the rest
+/// of the MLP's (two of width f for GELU, three for SwiGLU), q/k/v's, and the attention core's
+/// (`a·s²·b`, or fused attention's fp32 `a·s·b` row terms); with LoRA, the adapters' shared
+/// rank-r gradient buffer.
+fn working_sets(s: &Setup) -> (u128, u128) {
     let a = &s.arch;
     let (sq, b, h, heads) = (s.seq as u128, s.micro_batch as u128, a.hidden as u128, a.heads as u128);
     let (kv, f) = (a.kv_hidden() as u128, a.ffn as u128);
@@ -921,7 +943,14 @@ fn backward_working_set(s: &Setup) -> u128 {
         Mlp::SwiGlu => 3,
     };
     let core = if s.attention == AttentionKind::Fused { tp(heads * sb, 4) } else { tp(heads * sq * sb, p) };
-    3 * rep(sb * h, p) + tp(sb * h, p) + mlp * tp(sb * f, p) + tp(sb * (h + 2 * kv), p) + core
+    // LoRA: one buffer for the gradient of an adapter's rank-r intermediate, reused by every
+    // adapter; it exists by the attention backward if an adapter after the attention (output
+    // projection, MLP) ran its backward first.
+    let lora_grad = |on: bool| s.lora.filter(|_| on).map_or(0, |l| words(sb * l.rank as u128, p));
+    let (mlp_adapted, proj_adapted) = s.lora.map_or((false, false), |l| (l.mlp, l.proj));
+    let at_mlp = 3 * rep(sb * h, p) + tp(sb * f, p) + lora_grad(mlp_adapted);
+    let all = at_mlp + tp(sb * h, p) + (mlp - 1) * tp(sb * f, p) + tp(sb * (h + 2 * kv), p) + core;
+    (at_mlp, all + lora_grad(proj_adapted && !mlp_adapted))
 }
 
 fn sat(v: u128) -> u64 {
@@ -947,18 +976,23 @@ pub fn estimate(setup: &Setup) -> Result<Estimate, EstimateError> {
     let micro_batches = if setup.runtime == Runtime::Oomlab { setup.accum as u128 } else { 1 };
     let input_bytes = micro_batches * setup.runtime.input_bytes(rows, setup.arch.vocab as u128);
     let at_loss = act_eof + logit_bytes + dlogits;
-    let working = backward_working_set(setup);
+    let (mlp_working, working) = working_sets(setup);
     let at_layer = acts_at.at_attention_backward + working;
-    let (acts, logit_line, grad_line, logit_source, grad_source) = if at_loss >= at_layer {
-        (act_eof, logit_bytes, dlogits, source::LOGITS.to_string(), source::LOGITS_GRAD)
-    } else {
-        let freed = format!(
+    let at_mlp = acts_at.at_mlp_backward + mlp_working;
+    let freed = || {
+        format!(
             "freed by the peak, a layer's backward pass (at the loss they take {}); {}",
             crate::units::format_bytes(sat(logit_bytes + dlogits)),
             source::LOGITS
-        );
+        )
+    };
+    let (acts, logit_line, grad_line, logit_source, grad_source) = if at_loss >= at_layer.max(at_mlp) {
+        (act_eof, logit_bytes, dlogits, source::LOGITS.to_string(), source::LOGITS_GRAD)
+    } else if at_mlp > at_layer {
+        (acts_at.at_mlp_backward, 4, mlp_working, freed(), source::MLP_WORKING_SET)
+    } else {
         // The loss itself (one fp32 value) stays until the step ends.
-        (acts_at.at_attention_backward, 4, working, freed, source::WORKING_SET)
+        (acts_at.at_attention_backward, 4, working, freed(), source::WORKING_SET)
     };
     let mut lines = vec![
         Line { category: "parameters", bytes: sat(st.parameters), per_batch: false, source: source::PARAMS.into() },

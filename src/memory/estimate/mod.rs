@@ -3,10 +3,10 @@
 //! and sequence parallelism, ZeRO, offload and LoRA/QLoRA.
 //!
 //! Every term is a count of tensors the training step keeps, written out tensor by tensor, with
-//! its source next to it. On the toy's own architecture and dtypes (no dropout, fp32 LayerNorm
-//! statistics, the toy's parameter padding, no fixed costs) the estimate equals the toy's plan to
-//! the byte for the model states, the saved activations and the logits (`tests/estimate.rs`):
-//! the toy and the real-model view tell one story.
+//! its source next to it. On the toy's own architecture and dtypes (`Runtime::Oomlab`: no
+//! dropout, fp32 LayerNorm statistics, the toy's parameter padding, no fixed costs) the estimate
+//! equals the toy's plan to the byte — every category and the peak, over every combination of
+//! techniques (`tests/estimate.rs`): the toy and the real-model view tell one story.
 //!
 //! Units: bytes. Notation (Korthikanti et al. 2022): s sequence length, b micro-batch, h hidden
 //! size, a heads, L layers, V vocabulary, f the MLP's inner width, t tensor-parallel size.
@@ -628,7 +628,7 @@ pub mod source {
     pub const LOGITS_GRAD: &str = "the gradient of the logits, alive with the softmax at the start of backward";
     pub const INPUT: &str = "the micro-batch's token ids and labels (int64 in PyTorch)";
     pub const MLP_WORKING_SET: &str =
-        "the gradients alive as the last layer's MLP backward starts: the residual stream's and the MLP output's";
+        "the gradients alive in the last layer's MLP backward: the residual stream's and the MLP's";
     pub const WORKING_SET: &str =
         "one layer's backward working set: the gradients of its residual stream, attention and MLP";
     pub const CONTEXT: &str =
@@ -800,9 +800,12 @@ struct Acts {
     /// where that is most; with checkpointing every k blocks, a segment's recomputation (the
     /// gradient buffers are already allocated then).
     at_attention_backward: u128,
-    /// When the last layer's MLP backward starts (its whole block still saved, the tensors
-    /// outside the blocks freed).
+    /// When the last layer's MLP activation backward runs (its block still saved but for the
+    /// down projection's input, the tensors outside the blocks freed).
     at_mlp_backward: u128,
+    /// Checkpointing every k blocks: the end of an earlier segment's recomputation, when every
+    /// gradient buffer exists (0 without one).
+    earlier_recompute: u128,
 }
 
 fn activations(s: &Setup) -> Acts {
@@ -863,6 +866,9 @@ fn activations(s: &Setup) -> Acts {
     // The last layer's post-attention tensors and the outside ones are freed by the time the
     // backward pass reaches that layer's attention.
     let after_att = post_att + adapters_after_att;
+    // When the last layer's MLP activation backward runs, its down projection's input (GELU's
+    // output, SwiGLU's product; saved only if that projection trains) is freed.
+    let down_input = if_(trained(Target::Mlp), tp(sb * f, p));
     match checkpoint {
         Checkpoint::Off => {
             let end_of_forward = l * block + outside;
@@ -870,7 +876,8 @@ fn activations(s: &Setup) -> Acts {
                 peak: end_of_forward,
                 end_of_forward,
                 at_attention_backward: end_of_forward - after_att - outside,
-                at_mlp_backward: end_of_forward - outside,
+                at_mlp_backward: end_of_forward - outside - down_input,
+                earlier_recompute: 0,
             }
         }
         Checkpoint::Selective => {
@@ -882,7 +889,8 @@ fn activations(s: &Setup) -> Acts {
                 peak: end_of_forward.max(recompute),
                 end_of_forward,
                 at_attention_backward: recompute,
-                at_mlp_backward: end_of_forward - outside,
+                at_mlp_backward: end_of_forward - outside - down_input,
+                earlier_recompute: 0,
             }
         }
         Checkpoint::Every(k) => {
@@ -901,9 +909,18 @@ fn activations(s: &Setup) -> Acts {
             // gradient buffers, once allocated, stay while the earlier segments are recomputed:
             // those recomputations count with all of them, at their last op, when the last
             // block's projection output and its (recomputed, already consumed) output exist too.
+            // (A frozen MLP saves no GELU output: its recomputation holds it as a temporary
+            // while the down projection runs.)
             let last = recomputed(segments - 1);
-            let earlier = (0..segments - 1).map(|j| recomputed(j) + 2 * input).max().unwrap_or(0);
-            Acts { peak, end_of_forward, at_attention_backward: (last - after_att).max(earlier), at_mlp_backward: last }
+            let tail = (2 * input).max(input + if_(!trained(Target::Mlp), tp(sb * f, p)));
+            let earlier = (0..segments - 1).map(|j| recomputed(j) + tail).max().unwrap_or(0);
+            Acts {
+                peak,
+                end_of_forward,
+                at_attention_backward: last - after_att,
+                at_mlp_backward: last - down_input,
+                earlier_recompute: earlier,
+            }
         }
     }
 }
@@ -922,13 +939,13 @@ fn logits(s: &Setup) -> (u128, u128) {
 
 /// The backward pass's gradient buffers (the toy's plan allocates each once and reuses it layer
 /// after layer; PyTorch's caching allocator reuses the same blocks), alive (a) when the last
-/// layer's MLP backward starts: the residual stream's gradient three times (the incoming
-/// gradient, the norm's input gradient and the sum) and the MLP output's; (b) during a layer's
-/// attention backward — one layer's whole working set: those, the attention output's, the rest
-/// of the MLP's (two of width f for GELU, three for SwiGLU), q/k/v's, and the attention core's
+/// layer's MLP activation backward runs: the residual stream's gradient three times (the
+/// incoming gradient, the norm's input gradient and the sum) and the MLP's (two of width f for
+/// GELU, three for SwiGLU); (b) during a layer's attention backward — one layer's whole working
+/// set: those, the attention output's, q/k/v's, and the attention core's
 /// (`a·s²·b`, or fused attention's fp32 `a·s·b` row terms); with LoRA, the adapters' shared
 /// rank-r gradient buffer.
-fn working_sets(s: &Setup) -> (u128, u128) {
+fn working_sets(s: &Setup) -> (u128, u128, u128) {
     let a = &s.arch;
     let (sq, b, h, heads) = (s.seq as u128, s.micro_batch as u128, a.hidden as u128, a.heads as u128);
     let (kv, f) = (a.kv_hidden() as u128, a.ffn as u128);
@@ -948,9 +965,10 @@ fn working_sets(s: &Setup) -> (u128, u128) {
     // projection, MLP) ran its backward first.
     let lora_grad = |on: bool| s.lora.filter(|_| on).map_or(0, |l| words(sb * l.rank as u128, p));
     let (mlp_adapted, proj_adapted) = s.lora.map_or((false, false), |l| (l.mlp, l.proj));
-    let at_mlp = 3 * rep(sb * h, p) + tp(sb * f, p) + lora_grad(mlp_adapted);
-    let all = at_mlp + tp(sb * h, p) + (mlp - 1) * tp(sb * f, p) + tp(sb * (h + 2 * kv), p) + core;
-    (at_mlp, all + lora_grad(proj_adapted && !mlp_adapted))
+    let at_mlp = 3 * rep(sb * h, p) + mlp * tp(sb * f, p);
+    let all = at_mlp + tp(sb * h, p) + tp(sb * (h + 2 * kv), p) + core;
+    // (c) every gradient buffer, the adapters' included (an earlier segment's recomputation).
+    (at_mlp, all + lora_grad(proj_adapted || mlp_adapted), all + lora_grad(true))
 }
 
 fn sat(v: u128) -> u64 {
@@ -964,20 +982,26 @@ pub fn estimate(setup: &Setup) -> Result<Estimate, EstimateError> {
     let acts_at = activations(setup);
     let (act_peak, act_eof) = (acts_at.peak, acts_at.end_of_forward);
     let (logit_bytes, dlogits) = logits(setup);
-    // The step's transient peak, the larger of two moments: the start of the backward pass, with
-    // every saved activation, the logits, their softmax and the logits' gradient alive; and a
-    // layer's backward pass, with the activations at their peak (a recomputed segment, with
-    // checkpointing) and that layer's gradient working set — the logits are gone by then. The
-    // second slightly overstates the activations (the layer has freed some of its own), so on
-    // the toy the estimate lands a little above the plan's exact peak.
+    // The step's transient peak, the largest of its moments: the start of the backward pass, with
+    // every saved activation, the logits, their softmax and the logits' gradient alive; the last
+    // layer's MLP backward; a layer's attention backward with one layer's gradient working set;
+    // with checkpointing, the end of an earlier segment's recomputation with every gradient
+    // buffer. The logits are gone after the first. On the toy this is the plan's peak, byte for
+    // byte (tests/estimate.rs).
     let rows = setup.micro_batch as u128 * setup.seq as u128;
     // The toy's plan keeps every micro-batch's inputs for the whole step; PyTorch loads one
     // micro-batch at a time.
     let micro_batches = if setup.runtime == Runtime::Oomlab { setup.accum as u128 } else { 1 };
     let input_bytes = micro_batches * setup.runtime.input_bytes(rows, setup.arch.vocab as u128);
     let at_loss = act_eof + logit_bytes + dlogits;
-    let (mlp_working, working) = working_sets(setup);
-    let at_layer = acts_at.at_attention_backward + working;
+    let (mlp_working, layer_working, all_working) = working_sets(setup);
+    let (layer_acts, working) =
+        if acts_at.earlier_recompute + all_working > acts_at.at_attention_backward + layer_working {
+            (acts_at.earlier_recompute, all_working)
+        } else {
+            (acts_at.at_attention_backward, layer_working)
+        };
+    let at_layer = layer_acts + working;
     let at_mlp = acts_at.at_mlp_backward + mlp_working;
     let freed = || {
         format!(
@@ -992,7 +1016,7 @@ pub fn estimate(setup: &Setup) -> Result<Estimate, EstimateError> {
         (acts_at.at_mlp_backward, 4, mlp_working, freed(), source::MLP_WORKING_SET)
     } else {
         // The loss itself (one fp32 value) stays until the step ends.
-        (acts_at.at_attention_backward, 4, working, freed(), source::WORKING_SET)
+        (layer_acts, 4, working, freed(), source::WORKING_SET)
     };
     let mut lines = vec![
         Line { category: "parameters", bytes: sat(st.parameters), per_batch: false, source: source::PARAMS.into() },

@@ -993,7 +993,10 @@ pub fn estimate(setup: &Setup) -> Result<Estimate, EstimateError> {
     // micro-batch at a time.
     let micro_batches = if setup.runtime == Runtime::Oomlab { setup.accum as u128 } else { 1 };
     let input_bytes = micro_batches * setup.runtime.input_bytes(rows, setup.arch.vocab as u128);
-    let at_loss = act_eof + logit_bytes + dlogits;
+    // Each micro-batch's loss (one fp32 value) stays until the step ends: the toy's plan keeps
+    // one per micro-batch.
+    let earlier_losses = 4 * (micro_batches - 1);
+    let at_loss = act_eof + logit_bytes + earlier_losses + dlogits;
     let (mlp_working, layer_working, all_working) = working_sets(setup);
     let (layer_acts, working) =
         if acts_at.earlier_recompute + all_working > acts_at.at_attention_backward + layer_working {
@@ -1001,8 +1004,8 @@ pub fn estimate(setup: &Setup) -> Result<Estimate, EstimateError> {
         } else {
             (acts_at.at_attention_backward, layer_working)
         };
-    let at_layer = layer_acts + working;
-    let at_mlp = acts_at.at_mlp_backward + mlp_working;
+    let at_layer = layer_acts + working + 4 + earlier_losses;
+    let at_mlp = acts_at.at_mlp_backward + mlp_working + 4 + earlier_losses;
     let freed = || {
         format!(
             "freed by the peak, a layer's backward pass (at the loss they take {}); {}",
@@ -1011,12 +1014,12 @@ pub fn estimate(setup: &Setup) -> Result<Estimate, EstimateError> {
         )
     };
     let (acts, logit_line, grad_line, logit_source, grad_source) = if at_loss >= at_layer.max(at_mlp) {
-        (act_eof, logit_bytes, dlogits, source::LOGITS.to_string(), source::LOGITS_GRAD)
+        (act_eof, logit_bytes + earlier_losses, dlogits, source::LOGITS.to_string(), source::LOGITS_GRAD)
     } else if at_mlp > at_layer {
-        (acts_at.at_mlp_backward, 4, mlp_working, freed(), source::MLP_WORKING_SET)
+        (acts_at.at_mlp_backward, 4 + earlier_losses, mlp_working, freed(), source::MLP_WORKING_SET)
     } else {
         // The loss itself (one fp32 value) stays until the step ends.
-        (layer_acts, 4, working, freed(), source::WORKING_SET)
+        (layer_acts, 4 + earlier_losses, working, freed(), source::WORKING_SET)
     };
     let mut lines = vec![
         Line { category: "parameters", bytes: sat(st.parameters), per_batch: false, source: source::PARAMS.into() },

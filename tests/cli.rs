@@ -8,6 +8,17 @@ fn oomlab(args: &[&str]) -> std::process::Output {
     Command::new(env!("CARGO_BIN_EXE_oomlab")).args(args).env("XDG_RUNTIME_DIR", xdg).output().expect("run oomlab")
 }
 
+/// Each command exits 2 with a message containing its needle, and never panics.
+fn assert_usage_errors(cases: &[(&[&str], &str)]) {
+    for (args, needle) in cases {
+        let out = oomlab(args);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+        assert!(stderr.contains(needle), "{args:?}: expected {needle:?} in {stderr}");
+        assert!(!stderr.contains("panicked"), "{args:?} panicked: {stderr}");
+    }
+}
+
 #[test]
 fn train_json_lines_on_both_backends() {
     for backend in ["cpu", "gpu"] {
@@ -51,13 +62,7 @@ fn bad_input_exits_2_with_a_message() {
         (&["measure", "--lora", "4", "--lora-targets", "embeddings"], "unknown LoRA target"),
         (&["measure", "--lora", "4", "--lora-alpha", "-1"], "alpha must be positive"),
     ];
-    for (args, needle) in cases {
-        let out = oomlab(args);
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
-        assert!(stderr.contains(needle), "{args:?}: expected {needle:?} in {stderr}");
-        assert!(!stderr.contains("panicked"), "{args:?} panicked: {stderr}");
-    }
+    assert_usage_errors(cases);
 }
 
 #[test]
@@ -384,10 +389,5 @@ fn estimate_text_sweep_claims_and_bad_input() {
         (&["estimate", "--model", "gpt2", "--seq-len", "2048"], "position table"),
         (&["estimate", "--model", "custom", "--heads", "7"], "divisible by heads"),
     ];
-    for (args, needle) in cases {
-        let out = oomlab(args);
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
-        assert!(stderr.contains(needle), "{args:?}: expected {needle:?} in {stderr}");
-    }
+    assert_usage_errors(cases);
 }

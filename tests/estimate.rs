@@ -133,38 +133,28 @@ fn korthikanti_per_layer_vectors() {
 
 #[test]
 fn llama_per_layer_vector_swiglu_rmsnorm_gqa() {
-    // LLaMA-2 7B, bf16, no dropout: input 2sbh + RMSNorm rstd 4sb, norm output 2sbh, q, k, v
-    // 2sb(h + 2kv), probabilities 2as²b, attention output 2sbh, residual 2sbh + rstd 4sb, norm
-    // output 2sbh, SwiGLU gate, up, silu(gate), product 4·2sbf.
+    // LLaMA-2 7B (see `llama_layer`).
     let (s, b) = (4096u64, 1u64);
-    let l = setup("llama2-7b", "a100-80", b, s);
-    let (h, a, f) = (4096u64, 32u64, 11008u64);
-    let sbh = s * b * h;
-    let expected = 2 * sbh
-        + 4 * s * b
-        + 2 * sbh
-        + 2 * s * b * (h + 2 * h)
-        + 2 * a * s * s * b
-        + 2 * sbh
-        + 2 * sbh
-        + 4 * s * b
-        + 2 * sbh
-        + 8 * s * b * f;
-    assert_eq!(per_layer(&l), expected);
+    assert_eq!(per_layer(&setup("llama2-7b", "a100-80", b, s)), llama_layer(s, b, 4096, 32, 4096, 11008));
     // Mistral: grouped-query attention, 8 key/value heads of 128.
-    let m = setup("mistral-7b", "a100-80", b, s);
-    let f = 14336;
-    let expected = 2 * sbh
+    assert_eq!(per_layer(&setup("mistral-7b", "a100-80", b, s)), llama_layer(s, b, 4096, 32, 1024, 14336));
+}
+
+/// One LLaMA-style layer by hand (bf16, no dropout): input 2sbh + RMSNorm rstd 4sb, norm output
+/// 2sbh, q, k, v 2sb(h + 2kv), probabilities 2as²b, attention output 2sbh, residual 2sbh + rstd
+/// 4sb, norm output 2sbh, SwiGLU gate, up, silu(gate), product 4·2sbf.
+fn llama_layer(s: u64, b: u64, h: u64, a: u64, kv: u64, f: u64) -> u64 {
+    let sbh = s * b * h;
+    2 * sbh
         + 4 * s * b
         + 2 * sbh
-        + 2 * s * b * (h + 2 * 1024)
+        + 2 * s * b * (h + 2 * kv)
         + 2 * a * s * s * b
         + 2 * sbh
         + 2 * sbh
         + 4 * s * b
         + 2 * sbh
-        + 8 * s * b * f;
-    assert_eq!(per_layer(&m), expected);
+        + 8 * s * b * f
 }
 
 #[test]
@@ -488,17 +478,7 @@ fn every_preset_per_layer_by_hand() {
             s * b * h * 34 + 5 * a * s * s * b + 16 * s * b
         } else {
             // RMSNorm (one fp32 statistic per row), SwiGLU, grouped-query k and v, no dropout.
-            let sbh = s * b * h;
-            2 * sbh
-                + 4 * s * b
-                + 2 * sbh
-                + 2 * s * b * (h + 2 * kv)
-                + 2 * a * s * s * b
-                + 2 * sbh
-                + 2 * sbh
-                + 4 * s * b
-                + 2 * sbh
-                + 8 * s * b * f
+            llama_layer(s, b, h, a, kv, f)
         };
         assert_eq!(per_layer(&setup(key, "h200", b, s)), expected, "{key}");
     }

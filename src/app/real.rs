@@ -294,15 +294,10 @@ pub fn view(ui: &mut Ui, s: &RealSettings, d: &RealDerived) {
     };
     ui.heading(verdict);
     ui.label(format!(
-        "{}: {} parameters{}; largest micro-batch that fits: {}; tokens per optimizer step: {} \
+        "{}: {}; largest micro-batch that fits: {}; tokens per optimizer step: {} \
          (micro-batch {} × sequence {} × accumulation {} × {} GPUs)",
         s.arch.name,
-        group_digits(e.parameters),
-        if e.trainable_parameters != e.parameters {
-            format!(" ({} trained)", group_digits(e.trainable_parameters))
-        } else {
-            String::new()
-        },
+        e.parameters_text(),
         d.max_micro_batch,
         group_digits(e.tokens_per_step),
         setup.micro_batch,

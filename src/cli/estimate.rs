@@ -266,14 +266,9 @@ pub fn report(s: &Setup, e: &Estimate, max: u64) -> String {
     let mut out = String::new();
     let p = &s.parallel;
     out.push_str(&format!(
-        "{} ({} parameters{}) on {} — predicted by the estimator, per GPU\n",
+        "{} ({}) on {} — predicted by the estimator, per GPU\n",
         s.arch.name,
-        group_digits(e.parameters),
-        if e.trainable_parameters != e.parameters {
-            format!(", {} trained", group_digits(e.trainable_parameters))
-        } else {
-            String::new()
-        },
+        e.parameters_text(),
         s.gpu.name
     ));
     out.push_str(&format!(

@@ -609,6 +609,15 @@ pub struct Estimate {
 }
 
 impl Estimate {
+    /// "6,738,415,616 parameters", with ", N trained" when fewer train (LoRA).
+    pub fn parameters_text(&self) -> String {
+        let all = crate::units::group_digits(self.parameters);
+        if self.trainable_parameters == self.parameters {
+            format!("{all} parameters")
+        } else {
+            format!("{all} parameters, {} trained", crate::units::group_digits(self.trainable_parameters))
+        }
+    }
     pub fn fits(&self) -> bool {
         self.peak_bytes <= self.capacity_bytes
     }
@@ -808,18 +817,57 @@ struct Acts {
     earlier_recompute: u128,
 }
 
+/// The step's sizes, in u128 so that no product overflows, and how a tensor splits over the
+/// tensor-parallel GPUs.
+struct Sizes {
+    /// s, h, a (heads), the key/value width, f, t.
+    sq: u128,
+    h: u128,
+    heads: u128,
+    kv: u128,
+    f: u128,
+    t: u128,
+    /// t with sequence parallelism, else 1: the LayerNorm/dropout region's split.
+    sp: u128,
+    /// Bytes of an activation value.
+    p: u128,
+    /// s·b, the rows.
+    sb: u128,
+}
+
+impl Sizes {
+    fn new(s: &Setup) -> Self {
+        let a = &s.arch;
+        let (sq, b) = (s.seq as u128, s.micro_batch as u128);
+        let t = s.parallel.tensor as u128;
+        Self {
+            sq,
+            h: a.hidden as u128,
+            heads: a.heads as u128,
+            kv: a.kv_hidden() as u128,
+            f: a.ffn as u128,
+            t,
+            sp: if s.parallel.sequence { t } else { 1 },
+            p: s.precision.value_bytes() as u128,
+            sb: sq * b,
+        }
+    }
+    /// n values of `bytes` each in the tensor-parallel region (split by t).
+    fn tp(&self, n: u128, bytes: u128) -> u128 {
+        words(n.div_ceil(self.t), bytes)
+    }
+    /// n values of `bytes` each in the LayerNorm/dropout region (split by t only with sequence
+    /// parallelism).
+    fn rep(&self, n: u128, bytes: u128) -> u128 {
+        words(n.div_ceil(self.sp), bytes)
+    }
+}
+
 fn activations(s: &Setup) -> Acts {
     let a = &s.arch;
-    let (sq, b, h, heads) = (s.seq as u128, s.micro_batch as u128, a.hidden as u128, a.heads as u128);
-    let (kv, f) = (a.kv_hidden() as u128, a.ffn as u128);
-    let t = s.parallel.tensor as u128;
-    let sp = if s.parallel.sequence { t } else { 1 };
-    let p = s.precision.value_bytes() as u128;
-    let sb = sq * b;
-    // A tensor of n values of `bytes` each: in the tensor-parallel region (split by t) or the
-    // LayerNorm/dropout region (split by t only with sequence parallelism).
-    let tp = |n: u128, bytes: u128| words(n.div_ceil(t), bytes);
-    let rep = |n: u128, bytes: u128| words(n.div_ceil(sp), bytes);
+    let z = Sizes::new(s);
+    let Sizes { sq, h, heads, kv, f, p, sb, .. } = z;
+    let (tp, rep) = (|n, bytes| z.tp(n, bytes), |n, bytes| z.rep(n, bytes));
     let stats = if a.norm == Norm::LayerNorm { 2 } else { 1 };
     let norm_stats = stats * rep(sb, 4);
     let lora = s.lora;
@@ -928,13 +976,10 @@ fn activations(s: &Setup) -> Acts {
 /// The logits' bytes (logits, the softmax kept for backward, per-row losses and the loss) and the
 /// logits' gradient. Vocabulary-parallel over t GPUs (Megatron-LM).
 fn logits(s: &Setup) -> (u128, u128) {
-    let a = &s.arch;
-    let t = s.parallel.tensor as u128;
-    let n = (s.micro_batch as u128 * s.seq as u128 * a.vocab as u128).div_ceil(t);
-    let p = s.precision.value_bytes() as u128;
-    let loss = if s.runtime.fp32_loss() { 4 } else { p };
-    let rows = s.micro_batch as u128 * s.seq as u128;
-    (words(n, p) + words(n, loss) + words(rows, 4) + 4, words(n, loss))
+    let z = Sizes::new(s);
+    let n = (z.sb * s.arch.vocab as u128).div_ceil(z.t);
+    let loss = if s.runtime.fp32_loss() { 4 } else { z.p };
+    (words(n, z.p) + words(n, loss) + words(z.sb, 4) + 4, words(n, loss))
 }
 
 /// The backward pass's gradient buffers (the toy's plan allocates each once and reuses it layer
@@ -947,14 +992,9 @@ fn logits(s: &Setup) -> (u128, u128) {
 /// rank-r gradient buffer.
 fn working_sets(s: &Setup) -> (u128, u128, u128) {
     let a = &s.arch;
-    let (sq, b, h, heads) = (s.seq as u128, s.micro_batch as u128, a.hidden as u128, a.heads as u128);
-    let (kv, f) = (a.kv_hidden() as u128, a.ffn as u128);
-    let t = s.parallel.tensor as u128;
-    let sp = if s.parallel.sequence { t } else { 1 };
-    let p = s.precision.value_bytes() as u128;
-    let sb = sq * b;
-    let tp = |n: u128, bytes: u128| words(n.div_ceil(t), bytes);
-    let rep = |n: u128, bytes: u128| words(n.div_ceil(sp), bytes);
+    let z = Sizes::new(s);
+    let Sizes { sq, h, heads, kv, f, p, sb, .. } = z;
+    let (tp, rep) = (|n, bytes| z.tp(n, bytes), |n, bytes| z.rep(n, bytes));
     let mlp = match a.mlp {
         Mlp::Gelu => 2,
         Mlp::SwiGlu => 3,

@@ -169,9 +169,8 @@ pub struct OomlabApp {
     error: Option<String>,
     pub tab: Tab,
     scrub: usize,
-    /// The real-model view's estimate, for the `real` settings it was made for.
+    /// The real-model view's estimate, for `applied.real`.
     pub real: real::RealDerived,
-    real_applied: real::RealSettings,
     /// Where exports go on the desktop (None: `$OOMLAB_EXPORT_DIR` or the current directory).
     pub export_dir: Option<std::path::PathBuf>,
     /// The claims lesson, computed when first shown.
@@ -240,7 +239,6 @@ impl OomlabApp {
         let derived = Derived::new(&settings, dataset.tokenizer.vocab_size());
         Self {
             real: real::RealDerived::new(&settings.real),
-            real_applied: settings.real.clone(),
             claims: None,
             export_dir: None,
             applied: Some(settings.clone()),
@@ -321,17 +319,15 @@ impl OomlabApp {
 
     /// Re-derives the views and drops the executor when the settings changed.
     fn apply_settings(&mut self) {
-        if self.real_applied != self.settings.real {
+        // The real-model view's part changes only its own estimate, never the toy's plan or
+        // executor: it is brought up to date in `applied` on its own (no clone per frame).
+        if let Some(applied) = &mut self.applied
+            && applied.real != self.settings.real
+        {
             self.real = real::RealDerived::new(&self.settings.real);
-            self.real_applied = self.settings.real.clone();
+            applied.real = self.settings.real.clone();
         }
-        // The toy's plan and executor depend on everything but the real-model view's settings.
-        let toy_unchanged = self.applied.as_ref().is_some_and(|a| {
-            let mut a = a.clone();
-            a.real = self.settings.real.clone();
-            a == self.settings
-        });
-        if toy_unchanged {
+        if self.applied.as_ref() == Some(&self.settings) {
             return;
         }
         self.derived = Derived::new(&self.settings, self.dataset.tokenizer.vocab_size());

@@ -7,109 +7,59 @@ use serde::{Deserialize, Serialize};
 
 use super::views::{BatchChart, batch_chart, category_color, swatch};
 use crate::memory::estimate::{
-    self, Adapters, Architecture, Estimate, Mlp, Norm, Offload, Optimizer, Parallel, Precision, Setup, claims::Claim,
-    presets,
+    self, Adapters, Estimate, Mlp, Norm, Optimizer, Parallel, Precision, Setup, claims::Claim, presets,
 };
 use crate::plan::{AttentionKind, Category, Checkpoint};
 use crate::units::{format_bytes, group_digits};
 
-/// The real-model view's settings (part of [`super::settings::Settings`], so they persist and
-/// travel in a shared link).
+/// The real-model view's settings: the estimator's own [`Setup`] (part of
+/// [`super::settings::Settings`], so it persists and travels in a shared link).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(default)]
-pub struct RealSettings {
-    /// The preset the architecture came from ("custom" once edited).
-    pub model: String,
-    pub arch: Architecture,
-    /// A GPU preset key, or "custom" with `custom_gpu_bytes`.
-    pub gpu: String,
-    pub custom_gpu_bytes: u64,
-    pub micro_batch: u64,
-    pub seq: u64,
-    pub accum: u64,
-    pub precision: Precision,
-    pub optimizer: Optimizer,
-    pub checkpoint: Checkpoint,
-    pub attention: AttentionKind,
-    pub parallel: Parallel,
-    pub offload: Offload,
-    /// LoRA rank; 0 = full training.
-    pub lora_rank: u64,
-    pub qlora: bool,
-    pub fixed_costs: bool,
+#[serde(transparent)]
+pub struct RealSettings(pub Setup);
+
+impl std::ops::Deref for RealSettings {
+    type Target = Setup;
+    fn deref(&self) -> &Setup {
+        &self.0
+    }
+}
+
+impl std::ops::DerefMut for RealSettings {
+    fn deref_mut(&mut self) -> &mut Setup {
+        &mut self.0
+    }
 }
 
 impl Default for RealSettings {
     /// LLaMA-2 7B on A100 80 GB GPUs, bf16 mixed precision with Adam, ZeRO-3 over 8 GPUs,
-    /// micro-batch 1 of 2048 tokens: it fits (full training on one GPU does not — switch ZeRO
-    /// off to see why).
+    /// micro-batch 1 of 2048 tokens with 8 accumulation steps: it fits (full training on one GPU
+    /// does not — switch ZeRO off to see why).
     fn default() -> Self {
-        let arch =
-            presets::model("llama2-7b").unwrap_or_else(|| Architecture::from_toy(&crate::model::ModelConfig::toy(58)));
-        Self {
-            model: "llama2-7b".into(),
-            arch,
-            gpu: "a100-80".into(),
-            custom_gpu_bytes: 48 << 30,
-            micro_batch: 1,
-            seq: 2048,
-            accum: 8,
-            precision: Precision::MixedBf16,
-            optimizer: Optimizer::Adam,
-            checkpoint: Checkpoint::Off,
-            attention: AttentionKind::Standard,
-            parallel: Parallel { data: 8, tensor: 1, sequence: false, zero: 3 },
-            offload: Offload::default(),
-            lora_rank: 0,
-            qlora: false,
-            fixed_costs: true,
-        }
+        let mut s = Setup::new(presets::default_model(), presets::default_gpu(), 1, 2048);
+        s.accum = 8;
+        s.parallel = Parallel { data: 8, tensor: 1, sequence: false, zero: 3 };
+        Self(s)
     }
 }
 
 impl RealSettings {
-    pub fn gpu(&self) -> Result<estimate::Gpu, String> {
-        if self.gpu == "custom" {
-            return Ok(estimate::Gpu {
-                name: format!("custom {}", format_bytes(self.custom_gpu_bytes)),
-                memory_bytes: self.custom_gpu_bytes,
-                compute_major: 8,
-            });
-        }
-        presets::gpu(&self.gpu).ok_or_else(|| format!("unknown GPU {:?}", self.gpu))
-    }
-
-    /// The estimator's setup, or why these settings cannot be estimated.
+    /// The estimator's setup, or why it cannot be estimated.
     pub fn setup(&self) -> Result<Setup, String> {
-        let mut s = Setup::new(self.arch.clone(), self.gpu()?, self.micro_batch, self.seq);
-        s.accum = self.accum;
-        s.precision = self.precision;
-        s.optimizer = self.optimizer;
-        s.checkpoint = self.checkpoint;
-        s.attention = self.attention;
-        s.parallel = self.parallel;
-        s.offload = self.offload;
-        s.lora = (self.lora_rank > 0).then_some(Adapters {
-            rank: self.lora_rank,
-            qkv: true,
-            proj: true,
-            mlp: true,
-            quantized: self.qlora,
-        });
-        s.fixed_costs = self.fixed_costs;
-        s.validate().map_err(|e| e.to_string())?;
-        Ok(s)
+        self.0.validate().map_err(|e| e.to_string())?;
+        Ok(self.0.clone())
     }
 
     /// Bounds what the controls bound, so that a link cannot ask for absurd work.
     pub fn clamped(mut self) -> Self {
-        self.micro_batch = self.micro_batch.clamp(1, estimate::MAX_BATCH);
-        self.seq = self.seq.clamp(1, 1 << 20);
-        self.accum = self.accum.clamp(1, 1 << 16);
-        self.parallel.data = self.parallel.data.clamp(1, 1 << 16);
-        self.parallel.tensor = self.parallel.tensor.clamp(1, 64);
-        self.parallel.zero = self.parallel.zero.min(3);
-        self.custom_gpu_bytes = self.custom_gpu_bytes.clamp(1 << 30, 1 << 50);
+        let s = &mut self.0;
+        s.micro_batch = s.micro_batch.clamp(1, estimate::MAX_BATCH);
+        s.seq = s.seq.clamp(1, 1 << 20);
+        s.accum = s.accum.clamp(1, 1 << 16);
+        s.parallel.data = s.parallel.data.clamp(1, 1 << 16);
+        s.parallel.tensor = s.parallel.tensor.clamp(1, 64);
+        s.parallel.zero = s.parallel.zero.min(3);
+        s.gpu.memory_bytes = s.gpu.memory_bytes.clamp(1 << 30, 1 << 50);
         self
     }
 }
@@ -130,10 +80,7 @@ impl RealDerived {
             Ok(s) => {
                 let e = estimate::estimate(s).ok();
                 let max = estimate::max_micro_batch(s).unwrap_or(0);
-                let top = (2 * max).clamp(16, estimate::MAX_BATCH);
-                let batches: Vec<u64> =
-                    std::iter::successors(Some(1u64), |b| (b * 2 <= top).then_some(b * 2)).collect();
-                (e, max, estimate::sweep(s, &batches).unwrap_or_default())
+                (e, max, estimate::sweep(s, &estimate::sweep_batches(max)).unwrap_or_default())
             }
             Err(_) => (None, 0, Vec::new()),
         };
@@ -157,11 +104,11 @@ const GIB: f64 = (1u64 << 30) as f64;
 
 /// The controls. Returns nothing: the caller notices the settings changed.
 pub fn controls(ui: &mut Ui, s: &mut RealSettings) {
+    let s = &mut s.0;
     ui.horizontal_wrapped(|ui| {
         egui::ComboBox::new("real_model", "model").selected_text(s.arch.name.clone()).show_ui(ui, |ui| {
-            for (key, arch) in presets::models() {
-                if ui.selectable_label(s.model == key, arch.name.clone()).clicked() {
-                    s.model = key.to_string();
+            for (_, arch) in presets::models() {
+                if ui.selectable_label(s.arch == arch, arch.name.clone()).clicked() {
                     if arch.positions > 0 {
                         s.seq = s.seq.min(arch.positions);
                     }
@@ -169,17 +116,21 @@ pub fn controls(ui: &mut Ui, s: &mut RealSettings) {
                 }
             }
         });
-        let gpu_name = s.gpu().map(|g| g.name).unwrap_or_else(|e| e);
-        egui::ComboBox::new("real_gpu", "GPU").selected_text(gpu_name).show_ui(ui, |ui| {
-            for (key, gpu) in presets::gpus() {
-                ui.selectable_value(&mut s.gpu, key.to_string(), gpu.name);
+        let presets = presets::gpus();
+        let custom = !presets.iter().any(|(_, g)| *g == s.gpu);
+        egui::ComboBox::new("real_gpu", "GPU").selected_text(s.gpu.name.clone()).show_ui(ui, |ui| {
+            for (_, gpu) in presets {
+                let name = gpu.name.clone();
+                ui.selectable_value(&mut s.gpu, gpu, name);
             }
-            ui.selectable_value(&mut s.gpu, "custom".to_string(), "custom size");
+            if ui.selectable_label(custom, "custom size").clicked() && !custom {
+                s.gpu = presets::custom_gpu(s.gpu.memory_bytes);
+            }
         });
-        if s.gpu == "custom" {
-            let mut gib = s.custom_gpu_bytes as f64 / GIB;
+        if custom {
+            let mut gib = s.gpu.memory_bytes as f64 / GIB;
             if ui.add(egui::DragValue::new(&mut gib).range(1.0..=4096.0).suffix(" GiB")).changed() {
-                s.custom_gpu_bytes = (gib * GIB) as u64;
+                s.gpu = presets::custom_gpu((gib * GIB) as u64);
             }
         }
     });
@@ -206,11 +157,8 @@ pub fn controls(ui: &mut Ui, s: &mut RealSettings) {
             ui.checkbox(&mut s.arch.dropout, "dropout");
             ui.checkbox(&mut s.arch.tied_embeddings, "tied embeddings");
         });
-        if s.arch != before {
-            s.model = "custom".into();
-            if !s.arch.name.starts_with("custom") {
-                s.arch.name = format!("custom ({})", s.arch.name);
-            }
+        if s.arch != before && !s.arch.name.starts_with("custom") {
+            s.arch.name = format!("custom ({})", s.arch.name);
         }
     });
     ui.horizontal_wrapped(|ui| {
@@ -253,8 +201,12 @@ pub fn controls(ui: &mut Ui, s: &mut RealSettings) {
             s.offload.gradients = false;
         }
         ui.checkbox(&mut s.offload.parameters, "offload parameters");
-        ui.add(egui::DragValue::new(&mut s.lora_rank).range(0..=1024).prefix("LoRA rank (0 = off) "));
-        ui.add_enabled(s.lora_rank > 0, egui::Checkbox::new(&mut s.qlora, "QLoRA (4-bit base)"));
+        // Adapters on every projection; rank 0 trains the whole model.
+        let mut rank = s.lora.map_or(0, |l| l.rank);
+        let mut quantized = s.lora.is_some_and(|l| l.quantized);
+        ui.add(egui::DragValue::new(&mut rank).range(0..=1024).prefix("LoRA rank (0 = off) "));
+        ui.add_enabled(rank > 0, egui::Checkbox::new(&mut quantized, "QLoRA (4-bit base)"));
+        s.lora = (rank > 0).then_some(Adapters { rank, qkv: true, proj: true, mlp: true, quantized });
         ui.checkbox(&mut s.fixed_costs, "fixed costs");
     });
 }

@@ -285,8 +285,8 @@ mod tests {
         let mut s = Settings::default();
         s.real.micro_batch = 4;
         s.real.parallel.zero = 2;
-        s.real.lora_rank = 16;
-        s.real.qlora = true;
+        s.real.lora =
+            Some(crate::memory::estimate::Adapters { rank: 16, qkv: true, proj: true, mlp: true, quantized: true });
         let (back, notice) = Settings::from_url_hash(&s.to_url_hash(), V);
         assert_eq!((back, notice), (s, None));
         // Out of range: clamped.

@@ -49,6 +49,11 @@ fn llama(name: &str, vocab: u64, hidden: u64, layers: u64, heads: u64, kv_heads:
     }
 }
 
+/// LLaMA-2 7B, the preset the CLI and the app start from.
+pub fn default_model() -> Architecture {
+    llama("LLaMA-2 7B", 32000, 4096, 32, 32, 32, 11008)
+}
+
 /// The model presets: (key for the CLI, architecture).
 pub fn models() -> Vec<(&'static str, Architecture)> {
     vec![
@@ -56,7 +61,7 @@ pub fn models() -> Vec<(&'static str, Architecture)> {
         ("gpt2-medium", gpt2("GPT-2 medium", 1024, 24, 16)),
         ("gpt2-large", gpt2("GPT-2 large", 1280, 36, 20)),
         ("gpt2-xl", gpt2("GPT-2 XL", 1600, 48, 25)),
-        ("llama2-7b", llama("LLaMA-2 7B", 32000, 4096, 32, 32, 32, 11008)),
+        ("llama2-7b", default_model()),
         ("llama2-13b", llama("LLaMA-2 13B", 32000, 5120, 40, 40, 40, 13824)),
         ("llama2-70b", llama("LLaMA-2 70B", 32000, 8192, 80, 64, 8, 28672)),
         ("mistral-7b", llama("Mistral 7B", 32000, 4096, 32, 32, 8, 14336)),
@@ -83,20 +88,29 @@ pub struct Gpu {
 
 const MIB: u64 = 1 << 20;
 
+fn preset_gpu(name: &str, mib: u64, major: u32) -> Gpu {
+    Gpu { name: name.to_string(), memory_bytes: mib * MIB, compute_major: major }
+}
+
+/// The A100 80 GB, the GPU the CLI and the app start from.
+pub fn default_gpu() -> Gpu {
+    preset_gpu("A100 80 GB", 81_920, 8)
+}
+
+/// A GPU of `bytes` that is none of the presets (compute capability 8 assumed).
+pub fn custom_gpu(bytes: u64) -> Gpu {
+    Gpu { name: format!("custom {}", crate::units::format_bytes(bytes)), memory_bytes: bytes, compute_major: 8 }
+}
+
 /// The GPU presets: (key, GPU). Totals in MiB as `nvidia-smi` reports them.
 pub fn gpus() -> Vec<(&'static str, Gpu)> {
-    let gpu = |name: &str, mib: u64, major: u32| Gpu {
-        name: name.to_string(),
-        memory_bytes: mib * MIB,
-        compute_major: major,
-    };
     vec![
-        ("t4", gpu("T4 16 GB", 15_360, 7)),
-        ("rtx4090", gpu("RTX 4090 24 GB", 24_564, 8)),
-        ("a100-40", gpu("A100 40 GB", 40_960, 8)),
-        ("a100-80", gpu("A100 80 GB", 81_920, 8)),
-        ("h100-80", gpu("H100 80 GB", 81_559, 9)),
-        ("h200", gpu("H200 141 GB", 143_771, 9)),
+        ("t4", preset_gpu("T4 16 GB", 15_360, 7)),
+        ("rtx4090", preset_gpu("RTX 4090 24 GB", 24_564, 8)),
+        ("a100-40", preset_gpu("A100 40 GB", 40_960, 8)),
+        ("a100-80", default_gpu()),
+        ("h100-80", preset_gpu("H100 80 GB", 81_559, 9)),
+        ("h200", preset_gpu("H200 141 GB", 143_771, 9)),
     ]
 }
 
@@ -109,9 +123,5 @@ pub fn gpu(key: &str) -> Option<Gpu> {
         return Some(g);
     }
     let bytes = crate::units::parse_bytes(key).ok()?;
-    (bytes > 0).then(|| Gpu {
-        name: format!("custom {}", crate::units::format_bytes(bytes)),
-        memory_bytes: bytes,
-        compute_major: 8,
-    })
+    (bytes > 0).then(|| custom_gpu(bytes))
 }

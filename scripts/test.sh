@@ -20,6 +20,9 @@ rustup target list --installed 2>/dev/null | grep -q wasm32-unknown-unknown || r
 
 echo "== cargo test"
 cargo test --all-targets
+# The plan, memory and estimator tests again on wasm32 (32-bit usize), under Node.
+echo "== wasm32 tests (scripts/test-wasm.sh)"
+scripts/test-wasm.sh
 # The browser tests build the app for wasm32 (so the library is checked for the browser too) and
 # run it in headless Chromium with WebGPU and WebGL-only (web/test.sh).
 echo "== browser tests (web/test.sh)"

@@ -75,8 +75,15 @@ impl Dataset {
         }
         let mut rng =
             Rng::new(seed.wrapping_mul(0x9E37_79B9).wrapping_add(index.wrapping_mul(0x2545_F491_4F6C_DD1D)) ^ 0xba7c4);
-        let mut inputs = Vec::with_capacity(shape.rows());
-        let mut targets = Vec::with_capacity(shape.rows());
+        // The batch lives in host memory: a size the host cannot give is an error, not an abort.
+        let rows = usize::try_from(shape.rows()).ok();
+        let mut inputs = Vec::new();
+        let mut targets = Vec::new();
+        for v in [&mut inputs, &mut targets] {
+            rows.and_then(|n| v.try_reserve_exact(n).ok()).ok_or_else(|| {
+                ConfigError::Other(format!("a batch of {} tokens does not fit in this machine's memory", shape.rows()))
+            })?;
+        }
         for _ in 0..shape.batch {
             let start = rng.below(self.tokens.len() - t - 1);
             inputs.extend_from_slice(&self.tokens[start..start + t]);
@@ -100,7 +107,7 @@ impl Batch {
     pub fn validate(&self, model: &ModelConfig) -> Result<(), ConfigError> {
         self.shape.validate(model)?;
         let n = self.shape.rows();
-        if self.inputs.len() != n || self.targets.len() != n {
+        if self.inputs.len() as u64 != n || self.targets.len() as u64 != n {
             return Err(ConfigError::Other(format!(
                 "batch holds {} inputs and {} targets, expected {n}",
                 self.inputs.len(),
@@ -109,7 +116,11 @@ impl Batch {
         }
         for (position, &id) in self.inputs.iter().chain(&self.targets).enumerate() {
             if id as usize >= model.vocab {
-                return Err(ConfigError::TokenOutOfRange { id: id as i64, position: position % n, vocab: model.vocab });
+                return Err(ConfigError::TokenOutOfRange {
+                    id: id as i64,
+                    position: position % self.inputs.len().max(1),
+                    vocab: model.vocab,
+                });
             }
         }
         Ok(())

@@ -67,8 +67,8 @@ pub fn split_flat(layout: &ParamLayout, flat: &[f32]) -> Vec<NamedTensor> {
         .iter()
         .map(|s| NamedTensor {
             name: s.name.clone(),
-            shape: s.shape.clone(),
-            values: flat.get(s.range()).map(<[f32]>::to_vec).unwrap_or_default(),
+            shape: s.shape.iter().map(|&d| crate::backend::ix(d)).collect(),
+            values: s.host_range().and_then(|r| flat.get(r)).map(<[f32]>::to_vec).unwrap_or_default(),
         })
         .collect()
 }

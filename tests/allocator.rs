@@ -1,5 +1,8 @@
 //! The caching allocator against PyTorch's published rules, random sequences, fragmentation.
 
+#[cfg(target_arch = "wasm32")]
+use wasm_bindgen_test::wasm_bindgen_test as test;
+
 use oomlab::memory::allocator::{CachingAllocator, LARGE_BUFFER, Pool, SMALL_BUFFER};
 use oomlab::model::init::Rng;
 

@@ -77,7 +77,7 @@ fn dump_step_writes_every_file() {
 }
 
 #[test]
-fn measure_json_has_measured_predicted_and_the_formula() {
+fn measure_json_has_every_source_and_the_formula() {
     for backend in ["cpu", "gpu"] {
         let out = oomlab(&[
             "measure",
@@ -104,14 +104,35 @@ fn measure_json_has_measured_predicted_and_the_formula() {
             "logits",
             "workspace",
         ] {
-            assert!(doc["measured"][key].is_u64(), "{backend}: measured.{key}");
-            assert_eq!(doc["measured"][key], doc["predicted"][key], "{backend}: {key} measured = predicted");
+            assert!(doc["allocator"][key].is_u64(), "{backend}: allocator.{key}");
+            assert_eq!(doc["allocator"][key], doc["predicted"][key], "{backend}: {key} allocator = predicted");
         }
-        assert!(doc["peak_allocated_bytes"].as_u64().expect("peak") > 0);
-        assert!(
-            doc["peak_reserved_bytes"].as_u64().expect("peak") >= doc["peak_allocated_bytes"].as_u64().expect("peak")
-        );
-        assert_eq!(doc["activation_bytes"], doc["activation_formula_bytes"]);
+        let peak = doc["allocator_peak_allocated_bytes"].as_u64().expect("peak");
+        assert!(peak > 0);
+        let reserved = doc["allocator_peak_reserved_bytes"].as_u64().expect("peak");
+        assert!(reserved >= peak);
+        assert_eq!(doc["allocator_activation_bytes"], doc["predicted_activation_formula_bytes"]);
+        // Every number's source is named.
+        for source in ["predicted", "allocator", "device"] {
+            assert!(doc["sources"][source].as_str().is_some_and(|s| s.starts_with(source)), "{backend}: {source}");
+        }
+        match backend {
+            // lavapipe's Vulkan backend reports its allocations: the segment buffers hold the
+            // allocator's reserved bytes, plus the driver's rounding.
+            "gpu" => {
+                let d = &doc["device"];
+                assert_eq!(d["requested_bytes"], doc["allocator_stats"]["reserved_bytes"], "{d}");
+                let rounding = d["driver_rounding_bytes"].as_i64().expect("rounding");
+                assert!(rounding >= 0, "{d}");
+                assert_eq!(d["segment_bytes"].as_i64(), d["requested_bytes"].as_i64().map(|r| r + rounding));
+                assert!(d["memory_blocks"].as_u64().expect("blocks") >= 1);
+                assert!(doc["device_not_reported"].is_null());
+            }
+            _ => {
+                assert!(doc["device"].is_null());
+                assert!(doc["device_not_reported"].as_str().expect("why").contains("CPU backend"));
+            }
+        }
     }
 }
 
@@ -168,7 +189,7 @@ fn sweep_finds_the_largest_batch_and_writes_csv() {
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let exec: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
     assert_eq!(exec["largest_fitting_batch"].as_u64(), Some(largest));
-    assert_eq!(exec["source"], "measured");
+    assert_eq!(exec["source"], "allocator");
     let bad = oomlab(&["sweep", "--batch", "9..3"]);
     assert_eq!(bad.status.code(), Some(2));
     let bad = oomlab(&["train", "--batch", "1..4"]);
@@ -200,7 +221,7 @@ fn measure_and_sweep_take_every_toggle() {
         serde_json::from_slice(&out.stdout).expect("JSON")
     };
     let base = run(&[]);
-    let act = |v: &serde_json::Value| v["activation_bytes"].as_u64().expect("activation bytes");
+    let act = |v: &serde_json::Value| v["allocator_activation_bytes"].as_u64().expect("activation bytes");
     // Each optimizer state is its own entry: AdamW's m and v, each as big as the weights.
     let states = &base["optimizer_states"];
     assert!(states["adam_m"].as_u64().is_some_and(|b| b > 0) && states["adam_m"] == states["adam_v"], "{states}");
@@ -218,17 +239,17 @@ fn measure_and_sweep_take_every_toggle() {
     ] {
         let v = run(extra);
         assert!(act(&v) < act(&base), "{extra:?}: {} ≥ {}", act(&v), act(&base));
-        assert_eq!(v["activation_bytes"], v["activation_formula_bytes"], "{extra:?}");
+        assert_eq!(v["allocator_activation_bytes"], v["predicted_activation_formula_bytes"], "{extra:?}");
         assert_eq!(v["batch"], 8, "{extra:?}: the effective batch");
         let recomputes = extra.contains(&"--checkpoint");
         assert_eq!(v["recomputed_flops"].as_u64().expect("flops") > 0, recomputes, "{extra:?}");
     }
     let v = run(&["--optimizer", "sgd"]);
-    assert_eq!(v["measured"]["optimizer_state"], 0);
+    assert_eq!(v["allocator"]["optimizer_state"], 0);
     // LoRA: gradients and optimizer state for the adapters only.
     let v = run(&["--lora", "2"]);
     for c in ["gradients", "optimizer_state"] {
-        let (lora, full) = (v["measured"][c].as_u64().expect(c), base["measured"][c].as_u64().expect(c));
+        let (lora, full) = (v["allocator"][c].as_u64().expect(c), base["allocator"][c].as_u64().expect(c));
         assert!(lora * 10 < full, "{c}: {lora} vs {full}");
     }
 
@@ -390,4 +411,40 @@ fn estimate_text_sweep_claims_and_bad_input() {
         (&["estimate", "--model", "custom", "--heads", "7"], "divisible by heads"),
     ];
     assert_usage_errors(cases);
+}
+
+/// Absurd sizes: a batch the host could never hold is an out-of-memory report (exit 3) or a
+/// clear refusal, never an abort; a plan too large to count is a usage error (exit 2); a deep
+/// model sweeps quickly (plans are linear in the layers).
+#[test]
+fn absurd_sizes_are_reports_not_aborts() {
+    let out = oomlab(&["train", "--backend", "cpu", "--batch", "1000000", "--budget", "1TiB", "--steps", "1"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(3), "{stderr}");
+    assert!(stderr.contains("host memory") || stderr.contains("out of memory"), "{stderr}");
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    let cases: &[(&[&str], &str)] = &[
+        (
+            &["measure", "--d-model", "1024", "--heads", "1024", "--seq-len", "1048576", "--batch", "1048576"],
+            "more than oomlab plans",
+        ),
+        (&["sweep", "--layers", "1000000", "--batch", "1..4"], "ops"),
+    ];
+    assert_usage_errors(cases);
+    let out = oomlab(&[
+        "sweep",
+        "--d-model",
+        "7",
+        "--heads",
+        "7",
+        "--layers",
+        "4096",
+        "--seq-len",
+        "2",
+        "--batch",
+        "1..512:128",
+    ]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(text.contains("largest batch that fits"), "{text}");
 }

@@ -2,6 +2,9 @@
 //! et al.), hand-computed vectors, calibration against the toy's plan to the byte, and
 //! monotonicity.
 
+#[cfg(target_arch = "wasm32")]
+use wasm_bindgen_test::wasm_bindgen_test as test;
+
 use oomlab::memory::estimate::{
     self, Adapters, Architecture, CUDA_CONTEXT_BYTES, Estimate, FRAGMENTATION_PERCENT, Offload, Optimizer, Parallel,
     Precision, Setup, claims, cublas_workspace_bytes, max_micro_batch, presets, zero_model_states,
@@ -45,8 +48,8 @@ fn parameter_counts_are_exact() {
     // The toy: the same count as its parameter layout, without padding.
     let toy = ModelConfig::toy(58);
     let layout = oomlab::model::params::ParamLayout::new(&toy);
-    let exact: usize = layout.specs.iter().map(|s| s.shape.iter().product::<usize>()).sum();
-    assert_eq!(Architecture::from_toy(&toy).parameters(), exact as u64);
+    let exact: u64 = layout.specs.iter().map(|s| s.shape.iter().product::<u64>()).sum();
+    assert_eq!(Architecture::from_toy(&toy).parameters(), exact);
     assert_eq!(exact, 107_904);
 }
 
@@ -266,7 +269,7 @@ fn offload_lora_and_qlora() {
 
 /// Bytes of the plan's tensors of one category.
 fn plan_bytes(plan: &Plan, c: Category) -> u64 {
-    plan.tensors.iter().filter(|t| t.category == c).map(|t| t.size_bytes() as u64).sum()
+    plan.tensors.iter().filter(|t| t.category == c).map(|t| t.size_bytes()).sum()
 }
 
 #[test]
@@ -312,7 +315,7 @@ fn calibration_matches_the_toy_plan_to_the_byte() {
                                 );
                                 let dlogits =
                                     plan.tensors.iter().find(|t| t.name.ends_with("grad.logits")).expect("dlogits");
-                                assert_eq!(e.logits_grad_bytes, dlogits.size_bytes() as u64, "{what}");
+                                assert_eq!(e.logits_grad_bytes, dlogits.size_bytes(), "{what}");
                                 assert_eq!(e.get("input"), plan_bytes(&plan, Category::Input), "input: {what}");
                                 assert_eq!(e.get("workspace"), plan_bytes(&plan, Category::Workspace), "{what}");
                                 assert_eq!(e.get("cuda_context") + e.get("communication") + e.get("fragmentation"), 0);
@@ -441,30 +444,128 @@ fn bad_setups_are_refused_with_a_reason() {
         let err = estimate::estimate(&s).expect_err(why).to_string();
         assert!(err.contains(why), "{err:?} should mention {why:?}");
     }
-    // Huge but valid sizes saturate instead of overflowing.
+    // Huge but valid sizes are refused with the quantity that passed the limit, never wrapped
+    // nor saturated.
     let mut s = base.clone();
     s.micro_batch = estimate::MAX_BATCH;
     s.seq = 1 << 22;
     s.arch.positions = 0;
+    match estimate::estimate(&s) {
+        Err(e @ estimate::EstimateError::TooLarge { .. }) => {
+            assert!(e.to_string().contains("more than oomlab counts"), "{e}")
+        }
+        other => panic!("expected TooLarge, got {other:?}"),
+    }
+    // Just under the limit the estimate is reported as it is.
+    s.micro_batch = 1;
+    s.seq = 1 << 16;
     let e = est(&s);
-    assert!(!e.fits() && e.peak_bytes > 1 << 60);
+    assert!(!e.fits() && e.peak_bytes > 1 << 40 && e.peak_bytes <= estimate::MAX_ESTIMATE_BYTES);
 }
 
 #[test]
-fn claims_are_checked() {
+fn claims_compute_every_number_they_print() {
     let claims = claims::claims().expect("claims");
     let by = |needle: &str| claims.iter().find(|c| c.claim.contains(needle)).expect(needle);
-    let doubling = by("Doubling");
-    assert!(!doubling.holds);
-    assert!(doubling.finding.contains("never 2×"));
-    assert!(!by("38.2 GB").holds, "{}", by("38.2 GB").finding);
-    assert!(by("ZeRO stages").holds, "{}", by("ZeRO stages").finding);
-    assert!(by("120 GB").finding.contains("120.0 / 31.4 / 16.6 / 1.9"));
-    assert!(by("sbh(34").holds, "{}", by("sbh(34").finding);
-    assert!(by("ZeRO-Offload").holds);
-    assert!(!by("12 GB").holds, "{}", by("12 GB").finding);
+    let n = |c: &claims::Claim, name: &str| c.number(name).unwrap_or_else(|| panic!("{name} missing"));
+    let gb = |bytes: u64| bytes as f64 / 1e9;
+    let close = |a: f64, b: f64| (a - b).abs() <= 1e-9 * b.abs().max(1.0);
+
+    // 1. Doubling: each ratio from the estimator, the verdict from the range, the words from
+    // the ratios.
+    let d = by("Doubling");
+    let base = setup("llama2-7b", "h200", 1, 4096);
+    let at = |s: &Setup, b: u64| {
+        let mut s = s.clone();
+        s.micro_batch = b;
+        est(&s).peak_bytes
+    };
+    let ratios: Vec<f64> = [1, 2, 4, 8].iter().map(|&b| at(&base, 2 * b) as f64 / at(&base, b) as f64).collect();
+    for (name, r) in ["ratio_b1", "ratio_b2", "ratio_b4", "ratio_b8"].iter().zip(&ratios) {
+        assert!(close(n(d, name), *r), "{name}");
+        assert!(d.finding.contains(&format!("{r:.2}")), "{}", d.finding);
+    }
+    assert_eq!(d.holds, ratios.iter().all(|r| (1.8..=2.5).contains(r)));
+    assert!(!d.holds && ratios.iter().all(|&r| r < 2.0) && d.finding.contains("below 2× every time"));
+
+    // 2. 38.2 GB at batch 64: the whole peak (not the model states alone), ±10 %.
+    let c = by("38.2 GB");
+    let mut s = setup("llama2-7b", "a100-80", 64, 512);
+    let (m64, m128) = (at(&s, 64), at(&s, 128));
+    s.precision = Precision::PureBf16;
+    let (p64, p128) = (at(&s, 64), at(&s, 128));
+    assert!(close(n(c, "peak_b64_gb"), gb(m64.min(p64))));
+    assert!(close(n(c, "peak_b128_gb"), gb(m128.min(p128))));
+    let within = |got: f64, want: f64| (got - want).abs() <= 0.1 * want;
+    let expect = within(gb(m64.min(p64)), 38.2) && within(gb(m128.min(p128)), 89.7);
+    assert_eq!(c.holds, expect && within(n(c, "ratio"), 2.35));
+    assert!(!c.holds, "{}", c.finding);
+    assert!(c.finding.contains(&format!("{:.1} GB at batch 64", gb(m64.min(p64)))), "{}", c.finding);
+    assert!(c.test.contains("whole peak"));
+
+    // 3. ZeRO's vectors.
+    let z = by("ZeRO stages");
+    for (stage, want) in [120.0, 31.4, 16.6, 1.9].into_iter().enumerate() {
+        let got = n(z, ["stage0_gb", "stage1_gb", "stage2_gb", "stage3_gb"][stage]);
+        let states = zero_model_states(
+            7_500_000_000,
+            Precision::MixedFp16,
+            Optimizer::Adam,
+            Parallel { data: 64, zero: stage as u8, ..Parallel::default() },
+        );
+        assert!((got - gb(states.iter().sum())).abs() < 1e-6, "stage {stage}: {got}");
+        assert!((got - want).abs() < 0.05, "stage {stage}: {got}");
+    }
+    assert!(z.holds && z.finding.contains("120.0 / 31.4 / 16.6 / 1.9"));
+
+    // 4. ZeRO-3's "2 → 16": the largest micro-batches, computed.
+    let c = by("from 2 to 16");
+    let mut s = setup("llama2-7b", "a100-80", 1, 2048);
+    let without = max_micro_batch(&s).expect("max");
+    let states: u64 =
+        ["parameters", "gradients", "optimizer_state", "master_weights"].iter().map(|k| est(&s).get(k)).sum();
+    s.parallel = Parallel { data: 8, zero: 3, ..Parallel::default() };
+    let with = max_micro_batch(&s).expect("max");
+    assert_eq!(n(c, "max_batch_without"), without as f64);
+    assert_eq!(n(c, "max_batch_zero3"), with as f64);
+    assert!(close(n(c, "states_gb"), gb(states)));
+    assert_eq!(c.holds, without == 2 && with == 16);
+    let words = if without == 0 { "not even micro-batch 1 fits".to_string() } else { format!("is {without}") };
+    assert!(c.finding.contains(&words) && c.finding.contains(&format!("{:.1} GB", gb(states))), "{}", c.finding);
+
+    // 5. QLoRA's "about 12 GB": ±10 %, in the most favourable setting.
+    let c = by("12 GB");
+    let mut q = setup("llama2-7b", "a100-80", 64, 512);
+    q.lora = Some(Adapters { rank: 16, qkv: true, proj: true, mlp: true, quantized: true });
+    let plain = est(&q).peak_bytes;
+    q.checkpoint = Checkpoint::BLOCKS;
+    let ckpt = est(&q).peak_bytes;
+    assert!(close(n(c, "peak_b64_gb"), gb(plain)) && close(n(c, "peak_b64_checkpointed_gb"), gb(ckpt)));
+    assert_eq!(c.holds, gb(plain.min(ckpt)) <= 12.0 * 1.1);
+    assert!(c.test.contains("12 GB + 10 %"), "{}", c.test);
+
+    // 6. Korthikanti's layer, to the byte.
+    let c = by("sbh(34");
+    assert!(c.holds, "{}", c.finding);
+    assert_eq!(n(c, "layer_bytes"), n(c, "paper_bytes") + n(c, "statistics_bytes"));
+
+    // 7. ZeRO-Offload at the bandwidth it names: 4Ψ over PCIe per step against the step's compute
+    // at the A100's peak.
+    let c = by("ZeRO-Offload");
+    let psi = 6_738_415_616f64;
+    assert!(close(n(c, "pcie_gb_per_step"), 4.0 * psi / 1e9), "{}", n(c, "pcie_gb_per_step"));
+    assert!(close(n(c, "pcie_secs_at_32"), 4.0 * psi / 32e9));
+    let (b, sq, l, h, v) = (1.0, 2048.0, 32.0, 4096.0, 32000.0);
+    let flops = 72.0 * b * sq * l * h * h * (1.0 + sq / (6.0 * h) + v / (12.0 * h * l));
+    assert!(close(n(c, "compute_secs"), flops / 312e12));
+    assert_eq!(c.holds, 4.0 * psi / 32e9 <= flops / 312e12);
+    assert!(!c.holds, "at batch 1 the link is the bottleneck: {}", c.finding);
+    assert_eq!(n(c, "hides_from_batch"), ((4.0 * psi / 32e9) / (flops / 312e12)).ceil());
+    assert!(n(c, "gpu_after_gb") < n(c, "gpu_before_gb"));
+
     for c in &claims {
-        assert!(!c.finding.is_empty() && !c.source.is_empty());
+        assert!(!c.finding.is_empty() && !c.source.is_empty() && !c.test.is_empty());
+        assert!(!c.numbers.is_empty() && c.numbers.iter().all(|(_, v)| v.is_finite()), "{}", c.claim);
     }
 }
 

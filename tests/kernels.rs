@@ -34,7 +34,16 @@ fn matmul_forward_and_backward_match_cpu() {
         // accumulated into: start from random values to check `+=`
         let dw = (!frozen).then(|| case.input("dw", &[k, n], 0.1));
         let db = bias.then(|| case.input("db", &[n], 0.1));
-        case.op(Op::Matmul { inp, weight: w, bias: b, out, rows, k, n, weight_transposed: transposed });
+        case.op(Op::Matmul {
+            inp,
+            weight: w,
+            bias: b,
+            out,
+            rows: rows as u64,
+            k: k as u64,
+            n: n as u64,
+            weight_transposed: transposed,
+        });
         case.op(Op::MatmulBackward {
             inp,
             weight: w,
@@ -42,9 +51,9 @@ fn matmul_forward_and_backward_match_cpu() {
             dinp,
             dweight: dw,
             dbias: db,
-            rows,
-            k,
-            n,
+            rows: rows as u64,
+            k: k as u64,
+            n: n as u64,
             weight_transposed: transposed,
             accumulate,
         });
@@ -72,8 +81,18 @@ fn matmul_add_matches_cpu() {
         let dout = case.input("dout", &[rows, n], 1.0);
         let dinp = case.output("dh", &[rows, k]);
         let dw = case.input("dB", &[k, n], 0.1);
-        case.op(Op::MatmulAdd { inp, weight: w, out, rows, k, n, alpha });
-        case.op(Op::MatmulAddBackward { inp, weight: w, dout, dinp, dweight: dw, rows, k, n, alpha });
+        case.op(Op::MatmulAdd { inp, weight: w, out, rows: rows as u64, k: k as u64, n: n as u64, alpha });
+        case.op(Op::MatmulAddBackward {
+            inp,
+            weight: w,
+            dout,
+            dinp,
+            dweight: dw,
+            rows: rows as u64,
+            k: k as u64,
+            n: n as u64,
+            alpha,
+        });
         let (cpu, gpu) = case.run(OptimizerConfig::default(), 1);
         let tag = format!("matmul_add {rows}x{k}x{n} α={alpha}");
         compare(&format!("{tag} forward"), &cpu, &gpu, out, TOL);

@@ -1,6 +1,9 @@
 //! The plan's memory prediction: per category, over time, at the peak; against the closed-form
 //! activation formula; and out-of-memory at a budget.
 
+#[cfg(target_arch = "wasm32")]
+use wasm_bindgen_test::wasm_bindgen_test as test;
+
 use oomlab::memory::formula::activation_bytes;
 use oomlab::memory::{simulate, simulate_peak};
 use oomlab::model::{ModelConfig, StepShape};
@@ -38,7 +41,7 @@ fn activation_peak_equals_the_formula() {
 #[test]
 fn persistent_categories_and_optimizer_state() {
     let model = toy();
-    let flat_bytes = (oomlab::model::ParamLayout::new(&model).flat_len * 4) as u64;
+    let flat_bytes = oomlab::model::ParamLayout::new(&model).flat_len * 4;
     let rounded = flat_bytes.div_ceil(512) * 512;
     for (kind, states) in [(OptimizerKind::AdamW, 2), (OptimizerKind::Momentum, 1), (OptimizerKind::Sgd, 0)] {
         let opt = OptimizerConfig { kind, ..OptimizerConfig::default() };
@@ -135,7 +138,7 @@ fn the_peak_is_a_point_of_the_timeline() {
         .iter()
         .zip(p.lifetimes())
         .filter(|(_, l)| matches!(l, Lifetime::Persistent | Lifetime::Step))
-        .map(|(t, _)| (t.size_bytes() as u64).div_ceil(512) * 512)
+        .map(|(t, _)| t.size_bytes().div_ceil(512) * 512)
         .sum();
     assert_eq!(m.stats.allocated_bytes, kept);
 }

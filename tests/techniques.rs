@@ -169,8 +169,8 @@ fn techniques_keep_the_gradients_and_the_prediction_on_both_backends() {
             println!("{what}: gradients within {err:.1e} of the baseline");
             assert!(err <= tol, "{what}: gradients differ by {err:e} (tolerance {tol:e})");
             let measured: &StepMemory = trainer.memory().expect("a step ran");
-            // Forward and backward ran: every op but the optimizer's (the GPU executor places
-            // the whole step, optimizer included, when it is built).
+            // Forward and backward ran, on both backends placed live op by op: every op but the
+            // optimizer's.
             assert!(measured.timeline.len() + 1 >= predicted.timeline.len(), "{what}: ops missing");
             assert!(predicted.timeline.starts_with(&measured.timeline), "{what}: measured ≠ predicted at some op");
             assert_eq!(measured.activation_peak_bytes, predicted.activation_peak_bytes, "{what}");

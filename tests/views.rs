@@ -6,7 +6,8 @@ use egui_kittest::kittest::Queryable;
 use oomlab::app::settings::Settings;
 use oomlab::app::views::{self, Source, Suggestion, SweepSeries};
 use oomlab::app::{OomlabApp, SWEEP_BATCHES};
-use oomlab::memory::{simulate, simulate_peak};
+use oomlab::memory::device::{DeviceAllocation, DeviceBlock, DeviceFigures, DeviceMemory, DriverReport, segment_label};
+use oomlab::memory::{StepMemory, simulate, simulate_peak};
 use oomlab::model::{ModelConfig, StepShape};
 use oomlab::plan::{Checkpoint, OptimizerConfig, Plan};
 use oomlab::units::format_bytes;
@@ -32,19 +33,57 @@ fn toy_plan(batch: usize) -> Plan {
     Plan::build(&ModelConfig::toy(58), StepShape { batch, seq: 64 }, &OptimizerConfig::default()).expect("plan")
 }
 
+/// A driver report for `memory`'s segments, as lavapipe gives one: each buffer 48 bytes over
+/// its request, all in one 64 MiB block, next to one buffer of wgpu's own.
+fn device_for(memory: &StepMemory) -> DeviceMemory {
+    // The segments at the end of the step: what the driver holds after it.
+    let last = memory.timeline.last().and_then(|p| p.op);
+    let segments = oomlab::memory::map::segments_at(&memory.events, last);
+    let mut offset = 0;
+    let mut allocations = vec![DeviceAllocation { name: "unused binding".into(), size_bytes: 4096, offset_bytes: 0 }];
+    offset += 4096;
+    for s in &segments {
+        allocations.push(DeviceAllocation {
+            name: segment_label(s.segment, 0),
+            size_bytes: s.size + 48,
+            offset_bytes: offset,
+        });
+        offset += s.size + 64;
+    }
+    let report = DriverReport {
+        blocks: vec![DeviceBlock { size_bytes: 64 << 20, allocations }],
+        total_allocated_bytes: offset,
+        total_reserved_bytes: 64 << 20,
+        counters: None,
+    };
+    let live: Vec<_> = segments.iter().map(|s| (s.segment, s.size)).collect();
+    DeviceMemory::match_segments(report, &live, 0)
+}
+
 #[test]
-fn breakdown_shows_every_category_measured_next_to_predicted() {
+fn breakdown_shows_every_category_from_every_source() {
     let plan = toy_plan(16);
     let predicted = simulate(&plan, 1 << 30).expect("fits");
-    let measured = predicted.clone();
+    let allocator = predicted.clone();
+    let device = device_for(&allocator);
+    let figures = DeviceFigures::Reported(device.clone());
     xdg();
-    let mut harness = Harness::new_ui(|ui| views::breakdown(ui, Some(&measured), &predicted));
+    let mut harness = Harness::new_ui(|ui| views::breakdown(ui, Some(&allocator), &predicted, &figures));
     harness.get_by_label("activations");
     harness.get_by_label("optimizer_state");
-    harness.get_by_label("predicted");
-    harness.get_by_label("measured");
+    harness.get_by_label("predicted (plan)");
+    harness.get_by_label("allocator (live)");
+    harness.get_by_label("device (driver report)");
+    // The device column: the segment buffers' bytes as the driver holds them, rounding shown.
+    // (16.00 MiB in each source's column: the driver's 48 bytes per buffer are below the
+    // column's precision, so the line under the table says them in bytes.)
+    let reserved = format_bytes(device.peak_segment_bytes);
+    assert_eq!(reserved, format_bytes(predicted.peak_reserved_bytes()));
+    assert_eq!(harness.get_all_by_label(&reserved).count(), 3, "reserved {reserved} from every source");
+    harness.get_by_label_contains(&format!("plus {} bytes of the driver's own rounding", device.rounding_bytes()));
+    assert_eq!(device.rounding_bytes(), 48 * device.segments.len() as i128);
     let total = format_bytes(predicted.peak_allocated_bytes());
-    assert_eq!(harness.get_all_by_label(&total).count(), 2, "total {total}, measured and predicted");
+    assert_eq!(harness.get_all_by_label(&total).count(), 2, "total {total}, allocator and predicted");
     let act = format_bytes(predicted.peak_allocated.get(oomlab::plan::Category::Activations));
     assert!(harness.query_all_by_label(&act).count() >= 2);
     harness.get_by_label_contains("gradients + optimizer state + master weights");
@@ -63,7 +102,7 @@ fn timeline_marks_the_peak_and_lists_live_tensors() {
         .build_ui(|ui| views::timeline(ui, &plan, &memory, Source::Predicted, &mut scrub));
     let peak_text = format!("Peak {}", format_bytes(memory.peak_allocated_bytes()));
     harness.get_by_label_contains(&peak_text);
-    harness.get_by_label_contains("(predicted)");
+    harness.get_by_label_contains("over one step, predicted (plan)");
     let live = views::live_tensors(&plan, memory.timeline[memory.peak_index].op);
     assert_eq!(live.len(), memory.live_at_peak.len(), "the plan's live tensors are the allocator's at the peak");
     harness.get_by_label(&format!("{} tensors alive here", live.len()));
@@ -95,12 +134,27 @@ fn allocator_map_summarises_segments_at_the_peak() {
     let memory = simulate(&plan, 1 << 30).expect("fits");
     let point = memory.timeline[memory.peak_index].clone();
     xdg();
-    let mut harness =
-        Harness::builder().with_size([900.0, 200.0]).build_ui(|ui| views::allocator_map(ui, &plan, &memory, point.op));
+    let mut harness = Harness::builder()
+        .with_size([900.0, 200.0])
+        .build_ui(|ui| views::allocator_map(ui, &plan, &memory, point.op, None));
     harness.get_by_label_contains(&format!("{} reserved", format_bytes(point.reserved_bytes)));
     harness.get_by_label_contains(&format!("{} allocated", format_bytes(point.allocated_bytes)));
     harness.get_by_label_contains("largest free block");
     snapshot(&mut harness, "allocator_map");
+}
+
+/// With a driver report after a real step, its memory blocks are drawn under the segments.
+#[test]
+fn allocator_map_draws_the_drivers_blocks() {
+    let plan = toy_plan(16);
+    let memory = simulate(&plan, 1 << 30).expect("fits");
+    xdg();
+    let device = device_for(&memory);
+    let mut harness = Harness::builder()
+        .with_size([900.0, 300.0])
+        .build_ui(|ui| views::allocator_map(ui, &plan, &memory, None, Some(&device)));
+    harness.get_by_label_contains("device (driver report): 1 memory block(s) of 64.00 MiB");
+    snapshot(&mut harness, "allocator_map_device");
 }
 
 #[test]

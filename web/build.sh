@@ -7,15 +7,7 @@
 #   web/build.sh            # then: web/serve.sh  (or `trunk serve`, see Trunk.toml)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-rustup target list --installed 2>/dev/null | grep -q wasm32-unknown-unknown || rustup target add wasm32-unknown-unknown
-want=$(grep -A1 '^name = "wasm-bindgen"$' Cargo.lock | sed -n 's/^version = "\(.*\)"/\1/p')
-have=$(wasm-bindgen --version 2>/dev/null | awk '{print $2}' || true)
-if [ "$have" != "$want" ]; then
-    echo "== cargo install wasm-bindgen-cli $want"
-    # A debug build of the tool: it installs in ~1.5 min instead of ~5 on 2 cores, and still
-    # processes oomlab's wasm in ~10 s.
-    cargo install --debug wasm-bindgen-cli --version "$want"
-fi
+source scripts/ensure-wasm-bindgen.sh
 profile=${OOMLAB_WEB_PROFILE:-web}
 echo "== cargo build --target wasm32-unknown-unknown --profile $profile"
 cargo build --target wasm32-unknown-unknown --profile "$profile" --bin oomlab

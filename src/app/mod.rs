@@ -17,6 +17,7 @@ use crate::backend::BackendError;
 use crate::backend::cpu::CpuExecutor;
 use crate::backend::gpu::{GpuContext, GpuExecutor, Kernels};
 use crate::data::Dataset;
+use crate::memory::device::DeviceFigures;
 use crate::memory::{StepMemory, StepOom, simulate, simulate_peak};
 use crate::plan::{AttentionKind, Checkpoint, OptimizerKind, Phase, Plan, Precision, Techniques};
 use crate::units::format_bytes;
@@ -162,8 +163,10 @@ pub struct OomlabApp {
     step_secs: Vec<f64>,
     /// When the step in flight started (egui time, seconds).
     step_started: Option<f64>,
-    /// What the allocator saw during the last step run (measured).
+    /// The allocator's live account of the last step run (the "allocator" figures).
     measured: Option<StepMemory>,
+    /// What the driver layer reported after the last step (the "device" figures).
+    device: DeviceFigures,
     /// The engine's out-of-memory, when a real step did not fit.
     oom: Option<Box<StepOom>>,
     error: Option<String>,
@@ -255,6 +258,7 @@ impl OomlabApp {
             step_secs: Vec::new(),
             step_started: None,
             measured: None,
+            device: DeviceFigures::NotReported { reason: "no step has run yet".into() },
             oom: None,
             error: None,
             tab: Tab::Timeline,
@@ -349,6 +353,7 @@ impl OomlabApp {
         self.losses.clear();
         self.step_secs.clear();
         self.measured = None;
+        self.device = DeviceFigures::NotReported { reason: "no step has run yet".into() };
         self.oom = None;
         self.error = None;
         #[cfg(target_arch = "wasm32")]
@@ -409,23 +414,26 @@ impl OomlabApp {
     /// GPU is polled, and a CPU step runs a few ops per frame (about [`CPU_SLICE_SECS`] of them).
     fn drive(&mut self, now: f64, want_step: bool) {
         let finished = match &mut self.compute {
-            Compute::Gpu { exec: Slot::Ready(exec), .. } => exec.poll_step().map(|r| (r, Some(exec.memory().clone()))),
+            Compute::Gpu { exec: Slot::Ready(exec), .. } => {
+                exec.poll_step().map(|r| (r, exec.memory().cloned(), exec.device_figures().clone()))
+            }
             Compute::Cpu { exec: Some(exec) } if exec.running() => {
                 let start = clock_secs();
                 let mut out = None;
                 while out.is_none() && clock_secs() - start < CPU_SLICE_SECS {
                     out = exec.resume(1);
                 }
-                out.map(|r| (r, exec.memory().cloned()))
+                out.map(|r| (r, exec.memory().cloned(), CpuExecutor::device_figures(exec)))
             }
             _ => None,
         };
-        if let Some((result, memory)) = finished {
+        if let Some((result, memory, device)) = finished {
             match result {
                 Ok(loss) => {
                     self.losses.push(loss);
                     self.step_secs.push(now - self.step_started.unwrap_or(now));
                     self.measured = memory;
+                    self.device = device;
                     log::info!("oomlab: step {} on {}: loss {loss:.4}", self.losses.len(), self.backend);
                     if let Some(left) = self.train_steps_left.as_mut() {
                         *left = left.saturating_sub(1);
@@ -677,7 +685,7 @@ impl OomlabApp {
         }
     }
 
-    /// The memory a view shows: the last real step's (measured), else the plan's (predicted).
+    /// The memory a view shows: the last real step's (allocator), else the plan's (predicted).
     fn shown_memory(&self) -> Option<(&StepMemory, Source)> {
         shown_memory(&self.measured, &self.derived.predicted)
     }
@@ -806,7 +814,7 @@ impl OomlabApp {
         }
         ui.heading("At the peak");
         if let Ok(predicted) = &self.derived.predicted {
-            views::breakdown(ui, self.measured.as_ref(), predicted);
+            views::breakdown(ui, self.measured.as_ref(), predicted, &self.device);
         }
         egui::CollapsingHeader::new("Model state, tensor by tensor").id_salt("model_state").show(ui, |ui| {
             views::model_state(ui, &plan);
@@ -833,7 +841,9 @@ impl OomlabApp {
             Tab::Allocator => {
                 if let Some(m) = memory {
                     let op = m.timeline.get(self.scrub.min(m.timeline.len().saturating_sub(1))).and_then(|p| p.op);
-                    views::allocator_map(ui, &plan, m, op);
+                    // The driver's blocks describe the end of the last real step.
+                    let device = (source == Source::Allocator).then(|| self.device.reported()).flatten();
+                    views::allocator_map(ui, &plan, m, op, device);
                 }
                 views::explain(ui, "why_allocator", EXPLAIN_ALLOCATOR);
             }
@@ -843,13 +853,13 @@ impl OomlabApp {
     }
 }
 
-/// The memory the views show: the last real step's (measured), else the plan's (predicted).
+/// The memory the views show: the last real step's (allocator), else the plan's (predicted).
 fn shown_memory<'a>(
     measured: &'a Option<StepMemory>,
     predicted: &'a Result<StepMemory, Box<StepOom>>,
 ) -> Option<(&'a StepMemory, Source)> {
     match (measured, predicted) {
-        (Some(m), _) => Some((m, Source::Measured)),
+        (Some(m), _) => Some((m, Source::Allocator)),
         (None, Ok(p)) => Some((p, Source::Predicted)),
         (None, Err(_)) => None,
     }

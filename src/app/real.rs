@@ -344,6 +344,7 @@ pub fn claims_view(ui: &mut Ui, claims: &Result<Vec<Claim>, String>) {
                     ui.label(RichText::new(format!("({})", c.source)).small());
                 });
                 ui.label(&c.finding);
+                ui.label(RichText::new(format!("Verdict: {}.", c.test)).small().weak());
                 ui.add_space(6.0);
             }
         }

@@ -4,6 +4,7 @@
 use egui::{Color32, RichText, Ui};
 use egui_plot::{Bar, BarChart, HLine, Legend, Line, Plot, PlotPoints, Points, VLine};
 
+use crate::memory::device::{DeviceFigures, DeviceMemory};
 use crate::memory::map::{SegmentState, segments_at};
 use crate::memory::{StepMemory, StepOom};
 use crate::plan::{Category, Lifetime, Plan};
@@ -34,18 +35,21 @@ pub fn swatch(ui: &mut Ui, color: Color32) {
     ui.painter().rect_filled(rect, 2.0, color);
 }
 
-/// Whether a number is measured on the device or predicted by the plan, said next to it.
+/// Where a number comes from, said next to it: the plan's prediction, oomlab's allocator as a
+/// real step ran, or the driver layer's own report.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Source {
-    Measured,
     Predicted,
+    Allocator,
+    Device,
 }
 
 impl Source {
     pub fn word(self) -> &'static str {
         match self {
-            Source::Measured => "measured",
-            Source::Predicted => "predicted",
+            Source::Predicted => "predicted (plan)",
+            Source::Allocator => "allocator (live)",
+            Source::Device => "device (driver report)",
         }
     }
 }
@@ -67,7 +71,7 @@ pub fn timeline(ui: &mut Ui, plan: &Plan, memory: &StepMemory, source: Source, s
     }
     let peak = memory.peak_index;
     ui.label(format!(
-        "Allocated memory over one step ({}), {} ops. Peak {} at {}.",
+        "Allocated memory over one step, {}: {} ops. Peak {} at {}.",
         source.word(),
         plan.ops.len(),
         format_bytes(memory.peak_allocated_bytes()),
@@ -161,7 +165,7 @@ pub fn live_tensors(plan: &Plan, op: Option<usize>) -> Vec<(String, Category, u6
             (Lifetime::Ops { first, last }, Some(i)) => *first <= i && i <= *last,
             (Lifetime::Ops { .. }, None) => false,
         })
-        .map(|(_, t)| (t.name.clone(), t.category, t.size_bytes() as u64))
+        .map(|(_, t)| (t.name.clone(), t.category, t.size_bytes()))
         .collect();
     out.sort_by_key(|t| std::cmp::Reverse(t.2));
     out
@@ -301,19 +305,22 @@ pub fn sweep_chart(ui: &mut Ui, series: &[SweepSeries], budget: u64, current_bat
     }
 }
 
-/// Bytes and % per category at the peak, measured next to predicted, grouped as the seed's
-/// table (activations; gradients + optimizer; parameters; buffers).
-pub fn breakdown(ui: &mut Ui, measured: Option<&StepMemory>, predicted: &StepMemory) {
+/// Bytes and % per category at the peak — predicted by the plan, next to the allocator's live
+/// account of the last real step — and the device's own figures for the segments, grouped as the
+/// seed's table (activations; gradients + optimizer; parameters; buffers).
+pub fn breakdown(ui: &mut Ui, allocator: Option<&StepMemory>, predicted: &StepMemory, device: &DeviceFigures) {
     let total_p = predicted.peak_allocated_bytes().max(1);
-    egui::Grid::new("breakdown").striped(true).num_columns(4).show(ui, |ui| {
+    let reported = allocator.and(device.reported());
+    egui::Grid::new("breakdown").striped(true).num_columns(5).show(ui, |ui| {
         ui.strong("at the peak");
-        ui.strong("predicted");
+        ui.strong(Source::Predicted.word());
         ui.strong("%");
-        ui.strong("measured");
+        ui.strong(Source::Allocator.word());
+        ui.strong(Source::Device.word());
         ui.end_row();
         for c in Category::ALL {
             let p = predicted.peak_allocated.get(c);
-            let m = measured.map(|m| m.peak_allocated.get(c));
+            let m = allocator.map(|m| m.peak_allocated.get(c));
             if p == 0 && m.unwrap_or(0) == 0 {
                 continue;
             }
@@ -324,19 +331,62 @@ pub fn breakdown(ui: &mut Ui, measured: Option<&StepMemory>, predicted: &StepMem
             ui.label(format_bytes(p));
             ui.label(format!("{:.1}%", 100.0 * p as f64 / total_p as f64));
             ui.label(m.map_or("—".into(), format_bytes));
+            // The driver sees buffers, not tensors: no categories.
+            ui.label("");
             ui.end_row();
         }
         ui.strong("total");
         ui.strong(format_bytes(predicted.peak_allocated_bytes()));
         ui.label("100%");
-        ui.strong(measured.map_or("—".into(), |m| format_bytes(m.peak_allocated_bytes())));
+        ui.strong(allocator.map_or("—".into(), |m| format_bytes(m.peak_allocated_bytes())));
+        ui.label("");
         ui.end_row();
         ui.label("reserved (segments)");
         ui.label(format_bytes(predicted.peak_reserved_bytes()));
         ui.label("");
-        ui.label(measured.map_or("—".into(), |m| format_bytes(m.peak_reserved_bytes())));
+        ui.label(allocator.map_or("—".into(), |m| format_bytes(m.peak_reserved_bytes())));
+        ui.label(reported.map_or("—".into(), |d| format_bytes(d.peak_segment_bytes)));
         ui.end_row();
     });
+    ui.add_space(4.0);
+    match (allocator, device) {
+        (None, _) => {
+            ui.label(
+                RichText::new("No real step yet: the allocator and device columns fill in once one runs.").small(),
+            );
+        }
+        (Some(m), DeviceFigures::Reported(d)) => {
+            let (blocks, block_bytes) = d.segment_blocks();
+            ui.label(
+                RichText::new(format!(
+                    "Device, after the step: {} segment buffer(s) hold {} — the allocator's {} reserved plus {} bytes of the \
+                     driver's own rounding — in {blocks} driver memory block(s) of {} in all. {} other allocation(s) ({}) \
+                     lie outside oomlab's allocator (wgpu's own buffers, oomlab's uniforms and readback{}).",
+                    d.segments.len(),
+                    format_bytes(d.segment_bytes()),
+                    format_bytes(m.stats.reserved_bytes),
+                    d.rounding_bytes(),
+                    format_bytes(block_bytes),
+                    d.other_allocations,
+                    format_bytes(d.other_bytes),
+                    if d.other_allocations > 3 { ", the UI's textures" } else { "" },
+                ))
+                .small(),
+            );
+            if !d.missing.is_empty() || !d.leftover.is_empty() {
+                ui.colored_label(
+                    Color32::from_rgb(240, 80, 80),
+                    format!(
+                        "The driver's report disagrees with the allocator: segments it does not list {:?}, buffers left over {:?}.",
+                        d.missing, d.leftover
+                    ),
+                );
+            }
+        }
+        (Some(_), DeviceFigures::NotReported { reason }) => {
+            ui.label(RichText::new(format!("Device: {reason}.")).small());
+        }
+    }
     let g = |c| predicted.peak_allocated.get(c);
     let groups = [
         ("activations (saved for backward + temporaries)", g(Category::Activations) + g(Category::Temporaries)),
@@ -356,12 +406,12 @@ pub fn breakdown(ui: &mut Ui, measured: Option<&StepMemory>, predicted: &StepMem
 /// The model state tensor by tensor: each optimizer state is its own tensor (its own row), so
 /// AdamW's two extra copies of the weights — three with fp32 master weights — are visible.
 pub fn model_state(ui: &mut Ui, plan: &Plan) {
-    let trainable = plan.tensor(plan.handles.trainable).size_bytes() as u64;
+    let trainable = plan.tensor(plan.handles.trainable).size_bytes();
     let rows: Vec<(String, Category, u64)> = plan
         .tensors
         .iter()
         .filter(|t| t.category.is_persistent())
-        .map(|t| (t.name.clone(), t.category, t.size_bytes() as u64))
+        .map(|t| (t.name.clone(), t.category, t.size_bytes()))
         .collect();
     egui::Grid::new("model_state").striped(true).num_columns(3).show(ui, |ui| {
         ui.strong("model state");
@@ -391,8 +441,10 @@ pub fn model_state(ui: &mut Ui, plan: &Plan) {
     ));
 }
 
-/// Each segment as a bar of its blocks (allocated by category, free in dark grey), at op `op`.
-pub fn allocator_map(ui: &mut Ui, plan: &Plan, memory: &StepMemory, op: Option<usize>) {
+/// Each segment as a bar of its blocks (allocated by category, free in dark grey), at op `op`;
+/// under them, when the driver reported after a real step, its memory blocks with the buffers
+/// inside them (oomlab's segments by label, everything else in grey).
+pub fn allocator_map(ui: &mut Ui, plan: &Plan, memory: &StepMemory, op: Option<usize>, device: Option<&DeviceMemory>) {
     let segments = segments_at(&memory.events, op);
     let reserved: u64 = segments.iter().map(|s| s.size).sum();
     let allocated: u64 = segments.iter().map(SegmentState::allocated_bytes).sum();
@@ -437,6 +489,48 @@ pub fn allocator_map(ui: &mut Ui, plan: &Plan, memory: &StepMemory, op: Option<u
             });
         }
     });
+    if let Some(d) = device {
+        driver_blocks(ui, d);
+    }
+}
+
+/// The driver's memory blocks after the last step (device figures), each a bar of the
+/// allocations inside it: oomlab's segment buffers in blue with their labels, others in grey.
+pub fn driver_blocks(ui: &mut Ui, d: &DeviceMemory) {
+    let (blocks, block_bytes) = d.segment_blocks();
+    ui.label(format!(
+        "Under them, {}: {blocks} memory block(s) of {} hold the segment buffers ({} requested, {} reported).",
+        Source::Device.word(),
+        format_bytes(block_bytes),
+        format_bytes(d.requested_bytes()),
+        format_bytes(d.segment_bytes())
+    ));
+    let widest = d.blocks.iter().map(|b| b.size_bytes).max().unwrap_or(1).max(1);
+    let ours = |name: &str| crate::memory::device::parse_segment_label(name).is_some();
+    for block in d.blocks.iter().filter(|b| b.allocations.iter().any(|a| ours(&a.name))) {
+        ui.horizontal(|ui| {
+            ui.label(RichText::new(format!("{:>9}", format_bytes(block.size_bytes))).monospace());
+            let width = (ui.available_width() - 8.0).max(50.0) * (block.size_bytes as f32 / widest as f32).max(0.05);
+            let (rect, response) = ui.allocate_exact_size(egui::vec2(width, 14.0), egui::Sense::hover());
+            let painter = ui.painter_at(rect);
+            painter.rect_filled(rect, 0.0, Color32::from_gray(30));
+            let mut hovered = None;
+            for a in &block.allocations {
+                let at = |x: u64| rect.left() + rect.width() * (x as f32 / block.size_bytes.max(1) as f32);
+                let (x0, x1) = (at(a.offset_bytes), at(a.offset_bytes + a.size_bytes));
+                let r = egui::Rect::from_x_y_ranges(x0..=x1.max(x0 + 1.0), rect.y_range());
+                let color = if ours(&a.name) { Color32::from_rgb(76, 114, 176) } else { Color32::from_gray(110) };
+                painter.rect_filled(r.shrink(0.5), 0.0, color);
+                if response.hover_pos().is_some_and(|p| r.contains(p)) {
+                    hovered = Some(a);
+                }
+            }
+            if let Some(a) = hovered {
+                let name = if a.name.is_empty() { "(unnamed)" } else { &a.name };
+                response.on_hover_text(format!("{name} — {} at {}", format_bytes(a.size_bytes), a.offset_bytes));
+            }
+        });
+    }
 }
 
 /// What the user can switch on to fit, from the seed's diagnostic workflow.
@@ -499,7 +593,7 @@ pub fn training(ui: &mut Ui, losses: &[f32], step_secs: &[f64]) {
             let recent = &step_secs[step_secs.len().saturating_sub(10)..];
             let mean = recent.iter().sum::<f64>() / recent.len() as f64;
             ui.label(format!(
-                "Step {}: loss {loss:.4} (measured). Last step {:.0} ms; {:.2} steps/s over the last {}.",
+                "Step {}: loss {loss:.4} (computed by the step). Last step {:.0} ms; {:.2} steps/s over the last {}.",
                 losses.len(),
                 secs * 1e3,
                 1.0 / mean.max(1e-9),

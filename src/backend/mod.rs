@@ -20,6 +20,17 @@ pub enum BackendError {
     /// The step does not fit the (virtual) GPU's memory.
     #[error("{0}")]
     OutOfMemory(Box<crate::memory::StepOom>),
+    /// The CPU backend's host could not hold the step (refused before allocating, or an
+    /// allocation the host refused).
+    #[error("{0}")]
+    HostMemory(String),
+}
+
+/// A plan size as a host index. Saturates rather than wraps: a plan whose sizes pass `usize`
+/// (wasm32: 2³²) is refused before an executor holds it (the host-memory and adapter-limit
+/// checks), so a saturated value never reaches an executing op.
+pub fn ix(x: u64) -> usize {
+    usize::try_from(x).unwrap_or(usize::MAX)
 }
 
 /// What a training loop needs from a backend.
@@ -34,8 +45,12 @@ pub trait Trainer {
     fn read_params(&mut self) -> Result<Vec<f32>, BackendError>;
     fn read_grads(&mut self) -> Result<Vec<f32>, BackendError>;
     fn write_params(&mut self, flat: &[f32]) -> Result<(), BackendError>;
-    /// What the caching allocator saw during the last step (measured), once a step has run.
+    /// The caching allocator's account of the last step, recorded live as it ran (the
+    /// "allocator" figures), once a step has run.
     fn memory(&self) -> Option<&crate::memory::StepMemory>;
+    /// What the driver layer reported after the last step (the "device" figures), or why
+    /// there is no report.
+    fn device_figures(&self) -> crate::memory::device::DeviceFigures;
     /// fp16's dynamic loss scaling (None in other precisions).
     fn loss_scaler(&self) -> Option<&crate::plan::LossScaler>;
     fn loss_scaler_mut(&mut self) -> Option<&mut crate::plan::LossScaler>;
@@ -78,7 +93,7 @@ pub fn micro_uploads<'a>(plan: &Plan, batch: &'a Batch) -> Result<Vec<MicroUploa
     if batch.shape != expected {
         return Err(BackendError::ShapeMismatch { plan: expected, batch: batch.shape });
     }
-    let per = plan.shape.rows();
+    let per = ix(plan.shape.rows());
     Ok(plan
         .handles
         .micro

@@ -232,7 +232,7 @@ pub fn run(a: &EstimateArgs) -> Result<(), Failure> {
         } else {
             for c in list {
                 let verdict = if c.holds { "holds" } else { "breaks" };
-                println!("• {} — {verdict}\n  ({})\n  {}\n", c.claim, c.source, c.finding);
+                println!("• {} — {verdict}\n  ({})\n  {}\n  Verdict: {}.\n", c.claim, c.source, c.finding, c.test);
             }
         }
         return Ok(());

@@ -14,6 +14,7 @@ use oomlab::backend::gpu::{GpuContext, GpuExecutor, Kernels};
 use oomlab::backend::{BackendError, BackendKind, Trainer};
 use oomlab::data::Dataset;
 use oomlab::dump::StepDump;
+use oomlab::memory::device::{DeviceFigures, SOURCE_ALLOCATOR, SOURCE_DEVICE, SOURCE_PREDICTED};
 use oomlab::memory::formula::activation_peak_bytes;
 use oomlab::memory::{StepMemory, memory_summary, simulate, simulate_peak};
 use oomlab::model::params::LoraConfig;
@@ -59,7 +60,7 @@ enum Command {
         #[command(flatten)]
         config: ConfigArgs,
     },
-    /// Run one real step under a memory budget: measured and predicted bytes per category, the
+    /// Run one real step under a memory budget: the allocator's live bytes, the plan's prediction and the device's report per category, the
     /// peaks, the allocator's stats. Exit code 3 on out-of-memory.
     #[command(allow_negative_numbers = true)]
     Measure {
@@ -201,6 +202,8 @@ impl From<BackendError> for Failure {
         match e {
             BackendError::Config(c) => c.into(),
             BackendError::OutOfMemory(oom) => Self { code: EXIT_OOM, message: oom.message },
+            // The host's memory ran out (or would have): an out-of-memory too, of the CPU.
+            BackendError::HostMemory(message) => Self { code: EXIT_OOM, message },
             other => Self { code: EXIT_FAILURE, message: other.to_string() },
         }
     }
@@ -696,29 +699,84 @@ fn bench_gemm(size: i64) -> Result<(), Failure> {
     Ok(())
 }
 
-/// Runs one real step and returns the allocator's view of it (measured).
-fn measured_step(
-    r: &Resolved,
-    plan: Plan,
-    dataset: &Dataset,
-    gpu: Option<&Gpu>,
-) -> Result<(StepMemory, f32, String), Failure> {
-    let batch = dataset.batch(r.batch_shape(), r.seed, 0)?;
-    match (r.backend, gpu) {
+/// One real step: the allocator's live account of it, the loss, the backend, and the device's
+/// figures.
+struct RealStep {
+    memory: StepMemory,
+    loss: f32,
+    backend: String,
+    device: DeviceFigures,
+}
+
+/// Runs one real step on the configured backend.
+fn real_step(r: &Resolved, plan: Plan, dataset: &Dataset, gpu: Option<&Gpu>) -> Result<RealStep, Failure> {
+    let mut trainer: Box<dyn Trainer> = match (r.backend, gpu) {
         (BackendKind::Gpu, Some(g)) => {
-            let mut exec =
-                pollster::block_on(GpuExecutor::with_budget(&g.ctx, &g.kernels, plan, r.seed, r.budget_bytes))?;
-            let loss = exec.train_step(&batch)?;
-            Ok((exec.memory().clone(), loss, exec.backend_name()))
+            Box::new(pollster::block_on(GpuExecutor::with_budget(&g.ctx, &g.kernels, plan, r.seed, r.budget_bytes))?)
         }
-        _ => {
-            let mut exec = CpuExecutor::<f32>::with_budget(plan, r.seed, r.budget_bytes)?;
-            let loss = exec.train_step(&batch)?;
-            let name = exec.backend_name();
-            let memory =
-                exec.memory().cloned().ok_or_else(|| Failure { code: EXIT_FAILURE, message: "no step ran".into() })?;
-            Ok((memory, loss, name))
+        _ => Box::new(CpuExecutor::<f32>::with_budget(plan, r.seed, r.budget_bytes)?),
+    };
+    let batch = dataset.batch(r.batch_shape(), r.seed, 0)?;
+    let loss = trainer.train_step(&batch)?;
+    let memory =
+        trainer.memory().cloned().ok_or_else(|| Failure { code: EXIT_FAILURE, message: "no step ran".into() })?;
+    Ok(RealStep { memory, loss, backend: trainer.backend_name(), device: trainer.device_figures() })
+}
+
+/// What each source of a number means, for JSON documents and the CLI's text.
+fn sources_json(backend: &str) -> serde_json::Value {
+    serde_json::json!({
+        "predicted": SOURCE_PREDICTED,
+        "allocator": format!("{SOURCE_ALLOCATOR} on {backend}"),
+        "device": SOURCE_DEVICE,
+    })
+}
+
+/// The device object of a JSON document: the driver's figures, or why there are none.
+fn device_json(device: &DeviceFigures) -> serde_json::Value {
+    match device {
+        DeviceFigures::Reported(d) => {
+            let (blocks, block_bytes) = d.segment_blocks();
+            serde_json::json!({
+                "segment_buffers": d.segments.len(),
+                "segment_bytes": d.segment_bytes(),
+                "requested_bytes": d.requested_bytes(),
+                "driver_rounding_bytes": d.rounding_bytes() as i64,
+                "peak_segment_bytes": d.peak_segment_bytes,
+                "memory_blocks": blocks,
+                "memory_block_bytes": block_bytes,
+                "other_allocations": d.other_allocations,
+                "other_bytes": d.other_bytes,
+                "total_allocated_bytes": d.total_allocated_bytes,
+                "total_reserved_bytes": d.total_reserved_bytes,
+                "missing_segments": d.missing,
+                "leftover_buffers": d.leftover,
+                "counters": d.counters,
+                "segments": d.segments,
+            })
         }
+        DeviceFigures::NotReported { .. } => serde_json::Value::Null,
+    }
+}
+
+/// The device's figures as the CLI prints them, next to the allocator's reserved bytes.
+fn device_text(device: &DeviceFigures, allocator_reserved: u64) -> String {
+    match device {
+        DeviceFigures::Reported(d) => {
+            let (blocks, block_bytes) = d.segment_blocks();
+            format!(
+                "device (driver report): {} segment buffer(s) hold {} — the allocator's {} reserved + {} bytes of the driver's \
+                 rounding — in {blocks} driver memory blocks of {} in all; {} other allocations ({}) outside oomlab's allocator\n",
+                d.segments.len(),
+                format_bytes(d.segment_bytes()),
+                format_bytes(allocator_reserved),
+                d.rounding_bytes(),
+                format_bytes(block_bytes),
+                d.other_allocations,
+                format_bytes(d.other_bytes),
+            )
+        }
+        DeviceFigures::NotReported { reason } => format!("device: {reason}\n"),
     }
 }
 
@@ -748,19 +806,20 @@ fn measure(config: &ConfigArgs) -> Result<(), Failure> {
         .tensors
         .iter()
         .filter(|t| t.category == Category::OptimizerState)
-        .map(|t| (t.name.trim_start_matches("optimizer.").to_string(), t.size_bytes() as u64))
+        .map(|t| (t.name.trim_start_matches("optimizer.").to_string(), t.size_bytes()))
         .collect();
     let predicted = simulate(&plan, r.budget_bytes);
     let gpu = if r.backend == BackendKind::Gpu { Some(open_gpu()?) } else { None };
-    let measured = match measured_step(&r, plan, &dataset, gpu.as_ref()) {
+    let real = match real_step(&r, plan, &dataset, gpu.as_ref()) {
         Ok(m) => Ok(m),
         Err(f) if f.code == EXIT_OOM => Err(f),
         Err(f) => return Err(f),
     };
-    match (measured, predicted) {
-        (Ok((m, loss, backend)), Ok(p)) => {
+    match (real, predicted) {
+        (Ok(RealStep { memory: m, loss, backend, device }), Ok(p)) => {
             if r.json {
                 let doc = serde_json::json!({
+                    "sources": sources_json(&backend),
                     "backend": backend,
                     "batch": r.batch_shape().batch,
                     "micro_batch": r.shape.batch,
@@ -771,18 +830,23 @@ fn measure(config: &ConfigArgs) -> Result<(), Failure> {
                     "recomputed_flops": recomputed_flops,
                     "budget_bytes": r.budget_bytes,
                     "loss": loss,
-                    "measured": m.peak_allocated,
+                    "allocator": m.peak_allocated,
                     "predicted": p.peak_allocated,
-                    "measured_tensor_bytes": m.peak_requested,
+                    "allocator_tensor_bytes": m.peak_requested,
                     "predicted_tensor_bytes": p.peak_requested,
-                    "peak_allocated_bytes": m.peak_allocated_bytes(),
-                    "peak_reserved_bytes": m.peak_reserved_bytes(),
+                    "allocator_peak_allocated_bytes": m.peak_allocated_bytes(),
+                    "allocator_peak_reserved_bytes": m.peak_reserved_bytes(),
                     "predicted_peak_allocated_bytes": p.peak_allocated_bytes(),
                     "predicted_peak_reserved_bytes": p.peak_reserved_bytes(),
-                    "activation_bytes": m.activation_peak_bytes,
-                    "activation_formula_bytes": formula,
+                    "allocator_activation_bytes": m.activation_peak_bytes,
+                    "predicted_activation_formula_bytes": formula,
                     "optimizer_states": optimizer_states,
-                    "allocator": m.stats,
+                    "allocator_stats": m.stats,
+                    "device": device_json(&device),
+                    "device_not_reported": match &device {
+                        DeviceFigures::NotReported { reason } => Some(reason.clone()),
+                        DeviceFigures::Reported(_) => None,
+                    },
                 });
                 println!("{doc}");
             } else {
@@ -793,7 +857,7 @@ fn measure(config: &ConfigArgs) -> Result<(), Failure> {
                     format_bytes(r.budget_bytes)
                 );
                 println!("techniques: {}", r.techniques.describe());
-                println!("{:<16} {:>16} {:>16}", "at the peak", "measured", "predicted");
+                println!("{:<16} {:>16} {:>16}", "at the peak", "allocator (live)", "predicted (plan)");
                 for c in Category::ALL {
                     let (a, b) = (m.peak_allocated.get(c), p.peak_allocated.get(c));
                     if a > 0 || b > 0 {
@@ -813,10 +877,11 @@ fn measure(config: &ConfigArgs) -> Result<(), Failure> {
                     format_bytes(p.peak_reserved_bytes())
                 );
                 println!(
-                    "activations saved for backward, at their peak: {} measured, {} by the closed form",
+                    "activations saved for backward, at their peak: {} by the allocator (live), {} by the closed form (predicted)",
                     format_bytes(m.activation_peak_bytes),
                     format_bytes(formula)
                 );
+                print!("{}", device_text(&device, m.stats.reserved_bytes));
                 if recomputed_flops > 0 {
                     println!(
                         "recomputation: {:.1} MFLOP of {:.1} MFLOP per step ({:.0}% extra compute)",
@@ -875,8 +940,8 @@ fn sweep(execute: bool, csv: Option<&std::path::Path>, config: &ConfigArgs) -> R
         let formula = activation_peak_bytes(&r.model, shape, &r.techniques);
         let memory = if execute {
             let one = Resolved { shape, batches: vec![batch], ..r.clone() };
-            match measured_step(&one, plan, &dataset, gpu.as_ref()) {
-                Ok((m, _, _)) => Ok(m),
+            match real_step(&one, plan, &dataset, gpu.as_ref()).map(|s| s.memory) {
+                Ok(m) => Ok(m),
                 Err(f) if f.code == EXIT_OOM => Err(f.message),
                 Err(f) => return Err(f),
             }
@@ -930,12 +995,12 @@ fn sweep(execute: bool, csv: Option<&std::path::Path>, config: &ConfigArgs) -> R
             .collect();
         println!(
             "{}",
-            serde_json::json!({"budget_bytes": r.budget_bytes, "techniques": r.techniques, "source": if execute { "measured" } else { "predicted" }, "rows": list, "largest_fitting_batch": largest, "first_oom_batch": first_oom, "elapsed_secs": elapsed})
+            serde_json::json!({"budget_bytes": r.budget_bytes, "techniques": r.techniques, "source": if execute { "allocator" } else { "predicted" }, "rows": list, "largest_fitting_batch": largest, "first_oom_batch": first_oom, "elapsed_secs": elapsed})
         );
     } else {
         println!(
             "memory per batch ({}, budget {}, seq {}, {}):",
-            if execute { "measured by real steps" } else { "predicted by the plan" },
+            if execute { "allocator (live), from real steps" } else { "predicted by the plan" },
             format_bytes(r.budget_bytes),
             r.shape.seq,
             r.techniques.describe()
@@ -1143,7 +1208,7 @@ fn compare(steps: i64, config: &ConfigArgs) -> Result<(), Failure> {
         return Ok(());
     }
     println!(
-        "techniques on {backend_name}: d {} L {} heads {}, batch {}×{}, budget {} (measured by real steps)",
+        "techniques on {backend_name}: d {} L {} heads {}, batch {}×{}, budget {} (allocator (live), from real steps)",
         r.model.d_model,
         r.model.n_layers,
         r.model.n_heads,

@@ -202,10 +202,12 @@ pub struct CachingAllocator<T> {
 }
 
 impl<T: Clone> CachingAllocator<T> {
-    /// An empty allocator over `capacity` bytes of (virtual) device memory.
+    /// An empty allocator over `capacity` bytes of (virtual) device memory, at most
+    /// [`crate::plan::MAX_BUDGET_BYTES`] (4 EiB): with tensors of at most 2⁶⁰ bytes, no sum of
+    /// reserved bytes can then pass u64.
     pub fn new(capacity: u64) -> Self {
         Self {
-            capacity,
+            capacity: capacity.min(crate::plan::MAX_BUDGET_BYTES),
             segments: BTreeMap::new(),
             free: BTreeMap::from([(Pool::Small, BTreeSet::new()), (Pool::Large, BTreeSet::new())]),
             next_segment: 0,
@@ -290,7 +292,7 @@ impl<T: Clone> CachingAllocator<T> {
 
     /// Reserves a new segment if it fits the capacity; returns its id.
     fn new_segment(&mut self, pool: Pool, size: u64) -> Option<SegmentId> {
-        if self.stats.reserved_bytes + size > self.capacity {
+        if self.stats.reserved_bytes.checked_add(size).is_none_or(|r| r > self.capacity) {
             return None;
         }
         let id = SegmentId(self.next_segment);

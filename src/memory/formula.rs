@@ -57,7 +57,7 @@ pub fn activation_peak_bytes(model: &ModelConfig, shape: StepShape, techniques: 
     // Bytes of one tensor of n values: in the step's precision, or fp32 (LayerNorm statistics
     // and attention's logsumexp stay fp32 under mixed precision).
     let dt = techniques.precision.dtype();
-    let nb = |n: u64| dt.bytes_for(n as usize) as u64;
+    let nb = |n: u64| dt.bytes_for(n);
     let wb = |n: u64| 4 * n;
     let fused = techniques.attention == AttentionKind::Fused;
     let att = if fused { wb(a * s * b) } else { nb(a * s * s * b) };

@@ -2,6 +2,7 @@
 //! prediction of every byte, per category and over time); the closed-form formulas.
 
 pub mod allocator;
+pub mod device;
 pub mod estimate;
 pub mod formula;
 pub mod map;

@@ -145,6 +145,10 @@ pub struct StepAllocator {
     /// Running sums per category (indexed by `Category::index`): block bytes and tensor bytes.
     live_allocated: [u64; 9],
     live_requested: [u64; 9],
+    /// Every allocation (true) and free (false) since [`Self::clear_log`], in order: a trace
+    /// rebuilds the tensors alive at its peak from it, instead of copying the live set at every
+    /// new peak (which made a step quadratic in its ops).
+    log: Vec<(TensorId, bool)>,
 }
 
 impl StepAllocator {
@@ -161,7 +165,7 @@ impl StepAllocator {
         let allocator = CachingAllocator::new(capacity);
         let allocator = if record_events { allocator } else { allocator.without_events() };
         Self {
-            sizes: plan.tensors.iter().map(|t| t.size_bytes() as u64).collect(),
+            sizes: plan.tensors.iter().map(|t| t.size_bytes()).collect(),
             categories: plan.tensors.iter().map(|t| t.category).collect(),
             lifetimes,
             starts,
@@ -171,7 +175,13 @@ impl StepAllocator {
             current: vec![None; plan.tensors.len()],
             live_allocated: [0; 9],
             live_requested: [0; 9],
+            log: Vec::new(),
         }
+    }
+
+    /// Forgets the allocation log (a new step's trace starts).
+    pub fn clear_log(&mut self) {
+        self.log.clear();
     }
 
     fn alloc(&mut self, plan: &Plan, tensor: TensorId, op: Option<usize>) -> Result<Placement, Box<StepOom>> {
@@ -183,6 +193,7 @@ impl StepAllocator {
                 let c = self.categories[tensor.0].index();
                 self.live_allocated[c] += p.size;
                 self.live_requested[c] += bytes;
+                self.log.push((tensor, true));
                 Ok(p)
             }
             Err(error) => {
@@ -265,6 +276,7 @@ impl StepAllocator {
         let c = self.categories[t.0].index();
         self.live_allocated[c] -= p.size;
         self.live_requested[c] -= self.sizes[t.0];
+        self.log.push((t, false));
     }
 
     /// Bytes per category now: (block bytes, tensor bytes).
@@ -324,7 +336,11 @@ pub struct Trace {
     pub peak_allocated_bytes: u64,
     pub peak_allocated: CategoryBytes,
     pub peak_requested: CategoryBytes,
-    pub live_at_peak: Vec<TensorId>,
+    /// The tensors alive at the first point, and the allocator's log position then and at the
+    /// peak: the tensors alive at the peak are rebuilt from them when the trace finishes.
+    start_live: Vec<TensorId>,
+    start_log: usize,
+    peak_log: usize,
     pub activation_peak_bytes: u64,
 }
 
@@ -338,13 +354,17 @@ impl Trace {
     pub fn record(&mut self, sa: &StepAllocator, op: Option<usize>) {
         let stats = sa.allocator.stats();
         self.activation_peak_bytes = self.activation_peak_bytes.max(sa.requested_bytes(Category::Activations));
+        if self.points == 0 {
+            self.start_live = sa.live();
+            self.start_log = sa.log.len();
+        }
         if self.points == 0 || stats.allocated_bytes > self.peak_allocated_bytes {
             let (allocated, requested) = sa.category_sums();
             self.peak_index = self.points;
             self.peak_allocated_bytes = stats.allocated_bytes;
             self.peak_allocated = allocated;
             self.peak_requested = requested;
-            self.live_at_peak = sa.live();
+            self.peak_log = sa.log.len();
         }
         if self.detailed {
             let (allocated, _) = sa.category_sums();
@@ -360,13 +380,23 @@ impl Trace {
 
     /// The finished report.
     pub fn finish(self, sa: &StepAllocator, capacity_bytes: u64) -> StepMemory {
+        // The tensors alive at the peak: those alive at the start, with the allocations and frees
+        // between the start and the peak replayed.
+        let mut alive = vec![false; sa.sizes.len()];
+        for t in &self.start_live {
+            alive[t.0] = true;
+        }
+        for &(t, allocated) in sa.log.get(self.start_log..self.peak_log).unwrap_or(&[]) {
+            alive[t.0] = allocated;
+        }
+        let live_at_peak = (0..alive.len()).filter(|&i| alive[i]).map(TensorId).collect();
         StepMemory {
             capacity_bytes,
             timeline: self.timeline,
             peak_index: self.peak_index,
             peak_allocated: self.peak_allocated,
             peak_requested: self.peak_requested,
-            live_at_peak: self.live_at_peak,
+            live_at_peak,
             activation_peak_bytes: self.activation_peak_bytes,
             stats: sa.allocator.stats(),
             largest_free_block: sa.allocator.largest_free_block(),

@@ -45,6 +45,10 @@ pub enum ConfigError {
     SequenceTooLong { got: usize, max: usize },
     #[error("token id {id} at position {position} is out of range for a vocabulary of {vocab}")]
     TokenOutOfRange { id: i64, position: usize, vocab: usize },
+    /// A size beyond what oomlab plans: a tensor too large to count in bytes, or a step of too
+    /// many ops to hold in memory.
+    #[error("{what} would be {amount} {unit}: more than oomlab plans ({limit} {unit} at most)")]
+    SizeLimit { what: String, amount: u128, limit: u64, unit: &'static str },
     #[error("{0}")]
     Other(String),
 }
@@ -79,7 +83,7 @@ impl ModelConfig {
     }
 
     /// Total number of trainable parameters (tied embeddings counted once).
-    pub fn num_parameters(&self) -> usize {
+    pub fn num_parameters(&self) -> u64 {
         ParamLayout::new(self).num_parameters()
     }
 }
@@ -113,9 +117,10 @@ impl StepShape {
         Ok(())
     }
 
-    /// Rows of the activations, B·T.
-    pub fn rows(&self) -> usize {
-        self.batch * self.seq
+    /// Rows of the activations, B·T (u64: both dimensions are at most [`MAX_DIM`], so the
+    /// product fits, where `usize` is 32 bits too).
+    pub fn rows(&self) -> u64 {
+        self.batch as u64 * self.seq as u64
     }
 }
 

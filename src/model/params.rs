@@ -9,11 +9,13 @@
 //! Matrices come first and biases/LayerNorm parameters after them, so AdamW's decoupled weight
 //! decay applies to `[0, decay_end)` only, as in GPT-2/nanoGPT training.
 
+use std::collections::HashMap;
+
 use super::ModelConfig;
 
 /// 128 elements: 256 bytes of 16-bit values (512 of f32), a multiple of wgpu's maximum
 /// `min_storage_buffer_offset_alignment` (256 bytes) whatever the precision.
-pub const PARAM_ALIGN_ELEMS: usize = 128;
+pub const PARAM_ALIGN_ELEMS: u64 = 128;
 
 /// How a parameter is initialised (GPT-2's scheme).
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -55,7 +57,7 @@ impl LoraTarget {
         }
     }
     /// (in, out) features for width d.
-    pub fn features(self, d: usize) -> (usize, usize) {
+    pub fn features(self, d: u64) -> (u64, u64) {
         match self {
             LoraTarget::Qkv => (d, 3 * d),
             LoraTarget::AttnProj => (d, d),
@@ -157,20 +159,26 @@ pub struct ParamSpec {
     /// Hugging Face `GPT2LMHeadModel` state-dict name.
     pub name: String,
     /// Shape in Hugging Face layout (Conv1D weights are in×out).
-    pub shape: Vec<usize>,
+    pub shape: Vec<u64>,
     /// First element in the flat parameter tensor.
-    pub offset: usize,
+    pub offset: u64,
     pub init: Init,
     /// Whether AdamW's weight decay applies.
     pub decay: bool,
 }
 
 impl ParamSpec {
-    pub fn numel(&self) -> usize {
-        self.shape.iter().product()
+    pub fn numel(&self) -> u64 {
+        self.shape.iter().fold(1u64, |n, &d| n.saturating_mul(d))
     }
-    pub fn range(&self) -> std::ops::Range<usize> {
-        self.offset..self.offset + self.numel()
+    pub fn range(&self) -> std::ops::Range<u64> {
+        self.offset..self.offset.saturating_add(self.numel())
+    }
+    /// [`Self::range`] as host indices, for a layout an executor holds in host memory (None
+    /// where it does not fit a `usize`).
+    pub fn host_range(&self) -> Option<std::ops::Range<usize>> {
+        let r = self.range();
+        Some(usize::try_from(r.start).ok()?..usize::try_from(r.end).ok()?)
     }
 }
 
@@ -179,18 +187,27 @@ impl ParamSpec {
 pub struct ParamLayout {
     pub specs: Vec<ParamSpec>,
     /// Elements of the flat tensor, padding included.
-    pub flat_len: usize,
+    pub flat_len: u64,
     /// Weight decay applies to elements `[0, decay_end)`.
-    pub decay_end: usize,
+    pub decay_end: u64,
+    /// Each kind's position in `specs` (a lookup per parameter, so building a plan stays linear
+    /// in the number of layers).
+    index: HashMap<ParamKind, usize>,
 }
 
-fn align(n: usize) -> usize {
-    n.div_ceil(PARAM_ALIGN_ELEMS) * PARAM_ALIGN_ELEMS
+/// Rounds up to the alignment (saturating: `Plan::build_with` bounds the sizes first).
+fn align(n: u64) -> u64 {
+    n.div_ceil(PARAM_ALIGN_ELEMS).saturating_mul(PARAM_ALIGN_ELEMS)
+}
+
+/// Elements of a shape (saturating).
+fn numel(shape: &[u64]) -> u64 {
+    shape.iter().fold(1u64, |n, &d| n.saturating_mul(d))
 }
 
 impl ParamLayout {
     pub fn new(cfg: &ModelConfig) -> Self {
-        let (v, t, c, l) = (cfg.vocab, cfg.seq_len, cfg.d_model, cfg.n_layers);
+        let (v, t, c, l) = (cfg.vocab as u64, cfg.seq_len as u64, cfg.d_model as u64, cfg.n_layers);
         let std = 0.02f32;
         // GPT-2 scales the residual projections by 1/sqrt(2L): two residual adds per block.
         let resid_std = std / ((2 * l) as f32).sqrt();
@@ -229,23 +246,23 @@ impl ParamLayout {
 
         let mut specs = Vec::with_capacity(matrices.len() + vectors.len());
         let mut offset = 0;
-        let mut push = |list: Vec<(ParamKind, String, Vec<usize>, Init)>, decay: bool, offset: &mut usize| {
+        let mut push = |list: Vec<(ParamKind, String, Vec<u64>, Init)>, decay: bool, offset: &mut u64| {
             for (kind, name, shape, init) in list {
-                let numel: usize = shape.iter().product();
+                let n = numel(&shape);
                 specs.push(ParamSpec { kind, name, shape, offset: *offset, init, decay });
-                *offset = align(*offset + numel);
+                *offset = align(offset.saturating_add(n));
             }
         };
         push(matrices, true, &mut offset);
         let decay_end = offset;
         push(vectors, false, &mut offset);
-        Self { specs, flat_len: offset, decay_end }
+        Self::indexed(specs, offset, decay_end)
     }
 
     /// The flat tensor of LoRA adapters: A (Kaiming-uniform) and B (zeros, so training starts
     /// from the base model's function) for each target of each block; all decayed.
     pub fn lora(cfg: &ModelConfig, lora: &LoraConfig) -> Self {
-        let (c, r) = (cfg.d_model, lora.rank);
+        let (c, r) = (cfg.d_model as u64, lora.rank as u64);
         let mut specs = Vec::new();
         let mut offset = 0;
         for i in 0..cfg.n_layers {
@@ -257,27 +274,32 @@ impl ParamLayout {
                     (ParamKind::LoraA(target, i), name("lora_A"), vec![k, r], Init::Uniform { bound }),
                     (ParamKind::LoraB(target, i), name("lora_B"), vec![r, n], Init::Zeros),
                 ] {
-                    let numel: usize = shape.iter().product();
+                    let n = numel(&shape);
                     specs.push(ParamSpec { kind, name, shape, offset, init, decay: true });
-                    offset = align(offset + numel);
+                    offset = align(offset.saturating_add(n));
                 }
             }
         }
-        Self { specs, flat_len: offset, decay_end: offset }
+        Self::indexed(specs, offset, offset)
+    }
+
+    fn indexed(specs: Vec<ParamSpec>, flat_len: u64, decay_end: u64) -> Self {
+        let index = specs.iter().enumerate().map(|(i, s)| (s.kind, i)).collect();
+        Self { specs, flat_len, decay_end, index }
     }
 
     /// Trainable parameters, without padding.
-    pub fn num_parameters(&self) -> usize {
-        self.specs.iter().map(ParamSpec::numel).sum()
+    pub fn num_parameters(&self) -> u64 {
+        self.specs.iter().map(ParamSpec::numel).fold(0, u64::saturating_add)
     }
 
     /// The spec of one parameter. Every kind a valid config names exists.
     pub fn get(&self, kind: ParamKind) -> Option<&ParamSpec> {
-        self.specs.iter().find(|s| s.kind == kind)
+        self.index.get(&kind).and_then(|&i| self.specs.get(i))
     }
 
     /// Element range of one parameter in the flat tensor (empty if the kind does not exist).
-    pub fn range(&self, kind: ParamKind) -> std::ops::Range<usize> {
+    pub fn range(&self, kind: ParamKind) -> std::ops::Range<u64> {
         self.get(kind).map_or(0..0, ParamSpec::range)
     }
 }

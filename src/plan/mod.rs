@@ -44,7 +44,7 @@ pub enum DType {
 
 impl DType {
     /// Bytes per element.
-    pub fn size_bytes(self) -> usize {
+    pub fn size_bytes(self) -> u64 {
         match self {
             DType::F32 | DType::U32 => 4,
             DType::F16 | DType::BF16 => 2,
@@ -58,8 +58,10 @@ impl DType {
 
     /// Bytes of `n` elements as stored: rounded up to whole 4-byte words (GPU bindings are
     /// sized in words; 16-bit values are packed two per word where the adapter has no f16).
-    pub fn bytes_for(self, n: usize) -> usize {
-        (n * self.size_bytes()).div_ceil(4) * 4
+    /// Saturates instead of wrapping; a built plan's tensors are far below the limit (see
+    /// [`MAX_TENSOR_ELEMS`]).
+    pub fn bytes_for(self, n: u64) -> u64 {
+        n.saturating_mul(self.size_bytes()).div_ceil(4).saturating_mul(4)
     }
 }
 
@@ -70,7 +72,9 @@ pub struct TensorId(pub usize);
 #[derive(Clone, Debug, PartialEq)]
 pub struct TensorInfo {
     pub name: String,
-    pub shape: Vec<usize>,
+    /// Dimensions, in u64: a dimension can be a product (rows = B·T), and products of sizes
+    /// pass 2³² where `usize` is 32 bits (wasm32).
+    pub shape: Vec<u64>,
     pub dtype: DType,
     pub category: Category,
     /// The block it belongs to, for per-layer views.
@@ -78,10 +82,11 @@ pub struct TensorInfo {
 }
 
 impl TensorInfo {
-    pub fn numel(&self) -> usize {
-        self.shape.iter().product()
+    /// Elements (saturating; [`Plan::build_with`] refuses any tensor near the limit).
+    pub fn numel(&self) -> u64 {
+        self.shape.iter().fold(1u64, |n, &d| n.saturating_mul(d))
     }
-    pub fn size_bytes(&self) -> usize {
+    pub fn size_bytes(&self) -> u64 {
         self.dtype.bytes_for(self.numel())
     }
 }
@@ -91,8 +96,8 @@ impl TensorInfo {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct View {
     pub tensor: TensorId,
-    pub offset: usize,
-    pub len: usize,
+    pub offset: u64,
+    pub len: u64,
 }
 
 /// Which part of the step an op belongs to.
@@ -159,9 +164,9 @@ pub enum Op {
         weight: View,
         bias: Option<View>,
         out: View,
-        rows: usize,
-        k: usize,
-        n: usize,
+        rows: u64,
+        k: u64,
+        n: u64,
         weight_transposed: bool,
     },
     /// dinp (+)= dout·Wᵀ; dweight += inpᵀ·dout; dbias += Σ_rows dout. A frozen weight (LoRA)
@@ -174,9 +179,9 @@ pub enum Op {
         dinp: View,
         dweight: Option<View>,
         dbias: Option<View>,
-        rows: usize,
-        k: usize,
-        n: usize,
+        rows: u64,
+        k: u64,
+        n: u64,
         weight_transposed: bool,
         accumulate: bool,
     },
@@ -185,9 +190,9 @@ pub enum Op {
         inp: View,
         weight: View,
         out: View,
-        rows: usize,
-        k: usize,
-        n: usize,
+        rows: u64,
+        k: u64,
+        n: u64,
         alpha: f64,
     },
     /// dinp = alpha·dout·Wᵀ; dweight += alpha·inpᵀ·dout.
@@ -197,9 +202,9 @@ pub enum Op {
         dout: View,
         dinp: View,
         dweight: View,
-        rows: usize,
-        k: usize,
-        n: usize,
+        rows: u64,
+        k: u64,
+        n: u64,
         alpha: f64,
     },
     /// Causal self-attention on qkv (B,T,3C): att (B,NH,T,T) = softmax(QKᵀ/√hs) saved for
@@ -394,43 +399,44 @@ impl Op {
     /// dense (T² per head, as the standard path's GEMMs compute them); elementwise ops by a
     /// small per-element constant. Estimates for reporting, not measurements.
     pub fn flops(&self, model: &ModelConfig, shape: StepShape) -> u64 {
+        // Saturating: a count beyond u64 (absurd configs) shows as u64::MAX, never wraps.
+        let mul = |xs: &[u64]| xs.iter().fold(1u64, |a, &x| a.saturating_mul(x));
         let (b, t) = (shape.batch as u64, shape.seq as u64);
         let (nh, hs) = (model.n_heads as u64, model.head_size() as u64);
-        let scores = b * nh * t * t;
-        let len = |v: &View| v.len as u64;
+        let scores = mul(&[b, nh, t, t]);
+        let len = |v: &View| v.len;
+        // A GEMM's 2·r·k·n, plus r·n for a bias or an accumulated output.
+        let gemm = |products: u64, r: u64, k: u64, n: u64, extra: bool| {
+            mul(&[2, products, r, k, n]).saturating_add(if extra { mul(&[r, n]) } else { 0 })
+        };
         match self {
             Op::Zero { .. } => 0,
             Op::Embedding { out, .. } => len(out),
             Op::EmbeddingBackward { dout, .. } => len(dout),
-            Op::LayerNorm { out, .. } => 8 * len(out),
-            Op::LayerNormBackward { dout, .. } => 14 * len(dout),
-            Op::Matmul { rows, k, n, bias, .. } => {
-                let (r, k, n) = (*rows as u64, *k as u64, *n as u64);
-                2 * r * k * n + if bias.is_some() { r * n } else { 0 }
-            }
+            Op::LayerNorm { out, .. } => mul(&[8, len(out)]),
+            Op::LayerNormBackward { dout, .. } => mul(&[14, len(dout)]),
+            Op::Matmul { rows, k, n, bias, .. } => gemm(1, *rows, *k, *n, bias.is_some()),
             Op::MatmulBackward { rows, k, n, dbias, dweight, .. } => {
-                let (r, k, n) = (*rows as u64, *k as u64, *n as u64);
-                let products = if dweight.is_some() { 2 } else { 1 };
-                2 * products * r * k * n + if dbias.is_some() { r * n } else { 0 }
+                gemm(if dweight.is_some() { 2 } else { 1 }, *rows, *k, *n, dbias.is_some())
             }
-            Op::MatmulAdd { rows, k, n, .. } => 2 * (*rows * *k * *n) as u64 + (*rows * *n) as u64,
-            Op::MatmulAddBackward { rows, k, n, .. } => 4 * (*rows * *k * *n) as u64 + (*rows * *n) as u64,
+            Op::MatmulAdd { rows, k, n, .. } => gemm(1, *rows, *k, *n, true),
+            Op::MatmulAddBackward { rows, k, n, .. } => gemm(2, *rows, *k, *n, true),
             // QKᵀ and P·V (2·hs each per score) and the softmax (~5 per score).
-            Op::Attention { .. } => scores * (4 * hs + 5),
+            Op::Attention { .. } => mul(&[scores, 4 * hs + 5]),
             // dP = dO·Vᵀ, dV = Pᵀ·dO, dQ = dS·K, dK = dSᵀ·Q and the softmax backward.
-            Op::AttentionBackward { .. } => scores * (8 * hs + 4),
-            Op::FlashAttention { .. } => scores * (4 * hs + 5),
+            Op::AttentionBackward { .. } => mul(&[scores, 8 * hs + 4]),
+            Op::FlashAttention { .. } => mul(&[scores, 4 * hs + 5]),
             // The scores recomputed (2·hs) on top of the standard backward.
-            Op::FlashAttentionBackward { .. } => scores * (10 * hs + 9),
-            Op::Gelu { out, .. } => 10 * len(out),
-            Op::GeluBackward { dinp, .. } => 14 * len(dinp),
+            Op::FlashAttentionBackward { .. } => mul(&[scores, 10 * hs + 9]),
+            Op::Gelu { out, .. } => mul(&[10, len(out)]),
+            Op::GeluBackward { dinp, .. } => mul(&[14, len(dinp)]),
             Op::Residual { out, .. } => len(out),
             Op::ResidualBackward { .. } => 0,
-            Op::CrossEntropy { logits, .. } => 4 * len(logits),
-            Op::CrossEntropyBackward { dlogits, .. } => 2 * len(dlogits),
+            Op::CrossEntropy { logits, .. } => mul(&[4, len(logits)]),
+            Op::CrossEntropyBackward { dlogits, .. } => mul(&[2, len(dlogits)]),
             Op::CheckFinite { grads, .. } => len(grads),
-            Op::AdamW { params, .. } => 12 * len(params),
-            Op::Sgd { params, .. } => 4 * len(params),
+            Op::AdamW { params, .. } => mul(&[12, len(params)]),
+            Op::Sgd { params, .. } => mul(&[4, len(params)]),
         }
     }
 }
@@ -561,14 +567,19 @@ impl Plan {
                 *s = Some(s.map_or((i, i), |(first, _)| (first, i)));
             }
         }
-        let mut losses: Vec<TensorId> = self.handles.micro.iter().map(|m| m.loss).collect();
-        losses.extend(self.handles.found_inf);
+        // The losses and the overflow flag (a set, so this stays linear with accumulation).
+        let mut held = vec![false; self.tensors.len()];
+        for id in self.handles.micro.iter().map(|m| m.loss).chain(self.handles.found_inf) {
+            if let Some(h) = held.get_mut(id.0) {
+                *h = true;
+            }
+        }
         self.tensors
             .iter()
             .zip(span)
             .enumerate()
             .map(|(i, (t, span))| {
-                let span = if losses.contains(&TensorId(i)) { None } else { span };
+                let span = if held[i] { None } else { span };
                 if t.category.is_persistent() {
                     Lifetime::Persistent
                 } else {
@@ -601,6 +612,7 @@ impl Plan {
         optimizer.validate()?;
         techniques.validate(model)?;
         check_dim("effective batch", (shape.batch as i64).saturating_mul(techniques.accum as i64))?;
+        check_sizes(model, shape, techniques)?;
         Ok(Builder::new(model, shape, optimizer, techniques).build())
     }
 
@@ -611,7 +623,8 @@ impl Plan {
 
     /// The shape of the batch one step consumes: the micro-batch times the accumulation steps.
     pub fn batch_shape(&self) -> StepShape {
-        StepShape { batch: self.shape.batch * self.techniques.accum, seq: self.shape.seq }
+        // Both ≤ MAX_DIM and their product checked by `build_with`: no overflow.
+        StepShape { batch: self.shape.batch.saturating_mul(self.techniques.accum), seq: self.shape.seq }
     }
 
     /// Floating-point operations of the whole step (multiply-adds count 2), and of the ops that
@@ -621,13 +634,67 @@ impl Plan {
         let mut recomputed = 0;
         for node in &self.ops {
             let f = node.op.flops(&self.model, self.shape);
-            total += f;
+            total = f.saturating_add(total);
             if node.recompute {
-                recomputed += f;
+                recomputed = f.saturating_add(recomputed);
             }
         }
         (total, recomputed)
     }
+}
+
+/// The most elements one tensor of a plan may have: 2⁵⁸ (1 EiB of fp32). Far beyond any GPU, it
+/// keeps every byte count of a plan — a tensor's bytes, a segment, the sum of the tensors alive
+/// at once under any budget up to [`MAX_BUDGET_BYTES`] — inside u64, on every platform.
+pub const MAX_TENSOR_ELEMS: u64 = 1 << 58;
+
+/// The largest memory budget (virtual GPU) anything in oomlab accepts: 2⁶² bytes (4 EiB).
+pub const MAX_BUDGET_BYTES: u64 = 1 << 62;
+
+/// The most ops one step's plan may have: a plan holds every op and tensor in host memory (about
+/// 0.5 KiB each), so a longer one would take hundreds of MiB — in a browser tab too. 4,096 layers
+/// without accumulation fit.
+pub const MAX_PLAN_OPS: u64 = 1 << 18;
+
+/// Refuses, before anything is built, a step whose tensors would pass [`MAX_TENSOR_ELEMS`] or
+/// whose plan would pass [`MAX_PLAN_OPS`]. Products are taken in u128, where dimensions of at
+/// most [`crate::model::MAX_DIM`] (2²⁰) cannot overflow (four of them make 2⁸⁰).
+fn check_sizes(model: &ModelConfig, shape: StepShape, techniques: &Techniques) -> Result<(), ConfigError> {
+    let (b, t, c, v, nh, l) = (
+        shape.batch as u128,
+        shape.seq as u128,
+        model.d_model as u128,
+        model.vocab as u128,
+        model.n_heads as u128,
+        model.n_layers as u128,
+    );
+    let pad = crate::model::params::PARAM_ALIGN_ELEMS as u128;
+    let accum = techniques.accum as u128;
+    let rank = techniques.lora.map_or(0, |r| r.rank as u128);
+    // Every parameter tensor padded to the alignment: 4 matrices and 8 vectors per layer.
+    let params = v * c + model.seq_len as u128 * c + l * (12 * c * c + 13 * c) + 2 * c + (12 * l + 4) * pad;
+    let largest = [
+        ("the parameters", params),
+        ("the attention probabilities (batch × heads × sequence²)", b * nh * t * t),
+        ("the logits (batch × sequence × vocabulary)", b * t * v),
+        ("the MLP activations (batch × sequence × 4·d)", b * t * 4 * c),
+        ("the LoRA adapters", l * 4 * rank * 8 * c),
+    ];
+    for (what, elems) in largest {
+        if elems > MAX_TENSOR_ELEMS as u128 {
+            let what = format!("one tensor of {what}");
+            return Err(ConfigError::SizeLimit { what, amount: elems, limit: MAX_TENSOR_ELEMS, unit: "elements" });
+        }
+    }
+    // An upper bound on the ops: per layer 9 forward and 9 backward ops, 8 + 8 more for LoRA's
+    // branches, one for selective recomputation and 17 for a recomputed forward pass; 9 outside
+    // the layers; the optimizer's 3.
+    let ops = accum * (60 * l + 16) + 3;
+    if ops > MAX_PLAN_OPS as u128 {
+        let what = format!("a step of {} layers × {} micro-batches", model.n_layers, techniques.accum);
+        return Err(ConfigError::SizeLimit { what, amount: ops, limit: MAX_PLAN_OPS, unit: "ops" });
+    }
+    Ok(())
 }
 
 /// How a block's forward pass keeps its intermediates.
@@ -745,26 +812,26 @@ impl Builder {
     fn tensor(
         &mut self,
         name: impl Into<String>,
-        shape: &[usize],
+        shape: &[u64],
         dtype: DType,
         category: Category,
         layer: Option<usize>,
     ) -> View {
         let id = TensorId(self.tensors.len());
         self.tensors.push(TensorInfo { name: name.into(), shape: shape.to_vec(), dtype, category, layer });
-        View { tensor: id, offset: 0, len: shape.iter().product() }
+        View { tensor: id, offset: 0, len: shape.iter().fold(1u64, |n, &d| n.saturating_mul(d)) }
     }
 
     /// A tensor of the current micro-batch, in the step's precision: its name gets the
     /// micro-batch's prefix (with accumulation) and marks recomputed copies.
-    fn act(&mut self, name: impl Into<String>, shape: &[usize], category: Category, layer: Option<usize>) -> View {
+    fn act(&mut self, name: impl Into<String>, shape: &[u64], category: Category, layer: Option<usize>) -> View {
         let name = self.name(name.into());
         self.tensor(name, shape, self.dt, category, layer)
     }
 
     /// Like [`Self::act`], always fp32: statistics that stay in fp32 under mixed precision, as
     /// autocast keeps them (LayerNorm's mean and 1/std, attention's logsumexp, the losses).
-    fn act32(&mut self, name: impl Into<String>, shape: &[usize], category: Category, layer: Option<usize>) -> View {
+    fn act32(&mut self, name: impl Into<String>, shape: &[u64], category: Category, layer: Option<usize>) -> View {
         let name = self.name(name.into());
         self.tensor(name, shape, DType::F32, category, layer)
     }
@@ -788,7 +855,7 @@ impl Builder {
 
     fn p(&self, kind: ParamKind) -> View {
         let r = self.layout.range(kind);
-        View { tensor: self.params.tensor, offset: r.start, len: r.len() }
+        View { tensor: self.params.tensor, offset: r.start, len: r.end - r.start }
     }
 
     /// The gradient of a base parameter; None when it is frozen (LoRA).
@@ -797,18 +864,18 @@ impl Builder {
             return None;
         }
         let r = self.layout.range(kind);
-        Some(View { tensor: self.grads.tensor, offset: r.start, len: r.len() })
+        Some(View { tensor: self.grads.tensor, offset: r.start, len: r.end - r.start })
     }
 
     /// A LoRA adapter matrix, and its gradient.
     fn lp(&self, kind: ParamKind) -> View {
         let r = self.lora.as_ref().map_or(0..0, |l| l.range(kind));
-        View { tensor: self.trainable.tensor, offset: r.start, len: r.len() }
+        View { tensor: self.trainable.tensor, offset: r.start, len: r.end - r.start }
     }
 
     fn lg(&self, kind: ParamKind) -> View {
         let r = self.lora.as_ref().map_or(0..0, |l| l.range(kind));
-        View { tensor: self.grads.tensor, offset: r.start, len: r.len() }
+        View { tensor: self.grads.tensor, offset: r.start, len: r.end - r.start }
     }
 
     fn build(mut self) -> Plan {
@@ -884,11 +951,13 @@ impl Builder {
 
     /// Forward and backward of one micro-batch; gradients accumulate into `gradients`.
     fn micro_step(&mut self) -> MicroHandles {
-        let (b, t) = (self.shape.batch, self.shape.seq);
-        let (c, v, nh, l) = (self.model.d_model, self.model.vocab, self.model.n_heads, self.model.n_layers);
+        // Sizes in u64 (`check_sizes` bounds every product); `l` counts layers.
+        let (b, t) = (self.shape.batch as u64, self.shape.seq as u64);
+        let (c, v, nh) = (self.model.d_model as u64, self.model.vocab as u64, self.model.n_heads as u64);
+        let l = self.model.n_layers;
         let rows = b * t;
         self.mode = Mode::Saved;
-        let input = |s: &mut Self, name: &str, shape: &[usize]| {
+        let input = |s: &mut Self, name: &str, shape: &[u64]| {
             let name = s.name(format!("input.{name}"));
             s.tensor(name, shape, DType::U32, Category::Input, None)
         };
@@ -1005,7 +1074,7 @@ impl Builder {
                 accumulate: false,
             },
         );
-        let datt_shape: &[usize] = match self.techniques.attention {
+        let datt_shape: &[u64] = match self.techniques.attention {
             AttentionKind::Standard => &[b, nh, t, t],
             AttentionKind::Fused => &[b, nh, t],
         };
@@ -1021,7 +1090,7 @@ impl Builder {
                 AttentionKind::Fused => self.act32("grad.attn.delta", datt_shape, Tmp, None),
             },
             dqkv: self.act("grad.attn.qkv", &[b, t, 3 * c], Tmp, None),
-            dlora: self.techniques.lora.map(|l| self.act("grad.lora_h", &[rows, l.rank], Tmp, None)),
+            dlora: self.techniques.lora.map(|l| self.act("grad.lora_h", &[rows, l.rank as u64], Tmp, None)),
         };
         match segment {
             None => {
@@ -1080,8 +1149,8 @@ impl Builder {
         inp: View,
         (w, b): (ParamKind, ParamKind),
         out: View,
-        k: usize,
-        n: usize,
+        k: u64,
+        n: u64,
     ) -> Option<View> {
         let rows = self.shape.rows();
         let label = format!("h.{i}.{}", target.module());
@@ -1091,7 +1160,7 @@ impl Builder {
             Op::Matmul { inp, weight: self.p(w), bias: Some(self.p(b)), out, rows, k, n, weight_transposed: false },
         );
         let lora = self.techniques.lora.filter(|l| l.targets().contains(&target))?;
-        let r = lora.rank;
+        let r = lora.rank as u64;
         let h = self.act(format!("{label}.lora_h"), &[rows, r], self.saved(), Some(i));
         let (a, bw) = (self.lp(ParamKind::LoraA(target, i)), self.lp(ParamKind::LoraB(target, i)));
         let lora_label = format!("{label}.lora");
@@ -1120,8 +1189,8 @@ impl Builder {
         (w, b): (ParamKind, ParamKind),
         dout: View,
         dinp: View,
-        k: usize,
-        n: usize,
+        k: u64,
+        n: u64,
         dlora: Option<View>,
     ) {
         let rows = self.shape.rows();
@@ -1131,7 +1200,7 @@ impl Builder {
             _ => None,
         };
         if let Some((h, dh, l)) = lora {
-            let r = l.rank;
+            let r = l.rank as u64;
             let dh = View { len: rows * r, ..dh };
             let lora_label = format!("{label}.lora");
             self.push(
@@ -1189,8 +1258,8 @@ impl Builder {
     /// The forward ops of block `i` on input `x`, in the builder's mode; `out_cat` is the
     /// category of the block's output.
     fn block_forward(&mut self, i: usize, x: View, out_cat: Category) -> (Saved, View) {
-        let (b, t) = (self.shape.batch, self.shape.seq);
-        let (c, nh) = (self.model.d_model, self.model.n_heads);
+        let (b, t) = (self.shape.batch as u64, self.shape.seq as u64);
+        let (c, nh) = (self.model.d_model as u64, self.model.n_heads as u64);
         let li = Some(i);
         let n = |s: &str| format!("h.{i}.{s}");
         let a = self.saved();
@@ -1280,8 +1349,8 @@ impl Builder {
     /// The backward ops of block `i`. On entry `dres_a` holds d(block output); on exit,
     /// d(block input).
     fn block_backward(&mut self, i: usize, s: &Saved, sc: &Scratch) {
-        let (b, t) = (self.shape.batch, self.shape.seq);
-        let (c, nh) = (self.model.d_model, self.model.n_heads);
+        let (b, t) = (self.shape.batch as u64, self.shape.seq as u64);
+        let (c, nh) = (self.model.d_model as u64, self.model.n_heads as u64);
         let n = |x: &str| format!("h.{i}.{x}");
         let li = Some(i);
         let [h_qkv, h_proj, h_fc, h_fcproj] = s.lora_h;

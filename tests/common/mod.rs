@@ -80,20 +80,20 @@ impl Case {
         let id = TensorId(self.tensors.len());
         self.tensors.push(TensorInfo {
             name: name.into(),
-            shape: shape.to_vec(),
+            shape: shape.iter().map(|&d| d as u64).collect(),
             dtype,
             // Input: held for the whole step, as a test holds its inputs and reads its outputs
             // afterwards (a temporary would be freed, and its memory reused, after its last use).
             category: Category::Input,
             layer: None,
         });
-        View { tensor: id, offset: 0, len: shape.iter().product() }
+        View { tensor: id, offset: 0, len: shape.iter().product::<usize>() as u64 }
     }
 
     /// An f32 tensor filled with N(0, scale²) values.
     pub fn input(&mut self, name: &str, shape: &[usize], scale: f64) -> View {
         let v = self.tensor(name, shape, DType::F32);
-        let data = random(&mut self.rng, v.len, scale);
+        let data = random(&mut self.rng, v.len as usize, scale);
         self.f32_inputs.push((v.tensor, data));
         v
     }
@@ -160,11 +160,26 @@ impl Case {
 
 /// Compares one tensor across the backends; prints and returns the relative error.
 pub fn compare(what: &str, cpu: &CpuExecutor<f32>, gpu: &GpuExecutor, v: View, tol: f64) -> f64 {
-    let c = &cpu.tensor(v.tensor)[v.offset..v.offset + v.len];
+    let c = &cpu.tensor(v.tensor)[v.offset as usize..(v.offset + v.len) as usize];
     let g = pollster::block_on(gpu.read_view_async(v)).expect("readback");
     let err = rel_err(&g, c);
     println!("{what:<40} max relative error {err:.3e}");
     assert!(err <= tol, "{what}: GPU differs from the CPU twin by {err:.3e} (> {tol:.0e})");
     assert!(c.iter().any(|x| *x != 0.0), "{what}: reference is all zeros — the test would not catch a no-op kernel");
     err
+}
+
+/// A warm step (after the first) allocates exactly what the plan predicts, op by op, from the
+/// segments earlier steps left cached (PyTorch's steady state): its reserved bytes are at least
+/// the cold prediction's at every op.
+#[allow(dead_code)]
+pub fn assert_warm_step(what: &str, predicted: &oomlab::memory::StepMemory, warm: &oomlab::memory::StepMemory) {
+    assert_eq!(warm.timeline.len(), predicted.timeline.len(), "{what}: ops");
+    for (p, w) in predicted.timeline.iter().zip(&warm.timeline) {
+        assert_eq!(p.op, w.op, "{what}");
+        assert_eq!(p.allocated, w.allocated, "{what}: allocated at op {:?}", p.op);
+        assert!(w.reserved_bytes >= p.reserved_bytes, "{what}: reserved at op {:?}", p.op);
+    }
+    assert_eq!(warm.peak_allocated, predicted.peak_allocated, "{what}: at the peak");
+    assert_eq!(warm.activation_peak_bytes, predicted.activation_peak_bytes, "{what}: activations");
 }

@@ -14,7 +14,7 @@ use super::{BackendError, Trainer};
 use crate::data::Batch;
 use std::collections::BTreeMap;
 
-use super::micro_uploads;
+use super::{ix, micro_uploads};
 use crate::memory::allocator::Event;
 use crate::memory::step::{StepAllocator, StepMemory, Trace};
 use crate::memory::{Placement, SegmentId};
@@ -36,7 +36,7 @@ pub struct CpuExecutor<F> {
     events_seen: usize,
     allocator: StepAllocator,
     capacity_bytes: u64,
-    /// The allocator's state over the last step run (measured).
+    /// The allocator's live account of the last step run.
     memory: Option<StepMemory>,
     /// Optimizer steps taken (AdamW's t).
     steps_taken: u32,
@@ -76,6 +76,60 @@ fn round_to<F: Float>(dtype: DType, x: F) -> F {
     }
 }
 
+/// Grows `v` to at least `len` elements, filled with `fill`; a host that cannot is an error, not
+/// an abort.
+fn grow<T: Clone>(v: &mut Vec<T>, len: usize, fill: T) -> Result<(), std::collections::TryReserveError> {
+    if v.len() < len {
+        v.try_reserve_exact(len - v.len())?;
+        v.resize(len, fill);
+    }
+    Ok(())
+}
+
+/// Host bytes this backend holds per byte of device memory the allocator reserves: a slot of
+/// `slot_bytes` holds one `F`.
+fn host_bytes_per_device_byte<F>(slot_bytes: u64) -> u64 {
+    (std::mem::size_of::<F>() as u64).div_ceil(slot_bytes).max(1)
+}
+
+/// Memory the host can give now: Linux's `MemAvailable`; a wasm32 page's 4 GiB address space,
+/// half of it for the step; None where unknown (then only the allocations' own failures stop a
+/// step).
+pub fn host_available_bytes() -> Option<u64> {
+    if cfg!(target_arch = "wasm32") {
+        return Some(2 << 30);
+    }
+    let text = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let line = text.lines().find(|l| l.starts_with("MemAvailable:"))?;
+    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    kib.checked_mul(1024)
+}
+
+/// Refuses a step whose host memory would pass what the host has: the device bytes the step
+/// reserves — its predicted peak, at most the budget — times `per_byte`, plus the batch's tokens.
+fn check_host_memory(plan: &Plan, budget_bytes: u64, per_byte: u64) -> Result<(), BackendError> {
+    let Some(available) = host_available_bytes() else { return Ok(()) };
+    let unlimited = crate::backend::gpu::executor::UNLIMITED;
+    let reserved = match crate::memory::simulate_peak(plan, unlimited) {
+        Ok(m) => m.peak_reserved_bytes().min(budget_bytes),
+        Err(_) => budget_bytes,
+    };
+    // Tokens and targets of the whole batch (u32 each), held by the caller.
+    let batch = plan.batch_shape().rows().saturating_mul(8);
+    let needed = reserved.saturating_mul(per_byte).saturating_add(batch);
+    if needed > available {
+        return Err(BackendError::HostMemory(format!(
+            "the CPU backend holds the step in host memory: it needs {} ({} of device memory reserved, \
+             {per_byte} host byte(s) per byte, and the batch) but the host has {} available. \
+             Use a smaller batch, or the GPU backend.",
+            crate::units::format_bytes(needed),
+            crate::units::format_bytes(reserved),
+            crate::units::format_bytes(available),
+        )));
+    }
+    Ok(())
+}
+
 impl<F: Float> CpuExecutor<F> {
     /// [`Self::with_budget`] without a virtual budget.
     pub fn new(plan: Plan, seed: u64) -> Result<Self, BackendError> {
@@ -84,11 +138,14 @@ impl<F: Float> CpuExecutor<F> {
 
     /// Places the persistent tensors and the batch under a virtual GPU of `budget_bytes` and
     /// initialises the parameters from `seed`. Fails with [`BackendError::OutOfMemory`] when
-    /// even those do not fit.
+    /// even those do not fit, and with [`BackendError::HostMemory`] — before allocating
+    /// anything — when the host could not hold what the step reserves (the smaller of the budget
+    /// and the plan's predicted peak).
     pub fn with_budget(plan: Plan, seed: u64, budget_bytes: u64) -> Result<Self, BackendError> {
+        let slot_bytes = if plan.tensors.iter().any(|t| t.dtype.is_half()) { 2 } else { 4 };
+        check_host_memory(&plan, budget_bytes, host_bytes_per_device_byte::<F>(slot_bytes))?;
         let n = plan.tensors.len();
         let allocator = StepAllocator::new(&plan, budget_bytes, true);
-        let slot_bytes = if plan.tensors.iter().any(|t| t.dtype.is_half()) { 2 } else { 4 };
         let scaler = plan.techniques.precision.scales_loss().then(LossScaler::default);
         let mut exec = Self {
             plan,
@@ -106,7 +163,7 @@ impl<F: Float> CpuExecutor<F> {
         exec.allocator.setup(&exec.plan).map_err(BackendError::OutOfMemory)?;
         for i in 0..n {
             if exec.allocator.is_allocated(TensorId(i)) {
-                exec.materialize(TensorId(i));
+                exec.materialize(TensorId(i))?;
             }
         }
         let init = init_params(&exec.plan.layout, seed);
@@ -126,14 +183,14 @@ impl<F: Float> CpuExecutor<F> {
         Ok(exec)
     }
 
-    /// Creates and drops host segments as the allocator reserved and released them.
+    /// Creates and drops host segments as the allocator reserved and released them. A new
+    /// segment holds no host memory yet: it grows as tensors are placed in it.
     fn sync_segments(&mut self) {
         let events = self.allocator.allocator.events();
         for e in &events[self.events_seen.min(events.len())..] {
             match *e {
-                Event::SegmentAlloc { segment, size, .. } => {
-                    let slots = (size / self.slot_bytes) as usize;
-                    self.segments.insert(segment, HostSegment { floats: vec![F::zero(); slots], ints: Vec::new() });
+                Event::SegmentAlloc { segment, .. } => {
+                    self.segments.insert(segment, HostSegment { floats: Vec::new(), ints: Vec::new() });
                 }
                 Event::SegmentFree { segment, .. } => {
                     self.segments.remove(&segment);
@@ -151,30 +208,44 @@ impl<F: Float> CpuExecutor<F> {
         self.events_seen = 0;
     }
 
-    /// Slot range of a view inside its segment, while its tensor is placed.
+    /// Slot range of a view inside its segment, while its tensor is placed (None where it does
+    /// not fit host indices).
     fn slots(&self, v: View) -> Option<(SegmentId, usize, usize)> {
         let p: Placement = self.allocator.placement(v.tensor)?;
-        let start = (p.offset / self.slot_bytes) as usize + v.offset;
-        Some((p.segment, start, start + v.len))
+        let start = (p.offset / self.slot_bytes).checked_add(v.offset)?;
+        let end = start.checked_add(v.len)?;
+        Some((p.segment, usize::try_from(start).ok()?, usize::try_from(end).ok()?))
     }
 
-    /// A newly placed tensor starts zeroed (its slots may hold an earlier tensor's values).
-    fn materialize(&mut self, id: TensorId) {
+    /// A newly placed tensor starts zeroed (its slots may hold an earlier tensor's values). Its
+    /// segment's host buffer grows to cover it; a host that cannot is
+    /// [`BackendError::HostMemory`], never an abort.
+    fn materialize(&mut self, id: TensorId) -> Result<(), BackendError> {
         self.sync_segments();
         let v = self.plan.whole(id);
         let dtype = self.plan.tensors[id.0].dtype;
-        let Some((seg, a, b)) = self.slots(v) else { return };
+        let tensor_bytes = self.plan.tensors[id.0].size_bytes();
+        let host = |what: &str| {
+            BackendError::HostMemory(format!(
+                "the host could not allocate {what} for tensor '{}' ({})",
+                self.plan.tensors[id.0].name,
+                crate::units::format_bytes(tensor_bytes)
+            ))
+        };
+        let Some((seg, a, b)) = self.slots(v) else { return Err(host("indices")) };
         if let Some(s) = self.segments.get_mut(&seg) {
             match dtype {
-                DType::F32 | DType::F16 | DType::BF16 => s.floats[a..b].fill(F::zero()),
+                DType::F32 | DType::F16 | DType::BF16 => {
+                    grow(&mut s.floats, b, F::zero()).map_err(|_| host("memory"))?;
+                    s.floats[a..b].fill(F::zero());
+                }
                 DType::U32 => {
-                    if s.ints.len() < s.floats.len() {
-                        s.ints.resize(s.floats.len(), 0);
-                    }
+                    grow(&mut s.ints, b, 0).map_err(|_| host("memory"))?;
                     s.ints[a..b].fill(0);
                 }
             }
         }
+        Ok(())
     }
 
     /// In debug builds, poisons a freed tensor's slots with NaN (called before the allocator
@@ -209,7 +280,12 @@ impl<F: Float> CpuExecutor<F> {
         self.allocator.allocator.stats()
     }
 
-    /// The allocator's state over the last step run, op by op (measured).
+    /// The CPU has no device: why there are no device figures.
+    pub fn device_figures(&self) -> crate::memory::device::DeviceFigures {
+        crate::memory::device::DeviceFigures::NotReported { reason: crate::memory::device::NOT_REPORTED_CPU.into() }
+    }
+
+    /// The allocator's live account of the last step run, op by op.
     pub fn memory(&self) -> Option<&StepMemory> {
         self.memory.as_ref()
     }
@@ -346,6 +422,7 @@ impl<F: Float> CpuExecutor<F> {
         if phases.contains(&Phase::Backward) {
             self.backward_scale = self.loss_scale();
         }
+        self.allocator.clear_log();
         let mut trace = Trace::detailed();
         trace.record(&self.allocator, None);
         self.running = Some(Running { phases: phases.to_vec(), next: 0, trace });
@@ -375,7 +452,10 @@ impl<F: Float> CpuExecutor<F> {
             match self.allocator.before_op(&self.plan, i) {
                 Ok(placed) => {
                     for (t, _) in placed {
-                        self.materialize(t);
+                        if let Err(e) = self.materialize(t) {
+                            self.release_leftovers();
+                            return Some(Err(e));
+                        }
                     }
                 }
                 Err(oom) => {
@@ -485,7 +565,7 @@ impl<F: Float> CpuExecutor<F> {
         match *op {
             Op::Zero { dst } => {
                 if self.plan.tensors[dst.tensor.0].dtype == DType::U32 {
-                    self.write_tensor_u32(dst.tensor, &vec![0; dst.len]);
+                    self.write_tensor_u32(dst.tensor, &vec![0; ix(dst.len)]);
                 } else if let Some(x) = self.f_mut(dst) {
                     x.fill(F::zero());
                 }
@@ -516,7 +596,7 @@ impl<F: Float> CpuExecutor<F> {
             Op::Matmul { inp, weight, bias, out, rows, k, n, weight_transposed } => {
                 self.with_outputs([out], |s, [o]| {
                     let bias = bias.map(|v| s.f(v));
-                    ops::matmul_forward(o, s.f(inp), s.f(weight), bias, rows, k, n, weight_transposed);
+                    ops::matmul_forward(o, s.f(inp), s.f(weight), bias, ix(rows), ix(k), ix(n), weight_transposed);
                 })
             }
             Op::MatmulBackward {
@@ -543,18 +623,18 @@ impl<F: Float> CpuExecutor<F> {
                     let (d, w) = (s.f(dout), s.f(weight));
                     // A frozen weight's input is not read (it may already be freed).
                     let x = if has_dw { s.f(inp) } else { &[] };
-                    ops::matmul_backward(di, gw, gb, d, x, w, rows, k, n, weight_transposed);
+                    ops::matmul_backward(di, gw, gb, d, x, w, ix(rows), ix(k), ix(n), weight_transposed);
                     if let Some(before) = before {
                         di.iter_mut().zip(before).for_each(|(a, b)| *a = *a + b);
                     }
                 })
             }
             Op::MatmulAdd { inp, weight, out, rows, k, n, alpha } => self.with_outputs([out], |s, [o]| {
-                ops::matmul_add_forward(o, s.f(inp), s.f(weight), rows, k, n, alpha);
+                ops::matmul_add_forward(o, s.f(inp), s.f(weight), ix(rows), ix(k), ix(n), alpha);
             }),
             Op::MatmulAddBackward { inp, weight, dout, dinp, dweight, rows, k, n, alpha } => {
                 self.with_outputs([dinp, dweight], |s, [di, gw]| {
-                    ops::matmul_add_backward(di, gw, s.f(dout), s.f(inp), s.f(weight), rows, k, n, alpha);
+                    ops::matmul_add_backward(di, gw, s.f(dout), s.f(inp), s.f(weight), ix(rows), ix(k), ix(n), alpha);
                 })
             }
             Op::Attention { qkv, att, out } => self.with_outputs([out, att], |s, [o, a]| {
@@ -610,7 +690,7 @@ impl<F: Float> CpuExecutor<F> {
                     eps: o.eps,
                     weight_decay: o.weight_decay,
                     step: self.steps_taken,
-                    decay_end: self.plan.trainable_layout().decay_end,
+                    decay_end: ix(self.plan.trainable_layout().decay_end),
                 };
                 self.with_outputs([params, mm, v], |_, [p, m1, m2]| ops::adamw_step(p, m1, m2, &grads, &step));
                 self.copy_weights(params, copy);
@@ -663,6 +743,9 @@ impl Trainer for CpuExecutor<f32> {
     }
     fn memory(&self) -> Option<&crate::memory::StepMemory> {
         CpuExecutor::memory(self)
+    }
+    fn device_figures(&self) -> crate::memory::device::DeviceFigures {
+        CpuExecutor::device_figures(self)
     }
     fn loss_scaler(&self) -> Option<&LossScaler> {
         self.scaler.as_ref()

@@ -1,7 +1,14 @@
-//! Executes a plan on the GPU. Tensors are placed by the caching allocator: each segment it
-//! reserves is a real wgpu buffer, and each tensor is bound at its offset inside one, so the
-//! reserved bytes are real GPU memory. Dispatches are recorded once and replayed every step.
+//! Executes a plan on the GPU. Tensors are placed by the caching allocator, driven live op by
+//! op as each step is recorded — the same driver the CPU backend runs, so the allocator's
+//! figures are an account of what this step did, not a copy of the prediction. Each segment the
+//! allocator reserves is a real wgpu buffer (labelled `seg.<id>`), created when the segment is
+//! reserved and destroyed when the allocator releases it, before the next one is created: the
+//! budget bounds real device memory. Each tensor is bound at its offset inside its segment.
+//! After each step the driver layer's own report (where the backend gives one) is matched
+//! against the segments: the device figures.
 
+use std::collections::BTreeMap;
+use std::ops::Range;
 use std::sync::Arc;
 
 use super::kernels::adamw::AdamWParams;
@@ -10,9 +17,14 @@ use super::kernels::crossentropy::CrossEntropyParams;
 use super::kernels::{Binding, Command, Kernels, Recorder};
 use super::kernels::{SgdParams, SgdViews};
 use super::{GpuContext, GpuError};
-use crate::backend::BackendError;
 use crate::backend::cpu::ops::AdamWStep;
+use crate::backend::{BackendError, ix};
 use crate::data::Batch;
+use crate::memory::allocator::Event;
+use crate::memory::device::{
+    DeviceAllocation, DeviceBlock, DeviceCounters, DeviceFigures, DeviceMemory, DriverReport, NOT_REPORTED_BACKEND,
+    NOT_REPORTED_BROWSER, segment_label,
+};
 use crate::memory::step::{StepAllocator, StepMemory, Trace};
 use crate::memory::{Placement, SegmentId};
 use crate::model::init::{init_params, lora_seed};
@@ -22,11 +34,23 @@ use crate::plan::{DType, LossScaler, Op, Phase, Plan, TensorId, View};
 pub const UNLIMITED: u64 = u64::MAX / 4;
 
 enum Cmd {
-    Dispatch { pipeline: wgpu::ComputePipeline, bind_group: wgpu::BindGroup, groups: [u32; 3] },
-    Clear { buffer: usize, offset: u64, size: u64 },
+    Dispatch {
+        pipeline: wgpu::ComputePipeline,
+        bind_group: wgpu::BindGroup,
+        groups: [u32; 3],
+    },
+    Clear {
+        buffer: wgpu::Buffer,
+        offset: u64,
+        size: u64,
+    },
+    /// A command whose views have no memory (never the case for a plan's own ops).
+    Skip,
 }
 
 struct Recorded {
+    /// Its op's phase, for profiles (native only).
+    #[cfg_attr(target_arch = "wasm32", allow(dead_code))]
     phase: Phase,
     /// The plan op's label and the kernel entry point, for profiles (native only).
     #[cfg_attr(target_arch = "wasm32", allow(dead_code))]
@@ -34,43 +58,44 @@ struct Recorded {
     cmd: Cmd,
 }
 
-/// Where tensors live: buffers, and for each tensor a buffer index and a byte offset.
-struct Locations {
-    buffers: Vec<wgpu::Buffer>,
-    at: Vec<Option<(usize, u64)>>,
-    /// Every tensor's dtype (element size, and bytes of a view).
-    dtypes: Vec<DType>,
-}
+/// Where a binding points: (segment, byte offset, bytes); None for the placeholder.
+type BindingKey = Option<(SegmentId, u64, u64)>;
 
-impl Locations {
-    /// Byte range of a view: (buffer index, offset).
-    fn of(&self, v: View) -> Option<(usize, u64)> {
-        let elem = self.dtype(v.tensor).size_bytes() as u64;
-        self.at.get(v.tensor.0).copied().flatten().map(|(b, off)| (b, off + elem * v.offset as u64))
-    }
-    fn dtype(&self, id: TensorId) -> DType {
-        self.dtypes.get(id.0).copied().unwrap_or(DType::F32)
-    }
-    /// Bytes a view binds (whole 4-byte words).
-    fn size(&self, v: View) -> u64 {
-        self.dtype(v.tensor).bytes_for(v.len) as u64
-    }
-    fn tensor(&self, id: TensorId) -> Option<(&wgpu::Buffer, u64)> {
-        self.at.get(id.0).copied().flatten().map(|(b, off)| (&self.buffers[b], off))
-    }
+/// A recorded command bound to buffers, and the placements it was bound for.
+struct Bound {
+    key: Vec<BindingKey>,
+    rec: Recorded,
 }
 
 /// A plan bound to GPU memory, ready to run steps.
 pub struct GpuExecutor {
     ctx: GpuContext,
+    /// This executor's number in the process: its buffers' labels carry it.
+    instance: u64,
+    kernels: Arc<Kernels>,
     plan: Plan,
-    locations: Locations,
-    /// What the allocator saw while this executor placed the step's tensors (measured).
-    memory: StepMemory,
-    /// Bytes of the wgpu buffers backing the allocator's segments.
-    real_reserved_bytes: u64,
+    /// The caching allocator, driven op by op as each step is recorded.
+    allocator: StepAllocator,
+    capacity_bytes: u64,
+    /// Allocator events already applied to `buffers`.
+    events_seen: usize,
+    /// One wgpu buffer per live segment.
+    buffers: BTreeMap<SegmentId, wgpu::Buffer>,
+    /// Every op's dispatches, recorded once against tensor views; `op_commands[i]` are the
+    /// indices of op i's commands in `rec.commands`.
+    rec: Recorder,
+    op_commands: Vec<Range<usize>>,
+    /// Each command bound to the buffers and offsets of the last step that ran it.
+    bound: Vec<Option<Bound>>,
+    /// The allocator's account of the last step (None before a forward pass).
+    memory: Option<StepMemory>,
+    /// What the driver layer reported after the last step.
+    device: DeviceFigures,
+    /// The most segment bytes a report showed during the current step.
+    device_peak: u64,
     uniform_buffer: wgpu::Buffer,
-    commands: Vec<Recorded>,
+    /// Disjoint slices for unused bindings.
+    placeholder: wgpu::Buffer,
     /// Uniforms rewritten each step (AdamW's t, fp16's loss scale).
     dynamic: DynamicUniforms,
     /// The micro-batches' losses, then fp16's overflow flag.
@@ -80,8 +105,6 @@ pub struct GpuExecutor {
     scaler: Option<LossScaler>,
     /// The loss scale of the last backward pass (what the stored gradients are multiplied by).
     backward_scale: f32,
-    /// Whether a forward pass has run (the measured memory describes a step that happened).
-    ran_forward: bool,
     /// The readback of a step submitted by [`GpuExecutor::submit_step`], not yet complete.
     pending: Option<futures_channel::oneshot::Receiver<Result<(), wgpu::BufferAsyncError>>>,
 }
@@ -101,14 +124,39 @@ struct DynamicUniforms {
 }
 
 /// Records every op of `plan`, 16-bit tensors through their storage variants.
-fn record_plan(k: &Kernels, plan: &Plan, rec: &mut Recorder, native_f16: bool) -> Result<DynamicUniforms, GpuError> {
+/// Returns the uniforms to rewrite each step and, for each op, the range of its commands.
+fn record_plan(
+    k: &Kernels,
+    plan: &Plan,
+    rec: &mut Recorder,
+    native_f16: bool,
+) -> Result<(DynamicUniforms, Vec<Range<usize>>), GpuError> {
     rec.set_dtypes(plan.tensors.iter().map(|t| t.dtype).collect(), native_f16);
     let mut dynamic = DynamicUniforms::default();
+    let mut ranges = Vec::with_capacity(plan.ops.len());
     let m = plan.model;
     let (b, t) = (plan.shape.batch, plan.shape.seq);
     let (c, v) = (m.d_model, m.vocab);
     let attn = AttnShape { b, t, c, nh: m.n_heads };
     for node in &plan.ops {
+        let first = rec.commands.len();
+        record_op(k, plan, rec, node, &mut dynamic, attn, (t, c, v))?;
+        ranges.push(first..rec.commands.len());
+    }
+    Ok((dynamic, ranges))
+}
+
+/// Records one op's commands.
+fn record_op(
+    k: &Kernels,
+    plan: &Plan,
+    rec: &mut Recorder,
+    node: &crate::plan::OpNode,
+    dynamic: &mut DynamicUniforms,
+    attn: AttnShape,
+    (t, c, v): (usize, usize, usize),
+) -> Result<(), GpuError> {
+    {
         rec.set_context(node.phase, &node.label);
         match node.op {
             Op::Zero { dst } => rec.clear(dst),
@@ -123,7 +171,7 @@ fn record_plan(k: &Kernels, plan: &Plan, rec: &mut Recorder, native_f16: bool) -
                 k.layernorm.backward(rec, inp, weight, mean, rstd, dout, dinp, dweight, dbias, c, accumulate)?
             }
             Op::Matmul { inp, weight, bias, out, rows, k: kk, n, weight_transposed } => {
-                k.matmul.forward(rec, inp, weight, bias, out, rows, kk, n, weight_transposed)?
+                k.matmul.forward(rec, inp, weight, bias, out, ix(rows), ix(kk), ix(n), weight_transposed)?
             }
             Op::MatmulBackward {
                 inp,
@@ -145,17 +193,17 @@ fn record_plan(k: &Kernels, plan: &Plan, rec: &mut Recorder, native_f16: bool) -
                 dinp,
                 dweight,
                 dbias,
-                rows,
-                kk,
-                n,
+                ix(rows),
+                ix(kk),
+                ix(n),
                 weight_transposed,
                 accumulate,
             )?,
             Op::MatmulAdd { inp, weight, out, rows, k: kk, n, alpha } => {
-                k.matmul.add_forward(rec, inp, weight, out, rows, kk, n, alpha)?
+                k.matmul.add_forward(rec, inp, weight, out, ix(rows), ix(kk), ix(n), alpha)?
             }
             Op::MatmulAddBackward { inp, weight, dout, dinp, dweight, rows, k: kk, n, alpha } => {
-                k.matmul.add_backward(rec, inp, weight, dout, dinp, dweight, rows, kk, n, alpha)?
+                k.matmul.add_backward(rec, inp, weight, dout, dinp, dweight, ix(rows), ix(kk), ix(n), alpha)?
             }
             Op::Attention { qkv, att, out } => k.attention.forward(rec, qkv, att, out, attn)?,
             Op::AttentionBackward { qkv, att, dout, datt, dqkv } => {
@@ -175,14 +223,14 @@ fn record_plan(k: &Kernels, plan: &Plan, rec: &mut Recorder, native_f16: bool) -
             Op::CrossEntropyBackward { probs, targets, dlogits, scale } => {
                 k.crossentropy.backward(rec, probs, targets, dlogits, v, scale)?;
                 if let Some(offset) = rec.last_uniform() {
-                    dynamic.cross_entropy.push((offset, CrossEntropyParams::new(targets.len, v, scale)));
+                    dynamic.cross_entropy.push((offset, CrossEntropyParams::new(ix(targets.len), v, scale)));
                 }
             }
             Op::CheckFinite { grads, found_inf } => k.check_finite.record(rec, grads, found_inf)?,
             Op::AdamW { params, grads, m: mm, v: vv, copy, found_inf } => {
                 let s = adamw_step(plan, 1);
                 let offset = k.adamw.step(rec, params, grads, mm, vv, copy, found_inf, &s)?;
-                dynamic.adamw = Some((offset, params.len, copy.is_some(), found_inf.is_some()));
+                dynamic.adamw = Some((offset, ix(params.len), copy.is_some(), found_inf.is_some()));
             }
             Op::Sgd { params, grads, momentum, copy, found_inf } => {
                 let o = plan.optimizer;
@@ -192,7 +240,7 @@ fn record_plan(k: &Kernels, plan: &Plan, rec: &mut Recorder, native_f16: bool) -
             }
         }
     }
-    Ok(dynamic)
+    Ok(())
 }
 
 fn adamw_step(plan: &Plan, step: u32) -> AdamWStep {
@@ -204,7 +252,7 @@ fn adamw_step(plan: &Plan, step: u32) -> AdamWStep {
         eps: o.eps,
         weight_decay: o.weight_decay,
         step,
-        decay_end: plan.trainable_layout().decay_end,
+        decay_end: ix(plan.trainable_layout().decay_end),
     }
 }
 
@@ -214,12 +262,13 @@ impl GpuExecutor {
         Self::with_budget(ctx, kernels, plan, seed, UNLIMITED).await
     }
 
-    /// Places the plan's tensors with the caching allocator under a virtual GPU of
-    /// `budget_bytes`, backs every segment with a wgpu buffer, records the dispatches and
-    /// uploads the initial parameters (from `seed`). A step that does not fit the budget is
-    /// [`BackendError::OutOfMemory`] (PyTorch's message); a real wgpu out-of-memory while
-    /// creating the segments is reported the same way. Limits are checked first, so a config too
-    /// large for the adapter gets [`GpuError::ExceedsLimit`] rather than a validation error.
+    /// Records the plan's dispatches, places the persistent tensors and the batch with the
+    /// caching allocator under a virtual GPU of `budget_bytes` (each segment a wgpu buffer) and
+    /// uploads the initial parameters (from `seed`). The step's own tensors are placed live, op
+    /// by op, when a step runs: a step beyond the budget is an out-of-memory error from
+    /// [`Self::train_step_async`] (PyTorch's message), as on the CPU backend. Limits are checked
+    /// first, so a config too large for the adapter gets [`GpuError::ExceedsLimit`] rather than
+    /// a validation error; a real wgpu out-of-memory is reported like the allocator's.
     pub async fn with_budget(
         ctx: &GpuContext,
         kernels: &Kernels,
@@ -228,36 +277,22 @@ impl GpuExecutor {
         budget_bytes: u64,
     ) -> Result<Self, BackendError> {
         ctx.check_alive()?;
-        // Place every tensor as an eager framework would allocate and free it during the step
-        // (first, so a step beyond the budget is an out-of-memory before any adapter limit).
-        let Placed { memory, placements, segments } = place(&plan, budget_bytes)?;
         let plan_scaler = plan.techniques.precision.scales_loss().then(LossScaler::default);
         let limits = ctx.limits();
         let max_binding = limits.max_storage_buffer_binding_size.min(limits.max_buffer_size);
         for t in &plan.tensors {
-            if t.size_bytes() as u64 > max_binding {
+            if t.size_bytes() > max_binding {
                 return Err(GpuError::ExceedsLimit {
                     what: format!("tensor {} ({:?})", t.name, t.shape),
-                    needed: t.size_bytes() as u64,
+                    needed: t.size_bytes(),
                     limit: max_binding,
                     bytes: true,
                 }
                 .into());
             }
         }
-        for &(_, size) in &segments {
-            if size > limits.max_buffer_size {
-                return Err(GpuError::ExceedsLimit {
-                    what: "an allocator segment".into(),
-                    needed: size,
-                    limit: limits.max_buffer_size,
-                    bytes: true,
-                }
-                .into());
-            }
-        }
         let mut rec = Recorder::new(limits.max_compute_workgroups_per_dimension);
-        let dynamic = record_plan(kernels, &plan, &mut rec, ctx.native_f16())?;
+        let (dynamic, op_commands) = record_plan(kernels, &plan, &mut rec, ctx.native_f16())?;
         if rec.uniforms.len() as u64 > limits.max_buffer_size {
             return Err(GpuError::ExceedsLimit {
                 what: "uniform buffer".into(),
@@ -267,67 +302,73 @@ impl GpuExecutor {
             }
             .into());
         }
+        let mut allocator = StepAllocator::new(&plan, budget_bytes, true);
+        allocator.setup(&plan).map_err(BackendError::OutOfMemory)?;
         let device = &ctx.device;
-        let real_reserved_bytes: u64 = segments.iter().map(|&(_, size)| size).sum();
-        // Each segment in its own error scope, so a real out-of-memory names the segment.
-        let mut buffers = Vec::with_capacity(segments.len());
-        for (k, &(id, size)) in segments.iter().enumerate() {
-            let made =
-                ctx.scoped("reserving a segment", || storage_buffer(device, &format!("segment {}", id.0), size)).await;
-            match made {
-                Ok(b) => buffers.push(b),
-                Err(GpuError::OutOfMemory(detail)) => {
-                    let reserved_before: u64 = segments[..k].iter().map(|&(_, s)| s).sum();
-                    return Err(BackendError::OutOfMemory(Box::new(device_oom(
-                        &plan,
-                        &placements,
-                        id,
-                        size,
-                        reserved_before,
-                        budget_bytes,
-                        &detail,
-                    ))));
-                }
-                Err(other) => return Err(other.into()),
-            }
-        }
-        let built = ctx
-            .scoped("binding the step's tensors", || {
-                let index: std::collections::BTreeMap<SegmentId, usize> =
-                    segments.iter().enumerate().map(|(i, &(id, _))| (id, i)).collect();
-                let at = placements
-                    .iter()
-                    .map(|p| p.and_then(|p: Placement| index.get(&p.segment).map(|&b| (b, p.offset))))
-                    .collect();
-                let dtypes = plan.tensors.iter().map(|t| t.dtype).collect();
-                let locations = Locations { buffers, at, dtypes };
+        let (uniform_buffer, placeholder, loss_staging) = ctx
+            .scoped("creating the step's uniform and readback buffers", || {
+                let uniform_buffer = device.create_buffer(&wgpu::BufferDescriptor {
+                    label: Some("step uniforms"),
+                    size: (rec.uniforms.len() as u64).max(256),
+                    usage: wgpu::BufferUsages::UNIFORM | wgpu::BufferUsages::COPY_DST,
+                    mapped_at_creation: false,
+                });
+                ctx.queue.write_buffer(&uniform_buffer, 0, &rec.uniforms);
                 let loss_staging = device.create_buffer(&wgpu::BufferDescriptor {
                     label: Some("loss readback"),
                     size: bytes(plan.handles.micro.len() + 1),
                     usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
                     mapped_at_creation: false,
                 });
-                let (uniform_buffer, commands) = materialize(ctx, kernels, &rec, &locations);
-                (locations, uniform_buffer, loss_staging, commands)
+                (uniform_buffer, placeholder_buffer(device), loss_staging)
             })
             .await?;
-        let (locations, uniform_buffer, loss_staging, commands) = built;
-        let exec = Self {
+        let commands = rec.commands.len();
+        static INSTANCES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        let mut exec = Self {
             ctx: ctx.clone(),
+            instance: INSTANCES.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
+            kernels: Arc::new(kernels.clone()),
             plan,
-            locations,
-            memory,
-            real_reserved_bytes,
+            allocator,
+            capacity_bytes: budget_bytes,
+            events_seen: 0,
+            buffers: BTreeMap::new(),
+            rec,
+            op_commands,
+            bound: (0..commands).map(|_| None).collect(),
+            memory: None,
+            device: DeviceFigures::NotReported { reason: "no step has run yet".into() },
+            device_peak: 0,
             uniform_buffer,
-            commands,
+            placeholder,
             dynamic,
             loss_staging,
             steps_taken: 0,
             scaler: plan_scaler,
             backward_scale: 1.0,
-            ran_forward: false,
             pending: None,
         };
+        // The persistent tensors' segments, each in its own error scope (awaited: this is the
+        // one place a real device out-of-memory can be caught on the web too).
+        let segments: Vec<(SegmentId, u64)> = new_segments(exec.allocator.allocator.events()).collect();
+        exec.events_seen = exec.allocator.allocator.events().len();
+        for (k, &(id, size)) in segments.iter().enumerate() {
+            exec.check_segment_limit(size)?;
+            let label = segment_label(id, exec.instance);
+            let made = ctx.scoped("reserving a segment", || storage_buffer(device, &label, size)).await;
+            match made {
+                Ok(b) => {
+                    exec.buffers.insert(id, b);
+                }
+                Err(GpuError::OutOfMemory(detail)) => {
+                    let reserved_before: u64 = segments[..k].iter().map(|&(_, s)| s).sum();
+                    let oom = exec.device_oom(id, size, reserved_before, &detail);
+                    return Err(BackendError::OutOfMemory(Box::new(oom)));
+                }
+                Err(other) => return Err(other.into()),
+            }
+        }
         let init = init_params(&exec.plan.layout, seed);
         exec.write_params(&init);
         let trainable = match &exec.plan.lora {
@@ -345,14 +386,20 @@ impl GpuExecutor {
         Ok(exec)
     }
 
-    /// The allocator's view of the step as this executor placed it (measured).
-    pub fn memory(&self) -> &StepMemory {
-        &self.memory
+    /// The allocator's account of the last step, recorded live as its ops were placed (None
+    /// before a step has run).
+    pub fn memory(&self) -> Option<&StepMemory> {
+        self.memory.as_ref()
     }
 
-    /// Bytes of real wgpu buffers behind the allocator's segments.
-    pub fn real_reserved_bytes(&self) -> u64 {
-        self.real_reserved_bytes
+    /// What the driver layer reported after the last step (matched against the segments).
+    pub fn device_figures(&self) -> &DeviceFigures {
+        &self.device
+    }
+
+    /// Bytes of the wgpu buffers behind the allocator's live segments (their requested sizes).
+    pub fn reserved_buffer_bytes(&self) -> u64 {
+        self.buffers.values().map(wgpu::Buffer::size).sum()
     }
 
     pub fn plan(&self) -> &Plan {
@@ -361,6 +408,12 @@ impl GpuExecutor {
 
     pub fn context(&self) -> &GpuContext {
         &self.ctx
+    }
+
+    /// This executor's number in the process, which its segment buffers' labels carry
+    /// (`seg.<id>@<instance>`).
+    pub fn instance(&self) -> u64 {
+        self.instance
     }
 
     /// Overwrites the flat parameter tensor (rounded to its precision).
@@ -384,11 +437,24 @@ impl GpuExecutor {
         self.scaler.as_mut()
     }
 
-    /// Overwrites the start of a tensor with `data` (f32 or u32 bytes); extra bytes are ignored.
+    /// Buffer and byte offset of a view, while its tensor is placed.
+    fn locate(&self, v: View) -> Option<(&wgpu::Buffer, u64)> {
+        let p: Placement = self.allocator.placement(v.tensor)?;
+        let elem = self.plan.tensor(v.tensor).dtype.size_bytes();
+        Some((self.buffers.get(&p.segment)?, p.offset + elem * v.offset))
+    }
+
+    /// Bytes a view binds (whole 4-byte words).
+    fn view_bytes(&self, v: View) -> u64 {
+        self.plan.tensor(v.tensor).dtype.bytes_for(v.len)
+    }
+
+    /// Overwrites the start of a placed tensor with `data` (f32 or u32 bytes); extra bytes are
+    /// ignored.
     pub fn write_tensor(&self, id: TensorId, data: &[u8]) {
         let size = self.plan.tensor(id).size_bytes();
-        let n = data.len().min(size) / 4 * 4;
-        if let (true, Some((buffer, offset))) = (n > 0, self.locations.tensor(id)) {
+        let n = data.len().min(ix(size)) / 4 * 4;
+        if let (true, Some((buffer, offset))) = (n > 0, self.locate(self.plan.whole(id))) {
             self.ctx.queue.write_buffer(buffer, offset, &data[..n]);
         }
     }
@@ -405,38 +471,286 @@ impl GpuExecutor {
         Ok(())
     }
 
-    /// One command buffer with the ops of `phases`, then a copy of the loss to the staging
+    fn check_segment_limit(&self, size: u64) -> Result<(), GpuError> {
+        let limit = self.ctx.limits().max_buffer_size;
+        if size > limit {
+            return Err(GpuError::ExceedsLimit {
+                what: "an allocator segment".into(),
+                needed: size,
+                limit,
+                bytes: true,
+            });
+        }
+        Ok(())
+    }
+
+    /// A real out-of-memory from the device while reserving `segment` (`size` bytes), in the
+    /// allocator's words, naming the tensor whose allocation asked for the segment.
+    fn device_oom(&self, segment: SegmentId, size: u64, reserved_before: u64, detail: &str) -> crate::memory::StepOom {
+        let asked = self.allocator.allocator.events().iter().find_map(|e| match e {
+            Event::Alloc { tag, placement, .. } if placement.segment == segment => Some(*tag),
+            _ => None,
+        });
+        let (tensor, op) = asked.map_or((TensorId(0), None), |t| (t.tensor, t.op));
+        device_oom(&self.plan, tensor, op, size, reserved_before, self.capacity_bytes, detail)
+    }
+
+    /// Creates and destroys segment buffers as the allocator reserved and released them since
+    /// the last call. Before a buffer is destroyed, the commands recorded so far (`chunk`, which
+    /// may use it) are submitted, and on native the queue is drained: the released memory is
+    /// gone before the next segment is created, so real memory never exceeds the budget.
+    fn sync_buffers(&mut self, chunk: &mut Vec<usize>) -> Result<(), BackendError> {
+        let events: Vec<Event<crate::memory::step::TensorTag>> =
+            self.allocator.allocator.events()[self.events_seen.min(self.allocator.allocator.events().len())..].to_vec();
+        self.events_seen = self.allocator.allocator.events().len();
+        for e in events {
+            match e {
+                Event::SegmentFree { segment, .. } => {
+                    if !chunk.is_empty() {
+                        let cmd = self.encode_chunk(chunk, false);
+                        self.ctx.queue.submit([cmd]);
+                        chunk.clear();
+                    }
+                    if let Some(b) = self.buffers.remove(&segment) {
+                        b.destroy();
+                    }
+                    // Bind groups of the released segment can never be used again.
+                    for slot in &mut self.bound {
+                        if slot.as_ref().is_some_and(|b| b.key.iter().flatten().any(|k| k.0 == segment)) {
+                            *slot = None;
+                        }
+                    }
+                    #[cfg(not(target_arch = "wasm32"))]
+                    self.ctx
+                        .device
+                        .poll(wgpu::PollType::wait_indefinitely())
+                        .map_err(|e| GpuError::DeviceLost(e.to_string()))?;
+                }
+                Event::SegmentAlloc { segment, size, .. } => {
+                    self.check_segment_limit(size)?;
+                    let reserved_before = self.reserved_buffer_bytes();
+                    match self.create_segment(segment, size) {
+                        Ok(b) => {
+                            self.buffers.insert(segment, b);
+                            self.observe_device();
+                        }
+                        Err(detail) => {
+                            let oom = self.device_oom(segment, size, reserved_before, &detail);
+                            // The allocator holds a segment the device refused: give the step's
+                            // memory back and release every unused segment, the refused one too.
+                            self.allocator.release_step();
+                            self.allocator.allocator.release_cached_segments();
+                            self.sync_buffers(&mut Vec::new())?;
+                            return Err(BackendError::OutOfMemory(Box::new(oom)));
+                        }
+                    }
+                }
+                _ => {}
+            }
+        }
+        Ok(())
+    }
+
+    /// A segment's buffer, checked for a real out-of-memory. Native wgpu reports the error at
+    /// once; in the browser it arrives later, as a validation error of the step that uses the
     /// buffer.
-    fn encode(&self, phases: &[Phase]) -> wgpu::CommandBuffer {
+    fn create_segment(&self, segment: SegmentId, size: u64) -> Result<wgpu::Buffer, String> {
+        let scope = self.ctx.device.push_error_scope(wgpu::ErrorFilter::OutOfMemory);
+        let buffer = storage_buffer(&self.ctx.device, &segment_label(segment, self.instance), size);
+        match poll_now(scope.pop()) {
+            Some(Some(e)) => {
+                buffer.destroy();
+                Err(e.to_string())
+            }
+            _ => Ok(buffer),
+        }
+    }
+
+    /// Takes the driver layer's report and keeps the most segment bytes seen this step.
+    fn observe_device(&mut self) {
+        if let DeviceFigures::Reported(d) = self.device_report() {
+            self.device_peak = self.device_peak.max(d.segment_bytes());
+        }
+    }
+
+    /// The driver layer's report now, matched against the allocator's live segments.
+    fn device_report(&self) -> DeviceFigures {
+        if cfg!(target_arch = "wasm32") {
+            return DeviceFigures::NotReported { reason: NOT_REPORTED_BROWSER.into() };
+        }
+        let Some(report) = self.ctx.device.generate_allocator_report() else {
+            return DeviceFigures::NotReported { reason: NOT_REPORTED_BACKEND.into() };
+        };
+        let counters = self.ctx.device.get_internal_counters().hal;
+        let counters = (counters.buffers.read() > 0).then(|| DeviceCounters {
+            buffers: counters.buffers.read() as u64,
+            buffer_memory_bytes: counters.buffer_memory.read() as u64,
+            memory_allocations: counters.memory_allocations.read() as u64,
+        });
+        let blocks = report
+            .blocks
+            .iter()
+            .map(|b| DeviceBlock {
+                size_bytes: b.size,
+                allocations: report
+                    .allocations
+                    .get(b.allocations.clone())
+                    .unwrap_or(&[])
+                    .iter()
+                    .map(|a| DeviceAllocation { name: a.name.clone(), size_bytes: a.size, offset_bytes: a.offset })
+                    .collect(),
+            })
+            .collect();
+        let raw = DriverReport {
+            blocks,
+            total_allocated_bytes: report.total_allocated_bytes,
+            total_reserved_bytes: report.total_reserved_bytes,
+            counters,
+        };
+        let live: Vec<(SegmentId, u64)> = self.allocator.allocator.segments().map(|s| (s.id, s.size)).collect();
+        DeviceFigures::Reported(DeviceMemory::match_segments(raw, &live, self.instance))
+    }
+
+    /// The command at `index` bound to the buffers its views live in now (reused when the
+    /// placements are those it was last bound for, as in every step after the first).
+    fn bind(&mut self, index: usize) {
+        let Some((phase, label, command)) = self.rec.commands.get(index) else { return };
+        let views: Vec<(u32, Option<View>)> = match command {
+            Command::Clear(v) => vec![(0, Some(*v))],
+            Command::Dispatch(spec) => spec
+                .bindings
+                .iter()
+                .map(|(slot, b)| {
+                    (
+                        *slot,
+                        match b {
+                            Binding::View(v) => Some(*v),
+                            Binding::Dummy => None,
+                        },
+                    )
+                })
+                .collect(),
+        };
+        let key: Vec<BindingKey> = views
+            .iter()
+            .map(|(_, v)| {
+                let v = (*v)?;
+                let p = self.allocator.placement(v.tensor)?;
+                let elem = self.plan.tensor(v.tensor).dtype.size_bytes();
+                Some((p.segment, p.offset + elem * v.offset, self.view_bytes(v)))
+            })
+            .collect();
+        if self.bound[index].as_ref().is_some_and(|b| b.key == key) {
+            return;
+        }
+        let device = &self.ctx.device;
+        let buffer = |k: &BindingKey| k.and_then(|(seg, off, size)| Some((self.buffers.get(&seg)?, off, size)));
+        let cmd = match command {
+            Command::Clear(_) => match buffer(&key[0]) {
+                Some((b, offset, size)) => Cmd::Clear { buffer: b.clone(), offset, size },
+                None => Cmd::Skip,
+            },
+            Command::Dispatch(spec) => {
+                let mut entries = vec![wgpu::BindGroupEntry {
+                    binding: 0,
+                    resource: wgpu::BindingResource::Buffer(wgpu::BufferBinding {
+                        buffer: &self.uniform_buffer,
+                        offset: spec.uniform.0,
+                        size: wgpu::BufferSize::new(spec.uniform.1),
+                    }),
+                }];
+                entries.extend(views.iter().zip(&key).map(|((slot, _), k)| {
+                    let binding = match buffer(k) {
+                        Some((b, offset, size)) => {
+                            wgpu::BufferBinding { buffer: b, offset, size: wgpu::BufferSize::new(size) }
+                        }
+                        None => placeholder_binding(&self.placeholder, *slot),
+                    };
+                    wgpu::BindGroupEntry { binding: *slot, resource: wgpu::BindingResource::Buffer(binding) }
+                }));
+                let bind_group = device.create_bind_group(&wgpu::BindGroupDescriptor {
+                    label: Some(label),
+                    layout: &spec.entry.layout,
+                    entries: &entries,
+                });
+                Cmd::Dispatch { pipeline: self.kernels.pipeline(device, spec), bind_group, groups: spec.groups }
+            }
+        };
+        let entry = match command {
+            Command::Clear(_) => "clear",
+            Command::Dispatch(spec) => spec.entry.name,
+        };
+        let rec = Recorded { phase: *phase, label: format!("{label} [{entry}]"), cmd };
+        self.bound[index] = Some(Bound { key, rec });
+    }
+
+    /// One command buffer with the bound commands `chunk`, then (at the end of a step) a copy
+    /// of the losses and the overflow flag to the staging buffer.
+    fn encode_chunk(&self, chunk: &[usize], losses: bool) -> wgpu::CommandBuffer {
         let mut enc =
             self.ctx.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("oomlab step") });
-        encode_commands(&mut enc, &self.commands, &self.locations.buffers, phases);
-        // Each micro-batch's loss, side by side, then the overflow flag.
-        let n = self.plan.handles.micro.len();
-        let handles = self.plan.handles.micro.iter().map(|m| m.loss).chain(self.plan.handles.found_inf);
-        for (j, id) in handles.enumerate().take(n + 1) {
-            if let Some((buffer, offset)) = self.locations.tensor(id) {
-                enc.copy_buffer_to_buffer(buffer, offset, &self.loss_staging, bytes(j), 4);
+        let commands: Vec<&Recorded> =
+            chunk.iter().filter_map(|&i| self.bound.get(i).and_then(Option::as_ref)).map(|b| &b.rec).collect();
+        encode_commands(&mut enc, &commands);
+        if losses {
+            // Each micro-batch's loss, side by side, then the overflow flag.
+            let n = self.plan.handles.micro.len();
+            let handles = self.plan.handles.micro.iter().map(|m| m.loss).chain(self.plan.handles.found_inf);
+            for (j, id) in handles.enumerate().take(n + 1) {
+                if let Some((buffer, offset)) = self.locate(self.plan.whole(id)) {
+                    enc.copy_buffer_to_buffer(buffer, offset, &self.loss_staging, bytes(j), 4);
+                }
             }
         }
         enc.finish()
     }
 
-    /// Submits the ops of `phases` (the batch must be uploaded) and returns the loss.
-    pub async fn run_phases(&mut self, phases: &[Phase]) -> Result<f32, GpuError> {
-        let cmd = self.prepare(phases)?;
-        self.ctx.scoped("running the step", || self.ctx.queue.submit([cmd])).await?;
-        let n = self.plan.handles.micro.len();
-        let data = read_buffer(&self.ctx, &self.loss_staging, bytes(n + 1)).await?;
-        Ok(self.finish(&data, phases.contains(&Phase::Optimizer)))
-    }
-
-    /// Uniforms and the command buffer of a run of `phases`.
-    fn prepare(&mut self, phases: &[Phase]) -> Result<wgpu::CommandBuffer, GpuError> {
+    /// Drives the allocator through the ops of `phases` as an eager framework allocates and
+    /// frees them, binding each op's commands to where its tensors are placed at that moment,
+    /// and returns the command buffers to submit (more than one when a segment was released
+    /// mid-step). A run that includes the forward pass starts a new step. An allocation beyond
+    /// the budget is [`BackendError::OutOfMemory`]; the step's memory is released.
+    fn record_step(&mut self, phases: &[Phase]) -> Result<Vec<wgpu::CommandBuffer>, BackendError> {
         self.ctx.check_alive()?;
         if self.pending.is_some() {
-            return Err(GpuError::Readback("a step is still running".into()));
+            return Err(GpuError::Readback("a step is still running".into()).into());
         }
+        let mut chunk = Vec::new();
+        if phases.contains(&Phase::Forward) {
+            self.allocator.release_step();
+            self.sync_buffers(&mut chunk)?;
+            self.allocator.allocator.clear_events();
+            self.events_seen = 0;
+            self.device_peak = 0;
+        }
+        self.allocator.clear_log();
+        let mut trace = Trace::detailed();
+        trace.record(&self.allocator, None);
+        for i in 0..self.plan.ops.len() {
+            if !phases.contains(&self.plan.ops[i].phase) {
+                continue;
+            }
+            if let Err(oom) = self.allocator.before_op(&self.plan, i) {
+                self.allocator.release_step();
+                self.sync_buffers(&mut chunk)?;
+                return Err(BackendError::OutOfMemory(oom));
+            }
+            self.sync_buffers(&mut chunk)?;
+            trace.record(&self.allocator, Some(i));
+            let commands = self.op_commands.get(i).cloned().unwrap_or(0..0);
+            for c in commands {
+                self.bind(c);
+                chunk.push(c);
+            }
+            self.allocator.after_op(i);
+            self.sync_buffers(&mut chunk)?;
+        }
+        self.memory = Some(trace.finish(&self.allocator, self.capacity_bytes));
+        Ok(vec![self.encode_chunk(&chunk, true)])
+    }
+
+    /// Uniforms, the step's commands (recorded live), and what a run of `phases` changes.
+    fn prepare(&mut self, phases: &[Phase]) -> Result<Vec<wgpu::CommandBuffer>, BackendError> {
         if phases.contains(&Phase::Optimizer) {
             self.steps_taken += 1;
         }
@@ -444,16 +758,39 @@ impl GpuExecutor {
         if phases.contains(&Phase::Backward) {
             self.backward_scale = self.scaler.map_or(1.0, |s| s.scale);
         }
-        self.ran_forward |= phases.contains(&Phase::Forward);
-        Ok(self.encode(phases))
+        let recorded = self.record_step(phases);
+        if recorded.is_err() && phases.contains(&Phase::Optimizer) {
+            self.steps_taken -= 1;
+        }
+        recorded
+    }
+
+    /// Submits the ops of `phases` (the batch must be uploaded) and returns the loss.
+    pub async fn run_phases(&mut self, phases: &[Phase]) -> Result<f32, BackendError> {
+        let cmds = self.prepare(phases)?;
+        self.ctx.scoped("running the step", || self.ctx.queue.submit(cmds)).await?;
+        let n = self.plan.handles.micro.len();
+        let data = read_buffer(&self.ctx, &self.loss_staging, bytes(n + 1)).await?;
+        self.after_step();
+        Ok(self.finish(&data, phases.contains(&Phase::Optimizer)))
+    }
+
+    /// The device figures once a step has run.
+    fn after_step(&mut self) {
+        self.device = self.device_report();
+        if let DeviceFigures::Reported(d) = &mut self.device {
+            self.device_peak = self.device_peak.max(d.segment_bytes());
+            d.peak_segment_bytes = self.device_peak;
+        }
     }
 
     /// Starts a whole training step on `batch` without waiting for it: the UI's path, which
-    /// never blocks a frame. [`Self::poll_step`] says when it is done.
+    /// never blocks a frame (except to drain the queue when a tight budget makes the allocator
+    /// release a segment mid-step). [`Self::poll_step`] says when it is done.
     pub fn submit_step(&mut self, batch: &Batch) -> Result<(), BackendError> {
         self.upload_batch(batch)?;
-        let cmd = self.prepare(&[Phase::Forward, Phase::Backward, Phase::Optimizer])?;
-        self.ctx.queue.submit([cmd]);
+        let cmds = self.prepare(&[Phase::Forward, Phase::Backward, Phase::Optimizer])?;
+        self.ctx.queue.submit(cmds);
         let (tx, rx) = futures_channel::oneshot::channel();
         let n = self.plan.handles.micro.len();
         self.loss_staging.slice(..bytes(n + 1)).map_async(wgpu::MapMode::Read, move |r| {
@@ -503,6 +840,7 @@ impl GpuExecutor {
             if let Some(e) = self.ctx.take_uncaptured_errors().pop() {
                 return Err(GpuError::Validation(e));
             }
+            self.after_step();
             Ok(self.finish(&data, true))
         });
         Some(result.map_err(BackendError::from))
@@ -548,7 +886,7 @@ impl GpuExecutor {
     /// Uploads `batch` and runs forward, backward and the optimizer.
     pub async fn train_step_async(&mut self, batch: &Batch) -> Result<f32, BackendError> {
         self.upload_batch(batch)?;
-        Ok(self.run_phases(&[Phase::Forward, Phase::Backward, Phase::Optimizer]).await?)
+        self.run_phases(&[Phase::Forward, Phase::Backward, Phase::Optimizer]).await
     }
 
     /// Reads a whole float tensor back (16-bit values widened to f32).
@@ -556,19 +894,21 @@ impl GpuExecutor {
         self.read_view_async(self.plan.whole(id)).await
     }
 
-    /// Times every command of the step on its own (`iters` repetitions in one submission,
-    /// after a warm-up), dispatch overhead included. Returns (phase, "op label [entry]", secs
-    /// per run), in step order. Needs an uploaded batch.
+    /// Times every command of the last step on its own (`iters` repetitions in one
+    /// submission, after a warm-up), dispatch overhead included. Returns (phase, "op label
+    /// [entry]", secs per run), in step order. Needs a step to have run (its bindings are reused;
+    /// the values they read are whatever the buffers hold).
     #[cfg(not(target_arch = "wasm32"))]
     pub fn profile_ops(&self, iters: usize) -> Result<Vec<(Phase, String, f64)>, GpuError> {
         let device = &self.ctx.device;
-        let mut out = Vec::with_capacity(self.commands.len());
-        for (i, rec) in self.commands.iter().enumerate() {
+        let recorded: Vec<&Recorded> = self.bound.iter().flatten().map(|b| &b.rec).collect();
+        let mut out = Vec::with_capacity(recorded.len());
+        for rec in recorded {
             let run = |count: usize| -> Result<f64, GpuError> {
                 let start = std::time::Instant::now();
                 let mut enc = device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("profile") });
                 for _ in 0..count {
-                    encode_commands(&mut enc, &self.commands[i..=i], &self.locations.buffers, &[rec.phase]);
+                    encode_commands(&mut enc, &[rec]);
                 }
                 self.ctx.queue.submit([enc.finish()]);
                 device.poll(wgpu::PollType::wait_indefinitely()).map_err(|e| GpuError::DeviceLost(e.to_string()))?;
@@ -581,13 +921,13 @@ impl GpuExecutor {
         Ok(out)
     }
 
-    /// One view of a tensor, read back (e.g. one parameter's gradient): only its bytes travel.
+    /// One view of a placed tensor, read back (e.g. one parameter's gradient): only its bytes
+    /// travel.
     pub async fn read_view_async(&self, view: View) -> Result<Vec<f32>, GpuError> {
-        let size = self.locations.size(view);
-        let (buffer, offset) =
-            self.locations.of(view).map(|(b, offset)| (&self.locations.buffers[b], offset)).ok_or_else(|| {
-                GpuError::Readback(format!("tensor {} has no memory", self.plan.tensor(view.tensor).name))
-            })?;
+        let size = self.view_bytes(view);
+        let (buffer, offset) = self.locate(view).ok_or_else(|| {
+            GpuError::Readback(format!("tensor {} has no memory", self.plan.tensor(view.tensor).name))
+        })?;
         let staging = self.ctx.device.create_buffer(&wgpu::BufferDescriptor {
             label: Some("readback"),
             size: size.max(4),
@@ -599,7 +939,17 @@ impl GpuExecutor {
         enc.copy_buffer_to_buffer(buffer, offset, &staging, 0, size);
         self.ctx.queue.submit([enc.finish()]);
         let data = read_buffer(&self.ctx, &staging, size).await?;
-        Ok(decode(self.locations.dtype(view.tensor), &data, view.len))
+        Ok(decode(self.plan.tensor(view.tensor).dtype, &data, ix(view.len)))
+    }
+}
+
+impl Drop for GpuExecutor {
+    /// Destroys the segment buffers at once, so the device's report no longer lists them (a
+    /// failed or replaced executor leaves nothing behind).
+    fn drop(&mut self) {
+        for b in self.buffers.values() {
+            b.destroy();
+        }
     }
 }
 
@@ -663,7 +1013,7 @@ impl crate::backend::Trainer for GpuExecutor {
     }
     fn compute_grads(&mut self, batch: &Batch) -> Result<f32, BackendError> {
         self.upload_batch(batch)?;
-        Ok(pollster::block_on(self.run_phases(&[Phase::Forward, Phase::Backward]))?)
+        pollster::block_on(self.run_phases(&[Phase::Forward, Phase::Backward]))
     }
     fn read_params(&mut self) -> Result<Vec<f32>, BackendError> {
         Ok(pollster::block_on(self.read_tensor_async(self.plan.handles.params))?)
@@ -679,7 +1029,10 @@ impl crate::backend::Trainer for GpuExecutor {
         Ok(())
     }
     fn memory(&self) -> Option<&crate::memory::StepMemory> {
-        self.ran_forward.then_some(&self.memory)
+        self.memory.as_ref()
+    }
+    fn device_figures(&self) -> DeviceFigures {
+        self.device.clone()
     }
     fn loss_scaler(&self) -> Option<&LossScaler> {
         self.scaler.as_ref()
@@ -704,46 +1057,23 @@ fn storage_buffer(device: &wgpu::Device, label: &str, size: u64) -> wgpu::Buffer
     })
 }
 
-/// Places a plan's tensors through the caching allocator, op by op, as an eager framework
-/// allocates and frees them. Returns the allocator's trace of the step (what this backend
-/// measures), every tensor's placement and the segments to back with memory.
-///
-/// The placements of this first (cold) step are replayed by every later step, because bind
-/// groups are recorded once. PyTorch's later steps allocate from the blocks the first step left
-/// cached and may pick different offsets; the bytes per category, the peaks and the segments are
-/// the same, only where a tensor sits inside its segment could differ.
-/// A real out-of-memory from the device while reserving segment `segment` (`size` bytes), in
-/// the allocator's words: the first tensor placed in that segment is the one that asked.
+/// A real out-of-memory from the wgpu device while reserving a segment of `size` bytes for
+/// `tensor` (asked for by `op`), in the allocator's words.
 pub fn device_oom(
     plan: &Plan,
-    placements: &[Option<Placement>],
-    segment: SegmentId,
+    tensor: TensorId,
+    op: Option<usize>,
     size: u64,
     reserved_before: u64,
     budget_bytes: u64,
     detail: &str,
 ) -> crate::memory::StepOom {
-    let lifetimes = plan.lifetimes();
-    let first = placements
-        .iter()
-        .enumerate()
-        .filter(|(_, p)| p.is_some_and(|p| p.segment == segment))
-        .min_by_key(|(i, _)| match lifetimes[*i] {
-            crate::plan::Lifetime::Ops { first, .. } => first + 1,
-            _ => 0,
-        })
-        .map_or(TensorId(0), |(i, _)| TensorId(i));
-    let info = plan.tensor(first);
-    let op = match lifetimes[first.0] {
-        crate::plan::Lifetime::Ops { first, .. } => Some(first),
-        _ => None,
-    };
-    let op_label = op.map_or_else(
-        || "before the step".to_string(),
-        |i| format!("{} ({})", plan.ops[i].label, plan.ops[i].op.name()),
-    );
+    let info = plan.tensor(tensor);
+    let op_label = op
+        .and_then(|i| plan.ops.get(i))
+        .map_or_else(|| "before the step".to_string(), |n| format!("{} ({})", n.label, n.op.name()));
     let error = crate::memory::OutOfMemory {
-        requested_bytes: info.size_bytes() as u64,
+        requested_bytes: info.size_bytes(),
         tried_bytes: size,
         // Without a budget, the device's own memory was the limit: what it had given so far.
         capacity_bytes: if budget_bytes >= UNLIMITED { reserved_before } else { budget_bytes },
@@ -756,135 +1086,62 @@ pub fn device_oom(
     let note = format!(
         "The wgpu device itself refused the segment ({detail}): the budget is larger than this GPU's free memory."
     );
-    crate::memory::StepOom::new(first, info, op, op_label, error, &note)
+    crate::memory::StepOom::new(tensor, info, op, op_label, error, &note)
 }
 
-/// A step's tensors placed in the allocator's segments.
-pub struct Placed {
-    pub memory: StepMemory,
-    pub placements: Vec<Option<Placement>>,
-    /// Every segment the step used, with its size.
-    pub segments: Vec<(SegmentId, u64)>,
+/// The segments reserved by `events`, with their sizes.
+fn new_segments<T>(events: &[Event<T>]) -> impl Iterator<Item = (SegmentId, u64)> + '_ {
+    events.iter().filter_map(|e| match e {
+        Event::SegmentAlloc { segment, size, .. } => Some((*segment, *size)),
+        _ => None,
+    })
 }
 
-pub fn place(plan: &Plan, budget_bytes: u64) -> Result<Placed, BackendError> {
-    let mut sa = StepAllocator::new(plan, budget_bytes, true);
-    let mut trace = Trace::detailed();
-    let oom = BackendError::OutOfMemory;
-    sa.setup(plan).map_err(oom)?;
-    trace.record(&sa, None);
-    for i in 0..plan.ops.len() {
-        sa.before_op(plan, i).map_err(oom)?;
-        trace.record(&sa, Some(i));
-        sa.after_op(i);
-    }
-    let memory = trace.finish(&sa, budget_bytes);
-    // Every segment that held a tensor needs memory, including any released mid-step.
-    let mut segments: Vec<(SegmentId, u64)> = memory
-        .events
-        .iter()
-        .filter_map(|e| match e {
-            crate::memory::allocator::Event::SegmentAlloc { segment, size, .. } => Some((*segment, *size)),
-            _ => None,
-        })
-        .collect();
-    segments.sort();
-    Ok(Placed { memory, placements: sa.placements.clone(), segments })
-}
+/// Unused bindings get disjoint 256-byte slices of one placeholder buffer: WebGPU (Dawn) rejects
+/// two writable bindings of overlapping ranges in one dispatch.
+const PLACEHOLDER_SLOTS: u64 = 16;
 
-/// Turns recorded commands into a uniform buffer and bind groups over the tensors' locations,
-/// with each dispatch's pipeline (its 16-bit variant where it binds 16-bit tensors). Call inside
-/// an error scope.
-fn materialize(ctx: &GpuContext, kernels: &Kernels, rec: &Recorder, loc: &Locations) -> (wgpu::Buffer, Vec<Recorded>) {
-    let device = &ctx.device;
-    // Unused bindings get disjoint 256-byte slices of one placeholder buffer: WebGPU (Dawn)
-    // rejects two writable bindings of overlapping ranges in one dispatch.
-    const SLOTS: u64 = 16;
-    let dummy = device.create_buffer(&wgpu::BufferDescriptor {
+fn placeholder_buffer(device: &wgpu::Device) -> wgpu::Buffer {
+    device.create_buffer(&wgpu::BufferDescriptor {
         label: Some("unused binding"),
-        size: 256 * SLOTS,
+        size: 256 * PLACEHOLDER_SLOTS,
         usage: wgpu::BufferUsages::STORAGE,
         mapped_at_creation: false,
-    });
-    let uniform_buffer = device.create_buffer(&wgpu::BufferDescriptor {
-        label: Some("step uniforms"),
-        size: (rec.uniforms.len() as u64).max(256),
-        usage: wgpu::BufferUsages::UNIFORM | wgpu::BufferUsages::COPY_DST,
-        mapped_at_creation: false,
-    });
-    ctx.queue.write_buffer(&uniform_buffer, 0, &rec.uniforms);
-    // A view without memory (never the case for a plan's own ops) binds the placeholder.
-    let placeholder = |slot: u32| wgpu::BufferBinding {
-        buffer: &dummy,
-        offset: 256 * (slot as u64 % SLOTS),
-        size: wgpu::BufferSize::new(256),
-    };
-    let resolve = |slot: u32, binding: &Binding| match *binding {
-        Binding::View(v) => match loc.of(v) {
-            Some((b, offset)) => {
-                wgpu::BufferBinding { buffer: &loc.buffers[b], offset, size: wgpu::BufferSize::new(loc.size(v)) }
-            }
-            None => placeholder(slot),
-        },
-        Binding::Dummy => placeholder(slot),
-    };
-    let commands = rec
-        .commands
-        .iter()
-        .map(|(phase, label, command)| {
-            let cmd = match command {
-                Command::Clear(v) => match loc.of(*v) {
-                    Some((buffer, offset)) => (Cmd::Clear { buffer, offset, size: loc.size(*v) }, "clear"),
-                    None => (Cmd::Clear { buffer: usize::MAX, offset: 0, size: 0 }, "clear"),
-                },
-                Command::Dispatch(spec) => {
-                    let mut entries = vec![wgpu::BindGroupEntry {
-                        binding: 0,
-                        resource: wgpu::BindingResource::Buffer(wgpu::BufferBinding {
-                            buffer: &uniform_buffer,
-                            offset: spec.uniform.0,
-                            size: wgpu::BufferSize::new(spec.uniform.1),
-                        }),
-                    }];
-                    entries.extend(spec.bindings.iter().map(|(binding, b)| wgpu::BindGroupEntry {
-                        binding: *binding,
-                        resource: wgpu::BindingResource::Buffer(resolve(*binding, b)),
-                    }));
-                    let bind_group = device.create_bind_group(&wgpu::BindGroupDescriptor {
-                        label: Some(label),
-                        layout: &spec.entry.layout,
-                        entries: &entries,
-                    });
-                    (
-                        Cmd::Dispatch { pipeline: kernels.pipeline(device, spec), bind_group, groups: spec.groups },
-                        spec.entry.name,
-                    )
-                }
-            };
-            Recorded { phase: *phase, label: format!("{label} [{}]", cmd.1), cmd: cmd.0 }
-        })
-        .collect();
-    (uniform_buffer, commands)
+    })
 }
 
-/// Encodes the commands of `phases`: clears at encoder level, runs of dispatches in one pass.
-fn encode_commands(enc: &mut wgpu::CommandEncoder, commands: &[Recorded], buffers: &[wgpu::Buffer], phases: &[Phase]) {
-    let selected: Vec<&Recorded> = commands.iter().filter(|r| phases.contains(&r.phase)).collect();
+fn placeholder_binding(buffer: &wgpu::Buffer, slot: u32) -> wgpu::BufferBinding<'_> {
+    wgpu::BufferBinding { buffer, offset: 256 * (slot as u64 % PLACEHOLDER_SLOTS), size: wgpu::BufferSize::new(256) }
+}
+
+/// The output of a future that is already complete (native wgpu's error scopes), or None.
+fn poll_now<F: std::future::Future>(f: F) -> Option<F::Output> {
+    let mut f = std::pin::pin!(f);
+    let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+    match f.as_mut().poll(&mut cx) {
+        std::task::Poll::Ready(v) => Some(v),
+        std::task::Poll::Pending => None,
+    }
+}
+
+/// Encodes commands in order: clears at encoder level, runs of dispatches in one pass.
+fn encode_commands(enc: &mut wgpu::CommandEncoder, commands: &[&Recorded]) {
     let mut i = 0;
-    while i < selected.len() {
-        match &selected[i].cmd {
+    while i < commands.len() {
+        match &commands[i].cmd {
             Cmd::Clear { buffer, offset, size } => {
-                if let Some(b) = buffers.get(*buffer) {
-                    enc.clear_buffer(b, *offset, Some(*size));
-                }
+                enc.clear_buffer(buffer, *offset, Some(*size));
                 i += 1;
             }
+            Cmd::Skip => i += 1,
             Cmd::Dispatch { .. } => {
                 let mut pass = enc.begin_compute_pass(&wgpu::ComputePassDescriptor {
                     label: Some("oomlab ops"),
                     timestamp_writes: None,
                 });
-                while let Some(Recorded { cmd: Cmd::Dispatch { pipeline, bind_group, groups }, .. }) = selected.get(i) {
+                while let Some(Recorded { cmd: Cmd::Dispatch { pipeline, bind_group, groups }, .. }) =
+                    commands.get(i).copied()
+                {
                     pass.set_pipeline(pipeline);
                     pass.set_bind_group(0, bind_group, &[]);
                     pass.dispatch_workgroups(groups[0], groups[1], groups[2]);
@@ -908,7 +1165,7 @@ pub fn bench_matmul(
 ) -> Result<f64, GpuError> {
     use super::kernels::matmul::{GemmCall, Operand};
     let device = &ctx.device;
-    let view = |id: usize, len: usize| View { tensor: TensorId(id), offset: 0, len };
+    let view = |id: usize, len: usize| View { tensor: TensorId(id), offset: 0, len: len as u64 };
     let (a, b, c) = (view(0, m * k), view(1, k * n), view(2, m * n));
     let mut rec = Recorder::new(ctx.limits().max_compute_workgroups_per_dimension);
     rec.set_context(Phase::Forward, "bench");
@@ -928,19 +1185,55 @@ pub fn bench_matmul(
             accumulate: false,
         },
     )?;
-    let (buffers, commands) = pollster::block_on(ctx.scoped("matmul benchmark", || {
+    let commands = pollster::block_on(ctx.scoped("matmul benchmark", || {
         let buffers: Vec<wgpu::Buffer> =
-            [a, b, c].iter().map(|v| storage_buffer(device, "bench", bytes(v.len))).collect();
-        let at = vec![Some((0, 0)), Some((1, 0)), Some((2, 0))];
-        let locations = Locations { buffers, at, dtypes: vec![DType::F32; 3] };
-        let (_uniforms, commands) = materialize(ctx, kernels, &rec, &locations);
-        (locations.buffers, commands)
+            [a, b, c].iter().map(|v| storage_buffer(device, "bench", bytes(ix(v.len)))).collect();
+        let uniforms = device.create_buffer(&wgpu::BufferDescriptor {
+            label: Some("bench uniforms"),
+            size: (rec.uniforms.len() as u64).max(256),
+            usage: wgpu::BufferUsages::UNIFORM | wgpu::BufferUsages::COPY_DST,
+            mapped_at_creation: false,
+        });
+        ctx.queue.write_buffer(&uniforms, 0, &rec.uniforms);
+        let placeholder = placeholder_buffer(device);
+        rec.commands
+            .iter()
+            .filter_map(|(phase, label, command)| match command {
+                Command::Dispatch(spec) => {
+                    let mut entries = vec![wgpu::BindGroupEntry {
+                        binding: 0,
+                        resource: wgpu::BindingResource::Buffer(wgpu::BufferBinding {
+                            buffer: &uniforms,
+                            offset: spec.uniform.0,
+                            size: wgpu::BufferSize::new(spec.uniform.1),
+                        }),
+                    }];
+                    entries.extend(spec.bindings.iter().map(|(slot, binding)| {
+                        let b = match binding {
+                            Binding::View(v) => buffers[v.tensor.0].as_entire_buffer_binding(),
+                            Binding::Dummy => placeholder_binding(&placeholder, *slot),
+                        };
+                        wgpu::BindGroupEntry { binding: *slot, resource: wgpu::BindingResource::Buffer(b) }
+                    }));
+                    let bind_group = device.create_bind_group(&wgpu::BindGroupDescriptor {
+                        label: Some(label),
+                        layout: &spec.entry.layout,
+                        entries: &entries,
+                    });
+                    let pipeline = kernels.pipeline(device, spec);
+                    let cmd = Cmd::Dispatch { pipeline, bind_group, groups: spec.groups };
+                    Some(Recorded { phase: *phase, label: label.clone(), cmd })
+                }
+                Command::Clear(_) => None,
+            })
+            .collect::<Vec<_>>()
     }))?;
+    let commands: Vec<&Recorded> = commands.iter().collect();
     let run = |count: usize| -> Result<f64, GpuError> {
         let start = std::time::Instant::now();
         let mut enc = device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("bench") });
         for _ in 0..count {
-            encode_commands(&mut enc, &commands, &buffers, &[Phase::Forward]);
+            encode_commands(&mut enc, &commands);
         }
         ctx.queue.submit([enc.finish()]);
         device.poll(wgpu::PollType::wait_indefinitely()).map_err(|e| GpuError::DeviceLost(e.to_string()))?;

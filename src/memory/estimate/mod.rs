@@ -408,7 +408,7 @@ impl Runtime {
     fn param_align(self) -> u64 {
         match self {
             Runtime::PyTorch => 1,
-            Runtime::Oomlab => PARAM_ALIGN_ELEMS as u64,
+            Runtime::Oomlab => PARAM_ALIGN_ELEMS,
         }
     }
     /// Bytes of one micro-batch's inputs.
@@ -566,7 +566,15 @@ pub const MAX_BATCH: u64 = 1 << 20;
 pub enum EstimateError {
     #[error("{0}")]
     Invalid(String),
+    /// A valid setup whose sizes pass [`MAX_ESTIMATE_BYTES`]: beyond any GPU, and beyond what
+    /// oomlab counts.
+    #[error("{what} would be {amount} bytes per GPU: more than oomlab counts ({limit} bytes at most)")]
+    TooLarge { what: String, amount: u128, limit: u64 },
 }
+
+/// The largest byte count an estimate reports (4 EiB, as [`crate::plan::MAX_BUDGET_BYTES`]):
+/// every quantity is computed in u128 and checked against it, so none wraps or saturates.
+pub const MAX_ESTIMATE_BYTES: u64 = crate::plan::MAX_BUDGET_BYTES;
 
 /// One line of the estimate: a category's bytes on each GPU, and where its formula comes from.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
@@ -1015,9 +1023,23 @@ fn sat(v: u128) -> u64 {
     u64::try_from(v).unwrap_or(u64::MAX)
 }
 
-/// The estimate for `setup` on each of its GPUs.
+/// The estimate for `setup` on each of its GPUs. A valid setup whose bytes pass
+/// [`MAX_ESTIMATE_BYTES`] is [`EstimateError::TooLarge`].
 pub fn estimate(setup: &Setup) -> Result<Estimate, EstimateError> {
     setup.validate()?;
+    // Every u128 quantity passes through `sat`, which remembers the first one too large to
+    // report; the estimate is then refused rather than shown saturated.
+    let too_large: std::cell::Cell<Option<(&'static str, u128)>> = std::cell::Cell::new(None);
+    let checked = |what: &'static str, v: u128| -> u64 {
+        if v > MAX_ESTIMATE_BYTES as u128 {
+            if too_large.get().is_none() {
+                too_large.set(Some((what, v)));
+            }
+            MAX_ESTIMATE_BYTES
+        } else {
+            v as u64
+        }
+    };
     let st = model_states(setup);
     let acts_at = activations(setup);
     let (act_peak, act_eof) = (acts_at.peak, acts_at.end_of_forward);
@@ -1049,7 +1071,7 @@ pub fn estimate(setup: &Setup) -> Result<Estimate, EstimateError> {
     let freed = || {
         format!(
             "freed by the peak, a layer's backward pass (at the loss they take {}); {}",
-            crate::units::format_bytes(sat(logit_bytes + dlogits)),
+            crate::units::format_bytes(checked("the logits", logit_bytes + dlogits)),
             source::LOGITS
         )
     };
@@ -1062,14 +1084,44 @@ pub fn estimate(setup: &Setup) -> Result<Estimate, EstimateError> {
         (layer_acts, 4 + earlier_losses, working, freed(), source::WORKING_SET)
     };
     let mut lines = vec![
-        Line { category: "parameters", bytes: sat(st.parameters), per_batch: false, source: source::PARAMS.into() },
-        Line { category: "gradients", bytes: sat(st.gradients), per_batch: false, source: source::ZERO.into() },
-        Line { category: "optimizer_state", bytes: sat(st.optimizer), per_batch: false, source: source::ZERO.into() },
-        Line { category: "master_weights", bytes: sat(st.master), per_batch: false, source: source::ZERO.into() },
-        Line { category: "activations", bytes: sat(acts), per_batch: true, source: source::ACTIVATIONS.into() },
-        Line { category: "logits", bytes: sat(logit_line), per_batch: true, source: logit_source },
-        Line { category: "temporaries", bytes: sat(grad_line), per_batch: true, source: grad_source.into() },
-        Line { category: "input", bytes: sat(input_bytes), per_batch: true, source: source::INPUT.into() },
+        Line {
+            category: "parameters",
+            bytes: checked("parameters", st.parameters),
+            per_batch: false,
+            source: source::PARAMS.into(),
+        },
+        Line {
+            category: "gradients",
+            bytes: checked("gradients", st.gradients),
+            per_batch: false,
+            source: source::ZERO.into(),
+        },
+        Line {
+            category: "optimizer_state",
+            bytes: checked("optimizer state", st.optimizer),
+            per_batch: false,
+            source: source::ZERO.into(),
+        },
+        Line {
+            category: "master_weights",
+            bytes: checked("master weights", st.master),
+            per_batch: false,
+            source: source::ZERO.into(),
+        },
+        Line {
+            category: "activations",
+            bytes: checked("activations", acts),
+            per_batch: true,
+            source: source::ACTIVATIONS.into(),
+        },
+        Line { category: "logits", bytes: checked("logits", logit_line), per_batch: true, source: logit_source },
+        Line {
+            category: "temporaries",
+            bytes: checked("temporaries", grad_line),
+            per_batch: true,
+            source: grad_source.into(),
+        },
+        Line { category: "input", bytes: checked("input", input_bytes), per_batch: true, source: source::INPUT.into() },
     ];
     if setup.runtime == Runtime::Oomlab && setup.precision == Precision::MixedFp16 {
         lines.push(Line {
@@ -1107,11 +1159,11 @@ pub fn estimate(setup: &Setup) -> Result<Estimate, EstimateError> {
             }
         }
         let allocated: u64 = lines.iter().map(|l| l.bytes).fold(0, u64::saturating_add);
-        let allocated = allocated.saturating_add(sat(comm));
+        let allocated = allocated.saturating_add(checked("communication", comm));
         lines.extend([
             Line {
                 category: "communication",
-                bytes: sat(comm),
+                bytes: checked("communication", comm),
                 per_batch: setup.parallel.sequence,
                 source: comm_source.into(),
             },
@@ -1136,6 +1188,10 @@ pub fn estimate(setup: &Setup) -> Result<Estimate, EstimateError> {
         ]);
     }
     let peak_bytes = lines.iter().map(|l| l.bytes).fold(0, u64::saturating_add);
+    let peak_bytes = checked("the peak", peak_bytes as u128);
+    if let Some((what, amount)) = too_large.get() {
+        return Err(EstimateError::TooLarge { what: what.to_string(), amount, limit: MAX_ESTIMATE_BYTES });
+    }
     let tokens = setup.micro_batch as u128 * setup.seq as u128 * setup.accum as u128 * setup.parallel.data as u128;
     Ok(Estimate {
         parameters: setup.arch.parameters(),
@@ -1150,24 +1206,29 @@ pub fn estimate(setup: &Setup) -> Result<Estimate, EstimateError> {
         lines,
         peak_bytes,
         capacity_bytes: setup.gpu.memory_bytes,
-        activations_end_of_forward: sat(act_eof),
-        activations_peak: sat(act_peak),
-        logits_bytes: sat(logit_bytes),
-        logits_grad_bytes: sat(dlogits),
-        backward_working_set_bytes: sat(working),
-        host_bytes: sat(st.host),
-        pcie_bytes_per_step: sat(st.pcie),
-        tokens_per_step: sat(tokens),
+        activations_end_of_forward: checked("activations", act_eof),
+        activations_peak: checked("activations", act_peak),
+        logits_bytes: checked("the logits", logit_bytes),
+        logits_grad_bytes: checked("the logits' gradient", dlogits),
+        backward_working_set_bytes: checked("the backward working set", working),
+        host_bytes: checked("host memory", st.host),
+        pcie_bytes_per_step: checked("PCIe traffic", st.pcie),
+        tokens_per_step: checked("tokens per step", tokens),
     })
 }
 
 /// The largest micro-batch whose estimate fits the GPU (0 if none does), by bisection: the
 /// estimate never falls as the batch grows (tested).
 pub fn max_micro_batch(setup: &Setup) -> Result<u64, EstimateError> {
+    // A micro-batch too large to count fits no GPU.
     let at = |b: u64| {
         let mut s = setup.clone();
         s.micro_batch = b;
-        estimate(&s).map(|e| e.fits())
+        match estimate(&s) {
+            Ok(e) => Ok(e.fits()),
+            Err(EstimateError::TooLarge { .. }) => Ok(false),
+            Err(e) => Err(e),
+        }
     };
     if !at(1)? {
         return Ok(0);
@@ -1234,14 +1295,18 @@ pub fn sweep_batches(max_fit: u64) -> Vec<u64> {
     std::iter::successors(Some(1u64), |b| (b * 2 <= top).then_some(b * 2)).collect()
 }
 
-/// The estimate at each micro-batch of `batches` (skipping none: an invalid setup is an error).
+/// The estimate at each micro-batch of `batches`, up to the first too large to count (an
+/// invalid setup is an error).
 pub fn sweep(setup: &Setup, batches: &[u64]) -> Result<Vec<(u64, Estimate)>, EstimateError> {
-    batches
-        .iter()
-        .map(|&b| {
-            let mut s = setup.clone();
-            s.micro_batch = b;
-            estimate(&s).map(|e| (b, e))
-        })
-        .collect()
+    let mut out = Vec::with_capacity(batches.len());
+    for &b in batches {
+        let mut s = setup.clone();
+        s.micro_batch = b;
+        match estimate(&s) {
+            Ok(e) => out.push((b, e)),
+            Err(EstimateError::TooLarge { .. }) => break,
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(out)
 }

@@ -3,6 +3,7 @@
 use super::{Binding, KernelEntry, Recorder, build_entries, u};
 use crate::backend::cpu::ops::AdamWStep;
 use crate::backend::gpu::GpuError;
+use crate::backend::ix;
 use crate::plan::View;
 
 /// Mirrors `Params` in adamw.wgsl.
@@ -75,7 +76,7 @@ impl AdamW {
         found_inf: Option<View>,
         s: &AdamWStep,
     ) -> Result<u64, GpuError> {
-        let p = AdamWParams::new(params.len, s, 1.0, copy.is_some(), found_inf.is_some());
+        let p = AdamWParams::new(ix(params.len), s, 1.0, copy.is_some(), found_inf.is_some());
         let b = Binding::View;
         let opt = |v: Option<View>| v.map_or(Binding::Dummy, Binding::View);
         rec.dispatch(

@@ -3,6 +3,7 @@
 
 use super::{Binding, KernelEntry, Recorder, build_entries, u};
 use crate::backend::gpu::GpuError;
+use crate::backend::ix;
 use crate::plan::View;
 
 /// Mirrors `Params` in crossentropy.wgsl.
@@ -72,13 +73,13 @@ impl CrossEntropy {
         scale: f64,
     ) -> Result<(), GpuError> {
         let rows = targets.len;
-        let p = CrossEntropyParams::new(rows, vocab, scale);
+        let p = CrossEntropyParams::new(ix(rows), vocab, scale);
         let v = Binding::View;
         rec.dispatch(
             &self.backward,
             &p,
             &[(2, v(targets)), (3, v(probs)), (6, v(dlogits))],
-            rec.grid_1d(rows * vocab, 256),
+            rec.grid_1d(ix(rows) * vocab, 256),
         )
     }
 }

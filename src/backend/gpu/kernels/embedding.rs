@@ -2,6 +2,7 @@
 
 use super::{Binding, KernelEntry, Recorder, build_entries, u};
 use crate::backend::gpu::GpuError;
+use crate::backend::ix;
 use crate::plan::View;
 
 /// Mirrors `Params` in embedding.wgsl.
@@ -47,7 +48,7 @@ impl Embedding {
         c: usize,
         vocab: usize,
     ) -> Result<(), GpuError> {
-        let p = Self::params(tokens.len, t, c, vocab);
+        let p = Self::params(ix(tokens.len), t, c, vocab);
         let v = Binding::View;
         rec.dispatch(
             &self.forward,
@@ -70,7 +71,7 @@ impl Embedding {
         c: usize,
         vocab: usize,
     ) -> Result<(), GpuError> {
-        let p = Self::params(token_positions.len, t, c, vocab);
+        let p = Self::params(ix(token_positions.len), t, c, vocab);
         let v = Binding::View;
         rec.dispatch(
             &self.backward_wte,

@@ -249,8 +249,8 @@ impl Recorder {
 
     /// Grid for `n` threads in 1-D workgroups of `size`, folded into y past the per-dimension
     /// limit (kernels compute `(wg.y·nwg.x + wg.x)·size + lid.x`).
-    pub fn grid_1d(&self, n: usize, size: u32) -> [u32; 3] {
-        let groups = n.div_ceil(size as usize) as u64;
+    pub fn grid_1d<N: TryInto<u64>>(&self, n: N, size: u32) -> [u32; 3] {
+        let groups = n.try_into().unwrap_or(u64::MAX).div_ceil(size.max(1) as u64);
         let max = self.max_groups.max(1) as u64;
         if groups <= max {
             [groups as u32, 1, 1]
@@ -326,6 +326,8 @@ impl Kernels {
     }
 }
 
-pub(crate) fn u(x: usize) -> u32 {
-    x as u32
+/// A size as a shader's u32 (saturating; the executor checks every binding against the
+/// adapter's limits first, so real sizes fit).
+pub(crate) fn u<T: TryInto<u32>>(x: T) -> u32 {
+    x.try_into().unwrap_or(u32::MAX)
 }

@@ -109,13 +109,14 @@ fn arch_small() -> Architecture {
     Architecture::from_toy(&ModelConfig::toy(58))
 }
 
-/// A dimension: sometimes 0, else log-uniform in [1, 2^bits].
+/// A dimension: sometimes 0, else roughly log-uniform in [1, 2^bits] — in integers only, so the
+/// inputs are the same on every platform (a libm's `powf` may round differently).
 fn dim(rng: &mut Rng, bits: u32) -> usize {
-    if rng.uniform() < 0.02 {
+    if rng.below(50) == 0 {
         return 0;
     }
-    let e = rng.uniform() * bits as f64;
-    (2f64.powf(e) as usize).max(1)
+    let base = 1usize << rng.below(bits as usize);
+    base + rng.below(base)
 }
 
 fn small(rng: &mut Rng, n: usize) -> usize {
@@ -154,6 +155,9 @@ fn random_techniques(rng: &mut Rng, layers: usize) -> Techniques {
 fn ten_thousand_random_configurations_never_panic() {
     let mut rng = Rng::new(20261130);
     let (mut planned, mut refused, mut fitted, mut oom) = (0, 0, 0, 0);
+    // A digest of every number computed (a hash, so wrapping is its arithmetic): the same on
+    // every platform, so wasm32 (32-bit usize) computes exactly what native does.
+    let mut digest = Digest::default();
     for case in 0..10_000 {
         // Mostly small models (the ones that build and simulate), with every dimension
         // sometimes far past its limit.
@@ -163,7 +167,12 @@ fn ten_thousand_random_configurations_never_panic() {
         let model = ModelConfig {
             vocab: bits(&mut rng, 8),
             seq_len: bits(&mut rng, 6),
-            d_model: if rng.below(2) == 0 { n_heads * bits(&mut rng, 4) } else { bits(&mut rng, 7) },
+            // (A product capped at 2³⁰, so that the inputs fit a 32-bit usize alike.)
+            d_model: if rng.below(2) == 0 {
+                (n_heads as u64 * bits(&mut rng, 4) as u64).min(1 << 30) as usize
+            } else {
+                bits(&mut rng, 7)
+            },
             n_layers: if rng.below(10) == 0 { dim(&mut rng, 22) } else { small(&mut rng, 4) },
             n_heads,
         };
@@ -178,9 +187,11 @@ fn ten_thousand_random_configurations_never_panic() {
             Err(e) => {
                 refused += 1;
                 assert!(!e.to_string().is_empty(), "{what}: a refusal without a message");
+                digest.add_text(&e.to_string());
             }
             Ok(plan) => {
                 planned += 1;
+                digest.add(plan.tensors.iter().map(|t| t.size_bytes()).fold(0, u64::wrapping_add));
                 assert!(plan.ops.len() as u64 <= MAX_PLAN_OPS, "{what}");
                 assert!(plan.tensors.iter().all(|t| t.numel() <= MAX_TENSOR_ELEMS), "{what}");
                 match simulate_peak(&plan, budget) {
@@ -190,17 +201,20 @@ fn ten_thousand_random_configurations_never_panic() {
                         assert!(m.peak_reserved_bytes() <= budget, "{what}");
                         let formula = activation_peak_bytes(&model, shape, &techniques);
                         assert_eq!(m.activation_peak_bytes, formula, "{what}: plan = closed form");
+                        digest.add(m.peak_allocated_bytes());
+                        digest.add(m.peak_reserved_bytes());
                     }
                     Err(e) => {
                         oom += 1;
                         assert!(e.message.starts_with("GPU out of memory"), "{what}: {}", e.message);
+                        digest.add_text(&e.message);
                     }
                 }
             }
         }
         // The estimator, on the toy's setup and on a random real architecture.
         let toy = Setup::toy(&model, shape, kind, &techniques, budget);
-        check_estimate(&toy, &what);
+        check_estimate(&toy, &what, &mut digest);
         let arch = Architecture {
             vocab: dim(&mut rng, 26) as u64,
             hidden: dim(&mut rng, 20) as u64,
@@ -218,19 +232,80 @@ fn ten_thousand_random_configurations_never_panic() {
         real.parallel.zero = rng.below(5) as u8;
         real.checkpoint = techniques.checkpoint;
         real.attention = techniques.attention;
-        check_estimate(&real, &what);
+        check_estimate(&real, &what, &mut digest);
     }
-    println!("{planned} planned ({fitted} fit, {oom} out of memory), {refused} refused");
+    println!("{planned} planned ({fitted} fit, {oom} out of memory), {refused} refused; digest {:#x}", digest.0);
+    assert_eq!(digest.0, FUZZ_DIGEST, "the numbers differ from the reference platform's");
     assert!(planned > 1000 && refused > 1000 && fitted > 500 && oom > 100, "the cases reach every outcome");
 }
 
-fn check_estimate(s: &Setup, what: &str) {
+/// The digest of every number the fuzz computes, on x86-64 Linux (and asserted on wasm32 too).
+const FUZZ_DIGEST: u64 = 0x022f_e16e_defd_5186;
+
+/// FNV-1a over the numbers and messages a test computes.
+struct Digest(u64);
+
+impl Default for Digest {
+    fn default() -> Self {
+        Self(0xcbf2_9ce4_8422_2325)
+    }
+}
+
+impl Digest {
+    fn add(&mut self, v: u64) {
+        for b in v.to_le_bytes() {
+            self.0 = (self.0 ^ b as u64).wrapping_mul(0x0100_0000_01b3);
+        }
+    }
+    fn add_text(&mut self, s: &str) {
+        for b in s.bytes() {
+            self.0 = (self.0 ^ b as u64).wrapping_mul(0x0100_0000_01b3);
+        }
+    }
+}
+
+fn check_estimate(s: &Setup, what: &str, digest: &mut Digest) {
     match estimate::estimate(s) {
         Ok(e) => {
             assert!(e.peak_bytes <= estimate::MAX_ESTIMATE_BYTES, "{what}");
             let sum = e.lines.iter().map(|l| l.bytes as u128).sum::<u128>();
             assert_eq!(sum, e.peak_bytes as u128, "{what}: the lines add up to the peak");
+            digest.add(e.peak_bytes);
         }
-        Err(e) => assert!(!e.to_string().is_empty(), "{what}: a refusal without a message"),
+        Err(e) => {
+            assert!(!e.to_string().is_empty(), "{what}: a refusal without a message");
+            digest.add_text(&e.to_string());
+        }
     }
+}
+
+/// The browser case, through the app's own derived data (the sweep and the prediction
+/// the views draw): d 1024, 32 heads, sequence 4096, a 1 TiB budget set through the link.
+/// Memory must grow with the batch — it fell from 7.00 GiB to 1.66 GiB when 4 GiB tensors
+/// wrapped to 0 in 32 bits.
+#[test]
+fn the_apps_sweep_grows_with_the_batch_past_four_gib() {
+    use oomlab::app::Derived;
+    use oomlab::app::settings::{ModelDims, Settings};
+    let settings = Settings {
+        dims: ModelDims { d_model: 1024, n_layers: 2, n_heads: 32, max_seq: 4096 },
+        seq: 4096,
+        batch: 2,
+        budget_bytes: TIB,
+        ..Settings::default()
+    }
+    .clamped();
+    let derived = Derived::new(&settings, 58);
+    let predicted = derived.predicted.as_ref().expect("batch 2 fits 1 TiB");
+    assert!(predicted.peak_allocated_bytes() > 8 << 30, "{}", predicted.peak_allocated_bytes());
+    let points = &derived.sweep[0].points;
+    let fits: Vec<(usize, u64)> =
+        points.iter().filter_map(|(b, r)| r.as_ref().ok().map(|m| (*b, m.peak_allocated_bytes()))).collect();
+    assert!(fits.len() >= 6, "{fits:?}");
+    for w in fits.windows(2) {
+        assert!(w[1].1 > w[0].1, "memory falls from batch {} to {}: {fits:?}", w[0].0, w[1].0);
+    }
+    assert!(fits[0].1 > 4 << 30 && fits[1].1 > fits[0].1 + (4 << 30), "{fits:?}");
+    // Past the budget the sweep says out of memory, never a small number.
+    assert!(points.iter().any(|(_, r)| r.is_err()), "a batch beyond 1 TiB");
 }

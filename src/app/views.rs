@@ -373,6 +373,17 @@ pub fn breakdown(ui: &mut Ui, allocator: Option<&StepMemory>, predicted: &StepMe
                 ))
                 .small(),
             );
+            if let Some(c) = d.counters {
+                ui.label(
+                    RichText::new(format!(
+                        "wgpu's own counters: {} live buffers holding {}, {} memory allocations.",
+                        c.buffers,
+                        format_bytes(c.buffer_memory_bytes),
+                        c.memory_allocations
+                    ))
+                    .small(),
+                );
+            }
             if !d.missing.is_empty() || !d.leftover.is_empty() {
                 ui.colored_label(
                     Color32::from_rgb(240, 80, 80),
@@ -461,32 +472,20 @@ pub fn allocator_map(ui: &mut Ui, plan: &Plan, memory: &StepMemory, op: Option<u
     let widest = segments.iter().map(|s| s.size).max().unwrap_or(1).max(1);
     egui::ScrollArea::vertical().max_height(260.0).id_salt("segments").show(ui, |ui| {
         for s in &segments {
-            ui.horizontal(|ui| {
-                ui.label(RichText::new(format!("{:>9}", format_bytes(s.size))).monospace());
-                let width = (ui.available_width() - 8.0).max(50.0) * (s.size as f32 / widest as f32).max(0.05);
-                let (rect, response) = ui.allocate_exact_size(egui::vec2(width, 18.0), egui::Sense::hover());
-                let painter = ui.painter_at(rect);
-                painter.rect_filled(rect, 0.0, Color32::from_gray(40));
-                let mut hovered = None;
-                for b in &s.blocks {
-                    let x0 = rect.left() + rect.width() * (b.offset as f32 / s.size as f32);
-                    let x1 = rect.left() + rect.width() * ((b.offset + b.size) as f32 / s.size as f32);
-                    let r = egui::Rect::from_x_y_ranges(x0..=x1.max(x0 + 1.0), rect.y_range());
-                    if let Some(t) = b.tensor {
-                        painter.rect_filled(r.shrink(0.5), 0.0, category_color(plan.tensor(t).category));
-                    }
-                    if response.hover_pos().is_some_and(|p| r.contains(p)) {
-                        hovered = Some(b);
-                    }
-                }
-                if let Some(b) = hovered {
-                    let text = match b.tensor {
+            let spans: Vec<Span> = s
+                .blocks
+                .iter()
+                .map(|b| Span {
+                    offset: b.offset,
+                    size: b.size,
+                    color: b.tensor.map(|t| category_color(plan.tensor(t).category)),
+                    hover: match b.tensor {
                         Some(t) => format!("{} — {} block", plan.tensor(t).name, format_bytes(b.size)),
                         None => format!("free — {}", format_bytes(b.size)),
-                    };
-                    response.on_hover_text(text);
-                }
-            });
+                    },
+                })
+                .collect();
+            bar_of_spans(ui, s.size, widest, 18.0, Color32::from_gray(40), &spans);
         }
     });
     if let Some(d) = device {
@@ -508,29 +507,59 @@ pub fn driver_blocks(ui: &mut Ui, d: &DeviceMemory) {
     let widest = d.blocks.iter().map(|b| b.size_bytes).max().unwrap_or(1).max(1);
     let ours = |name: &str| crate::memory::device::parse_segment_label(name).is_some();
     for block in d.blocks.iter().filter(|b| b.allocations.iter().any(|a| ours(&a.name))) {
-        ui.horizontal(|ui| {
-            ui.label(RichText::new(format!("{:>9}", format_bytes(block.size_bytes))).monospace());
-            let width = (ui.available_width() - 8.0).max(50.0) * (block.size_bytes as f32 / widest as f32).max(0.05);
-            let (rect, response) = ui.allocate_exact_size(egui::vec2(width, 14.0), egui::Sense::hover());
-            let painter = ui.painter_at(rect);
-            painter.rect_filled(rect, 0.0, Color32::from_gray(30));
-            let mut hovered = None;
-            for a in &block.allocations {
-                let at = |x: u64| rect.left() + rect.width() * (x as f32 / block.size_bytes.max(1) as f32);
-                let (x0, x1) = (at(a.offset_bytes), at(a.offset_bytes + a.size_bytes));
-                let r = egui::Rect::from_x_y_ranges(x0..=x1.max(x0 + 1.0), rect.y_range());
-                let color = if ours(&a.name) { Color32::from_rgb(76, 114, 176) } else { Color32::from_gray(110) };
-                painter.rect_filled(r.shrink(0.5), 0.0, color);
-                if response.hover_pos().is_some_and(|p| r.contains(p)) {
-                    hovered = Some(a);
-                }
-            }
-            if let Some(a) = hovered {
-                let name = if a.name.is_empty() { "(unnamed)" } else { &a.name };
-                response.on_hover_text(format!("{name} — {} at {}", format_bytes(a.size_bytes), a.offset_bytes));
-            }
-        });
+        let spans: Vec<Span> = block
+            .allocations
+            .iter()
+            .map(|a| Span {
+                offset: a.offset_bytes,
+                size: a.size_bytes,
+                color: Some(if ours(&a.name) { Color32::from_rgb(76, 114, 176) } else { Color32::from_gray(110) }),
+                hover: format!(
+                    "{} — {} at {}",
+                    if a.name.is_empty() { "(unnamed)" } else { &a.name },
+                    format_bytes(a.size_bytes),
+                    a.offset_bytes
+                ),
+            })
+            .collect();
+        bar_of_spans(ui, block.size_bytes, widest, 14.0, Color32::from_gray(30), &spans);
     }
+}
+
+/// A range of a bar: a block of a segment, or an allocation of a driver memory block.
+struct Span {
+    offset: u64,
+    size: u64,
+    /// None: drawn as the background (free).
+    color: Option<Color32>,
+    hover: String,
+}
+
+/// One labelled bar of `total` bytes (its width relative to `widest`), with `spans` drawn at
+/// their offsets and named on hover.
+fn bar_of_spans(ui: &mut Ui, total: u64, widest: u64, height: f32, background: Color32, spans: &[Span]) {
+    ui.horizontal(|ui| {
+        ui.label(RichText::new(format!("{:>9}", format_bytes(total))).monospace());
+        let width = (ui.available_width() - 8.0).max(50.0) * (total as f32 / widest.max(1) as f32).max(0.05);
+        let (rect, response) = ui.allocate_exact_size(egui::vec2(width, height), egui::Sense::hover());
+        let painter = ui.painter_at(rect);
+        painter.rect_filled(rect, 0.0, background);
+        let at = |x: u64| rect.left() + rect.width() * (x as f32 / total.max(1) as f32);
+        let mut hovered = None;
+        for s in spans {
+            let (x0, x1) = (at(s.offset), at(s.offset + s.size));
+            let r = egui::Rect::from_x_y_ranges(x0..=x1.max(x0 + 1.0), rect.y_range());
+            if let Some(c) = s.color {
+                painter.rect_filled(r.shrink(0.5), 0.0, c);
+            }
+            if response.hover_pos().is_some_and(|p| r.contains(p)) {
+                hovered = Some(s);
+            }
+        }
+        if let Some(s) = hovered {
+            response.on_hover_text(&s.hover);
+        }
+    });
 }
 
 /// What the user can switch on to fit, from the seed's diagnostic workflow.

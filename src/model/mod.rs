@@ -38,7 +38,7 @@ pub enum ConfigError {
     #[error("{name} must be at least 1 (got {value})")]
     Zero { name: &'static str, value: i64 },
     #[error("{name} = {value} is absurdly large (the limit is {MAX_DIM})")]
-    TooLarge { name: &'static str, value: usize },
+    TooLarge { name: &'static str, value: u64 },
     #[error("d_model ({d_model}) must be divisible by n_heads ({n_heads})")]
     HeadsDontDivide { d_model: usize, n_heads: usize },
     #[error("sequence length {got} is longer than the model's maximum seq_len {max}")]
@@ -93,11 +93,12 @@ pub fn check_dim(name: &'static str, value: i64) -> Result<usize, ConfigError> {
     if value < 1 {
         return Err(ConfigError::Zero { name, value });
     }
-    let value = value as usize;
-    if value > MAX_DIM {
-        return Err(ConfigError::TooLarge { name, value });
+    // Compared as i64 before any conversion: `as usize` would truncate on 32-bit targets and let
+    // 2³² + 5 through as 5.
+    if value > MAX_DIM as i64 {
+        return Err(ConfigError::TooLarge { name, value: value as u64 });
     }
-    Ok(value)
+    Ok(value as usize)
 }
 
 /// One training step's shape: batch B and sequence length T (≤ `seq_len`).

@@ -307,13 +307,7 @@ impl GpuExecutor {
         let device = &ctx.device;
         let (uniform_buffer, placeholder, loss_staging) = ctx
             .scoped("creating the step's uniform and readback buffers", || {
-                let uniform_buffer = device.create_buffer(&wgpu::BufferDescriptor {
-                    label: Some("step uniforms"),
-                    size: (rec.uniforms.len() as u64).max(256),
-                    usage: wgpu::BufferUsages::UNIFORM | wgpu::BufferUsages::COPY_DST,
-                    mapped_at_creation: false,
-                });
-                ctx.queue.write_buffer(&uniform_buffer, 0, &rec.uniforms);
+                let uniform_buffer = uniform_buffer(ctx, "step uniforms", &rec.uniforms);
                 let loss_staging = device.create_buffer(&wgpu::BufferDescriptor {
                     label: Some("loss readback"),
                     size: bytes(plan.handles.micro.len() + 1),
@@ -651,28 +645,13 @@ impl GpuExecutor {
                 None => Cmd::Skip,
             },
             Command::Dispatch(spec) => {
-                let mut entries = vec![wgpu::BindGroupEntry {
-                    binding: 0,
-                    resource: wgpu::BindingResource::Buffer(wgpu::BufferBinding {
-                        buffer: &self.uniform_buffer,
-                        offset: spec.uniform.0,
-                        size: wgpu::BufferSize::new(spec.uniform.1),
-                    }),
-                }];
-                entries.extend(views.iter().zip(&key).map(|((slot, _), k)| {
-                    let binding = match buffer(k) {
-                        Some((b, offset, size)) => {
-                            wgpu::BufferBinding { buffer: b, offset, size: wgpu::BufferSize::new(size) }
-                        }
-                        None => placeholder_binding(&self.placeholder, *slot),
-                    };
-                    wgpu::BindGroupEntry { binding: *slot, resource: wgpu::BindingResource::Buffer(binding) }
-                }));
-                let bind_group = device.create_bind_group(&wgpu::BindGroupDescriptor {
-                    label: Some(label),
-                    layout: &spec.entry.layout,
-                    entries: &entries,
+                let bindings = views.iter().zip(&key).map(|((slot, _), k)| match buffer(k) {
+                    Some((b, offset, size)) => {
+                        wgpu::BufferBinding { buffer: b, offset, size: wgpu::BufferSize::new(size) }
+                    }
+                    None => placeholder_binding(&self.placeholder, *slot),
                 });
+                let bind_group = dispatch_bind_group(device, label, spec, &self.uniform_buffer, bindings);
                 Cmd::Dispatch { pipeline: self.kernels.pipeline(device, spec), bind_group, groups: spec.groups }
             }
         };
@@ -1097,6 +1076,48 @@ fn new_segments<T>(events: &[Event<T>]) -> impl Iterator<Item = (SegmentId, u64)
     })
 }
 
+/// The uniform buffer of a recording, with its bytes written.
+fn uniform_buffer(ctx: &GpuContext, label: &str, bytes: &[u8]) -> wgpu::Buffer {
+    let buffer = ctx.device.create_buffer(&wgpu::BufferDescriptor {
+        label: Some(label),
+        size: (bytes.len() as u64).max(256),
+        usage: wgpu::BufferUsages::UNIFORM | wgpu::BufferUsages::COPY_DST,
+        mapped_at_creation: false,
+    });
+    ctx.queue.write_buffer(&buffer, 0, bytes);
+    buffer
+}
+
+/// A dispatch's bind group: its uniform slice at binding 0, then `bindings` in the order of the
+/// spec's storage bindings.
+fn dispatch_bind_group<'a>(
+    device: &wgpu::Device,
+    label: &str,
+    spec: &super::kernels::DispatchSpec,
+    uniforms: &'a wgpu::Buffer,
+    bindings: impl Iterator<Item = wgpu::BufferBinding<'a>>,
+) -> wgpu::BindGroup {
+    let mut entries = vec![wgpu::BindGroupEntry {
+        binding: 0,
+        resource: wgpu::BindingResource::Buffer(wgpu::BufferBinding {
+            buffer: uniforms,
+            offset: spec.uniform.0,
+            size: wgpu::BufferSize::new(spec.uniform.1),
+        }),
+    }];
+    entries.extend(
+        spec.bindings
+            .iter()
+            .zip(bindings)
+            .map(|((slot, _), b)| wgpu::BindGroupEntry { binding: *slot, resource: wgpu::BindingResource::Buffer(b) }),
+    );
+    device.create_bind_group(&wgpu::BindGroupDescriptor {
+        label: Some(label),
+        layout: &spec.entry.layout,
+        entries: &entries,
+    })
+}
+
 /// Unused bindings get disjoint 256-byte slices of one placeholder buffer: WebGPU (Dawn) rejects
 /// two writable bindings of overlapping ranges in one dispatch.
 const PLACEHOLDER_SLOTS: u64 = 16;
@@ -1188,38 +1209,17 @@ pub fn bench_matmul(
     let commands = pollster::block_on(ctx.scoped("matmul benchmark", || {
         let buffers: Vec<wgpu::Buffer> =
             [a, b, c].iter().map(|v| storage_buffer(device, "bench", bytes(ix(v.len)))).collect();
-        let uniforms = device.create_buffer(&wgpu::BufferDescriptor {
-            label: Some("bench uniforms"),
-            size: (rec.uniforms.len() as u64).max(256),
-            usage: wgpu::BufferUsages::UNIFORM | wgpu::BufferUsages::COPY_DST,
-            mapped_at_creation: false,
-        });
-        ctx.queue.write_buffer(&uniforms, 0, &rec.uniforms);
+        let uniforms = uniform_buffer(ctx, "bench uniforms", &rec.uniforms);
         let placeholder = placeholder_buffer(device);
         rec.commands
             .iter()
             .filter_map(|(phase, label, command)| match command {
                 Command::Dispatch(spec) => {
-                    let mut entries = vec![wgpu::BindGroupEntry {
-                        binding: 0,
-                        resource: wgpu::BindingResource::Buffer(wgpu::BufferBinding {
-                            buffer: &uniforms,
-                            offset: spec.uniform.0,
-                            size: wgpu::BufferSize::new(spec.uniform.1),
-                        }),
-                    }];
-                    entries.extend(spec.bindings.iter().map(|(slot, binding)| {
-                        let b = match binding {
-                            Binding::View(v) => buffers[v.tensor.0].as_entire_buffer_binding(),
-                            Binding::Dummy => placeholder_binding(&placeholder, *slot),
-                        };
-                        wgpu::BindGroupEntry { binding: *slot, resource: wgpu::BindingResource::Buffer(b) }
-                    }));
-                    let bind_group = device.create_bind_group(&wgpu::BindGroupDescriptor {
-                        label: Some(label),
-                        layout: &spec.entry.layout,
-                        entries: &entries,
+                    let bindings = spec.bindings.iter().map(|(slot, binding)| match binding {
+                        Binding::View(v) => buffers[v.tensor.0].as_entire_buffer_binding(),
+                        Binding::Dummy => placeholder_binding(&placeholder, *slot),
                     });
+                    let bind_group = dispatch_bind_group(device, label, spec, &uniforms, bindings);
                     let pipeline = kernels.pipeline(device, spec);
                     let cmd = Cmd::Dispatch { pipeline, bind_group, groups: spec.groups };
                     Some(Recorded { phase: *phase, label: label.clone(), cmd })

@@ -448,3 +448,26 @@ fn absurd_sizes_are_reports_not_aborts() {
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     assert!(text.contains("largest batch that fits"), "{text}");
 }
+
+/// The text says where each number comes from: the plan's prediction, the allocator's live
+/// account and the driver's report (with its rounding in bytes) on the GPU; on the CPU, why there
+/// is no device report.
+#[test]
+fn measure_text_names_every_source() {
+    let out = oomlab(&["measure", "--batch", "4", "--seq-len", "32", "--budget", "64MiB", "--backend", "gpu"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    for needle in [
+        "allocator (live)",
+        "predicted (plan)",
+        "device (driver report)",
+        "bytes of the driver's",
+        "memory summary, allocator (live)",
+    ] {
+        assert!(text.contains(needle), "{needle} missing:\n{text}");
+    }
+    assert!(!text.contains("measured"), "nothing oomlab predicts or accounts itself is called measured:\n{text}");
+    let out = oomlab(&["measure", "--batch", "4", "--seq-len", "32", "--budget", "64MiB", "--backend", "cpu"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("device: the CPU backend has no device"), "{text}");
+}

@@ -89,6 +89,11 @@ fn breakdown_shows_every_category_from_every_source() {
     harness.get_by_label_contains("gradients + optimizer state + master weights");
     harness.fit_contents();
     snapshot(&mut harness, "breakdown");
+    // In the browser there is no report, and the view says why instead of a number.
+    let browser = DeviceFigures::NotReported { reason: oomlab::memory::device::NOT_REPORTED_BROWSER.into() };
+    let harness = Harness::new_ui(|ui| views::breakdown(ui, Some(&allocator), &predicted, &browser));
+    harness.get_by_label_contains("Device: the browser reports none: WebGPU exposes no memory figures");
+    assert!(harness.query_by_label_contains("driver's own rounding").is_none());
 }
 
 #[test]

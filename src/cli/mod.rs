@@ -766,7 +766,7 @@ fn device_text(device: &DeviceFigures, allocator_reserved: u64) -> String {
             let (blocks, block_bytes) = d.segment_blocks();
             format!(
                 "device (driver report): {} segment buffer(s) hold {} — the allocator's {} reserved + {} bytes of the driver's \
-                 rounding — in {blocks} driver memory blocks of {} in all; {} other allocations ({}) outside oomlab's allocator\n",
+                 rounding — in {blocks} driver memory block(s) of {} in all; {} other allocations ({}) outside oomlab's allocator\n",
                 d.segments.len(),
                 format_bytes(d.segment_bytes()),
                 format_bytes(allocator_reserved),
@@ -899,7 +899,7 @@ fn measure(config: &ConfigArgs) -> Result<(), Failure> {
                         list.join(", ")
                     );
                 }
-                print!("{}", memory_summary(&m));
+                print!("{}", memory_summary(&m, "allocator (live)"));
             }
             Ok(())
         }

@@ -5,8 +5,9 @@ use super::step::StepMemory;
 use crate::plan::Category;
 use crate::units::format_bytes;
 
-/// The allocator's counters and the step's peak by category, as a fixed-width table.
-pub fn memory_summary(memory: &StepMemory) -> String {
+/// The allocator's counters and the step's peak by category, as a fixed-width table; `source`
+/// says where the numbers come from ("allocator (live)" or "predicted (plan)").
+pub fn memory_summary(memory: &StepMemory, source: &str) -> String {
     let s: &Stats = &memory.stats;
     let line = format!("|{}|\n", "=".repeat(75));
     let thin = format!("|{}|\n", "-".repeat(75));
@@ -14,7 +15,7 @@ pub fn memory_summary(memory: &StepMemory) -> String {
     out.push_str(&line);
     out.push_str(&format!(
         "| {:<73} |\n",
-        format!("oomlab memory summary — GPU 0, capacity {}", format_bytes(memory.capacity_bytes))
+        format!("oomlab memory summary, {source} — capacity {}", format_bytes(memory.capacity_bytes))
     ));
     out.push_str(&thin);
     out.push_str(&format!("| {:<33} | {:>17} | {:>17} |\n", "Metric", "Cur usage", "Peak usage"));
@@ -58,7 +59,8 @@ mod tests {
         let plan = Plan::build(&ModelConfig::toy(58), StepShape { batch: 4, seq: 64 }, &OptimizerConfig::default())
             .expect("plan");
         let m = simulate(&plan, 64 << 20).expect("fits");
-        let text = memory_summary(&m);
+        let text = memory_summary(&m, "predicted (plan)");
+        assert!(text.contains("predicted (plan)"), "{text}");
         for needle in
             ["capacity 64.00 MiB", "Allocated memory", "Reserved memory", "Segments", "activations", "optimizer_state"]
         {

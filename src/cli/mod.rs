@@ -1203,7 +1203,7 @@ fn compare(steps: i64, config: &ConfigArgs) -> Result<(), Failure> {
     if r.json {
         println!(
             "{}",
-            serde_json::json!({"backend": backend_name, "batch": r.batch_shape().batch, "seq_len": r.shape.seq, "budget_bytes": r.budget_bytes, "rows": rows})
+            serde_json::json!({"source": "allocator", "sources": sources_json(&backend_name), "backend": backend_name, "batch": r.batch_shape().batch, "seq_len": r.shape.seq, "budget_bytes": r.budget_bytes, "rows": rows})
         );
         return Ok(());
     }

@@ -1257,6 +1257,8 @@ pub fn to_json(s: &Setup, e: &Estimate, max_micro_batch: u64, sweep: &[(u64, Est
         sources.insert(l.category.to_string(), l.source.clone().into());
     }
     serde_json::json!({
+        // Every number here is the closed-form estimate's; `sources` names each category's formula.
+        "source": "predicted",
         "model": s.arch.name,
         "architecture": s.arch,
         "gpu": s.gpu.name,

@@ -148,3 +148,38 @@ mod tests {
         assert!(matches!(a.validate(&small), Err(ConfigError::TokenOutOfRange { .. })));
     }
 }
+
+/// The positions of each token in `tokens`, grouped by token: `offsets[v]..offsets[v+1]` index
+/// `positions`. A counting sort, so positions of one token stay in increasing order.
+pub fn token_index(tokens: &[u32], vocab: usize) -> (Vec<u32>, Vec<u32>) {
+    let mut offsets = vec![0u32; vocab + 1];
+    for &tok in tokens {
+        if let Some(slot) = offsets.get_mut(tok as usize + 1) {
+            *slot += 1;
+        }
+    }
+    for i in 0..vocab {
+        offsets[i + 1] += offsets[i];
+    }
+    let mut cursor = offsets.clone();
+    let mut positions = vec![0u32; tokens.len()];
+    for (pos, &tok) in tokens.iter().enumerate() {
+        if let Some(slot) = cursor.get_mut(tok as usize) {
+            positions[*slot as usize] = pos as u32;
+            *slot += 1;
+        }
+    }
+    (offsets, positions)
+}
+
+#[cfg(test)]
+mod token_index_tests {
+    use super::token_index;
+
+    #[test]
+    fn token_index_groups_repeated_tokens() {
+        let (off, pos) = token_index(&[2, 0, 2, 2, 1], 4);
+        assert_eq!(off, vec![0, 1, 2, 5, 5]);
+        assert_eq!(pos, vec![1, 4, 0, 2, 3]);
+    }
+}

@@ -244,7 +244,7 @@ fn embedding_backward_is_correct_with_repeated_tokens() {
     let mut case = Case::new(model(v, t, c, 1), StepShape { batch: b, seq: t }, 11);
     // token 2 repeats many times, token 5 never appears
     let ids: Vec<u32> = vec![2, 2, 2, 0, 1, 2, 3, 4, 2, 2, 0, 0, 1, 2, 2, 3, 3, 4, 1, 2, 2];
-    let (offsets, positions) = oomlab::plan::token_index(&ids, v);
+    let (offsets, positions) = oomlab::data::token_index(&ids, v);
     let tokens = case.input_u32("tokens", ids);
     let token_offsets = case.input_u32("offsets", offsets);
     let token_positions = case.input_u32("positions", positions);

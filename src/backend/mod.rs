@@ -26,6 +26,9 @@ pub enum BackendError {
     HostMemory(String),
 }
 
+/// A capacity that never limits: the real device's (or the host's) memory does.
+pub const UNLIMITED: u64 = u64::MAX / 4;
+
 /// A plan size as a host index. Saturates rather than wraps: a plan whose sizes pass `usize`
 /// (wasm32: 2³²) is refused before an executor holds it (the host-memory and adapter-limit
 /// checks), so a saturated value never reaches an executing op.
@@ -80,7 +83,7 @@ pub struct MicroUpload<'a> {
     pub handles: crate::plan::MicroHandles,
     pub tokens: &'a [u32],
     pub targets: &'a [u32],
-    /// The token index (see [`crate::plan::token_index`]) of this micro-batch.
+    /// The token index (see [`crate::data::token_index`]) of this micro-batch.
     pub token_offsets: Vec<u32>,
     pub token_positions: Vec<u32>,
 }
@@ -101,7 +104,7 @@ pub fn micro_uploads<'a>(plan: &Plan, batch: &'a Batch) -> Result<Vec<MicroUploa
         .enumerate()
         .map(|(j, h)| {
             let tokens = &batch.inputs[j * per..(j + 1) * per];
-            let (token_offsets, token_positions) = crate::plan::token_index(tokens, plan.model.vocab);
+            let (token_offsets, token_positions) = crate::data::token_index(tokens, plan.model.vocab);
             MicroUpload {
                 handles: *h,
                 tokens,

@@ -9,7 +9,7 @@ pub mod techniques;
 
 use serde::{Deserialize, Serialize};
 
-pub use optimizer::{OptimizerConfig, OptimizerKind};
+pub use optimizer::{AdamWStep, OptimizerConfig, OptimizerKind};
 pub use techniques::{AttentionKind, Checkpoint, LossScaler, Precision, Techniques};
 
 use crate::model::params::{LoraTarget, ParamKind, ParamLayout};
@@ -614,6 +614,20 @@ impl Plan {
         check_dim("effective batch", (shape.batch as i64).saturating_mul(techniques.accum as i64))?;
         check_sizes(model, shape, techniques)?;
         Ok(Builder::new(model, shape, optimizer, techniques).build())
+    }
+
+    /// AdamW's scalars for optimizer step `step` (from 1): what both backends hand their AdamW.
+    pub fn adamw_step(&self, step: u32) -> AdamWStep {
+        let o = self.optimizer;
+        AdamWStep {
+            lr: o.lr,
+            beta1: o.beta1,
+            beta2: o.beta2,
+            eps: o.eps,
+            weight_decay: o.weight_decay,
+            step,
+            decay_end: self.trainable_layout().decay_end,
+        }
     }
 
     /// The layout of what the optimizer updates (and of the gradients).
@@ -1433,39 +1447,9 @@ impl Builder {
     }
 }
 
-/// The positions of each token in `tokens`, grouped by token: `offsets[v]..offsets[v+1]` index
-/// `positions`. A counting sort, so positions of one token stay in increasing order.
-pub fn token_index(tokens: &[u32], vocab: usize) -> (Vec<u32>, Vec<u32>) {
-    let mut offsets = vec![0u32; vocab + 1];
-    for &tok in tokens {
-        if let Some(slot) = offsets.get_mut(tok as usize + 1) {
-            *slot += 1;
-        }
-    }
-    for i in 0..vocab {
-        offsets[i + 1] += offsets[i];
-    }
-    let mut cursor = offsets.clone();
-    let mut positions = vec![0u32; tokens.len()];
-    for (pos, &tok) in tokens.iter().enumerate() {
-        if let Some(slot) = cursor.get_mut(tok as usize) {
-            positions[*slot as usize] = pos as u32;
-            *slot += 1;
-        }
-    }
-    (offsets, positions)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn token_index_groups_repeated_tokens() {
-        let (off, pos) = token_index(&[2, 0, 2, 2, 1], 4);
-        assert_eq!(off, vec![0, 1, 2, 5, 5]);
-        assert_eq!(pos, vec![1, 4, 0, 2, 3]);
-    }
 
     #[test]
     fn plan_has_every_phase_and_valid_views() {

@@ -77,3 +77,24 @@ impl OptimizerConfig {
         if ok { Ok(()) } else { Err(ConfigError::Other(format!("invalid optimizer settings: {self:?}"))) }
     }
 }
+
+/// Per-step scalars of AdamW; `step` counts from 1.
+#[derive(Clone, Copy, Debug)]
+pub struct AdamWStep {
+    pub lr: f32,
+    pub beta1: f32,
+    pub beta2: f32,
+    pub eps: f32,
+    pub weight_decay: f32,
+    pub step: u32,
+    /// Weight decay applies to elements `[0, decay_end)`.
+    pub decay_end: u64,
+}
+
+impl AdamWStep {
+    /// 1 − β₁ᵗ and 1 − β₂ᵗ.
+    pub fn bias_corrections(&self) -> (f32, f32) {
+        let t = self.step.max(1) as i32;
+        (1.0 - self.beta1.powi(t), 1.0 - self.beta2.powi(t))
+    }
+}

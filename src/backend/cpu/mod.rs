@@ -21,7 +21,6 @@ use crate::memory::{Placement, SegmentId};
 use crate::model::ConfigError;
 use crate::model::init::{init_params, lora_seed};
 use crate::plan::{DType, LossScaler, Op, Phase, Plan, TensorId, View};
-use ops::AdamWStep;
 
 /// Executes a plan on the host, in `F` precision (f32 for training, f64 for gradient checks).
 pub struct CpuExecutor<F> {
@@ -109,7 +108,7 @@ pub fn host_available_bytes() -> Option<u64> {
 /// reserves — its predicted peak, at most the budget — times `per_byte`, plus the batch's tokens.
 fn check_host_memory(plan: &Plan, budget_bytes: u64, per_byte: u64) -> Result<(), BackendError> {
     let Some(available) = host_available_bytes() else { return Ok(()) };
-    let unlimited = crate::backend::gpu::executor::UNLIMITED;
+    let unlimited = crate::backend::UNLIMITED;
     let reserved = match crate::memory::simulate_peak(plan, unlimited) {
         Ok(m) => m.peak_reserved_bytes().min(budget_bytes),
         Err(_) => budget_bytes,
@@ -133,7 +132,7 @@ fn check_host_memory(plan: &Plan, budget_bytes: u64, per_byte: u64) -> Result<()
 impl<F: Float> CpuExecutor<F> {
     /// [`Self::with_budget`] without a virtual budget.
     pub fn new(plan: Plan, seed: u64) -> Result<Self, BackendError> {
-        Self::with_budget(plan, seed, crate::backend::gpu::executor::UNLIMITED)
+        Self::with_budget(plan, seed, crate::backend::UNLIMITED)
     }
 
     /// Places the persistent tensors and the batch under a virtual GPU of `budget_bytes` and
@@ -682,16 +681,7 @@ impl<F: Float> CpuExecutor<F> {
                     return;
                 }
                 let grads = self.unscaled(grads);
-                let o = self.plan.optimizer;
-                let step = AdamWStep {
-                    lr: o.lr,
-                    beta1: o.beta1,
-                    beta2: o.beta2,
-                    eps: o.eps,
-                    weight_decay: o.weight_decay,
-                    step: self.steps_taken,
-                    decay_end: ix(self.plan.trainable_layout().decay_end),
-                };
+                let step = self.plan.adamw_step(self.steps_taken);
                 self.with_outputs([params, mm, v], |_, [p, m1, m2]| ops::adamw_step(p, m1, m2, &grads, &step));
                 self.copy_weights(params, copy);
             }

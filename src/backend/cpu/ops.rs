@@ -5,6 +5,8 @@
 
 use num_traits::Float;
 
+pub use crate::plan::AdamWStep;
+
 fn f<F: Float>(x: f64) -> F {
     F::from(x).unwrap_or_else(F::nan)
 }
@@ -470,27 +472,6 @@ pub fn all_finite<F: Float>(x: &[F]) -> bool {
     x.iter().all(|v| v.is_finite())
 }
 
-/// Per-step scalars of AdamW; `step` counts from 1.
-#[derive(Clone, Copy, Debug)]
-pub struct AdamWStep {
-    pub lr: f32,
-    pub beta1: f32,
-    pub beta2: f32,
-    pub eps: f32,
-    pub weight_decay: f32,
-    pub step: u32,
-    /// Weight decay applies to elements `[0, decay_end)`.
-    pub decay_end: usize,
-}
-
-impl AdamWStep {
-    /// 1 − β₁ᵗ and 1 − β₂ᵗ.
-    pub fn bias_corrections(&self) -> (f32, f32) {
-        let t = self.step.max(1) as i32;
-        (1.0 - self.beta1.powi(t), 1.0 - self.beta2.powi(t))
-    }
-}
-
 /// AdamW (decoupled weight decay, bias-corrected moments).
 pub fn adamw_step<F: Float>(params: &mut [F], m: &mut [F], v: &mut [F], grads: &[F], s: &AdamWStep) {
     let (bc1, bc2) = s.bias_corrections();
@@ -508,7 +489,7 @@ pub fn adamw_step<F: Float>(params: &mut [F], m: &mut [F], v: &mut [F], grads: &
         v[i] = b2 * v[i] + (F::one() - b2) * g * g;
         let mhat = m[i] / bc1;
         let vhat = v[i] / bc2;
-        let decay = if i < s.decay_end { wd * params[i] } else { F::zero() };
+        let decay = if (i as u64) < s.decay_end { wd * params[i] } else { F::zero() };
         params[i] = params[i] - lr * (mhat / (vhat.sqrt() + eps) + decay);
     }
 }

@@ -4,6 +4,8 @@
 //! once (uniforms, bind groups, grids) and replays them every step in one command buffer, with
 //! no readback inside it. Only the loss comes back each step.
 
+#[cfg(not(target_arch = "wasm32"))]
+pub mod bench;
 pub mod context;
 pub mod executor;
 pub mod kernels;

@@ -1,9 +1,9 @@
 //! `shaders/adamw.wgsl`. CPU twin: `cpu::ops::adamw_step`.
 
 use super::{Binding, KernelEntry, Recorder, build_entries, u};
-use crate::backend::cpu::ops::AdamWStep;
 use crate::backend::gpu::GpuError;
 use crate::backend::ix;
+use crate::plan::AdamWStep;
 use crate::plan::View;
 
 /// Mirrors `Params` in adamw.wgsl.

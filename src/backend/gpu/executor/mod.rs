@@ -1,0 +1,526 @@
+//! Executes a plan on the GPU. Tensors are placed by the caching allocator, driven live op by
+//! op as each step is recorded — the same driver the CPU backend runs, so the allocator's
+//! figures are an account of what this step did, not a copy of the prediction. Each segment the
+//! allocator reserves is a real wgpu buffer (labelled `seg.<id>@<executor>`), created when the segment is
+//! reserved and destroyed when the allocator releases it, before the next one is created: the
+//! budget bounds real device memory. Each tensor is bound at its offset inside its segment.
+//! After each step the driver layer's own report (where the backend gives one) is matched
+//! against the segments: the device figures.
+//!
+//! Its jobs live in child modules: `record` (the plan's dispatches, recorded once), `segments`
+//! (the allocator driven live and the buffers behind its segments), `bind` (bind groups over
+//! the placements, encoding), `device` (the driver's report) and `readback`.
+
+use std::collections::BTreeMap;
+use std::ops::Range;
+use std::sync::Arc;
+
+use super::kernels::adamw::AdamWParams;
+use super::kernels::crossentropy::CrossEntropyParams;
+use super::kernels::{Kernels, Recorder, SgdParams};
+use super::{GpuContext, GpuError};
+use crate::backend::{BackendError, ix};
+use crate::data::Batch;
+use crate::memory::device::{DeviceFigures, segment_label};
+use crate::memory::step::{StepAllocator, StepMemory};
+use crate::memory::{Placement, SegmentId};
+use crate::model::init::{init_params, lora_seed};
+use crate::plan::{LossScaler, Phase, Plan, TensorId, View};
+
+pub(in crate::backend::gpu) mod bind;
+mod device;
+mod readback;
+mod record;
+mod segments;
+
+use bind::{Bound, placeholder_buffer, uniform_buffer};
+use readback::{decode, encode, read_buffer};
+use record::{DynamicUniforms, record_plan};
+use segments::new_segments;
+pub(in crate::backend::gpu) use segments::storage_buffer;
+
+#[cfg(not(target_arch = "wasm32"))]
+pub use super::bench::bench_matmul;
+pub use crate::backend::UNLIMITED;
+pub use segments::device_oom;
+
+/// A plan bound to GPU memory, ready to run steps.
+pub struct GpuExecutor {
+    ctx: GpuContext,
+    /// This executor's number in the process: its buffers' labels carry it.
+    instance: u64,
+    kernels: Arc<Kernels>,
+    plan: Plan,
+    /// The caching allocator, driven op by op as each step is recorded.
+    allocator: StepAllocator,
+    capacity_bytes: u64,
+    /// Allocator events already applied to `buffers`.
+    events_seen: usize,
+    /// One wgpu buffer per live segment.
+    buffers: BTreeMap<SegmentId, wgpu::Buffer>,
+    /// Every op's dispatches, recorded once against tensor views; `op_commands[i]` are the
+    /// indices of op i's commands in `rec.commands`.
+    rec: Recorder,
+    op_commands: Vec<Range<usize>>,
+    /// Each command bound to the buffers and offsets of the last step that ran it.
+    bound: Vec<Option<Bound>>,
+    /// The allocator's account of the last step (None before a forward pass).
+    memory: Option<StepMemory>,
+    /// What the driver layer reported after the last step.
+    device: DeviceFigures,
+    /// The most segment bytes a report showed during the current step.
+    device_peak: u64,
+    uniform_buffer: wgpu::Buffer,
+    /// Disjoint slices for unused bindings.
+    placeholder: wgpu::Buffer,
+    /// Uniforms rewritten each step (AdamW's t, fp16's loss scale).
+    dynamic: DynamicUniforms,
+    /// The micro-batches' losses, then fp16's overflow flag.
+    loss_staging: wgpu::Buffer,
+    steps_taken: u32,
+    /// fp16's loss scaling.
+    scaler: Option<LossScaler>,
+    /// The loss scale of the last backward pass (what the stored gradients are multiplied by).
+    backward_scale: f32,
+    /// The readback of a step submitted by [`GpuExecutor::submit_step`], not yet complete.
+    pending: Option<futures_channel::oneshot::Receiver<Result<(), wgpu::BufferAsyncError>>>,
+}
+
+pub(in crate::backend::gpu) fn bytes(elems: usize) -> u64 {
+    (elems * 4) as u64
+}
+
+impl GpuExecutor {
+    /// [`Self::with_budget`] without a virtual budget: only the device's memory limits.
+    pub async fn new(ctx: &GpuContext, kernels: &Kernels, plan: Plan, seed: u64) -> Result<Self, BackendError> {
+        Self::with_budget(ctx, kernels, plan, seed, UNLIMITED).await
+    }
+
+    /// Records the plan's dispatches, places the persistent tensors and the batch with the
+    /// caching allocator under a virtual GPU of `budget_bytes` (each segment a wgpu buffer) and
+    /// uploads the initial parameters (from `seed`). The step's own tensors are placed live, op
+    /// by op, when a step runs: a step beyond the budget is an out-of-memory error from
+    /// [`Self::train_step_async`] (PyTorch's message), as on the CPU backend. Limits are checked
+    /// first, so a config too large for the adapter gets [`GpuError::ExceedsLimit`] rather than
+    /// a validation error; a real wgpu out-of-memory is reported like the allocator's.
+    pub async fn with_budget(
+        ctx: &GpuContext,
+        kernels: &Kernels,
+        plan: Plan,
+        seed: u64,
+        budget_bytes: u64,
+    ) -> Result<Self, BackendError> {
+        ctx.check_alive()?;
+        let plan_scaler = plan.techniques.precision.scales_loss().then(LossScaler::default);
+        let limits = ctx.limits();
+        let max_binding = limits.max_storage_buffer_binding_size.min(limits.max_buffer_size);
+        for t in &plan.tensors {
+            if t.size_bytes() > max_binding {
+                return Err(GpuError::ExceedsLimit {
+                    what: format!("tensor {} ({:?})", t.name, t.shape),
+                    needed: t.size_bytes(),
+                    limit: max_binding,
+                    bytes: true,
+                }
+                .into());
+            }
+        }
+        let mut rec = Recorder::new(limits.max_compute_workgroups_per_dimension);
+        let (dynamic, op_commands) = record_plan(kernels, &plan, &mut rec, ctx.native_f16())?;
+        if rec.uniforms.len() as u64 > limits.max_buffer_size {
+            return Err(GpuError::ExceedsLimit {
+                what: "uniform buffer".into(),
+                needed: rec.uniforms.len() as u64,
+                limit: limits.max_buffer_size,
+                bytes: true,
+            }
+            .into());
+        }
+        let mut allocator = StepAllocator::new(&plan, budget_bytes, true);
+        allocator.setup(&plan).map_err(BackendError::OutOfMemory)?;
+        let device = &ctx.device;
+        let (uniform_buffer, placeholder, loss_staging) = ctx
+            .scoped("creating the step's uniform and readback buffers", || {
+                let uniform_buffer = uniform_buffer(ctx, "step uniforms", &rec.uniforms);
+                let loss_staging = device.create_buffer(&wgpu::BufferDescriptor {
+                    label: Some("loss readback"),
+                    size: bytes(plan.handles.micro.len() + 1),
+                    usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+                    mapped_at_creation: false,
+                });
+                (uniform_buffer, placeholder_buffer(device), loss_staging)
+            })
+            .await?;
+        let commands = rec.commands.len();
+        static INSTANCES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        let mut exec = Self {
+            ctx: ctx.clone(),
+            instance: INSTANCES.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
+            kernels: Arc::new(kernels.clone()),
+            plan,
+            allocator,
+            capacity_bytes: budget_bytes,
+            events_seen: 0,
+            buffers: BTreeMap::new(),
+            rec,
+            op_commands,
+            bound: (0..commands).map(|_| None).collect(),
+            memory: None,
+            device: DeviceFigures::NotReported { reason: "no step has run yet".into() },
+            device_peak: 0,
+            uniform_buffer,
+            placeholder,
+            dynamic,
+            loss_staging,
+            steps_taken: 0,
+            scaler: plan_scaler,
+            backward_scale: 1.0,
+            pending: None,
+        };
+        // The persistent tensors' segments, each in its own error scope (awaited: this is the
+        // one place a real device out-of-memory can be caught on the web too).
+        let segments: Vec<(SegmentId, u64)> = new_segments(exec.allocator.allocator.events()).collect();
+        exec.events_seen = exec.allocator.allocator.events().len();
+        for (k, &(id, size)) in segments.iter().enumerate() {
+            exec.check_segment_limit(size)?;
+            let label = segment_label(id, exec.instance);
+            let made = ctx.scoped("reserving a segment", || storage_buffer(device, &label, size)).await;
+            match made {
+                Ok(b) => {
+                    exec.buffers.insert(id, b);
+                }
+                Err(GpuError::OutOfMemory(detail)) => {
+                    let reserved_before: u64 = segments[..k].iter().map(|&(_, s)| s).sum();
+                    let oom = exec.device_oom(id, size, reserved_before, &detail);
+                    return Err(BackendError::OutOfMemory(Box::new(oom)));
+                }
+                Err(other) => return Err(other.into()),
+            }
+        }
+        let init = init_params(&exec.plan.layout, seed);
+        exec.write_params(&init);
+        let trainable = match &exec.plan.lora {
+            Some(lora) => {
+                let values = init_params(lora, lora_seed(seed));
+                exec.write_values(exec.plan.handles.trainable, &values);
+                values
+            }
+            None => init,
+        };
+        // Mixed precision: the master weights hold the unrounded fp32 values.
+        if let Some(master) = exec.plan.handles.master {
+            exec.write_values(master, &trainable);
+        }
+        Ok(exec)
+    }
+
+    /// The allocator's account of the last step, recorded live as its ops were placed (None
+    /// before a step has run).
+    pub fn memory(&self) -> Option<&StepMemory> {
+        self.memory.as_ref()
+    }
+
+    /// What the driver layer reported after the last step (matched against the segments).
+    pub fn device_figures(&self) -> &DeviceFigures {
+        &self.device
+    }
+
+    /// Bytes of the wgpu buffers behind the allocator's live segments (their requested sizes).
+    pub fn reserved_buffer_bytes(&self) -> u64 {
+        self.buffers.values().map(wgpu::Buffer::size).sum()
+    }
+
+    pub fn plan(&self) -> &Plan {
+        &self.plan
+    }
+
+    pub fn context(&self) -> &GpuContext {
+        &self.ctx
+    }
+
+    /// This executor's number in the process, which its segment buffers' labels carry
+    /// (`seg.<id>@<instance>`).
+    pub fn instance(&self) -> u64 {
+        self.instance
+    }
+
+    /// Overwrites the flat parameter tensor (rounded to its precision).
+    pub fn write_params(&self, flat: &[f32]) {
+        self.write_values(self.plan.handles.params, flat);
+    }
+
+    /// Overwrites the start of a float tensor with `values`, encoded in its dtype (16-bit
+    /// values round to nearest even).
+    pub fn write_values(&self, id: TensorId, values: &[f32]) {
+        let bytes = encode(self.plan.tensor(id).dtype, values);
+        self.write_tensor(id, &bytes);
+    }
+
+    /// fp16's loss scaler (None in other precisions).
+    pub fn loss_scaler(&self) -> Option<&LossScaler> {
+        self.scaler.as_ref()
+    }
+
+    pub fn loss_scaler_mut(&mut self) -> Option<&mut LossScaler> {
+        self.scaler.as_mut()
+    }
+
+    /// Buffer and byte offset of a view, while its tensor is placed.
+    fn locate(&self, v: View) -> Option<(&wgpu::Buffer, u64)> {
+        let p: Placement = self.allocator.placement(v.tensor)?;
+        let elem = self.plan.tensor(v.tensor).dtype.size_bytes();
+        Some((self.buffers.get(&p.segment)?, p.offset + elem * v.offset))
+    }
+
+    /// Bytes a view binds (whole 4-byte words).
+    fn view_bytes(&self, v: View) -> u64 {
+        self.plan.tensor(v.tensor).dtype.bytes_for(v.len)
+    }
+
+    /// Overwrites the start of a placed tensor with `data` (f32 or u32 bytes); extra bytes are
+    /// ignored.
+    pub fn write_tensor(&self, id: TensorId, data: &[u8]) {
+        let size = self.plan.tensor(id).size_bytes();
+        let n = data.len().min(ix(size)) / 4 * 4;
+        if let (true, Some((buffer, offset))) = (n > 0, self.locate(self.plan.whole(id))) {
+            self.ctx.queue.write_buffer(buffer, offset, &data[..n]);
+        }
+    }
+
+    /// Validates and uploads a batch: tokens, targets and the per-token position index.
+    pub fn upload_batch(&self, batch: &Batch) -> Result<(), BackendError> {
+        for m in crate::backend::micro_uploads(&self.plan, batch)? {
+            let h = m.handles;
+            self.write_tensor(h.tokens, bytemuck::cast_slice(m.tokens));
+            self.write_tensor(h.targets, bytemuck::cast_slice(m.targets));
+            self.write_tensor(h.token_offsets, bytemuck::cast_slice(&m.token_offsets));
+            self.write_tensor(h.token_positions, bytemuck::cast_slice(&m.token_positions));
+        }
+        Ok(())
+    }
+
+    /// Uniforms, the step's commands (recorded live), and what a run of `phases` changes.
+    fn prepare(&mut self, phases: &[Phase]) -> Result<Vec<wgpu::CommandBuffer>, BackendError> {
+        if phases.contains(&Phase::Optimizer) {
+            self.steps_taken += 1;
+        }
+        self.write_dynamic_uniforms();
+        if phases.contains(&Phase::Backward) {
+            self.backward_scale = self.scaler.map_or(1.0, |s| s.scale);
+        }
+        let recorded = self.record_step(phases);
+        if recorded.is_err() && phases.contains(&Phase::Optimizer) {
+            self.steps_taken -= 1;
+        }
+        recorded
+    }
+
+    /// Submits the ops of `phases` (the batch must be uploaded) and returns the loss.
+    pub async fn run_phases(&mut self, phases: &[Phase]) -> Result<f32, BackendError> {
+        let cmds = self.prepare(phases)?;
+        self.ctx.scoped("running the step", || self.ctx.queue.submit(cmds)).await?;
+        let n = self.plan.handles.micro.len();
+        let data = read_buffer(&self.ctx, &self.loss_staging, bytes(n + 1)).await?;
+        self.after_step();
+        Ok(self.finish(&data, phases.contains(&Phase::Optimizer)))
+    }
+
+    /// The device figures once a step has run.
+    fn after_step(&mut self) {
+        self.device = self.device_report();
+        if let DeviceFigures::Reported(d) = &mut self.device {
+            self.device_peak = self.device_peak.max(d.segment_bytes());
+            d.peak_segment_bytes = self.device_peak;
+        }
+    }
+
+    /// Starts a whole training step on `batch` without waiting for it: the UI's path, which
+    /// never blocks a frame (except to drain the queue when a tight budget makes the allocator
+    /// release a segment mid-step). [`Self::poll_step`] says when it is done.
+    pub fn submit_step(&mut self, batch: &Batch) -> Result<(), BackendError> {
+        self.upload_batch(batch)?;
+        let cmds = self.prepare(&[Phase::Forward, Phase::Backward, Phase::Optimizer])?;
+        self.ctx.queue.submit(cmds);
+        let (tx, rx) = futures_channel::oneshot::channel();
+        let n = self.plan.handles.micro.len();
+        self.loss_staging.slice(..bytes(n + 1)).map_async(wgpu::MapMode::Read, move |r| {
+            let _ = tx.send(r);
+        });
+        self.pending = Some(rx);
+        Ok(())
+    }
+
+    /// Whether a submitted step is still running.
+    pub fn step_in_flight(&self) -> bool {
+        self.pending.is_some()
+    }
+
+    /// The loss of the step [`Self::submit_step`] started, once the GPU has finished it (None
+    /// while it runs). Never blocks: on native it polls the device once, on the web the browser
+    /// completes the readback.
+    pub fn poll_step(&mut self) -> Option<Result<f32, BackendError>> {
+        #[cfg(not(target_arch = "wasm32"))]
+        let _ = self.ctx.device.poll(wgpu::PollType::Poll);
+        let rx = self.pending.as_mut()?;
+        let mapped = match rx.try_recv() {
+            Ok(None) => {
+                return match self.ctx.check_alive() {
+                    Ok(()) => None,
+                    Err(e) => {
+                        self.pending = None;
+                        Some(Err(e.into()))
+                    }
+                };
+            }
+            Ok(Some(r)) => r.map_err(|e| GpuError::Readback(e.to_string())),
+            Err(_) => Err(GpuError::Readback("the map callback was dropped".into())),
+        };
+        self.pending = None;
+        let result = mapped.and_then(|()| {
+            let n = self.plan.handles.micro.len();
+            let data = {
+                let view = self
+                    .loss_staging
+                    .slice(..bytes(n + 1))
+                    .get_mapped_range()
+                    .map_err(|e| GpuError::Readback(e.to_string()))?;
+                view.to_vec()
+            };
+            self.loss_staging.unmap();
+            if let Some(e) = self.ctx.take_uncaptured_errors().pop() {
+                return Err(GpuError::Validation(e));
+            }
+            self.after_step();
+            Ok(self.finish(&data, true))
+        });
+        Some(result.map_err(BackendError::from))
+    }
+
+    /// The loss from the staging words, and fp16's loss-scale update after an optimizer step.
+    fn finish(&mut self, data: &[u8], optimizer: bool) -> f32 {
+        let n = self.plan.handles.micro.len();
+        let words: Vec<f32> = bytemuck::pod_collect_to_vec(data);
+        if optimizer {
+            let found_inf = words.get(n).is_some_and(|w| w.to_bits() != 0);
+            if let Some(scaler) = self.scaler.as_mut()
+                && !scaler.update(found_inf)
+            {
+                // A skipped step does not count (AdamW's bias correction).
+                self.steps_taken -= 1;
+            }
+        }
+        words[..n.min(words.len())].iter().sum::<f32>() / n.max(1) as f32
+    }
+
+    /// Writes the uniforms that change between steps: the loss scale (fp16) into the
+    /// cross-entropy backward and the optimizer, and AdamW's step count.
+    fn write_dynamic_uniforms(&self) {
+        let scale = self.scaler.map_or(1.0, |s| s.scale);
+        let queue = &self.ctx.queue;
+        for (offset, p) in &self.dynamic.cross_entropy {
+            let p = CrossEntropyParams { scale: p.scale * scale, ..*p };
+            queue.write_buffer(&self.uniform_buffer, *offset, bytemuck::bytes_of(&p));
+        }
+        if let Some((offset, n, copy, flag)) = self.dynamic.adamw {
+            let s = self.plan.adamw_step(self.steps_taken.max(1));
+            let p = AdamWParams::new(n, &s, 1.0 / scale, copy, flag);
+            queue.write_buffer(&self.uniform_buffer, offset, bytemuck::bytes_of(&p));
+        }
+        if let Some((offset, views)) = &self.dynamic.sgd {
+            let o = self.plan.optimizer;
+            let p = SgdParams::new(views, o.lr, o.momentum, o.weight_decay, 1.0 / scale);
+            queue.write_buffer(&self.uniform_buffer, *offset, bytemuck::bytes_of(&p));
+        }
+    }
+
+    /// Uploads `batch` and runs forward, backward and the optimizer.
+    pub async fn train_step_async(&mut self, batch: &Batch) -> Result<f32, BackendError> {
+        self.upload_batch(batch)?;
+        self.run_phases(&[Phase::Forward, Phase::Backward, Phase::Optimizer]).await
+    }
+
+    /// Reads a whole float tensor back (16-bit values widened to f32).
+    pub async fn read_tensor_async(&self, id: TensorId) -> Result<Vec<f32>, GpuError> {
+        self.read_view_async(self.plan.whole(id)).await
+    }
+
+    /// One view of a placed tensor, read back (e.g. one parameter's gradient): only its bytes
+    /// travel.
+    pub async fn read_view_async(&self, view: View) -> Result<Vec<f32>, GpuError> {
+        let size = self.view_bytes(view);
+        let (buffer, offset) = self.locate(view).ok_or_else(|| {
+            GpuError::Readback(format!("tensor {} has no memory", self.plan.tensor(view.tensor).name))
+        })?;
+        let staging = self.ctx.device.create_buffer(&wgpu::BufferDescriptor {
+            label: Some("readback"),
+            size: size.max(4),
+            usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+            mapped_at_creation: false,
+        });
+        let mut enc =
+            self.ctx.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("readback") });
+        enc.copy_buffer_to_buffer(buffer, offset, &staging, 0, size);
+        self.ctx.queue.submit([enc.finish()]);
+        let data = read_buffer(&self.ctx, &staging, size).await?;
+        Ok(decode(self.plan.tensor(view.tensor).dtype, &data, ix(view.len)))
+    }
+}
+
+impl Drop for GpuExecutor {
+    /// Destroys the segment buffers at once, so the device's report no longer lists them (a
+    /// failed or replaced executor leaves nothing behind).
+    fn drop(&mut self) {
+        for b in self.buffers.values() {
+            b.destroy();
+        }
+    }
+}
+
+/// Blocking wrappers for the CLI and tests.
+#[cfg(not(target_arch = "wasm32"))]
+impl crate::backend::Trainer for GpuExecutor {
+    fn backend_name(&self) -> String {
+        format!("gpu ({})", self.ctx.describe())
+    }
+    fn plan(&self) -> &Plan {
+        &self.plan
+    }
+    fn train_step(&mut self, batch: &Batch) -> Result<f32, BackendError> {
+        pollster::block_on(self.train_step_async(batch))
+    }
+    fn compute_grads(&mut self, batch: &Batch) -> Result<f32, BackendError> {
+        self.upload_batch(batch)?;
+        pollster::block_on(self.run_phases(&[Phase::Forward, Phase::Backward]))
+    }
+    fn read_params(&mut self) -> Result<Vec<f32>, BackendError> {
+        Ok(pollster::block_on(self.read_tensor_async(self.plan.handles.params))?)
+    }
+    fn read_grads(&mut self) -> Result<Vec<f32>, BackendError> {
+        // fp16 stores scaled gradients: report the true ones.
+        let grads = pollster::block_on(self.read_tensor_async(self.plan.handles.grads))?;
+        let inv = 1.0 / self.backward_scale;
+        Ok(grads.into_iter().map(|g| g * inv).collect())
+    }
+    fn write_params(&mut self, flat: &[f32]) -> Result<(), BackendError> {
+        GpuExecutor::write_params(self, flat);
+        Ok(())
+    }
+    fn memory(&self) -> Option<&crate::memory::StepMemory> {
+        self.memory.as_ref()
+    }
+    fn device_figures(&self) -> DeviceFigures {
+        self.device.clone()
+    }
+    fn loss_scaler(&self) -> Option<&LossScaler> {
+        self.scaler.as_ref()
+    }
+    fn loss_scaler_mut(&mut self) -> Option<&mut LossScaler> {
+        self.scaler.as_mut()
+    }
+}
+
+/// Builds kernels once per device inside error scopes.
+pub async fn build_kernels(ctx: &GpuContext) -> Result<Arc<Kernels>, GpuError> {
+    let kernels = ctx.scoped("building the compute pipelines", || Kernels::new(&ctx.device)).await?;
+    Ok(Arc::new(kernels))
+}

@@ -1,0 +1,219 @@
+//! The allocator, driven live op by op as each step is recorded, and the wgpu buffers behind
+//! its segments: created when a segment is reserved, destroyed (after the work that used it is
+//! submitted) when it is released.
+
+use super::super::GpuError;
+use super::GpuExecutor;
+use crate::backend::BackendError;
+use crate::backend::UNLIMITED;
+use crate::memory::SegmentId;
+use crate::memory::allocator::Event;
+use crate::memory::device::segment_label;
+use crate::memory::step::Trace;
+use crate::plan::{Phase, Plan, TensorId};
+
+impl GpuExecutor {
+    pub(super) fn check_segment_limit(&self, size: u64) -> Result<(), GpuError> {
+        let limit = self.ctx.limits().max_buffer_size;
+        if size > limit {
+            return Err(GpuError::ExceedsLimit {
+                what: "an allocator segment".into(),
+                needed: size,
+                limit,
+                bytes: true,
+            });
+        }
+        Ok(())
+    }
+
+    /// A real out-of-memory from the device while reserving `segment` (`size` bytes), in the
+    /// allocator's words, naming the tensor whose allocation asked for the segment.
+    pub(super) fn device_oom(
+        &self,
+        segment: SegmentId,
+        size: u64,
+        reserved_before: u64,
+        detail: &str,
+    ) -> crate::memory::StepOom {
+        let asked = self.allocator.allocator.events().iter().find_map(|e| match e {
+            Event::Alloc { tag, placement, .. } if placement.segment == segment => Some(*tag),
+            _ => None,
+        });
+        let (tensor, op) = asked.map_or((TensorId(0), None), |t| (t.tensor, t.op));
+        device_oom(&self.plan, tensor, op, size, reserved_before, self.capacity_bytes, detail)
+    }
+
+    /// Creates and destroys segment buffers as the allocator reserved and released them since
+    /// the last call. Before a buffer is destroyed, the commands recorded so far (`chunk`, which
+    /// may use it) are submitted, and on native the queue is drained: the released memory is
+    /// gone before the next segment is created, so real memory never exceeds the budget.
+    fn sync_buffers(&mut self, chunk: &mut Vec<usize>) -> Result<(), BackendError> {
+        let events: Vec<Event<crate::memory::step::TensorTag>> =
+            self.allocator.allocator.events()[self.events_seen.min(self.allocator.allocator.events().len())..].to_vec();
+        self.events_seen = self.allocator.allocator.events().len();
+        for e in events {
+            match e {
+                Event::SegmentFree { segment, .. } => {
+                    if !chunk.is_empty() {
+                        let cmd = self.encode_chunk(chunk, false);
+                        self.ctx.queue.submit([cmd]);
+                        chunk.clear();
+                    }
+                    if let Some(b) = self.buffers.remove(&segment) {
+                        b.destroy();
+                    }
+                    // Bind groups of the released segment can never be used again.
+                    for slot in &mut self.bound {
+                        if slot.as_ref().is_some_and(|b| b.key.iter().flatten().any(|k| k.0 == segment)) {
+                            *slot = None;
+                        }
+                    }
+                    #[cfg(not(target_arch = "wasm32"))]
+                    self.ctx
+                        .device
+                        .poll(wgpu::PollType::wait_indefinitely())
+                        .map_err(|e| GpuError::DeviceLost(e.to_string()))?;
+                }
+                Event::SegmentAlloc { segment, size, .. } => {
+                    self.check_segment_limit(size)?;
+                    let reserved_before = self.reserved_buffer_bytes();
+                    match self.create_segment(segment, size) {
+                        Ok(b) => {
+                            self.buffers.insert(segment, b);
+                            self.observe_device();
+                        }
+                        Err(detail) => {
+                            let oom = self.device_oom(segment, size, reserved_before, &detail);
+                            // The allocator holds a segment the device refused: give the step's
+                            // memory back and release every unused segment, the refused one too.
+                            self.allocator.release_step();
+                            self.allocator.allocator.release_cached_segments();
+                            self.sync_buffers(&mut Vec::new())?;
+                            return Err(BackendError::OutOfMemory(Box::new(oom)));
+                        }
+                    }
+                }
+                _ => {}
+            }
+        }
+        Ok(())
+    }
+
+    /// A segment's buffer, checked for a real out-of-memory. Native wgpu reports the error at
+    /// once; in the browser it arrives later, as a validation error of the step that uses the
+    /// buffer.
+    fn create_segment(&self, segment: SegmentId, size: u64) -> Result<wgpu::Buffer, String> {
+        let scope = self.ctx.device.push_error_scope(wgpu::ErrorFilter::OutOfMemory);
+        let buffer = storage_buffer(&self.ctx.device, &segment_label(segment, self.instance), size);
+        match poll_now(scope.pop()) {
+            Some(Some(e)) => {
+                buffer.destroy();
+                Err(e.to_string())
+            }
+            _ => Ok(buffer),
+        }
+    }
+
+    /// Drives the allocator through the ops of `phases` as an eager framework allocates and
+    /// frees them, binding each op's commands to where its tensors are placed at that moment,
+    /// and returns the command buffers to submit (more than one when a segment was released
+    /// mid-step). A run that includes the forward pass starts a new step. An allocation beyond
+    /// the budget is [`BackendError::OutOfMemory`]; the step's memory is released.
+    pub(super) fn record_step(&mut self, phases: &[Phase]) -> Result<Vec<wgpu::CommandBuffer>, BackendError> {
+        self.ctx.check_alive()?;
+        if self.pending.is_some() {
+            return Err(GpuError::Readback("a step is still running".into()).into());
+        }
+        let mut chunk = Vec::new();
+        if phases.contains(&Phase::Forward) {
+            self.allocator.release_step();
+            self.sync_buffers(&mut chunk)?;
+            self.allocator.allocator.clear_events();
+            self.events_seen = 0;
+            self.device_peak = 0;
+        }
+        self.allocator.clear_log();
+        let mut trace = Trace::detailed();
+        trace.record(&self.allocator, None);
+        for i in 0..self.plan.ops.len() {
+            if !phases.contains(&self.plan.ops[i].phase) {
+                continue;
+            }
+            if let Err(oom) = self.allocator.before_op(&self.plan, i) {
+                self.allocator.release_step();
+                self.sync_buffers(&mut chunk)?;
+                return Err(BackendError::OutOfMemory(oom));
+            }
+            self.sync_buffers(&mut chunk)?;
+            trace.record(&self.allocator, Some(i));
+            let commands = self.op_commands.get(i).cloned().unwrap_or(0..0);
+            for c in commands {
+                self.bind(c);
+                chunk.push(c);
+            }
+            self.allocator.after_op(i);
+            self.sync_buffers(&mut chunk)?;
+        }
+        self.memory = Some(trace.finish(&self.allocator, self.capacity_bytes));
+        Ok(vec![self.encode_chunk(&chunk, true)])
+    }
+}
+
+pub(in crate::backend::gpu) fn storage_buffer(device: &wgpu::Device, label: &str, size: u64) -> wgpu::Buffer {
+    device.create_buffer(&wgpu::BufferDescriptor {
+        label: Some(label),
+        size: size.max(4),
+        usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_DST | wgpu::BufferUsages::COPY_SRC,
+        mapped_at_creation: false,
+    })
+}
+
+/// A real out-of-memory from the wgpu device while reserving a segment of `size` bytes for
+/// `tensor` (asked for by `op`), in the allocator's words.
+pub fn device_oom(
+    plan: &Plan,
+    tensor: TensorId,
+    op: Option<usize>,
+    size: u64,
+    reserved_before: u64,
+    budget_bytes: u64,
+    detail: &str,
+) -> crate::memory::StepOom {
+    let info = plan.tensor(tensor);
+    let op_label = op
+        .and_then(|i| plan.ops.get(i))
+        .map_or_else(|| "before the step".to_string(), |n| format!("{} ({})", n.label, n.op.name()));
+    let error = crate::memory::OutOfMemory {
+        requested_bytes: info.size_bytes(),
+        tried_bytes: size,
+        // Without a budget, the device's own memory was the limit: what it had given so far.
+        capacity_bytes: if budget_bytes >= UNLIMITED { reserved_before } else { budget_bytes },
+        free_bytes: 0,
+        allocated_bytes: reserved_before,
+        reserved_bytes: reserved_before,
+        cached_free_bytes: 0,
+        largest_free_block: 0,
+    };
+    let note = format!(
+        "The wgpu device itself refused the segment ({detail}): the budget is larger than this GPU's free memory."
+    );
+    crate::memory::StepOom::new(tensor, info, op, op_label, error, &note)
+}
+
+/// The segments reserved by `events`, with their sizes.
+pub(super) fn new_segments<T>(events: &[Event<T>]) -> impl Iterator<Item = (SegmentId, u64)> + '_ {
+    events.iter().filter_map(|e| match e {
+        Event::SegmentAlloc { segment, size, .. } => Some((*segment, *size)),
+        _ => None,
+    })
+}
+
+/// The output of a future that is already complete (native wgpu's error scopes), or None.
+fn poll_now<F: std::future::Future>(f: F) -> Option<F::Output> {
+    let mut f = std::pin::pin!(f);
+    let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+    match f.as_mut().poll(&mut cx) {
+        std::task::Poll::Ready(v) => Some(v),
+        std::task::Poll::Pending => None,
+    }
+}

@@ -1,0 +1,301 @@
+//! A transformer block's forward and backward ops, and a projection with its LoRA branch.
+
+use super::{Builder, Mode, Saved, Scratch};
+use crate::model::params::{LoraTarget, ParamKind};
+use crate::plan::{AttentionKind, Category, Checkpoint, Op, Phase, View};
+
+impl Builder {
+    /// A projection `out = inp·W + b` of block `i` (k → n), plus its LoRA branch
+    /// `out += s·(inp·A)·B` when `target` is adapted. Returns the branch's `inp·A`, saved for
+    /// the backward pass.
+    #[allow(clippy::too_many_arguments)]
+    fn projection(
+        &mut self,
+        i: usize,
+        target: LoraTarget,
+        inp: View,
+        (w, b): (ParamKind, ParamKind),
+        out: View,
+        k: u64,
+        n: u64,
+    ) -> Option<View> {
+        let rows = self.shape.rows();
+        let label = format!("h.{i}.{}", target.module());
+        self.push(
+            Phase::Forward,
+            label.clone(),
+            Op::Matmul { inp, weight: self.p(w), bias: Some(self.p(b)), out, rows, k, n, weight_transposed: false },
+        );
+        let lora = self.techniques.lora.filter(|l| l.targets().contains(&target))?;
+        let r = lora.rank as u64;
+        let h = self.act(format!("{label}.lora_h"), &[rows, r], self.saved(), Some(i));
+        let (a, bw) = (self.lp(ParamKind::LoraA(target, i)), self.lp(ParamKind::LoraB(target, i)));
+        let lora_label = format!("{label}.lora");
+        self.push(
+            Phase::Forward,
+            lora_label.clone(),
+            Op::Matmul { inp, weight: a, bias: None, out: h, rows, k, n: r, weight_transposed: false },
+        );
+        self.push(
+            Phase::Forward,
+            lora_label,
+            Op::MatmulAdd { inp: h, weight: bw, out, rows, k: r, n, alpha: lora.scale() as f64 },
+        );
+        Some(h)
+    }
+
+    /// The backward of [`Self::projection`]: dinp from dout; the LoRA branch's gradients, or the
+    /// base weight's when it is trained.
+    #[allow(clippy::too_many_arguments)]
+    fn projection_backward(
+        &mut self,
+        i: usize,
+        target: LoraTarget,
+        inp: View,
+        lora_h: Option<View>,
+        (w, b): (ParamKind, ParamKind),
+        dout: View,
+        dinp: View,
+        k: u64,
+        n: u64,
+        dlora: Option<View>,
+    ) {
+        let rows = self.shape.rows();
+        let label = format!("h.{i}.{}", target.module());
+        let lora = match (lora_h, dlora, self.techniques.lora) {
+            (Some(h), Some(dh), Some(l)) => Some((h, dh, l)),
+            _ => None,
+        };
+        if let Some((h, dh, l)) = lora {
+            let r = l.rank as u64;
+            let dh = View { len: rows * r, ..dh };
+            let lora_label = format!("{label}.lora");
+            self.push(
+                Phase::Backward,
+                lora_label.clone(),
+                Op::MatmulAddBackward {
+                    inp: h,
+                    weight: self.lp(ParamKind::LoraB(target, i)),
+                    dout,
+                    dinp: dh,
+                    dweight: self.lg(ParamKind::LoraB(target, i)),
+                    rows,
+                    k: r,
+                    n,
+                    alpha: l.scale() as f64,
+                },
+            );
+            self.push(
+                Phase::Backward,
+                lora_label,
+                Op::MatmulBackward {
+                    inp,
+                    weight: self.lp(ParamKind::LoraA(target, i)),
+                    dout: dh,
+                    dinp,
+                    dweight: Some(self.lg(ParamKind::LoraA(target, i))),
+                    dbias: None,
+                    rows,
+                    k,
+                    n: r,
+                    weight_transposed: false,
+                    accumulate: false,
+                },
+            );
+        }
+        self.push(
+            Phase::Backward,
+            label,
+            Op::MatmulBackward {
+                inp,
+                weight: self.p(w),
+                dout,
+                dinp,
+                dweight: self.g(w),
+                dbias: self.g(b),
+                rows,
+                k,
+                n,
+                weight_transposed: false,
+                accumulate: lora.is_some(),
+            },
+        );
+    }
+
+    /// The forward ops of block `i` on input `x`, in the builder's mode; `out_cat` is the
+    /// category of the block's output.
+    pub(super) fn block_forward(&mut self, i: usize, x: View, out_cat: Category) -> (Saved, View) {
+        let (b, t) = (self.shape.batch as u64, self.shape.seq as u64);
+        let (c, nh) = (self.model.d_model as u64, self.model.n_heads as u64);
+        let li = Some(i);
+        let n = |s: &str| format!("h.{i}.{s}");
+        let a = self.saved();
+        let tmp = Category::Temporaries;
+        let ln1 = self.act(n("ln_1.out"), &[b, t, c], a, li);
+        let ln1_mean = self.act32(n("ln_1.mean"), &[b, t], a, li);
+        let ln1_rstd = self.act32(n("ln_1.rstd"), &[b, t], a, li);
+        self.push(
+            Phase::Forward,
+            n("ln_1"),
+            Op::LayerNorm {
+                inp: x,
+                weight: self.p(ParamKind::Ln1W(i)),
+                bias: self.p(ParamKind::Ln1B(i)),
+                out: ln1,
+                mean: ln1_mean,
+                rstd: ln1_rstd,
+            },
+        );
+        let qkv = self.act(n("attn.qkv"), &[b, t, 3 * c], a, li);
+        let qkv_w = (ParamKind::QkvW(i), ParamKind::QkvB(i));
+        let h_qkv = self.projection(i, LoraTarget::Qkv, ln1, qkv_w, qkv, c, 3 * c);
+        let atty = self.act(n("attn.out"), &[b, t, c], a, li);
+        let att = match self.techniques.attention {
+            AttentionKind::Standard => {
+                // Selective checkpointing drops the probabilities right after use.
+                let cat = if self.techniques.checkpoint == Checkpoint::Selective { tmp } else { a };
+                let att = self.act(n("attn.probs"), &[b, nh, t, t], cat, li);
+                self.push(Phase::Forward, n("attn"), Op::Attention { qkv, att, out: atty });
+                att
+            }
+            AttentionKind::Fused => {
+                let lse = self.act32(n("attn.lse"), &[b, nh, t], a, li);
+                self.push(Phase::Forward, n("attn"), Op::FlashAttention { qkv, out: atty, lse });
+                lse
+            }
+        };
+        let attproj = self.act(n("attn.c_proj.out"), &[b, t, c], tmp, li);
+        let proj_w = (ParamKind::AttnProjW(i), ParamKind::AttnProjB(i));
+        let h_proj = self.projection(i, LoraTarget::AttnProj, atty, proj_w, attproj, c, c);
+        let res2 = self.act(n("residual_1"), &[b, t, c], a, li);
+        self.push(Phase::Forward, n("residual_1"), Op::Residual { a: x, b: attproj, out: res2 });
+        let ln2 = self.act(n("ln_2.out"), &[b, t, c], a, li);
+        let ln2_mean = self.act32(n("ln_2.mean"), &[b, t], a, li);
+        let ln2_rstd = self.act32(n("ln_2.rstd"), &[b, t], a, li);
+        self.push(
+            Phase::Forward,
+            n("ln_2"),
+            Op::LayerNorm {
+                inp: res2,
+                weight: self.p(ParamKind::Ln2W(i)),
+                bias: self.p(ParamKind::Ln2B(i)),
+                out: ln2,
+                mean: ln2_mean,
+                rstd: ln2_rstd,
+            },
+        );
+        let fch = self.act(n("mlp.c_fc.out"), &[b, t, 4 * c], a, li);
+        let fc_w = (ParamKind::FcW(i), ParamKind::FcB(i));
+        let h_fc = self.projection(i, LoraTarget::Fc, ln2, fc_w, fch, c, 4 * c);
+        let fch_gelu = self.act(n("mlp.gelu.out"), &[b, t, 4 * c], a, li);
+        self.push(Phase::Forward, n("mlp.gelu"), Op::Gelu { inp: fch, out: fch_gelu });
+        let fcproj = self.act(n("mlp.c_proj.out"), &[b, t, c], tmp, li);
+        let fcproj_w = (ParamKind::FcProjW(i), ParamKind::FcProjB(i));
+        let h_fcproj = self.projection(i, LoraTarget::FcProj, fch_gelu, fcproj_w, fcproj, 4 * c, c);
+        let res3 = self.act(n("residual_2"), &[b, t, c], out_cat, li);
+        self.push(Phase::Forward, n("residual_2"), Op::Residual { a: res2, b: fcproj, out: res3 });
+        let s = Saved {
+            x,
+            ln1,
+            ln1_mean,
+            ln1_rstd,
+            qkv,
+            att,
+            atty,
+            res2,
+            ln2,
+            ln2_mean,
+            ln2_rstd,
+            fch,
+            fch_gelu,
+            lora_h: [h_qkv, h_proj, h_fc, h_fcproj],
+        };
+        (s, res3)
+    }
+
+    /// The backward ops of block `i`. On entry `dres_a` holds d(block output); on exit,
+    /// d(block input).
+    pub(super) fn block_backward(&mut self, i: usize, s: &Saved, sc: &Scratch) {
+        let (b, t) = (self.shape.batch as u64, self.shape.seq as u64);
+        let (c, nh) = (self.model.d_model as u64, self.model.n_heads as u64);
+        let n = |x: &str| format!("h.{i}.{x}");
+        let li = Some(i);
+        let [h_qkv, h_proj, h_fc, h_fcproj] = s.lora_h;
+        self.push(Phase::Backward, n("residual_2"), Op::ResidualBackward { dout: sc.dres_a, da: sc.dres_b });
+        let fcproj_w = (ParamKind::FcProjW(i), ParamKind::FcProjB(i));
+        self.projection_backward(
+            i,
+            LoraTarget::FcProj,
+            s.fch_gelu,
+            h_fcproj,
+            fcproj_w,
+            sc.dres_a,
+            sc.dfch_gelu,
+            4 * c,
+            c,
+            sc.dlora,
+        );
+        self.push(Phase::Backward, n("mlp.gelu"), Op::GeluBackward { inp: s.fch, dout: sc.dfch_gelu, dinp: sc.dfch });
+        let fc_w = (ParamKind::FcW(i), ParamKind::FcB(i));
+        self.projection_backward(i, LoraTarget::Fc, s.ln2, h_fc, fc_w, sc.dfch, sc.dln, c, 4 * c, sc.dlora);
+        self.push(
+            Phase::Backward,
+            n("ln_2"),
+            Op::LayerNormBackward {
+                inp: s.res2,
+                weight: self.p(ParamKind::Ln2W(i)),
+                mean: s.ln2_mean,
+                rstd: s.ln2_rstd,
+                dout: sc.dln,
+                dinp: sc.dres_b,
+                dweight: self.g(ParamKind::Ln2W(i)),
+                dbias: self.g(ParamKind::Ln2B(i)),
+                accumulate: true,
+            },
+        );
+        // dres_b holds d(residual_1).
+        self.push(Phase::Backward, n("residual_1"), Op::ResidualBackward { dout: sc.dres_b, da: sc.dres_a });
+        let proj_w = (ParamKind::AttnProjW(i), ParamKind::AttnProjB(i));
+        self.projection_backward(i, LoraTarget::AttnProj, s.atty, h_proj, proj_w, sc.dres_b, sc.datty, c, c, sc.dlora);
+        let op = match (self.techniques.attention, self.techniques.checkpoint) {
+            (AttentionKind::Fused, _) => Op::FlashAttentionBackward {
+                qkv: s.qkv,
+                out: s.atty,
+                lse: s.att,
+                dout: sc.datty,
+                delta: sc.datt,
+                dqkv: sc.dqkv,
+            },
+            (AttentionKind::Standard, Checkpoint::Selective) => {
+                // Recompute the attention core (scores, softmax, P·V) from the saved q, k, v.
+                self.mode = Mode::Recompute;
+                let att = self.act(n("attn.probs"), &[b, nh, t, t], Category::Activations, li);
+                let out = self.act(n("attn.out"), &[b, t, c], Category::Temporaries, li);
+                self.push(Phase::Backward, n("attn"), Op::Attention { qkv: s.qkv, att, out });
+                self.mode = Mode::Saved;
+                Op::AttentionBackward { qkv: s.qkv, att, dout: sc.datty, datt: sc.datt, dqkv: sc.dqkv }
+            }
+            (AttentionKind::Standard, _) => {
+                Op::AttentionBackward { qkv: s.qkv, att: s.att, dout: sc.datty, datt: sc.datt, dqkv: sc.dqkv }
+            }
+        };
+        self.push(Phase::Backward, n("attn"), op);
+        let qkv_w = (ParamKind::QkvW(i), ParamKind::QkvB(i));
+        self.projection_backward(i, LoraTarget::Qkv, s.ln1, h_qkv, qkv_w, sc.dqkv, sc.dln, c, 3 * c, sc.dlora);
+        self.push(
+            Phase::Backward,
+            n("ln_1"),
+            Op::LayerNormBackward {
+                inp: s.x,
+                weight: self.p(ParamKind::Ln1W(i)),
+                mean: s.ln1_mean,
+                rstd: s.ln1_rstd,
+                dout: sc.dln,
+                dinp: sc.dres_a,
+                dweight: self.g(ParamKind::Ln1W(i)),
+                dbias: self.g(ParamKind::Ln1B(i)),
+                accumulate: true,
+            },
+        );
+    }
+}

@@ -1,0 +1,517 @@
+//! The builder: the tensors and ops of one training step, as an eager framework runs it.
+
+mod block;
+
+use super::{
+    AttentionKind, Category, Checkpoint, DType, Handles, MicroHandles, Op, OpNode, OptimizerConfig, OptimizerKind,
+    Phase, Plan, Techniques, TensorId, TensorInfo, View,
+};
+use crate::model::params::{ParamKind, ParamLayout};
+use crate::model::{ConfigError, ModelConfig, StepShape};
+
+/// The most elements one tensor of a plan may have: 2⁵⁸ (1 EiB of fp32). Far beyond any GPU, it
+/// keeps every byte count of a plan — a tensor's bytes, a segment, the sum of the tensors alive
+/// at once under any budget up to [`MAX_BUDGET_BYTES`] — inside u64, on every platform.
+pub const MAX_TENSOR_ELEMS: u64 = 1 << 58;
+
+/// The largest memory budget (virtual GPU) anything in oomlab accepts: 2⁶² bytes (4 EiB).
+pub const MAX_BUDGET_BYTES: u64 = 1 << 62;
+
+/// The most ops one step's plan may have: a plan holds every op and tensor in host memory (about
+/// 0.5 KiB each), so a longer one would take hundreds of MiB — in a browser tab too. 4,096 layers
+/// without accumulation fit.
+pub const MAX_PLAN_OPS: u64 = 1 << 18;
+
+/// Refuses, before anything is built, a step whose tensors would pass [`MAX_TENSOR_ELEMS`] or
+/// whose plan would pass [`MAX_PLAN_OPS`]. Products are taken in u128, where dimensions of at
+/// most [`crate::model::MAX_DIM`] (2²⁰) cannot overflow (four of them make 2⁸⁰).
+fn check_sizes(model: &ModelConfig, shape: StepShape, techniques: &Techniques) -> Result<(), ConfigError> {
+    let (b, t, c, v, nh, l) = (
+        shape.batch as u128,
+        shape.seq as u128,
+        model.d_model as u128,
+        model.vocab as u128,
+        model.n_heads as u128,
+        model.n_layers as u128,
+    );
+    let pad = crate::model::params::PARAM_ALIGN_ELEMS as u128;
+    let accum = techniques.accum as u128;
+    let rank = techniques.lora.map_or(0, |r| r.rank as u128);
+    // Every parameter tensor padded to the alignment: 4 matrices and 8 vectors per layer.
+    let params = v * c + model.seq_len as u128 * c + l * (12 * c * c + 13 * c) + 2 * c + (12 * l + 4) * pad;
+    let largest = [
+        ("the parameters", params),
+        ("the attention probabilities (batch × heads × sequence²)", b * nh * t * t),
+        ("the logits (batch × sequence × vocabulary)", b * t * v),
+        ("the MLP activations (batch × sequence × 4·d)", b * t * 4 * c),
+        ("the LoRA adapters", l * 4 * rank * 8 * c),
+    ];
+    for (what, elems) in largest {
+        if elems > MAX_TENSOR_ELEMS as u128 {
+            let what = format!("one tensor of {what}");
+            return Err(ConfigError::SizeLimit { what, amount: elems, limit: MAX_TENSOR_ELEMS, unit: "elements" });
+        }
+    }
+    // An upper bound on the ops: per layer 9 forward and 9 backward ops, 8 + 8 more for LoRA's
+    // branches, one for selective recomputation and 17 for a recomputed forward pass; 9 outside
+    // the layers; the optimizer's 3.
+    let ops = accum * (60 * l + 16) + 3;
+    if ops > MAX_PLAN_OPS as u128 {
+        let what = format!("a step of {} layers × {} micro-batches", model.n_layers, techniques.accum);
+        return Err(ConfigError::SizeLimit { what, amount: ops, limit: MAX_PLAN_OPS, unit: "ops" });
+    }
+    Ok(())
+}
+
+/// The plan of a validated configuration, once its sizes are checked.
+pub(super) fn build_checked(
+    model: &ModelConfig,
+    shape: StepShape,
+    optimizer: &OptimizerConfig,
+    techniques: &Techniques,
+) -> Result<Plan, ConfigError> {
+    check_sizes(model, shape, techniques)?;
+    Ok(Builder::new(model, shape, optimizer, techniques).build())
+}
+
+/// How a block's forward pass keeps its intermediates.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Mode {
+    /// Saved for the backward pass (no checkpointing).
+    Saved,
+    /// Run without keeping anything (a checkpointed segment's forward pass): every
+    /// intermediate dies inside the forward pass.
+    Discard,
+    /// Recomputed during the backward pass, saved until the block's backward ran.
+    Recompute,
+}
+
+/// What a block's backward pass reads. `att` holds the probabilities (standard attention) or
+/// the row logsumexp (fused attention).
+struct Saved {
+    x: View,
+    ln1: View,
+    ln1_mean: View,
+    ln1_rstd: View,
+    qkv: View,
+    att: View,
+    atty: View,
+    res2: View,
+    ln2: View,
+    ln2_mean: View,
+    ln2_rstd: View,
+    fch: View,
+    fch_gelu: View,
+    /// LoRA's `inp·A` of qkv, attn.c_proj, mlp.c_fc and mlp.c_proj, where adapted.
+    lora_h: [Option<View>; 4],
+}
+
+/// Gradient scratch shared by the blocks of one backward pass.
+struct Scratch {
+    dres_a: View,
+    dres_b: View,
+    dln: View,
+    dfch_gelu: View,
+    dfch: View,
+    datty: View,
+    /// d(probs) (B,NH,T,T) for standard attention, rowsum(dO∘O) (B,NH,T) for fused.
+    datt: View,
+    dqkv: View,
+    /// d(inp·A) of a LoRA branch (rows × r), with LoRA.
+    dlora: Option<View>,
+}
+
+struct Builder {
+    model: ModelConfig,
+    shape: StepShape,
+    optimizer: OptimizerConfig,
+    techniques: Techniques,
+    layout: ParamLayout,
+    tensors: Vec<TensorInfo>,
+    ops: Vec<OpNode>,
+    params: View,
+    /// What the optimizer updates: `params`, or the LoRA adapters.
+    trainable: View,
+    grads: View,
+    master: Option<View>,
+    /// Storage type of activations, working weights and gradients.
+    dt: DType,
+    lora: Option<ParamLayout>,
+    /// The micro-batch being built (names get a prefix when there are several).
+    micro: usize,
+    mode: Mode,
+}
+
+impl Builder {
+    fn new(model: &ModelConfig, shape: StepShape, optimizer: &OptimizerConfig, techniques: &Techniques) -> Self {
+        let layout = ParamLayout::new(model);
+        let flat = layout.flat_len;
+        let lora = techniques.lora.map(|l| ParamLayout::lora(model, &l));
+        let none = View { tensor: TensorId(0), offset: 0, len: 0 };
+        let mut b = Self {
+            model: *model,
+            shape,
+            optimizer: *optimizer,
+            techniques: *techniques,
+            layout,
+            tensors: Vec::new(),
+            ops: Vec::new(),
+            params: none,
+            trainable: none,
+            grads: none,
+            master: None,
+            dt: techniques.precision.dtype(),
+            lora,
+            micro: 0,
+            mode: Mode::Saved,
+        };
+        let dt = b.dt;
+        b.params = b.tensor("parameters", &[flat], dt, Category::Parameters, None);
+        match b.lora.as_ref().map(|l| l.flat_len) {
+            // LoRA: the base parameters are frozen, with neither gradients nor optimizer state.
+            Some(n) => {
+                b.trainable = b.tensor("lora.parameters", &[n], dt, Category::Parameters, None);
+                b.grads = b.tensor("lora.gradients", &[n], dt, Category::Gradients, None);
+            }
+            None => {
+                b.trainable = b.params;
+                b.grads = b.tensor("gradients", &[flat], dt, Category::Gradients, None);
+            }
+        }
+        if dt.is_half() {
+            let n = b.trainable.len;
+            let name = if b.lora.is_some() { "lora.master_weights" } else { "master_weights" };
+            b.master = Some(b.tensor(name, &[n], DType::F32, Category::MasterWeights, None));
+        }
+        b
+    }
+
+    fn tensor(
+        &mut self,
+        name: impl Into<String>,
+        shape: &[u64],
+        dtype: DType,
+        category: Category,
+        layer: Option<usize>,
+    ) -> View {
+        let id = TensorId(self.tensors.len());
+        self.tensors.push(TensorInfo { name: name.into(), shape: shape.to_vec(), dtype, category, layer });
+        View { tensor: id, offset: 0, len: shape.iter().fold(1u64, |n, &d| n.saturating_mul(d)) }
+    }
+
+    /// A tensor of the current micro-batch, in the step's precision: its name gets the
+    /// micro-batch's prefix (with accumulation) and marks recomputed copies.
+    fn act(&mut self, name: impl Into<String>, shape: &[u64], category: Category, layer: Option<usize>) -> View {
+        let name = self.name(name.into());
+        self.tensor(name, shape, self.dt, category, layer)
+    }
+
+    /// Like [`Self::act`], always fp32: statistics that stay in fp32 under mixed precision, as
+    /// autocast keeps them (LayerNorm's mean and 1/std, attention's logsumexp, the losses).
+    fn act32(&mut self, name: impl Into<String>, shape: &[u64], category: Category, layer: Option<usize>) -> View {
+        let name = self.name(name.into());
+        self.tensor(name, shape, DType::F32, category, layer)
+    }
+
+    fn name(&self, name: String) -> String {
+        let name = if self.techniques.accum > 1 { format!("micro{}.{name}", self.micro) } else { name };
+        if self.mode == Mode::Recompute { format!("{name} (recomputed)") } else { name }
+    }
+
+    /// Category of a tensor the backward pass reads, in the current mode.
+    fn saved(&self) -> Category {
+        if self.mode == Mode::Discard { Category::Temporaries } else { Category::Activations }
+    }
+
+    fn push(&mut self, phase: Phase, label: impl Into<String>, op: Op) {
+        let recompute = self.mode == Mode::Recompute;
+        let phase = if recompute { Phase::Backward } else { phase };
+        let label = self.name(label.into());
+        self.ops.push(OpNode { op, phase, label, recompute });
+    }
+
+    fn p(&self, kind: ParamKind) -> View {
+        let r = self.layout.range(kind);
+        View { tensor: self.params.tensor, offset: r.start, len: r.end - r.start }
+    }
+
+    /// The gradient of a base parameter; None when it is frozen (LoRA).
+    fn g(&self, kind: ParamKind) -> Option<View> {
+        if self.lora.is_some() {
+            return None;
+        }
+        let r = self.layout.range(kind);
+        Some(View { tensor: self.grads.tensor, offset: r.start, len: r.end - r.start })
+    }
+
+    /// A LoRA adapter matrix, and its gradient.
+    fn lp(&self, kind: ParamKind) -> View {
+        let r = self.lora.as_ref().map_or(0..0, |l| l.range(kind));
+        View { tensor: self.trainable.tensor, offset: r.start, len: r.end - r.start }
+    }
+
+    fn lg(&self, kind: ParamKind) -> View {
+        let r = self.lora.as_ref().map_or(0..0, |l| l.range(kind));
+        View { tensor: self.grads.tensor, offset: r.start, len: r.end - r.start }
+    }
+
+    fn build(mut self) -> Plan {
+        let flat = self.trainable.len;
+        let opt_state: Vec<View> = self
+            .optimizer
+            .state_names()
+            .iter()
+            .map(|name| self.tensor(format!("optimizer.{name}"), &[flat], DType::F32, Category::OptimizerState, None))
+            .collect();
+        let micro: Vec<MicroHandles> = (0..self.techniques.accum)
+            .map(|j| {
+                self.micro = j;
+                self.micro_step()
+            })
+            .collect();
+
+        self.micro = 0;
+        self.mode = Mode::Saved;
+        let accum = self.techniques.accum;
+        self.techniques.accum = 1; // the optimizer's labels carry no micro-batch prefix
+        // Mixed precision: the optimizer updates the fp32 master weights and writes the 16-bit
+        // working copy; fp16 first checks the (scaled) gradients for overflow.
+        let (params, grads) = (self.master.unwrap_or(self.trainable), self.grads);
+        let copy = self.master.map(|_| self.trainable);
+        let found_inf = self.techniques.precision.scales_loss().then(|| {
+            let flag = self.tensor("found_inf", &[1], DType::U32, Category::Workspace, None);
+            self.push(Phase::Optimizer, "unscale", Op::Zero { dst: flag });
+            self.push(Phase::Optimizer, "unscale", Op::CheckFinite { grads, found_inf: flag });
+            flag
+        });
+        let op = match self.optimizer.kind {
+            OptimizerKind::AdamW => Op::AdamW { params, grads, m: opt_state[0], v: opt_state[1], copy, found_inf },
+            OptimizerKind::Momentum => Op::Sgd { params, grads, momentum: Some(opt_state[0]), copy, found_inf },
+            OptimizerKind::Sgd => Op::Sgd { params, grads, momentum: None, copy, found_inf },
+        };
+        self.push(Phase::Optimizer, self.optimizer.kind.name(), op);
+        self.techniques.accum = accum;
+
+        // "Saved for backward" means read by the backward pass: what the forward pass keeps but no
+        // backward op reads (a frozen projection's input under LoRA) is a temporary.
+        let mut read_by_backward = vec![false; self.tensors.len()];
+        for node in self.ops.iter().filter(|n| n.phase == Phase::Backward && !n.recompute) {
+            for v in node.op.reads_writes().0 {
+                read_by_backward[v.tensor.0] = true;
+            }
+        }
+        for (t, read) in self.tensors.iter_mut().zip(read_by_backward) {
+            if t.category == Category::Activations && !read {
+                t.category = Category::Temporaries;
+            }
+        }
+        let handles = Handles {
+            params: self.params.tensor,
+            trainable: self.trainable.tensor,
+            grads: grads.tensor,
+            master: self.master.map(|m| m.tensor),
+            found_inf: found_inf.map(|f| f.tensor),
+            micro,
+        };
+        Plan {
+            model: self.model,
+            shape: self.shape,
+            optimizer: self.optimizer,
+            techniques: self.techniques,
+            layout: self.layout,
+            lora: self.lora,
+            tensors: self.tensors,
+            ops: self.ops,
+            handles,
+        }
+    }
+
+    /// Forward and backward of one micro-batch; gradients accumulate into `gradients`.
+    fn micro_step(&mut self) -> MicroHandles {
+        // Sizes in u64 (`check_sizes` bounds every product); `l` counts layers.
+        let (b, t) = (self.shape.batch as u64, self.shape.seq as u64);
+        let (c, v, nh) = (self.model.d_model as u64, self.model.vocab as u64, self.model.n_heads as u64);
+        let l = self.model.n_layers;
+        let rows = b * t;
+        self.mode = Mode::Saved;
+        let input = |s: &mut Self, name: &str, shape: &[u64]| {
+            let name = s.name(format!("input.{name}"));
+            s.tensor(name, shape, DType::U32, Category::Input, None)
+        };
+        let tokens = input(self, "tokens", &[b, t]);
+        let targets = input(self, "targets", &[b, t]);
+        let token_offsets = input(self, "token_offsets", &[v + 1]);
+        let token_positions = input(self, "token_positions", &[rows]);
+
+        // ---- forward ----
+        use Category::{Activations as A, Temporaries as Tmp};
+        let encoded = self.act("embed.out", &[b, t, c], A, None);
+        self.push(
+            Phase::Forward,
+            "embed",
+            Op::Embedding { tokens, wte: self.p(ParamKind::Wte), wpe: self.p(ParamKind::Wpe), out: encoded },
+        );
+        let segment = match self.techniques.checkpoint {
+            Checkpoint::Every(k) => Some(k),
+            _ => None,
+        };
+        let mut saved = Vec::with_capacity(l);
+        let mut block_inputs = Vec::with_capacity(l);
+        let mut x = encoded;
+        for i in 0..l {
+            // A checkpointed segment keeps only its input: the output of the segment's last
+            // block (the next segment's input, or ln_f's) is the one saved tensor.
+            let (mode, out_cat) = match segment {
+                Some(k) => (Mode::Discard, if (i + 1) % k == 0 || i + 1 == l { A } else { Tmp }),
+                None => (Mode::Saved, A),
+            };
+            block_inputs.push(x);
+            self.mode = mode;
+            let (s, out) = self.block_forward(i, x, out_cat);
+            self.mode = Mode::Saved;
+            saved.push(s);
+            x = out;
+        }
+        let lnf = self.act("ln_f.out", &[b, t, c], A, None);
+        let lnf_mean = self.act32("ln_f.mean", &[b, t], A, None);
+        let lnf_rstd = self.act32("ln_f.rstd", &[b, t], A, None);
+        self.push(
+            Phase::Forward,
+            "ln_f",
+            Op::LayerNorm {
+                inp: x,
+                weight: self.p(ParamKind::LnFW),
+                bias: self.p(ParamKind::LnFB),
+                out: lnf,
+                mean: lnf_mean,
+                rstd: lnf_rstd,
+            },
+        );
+        let logits = self.act("logits", &[b, t, v], Category::Logits, None);
+        self.push(
+            Phase::Forward,
+            "lm_head",
+            Op::Matmul {
+                inp: lnf,
+                weight: self.p(ParamKind::Wte),
+                bias: None,
+                out: logits,
+                rows,
+                k: c,
+                n: v,
+                weight_transposed: true,
+            },
+        );
+        let probs = self.act("probs", &[b, t, v], Category::Logits, None);
+        let losses = self.act32("losses", &[b, t], Category::Logits, None);
+        let loss = self.act32("loss", &[1], Category::Logits, None);
+        self.push(Phase::Forward, "cross_entropy", Op::CrossEntropy { logits, targets, probs, losses, loss });
+
+        // ---- backward ----
+        if self.micro == 0 {
+            self.push(Phase::Backward, "zero_grad", Op::Zero { dst: self.grads });
+        }
+        let dlogits = self.act("grad.logits", &[b, t, v], Tmp, None);
+        // The mean over the whole effective batch: each micro-batch's loss is a mean over its
+        // rows, and contributes 1/accum of the step's gradient.
+        let scale = 1.0 / (rows as f64 * self.techniques.accum as f64);
+        self.push(Phase::Backward, "cross_entropy", Op::CrossEntropyBackward { probs, targets, dlogits, scale });
+        let dln = self.act("grad.ln_out", &[b, t, c], Tmp, None);
+        self.push(
+            Phase::Backward,
+            "lm_head",
+            Op::MatmulBackward {
+                inp: lnf,
+                weight: self.p(ParamKind::Wte),
+                dout: dlogits,
+                dinp: dln,
+                dweight: self.g(ParamKind::Wte),
+                dbias: None,
+                rows,
+                k: c,
+                n: v,
+                weight_transposed: true,
+                accumulate: false,
+            },
+        );
+        let dres_a = self.act("grad.residual_a", &[b, t, c], Tmp, None);
+        let dres_b = self.act("grad.residual_b", &[b, t, c], Tmp, None);
+        self.push(
+            Phase::Backward,
+            "ln_f",
+            Op::LayerNormBackward {
+                inp: x,
+                weight: self.p(ParamKind::LnFW),
+                mean: lnf_mean,
+                rstd: lnf_rstd,
+                dout: dln,
+                dinp: dres_a,
+                dweight: self.g(ParamKind::LnFW),
+                dbias: self.g(ParamKind::LnFB),
+                accumulate: false,
+            },
+        );
+        let datt_shape: &[u64] = match self.techniques.attention {
+            AttentionKind::Standard => &[b, nh, t, t],
+            AttentionKind::Fused => &[b, nh, t],
+        };
+        let scratch = Scratch {
+            dres_a,
+            dres_b,
+            dln,
+            dfch_gelu: self.act("grad.mlp.gelu.out", &[b, t, 4 * c], Tmp, None),
+            dfch: self.act("grad.mlp.c_fc.out", &[b, t, 4 * c], Tmp, None),
+            datty: self.act("grad.attn.out", &[b, t, c], Tmp, None),
+            datt: match self.techniques.attention {
+                AttentionKind::Standard => self.act("grad.attn.probs", datt_shape, Tmp, None),
+                AttentionKind::Fused => self.act32("grad.attn.delta", datt_shape, Tmp, None),
+            },
+            dqkv: self.act("grad.attn.qkv", &[b, t, 3 * c], Tmp, None),
+            dlora: self.techniques.lora.map(|l| self.act("grad.lora_h", &[rows, l.rank as u64], Tmp, None)),
+        };
+        match segment {
+            None => {
+                for (i, s) in saved.iter().enumerate().rev() {
+                    self.block_backward(i, s, &scratch);
+                }
+            }
+            Some(k) => {
+                // Segments last to first: recompute the segment's forward pass from its saved
+                // input, then run its blocks' backward passes.
+                let starts: Vec<usize> = (0..l).step_by(k).collect();
+                for &s0 in starts.iter().rev() {
+                    let s1 = (s0 + k).min(l);
+                    self.mode = Mode::Recompute;
+                    let mut x = block_inputs[s0];
+                    let mut recomputed = Vec::with_capacity(s1 - s0);
+                    for i in s0..s1 {
+                        // Inside the segment a block's output is the next block's saved input;
+                        // the last block's output is recomputed but not needed.
+                        let (s, out) = self.block_forward(i, x, if i + 1 < s1 { A } else { Tmp });
+                        recomputed.push(s);
+                        x = out;
+                    }
+                    self.mode = Mode::Saved;
+                    for (i, s) in (s0..s1).zip(&recomputed).rev() {
+                        self.block_backward(i, s, &scratch);
+                    }
+                }
+            }
+        }
+        // Frozen embeddings (LoRA) need no backward pass at all.
+        if let (Some(dwte), Some(dwpe)) = (self.g(ParamKind::Wte), self.g(ParamKind::Wpe)) {
+            self.push(
+                Phase::Backward,
+                "embed",
+                Op::EmbeddingBackward { tokens, token_offsets, token_positions, dout: dres_a, dwte, dwpe },
+            );
+        }
+        MicroHandles {
+            tokens: tokens.tensor,
+            targets: targets.tensor,
+            token_offsets: token_offsets.tensor,
+            token_positions: token_positions.tensor,
+            loss: loss.tensor,
+        }
+    }
+}

@@ -1,0 +1,366 @@
+//! What an estimate is asked: the model on a GPU at a batch shape, and how it is trained —
+//! precision, optimizer, parallelism, offload, LoRA — with its validation.
+
+use serde::{Deserialize, Serialize};
+use thiserror::Error;
+
+use super::{Architecture, Gpu, Target};
+use crate::model::ModelConfig;
+use crate::model::params::PARAM_ALIGN_ELEMS;
+use crate::plan::{AttentionKind, Checkpoint};
+
+/// How weights, gradients and optimizer state are stored.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Precision {
+    /// Everything fp32: 4 + 4 bytes per parameter, fp32 optimizer state.
+    Fp32,
+    /// Mixed precision (Micikevicius et al. 2018): fp16 weights, gradients and activations,
+    /// fp32 master weights and optimizer state — ZeRO's 2 + 2 + 12 = 16 bytes per parameter
+    /// with Adam.
+    MixedFp16,
+    /// The same with bf16.
+    MixedBf16,
+    /// Pure bf16: weights, gradients and optimizer state all bf16, no master copy (8 bytes per
+    /// parameter with Adam).
+    PureBf16,
+}
+
+impl Precision {
+    pub fn parse(text: &str) -> Result<Self, EstimateError> {
+        Ok(match text.trim().to_ascii_lowercase().as_str() {
+            "fp32" | "f32" => Precision::Fp32,
+            "fp16" | "mixed-fp16" | "mixed_fp16" => Precision::MixedFp16,
+            "bf16" | "mixed-bf16" | "mixed_bf16" => Precision::MixedBf16,
+            "pure-bf16" | "pure_bf16" | "bf16-pure" => Precision::PureBf16,
+            other => {
+                return Err(EstimateError::Invalid(format!(
+                    "unknown precision {other:?}: expected fp32, fp16, bf16 (mixed) or pure-bf16"
+                )));
+            }
+        })
+    }
+    pub fn name(self) -> &'static str {
+        match self {
+            Precision::Fp32 => "fp32",
+            Precision::MixedFp16 => "fp16",
+            Precision::MixedBf16 => "bf16",
+            Precision::PureBf16 => "pure-bf16",
+        }
+    }
+    /// Bytes of a working weight, a gradient and an activation.
+    pub fn value_bytes(self) -> u64 {
+        if self == Precision::Fp32 { 4 } else { 2 }
+    }
+    pub(crate) fn master_bytes(self) -> u64 {
+        if matches!(self, Precision::MixedFp16 | Precision::MixedBf16) { 4 } else { 0 }
+    }
+    pub(crate) fn state_bytes(self) -> u64 {
+        if self == Precision::PureBf16 { 2 } else { 4 }
+    }
+}
+
+impl From<crate::plan::Precision> for Precision {
+    fn from(p: crate::plan::Precision) -> Self {
+        match p {
+            crate::plan::Precision::Fp32 => Precision::Fp32,
+            crate::plan::Precision::Fp16 => Precision::MixedFp16,
+            crate::plan::Precision::Bf16 => Precision::MixedBf16,
+        }
+    }
+}
+
+/// The optimizer, by the state it keeps per trained parameter.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Optimizer {
+    Sgd,
+    Momentum,
+    Adam,
+}
+
+impl Optimizer {
+    pub fn parse(text: &str) -> Result<Self, EstimateError> {
+        Ok(match text.trim().to_ascii_lowercase().as_str() {
+            "sgd" => Optimizer::Sgd,
+            "momentum" => Optimizer::Momentum,
+            "adam" | "adamw" => Optimizer::Adam,
+            other => {
+                return Err(EstimateError::Invalid(format!(
+                    "unknown optimizer {other:?}: expected sgd, momentum or adam"
+                )));
+            }
+        })
+    }
+    pub fn states(self) -> u64 {
+        match self {
+            Optimizer::Sgd => 0,
+            Optimizer::Momentum => 1,
+            Optimizer::Adam => 2,
+        }
+    }
+    pub fn name(self) -> &'static str {
+        match self {
+            Optimizer::Sgd => "sgd",
+            Optimizer::Momentum => "momentum",
+            Optimizer::Adam => "adam",
+        }
+    }
+}
+
+impl From<crate::plan::OptimizerKind> for Optimizer {
+    fn from(k: crate::plan::OptimizerKind) -> Self {
+        match k {
+            crate::plan::OptimizerKind::Sgd => Optimizer::Sgd,
+            crate::plan::OptimizerKind::Momentum => Optimizer::Momentum,
+            crate::plan::OptimizerKind::AdamW => Optimizer::Adam,
+        }
+    }
+}
+
+/// LoRA (Hu et al. 2021): the base weights are frozen; rank-r adapters on the targets train.
+/// QLoRA (Dettmers et al. 2023) stores the frozen linear weights in 4-bit NF4.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Adapters {
+    pub rank: u64,
+    pub qkv: bool,
+    pub proj: bool,
+    pub mlp: bool,
+    /// QLoRA: 4-bit base linear weights with double-quantized block constants.
+    pub quantized: bool,
+}
+
+impl Adapters {
+    pub(crate) fn targets(&self, t: Target) -> bool {
+        match t {
+            Target::Qkv => self.qkv,
+            Target::Proj => self.proj,
+            Target::Mlp => self.mlp,
+        }
+    }
+}
+
+/// Data, tensor and sequence parallelism and ZeRO.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Parallel {
+    /// N_d, data-parallel GPUs.
+    pub data: u64,
+    /// t, tensor-parallel GPUs (Megatron-LM, Shoeybi et al. 2019).
+    pub tensor: u64,
+    /// Sequence parallelism (Korthikanti et al. 2022): the LayerNorm/dropout regions are split
+    /// along the sequence over the t GPUs too.
+    pub sequence: bool,
+    /// ZeRO stage 0–3 (Rajbhandari et al. 2020) over the N_d GPUs.
+    pub zero: u8,
+}
+
+impl Default for Parallel {
+    fn default() -> Self {
+        Self { data: 1, tensor: 1, sequence: false, zero: 0 }
+    }
+}
+
+/// ZeRO-Offload (Ren et al. 2021) and ZeRO-Infinity's parameter offload (Rajbhandari et al. 2021).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Offload {
+    /// Optimizer state and fp32 master weights live in host memory, with an fp32 copy of the
+    /// gradients; the optimizer step runs on the CPU.
+    pub optimizer: bool,
+    /// The gradients stream to the host as the backward pass produces them (through the
+    /// communication buckets) instead of staying on the GPU (needs `optimizer`: ZeRO-Offload
+    /// moves both).
+    #[serde(default)]
+    pub gradients: bool,
+    /// The 16-bit parameters live in host memory too and are fetched layer by layer (ZeRO-3).
+    pub parameters: bool,
+}
+
+/// The training program's conventions where they differ.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Runtime {
+    /// PyTorch (Hugging Face, Megatron-LM, DeepSpeed): the loss computed in fp32 (the logits are
+    /// upcast, so the softmax and its gradient are fp32 whatever the precision); token ids and
+    /// labels as int64; each parameter its own tensor.
+    #[default]
+    PyTorch,
+    /// The toy (oomlab's plan): the loss in the activation dtype; token ids, targets and the
+    /// embedding backward's sorted index (`token_offsets`, V + 1, and `token_positions`) as u32;
+    /// parameters padded to 128 elements in one flat tensor (aligned GPU bindings).
+    Oomlab,
+}
+
+impl Runtime {
+    pub(crate) fn fp32_loss(self) -> bool {
+        self == Runtime::PyTorch
+    }
+    pub(crate) fn param_align(self) -> u64 {
+        match self {
+            Runtime::PyTorch => 1,
+            Runtime::Oomlab => PARAM_ALIGN_ELEMS,
+        }
+    }
+    /// Bytes of one micro-batch's inputs.
+    pub(crate) fn input_bytes(self, rows: u128, vocab: u128) -> u128 {
+        match self {
+            Runtime::PyTorch => 2 * rows * 8,
+            Runtime::Oomlab => 4 * (3 * rows + vocab + 1),
+        }
+    }
+}
+
+/// Everything the estimate depends on.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Setup {
+    pub arch: Architecture,
+    pub gpu: Gpu,
+    /// b, sequences per forward pass on one GPU (the micro-batch).
+    pub micro_batch: u64,
+    /// s.
+    pub seq: u64,
+    /// Gradient accumulation: micro-batches per optimizer step.
+    pub accum: u64,
+    pub precision: Precision,
+    pub optimizer: Optimizer,
+    pub checkpoint: Checkpoint,
+    pub attention: AttentionKind,
+    pub lora: Option<Adapters>,
+    pub parallel: Parallel,
+    pub offload: Offload,
+    /// How the training program stores what the formulas count.
+    pub runtime: Runtime,
+    /// Count the CUDA context, cuBLAS workspace, communication buffers and fragmentation
+    /// margin (off for the toy, whose plan has none of them).
+    pub fixed_costs: bool,
+}
+
+impl Setup {
+    /// A model on a GPU with the common defaults: mixed bf16, Adam, standard attention, no
+    /// checkpointing, one GPU, fp32 loss, fixed costs counted.
+    pub fn new(arch: Architecture, gpu: Gpu, micro_batch: u64, seq: u64) -> Self {
+        Self {
+            arch,
+            gpu,
+            micro_batch,
+            seq,
+            accum: 1,
+            precision: Precision::MixedBf16,
+            optimizer: Optimizer::Adam,
+            checkpoint: Checkpoint::Off,
+            attention: AttentionKind::Standard,
+            lora: None,
+            parallel: Parallel::default(),
+            offload: Offload::default(),
+            runtime: Runtime::PyTorch,
+            fixed_costs: true,
+        }
+    }
+
+    /// The toy's own config and dtypes, as its plan builds them: no fixed costs, the toy's
+    /// padding, the loss in the activation dtype.
+    pub fn toy(
+        model: &ModelConfig,
+        shape: crate::model::StepShape,
+        optimizer: crate::plan::OptimizerKind,
+        techniques: &crate::plan::Techniques,
+        capacity_bytes: u64,
+    ) -> Self {
+        let gpu = Gpu { name: "virtual GPU".into(), memory_bytes: capacity_bytes, compute_major: 8 };
+        let mut s = Self::new(Architecture::from_toy(model), gpu, shape.batch as u64, shape.seq as u64);
+        s.accum = techniques.accum as u64;
+        s.precision = techniques.precision.into();
+        s.optimizer = optimizer.into();
+        s.checkpoint = techniques.checkpoint;
+        s.attention = techniques.attention;
+        s.lora = techniques.lora.map(|l| Adapters {
+            rank: l.rank as u64,
+            qkv: l.qkv,
+            proj: l.proj,
+            mlp: l.mlp,
+            quantized: false,
+        });
+        s.runtime = Runtime::Oomlab;
+        s.fixed_costs = false;
+        s
+    }
+
+    pub fn validate(&self) -> Result<(), EstimateError> {
+        self.arch.validate()?;
+        let bad = |m: String| Err(EstimateError::Invalid(m));
+        for (name, value, max) in [
+            ("micro-batch", self.micro_batch, MAX_BATCH),
+            ("sequence length", self.seq, 1 << 22),
+            ("accumulation steps", self.accum, 1 << 20),
+            ("data-parallel GPUs", self.parallel.data, 1 << 20),
+            ("tensor-parallel GPUs", self.parallel.tensor, 1 << 10),
+        ] {
+            if value == 0 || value > max {
+                return bad(format!("{name} must be between 1 and {max} (got {value})"));
+            }
+        }
+        if self.arch.positions > 0 && self.seq > self.arch.positions {
+            return bad(format!(
+                "sequence length {} is longer than {}'s position table ({})",
+                self.seq, self.arch.name, self.arch.positions
+            ));
+        }
+        let t = self.parallel.tensor;
+        if !self.arch.heads.is_multiple_of(t)
+            || !self.arch.kv_heads.is_multiple_of(t)
+            || !self.arch.ffn.is_multiple_of(t)
+        {
+            return bad(format!(
+                "tensor parallelism {t} must divide the heads ({}), the key/value heads ({}) and the MLP width ({})",
+                self.arch.heads, self.arch.kv_heads, self.arch.ffn
+            ));
+        }
+        if self.parallel.sequence && !self.seq.is_multiple_of(t) {
+            return bad(format!(
+                "sequence parallelism splits the sequence ({}) over {t} GPUs: it must divide",
+                self.seq
+            ));
+        }
+        if self.parallel.zero > 3 {
+            return bad(format!("ZeRO has stages 0 to 3 (got {})", self.parallel.zero));
+        }
+        if self.offload.gradients && !self.offload.optimizer {
+            return bad(
+                "gradient offload needs optimizer offload (the optimizer step must run where the gradients are)".into(),
+            );
+        }
+        if self.offload.parameters && self.parallel.zero != 3 {
+            return bad("parameter offload needs ZeRO stage 3 (it offloads the parameter shards)".into());
+        }
+        if let Checkpoint::Every(k) = self.checkpoint
+            && (k == 0 || k as u64 > self.arch.layers)
+        {
+            return bad(format!("checkpoint every:{k} needs 1 <= K <= the number of layers ({})", self.arch.layers));
+        }
+        if let Some(l) = self.lora {
+            if l.rank == 0 || l.rank >= self.arch.hidden {
+                return bad(format!("LoRA rank must be between 1 and hidden - 1 (got {})", l.rank));
+            }
+            if !(l.qkv || l.proj || l.mlp) {
+                return bad("LoRA needs at least one target projection".into());
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The largest micro-batch the estimator considers.
+pub const MAX_BATCH: u64 = 1 << 20;
+
+#[derive(Debug, Error, Clone, PartialEq, Eq)]
+pub enum EstimateError {
+    #[error("{0}")]
+    Invalid(String),
+    /// A valid setup whose sizes pass [`MAX_ESTIMATE_BYTES`]: beyond any GPU, and beyond what
+    /// oomlab counts.
+    #[error("{what} would be {amount} bytes per GPU: more than oomlab counts ({limit} bytes at most)")]
+    TooLarge { what: String, amount: u128, limit: u64 },
+}
+
+/// The largest byte count an estimate reports (4 EiB, as [`crate::plan::MAX_BUDGET_BYTES`]):
+/// every quantity is computed in u128 and checked against it, so none wraps or saturates.
+pub const MAX_ESTIMATE_BYTES: u64 = crate::plan::MAX_BUDGET_BYTES;

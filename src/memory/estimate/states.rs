@@ -1,0 +1,141 @@
+//! Model states per GPU (ZeRO's partitioning, offload, LoRA/QLoRA) and the fixed costs.
+
+use super::{Optimizer, Parallel, Precision, Role, Setup};
+
+/// The CUDA context, per GPU process ([`source::CONTEXT`]).
+pub const CUDA_CONTEXT_BYTES: u64 = 500 << 20;
+/// The fragmentation margin in percent of the allocated bytes ([`source::FRAGMENTATION`]).
+pub const FRAGMENTATION_PERCENT: u64 = 5;
+/// DeepSpeed's default bucket sizes, in elements ([`source::ZERO_BUCKETS`]).
+pub const ZERO_BUCKET_ELEMS: u64 = 500_000_000;
+
+/// cuBLAS's workspace on a GPU of compute capability `major` ([`source::WORKSPACE`]).
+pub fn cublas_workspace_bytes(major: u32) -> u64 {
+    if major >= 9 { 4096 * 8 * 1024 } else { (4096 * 2 + 16 * 8) * 1024 }
+}
+
+/// `n` values of `bytes_per` bytes each, stored in whole 4-byte words as the toy does (a no-op
+/// for real sizes, exact for the toy's 16-bit tensors of odd length).
+pub(super) fn words(n: u128, bytes_per: u128) -> u128 {
+    (n * bytes_per).div_ceil(4) * 4
+}
+
+/// The model states on one GPU: (parameters, gradients, optimizer state, master weights), and
+/// host bytes and PCIe traffic for offload.
+pub(super) struct States {
+    pub(super) parameters: u128,
+    pub(super) gradients: u128,
+    pub(super) optimizer: u128,
+    pub(super) master: u128,
+    pub(super) host: u128,
+    pub(super) pcie: u128,
+    /// Trained elements (padded) and all elements (padded), before sharding.
+    pub(super) trainable: u128,
+    /// The largest bucket-able gradient count (for communication buffers).
+    pub(super) layer_params: u128,
+}
+
+pub(super) fn model_states(s: &Setup) -> States {
+    let a = &s.arch;
+    let pad = s.runtime.param_align();
+    let align = |n: u64| n.div_ceil(pad) as u128 * pad as u128;
+    let (w, g) = (s.precision.value_bytes() as u128, s.precision.value_bytes() as u128);
+    let tensors = a.parameter_tensors();
+    // Tensor parallelism splits the blocks' linear layers (and vocab-parallel embeddings) over t
+    // GPUs; norms and biases of row-parallel layers are replicated — small, so the estimator
+    // divides everything but the norms by t.
+    let t = s.parallel.tensor as u128;
+    let split = |role: Role, n: u128| if matches!(role, Role::Norm) { n } else { n.div_ceil(t) };
+    let base: u128 = tensors.iter().map(|&(r, n)| split(r, align(n))).sum();
+    let (stored, trainable) = match s.lora {
+        None => (words(base, w), base),
+        Some(l) => {
+            // Adapters A (in × r) and B (r × out) on each targeted linear of each block.
+            let adapters: u128 = (0..a.layers)
+                .flat_map(|_| a.block_linears())
+                .filter(|&(target, _, _)| l.targets(target))
+                .map(|(_, k, n)| align(k * l.rank) + align(l.rank * n))
+                .map(|n| n.div_ceil(t))
+                .sum();
+            let base_bytes = if l.quantized {
+                // QLoRA: NF4 (4 bits) for the blocks' linear weights, with double-quantized
+                // constants: 0.127 bits per parameter (Dettmers et al. 2023, §3) ≈ 8-bit absmax
+                // per 64 weights plus an fp32 constant per 256 blocks. Embeddings, norms and
+                // biases stay 16-bit.
+                let quantized: u128 = tensors
+                    .iter()
+                    .filter(|(r, _)| matches!(r, Role::Linear(..)))
+                    .map(|&(r, n)| split(r, align(n)))
+                    .sum();
+                let rest = base - quantized;
+                quantized.div_ceil(2) + quantized.div_ceil(64) + (quantized.div_ceil(64 * 256)) * 4 + words(rest, w)
+            } else {
+                words(base, w)
+            };
+            (base_bytes + words(adapters, w), adapters)
+        }
+    };
+    let mut states = partition(stored, trainable, s.precision, s.optimizer, s.parallel);
+    if s.offload.optimizer {
+        // The fp32 state moves to the host with an fp32 copy of the gradients; each step the
+        // 16-bit gradients go down and the updated 16-bit weights come back: 4Ψ over PCIe with
+        // 16-bit values (Ren et al. 2021, §4.1), each GPU its shard.
+        let on = s.parallel.zero >= 1;
+        let shard = |bytes: u128| if on { bytes.div_ceil(s.parallel.data as u128) } else { bytes };
+        states.host += states.master + states.optimizer + shard(words(trainable, 4));
+        states.pcie += shard(words(trainable, g)) + shard(words(trainable, w));
+        states.master = 0;
+        states.optimizer = 0;
+        if s.offload.gradients {
+            states.gradients = 0;
+        }
+    }
+    if s.offload.parameters {
+        // Each GPU's parameter shard is fetched for the forward and again for the backward pass.
+        states.host += states.parameters;
+        states.pcie += 2 * states.parameters;
+        states.parameters = 0;
+    }
+    states.layer_params = a.layer_parameters().div_ceil(s.parallel.tensor) as u128;
+    states
+}
+
+/// Model states over N_d data-parallel GPUs by ZeRO stage (Rajbhandari et al. 2020, §5):
+/// stage 1 partitions the optimizer state (and the fp32 master weights), stage 2 the gradients
+/// too, stage 3 the parameters too. `stored`: bytes of the stored weights; `trainable`: elements
+/// that train (and have gradients, master weights and optimizer state).
+pub(super) fn partition(
+    stored: u128,
+    trainable: u128,
+    precision: Precision,
+    optimizer: Optimizer,
+    parallel: Parallel,
+) -> States {
+    let n_d = parallel.data as u128;
+    let zero = parallel.zero;
+    let shard = |bytes: u128, on: bool| if on { bytes.div_ceil(n_d) } else { bytes };
+    let p = precision;
+    States {
+        parameters: shard(stored, zero >= 3),
+        gradients: shard(words(trainable, p.value_bytes() as u128), zero >= 2),
+        optimizer: shard(optimizer.states() as u128 * words(trainable, p.state_bytes() as u128), zero >= 1),
+        master: shard(words(trainable, p.master_bytes() as u128), zero >= 1),
+        host: 0,
+        pcie: 0,
+        trainable,
+        layer_params: 0,
+    }
+}
+
+/// Model states of `parameters` trained parameters per GPU, without padding, LoRA or offload:
+/// (parameters, gradients, optimizer state, master weights). ZeRO's example: 7.5 B parameters,
+/// mixed-precision Adam, N_d = 64 → 120, 31.4, 16.6 and 1.9 GB for stages 0–3.
+pub fn zero_model_states(parameters: u64, precision: Precision, optimizer: Optimizer, parallel: Parallel) -> [u64; 4] {
+    let n = parameters as u128;
+    let s = partition(words(n, precision.value_bytes() as u128), n, precision, optimizer, parallel);
+    [sat(s.parameters), sat(s.gradients), sat(s.optimizer), sat(s.master)]
+}
+
+fn sat(v: u128) -> u64 {
+    u64::try_from(v).unwrap_or(u64::MAX)
+}

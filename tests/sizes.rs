@@ -296,7 +296,7 @@ fn the_apps_sweep_grows_with_the_batch_past_four_gib() {
     }
     .clamped();
     let derived = Derived::new(&settings, 58);
-    let predicted = derived.predicted.as_ref().expect("batch 2 fits 1 TiB");
+    let predicted = derived.predicted.as_ref().expect("a plan").as_ref().expect("batch 2 fits 1 TiB");
     assert!(predicted.peak_allocated_bytes() > 8 << 30, "{}", predicted.peak_allocated_bytes());
     let points = &derived.sweep[0].points;
     let fits: Vec<(usize, u64)> =

@@ -205,7 +205,7 @@ fn the_app_runs_a_step_and_a_suggestion_applies() {
     // The CPU step runs a few ops per frame (the UI never freezes): give it the frames.
     harness.run_steps(200);
     assert!(harness.state().is_idle(), "the step finished");
-    let predicted = harness.state().derived.predicted.clone().expect("fits");
+    let predicted = harness.state().derived.predicted.clone().expect("a plan").expect("fits");
     let total = format_bytes(predicted.peak_allocated_bytes());
     assert_eq!(harness.get_all_by_label(&total).count(), 2, "measured = predicted after a real step");
     harness.get_by_label("Training").click();
@@ -248,7 +248,7 @@ fn the_app_trains_on_the_gpu_without_blocking_a_frame() {
     harness.get_by_label("Training").click();
     harness.run_steps(2);
     harness.get_by_label_contains("Step 1: loss");
-    let predicted = harness.state().derived.predicted.clone().expect("fits");
+    let predicted = harness.state().derived.predicted.clone().expect("a plan").expect("fits");
     let total = format_bytes(predicted.peak_allocated_bytes());
     harness.get_by_label("Step timeline").click();
     harness.run_steps(2);

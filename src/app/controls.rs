@@ -1,0 +1,166 @@
+//! The toy's controls on the left, the run buttons, and the OOM panel's suggestions.
+
+use egui::RichText;
+
+use super::OomlabApp;
+use super::settings::{BUDGET_PRESETS, MAX_BATCH, Preset};
+use super::views::Suggestion;
+use crate::plan::{AttentionKind, Checkpoint, OptimizerKind, Precision, Techniques};
+
+impl OomlabApp {
+    pub(super) fn suggestions(&self) -> Vec<Suggestion> {
+        let s = &self.settings;
+        let mut out = Vec::new();
+        if s.checkpoint == Checkpoint::Off {
+            out.push(Suggestion::Checkpointing);
+        }
+        let fused = Techniques { attention: AttentionKind::Fused, checkpoint: Checkpoint::Off, ..s.techniques() };
+        if s.attention == AttentionKind::Standard
+            && fused.validate(&s.model(self.dataset.tokenizer.vocab_size())).is_ok()
+        {
+            out.push(Suggestion::FusedAttention);
+        }
+        if s.micro_batch() >= 2 && s.micro_batch().is_multiple_of(2) {
+            out.push(Suggestion::Accumulation);
+        }
+        if s.precision == Precision::Fp32 {
+            out.push(Suggestion::MixedPrecision);
+        }
+        if s.batch > 1 {
+            out.push(Suggestion::SmallerBatch);
+        }
+        out
+    }
+
+    /// Applies a suggestion from the OOM panel.
+    pub fn apply_suggestion(&mut self, s: Suggestion) {
+        let st = &mut self.settings;
+        match s {
+            Suggestion::Checkpointing => st.checkpoint = Checkpoint::BLOCKS,
+            Suggestion::FusedAttention => {
+                st.attention = AttentionKind::Fused;
+                if st.checkpoint == Checkpoint::Selective {
+                    st.checkpoint = Checkpoint::Off;
+                }
+            }
+            Suggestion::Accumulation => st.accum *= 2,
+            Suggestion::MixedPrecision => st.precision = Precision::Bf16,
+            Suggestion::SmallerBatch => {
+                st.batch = (st.batch / 2).max(1);
+                st.accum = st.accum.min(st.batch);
+                while !st.batch.is_multiple_of(st.accum) {
+                    st.accum -= 1;
+                }
+            }
+        }
+    }
+
+    pub(super) fn controls(&mut self, ui: &mut egui::Ui) {
+        let s = &mut self.settings;
+        ui.heading("Setup");
+        ui.horizontal(|ui| {
+            ui.label("Model");
+            for p in Preset::ALL {
+                if ui.selectable_label(s.preset == p && s.dims == p.dims(), p.name()).clicked() {
+                    s.preset = p;
+                    s.dims = p.dims();
+                    s.seq = s.seq.min(s.dims.max_seq).max(1);
+                    if s.seq < s.dims.max_seq {
+                        s.seq = s.dims.max_seq;
+                    }
+                }
+            }
+        });
+        ui.horizontal(|ui| {
+            ui.add(egui::DragValue::new(&mut s.dims.d_model).range(8..=1024).prefix("d "));
+            ui.add(egui::DragValue::new(&mut s.dims.n_layers).range(1..=24).prefix("L "));
+            ui.add(egui::DragValue::new(&mut s.dims.n_heads).range(1..=32).prefix("heads "));
+        });
+        let vocab = self.dataset.tokenizer.vocab_size();
+        let params = s.model(vocab).num_parameters();
+        ui.label(format!("{params} parameters"));
+        ui.add(egui::Slider::new(&mut s.batch, 1..=MAX_BATCH).logarithmic(true).text("batch"));
+        let max_seq = s.dims.max_seq;
+        ui.add(egui::Slider::new(&mut s.seq, 1..=max_seq).text("sequence"));
+        ui.horizontal_wrapped(|ui| {
+            ui.label("Budget");
+            for (name, bytes) in BUDGET_PRESETS {
+                ui.selectable_value(&mut s.budget_bytes, bytes, name);
+            }
+        });
+        let mut mib = (s.budget_bytes >> 20) as usize;
+        if ui.add(egui::Slider::new(&mut mib, 1..=4096).logarithmic(true).text("MiB")).changed() {
+            s.budget_bytes = (mib as u64) << 20;
+        }
+        ui.separator();
+        ui.heading("Techniques");
+        egui::ComboBox::from_label("checkpointing").selected_text(s.checkpoint.label()).show_ui(ui, |ui| {
+            let l = s.dims.n_layers;
+            ui.selectable_value(&mut s.checkpoint, Checkpoint::Off, "off");
+            ui.selectable_value(&mut s.checkpoint, Checkpoint::BLOCKS, "every block");
+            let k = Checkpoint::default_every(l);
+            ui.selectable_value(&mut s.checkpoint, Checkpoint::Every(k), format!("every {k} blocks (√L)"));
+            ui.selectable_value(&mut s.checkpoint, Checkpoint::Selective, "selective (attention)");
+        });
+        egui::ComboBox::from_label("precision").selected_text(s.precision.name()).show_ui(ui, |ui| {
+            for p in [Precision::Fp32, Precision::Fp16, Precision::Bf16] {
+                ui.selectable_value(&mut s.precision, p, p.name());
+            }
+        });
+        egui::ComboBox::from_label("attention").selected_text(s.attention.name()).show_ui(ui, |ui| {
+            ui.selectable_value(&mut s.attention, AttentionKind::Standard, "standard");
+            ui.selectable_value(&mut s.attention, AttentionKind::Fused, "fused (flash)");
+        });
+        egui::ComboBox::from_label("optimizer").selected_text(s.optimizer.name()).show_ui(ui, |ui| {
+            for k in [OptimizerKind::AdamW, OptimizerKind::Momentum, OptimizerKind::Sgd] {
+                ui.selectable_value(&mut s.optimizer, k, k.name());
+            }
+        });
+        ui.add(egui::Slider::new(&mut s.accum, 1..=64).logarithmic(true).text("accumulation steps"));
+        ui.add(egui::Slider::new(&mut s.lora_rank, 0..=64).text("LoRA rank (0 = off)"));
+        ui.separator();
+        ui.heading("Compare with");
+        let options: [(&str, Techniques); 4] = [
+            ("checkpoint every block", Techniques { checkpoint: Checkpoint::BLOCKS, ..Techniques::default() }),
+            ("fp16", Techniques { precision: Precision::Fp16, ..Techniques::default() }),
+            ("fused attention", Techniques { attention: AttentionKind::Fused, ..Techniques::default() }),
+            ("accumulation ×4", Techniques { accum: 4, ..Techniques::default() }),
+        ];
+        ui.horizontal_wrapped(|ui| {
+            for (name, t) in options {
+                let mut on = s.overlays.contains(&t);
+                if ui.checkbox(&mut on, name).changed() {
+                    if on && s.overlays.len() < 2 {
+                        s.overlays.push(t);
+                    } else {
+                        s.overlays.retain(|o| *o != t);
+                    }
+                }
+            }
+        });
+        ui.separator();
+        ui.horizontal(|ui| {
+            ui.add(egui::DragValue::new(&mut s.seed).prefix("seed "));
+            ui.checkbox(&mut s.projector, "projector mode");
+        });
+        // Keep the settings buildable: a sequence within the model, accumulation that divides.
+        s.seq = s.seq.clamp(1, s.dims.max_seq);
+        s.accum = s.accum.clamp(1, s.batch);
+        while !s.batch.is_multiple_of(s.accum) {
+            s.accum -= 1;
+        }
+    }
+
+    pub(super) fn run_buttons(&mut self, ui: &mut egui::Ui) -> bool {
+        let mut step = false;
+        ui.horizontal(|ui| {
+            step = ui.button("One step").clicked();
+            let label = if self.training { "Stop" } else { "Train" };
+            if ui.button(label).clicked() {
+                self.training = !self.training;
+            }
+            ui.label(RichText::new(format!("engine: {}", self.backend)).small());
+        });
+        step
+    }
+}

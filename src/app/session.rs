@@ -1,0 +1,276 @@
+//! Where steps run and how they are driven without blocking a frame: the executors (built
+//! asynchronously), the step in flight, and what a finished step leaves behind.
+
+use std::sync::Arc;
+
+use super::{Derived, OomlabApp, real};
+use crate::backend::BackendError;
+use crate::backend::cpu::CpuExecutor;
+use crate::backend::gpu::{GpuContext, GpuExecutor, Kernels};
+use crate::memory::device::DeviceFigures;
+use crate::plan::{Phase, Plan};
+
+/// Something built asynchronously (pipelines, an executor): in the browser nothing may block a
+/// frame, so it is spawned and looked at again each frame.
+pub(super) enum Slot<T> {
+    Empty,
+    Building(futures_channel::oneshot::Receiver<Result<T, BackendError>>),
+    Ready(T),
+}
+
+impl<T: 'static> Slot<T> {
+    /// Starts building: spawned on the browser's event loop on the web; on native, run here
+    /// (the device is local and the futures complete without waiting on a frame).
+    pub(super) fn spawn(fut: impl std::future::Future<Output = Result<T, BackendError>> + 'static) -> Self {
+        let (tx, rx) = futures_channel::oneshot::channel();
+        #[cfg(target_arch = "wasm32")]
+        wasm_bindgen_futures::spawn_local(async move {
+            let _ = tx.send(fut.await);
+        });
+        #[cfg(not(target_arch = "wasm32"))]
+        {
+            let _ = tx.send(pollster::block_on(fut));
+        }
+        Slot::Building(rx)
+    }
+
+    /// The value once built (None while building or empty); an error if building failed.
+    pub(super) fn poll(&mut self) -> Result<Option<&mut T>, BackendError> {
+        if let Slot::Building(rx) = self {
+            match rx.try_recv() {
+                Ok(Some(Ok(v))) => *self = Slot::Ready(v),
+                Ok(Some(Err(e))) => {
+                    *self = Slot::Empty;
+                    return Err(e);
+                }
+                Ok(None) => return Ok(None),
+                Err(_) => {
+                    *self = Slot::Empty;
+                    return Err(crate::model::ConfigError::Other("building was cancelled".into()).into());
+                }
+            }
+        }
+        Ok(match self {
+            Slot::Ready(v) => Some(v),
+            _ => None,
+        })
+    }
+}
+
+/// Where steps run.
+pub(super) enum Compute {
+    Gpu { ctx: Box<GpuContext>, kernels: Slot<Arc<Kernels>>, exec: Slot<Box<GpuExecutor>> },
+    Cpu { exec: Option<Box<CpuExecutor<f32>>> },
+}
+
+impl OomlabApp {
+    /// Compute on eframe's own wgpu device; the pipelines build in the background.
+    pub(super) fn gpu(rs: &eframe::egui_wgpu::RenderState) -> Result<(Compute, String), BackendError> {
+        // A WebGL adapter draws but has no compute shaders.
+        if !rs.adapter.get_downlevel_capabilities().flags.contains(wgpu::DownlevelFlags::COMPUTE_SHADERS) {
+            let backend = rs.adapter.get_info().backend;
+            return Err(
+                crate::model::ConfigError::Other(format!("the {backend:?} adapter has no compute shaders")).into()
+            );
+        }
+        let ctx = GpuContext::from_device(rs.device.clone(), rs.queue.clone(), rs.adapter.get_info())?;
+        Ok(Self::gpu_on(ctx))
+    }
+
+    pub(super) fn gpu_on(ctx: GpuContext) -> (Compute, String) {
+        let name = format!("gpu ({})", ctx.describe());
+        let for_kernels = ctx.clone();
+        let kernels = Slot::spawn(async move { Ok(crate::backend::gpu::executor::build_kernels(&for_kernels).await?) });
+        (Compute::Gpu { ctx: Box::new(ctx), kernels, exec: Slot::Empty }, name)
+    }
+
+    /// Re-derives the views and drops the executor when the settings changed.
+    pub(super) fn apply_settings(&mut self) {
+        // The real-model view's part changes only its own estimate, never the toy's plan or
+        // executor: it is brought up to date in `applied` on its own (no clone per frame).
+        if let Some(applied) = &mut self.applied
+            && applied.real != self.settings.real
+        {
+            self.real = real::RealDerived::new(&self.settings.real);
+            applied.real = self.settings.real.clone();
+        }
+        if self.applied.as_ref() == Some(&self.settings) {
+            return;
+        }
+        self.derived = Derived::new(&self.settings, self.dataset.tokenizer.vocab_size());
+        self.applied = Some(self.settings.clone());
+        // The scrubber starts at the peak.
+        self.scrub = self.derived.predicted.as_ref().and_then(|p| p.as_ref().ok()).map_or(0, |m| m.peak_index);
+        match &mut self.compute {
+            Compute::Gpu { exec, .. } => {
+                if !matches!(exec, Slot::Ready(e) if e.step_in_flight()) {
+                    *exec = Slot::Empty;
+                }
+            }
+            Compute::Cpu { exec } => {
+                // A CPU step in progress is abandoned with its executor.
+                *exec = None;
+                self.step_started = None;
+            }
+        }
+        self.losses.clear();
+        self.step_secs.clear();
+        self.measured = None;
+        self.device = DeviceFigures::NotReported { reason: "no step has run yet".into() };
+        self.oom = None;
+        self.error = None;
+        #[cfg(target_arch = "wasm32")]
+        if let Some(w) = web_sys::window() {
+            let _ = w.history().and_then(|h| {
+                h.replace_state_with_url(&wasm_bindgen::JsValue::NULL, "", Some(&self.settings.to_url_hash()))
+            });
+        }
+    }
+
+    /// Makes the executor for the current plan if there is none; whether it is ready.
+    pub(super) fn ensure_executor(&mut self) -> Result<bool, BackendError> {
+        let plan = match &self.derived.plan {
+            Ok(p) => Plan::clone(p),
+            Err(e) => return Err(crate::model::ConfigError::Other(e.clone()).into()),
+        };
+        let (seed, budget) = (self.settings.seed, self.settings.budget_bytes);
+        match &mut self.compute {
+            Compute::Gpu { ctx, kernels, exec } => {
+                let kernels = match kernels.poll() {
+                    Ok(Some(k)) => k,
+                    Ok(None) => return Ok(false),
+                    Err(e) => {
+                        // The pipelines do not build on this device: the CPU backend runs the plan.
+                        self.notices
+                            .push(format!("GPU compute is unavailable ({e}); steps run on the CPU backend instead."));
+                        self.compute = Compute::Cpu { exec: None };
+                        self.backend = "cpu (reference)".into();
+                        return self.ensure_executor();
+                    }
+                };
+                if matches!(exec, Slot::Empty) {
+                    let (ctx, kernels) = ((**ctx).clone(), kernels.clone());
+                    *exec = Slot::spawn(async move {
+                        Ok(Box::new(GpuExecutor::with_budget(&ctx, &kernels, plan, seed, budget).await?))
+                    });
+                }
+                Ok(exec.poll()?.is_some())
+            }
+            Compute::Cpu { exec } => {
+                if exec.is_none() {
+                    *exec = Some(Box::new(CpuExecutor::with_budget(plan, seed, budget)?));
+                }
+                Ok(true)
+            }
+        }
+    }
+
+    pub(super) fn fail(&mut self, e: BackendError) {
+        self.training = false;
+        match e {
+            BackendError::OutOfMemory(oom) => self.oom = Some(oom),
+            other => self.error = Some(other.to_string()),
+        }
+    }
+
+    /// Starts a step if none is running; advances or collects a running one. Never blocks: the
+    /// GPU is polled, and a CPU step runs a few ops per frame (about [`CPU_SLICE_SECS`] of them).
+    pub(super) fn drive(&mut self, now: f64, want_step: bool) {
+        let finished = match &mut self.compute {
+            Compute::Gpu { exec: Slot::Ready(exec), .. } => {
+                exec.poll_step().map(|r| (r, exec.memory().cloned(), exec.device_figures().clone()))
+            }
+            Compute::Cpu { exec: Some(exec) } if exec.running() => {
+                let start = clock_secs();
+                let mut out = None;
+                while out.is_none() && clock_secs() - start < CPU_SLICE_SECS {
+                    out = exec.resume(1);
+                }
+                out.map(|r| (r, exec.memory().cloned(), CpuExecutor::device_figures(exec)))
+            }
+            _ => None,
+        };
+        if let Some((result, memory, device)) = finished {
+            match result {
+                Ok(loss) => {
+                    self.losses.push(loss);
+                    self.step_secs.push(now - self.step_started.unwrap_or(now));
+                    self.measured = memory;
+                    self.device = device;
+                    log::info!("oomlab: step {} on {}: loss {loss:.4}", self.losses.len(), self.backend);
+                    if let Some(left) = self.train_steps_left.as_mut() {
+                        *left = left.saturating_sub(1);
+                        if *left == 0 {
+                            self.training = false;
+                            self.train_steps_left = None;
+                        }
+                    }
+                }
+                Err(e) => self.fail(e),
+            }
+            self.step_started = None;
+            // The settings changed while it ran: its executor is stale.
+            if self.applied.as_ref() != Some(&self.settings) {
+                self.apply_settings();
+            }
+        }
+        // A click queues a step; training asks for the next one only once the last one finished
+        // (and its count was checked).
+        self.queued_step |= want_step || (self.training && self.step_started.is_none());
+        if !self.queued_step || self.step_started.is_some() {
+            return;
+        }
+        match self.ensure_executor() {
+            Ok(true) => self.queued_step = false,
+            // Pipelines or the executor are still being built: try again next frame.
+            Ok(false) => return,
+            Err(e) => {
+                self.queued_step = false;
+                return self.fail(e);
+            }
+        }
+        let index = self.losses.len() as u64;
+        let batch = match &self.derived.plan {
+            Ok(p) => self.dataset.batch(p.batch_shape(), self.settings.seed, index),
+            Err(e) => Err(crate::model::ConfigError::Other(e.clone())),
+        };
+        let batch = match batch {
+            Ok(b) => b,
+            Err(e) => return self.fail(e.into()),
+        };
+        match &mut self.compute {
+            Compute::Gpu { exec: Slot::Ready(exec), .. } => match exec.submit_step(&batch) {
+                Ok(()) => self.step_started = Some(now),
+                Err(e) => self.fail(e),
+            },
+            Compute::Gpu { .. } => {}
+            Compute::Cpu { exec: Some(exec) } => match exec.upload_batch(&batch) {
+                Ok(()) => {
+                    exec.start_phases(&[Phase::Forward, Phase::Backward, Phase::Optimizer]);
+                    self.step_started = Some(now);
+                }
+                Err(e) => self.fail(e),
+            },
+            Compute::Cpu { exec: None } => {}
+        }
+    }
+}
+
+/// Compute time a CPU step gets per frame. Drawing the whole app takes ~4 ms (release build), so
+/// 6 ms of ops keeps a frame under 16.7 ms (60 fps) — measured by `benches/ui_frames.rs`; 10 ms
+/// gave 20 ms at the 95th percentile.
+const CPU_SLICE_SECS: f64 = 0.006;
+
+/// A monotonic clock in seconds, for the CPU path's per-frame time budget (egui's clock only
+/// advances between frames).
+fn clock_secs() -> f64 {
+    #[cfg(not(target_arch = "wasm32"))]
+    {
+        static START: std::sync::OnceLock<std::time::Instant> = std::sync::OnceLock::new();
+        START.get_or_init(std::time::Instant::now).elapsed().as_secs_f64()
+    }
+    #[cfg(target_arch = "wasm32")]
+    {
+        web_sys::window().and_then(|w| w.performance()).map_or(0.0, |p| p.now() / 1e3)
+    }
+}

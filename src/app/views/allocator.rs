@@ -1,0 +1,120 @@
+//! The allocator map: each segment's blocks, and the driver's memory blocks under them.
+
+use egui::{Color32, RichText, Ui};
+
+use super::{Source, category_color, op_label};
+use crate::memory::StepMemory;
+use crate::memory::device::DeviceMemory;
+use crate::memory::map::{SegmentState, segments_at};
+use crate::plan::Plan;
+use crate::units::format_bytes;
+
+/// Each segment as a bar of its blocks (allocated by category, free in dark grey), at op `op`;
+/// under them, when the driver reported after a real step, its memory blocks with the buffers
+/// inside them (oomlab's segments by label, everything else in grey).
+pub fn allocator_map(ui: &mut Ui, plan: &Plan, memory: &StepMemory, op: Option<usize>, device: Option<&DeviceMemory>) {
+    let segments = segments_at(&memory.events, op);
+    let reserved: u64 = segments.iter().map(|s| s.size).sum();
+    let allocated: u64 = segments.iter().map(SegmentState::allocated_bytes).sum();
+    let largest_free = segments.iter().map(SegmentState::largest_free_block).max().unwrap_or(0);
+    ui.label(format!(
+        "At {}: {} segments, {} reserved, {} allocated, {} free inside segments (largest free block {}).",
+        op_label(plan, op),
+        segments.len(),
+        format_bytes(reserved),
+        format_bytes(allocated),
+        format_bytes(reserved - allocated),
+        format_bytes(largest_free)
+    ));
+    let widest = segments.iter().map(|s| s.size).max().unwrap_or(1).max(1);
+    egui::ScrollArea::vertical().max_height(260.0).id_salt("segments").show(ui, |ui| {
+        for s in &segments {
+            let spans: Vec<Span> = s
+                .blocks
+                .iter()
+                .map(|b| Span {
+                    offset: b.offset,
+                    size: b.size,
+                    color: b.tensor.map(|t| category_color(plan.tensor(t).category)),
+                    hover: match b.tensor {
+                        Some(t) => format!("{} — {} block", plan.tensor(t).name, format_bytes(b.size)),
+                        None => format!("free — {}", format_bytes(b.size)),
+                    },
+                })
+                .collect();
+            bar_of_spans(ui, s.size, widest, 18.0, Color32::from_gray(40), &spans);
+        }
+    });
+    if let Some(d) = device {
+        driver_blocks(ui, d);
+    }
+}
+
+/// The driver's memory blocks after the last step (device figures), each a bar of the
+/// allocations inside it: oomlab's segment buffers in blue with their labels, others in grey.
+pub fn driver_blocks(ui: &mut Ui, d: &DeviceMemory) {
+    let (blocks, block_bytes) = d.segment_blocks();
+    ui.label(format!(
+        "Under them, {}: {blocks} memory block(s) of {} hold the segment buffers ({} requested, {} reported).",
+        Source::Device.word(),
+        format_bytes(block_bytes),
+        format_bytes(d.requested_bytes()),
+        format_bytes(d.segment_bytes())
+    ));
+    let widest = d.blocks.iter().map(|b| b.size_bytes).max().unwrap_or(1).max(1);
+    let ours = |name: &str| crate::memory::device::parse_segment_label(name).is_some();
+    for block in d.blocks.iter().filter(|b| b.allocations.iter().any(|a| ours(&a.name))) {
+        let spans: Vec<Span> = block
+            .allocations
+            .iter()
+            .map(|a| Span {
+                offset: a.offset_bytes,
+                size: a.size_bytes,
+                color: Some(if ours(&a.name) { Color32::from_rgb(76, 114, 176) } else { Color32::from_gray(110) }),
+                hover: format!(
+                    "{} — {} at {}",
+                    if a.name.is_empty() { "(unnamed)" } else { &a.name },
+                    format_bytes(a.size_bytes),
+                    a.offset_bytes
+                ),
+            })
+            .collect();
+        bar_of_spans(ui, block.size_bytes, widest, 14.0, Color32::from_gray(30), &spans);
+    }
+}
+
+/// A range of a bar: a block of a segment, or an allocation of a driver memory block.
+struct Span {
+    offset: u64,
+    size: u64,
+    /// None: drawn as the background (free).
+    color: Option<Color32>,
+    hover: String,
+}
+
+/// One labelled bar of `total` bytes (its width relative to `widest`), with `spans` drawn at
+/// their offsets and named on hover.
+fn bar_of_spans(ui: &mut Ui, total: u64, widest: u64, height: f32, background: Color32, spans: &[Span]) {
+    ui.horizontal(|ui| {
+        ui.label(RichText::new(format!("{:>9}", format_bytes(total))).monospace());
+        let width = (ui.available_width() - 8.0).max(50.0) * (total as f32 / widest.max(1) as f32).max(0.05);
+        let (rect, response) = ui.allocate_exact_size(egui::vec2(width, height), egui::Sense::hover());
+        let painter = ui.painter_at(rect);
+        painter.rect_filled(rect, 0.0, background);
+        let at = |x: u64| rect.left() + rect.width() * (x as f32 / total.max(1) as f32);
+        let mut hovered = None;
+        for s in spans {
+            let (x0, x1) = (at(s.offset), at(s.offset + s.size));
+            let r = egui::Rect::from_x_y_ranges(x0..=x1.max(x0 + 1.0), rect.y_range());
+            if let Some(c) = s.color {
+                painter.rect_filled(r.shrink(0.5), 0.0, c);
+            }
+            if response.hover_pos().is_some_and(|p| r.contains(p)) {
+                hovered = Some(s);
+            }
+        }
+        if let Some(s) = hovered {
+            response.on_hover_text(&s.hover);
+        }
+    });
+}

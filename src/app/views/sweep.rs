@@ -1,0 +1,142 @@
+//! Memory vs batch size: the toy's sweep and the real-model view's chart.
+
+use egui::{Color32, Ui};
+use egui_plot::{Bar, BarChart, HLine, Legend, Line, Plot, PlotPoints, Points, VLine};
+
+use super::category_color;
+use crate::memory::StepMemory;
+use crate::plan::Category;
+
+/// One configuration's memory at each batch size of a sweep.
+#[derive(Clone, Debug)]
+pub struct SweepSeries {
+    pub name: String,
+    /// (effective batch, peak memory or the OOM message).
+    pub points: Vec<(usize, Result<StepMemory, String>)>,
+}
+
+impl SweepSeries {
+    pub fn largest_fitting(&self) -> Option<usize> {
+        self.points.iter().filter(|(_, m)| m.is_ok()).map(|(b, _)| *b).max()
+    }
+    pub fn first_oom(&self) -> Option<usize> {
+        self.points.iter().filter(|(_, m)| m.is_err()).map(|(b, _)| *b).min()
+    }
+}
+
+/// (batch, bytes) at each batch of a chart.
+pub type BatchPoints = Vec<(usize, u64)>;
+
+/// A memory-vs-batch chart, shared by the toy's sweep and the real-model view: one series
+/// stacked by category (bars on a log₂ batch axis), every series' peak as a line with a cross at
+/// its first out-of-memory batch, the capacity line and the current batch.
+pub struct BatchChart<'a> {
+    pub id: &'a str,
+    /// Bytes per unit of the y axis, and the unit's name ("MiB", "GiB").
+    pub unit: (f64, &'a str),
+    /// Stacked from the bottom: (category, colour, (batch, bytes) per batch).
+    pub stacks: Vec<(&'a str, Color32, BatchPoints)>,
+    /// (name, (batch, peak bytes) where it fits, first out-of-memory batch).
+    pub lines: Vec<(String, BatchPoints, Option<usize>)>,
+    /// (label, bytes) of the horizontal capacity line.
+    pub capacity: (&'a str, u64),
+    pub current_batch: usize,
+}
+
+pub fn batch_chart(ui: &mut Ui, chart: BatchChart<'_>) {
+    let (per_unit, unit) = chart.unit;
+    let y = move |bytes: u64| bytes as f64 / per_unit;
+    let x = |b: usize| (b as f64).log2();
+    let mut charts: Vec<BarChart> = Vec::new();
+    for (name, color, points) in chart.stacks {
+        let bars: Vec<Bar> = points.iter().map(|&(b, v)| Bar::new(x(b), y(v)).width(0.35).fill(color)).collect();
+        if bars.iter().all(|b| b.value == 0.0) {
+            continue;
+        }
+        let (label, unit) = (name.to_string(), unit.to_string());
+        let mut bc =
+            BarChart::new(name, bars).color(color).element_formatter(Box::new(move |bar: &Bar, _: &BarChart| {
+                format!("batch {:.0}\n{label}: {:.2} {unit}", bar.argument.exp2(), bar.value)
+            }));
+        let below: Vec<&BarChart> = charts.iter().collect();
+        if !below.is_empty() {
+            bc = bc.stack_on(&below);
+        }
+        charts.push(bc);
+    }
+    let colors = [Color32::WHITE, Color32::from_rgb(255, 200, 0), Color32::from_rgb(0, 200, 255)];
+    let (capacity_label, capacity) = chart.capacity;
+    Plot::new(chart.id)
+        .height(260.0)
+        .legend(Legend::default())
+        .x_axis_label("batch size (log₂)")
+        .y_axis_label(format!("peak {unit}"))
+        .x_axis_formatter(|mark, _| format!("{:.0}", mark.value.exp2()))
+        .include_y(0.0)
+        .include_y(y(capacity) * 1.1)
+        .allow_scroll(false)
+        .show(ui, |p| {
+            for bc in charts {
+                p.bar_chart(bc);
+            }
+            p.hline(HLine::new(capacity_label, y(capacity)).color(Color32::RED));
+            p.vline(VLine::new("this batch", x(chart.current_batch)).color(Color32::GRAY));
+            for (k, (name, points, first_oom)) in chart.lines.iter().enumerate() {
+                let pts: PlotPoints = points.iter().map(|&(b, v)| [x(b), y(v)]).collect();
+                let color = colors[k % colors.len()];
+                p.line(Line::new(name.clone(), pts).color(color).width(2.0));
+                if let Some(b) = first_oom {
+                    let pt = Points::new(format!("{name}: OOM from batch {b}"), vec![[x(*b), y(capacity)]])
+                        .radius(6.0)
+                        .color(color)
+                        .shape(egui_plot::MarkerShape::Cross);
+                    p.points(pt);
+                }
+            }
+        });
+}
+
+/// Memory vs batch size: the first series stacked by category, the others as lines of their
+/// peak; the budget line; each series' largest fitting batch and first OOM.
+pub fn sweep_chart(ui: &mut Ui, series: &[SweepSeries], budget: u64, current_batch: usize) {
+    let Some(main) = series.first() else {
+        ui.label("No sweep.");
+        return;
+    };
+    fn fitting(s: &SweepSeries) -> Vec<(usize, &StepMemory)> {
+        s.points.iter().filter_map(|(b, m)| m.as_ref().ok().map(|m| (*b, m))).collect()
+    }
+    let stacks = Category::ALL
+        .iter()
+        .map(|&c| {
+            let points = fitting(main).into_iter().map(|(b, m)| (b, m.peak_allocated.get(c))).collect();
+            (c.name(), category_color(c), points)
+        })
+        .collect();
+    let lines = series
+        .iter()
+        .map(|s| {
+            let points = fitting(s).into_iter().map(|(b, m)| (b, m.peak_allocated_bytes())).collect();
+            (s.name.clone(), points, s.first_oom())
+        })
+        .collect();
+    batch_chart(
+        ui,
+        BatchChart {
+            id: "sweep",
+            unit: ((1u64 << 20) as f64, "MiB"),
+            stacks,
+            lines,
+            capacity: ("budget", budget),
+            current_batch,
+        },
+    );
+    for s in series {
+        ui.label(format!(
+            "{}: largest batch that fits {}; out of memory from {}",
+            s.name,
+            s.largest_fitting().map_or("none".to_string(), |b| b.to_string()),
+            s.first_oom().map_or("— (every batch fits)".to_string(), |b| format!("batch {b}"))
+        ));
+    }
+}

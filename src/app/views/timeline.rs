@@ -1,0 +1,119 @@
+//! The step timeline: allocated bytes over the ops, by category, with a scrubber.
+
+use egui::{Color32, Ui};
+use egui_plot::{Bar, BarChart, Legend, Line, Plot, PlotPoints, VLine};
+
+use super::{Source, category_color, mib, swatch};
+use crate::memory::StepMemory;
+use crate::plan::{Category, Lifetime, Plan};
+use crate::units::format_bytes;
+
+/// The step timeline: allocated bytes over the ops, stacked by category, the peak marked; the
+/// scrubber picks an op, whose label and live tensors are listed.
+pub fn timeline(ui: &mut Ui, plan: &Plan, memory: &StepMemory, source: Source, scrub: &mut usize) {
+    let n = memory.timeline.len();
+    if n == 0 {
+        ui.label("No step recorded yet.");
+        return;
+    }
+    let peak = memory.peak_index;
+    ui.label(format!(
+        "Allocated memory over one step, {}: {} ops. Peak {} at {}.",
+        source.word(),
+        plan.ops.len(),
+        format_bytes(memory.peak_allocated_bytes()),
+        op_label(plan, memory.timeline[peak].op)
+    ));
+    // The hover labels, built once and shared by every category's chart.
+    let labels: std::rc::Rc<Vec<String>> =
+        std::rc::Rc::new(memory.timeline.iter().map(|p| op_label(plan, p.op)).collect());
+    let mut charts: Vec<BarChart> = Vec::new();
+    for c in Category::ALL {
+        if memory.timeline.iter().all(|p| p.allocated.get(c) == 0) {
+            continue;
+        }
+        let bars = memory
+            .timeline
+            .iter()
+            .enumerate()
+            .map(|(i, p)| Bar::new(i as f64, mib(p.allocated.get(c))).width(1.0).fill(category_color(c)))
+            .collect();
+        let labels = labels.clone();
+        let name = c.name();
+        let mut chart = BarChart::new(name, bars).color(category_color(c)).element_formatter(Box::new(
+            move |bar: &Bar, _: &BarChart| {
+                let i = bar.argument as usize;
+                format!("{}\n{name}: {:.2} MiB", labels.get(i).map_or("", String::as_str), bar.value)
+            },
+        ));
+        let below: Vec<&BarChart> = charts.iter().collect();
+        if !below.is_empty() {
+            chart = chart.stack_on(&below);
+        }
+        charts.push(chart);
+    }
+    let reserved: PlotPoints =
+        memory.timeline.iter().enumerate().map(|(i, p)| [i as f64, mib(p.reserved_bytes)]).collect();
+    *scrub = (*scrub).min(n - 1);
+    let at = *scrub;
+    Plot::new("timeline")
+        .height(260.0)
+        .legend(Legend::default())
+        .x_axis_label("op of the step")
+        .y_axis_label("MiB")
+        .include_y(0.0)
+        .allow_scroll(false)
+        .show(ui, |p| {
+            for chart in charts {
+                p.bar_chart(chart);
+            }
+            p.line(Line::new("reserved", reserved).color(Color32::GRAY));
+            p.vline(VLine::new("peak", peak as f64).color(Color32::RED));
+            p.vline(VLine::new("scrubber", at as f64).color(Color32::WHITE));
+        });
+    ui.add(egui::Slider::new(scrub, 0..=n - 1).text("op"));
+    let point = &memory.timeline[at];
+    ui.label(format!(
+        "At {}: {} allocated, {} reserved.",
+        op_label(plan, point.op),
+        format_bytes(point.allocated_bytes),
+        format_bytes(point.reserved_bytes)
+    ));
+    let live = live_tensors(plan, point.op);
+    egui::CollapsingHeader::new(format!("{} tensors alive here", live.len())).id_salt("live").show(ui, |ui| {
+        egui::ScrollArea::vertical().max_height(160.0).show(ui, |ui| {
+            for (name, c, bytes) in live {
+                ui.horizontal(|ui| {
+                    swatch(ui, category_color(c));
+                    ui.label(format!("{name} — {} ({})", format_bytes(bytes), c.name()));
+                });
+            }
+        });
+    });
+}
+
+/// "h.0.attn (attention)" for timeline point `op`.
+pub fn op_label(plan: &Plan, op: Option<usize>) -> String {
+    match op.and_then(|i| plan.ops.get(i)) {
+        Some(node) => format!("{} ({})", node.label, node.op.name()),
+        None => "the start of the step".into(),
+    }
+}
+
+/// The tensors the plan has alive while op `op` runs (all persistent and step tensors before the
+/// first op), largest first.
+pub fn live_tensors(plan: &Plan, op: Option<usize>) -> Vec<(String, Category, u64)> {
+    let mut out: Vec<(String, Category, u64)> = plan
+        .lifetimes()
+        .iter()
+        .zip(&plan.tensors)
+        .filter(|(l, _)| match (l, op) {
+            (Lifetime::Persistent | Lifetime::Step, _) => true,
+            (Lifetime::Ops { first, last }, Some(i)) => *first <= i && i <= *last,
+            (Lifetime::Ops { .. }, None) => false,
+        })
+        .map(|(_, t)| (t.name.clone(), t.category, t.size_bytes()))
+        .collect();
+    out.sort_by_key(|t| std::cmp::Reverse(t.2));
+    out
+}

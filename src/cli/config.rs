@@ -1,0 +1,302 @@
+//! The flags every subcommand shares, resolved into a configuration; failures and their exit codes; the backends.
+
+use super::*;
+
+/// Flags every subcommand shares.
+#[derive(Args, Debug, Clone)]
+pub(super) struct ConfigArgs {
+    /// Sequence length T of a step.
+    #[arg(long, default_value_t = 64)]
+    seq_len: i64,
+    /// The model's maximum sequence length (position embeddings); defaults to --seq-len.
+    #[arg(long)]
+    max_seq_len: Option<i64>,
+    #[arg(long, default_value_t = 64)]
+    d_model: i64,
+    #[arg(long, default_value_t = 2)]
+    layers: i64,
+    #[arg(long, default_value_t = 4)]
+    heads: i64,
+    /// Batch size B (sequences per optimizer step; 16 by default); `sweep` also takes a range,
+    /// `1..512` (every batch), `1..512:8` (every 8th) or a list, `1,2,4,8`. With --accum K each
+    /// batch is split into K micro-batches of B/K.
+    #[arg(long)]
+    batch: Option<String>,
+    /// Micro-batch size M (sequences per forward pass) for gradient accumulation: the step runs
+    /// --accum K micro-batches, an effective batch of M·K. Takes ranges like --batch in `sweep`.
+    #[arg(long)]
+    micro_batch: Option<String>,
+    /// Gradient accumulation: micro-batches per optimizer step.
+    #[arg(long, default_value_t = 1)]
+    accum: i64,
+    /// Activation checkpointing: off, blocks (every block), every:K (a checkpoint every K
+    /// blocks; `every` alone takes √L) or selective (recompute only the attention core).
+    #[arg(long, default_value = "off")]
+    checkpoint: String,
+    /// Attention: standard (saves the T×T probabilities) or fused (FlashAttention-style).
+    #[arg(long, default_value = "standard")]
+    attention: String,
+    /// Numeric precision: fp32, fp16 (mixed, with dynamic loss scaling) or bf16 (mixed).
+    #[arg(long, default_value = "fp32")]
+    precision: String,
+    /// LoRA rank R: freeze the base weights and train rank-R adapters on --lora-targets.
+    #[arg(long)]
+    lora: Option<i64>,
+    /// LoRA's alpha (the adapters are scaled by alpha/R); defaults to R.
+    #[arg(long)]
+    lora_alpha: Option<f32>,
+    /// Projections LoRA adapts: a list of qkv, proj (attention output), mlp (c_fc and c_proj),
+    /// or all.
+    #[arg(long, default_value = "qkv")]
+    lora_targets: String,
+    /// The virtual GPU's memory: a preset (32MiB, 64MiB, 256MiB, 1GiB) or any size.
+    #[arg(long, default_value = "1GiB")]
+    budget: String,
+    /// Vocabulary size; defaults to the built-in corpus's character count.
+    #[arg(long)]
+    vocab: Option<i64>,
+    #[arg(long, default_value_t = 0)]
+    seed: u64,
+    /// gpu or cpu.
+    #[arg(long, default_value = "gpu")]
+    backend: String,
+    /// adamw, momentum or sgd.
+    #[arg(long, default_value = "adamw")]
+    optimizer: String,
+    /// Learning rate (default: 3e-3 for AdamW, 0.1 for SGD).
+    #[arg(long)]
+    lr: Option<f32>,
+    /// Machine-readable output on stdout.
+    #[arg(long)]
+    json: bool,
+}
+
+/// A failure with the exit code it maps to.
+pub(super) struct Failure {
+    pub(super) code: i32,
+    pub(super) message: String,
+}
+
+impl From<ConfigError> for Failure {
+    fn from(e: ConfigError) -> Self {
+        Self { code: EXIT_USAGE, message: e.to_string() }
+    }
+}
+
+impl From<BackendError> for Failure {
+    fn from(e: BackendError) -> Self {
+        match e {
+            BackendError::Config(c) => c.into(),
+            BackendError::OutOfMemory(oom) => Self { code: EXIT_OOM, message: oom.message },
+            // The host's memory ran out (or would have): an out-of-memory too, of the CPU.
+            BackendError::HostMemory(message) => Self { code: EXIT_OOM, message },
+            other => Self { code: EXIT_FAILURE, message: other.to_string() },
+        }
+    }
+}
+
+impl From<oomlab::backend::gpu::GpuError> for Failure {
+    fn from(e: oomlab::backend::gpu::GpuError) -> Self {
+        BackendError::from(e).into()
+    }
+}
+
+#[derive(Clone)]
+pub(super) struct Resolved {
+    pub(super) model: ModelConfig,
+    /// The shape of one forward pass (the micro-batch with accumulation).
+    pub(super) shape: StepShape,
+    pub(super) optimizer: OptimizerConfig,
+    pub(super) techniques: Techniques,
+    pub(super) backend: BackendKind,
+    pub(super) seed: u64,
+    pub(super) json: bool,
+    pub(super) budget_bytes: u64,
+    /// Every micro-batch size the flags name (one, except for sweeps).
+    pub(super) batches: Vec<usize>,
+}
+
+impl Resolved {
+    /// The batch one step consumes (micro-batch × accumulation).
+    pub(super) fn batch_shape(&self) -> StepShape {
+        StepShape { batch: self.shape.batch * self.techniques.accum, seq: self.shape.seq }
+    }
+
+    pub(super) fn plan(&self) -> Result<Plan, ConfigError> {
+        Plan::build_with(&self.model, self.shape, &self.optimizer, &self.techniques)
+    }
+}
+
+impl ConfigArgs {
+    pub(super) fn resolve(&self, dataset: &Dataset) -> Result<Resolved, Failure> {
+        let seq = check_dim("sequence length", self.seq_len)?;
+        let max_seq = match self.max_seq_len {
+            Some(v) => check_dim("max sequence length", v)?,
+            None => seq,
+        };
+        let vocab = match self.vocab {
+            Some(v) => check_dim("vocab", v)?,
+            None => dataset.tokenizer.vocab_size(),
+        };
+        let model = ModelConfig {
+            vocab,
+            seq_len: max_seq,
+            d_model: check_dim("d_model", self.d_model)?,
+            n_layers: check_dim("layers", self.layers)?,
+            n_heads: check_dim("heads", self.heads)?,
+        };
+        model.validate()?;
+        let accum = check_dim("--accum", self.accum)?;
+        let techniques = Techniques {
+            checkpoint: Checkpoint::parse(&self.checkpoint, model.n_layers)?,
+            attention: AttentionKind::parse(&self.attention)?,
+            accum,
+            precision: Precision::parse(&self.precision)?,
+            lora: match self.lora {
+                Some(r) => {
+                    let rank = check_dim("--lora rank", r)?;
+                    let mut l = LoraConfig::new(rank).with_targets(&self.lora_targets)?;
+                    l.alpha = self.lora_alpha.unwrap_or(rank as f32);
+                    Some(l)
+                }
+                None => None,
+            },
+        };
+        techniques.validate(&model)?;
+        let batches = micro_batches(self.batch.as_deref(), self.micro_batch.as_deref(), accum)?;
+        let shape = StepShape { batch: batches[0], seq };
+        shape.validate(&model)?;
+        let kind = match self.optimizer.to_ascii_lowercase().as_str() {
+            "adamw" | "adam" => OptimizerKind::AdamW,
+            "momentum" => OptimizerKind::Momentum,
+            "sgd" => OptimizerKind::Sgd,
+            other => {
+                return Err(ConfigError::Other(format!(
+                    "unknown optimizer {other:?}: expected adamw, momentum or sgd"
+                ))
+                .into());
+            }
+        };
+        let mut optimizer = match kind {
+            OptimizerKind::AdamW => OptimizerConfig::default(),
+            _ => OptimizerConfig { kind, ..OptimizerConfig::sgd_momentum(0.1, 0.9) },
+        };
+        if let Some(lr) = self.lr {
+            optimizer.lr = lr;
+        }
+        optimizer.validate()?;
+        let budget_bytes = oomlab::units::parse_bytes(&self.budget).map_err(ConfigError::Other)?;
+        Ok(Resolved {
+            model,
+            shape,
+            optimizer,
+            techniques,
+            backend: self.backend.parse()?,
+            seed: self.seed,
+            json: self.json,
+            budget_bytes,
+            batches,
+        })
+    }
+
+    /// Like [`Self::resolve`], for commands that take one batch size.
+    pub(super) fn resolve_one(&self, dataset: &Dataset) -> Result<Resolved, Failure> {
+        let r = self.resolve(dataset)?;
+        if r.batches.len() != 1 {
+            return Err(ConfigError::Other(
+                "--batch / --micro-batch name several sizes; only `sweep` takes a range".to_string(),
+            )
+            .into());
+        }
+        Ok(r)
+    }
+}
+
+/// The micro-batch sizes `--batch`, `--micro-batch` and `--accum` name: `--micro-batch` as
+/// given, or each `--batch` divided by `--accum` (which must divide it); both together must agree.
+pub(super) fn micro_batches(batch: Option<&str>, micro: Option<&str>, accum: usize) -> Result<Vec<usize>, ConfigError> {
+    match (batch, micro) {
+        (_, Some(m)) => {
+            let micro = parse_batches(m)?;
+            if let Some(b) = batch {
+                let batches = parse_batches(b)?;
+                let implied: Vec<usize> = micro.iter().map(|m| m * accum).collect();
+                if batches != implied {
+                    return Err(ConfigError::Other(format!(
+                        "--batch {b} disagrees with --micro-batch {m} × --accum {accum}: give one of --batch and --micro-batch"
+                    )));
+                }
+            }
+            Ok(micro)
+        }
+        (b, None) => {
+            let text = b.unwrap_or("16");
+            parse_batches(text)?
+                .into_iter()
+                .map(|b| {
+                    if b.is_multiple_of(accum) {
+                        Ok(b / accum)
+                    } else {
+                        Err(ConfigError::Other(format!(
+                            "batch {b} cannot be split into --accum {accum} equal micro-batches; give --micro-batch M for an effective batch of M·{accum}"
+                        )))
+                    }
+                })
+                .collect()
+        }
+    }
+}
+
+/// "16", "1..512", "1..512:8" or "1,2,4,8" → batch sizes, each validated.
+pub(super) fn parse_batches(text: &str) -> Result<Vec<usize>, ConfigError> {
+    let bad = || ConfigError::Other(format!("cannot read --batch {text:?}: use 16, 1..512, 1..512:8 or 1,2,4"));
+    let num = |s: &str| -> Result<usize, ConfigError> {
+        let v: i64 = s.trim().parse().map_err(|_| bad())?;
+        check_dim("batch", v)
+    };
+    let out: Vec<usize> = if let Some((a, rest)) = text.split_once("..") {
+        let (b, step) = match rest.split_once(':') {
+            Some((b, step)) => (b, num(step)?),
+            None => (rest, 1),
+        };
+        let (a, b) = (num(a)?, num(b)?);
+        if a > b {
+            return Err(ConfigError::Other(format!("--batch {text}: the range is empty")));
+        }
+        (a..=b).step_by(step).collect()
+    } else {
+        text.split(',').map(num).collect::<Result<_, _>>()?
+    };
+    if out.is_empty() {
+        return Err(bad());
+    }
+    if out.len() > 100_000 {
+        return Err(ConfigError::Other(format!("--batch {text} names {} batch sizes; at most 100000", out.len())));
+    }
+    Ok(out)
+}
+
+/// A headless GPU and its kernels, opened once per command.
+pub(super) struct OpenGpu {
+    pub(super) ctx: GpuContext,
+    pub(super) kernels: std::sync::Arc<Kernels>,
+}
+
+pub(super) fn open_gpu() -> Result<OpenGpu, Failure> {
+    let ctx = GpuContext::new_headless_blocking()?;
+    let kernels = pollster::block_on(build_kernels(&ctx))?;
+    Ok(OpenGpu { ctx, kernels })
+}
+
+pub(super) fn make_trainer(r: &Resolved, plan: Plan, gpu: Option<&OpenGpu>) -> Result<Box<dyn Trainer>, Failure> {
+    Ok(match (r.backend, gpu) {
+        (BackendKind::Gpu, Some(g)) => {
+            Box::new(pollster::block_on(GpuExecutor::with_budget(&g.ctx, &g.kernels, plan, r.seed, r.budget_bytes))?)
+        }
+        (BackendKind::Gpu, None) => {
+            let g = open_gpu()?;
+            Box::new(pollster::block_on(GpuExecutor::with_budget(&g.ctx, &g.kernels, plan, r.seed, r.budget_bytes))?)
+        }
+        (BackendKind::Cpu, _) => Box::new(CpuExecutor::<f32>::with_budget(plan, r.seed, r.budget_bytes)?),
+    })
+}

@@ -1,0 +1,104 @@
+//! One real step and what it reports: the allocator's account, the device's figures, the sources.
+
+use super::*;
+
+/// One real step: the allocator's live account of it, the loss, the backend, and the device's
+/// figures.
+pub(super) struct RealStep {
+    pub(super) memory: StepMemory,
+    pub(super) loss: f32,
+    pub(super) backend: String,
+    pub(super) device: DeviceFigures,
+}
+
+/// Runs one real step on the configured backend.
+pub(super) fn real_step(
+    r: &Resolved,
+    plan: Plan,
+    dataset: &Dataset,
+    gpu: Option<&OpenGpu>,
+) -> Result<RealStep, Failure> {
+    let mut trainer: Box<dyn Trainer> = match (r.backend, gpu) {
+        (BackendKind::Gpu, Some(g)) => {
+            Box::new(pollster::block_on(GpuExecutor::with_budget(&g.ctx, &g.kernels, plan, r.seed, r.budget_bytes))?)
+        }
+        _ => Box::new(CpuExecutor::<f32>::with_budget(plan, r.seed, r.budget_bytes)?),
+    };
+    let batch = dataset.batch(r.batch_shape(), r.seed, 0)?;
+    let loss = trainer.train_step(&batch)?;
+    let memory =
+        trainer.memory().cloned().ok_or_else(|| Failure { code: EXIT_FAILURE, message: "no step ran".into() })?;
+    Ok(RealStep { memory, loss, backend: trainer.backend_name(), device: trainer.device_figures() })
+}
+
+/// What each source of a number means, for JSON documents and the CLI's text.
+pub(super) fn sources_json(backend: &str) -> serde_json::Value {
+    serde_json::json!({
+        "predicted": SOURCE_PREDICTED,
+        "allocator": format!("{SOURCE_ALLOCATOR} on {backend}"),
+        "device": SOURCE_DEVICE,
+    })
+}
+
+/// The device object of a JSON document: the driver's figures, or why there are none.
+pub(super) fn device_json(device: &DeviceFigures) -> serde_json::Value {
+    match device {
+        DeviceFigures::Reported(d) => {
+            let (blocks, block_bytes) = d.segment_blocks();
+            serde_json::json!({
+                "segment_buffers": d.segments.len(),
+                "segment_bytes": d.segment_bytes(),
+                "requested_bytes": d.requested_bytes(),
+                "driver_rounding_bytes": d.rounding_bytes() as i64,
+                "peak_segment_bytes": d.peak_segment_bytes,
+                "memory_blocks": blocks,
+                "memory_block_bytes": block_bytes,
+                "other_allocations": d.other_allocations,
+                "other_bytes": d.other_bytes,
+                "total_allocated_bytes": d.total_allocated_bytes,
+                "total_reserved_bytes": d.total_reserved_bytes,
+                "missing_segments": d.missing,
+                "leftover_buffers": d.leftover,
+                "counters": d.counters,
+                "segments": d.segments,
+            })
+        }
+        DeviceFigures::NotReported { .. } => serde_json::Value::Null,
+    }
+}
+
+/// The device's figures as the CLI prints them, next to the allocator's reserved bytes.
+pub(super) fn device_text(device: &DeviceFigures, allocator_reserved: u64) -> String {
+    match device {
+        DeviceFigures::Reported(d) => {
+            let (blocks, block_bytes) = d.segment_blocks();
+            format!(
+                "device (driver report): {} segment buffer(s) hold {} — the allocator's {} reserved + {} bytes of the driver's \
+                 rounding — in {blocks} driver memory block(s) of {} in all; {} other allocations ({}) outside oomlab's allocator\n",
+                d.segments.len(),
+                format_bytes(d.segment_bytes()),
+                format_bytes(allocator_reserved),
+                d.rounding_bytes(),
+                format_bytes(block_bytes),
+                d.other_allocations,
+                format_bytes(d.other_bytes),
+            )
+        }
+        DeviceFigures::NotReported { reason } => format!("device: {reason}\n"),
+    }
+}
+
+pub(super) fn oom_json(oom: &oomlab::memory::StepOom) -> serde_json::Value {
+    serde_json::json!({
+        "message": oom.message,
+        "tensor": oom.tensor_name,
+        "category": oom.category.name(),
+        "op": oom.op_label,
+        "requested_bytes": oom.error.requested_bytes,
+        "tried_bytes": oom.error.tried_bytes,
+        "capacity_bytes": oom.error.capacity_bytes,
+        "free_bytes": oom.error.free_bytes,
+        "allocated_bytes": oom.error.allocated_bytes,
+        "reserved_bytes": oom.error.reserved_bytes,
+    })
+}

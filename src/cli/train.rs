@@ -1,0 +1,91 @@
+//! `train` and `dump-step`.
+
+use super::*;
+
+pub(super) fn train(steps: i64, config: &ConfigArgs) -> Result<(), Failure> {
+    let steps = check_dim("steps", steps)?;
+    let dataset = Dataset::builtin();
+    let r = config.resolve_one(&dataset)?;
+    let plan = r.plan()?;
+    let mut trainer = make_trainer(&r, plan, None)?;
+    let bar = if r.json { indicatif::ProgressBar::hidden() } else { indicatif::ProgressBar::new(steps as u64) };
+    // A hidden bar (JSON, or stderr not a terminal) swallows println: print plainly then.
+    let say = |bar: &indicatif::ProgressBar, line: String| {
+        if bar.is_hidden() { println!("{line}") } else { bar.println(line) }
+    };
+    bar.set_style(
+        indicatif::ProgressStyle::with_template("{bar:40} {pos}/{len} {msg}")
+            .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+    );
+    if !r.json {
+        say(
+            &bar,
+            format!(
+                "training on {} — {} parameters, batch {}×{} ({})",
+                trainer.backend_name(),
+                r.model.num_parameters(),
+                r.batch_shape().batch,
+                r.shape.seq,
+                r.techniques.describe()
+            ),
+        );
+    }
+    let start = Instant::now();
+    let mut stdout = std::io::stdout().lock();
+    for step in 0..steps {
+        let batch = dataset.batch(r.batch_shape(), r.seed, step as u64)?;
+        let loss = trainer.train_step(&batch)?;
+        let elapsed = start.elapsed().as_secs_f64();
+        if r.json {
+            let line = serde_json::json!({"step": step + 1, "loss": loss, "elapsed_secs": elapsed});
+            let _ = writeln!(stdout, "{line}");
+        } else {
+            say(&bar, format!("step {:>5}  loss {loss:.4}  ({elapsed:.2} s)", step + 1));
+            bar.set_message(format!("loss {loss:.4}"));
+            bar.inc(1);
+        }
+        if !loss.is_finite() {
+            return Err(Failure {
+                code: EXIT_FAILURE,
+                message: format!("the loss became {loss} at step {}; try a smaller --lr", step + 1),
+            });
+        }
+    }
+    bar.finish_and_clear();
+    Ok(())
+}
+
+pub(super) fn dump_step(out: &std::path::Path, config: &ConfigArgs) -> Result<(), Failure> {
+    let dataset = Dataset::builtin();
+    let r = config.resolve_one(&dataset)?;
+    if r.techniques.lora.is_some() {
+        return Err(ConfigError::Other(
+            "dump-step writes the whole model's gradients for Hugging Face; with --lora there are none (the base is frozen)"
+                .into(),
+        )
+        .into());
+    }
+    let plan = r.plan()?;
+    let layout = plan.layout.clone();
+    let mut trainer = make_trainer(&r, plan, None)?;
+    let initial = trainer.read_params()?;
+    let batch = dataset.batch(r.batch_shape(), r.seed, 0)?;
+    let loss = trainer.compute_grads(&batch)?;
+    let grads = trainer.read_grads()?;
+    let dump = StepDump {
+        model: &r.model,
+        layout: &layout,
+        initial_params: &initial,
+        grads: &grads,
+        batch: &batch,
+        loss,
+        backend: trainer.backend_name(),
+    };
+    dump.write(out).map_err(|e| Failure { code: EXIT_FAILURE, message: e.to_string() })?;
+    if r.json {
+        println!("{}", serde_json::json!({"out": out.display().to_string(), "loss": loss}));
+    } else {
+        println!("wrote {} (loss {loss:.6})", out.display());
+    }
+    Ok(())
+}

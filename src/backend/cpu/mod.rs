@@ -6,7 +6,12 @@
 //! state is recorded while the ops run — what this backend measures. In debug builds freed
 //! memory is filled with NaN, so a read after free shows up in the results.
 
+mod execute;
+mod host;
 pub mod ops;
+
+pub use host::host_available_bytes;
+use host::{check_host_memory, grow, host_bytes_per_device_byte};
 
 use num_traits::Float;
 
@@ -14,7 +19,7 @@ use super::{BackendError, Trainer};
 use crate::data::Batch;
 use std::collections::BTreeMap;
 
-use super::{ix, micro_uploads};
+use super::micro_uploads;
 use crate::memory::allocator::Event;
 use crate::memory::step::{StepAllocator, StepMemory, Trace};
 use crate::memory::{Placement, SegmentId};
@@ -73,60 +78,6 @@ fn round_to<F: Float>(dtype: DType, x: F) -> F {
         DType::BF16 => F::from(half::bf16::from_f64(v).to_f64()).unwrap_or_else(F::nan),
         DType::F32 | DType::U32 => x,
     }
-}
-
-/// Grows `v` to at least `len` elements, filled with `fill`; a host that cannot is an error, not
-/// an abort.
-fn grow<T: Clone>(v: &mut Vec<T>, len: usize, fill: T) -> Result<(), std::collections::TryReserveError> {
-    if v.len() < len {
-        v.try_reserve_exact(len - v.len())?;
-        v.resize(len, fill);
-    }
-    Ok(())
-}
-
-/// Host bytes this backend holds per byte of device memory the allocator reserves: a slot of
-/// `slot_bytes` holds one `F`.
-fn host_bytes_per_device_byte<F>(slot_bytes: u64) -> u64 {
-    (std::mem::size_of::<F>() as u64).div_ceil(slot_bytes).max(1)
-}
-
-/// Memory the host can give now: Linux's `MemAvailable`; a wasm32 page's 4 GiB address space,
-/// half of it for the step; None where unknown (then only the allocations' own failures stop a
-/// step).
-pub fn host_available_bytes() -> Option<u64> {
-    if cfg!(target_arch = "wasm32") {
-        return Some(2 << 30);
-    }
-    let text = std::fs::read_to_string("/proc/meminfo").ok()?;
-    let line = text.lines().find(|l| l.starts_with("MemAvailable:"))?;
-    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
-    kib.checked_mul(1024)
-}
-
-/// Refuses a step whose host memory would pass what the host has: the device bytes the step
-/// reserves — its predicted peak, at most the budget — times `per_byte`, plus the batch's tokens.
-fn check_host_memory(plan: &Plan, budget_bytes: u64, per_byte: u64) -> Result<(), BackendError> {
-    let Some(available) = host_available_bytes() else { return Ok(()) };
-    let unlimited = crate::backend::UNLIMITED;
-    let reserved = match crate::memory::simulate_peak(plan, unlimited) {
-        Ok(m) => m.peak_reserved_bytes().min(budget_bytes),
-        Err(_) => budget_bytes,
-    };
-    // Tokens and targets of the whole batch (u32 each), held by the caller.
-    let batch = plan.batch_shape().rows().saturating_mul(8);
-    let needed = reserved.saturating_mul(per_byte).saturating_add(batch);
-    if needed > available {
-        return Err(BackendError::HostMemory(format!(
-            "the CPU backend holds the step in host memory: it needs {} ({} of device memory reserved, \
-             {per_byte} host byte(s) per byte, and the batch) but the host has {} available. \
-             Use a smaller batch, or the GPU backend.",
-            crate::units::format_bytes(needed),
-            crate::units::format_bytes(reserved),
-            crate::units::format_bytes(available),
-        )));
-    }
-    Ok(())
 }
 
 impl<F: Float> CpuExecutor<F> {
@@ -506,202 +457,6 @@ impl<F: Float> CpuExecutor<F> {
     pub fn forward(&mut self, batch: &Batch) -> Result<F, BackendError> {
         self.upload_batch(batch)?;
         self.run_phases(&[Phase::Forward])
-    }
-
-    /// Runs `f` with copies of the output views and writes them back afterwards, so outputs
-    /// never alias inputs (or each other) whatever tensors they live in. Accumulating outputs
-    /// start from their current values.
-    fn with_outputs<const N: usize>(&mut self, views: [View; N], f: impl FnOnce(&Self, &mut [Vec<F>; N])) {
-        self.with_output_list(&views, |s, bufs| {
-            if let Ok(bufs) = <&mut [Vec<F>; N]>::try_from(bufs) {
-                f(s, bufs);
-            }
-        });
-    }
-
-    /// [`Self::with_outputs`] for a list of views whose length depends on the op.
-    fn with_output_list(&mut self, views: &[View], f: impl FnOnce(&Self, &mut [Vec<F>])) {
-        let mut bufs: Vec<Vec<F>> = views.iter().map(|v| self.f(*v).to_vec()).collect();
-        f(self, &mut bufs);
-        for (v, b) in views.iter().zip(bufs) {
-            self.store(*v, &b);
-        }
-    }
-
-    /// Writes an op's output into its view, rounded to the tensor's precision.
-    fn store(&mut self, v: View, values: &[F]) {
-        let dtype = self.plan.tensors[v.tensor.0].dtype;
-        if let Some(dst) = self.f_mut(v) {
-            for (d, &x) in dst.iter_mut().zip(values) {
-                *d = round_to(dtype, x);
-            }
-        }
-    }
-
-    /// Whether the optimizer skips this step: fp16 found an overflow.
-    fn skips(&self, found_inf: Option<View>) -> bool {
-        found_inf.is_some_and(|f| self.u(f).first().is_some_and(|&x| x != 0))
-    }
-
-    /// The gradients divided by the loss scale (a copy: the 16-bit gradients stay as they are).
-    fn unscaled(&self, grads: View) -> Vec<F> {
-        let inv = F::one() / F::from(self.loss_scale()).unwrap_or_else(F::one);
-        self.f(grads).iter().map(|&g| g * inv).collect()
-    }
-
-    /// Mixed precision: the updated master weights, rounded into the 16-bit working copy.
-    fn copy_weights(&mut self, master: View, copy: Option<View>) {
-        if let Some(copy) = copy {
-            let values = self.f(master).to_vec();
-            self.store(copy, &values);
-        }
-    }
-
-    fn execute(&mut self, op: &Op) {
-        let m = self.plan.model;
-        let (b, t) = (self.plan.shape.batch, self.plan.shape.seq);
-        let (c, nh, vocab) = (m.d_model, m.n_heads, m.vocab);
-        match *op {
-            Op::Zero { dst } => {
-                if self.plan.tensors[dst.tensor.0].dtype == DType::U32 {
-                    self.write_tensor_u32(dst.tensor, &vec![0; ix(dst.len)]);
-                } else if let Some(x) = self.f_mut(dst) {
-                    x.fill(F::zero());
-                }
-            }
-            Op::Embedding { tokens, wte, wpe, out } => self.with_outputs([out], |s, [o]| {
-                ops::embedding_forward(o, s.u(tokens), s.f(wte), s.f(wpe), t, c);
-            }),
-            Op::EmbeddingBackward { tokens, dout, dwte, dwpe, .. } => self.with_outputs([dwte, dwpe], |s, [gw, gp]| {
-                ops::embedding_backward(gw, gp, s.f(dout), s.u(tokens), t, c);
-            }),
-            Op::LayerNorm { inp, weight, bias, out, mean, rstd } => {
-                self.with_outputs([out, mean, rstd], |s, [o, mu, rs]| {
-                    ops::layernorm_forward(o, mu, rs, s.f(inp), s.f(weight), s.f(bias), c);
-                })
-            }
-            Op::LayerNormBackward { inp, weight, mean, rstd, dout, dinp, dweight, dbias, accumulate } => {
-                let outs: Vec<View> = std::iter::once(dinp).chain(dweight).chain(dbias).collect();
-                self.with_output_list(&outs, |s, bufs| {
-                    let (x, w, mu, rs) = (s.f(inp), s.f(weight), s.f(mean), s.f(rstd));
-                    let (di, dparams) = match bufs {
-                        [di, gw, gb] => (di, Some((gw.as_mut_slice(), gb.as_mut_slice()))),
-                        [di, ..] => (di, None),
-                        [] => return,
-                    };
-                    ops::layernorm_backward(di, dparams, s.f(dout), x, w, mu, rs, c, accumulate);
-                })
-            }
-            Op::Matmul { inp, weight, bias, out, rows, k, n, weight_transposed } => {
-                self.with_outputs([out], |s, [o]| {
-                    let bias = bias.map(|v| s.f(v));
-                    ops::matmul_forward(o, s.f(inp), s.f(weight), bias, ix(rows), ix(k), ix(n), weight_transposed);
-                })
-            }
-            Op::MatmulBackward {
-                inp,
-                weight,
-                dout,
-                dinp,
-                dweight,
-                dbias,
-                rows,
-                k,
-                n,
-                weight_transposed,
-                accumulate,
-            } => {
-                let outs: Vec<View> = std::iter::once(dinp).chain(dweight).chain(dbias).collect();
-                let (has_dw, has_db) = (dweight.is_some(), dbias.is_some());
-                self.with_output_list(&outs, |s, bufs| {
-                    let Some((di, rest)) = bufs.split_first_mut() else { return };
-                    let mut rest = rest.iter_mut();
-                    let gw = if has_dw { rest.next().map(|g| g.as_mut_slice()) } else { None };
-                    let gb = if has_db { rest.next().map(|g| g.as_mut_slice()) } else { None };
-                    let before = accumulate.then(|| di.clone());
-                    let (d, w) = (s.f(dout), s.f(weight));
-                    // A frozen weight's input is not read (it may already be freed).
-                    let x = if has_dw { s.f(inp) } else { &[] };
-                    ops::matmul_backward(di, gw, gb, d, x, w, ix(rows), ix(k), ix(n), weight_transposed);
-                    if let Some(before) = before {
-                        di.iter_mut().zip(before).for_each(|(a, b)| *a = *a + b);
-                    }
-                })
-            }
-            Op::MatmulAdd { inp, weight, out, rows, k, n, alpha } => self.with_outputs([out], |s, [o]| {
-                ops::matmul_add_forward(o, s.f(inp), s.f(weight), ix(rows), ix(k), ix(n), alpha);
-            }),
-            Op::MatmulAddBackward { inp, weight, dout, dinp, dweight, rows, k, n, alpha } => {
-                self.with_outputs([dinp, dweight], |s, [di, gw]| {
-                    ops::matmul_add_backward(di, gw, s.f(dout), s.f(inp), s.f(weight), ix(rows), ix(k), ix(n), alpha);
-                })
-            }
-            Op::Attention { qkv, att, out } => self.with_outputs([out, att], |s, [o, a]| {
-                ops::attention_forward(o, a, s.f(qkv), b, t, c, nh);
-            }),
-            Op::AttentionBackward { qkv, att, dout, datt, dqkv } => self.with_outputs([dqkv, datt], |s, [dq, da]| {
-                ops::attention_backward(dq, da, s.f(dout), s.f(qkv), s.f(att), b, t, c, nh);
-            }),
-            Op::FlashAttention { qkv, out, lse } => self.with_outputs([out, lse], |s, [o, l]| {
-                ops::flash_attention_forward(o, l, s.f(qkv), b, t, c, nh);
-            }),
-            Op::FlashAttentionBackward { qkv, out, lse, dout, delta, dqkv } => {
-                self.with_outputs([dqkv, delta], |s, [dq, d]| {
-                    let (x, o, l) = (s.f(qkv), s.f(out), s.f(lse));
-                    ops::flash_attention_backward(dq, d, s.f(dout), x, o, l, b, t, c, nh);
-                })
-            }
-            Op::Gelu { inp, out } => self.with_outputs([out], |s, [o]| ops::gelu_forward(o, s.f(inp))),
-            Op::GeluBackward { inp, dout, dinp } => {
-                self.with_outputs([dinp], |s, [o]| ops::gelu_backward(o, s.f(inp), s.f(dout)))
-            }
-            Op::Residual { a, b: bb, out } => {
-                self.with_outputs([out], |s, [o]| ops::residual_forward(o, s.f(a), s.f(bb)))
-            }
-            Op::ResidualBackward { dout, da } => self.with_outputs([da], |s, [o]| ops::residual_backward(o, s.f(dout))),
-            Op::CrossEntropy { logits, targets, probs, losses, loss } => {
-                self.with_outputs([probs, losses, loss], |s, [p, l, mean]| {
-                    mean[0] = ops::crossentropy_forward(p, l, s.f(logits), s.u(targets), vocab);
-                })
-            }
-            Op::CrossEntropyBackward { probs, targets, dlogits, scale } => {
-                // fp16 scales the loss, so every gradient.
-                let scale = scale * self.loss_scale();
-                self.with_outputs([dlogits], |s, [d]| {
-                    ops::crossentropy_backward(d, s.f(probs), s.u(targets), vocab, scale);
-                })
-            }
-            Op::CheckFinite { grads, found_inf } => {
-                if !ops::all_finite(self.f(grads)) {
-                    self.write_tensor_u32(found_inf.tensor, &[1]);
-                }
-            }
-            Op::AdamW { params, grads, m: mm, v, copy, found_inf } => {
-                if self.skips(found_inf) {
-                    return;
-                }
-                let grads = self.unscaled(grads);
-                let step = self.plan.adamw_step(self.steps_taken);
-                self.with_outputs([params, mm, v], |_, [p, m1, m2]| ops::adamw_step(p, m1, m2, &grads, &step));
-                self.copy_weights(params, copy);
-            }
-            Op::Sgd { params, grads, momentum, copy, found_inf } => {
-                if self.skips(found_inf) {
-                    return;
-                }
-                let grads = self.unscaled(grads);
-                let o = self.plan.optimizer;
-                match momentum {
-                    Some(buf) => self.with_outputs([params, buf], |_, [p, mb]| {
-                        ops::sgd_step(p, Some(mb), &grads, o.lr, o.momentum, o.weight_decay);
-                    }),
-                    None => self.with_outputs([params], |_, [p]| {
-                        ops::sgd_step(p, None, &grads, o.lr, o.momentum, o.weight_decay);
-                    }),
-                }
-                self.copy_weights(params, copy);
-            }
-        }
     }
 }
 

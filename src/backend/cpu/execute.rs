@@ -1,0 +1,205 @@
+//! Each op run by its CPU twin, on the tensors' slots, outputs rounded to their precision.
+
+use num_traits::Float;
+
+use super::{CpuExecutor, ops, round_to};
+use crate::backend::ix;
+use crate::plan::{DType, Op, View};
+
+impl<F: Float> CpuExecutor<F> {
+    /// Runs `f` with copies of the output views and writes them back afterwards, so outputs
+    /// never alias inputs (or each other) whatever tensors they live in. Accumulating outputs
+    /// start from their current values.
+    fn with_outputs<const N: usize>(&mut self, views: [View; N], f: impl FnOnce(&Self, &mut [Vec<F>; N])) {
+        self.with_output_list(&views, |s, bufs| {
+            if let Ok(bufs) = <&mut [Vec<F>; N]>::try_from(bufs) {
+                f(s, bufs);
+            }
+        });
+    }
+
+    /// [`Self::with_outputs`] for a list of views whose length depends on the op.
+    fn with_output_list(&mut self, views: &[View], f: impl FnOnce(&Self, &mut [Vec<F>])) {
+        let mut bufs: Vec<Vec<F>> = views.iter().map(|v| self.f(*v).to_vec()).collect();
+        f(self, &mut bufs);
+        for (v, b) in views.iter().zip(bufs) {
+            self.store(*v, &b);
+        }
+    }
+
+    /// Writes an op's output into its view, rounded to the tensor's precision.
+    fn store(&mut self, v: View, values: &[F]) {
+        let dtype = self.plan.tensors[v.tensor.0].dtype;
+        if let Some(dst) = self.f_mut(v) {
+            for (d, &x) in dst.iter_mut().zip(values) {
+                *d = round_to(dtype, x);
+            }
+        }
+    }
+
+    /// Whether the optimizer skips this step: fp16 found an overflow.
+    fn skips(&self, found_inf: Option<View>) -> bool {
+        found_inf.is_some_and(|f| self.u(f).first().is_some_and(|&x| x != 0))
+    }
+
+    /// The gradients divided by the loss scale (a copy: the 16-bit gradients stay as they are).
+    fn unscaled(&self, grads: View) -> Vec<F> {
+        let inv = F::one() / F::from(self.loss_scale()).unwrap_or_else(F::one);
+        self.f(grads).iter().map(|&g| g * inv).collect()
+    }
+
+    /// Mixed precision: the updated master weights, rounded into the 16-bit working copy.
+    fn copy_weights(&mut self, master: View, copy: Option<View>) {
+        if let Some(copy) = copy {
+            let values = self.f(master).to_vec();
+            self.store(copy, &values);
+        }
+    }
+
+    pub(super) fn execute(&mut self, op: &Op) {
+        let m = self.plan.model;
+        let (b, t) = (self.plan.shape.batch, self.plan.shape.seq);
+        let (c, nh, vocab) = (m.d_model, m.n_heads, m.vocab);
+        match *op {
+            Op::Zero { dst } => {
+                if self.plan.tensors[dst.tensor.0].dtype == DType::U32 {
+                    self.write_tensor_u32(dst.tensor, &vec![0; ix(dst.len)]);
+                } else if let Some(x) = self.f_mut(dst) {
+                    x.fill(F::zero());
+                }
+            }
+            Op::Embedding { tokens, wte, wpe, out } => self.with_outputs([out], |s, [o]| {
+                ops::embedding_forward(o, s.u(tokens), s.f(wte), s.f(wpe), t, c);
+            }),
+            Op::EmbeddingBackward { tokens, dout, dwte, dwpe, .. } => self.with_outputs([dwte, dwpe], |s, [gw, gp]| {
+                ops::embedding_backward(gw, gp, s.f(dout), s.u(tokens), t, c);
+            }),
+            Op::LayerNorm { inp, weight, bias, out, mean, rstd } => {
+                self.with_outputs([out, mean, rstd], |s, [o, mu, rs]| {
+                    ops::layernorm_forward(o, mu, rs, s.f(inp), s.f(weight), s.f(bias), c);
+                })
+            }
+            Op::LayerNormBackward { inp, weight, mean, rstd, dout, dinp, dweight, dbias, accumulate } => {
+                let outs: Vec<View> = std::iter::once(dinp).chain(dweight).chain(dbias).collect();
+                self.with_output_list(&outs, |s, bufs| {
+                    let (x, w, mu, rs) = (s.f(inp), s.f(weight), s.f(mean), s.f(rstd));
+                    let (di, dparams) = match bufs {
+                        [di, gw, gb] => (di, Some((gw.as_mut_slice(), gb.as_mut_slice()))),
+                        [di, ..] => (di, None),
+                        [] => return,
+                    };
+                    ops::layernorm_backward(di, dparams, s.f(dout), x, w, mu, rs, c, accumulate);
+                })
+            }
+            Op::Matmul { inp, weight, bias, out, rows, k, n, weight_transposed } => {
+                self.with_outputs([out], |s, [o]| {
+                    let bias = bias.map(|v| s.f(v));
+                    ops::matmul_forward(o, s.f(inp), s.f(weight), bias, ix(rows), ix(k), ix(n), weight_transposed);
+                })
+            }
+            Op::MatmulBackward {
+                inp,
+                weight,
+                dout,
+                dinp,
+                dweight,
+                dbias,
+                rows,
+                k,
+                n,
+                weight_transposed,
+                accumulate,
+            } => {
+                let outs: Vec<View> = std::iter::once(dinp).chain(dweight).chain(dbias).collect();
+                let (has_dw, has_db) = (dweight.is_some(), dbias.is_some());
+                self.with_output_list(&outs, |s, bufs| {
+                    let Some((di, rest)) = bufs.split_first_mut() else { return };
+                    let mut rest = rest.iter_mut();
+                    let gw = if has_dw { rest.next().map(|g| g.as_mut_slice()) } else { None };
+                    let gb = if has_db { rest.next().map(|g| g.as_mut_slice()) } else { None };
+                    let before = accumulate.then(|| di.clone());
+                    let (d, w) = (s.f(dout), s.f(weight));
+                    // A frozen weight's input is not read (it may already be freed).
+                    let x = if has_dw { s.f(inp) } else { &[] };
+                    ops::matmul_backward(di, gw, gb, d, x, w, ix(rows), ix(k), ix(n), weight_transposed);
+                    if let Some(before) = before {
+                        di.iter_mut().zip(before).for_each(|(a, b)| *a = *a + b);
+                    }
+                })
+            }
+            Op::MatmulAdd { inp, weight, out, rows, k, n, alpha } => self.with_outputs([out], |s, [o]| {
+                ops::matmul_add_forward(o, s.f(inp), s.f(weight), ix(rows), ix(k), ix(n), alpha);
+            }),
+            Op::MatmulAddBackward { inp, weight, dout, dinp, dweight, rows, k, n, alpha } => {
+                self.with_outputs([dinp, dweight], |s, [di, gw]| {
+                    ops::matmul_add_backward(di, gw, s.f(dout), s.f(inp), s.f(weight), ix(rows), ix(k), ix(n), alpha);
+                })
+            }
+            Op::Attention { qkv, att, out } => self.with_outputs([out, att], |s, [o, a]| {
+                ops::attention_forward(o, a, s.f(qkv), b, t, c, nh);
+            }),
+            Op::AttentionBackward { qkv, att, dout, datt, dqkv } => self.with_outputs([dqkv, datt], |s, [dq, da]| {
+                ops::attention_backward(dq, da, s.f(dout), s.f(qkv), s.f(att), b, t, c, nh);
+            }),
+            Op::FlashAttention { qkv, out, lse } => self.with_outputs([out, lse], |s, [o, l]| {
+                ops::flash_attention_forward(o, l, s.f(qkv), b, t, c, nh);
+            }),
+            Op::FlashAttentionBackward { qkv, out, lse, dout, delta, dqkv } => {
+                self.with_outputs([dqkv, delta], |s, [dq, d]| {
+                    let (x, o, l) = (s.f(qkv), s.f(out), s.f(lse));
+                    ops::flash_attention_backward(dq, d, s.f(dout), x, o, l, b, t, c, nh);
+                })
+            }
+            Op::Gelu { inp, out } => self.with_outputs([out], |s, [o]| ops::gelu_forward(o, s.f(inp))),
+            Op::GeluBackward { inp, dout, dinp } => {
+                self.with_outputs([dinp], |s, [o]| ops::gelu_backward(o, s.f(inp), s.f(dout)))
+            }
+            Op::Residual { a, b: bb, out } => {
+                self.with_outputs([out], |s, [o]| ops::residual_forward(o, s.f(a), s.f(bb)))
+            }
+            Op::ResidualBackward { dout, da } => self.with_outputs([da], |s, [o]| ops::residual_backward(o, s.f(dout))),
+            Op::CrossEntropy { logits, targets, probs, losses, loss } => {
+                self.with_outputs([probs, losses, loss], |s, [p, l, mean]| {
+                    mean[0] = ops::crossentropy_forward(p, l, s.f(logits), s.u(targets), vocab);
+                })
+            }
+            Op::CrossEntropyBackward { probs, targets, dlogits, scale } => {
+                // fp16 scales the loss, so every gradient.
+                let scale = scale * self.loss_scale();
+                self.with_outputs([dlogits], |s, [d]| {
+                    ops::crossentropy_backward(d, s.f(probs), s.u(targets), vocab, scale);
+                })
+            }
+            Op::CheckFinite { grads, found_inf } => {
+                if !ops::all_finite(self.f(grads)) {
+                    self.write_tensor_u32(found_inf.tensor, &[1]);
+                }
+            }
+            Op::AdamW { params, grads, m: mm, v, copy, found_inf } => {
+                if self.skips(found_inf) {
+                    return;
+                }
+                let grads = self.unscaled(grads);
+                let step = self.plan.adamw_step(self.steps_taken);
+                self.with_outputs([params, mm, v], |_, [p, m1, m2]| ops::adamw_step(p, m1, m2, &grads, &step));
+                self.copy_weights(params, copy);
+            }
+            Op::Sgd { params, grads, momentum, copy, found_inf } => {
+                if self.skips(found_inf) {
+                    return;
+                }
+                let grads = self.unscaled(grads);
+                let o = self.plan.optimizer;
+                match momentum {
+                    Some(buf) => self.with_outputs([params, buf], |_, [p, mb]| {
+                        ops::sgd_step(p, Some(mb), &grads, o.lr, o.momentum, o.weight_decay);
+                    }),
+                    None => self.with_outputs([params], |_, [p]| {
+                        ops::sgd_step(p, None, &grads, o.lr, o.momentum, o.weight_decay);
+                    }),
+                }
+                self.copy_weights(params, copy);
+            }
+        }
+    }
+}

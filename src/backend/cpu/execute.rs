@@ -160,14 +160,14 @@ impl<F: Float> CpuExecutor<F> {
             Op::ResidualBackward { dout, da } => self.with_outputs([da], |s, [o]| ops::residual_backward(o, s.f(dout))),
             Op::CrossEntropy { logits, targets, probs, losses, loss } => {
                 self.with_outputs([probs, losses, loss], |s, [p, l, mean]| {
-                    mean[0] = ops::crossentropy_forward(p, l, s.f(logits), s.u(targets), vocab);
+                    mean[0] = ops::cross_entropy_forward(p, l, s.f(logits), s.u(targets), vocab);
                 })
             }
             Op::CrossEntropyBackward { probs, targets, dlogits, scale } => {
                 // fp16 scales the loss, so every gradient.
                 let scale = scale * self.loss_scale();
                 self.with_outputs([dlogits], |s, [d]| {
-                    ops::crossentropy_backward(d, s.f(probs), s.u(targets), vocab, scale);
+                    ops::cross_entropy_backward(d, s.f(probs), s.u(targets), vocab, scale);
                 })
             }
             Op::CheckFinite { grads, found_inf } => {

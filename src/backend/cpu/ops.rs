@@ -441,7 +441,13 @@ pub fn residual_backward<F: Float>(da: &mut [F], dout: &[F]) {
 }
 
 /// probs (rows,V) = softmax(logits); losses (rows) = logsumexp − logit[target]; returns the mean.
-pub fn crossentropy_forward<F: Float>(probs: &mut [F], losses: &mut [F], logits: &[F], targets: &[u32], v: usize) -> F {
+pub fn cross_entropy_forward<F: Float>(
+    probs: &mut [F],
+    losses: &mut [F],
+    logits: &[F],
+    targets: &[u32],
+    v: usize,
+) -> F {
     let mut total = F::zero();
     for (r, &tgt) in targets.iter().enumerate() {
         let row = &logits[r * v..(r + 1) * v];
@@ -457,7 +463,7 @@ pub fn crossentropy_forward<F: Float>(probs: &mut [F], losses: &mut [F], logits:
 }
 
 /// dlogits = (probs − onehot(target)) · scale (1/rows of the effective batch).
-pub fn crossentropy_backward<F: Float>(dlogits: &mut [F], probs: &[F], targets: &[u32], v: usize, scale: f64) {
+pub fn cross_entropy_backward<F: Float>(dlogits: &mut [F], probs: &[F], targets: &[u32], v: usize, scale: f64) {
     let inv = f::<F>(scale);
     for (r, &tgt) in targets.iter().enumerate() {
         for i in 0..v {

@@ -16,7 +16,7 @@ use std::ops::Range;
 use std::sync::Arc;
 
 use super::kernels::adamw::AdamWParams;
-use super::kernels::crossentropy::CrossEntropyParams;
+use super::kernels::cross_entropy::CrossEntropyParams;
 use super::kernels::{Kernels, Recorder, SgdParams};
 use super::{GpuContext, GpuError};
 use crate::backend::{BackendError, ix};

@@ -5,7 +5,7 @@ use std::ops::Range;
 
 use super::super::GpuError;
 use super::super::kernels::attention::AttnShape;
-use super::super::kernels::crossentropy::CrossEntropyParams;
+use super::super::kernels::cross_entropy::CrossEntropyParams;
 use super::super::kernels::{Kernels, Recorder, SgdParams, SgdViews};
 use crate::backend::ix;
 use crate::plan::{Op, Plan};
@@ -115,10 +115,10 @@ fn record_op(
             Op::Residual { a, b, out } => k.residual.forward(rec, a, b, out)?,
             Op::ResidualBackward { dout, da } => k.residual.backward(rec, dout, da)?,
             Op::CrossEntropy { logits, targets, probs, losses, loss } => {
-                k.crossentropy.forward(rec, logits, targets, probs, losses, loss, v)?
+                k.cross_entropy.forward(rec, logits, targets, probs, losses, loss, v)?
             }
             Op::CrossEntropyBackward { probs, targets, dlogits, scale } => {
-                k.crossentropy.backward(rec, probs, targets, dlogits, v, scale)?;
+                k.cross_entropy.backward(rec, probs, targets, dlogits, v, scale)?;
                 if let Some(offset) = rec.last_uniform() {
                     dynamic.cross_entropy.push((offset, CrossEntropyParams::new(ix(targets.len), v, scale)));
                 }

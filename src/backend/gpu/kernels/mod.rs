@@ -5,7 +5,7 @@
 pub mod adamw;
 pub mod attention;
 mod check_finite;
-pub mod crossentropy;
+pub mod cross_entropy;
 mod embedding;
 mod flash_attention;
 mod gelu;
@@ -18,7 +18,7 @@ pub mod storage;
 pub use adamw::AdamW;
 pub use attention::Attention;
 pub use check_finite::CheckFinite;
-pub use crossentropy::CrossEntropy;
+pub use cross_entropy::CrossEntropy;
 pub use embedding::Embedding;
 pub use flash_attention::FlashAttention;
 pub use gelu::Gelu;
@@ -40,7 +40,7 @@ pub const SHADERS: &[(&str, &str)] = &[
     ("adamw.wgsl", include_str!("../../../../shaders/adamw.wgsl")),
     ("attention.wgsl", include_str!("../../../../shaders/attention.wgsl")),
     ("check_finite.wgsl", include_str!("../../../../shaders/check_finite.wgsl")),
-    ("crossentropy.wgsl", include_str!("../../../../shaders/crossentropy.wgsl")),
+    ("cross_entropy.wgsl", include_str!("../../../../shaders/cross_entropy.wgsl")),
     ("embedding.wgsl", include_str!("../../../../shaders/embedding.wgsl")),
     ("flash_attention.wgsl", include_str!("../../../../shaders/flash_attention.wgsl")),
     ("gelu.wgsl", include_str!("../../../../shaders/gelu.wgsl")),
@@ -270,7 +270,7 @@ pub struct Kernels {
     pub flash_attention: FlashAttention,
     pub gelu: Gelu,
     pub residual: Residual,
-    pub crossentropy: CrossEntropy,
+    pub cross_entropy: CrossEntropy,
     pub adamw: AdamW,
     pub sgd: Sgd,
     pub check_finite: CheckFinite,
@@ -288,7 +288,7 @@ impl Kernels {
             matmul,
             gelu: Gelu::new(device),
             residual: Residual::new(device),
-            crossentropy: CrossEntropy::new(device),
+            cross_entropy: CrossEntropy::new(device),
             adamw: AdamW::new(device),
             sgd: Sgd::new(device),
             check_finite: CheckFinite::new(device),

@@ -1,12 +1,12 @@
-//! `shaders/crossentropy.wgsl`. CPU twins: `cpu::ops::crossentropy_forward` /
-//! `crossentropy_backward`.
+//! `shaders/cross_entropy.wgsl`. CPU twins: `cpu::ops::cross_entropy_forward` /
+//! `cross_entropy_backward`.
 
 use super::{Binding, KernelEntry, Recorder, build_entries, u};
 use crate::backend::gpu::GpuError;
 use crate::backend::ix;
 use crate::plan::View;
 
-/// Mirrors `Params` in crossentropy.wgsl.
+/// Mirrors `Params` in cross_entropy.wgsl.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, bytemuck::Pod, bytemuck::Zeroable)]
 pub struct CrossEntropyParams {
@@ -34,7 +34,7 @@ impl CrossEntropy {
     pub fn new(device: &wgpu::Device) -> Self {
         let [forward, loss_mean, backward] = build_entries(
             device,
-            "crossentropy.wgsl",
+            "cross_entropy.wgsl",
             [("forward", &[1, 2, 3, 4]), ("loss_mean", &[4, 5]), ("backward", &[2, 3, 6])],
         );
         Self { forward, loss_mean, backward }

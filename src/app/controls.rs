@@ -34,25 +34,7 @@ impl OomlabApp {
 
     /// Applies a suggestion from the OOM panel.
     pub fn apply_suggestion(&mut self, s: Suggestion) {
-        let st = &mut self.settings;
-        match s {
-            Suggestion::Checkpointing => st.checkpoint = Checkpoint::BLOCKS,
-            Suggestion::FusedAttention => {
-                st.attention = AttentionKind::Fused;
-                if st.checkpoint == Checkpoint::Selective {
-                    st.checkpoint = Checkpoint::Off;
-                }
-            }
-            Suggestion::Accumulation => st.accum *= 2,
-            Suggestion::MixedPrecision => st.precision = Precision::Bf16,
-            Suggestion::SmallerBatch => {
-                st.batch = (st.batch / 2).max(1);
-                st.accum = st.accum.min(st.batch);
-                while !st.batch.is_multiple_of(st.accum) {
-                    st.accum -= 1;
-                }
-            }
-        }
+        self.settings.apply(s);
     }
 
     pub(super) fn controls(&mut self, ui: &mut egui::Ui) {
@@ -143,12 +125,7 @@ impl OomlabApp {
             ui.add(egui::DragValue::new(&mut s.seed).prefix("seed "));
             ui.checkbox(&mut s.projector, "projector mode");
         });
-        // Keep the settings buildable: a sequence within the model, accumulation that divides.
-        s.seq = s.seq.clamp(1, s.dims.max_seq);
-        s.accum = s.accum.clamp(1, s.batch);
-        while !s.batch.is_multiple_of(s.accum) {
-            s.accum -= 1;
-        }
+        s.normalize();
     }
 
     pub(super) fn run_buttons(&mut self, ui: &mut egui::Ui) -> bool {

@@ -153,6 +153,36 @@ impl Settings {
         self.plan_with(vocab, self.batch, &self.techniques())
     }
 
+    /// Keeps the settings buildable: the sequence within the model, an accumulation count in
+    /// 1..=batch that divides the batch (the largest such, not above the one asked for).
+    pub fn normalize(&mut self) {
+        self.seq = self.seq.clamp(1, self.dims.max_seq.max(1));
+        self.accum = self.accum.clamp(1, self.batch.max(1));
+        while !self.batch.is_multiple_of(self.accum) {
+            self.accum -= 1;
+        }
+    }
+
+    /// Switches on what a suggestion of the OOM panel names.
+    pub fn apply(&mut self, s: Suggestion) {
+        match s {
+            Suggestion::Checkpointing => self.checkpoint = Checkpoint::BLOCKS,
+            Suggestion::FusedAttention => {
+                self.attention = AttentionKind::Fused;
+                // Fused attention never stores the probabilities selective recomputation drops.
+                if self.checkpoint == Checkpoint::Selective {
+                    self.checkpoint = Checkpoint::Off;
+                }
+            }
+            Suggestion::Accumulation => self.accum = self.accum.saturating_mul(2),
+            Suggestion::MixedPrecision => self.precision = Precision::Bf16,
+            Suggestion::SmallerBatch => {
+                self.batch = (self.batch / 2).max(1);
+                self.normalize();
+            }
+        }
+    }
+
     /// Clamps what the controls bound (batch, sequence, budget, overlays) so that nothing from
     /// outside can ask for absurd work.
     pub fn clamped(mut self) -> Self {
@@ -167,6 +197,7 @@ impl Settings {
         self.budget_bytes = self.budget_bytes.clamp(1 << 20, 1 << 40);
         self.overlays.truncate(2);
         self.real = self.real.clamped();
+        self.normalize();
         self
     }
 
@@ -228,6 +259,24 @@ mod tests {
     use super::*;
 
     const V: usize = 58;
+
+    #[test]
+    fn normalize_and_suggestions_keep_the_settings_buildable() {
+        let mut s = Settings { batch: 12, accum: 8, seq: 999, ..Settings::default() };
+        s.normalize();
+        assert_eq!((s.accum, s.seq), (6, s.dims.max_seq), "the largest divisor of 12 not above 8");
+        assert!(s.plan(V).is_ok());
+        s.apply(Suggestion::SmallerBatch);
+        assert_eq!((s.batch, s.accum), (6, 6));
+        s.apply(Suggestion::SmallerBatch);
+        assert_eq!((s.batch, s.accum), (3, 3));
+        s.checkpoint = Checkpoint::Selective;
+        s.apply(Suggestion::FusedAttention);
+        assert_eq!((s.attention, s.checkpoint), (AttentionKind::Fused, Checkpoint::Off));
+        assert!(s.plan(V).is_ok(), "fused attention with selective recomputation would be refused");
+        s.apply(Suggestion::MixedPrecision);
+        assert_eq!(s.precision, Precision::Bf16);
+    }
 
     #[test]
     fn url_hash_round_trips() {
@@ -320,4 +369,15 @@ mod tests {
             assert!(s.real.setup().is_ok(), "{hash}");
         }
     }
+}
+
+/// What the user can switch on to fit, from the seed's diagnostic workflow (the OOM panel
+/// offers them; [`Settings::apply`] switches them on).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Suggestion {
+    Checkpointing,
+    FusedAttention,
+    Accumulation,
+    MixedPrecision,
+    SmallerBatch,
 }

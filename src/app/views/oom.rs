@@ -5,15 +5,7 @@ use egui::{Color32, RichText, Ui};
 use crate::memory::StepOom;
 use crate::units::format_bytes;
 
-/// What the user can switch on to fit, from the seed's diagnostic workflow.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Suggestion {
-    Checkpointing,
-    FusedAttention,
-    Accumulation,
-    MixedPrecision,
-    SmallerBatch,
-}
+pub use crate::app::settings::Suggestion;
 
 impl Suggestion {
     pub fn label(self) -> &'static str {

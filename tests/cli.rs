@@ -174,6 +174,23 @@ fn sweep_finds_the_largest_batch_and_writes_csv() {
     let text = std::fs::read_to_string(&csv).expect("csv");
     assert_eq!(text.lines().count(), 201);
     assert!(text.starts_with("batch,fits,peak_allocated_bytes,peak_reserved_bytes,parameters"));
+    // Fitting and OOM rows alike have the header's columns, the message in the last one.
+    let fields = |line: &str| {
+        let mut quoted = false;
+        1 + line
+            .chars()
+            .filter(|&c| {
+                quoted ^= c == '"';
+                c == ',' && !quoted
+            })
+            .count()
+    };
+    let header = text.lines().next().unwrap_or("");
+    assert!(header.ends_with(",activation_formula_bytes,oom"), "{header}");
+    for line in text.lines() {
+        assert_eq!(fields(line), fields(header), "{line}");
+    }
+    assert!(text.lines().last().is_some_and(|l| l.contains(",false,") && l.ends_with('"')));
     // the executed sweep agrees with the plan where it was run
     let out = oomlab(&[
         "sweep",

@@ -284,6 +284,22 @@ fn exports_carry_the_same_numbers() {
     assert_eq!(lines.len(), 4);
     assert!(lines[1].contains(",1,true,"));
     assert!(lines[3].contains(",64,false,") && lines[3].contains("out of memory"));
+    // Every row has the header's columns (an OOM row once had one too few: its message sat in
+    // the last category's column).
+    let fields = |line: &str| {
+        let mut quoted = false;
+        1 + line
+            .chars()
+            .filter(|&c| {
+                quoted ^= c == '"';
+                c == ',' && !quoted
+            })
+            .count()
+    };
+    for l in &lines {
+        assert_eq!(fields(l), fields(lines[0]), "{l}");
+    }
+    assert!(lines[3].ends_with('"') && lines[0].ends_with(",oom"), "the message is in the oom column");
     // PNG.
     let image = egui::ColorImage::new([7, 3], vec![egui::Color32::RED; 21]);
     let bytes = export::png(&image).expect("png");

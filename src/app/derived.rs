@@ -4,7 +4,8 @@ use std::sync::Arc;
 
 use super::settings::Settings;
 use super::views::{Source, SweepSeries};
-use crate::memory::{StepMemory, StepOom, simulate, simulate_peak};
+use crate::memory::sweep::predict;
+use crate::memory::{StepMemory, StepOom, simulate};
 use crate::plan::Plan;
 
 /// The batch sizes of the memory-vs-batch chart.
@@ -31,14 +32,11 @@ impl Derived {
             .into_iter()
             .map(|(name, t)| SweepSeries {
                 name,
-                points: SWEEP_BATCHES
-                    .iter()
-                    .filter(|b| b.is_multiple_of(t.accum.max(1)))
-                    .filter_map(|&b| {
-                        let plan = settings.plan_with(vocab, b, &t).ok()?;
-                        Some((b, simulate_peak(&plan, settings.budget_bytes).map_err(|e| e.message)))
-                    })
-                    .collect(),
+                points: {
+                    let batches: Vec<usize> =
+                        SWEEP_BATCHES.iter().copied().filter(|b| b.is_multiple_of(t.accum.max(1))).collect();
+                    predict(&batches, settings.budget_bytes, |b| settings.plan_with(vocab, b, &t).ok())
+                },
             })
             .collect();
         Self { plan, predicted, sweep }

@@ -6,45 +6,12 @@ use serde_json::json;
 use super::views::{Source, SweepSeries, op_label};
 use crate::memory::StepMemory;
 use crate::memory::map::segments_at;
-use crate::plan::{Category, Plan};
+use crate::plan::Plan;
 
 /// One row per configuration and batch size: whether it fits, the peaks, bytes per category at
-/// the peak, or the OOM message.
+/// the peak, or the OOM message (the CSV `oomlab sweep --csv` writes, with a configuration column).
 pub fn sweep_csv(series: &[SweepSeries]) -> String {
-    let mut out = String::from("config,batch,fits,peak_allocated_bytes,peak_reserved_bytes");
-    for c in Category::ALL {
-        out.push(',');
-        out.push_str(c.name());
-    }
-    out.push_str(",oom\n");
-    let quote = |s: &str| format!("\"{}\"", s.replace('"', "'"));
-    for s in series {
-        for (batch, m) in &s.points {
-            match m {
-                Ok(m) => {
-                    out.push_str(&format!(
-                        "{},{batch},true,{},{}",
-                        quote(&s.name),
-                        m.peak_allocated_bytes(),
-                        m.peak_reserved_bytes()
-                    ));
-                    for c in Category::ALL {
-                        out.push_str(&format!(",{}", m.peak_allocated.get(c)));
-                    }
-                    out.push_str(",\n");
-                }
-                Err(msg) => {
-                    out.push_str(&format!("{},{batch},false,,", quote(&s.name)));
-                    for _ in Category::ALL {
-                        out.push(',');
-                    }
-                    out.push_str(&quote(msg));
-                    out.push('\n');
-                }
-            }
-        }
-    }
-    out
+    crate::memory::sweep::csv(series, &crate::memory::sweep::CsvColumns { config: true, formula: None })
 }
 
 /// The step's timeline (bytes per category at every op) and the allocator's segments and

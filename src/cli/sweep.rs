@@ -2,24 +2,15 @@
 
 use super::*;
 
-/// One row of a sweep.
-pub(super) struct SweepRow {
-    /// The effective batch (micro-batch × accumulation).
-    pub(super) batch: usize,
-    pub(super) memory: Result<StepMemory, String>,
-    pub(super) formula: u64,
-}
-
 pub(super) fn sweep(execute: bool, csv: Option<&std::path::Path>, config: &ConfigArgs) -> Result<(), Failure> {
     let dataset = Dataset::builtin();
     let r = config.resolve(&dataset)?;
     let gpu = if execute && r.backend == BackendKind::Gpu { Some(open_gpu()?) } else { None };
     let start = Instant::now();
-    let mut rows = Vec::with_capacity(r.batches.len());
+    let mut series = SweepSeries { name: r.techniques.describe(), points: Vec::with_capacity(r.batches.len()) };
     for &batch in &r.batches {
         let shape = StepShape { batch, seq: r.shape.seq };
         let plan = Plan::build_with(&r.model, shape, &r.optimizer, &r.techniques)?;
-        let formula = activation_peak_bytes(&r.model, shape, &r.techniques);
         let memory = if execute {
             let one = Resolved { shape, batches: vec![batch], ..r.clone() };
             match real_step(&one, plan, &dataset, gpu.as_ref()).map(|s| s.memory) {
@@ -30,49 +21,30 @@ pub(super) fn sweep(execute: bool, csv: Option<&std::path::Path>, config: &Confi
         } else {
             simulate_peak(&plan, r.budget_bytes).map_err(|e| e.message)
         };
-        rows.push(SweepRow { batch: batch * r.techniques.accum, memory, formula });
+        series.points.push((batch * r.techniques.accum, memory));
     }
     let elapsed = start.elapsed().as_secs_f64();
-    let largest = rows.iter().filter(|row| row.memory.is_ok()).map(|row| row.batch).max();
-    let first_oom = rows.iter().filter(|row| row.memory.is_err()).map(|row| row.batch).min();
+    let (largest, first_oom) = (series.largest_fitting(), series.first_oom());
+    // The closed-form activations of the micro-batch behind an effective batch.
+    let formula = |batch: usize| {
+        let shape = StepShape { batch: batch / r.techniques.accum.max(1), seq: r.shape.seq };
+        activation_peak_bytes(&r.model, shape, &r.techniques)
+    };
     if let Some(path) = csv {
-        let mut text = String::from("batch,fits,peak_allocated_bytes,peak_reserved_bytes");
-        for c in Category::ALL {
-            text.push_str(&format!(",{}", c.name()));
-        }
-        text.push_str(",activation_formula_bytes,oom\n");
-        for row in &rows {
-            match &row.memory {
-                Ok(m) => {
-                    text.push_str(&format!(
-                        "{},true,{},{}",
-                        row.batch,
-                        m.peak_allocated_bytes(),
-                        m.peak_reserved_bytes()
-                    ));
-                    for c in Category::ALL {
-                        text.push_str(&format!(",{}", m.peak_allocated.get(c)));
-                    }
-                    text.push_str(&format!(",{},\n", row.formula));
-                }
-                Err(msg) => {
-                    text.push_str(&format!("{},false,,", row.batch));
-                    for _ in Category::ALL {
-                        text.push(',');
-                    }
-                    text.push_str(&format!("{},\"{}\"\n", row.formula, msg.replace('"', "'")));
-                }
-            }
-        }
+        let text = oomlab::memory::sweep::csv(
+            std::slice::from_ref(&series),
+            &oomlab::memory::sweep::CsvColumns { config: false, formula: Some(&formula) },
+        );
         std::fs::write(path, text)
             .map_err(|e| Failure { code: EXIT_FAILURE, message: format!("cannot write {}: {e}", path.display()) })?;
     }
     if r.json {
-        let list: Vec<serde_json::Value> = rows
+        let list: Vec<serde_json::Value> = series
+            .points
             .iter()
-            .map(|row| match &row.memory {
-                Ok(m) => serde_json::json!({"batch": row.batch, "fits": true, "peak_allocated_bytes": m.peak_allocated_bytes(), "peak_reserved_bytes": m.peak_reserved_bytes(), "at_peak": m.peak_allocated, "activation_formula_bytes": row.formula}),
-                Err(msg) => serde_json::json!({"batch": row.batch, "fits": false, "oom": msg, "activation_formula_bytes": row.formula}),
+            .map(|(batch, memory)| match memory {
+                Ok(m) => serde_json::json!({"batch": batch, "fits": true, "peak_allocated_bytes": m.peak_allocated_bytes(), "peak_reserved_bytes": m.peak_reserved_bytes(), "at_peak": m.peak_allocated, "activation_formula_bytes": formula(*batch)}),
+                Err(msg) => serde_json::json!({"batch": batch, "fits": false, "oom": msg, "activation_formula_bytes": formula(*batch)}),
             })
             .collect();
         println!(
@@ -91,8 +63,8 @@ pub(super) fn sweep(execute: bool, csv: Option<&std::path::Path>, config: &Confi
             "{:>6} {:>14} {:>14} {:>14} {:>14}",
             "batch", "peak alloc", "peak reserved", "activations", "model state"
         );
-        for row in &rows {
-            match &row.memory {
+        for (batch, memory) in &series.points {
+            match memory {
                 Ok(m) => {
                     let state = m.peak_allocated.get(Category::Parameters)
                         + m.peak_allocated.get(Category::Gradients)
@@ -100,14 +72,14 @@ pub(super) fn sweep(execute: bool, csv: Option<&std::path::Path>, config: &Confi
                         + m.peak_allocated.get(Category::MasterWeights);
                     println!(
                         "{:>6} {:>14} {:>14} {:>14} {:>14}",
-                        row.batch,
+                        batch,
                         format_bytes(m.peak_allocated_bytes()),
                         format_bytes(m.peak_reserved_bytes()),
                         format_bytes(m.peak_allocated.get(Category::Activations)),
                         format_bytes(state)
                     );
                 }
-                Err(_) => println!("{:>6} {:>14}", row.batch, "OOM"),
+                Err(_) => println!("{:>6} {:>14}", batch, "OOM"),
             }
         }
         match largest {
@@ -117,7 +89,7 @@ pub(super) fn sweep(execute: bool, csv: Option<&std::path::Path>, config: &Confi
         if let Some(b) = first_oom {
             println!("out of memory from batch {b}");
         }
-        println!("({} batch sizes in {:.1} ms)", rows.len(), elapsed * 1e3);
+        println!("({} batch sizes in {:.1} ms)", series.points.len(), elapsed * 1e3);
     }
     Ok(())
 }

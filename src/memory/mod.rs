@@ -8,6 +8,7 @@ pub mod formula;
 pub mod map;
 pub mod step;
 pub mod summary;
+pub mod sweep;
 
 pub use allocator::{CachingAllocator, OutOfMemory, Placement, Pool, SegmentId, Stats};
 pub use step::{CategoryBytes, StepMemory, StepOom, simulate, simulate_peak};

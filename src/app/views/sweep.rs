@@ -7,22 +7,7 @@ use super::category_color;
 use crate::memory::StepMemory;
 use crate::plan::Category;
 
-/// One configuration's memory at each batch size of a sweep.
-#[derive(Clone, Debug)]
-pub struct SweepSeries {
-    pub name: String,
-    /// (effective batch, peak memory or the OOM message).
-    pub points: Vec<(usize, Result<StepMemory, String>)>,
-}
-
-impl SweepSeries {
-    pub fn largest_fitting(&self) -> Option<usize> {
-        self.points.iter().filter(|(_, m)| m.is_ok()).map(|(b, _)| *b).max()
-    }
-    pub fn first_oom(&self) -> Option<usize> {
-        self.points.iter().filter(|(_, m)| m.is_err()).map(|(b, _)| *b).min()
-    }
-}
+pub use crate::memory::sweep::SweepSeries;
 
 /// (batch, bytes) at each batch of a chart.
 pub type BatchPoints = Vec<(usize, u64)>;

@@ -7,7 +7,7 @@ use wasm_bindgen_test::wasm_bindgen_test as test;
 
 use oomlab::memory::estimate::{
     self, Adapters, Architecture, CUDA_CONTEXT_BYTES, Estimate, FRAGMENTATION_PERCENT, Offload, Optimizer, Parallel,
-    Precision, Setup, claims, cublas_workspace_bytes, max_micro_batch, presets, zero_model_states,
+    Setup, StatePrecision, claims, cublas_workspace_bytes, max_micro_batch, presets, zero_model_states,
 };
 use oomlab::memory::simulate;
 use oomlab::model::params::LoraConfig;
@@ -73,7 +73,7 @@ fn zero_published_vector() {
     let total = |zero| {
         let s = zero_model_states(
             psi,
-            Precision::MixedFp16,
+            StatePrecision::MixedFp16,
             Optimizer::Adam,
             Parallel { data: 64, zero, ..Parallel::default() },
         );
@@ -88,12 +88,12 @@ fn zero_published_vector() {
     }
     // By precision and optimizer, unsharded: bytes per parameter.
     let per = |p, o| zero_model_states(1000, p, o, Parallel::default()).iter().sum::<u64>() / 1000;
-    assert_eq!(per(Precision::Fp32, Optimizer::Adam), 16); // 4 + 4 + 8
-    assert_eq!(per(Precision::Fp32, Optimizer::Sgd), 8);
-    assert_eq!(per(Precision::Fp32, Optimizer::Momentum), 12);
-    assert_eq!(per(Precision::MixedBf16, Optimizer::Adam), 16); // 2 + 2 + 4 + 8
-    assert_eq!(per(Precision::MixedBf16, Optimizer::Sgd), 8); // 2 + 2 + 4 (master)
-    assert_eq!(per(Precision::PureBf16, Optimizer::Adam), 8); // 2 + 2 + 4
+    assert_eq!(per(StatePrecision::Fp32, Optimizer::Adam), 16); // 4 + 4 + 8
+    assert_eq!(per(StatePrecision::Fp32, Optimizer::Sgd), 8);
+    assert_eq!(per(StatePrecision::Fp32, Optimizer::Momentum), 12);
+    assert_eq!(per(StatePrecision::MixedBf16, Optimizer::Adam), 16); // 2 + 2 + 4 + 8
+    assert_eq!(per(StatePrecision::MixedBf16, Optimizer::Sgd), 8); // 2 + 2 + 4 (master)
+    assert_eq!(per(StatePrecision::PureBf16, Optimizer::Adam), 8); // 2 + 2 + 4
 }
 
 /// One layer's saved activations at the end of the forward pass: the difference between L + 1
@@ -348,7 +348,7 @@ fn memory_never_falls_as_the_batch_grows_nor_rises_with_sharding() {
                 setups.push(s.clone());
                 let tensor = if s.arch.heads.is_multiple_of(4) { 4 } else { 1 };
                 s.parallel = Parallel { data: 8, tensor, sequence: true, zero: 2 };
-                s.precision = Precision::PureBf16;
+                s.precision = StatePrecision::PureBf16;
                 setups.push(s.clone());
                 s.lora = Some(Adapters { rank: 16, qkv: true, proj: true, mlp: true, quantized: true });
                 s.parallel = Parallel::default();
@@ -396,7 +396,7 @@ fn memory_never_falls_as_the_batch_grows_nor_rises_with_sharding() {
 fn max_micro_batch_is_the_largest_that_fits() {
     for (model, gpu, seq) in [("gpt2", "t4", 1024), ("gpt2-xl", "a100-80", 1024), ("llama2-7b", "h200", 4096)] {
         let mut s = setup(model, gpu, 1, seq);
-        s.precision = Precision::MixedBf16;
+        s.precision = StatePrecision::MixedBf16;
         if model == "llama2-7b" {
             s.parallel = Parallel { data: 8, zero: 3, ..Parallel::default() };
         }
@@ -492,7 +492,7 @@ fn claims_compute_every_number_they_print() {
     let c = by("38.2 GB");
     let mut s = setup("llama2-7b", "a100-80", 64, 512);
     let (m64, m128) = (at(&s, 64), at(&s, 128));
-    s.precision = Precision::PureBf16;
+    s.precision = StatePrecision::PureBf16;
     let (p64, p128) = (at(&s, 64), at(&s, 128));
     assert!(close(n(c, "peak_b64_gb"), gb(m64.min(p64))));
     assert!(close(n(c, "peak_b128_gb"), gb(m128.min(p128))));
@@ -509,7 +509,7 @@ fn claims_compute_every_number_they_print() {
         let got = n(z, ["stage0_gb", "stage1_gb", "stage2_gb", "stage3_gb"][stage]);
         let states = zero_model_states(
             7_500_000_000,
-            Precision::MixedFp16,
+            StatePrecision::MixedFp16,
             Optimizer::Adam,
             Parallel { data: 64, zero: stage as u8, ..Parallel::default() },
         );

@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 
 use super::views::{BatchChart, batch_chart, category_color, swatch};
 use crate::memory::estimate::{
-    self, Adapters, Estimate, Mlp, Norm, Optimizer, Parallel, Precision, Setup, claims::Claim, presets,
+    self, Adapters, Estimate, Mlp, Norm, Optimizer, Parallel, Setup, StatePrecision, claims::Claim, presets,
 };
 use crate::plan::{AttentionKind, Category, Checkpoint};
 use crate::units::{format_bytes, group_digits};
@@ -169,7 +169,9 @@ pub fn controls(ui: &mut Ui, s: &mut RealSettings) {
     });
     ui.horizontal_wrapped(|ui| {
         egui::ComboBox::new("real_precision", "precision").selected_text(s.precision.name()).show_ui(ui, |ui| {
-            for p in [Precision::Fp32, Precision::MixedFp16, Precision::MixedBf16, Precision::PureBf16] {
+            for p in
+                [StatePrecision::Fp32, StatePrecision::MixedFp16, StatePrecision::MixedBf16, StatePrecision::PureBf16]
+            {
                 ui.selectable_value(&mut s.precision, p, p.name());
             }
         });

@@ -2,7 +2,8 @@
 
 use clap::Args;
 use oomlab::memory::estimate::{
-    self, Adapters, Architecture, Estimate, Mlp, Norm, Offload, Optimizer, Parallel, Precision, Setup, claims, presets,
+    self, Adapters, Architecture, Estimate, Mlp, Norm, Offload, Optimizer, Parallel, Setup, StatePrecision, claims,
+    presets,
 };
 use oomlab::plan::{AttentionKind, Checkpoint};
 use oomlab::units::{format_bytes, group_digits};
@@ -184,7 +185,7 @@ fn setup(a: &EstimateArgs) -> Result<Setup, Failure> {
     let layers = arch.layers as usize;
     let mut s = Setup::new(arch, gpu, positive("--batch", a.batch)?, seq);
     s.accum = positive("--accum", a.accum)?;
-    s.precision = Precision::parse(&a.precision).map_err(|e| usage(e.to_string()))?;
+    s.precision = StatePrecision::parse(&a.precision).map_err(|e| usage(e.to_string()))?;
     s.optimizer = Optimizer::parse(&a.optimizer).map_err(|e| usage(e.to_string()))?;
     s.checkpoint = Checkpoint::parse(&a.checkpoint, layers).map_err(|e| usage(e.to_string()))?;
     s.attention = AttentionKind::parse(&a.attention).map_err(|e| usage(e.to_string()))?;

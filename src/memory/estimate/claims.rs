@@ -4,7 +4,7 @@
 
 use serde::Serialize;
 
-use super::{Checkpoint, EstimateError, Offload, Parallel, Precision, Setup, estimate, max_micro_batch, presets};
+use super::{Checkpoint, EstimateError, Offload, Parallel, Setup, StatePrecision, estimate, max_micro_batch, presets};
 use crate::units::{format_bytes, group_digits};
 
 /// One claim and what the estimator says about it.
@@ -121,7 +121,7 @@ pub fn claims() -> Result<Vec<Claim>, EstimateError> {
     let mut s = preset("llama2-7b", "a100-80", 64, 512)?;
     let mixed = estimate(&s)?;
     let mixed128 = peak(&s, 128)?;
-    s.precision = Precision::PureBf16;
+    s.precision = StatePrecision::PureBf16;
     let pure = estimate(&s)?;
     let pure128 = peak(&s, 128)?;
     let at64 = gb(mixed.peak_bytes.min(pure.peak_bytes));
@@ -163,7 +163,7 @@ pub fn claims() -> Result<Vec<Claim>, EstimateError> {
     let per_stage: Vec<f64> = (0..=3)
         .map(|zero| {
             custom.parallel = Parallel { data: 64, zero, ..Parallel::default() };
-            custom.precision = Precision::MixedFp16;
+            custom.precision = StatePrecision::MixedFp16;
             let e = estimate(&custom)?;
             Ok(model_states(&e) as f64 / e.parameters as f64 * 7.5)
         })

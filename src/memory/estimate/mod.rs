@@ -23,7 +23,8 @@ use serde::Serialize;
 pub use arch::{Architecture, Mlp, Norm, Role, Target};
 pub use presets::Gpu;
 pub use setup::{
-    Adapters, EstimateError, MAX_BATCH, MAX_ESTIMATE_BYTES, Offload, Optimizer, Parallel, Precision, Runtime, Setup,
+    Adapters, EstimateError, MAX_BATCH, MAX_ESTIMATE_BYTES, Offload, Optimizer, Parallel, Runtime, Setup,
+    StatePrecision,
 };
 pub use states::{
     CUDA_CONTEXT_BYTES, FRAGMENTATION_PERCENT, ZERO_BUCKET_ELEMS, cublas_workspace_bytes, zero_model_states,
@@ -215,7 +216,7 @@ pub fn estimate(setup: &Setup) -> Result<Estimate, EstimateError> {
         },
         Line { category: "input", bytes: checked("input", input_bytes), per_batch: true, source: source::INPUT.into() },
     ];
-    if setup.runtime == Runtime::Oomlab && setup.precision == Precision::MixedFp16 {
+    if setup.runtime == Runtime::Oomlab && setup.precision == StatePrecision::MixedFp16 {
         lines.push(Line {
             category: "workspace",
             bytes: 4,

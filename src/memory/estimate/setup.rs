@@ -9,10 +9,11 @@ use crate::model::ModelConfig;
 use crate::model::params::PARAM_ALIGN_ELEMS;
 use crate::plan::{AttentionKind, Checkpoint};
 
-/// How weights, gradients and optimizer state are stored.
+/// How weights, gradients and optimizer state are stored (the model states' precision; the
+/// toy's step precision is [`crate::plan::Precision`], which converts into this).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
-pub enum Precision {
+pub enum StatePrecision {
     /// Everything fp32: 4 + 4 bytes per parameter, fp32 optimizer state.
     Fp32,
     /// Mixed precision (Micikevicius et al. 2018): fp16 weights, gradients and activations,
@@ -26,13 +27,13 @@ pub enum Precision {
     PureBf16,
 }
 
-impl Precision {
+impl StatePrecision {
     pub fn parse(text: &str) -> Result<Self, EstimateError> {
         Ok(match text.trim().to_ascii_lowercase().as_str() {
-            "fp32" | "f32" => Precision::Fp32,
-            "fp16" | "mixed-fp16" | "mixed_fp16" => Precision::MixedFp16,
-            "bf16" | "mixed-bf16" | "mixed_bf16" => Precision::MixedBf16,
-            "pure-bf16" | "pure_bf16" | "bf16-pure" => Precision::PureBf16,
+            "fp32" | "f32" => StatePrecision::Fp32,
+            "fp16" | "mixed-fp16" | "mixed_fp16" => StatePrecision::MixedFp16,
+            "bf16" | "mixed-bf16" | "mixed_bf16" => StatePrecision::MixedBf16,
+            "pure-bf16" | "pure_bf16" | "bf16-pure" => StatePrecision::PureBf16,
             other => {
                 return Err(EstimateError::Invalid(format!(
                     "unknown precision {other:?}: expected fp32, fp16, bf16 (mixed) or pure-bf16"
@@ -42,30 +43,30 @@ impl Precision {
     }
     pub fn name(self) -> &'static str {
         match self {
-            Precision::Fp32 => "fp32",
-            Precision::MixedFp16 => "fp16",
-            Precision::MixedBf16 => "bf16",
-            Precision::PureBf16 => "pure-bf16",
+            StatePrecision::Fp32 => "fp32",
+            StatePrecision::MixedFp16 => "fp16",
+            StatePrecision::MixedBf16 => "bf16",
+            StatePrecision::PureBf16 => "pure-bf16",
         }
     }
     /// Bytes of a working weight, a gradient and an activation.
     pub fn value_bytes(self) -> u64 {
-        if self == Precision::Fp32 { 4 } else { 2 }
+        if self == StatePrecision::Fp32 { 4 } else { 2 }
     }
     pub(crate) fn master_bytes(self) -> u64 {
-        if matches!(self, Precision::MixedFp16 | Precision::MixedBf16) { 4 } else { 0 }
+        if matches!(self, StatePrecision::MixedFp16 | StatePrecision::MixedBf16) { 4 } else { 0 }
     }
     pub(crate) fn state_bytes(self) -> u64 {
-        if self == Precision::PureBf16 { 2 } else { 4 }
+        if self == StatePrecision::PureBf16 { 2 } else { 4 }
     }
 }
 
-impl From<crate::plan::Precision> for Precision {
+impl From<crate::plan::Precision> for StatePrecision {
     fn from(p: crate::plan::Precision) -> Self {
         match p {
-            crate::plan::Precision::Fp32 => Precision::Fp32,
-            crate::plan::Precision::Fp16 => Precision::MixedFp16,
-            crate::plan::Precision::Bf16 => Precision::MixedBf16,
+            crate::plan::Precision::Fp32 => StatePrecision::Fp32,
+            crate::plan::Precision::Fp16 => StatePrecision::MixedFp16,
+            crate::plan::Precision::Bf16 => StatePrecision::MixedBf16,
         }
     }
 }
@@ -220,7 +221,7 @@ pub struct Setup {
     pub seq: u64,
     /// Gradient accumulation: micro-batches per optimizer step.
     pub accum: u64,
-    pub precision: Precision,
+    pub precision: StatePrecision,
     pub optimizer: Optimizer,
     pub checkpoint: Checkpoint,
     pub attention: AttentionKind,
@@ -244,7 +245,7 @@ impl Setup {
             micro_batch,
             seq,
             accum: 1,
-            precision: Precision::MixedBf16,
+            precision: StatePrecision::MixedBf16,
             optimizer: Optimizer::Adam,
             checkpoint: Checkpoint::Off,
             attention: AttentionKind::Standard,

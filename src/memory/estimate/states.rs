@@ -1,6 +1,6 @@
 //! Model states per GPU (ZeRO's partitioning, offload, LoRA/QLoRA) and the fixed costs.
 
-use super::{Optimizer, Parallel, Precision, Role, Setup};
+use super::{Optimizer, Parallel, Role, Setup, StatePrecision};
 
 /// The CUDA context, per GPU process ([`source::CONTEXT`]).
 pub const CUDA_CONTEXT_BYTES: u64 = 500 << 20;
@@ -107,7 +107,7 @@ pub(super) fn model_states(s: &Setup) -> States {
 pub(super) fn partition(
     stored: u128,
     trainable: u128,
-    precision: Precision,
+    precision: StatePrecision,
     optimizer: Optimizer,
     parallel: Parallel,
 ) -> States {
@@ -130,7 +130,12 @@ pub(super) fn partition(
 /// Model states of `parameters` trained parameters per GPU, without padding, LoRA or offload:
 /// (parameters, gradients, optimizer state, master weights). ZeRO's example: 7.5 B parameters,
 /// mixed-precision Adam, N_d = 64 → 120, 31.4, 16.6 and 1.9 GB for stages 0–3.
-pub fn zero_model_states(parameters: u64, precision: Precision, optimizer: Optimizer, parallel: Parallel) -> [u64; 4] {
+pub fn zero_model_states(
+    parameters: u64,
+    precision: StatePrecision,
+    optimizer: Optimizer,
+    parallel: Parallel,
+) -> [u64; 4] {
     let n = parameters as u128;
     let s = partition(words(n, precision.value_bytes() as u128), n, precision, optimizer, parallel);
     [sat(s.parameters), sat(s.gradients), sat(s.optimizer), sat(s.master)]

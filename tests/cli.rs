@@ -2,6 +2,9 @@
 
 use std::process::Command;
 
+#[path = "support/csv.rs"]
+mod csv;
+
 fn oomlab(args: &[&str]) -> std::process::Output {
     let xdg = std::env::temp_dir().join("oomlab-cli-xdg");
     let _ = std::fs::create_dir_all(&xdg);
@@ -175,16 +178,7 @@ fn sweep_finds_the_largest_batch_and_writes_csv() {
     assert_eq!(text.lines().count(), 201);
     assert!(text.starts_with("batch,fits,peak_allocated_bytes,peak_reserved_bytes,parameters"));
     // Fitting and OOM rows alike have the header's columns, the message in the last one.
-    let fields = |line: &str| {
-        let mut quoted = false;
-        1 + line
-            .chars()
-            .filter(|&c| {
-                quoted ^= c == '"';
-                c == ',' && !quoted
-            })
-            .count()
-    };
+    let fields = csv::fields;
     let header = text.lines().next().unwrap_or("");
     assert!(header.ends_with(",activation_formula_bytes,oom"), "{header}");
     for line in text.lines() {

@@ -1,6 +1,9 @@
 //! The app's views rendered with egui_kittest from fixed data (the plan's prediction of a fixed
 //! config), checked by their content; and the whole app, headless on the CPU backend.
 
+#[path = "support/csv.rs"]
+mod csv;
+
 use egui_kittest::Harness;
 use egui_kittest::kittest::Queryable;
 use oomlab::app::settings::Settings;
@@ -286,16 +289,7 @@ fn exports_carry_the_same_numbers() {
     assert!(lines[3].contains(",64,false,") && lines[3].contains("out of memory"));
     // Every row has the header's columns (an OOM row once had one too few: its message sat in
     // the last category's column).
-    let fields = |line: &str| {
-        let mut quoted = false;
-        1 + line
-            .chars()
-            .filter(|&c| {
-                quoted ^= c == '"';
-                c == ',' && !quoted
-            })
-            .count()
-    };
+    let fields = csv::fields;
     for l in &lines {
         assert_eq!(fields(l), fields(lines[0]), "{l}");
     }

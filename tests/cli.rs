@@ -47,23 +47,25 @@ fn bad_input_exits_2_with_a_message() {
         (&["train", "--d-model", "65", "--heads", "4"], "divisible by n_heads"),
         (&["train", "--seq-len", "128", "--max-seq-len", "64"], "longer than the model's maximum"),
         (&["train", "--vocab", "5", "--backend", "cpu"], "out of range"),
-        (&["train", "--backend", "tpu"], "unknown backend"),
+        (&["train", "--backend", "tpu"], "possible values: gpu, cpu"),
         (&["train", "--layers", "99999999999"], "absurdly large"),
         (&["train", "--steps", "0"], "steps must be at least 1"),
         (&["frobnicate"], "unrecognized subcommand"),
         (&["measure", "--checkpoint", "selective", "--attention", "fused"], "use one or the other"),
         (&["measure", "--checkpoint", "every:9", "--layers", "2"], "every:9"),
         (&["measure", "--checkpoint", "sometimes"], "unknown checkpointing mode"),
-        (&["measure", "--attention", "sparse"], "unknown attention"),
+        (&["measure", "--attention", "sparse"], "possible values: standard, fused"),
         (&["measure", "--batch", "10", "--accum", "3"], "cannot be split"),
         (&["measure", "--batch", "10", "--micro-batch", "4", "--accum", "2"], "disagrees"),
         (&["sweep", "--accum", "0"], "--accum must be at least 1"),
         (&["compare", "--d-model", "256", "--heads", "2", "--attention", "fused"], "head sizes"),
         (&["measure", "--lora", "64"], "not low"),
-        (&["measure", "--precision", "fp8"], "unknown precision"),
+        (&["measure", "--precision", "fp8"], "possible values: fp32, fp16, bf16"),
         (&["dump-step", "--out", "/tmp/x", "--lora", "2"], "with --lora there are none"),
-        (&["measure", "--lora", "4", "--lora-targets", "embeddings"], "unknown LoRA target"),
+        (&["measure", "--lora", "4", "--lora-targets", "embeddings"], "possible values: qkv, proj, mlp, all"),
         (&["measure", "--lora", "4", "--lora-alpha", "-1"], "alpha must be positive"),
+        (&["measure", "--optimizer", "lion"], "possible values: adamw, momentum, sgd"),
+        (&["measure", "--budget", "lots"], "cannot read \"lots\" as a size"),
     ];
     assert_usage_errors(cases);
 }
@@ -481,4 +483,40 @@ fn measure_text_names_every_source() {
     let out = oomlab(&["measure", "--batch", "4", "--seq-len", "32", "--budget", "64MiB", "--backend", "cpu"]);
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("device: the CPU backend has no device"), "{text}");
+}
+
+/// The enumerations take their aliases and any case (`--precision BF16`, `--attention flash`,
+/// `--optimizer adam`, `--lora-targets c_attn,ffn`) and reach the step.
+#[test]
+fn enumerations_take_aliases_and_any_case() {
+    let out = oomlab(&[
+        "measure",
+        "--backend",
+        "CPU",
+        "--batch",
+        "2",
+        "--seq-len",
+        "16",
+        "--precision",
+        "BF16",
+        "--attention",
+        "flash",
+        "--optimizer",
+        "adam",
+        "--lora",
+        "2",
+        "--lora-targets",
+        "c_attn,ffn",
+        "--json",
+    ]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    let t = &doc["techniques"];
+    assert_eq!((t["precision"].as_str(), t["attention"].as_str()), (Some("bf16"), Some("fused")));
+    assert_eq!(
+        (t["lora"]["qkv"].as_bool(), t["lora"]["proj"].as_bool(), t["lora"]["mlp"].as_bool()),
+        (Some(true), Some(false), Some(true))
+    );
+    assert_eq!(doc["backend"], "cpu (reference)");
+    assert!(doc["optimizer_states"]["adam_m"].is_u64(), "AdamW's states");
 }

@@ -34,11 +34,11 @@ pub(super) struct ConfigArgs {
     #[arg(long, default_value = "off")]
     checkpoint: String,
     /// Attention: standard (saves the T×T probabilities) or fused (FlashAttention-style).
-    #[arg(long, default_value = "standard")]
-    attention: String,
+    #[arg(long, value_enum, ignore_case = true, default_value_t = AttentionArg::Standard)]
+    attention: AttentionArg,
     /// Numeric precision: fp32, fp16 (mixed, with dynamic loss scaling) or bf16 (mixed).
-    #[arg(long, default_value = "fp32")]
-    precision: String,
+    #[arg(long, value_enum, ignore_case = true, default_value_t = PrecisionArg::Fp32)]
+    precision: PrecisionArg,
     /// LoRA rank R: freeze the base weights and train rank-R adapters on --lora-targets.
     #[arg(long)]
     lora: Option<i64>,
@@ -47,28 +47,76 @@ pub(super) struct ConfigArgs {
     lora_alpha: Option<f32>,
     /// Projections LoRA adapts: a list of qkv, proj (attention output), mlp (c_fc and c_proj),
     /// or all.
-    #[arg(long, default_value = "qkv")]
-    lora_targets: String,
+    #[arg(long, value_enum, ignore_case = true, value_delimiter = ',', default_value = "qkv")]
+    lora_targets: Vec<LoraTargetArg>,
     /// The virtual GPU's memory: a preset (32MiB, 64MiB, 256MiB, 1GiB) or any size.
-    #[arg(long, default_value = "1GiB")]
-    budget: String,
+    #[arg(long, value_parser = oomlab::units::parse_bytes, default_value = "1GiB")]
+    budget: u64,
     /// Vocabulary size; defaults to the built-in corpus's character count.
     #[arg(long)]
     vocab: Option<i64>,
     #[arg(long, default_value_t = 0)]
     seed: u64,
-    /// gpu or cpu.
-    #[arg(long, default_value = "gpu")]
-    backend: String,
-    /// adamw, momentum or sgd.
-    #[arg(long, default_value = "adamw")]
-    optimizer: String,
+    /// Where steps run.
+    #[arg(long, value_enum, ignore_case = true, default_value_t = BackendArg::Gpu)]
+    backend: BackendArg,
+    /// The optimizer.
+    #[arg(long, value_enum, ignore_case = true, default_value_t = OptimizerArg::Adamw)]
+    optimizer: OptimizerArg,
     /// Learning rate (default: 3e-3 for AdamW, 0.1 for SGD).
     #[arg(long)]
     lr: Option<f32>,
     /// Machine-readable output on stdout.
     #[arg(long)]
     json: bool,
+}
+
+/// `--backend`.
+#[derive(clap::ValueEnum, Clone, Copy, Debug)]
+pub(super) enum BackendArg {
+    Gpu,
+    Cpu,
+}
+
+/// `--precision`.
+#[derive(clap::ValueEnum, Clone, Copy, Debug)]
+pub(super) enum PrecisionArg {
+    #[value(alias = "f32", alias = "float32")]
+    Fp32,
+    #[value(alias = "f16", alias = "float16", alias = "half")]
+    Fp16,
+    #[value(alias = "bfloat16")]
+    Bf16,
+}
+
+/// `--attention`.
+#[derive(clap::ValueEnum, Clone, Copy, Debug)]
+pub(super) enum AttentionArg {
+    #[value(alias = "eager")]
+    Standard,
+    #[value(alias = "flash")]
+    Fused,
+}
+
+/// `--optimizer`.
+#[derive(clap::ValueEnum, Clone, Copy, Debug)]
+pub(super) enum OptimizerArg {
+    #[value(alias = "adam")]
+    Adamw,
+    Momentum,
+    Sgd,
+}
+
+/// One of `--lora-targets`.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum LoraTargetArg {
+    #[value(alias = "c_attn")]
+    Qkv,
+    #[value(alias = "output", alias = "o", alias = "c_proj")]
+    Proj,
+    #[value(alias = "ffn")]
+    Mlp,
+    All,
 }
 
 /// A failure with the exit code it maps to.
@@ -149,13 +197,24 @@ impl ConfigArgs {
         let accum = check_dim("--accum", self.accum)?;
         let techniques = Techniques {
             checkpoint: Checkpoint::parse(&self.checkpoint, model.n_layers)?,
-            attention: AttentionKind::parse(&self.attention)?,
+            attention: match self.attention {
+                AttentionArg::Standard => AttentionKind::Standard,
+                AttentionArg::Fused => AttentionKind::Fused,
+            },
             accum,
-            precision: Precision::parse(&self.precision)?,
+            precision: match self.precision {
+                PrecisionArg::Fp32 => Precision::Fp32,
+                PrecisionArg::Fp16 => Precision::Fp16,
+                PrecisionArg::Bf16 => Precision::Bf16,
+            },
             lora: match self.lora {
                 Some(r) => {
                     let rank = check_dim("--lora rank", r)?;
-                    let mut l = LoraConfig::new(rank).with_targets(&self.lora_targets)?;
+                    let mut l = LoraConfig::new(rank);
+                    let all = self.lora_targets.contains(&LoraTargetArg::All);
+                    let has = |t: LoraTargetArg| all || self.lora_targets.contains(&t);
+                    (l.qkv, l.proj, l.mlp) =
+                        (has(LoraTargetArg::Qkv), has(LoraTargetArg::Proj), has(LoraTargetArg::Mlp));
                     l.alpha = self.lora_alpha.unwrap_or(rank as f32);
                     Some(l)
                 }
@@ -166,16 +225,10 @@ impl ConfigArgs {
         let batches = micro_batches(self.batch.as_deref(), self.micro_batch.as_deref(), accum)?;
         let shape = StepShape { batch: batches[0], seq };
         shape.validate(&model)?;
-        let kind = match self.optimizer.to_ascii_lowercase().as_str() {
-            "adamw" | "adam" => OptimizerKind::AdamW,
-            "momentum" => OptimizerKind::Momentum,
-            "sgd" => OptimizerKind::Sgd,
-            other => {
-                return Err(ConfigError::Other(format!(
-                    "unknown optimizer {other:?}: expected adamw, momentum or sgd"
-                ))
-                .into());
-            }
+        let kind = match self.optimizer {
+            OptimizerArg::Adamw => OptimizerKind::AdamW,
+            OptimizerArg::Momentum => OptimizerKind::Momentum,
+            OptimizerArg::Sgd => OptimizerKind::Sgd,
         };
         let mut optimizer = match kind {
             OptimizerKind::AdamW => OptimizerConfig::default(),
@@ -185,13 +238,16 @@ impl ConfigArgs {
             optimizer.lr = lr;
         }
         optimizer.validate()?;
-        let budget_bytes = oomlab::units::parse_bytes(&self.budget).map_err(ConfigError::Other)?;
+        let budget_bytes = self.budget;
         Ok(Resolved {
             model,
             shape,
             optimizer,
             techniques,
-            backend: self.backend.parse()?,
+            backend: match self.backend {
+                BackendArg::Gpu => BackendKind::Gpu,
+                BackendArg::Cpu => BackendKind::Cpu,
+            },
             seed: self.seed,
             json: self.json,
             budget_bytes,

@@ -5,7 +5,7 @@ mod common;
 
 use common::{Case, compare};
 use oomlab::model::{ModelConfig, StepShape};
-use oomlab::plan::{Op, OptimizerConfig, OptimizerKind};
+use oomlab::plan::{Op, OptimizerConfig, OptimizerKind, op};
 
 const TOL: f64 = 1e-4;
 
@@ -34,7 +34,7 @@ fn matmul_forward_and_backward_match_cpu() {
         // accumulated into: start from random values to check `+=`
         let dw = (!frozen).then(|| case.input("dw", &[k, n], 0.1));
         let db = bias.then(|| case.input("db", &[n], 0.1));
-        case.op(Op::Matmul {
+        case.op(Op::Matmul(op::Matmul {
             inp,
             weight: w,
             bias: b,
@@ -43,8 +43,8 @@ fn matmul_forward_and_backward_match_cpu() {
             k: k as u64,
             n: n as u64,
             weight_transposed: transposed,
-        });
-        case.op(Op::MatmulBackward {
+        }));
+        case.op(Op::MatmulBackward(op::MatmulBackward {
             inp,
             weight: w,
             dout,
@@ -56,7 +56,7 @@ fn matmul_forward_and_backward_match_cpu() {
             n: n as u64,
             weight_transposed: transposed,
             accumulate,
-        });
+        }));
         let (cpu, gpu) = case.run(OptimizerConfig::default(), 1);
         let tag = format!("matmul {rows}x{k}x{n} T={transposed} frozen={frozen} accumulate={accumulate}");
         compare(&format!("{tag} forward"), &cpu, &gpu, out, TOL);
@@ -81,8 +81,16 @@ fn matmul_add_matches_cpu() {
         let dout = case.input("dout", &[rows, n], 1.0);
         let dinp = case.output("dh", &[rows, k]);
         let dw = case.input("dB", &[k, n], 0.1);
-        case.op(Op::MatmulAdd { inp, weight: w, out, rows: rows as u64, k: k as u64, n: n as u64, alpha });
-        case.op(Op::MatmulAddBackward {
+        case.op(Op::MatmulAdd(op::MatmulAdd {
+            inp,
+            weight: w,
+            out,
+            rows: rows as u64,
+            k: k as u64,
+            n: n as u64,
+            alpha,
+        }));
+        case.op(Op::MatmulAddBackward(op::MatmulAddBackward {
             inp,
             weight: w,
             dout,
@@ -92,7 +100,7 @@ fn matmul_add_matches_cpu() {
             k: k as u64,
             n: n as u64,
             alpha,
-        });
+        }));
         let (cpu, gpu) = case.run(OptimizerConfig::default(), 1);
         let tag = format!("matmul_add {rows}x{k}x{n} α={alpha}");
         compare(&format!("{tag} forward"), &cpu, &gpu, out, TOL);
@@ -116,8 +124,18 @@ fn layernorm_forward_and_backward_match_cpu() {
         let dw = case.input("dw", &[c], 0.1);
         let db = case.input("db", &[c], 0.1);
         let (dweight, dbias) = (Some(dw), Some(db));
-        case.op(Op::LayerNorm { inp, weight: w, bias: b, out, mean, rstd });
-        case.op(Op::LayerNormBackward { inp, weight: w, mean, rstd, dout, dinp, dweight, dbias, accumulate });
+        case.op(Op::LayerNorm(op::LayerNorm { inp, weight: w, bias: b, out, mean, rstd }));
+        case.op(Op::LayerNormBackward(op::LayerNormBackward {
+            inp,
+            weight: w,
+            mean,
+            rstd,
+            dout,
+            dinp,
+            dweight,
+            dbias,
+            accumulate,
+        }));
         let (cpu, gpu) = case.run(OptimizerConfig::default(), 1);
         let tag = format!("layernorm {rows}x{c}");
         compare(&format!("{tag} forward"), &cpu, &gpu, out, TOL);
@@ -139,8 +157,8 @@ fn attention_forward_and_backward_match_cpu() {
         let dout = case.input("dout", &[b, t, c], 1.0);
         let datt = case.output("datt", &[b, nh, t, t]);
         let dqkv = case.output("dqkv", &[b, t, 3 * c]);
-        case.op(Op::Attention { qkv, att, out });
-        case.op(Op::AttentionBackward { qkv, att, dout, datt, dqkv });
+        case.op(Op::Attention(op::Attention { qkv, att, out }));
+        case.op(Op::AttentionBackward(op::AttentionBackward { qkv, att, dout, datt, dqkv }));
         let (cpu, gpu) = case.run(OptimizerConfig::default(), 1);
         let tag = format!("attention B{b} T{t} C{c} NH{nh}");
         compare(&format!("{tag} probs"), &cpu, &gpu, att, TOL);
@@ -164,10 +182,10 @@ fn fused_attention_matches_cpu_and_the_standard_path() {
         let lse = case.output("lse", &[b, nh, t]);
         let delta = case.output("delta", &[b, nh, t]);
         let dqkv = case.output("dqkv", &[b, t, 3 * c]);
-        case.op(Op::Attention { qkv, att, out: out_std });
-        case.op(Op::AttentionBackward { qkv, att, dout, datt, dqkv: dqkv_std });
-        case.op(Op::FlashAttention { qkv, out, lse });
-        case.op(Op::FlashAttentionBackward { qkv, out, lse, dout, delta, dqkv });
+        case.op(Op::Attention(op::Attention { qkv, att, out: out_std }));
+        case.op(Op::AttentionBackward(op::AttentionBackward { qkv, att, dout, datt, dqkv: dqkv_std }));
+        case.op(Op::FlashAttention(op::FlashAttention { qkv, out, lse }));
+        case.op(Op::FlashAttentionBackward(op::FlashAttentionBackward { qkv, out, lse, dout, delta, dqkv }));
         let (cpu, gpu) = case.run(OptimizerConfig::default(), 1);
         let tag = format!("fused attention B{b} T{t} C{c} NH{nh}");
         compare(&format!("{tag} forward"), &cpu, &gpu, out, TOL);
@@ -205,7 +223,7 @@ fn softmax_is_stable_for_huge_scores() {
     let qkv = case.input("qkv", &[b, t, 3 * c], 300.0);
     let att = case.output("att", &[b, nh, t, t]);
     let out = case.output("out", &[b, t, c]);
-    case.op(Op::Attention { qkv, att, out });
+    case.op(Op::Attention(op::Attention { qkv, att, out }));
     let (cpu, gpu) = case.run(OptimizerConfig::default(), 1);
     let probs = pollster::block_on(gpu.read_view_async(att)).expect("readback");
     assert!(probs.iter().all(|p| p.is_finite()));
@@ -227,10 +245,10 @@ fn gelu_and_residual_match_cpu() {
     let dinp = case.output("dinp", &[n]);
     let sum = case.output("sum", &[n]);
     let da = case.output("da", &[n]);
-    case.op(Op::Gelu { inp, out });
-    case.op(Op::GeluBackward { inp, dout, dinp });
-    case.op(Op::Residual { a: inp, b: other, out: sum });
-    case.op(Op::ResidualBackward { dout, da });
+    case.op(Op::Gelu(op::Gelu { inp, out }));
+    case.op(Op::GeluBackward(op::GeluBackward { inp, dout, dinp }));
+    case.op(Op::Residual(op::Residual { a: inp, b: other, out: sum }));
+    case.op(Op::ResidualBackward(op::ResidualBackward { dout, da }));
     let (cpu, gpu) = case.run(OptimizerConfig::default(), 1);
     compare("gelu forward", &cpu, &gpu, out, TOL);
     compare("gelu backward", &cpu, &gpu, dinp, TOL);
@@ -254,8 +272,8 @@ fn embedding_backward_is_correct_with_repeated_tokens() {
     let dout = case.input("dout", &[b, t, c], 1.0);
     let dwte = case.input("dwte", &[v, c], 0.1);
     let dwpe = case.input("dwpe", &[t, c], 0.1);
-    case.op(Op::Embedding { tokens, wte, wpe, out });
-    case.op(Op::EmbeddingBackward { tokens, token_offsets, token_positions, dout, dwte, dwpe });
+    case.op(Op::Embedding(op::Embedding { tokens, wte, wpe, out }));
+    case.op(Op::EmbeddingBackward(op::EmbeddingBackward { tokens, token_offsets, token_positions, dout, dwte, dwpe }));
     let (cpu, gpu) = case.run(OptimizerConfig::default(), 1);
     compare("embedding forward", &cpu, &gpu, out, TOL);
     compare("embedding backward wte", &cpu, &gpu, dwte, TOL);
@@ -273,10 +291,10 @@ fn cross_entropy_matches_cpu() {
         let losses = case.output("losses", &[rows]);
         let loss = case.output("loss", &[1]);
         let dlogits = case.output("dlogits", &[rows, v]);
-        case.op(Op::CrossEntropy { logits, targets, probs, losses, loss });
+        case.op(Op::CrossEntropy(op::CrossEntropy { logits, targets, probs, losses, loss }));
         // A scale other than 1/rows, as with gradient accumulation over 3 micro-batches.
         let scale = 1.0 / (3 * rows) as f64;
-        case.op(Op::CrossEntropyBackward { probs, targets, dlogits, scale });
+        case.op(Op::CrossEntropyBackward(op::CrossEntropyBackward { probs, targets, dlogits, scale }));
         let (cpu, gpu) = case.run(OptimizerConfig::default(), 1);
         let tag = format!("cross-entropy {rows}x{v}");
         compare(&format!("{tag} probs"), &cpu, &gpu, probs, TOL);
@@ -295,7 +313,7 @@ fn optimizers_match_cpu_over_several_steps() {
     let grads = case.input("grads", &[n], 1.0);
     let m = case.output("m", &[n]);
     let v = case.output("v", &[n]);
-    case.op(Op::AdamW { params, grads, m, v, copy: None, found_inf: None });
+    case.op(Op::AdamW(op::AdamW { params, grads, m, v, copy: None, found_inf: None }));
     let cfg = OptimizerConfig { weight_decay: 0.1, ..OptimizerConfig::default() };
     let (cpu, gpu) = run_optimizer_steps(&case, cfg, 3);
     compare("adamw params (3 steps)", &cpu, &gpu, params, TOL);
@@ -306,7 +324,7 @@ fn optimizers_match_cpu_over_several_steps() {
     let params = case.input("params", &[n], 1.0);
     let grads = case.input("grads", &[n], 1.0);
     let buf = case.output("momentum", &[n]);
-    case.op(Op::Sgd { params, grads, momentum: Some(buf), copy: None, found_inf: None });
+    case.op(Op::Sgd(op::Sgd { params, grads, momentum: Some(buf), copy: None, found_inf: None }));
     let cfg = OptimizerConfig {
         kind: OptimizerKind::Momentum,
         lr: 0.1,

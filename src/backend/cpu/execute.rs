@@ -4,7 +4,7 @@ use num_traits::Float;
 
 use super::{CpuExecutor, ops, round_to};
 use crate::backend::ix;
-use crate::plan::{DType, Op, View};
+use crate::plan::{DType, Op, View, op};
 
 impl<F: Float> CpuExecutor<F> {
     /// Runs `f` with copies of the output views and writes them back afterwards, so outputs
@@ -61,25 +61,37 @@ impl<F: Float> CpuExecutor<F> {
         let (b, t) = (self.plan.shape.batch, self.plan.shape.seq);
         let (c, nh, vocab) = (m.d_model, m.n_heads, m.vocab);
         match *op {
-            Op::Zero { dst } => {
+            Op::Zero(op::Zero { dst }) => {
                 if self.plan.tensors[dst.tensor.0].dtype == DType::U32 {
                     self.write_tensor_u32(dst.tensor, &vec![0; ix(dst.len)]);
                 } else if let Some(x) = self.f_mut(dst) {
                     x.fill(F::zero());
                 }
             }
-            Op::Embedding { tokens, wte, wpe, out } => self.with_outputs([out], |s, [o]| {
+            Op::Embedding(op::Embedding { tokens, wte, wpe, out }) => self.with_outputs([out], |s, [o]| {
                 ops::embedding_forward(o, s.u(tokens), s.f(wte), s.f(wpe), t, c);
             }),
-            Op::EmbeddingBackward { tokens, dout, dwte, dwpe, .. } => self.with_outputs([dwte, dwpe], |s, [gw, gp]| {
-                ops::embedding_backward(gw, gp, s.f(dout), s.u(tokens), t, c);
-            }),
-            Op::LayerNorm { inp, weight, bias, out, mean, rstd } => {
+            Op::EmbeddingBackward(op::EmbeddingBackward { tokens, dout, dwte, dwpe, .. }) => {
+                self.with_outputs([dwte, dwpe], |s, [gw, gp]| {
+                    ops::embedding_backward(gw, gp, s.f(dout), s.u(tokens), t, c);
+                })
+            }
+            Op::LayerNorm(op::LayerNorm { inp, weight, bias, out, mean, rstd }) => {
                 self.with_outputs([out, mean, rstd], |s, [o, mu, rs]| {
                     ops::layernorm_forward(o, mu, rs, s.f(inp), s.f(weight), s.f(bias), c);
                 })
             }
-            Op::LayerNormBackward { inp, weight, mean, rstd, dout, dinp, dweight, dbias, accumulate } => {
+            Op::LayerNormBackward(op::LayerNormBackward {
+                inp,
+                weight,
+                mean,
+                rstd,
+                dout,
+                dinp,
+                dweight,
+                dbias,
+                accumulate,
+            }) => {
                 let outs: Vec<View> = std::iter::once(dinp).chain(dweight).chain(dbias).collect();
                 self.with_output_list(&outs, |s, bufs| {
                     let (x, w, mu, rs) = (s.f(inp), s.f(weight), s.f(mean), s.f(rstd));
@@ -91,13 +103,13 @@ impl<F: Float> CpuExecutor<F> {
                     ops::layernorm_backward(di, dparams, s.f(dout), x, w, mu, rs, c, accumulate);
                 })
             }
-            Op::Matmul { inp, weight, bias, out, rows, k, n, weight_transposed } => {
+            Op::Matmul(op::Matmul { inp, weight, bias, out, rows, k, n, weight_transposed }) => {
                 self.with_outputs([out], |s, [o]| {
                     let bias = bias.map(|v| s.f(v));
                     ops::matmul_forward(o, s.f(inp), s.f(weight), bias, ix(rows), ix(k), ix(n), weight_transposed);
                 })
             }
-            Op::MatmulBackward {
+            Op::MatmulBackward(op::MatmulBackward {
                 inp,
                 weight,
                 dout,
@@ -109,7 +121,7 @@ impl<F: Float> CpuExecutor<F> {
                 n,
                 weight_transposed,
                 accumulate,
-            } => {
+            }) => {
                 let outs: Vec<View> = std::iter::once(dinp).chain(dweight).chain(dbias).collect();
                 let (has_dw, has_db) = (dweight.is_some(), dbias.is_some());
                 self.with_output_list(&outs, |s, bufs| {
@@ -127,55 +139,60 @@ impl<F: Float> CpuExecutor<F> {
                     }
                 })
             }
-            Op::MatmulAdd { inp, weight, out, rows, k, n, alpha } => self.with_outputs([out], |s, [o]| {
-                ops::matmul_add_forward(o, s.f(inp), s.f(weight), ix(rows), ix(k), ix(n), alpha);
-            }),
-            Op::MatmulAddBackward { inp, weight, dout, dinp, dweight, rows, k, n, alpha } => {
+            Op::MatmulAdd(op::MatmulAdd { inp, weight, out, rows, k, n, alpha }) => {
+                self.with_outputs([out], |s, [o]| {
+                    ops::matmul_add_forward(o, s.f(inp), s.f(weight), ix(rows), ix(k), ix(n), alpha);
+                })
+            }
+            Op::MatmulAddBackward(op::MatmulAddBackward { inp, weight, dout, dinp, dweight, rows, k, n, alpha }) => {
                 self.with_outputs([dinp, dweight], |s, [di, gw]| {
                     ops::matmul_add_backward(di, gw, s.f(dout), s.f(inp), s.f(weight), ix(rows), ix(k), ix(n), alpha);
                 })
             }
-            Op::Attention { qkv, att, out } => self.with_outputs([out, att], |s, [o, a]| {
+            Op::Attention(op::Attention { qkv, att, out }) => self.with_outputs([out, att], |s, [o, a]| {
                 ops::attention_forward(o, a, s.f(qkv), b, t, c, nh);
             }),
-            Op::AttentionBackward { qkv, att, dout, datt, dqkv } => self.with_outputs([dqkv, datt], |s, [dq, da]| {
-                ops::attention_backward(dq, da, s.f(dout), s.f(qkv), s.f(att), b, t, c, nh);
-            }),
-            Op::FlashAttention { qkv, out, lse } => self.with_outputs([out, lse], |s, [o, l]| {
-                ops::flash_attention_forward(o, l, s.f(qkv), b, t, c, nh);
-            }),
-            Op::FlashAttentionBackward { qkv, out, lse, dout, delta, dqkv } => {
-                self.with_outputs([dqkv, delta], |s, [dq, d]| {
-                    let (x, o, l) = (s.f(qkv), s.f(out), s.f(lse));
-                    ops::flash_attention_backward(dq, d, s.f(dout), x, o, l, b, t, c, nh);
+            Op::AttentionBackward(op::AttentionBackward { qkv, att, dout, datt, dqkv }) => {
+                self.with_outputs([dqkv, datt], |s, [dq, da]| {
+                    ops::attention_backward(dq, da, s.f(dout), s.f(qkv), s.f(att), b, t, c, nh);
                 })
             }
-            Op::Gelu { inp, out } => self.with_outputs([out], |s, [o]| ops::gelu_forward(o, s.f(inp))),
-            Op::GeluBackward { inp, dout, dinp } => {
+            Op::FlashAttention(op::FlashAttention { qkv, out, lse }) => self.with_outputs([out, lse], |s, [o, l]| {
+                ops::flash_attention_forward(o, l, s.f(qkv), b, t, c, nh);
+            }),
+            Op::FlashAttentionBackward(op::FlashAttentionBackward { qkv, out, lse, dout, delta, dqkv }) => self
+                .with_outputs([dqkv, delta], |s, [dq, d]| {
+                    let (x, o, l) = (s.f(qkv), s.f(out), s.f(lse));
+                    ops::flash_attention_backward(dq, d, s.f(dout), x, o, l, b, t, c, nh);
+                }),
+            Op::Gelu(op::Gelu { inp, out }) => self.with_outputs([out], |s, [o]| ops::gelu_forward(o, s.f(inp))),
+            Op::GeluBackward(op::GeluBackward { inp, dout, dinp }) => {
                 self.with_outputs([dinp], |s, [o]| ops::gelu_backward(o, s.f(inp), s.f(dout)))
             }
-            Op::Residual { a, b: bb, out } => {
+            Op::Residual(op::Residual { a, b: bb, out }) => {
                 self.with_outputs([out], |s, [o]| ops::residual_forward(o, s.f(a), s.f(bb)))
             }
-            Op::ResidualBackward { dout, da } => self.with_outputs([da], |s, [o]| ops::residual_backward(o, s.f(dout))),
-            Op::CrossEntropy { logits, targets, probs, losses, loss } => {
+            Op::ResidualBackward(op::ResidualBackward { dout, da }) => {
+                self.with_outputs([da], |s, [o]| ops::residual_backward(o, s.f(dout)))
+            }
+            Op::CrossEntropy(op::CrossEntropy { logits, targets, probs, losses, loss }) => {
                 self.with_outputs([probs, losses, loss], |s, [p, l, mean]| {
                     mean[0] = ops::cross_entropy_forward(p, l, s.f(logits), s.u(targets), vocab);
                 })
             }
-            Op::CrossEntropyBackward { probs, targets, dlogits, scale } => {
+            Op::CrossEntropyBackward(op::CrossEntropyBackward { probs, targets, dlogits, scale }) => {
                 // fp16 scales the loss, so every gradient.
                 let scale = scale * self.loss_scale();
                 self.with_outputs([dlogits], |s, [d]| {
                     ops::cross_entropy_backward(d, s.f(probs), s.u(targets), vocab, scale);
                 })
             }
-            Op::CheckFinite { grads, found_inf } => {
+            Op::CheckFinite(op::CheckFinite { grads, found_inf }) => {
                 if !ops::all_finite(self.f(grads)) {
                     self.write_tensor_u32(found_inf.tensor, &[1]);
                 }
             }
-            Op::AdamW { params, grads, m: mm, v, copy, found_inf } => {
+            Op::AdamW(op::AdamW { params, grads, m: mm, v, copy, found_inf }) => {
                 if self.skips(found_inf) {
                     return;
                 }
@@ -184,7 +201,7 @@ impl<F: Float> CpuExecutor<F> {
                 self.with_outputs([params, mm, v], |_, [p, m1, m2]| ops::adamw_step(p, m1, m2, &grads, &step));
                 self.copy_weights(params, copy);
             }
-            Op::Sgd { params, grads, momentum, copy, found_inf } => {
+            Op::Sgd(op::Sgd { params, grads, momentum, copy, found_inf }) => {
                 if self.skips(found_inf) {
                     return;
                 }

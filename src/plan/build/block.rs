@@ -2,7 +2,7 @@
 
 use super::{Builder, Mode, Saved, Scratch};
 use crate::model::params::{LoraTarget, ParamKind};
-use crate::plan::{AttentionKind, Category, Checkpoint, Op, Phase, View};
+use crate::plan::{AttentionKind, Category, Checkpoint, Op, Phase, View, op};
 
 impl Builder {
     /// A projection `out = inp·W + b` of block `i` (k → n), plus its LoRA branch
@@ -24,7 +24,16 @@ impl Builder {
         self.push(
             Phase::Forward,
             label.clone(),
-            Op::Matmul { inp, weight: self.p(w), bias: Some(self.p(b)), out, rows, k, n, weight_transposed: false },
+            Op::Matmul(op::Matmul {
+                inp,
+                weight: self.p(w),
+                bias: Some(self.p(b)),
+                out,
+                rows,
+                k,
+                n,
+                weight_transposed: false,
+            }),
         );
         let lora = self.techniques.lora.filter(|l| l.targets().contains(&target))?;
         let r = lora.rank as u64;
@@ -34,12 +43,12 @@ impl Builder {
         self.push(
             Phase::Forward,
             lora_label.clone(),
-            Op::Matmul { inp, weight: a, bias: None, out: h, rows, k, n: r, weight_transposed: false },
+            Op::Matmul(op::Matmul { inp, weight: a, bias: None, out: h, rows, k, n: r, weight_transposed: false }),
         );
         self.push(
             Phase::Forward,
             lora_label,
-            Op::MatmulAdd { inp: h, weight: bw, out, rows, k: r, n, alpha: lora.scale() as f64 },
+            Op::MatmulAdd(op::MatmulAdd { inp: h, weight: bw, out, rows, k: r, n, alpha: lora.scale() as f64 }),
         );
         Some(h)
     }
@@ -73,7 +82,7 @@ impl Builder {
             self.push(
                 Phase::Backward,
                 lora_label.clone(),
-                Op::MatmulAddBackward {
+                Op::MatmulAddBackward(op::MatmulAddBackward {
                     inp: h,
                     weight: self.lp(ParamKind::LoraB(target, i)),
                     dout,
@@ -83,12 +92,12 @@ impl Builder {
                     k: r,
                     n,
                     alpha: l.scale() as f64,
-                },
+                }),
             );
             self.push(
                 Phase::Backward,
                 lora_label,
-                Op::MatmulBackward {
+                Op::MatmulBackward(op::MatmulBackward {
                     inp,
                     weight: self.lp(ParamKind::LoraA(target, i)),
                     dout: dh,
@@ -100,13 +109,13 @@ impl Builder {
                     n: r,
                     weight_transposed: false,
                     accumulate: false,
-                },
+                }),
             );
         }
         self.push(
             Phase::Backward,
             label,
-            Op::MatmulBackward {
+            Op::MatmulBackward(op::MatmulBackward {
                 inp,
                 weight: self.p(w),
                 dout,
@@ -118,7 +127,7 @@ impl Builder {
                 n,
                 weight_transposed: false,
                 accumulate: lora.is_some(),
-            },
+            }),
         );
     }
 
@@ -137,14 +146,14 @@ impl Builder {
         self.push(
             Phase::Forward,
             n("ln_1"),
-            Op::LayerNorm {
+            Op::LayerNorm(op::LayerNorm {
                 inp: x,
                 weight: self.p(ParamKind::Ln1W(i)),
                 bias: self.p(ParamKind::Ln1B(i)),
                 out: ln1,
                 mean: ln1_mean,
                 rstd: ln1_rstd,
-            },
+            }),
         );
         let qkv = self.act(n("attn.qkv"), &[b, t, 3 * c], a, li);
         let qkv_w = (ParamKind::QkvW(i), ParamKind::QkvB(i));
@@ -155,12 +164,12 @@ impl Builder {
                 // Selective checkpointing drops the probabilities right after use.
                 let cat = if self.techniques.checkpoint == Checkpoint::Selective { tmp } else { a };
                 let att = self.act(n("attn.probs"), &[b, nh, t, t], cat, li);
-                self.push(Phase::Forward, n("attn"), Op::Attention { qkv, att, out: atty });
+                self.push(Phase::Forward, n("attn"), Op::Attention(op::Attention { qkv, att, out: atty }));
                 att
             }
             AttentionKind::Fused => {
                 let lse = self.act32(n("attn.lse"), &[b, nh, t], a, li);
-                self.push(Phase::Forward, n("attn"), Op::FlashAttention { qkv, out: atty, lse });
+                self.push(Phase::Forward, n("attn"), Op::FlashAttention(op::FlashAttention { qkv, out: atty, lse }));
                 lse
             }
         };
@@ -168,32 +177,32 @@ impl Builder {
         let proj_w = (ParamKind::AttnProjW(i), ParamKind::AttnProjB(i));
         let h_proj = self.projection(i, LoraTarget::AttnProj, atty, proj_w, attproj, c, c);
         let res2 = self.act(n("residual_1"), &[b, t, c], a, li);
-        self.push(Phase::Forward, n("residual_1"), Op::Residual { a: x, b: attproj, out: res2 });
+        self.push(Phase::Forward, n("residual_1"), Op::Residual(op::Residual { a: x, b: attproj, out: res2 }));
         let ln2 = self.act(n("ln_2.out"), &[b, t, c], a, li);
         let ln2_mean = self.act32(n("ln_2.mean"), &[b, t], a, li);
         let ln2_rstd = self.act32(n("ln_2.rstd"), &[b, t], a, li);
         self.push(
             Phase::Forward,
             n("ln_2"),
-            Op::LayerNorm {
+            Op::LayerNorm(op::LayerNorm {
                 inp: res2,
                 weight: self.p(ParamKind::Ln2W(i)),
                 bias: self.p(ParamKind::Ln2B(i)),
                 out: ln2,
                 mean: ln2_mean,
                 rstd: ln2_rstd,
-            },
+            }),
         );
         let fch = self.act(n("mlp.c_fc.out"), &[b, t, 4 * c], a, li);
         let fc_w = (ParamKind::FcW(i), ParamKind::FcB(i));
         let h_fc = self.projection(i, LoraTarget::Fc, ln2, fc_w, fch, c, 4 * c);
         let fch_gelu = self.act(n("mlp.gelu.out"), &[b, t, 4 * c], a, li);
-        self.push(Phase::Forward, n("mlp.gelu"), Op::Gelu { inp: fch, out: fch_gelu });
+        self.push(Phase::Forward, n("mlp.gelu"), Op::Gelu(op::Gelu { inp: fch, out: fch_gelu }));
         let fcproj = self.act(n("mlp.c_proj.out"), &[b, t, c], tmp, li);
         let fcproj_w = (ParamKind::FcProjW(i), ParamKind::FcProjB(i));
         let h_fcproj = self.projection(i, LoraTarget::FcProj, fch_gelu, fcproj_w, fcproj, 4 * c, c);
         let res3 = self.act(n("residual_2"), &[b, t, c], out_cat, li);
-        self.push(Phase::Forward, n("residual_2"), Op::Residual { a: res2, b: fcproj, out: res3 });
+        self.push(Phase::Forward, n("residual_2"), Op::Residual(op::Residual { a: res2, b: fcproj, out: res3 }));
         let s = Saved {
             x,
             ln1,
@@ -221,7 +230,11 @@ impl Builder {
         let n = |x: &str| format!("h.{i}.{x}");
         let li = Some(i);
         let [h_qkv, h_proj, h_fc, h_fcproj] = s.lora_h;
-        self.push(Phase::Backward, n("residual_2"), Op::ResidualBackward { dout: sc.dres_a, da: sc.dres_b });
+        self.push(
+            Phase::Backward,
+            n("residual_2"),
+            Op::ResidualBackward(op::ResidualBackward { dout: sc.dres_a, da: sc.dres_b }),
+        );
         let fcproj_w = (ParamKind::FcProjW(i), ParamKind::FcProjB(i));
         self.projection_backward(
             i,
@@ -235,13 +248,17 @@ impl Builder {
             c,
             sc.dlora,
         );
-        self.push(Phase::Backward, n("mlp.gelu"), Op::GeluBackward { inp: s.fch, dout: sc.dfch_gelu, dinp: sc.dfch });
+        self.push(
+            Phase::Backward,
+            n("mlp.gelu"),
+            Op::GeluBackward(op::GeluBackward { inp: s.fch, dout: sc.dfch_gelu, dinp: sc.dfch }),
+        );
         let fc_w = (ParamKind::FcW(i), ParamKind::FcB(i));
         self.projection_backward(i, LoraTarget::Fc, s.ln2, h_fc, fc_w, sc.dfch, sc.dln, c, 4 * c, sc.dlora);
         self.push(
             Phase::Backward,
             n("ln_2"),
-            Op::LayerNormBackward {
+            Op::LayerNormBackward(op::LayerNormBackward {
                 inp: s.res2,
                 weight: self.p(ParamKind::Ln2W(i)),
                 mean: s.ln2_mean,
@@ -251,33 +268,47 @@ impl Builder {
                 dweight: self.g(ParamKind::Ln2W(i)),
                 dbias: self.g(ParamKind::Ln2B(i)),
                 accumulate: true,
-            },
+            }),
         );
         // dres_b holds d(residual_1).
-        self.push(Phase::Backward, n("residual_1"), Op::ResidualBackward { dout: sc.dres_b, da: sc.dres_a });
+        self.push(
+            Phase::Backward,
+            n("residual_1"),
+            Op::ResidualBackward(op::ResidualBackward { dout: sc.dres_b, da: sc.dres_a }),
+        );
         let proj_w = (ParamKind::AttnProjW(i), ParamKind::AttnProjB(i));
         self.projection_backward(i, LoraTarget::AttnProj, s.atty, h_proj, proj_w, sc.dres_b, sc.datty, c, c, sc.dlora);
         let op = match (self.techniques.attention, self.techniques.checkpoint) {
-            (AttentionKind::Fused, _) => Op::FlashAttentionBackward {
+            (AttentionKind::Fused, _) => Op::FlashAttentionBackward(op::FlashAttentionBackward {
                 qkv: s.qkv,
                 out: s.atty,
                 lse: s.att,
                 dout: sc.datty,
                 delta: sc.datt,
                 dqkv: sc.dqkv,
-            },
+            }),
             (AttentionKind::Standard, Checkpoint::Selective) => {
                 // Recompute the attention core (scores, softmax, P·V) from the saved q, k, v.
                 self.mode = Mode::Recompute;
                 let att = self.act(n("attn.probs"), &[b, nh, t, t], Category::Activations, li);
                 let out = self.act(n("attn.out"), &[b, t, c], Category::Temporaries, li);
-                self.push(Phase::Backward, n("attn"), Op::Attention { qkv: s.qkv, att, out });
+                self.push(Phase::Backward, n("attn"), Op::Attention(op::Attention { qkv: s.qkv, att, out }));
                 self.mode = Mode::Saved;
-                Op::AttentionBackward { qkv: s.qkv, att, dout: sc.datty, datt: sc.datt, dqkv: sc.dqkv }
+                Op::AttentionBackward(op::AttentionBackward {
+                    qkv: s.qkv,
+                    att,
+                    dout: sc.datty,
+                    datt: sc.datt,
+                    dqkv: sc.dqkv,
+                })
             }
-            (AttentionKind::Standard, _) => {
-                Op::AttentionBackward { qkv: s.qkv, att: s.att, dout: sc.datty, datt: sc.datt, dqkv: sc.dqkv }
-            }
+            (AttentionKind::Standard, _) => Op::AttentionBackward(op::AttentionBackward {
+                qkv: s.qkv,
+                att: s.att,
+                dout: sc.datty,
+                datt: sc.datt,
+                dqkv: sc.dqkv,
+            }),
         };
         self.push(Phase::Backward, n("attn"), op);
         let qkv_w = (ParamKind::QkvW(i), ParamKind::QkvB(i));
@@ -285,7 +316,7 @@ impl Builder {
         self.push(
             Phase::Backward,
             n("ln_1"),
-            Op::LayerNormBackward {
+            Op::LayerNormBackward(op::LayerNormBackward {
                 inp: s.x,
                 weight: self.p(ParamKind::Ln1W(i)),
                 mean: s.ln1_mean,
@@ -295,7 +326,7 @@ impl Builder {
                 dweight: self.g(ParamKind::Ln1W(i)),
                 dbias: self.g(ParamKind::Ln1B(i)),
                 accumulate: true,
-            },
+            }),
         );
     }
 }

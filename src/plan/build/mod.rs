@@ -8,6 +8,7 @@ use super::{
 };
 use crate::model::params::{ParamKind, ParamLayout};
 use crate::model::{ConfigError, ModelConfig, StepShape};
+use crate::plan::op;
 
 /// The most elements one tensor of a plan may have: 2⁵⁸ (1 EiB of fp32). Far beyond any GPU, it
 /// keeps every byte count of a plan — a tensor's bytes, a segment, the sum of the tensors alive
@@ -280,14 +281,18 @@ impl Builder {
         let copy = self.master.map(|_| self.trainable);
         let found_inf = self.techniques.precision.scales_loss().then(|| {
             let flag = self.tensor("found_inf", &[1], DType::U32, Category::Workspace, None);
-            self.push(Phase::Optimizer, "unscale", Op::Zero { dst: flag });
-            self.push(Phase::Optimizer, "unscale", Op::CheckFinite { grads, found_inf: flag });
+            self.push(Phase::Optimizer, "unscale", Op::Zero(op::Zero { dst: flag }));
+            self.push(Phase::Optimizer, "unscale", Op::CheckFinite(op::CheckFinite { grads, found_inf: flag }));
             flag
         });
         let op = match self.optimizer.kind {
-            OptimizerKind::AdamW => Op::AdamW { params, grads, m: opt_state[0], v: opt_state[1], copy, found_inf },
-            OptimizerKind::Momentum => Op::Sgd { params, grads, momentum: Some(opt_state[0]), copy, found_inf },
-            OptimizerKind::Sgd => Op::Sgd { params, grads, momentum: None, copy, found_inf },
+            OptimizerKind::AdamW => {
+                Op::AdamW(op::AdamW { params, grads, m: opt_state[0], v: opt_state[1], copy, found_inf })
+            }
+            OptimizerKind::Momentum => {
+                Op::Sgd(op::Sgd { params, grads, momentum: Some(opt_state[0]), copy, found_inf })
+            }
+            OptimizerKind::Sgd => Op::Sgd(op::Sgd { params, grads, momentum: None, copy, found_inf }),
         };
         self.push(Phase::Optimizer, self.optimizer.kind.name(), op);
         self.techniques.accum = accum;
@@ -349,7 +354,12 @@ impl Builder {
         self.push(
             Phase::Forward,
             "embed",
-            Op::Embedding { tokens, wte: self.p(ParamKind::Wte), wpe: self.p(ParamKind::Wpe), out: encoded },
+            Op::Embedding(op::Embedding {
+                tokens,
+                wte: self.p(ParamKind::Wte),
+                wpe: self.p(ParamKind::Wpe),
+                out: encoded,
+            }),
         );
         let segment = match self.techniques.checkpoint {
             Checkpoint::Every(k) => Some(k),
@@ -378,20 +388,20 @@ impl Builder {
         self.push(
             Phase::Forward,
             "ln_f",
-            Op::LayerNorm {
+            Op::LayerNorm(op::LayerNorm {
                 inp: x,
                 weight: self.p(ParamKind::LnFW),
                 bias: self.p(ParamKind::LnFB),
                 out: lnf,
                 mean: lnf_mean,
                 rstd: lnf_rstd,
-            },
+            }),
         );
         let logits = self.act("logits", &[b, t, v], Category::Logits, None);
         self.push(
             Phase::Forward,
             "lm_head",
-            Op::Matmul {
+            Op::Matmul(op::Matmul {
                 inp: lnf,
                 weight: self.p(ParamKind::Wte),
                 bias: None,
@@ -400,27 +410,35 @@ impl Builder {
                 k: c,
                 n: v,
                 weight_transposed: true,
-            },
+            }),
         );
         let probs = self.act("probs", &[b, t, v], Category::Logits, None);
         let losses = self.act32("losses", &[b, t], Category::Logits, None);
         let loss = self.act32("loss", &[1], Category::Logits, None);
-        self.push(Phase::Forward, "cross_entropy", Op::CrossEntropy { logits, targets, probs, losses, loss });
+        self.push(
+            Phase::Forward,
+            "cross_entropy",
+            Op::CrossEntropy(op::CrossEntropy { logits, targets, probs, losses, loss }),
+        );
 
         // ---- backward ----
         if self.micro == 0 {
-            self.push(Phase::Backward, "zero_grad", Op::Zero { dst: self.grads });
+            self.push(Phase::Backward, "zero_grad", Op::Zero(op::Zero { dst: self.grads }));
         }
         let dlogits = self.act("grad.logits", &[b, t, v], Tmp, None);
         // The mean over the whole effective batch: each micro-batch's loss is a mean over its
         // rows, and contributes 1/accum of the step's gradient.
         let scale = 1.0 / (rows as f64 * self.techniques.accum as f64);
-        self.push(Phase::Backward, "cross_entropy", Op::CrossEntropyBackward { probs, targets, dlogits, scale });
+        self.push(
+            Phase::Backward,
+            "cross_entropy",
+            Op::CrossEntropyBackward(op::CrossEntropyBackward { probs, targets, dlogits, scale }),
+        );
         let dln = self.act("grad.ln_out", &[b, t, c], Tmp, None);
         self.push(
             Phase::Backward,
             "lm_head",
-            Op::MatmulBackward {
+            Op::MatmulBackward(op::MatmulBackward {
                 inp: lnf,
                 weight: self.p(ParamKind::Wte),
                 dout: dlogits,
@@ -432,14 +450,14 @@ impl Builder {
                 n: v,
                 weight_transposed: true,
                 accumulate: false,
-            },
+            }),
         );
         let dres_a = self.act("grad.residual_a", &[b, t, c], Tmp, None);
         let dres_b = self.act("grad.residual_b", &[b, t, c], Tmp, None);
         self.push(
             Phase::Backward,
             "ln_f",
-            Op::LayerNormBackward {
+            Op::LayerNormBackward(op::LayerNormBackward {
                 inp: x,
                 weight: self.p(ParamKind::LnFW),
                 mean: lnf_mean,
@@ -449,7 +467,7 @@ impl Builder {
                 dweight: self.g(ParamKind::LnFW),
                 dbias: self.g(ParamKind::LnFB),
                 accumulate: false,
-            },
+            }),
         );
         let datt_shape: &[u64] = match self.techniques.attention {
             AttentionKind::Standard => &[b, nh, t, t],
@@ -503,7 +521,14 @@ impl Builder {
             self.push(
                 Phase::Backward,
                 "embed",
-                Op::EmbeddingBackward { tokens, token_offsets, token_positions, dout: dres_a, dwte, dwpe },
+                Op::EmbeddingBackward(op::EmbeddingBackward {
+                    tokens,
+                    token_offsets,
+                    token_positions,
+                    dout: dres_a,
+                    dwte,
+                    dwpe,
+                }),
             );
         }
         MicroHandles {

@@ -8,7 +8,7 @@ use super::super::kernels::attention::AttnShape;
 use super::super::kernels::cross_entropy::CrossEntropyParams;
 use super::super::kernels::{Kernels, Recorder, SgdParams, SgdViews};
 use crate::backend::ix;
-use crate::plan::{Op, Plan};
+use crate::plan::{Op, Plan, op};
 
 /// Uniforms that change between steps, by byte offset.
 #[derive(Default)]
@@ -56,80 +56,39 @@ fn record_op(
     {
         rec.set_context(node.phase, &node.label);
         match node.op {
-            Op::Zero { dst } => rec.clear(dst),
-            Op::Embedding { tokens, wte, wpe, out } => k.embedding.forward(rec, tokens, wte, wpe, out, t, c, v)?,
-            Op::EmbeddingBackward { token_offsets, token_positions, dout, dwte, dwpe, .. } => {
-                k.embedding.backward(rec, token_offsets, token_positions, dout, dwte, dwpe, t, c, v)?
+            Op::Zero(op::Zero { dst }) => rec.clear(dst),
+            Op::Embedding(o) => k.embedding.forward(rec, &o, t, c, v)?,
+            Op::EmbeddingBackward(o) => k.embedding.backward(rec, &o, t, c, v)?,
+            Op::LayerNorm(o) => k.layernorm.forward(rec, &o, c)?,
+            Op::LayerNormBackward(o) => k.layernorm.backward(rec, &o, c)?,
+            Op::Matmul(o) => k.matmul.forward(rec, &o)?,
+            Op::MatmulBackward(o) => k.matmul.backward(rec, &o)?,
+            Op::MatmulAdd(o) => k.matmul.add_forward(rec, &o)?,
+            Op::MatmulAddBackward(o) => k.matmul.add_backward(rec, &o)?,
+            Op::Attention(op::Attention { qkv, att, out }) => k.attention.forward(rec, qkv, att, out, attn)?,
+            Op::AttentionBackward(o) => k.attention.backward(rec, &o, attn)?,
+            Op::FlashAttention(op::FlashAttention { qkv, out, lse }) => {
+                k.flash_attention.forward(rec, qkv, out, lse, attn)?
             }
-            Op::LayerNorm { inp, weight, bias, out, mean, rstd } => {
-                k.layernorm.forward(rec, inp, weight, bias, out, mean, rstd, c)?
-            }
-            Op::LayerNormBackward { inp, weight, mean, rstd, dout, dinp, dweight, dbias, accumulate } => {
-                k.layernorm.backward(rec, inp, weight, mean, rstd, dout, dinp, dweight, dbias, c, accumulate)?
-            }
-            Op::Matmul { inp, weight, bias, out, rows, k: kk, n, weight_transposed } => {
-                k.matmul.forward(rec, inp, weight, bias, out, ix(rows), ix(kk), ix(n), weight_transposed)?
-            }
-            Op::MatmulBackward {
-                inp,
-                weight,
-                dout,
-                dinp,
-                dweight,
-                dbias,
-                rows,
-                k: kk,
-                n,
-                weight_transposed,
-                accumulate,
-            } => k.matmul.backward(
-                rec,
-                inp,
-                weight,
-                dout,
-                dinp,
-                dweight,
-                dbias,
-                ix(rows),
-                ix(kk),
-                ix(n),
-                weight_transposed,
-                accumulate,
-            )?,
-            Op::MatmulAdd { inp, weight, out, rows, k: kk, n, alpha } => {
-                k.matmul.add_forward(rec, inp, weight, out, ix(rows), ix(kk), ix(n), alpha)?
-            }
-            Op::MatmulAddBackward { inp, weight, dout, dinp, dweight, rows, k: kk, n, alpha } => {
-                k.matmul.add_backward(rec, inp, weight, dout, dinp, dweight, ix(rows), ix(kk), ix(n), alpha)?
-            }
-            Op::Attention { qkv, att, out } => k.attention.forward(rec, qkv, att, out, attn)?,
-            Op::AttentionBackward { qkv, att, dout, datt, dqkv } => {
-                k.attention.backward(rec, qkv, att, dout, datt, dqkv, attn)?
-            }
-            Op::FlashAttention { qkv, out, lse } => k.flash_attention.forward(rec, qkv, out, lse, attn)?,
-            Op::FlashAttentionBackward { qkv, out, lse, dout, delta, dqkv } => {
-                k.flash_attention.backward(rec, qkv, out, lse, dout, delta, dqkv, attn)?
-            }
-            Op::Gelu { inp, out } => k.gelu.forward(rec, inp, out)?,
-            Op::GeluBackward { inp, dout, dinp } => k.gelu.backward(rec, inp, dout, dinp)?,
-            Op::Residual { a, b, out } => k.residual.forward(rec, a, b, out)?,
-            Op::ResidualBackward { dout, da } => k.residual.backward(rec, dout, da)?,
-            Op::CrossEntropy { logits, targets, probs, losses, loss } => {
-                k.cross_entropy.forward(rec, logits, targets, probs, losses, loss, v)?
-            }
-            Op::CrossEntropyBackward { probs, targets, dlogits, scale } => {
+            Op::FlashAttentionBackward(o) => k.flash_attention.backward(rec, &o, attn)?,
+            Op::Gelu(op::Gelu { inp, out }) => k.gelu.forward(rec, inp, out)?,
+            Op::GeluBackward(op::GeluBackward { inp, dout, dinp }) => k.gelu.backward(rec, inp, dout, dinp)?,
+            Op::Residual(op::Residual { a, b, out }) => k.residual.forward(rec, a, b, out)?,
+            Op::ResidualBackward(op::ResidualBackward { dout, da }) => k.residual.backward(rec, dout, da)?,
+            Op::CrossEntropy(o) => k.cross_entropy.forward(rec, &o, v)?,
+            Op::CrossEntropyBackward(op::CrossEntropyBackward { probs, targets, dlogits, scale }) => {
                 k.cross_entropy.backward(rec, probs, targets, dlogits, v, scale)?;
                 if let Some(offset) = rec.last_uniform() {
                     dynamic.cross_entropy.push((offset, CrossEntropyParams::new(ix(targets.len), v, scale)));
                 }
             }
-            Op::CheckFinite { grads, found_inf } => k.check_finite.record(rec, grads, found_inf)?,
-            Op::AdamW { params, grads, m: mm, v: vv, copy, found_inf } => {
+            Op::CheckFinite(op::CheckFinite { grads, found_inf }) => k.check_finite.record(rec, grads, found_inf)?,
+            Op::AdamW(o) => {
                 let s = plan.adamw_step(1);
-                let offset = k.adamw.step(rec, params, grads, mm, vv, copy, found_inf, &s)?;
-                dynamic.adamw = Some((offset, ix(params.len), copy.is_some(), found_inf.is_some()));
+                let offset = k.adamw.step(rec, &o, &s)?;
+                dynamic.adamw = Some((offset, ix(o.params.len), o.copy.is_some(), o.found_inf.is_some()));
             }
-            Op::Sgd { params, grads, momentum, copy, found_inf } => {
+            Op::Sgd(op::Sgd { params, grads, momentum, copy, found_inf }) => {
                 let o = plan.optimizer;
                 let views = SgdViews { params, grads, momentum_buf: momentum, copy, found_inf };
                 let p = SgdParams::new(&views, o.lr, o.momentum, o.weight_decay, 1.0);

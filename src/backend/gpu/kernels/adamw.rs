@@ -5,6 +5,7 @@ use crate::backend::gpu::GpuError;
 use crate::backend::ix;
 use crate::plan::AdamWStep;
 use crate::plan::View;
+use crate::plan::op;
 
 /// Mirrors `Params` in adamw.wgsl.
 #[repr(C)]
@@ -64,18 +65,8 @@ impl AdamW {
 
     /// Records the update; returns the byte offset of its uniform, which the executor rewrites
     /// every step (t changes the bias corrections, fp16 the loss scale).
-    #[allow(clippy::too_many_arguments)]
-    pub fn step(
-        &self,
-        rec: &mut Recorder,
-        params: View,
-        grads: View,
-        m: View,
-        v: View,
-        copy: Option<View>,
-        found_inf: Option<View>,
-        s: &AdamWStep,
-    ) -> Result<u64, GpuError> {
+    pub fn step(&self, rec: &mut Recorder, o: &op::AdamW, s: &AdamWStep) -> Result<u64, GpuError> {
+        let op::AdamW { params, grads, m, v, copy, found_inf } = *o;
         let p = AdamWParams::new(ix(params.len), s, 1.0, copy.is_some(), found_inf.is_some());
         let b = Binding::View;
         let opt = |v: Option<View>| v.map_or(Binding::Dummy, Binding::View);

@@ -8,6 +8,7 @@ use super::matmul::{Gemm, GemmCall, Operand};
 use super::{Binding, KernelEntry, Recorder, build_entries, u};
 use crate::backend::gpu::GpuError;
 use crate::plan::View;
+use crate::plan::op;
 
 /// Mirrors `Params` in attention.wgsl.
 #[repr(C)]
@@ -68,19 +69,9 @@ impl Attention {
         Self { gemm, softmax_forward, softmax_backward }
     }
 
-    /// C = alpha · op(A) · op(B) for every (batch, head) pair; (m, n, k) per pair.
-    #[allow(clippy::too_many_arguments)]
-    fn per_head(
-        &self,
-        rec: &mut Recorder,
-        s: &AttnShape,
-        (m, n, k): (usize, usize, usize),
-        a: (View, Operand),
-        b: (Option<View>, Operand),
-        c: (View, Operand),
-        alpha: f32,
-    ) -> Result<(), GpuError> {
-        self.gemm.record(rec, &GemmCall::new(m, n, k, a, b, c).batched(s.b, s.nh).alpha(alpha))
+    /// `call` (per (batch, head) pair: C = alpha · op(A) · op(B)) for every pair.
+    fn per_head(&self, rec: &mut Recorder, s: &AttnShape, call: GemmCall) -> Result<(), GpuError> {
+        self.gemm.record(rec, &call.batched(s.b, s.nh))
     }
 
     fn softmax_params(s: &AttnShape) -> SoftmaxParams {
@@ -94,59 +85,53 @@ impl Attention {
         self.per_head(
             rec,
             &s,
-            (t, t, hs),
-            (qkv, s.qkv_part(0)),
-            (None, s.qkv_part(1).transposed()),
-            (att, s.bhtt()),
-            s.scale(),
+            GemmCall::new(t, t, hs, (qkv, s.qkv_part(0)), (None, s.qkv_part(1).transposed()), (att, s.bhtt()))
+                .alpha(s.scale()),
         )?;
         let p = Self::softmax_params(&s);
         let groups = rec.grid_1d(s.b * s.nh * t, 64);
         rec.dispatch(&self.softmax_forward, &p, &[(1, Binding::View(att))], groups)?;
         // O = P V
-        self.per_head(rec, &s, (t, hs, t), (att, s.bhtt()), (Some(qkv), s.qkv_part(2)), (out, s.btc()), 1.0)
+        self.per_head(
+            rec,
+            &s,
+            GemmCall::new(t, hs, t, (att, s.bhtt()), (Some(qkv), s.qkv_part(2)), (out, s.btc())).alpha(1.0),
+        )
     }
 
     /// dqkv from dout; datt is scratch.
-    #[allow(clippy::too_many_arguments)]
-    pub fn backward(
-        &self,
-        rec: &mut Recorder,
-        qkv: View,
-        att: View,
-        dout: View,
-        datt: View,
-        dqkv: View,
-        s: AttnShape,
-    ) -> Result<(), GpuError> {
+    pub fn backward(&self, rec: &mut Recorder, o: &op::AttentionBackward, s: AttnShape) -> Result<(), GpuError> {
+        let op::AttentionBackward { qkv, att, dout, datt, dqkv } = *o;
         let (t, hs) = (s.t, s.hs());
         let dpart = |part: usize| (dqkv, s.qkv_part(part));
         // dP = dO Vᵀ
         self.per_head(
             rec,
             &s,
-            (t, t, hs),
-            (dout, s.btc()),
-            (Some(qkv), s.qkv_part(2).transposed()),
-            (datt, s.bhtt()),
-            1.0,
+            GemmCall::new(t, t, hs, (dout, s.btc()), (Some(qkv), s.qkv_part(2).transposed()), (datt, s.bhtt()))
+                .alpha(1.0),
         )?;
         // dV = Pᵀ dO
-        self.per_head(rec, &s, (t, hs, t), (att, s.bhtt().transposed()), (Some(dout), s.btc()), dpart(2), 1.0)?;
+        self.per_head(
+            rec,
+            &s,
+            GemmCall::new(t, hs, t, (att, s.bhtt().transposed()), (Some(dout), s.btc()), dpart(2)).alpha(1.0),
+        )?;
         // dS = P ⊙ (dP − Σ P dP)
         let p = Self::softmax_params(&s);
         let groups = rec.grid_1d(s.b * s.nh * t, 64);
         rec.dispatch(&self.softmax_backward, &p, &[(1, Binding::View(att)), (2, Binding::View(datt))], groups)?;
         // dQ = scale · dS K ; dK = scale · dSᵀ Q
-        self.per_head(rec, &s, (t, hs, t), (datt, s.bhtt()), (Some(qkv), s.qkv_part(1)), dpart(0), s.scale())?;
         self.per_head(
             rec,
             &s,
-            (t, hs, t),
-            (datt, s.bhtt().transposed()),
-            (Some(qkv), s.qkv_part(0)),
-            dpart(1),
-            s.scale(),
+            GemmCall::new(t, hs, t, (datt, s.bhtt()), (Some(qkv), s.qkv_part(1)), dpart(0)).alpha(s.scale()),
+        )?;
+        self.per_head(
+            rec,
+            &s,
+            GemmCall::new(t, hs, t, (datt, s.bhtt().transposed()), (Some(qkv), s.qkv_part(0)), dpart(1))
+                .alpha(s.scale()),
         )
     }
 }

@@ -5,6 +5,7 @@ use super::{Binding, KernelEntry, Recorder, build_entries, u};
 use crate::backend::gpu::GpuError;
 use crate::backend::ix;
 use crate::plan::View;
+use crate::plan::op;
 
 /// Mirrors `Params` in cross_entropy.wgsl.
 #[repr(C)]
@@ -40,17 +41,8 @@ impl CrossEntropy {
         Self { forward, loss_mean, backward }
     }
 
-    #[allow(clippy::too_many_arguments)]
-    pub fn forward(
-        &self,
-        rec: &mut Recorder,
-        logits: View,
-        targets: View,
-        probs: View,
-        losses: View,
-        loss: View,
-        vocab: usize,
-    ) -> Result<(), GpuError> {
+    pub fn forward(&self, rec: &mut Recorder, o: &op::CrossEntropy, vocab: usize) -> Result<(), GpuError> {
+        let op::CrossEntropy { logits, targets, probs, losses, loss } = *o;
         let rows = targets.len;
         let p = CrossEntropyParams { rows: u(rows), v: u(vocab), scale: 0.0, _pad: 0 };
         let v = Binding::View;

@@ -3,7 +3,7 @@
 use super::{Binding, KernelEntry, Recorder, build_entries, u};
 use crate::backend::gpu::GpuError;
 use crate::backend::ix;
-use crate::plan::View;
+use crate::plan::op;
 
 /// Mirrors `Params` in embedding.wgsl.
 #[repr(C)]
@@ -36,18 +36,15 @@ impl Embedding {
         EmbeddingParams { rows: u(rows), t: u(t), c: u(c), vocab: u(vocab) }
     }
 
-    #[allow(clippy::too_many_arguments)]
     pub fn forward(
         &self,
         rec: &mut Recorder,
-        tokens: View,
-        wte: View,
-        wpe: View,
-        out: View,
+        o: &op::Embedding,
         t: usize,
         c: usize,
         vocab: usize,
     ) -> Result<(), GpuError> {
+        let op::Embedding { tokens, wte, wpe, out } = *o;
         let p = Self::params(ix(tokens.len), t, c, vocab);
         let v = Binding::View;
         rec.dispatch(
@@ -58,19 +55,15 @@ impl Embedding {
         )
     }
 
-    #[allow(clippy::too_many_arguments)]
     pub fn backward(
         &self,
         rec: &mut Recorder,
-        token_offsets: View,
-        token_positions: View,
-        dout: View,
-        dwte: View,
-        dwpe: View,
+        o: &op::EmbeddingBackward,
         t: usize,
         c: usize,
         vocab: usize,
     ) -> Result<(), GpuError> {
+        let op::EmbeddingBackward { token_offsets, token_positions, dout, dwte, dwpe, .. } = *o;
         let p = Self::params(ix(token_positions.len), t, c, vocab);
         let v = Binding::View;
         rec.dispatch(

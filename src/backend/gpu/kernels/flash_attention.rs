@@ -6,6 +6,7 @@ use super::attention::AttnShape;
 use super::{Binding, KernelEntry, Recorder, build_entries, u};
 use crate::backend::gpu::GpuError;
 use crate::plan::View;
+use crate::plan::op;
 
 /// Query (or key) rows per workgroup: `QT` in the shader.
 const ROWS_PER_GROUP: usize = 64;
@@ -64,18 +65,8 @@ impl FlashAttention {
     }
 
     /// dqkv (B,T,3C) given dout; `delta` (B,NH,T) is scratch written by the first dispatch.
-    #[allow(clippy::too_many_arguments)]
-    pub fn backward(
-        &self,
-        rec: &mut Recorder,
-        qkv: View,
-        out: View,
-        lse: View,
-        dout: View,
-        delta: View,
-        dqkv: View,
-        s: AttnShape,
-    ) -> Result<(), GpuError> {
+    pub fn backward(&self, rec: &mut Recorder, o: &op::FlashAttentionBackward, s: AttnShape) -> Result<(), GpuError> {
+        let op::FlashAttentionBackward { qkv, out, lse, dout, delta, dqkv } = *o;
         let v = Binding::View;
         let p = Self::params(&s);
         rec.dispatch(

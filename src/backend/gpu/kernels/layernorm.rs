@@ -2,7 +2,7 @@
 
 use super::{Binding, KernelEntry, Recorder, build_entries, u};
 use crate::backend::gpu::GpuError;
-use crate::plan::View;
+use crate::plan::op;
 
 /// Mirrors `Params` in layernorm.wgsl.
 #[repr(C)]
@@ -35,18 +35,8 @@ impl LayerNorm {
         Self { forward, backward_input, backward_params }
     }
 
-    #[allow(clippy::too_many_arguments)]
-    pub fn forward(
-        &self,
-        rec: &mut Recorder,
-        inp: View,
-        weight: View,
-        bias: View,
-        out: View,
-        mean: View,
-        rstd: View,
-        cols: usize,
-    ) -> Result<(), GpuError> {
+    pub fn forward(&self, rec: &mut Recorder, o: &op::LayerNorm, cols: usize) -> Result<(), GpuError> {
+        let op::LayerNorm { inp, weight, bias, out, mean, rstd } = *o;
         let rows = mean.len;
         let p = LayerNormParams { rows: u(rows), cols: u(cols), accumulate: 0, _pad: 0 };
         let v = Binding::View;
@@ -58,21 +48,8 @@ impl LayerNorm {
         )
     }
 
-    #[allow(clippy::too_many_arguments)]
-    pub fn backward(
-        &self,
-        rec: &mut Recorder,
-        inp: View,
-        weight: View,
-        mean: View,
-        rstd: View,
-        dout: View,
-        dinp: View,
-        dweight: Option<View>,
-        dbias: Option<View>,
-        cols: usize,
-        accumulate: bool,
-    ) -> Result<(), GpuError> {
+    pub fn backward(&self, rec: &mut Recorder, o: &op::LayerNormBackward, cols: usize) -> Result<(), GpuError> {
+        let op::LayerNormBackward { inp, weight, mean, rstd, dout, dinp, dweight, dbias, accumulate } = *o;
         let rows = mean.len;
         let p = LayerNormParams { rows: u(rows), cols: u(cols), accumulate: accumulate as u32, _pad: 0 };
         let v = Binding::View;

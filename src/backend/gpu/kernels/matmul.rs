@@ -3,7 +3,9 @@
 
 use super::{Binding, KernelEntry, Recorder, build_entries, u};
 use crate::backend::gpu::GpuError;
+use crate::backend::ix;
 use crate::plan::View;
+use crate::plan::op;
 
 /// Mirrors `Params` in matmul.wgsl.
 #[repr(C)]
@@ -189,19 +191,9 @@ impl Matmul {
     }
 
     /// out (rows,n) = inp (rows,k) · W + bias.
-    #[allow(clippy::too_many_arguments)]
-    pub fn forward(
-        &self,
-        rec: &mut Recorder,
-        inp: View,
-        weight: View,
-        bias: Option<View>,
-        out: View,
-        rows: usize,
-        k: usize,
-        n: usize,
-        weight_transposed: bool,
-    ) -> Result<(), GpuError> {
+    pub fn forward(&self, rec: &mut Recorder, o: &op::Matmul) -> Result<(), GpuError> {
+        let op::Matmul { inp, weight, bias, out, rows, k, n, weight_transposed } = *o;
+        let (rows, k, n) = (ix(rows), ix(k), ix(n));
         // W is (k,n), or (n,k) when transposed: op(B) = Wᵀ.
         let wb = if weight_transposed { Operand::rows(k).transposed() } else { Operand::rows(n) };
         let call = GemmCall::new(rows, n, k, (inp, Operand::rows(k)), (Some(weight), wb), (out, Operand::rows(n)));
@@ -209,18 +201,9 @@ impl Matmul {
     }
 
     /// out (rows,n) += alpha · inp (rows,k) · W (k,n) (LoRA's up-projection).
-    #[allow(clippy::too_many_arguments)]
-    pub fn add_forward(
-        &self,
-        rec: &mut Recorder,
-        inp: View,
-        weight: View,
-        out: View,
-        rows: usize,
-        k: usize,
-        n: usize,
-        alpha: f64,
-    ) -> Result<(), GpuError> {
+    pub fn add_forward(&self, rec: &mut Recorder, o: &op::MatmulAdd) -> Result<(), GpuError> {
+        let op::MatmulAdd { inp, weight, out, rows, k, n, alpha } = *o;
+        let (rows, k, n) = (ix(rows), ix(k), ix(n));
         let call = GemmCall::new(
             rows,
             n,
@@ -233,20 +216,9 @@ impl Matmul {
     }
 
     /// dinp = alpha·dout·Wᵀ; dweight += alpha·inpᵀ·dout.
-    #[allow(clippy::too_many_arguments)]
-    pub fn add_backward(
-        &self,
-        rec: &mut Recorder,
-        inp: View,
-        weight: View,
-        dout: View,
-        dinp: View,
-        dweight: View,
-        rows: usize,
-        k: usize,
-        n: usize,
-        alpha: f64,
-    ) -> Result<(), GpuError> {
+    pub fn add_backward(&self, rec: &mut Recorder, o: &op::MatmulAddBackward) -> Result<(), GpuError> {
+        let op::MatmulAddBackward { inp, weight, dout, dinp, dweight, rows, k, n, alpha } = *o;
+        let (rows, k, n) = (ix(rows), ix(k), ix(n));
         let alpha = alpha as f32;
         let dinp_call = GemmCall::new(
             rows,
@@ -270,22 +242,10 @@ impl Matmul {
 
     /// dinp (+)= dout·Wᵀ; dweight += inpᵀ·dout (or doutᵀ·inp for the transposed weight);
     /// dbias += Σ_rows dout. A frozen weight (no `dweight`) reads no `inp`.
-    #[allow(clippy::too_many_arguments)]
-    pub fn backward(
-        &self,
-        rec: &mut Recorder,
-        inp: View,
-        weight: View,
-        dout: View,
-        dinp: View,
-        dweight: Option<View>,
-        dbias: Option<View>,
-        rows: usize,
-        k: usize,
-        n: usize,
-        weight_transposed: bool,
-        accumulate: bool,
-    ) -> Result<(), GpuError> {
+    pub fn backward(&self, rec: &mut Recorder, o: &op::MatmulBackward) -> Result<(), GpuError> {
+        let op::MatmulBackward { inp, weight, dout, dinp, dweight, dbias, rows, k, n, weight_transposed, accumulate } =
+            *o;
+        let (rows, k, n) = (ix(rows), ix(k), ix(n));
         // dinp (rows,k) = dout (rows,n) · op(W) with op(W) (n,k).
         let wb = if weight_transposed { Operand::rows(k) } else { Operand::rows(n).transposed() };
         let dinp_call =

@@ -60,6 +60,7 @@ impl<F: Float> CpuExecutor<F> {
         let m = self.plan.model;
         let (b, t) = (self.plan.shape.batch, self.plan.shape.seq);
         let (c, nh, vocab) = (m.d_model, m.n_heads, m.vocab);
+        let heads = ops::Heads { b, t, c, nh };
         match *op {
             Op::Zero(op::Zero { dst }) => {
                 if self.plan.tensors[dst.tensor.0].dtype == DType::U32 {
@@ -100,28 +101,15 @@ impl<F: Float> CpuExecutor<F> {
                         [di, ..] => (di, None),
                         [] => return,
                     };
-                    ops::layernorm_backward(di, dparams, s.f(dout), x, w, mu, rs, c, accumulate);
+                    ops::layernorm_backward(di, dparams, s.f(dout), (x, w, mu, rs), c, accumulate);
                 })
             }
-            Op::Matmul(op::Matmul { inp, weight, bias, out, rows, k, n, weight_transposed }) => {
-                self.with_outputs([out], |s, [o]| {
-                    let bias = bias.map(|v| s.f(v));
-                    ops::matmul_forward(o, s.f(inp), s.f(weight), bias, ix(rows), ix(k), ix(n), weight_transposed);
-                })
-            }
-            Op::MatmulBackward(op::MatmulBackward {
-                inp,
-                weight,
-                dout,
-                dinp,
-                dweight,
-                dbias,
-                rows,
-                k,
-                n,
-                weight_transposed,
-                accumulate,
-            }) => {
+            Op::Matmul(m) => self.with_outputs([m.out], |s, [o]| {
+                let bias = m.bias.map(|v| s.f(v));
+                ops::matmul_forward(o, s.f(m.inp), s.f(m.weight), bias, &m);
+            }),
+            Op::MatmulBackward(mb) => {
+                let op::MatmulBackward { inp, weight, dout, dinp, dweight, dbias, accumulate, .. } = mb;
                 let outs: Vec<View> = std::iter::once(dinp).chain(dweight).chain(dbias).collect();
                 let (has_dw, has_db) = (dweight.is_some(), dbias.is_some());
                 self.with_output_list(&outs, |s, bufs| {
@@ -133,37 +121,33 @@ impl<F: Float> CpuExecutor<F> {
                     let (d, w) = (s.f(dout), s.f(weight));
                     // A frozen weight's input is not read (it may already be freed).
                     let x = if has_dw { s.f(inp) } else { &[] };
-                    ops::matmul_backward(di, gw, gb, d, x, w, ix(rows), ix(k), ix(n), weight_transposed);
+                    ops::matmul_backward(di, (gw, gb), d, x, w, &mb);
                     if let Some(before) = before {
                         di.iter_mut().zip(before).for_each(|(a, b)| *a = *a + b);
                     }
                 })
             }
-            Op::MatmulAdd(op::MatmulAdd { inp, weight, out, rows, k, n, alpha }) => {
-                self.with_outputs([out], |s, [o]| {
-                    ops::matmul_add_forward(o, s.f(inp), s.f(weight), ix(rows), ix(k), ix(n), alpha);
-                })
-            }
-            Op::MatmulAddBackward(op::MatmulAddBackward { inp, weight, dout, dinp, dweight, rows, k, n, alpha }) => {
-                self.with_outputs([dinp, dweight], |s, [di, gw]| {
-                    ops::matmul_add_backward(di, gw, s.f(dout), s.f(inp), s.f(weight), ix(rows), ix(k), ix(n), alpha);
-                })
-            }
+            Op::MatmulAdd(ma) => self.with_outputs([ma.out], |s, [o]| {
+                ops::matmul_add_forward(o, s.f(ma.inp), s.f(ma.weight), &ma);
+            }),
+            Op::MatmulAddBackward(mb) => self.with_outputs([mb.dinp, mb.dweight], |s, [di, gw]| {
+                ops::matmul_add_backward(di, gw, s.f(mb.dout), s.f(mb.inp), s.f(mb.weight), &mb);
+            }),
             Op::Attention(op::Attention { qkv, att, out }) => self.with_outputs([out, att], |s, [o, a]| {
-                ops::attention_forward(o, a, s.f(qkv), b, t, c, nh);
+                ops::attention_forward(o, a, s.f(qkv), heads);
             }),
             Op::AttentionBackward(op::AttentionBackward { qkv, att, dout, datt, dqkv }) => {
                 self.with_outputs([dqkv, datt], |s, [dq, da]| {
-                    ops::attention_backward(dq, da, s.f(dout), s.f(qkv), s.f(att), b, t, c, nh);
+                    ops::attention_backward(dq, da, s.f(dout), s.f(qkv), s.f(att), heads);
                 })
             }
             Op::FlashAttention(op::FlashAttention { qkv, out, lse }) => self.with_outputs([out, lse], |s, [o, l]| {
-                ops::flash_attention_forward(o, l, s.f(qkv), b, t, c, nh);
+                ops::flash_attention_forward(o, l, s.f(qkv), heads);
             }),
             Op::FlashAttentionBackward(op::FlashAttentionBackward { qkv, out, lse, dout, delta, dqkv }) => self
                 .with_outputs([dqkv, delta], |s, [dq, d]| {
                     let (x, o, l) = (s.f(qkv), s.f(out), s.f(lse));
-                    ops::flash_attention_backward(dq, d, s.f(dout), x, o, l, b, t, c, nh);
+                    ops::flash_attention_backward(dq, d, s.f(dout), (x, o, l), heads);
                 }),
             Op::Gelu(op::Gelu { inp, out }) => self.with_outputs([out], |s, [o]| ops::gelu_forward(o, s.f(inp))),
             Op::GeluBackward(op::GeluBackward { inp, dout, dinp }) => {

@@ -5,7 +5,18 @@
 
 use num_traits::Float;
 
+use crate::backend::ix;
 pub use crate::plan::AdamWStep;
+use crate::plan::op;
+
+/// The attention twins' shape: batch, sequence, width and heads.
+#[derive(Clone, Copy, Debug)]
+pub struct Heads {
+    pub b: usize,
+    pub t: usize,
+    pub c: usize,
+    pub nh: usize,
+}
 
 fn f<F: Float>(x: f64) -> F {
     F::from(x).unwrap_or_else(F::nan)
@@ -59,15 +70,11 @@ pub fn layernorm_forward<F: Float>(
 }
 
 /// dinp (+)= LayerNorm input gradient; dw += Σ dout·x̂; db += Σ dout.
-#[allow(clippy::too_many_arguments)]
 pub fn layernorm_backward<F: Float>(
     dinp: &mut [F],
     mut dparams: Option<(&mut [F], &mut [F])>,
     dout: &[F],
-    inp: &[F],
-    w: &[F],
-    mean: &[F],
-    rstd: &[F],
+    (inp, w, mean, rstd): (&[F], &[F], &[F], &[F]),
     c: usize,
     accumulate: bool,
 ) {
@@ -100,17 +107,21 @@ pub fn layernorm_backward<F: Float>(
 
 /// out (rows,n) = inp (rows,k) · W + bias; W is (k,n), or (n,k) when `transposed`.
 /// Loops run along contiguous memory in both layouts.
-#[allow(clippy::too_many_arguments)]
-pub fn matmul_forward<F: Float>(
-    out: &mut [F],
-    inp: &[F],
-    w: &[F],
-    bias: Option<&[F]>,
+pub fn matmul_forward<F: Float>(out: &mut [F], inp: &[F], w: &[F], bias: Option<&[F]>, o: &op::Matmul) {
+    gemm_forward(out, inp, w, bias, Gemm { rows: ix(o.rows), k: ix(o.k), n: ix(o.n), transposed: o.weight_transposed });
+}
+
+/// A product's sizes: inp (rows,k) · W (k,n), or W (n,k) when `transposed`.
+#[derive(Clone, Copy)]
+struct Gemm {
     rows: usize,
     k: usize,
     n: usize,
     transposed: bool,
-) {
+}
+
+fn gemm_forward<F: Float>(out: &mut [F], inp: &[F], w: &[F], bias: Option<&[F]>, g: Gemm) {
+    let Gemm { rows, k, n, transposed } = g;
     for r in 0..rows {
         let x = &inp[r * k..(r + 1) * k];
         let o = &mut out[r * n..(r + 1) * n];
@@ -136,19 +147,27 @@ pub fn matmul_forward<F: Float>(
 }
 
 /// dinp = dout·Wᵀ (overwritten); dw += inpᵀ·dout (in W's layout); dbias += Σ_rows dout.
-#[allow(clippy::too_many_arguments)]
 pub fn matmul_backward<F: Float>(
     dinp: &mut [F],
-    mut dw: Option<&mut [F]>,
-    dbias: Option<&mut [F]>,
+    (dw, dbias): (Option<&mut [F]>, Option<&mut [F]>),
     dout: &[F],
     inp: &[F],
     w: &[F],
-    rows: usize,
-    k: usize,
-    n: usize,
-    transposed: bool,
+    o: &op::MatmulBackward,
 ) {
+    let g = Gemm { rows: ix(o.rows), k: ix(o.k), n: ix(o.n), transposed: o.weight_transposed };
+    gemm_backward(dinp, (dw, dbias), dout, inp, w, g);
+}
+
+fn gemm_backward<F: Float>(
+    dinp: &mut [F],
+    (mut dw, dbias): (Option<&mut [F]>, Option<&mut [F]>),
+    dout: &[F],
+    inp: &[F],
+    w: &[F],
+    g: Gemm,
+) {
+    let Gemm { rows, k, n, transposed } = g;
     for r in 0..rows {
         let d = &dout[r * n..(r + 1) * n];
         // A frozen weight has no gradient, and its input is not read (nor saved).
@@ -192,10 +211,10 @@ pub fn matmul_backward<F: Float>(
 
 /// out (rows,n) += alpha · inp (rows,k) · W (k,n): LoRA's up-projection added to the frozen
 /// projection's output.
-#[allow(clippy::too_many_arguments)]
-pub fn matmul_add_forward<F: Float>(out: &mut [F], inp: &[F], w: &[F], rows: usize, k: usize, n: usize, alpha: f64) {
+pub fn matmul_add_forward<F: Float>(out: &mut [F], inp: &[F], w: &[F], o: &op::MatmulAdd) {
+    let (rows, k, n, alpha) = (ix(o.rows), ix(o.k), ix(o.n), o.alpha);
     let mut tmp = vec![F::zero(); rows * n];
-    matmul_forward(&mut tmp, inp, w, None, rows, k, n, false);
+    gemm_forward(&mut tmp, inp, w, None, Gemm { rows, k, n, transposed: false });
     let a = f::<F>(alpha);
     for (o, t) in out.iter_mut().zip(tmp) {
         *o = *o + a * t;
@@ -203,26 +222,24 @@ pub fn matmul_add_forward<F: Float>(out: &mut [F], inp: &[F], w: &[F], rows: usi
 }
 
 /// The backward of [`matmul_add_forward`]: dinp = alpha·dout·Wᵀ; dW += alpha·inpᵀ·dout.
-#[allow(clippy::too_many_arguments)]
 pub fn matmul_add_backward<F: Float>(
     dinp: &mut [F],
     dw: &mut [F],
     dout: &[F],
     inp: &[F],
     w: &[F],
-    rows: usize,
-    k: usize,
-    n: usize,
-    alpha: f64,
+    o: &op::MatmulAddBackward,
 ) {
+    let (rows, k, n, alpha) = (ix(o.rows), ix(o.k), ix(o.n), o.alpha);
     let a = f::<F>(alpha);
     let scaled: Vec<F> = dout.iter().map(|&d| d * a).collect();
-    matmul_backward(dinp, Some(dw), None, &scaled, inp, w, rows, k, n, false);
+    gemm_backward(dinp, (Some(dw), None), &scaled, inp, w, Gemm { rows, k, n, transposed: false });
 }
 
 /// Causal self-attention. qkv (B,T,3C) holds Q, K, V side by side; att (B,NH,T,T) receives the
 /// softmax probabilities (zero above the diagonal); out (B,T,C).
-pub fn attention_forward<F: Float>(out: &mut [F], att: &mut [F], qkv: &[F], b: usize, t: usize, c: usize, nh: usize) {
+pub fn attention_forward<F: Float>(out: &mut [F], att: &mut [F], qkv: &[F], h: Heads) {
+    let Heads { b, t, c, nh } = h;
     let hs = c / nh;
     let scale = F::one() / f::<F>(hs as f64).sqrt();
     for bi in 0..b {
@@ -258,18 +275,8 @@ pub fn attention_forward<F: Float>(out: &mut [F], att: &mut [F], qkv: &[F], b: u
 }
 
 /// dqkv (B,T,3C) given dout (B,T,C); `datt` (B,NH,T,T) is scratch.
-#[allow(clippy::too_many_arguments)]
-pub fn attention_backward<F: Float>(
-    dqkv: &mut [F],
-    datt: &mut [F],
-    dout: &[F],
-    qkv: &[F],
-    att: &[F],
-    b: usize,
-    t: usize,
-    c: usize,
-    nh: usize,
-) {
+pub fn attention_backward<F: Float>(dqkv: &mut [F], datt: &mut [F], dout: &[F], qkv: &[F], att: &[F], h: Heads) {
+    let Heads { b, t, c, nh } = h;
     let hs = c / nh;
     let scale = F::one() / f::<F>(hs as f64).sqrt();
     dqkv.iter_mut().for_each(|x| *x = F::zero());
@@ -315,16 +322,8 @@ const FLASH_KEY_TILE: usize = 16;
 /// Fused causal attention: out (B,T,C) and lse (B,NH,T), the logsumexp of each row of scaled
 /// scores, by an online softmax over tiles of keys (running max, running sum, rescaled
 /// accumulator), as the kernel computes it. No T×T matrix is formed.
-#[allow(clippy::too_many_arguments)]
-pub fn flash_attention_forward<F: Float>(
-    out: &mut [F],
-    lse: &mut [F],
-    qkv: &[F],
-    b: usize,
-    t: usize,
-    c: usize,
-    nh: usize,
-) {
+pub fn flash_attention_forward<F: Float>(out: &mut [F], lse: &mut [F], qkv: &[F], h: Heads) {
+    let Heads { b, t, c, nh } = h;
     let hs = c / nh;
     let scale = F::one() / f::<F>(hs as f64).sqrt();
     let mut acc = vec![F::zero(); hs];
@@ -367,19 +366,14 @@ pub fn flash_attention_forward<F: Float>(
 
 /// dqkv (B,T,3C) of fused attention given dout, recomputing each probability as
 /// exp(score − lse); `delta` (B,NH,T) receives rowsum(dout∘out). Every element of dqkv is set.
-#[allow(clippy::too_many_arguments)]
 pub fn flash_attention_backward<F: Float>(
     dqkv: &mut [F],
     delta: &mut [F],
     dout: &[F],
-    qkv: &[F],
-    out: &[F],
-    lse: &[F],
-    b: usize,
-    t: usize,
-    c: usize,
-    nh: usize,
+    (qkv, out, lse): (&[F], &[F], &[F]),
+    h: Heads,
 ) {
+    let Heads { b, t, c, nh } = h;
     let hs = c / nh;
     let scale = F::one() / f::<F>(hs as f64).sqrt();
     dqkv.iter_mut().for_each(|x| *x = F::zero());

@@ -8,16 +8,13 @@ impl Builder {
     /// A projection `out = inp·W + b` of block `i` (k → n), plus its LoRA branch
     /// `out += s·(inp·A)·B` when `target` is adapted. Returns the branch's `inp·A`, saved for
     /// the backward pass.
-    #[allow(clippy::too_many_arguments)]
     fn projection(
         &mut self,
-        i: usize,
-        target: LoraTarget,
+        (i, target): (usize, LoraTarget),
         inp: View,
         (w, b): (ParamKind, ParamKind),
         out: View,
-        k: u64,
-        n: u64,
+        (k, n): (u64, u64),
     ) -> Option<View> {
         let rows = self.shape.rows();
         let label = format!("h.{i}.{}", target.module());
@@ -55,18 +52,15 @@ impl Builder {
 
     /// The backward of [`Self::projection`]: dinp from dout; the LoRA branch's gradients, or the
     /// base weight's when it is trained.
-    #[allow(clippy::too_many_arguments)]
+    /// `(inp, lora_h)`: the projection's input and its LoRA branch's saved `inp·A`; `(dout,
+    /// dinp)`: the gradient in and out; `dlora`: the branch's gradient scratch.
     fn projection_backward(
         &mut self,
-        i: usize,
-        target: LoraTarget,
-        inp: View,
-        lora_h: Option<View>,
+        (i, target): (usize, LoraTarget),
+        (inp, lora_h): (View, Option<View>),
         (w, b): (ParamKind, ParamKind),
-        dout: View,
-        dinp: View,
-        k: u64,
-        n: u64,
+        (dout, dinp): (View, View),
+        (k, n): (u64, u64),
         dlora: Option<View>,
     ) {
         let rows = self.shape.rows();
@@ -157,7 +151,7 @@ impl Builder {
         );
         let qkv = self.act(n("attn.qkv"), &[b, t, 3 * c], a, li);
         let qkv_w = (ParamKind::QkvW(i), ParamKind::QkvB(i));
-        let h_qkv = self.projection(i, LoraTarget::Qkv, ln1, qkv_w, qkv, c, 3 * c);
+        let h_qkv = self.projection((i, LoraTarget::Qkv), ln1, qkv_w, qkv, (c, 3 * c));
         let atty = self.act(n("attn.out"), &[b, t, c], a, li);
         let att = match self.techniques.attention {
             AttentionKind::Standard => {
@@ -175,7 +169,7 @@ impl Builder {
         };
         let attproj = self.act(n("attn.c_proj.out"), &[b, t, c], tmp, li);
         let proj_w = (ParamKind::AttnProjW(i), ParamKind::AttnProjB(i));
-        let h_proj = self.projection(i, LoraTarget::AttnProj, atty, proj_w, attproj, c, c);
+        let h_proj = self.projection((i, LoraTarget::AttnProj), atty, proj_w, attproj, (c, c));
         let res2 = self.act(n("residual_1"), &[b, t, c], a, li);
         self.push(Phase::Forward, n("residual_1"), Op::Residual(op::Residual { a: x, b: attproj, out: res2 }));
         let ln2 = self.act(n("ln_2.out"), &[b, t, c], a, li);
@@ -195,12 +189,12 @@ impl Builder {
         );
         let fch = self.act(n("mlp.c_fc.out"), &[b, t, 4 * c], a, li);
         let fc_w = (ParamKind::FcW(i), ParamKind::FcB(i));
-        let h_fc = self.projection(i, LoraTarget::Fc, ln2, fc_w, fch, c, 4 * c);
+        let h_fc = self.projection((i, LoraTarget::Fc), ln2, fc_w, fch, (c, 4 * c));
         let fch_gelu = self.act(n("mlp.gelu.out"), &[b, t, 4 * c], a, li);
         self.push(Phase::Forward, n("mlp.gelu"), Op::Gelu(op::Gelu { inp: fch, out: fch_gelu }));
         let fcproj = self.act(n("mlp.c_proj.out"), &[b, t, c], tmp, li);
         let fcproj_w = (ParamKind::FcProjW(i), ParamKind::FcProjB(i));
-        let h_fcproj = self.projection(i, LoraTarget::FcProj, fch_gelu, fcproj_w, fcproj, 4 * c, c);
+        let h_fcproj = self.projection((i, LoraTarget::FcProj), fch_gelu, fcproj_w, fcproj, (4 * c, c));
         let res3 = self.act(n("residual_2"), &[b, t, c], out_cat, li);
         self.push(Phase::Forward, n("residual_2"), Op::Residual(op::Residual { a: res2, b: fcproj, out: res3 }));
         let s = Saved {
@@ -237,15 +231,11 @@ impl Builder {
         );
         let fcproj_w = (ParamKind::FcProjW(i), ParamKind::FcProjB(i));
         self.projection_backward(
-            i,
-            LoraTarget::FcProj,
-            s.fch_gelu,
-            h_fcproj,
+            (i, LoraTarget::FcProj),
+            (s.fch_gelu, h_fcproj),
             fcproj_w,
-            sc.dres_a,
-            sc.dfch_gelu,
-            4 * c,
-            c,
+            (sc.dres_a, sc.dfch_gelu),
+            (4 * c, c),
             sc.dlora,
         );
         self.push(
@@ -254,7 +244,7 @@ impl Builder {
             Op::GeluBackward(op::GeluBackward { inp: s.fch, dout: sc.dfch_gelu, dinp: sc.dfch }),
         );
         let fc_w = (ParamKind::FcW(i), ParamKind::FcB(i));
-        self.projection_backward(i, LoraTarget::Fc, s.ln2, h_fc, fc_w, sc.dfch, sc.dln, c, 4 * c, sc.dlora);
+        self.projection_backward((i, LoraTarget::Fc), (s.ln2, h_fc), fc_w, (sc.dfch, sc.dln), (c, 4 * c), sc.dlora);
         self.push(
             Phase::Backward,
             n("ln_2"),
@@ -277,7 +267,14 @@ impl Builder {
             Op::ResidualBackward(op::ResidualBackward { dout: sc.dres_b, da: sc.dres_a }),
         );
         let proj_w = (ParamKind::AttnProjW(i), ParamKind::AttnProjB(i));
-        self.projection_backward(i, LoraTarget::AttnProj, s.atty, h_proj, proj_w, sc.dres_b, sc.datty, c, c, sc.dlora);
+        self.projection_backward(
+            (i, LoraTarget::AttnProj),
+            (s.atty, h_proj),
+            proj_w,
+            (sc.dres_b, sc.datty),
+            (c, c),
+            sc.dlora,
+        );
         let op = match (self.techniques.attention, self.techniques.checkpoint) {
             (AttentionKind::Fused, _) => Op::FlashAttentionBackward(op::FlashAttentionBackward {
                 qkv: s.qkv,
@@ -312,7 +309,7 @@ impl Builder {
         };
         self.push(Phase::Backward, n("attn"), op);
         let qkv_w = (ParamKind::QkvW(i), ParamKind::QkvB(i));
-        self.projection_backward(i, LoraTarget::Qkv, s.ln1, h_qkv, qkv_w, sc.dqkv, sc.dln, c, 3 * c, sc.dlora);
+        self.projection_backward((i, LoraTarget::Qkv), (s.ln1, h_qkv), qkv_w, (sc.dqkv, sc.dln), (c, 3 * c), sc.dlora);
         self.push(
             Phase::Backward,
             n("ln_1"),

@@ -197,9 +197,7 @@ impl StepAllocator {
                 Ok(p)
             }
             Err(error) => {
-                let op_label = op
-                    .and_then(|i| plan.ops.get(i))
-                    .map_or_else(|| "before the step".to_string(), |n| format!("{} ({})", n.label, n.op.name()));
+                let op_label = op.and_then(|i| plan.op_label(i)).unwrap_or_else(|| "before the step".to_string());
                 Err(Box::new(StepOom::new(tensor, plan.tensor(tensor), op, op_label, error, "")))
             }
         }

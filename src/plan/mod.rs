@@ -129,6 +129,12 @@ impl Plan {
         build::build_checked(model, shape, optimizer, techniques)
     }
 
+    /// "h.0.attn (attention)": op `i`'s label and kind, the one way every message and view names
+    /// an op (None when there is no such op).
+    pub fn op_label(&self, i: usize) -> Option<String> {
+        self.ops.get(i).map(|n| format!("{} ({})", n.label, n.op.name()))
+    }
+
     /// AdamW's scalars for optimizer step `step` (from 1): what both backends hand their AdamW.
     pub fn adamw_step(&self, step: u32) -> AdamWStep {
         let o = self.optimizer;

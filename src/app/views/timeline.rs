@@ -94,10 +94,7 @@ pub fn timeline(ui: &mut Ui, plan: &Plan, memory: &StepMemory, source: Source, s
 
 /// "h.0.attn (attention)" for timeline point `op`.
 pub fn op_label(plan: &Plan, op: Option<usize>) -> String {
-    match op.and_then(|i| plan.ops.get(i)) {
-        Some(node) => format!("{} ({})", node.label, node.op.name()),
-        None => "the start of the step".into(),
-    }
+    op.and_then(|i| plan.op_label(i)).unwrap_or_else(|| "the start of the step".into())
 }
 
 /// The tensors the plan has alive while op `op` runs (all persistent and step tensors before the

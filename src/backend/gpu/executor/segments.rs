@@ -180,9 +180,7 @@ pub fn device_oom(
     detail: &str,
 ) -> crate::memory::StepOom {
     let info = plan.tensor(tensor);
-    let op_label = op
-        .and_then(|i| plan.ops.get(i))
-        .map_or_else(|| "before the step".to_string(), |n| format!("{} ({})", n.label, n.op.name()));
+    let op_label = op.and_then(|i| plan.op_label(i)).unwrap_or_else(|| "before the step".to_string());
     let error = crate::memory::OutOfMemory {
         requested_bytes: info.size_bytes(),
         tried_bytes: size,

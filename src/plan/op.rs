@@ -286,24 +286,14 @@ impl Op {
             Op::LayerNorm(LayerNorm { inp, weight, bias, out, mean, rstd }) => {
                 (vec![inp, weight, bias], vec![out, mean, rstd])
             }
-            Op::LayerNormBackward(LayerNormBackward {
-                inp,
-                weight,
-                mean,
-                rstd,
-                dout,
-                dinp,
-                dweight,
-                dbias,
-                accumulate,
-            }) => {
-                let grads: Vec<View> = dweight.into_iter().chain(dbias).collect();
-                let mut reads = vec![inp, weight, mean, rstd, dout];
+            Op::LayerNormBackward(l) => {
+                let grads: Vec<View> = l.dweight.into_iter().chain(l.dbias).collect();
+                let mut reads = vec![l.inp, l.weight, l.mean, l.rstd, l.dout];
                 reads.extend(&grads);
-                if accumulate {
-                    reads.push(dinp);
+                if l.accumulate {
+                    reads.push(l.dinp);
                 }
-                (reads, std::iter::once(dinp).chain(grads).collect())
+                (reads, std::iter::once(l.dinp).chain(grads).collect())
             }
             Op::Matmul(Matmul { inp, weight, bias, out, .. }) => {
                 (std::iter::once(inp).chain([weight]).chain(bias).collect(), vec![out])

@@ -82,20 +82,11 @@ impl<F: Float> CpuExecutor<F> {
                     ops::layernorm_forward(o, mu, rs, s.f(inp), s.f(weight), s.f(bias), c);
                 })
             }
-            Op::LayerNormBackward(op::LayerNormBackward {
-                inp,
-                weight,
-                mean,
-                rstd,
-                dout,
-                dinp,
-                dweight,
-                dbias,
-                accumulate,
-            }) => {
-                let outs: Vec<View> = std::iter::once(dinp).chain(dweight).chain(dbias).collect();
+            Op::LayerNormBackward(lb) => {
+                let outs: Vec<View> = std::iter::once(lb.dinp).chain(lb.dweight).chain(lb.dbias).collect();
+                let (dout, accumulate) = (lb.dout, lb.accumulate);
                 self.with_output_list(&outs, |s, bufs| {
-                    let (x, w, mu, rs) = (s.f(inp), s.f(weight), s.f(mean), s.f(rstd));
+                    let (x, w, mu, rs) = (s.f(lb.inp), s.f(lb.weight), s.f(lb.mean), s.f(lb.rstd));
                     let (di, dparams) = match bufs {
                         [di, gw, gb] => (di, Some((gw.as_mut_slice(), gb.as_mut_slice()))),
                         [di, ..] => (di, None),

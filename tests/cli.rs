@@ -49,7 +49,7 @@ fn bad_input_exits_2_with_a_message() {
         (&["train", "--vocab", "5", "--backend", "cpu"], "out of range"),
         (&["train", "--backend", "tpu"], "possible values: gpu, cpu"),
         (&["train", "--layers", "99999999999"], "absurdly large"),
-        (&["train", "--steps", "0"], "steps must be at least 1"),
+        (&["train", "--steps", "0"], "'--steps <STEPS>': must be at least 1 (got 0)"),
         (&["frobnicate"], "unrecognized subcommand"),
         (&["measure", "--checkpoint", "selective", "--attention", "fused"], "use one or the other"),
         (&["measure", "--checkpoint", "every:9", "--layers", "2"], "every:9"),
@@ -57,7 +57,7 @@ fn bad_input_exits_2_with_a_message() {
         (&["measure", "--attention", "sparse"], "possible values: standard, fused"),
         (&["measure", "--batch", "10", "--accum", "3"], "cannot be split"),
         (&["measure", "--batch", "10", "--micro-batch", "4", "--accum", "2"], "disagrees"),
-        (&["sweep", "--accum", "0"], "--accum must be at least 1"),
+        (&["sweep", "--accum", "0"], "'--accum <ACCUM>': must be at least 1 (got 0)"),
         (&["compare", "--d-model", "256", "--heads", "2", "--attention", "fused"], "head sizes"),
         (&["measure", "--lora", "64"], "not low"),
         (&["measure", "--precision", "fp8"], "possible values: fp32, fp16, bf16"),
@@ -65,6 +65,10 @@ fn bad_input_exits_2_with_a_message() {
         (&["measure", "--lora", "4", "--lora-targets", "embeddings"], "possible values: qkv, proj, mlp, all"),
         (&["measure", "--lora", "4", "--lora-alpha", "-1"], "alpha must be positive"),
         (&["measure", "--optimizer", "lion"], "possible values: adamw, momentum, sgd"),
+        // Negative counts reach their check (no `allow_negative_numbers`): a clear message, exit 2.
+        (&["train", "--layers", "-3"], "'--layers <LAYERS>': must be at least 1 (got -3)"),
+        (&["train", "--steps", "-1"], "must be at least 1 (got -1)"),
+        (&["measure", "--heads", "four"], "\"four\" is not a whole number"),
         (&["measure", "--budget", "lots"], "cannot read \"lots\" as a size"),
     ];
     assert_usage_errors(cases);

@@ -15,8 +15,7 @@ pub(super) struct BenchRow {
     pub(super) steps_per_sec: f64,
 }
 
-pub(super) fn bench(steps: i64, profile: bool, config: &ConfigArgs) -> Result<(), Failure> {
-    let steps = check_dim("steps", steps)?;
+pub(super) fn bench(steps: usize, profile: bool, config: &ConfigArgs) -> Result<(), Failure> {
     let dataset = Dataset::builtin();
     let r = config.resolve_one(&dataset)?;
     let larger = Resolved {
@@ -147,8 +146,7 @@ pub(super) fn print_profile(ops: &[(Phase, String, f64)]) {
     }
 }
 
-pub(super) fn bench_gemm(size: i64) -> Result<(), Failure> {
-    let n = check_dim("matmul size", size)?;
+pub(super) fn bench_gemm(n: usize) -> Result<(), Failure> {
     let g = open_gpu()?;
     let gflops = bench_matmul(&g.ctx, &g.kernels, n, n, n, 5)?;
     println!("matmul {n}×{n}×{n}: {gflops:.2} GFLOP/s on {}", g.ctx.describe());

@@ -103,8 +103,7 @@ pub(super) fn compare_variants(r: &Resolved) -> Vec<(String, Resolved)> {
     out
 }
 
-pub(super) fn compare(steps: i64, config: &ConfigArgs) -> Result<(), Failure> {
-    let steps = check_dim("steps", steps)?;
+pub(super) fn compare(steps: usize, config: &ConfigArgs) -> Result<(), Failure> {
     let dataset = Dataset::builtin();
     let r = config.resolve_one(&dataset)?;
     let gpu = if r.backend == BackendKind::Gpu { Some(open_gpu()?) } else { None };

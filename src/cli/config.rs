@@ -6,29 +6,31 @@ use super::*;
 #[derive(Args, Debug, Clone)]
 pub(super) struct ConfigArgs {
     /// Sequence length T of a step.
-    #[arg(long, default_value_t = 64)]
-    seq_len: i64,
+    #[arg(long, default_value_t = 64, value_parser = count, allow_hyphen_values = true)]
+    seq_len: usize,
     /// The model's maximum sequence length (position embeddings); defaults to --seq-len.
-    #[arg(long)]
-    max_seq_len: Option<i64>,
-    #[arg(long, default_value_t = 64)]
-    d_model: i64,
-    #[arg(long, default_value_t = 2)]
-    layers: i64,
-    #[arg(long, default_value_t = 4)]
-    heads: i64,
+    #[arg(long, value_parser = count, allow_hyphen_values = true)]
+    max_seq_len: Option<usize>,
+    #[arg(long, default_value_t = 64, value_parser = count, allow_hyphen_values = true)]
+    d_model: usize,
+    #[arg(long, default_value_t = 2, value_parser = count, allow_hyphen_values = true)]
+    layers: usize,
+    #[arg(long, default_value_t = 4, value_parser = count, allow_hyphen_values = true)]
+    heads: usize,
     /// Batch size B (sequences per optimizer step; 16 by default); `sweep` also takes a range,
     /// `1..512` (every batch), `1..512:8` (every 8th) or a list, `1,2,4,8`. With --accum K each
     /// batch is split into K micro-batches of B/K.
     #[arg(long)]
+    #[arg(allow_hyphen_values = true)]
     batch: Option<String>,
     /// Micro-batch size M (sequences per forward pass) for gradient accumulation: the step runs
     /// --accum K micro-batches, an effective batch of M·K. Takes ranges like --batch in `sweep`.
     #[arg(long)]
+    #[arg(allow_hyphen_values = true)]
     micro_batch: Option<String>,
     /// Gradient accumulation: micro-batches per optimizer step.
-    #[arg(long, default_value_t = 1)]
-    accum: i64,
+    #[arg(long, default_value_t = 1, value_parser = count, allow_hyphen_values = true)]
+    accum: usize,
     /// Activation checkpointing: off, blocks (every block), every:K (a checkpoint every K
     /// blocks; `every` alone takes √L) or selective (recompute only the attention core).
     #[arg(long, default_value = "off")]
@@ -40,10 +42,10 @@ pub(super) struct ConfigArgs {
     #[arg(long, value_enum, ignore_case = true, default_value_t = PrecisionArg::Fp32)]
     precision: PrecisionArg,
     /// LoRA rank R: freeze the base weights and train rank-R adapters on --lora-targets.
-    #[arg(long)]
-    lora: Option<i64>,
+    #[arg(long, value_parser = count, allow_hyphen_values = true)]
+    lora: Option<usize>,
     /// LoRA's alpha (the adapters are scaled by alpha/R); defaults to R.
-    #[arg(long)]
+    #[arg(long, allow_hyphen_values = true)]
     lora_alpha: Option<f32>,
     /// Projections LoRA adapts: a list of qkv, proj (attention output), mlp (c_fc and c_proj),
     /// or all.
@@ -53,8 +55,8 @@ pub(super) struct ConfigArgs {
     #[arg(long, value_parser = oomlab::units::parse_bytes, default_value = "1GiB")]
     budget: u64,
     /// Vocabulary size; defaults to the built-in corpus's character count.
-    #[arg(long)]
-    vocab: Option<i64>,
+    #[arg(long, value_parser = count, allow_hyphen_values = true)]
+    vocab: Option<usize>,
     #[arg(long, default_value_t = 0)]
     seed: u64,
     /// Where steps run.
@@ -64,7 +66,7 @@ pub(super) struct ConfigArgs {
     #[arg(long, value_enum, ignore_case = true, default_value_t = OptimizerArg::Adamw)]
     optimizer: OptimizerArg,
     /// Learning rate (default: 3e-3 for AdamW, 0.1 for SGD).
-    #[arg(long)]
+    #[arg(long, allow_hyphen_values = true)]
     lr: Option<f32>,
     /// Machine-readable output on stdout.
     #[arg(long)]
@@ -117,6 +119,19 @@ pub(super) enum LoraTargetArg {
     #[value(alias = "ffn")]
     Mlp,
     All,
+}
+
+/// A count flag (`--layers 4`): at least 1 and at most [`oomlab::model::MAX_DIM`]; a negative,
+/// zero or absurd number is a clear error (exit 2), never a wrap.
+pub(super) fn count(text: &str) -> Result<usize, String> {
+    let v: i64 = text.trim().parse().map_err(|_| format!("{text:?} is not a whole number"))?;
+    if v < 1 {
+        return Err(format!("must be at least 1 (got {v})"));
+    }
+    if v > oomlab::model::MAX_DIM as i64 {
+        return Err(format!("{v} is absurdly large (the limit is {})", oomlab::model::MAX_DIM));
+    }
+    Ok(v as usize)
 }
 
 /// A failure with the exit code it maps to.
@@ -177,24 +192,13 @@ impl Resolved {
 
 impl ConfigArgs {
     pub(super) fn resolve(&self, dataset: &Dataset) -> Result<Resolved, Failure> {
-        let seq = check_dim("sequence length", self.seq_len)?;
-        let max_seq = match self.max_seq_len {
-            Some(v) => check_dim("max sequence length", v)?,
-            None => seq,
-        };
-        let vocab = match self.vocab {
-            Some(v) => check_dim("vocab", v)?,
-            None => dataset.tokenizer.vocab_size(),
-        };
-        let model = ModelConfig {
-            vocab,
-            seq_len: max_seq,
-            d_model: check_dim("d_model", self.d_model)?,
-            n_layers: check_dim("layers", self.layers)?,
-            n_heads: check_dim("heads", self.heads)?,
-        };
+        let seq = self.seq_len;
+        let max_seq = self.max_seq_len.unwrap_or(seq);
+        let vocab = self.vocab.unwrap_or_else(|| dataset.tokenizer.vocab_size());
+        let model =
+            ModelConfig { vocab, seq_len: max_seq, d_model: self.d_model, n_layers: self.layers, n_heads: self.heads };
         model.validate()?;
-        let accum = check_dim("--accum", self.accum)?;
+        let accum = self.accum;
         let techniques = Techniques {
             checkpoint: Checkpoint::parse(&self.checkpoint, model.n_layers)?,
             attention: match self.attention {
@@ -209,7 +213,7 @@ impl ConfigArgs {
             },
             lora: match self.lora {
                 Some(r) => {
-                    let rank = check_dim("--lora rank", r)?;
+                    let rank = r;
                     let mut l = LoraConfig::new(rank);
                     let all = self.lora_targets.contains(&LoraTargetArg::All);
                     let has = |t: LoraTargetArg| all || self.lora_targets.contains(&t);

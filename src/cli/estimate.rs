@@ -21,13 +21,13 @@ pub struct EstimateArgs {
     #[arg(long, default_value = "a100-80")]
     gpu: String,
     /// Micro-batch: sequences per forward pass on one GPU.
-    #[arg(long, default_value_t = 1)]
+    #[arg(long, default_value_t = 1, allow_hyphen_values = true)]
     batch: i64,
     /// Sequence length; defaults to the model's context (GPT-2 1024, LLaMA-2 4096).
-    #[arg(long)]
+    #[arg(long, allow_hyphen_values = true)]
     seq_len: Option<i64>,
     /// Gradient accumulation: micro-batches per optimizer step.
-    #[arg(long, default_value_t = 1)]
+    #[arg(long, default_value_t = 1, allow_hyphen_values = true)]
     accum: i64,
     /// fp32, fp16 or bf16 (mixed, fp32 master weights) or pure-bf16.
     #[arg(long, default_value = "bf16")]
@@ -36,13 +36,13 @@ pub struct EstimateArgs {
     #[arg(long, default_value = "adam")]
     optimizer: String,
     /// ZeRO stage 0–3 over the --gpus data-parallel GPUs.
-    #[arg(long, default_value_t = 0)]
+    #[arg(long, default_value_t = 0, allow_hyphen_values = true)]
     zero: i64,
     /// Data-parallel GPUs N_d.
-    #[arg(long, default_value_t = 1)]
+    #[arg(long, default_value_t = 1, allow_hyphen_values = true)]
     gpus: i64,
     /// Tensor-parallel GPUs t.
-    #[arg(long, default_value_t = 1)]
+    #[arg(long, default_value_t = 1, allow_hyphen_values = true)]
     tp: i64,
     /// Sequence parallelism (with --tp).
     #[arg(long)]
@@ -58,7 +58,7 @@ pub struct EstimateArgs {
     #[arg(long)]
     offload: Option<String>,
     /// LoRA rank R: freeze the base, train rank-R adapters.
-    #[arg(long)]
+    #[arg(long, allow_hyphen_values = true)]
     lora: Option<i64>,
     /// Projections the adapters target: qkv, proj, mlp (a list) or all.
     #[arg(long, default_value = "qkv")]
@@ -70,22 +70,22 @@ pub struct EstimateArgs {
     #[arg(long)]
     no_fixed_costs: bool,
     /// Custom architecture: hidden size h.
-    #[arg(long)]
+    #[arg(long, allow_hyphen_values = true)]
     hidden: Option<i64>,
     /// Custom architecture: layers L.
-    #[arg(long)]
+    #[arg(long, allow_hyphen_values = true)]
     layers: Option<i64>,
     /// Custom architecture: attention heads a.
-    #[arg(long)]
+    #[arg(long, allow_hyphen_values = true)]
     heads: Option<i64>,
     /// Custom architecture: key/value heads (grouped-query attention).
-    #[arg(long)]
+    #[arg(long, allow_hyphen_values = true)]
     kv_heads: Option<i64>,
     /// Custom architecture: MLP width f.
-    #[arg(long)]
+    #[arg(long, allow_hyphen_values = true)]
     ffn: Option<i64>,
     /// Custom architecture: vocabulary V.
-    #[arg(long)]
+    #[arg(long, allow_hyphen_values = true)]
     vocab: Option<i64>,
     /// Custom architecture: gelu or swiglu.
     #[arg(long)]

@@ -41,8 +41,7 @@ pub const EXIT_OOM: i32 = 3;
 #[command(
     name = "oomlab",
     version,
-    about = "Why does a large batch size run out of GPU memory? Run with no arguments for the app.",
-    allow_negative_numbers = true
+    about = "Why does a large batch size run out of GPU memory? Run with no arguments for the app."
 )]
 struct Cli {
     #[command(subcommand)]
@@ -52,16 +51,14 @@ struct Cli {
 #[derive(Subcommand, Debug)]
 enum Command {
     /// Train the toy GPT and print the loss per step.
-    #[command(allow_negative_numbers = true)]
     Train {
-        #[arg(long, default_value_t = 200)]
-        steps: i64,
+        #[arg(long, default_value_t = 200, value_parser = count, allow_hyphen_values = true)]
+        steps: usize,
         #[command(flatten)]
         config: ConfigArgs,
     },
     /// Run one training step and write config, weights, batch, gradients and loss for
     /// Hugging Face transformers.
-    #[command(allow_negative_numbers = true)]
     DumpStep {
         #[arg(long)]
         out: PathBuf,
@@ -70,14 +67,12 @@ enum Command {
     },
     /// Run one real step under a memory budget: the allocator's live bytes, the plan's prediction and the device's report per category, the
     /// peaks, the allocator's stats. Exit code 3 on out-of-memory.
-    #[command(allow_negative_numbers = true)]
     Measure {
         #[command(flatten)]
         config: ConfigArgs,
     },
     /// Memory per batch size, from the plan (milliseconds) or by real steps (--execute): the
     /// largest batch that fits the budget and where out-of-memory starts.
-    #[command(allow_negative_numbers = true)]
     Sweep {
         /// Run a real step for every batch size instead of predicting from the plan.
         #[arg(long)]
@@ -90,35 +85,32 @@ enum Command {
     },
     /// One row per memory-saving technique against the baseline of the same config: peak
     /// memory, saved activations, step time and gradient agreement, each from real steps.
-    #[command(allow_negative_numbers = true)]
     Compare {
         /// Timed steps per technique (after the gradient check).
-        #[arg(long, default_value_t = 3)]
-        steps: i64,
+        #[arg(long, default_value_t = 3, value_parser = count, allow_hyphen_values = true)]
+        steps: usize,
         #[command(flatten)]
         config: ConfigArgs,
     },
     /// Predict memory per GPU for real models (GPT-2, LLaMA-2, Mistral, custom) on real GPUs:
     /// model states by precision, optimizer, ZeRO and offload; activations (Korthikanti et al.)
     /// with TP/SP, recomputation and fused attention; logits; fixed costs. No GPU needed.
-    #[command(allow_negative_numbers = true)]
     Estimate {
         #[command(flatten)]
         args: estimate::EstimateArgs,
     },
     /// Time forward, backward and optimizer on the default and a larger config, and the
     /// matmul kernel's GFLOP/s.
-    #[command(allow_negative_numbers = true)]
     Bench {
         /// Timed steps per config (after one warm-up step).
-        #[arg(long, default_value_t = 10)]
-        steps: i64,
+        #[arg(long, default_value_t = 10, value_parser = count, allow_hyphen_values = true)]
+        steps: usize,
         /// Also time every GPU kernel of the default config on its own.
         #[arg(long)]
         profile: bool,
         /// Only the GEMM kernel's GFLOP/s (m = n = k = this size).
-        #[arg(long)]
-        matmul_only: Option<i64>,
+        #[arg(long, value_parser = count, allow_hyphen_values = true)]
+        matmul_only: Option<usize>,
         #[command(flatten)]
         config: ConfigArgs,
     },

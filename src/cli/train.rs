@@ -2,8 +2,7 @@
 
 use super::*;
 
-pub(super) fn train(steps: i64, config: &ConfigArgs) -> Result<(), Failure> {
-    let steps = check_dim("steps", steps)?;
+pub(super) fn train(steps: usize, config: &ConfigArgs) -> Result<(), Failure> {
     let dataset = Dataset::builtin();
     let r = config.resolve_one(&dataset)?;
     let plan = r.plan()?;

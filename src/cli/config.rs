@@ -33,8 +33,8 @@ pub(super) struct ConfigArgs {
     accum: usize,
     /// Activation checkpointing: off, blocks (every block), every:K (a checkpoint every K
     /// blocks; `every` alone takes √L) or selective (recompute only the attention core).
-    #[arg(long, default_value = "off")]
-    checkpoint: String,
+    #[arg(long, value_parser = checkpoint_flag, default_value = "off")]
+    checkpoint: CheckpointFlag,
     /// Attention: standard (saves the T×T probabilities) or fused (FlashAttention-style).
     #[arg(long, value_enum, ignore_case = true, default_value_t = AttentionArg::Standard)]
     attention: AttentionArg,
@@ -134,6 +134,22 @@ pub(super) fn count(text: &str) -> Result<usize, String> {
     Ok(v as usize)
 }
 
+/// `--checkpoint`: a mode, or `every` alone, whose segment length (√L) needs the model's layers.
+#[derive(Clone, Copy, Debug)]
+pub(super) enum CheckpointFlag {
+    Mode(Checkpoint),
+    EveryDefault,
+}
+
+/// Parses `--checkpoint` (off, blocks, every, every:K, selective) when the flags are read.
+pub(super) fn checkpoint_flag(text: &str) -> Result<CheckpointFlag, String> {
+    if text.trim().eq_ignore_ascii_case("every") {
+        return Ok(CheckpointFlag::EveryDefault);
+    }
+    // The layers matter only for `every` alone, handled above.
+    Checkpoint::parse(text, 1).map(CheckpointFlag::Mode).map_err(|e| e.to_string())
+}
+
 /// A failure with the exit code it maps to.
 pub(super) struct Failure {
     pub(super) code: i32,
@@ -200,7 +216,10 @@ impl ConfigArgs {
         model.validate()?;
         let accum = self.accum;
         let techniques = Techniques {
-            checkpoint: Checkpoint::parse(&self.checkpoint, model.n_layers)?,
+            checkpoint: match self.checkpoint {
+                CheckpointFlag::Mode(c) => c,
+                CheckpointFlag::EveryDefault => Checkpoint::Every(Checkpoint::default_every(model.n_layers)),
+            },
             attention: match self.attention {
                 AttentionArg::Standard => AttentionKind::Standard,
                 AttentionArg::Fused => AttentionKind::Fused,

@@ -14,13 +14,9 @@ struct Params {
 @group(0) @binding(1) var<storage, read_write> att: array<f32>;
 @group(0) @binding(2) var<storage, read_write> datt: array<f32>;
 
-fn flat_id(wg: vec3<u32>, nwg: vec3<u32>, lid: vec3<u32>) -> u32 {
-    return (wg.y * nwg.x + wg.x) * 64u + lid.x;
-}
-
 @compute @workgroup_size(64, 1, 1)
 fn softmax_forward(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>) {
-    let row = flat_id(wg, nwg, lid);
+    let row = flat_id(wg, nwg, lid, 64u);
     if (row >= p.rows) {
         return;
     }
@@ -48,7 +44,7 @@ fn softmax_forward(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups
 
 @compute @workgroup_size(64, 1, 1)
 fn softmax_backward(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>) {
-    let row = flat_id(wg, nwg, lid);
+    let row = flat_id(wg, nwg, lid, 64u);
     if (row >= p.rows) {
         return;
     }

@@ -13,7 +13,7 @@ struct Params {
 
 @compute @workgroup_size(256, 1, 1)
 fn check(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>) {
-    let i = (wg.y * nwg.x + wg.x) * 256u + lid.x;
+    let i = flat_id(wg, nwg, lid, 256u);
     if (i >= p.n) {
         return;
     }

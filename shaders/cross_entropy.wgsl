@@ -18,10 +18,6 @@ struct Params {
 @group(0) @binding(5) var<storage, read_write> loss: array<f32>;
 @group(0) @binding(6) var<storage, read_write> dlogits: array<f32>;
 
-fn flat_id(wg: vec3<u32>, nwg: vec3<u32>, lid: vec3<u32>, size: u32) -> u32 {
-    return (wg.y * nwg.x + wg.x) * size + lid.x;
-}
-
 @compute @workgroup_size(64, 1, 1)
 fn forward(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>) {
     let r = flat_id(wg, nwg, lid, 64u);

@@ -23,13 +23,9 @@ struct Params {
 @group(0) @binding(8) var<storage, read_write> dwte: array<f32>;
 @group(0) @binding(9) var<storage, read_write> dwpe: array<f32>;
 
-fn flat_id(wg: vec3<u32>, nwg: vec3<u32>, lid: vec3<u32>) -> u32 {
-    return (wg.y * nwg.x + wg.x) * 256u + lid.x;
-}
-
 @compute @workgroup_size(256, 1, 1)
 fn forward(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>) {
-    let idx = flat_id(wg, nwg, lid);
+    let idx = flat_id(wg, nwg, lid, 256u);
     if (idx >= p.rows * p.c) {
         return;
     }
@@ -45,7 +41,7 @@ fn forward(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: v
 
 @compute @workgroup_size(256, 1, 1)
 fn backward_wte(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>) {
-    let idx = flat_id(wg, nwg, lid);
+    let idx = flat_id(wg, nwg, lid, 256u);
     if (idx >= p.vocab * p.c) {
         return;
     }
@@ -60,7 +56,7 @@ fn backward_wte(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) n
 
 @compute @workgroup_size(256, 1, 1)
 fn backward_wpe(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>) {
-    let idx = flat_id(wg, nwg, lid);
+    let idx = flat_id(wg, nwg, lid, 256u);
     if (idx >= p.t * p.c) {
         return;
     }

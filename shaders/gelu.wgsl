@@ -17,17 +17,13 @@ struct Params {
 const K: f32 = 0.7978845608028654;
 const A: f32 = 0.044715;
 
-fn flat_id(wg: vec3<u32>, nwg: vec3<u32>, lid: vec3<u32>) -> u32 {
-    return (wg.y * nwg.x + wg.x) * 256u + lid.x;
-}
-
 fn inner_tanh(x: f32) -> f32 {
     return tanh(clamp(K * (x + A * x * x * x), -15.0, 15.0));
 }
 
 @compute @workgroup_size(256, 1, 1)
 fn forward(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>) {
-    let i = flat_id(wg, nwg, lid);
+    let i = flat_id(wg, nwg, lid, 256u);
     if (i >= p.n) {
         return;
     }
@@ -37,7 +33,7 @@ fn forward(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: v
 
 @compute @workgroup_size(256, 1, 1)
 fn backward(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>) {
-    let i = flat_id(wg, nwg, lid);
+    let i = flat_id(wg, nwg, lid, 256u);
     if (i >= p.n) {
         return;
     }

@@ -22,13 +22,9 @@ struct Params {
 
 const EPS: f32 = 1e-5;
 
-fn flat_id(wg: vec3<u32>, nwg: vec3<u32>, lid: vec3<u32>) -> u32 {
-    return (wg.y * nwg.x + wg.x) * 64u + lid.x;
-}
-
 @compute @workgroup_size(64, 1, 1)
 fn forward(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>) {
-    let r = flat_id(wg, nwg, lid);
+    let r = flat_id(wg, nwg, lid, 64u);
     if (r >= p.rows) {
         return;
     }
@@ -54,7 +50,7 @@ fn forward(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: v
 
 @compute @workgroup_size(64, 1, 1)
 fn backward_input(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>) {
-    let r = flat_id(wg, nwg, lid);
+    let r = flat_id(wg, nwg, lid, 64u);
     if (r >= p.rows) {
         return;
     }

@@ -14,13 +14,9 @@ struct Params {
 @group(0) @binding(4) var<storage, read_write> dout: array<f32>;
 @group(0) @binding(5) var<storage, read_write> da: array<f32>;
 
-fn flat_id(wg: vec3<u32>, nwg: vec3<u32>, lid: vec3<u32>) -> u32 {
-    return (wg.y * nwg.x + wg.x) * 256u + lid.x;
-}
-
 @compute @workgroup_size(256, 1, 1)
 fn forward(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>) {
-    let i = flat_id(wg, nwg, lid);
+    let i = flat_id(wg, nwg, lid, 256u);
     if (i < p.n) {
         out[i] = a[i] + b[i];
     }
@@ -28,7 +24,7 @@ fn forward(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: v
 
 @compute @workgroup_size(256, 1, 1)
 fn backward(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>) {
-    let i = flat_id(wg, nwg, lid);
+    let i = flat_id(wg, nwg, lid, 256u);
     if (i < p.n) {
         da[i] = dout[i];
     }

@@ -1,5 +1,6 @@
-//! Every `.wgsl` file in shaders/ parses and validates with naga, with no GPU; and every file
-//! is one the crate builds (so none is forgotten).
+//! Every `.wgsl` file in shaders/, with the shared preamble (`common.wgsl`) prepended as the
+//! crate loads it, parses and validates with naga, with no GPU; and every file is one the crate
+//! builds (so none is forgotten).
 
 use std::path::Path;
 
@@ -13,7 +14,13 @@ fn every_shader_parses_and_validates() {
             continue;
         }
         let name = path.file_name().and_then(|n| n.to_str()).unwrap_or_default().to_string();
-        let source = std::fs::read_to_string(&path).expect("readable shader");
+        // The shared preamble is prepended to every shader, not a shader of its own.
+        if name == "common.wgsl" {
+            continue;
+        }
+        let own = std::fs::read_to_string(&path).expect("readable shader");
+        assert!(!own.contains("fn flat_id"), "{name} redefines the preamble's flat_id");
+        let source = format!("{}{own}", oomlab::backend::gpu::kernels::COMMON);
         let module = naga::front::wgsl::parse_str(&source)
             .unwrap_or_else(|e| panic!("{name} does not parse:\n{}", e.emit_to_string(&source)));
         let mut validator =

@@ -35,19 +35,62 @@ use crate::plan::{DType, Phase, View};
 
 use super::GpuError;
 
-/// Every shader, by file name, for validation and for building.
+/// Every shader, by file name, for validation and for building: `shaders/common.wgsl` (what they
+/// share) followed by the shader's own file.
+/// The preamble every shader is loaded with.
+pub const COMMON: &str = include_str!("../../../../shaders/common.wgsl");
+
 pub const SHADERS: &[(&str, &str)] = &[
-    ("adamw.wgsl", include_str!("../../../../shaders/adamw.wgsl")),
-    ("attention.wgsl", include_str!("../../../../shaders/attention.wgsl")),
-    ("check_finite.wgsl", include_str!("../../../../shaders/check_finite.wgsl")),
-    ("cross_entropy.wgsl", include_str!("../../../../shaders/cross_entropy.wgsl")),
-    ("embedding.wgsl", include_str!("../../../../shaders/embedding.wgsl")),
-    ("flash_attention.wgsl", include_str!("../../../../shaders/flash_attention.wgsl")),
-    ("gelu.wgsl", include_str!("../../../../shaders/gelu.wgsl")),
-    ("layernorm.wgsl", include_str!("../../../../shaders/layernorm.wgsl")),
-    ("matmul.wgsl", include_str!("../../../../shaders/matmul.wgsl")),
-    ("residual.wgsl", include_str!("../../../../shaders/residual.wgsl")),
-    ("sgd.wgsl", include_str!("../../../../shaders/sgd.wgsl")),
+    (
+        "adamw.wgsl",
+        concat!(include_str!("../../../../shaders/common.wgsl"), include_str!("../../../../shaders/adamw.wgsl")),
+    ),
+    (
+        "attention.wgsl",
+        concat!(include_str!("../../../../shaders/common.wgsl"), include_str!("../../../../shaders/attention.wgsl")),
+    ),
+    (
+        "check_finite.wgsl",
+        concat!(include_str!("../../../../shaders/common.wgsl"), include_str!("../../../../shaders/check_finite.wgsl")),
+    ),
+    (
+        "cross_entropy.wgsl",
+        concat!(
+            include_str!("../../../../shaders/common.wgsl"),
+            include_str!("../../../../shaders/cross_entropy.wgsl")
+        ),
+    ),
+    (
+        "embedding.wgsl",
+        concat!(include_str!("../../../../shaders/common.wgsl"), include_str!("../../../../shaders/embedding.wgsl")),
+    ),
+    (
+        "flash_attention.wgsl",
+        concat!(
+            include_str!("../../../../shaders/common.wgsl"),
+            include_str!("../../../../shaders/flash_attention.wgsl")
+        ),
+    ),
+    (
+        "gelu.wgsl",
+        concat!(include_str!("../../../../shaders/common.wgsl"), include_str!("../../../../shaders/gelu.wgsl")),
+    ),
+    (
+        "layernorm.wgsl",
+        concat!(include_str!("../../../../shaders/common.wgsl"), include_str!("../../../../shaders/layernorm.wgsl")),
+    ),
+    (
+        "matmul.wgsl",
+        concat!(include_str!("../../../../shaders/common.wgsl"), include_str!("../../../../shaders/matmul.wgsl")),
+    ),
+    (
+        "residual.wgsl",
+        concat!(include_str!("../../../../shaders/common.wgsl"), include_str!("../../../../shaders/residual.wgsl")),
+    ),
+    (
+        "sgd.wgsl",
+        concat!(include_str!("../../../../shaders/common.wgsl"), include_str!("../../../../shaders/sgd.wgsl")),
+    ),
 ];
 
 fn shader_source(file: &str) -> &'static str {

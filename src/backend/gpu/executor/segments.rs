@@ -75,21 +75,30 @@ impl GpuExecutor {
                         .map_err(|e| GpuError::DeviceLost(e.to_string()))?;
                 }
                 Event::SegmentAlloc { segment, size, .. } => {
-                    self.check_segment_limit(size)?;
                     let reserved_before = self.reserved_buffer_bytes();
-                    match self.create_segment(segment, size) {
+                    let made = self.check_segment_limit(size).map_err(BackendError::from).and_then(|()| {
+                        self.create_segment(segment, size).map_err(|detail| {
+                            BackendError::OutOfMemory(Box::new(self.device_oom(
+                                segment,
+                                size,
+                                reserved_before,
+                                &detail,
+                            )))
+                        })
+                    });
+                    match made {
                         Ok(b) => {
                             self.buffers.insert(segment, b);
                             self.observe_device();
                         }
-                        Err(detail) => {
-                            let oom = self.device_oom(segment, size, reserved_before, &detail);
-                            // The allocator holds a segment the device refused: give the step's
-                            // memory back and release every unused segment, the refused one too.
+                        Err(e) => {
+                            // The allocator holds a segment without a buffer: give the step's
+                            // memory back and release every unused segment, that one too, so
+                            // the allocator and the device agree again.
                             self.allocator.release_step();
                             self.allocator.allocator.release_cached_segments();
                             self.sync_buffers(&mut Vec::new())?;
-                            return Err(BackendError::OutOfMemory(Box::new(oom)));
+                            return Err(e);
                         }
                     }
                 }

@@ -104,6 +104,10 @@ fn check_device(what: &str, exec: &GpuExecutor, mem: &StepMemory) -> DeviceMemor
     }
     let (blocks, block_bytes) = device.segment_blocks();
     assert!(blocks >= 1 && block_bytes >= device.segment_bytes(), "{what}: the driver's blocks hold the buffers");
+    // wgpu's own counters (feature `counters`): at least our buffers, holding at least their bytes.
+    let c = device.counters.expect("wgpu counts its buffers");
+    assert!(c.buffers >= device.segments.len() as u64, "{what}: {c:?}");
+    assert!(c.buffer_memory_bytes >= device.requested_bytes(), "{what}: {c:?}");
     println!(
         "{what}: device {} B in {} buffers (+{} B driver rounding), {blocks} blocks of {block_bytes} B",
         device.segment_bytes(),

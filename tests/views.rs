@@ -97,6 +97,10 @@ fn breakdown_shows_every_category_from_every_source() {
     let harness = Harness::new_ui(|ui| views::breakdown(ui, Some(&allocator), &predicted, &browser));
     harness.get_by_label_contains("Device: the browser reports none: WebGPU exposes no memory figures");
     assert!(harness.query_by_label_contains("driver's own rounding").is_none());
+    // A native backend without an allocator report says so too.
+    let none = DeviceFigures::NotReported { reason: oomlab::memory::device::NOT_REPORTED_BACKEND.into() };
+    let harness = Harness::new_ui(|ui| views::breakdown(ui, Some(&allocator), &predicted, &none));
+    harness.get_by_label_contains("Device: not reported by this backend");
 }
 
 #[test]

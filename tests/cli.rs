@@ -402,7 +402,7 @@ fn estimate_text_sweep_claims_and_bad_input() {
     for needle in ["GPT-2 small (124,439,808 parameters)", "activations", "Korthikanti", "largest micro-batch", "OOM"] {
         assert!(text.contains(needle), "{needle} missing:\n{text}");
     }
-    let out = oomlab(&["estimate", "--claims"]);
+    let out = oomlab(&["claims"]);
     assert!(out.status.success());
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("1.8–2.5×") && text.contains("breaks") && text.contains("holds"), "{text}");
@@ -523,4 +523,21 @@ fn enumerations_take_aliases_and_any_case() {
     );
     assert_eq!(doc["backend"], "cpu (reference)");
     assert!(doc["optimizer_states"]["adam_m"].is_u64(), "AdamW's states");
+}
+
+/// Each mode is its own subcommand: the GEMM alone (`gemm`) and the claims lesson (`claims`).
+#[test]
+fn gemm_and_claims_are_subcommands() {
+    let out = oomlab(&["gemm", "--size", "64"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(text.contains("matmul 64×64×64:") && text.contains("GFLOP/s"), "{text}");
+    let out = oomlab(&["claims", "--json"]);
+    assert!(out.status.success());
+    let list: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    assert_eq!(list.as_array().map(Vec::len), Some(7));
+    assert_usage_errors(&[
+        (&["estimate", "--claims"], "unexpected argument '--claims'"),
+        (&["gemm", "--size", "0"], "must be at least 1"),
+    ]);
 }

@@ -91,5 +91,5 @@ fn estimate_json() {
 
 #[test]
 fn claims_json() {
-    check("claims.json", "estimate --claims --json");
+    check("claims.json", "claims --json");
 }

@@ -96,9 +96,6 @@ pub struct EstimateArgs {
     /// Also print the peak for micro-batches 1, 2, 4, … up to the largest that fits and beyond.
     #[arg(long)]
     sweep: bool,
-    /// Print the claims lesson: common claims checked against the estimator.
-    #[arg(long)]
-    claims: bool,
     /// Machine-readable output on stdout.
     #[arg(long)]
     json: bool,
@@ -225,19 +222,21 @@ fn setup(a: &EstimateArgs) -> Result<Setup, Failure> {
     Ok(s)
 }
 
-pub fn run(a: &EstimateArgs) -> Result<(), Failure> {
-    if a.claims {
-        let list = claims::claims().map_err(|e| usage(e.to_string()))?;
-        if a.json {
-            println!("{}", serde_json::to_string_pretty(&list).map_err(|e| usage(e.to_string()))?);
-        } else {
-            for c in list {
-                let verdict = if c.holds { "holds" } else { "breaks" };
-                println!("• {} — {verdict}\n  ({})\n  {}\n  Verdict: {}.\n", c.claim, c.source, c.finding, c.test);
-            }
+/// `oomlab claims`: each claim, whether it holds, what the estimator computes, the verdict's test.
+pub fn claims_command(json: bool) -> Result<(), Failure> {
+    let list = claims::claims().map_err(|e| usage(e.to_string()))?;
+    if json {
+        println!("{}", serde_json::to_string_pretty(&list).map_err(|e| usage(e.to_string()))?);
+    } else {
+        for c in list {
+            let verdict = if c.holds { "holds" } else { "breaks" };
+            println!("• {} — {verdict}\n  ({})\n  {}\n  Verdict: {}.\n", c.claim, c.source, c.finding, c.test);
         }
-        return Ok(());
     }
+    Ok(())
+}
+
+pub fn run(a: &EstimateArgs) -> Result<(), Failure> {
     let s = setup(a)?;
     let e = estimate::estimate(&s).map_err(|e| usage(e.to_string()))?;
     let max = estimate::max_micro_batch(&s).map_err(|e| usage(e.to_string()))?;

@@ -108,11 +108,21 @@ enum Command {
         /// Also time every GPU kernel of the default config on its own.
         #[arg(long)]
         profile: bool,
-        /// Only the GEMM kernel's GFLOP/s (m = n = k = this size).
-        #[arg(long, value_parser = count, allow_hyphen_values = true)]
-        matmul_only: Option<usize>,
         #[command(flatten)]
         config: ConfigArgs,
+    },
+    /// The tiled GEMM kernel alone: GFLOP/s of an N×N×N product on the GPU.
+    Gemm {
+        /// m = n = k.
+        #[arg(long, default_value_t = 1024, value_parser = count, allow_hyphen_values = true)]
+        size: usize,
+    },
+    /// The claims lesson: common statements about training memory, each checked against the
+    /// estimator with its tolerance — every number computed.
+    Claims {
+        /// Machine-readable output on stdout.
+        #[arg(long)]
+        json: bool,
     },
 }
 
@@ -142,12 +152,9 @@ pub fn main() -> i32 {
         Some(Command::Sweep { execute, csv, config }) => sweep(execute, csv.as_deref(), &config),
         Some(Command::Compare { steps, config }) => compare(steps, &config),
         Some(Command::Estimate { args }) => estimate::run(&args),
-        Some(Command::Bench { steps, profile, matmul_only: Some(size), .. }) => {
-            let _ = steps;
-            let _ = profile;
-            bench_gemm(size)
-        }
-        Some(Command::Bench { steps, profile, matmul_only: None, config }) => bench(steps, profile, &config),
+        Some(Command::Bench { steps, profile, config }) => bench(steps, profile, &config),
+        Some(Command::Gemm { size }) => bench_gemm(size),
+        Some(Command::Claims { json }) => estimate::claims_command(json),
     };
     match result {
         Ok(()) => EXIT_OK,

@@ -23,90 +23,14 @@ pub(super) fn measure(config: &ConfigArgs) -> Result<(), Failure> {
         Err(f) => return Err(f),
     };
     match (real, predicted) {
-        (Ok(RealStep { memory: m, loss, backend, device }), Ok(p)) => {
+        (Ok(real), Ok(p)) => {
+            let report = MeasureReport::new(&r, real, p, formula, (flops, recomputed_flops), optimizer_states);
             if r.json {
-                let doc = serde_json::json!({
-                    "sources": sources_json(&backend),
-                    "backend": backend,
-                    "batch": r.batch_shape().batch,
-                    "micro_batch": r.shape.batch,
-                    "accum": r.techniques.accum,
-                    "seq_len": r.shape.seq,
-                    "techniques": r.techniques,
-                    "flops": flops,
-                    "recomputed_flops": recomputed_flops,
-                    "budget_bytes": r.budget_bytes,
-                    "loss": loss,
-                    "allocator": m.peak_allocated,
-                    "predicted": p.peak_allocated,
-                    "allocator_tensor_bytes": m.peak_requested,
-                    "predicted_tensor_bytes": p.peak_requested,
-                    "allocator_peak_allocated_bytes": m.peak_allocated_bytes(),
-                    "allocator_peak_reserved_bytes": m.peak_reserved_bytes(),
-                    "predicted_peak_allocated_bytes": p.peak_allocated_bytes(),
-                    "predicted_peak_reserved_bytes": p.peak_reserved_bytes(),
-                    "allocator_activation_bytes": m.activation_peak_bytes,
-                    "predicted_activation_formula_bytes": formula,
-                    "optimizer_states": optimizer_states,
-                    "allocator_stats": m.stats,
-                    "device": device_json(&device),
-                    "device_not_reported": match &device {
-                        DeviceFigures::NotReported { reason } => Some(reason.clone()),
-                        DeviceFigures::Reported(_) => None,
-                    },
-                });
+                let doc = serde_json::to_value(&report)
+                    .map_err(|e| Failure { code: EXIT_FAILURE, message: e.to_string() })?;
                 println!("{doc}");
             } else {
-                println!(
-                    "one step on {backend}, batch {}×{}, budget {} — loss {loss:.4}",
-                    r.batch_shape().batch,
-                    r.shape.seq,
-                    format_bytes(r.budget_bytes)
-                );
-                println!("techniques: {}", r.techniques.describe());
-                println!("{:<16} {:>16} {:>16}", "at the peak", "allocator (live)", "predicted (plan)");
-                for c in Category::ALL {
-                    let (a, b) = (m.peak_allocated.get(c), p.peak_allocated.get(c));
-                    if a > 0 || b > 0 {
-                        println!("{:<16} {:>16} {:>16}", c.name(), format_bytes(a), format_bytes(b));
-                    }
-                }
-                println!(
-                    "{:<16} {:>16} {:>16}",
-                    "total",
-                    format_bytes(m.peak_allocated_bytes()),
-                    format_bytes(p.peak_allocated_bytes())
-                );
-                println!(
-                    "{:<16} {:>16} {:>16}",
-                    "peak reserved",
-                    format_bytes(m.peak_reserved_bytes()),
-                    format_bytes(p.peak_reserved_bytes())
-                );
-                println!(
-                    "activations saved for backward, at their peak: {} by the allocator (live), {} by the closed form (predicted)",
-                    format_bytes(m.activation_peak_bytes),
-                    format_bytes(formula)
-                );
-                print!("{}", device_text(&device, m.stats.reserved_bytes));
-                if recomputed_flops > 0 {
-                    println!(
-                        "recomputation: {:.1} MFLOP of {:.1} MFLOP per step ({:.0}% extra compute)",
-                        recomputed_flops as f64 / 1e6,
-                        flops as f64 / 1e6,
-                        100.0 * recomputed_flops as f64 / (flops - recomputed_flops).max(1) as f64
-                    );
-                }
-                if !optimizer_states.is_empty() {
-                    let list: Vec<String> =
-                        optimizer_states.iter().map(|(name, b)| format!("{name} {}", format_bytes(*b))).collect();
-                    println!(
-                        "optimizer state, one tensor per state ({}): {}",
-                        r.optimizer.kind.name(),
-                        list.join(", ")
-                    );
-                }
-                print!("{}", memory_summary(&m, "allocator (live)"));
+                print!("{}", report.text());
             }
             Ok(())
         }
@@ -124,5 +48,141 @@ pub(super) fn measure(config: &ConfigArgs) -> Result<(), Failure> {
             code: EXIT_FAILURE,
             message: format!("the step ran but the plan predicted an OOM: {}", p.message),
         }),
+    }
+}
+
+/// What `measure` reports: the JSON document (its fields, by name) and, for the text, the step's
+/// memory and the device's figures.
+#[derive(serde::Serialize)]
+pub(super) struct MeasureReport {
+    sources: serde_json::Value,
+    backend: String,
+    batch: usize,
+    micro_batch: usize,
+    accum: usize,
+    seq_len: usize,
+    techniques: Techniques,
+    flops: u64,
+    recomputed_flops: u64,
+    budget_bytes: u64,
+    loss: f32,
+    allocator: oomlab::memory::CategoryBytes,
+    predicted: oomlab::memory::CategoryBytes,
+    allocator_tensor_bytes: oomlab::memory::CategoryBytes,
+    predicted_tensor_bytes: oomlab::memory::CategoryBytes,
+    allocator_peak_allocated_bytes: u64,
+    allocator_peak_reserved_bytes: u64,
+    predicted_peak_allocated_bytes: u64,
+    predicted_peak_reserved_bytes: u64,
+    allocator_activation_bytes: u64,
+    predicted_activation_formula_bytes: u64,
+    optimizer_states: std::collections::BTreeMap<String, u64>,
+    allocator_stats: oomlab::memory::Stats,
+    device: serde_json::Value,
+    device_not_reported: Option<String>,
+    #[serde(skip)]
+    optimizer: &'static str,
+    #[serde(skip)]
+    memory: StepMemory,
+    #[serde(skip)]
+    device_figures: DeviceFigures,
+}
+
+impl MeasureReport {
+    fn new(
+        r: &Resolved,
+        real: RealStep,
+        p: StepMemory,
+        formula: u64,
+        (flops, recomputed_flops): (u64, u64),
+        optimizer_states: std::collections::BTreeMap<String, u64>,
+    ) -> Self {
+        let RealStep { memory: m, loss, backend, device } = real;
+        Self {
+            sources: sources_json(&backend),
+            batch: r.batch_shape().batch,
+            micro_batch: r.shape.batch,
+            accum: r.techniques.accum,
+            seq_len: r.shape.seq,
+            techniques: r.techniques,
+            flops,
+            recomputed_flops,
+            budget_bytes: r.budget_bytes,
+            loss,
+            allocator: m.peak_allocated.clone(),
+            predicted: p.peak_allocated.clone(),
+            allocator_tensor_bytes: m.peak_requested.clone(),
+            predicted_tensor_bytes: p.peak_requested.clone(),
+            allocator_peak_allocated_bytes: m.peak_allocated_bytes(),
+            allocator_peak_reserved_bytes: m.peak_reserved_bytes(),
+            predicted_peak_allocated_bytes: p.peak_allocated_bytes(),
+            predicted_peak_reserved_bytes: p.peak_reserved_bytes(),
+            allocator_activation_bytes: m.activation_peak_bytes,
+            predicted_activation_formula_bytes: formula,
+            optimizer_states,
+            allocator_stats: m.stats,
+            device: device_json(&device),
+            device_not_reported: match &device {
+                DeviceFigures::NotReported { reason } => Some(reason.clone()),
+                DeviceFigures::Reported(_) => None,
+            },
+            backend,
+            optimizer: r.optimizer.kind.name(),
+            memory: m,
+            device_figures: device,
+        }
+    }
+
+    /// The report as the CLI prints it without --json.
+    fn text(&self) -> String {
+        use std::fmt::Write as _;
+        let mut out = String::new();
+        let row = |out: &mut String, name: &str, a: String, b: String| {
+            let _ = writeln!(out, "{name:<16} {a:>16} {b:>16}");
+        };
+        let _ = writeln!(
+            out,
+            "one step on {}, batch {}×{}, budget {} — loss {:.4}",
+            self.backend,
+            self.batch,
+            self.seq_len,
+            format_bytes(self.budget_bytes),
+            self.loss
+        );
+        let _ = writeln!(out, "techniques: {}", self.techniques.describe());
+        row(&mut out, "at the peak", "allocator (live)".into(), "predicted (plan)".into());
+        for c in Category::ALL {
+            let (a, b) = (self.allocator.get(c), self.predicted.get(c));
+            if a > 0 || b > 0 {
+                row(&mut out, c.name(), format_bytes(a), format_bytes(b));
+            }
+        }
+        let (a, p) = (self.allocator_peak_allocated_bytes, self.predicted_peak_allocated_bytes);
+        row(&mut out, "total", format_bytes(a), format_bytes(p));
+        let (a, p) = (self.allocator_peak_reserved_bytes, self.predicted_peak_reserved_bytes);
+        row(&mut out, "peak reserved", format_bytes(a), format_bytes(p));
+        let _ = writeln!(
+            out,
+            "activations saved for backward, at their peak: {} by the allocator (live), {} by the closed form (predicted)",
+            format_bytes(self.allocator_activation_bytes),
+            format_bytes(self.predicted_activation_formula_bytes)
+        );
+        out.push_str(&device_text(&self.device_figures, self.allocator_stats.reserved_bytes));
+        if self.recomputed_flops > 0 {
+            let _ = writeln!(
+                out,
+                "recomputation: {:.1} MFLOP of {:.1} MFLOP per step ({:.0}% extra compute)",
+                self.recomputed_flops as f64 / 1e6,
+                self.flops as f64 / 1e6,
+                100.0 * self.recomputed_flops as f64 / (self.flops - self.recomputed_flops).max(1) as f64
+            );
+        }
+        if !self.optimizer_states.is_empty() {
+            let list: Vec<String> =
+                self.optimizer_states.iter().map(|(name, b)| format!("{name} {}", format_bytes(*b))).collect();
+            let _ = writeln!(out, "optimizer state, one tensor per state ({}): {}", self.optimizer, list.join(", "));
+        }
+        out.push_str(&memory_summary(&self.memory, "allocator (live)"));
+        out
     }
 }

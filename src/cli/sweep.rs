@@ -38,58 +38,117 @@ pub(super) fn sweep(execute: bool, csv: Option<&std::path::Path>, config: &Confi
         std::fs::write(path, text)
             .map_err(|e| Failure { code: EXIT_FAILURE, message: format!("cannot write {}: {e}", path.display()) })?;
     }
-    if r.json {
-        let list: Vec<serde_json::Value> = series
+    let report = SweepReport {
+        budget_bytes: r.budget_bytes,
+        techniques: r.techniques,
+        source: if execute { "allocator" } else { "predicted" },
+        rows: series
             .points
             .iter()
-            .map(|(batch, memory)| match memory {
-                Ok(m) => serde_json::json!({"batch": batch, "fits": true, "peak_allocated_bytes": m.peak_allocated_bytes(), "peak_reserved_bytes": m.peak_reserved_bytes(), "at_peak": m.peak_allocated, "activation_formula_bytes": formula(*batch)}),
-                Err(msg) => serde_json::json!({"batch": batch, "fits": false, "oom": msg, "activation_formula_bytes": formula(*batch)}),
+            .map(|(batch, memory)| SweepRowReport {
+                batch: *batch,
+                fits: memory.is_ok(),
+                peak_allocated_bytes: memory.as_ref().ok().map(StepMemory::peak_allocated_bytes),
+                peak_reserved_bytes: memory.as_ref().ok().map(StepMemory::peak_reserved_bytes),
+                at_peak: memory.as_ref().ok().map(|m| m.peak_allocated.clone()),
+                oom: memory.as_ref().err().cloned(),
+                activation_formula_bytes: formula(*batch),
             })
-            .collect();
-        println!(
-            "{}",
-            serde_json::json!({"budget_bytes": r.budget_bytes, "techniques": r.techniques, "source": if execute { "allocator" } else { "predicted" }, "rows": list, "largest_fitting_batch": largest, "first_oom_batch": first_oom, "elapsed_secs": elapsed})
-        );
+            .collect(),
+        largest_fitting_batch: largest,
+        first_oom_batch: first_oom,
+        elapsed_secs: elapsed,
+        seq: r.shape.seq,
+    };
+    if r.json {
+        let doc = serde_json::to_value(&report).map_err(|e| Failure { code: EXIT_FAILURE, message: e.to_string() })?;
+        println!("{doc}");
     } else {
-        println!(
+        print!("{}", report.text());
+    }
+    Ok(())
+}
+
+/// One batch size of a sweep: its peaks and the bytes per category at the peak, or the OOM.
+#[derive(serde::Serialize)]
+pub(super) struct SweepRowReport {
+    batch: usize,
+    fits: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    peak_allocated_bytes: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    peak_reserved_bytes: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    at_peak: Option<oomlab::memory::CategoryBytes>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    oom: Option<String>,
+    activation_formula_bytes: u64,
+}
+
+/// What `sweep` reports (the JSON document, by field).
+#[derive(serde::Serialize)]
+pub(super) struct SweepReport {
+    budget_bytes: u64,
+    techniques: Techniques,
+    source: &'static str,
+    rows: Vec<SweepRowReport>,
+    largest_fitting_batch: Option<usize>,
+    first_oom_batch: Option<usize>,
+    elapsed_secs: f64,
+    #[serde(skip)]
+    seq: usize,
+}
+
+impl SweepReport {
+    /// The report as the CLI prints it without --json.
+    fn text(&self) -> String {
+        use std::fmt::Write as _;
+        let mut out = String::new();
+        let _ = writeln!(
+            out,
             "memory per batch ({}, budget {}, seq {}, {}):",
-            if execute { "allocator (live), from real steps" } else { "predicted by the plan" },
-            format_bytes(r.budget_bytes),
-            r.shape.seq,
-            r.techniques.describe()
+            if self.source == "allocator" { "allocator (live), from real steps" } else { "predicted by the plan" },
+            format_bytes(self.budget_bytes),
+            self.seq,
+            self.techniques.describe()
         );
-        println!(
+        let _ = writeln!(
+            out,
             "{:>6} {:>14} {:>14} {:>14} {:>14}",
             "batch", "peak alloc", "peak reserved", "activations", "model state"
         );
-        for (batch, memory) in &series.points {
-            match memory {
-                Ok(m) => {
-                    let state = m.peak_allocated.get(Category::Parameters)
-                        + m.peak_allocated.get(Category::Gradients)
-                        + m.peak_allocated.get(Category::OptimizerState)
-                        + m.peak_allocated.get(Category::MasterWeights);
-                    println!(
+        for row in &self.rows {
+            match (&row.at_peak, row.peak_allocated_bytes, row.peak_reserved_bytes) {
+                (Some(at), Some(alloc), Some(reserved)) => {
+                    let state = at.get(Category::Parameters)
+                        + at.get(Category::Gradients)
+                        + at.get(Category::OptimizerState)
+                        + at.get(Category::MasterWeights);
+                    let _ = writeln!(
+                        out,
                         "{:>6} {:>14} {:>14} {:>14} {:>14}",
-                        batch,
-                        format_bytes(m.peak_allocated_bytes()),
-                        format_bytes(m.peak_reserved_bytes()),
-                        format_bytes(m.peak_allocated.get(Category::Activations)),
+                        row.batch,
+                        format_bytes(alloc),
+                        format_bytes(reserved),
+                        format_bytes(at.get(Category::Activations)),
                         format_bytes(state)
                     );
                 }
-                Err(_) => println!("{:>6} {:>14}", batch, "OOM"),
+                _ => {
+                    let _ = writeln!(out, "{:>6} {:>14}", row.batch, "OOM");
+                }
             }
         }
-        match largest {
-            Some(b) => println!("largest batch that fits: {b}"),
-            None => println!("no batch size fits the budget"),
+        match self.largest_fitting_batch {
+            Some(b) => {
+                let _ = writeln!(out, "largest batch that fits: {b}");
+            }
+            None => out.push_str("no batch size fits the budget\n"),
         }
-        if let Some(b) = first_oom {
-            println!("out of memory from batch {b}");
+        if let Some(b) = self.first_oom_batch {
+            let _ = writeln!(out, "out of memory from batch {b}");
         }
-        println!("({} batch sizes in {:.1} ms)", series.points.len(), elapsed * 1e3);
+        let _ = writeln!(out, "({} batch sizes in {:.1} ms)", self.rows.len(), self.elapsed_secs * 1e3);
+        out
     }
-    Ok(())
 }

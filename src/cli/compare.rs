@@ -161,51 +161,89 @@ pub(super) fn compare(steps: usize, config: &ConfigArgs) -> Result<(), Failure> 
         }
         rows.push(row);
     }
+    let report = CompareReport {
+        source: "allocator",
+        sources: sources_json(&backend_name),
+        batch: r.batch_shape().batch,
+        seq_len: r.shape.seq,
+        budget_bytes: r.budget_bytes,
+        rows,
+        backend: backend_name,
+        model: (r.model.d_model, r.model.n_layers, r.model.n_heads),
+    };
     if r.json {
-        println!(
-            "{}",
-            serde_json::json!({"source": "allocator", "sources": sources_json(&backend_name), "backend": backend_name, "batch": r.batch_shape().batch, "seq_len": r.shape.seq, "budget_bytes": r.budget_bytes, "rows": rows})
-        );
-        return Ok(());
+        let doc = serde_json::to_value(&report).map_err(|e| Failure { code: EXIT_FAILURE, message: e.to_string() })?;
+        println!("{doc}");
+    } else {
+        print!("{}", report.text());
     }
-    println!(
-        "techniques on {backend_name}: d {} L {} heads {}, batch {}×{}, budget {} (allocator (live), from real steps)",
-        r.model.d_model,
-        r.model.n_layers,
-        r.model.n_heads,
-        r.batch_shape().batch,
-        r.shape.seq,
-        format_bytes(r.budget_bytes)
-    );
-    println!(
-        "{:<40} {:>11} {:>11} {:>9} {:>9} {:>9} {:>12}",
-        "technique", "peak alloc", "activations", "step (ms)", "tokens/s", "recompute", "grad vs base"
-    );
-    let or_dash = |x: Option<String>| x.unwrap_or_else(|| "—".into());
-    for row in &rows {
-        if let Some(msg) = &row.oom {
-            println!("{:<40} {:>11}  {}", row.technique, "OOM", msg.lines().next().unwrap_or(""));
-            continue;
-        }
-        let recompute = if row.recomputed_flops > 0 {
-            format!("+{:.0}%", 100.0 * row.recomputed_flops as f64 / (row.flops - row.recomputed_flops).max(1) as f64)
-        } else {
-            "—".into()
-        };
-        println!(
-            "{:<40} {:>11} {:>11} {:>9} {:>9} {:>9} {:>12}",
-            row.technique,
-            or_dash(row.peak_allocated_bytes.map(format_bytes)),
-            or_dash(row.activation_bytes.map(format_bytes)),
-            or_dash(row.step_ms.map(|ms| format!("{ms:.1}"))),
-            or_dash(row.tokens_per_sec.map(|t| format!("{t:.0}"))),
-            recompute,
-            or_dash(row.grad_rel_diff.map(|d| format!("{d:.1e}"))),
-        );
-    }
-    println!("(grad vs base: max |g − g_base| / max |g_base| on the same batch and initial weights;");
-    println!(" LoRA trains adapters instead of the weights, so its gradients have nothing to match)");
     Ok(())
+}
+
+/// What `compare` reports: the JSON document (its fields, by name) and, for the text, the model.
+#[derive(serde::Serialize)]
+pub(super) struct CompareReport {
+    source: &'static str,
+    sources: serde_json::Value,
+    backend: String,
+    batch: usize,
+    seq_len: usize,
+    budget_bytes: u64,
+    rows: Vec<CompareRow>,
+    /// d_model, layers, heads: for the text's heading.
+    #[serde(skip)]
+    model: (usize, usize, usize),
+}
+
+impl CompareReport {
+    /// The report as the CLI prints it without --json.
+    fn text(&self) -> String {
+        use std::fmt::Write as _;
+        let mut out = String::new();
+        let (d, l, h) = self.model;
+        let _ = writeln!(
+            out,
+            "techniques on {}: d {d} L {l} heads {h}, batch {}×{}, budget {} (allocator (live), from real steps)",
+            self.backend,
+            self.batch,
+            self.seq_len,
+            format_bytes(self.budget_bytes)
+        );
+        let _ = writeln!(
+            out,
+            "{:<40} {:>11} {:>11} {:>9} {:>9} {:>9} {:>12}",
+            "technique", "peak alloc", "activations", "step (ms)", "tokens/s", "recompute", "grad vs base"
+        );
+        let or_dash = |x: Option<String>| x.unwrap_or_else(|| "—".into());
+        for row in &self.rows {
+            if let Some(msg) = &row.oom {
+                let _ = writeln!(out, "{:<40} {:>11}  {}", row.technique, "OOM", msg.lines().next().unwrap_or(""));
+                continue;
+            }
+            let recompute = if row.recomputed_flops > 0 {
+                format!(
+                    "+{:.0}%",
+                    100.0 * row.recomputed_flops as f64 / row.flops.saturating_sub(row.recomputed_flops).max(1) as f64
+                )
+            } else {
+                "—".into()
+            };
+            let _ = writeln!(
+                out,
+                "{:<40} {:>11} {:>11} {:>9} {:>9} {:>9} {:>12}",
+                row.technique,
+                or_dash(row.peak_allocated_bytes.map(format_bytes)),
+                or_dash(row.activation_bytes.map(format_bytes)),
+                or_dash(row.step_ms.map(|ms| format!("{ms:.1}"))),
+                or_dash(row.tokens_per_sec.map(|t| format!("{t:.0}"))),
+                recompute,
+                or_dash(row.grad_rel_diff.map(|d| format!("{d:.1e}"))),
+            );
+        }
+        out.push_str("(grad vs base: max |g − g_base| / max |g_base| on the same batch and initial weights;\n");
+        out.push_str(" LoRA trains adapters instead of the weights, so its gradients have nothing to match)\n");
+        out
+    }
 }
 
 /// max |a − b| / max |b|.

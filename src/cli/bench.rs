@@ -87,30 +87,50 @@ pub(super) fn bench(steps: usize, profile: bool, config: &ConfigArgs) -> Result<
     if let Some(g) = &gpu {
         gflops = Some(bench_matmul(&g.ctx, &g.kernels, 1024, 1024, 1024, 10)?);
     }
+    let report = BenchReport { configs: rows, matmul_gflops: gflops, matmul_shape: [1024, 1024, 1024] };
     if r.json {
-        println!(
-            "{}",
-            serde_json::json!({"configs": rows, "matmul_gflops": gflops, "matmul_shape": [1024, 1024, 1024]})
-        );
+        let doc = serde_json::to_value(&report).map_err(|e| Failure { code: EXIT_FAILURE, message: e.to_string() })?;
+        println!("{doc}");
     } else {
-        println!(
+        print!("{}", report.text());
+    }
+    Ok(())
+}
+
+/// What `bench` reports: each config's timings and, on a GPU, the 1024³ GEMM's throughput.
+#[derive(serde::Serialize)]
+pub(super) struct BenchReport {
+    configs: Vec<BenchRow>,
+    matmul_gflops: Option<f64>,
+    matmul_shape: [usize; 3],
+}
+
+impl BenchReport {
+    /// The report as the CLI prints it without --json.
+    fn text(&self) -> String {
+        use std::fmt::Write as _;
+        let mut out = String::new();
+        let _ = writeln!(
+            out,
             "{:<34} {:>9} {:>9} {:>9} {:>9} {:>9} {:>8}",
             "config", "first (s)", "fwd (ms)", "bwd (ms)", "opt (ms)", "step (ms)", "steps/s"
         );
-        for r in &rows {
-            println!(
+        for r in &self.configs {
+            let _ = writeln!(
+                out,
                 "{:<34} {:>9.3} {:>9.1} {:>9.1} {:>9.1} {:>9.1} {:>8.2}",
                 r.config, r.first_step_secs, r.forward_ms, r.backward_ms, r.optimizer_ms, r.step_ms, r.steps_per_sec
             );
         }
-        if let Some(first) = rows.first() {
-            println!("backend: {}", first.backend);
+        if let Some(first) = self.configs.first() {
+            let _ = writeln!(out, "backend: {}", first.backend);
         }
-        if let Some(g) = gflops {
-            println!("matmul 1024×1024×1024: {g:.1} GFLOP/s");
+        if let Some(g) = self.matmul_gflops {
+            let [m, n, k] = self.matmul_shape;
+            let _ = writeln!(out, "matmul {m}×{n}×{k}: {g:.1} GFLOP/s");
         }
+        out
     }
-    Ok(())
 }
 
 pub(super) fn row(

@@ -73,7 +73,7 @@ impl AdamW {
         rec.dispatch(
             &self.step,
             &p,
-            &[(1, b(params)), (2, b(grads)), (3, b(m)), (4, b(v)), (5, opt(copy)), (6, opt(found_inf))],
+            &[b(params), b(grads), b(m), b(v), opt(copy), opt(found_inf)],
             rec.grid_1d(params.len, 256),
         )?;
         Ok(rec.last_uniform().unwrap_or(0))

@@ -90,7 +90,7 @@ impl Attention {
         )?;
         let p = Self::softmax_params(&s);
         let groups = rec.grid_1d(s.b * s.nh * t, 64);
-        rec.dispatch(&self.softmax_forward, &p, &[(1, Binding::View(att))], groups)?;
+        rec.dispatch(&self.softmax_forward, &p, &[Binding::View(att)], groups)?;
         // O = P V
         self.per_head(
             rec,
@@ -120,7 +120,7 @@ impl Attention {
         // dS = P ⊙ (dP − Σ P dP)
         let p = Self::softmax_params(&s);
         let groups = rec.grid_1d(s.b * s.nh * t, 64);
-        rec.dispatch(&self.softmax_backward, &p, &[(1, Binding::View(att)), (2, Binding::View(datt))], groups)?;
+        rec.dispatch(&self.softmax_backward, &p, &[Binding::View(att), Binding::View(datt)], groups)?;
         // dQ = scale · dS K ; dK = scale · dSᵀ Q
         self.per_head(
             rec,

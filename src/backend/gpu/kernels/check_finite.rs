@@ -27,6 +27,6 @@ impl CheckFinite {
     pub fn record(&self, rec: &mut Recorder, grads: View, found_inf: View) -> Result<(), GpuError> {
         let p = CheckFiniteParams { n: u(grads.len), _pad: [0; 3] };
         let b = Binding::View;
-        rec.dispatch(&self.check, &p, &[(1, b(grads)), (2, b(found_inf))], rec.grid_1d(grads.len, 256))
+        rec.dispatch(&self.check, &p, &[b(grads), b(found_inf)], rec.grid_1d(grads.len, 256))
     }
 }

@@ -46,13 +46,8 @@ impl CrossEntropy {
         let rows = targets.len;
         let p = CrossEntropyParams { rows: u(rows), v: u(vocab), scale: 0.0, _pad: 0 };
         let v = Binding::View;
-        rec.dispatch(
-            &self.forward,
-            &p,
-            &[(1, v(logits)), (2, v(targets)), (3, v(probs)), (4, v(losses))],
-            rec.grid_1d(rows, 64),
-        )?;
-        rec.dispatch(&self.loss_mean, &p, &[(4, v(losses)), (5, v(loss))], [1, 1, 1])
+        rec.dispatch(&self.forward, &p, &[v(logits), v(targets), v(probs), v(losses)], rec.grid_1d(rows, 64))?;
+        rec.dispatch(&self.loss_mean, &p, &[v(losses), v(loss)], [1, 1, 1])
     }
 
     pub fn backward(
@@ -67,11 +62,6 @@ impl CrossEntropy {
         let rows = targets.len;
         let p = CrossEntropyParams::new(ix(rows), vocab, scale);
         let v = Binding::View;
-        rec.dispatch(
-            &self.backward,
-            &p,
-            &[(2, v(targets)), (3, v(probs)), (6, v(dlogits))],
-            rec.grid_1d(ix(rows) * vocab, 256),
-        )
+        rec.dispatch(&self.backward, &p, &[v(targets), v(probs), v(dlogits)], rec.grid_1d(ix(rows) * vocab, 256))
     }
 }

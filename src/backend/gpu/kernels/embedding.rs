@@ -47,12 +47,7 @@ impl Embedding {
         let op::Embedding { tokens, wte, wpe, out } = *o;
         let p = Self::params(ix(tokens.len), t, c, vocab);
         let v = Binding::View;
-        rec.dispatch(
-            &self.forward,
-            &p,
-            &[(1, v(tokens)), (2, v(wte)), (3, v(wpe)), (4, v(out))],
-            rec.grid_1d(out.len, 256),
-        )
+        rec.dispatch(&self.forward, &p, &[v(tokens), v(wte), v(wpe), v(out)], rec.grid_1d(out.len, 256))
     }
 
     pub fn backward(
@@ -69,9 +64,9 @@ impl Embedding {
         rec.dispatch(
             &self.backward_wte,
             &p,
-            &[(5, v(token_offsets)), (6, v(token_positions)), (7, v(dout)), (8, v(dwte))],
+            &[v(token_offsets), v(token_positions), v(dout), v(dwte)],
             rec.grid_1d(vocab * c, 256),
         )?;
-        rec.dispatch(&self.backward_wpe, &p, &[(7, v(dout)), (9, v(dwpe))], rec.grid_1d(t * c, 256))
+        rec.dispatch(&self.backward_wpe, &p, &[v(dout), v(dwpe)], rec.grid_1d(t * c, 256))
     }
 }

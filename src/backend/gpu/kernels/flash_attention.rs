@@ -61,7 +61,7 @@ impl FlashAttention {
     /// out (B,T,C) and lse (B,NH,T) from qkv (B,T,3C).
     pub fn forward(&self, rec: &mut Recorder, qkv: View, out: View, lse: View, s: AttnShape) -> Result<(), GpuError> {
         let v = Binding::View;
-        rec.dispatch(&self.forward, &Self::params(&s), &[(1, v(qkv)), (2, v(out)), (3, v(lse))], Self::grid(&s))
+        rec.dispatch(&self.forward, &Self::params(&s), &[v(qkv), v(out), v(lse)], Self::grid(&s))
     }
 
     /// dqkv (B,T,3C) given dout; `delta` (B,NH,T) is scratch written by the first dispatch.
@@ -69,17 +69,7 @@ impl FlashAttention {
         let op::FlashAttentionBackward { qkv, out, lse, dout, delta, dqkv } = *o;
         let v = Binding::View;
         let p = Self::params(&s);
-        rec.dispatch(
-            &self.backward_dq,
-            &p,
-            &[(1, v(qkv)), (2, v(out)), (3, v(lse)), (4, v(dout)), (5, v(delta)), (6, v(dqkv))],
-            Self::grid(&s),
-        )?;
-        rec.dispatch(
-            &self.backward_dkv,
-            &p,
-            &[(1, v(qkv)), (3, v(lse)), (4, v(dout)), (5, v(delta)), (6, v(dqkv))],
-            Self::grid(&s),
-        )
+        rec.dispatch(&self.backward_dq, &p, &[v(qkv), v(out), v(lse), v(dout), v(delta), v(dqkv)], Self::grid(&s))?;
+        rec.dispatch(&self.backward_dkv, &p, &[v(qkv), v(lse), v(dout), v(delta), v(dqkv)], Self::grid(&s))
     }
 }

@@ -14,7 +14,7 @@ pub struct CountParams {
 
 #[derive(Clone, Debug)]
 pub struct Gelu {
-    forward: KernelEntry,
+    pub(super) forward: KernelEntry,
     backward: KernelEntry,
 }
 
@@ -26,7 +26,7 @@ impl Gelu {
 
     pub fn forward(&self, rec: &mut Recorder, inp: View, out: View) -> Result<(), GpuError> {
         let p = CountParams { n: u(inp.len), _pad: [0; 3] };
-        rec.dispatch(&self.forward, &p, &[(1, Binding::View(inp)), (2, Binding::View(out))], rec.grid_1d(inp.len, 256))
+        rec.dispatch(&self.forward, &p, &[Binding::View(inp), Binding::View(out)], rec.grid_1d(inp.len, 256))
     }
 
     pub fn backward(&self, rec: &mut Recorder, inp: View, dout: View, dinp: View) -> Result<(), GpuError> {
@@ -34,7 +34,7 @@ impl Gelu {
         rec.dispatch(
             &self.backward,
             &p,
-            &[(1, Binding::View(inp)), (3, Binding::View(dout)), (4, Binding::View(dinp))],
+            &[Binding::View(inp), Binding::View(dout), Binding::View(dinp)],
             rec.grid_1d(inp.len, 256),
         )
     }

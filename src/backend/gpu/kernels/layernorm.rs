@@ -40,12 +40,7 @@ impl LayerNorm {
         let rows = mean.len;
         let p = LayerNormParams { rows: u(rows), cols: u(cols), accumulate: 0, _pad: 0 };
         let v = Binding::View;
-        rec.dispatch(
-            &self.forward,
-            &p,
-            &[(1, v(inp)), (2, v(weight)), (3, v(bias)), (4, v(out)), (5, v(mean)), (6, v(rstd))],
-            rec.grid_1d(rows, 64),
-        )
+        rec.dispatch(&self.forward, &p, &[v(inp), v(weight), v(bias), v(out), v(mean), v(rstd)], rec.grid_1d(rows, 64))
     }
 
     pub fn backward(&self, rec: &mut Recorder, o: &op::LayerNormBackward, cols: usize) -> Result<(), GpuError> {
@@ -56,7 +51,7 @@ impl LayerNorm {
         rec.dispatch(
             &self.backward_input,
             &p,
-            &[(1, v(inp)), (2, v(weight)), (5, v(mean)), (6, v(rstd)), (7, v(dout)), (8, v(dinp))],
+            &[v(inp), v(weight), v(mean), v(rstd), v(dout), v(dinp)],
             rec.grid_1d(rows, 64),
         )?;
         // Frozen parameters (LoRA) have no gradients.
@@ -64,7 +59,7 @@ impl LayerNorm {
         rec.dispatch(
             &self.backward_params,
             &p,
-            &[(1, v(inp)), (5, v(mean)), (6, v(rstd)), (7, v(dout)), (9, v(dweight)), (10, v(dbias))],
+            &[v(inp), v(mean), v(rstd), v(dout), v(dweight), v(dbias)],
             [u(cols.div_ceil(64)), 1, 1],
         )
     }

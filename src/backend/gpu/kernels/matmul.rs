@@ -148,12 +148,7 @@ impl Gemm {
         };
         let bind = |v: Option<View>| v.map_or(Binding::Dummy, Binding::View);
         let groups = [u(call.n.div_ceil(64)), u(call.m.div_ceil(64)), u(call.outer * call.heads.max(1))];
-        rec.dispatch(
-            &self.gemm,
-            &params,
-            &[(1, Binding::View(a)), (2, bind(b)), (3, Binding::View(c)), (4, bind(call.bias))],
-            groups,
-        )
+        rec.dispatch(&self.gemm, &params, &[Binding::View(a), bind(b), Binding::View(c), bind(call.bias)], groups)
     }
 
     /// dbias (n) += Σ over m rows of dout (m, n).
@@ -171,7 +166,7 @@ impl Gemm {
         rec.dispatch(
             &self.bias_backward,
             &params,
-            &[(1, Binding::View(dout)), (2, Binding::Dummy), (3, Binding::View(dbias)), (4, Binding::Dummy)],
+            &[Binding::View(dout), Binding::Dummy, Binding::View(dbias), Binding::Dummy],
             groups,
         )
     }

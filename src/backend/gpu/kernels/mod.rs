@@ -104,6 +104,9 @@ fn shader_source(file: &str) -> &'static str {
 pub struct KernelEntry {
     pub name: &'static str,
     pub file: &'static str,
+    /// Its storage binding numbers, declared once in [`build_entries`]: a dispatch lists its
+    /// buffers in this order.
+    pub slots: &'static [u32],
     pub pipeline: wgpu::ComputePipeline,
     pub layout: wgpu::BindGroupLayout,
     pub pipeline_layout: wgpu::PipelineLayout,
@@ -119,7 +122,7 @@ pub struct Variants(Arc<Mutex<HashMap<VariantKey, wgpu::ComputePipeline>>>);
 fn build_entries<const N: usize>(
     device: &wgpu::Device,
     file: &'static str,
-    entries: [(&'static str, &[u32]); N],
+    entries: [(&'static str, &'static [u32]); N],
 ) -> [KernelEntry; N] {
     let module = device.create_shader_module(wgpu::ShaderModuleDescriptor {
         label: Some(file),
@@ -161,7 +164,7 @@ fn build_entries<const N: usize>(
             compilation_options: Default::default(),
             cache: None,
         });
-        KernelEntry { name, file, pipeline, layout, pipeline_layout }
+        KernelEntry { name, file, slots: storage, pipeline, layout, pipeline_layout }
     })
 }
 
@@ -250,13 +253,25 @@ impl Recorder {
         (offset as u64, std::mem::size_of::<T>() as u64)
     }
 
+    /// Records one dispatch of `entry`: `bindings` are its buffers in the order of its slots.
     pub fn dispatch<T: bytemuck::Pod>(
         &mut self,
         entry: &KernelEntry,
         params: &T,
-        bindings: &[(u32, Binding)],
+        bindings: &[Binding],
         groups: [u32; 3],
     ) -> Result<(), GpuError> {
+        if bindings.len() != entry.slots.len() {
+            return Err(GpuError::Validation(format!(
+                "{} in {} takes {} buffers, {} given ({})",
+                entry.name,
+                entry.file,
+                entry.slots.len(),
+                bindings.len(),
+                self.label
+            )));
+        }
+        let bindings: Vec<(u32, Binding)> = entry.slots.iter().copied().zip(bindings.iter().copied()).collect();
         if groups.iter().any(|&g| g > self.max_groups) {
             return Err(GpuError::ExceedsLimit {
                 what: format!("workgroups per dimension for {} ({})", entry.name, self.label),
@@ -281,7 +296,7 @@ impl Recorder {
                 Binding::Dummy => None,
             })
             .collect();
-        let spec = DispatchSpec { entry: entry.clone(), storages, uniform, bindings: bindings.to_vec(), groups };
+        let spec = DispatchSpec { entry: entry.clone(), storages, uniform, bindings, groups };
         self.commands.push((self.phase, self.label.clone(), Command::Dispatch(spec)));
         Ok(())
     }
@@ -373,4 +388,30 @@ impl Kernels {
 /// adapter's limits first, so real sizes fit).
 pub(crate) fn u<T: TryInto<u32>>(x: T) -> u32 {
     x.try_into().unwrap_or(u32::MAX)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::backend::gpu::GpuContext;
+    use crate::plan::TensorId;
+
+    /// A dispatch lists its buffers in the order of the entry's slots (declared once, in
+    /// `build_entries`); a list of the wrong length is refused instead of binding the wrong slots.
+    #[test]
+    fn dispatch_binds_buffers_to_the_declared_slots() {
+        let ctx = GpuContext::new_headless_blocking().expect("a GPU adapter");
+        let gelu = Gelu::new(&ctx.device);
+        assert_eq!(gelu.forward.slots, &[1, 2]);
+        let view = |i| Binding::View(View { tensor: TensorId(i), offset: 0, len: 8 });
+        let mut rec = Recorder::new(65_535);
+        rec.dispatch(&gelu.forward, &[0u32; 4], &[view(0), view(1)], [1, 1, 1]).expect("two buffers for two slots");
+        match &rec.commands[0].2 {
+            Command::Dispatch(spec) => assert_eq!(spec.bindings, vec![(1, view(0)), (2, view(1))]),
+            other => panic!("expected a dispatch, got {other:?}"),
+        }
+        let err = rec.dispatch(&gelu.forward, &[0u32; 4], &[view(0)], [1, 1, 1]).expect_err("one buffer for two slots");
+        assert!(err.to_string().contains("takes 2 buffers, 1 given"), "{err}");
+        assert_eq!(rec.commands.len(), 1);
+    }
 }

@@ -23,13 +23,13 @@ impl Residual {
         rec.dispatch(
             &self.forward,
             &p,
-            &[(1, Binding::View(a)), (2, Binding::View(b)), (3, Binding::View(out))],
+            &[Binding::View(a), Binding::View(b), Binding::View(out)],
             rec.grid_1d(out.len, 256),
         )
     }
 
     pub fn backward(&self, rec: &mut Recorder, dout: View, da: View) -> Result<(), GpuError> {
         let p = CountParams { n: u(da.len), _pad: [0; 3] };
-        rec.dispatch(&self.backward, &p, &[(4, Binding::View(dout)), (5, Binding::View(da))], rec.grid_1d(da.len, 256))
+        rec.dispatch(&self.backward, &p, &[Binding::View(dout), Binding::View(da)], rec.grid_1d(da.len, 256))
     }
 }

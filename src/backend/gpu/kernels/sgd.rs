@@ -69,11 +69,11 @@ impl Sgd {
             &self.step,
             p,
             &[
-                (1, Binding::View(views.params)),
-                (2, Binding::View(views.grads)),
-                (3, opt(views.momentum_buf)),
-                (5, opt(views.copy)),
-                (6, opt(views.found_inf)),
+                Binding::View(views.params),
+                Binding::View(views.grads),
+                opt(views.momentum_buf),
+                opt(views.copy),
+                opt(views.found_inf),
             ],
             rec.grid_1d(views.params.len, 256),
         )?;

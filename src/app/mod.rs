@@ -272,7 +272,9 @@ impl OomlabApp {
                 && let (Ok(setup), Some(e)) = (&self.real.setup, &self.real.estimate)
             {
                 let json =
-                    crate::memory::estimate::to_json(setup, e, self.real.max_micro_batch, &self.real.sweep).to_string();
+                    crate::memory::estimate::EstimateReport::new(setup, e, self.real.max_micro_batch, &self.real.sweep)
+                        .to_json()
+                        .to_string();
                 self.status = Some(
                     export::save(
                         self.export_dir.as_deref(),

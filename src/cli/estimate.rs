@@ -246,23 +246,17 @@ pub fn run(a: &EstimateArgs) -> Result<(), Failure> {
         Vec::new()
     };
     if a.json {
-        let json = estimate::to_json(&s, &e, max, &sweep);
-        println!("{}", serde_json::to_string_pretty(&json).map_err(|e| usage(e.to_string()))?);
-        return Ok(());
-    }
-    print!("{}", report(&s, &e, max));
-    if !sweep.is_empty() {
-        println!("\nmemory vs micro-batch (predicted):");
-        println!("{:>10} {:>14}  fits {}", "batch", "peak/GPU", s.gpu.name);
-        for (b, x) in &sweep {
-            println!("{b:>10} {:>14}  {}", format_bytes(x.peak_bytes), if x.fits() { "yes" } else { "no (OOM)" });
-        }
+        let report = estimate::EstimateReport::new(&s, &e, max, &sweep);
+        println!("{}", serde_json::to_string_pretty(&report.to_json()).map_err(|e| usage(e.to_string()))?);
+    } else {
+        print!("{}", text(&s, &e, max, &sweep));
     }
     Ok(())
 }
 
-/// The estimate as text: one line per category with its source, the peak against the GPU.
-pub fn report(s: &Setup, e: &Estimate, max: u64) -> String {
+/// The estimate as text: one line per category with its source, the peak against the GPU, and
+/// the sweep when one was made.
+pub fn text(s: &Setup, e: &Estimate, max: u64, sweep: &[(u64, Estimate)]) -> String {
     let mut out = String::new();
     let p = &s.parallel;
     out.push_str(&format!(
@@ -307,5 +301,13 @@ pub fn report(s: &Setup, e: &Estimate, max: u64) -> String {
         "largest micro-batch that fits: {max}; tokens per optimizer step: {}\n",
         group_digits(e.tokens_per_step)
     ));
+    if !sweep.is_empty() {
+        out.push_str("\nmemory vs micro-batch (predicted):\n");
+        out.push_str(&format!("{:>10} {:>14}  fits {}\n", "batch", "peak/GPU", s.gpu.name));
+        for (b, x) in sweep {
+            let fits = if x.fits() { "yes" } else { "no (OOM)" };
+            out.push_str(&format!("{b:>10} {:>14}  {fits}\n", format_bytes(x.peak_bytes)));
+        }
+    }
     out
 }

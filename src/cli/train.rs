@@ -2,6 +2,16 @@
 
 use super::*;
 
+/// What `train --json` reports after each step, one JSON line per step (fields in the
+/// alphabetical order of every oomlab document).
+#[derive(serde::Serialize)]
+pub(super) struct TrainLine {
+    elapsed_secs: f64,
+    /// Widened to f64 as the JSON has always shown it.
+    loss: f64,
+    step: usize,
+}
+
 pub(super) fn train(steps: usize, config: &ConfigArgs) -> Result<(), Failure> {
     let dataset = Dataset::builtin();
     let r = config.resolve_one(&dataset)?;
@@ -36,8 +46,10 @@ pub(super) fn train(steps: usize, config: &ConfigArgs) -> Result<(), Failure> {
         let loss = trainer.train_step(&batch)?;
         let elapsed = start.elapsed().as_secs_f64();
         if r.json {
-            let line = serde_json::json!({"step": step + 1, "loss": loss, "elapsed_secs": elapsed});
-            let _ = writeln!(stdout, "{line}");
+            let line = TrainLine { elapsed_secs: elapsed, loss: f64::from(loss), step: step + 1 };
+            let doc =
+                serde_json::to_string(&line).map_err(|e| Failure { code: EXIT_FAILURE, message: e.to_string() })?;
+            let _ = writeln!(stdout, "{doc}");
         } else {
             say(&bar, format!("step {:>5}  loss {loss:.4}  ({elapsed:.2} s)", step + 1));
             bar.set_message(format!("loss {loss:.4}"));

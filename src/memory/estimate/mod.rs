@@ -337,50 +337,95 @@ pub fn max_micro_batch(setup: &Setup) -> Result<u64, EstimateError> {
     Ok(lo)
 }
 
-/// The estimate as the CLI's `--json` document (and the app's export): the settings,
-/// `parameters`, `per_gpu_bytes` and `sources` by category, `peak_bytes`, `capacity_bytes`, `fits`,
-/// `max_micro_batch`, `tokens_per_step`, offload's `host_bytes` and `pcie_bytes_per_step`, and the
-/// `sweep` when one was made.
-pub fn to_json(s: &Setup, e: &Estimate, max_micro_batch: u64, sweep: &[(u64, Estimate)]) -> serde_json::Value {
-    let mut per_gpu = serde_json::Map::new();
-    let mut sources = serde_json::Map::new();
-    for l in &e.lines {
-        let bytes = per_gpu.get(l.category).and_then(serde_json::Value::as_u64).unwrap_or(0);
-        per_gpu.insert(l.category.to_string(), bytes.saturating_add(l.bytes).into());
-        sources.insert(l.category.to_string(), l.source.clone().into());
+/// One point of a memory-vs-micro-batch sweep, as the JSON document lists it.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct SweepPoint {
+    pub micro_batch: u64,
+    pub peak_bytes: u64,
+    pub fits: bool,
+}
+
+/// What the estimator reports for one setup: the JSON document of `oomlab estimate --json` and
+/// the app's "copy JSON" (its fields, by name; every number is the closed form's, *predicted*).
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct EstimateReport {
+    /// Every number here is the closed-form estimate's; `sources` names each category's formula.
+    pub source: &'static str,
+    pub model: String,
+    pub architecture: Architecture,
+    pub gpu: String,
+    pub micro_batch: u64,
+    pub seq_len: u64,
+    pub accum: u64,
+    pub precision: &'static str,
+    pub optimizer: &'static str,
+    pub parallel: Parallel,
+    pub offload: Offload,
+    pub checkpoint: String,
+    pub attention: &'static str,
+    pub lora: Option<Adapters>,
+    pub parameters: u64,
+    pub trainable_parameters: u64,
+    /// Bytes per GPU by category (lines of one category summed).
+    pub per_gpu_bytes: std::collections::BTreeMap<String, u64>,
+    /// The formula behind each category.
+    pub sources: std::collections::BTreeMap<String, String>,
+    pub peak_bytes: u64,
+    pub capacity_bytes: u64,
+    pub fits: bool,
+    pub max_micro_batch: u64,
+    pub tokens_per_step: u64,
+    pub host_bytes: u64,
+    pub pcie_bytes_per_step: u64,
+    pub sweep: Vec<SweepPoint>,
+}
+
+impl EstimateReport {
+    pub fn new(s: &Setup, e: &Estimate, max_micro_batch: u64, sweep: &[(u64, Estimate)]) -> Self {
+        let mut per_gpu = std::collections::BTreeMap::<String, u64>::new();
+        let mut sources = std::collections::BTreeMap::new();
+        for l in &e.lines {
+            let bytes = per_gpu.entry(l.category.to_string()).or_insert(0);
+            *bytes = bytes.saturating_add(l.bytes);
+            sources.insert(l.category.to_string(), l.source.clone());
+        }
+        Self {
+            source: "predicted",
+            model: s.arch.name.clone(),
+            architecture: s.arch.clone(),
+            gpu: s.gpu.name.clone(),
+            micro_batch: s.micro_batch,
+            seq_len: s.seq,
+            accum: s.accum,
+            precision: s.precision.name(),
+            optimizer: s.optimizer.name(),
+            parallel: s.parallel,
+            offload: s.offload,
+            checkpoint: s.checkpoint.label(),
+            attention: s.attention.name(),
+            lora: s.lora,
+            parameters: e.parameters,
+            trainable_parameters: e.trainable_parameters,
+            per_gpu_bytes: per_gpu,
+            sources,
+            peak_bytes: e.peak_bytes,
+            capacity_bytes: e.capacity_bytes,
+            fits: e.fits(),
+            max_micro_batch,
+            tokens_per_step: e.tokens_per_step,
+            host_bytes: e.host_bytes,
+            pcie_bytes_per_step: e.pcie_bytes_per_step,
+            sweep: sweep
+                .iter()
+                .map(|(b, x)| SweepPoint { micro_batch: *b, peak_bytes: x.peak_bytes, fits: x.fits() })
+                .collect(),
+        }
     }
-    serde_json::json!({
-        // Every number here is the closed-form estimate's; `sources` names each category's formula.
-        "source": "predicted",
-        "model": s.arch.name,
-        "architecture": s.arch,
-        "gpu": s.gpu.name,
-        "micro_batch": s.micro_batch,
-        "seq_len": s.seq,
-        "accum": s.accum,
-        "precision": s.precision.name(),
-        "optimizer": s.optimizer.name(),
-        "parallel": s.parallel,
-        "offload": s.offload,
-        "checkpoint": s.checkpoint.label(),
-        "attention": s.attention.name(),
-        "lora": s.lora,
-        "parameters": e.parameters,
-        "trainable_parameters": e.trainable_parameters,
-        "per_gpu_bytes": per_gpu,
-        "sources": sources,
-        "peak_bytes": e.peak_bytes,
-        "capacity_bytes": e.capacity_bytes,
-        "fits": e.fits(),
-        "max_micro_batch": max_micro_batch,
-        "tokens_per_step": e.tokens_per_step,
-        "host_bytes": e.host_bytes,
-        "pcie_bytes_per_step": e.pcie_bytes_per_step,
-        "sweep": sweep
-            .iter()
-            .map(|(b, x)| serde_json::json!({"micro_batch": b, "peak_bytes": x.peak_bytes, "fits": x.fits()}))
-            .collect::<Vec<_>>(),
-    })
+
+    /// The report as a JSON value (keys sorted, as every oomlab document has them).
+    pub fn to_json(&self) -> serde_json::Value {
+        serde_json::to_value(self).unwrap_or(serde_json::Value::Null)
+    }
 }
 
 /// The micro-batches a memory-vs-batch chart shows: 1, 2, 4, … up to twice the largest that fits

@@ -88,13 +88,7 @@ pub(super) fn bench(steps: usize, profile: bool, config: &ConfigArgs) -> Result<
         gflops = Some(bench_matmul(&g.ctx, &g.kernels, 1024, 1024, 1024, 10)?);
     }
     let report = BenchReport { configs: rows, matmul_gflops: gflops, matmul_shape: [1024, 1024, 1024] };
-    if r.json {
-        let doc = serde_json::to_value(&report).map_err(|e| Failure { code: EXIT_FAILURE, message: e.to_string() })?;
-        println!("{doc}");
-    } else {
-        print!("{}", report.text());
-    }
-    Ok(())
+    print_report(&report, r.json, BenchReport::text)
 }
 
 /// What `bench` reports: each config's timings and, on a GPU, the 1024³ GEMM's throughput.

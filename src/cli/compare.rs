@@ -171,13 +171,7 @@ pub(super) fn compare(steps: usize, config: &ConfigArgs) -> Result<(), Failure> 
         backend: backend_name,
         model: (r.model.d_model, r.model.n_layers, r.model.n_heads),
     };
-    if r.json {
-        let doc = serde_json::to_value(&report).map_err(|e| Failure { code: EXIT_FAILURE, message: e.to_string() })?;
-        println!("{doc}");
-    } else {
-        print!("{}", report.text());
-    }
-    Ok(())
+    print_report(&report, r.json, CompareReport::text)
 }
 
 /// What `compare` reports: the JSON document (its fields, by name) and, for the text, the model.

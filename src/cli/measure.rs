@@ -25,14 +25,7 @@ pub(super) fn measure(config: &ConfigArgs) -> Result<(), Failure> {
     match (real, predicted) {
         (Ok(real), Ok(p)) => {
             let report = MeasureReport::new(&r, real, p, formula, (flops, recomputed_flops), optimizer_states);
-            if r.json {
-                let doc = serde_json::to_value(&report)
-                    .map_err(|e| Failure { code: EXIT_FAILURE, message: e.to_string() })?;
-                println!("{doc}");
-            } else {
-                print!("{}", report.text());
-            }
-            Ok(())
+            print_report(&report, r.json, MeasureReport::text)
         }
         (Err(f), predicted) => {
             if r.json {

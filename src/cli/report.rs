@@ -31,6 +31,18 @@ pub(super) fn real_step(
     Ok(RealStep { memory, loss, backend: trainer.backend_name(), device: trainer.device_figures() })
 }
 
+/// Prints a subcommand's report: its JSON document (keys sorted, through a JSON value) with
+/// --json, else its text.
+pub(super) fn print_report<R: serde::Serialize>(report: &R, json: bool, text: fn(&R) -> String) -> Result<(), Failure> {
+    if json {
+        let doc = serde_json::to_value(report).map_err(|e| Failure { code: EXIT_FAILURE, message: e.to_string() })?;
+        println!("{doc}");
+    } else {
+        print!("{}", text(report));
+    }
+    Ok(())
+}
+
 /// What each source of a number means, for JSON documents and the CLI's text.
 pub(super) fn sources_json(backend: &str) -> serde_json::Value {
     serde_json::json!({

@@ -60,13 +60,7 @@ pub(super) fn sweep(execute: bool, csv: Option<&std::path::Path>, config: &Confi
         elapsed_secs: elapsed,
         seq: r.shape.seq,
     };
-    if r.json {
-        let doc = serde_json::to_value(&report).map_err(|e| Failure { code: EXIT_FAILURE, message: e.to_string() })?;
-        println!("{doc}");
-    } else {
-        print!("{}", report.text());
-    }
-    Ok(())
+    print_report(&report, r.json, SweepReport::text)
 }
 
 /// One batch size of a sweep: its peaks and the bytes per category at the peak, or the OOM.

@@ -18,6 +18,14 @@ pub struct Heads {
     pub nh: usize,
 }
 
+impl Heads {
+    /// The head size C/NH and the attention scale 1/√(C/NH).
+    fn head_size_and_scale<F: Float>(&self) -> (usize, F) {
+        let hs = self.c / self.nh.max(1);
+        (hs, F::one() / f::<F>(hs as f64).sqrt())
+    }
+}
+
 fn f<F: Float>(x: f64) -> F {
     F::from(x).unwrap_or_else(F::nan)
 }
@@ -240,8 +248,7 @@ pub fn matmul_add_backward<F: Float>(
 /// softmax probabilities (zero above the diagonal); out (B,T,C).
 pub fn attention_forward<F: Float>(out: &mut [F], att: &mut [F], qkv: &[F], h: Heads) {
     let Heads { b, t, c, nh } = h;
-    let hs = c / nh;
-    let scale = F::one() / f::<F>(hs as f64).sqrt();
+    let (hs, scale) = h.head_size_and_scale::<F>();
     for bi in 0..b {
         for h in 0..nh {
             for t1 in 0..t {
@@ -277,8 +284,7 @@ pub fn attention_forward<F: Float>(out: &mut [F], att: &mut [F], qkv: &[F], h: H
 /// dqkv (B,T,3C) given dout (B,T,C); `datt` (B,NH,T,T) is scratch.
 pub fn attention_backward<F: Float>(dqkv: &mut [F], datt: &mut [F], dout: &[F], qkv: &[F], att: &[F], h: Heads) {
     let Heads { b, t, c, nh } = h;
-    let hs = c / nh;
-    let scale = F::one() / f::<F>(hs as f64).sqrt();
+    let (hs, scale) = h.head_size_and_scale::<F>();
     dqkv.iter_mut().for_each(|x| *x = F::zero());
     for bi in 0..b {
         for h in 0..nh {
@@ -324,8 +330,7 @@ const FLASH_KEY_TILE: usize = 16;
 /// accumulator), as the kernel computes it. No T×T matrix is formed.
 pub fn flash_attention_forward<F: Float>(out: &mut [F], lse: &mut [F], qkv: &[F], h: Heads) {
     let Heads { b, t, c, nh } = h;
-    let hs = c / nh;
-    let scale = F::one() / f::<F>(hs as f64).sqrt();
+    let (hs, scale) = h.head_size_and_scale::<F>();
     let mut acc = vec![F::zero(); hs];
     for bi in 0..b {
         for h in 0..nh {
@@ -374,8 +379,7 @@ pub fn flash_attention_backward<F: Float>(
     h: Heads,
 ) {
     let Heads { b, t, c, nh } = h;
-    let hs = c / nh;
-    let scale = F::one() / f::<F>(hs as f64).sqrt();
+    let (hs, scale) = h.head_size_and_scale::<F>();
     dqkv.iter_mut().for_each(|x| *x = F::zero());
     for bi in 0..b {
         for h in 0..nh {

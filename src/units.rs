@@ -16,6 +16,13 @@ pub fn format_bytes(bytes: u64) -> String {
     }
 }
 
+/// A plan size as a host index. Saturates rather than wraps: a plan whose sizes pass `usize`
+/// (wasm32: 2³²) is refused before an executor holds it (the host-memory and adapter-limit
+/// checks), so a saturated value never reaches an executing op.
+pub fn ix(x: u64) -> usize {
+    usize::try_from(x).unwrap_or(usize::MAX)
+}
+
 #[cfg(test)]
 mod tests {
     use super::format_bytes;

@@ -29,11 +29,58 @@ pub enum BackendError {
 /// A capacity that never limits: the real device's (or the host's) memory does.
 pub const UNLIMITED: u64 = u64::MAX / 4;
 
-/// A plan size as a host index. Saturates rather than wraps: a plan whose sizes pass `usize`
-/// (wasm32: 2³²) is refused before an executor holds it (the host-memory and adapter-limit
-/// checks), so a saturated value never reaches an executing op.
-pub fn ix(x: u64) -> usize {
-    usize::try_from(x).unwrap_or(usize::MAX)
+/// A plan size as a host index (it lives in `units`, below every layer; the model uses it too).
+pub use crate::units::ix;
+
+/// The per-step state both executors keep, with its initial values: optimizer steps taken
+/// (AdamW's t), fp16's loss scaler, and the loss scale the last backward pass used (what the
+/// stored gradients are multiplied by).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct StepState {
+    pub steps_taken: u32,
+    pub scaler: Option<crate::plan::LossScaler>,
+    pub backward_scale: f32,
+}
+
+impl StepState {
+    /// No step taken; a loss scaler only where the plan's precision scales the loss (fp16).
+    pub fn new(plan: &Plan) -> Self {
+        let scaler = plan.techniques.precision.scales_loss().then(crate::plan::LossScaler::default);
+        Self { steps_taken: 0, scaler, backward_scale: 1.0 }
+    }
+
+    /// The loss scale of the next step (1 without fp16).
+    pub fn loss_scale(&self) -> f32 {
+        self.scaler.map_or(1.0, |s| s.scale)
+    }
+
+    /// A run of `phases` starts: an optimizer phase counts a step, a backward phase fixes the
+    /// scale its gradients carry.
+    pub fn begin(&mut self, phases: &[crate::plan::Phase]) {
+        if phases.contains(&crate::plan::Phase::Optimizer) {
+            self.steps_taken = self.steps_taken.saturating_add(1);
+        }
+        if phases.contains(&crate::plan::Phase::Backward) {
+            self.backward_scale = self.loss_scale();
+        }
+    }
+
+    /// A run begun with [`Self::begin`] that never ran: its optimizer step does not count.
+    pub fn cancel(&mut self, phases: &[crate::plan::Phase]) {
+        if phases.contains(&crate::plan::Phase::Optimizer) {
+            self.steps_taken = self.steps_taken.saturating_sub(1);
+        }
+    }
+
+    /// After an optimizer step: fp16's scaler learns whether the gradients overflowed; a step it
+    /// skipped does not count (AdamW's bias correction).
+    pub fn finish_optimizer(&mut self, found_inf: bool) {
+        if let Some(scaler) = self.scaler.as_mut()
+            && !scaler.update(found_inf)
+        {
+            self.steps_taken = self.steps_taken.saturating_sub(1);
+        }
+    }
 }
 
 /// What a training loop needs from a backend.
@@ -114,4 +161,51 @@ pub fn micro_uploads<'a>(plan: &Plan, batch: &'a Batch) -> Result<Vec<MicroUploa
             }
         })
         .collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::ModelConfig;
+    use crate::plan::{LossScaler, OptimizerConfig, Phase, Precision, Techniques};
+
+    fn plan(precision: Precision) -> Plan {
+        let techniques = Techniques { precision, ..Techniques::default() };
+        Plan::build_with(
+            &ModelConfig::toy(58),
+            StepShape { batch: 2, seq: 8 },
+            &OptimizerConfig::default(),
+            &techniques,
+        )
+        .expect("a toy plan")
+    }
+
+    #[test]
+    fn step_state_counts_steps_and_fp16_skips() {
+        let fp32 = StepState::new(&plan(Precision::Fp32));
+        assert_eq!((fp32.steps_taken, fp32.scaler, fp32.backward_scale), (0, None, 1.0));
+        let mut s = StepState::new(&plan(Precision::Fp16));
+        let initial = LossScaler::default().scale;
+        assert_eq!(s.scaler.map(|x| x.scale), Some(initial));
+        // A backward pass carries the scale of its step; the optimizer counts it.
+        s.begin(&[Phase::Forward, Phase::Backward, Phase::Optimizer]);
+        assert_eq!((s.steps_taken, s.backward_scale), (1, initial));
+        s.finish_optimizer(false);
+        assert_eq!(s.steps_taken, 1);
+        // An overflow halves the scale and the skipped step does not count.
+        s.begin(&[Phase::Forward, Phase::Backward, Phase::Optimizer]);
+        s.finish_optimizer(true);
+        assert_eq!(s.steps_taken, 1);
+        assert_eq!(s.loss_scale(), initial / 2.0);
+        // A run that never ran gives its step back; forward alone counts nothing.
+        s.begin(&[Phase::Optimizer]);
+        s.cancel(&[Phase::Optimizer]);
+        s.begin(&[Phase::Forward]);
+        assert_eq!(s.steps_taken, 1);
+        // Never below zero.
+        let mut fresh = StepState::new(&plan(Precision::Fp16));
+        fresh.cancel(&[Phase::Optimizer]);
+        fresh.finish_optimizer(true);
+        assert_eq!(fresh.steps_taken, 0);
+    }
 }

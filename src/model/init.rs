@@ -40,7 +40,7 @@ impl Rng {
 
 /// The flat parameter tensor, initialised GPT-2 style from `seed`. Padding stays zero.
 pub fn init_params(layout: &ParamLayout, seed: u64) -> Vec<f32> {
-    let mut flat = vec![0.0f32; crate::backend::ix(layout.flat_len)];
+    let mut flat = vec![0.0f32; crate::units::ix(layout.flat_len)];
     let mut rng = Rng::new(seed);
     for spec in &layout.specs {
         let Some(slot) = spec.host_range().and_then(|r| flat.get_mut(r)) else { continue };

@@ -172,7 +172,7 @@ impl<F: Float> CpuExecutor<F> {
                     return;
                 }
                 let grads = self.unscaled(grads);
-                let step = self.plan.adamw_step(self.steps_taken);
+                let step = self.plan.adamw_step(self.state.steps_taken);
                 self.with_outputs([params, mm, v], |_, [p, m1, m2]| ops::adamw_step(p, m1, m2, &grads, &step));
                 self.copy_weights(params, copy);
             }

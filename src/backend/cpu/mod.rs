@@ -15,7 +15,7 @@ use host::{check_host_memory, grow, host_bytes_per_device_byte};
 
 use num_traits::Float;
 
-use super::{BackendError, Trainer};
+use super::{BackendError, StepState, Trainer};
 use crate::data::Batch;
 use std::collections::BTreeMap;
 
@@ -42,12 +42,8 @@ pub struct CpuExecutor<F> {
     capacity_bytes: u64,
     /// The allocator's live account of the last step run.
     memory: Option<StepMemory>,
-    /// Optimizer steps taken (AdamW's t).
-    steps_taken: u32,
-    /// fp16's loss scaling.
-    scaler: Option<LossScaler>,
-    /// The loss scale of the last backward pass (what the stored gradients are multiplied by).
-    backward_scale: f64,
+    /// Steps taken, fp16's loss scaler, the last backward pass's scale.
+    state: StepState,
     /// A run in progress (see [`CpuExecutor::start_phases`]).
     running: Option<Running>,
 }
@@ -96,18 +92,16 @@ impl<F: Float> CpuExecutor<F> {
         check_host_memory(&plan, budget_bytes, host_bytes_per_device_byte::<F>(slot_bytes))?;
         let n = plan.tensors.len();
         let allocator = StepAllocator::new(&plan, budget_bytes, true);
-        let scaler = plan.techniques.precision.scales_loss().then(LossScaler::default);
+        let state = StepState::new(&plan);
         let mut exec = Self {
             plan,
             segments: BTreeMap::new(),
             slot_bytes,
-            scaler,
-            backward_scale: 1.0,
+            state,
             events_seen: 0,
             allocator,
             capacity_bytes: budget_bytes,
             memory: None,
-            steps_taken: 0,
             running: None,
         };
         exec.allocator.setup(&exec.plan).map_err(BackendError::OutOfMemory)?;
@@ -280,16 +274,16 @@ impl<F: Float> CpuExecutor<F> {
 
     /// fp16's loss scaler (None in other precisions).
     pub fn loss_scaler(&self) -> Option<&LossScaler> {
-        self.scaler.as_ref()
+        self.state.scaler.as_ref()
     }
 
     pub fn loss_scaler_mut(&mut self) -> Option<&mut LossScaler> {
-        self.scaler.as_mut()
+        self.state.scaler.as_mut()
     }
 
     /// The loss scale of the next step (1 without fp16).
     fn loss_scale(&self) -> f64 {
-        self.scaler.map_or(1.0, |s| s.scale as f64)
+        f64::from(self.state.loss_scale())
     }
 
     /// Overwrites the start of an allocated integer tensor (extra values are ignored).
@@ -366,12 +360,7 @@ impl<F: Float> CpuExecutor<F> {
             self.release_leftovers();
             self.clear_events();
         }
-        if phases.contains(&Phase::Optimizer) {
-            self.steps_taken += 1;
-        }
-        if phases.contains(&Phase::Backward) {
-            self.backward_scale = self.loss_scale();
-        }
+        self.state.begin(phases);
         self.allocator.clear_log();
         let mut trace = Trace::detailed();
         trace.record(&self.allocator, None);
@@ -428,12 +417,7 @@ impl<F: Float> CpuExecutor<F> {
         self.memory = Some(run.trace.finish(&self.allocator, self.capacity_bytes));
         if run.phases.contains(&Phase::Optimizer) {
             let found_inf = self.plan.handles.found_inf.is_some_and(|f| self.u(self.plan.whole(f)).first() == Some(&1));
-            if let Some(scaler) = self.scaler.as_mut()
-                && !scaler.update(found_inf)
-            {
-                // A skipped step does not count (AdamW's bias correction).
-                self.steps_taken -= 1;
-            }
+            self.state.finish_optimizer(found_inf);
         }
         Some(Ok(self.step_loss()))
     }
@@ -479,7 +463,7 @@ impl Trainer for CpuExecutor<f32> {
     }
     fn read_grads(&mut self) -> Result<Vec<f32>, BackendError> {
         // fp16 stores scaled gradients: report the true ones.
-        let inv = (1.0 / self.backward_scale) as f32;
+        let inv = 1.0 / self.state.backward_scale;
         Ok(self.grads().iter().map(|g| g * inv).collect())
     }
     fn write_params(&mut self, flat: &[f32]) -> Result<(), BackendError> {
@@ -493,9 +477,9 @@ impl Trainer for CpuExecutor<f32> {
         CpuExecutor::device_figures(self)
     }
     fn loss_scaler(&self) -> Option<&LossScaler> {
-        self.scaler.as_ref()
+        self.state.scaler.as_ref()
     }
     fn loss_scaler_mut(&mut self) -> Option<&mut LossScaler> {
-        self.scaler.as_mut()
+        self.state.scaler.as_mut()
     }
 }

@@ -19,7 +19,7 @@ use super::kernels::adamw::AdamWParams;
 use super::kernels::cross_entropy::CrossEntropyParams;
 use super::kernels::{Kernels, Recorder, SgdParams};
 use super::{GpuContext, GpuError};
-use crate::backend::{BackendError, ix};
+use crate::backend::{BackendError, StepState, ix};
 use crate::data::Batch;
 use crate::memory::device::{DeviceFigures, segment_label};
 use crate::memory::step::{StepAllocator, StepMemory};
@@ -77,11 +77,8 @@ pub struct GpuExecutor {
     dynamic: DynamicUniforms,
     /// The micro-batches' losses, then fp16's overflow flag.
     loss_staging: wgpu::Buffer,
-    steps_taken: u32,
-    /// fp16's loss scaling.
-    scaler: Option<LossScaler>,
-    /// The loss scale of the last backward pass (what the stored gradients are multiplied by).
-    backward_scale: f32,
+    /// Steps taken, fp16's loss scaler, the last backward pass's scale.
+    state: StepState,
     /// The readback of a step submitted by [`GpuExecutor::submit_step`], not yet complete.
     pending: Option<futures_channel::oneshot::Receiver<Result<(), wgpu::BufferAsyncError>>>,
 }
@@ -111,7 +108,7 @@ impl GpuExecutor {
         budget_bytes: u64,
     ) -> Result<Self, BackendError> {
         ctx.check_alive()?;
-        let plan_scaler = plan.techniques.precision.scales_loss().then(LossScaler::default);
+        let state = StepState::new(&plan);
         let limits = ctx.limits();
         let max_binding = limits.max_storage_buffer_binding_size.min(limits.max_buffer_size);
         for t in &plan.tensors {
@@ -172,9 +169,7 @@ impl GpuExecutor {
             placeholder,
             dynamic,
             loss_staging,
-            steps_taken: 0,
-            scaler: plan_scaler,
-            backward_scale: 1.0,
+            state,
             pending: None,
         };
         // The persistent tensors' segments, each in its own error scope (awaited: this is the
@@ -258,11 +253,11 @@ impl GpuExecutor {
 
     /// fp16's loss scaler (None in other precisions).
     pub fn loss_scaler(&self) -> Option<&LossScaler> {
-        self.scaler.as_ref()
+        self.state.scaler.as_ref()
     }
 
     pub fn loss_scaler_mut(&mut self) -> Option<&mut LossScaler> {
-        self.scaler.as_mut()
+        self.state.scaler.as_mut()
     }
 
     /// Buffer and byte offset of a view, while its tensor is placed.
@@ -301,16 +296,11 @@ impl GpuExecutor {
 
     /// Uniforms, the step's commands (recorded live), and what a run of `phases` changes.
     fn prepare(&mut self, phases: &[Phase]) -> Result<Vec<wgpu::CommandBuffer>, BackendError> {
-        if phases.contains(&Phase::Optimizer) {
-            self.steps_taken += 1;
-        }
+        self.state.begin(phases);
         self.write_dynamic_uniforms();
-        if phases.contains(&Phase::Backward) {
-            self.backward_scale = self.scaler.map_or(1.0, |s| s.scale);
-        }
         let recorded = self.record_step(phases);
-        if recorded.is_err() && phases.contains(&Phase::Optimizer) {
-            self.steps_taken -= 1;
+        if recorded.is_err() {
+            self.state.cancel(phases);
         }
         recorded
     }
@@ -402,12 +392,7 @@ impl GpuExecutor {
         let words: Vec<f32> = bytemuck::pod_collect_to_vec(data);
         if optimizer {
             let found_inf = words.get(n).is_some_and(|w| w.to_bits() != 0);
-            if let Some(scaler) = self.scaler.as_mut()
-                && !scaler.update(found_inf)
-            {
-                // A skipped step does not count (AdamW's bias correction).
-                self.steps_taken -= 1;
-            }
+            self.state.finish_optimizer(found_inf);
         }
         words[..n.min(words.len())].iter().sum::<f32>() / n.max(1) as f32
     }
@@ -415,14 +400,14 @@ impl GpuExecutor {
     /// Writes the uniforms that change between steps: the loss scale (fp16) into the
     /// cross-entropy backward and the optimizer, and AdamW's step count.
     fn write_dynamic_uniforms(&self) {
-        let scale = self.scaler.map_or(1.0, |s| s.scale);
+        let scale = self.state.loss_scale();
         let queue = &self.ctx.queue;
         for (offset, p) in &self.dynamic.cross_entropy {
             let p = CrossEntropyParams { scale: p.scale * scale, ..*p };
             queue.write_buffer(&self.uniform_buffer, *offset, bytemuck::bytes_of(&p));
         }
         if let Some((offset, n, copy, flag)) = self.dynamic.adamw {
-            let s = self.plan.adamw_step(self.steps_taken.max(1));
+            let s = self.plan.adamw_step(self.state.steps_taken.max(1));
             let p = AdamWParams::new(n, &s, 1.0 / scale, copy, flag);
             queue.write_buffer(&self.uniform_buffer, offset, bytemuck::bytes_of(&p));
         }
@@ -498,7 +483,7 @@ impl crate::backend::Trainer for GpuExecutor {
     fn read_grads(&mut self) -> Result<Vec<f32>, BackendError> {
         // fp16 stores scaled gradients: report the true ones.
         let grads = pollster::block_on(self.read_tensor_async(self.plan.handles.grads))?;
-        let inv = 1.0 / self.backward_scale;
+        let inv = 1.0 / self.state.backward_scale;
         Ok(grads.into_iter().map(|g| g * inv).collect())
     }
     fn write_params(&mut self, flat: &[f32]) -> Result<(), BackendError> {
@@ -512,10 +497,10 @@ impl crate::backend::Trainer for GpuExecutor {
         self.device.clone()
     }
     fn loss_scaler(&self) -> Option<&LossScaler> {
-        self.scaler.as_ref()
+        self.state.scaler.as_ref()
     }
     fn loss_scaler_mut(&mut self) -> Option<&mut LossScaler> {
-        self.scaler.as_mut()
+        self.state.scaler.as_mut()
     }
 }
 

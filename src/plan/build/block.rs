@@ -127,6 +127,28 @@ impl Builder {
 
     /// The forward ops of block `i` on input `x`, in the builder's mode; `out_cat` is the
     /// category of the block's output.
+    /// A block's LayerNorm `name` of `inp`: its output, mean and rstd, saved for backward.
+    fn block_layernorm(
+        &mut self,
+        i: usize,
+        name: &str,
+        inp: View,
+        (w, b): (ParamKind, ParamKind),
+    ) -> (View, View, View) {
+        let (batch, t, c) = (self.shape.batch as u64, self.shape.seq as u64, self.model.d_model as u64);
+        let (a, li) = (self.saved(), Some(i));
+        let out = self.act(format!("h.{i}.{name}.out"), &[batch, t, c], a, li);
+        let mean = self.act32(format!("h.{i}.{name}.mean"), &[batch, t], a, li);
+        let rstd = self.act32(format!("h.{i}.{name}.rstd"), &[batch, t], a, li);
+        let (weight, bias) = (self.p(w), self.p(b));
+        self.push(
+            Phase::Forward,
+            format!("h.{i}.{name}"),
+            Op::LayerNorm(op::LayerNorm { inp, weight, bias, out, mean, rstd }),
+        );
+        (out, mean, rstd)
+    }
+
     pub(super) fn block_forward(&mut self, i: usize, x: View, out_cat: Category) -> (Saved, View) {
         let (b, t) = (self.shape.batch as u64, self.shape.seq as u64);
         let (c, nh) = (self.model.d_model as u64, self.model.n_heads as u64);
@@ -134,21 +156,7 @@ impl Builder {
         let n = |s: &str| format!("h.{i}.{s}");
         let a = self.saved();
         let tmp = Category::Temporaries;
-        let ln1 = self.act(n("ln_1.out"), &[b, t, c], a, li);
-        let ln1_mean = self.act32(n("ln_1.mean"), &[b, t], a, li);
-        let ln1_rstd = self.act32(n("ln_1.rstd"), &[b, t], a, li);
-        self.push(
-            Phase::Forward,
-            n("ln_1"),
-            Op::LayerNorm(op::LayerNorm {
-                inp: x,
-                weight: self.p(ParamKind::Ln1W(i)),
-                bias: self.p(ParamKind::Ln1B(i)),
-                out: ln1,
-                mean: ln1_mean,
-                rstd: ln1_rstd,
-            }),
-        );
+        let (ln1, ln1_mean, ln1_rstd) = self.block_layernorm(i, "ln_1", x, (ParamKind::Ln1W(i), ParamKind::Ln1B(i)));
         let qkv = self.act(n("attn.qkv"), &[b, t, 3 * c], a, li);
         let qkv_w = (ParamKind::QkvW(i), ParamKind::QkvB(i));
         let h_qkv = self.projection((i, LoraTarget::Qkv), ln1, qkv_w, qkv, (c, 3 * c));
@@ -172,21 +180,7 @@ impl Builder {
         let h_proj = self.projection((i, LoraTarget::AttnProj), atty, proj_w, attproj, (c, c));
         let res2 = self.act(n("residual_1"), &[b, t, c], a, li);
         self.push(Phase::Forward, n("residual_1"), Op::Residual(op::Residual { a: x, b: attproj, out: res2 }));
-        let ln2 = self.act(n("ln_2.out"), &[b, t, c], a, li);
-        let ln2_mean = self.act32(n("ln_2.mean"), &[b, t], a, li);
-        let ln2_rstd = self.act32(n("ln_2.rstd"), &[b, t], a, li);
-        self.push(
-            Phase::Forward,
-            n("ln_2"),
-            Op::LayerNorm(op::LayerNorm {
-                inp: res2,
-                weight: self.p(ParamKind::Ln2W(i)),
-                bias: self.p(ParamKind::Ln2B(i)),
-                out: ln2,
-                mean: ln2_mean,
-                rstd: ln2_rstd,
-            }),
-        );
+        let (ln2, ln2_mean, ln2_rstd) = self.block_layernorm(i, "ln_2", res2, (ParamKind::Ln2W(i), ParamKind::Ln2B(i)));
         let fch = self.act(n("mlp.c_fc.out"), &[b, t, 4 * c], a, li);
         let fc_w = (ParamKind::FcW(i), ParamKind::FcB(i));
         let h_fc = self.projection((i, LoraTarget::Fc), ln2, fc_w, fch, (c, 4 * c));

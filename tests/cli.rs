@@ -423,7 +423,9 @@ fn estimate_text_sweep_claims_and_bad_input() {
         (&["estimate", "--offload", "disk"], "unknown offload"),
         (&["estimate", "--offload", "gradients"], "needs optimizer offload"),
         (&["estimate", "--qlora"], "--qlora needs --lora"),
-        (&["estimate", "--precision", "fp8"], "unknown precision"),
+        (&["estimate", "--precision", "fp8"], "[possible values: fp32, fp16, bf16, pure-bf16]"),
+        (&["estimate", "--optimizer", "lion"], "[possible values: sgd, momentum, adam]"),
+        (&["estimate", "--model", "custom", "--norm", "batchnorm"], "[possible values: layernorm, rmsnorm]"),
         (&["estimate", "--model", "gpt2", "--seq-len", "2048"], "position table"),
         (&["estimate", "--model", "custom", "--heads", "7"], "divisible by heads"),
     ];

@@ -8,6 +8,7 @@ use oomlab::memory::estimate::{
 use oomlab::plan::{AttentionKind, Checkpoint};
 use oomlab::units::{format_bytes, group_digits};
 
+use super::config::AttentionArg;
 use super::{EXIT_USAGE, Failure};
 
 /// Flags of `oomlab estimate`.
@@ -30,11 +31,11 @@ pub struct EstimateArgs {
     #[arg(long, default_value_t = 1, allow_hyphen_values = true)]
     accum: i64,
     /// fp32, fp16 or bf16 (mixed, fp32 master weights) or pure-bf16.
-    #[arg(long, default_value = "bf16")]
-    precision: String,
+    #[arg(long, value_enum, ignore_case = true, default_value_t = StatePrecisionArg::Bf16)]
+    precision: StatePrecisionArg,
     /// sgd, momentum or adam.
-    #[arg(long, default_value = "adam")]
-    optimizer: String,
+    #[arg(long, value_enum, ignore_case = true, default_value_t = EstimateOptimizerArg::Adam)]
+    optimizer: EstimateOptimizerArg,
     /// ZeRO stage 0–3 over the --gpus data-parallel GPUs.
     #[arg(long, default_value_t = 0, allow_hyphen_values = true)]
     zero: i64,
@@ -51,8 +52,8 @@ pub struct EstimateArgs {
     #[arg(long, default_value = "off")]
     checkpoint: String,
     /// standard or fused (FlashAttention).
-    #[arg(long, default_value = "standard")]
-    attention: String,
+    #[arg(long, value_enum, ignore_case = true, default_value_t = AttentionArg::Standard)]
+    attention: AttentionArg,
     /// Offload to the CPU, a list: optimizer, gradients (with optimizer), params (needs --zero 3),
     /// or all.
     #[arg(long)]
@@ -88,17 +89,55 @@ pub struct EstimateArgs {
     #[arg(long, allow_hyphen_values = true)]
     vocab: Option<i64>,
     /// Custom architecture: gelu or swiglu.
-    #[arg(long)]
-    mlp: Option<String>,
+    #[arg(long, value_enum, ignore_case = true)]
+    mlp: Option<MlpArg>,
     /// Custom architecture: layernorm or rmsnorm.
-    #[arg(long)]
-    norm: Option<String>,
+    #[arg(long, value_enum, ignore_case = true)]
+    norm: Option<NormArg>,
     /// Also print the peak for micro-batches 1, 2, 4, … up to the largest that fits and beyond.
     #[arg(long)]
     sweep: bool,
     /// Machine-readable output on stdout.
     #[arg(long)]
     json: bool,
+}
+
+/// `estimate --precision`: the states' precision of a large-model run.
+#[derive(clap::ValueEnum, Clone, Copy, Debug)]
+enum StatePrecisionArg {
+    #[value(alias = "f32")]
+    Fp32,
+    /// Mixed fp16 (fp32 master weights).
+    #[value(alias = "mixed-fp16")]
+    Fp16,
+    /// Mixed bf16 (fp32 master weights).
+    #[value(alias = "mixed-bf16")]
+    Bf16,
+    #[value(alias = "bf16-pure")]
+    PureBf16,
+}
+
+/// `estimate --optimizer`.
+#[derive(clap::ValueEnum, Clone, Copy, Debug)]
+enum EstimateOptimizerArg {
+    Sgd,
+    Momentum,
+    #[value(alias = "adamw")]
+    Adam,
+}
+
+/// `estimate --mlp`.
+#[derive(clap::ValueEnum, Clone, Copy, Debug)]
+enum MlpArg {
+    Gelu,
+    Swiglu,
+}
+
+/// `estimate --norm`.
+#[derive(clap::ValueEnum, Clone, Copy, Debug)]
+enum NormArg {
+    Layernorm,
+    Rmsnorm,
 }
 
 fn usage(message: impl Into<String>) -> Failure {
@@ -148,18 +187,16 @@ fn architecture(a: &EstimateArgs) -> Result<Architecture, Failure> {
     if let Some(v) = a.vocab {
         arch.vocab = positive("--vocab", v)?;
     }
-    if let Some(m) = &a.mlp {
-        arch.mlp = match m.to_ascii_lowercase().as_str() {
-            "gelu" => Mlp::Gelu,
-            "swiglu" => Mlp::SwiGlu,
-            other => return Err(usage(format!("unknown MLP {other:?}: expected gelu or swiglu"))),
+    if let Some(m) = a.mlp {
+        arch.mlp = match m {
+            MlpArg::Gelu => Mlp::Gelu,
+            MlpArg::Swiglu => Mlp::SwiGlu,
         };
     }
-    if let Some(n) = &a.norm {
-        arch.norm = match n.to_ascii_lowercase().as_str() {
-            "layernorm" => Norm::LayerNorm,
-            "rmsnorm" => Norm::RmsNorm,
-            other => return Err(usage(format!("unknown norm {other:?}: expected layernorm or rmsnorm"))),
+    if let Some(n) = a.norm {
+        arch.norm = match n {
+            NormArg::Layernorm => Norm::LayerNorm,
+            NormArg::Rmsnorm => Norm::RmsNorm,
         };
     }
     if customised && !arch.name.starts_with("custom") {
@@ -182,10 +219,23 @@ fn setup(a: &EstimateArgs) -> Result<Setup, Failure> {
     let layers = arch.layers as usize;
     let mut s = Setup::new(arch, gpu, positive("--batch", a.batch)?, seq);
     s.accum = positive("--accum", a.accum)?;
-    s.precision = StatePrecision::parse(&a.precision).map_err(|e| usage(e.to_string()))?;
-    s.optimizer = Optimizer::parse(&a.optimizer).map_err(|e| usage(e.to_string()))?;
+    s.precision = match a.precision {
+        StatePrecisionArg::Fp32 => StatePrecision::Fp32,
+        StatePrecisionArg::Fp16 => StatePrecision::MixedFp16,
+        StatePrecisionArg::Bf16 => StatePrecision::MixedBf16,
+        StatePrecisionArg::PureBf16 => StatePrecision::PureBf16,
+    };
+    s.optimizer = match a.optimizer {
+        EstimateOptimizerArg::Sgd => Optimizer::Sgd,
+        EstimateOptimizerArg::Momentum => Optimizer::Momentum,
+        EstimateOptimizerArg::Adam => Optimizer::Adam,
+    };
+    // Checkpointing's `every:K` is checked against the model's layers, known only here.
     s.checkpoint = Checkpoint::parse(&a.checkpoint, layers).map_err(|e| usage(e.to_string()))?;
-    s.attention = AttentionKind::parse(&a.attention).map_err(|e| usage(e.to_string()))?;
+    s.attention = match a.attention {
+        AttentionArg::Standard => AttentionKind::Standard,
+        AttentionArg::Fused => AttentionKind::Fused,
+    };
     let zero = u8::try_from(a.zero).map_err(|_| usage(format!("--zero takes 0, 1, 2 or 3 (got {})", a.zero)))?;
     s.parallel = Parallel { data: positive("--gpus", a.gpus)?, tensor: positive("--tp", a.tp)?, sequence: a.sp, zero };
     s.offload = Offload::default();

@@ -1,0 +1,37 @@
+# oomlab's English catalog. Every message here has a twin in zh.ftl with the same variables
+# (tests/i18n.rs). Terms: i18n/GLOSSARY.md.
+
+## The top bar and the tabs
+
+app-title = oomlab — why a large batch runs out of GPU memory
+language = Language
+tab-timeline = Step timeline
+tab-sweep = Memory vs batch
+tab-allocator = Allocator map
+tab-training = Training
+tab-real-models = Real models
+
+## Memory categories
+
+category-parameters = parameters
+category-gradients = gradients
+category-optimizer-state = optimizer state
+category-master-weights = fp32 master weights
+category-activations = activations
+category-temporaries = temporaries
+category-workspace = workspace
+
+## Where a number comes from
+
+source-predicted = predicted (plan)
+source-allocator = allocator (live)
+source-device = device (driver report)
+
+## The OOM panel
+
+oom-heading = Out of memory at { $op }
+oom-plain = The step needs { $needed } but only { $free } of the { $budget } budget is free.
+steps-taken = { $count ->
+    [one] { $count } step
+   *[other] { $count } steps
+}

@@ -1,0 +1,122 @@
+//! The app's words in English and Simplified Chinese: Fluent catalogs (`i18n/en.ftl`,
+//! `i18n/zh.ftl`) compiled into the binary, and the language a user reads.
+//!
+//! Fluent (`fluent-bundle`, Mozilla's) rather than a hand-made map: it carries arguments,
+//! plural rules per language and a file format translators know. A message missing from a
+//! catalog falls back to English, then to its key — a label is never blank — and
+//! `tests/i18n.rs` fails on any such gap, so the fallback is never what a user sees.
+//!
+//! A leaf module like `units`: any layer may use it.
+
+use fluent_bundle::{FluentArgs, FluentBundle, FluentResource, FluentValue};
+
+/// English, compiled in.
+pub const EN_FTL: &str = include_str!("../i18n/en.ftl");
+/// Simplified Chinese, compiled in.
+pub const ZH_FTL: &str = include_str!("../i18n/zh.ftl");
+
+/// A language the app speaks.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+pub enum Lang {
+    #[default]
+    En,
+    Zh,
+}
+
+impl Lang {
+    pub const ALL: [Lang; 2] = [Lang::En, Lang::Zh];
+
+    /// The code in a shared link (`lang=zh`) and a BCP 47 tag's primary subtag.
+    pub fn code(self) -> &'static str {
+        match self {
+            Lang::En => "en",
+            Lang::Zh => "zh",
+        }
+    }
+
+    /// The language's own name, as the switch shows it.
+    pub fn native_name(self) -> &'static str {
+        match self {
+            Lang::En => "English",
+            Lang::Zh => "简体中文",
+        }
+    }
+
+    /// The language of a locale as browsers (`navigator.language`: "zh-CN") and POSIX
+    /// (`LANG`: "zh_CN.UTF-8") write it; `None` for one the app does not speak.
+    pub fn from_locale(locale: &str) -> Option<Lang> {
+        let primary = locale.trim().split(['-', '_', '.', '@']).next().unwrap_or("").to_ascii_lowercase();
+        match primary.as_str() {
+            "en" => Some(Lang::En),
+            "zh" => Some(Lang::Zh),
+            _ => None,
+        }
+    }
+
+    fn source(self) -> &'static str {
+        match self {
+            Lang::En => EN_FTL,
+            Lang::Zh => ZH_FTL,
+        }
+    }
+}
+
+/// One language's messages, with English behind it for any message it lacks.
+pub struct Catalog {
+    lang: Lang,
+    bundle: FluentBundle<FluentResource>,
+    english: Option<Box<Catalog>>,
+}
+
+impl Catalog {
+    pub fn new(lang: Lang) -> Self {
+        // The catalogs are compiled in and parsed by the tests; should one still hold a syntax
+        // error, Fluent keeps every message it could read (the rest fall back).
+        let resource = FluentResource::try_new(lang.source().to_string()).unwrap_or_else(|(partial, _)| partial);
+        // A constant, well-formed tag: the default ("und") is never used.
+        let tag: unic_langid::LanguageIdentifier = lang.code().parse().unwrap_or_default();
+        let mut bundle = FluentBundle::new(vec![tag]);
+        // No Unicode isolation marks around arguments: egui would draw them as boxes.
+        bundle.set_use_isolating(false);
+        // Both catalogs hold distinct ids (tested), so adding cannot clash.
+        let _ = bundle.add_resource(resource);
+        let english = (lang != Lang::En).then(|| Box::new(Catalog::new(Lang::En)));
+        Self { lang, bundle, english }
+    }
+
+    pub fn lang(&self) -> Lang {
+        self.lang
+    }
+
+    /// Whether this language's own catalog has `key` (no fallback).
+    pub fn has(&self, key: &str) -> bool {
+        self.bundle.has_message(key)
+    }
+
+    /// The message `key` without arguments.
+    pub fn text(&self, key: &str) -> String {
+        self.format(key, &[])
+    }
+
+    /// The message `key` with its arguments: `("op", "h.0.attn".into())`, `("count", 3.into())`.
+    pub fn format(&self, key: &str, args: &[(&str, FluentValue<'_>)]) -> String {
+        let Some(pattern) = self.bundle.get_message(key).and_then(|m| m.value()) else {
+            return match &self.english {
+                Some(en) => en.format(key, args),
+                None => key.to_string(),
+            };
+        };
+        let mut fluent_args = FluentArgs::new();
+        for (name, value) in args {
+            fluent_args.set(*name, value.clone());
+        }
+        let mut errors = Vec::new();
+        self.bundle.format_pattern(pattern, Some(&fluent_args), &mut errors).into_owned()
+    }
+}
+
+impl std::fmt::Debug for Catalog {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Catalog").field("lang", &self.lang).finish_non_exhaustive()
+    }
+}

@@ -1,0 +1,176 @@
+//! The two catalogs stay in step: they parse, hold the same messages with the same arguments,
+//! use the glossary's terms, and the app's catalog never shows a blank label.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use fluent_syntax::ast;
+use oomlab::i18n::{Catalog, EN_FTL, Lang, ZH_FTL};
+
+/// Every message of a catalog: its id, its text as written, and the variables it uses.
+fn messages(name: &str, source: &str) -> BTreeMap<String, (String, BTreeSet<String>)> {
+    let resource = match fluent_syntax::parser::parse(source) {
+        Ok(r) => r,
+        Err((_, errors)) => panic!("{name} does not parse: {errors:?}"),
+    };
+    let mut out = BTreeMap::new();
+    for entry in resource.body {
+        if let ast::Entry::Message(m) = entry {
+            let pattern = m.value.unwrap_or_else(|| panic!("{name}: {} has no value", m.id.name));
+            let (mut text, mut vars) = (String::new(), BTreeSet::new());
+            walk(&pattern, &mut text, &mut vars);
+            assert!(out.insert(m.id.name.to_string(), (text, vars)).is_none(), "{name}: {} twice", m.id.name);
+        }
+    }
+    out
+}
+
+fn walk(pattern: &ast::Pattern<&str>, text: &mut String, vars: &mut BTreeSet<String>) {
+    for element in &pattern.elements {
+        match element {
+            ast::PatternElement::TextElement { value } => text.push_str(value),
+            ast::PatternElement::Placeable { expression } => expression_vars(expression, text, vars),
+        }
+    }
+}
+
+fn expression_vars(e: &ast::Expression<&str>, text: &mut String, vars: &mut BTreeSet<String>) {
+    match e {
+        ast::Expression::Select { selector, variants } => {
+            inline_vars(selector, vars);
+            for v in variants {
+                walk(&v.value, text, vars);
+            }
+        }
+        ast::Expression::Inline(i) => inline_vars(i, vars),
+    }
+}
+
+fn inline_vars(e: &ast::InlineExpression<&str>, vars: &mut BTreeSet<String>) {
+    match e {
+        ast::InlineExpression::VariableReference { id } => {
+            vars.insert(id.name.to_string());
+        }
+        ast::InlineExpression::Placeable { expression } => expression_vars(expression, &mut String::new(), vars),
+        _ => {}
+    }
+}
+
+#[test]
+fn both_catalogs_hold_the_same_messages_with_the_same_arguments() {
+    let en = messages("en.ftl", EN_FTL);
+    let zh = messages("zh.ftl", ZH_FTL);
+    assert!(en.len() >= 20, "the English catalog lost its messages: {}", en.len());
+    let en_keys: BTreeSet<_> = en.keys().collect();
+    let zh_keys: BTreeSet<_> = zh.keys().collect();
+    assert_eq!(
+        en_keys,
+        zh_keys,
+        "only in one catalog: {:?}",
+        en_keys.symmetric_difference(&zh_keys).collect::<Vec<_>>()
+    );
+    for (key, (en_text, en_vars)) in &en {
+        let (zh_text, zh_vars) = &zh[key];
+        assert_eq!(en_vars, zh_vars, "{key}: English uses {en_vars:?}, Chinese {zh_vars:?}");
+        assert!(!en_text.trim().is_empty() && !zh_text.trim().is_empty(), "{key} is blank in a catalog");
+        // A Chinese message is Chinese: it holds a CJK character, unless it is only terms kept
+        // in English (none yet).
+        assert!(
+            zh_text.chars().any(|c| ('\u{4e00}'..='\u{9fff}').contains(&c)),
+            "{key} is not translated: {zh_text:?}"
+        );
+    }
+}
+
+/// The glossary's table: (English term, Chinese term).
+fn glossary() -> Vec<(String, String)> {
+    let text = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/i18n/GLOSSARY.md")).expect("the glossary");
+    let rows: Vec<(String, String)> = text
+        .lines()
+        .filter(|l| l.starts_with("| ") && !l.starts_with("| English") && !l.starts_with("|---"))
+        .filter_map(|l| {
+            let cells: Vec<&str> = l.trim_matches('|').split('|').map(str::trim).collect();
+            (cells.len() >= 2 && !cells[0].is_empty()).then(|| (cells[0].to_lowercase(), cells[1].to_string()))
+        })
+        .collect();
+    assert!(rows.len() >= 20, "the glossary table lost its rows: {}", rows.len());
+    rows
+}
+
+/// The glossary terms an English text uses: whole words, longest first, each word counted once.
+fn terms_in(text: &str, glossary: &[(String, String)]) -> Vec<(String, String)> {
+    let lower = text.to_lowercase();
+    let mut used = vec![false; lower.len()];
+    let mut by_length = glossary.to_vec();
+    by_length.sort_by_key(|(en, _)| std::cmp::Reverse(en.len()));
+    let mut found = Vec::new();
+    for (en, zh) in by_length {
+        for (start, _) in lower.match_indices(en.as_str()) {
+            let end = start + en.len();
+            let boundary = |i: Option<char>| i.is_none_or(|c| !c.is_alphanumeric());
+            if boundary(lower[..start].chars().next_back())
+                && boundary(lower[end..].chars().next())
+                && !used[start..end].iter().any(|&u| u)
+            {
+                used[start..end].iter_mut().for_each(|u| *u = true);
+                found.push((en.clone(), zh.clone()));
+            }
+        }
+    }
+    found
+}
+
+#[test]
+fn the_chinese_catalog_uses_the_glossary_terms() {
+    let glossary = glossary();
+    assert_eq!(terms_in("Out of memory: host memory", &glossary).len(), 2, "longest terms first");
+    let en = messages("en.ftl", EN_FTL);
+    let zh = messages("zh.ftl", ZH_FTL);
+    let mut checked = 0;
+    for (key, (en_text, _)) in &en {
+        for (term, chinese) in terms_in(en_text, &glossary) {
+            assert!(
+                zh[key].0.contains(&chinese),
+                "{key}: English says {term:?}, so Chinese must say {chinese:?}: {:?}",
+                zh[key].0
+            );
+            checked += 1;
+        }
+    }
+    assert!(checked >= 15, "only {checked} glossary uses checked");
+}
+
+#[test]
+fn messages_format_with_their_arguments_and_never_blank() {
+    let en = Catalog::new(Lang::En);
+    let zh = Catalog::new(Lang::Zh);
+    assert_eq!(en.text("tab-timeline"), "Step timeline");
+    assert_eq!(zh.text("tab-timeline"), "单步时间线");
+    let args = |n: i64| [("count", n.into())];
+    assert_eq!(en.format("steps-taken", &args(1)), "1 step");
+    assert_eq!(en.format("steps-taken", &args(3)), "3 steps");
+    assert_eq!(zh.format("steps-taken", &args(3)), "3 步");
+    // Arguments sit in the text with no Unicode isolation marks (egui draws them as boxes).
+    let heading = zh.format("oom-heading", &[("op", "h.0.attn".into())]);
+    assert_eq!(heading, "在 h.0.attn 处显存溢出");
+    // A key no catalog has shows the key, not a blank.
+    assert_eq!(zh.text("no-such-message"), "no-such-message");
+    assert!(zh.has("oom-plain") && !zh.has("no-such-message"));
+}
+
+#[test]
+fn locales_map_to_languages() {
+    for (locale, lang) in [
+        ("zh-CN", Some(Lang::Zh)),
+        ("zh_CN.UTF-8", Some(Lang::Zh)),
+        ("zh-Hans-SG", Some(Lang::Zh)),
+        ("ZH", Some(Lang::Zh)),
+        ("en-US", Some(Lang::En)),
+        ("en_GB.UTF-8", Some(Lang::En)),
+        ("C.UTF-8", None),
+        ("fr-FR", None),
+        ("", None),
+    ] {
+        assert_eq!(Lang::from_locale(locale), lang, "{locale:?}");
+    }
+    assert_eq!(Lang::ALL.map(Lang::code), ["en", "zh"]);
+}

@@ -174,3 +174,24 @@ fn locales_map_to_languages() {
     }
     assert_eq!(Lang::ALL.map(Lang::code), ["en", "zh"]);
 }
+
+/// The subset CJK font (`scripts/subset-font.sh`) holds every character the Chinese catalog
+/// shows, so no label turns into missing-glyph boxes.
+#[test]
+fn the_cjk_font_covers_the_chinese_catalog() {
+    use skrifa::MetadataProvider;
+    let bytes =
+        std::fs::read(concat!(env!("CARGO_MANIFEST_DIR"), "/i18n/fonts/NotoSansSC-oomlab.otf")).expect("the font");
+    let font = skrifa::FontRef::new(&bytes).expect("an OpenType font");
+    let charmap = font.charmap();
+    let zh = messages("zh.ftl", ZH_FTL);
+    let missing: BTreeSet<char> = zh
+        .values()
+        .flat_map(|(text, _)| text.chars())
+        .filter(|c| !c.is_whitespace() && charmap.map(*c).is_none())
+        .collect();
+    assert!(missing.is_empty(), "run scripts/subset-font.sh: the font lacks {missing:?}");
+    // The check itself: a character outside the subset is reported missing.
+    assert!(charmap.map('龘').is_none() && charmap.map('显').is_some());
+    assert!(bytes.len() < 400_000, "the subset grew to {} bytes", bytes.len());
+}

@@ -3,7 +3,7 @@
 
 ## The top bar and the tabs
 
-app-title = oomlab — why a large batch runs out of GPU memory
+app-title = oomlab — why does a large batch run out of GPU memory?
 language = Language
 tab-timeline = Step timeline
 tab-sweep = Memory vs batch

@@ -3,7 +3,7 @@
 
 ## 顶栏与标签页
 
-app-title = oomlab —— batch size 过大为何导致显存溢出
+app-title = oomlab —— batch size 过大为何会导致显存溢出？
 language = 语言
 tab-timeline = 单步时间线
 tab-sweep = 显存与 batch 大小

@@ -398,3 +398,32 @@ fn real_models_view_estimates_and_checks_claims() {
     harness.run();
     harness.get_by_label_contains("cannot be estimated: tensor parallelism 3");
 }
+
+/// The language switch: the app in Chinese shows the catalog's words (the tabs, the title) with
+/// the CJK font, keeps its settings, and switches back.
+#[test]
+fn the_app_switches_to_chinese_and_back() {
+    use oomlab::i18n::Lang;
+    xdg();
+    let settings = Settings { batch: 3, ..Settings::default() };
+    let mut harness = Harness::builder()
+        .with_size([1280.0, 900.0])
+        .build_ui_state(|ui, app: &mut OomlabApp| app.show(ui), OomlabApp::headless(settings.clone()));
+    harness.run();
+    harness.get_by_label("Step timeline");
+    harness.state_mut().set_lang(Lang::Zh);
+    harness.run();
+    for label in ["单步时间线", "显存与 batch 大小", "分配器视图", "训练", "真实模型"] {
+        harness.get_by_label(label);
+    }
+    harness.get_by_label_contains("过大为何会导致显存溢出");
+    assert_eq!(harness.query_all_by_label("Step timeline").count(), 0, "an English tab is left");
+    assert_eq!(harness.state().settings, settings, "switching language keeps the settings");
+    harness.get_by_label("真实模型").click();
+    harness.run();
+    harness.get_by_label_contains("LLaMA-2 7B: 6,738,415,616 parameters");
+    snapshot(&mut harness, "app_zh");
+    harness.state_mut().set_lang(Lang::En);
+    harness.run();
+    harness.get_by_label("Real models");
+}

@@ -77,6 +77,8 @@ pub struct OomlabApp {
     /// The last export's outcome, for the status line.
     status: Option<String>,
     drew_first_frame: bool,
+    /// The words of the language the user reads (`i18n/`).
+    catalog: crate::i18n::Catalog,
     /// A window screenshot the integration delivered, waiting to be saved as PNG.
     screenshot: Arc<std::sync::Mutex<Option<Arc<egui::ColorImage>>>>,
 }
@@ -120,6 +122,7 @@ impl OomlabApp {
             }
         };
         let mut app = Self::with(settings, dataset, compute, backend, notices);
+        app.set_lang(Self::initial_lang(cc));
         // Scripted runs (the desktop and browser tests, demos): train this many steps on start.
         #[cfg(not(target_arch = "wasm32"))]
         let steps = std::env::var("OOMLAB_TRAIN_STEPS").ok().and_then(|v| v.parse::<usize>().ok());
@@ -161,6 +164,7 @@ impl OomlabApp {
             scrub: 0,
             status: None,
             drew_first_frame: false,
+            catalog: crate::i18n::Catalog::new(crate::i18n::Lang::En),
             screenshot: Arc::default(),
         }
         .at_peak()
@@ -169,6 +173,43 @@ impl OomlabApp {
     fn at_peak(mut self) -> Self {
         self.scrub = self.derived.predicted.as_ref().and_then(|p| p.as_ref().ok()).map_or(0, |m| m.peak_index);
         self
+    }
+
+    /// The language to start in: the one chosen last time, else the system's (`LANG`). The web
+    /// build stays in English until it can fetch the CJK font (issue 13's next step).
+    #[cfg(not(target_arch = "wasm32"))]
+    fn initial_lang(cc: &eframe::CreationContext<'_>) -> crate::i18n::Lang {
+        let stored = cc.storage.and_then(|s| eframe::get_value::<crate::i18n::Lang>(s, "lang"));
+        let system = || {
+            ["LC_ALL", "LC_MESSAGES", "LANG"]
+                .iter()
+                .filter_map(|v| std::env::var(v).ok())
+                .find(|v| !v.is_empty())
+                .and_then(|v| crate::i18n::Lang::from_locale(&v))
+        };
+        stored.or_else(system).unwrap_or_default()
+    }
+
+    #[cfg(target_arch = "wasm32")]
+    fn initial_lang(_cc: &eframe::CreationContext<'_>) -> crate::i18n::Lang {
+        crate::i18n::Lang::En
+    }
+
+    /// Switches the language the app shows; the settings, the step in flight and the results
+    /// stay as they are.
+    pub fn set_lang(&mut self, lang: crate::i18n::Lang) {
+        if self.catalog.lang() != lang {
+            self.catalog = crate::i18n::Catalog::new(lang);
+        }
+    }
+
+    pub fn lang(&self) -> crate::i18n::Lang {
+        self.catalog.lang()
+    }
+
+    /// A message of the current language's catalog.
+    fn tr(&self, key: &str) -> String {
+        self.catalog.text(key)
     }
 
     /// Starts training, as the Train button does.
@@ -201,6 +242,7 @@ impl OomlabApp {
     pub fn show(&mut self, ui: &mut egui::Ui) {
         if !self.drew_first_frame {
             self.drew_first_frame = true;
+            install_cjk_font(ui.ctx());
             log::info!("oomlab: first frame ({})", self.backend);
         }
         let projector = self.settings.projector;
@@ -217,7 +259,10 @@ impl OomlabApp {
         self.apply_settings();
         let now = ui.input(|i| i.time);
         egui::CentralPanel::default().show(ui, |ui| {
-            ui.heading("oomlab — why does a large batch run out of GPU memory?");
+            ui.horizontal(|ui| {
+                ui.heading(self.tr("app-title"));
+                self.language_switch(ui);
+            });
             for n in &self.notices {
                 ui.colored_label(Color32::from_rgb(230, 160, 0), n);
             }
@@ -303,11 +348,16 @@ impl OomlabApp {
 
     fn views(&mut self, ui: &mut egui::Ui) {
         ui.horizontal(|ui| {
-            ui.selectable_value(&mut self.tab, Tab::Timeline, "Step timeline");
-            ui.selectable_value(&mut self.tab, Tab::Sweep, "Memory vs batch");
-            ui.selectable_value(&mut self.tab, Tab::Allocator, "Allocator map");
-            ui.selectable_value(&mut self.tab, Tab::Training, "Training");
-            ui.selectable_value(&mut self.tab, Tab::RealModels, "Real models");
+            for (tab, key) in [
+                (Tab::Timeline, "tab-timeline"),
+                (Tab::Sweep, "tab-sweep"),
+                (Tab::Allocator, "tab-allocator"),
+                (Tab::Training, "tab-training"),
+                (Tab::RealModels, "tab-real-models"),
+            ] {
+                let label = self.tr(key);
+                ui.selectable_value(&mut self.tab, tab, label);
+            }
         });
         ui.separator();
         if self.tab == Tab::RealModels {
@@ -411,5 +461,43 @@ impl eframe::App for OomlabApp {
 
     fn save(&mut self, storage: &mut dyn eframe::Storage) {
         eframe::set_value(storage, "settings", &self.settings);
+        eframe::set_value(storage, "lang", &self.lang());
     }
+}
+
+impl OomlabApp {
+    /// The language switch of the top bar (desktop: the web build has no CJK font yet).
+    fn language_switch(&mut self, ui: &mut egui::Ui) {
+        if cfg!(target_arch = "wasm32") {
+            return;
+        }
+        let mut lang = self.lang();
+        egui::ComboBox::from_id_salt("language")
+            .selected_text(lang.native_name())
+            .show_ui(ui, |ui| {
+                for l in crate::i18n::Lang::ALL {
+                    ui.selectable_value(&mut lang, l, l.native_name());
+                }
+            })
+            .response
+            .on_hover_text(self.tr("language"));
+        self.set_lang(lang);
+    }
+}
+
+/// Adds the subset CJK font (`i18n/fonts`) behind egui's own fonts, so Chinese text renders
+/// while Latin text keeps egui's glyphs. Desktop only: the web build must not carry it.
+fn install_cjk_font(ctx: &egui::Context) {
+    #[cfg(not(target_arch = "wasm32"))]
+    {
+        const CJK: &[u8] = include_bytes!("../../i18n/fonts/NotoSansSC-oomlab.otf");
+        let mut fonts = egui::FontDefinitions::default();
+        fonts.font_data.insert("noto-sans-sc".into(), Arc::new(egui::FontData::from_static(CJK)));
+        for family in [egui::FontFamily::Proportional, egui::FontFamily::Monospace] {
+            fonts.families.entry(family).or_default().push("noto-sans-sc".into());
+        }
+        ctx.set_fonts(fonts);
+    }
+    #[cfg(target_arch = "wasm32")]
+    let _ = ctx;
 }

@@ -35,3 +35,35 @@ steps-taken = { $count ->
     [one] { $count } step
    *[other] { $count } steps
 }
+
+## The controls
+
+controls-setup = Setup
+controls-model = Model
+controls-parameters = { $count } parameters
+controls-batch = batch
+controls-sequence = sequence
+controls-budget = Budget
+controls-techniques = Techniques
+controls-checkpointing = checkpointing
+checkpoint-off = off
+checkpoint-every-block = every block
+checkpoint-every-k = every { $k } blocks (√L)
+checkpoint-selective = selective (attention)
+controls-precision = precision
+controls-attention = attention
+attention-standard = standard
+attention-fused = fused (flash)
+controls-optimizer = optimizer
+controls-accumulation = accumulation steps
+controls-lora-rank = LoRA rank (0 = off)
+controls-compare = Compare with
+compare-checkpoint = checkpoint every block
+compare-fused = fused attention
+compare-accumulation = accumulation ×4
+controls-seed = seed
+controls-projector = projector mode
+run-one-step = One step
+run-train = Train
+run-stop = Stop
+run-engine = engine: { $backend }

@@ -413,8 +413,14 @@ fn the_app_switches_to_chinese_and_back() {
     harness.get_by_label("Step timeline");
     harness.state_mut().set_lang(Lang::Zh);
     harness.run();
-    for label in ["单步时间线", "显存与 batch 大小", "分配器视图", "训练", "真实模型"] {
+    for label in ["单步时间线", "显存与 batch 大小", "分配器视图", "真实模型", "设置", "优化技术", "对比", "单步"]
+    {
         harness.get_by_label(label);
+    }
+    assert_eq!(harness.query_all_by_label("训练").count(), 2, "the Training tab and the Train button");
+    harness.get_by_label_contains("计算引擎：cpu (reference)");
+    for english in ["Setup", "Techniques", "Compare with", "One step", "Train"] {
+        assert_eq!(harness.query_all_by_label(english).count(), 0, "{english} is left in English");
     }
     harness.get_by_label_contains("过大为何会导致显存溢出");
     assert_eq!(harness.query_all_by_label("Step timeline").count(), 0, "an English tab is left");

@@ -38,10 +38,12 @@ impl OomlabApp {
     }
 
     pub(super) fn controls(&mut self, ui: &mut egui::Ui) {
+        // Borrows only the catalog, beside the settings.
+        let tr = |key: &str| self.catalog.text(key);
         let s = &mut self.settings;
-        ui.heading("Setup");
+        ui.heading(tr("controls-setup"));
         ui.horizontal(|ui| {
-            ui.label("Model");
+            ui.label(tr("controls-model"));
             for p in Preset::ALL {
                 if ui.selectable_label(s.preset == p && s.dims == p.dims(), p.name()).clicked() {
                     s.preset = p;
@@ -60,12 +62,12 @@ impl OomlabApp {
         });
         let vocab = self.dataset.tokenizer.vocab_size();
         let params = s.model(vocab).num_parameters();
-        ui.label(format!("{params} parameters"));
-        ui.add(egui::Slider::new(&mut s.batch, 1..=MAX_BATCH).logarithmic(true).text("batch"));
+        ui.label(self.catalog.format("controls-parameters", &[("count", (params as f64).into())]));
+        ui.add(egui::Slider::new(&mut s.batch, 1..=MAX_BATCH).logarithmic(true).text(tr("controls-batch")));
         let max_seq = s.dims.max_seq;
-        ui.add(egui::Slider::new(&mut s.seq, 1..=max_seq).text("sequence"));
+        ui.add(egui::Slider::new(&mut s.seq, 1..=max_seq).text(tr("controls-sequence")));
         ui.horizontal_wrapped(|ui| {
-            ui.label("Budget");
+            ui.label(tr("controls-budget"));
             for (name, bytes) in BUDGET_PRESETS {
                 ui.selectable_value(&mut s.budget_bytes, bytes, name);
             }
@@ -75,43 +77,50 @@ impl OomlabApp {
             s.budget_bytes = (mib as u64) << 20;
         }
         ui.separator();
-        ui.heading("Techniques");
-        egui::ComboBox::from_label("checkpointing").selected_text(s.checkpoint.label()).show_ui(ui, |ui| {
-            let l = s.dims.n_layers;
-            ui.selectable_value(&mut s.checkpoint, Checkpoint::Off, "off");
-            ui.selectable_value(&mut s.checkpoint, Checkpoint::BLOCKS, "every block");
-            let k = Checkpoint::default_every(l);
-            ui.selectable_value(&mut s.checkpoint, Checkpoint::Every(k), format!("every {k} blocks (√L)"));
-            ui.selectable_value(&mut s.checkpoint, Checkpoint::Selective, "selective (attention)");
-        });
-        egui::ComboBox::from_label("precision").selected_text(s.precision.name()).show_ui(ui, |ui| {
+        ui.heading(tr("controls-techniques"));
+        egui::ComboBox::from_label(tr("controls-checkpointing")).selected_text(s.checkpoint.label()).show_ui(
+            ui,
+            |ui| {
+                let l = s.dims.n_layers;
+                ui.selectable_value(&mut s.checkpoint, Checkpoint::Off, tr("checkpoint-off"));
+                ui.selectable_value(&mut s.checkpoint, Checkpoint::BLOCKS, tr("checkpoint-every-block"));
+                let k = Checkpoint::default_every(l);
+                ui.selectable_value(
+                    &mut s.checkpoint,
+                    Checkpoint::Every(k),
+                    self.catalog.format("checkpoint-every-k", &[("k", (k as f64).into())]),
+                );
+                ui.selectable_value(&mut s.checkpoint, Checkpoint::Selective, tr("checkpoint-selective"));
+            },
+        );
+        egui::ComboBox::from_label(tr("controls-precision")).selected_text(s.precision.name()).show_ui(ui, |ui| {
             for p in [Precision::Fp32, Precision::Fp16, Precision::Bf16] {
                 ui.selectable_value(&mut s.precision, p, p.name());
             }
         });
-        egui::ComboBox::from_label("attention").selected_text(s.attention.name()).show_ui(ui, |ui| {
-            ui.selectable_value(&mut s.attention, AttentionKind::Standard, "standard");
-            ui.selectable_value(&mut s.attention, AttentionKind::Fused, "fused (flash)");
+        egui::ComboBox::from_label(tr("controls-attention")).selected_text(s.attention.name()).show_ui(ui, |ui| {
+            ui.selectable_value(&mut s.attention, AttentionKind::Standard, tr("attention-standard"));
+            ui.selectable_value(&mut s.attention, AttentionKind::Fused, tr("attention-fused"));
         });
-        egui::ComboBox::from_label("optimizer").selected_text(s.optimizer.name()).show_ui(ui, |ui| {
+        egui::ComboBox::from_label(tr("controls-optimizer")).selected_text(s.optimizer.name()).show_ui(ui, |ui| {
             for k in [OptimizerKind::AdamW, OptimizerKind::Momentum, OptimizerKind::Sgd] {
                 ui.selectable_value(&mut s.optimizer, k, k.name());
             }
         });
-        ui.add(egui::Slider::new(&mut s.accum, 1..=64).logarithmic(true).text("accumulation steps"));
-        ui.add(egui::Slider::new(&mut s.lora_rank, 0..=64).text("LoRA rank (0 = off)"));
+        ui.add(egui::Slider::new(&mut s.accum, 1..=64).logarithmic(true).text(tr("controls-accumulation")));
+        ui.add(egui::Slider::new(&mut s.lora_rank, 0..=64).text(tr("controls-lora-rank")));
         ui.separator();
-        ui.heading("Compare with");
-        let options: [(&str, Techniques); 4] = [
-            ("checkpoint every block", Techniques { checkpoint: Checkpoint::BLOCKS, ..Techniques::default() }),
-            ("fp16", Techniques { precision: Precision::Fp16, ..Techniques::default() }),
-            ("fused attention", Techniques { attention: AttentionKind::Fused, ..Techniques::default() }),
-            ("accumulation ×4", Techniques { accum: 4, ..Techniques::default() }),
+        ui.heading(tr("controls-compare"));
+        let options: [(String, Techniques); 4] = [
+            (tr("compare-checkpoint"), Techniques { checkpoint: Checkpoint::BLOCKS, ..Techniques::default() }),
+            ("fp16".to_string(), Techniques { precision: Precision::Fp16, ..Techniques::default() }),
+            (tr("compare-fused"), Techniques { attention: AttentionKind::Fused, ..Techniques::default() }),
+            (tr("compare-accumulation"), Techniques { accum: 4, ..Techniques::default() }),
         ];
         ui.horizontal_wrapped(|ui| {
             for (name, t) in options {
                 let mut on = s.overlays.contains(&t);
-                if ui.checkbox(&mut on, name).changed() {
+                if ui.checkbox(&mut on, name.as_str()).changed() {
                     if on && s.overlays.len() < 2 {
                         s.overlays.push(t);
                     } else {
@@ -122,8 +131,8 @@ impl OomlabApp {
         });
         ui.separator();
         ui.horizontal(|ui| {
-            ui.add(egui::DragValue::new(&mut s.seed).prefix("seed "));
-            ui.checkbox(&mut s.projector, "projector mode");
+            ui.add(egui::DragValue::new(&mut s.seed).prefix(format!("{} ", tr("controls-seed"))));
+            ui.checkbox(&mut s.projector, tr("controls-projector"));
         });
         s.normalize();
     }
@@ -131,12 +140,13 @@ impl OomlabApp {
     pub(super) fn run_buttons(&mut self, ui: &mut egui::Ui) -> bool {
         let mut step = false;
         ui.horizontal(|ui| {
-            step = ui.button("One step").clicked();
-            let label = if self.training { "Stop" } else { "Train" };
+            step = ui.button(self.tr("run-one-step")).clicked();
+            let label = self.tr(if self.training { "run-stop" } else { "run-train" });
             if ui.button(label).clicked() {
                 self.training = !self.training;
             }
-            ui.label(RichText::new(format!("engine: {}", self.backend)).small());
+            let engine = self.catalog.format("run-engine", &[("backend", self.backend.as_str().into())]);
+            ui.label(RichText::new(engine).small());
         });
         step
     }

@@ -149,6 +149,34 @@ impl Builder {
         (out, mean, rstd)
     }
 
+    /// The backward op of a block's LayerNorm `name`: from its saved (input, mean, rstd), adds
+    /// d(input) into `dinp` and accumulates the weight and bias gradients.
+    fn block_layernorm_backward(
+        &mut self,
+        i: usize,
+        name: &str,
+        (inp, mean, rstd): (View, View, View),
+        (w, b): (ParamKind, ParamKind),
+        (dout, dinp): (View, View),
+    ) {
+        let (weight, dweight, dbias) = (self.p(w), self.g(w), self.g(b));
+        self.push(
+            Phase::Backward,
+            format!("h.{i}.{name}"),
+            Op::LayerNormBackward(op::LayerNormBackward {
+                inp,
+                weight,
+                mean,
+                rstd,
+                dout,
+                dinp,
+                dweight,
+                dbias,
+                accumulate: true,
+            }),
+        );
+    }
+
     pub(super) fn block_forward(&mut self, i: usize, x: View, out_cat: Category) -> (Saved, View) {
         let (b, t) = (self.shape.batch as u64, self.shape.seq as u64);
         let (c, nh) = (self.model.d_model as u64, self.model.n_heads as u64);
@@ -239,21 +267,8 @@ impl Builder {
         );
         let fc_w = (ParamKind::FcW(i), ParamKind::FcB(i));
         self.projection_backward((i, LoraTarget::Fc), (s.ln2, h_fc), fc_w, (sc.dfch, sc.dln), (c, 4 * c), sc.dlora);
-        self.push(
-            Phase::Backward,
-            n("ln_2"),
-            Op::LayerNormBackward(op::LayerNormBackward {
-                inp: s.res2,
-                weight: self.p(ParamKind::Ln2W(i)),
-                mean: s.ln2_mean,
-                rstd: s.ln2_rstd,
-                dout: sc.dln,
-                dinp: sc.dres_b,
-                dweight: self.g(ParamKind::Ln2W(i)),
-                dbias: self.g(ParamKind::Ln2B(i)),
-                accumulate: true,
-            }),
-        );
+        let saved = (s.res2, s.ln2_mean, s.ln2_rstd);
+        self.block_layernorm_backward(i, "ln_2", saved, (ParamKind::Ln2W(i), ParamKind::Ln2B(i)), (sc.dln, sc.dres_b));
         // dres_b holds d(residual_1).
         self.push(
             Phase::Backward,
@@ -304,20 +319,7 @@ impl Builder {
         self.push(Phase::Backward, n("attn"), op);
         let qkv_w = (ParamKind::QkvW(i), ParamKind::QkvB(i));
         self.projection_backward((i, LoraTarget::Qkv), (s.ln1, h_qkv), qkv_w, (sc.dqkv, sc.dln), (c, 3 * c), sc.dlora);
-        self.push(
-            Phase::Backward,
-            n("ln_1"),
-            Op::LayerNormBackward(op::LayerNormBackward {
-                inp: s.x,
-                weight: self.p(ParamKind::Ln1W(i)),
-                mean: s.ln1_mean,
-                rstd: s.ln1_rstd,
-                dout: sc.dln,
-                dinp: sc.dres_a,
-                dweight: self.g(ParamKind::Ln1W(i)),
-                dbias: self.g(ParamKind::Ln1B(i)),
-                accumulate: true,
-            }),
-        );
+        let saved = (s.x, s.ln1_mean, s.ln1_rstd);
+        self.block_layernorm_backward(i, "ln_1", saved, (ParamKind::Ln1W(i), ParamKind::Ln1B(i)), (sc.dln, sc.dres_a));
     }
 }

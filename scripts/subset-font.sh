@@ -1,15 +1,30 @@
 #!/usr/bin/env bash
-# Regenerates i18n/fonts/NotoSansSC-oomlab.otf: Noto Sans CJK SC (SIL Open Font License 1.1,
-# i18n/fonts/OFL.txt) cut down to the characters of the Chinese catalog (i18n/zh.ftl), printable
-# ASCII and common CJK punctuation — egui's own fonts have no CJK glyphs. Run it after changing
-# zh.ftl; tests/i18n.rs fails while a character of the catalog is missing from the font.
+# Regenerates the app's three fonts in i18n/fonts/, cut down to what the app draws:
+#
+# - NotoSansSC-oomlab.otf: Noto Sans CJK SC (SIL Open Font License 1.1, OFL.txt) cut to the
+#   characters of the Chinese catalog (i18n/zh.ftl), printable ASCII and common CJK punctuation —
+#   egui's own fonts have no CJK glyphs. Run this after changing zh.ftl; tests/i18n.rs fails while
+#   a character of the catalog is missing from the font.
+# - UbuntuLight-derivative-oomlab.ttf and Hack-oomlab.ttf: egui's two default fonts (Ubuntu Light,
+#   Ubuntu Font Licence 1.0, UFL.txt; Hack, MIT + Bitstream Vera licence, Hack-LICENSE.txt) cut to
+#   Latin-1, Greek, and the punctuation, arrows, super/subscripts, math and shapes blocks. They
+#   replace egui's bundled fonts in the web build, whose full versions cost 320 kB of the wasm's
+#   2.5 MB gzipped budget. Hinting is kept, so text renders exactly as with egui's fonts. Both
+#   licences require a modified font to be renamed: the UFL to "<name> derivative <work>", the
+#   Vera licence to a name without "Bitstream" or "Vera" — the script renames them. The app
+#   tests render every tab with egui's missing-glyph policy set to panic.
+#
 # Needs Debian's fonts-noto-cjk and Python's fonttools (`pip install fonttools`; a venv is fine:
-# PYTHON=/path/to/venv/bin/python scripts/subset-font.sh).
+# PYTHON=/path/to/venv/bin/python scripts/subset-font.sh). egui's fonts come from the cargo
+# registry (cargo fetch has them).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 src=${NOTO_CJK:-/usr/share/fonts/opentype/noto/NotoSansCJK-Regular.ttc}
 python=${PYTHON:-python3}
 [ -f "$src" ] || { echo "no $src: apt-get install fonts-noto-cjk (or set NOTO_CJK)" >&2; exit 1; }
+egui_fonts=$(ls -d "${CARGO_HOME:-$HOME/.cargo}"/registry/src/*/epaint_default_fonts-0.37.*/fonts | tail -n1)
+[ -d "$egui_fonts" ] || { echo "no epaint_default_fonts 0.37 in the cargo registry: run cargo fetch" >&2; exit 1; }
+out=i18n/fonts
 text=$(mktemp)
 trap 'rm -f "$text"' EXIT
 cat i18n/zh.ftl > "$text"
@@ -17,5 +32,29 @@ printf '%s\n' ' !"#$%&'"'"'()*+,-./0123456789:;<=>?@ABCDEFGHIJKLMNOPQRSTUVWXYZ[\
 printf '%s\n' '，。、：；！？（）《》「」『』“”‘’——…·×÷±≤≥≈→←↑↓％' >> "$text"
 # Face 2 of the collection is Simplified Chinese (0 JP, 1 KR, 2 SC, 3 TC, 4 HK).
 "$python" -m fontTools.subset "$src" --font-number=2 --text-file="$text" \
-    --output-file=i18n/fonts/NotoSansSC-oomlab.otf --no-hinting --desubroutinize --name-IDs='*' --name-languages='*'
-ls -l i18n/fonts/NotoSansSC-oomlab.otf
+    --output-file=$out/NotoSansSC-oomlab.otf --no-hinting --desubroutinize --name-IDs='*' --name-languages='*'
+
+latin='U+0020-007E,U+00A0-00FF,U+0300-036F,U+0391-03C9,U+1D00-1DBF,U+2000-206F,U+2070-209F,U+20AC,U+2190-21FF,U+2200-22FF,U+25A0-25FF,U+FFFD'
+subset_latin() { # source, output, family, postscript name
+    "$python" -m fontTools.subset "$egui_fonts/$1" --unicodes="$latin" --output-file="$2" 2>/dev/null
+    "$python" - "$2" "$3" "$4" <<'PY'
+import sys
+from fontTools.ttLib import TTFont
+path, family, postscript = sys.argv[1:]
+font = TTFont(path)
+names = font["name"]
+for record in list(names.names):
+    if record.nameID in (1, 3, 4, 6, 16, 17, 18, 21, 22):
+        names.removeNames(nameID=record.nameID)
+names.setName(family, 1, 3, 1, 0x409)
+names.setName(family, 4, 3, 1, 0x409)
+names.setName(f"{family}; subset for oomlab", 3, 3, 1, 0x409)
+names.setName(postscript, 6, 3, 1, 0x409)
+font.save(path)
+PY
+}
+subset_latin Ubuntu-Light.ttf $out/UbuntuLight-derivative-oomlab.ttf "Ubuntu Light derivative oomlab" UbuntuLight-derivative-oomlab
+subset_latin Hack-Regular.ttf $out/Hack-oomlab.ttf "Hack oomlab" Hack-oomlab
+cp "$egui_fonts/UFL.txt" $out/UFL.txt
+cp "$egui_fonts/Hack-Regular.txt" $out/Hack-LICENSE.txt
+ls -l $out

@@ -53,6 +53,15 @@ impl Lang {
         }
     }
 
+    /// The `lang=` field of a URL hash (`#s=…&lang=zh`); `None` when there is none or it names a
+    /// language the app does not speak (a tampered link is ignored, not obeyed).
+    pub fn from_url_hash(hash: &str) -> Option<Lang> {
+        let hash = hash.trim().trim_start_matches('#');
+        let value = hash.split('&').find_map(|kv| kv.strip_prefix("lang="))?;
+        // Only the codes the link itself writes, so "lang=zh_evil" is not read as Chinese.
+        Lang::ALL.into_iter().find(|l| l.code() == value)
+    }
+
     fn source(self) -> &'static str {
         match self {
             Lang::En => EN_FTL,

@@ -175,6 +175,25 @@ fn locales_map_to_languages() {
     assert_eq!(Lang::ALL.map(Lang::code), ["en", "zh"]);
 }
 
+/// A shared link carries the language beside the settings; only the codes a link writes count.
+#[test]
+fn links_carry_the_language() {
+    for (hash, lang) in [
+        ("#s=eyJ9&lang=zh", Some(Lang::Zh)),
+        ("lang=en&s=eyJ9", Some(Lang::En)),
+        ("#lang=zh", Some(Lang::Zh)),
+        ("#train=2&lang=zh", Some(Lang::Zh)),
+        ("#s=eyJ9", None),
+        ("#lang=fr", None),
+        ("#lang=zh_CN", None),
+        ("#lang=", None),
+        ("#slang=zh", None),
+        ("", None),
+    ] {
+        assert_eq!(Lang::from_url_hash(hash), lang, "{hash:?}");
+    }
+}
+
 /// The subset CJK font (`scripts/subset-font.sh`) holds every character the Chinese catalog
 /// shows, so no label turns into missing-glyph boxes.
 #[test]
@@ -194,4 +213,32 @@ fn the_cjk_font_covers_the_chinese_catalog() {
     // The check itself: a character outside the subset is reported missing.
     assert!(charmap.map('龘').is_none() && charmap.map('显').is_some());
     assert!(bytes.len() < 400_000, "the subset grew to {} bytes", bytes.len());
+}
+
+/// The app's Latin fonts (subsets of egui's Ubuntu Light and Hack, `scripts/subset-font.sh`)
+/// hold printable ASCII, Latin-1 and every character of the English catalog. The app tests
+/// render every view with kittest's missing-glyph policy set to panic, which covers the text
+/// the code formats itself.
+#[test]
+fn the_latin_fonts_cover_the_english_catalog() {
+    use skrifa::MetadataProvider;
+    let read = |name: &str| std::fs::read(format!("{}/i18n/fonts/{name}", env!("CARGO_MANIFEST_DIR"))).expect(name);
+    let (sans, mono) = (read("UbuntuLight-derivative-oomlab.ttf"), read("Hack-oomlab.ttf"));
+    let sans = skrifa::FontRef::new(&sans).expect("sans");
+    let mono = skrifa::FontRef::new(&mono).expect("mono");
+    let en = messages("en.ftl", EN_FTL);
+    let wanted: BTreeSet<char> = (' '..='~')
+        .chain('\u{a0}'..='\u{ff}')
+        .chain(en.values().flat_map(|(text, _)| text.chars()).filter(|c| !c.is_whitespace()))
+        .collect();
+    for (name, font) in [("sans", &sans), ("mono", &mono)] {
+        let missing: BTreeSet<&char> = wanted.iter().filter(|c| font.charmap().map(**c).is_none()).collect();
+        assert!(missing.is_empty(), "the {name} font lacks {missing:?}: run scripts/subset-font.sh");
+    }
+    // Cut down: no Cyrillic, no CJK; and renamed, as the fonts' licences ask of a modified font.
+    assert!(sans.charmap().map('Ж').is_none() && sans.charmap().map('显').is_none());
+    for (font, name) in [(&sans, "Ubuntu Light derivative oomlab"), (&mono, "Hack oomlab")] {
+        let family = font.localized_strings(skrifa::string::StringId::FAMILY_NAME).english_or_first();
+        assert_eq!(family.map(|s| s.to_string()).as_deref(), Some(name));
+    }
 }

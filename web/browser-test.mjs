@@ -6,7 +6,10 @@
 //   webgl  — no WebGPU (WebGL only): the app must fall back to the CPU backend and say so.
 // In both, the service worker (web/sw.js) must then control the page, and a reload with the server
 // down (503) must start the app again from its cache.
-// Usage: node web/browser-test.mjs webgpu|webgl   (after web/build.sh)
+//   zh     — the link `#lang=zh` (WebGL, CPU backend): the app must fetch the Chinese font, install it
+//            and show Chinese with every character of the catalog in its fonts (the app logs the
+//            count of missing ones; it must be 0). The English modes must never request the font.
+// Usage: node web/browser-test.mjs webgpu|webgl|zh   (after web/build.sh)
 import { chromium } from "playwright-core";
 import http from "node:http";
 import fs from "node:fs";
@@ -17,13 +20,16 @@ import { fileURLToPath } from "node:url";
 const mode = process.argv[2] || "webgpu";
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 const dist = path.join(root, "dist");
-const types = { ".html": "text/html", ".js": "text/javascript", ".wasm": "application/wasm", ".json": "application/json" };
+const fontFile = "/NotoSansSC-oomlab.otf";
+const types = { ".otf": "font/otf", ".html": "text/html", ".js": "text/javascript", ".wasm": "application/wasm", ".json": "application/json" };
 // `down`: the server answers 503 to everything, to check that the service worker starts the app
 // from its cache.
 let down = false;
+const requested = [];
 const server = http.createServer((req, res) => {
   if (down) { res.writeHead(503); res.end(); return; }
   const url = decodeURIComponent(req.url.split("?")[0].split("#")[0]);
+  requested.push(url);
   const file = path.join(dist, url === "/" ? "index.html" : url);
   if (!file.startsWith(dist) || !fs.existsSync(file)) { res.writeHead(404); res.end(); return; }
   res.writeHead(200, { "Content-Type": types[path.extname(file)] || "application/octet-stream" });
@@ -38,7 +44,7 @@ const webgpu = ["--enable-unsafe-webgpu", "--enable-features=Vulkan", "--use-vul
 const userDataDir = fs.mkdtempSync(path.join(os.tmpdir(), "oomlab-chromium-"));
 const executablePath = process.env.CHROMIUM || ["/usr/bin/chromium", "/usr/bin/chromium-browser"].find((p) => fs.existsSync(p));
 const context = await chromium.launchPersistentContext(userDataDir, {
-  executablePath, headless: true, args: mode === "webgpu" ? [...base, ...webgpu] : base,
+  executablePath, headless: true, args: mode === "webgpu" ? [...base, ...webgpu] : base, locale: "en-US",
   viewport: { width: 1280, height: 800 },
 });
 const page = context.pages()[0] || await context.newPage();
@@ -54,16 +60,22 @@ page.on("pageerror", (e) => lines.push(`pageerror: ${e.message}`));
 let ok = false;
 let why = "";
 try {
-  await page.goto(`http://127.0.0.1:${port}/#train=2`);
+  await page.goto(`http://127.0.0.1:${port}/${mode === "zh" ? "#lang=zh&train=2" : "#train=2"}`);
   const deadline = Date.now() + 240_000;
   while (Date.now() < deadline && !lines.some((l) => l.includes("oomlab: step 2 on"))) {
     if (lines.some((l) => l.includes("panicked") || l.includes("uncaptured wgpu error"))) break;
     await page.waitForTimeout(500);
   }
   const step = lines.find((l) => l.includes("oomlab: step 2 on"));
+  const shown = lines.find((l) => l.includes("oomlab: showing"));
+  const fetchedFont = requested.includes(fontFile);
   if (!step) why = "no second training step";
+  else if (mode === "zh" && !fetchedFont) why = "the Chinese font was not fetched";
+  else if (mode === "zh" && !shown?.includes("showing 简体中文; characters of its catalog missing from the fonts: 0 "))
+    why = `the app did not show Chinese with every glyph: ${shown}`;
+  else if (mode !== "zh" && fetchedFont) why = "an English page downloaded the Chinese font";
   else if (mode === "webgpu" && !step.includes("on gpu")) why = `expected the GPU backend: ${step}`;
-  else if (mode === "webgl" && !step.includes("on cpu")) why = `expected the CPU fallback: ${step}`;
+  else if (mode !== "webgpu" && !step.includes("on cpu")) why = `expected the CPU fallback: ${step}`;
   else ok = true;
   await page.waitForTimeout(1000);
   const shot = path.join(root, "target", `browser-${mode}.png`);
@@ -90,6 +102,14 @@ try {
     if (lines.filter((l) => l.includes("oomlab: first frame")).length <= before) {
       ok = false; why = "with the server down, the app did not start from the service worker's cache";
     } else console.log("offline start from the service worker's cache: ok");
+  }
+  if (ok && mode === "zh") {
+    // Offline, the Chinese font must come from the service worker's cache too.
+    const zhLines = () => lines.filter((l) => l.includes("showing 简体中文; characters of its catalog missing from the fonts: 0 ")).length;
+    const until = Date.now() + 30_000;
+    while (Date.now() < until && zhLines() < 2) await page.waitForTimeout(250);
+    if (zhLines() < 2) { ok = false; why = "offline, the Chinese font did not come from the service worker's cache"; }
+    else console.log("offline Chinese font from the service worker's cache: ok");
   }
 } catch (e) {
   why = String(e);

@@ -8,6 +8,8 @@ mod controls;
 mod derived;
 pub mod explain;
 pub mod export;
+pub mod fonts;
+mod lang;
 pub mod real;
 mod session;
 pub mod settings;
@@ -79,6 +81,12 @@ pub struct OomlabApp {
     drew_first_frame: bool,
     /// The words of the language the user reads (`i18n/`).
     catalog: crate::i18n::Catalog,
+    /// The Chinese font: embedded (desktop) or fetched on demand (web).
+    cjk: lang::CjkFont,
+    /// A language chosen while its font is still on its way.
+    pending_lang: Option<crate::i18n::Lang>,
+    /// The fonts must be (re)installed: the first frame, and when the Chinese font arrives.
+    fonts_stale: bool,
     /// A window screenshot the integration delivered, waiting to be saved as PNG.
     screenshot: Arc<std::sync::Mutex<Option<Arc<egui::ColorImage>>>>,
 }
@@ -95,7 +103,7 @@ impl OomlabApp {
         #[cfg(target_arch = "wasm32")]
         if let Some(hash) = web_sys::window().and_then(|w| w.location().hash().ok()) {
             let (s, notice) = Settings::from_url_hash(&hash, vocab);
-            if !hash.trim_start_matches('#').is_empty() {
+            if Settings::url_hash_carries_settings(&hash) {
                 settings = s;
             }
             notices.extend(notice);
@@ -164,6 +172,9 @@ impl OomlabApp {
             scrub: 0,
             status: None,
             drew_first_frame: false,
+            cjk: lang::CjkFont::initial(),
+            pending_lang: None,
+            fonts_stale: true,
             catalog: crate::i18n::Catalog::new(crate::i18n::Lang::En),
             screenshot: Arc::default(),
         }
@@ -173,43 +184,6 @@ impl OomlabApp {
     fn at_peak(mut self) -> Self {
         self.scrub = self.derived.predicted.as_ref().and_then(|p| p.as_ref().ok()).map_or(0, |m| m.peak_index);
         self
-    }
-
-    /// The language to start in: the one chosen last time, else the system's (`LANG`). The web
-    /// build stays in English until it can fetch the CJK font (issue 13's next step).
-    #[cfg(not(target_arch = "wasm32"))]
-    fn initial_lang(cc: &eframe::CreationContext<'_>) -> crate::i18n::Lang {
-        let stored = cc.storage.and_then(|s| eframe::get_value::<crate::i18n::Lang>(s, "lang"));
-        let system = || {
-            ["LC_ALL", "LC_MESSAGES", "LANG"]
-                .iter()
-                .filter_map(|v| std::env::var(v).ok())
-                .find(|v| !v.is_empty())
-                .and_then(|v| crate::i18n::Lang::from_locale(&v))
-        };
-        stored.or_else(system).unwrap_or_default()
-    }
-
-    #[cfg(target_arch = "wasm32")]
-    fn initial_lang(_cc: &eframe::CreationContext<'_>) -> crate::i18n::Lang {
-        crate::i18n::Lang::En
-    }
-
-    /// Switches the language the app shows; the settings, the step in flight and the results
-    /// stay as they are.
-    pub fn set_lang(&mut self, lang: crate::i18n::Lang) {
-        if self.catalog.lang() != lang {
-            self.catalog = crate::i18n::Catalog::new(lang);
-        }
-    }
-
-    pub fn lang(&self) -> crate::i18n::Lang {
-        self.catalog.lang()
-    }
-
-    /// A message of the current language's catalog.
-    fn tr(&self, key: &str) -> String {
-        self.catalog.text(key)
     }
 
     /// Starts training, as the Train button does.
@@ -240,9 +214,9 @@ impl OomlabApp {
 
     /// The whole window's content (also what the tests render).
     pub fn show(&mut self, ui: &mut egui::Ui) {
+        self.poll_fonts(ui.ctx());
         if !self.drew_first_frame {
             self.drew_first_frame = true;
-            install_cjk_font(ui.ctx());
             log::info!("oomlab: first frame ({})", self.backend);
         }
         let projector = self.settings.projector;
@@ -463,41 +437,4 @@ impl eframe::App for OomlabApp {
         eframe::set_value(storage, "settings", &self.settings);
         eframe::set_value(storage, "lang", &self.lang());
     }
-}
-
-impl OomlabApp {
-    /// The language switch of the top bar (desktop: the web build has no CJK font yet).
-    fn language_switch(&mut self, ui: &mut egui::Ui) {
-        if cfg!(target_arch = "wasm32") {
-            return;
-        }
-        let mut lang = self.lang();
-        egui::ComboBox::from_id_salt("language")
-            .selected_text(lang.native_name())
-            .show_ui(ui, |ui| {
-                for l in crate::i18n::Lang::ALL {
-                    ui.selectable_value(&mut lang, l, l.native_name());
-                }
-            })
-            .response
-            .on_hover_text(self.tr("language"));
-        self.set_lang(lang);
-    }
-}
-
-/// Adds the subset CJK font (`i18n/fonts`) behind egui's own fonts, so Chinese text renders
-/// while Latin text keeps egui's glyphs. Desktop only: the web build must not carry it.
-fn install_cjk_font(ctx: &egui::Context) {
-    #[cfg(not(target_arch = "wasm32"))]
-    {
-        const CJK: &[u8] = include_bytes!("../../i18n/fonts/NotoSansSC-oomlab.otf");
-        let mut fonts = egui::FontDefinitions::default();
-        fonts.font_data.insert("noto-sans-sc".into(), Arc::new(egui::FontData::from_static(CJK)));
-        for family in [egui::FontFamily::Proportional, egui::FontFamily::Monospace] {
-            fonts.families.entry(family).or_default().push("noto-sans-sc".into());
-        }
-        ctx.set_fonts(fonts);
-    }
-    #[cfg(target_arch = "wasm32")]
-    let _ = ctx;
 }

@@ -119,12 +119,7 @@ impl OomlabApp {
         self.device = DeviceFigures::NotReported { reason: "no step has run yet".into() };
         self.oom = None;
         self.error = None;
-        #[cfg(target_arch = "wasm32")]
-        if let Some(w) = web_sys::window() {
-            let _ = w.history().and_then(|h| {
-                h.replace_state_with_url(&wasm_bindgen::JsValue::NULL, "", Some(&self.settings.to_url_hash()))
-            });
-        }
+        self.update_link();
     }
 
     /// Makes the executor for the current plan if there is none; whether it is ready.

@@ -207,6 +207,12 @@ impl Settings {
         format!("#s={}", base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(json))
     }
 
+    /// Whether a URL hash has anything besides the fields that are not settings (`train=N`,
+    /// `lang=xx`): a link with only those keeps the remembered settings.
+    pub fn url_hash_carries_settings(hash: &str) -> bool {
+        hash.split(['#', '&']).any(|kv| !kv.trim().is_empty() && !kv.starts_with("train=") && !kv.starts_with("lang="))
+    }
+
     /// Settings from a URL hash (with or without the leading `#`). An empty hash gives the
     /// defaults silently; anything unreadable, or settings whose plan cannot be built, gives the
     /// defaults and a notice saying why.
@@ -219,8 +225,8 @@ impl Settings {
             (Settings::default(), Some(format!("The link's settings could not be used ({why}); showing the defaults.")))
         };
         let Some(encoded) = hash.split('&').find_map(|kv| kv.strip_prefix("s=")) else {
-            // Other known fields alone (`train=N` for scripted runs) carry no settings.
-            if hash.split('&').all(|kv| kv.starts_with("train=")) {
+            // Other known fields alone (`train=N` for scripted runs, `lang=zh`) carry no settings.
+            if !Self::url_hash_carries_settings(hash) {
                 return (Settings::default(), None);
             }
             return fallback("no s= field".into());
@@ -295,6 +301,11 @@ mod tests {
         assert_eq!(notice, None);
         assert_eq!(Settings::from_url_hash("", V), (Settings::default(), None));
         assert_eq!(Settings::from_url_hash("#train=2", V), (Settings::default(), None));
+        assert_eq!(Settings::from_url_hash("#lang=zh&train=2", V), (Settings::default(), None));
+        assert!(!Settings::url_hash_carries_settings("#lang=zh&train=2"));
+        assert!(Settings::url_hash_carries_settings(&format!("{}&lang=zh", s.to_url_hash())));
+        let (back, notice) = Settings::from_url_hash(&format!("{}&lang=zh", s.to_url_hash()), V);
+        assert_eq!((back, notice), (s.clone(), None));
     }
 
     #[test]

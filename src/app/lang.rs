@@ -1,0 +1,209 @@
+//! The language the app shows: choosing it (a shared link's `lang=`, the remembered choice, the
+//! system's or browser's language), the switch in the top bar, and the Chinese font behind it —
+//! embedded on the desktop, fetched by the web build the first time Chinese is wanted, so that
+//! English readers never download it. Until the font has arrived the app stays in the language
+//! it was showing (Chinese without its font would be boxes); a failed fetch says so and stays.
+
+use std::sync::{Arc, Mutex};
+
+use crate::i18n::{Catalog, Lang};
+
+use super::{OomlabApp, fonts};
+
+/// Where a fetch leaves the font's bytes, or why it failed.
+type FetchSlot = Arc<Mutex<Option<Result<Vec<u8>, String>>>>;
+
+/// Where the Chinese font stands.
+pub(super) enum CjkFont {
+    /// In memory: the desktop's embedded copy, or the web's fetched one.
+    Ready(Arc<egui::FontData>),
+    /// Not fetched yet (web).
+    NotLoaded,
+    /// A fetch in flight; its result lands in the slot.
+    Fetching(FetchSlot),
+    /// The fetch failed; the app stays in the language it had.
+    Failed,
+}
+
+impl CjkFont {
+    pub(super) fn initial() -> Self {
+        fonts::embedded_cjk().map_or(CjkFont::NotLoaded, CjkFont::Ready)
+    }
+}
+
+impl OomlabApp {
+    /// The language to start in: a shared link's `lang=` (web), else the one chosen last time,
+    /// else the system's (`LANG` on the desktop, `navigator.language` in a browser), else English.
+    pub(super) fn initial_lang(cc: &eframe::CreationContext<'_>) -> Lang {
+        let stored = || cc.storage.and_then(|s| eframe::get_value::<Lang>(s, "lang"));
+        #[cfg(not(target_arch = "wasm32"))]
+        let (linked, system) = (
+            None,
+            ["LC_ALL", "LC_MESSAGES", "LANG"]
+                .iter()
+                .filter_map(|v| std::env::var(v).ok())
+                .find(|v| !v.is_empty())
+                .and_then(|v| Lang::from_locale(&v)),
+        );
+        #[cfg(target_arch = "wasm32")]
+        let (linked, system) = {
+            let window = web_sys::window();
+            (
+                window.as_ref().and_then(|w| w.location().hash().ok()).and_then(|h| Lang::from_url_hash(&h)),
+                window.and_then(|w| w.navigator().language()).and_then(|l| Lang::from_locale(&l)),
+            )
+        };
+        linked.or_else(stored).or(system).unwrap_or_default()
+    }
+
+    /// Switches the language the app shows; the settings, the step in flight and the results
+    /// stay as they are. Chinese waits for its font (web: fetched now if it is not here yet).
+    pub fn set_lang(&mut self, lang: Lang) {
+        if lang == Lang::Zh && !matches!(self.cjk, CjkFont::Ready(_)) {
+            self.pending_lang = Some(lang);
+            self.fetch_cjk_font();
+            return;
+        }
+        self.pending_lang = None;
+        if self.catalog.lang() != lang {
+            self.catalog = Catalog::new(lang);
+            self.update_link();
+        }
+    }
+
+    /// The language shown now (a language waiting for its font is not shown yet).
+    pub fn lang(&self) -> Lang {
+        self.catalog.lang()
+    }
+
+    /// A message of the current language's catalog.
+    pub(super) fn tr(&self, key: &str) -> String {
+        self.catalog.text(key)
+    }
+
+    /// Installs the fonts on the first frame and again once the Chinese font has arrived;
+    /// applies a language that was waiting for it.
+    pub(super) fn poll_fonts(&mut self, ctx: &egui::Context) {
+        if let CjkFont::Fetching(slot) = &self.cjk {
+            let done = slot.lock().ok().and_then(|mut s| s.take());
+            match done {
+                Some(Ok(bytes)) => {
+                    log::info!("oomlab: Chinese font fetched ({} bytes)", bytes.len());
+                    self.cjk = CjkFont::Ready(Arc::new(egui::FontData::from_owned(bytes)));
+                    self.fonts_stale = true;
+                }
+                Some(Err(e)) => {
+                    log::warn!("oomlab: Chinese font not fetched: {e}");
+                    self.notices.push(format!("The Chinese font could not be loaded ({e}); staying in English."));
+                    self.cjk = CjkFont::Failed;
+                    self.pending_lang = None;
+                }
+                None => ctx.request_repaint_after(std::time::Duration::from_millis(100)),
+            }
+        }
+        if self.fonts_stale {
+            self.fonts_stale = false;
+            let cjk = match &self.cjk {
+                CjkFont::Ready(f) => Some(Arc::clone(f)),
+                _ => None,
+            };
+            ctx.set_fonts(fonts::definitions(cjk));
+            // The new fonts take effect from the next frame: show the waiting language then.
+            if self.pending_lang.is_some() {
+                ctx.request_repaint();
+            }
+        } else if let Some(lang) = self.pending_lang.filter(|_| matches!(self.cjk, CjkFont::Ready(_))) {
+            self.set_lang(lang);
+            self.report_coverage(ctx);
+        }
+    }
+
+    /// Logs how many of the catalog's characters the installed fonts lack (the browser test
+    /// reads this line: it must say 0).
+    fn report_coverage(&self, ctx: &egui::Context) {
+        let text = crate::i18n::ZH_FTL;
+        let font = egui::FontId::proportional(14.0);
+        let missing = ctx.fonts_mut(|f| {
+            let mut missing: Vec<char> = text.chars().filter(|c| !c.is_control() && !f.has_glyph(&font, *c)).collect();
+            missing.sort_unstable();
+            missing.dedup();
+            missing
+        });
+        log::info!(
+            "oomlab: showing {}; characters of its catalog missing from the fonts: {} {:?}",
+            self.lang().native_name(),
+            missing.len(),
+            missing.iter().take(20).collect::<String>()
+        );
+    }
+
+    /// Starts fetching the Chinese font (web; the desktop has it embedded). The service worker
+    /// caches the response, so a classroom's second visit works offline too.
+    fn fetch_cjk_font(&mut self) {
+        if !matches!(self.cjk, CjkFont::NotLoaded) {
+            return;
+        }
+        let slot: FetchSlot = Arc::new(Mutex::new(None));
+        #[cfg(target_arch = "wasm32")]
+        {
+            let out = Arc::clone(&slot);
+            wasm_bindgen_futures::spawn_local(async move {
+                let result = fetch_bytes(fonts::CJK_URL).await;
+                if let Ok(mut s) = out.lock() {
+                    *s = Some(result);
+                }
+            });
+        }
+        #[cfg(not(target_arch = "wasm32"))]
+        if let Ok(mut s) = slot.lock() {
+            *s = Some(Err("this build has no font to fetch".to_string()));
+        }
+        self.cjk = CjkFont::Fetching(slot);
+    }
+
+    /// The page's URL carries the settings and the language, so that a copied link opens the
+    /// same view in the same language.
+    pub(super) fn update_link(&self) {
+        #[cfg(target_arch = "wasm32")]
+        if let Some(w) = web_sys::window() {
+            let hash = format!("{}&lang={}", self.settings.to_url_hash(), self.lang().code());
+            let _ = w.history().and_then(|h| h.replace_state_with_url(&wasm_bindgen::JsValue::NULL, "", Some(&hash)));
+        }
+    }
+
+    /// The language switch of the top bar.
+    pub(super) fn language_switch(&mut self, ui: &mut egui::Ui) {
+        let mut lang = self.pending_lang.unwrap_or(self.lang());
+        egui::ComboBox::from_id_salt("language")
+            .selected_text(lang.native_name())
+            .show_ui(ui, |ui| {
+                for l in Lang::ALL {
+                    ui.selectable_value(&mut lang, l, l.native_name());
+                }
+            })
+            .response
+            .on_hover_text(self.tr("language"));
+        if self.pending_lang.is_some() {
+            ui.label("Loading the Chinese font…");
+        }
+        if lang != self.pending_lang.unwrap_or(self.lang()) {
+            self.set_lang(lang);
+        }
+    }
+}
+
+/// GETs `url` relative to the page.
+#[cfg(target_arch = "wasm32")]
+async fn fetch_bytes(url: &str) -> Result<Vec<u8>, String> {
+    use wasm_bindgen::JsCast;
+    let window = web_sys::window().ok_or("no window")?;
+    let response =
+        wasm_bindgen_futures::JsFuture::from(window.fetch_with_str(url)).await.map_err(|e| format!("{e:?}"))?;
+    let response: web_sys::Response = response.dyn_into().map_err(|_| "not a response".to_string())?;
+    if !response.ok() {
+        return Err(format!("HTTP {}", response.status()));
+    }
+    let buffer = response.array_buffer().map_err(|e| format!("{e:?}"))?;
+    let buffer = wasm_bindgen_futures::JsFuture::from(buffer).await.map_err(|e| format!("{e:?}"))?;
+    Ok(js_sys::Uint8Array::new(&buffer).to_vec())
+}

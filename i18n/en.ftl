@@ -67,3 +67,271 @@ run-one-step = One step
 run-train = Train
 run-stop = Stop
 run-engine = engine: { $backend }
+
+## More categories (the plan's names stay in code: parameters, optimizer_state, …)
+
+category-input = input
+category-logits = logits
+
+## Device figures that are not there
+
+device-none-yet = no step has run yet
+device-none-browser = the browser reports none: WebGPU exposes no memory figures, so every byte here is accounted by oomlab's allocator as the step executes
+device-none-backend = not reported by this backend (its driver layer keeps no allocator report)
+device-none-cpu = the CPU backend has no device: its segments are host buffers, as the allocator accounts them
+
+## The breakdown at the peak
+
+bd-at-peak = at the peak
+bd-total = total
+bd-reserved = reserved (segments)
+bd-no-step = No real step yet: the allocator and device columns fill in once one runs.
+bd-device = Device, after the step: { $segments } segment buffer(s) hold { $segment_bytes } — the allocator's { $reserved } reserved plus { $rounding } bytes of the driver's own rounding — in { $blocks } driver memory block(s) of { $block_bytes } in all. { $others } other allocation(s) ({ $other_bytes }) lie outside oomlab's allocator (wgpu's own buffers, oomlab's uniforms and readback{ $ui_textures }).
+bd-ui-textures = , the UI's textures
+bd-counters = wgpu's own counters: { $buffers } live buffers holding { $bytes }, { $allocations } memory allocations.
+bd-disagrees = The driver's report disagrees with the allocator: segments it does not list { $missing }, buffers left over { $leftover }.
+bd-device-reason = Device: { $reason }.
+bd-group-activations = activations (saved for backward + temporaries)
+bd-group-states = gradients + optimizer state + master weights
+bd-group-buffers = buffers (input, logits, workspace)
+bd-group-line = { $name }: { $bytes } ({ $percent }%)
+ms-heading = model state
+ms-bytes = bytes
+ms-times = × trainable weights
+ms-summary = { $optimizer } keeps { $count } optimizer state tensor(s){ $master }: { $copies }× the trainable weights' bytes on top of weights and gradients.
+ms-master = {" "}plus fp32 master weights
+
+## The OOM panel
+
+oom-title = Out of memory
+oom-explain = In plain words: the step needed { $requested } more for '{ $tensor }' ({ $category }), asked for by { $op }. No cached block was large enough, so the allocator tried to reserve a new { $tried } segment, but only { $free } of the { $capacity } budget was unreserved ({ $cached_free } sat free inside existing segments, in pieces too small or in the wrong pool).
+oom-try = Try:
+suggest-checkpointing = Checkpoint every block
+suggest-fused = Use fused attention
+suggest-accumulation = Accumulate: half the micro-batch, twice the steps
+suggest-mixed = Mixed precision (bf16)
+suggest-smaller = Halve the batch
+
+## Training
+
+train-status = Step { $step }: loss { $loss } (computed by the step). Last step { $ms } ms; { $rate } steps/s over the last { $window }.
+train-none = No training step yet: press One step or Train.
+train-axis-step = step
+train-axis-loss = loss
+
+## The step timeline
+
+tl-none = No step recorded yet.
+tl-summary = Allocated memory over one step, { $source }: { $ops } ops. Peak { $peak } at { $op }.
+tl-axis-op = op of the step
+tl-reserved = reserved
+tl-peak = peak
+tl-scrubber = scrubber
+tl-op = op
+tl-at = At { $op }: { $allocated } allocated, { $reserved } reserved.
+tl-alive = { $count } tensors alive here
+tl-start = the start of the step
+
+## Memory vs batch
+
+sw-none = No sweep.
+sw-axis-batch = batch size (log₂)
+sw-axis-peak = peak { $unit }
+sw-this-batch = this batch
+sw-budget = budget
+sw-oom-from = { $name }: OOM from batch { $batch }
+sw-summary = { $name }: largest batch that fits { $fits }; out of memory from batch { $oom }
+sw-summary-all-fit = { $name }: largest batch that fits { $fits }; out of memory from — (every batch fits)
+sw-fits-none = none
+
+## The allocator map
+
+al-summary = At { $op }: { $segments } segments, { $reserved } reserved, { $allocated } allocated, { $free } free inside segments (largest free block { $largest }).
+al-block = { $tensor } — { $bytes } block
+al-free = free — { $bytes }
+al-driver = Under them, { $source }: { $blocks } memory block(s) of { $bytes } hold the segment buffers ({ $requested } requested, { $reported } reported).
+al-unnamed = (unnamed)
+
+## The main area
+
+main-export = Export:
+main-baseline = { $name } · batch { $batch } ({ $micro } × { $accum } micro-batches) × sequence { $seq } · budget { $budget }
+main-cannot-build = This setup cannot be built: { $error }
+main-oom-predicted = (predicted by the plan; a real step would fail the same way)
+main-at-peak = At the peak
+main-model-state = Model state, tensor by tensor
+main-why = Why?
+main-real-heading = Real models on real GPUs
+main-claims = Claims, checked against the estimator
+
+explain-breakdown = Parameters, gradients and optimizer state depend on the model only: AdamW keeps two more copies of every weight (m and v), and mixed precision adds fp32 master weights. Activations — the tensors the forward pass saves for the backward pass — grow with batch × sequence (and the attention probabilities with the square of the sequence), which is why a large batch runs out of memory while the model itself fits.
+explain-timeline = Memory rises through the forward pass as each layer saves its activations, peaks around the start of the backward pass, and falls as the backward pass frees what it no longer needs. Model state is the flat floor underneath. Checkpointing lowers the ridge by recomputing activations during the backward pass.
+explain-sweep = Each bar is the peak of one step at that batch size. Model state is the same at every batch; activations grow linearly with it, so the bars cross the budget line at some batch: the first out-of-memory. Techniques move that point: checkpointing and fused attention shrink activations, accumulation keeps the micro-batch small, mixed precision halves activations but adds master weights.
+explain-allocator = The caching allocator (PyTorch's rules) reserves segments from the device and carves blocks out of them. Freed blocks stay cached for reuse rather than returning to the device, so reserved memory exceeds allocated memory; free gaps that are too small for the next request are fragmentation.
+
+## Notices
+
+notice-webgl = This browser offers no WebGPU (WebGL only): steps run on the CPU backend, same plan, same numbers.
+notice-no-gpu = GPU compute is unavailable ({ $error }); steps run on the CPU backend instead.
+notice-font-failed = The Chinese font could not be loaded ({ $error }); staying in English.
+font-loading = Loading the Chinese font…
+
+size-bytes = { $n } bytes
+
+## A configuration in words (series names, the heading of the main area)
+
+tech-baseline = baseline
+tech-this-setup = this setup
+tech-mixed = { $precision } mixed precision
+tech-checkpoint-blocks = checkpoint blocks
+tech-checkpoint-every = checkpoint every:{ $k }
+tech-checkpoint-selective = checkpoint selective
+tech-fused = fused attention
+tech-accum = accumulation ×{ $k }
+tech-lora = LoRA r={ $rank } α={ $alpha } on { $targets }
+
+## Exports
+
+export-sweep-csv = sweep CSV
+export-step-json = timeline + allocator JSON
+export-estimate-json = estimate JSON
+export-png = window PNG
+
+## Real models: the controls
+
+real-model = model
+real-gpu = GPU
+real-custom-size = custom size
+real-custom = custom ({ $name })
+real-architecture = architecture: h { $h }, L { $l }, heads { $heads } (kv { $kv }), f { $f }, V { $v }
+real-hidden = hidden
+real-layers = layers
+real-heads = heads
+real-kv-heads = kv heads
+real-mlp-width = MLP width
+real-vocab = vocab
+real-gelu = GELU MLP
+real-swiglu = SwiGLU MLP
+real-layernorm = LayerNorm
+real-rmsnorm = RMSNorm
+real-dropout = dropout
+real-tied = tied embeddings
+real-micro-batch = micro-batch
+real-sequence = sequence
+real-accumulation = accumulation
+real-precision = precision
+real-optimizer = optimizer
+real-recomputation = recomputation
+real-ckpt-off = off
+real-ckpt-selective = selective
+real-ckpt-full = every block (full)
+real-fused = fused attention
+real-data-parallel = data-parallel GPUs
+real-zero = ZeRO stage
+real-tensor-parallel = tensor-parallel
+real-sequence-parallel = sequence parallel
+real-offload-optimizer = offload optimizer
+real-offload-gradients = offload gradients
+real-offload-parameters = offload parameters
+real-lora = LoRA rank (0 = off)
+real-qlora = QLoRA (4-bit base)
+real-fixed-costs = fixed costs
+
+## Real models: the estimate
+
+real-cannot = This configuration cannot be estimated: { $error }
+real-predicted-note = Predicted by the closed-form estimator (not measured): the toy's categories, for a real model.
+real-fits = fits: { $peak } of { $capacity } per GPU ({ $percent }%)
+real-oom = out of memory: needs { $peak } per GPU, the { $gpu } has { $capacity }
+real-summary = { $model }: { $params }; largest micro-batch that fits: { $max }; tokens per optimizer step: { $tokens } (micro-batch { $micro } × sequence { $seq } × accumulation { $accum } × { $gpus } GPUs)
+real-params = { $all } parameters
+real-params-trained = { $all } parameters, { $trained } trained
+real-offload = offload: { $host } of host memory per GPU; { $pcie } over PCIe per step
+real-per-gpu = per GPU
+real-predicted = predicted
+real-source = source
+real-peak = peak
+real-sum = the sum: what must fit on each GPU
+real-mem-vs-micro = Memory vs micro-batch
+real-capacity = GPU capacity
+real-max = largest micro-batch that fits: { $max }; out of memory from micro-batch { $oom }
+est-communication = communication
+est-cuda-context = cuda_context
+est-fragmentation = fragmentation
+explain-real = The same accounting as the toy, in closed form for a real model: parameters, gradients, optimizer state and master weights depend on the model and on how they are stored and sharded (ZeRO partitions them over the data-parallel GPUs); activations grow with micro-batch × sequence (Korthikanti et al.'s sbh(34 + 5as/h) per layer for GPT, derived tensor by tensor for LLaMA's SwiGLU, RMSNorm and grouped-query attention); the logits grow with the vocabulary. On the toy's own configuration the estimator gives the plan's bytes exactly, category by category.
+
+## Real models: where each line's formula comes from
+
+src-params = exact count from the architecture (GPT-2: 12Lh² + 13Lh + Vh + Th + 2h)
+src-zero = Rajbhandari et al. 2020 (ZeRO), §3: 2Ψ + 2Ψ + KΨ, partitioned over N_d by stage
+src-activations = Korthikanti et al. 2022, §4: sbh(34 + 5as/h) per layer, tensor by tensor (GQA, SwiGLU, RMSNorm derived)
+src-logits = the lm_head output, the softmax kept for backward (fp32: Korthikanti's 4sbv) and the losses
+src-logits-grad = the gradient of the logits, alive with the softmax at the start of backward
+src-input = the micro-batch's token ids and labels (int64 in PyTorch)
+src-mlp-working-set = the gradients alive in the last layer's MLP backward: the residual stream's and the MLP's
+src-working-set = one layer's backward working set: the gradients of its residual stream, attention and MLP
+src-context = CUDA context and loaded kernels: ~500 MiB per process (an assumed typical value; measure it with nvidia-smi)
+src-workspace = cuBLAS workspace, PyTorch's default CUBLAS_WORKSPACE_CONFIG :4096:2:16:8 (8.125 MiB), 32 MiB on Hopper (aten/src/ATen/cuda/CublasHandlePool.cpp)
+src-ddp = PyTorch DDP gradient buckets: a copy of the gradients unless gradient_as_bucket_view=True (torch.nn.parallel.DistributedDataParallel docs)
+src-zero-buckets = DeepSpeed ZeRO reduce_bucket_size and allgather_bucket_size, 5e8 elements each by default; stage 3 gathers a layer's parameters (and prefetches the next)
+src-sp = sequence parallelism all-gathers a layer's input to the full sequence before the column-parallel linear (Korthikanti et al. 2022, §4.2.2)
+src-fragmentation = allocator fragmentation margin: an assumed 5 % of the allocated bytes (reserved minus allocated; the toy's allocator map measures it)
+src-offload = Ren et al. 2021 (ZeRO-Offload): fp32 state and gradients on the host, 16-bit weights and gradients cross PCIe each step
+src-found-inf = the loss scaler's overflow flag (found_inf), one u32
+src-freed = freed by the peak, a layer's backward pass (at the loss they take { $bytes }); { $logits }
+
+## The claims lesson
+
+claim-holds = holds
+claim-breaks = breaks
+claim-verdict = Verdict: { $test }.
+
+## The controls: more
+
+controls-heads = heads
+preset-tiny = tiny
+preset-small = small
+preset-medium = medium
+
+## The claims, with the estimator's numbers as arguments (also `oomlab estimate --claims`)
+
+claim-doubling = Doubling the batch size raises memory 1.8–2.5×.
+claim-doubling-source = the seed document (../shared/seed)
+claim-doubling-test = every ratio peak(2b)/peak(b), b = 1, 2, 4, 8, inside [1.8, 2.5]
+claim-doubling-finding = LLaMA-2 7B, bf16 mixed precision, Adam, seq 4096: doubling b from 1, 2, 4, 8 multiplies the peak by { $ratios } — { $below ->
+        [yes] below 2× every time
+       *[no] reaching 2× or more
+    } ({ $inside } of { $count } inside 1.8–2.5), because model states and fixed costs do not grow with the batch; the ratio nears 2 only when activations dwarf everything else.
+
+claim-seed-figures = LLaMA-2-7B with BF16 uses 38.2 GB at batch 64 and 89.7 GB at batch 128 (2.35×).
+claim-seed-figures-source = the seed document (../shared/seed)
+claim-seed-figures-test = the whole peak at batch 64 and 128 (seq 512, the smaller of bf16 mixed and pure bf16) within ±{ $tolerance } % of the figures, and their ratio within ±{ $tolerance } % of 2.35
+claim-seed-figures-finding = Full training of its { $parameters } parameters with Adam, seq 512: the peak is { $at64 } GB at batch 64 and { $at128 } GB at batch 128 (×{ $ratio }). Model states alone take { $mixed } GB in bf16 mixed precision (16 bytes per parameter) and { $pure } GB in pure bf16.
+
+claim-zero-stages = ZeRO stages 0–3 cut model states of a 7.5 B model on 64 GPUs from 120 GB to 31.4, 16.6 and 1.9 GB.
+claim-zero-stages-source = Rajbhandari et al. 2020 (ZeRO), Figure 1
+claim-zero-stages-test = each stage's model states per GPU, scaled to 7.5 B parameters, within 0.05 GB of the figure (its rounding)
+claim-zero-stages-finding = Scaled to 7.5 B parameters: { $stages } GB per GPU for stages 0–3 (2Ψ + 2Ψ + 12Ψ, partitioned).
+
+claim-zero3-batch = ZeRO-3 on 8×A100 raises a 7B model's per-GPU batch from 2 to 16.
+claim-zero3-batch-source = the seed document (../shared/seed)
+claim-zero3-batch-test = the largest micro-batch that fits, without ZeRO and with ZeRO-3 over 8 GPUs, equal to 2 and 16
+claim-zero3-batch-finding = LLaMA-2 7B, bf16 mixed, Adam, seq 2048 on A100 80 GB: without ZeRO { $fits_without ->
+        [no] not even micro-batch 1 fits
+       *[yes] the largest micro-batch is { $without }
+    }; with ZeRO-3 over 8 GPUs the largest micro-batch is { $with }, and { $with_checkpointing } with checkpointing every block. The gain is real, but it comes from sharding the { $states } GB of model states, and the batch it allows depends on sequence length and checkpointing.
+
+claim-qlora = LoRA/QLoRA lets a 7B model train at batch 64 on one A100 80G in about 12 GB.
+claim-qlora-source = the seed document (../shared/seed)
+claim-qlora-test = the peak at batch 64, seq 512, with or without checkpointing (the smaller), at most 12 GB + { $tolerance } %
+claim-qlora-finding = QLoRA (4-bit base, rank-16 adapters on every projection), seq 512: { $at1 } GB at batch 1, { $at64 } GB at batch 64 ({ $at64_checkpointed } GB with checkpointing every block). The frozen 4-bit base is small ({ $base } GB), but activations still grow with the batch.
+
+claim-korthikanti = A GPT layer keeps sbh(34 + 5as/h) bytes of activations in 16-bit training.
+claim-korthikanti-source = Korthikanti et al. 2022, §4.1
+claim-korthikanti-test = one layer's activations (2 layers minus 1) equal to the paper's formula plus the LayerNorm statistics, to the byte
+claim-korthikanti-finding = GPT-2 XL, b 4, s 1024: the estimator's layer holds { $layer } — the paper's { $paper } plus { $statistics } of LayerNorm statistics the paper leaves out. The 5as/h term ({ $attention } here) is the attention matrix: fused attention removes it.
+
+claim-offload = ZeRO-Offload moves the optimizer to the CPU and needs a fast PCIe link (at least 32 GB/s).
+claim-offload-source = the seed document (../shared/seed); Ren et al. 2021
+claim-offload-test = GPU memory falls, and at 32 GB/s a step's PCIe traffic takes no longer than its compute at the A100's 312 TFLOP/s (bf16 dense), at micro-batch 1
+claim-offload-finding = LLaMA-2 7B on one A100 80 GB, seq 2048, micro-batch 1: { $before } GB on the GPU before, { $after } GB after, { $host } GB in host memory. Each step moves { $pcie } GB over PCIe: { $pcie_secs } s at 32 GB/s, against { $compute_secs } s of compute at the GPU's peak — hiding it would take { $needed } GB/s, or micro-batch { $hides_from } and up at 32 GB/s.

@@ -64,3 +64,271 @@ run-one-step = 单步
 run-train = 训练
 run-stop = 停止
 run-engine = 计算引擎：{ $backend }
+
+## 更多类别（计划中的名字保留在代码里：parameters、optimizer_state……）
+
+category-input = 输入
+category-logits = 输出 logits
+
+## 没有设备数字时
+
+device-none-yet = 还没有运行过任何一步
+device-none-browser = 浏览器不报告：WebGPU 不提供任何显存数字，因此这里的每个字节都由 oomlab 的分配器在这一步执行时记账
+device-none-backend = 此后端不报告（它的驱动层没有分配器报告）
+device-none-cpu = CPU 后端没有设备：它的段是主机缓冲区，按分配器的账目计算
+
+## 峰值时的显存分解
+
+bd-at-peak = 峰值时
+bd-total = 合计
+bd-reserved = 预留（段）
+bd-no-step = 还没有真正运行过一步：运行一步后，分配器和设备两列才会填上。
+bd-device = 设备（这一步之后）：{ $segments } 个段缓冲区共 { $segment_bytes } —— 即分配器预留的 { $reserved }，加上驱动自身取整多出的 { $rounding } 字节 —— 位于 { $blocks } 个驱动显存块中，共 { $block_bytes }。另有 { $others } 个分配（{ $other_bytes }）在 oomlab 的分配器之外（wgpu 自己的缓冲区、oomlab 的 uniform 与回读缓冲区{ $ui_textures }）。
+bd-ui-textures = 、界面的纹理
+bd-counters = wgpu 自己的计数器：{ $buffers } 个缓冲区（实时计数），共 { $bytes }；{ $allocations } 次显存分配。
+bd-disagrees = 驱动的报告与分配器不一致：它没有列出的段 { $missing }，多出的缓冲区 { $leftover }。
+bd-device-reason = 设备：{ $reason }。
+bd-group-activations = 激活值（为反向传播保存的 + 临时张量）
+bd-group-states = 梯度 + 优化器状态 + 主权重
+bd-group-buffers = 缓冲区（输入、logits、工作区）
+bd-group-line = { $name }：{ $bytes }（占 { $percent }%）
+ms-heading = 模型状态
+ms-bytes = 字节
+ms-times = × 可训练权重
+ms-summary = { $optimizer } 保存 { $count } 个优化器状态张量{ $master }：在权重和梯度之外，再占可训练权重字节数的 { $copies } 倍。
+ms-master = ，另加 fp32 主权重
+
+## 显存溢出面板
+
+oom-title = 显存溢出
+oom-explain = 通俗地说：这一步还需要为「{ $tensor }」（{ $category }）分配 { $requested }，由 { $op } 申请。缓存中没有足够大的块，分配器于是尝试预留一个新的 { $tried } 段，但 { $capacity } 的预算中只剩 { $free } 未被预留（另有 { $cached_free } 空闲在已有的段里，但碎片太小或属于另一个池）。
+oom-try = 试试：
+suggest-checkpointing = 每个块设梯度检查点
+suggest-fused = 使用融合注意力
+suggest-accumulation = 梯度累积：micro-batch 减半，步数加倍
+suggest-mixed = 混合精度（bf16）
+suggest-smaller = batch 减半
+
+## 训练
+
+train-status = 第 { $step } 步：loss { $loss }（由这一步算出）。上一步用时 { $ms } ms；最近 { $window } 步平均每秒 { $rate } 步。
+train-none = 还没有训练步：请按“单步”或“训练”。
+train-axis-step = 步
+train-axis-loss = 损失 loss
+
+## 单步时间线
+
+tl-none = 还没有记录任何一步。
+tl-summary = 一步之中已分配的显存，{ $source }：{ $ops } 个 op。峰值 { $peak }，出现在 { $op }。
+tl-axis-op = 这一步的 op 序号
+tl-reserved = 预留
+tl-peak = 峰值
+tl-scrubber = 游标
+tl-op = op 序号
+tl-at = 在 { $op }：已分配 { $allocated }，预留 { $reserved }。
+tl-alive = 此处有 { $count } 个存活的张量
+tl-start = 这一步的开始
+
+## 显存与 batch 大小
+
+sw-none = 没有扫描结果。
+sw-axis-batch = batch 大小（log₂）
+sw-axis-peak = 峰值 { $unit }
+sw-this-batch = 当前 batch
+sw-budget = 预算
+sw-oom-from = { $name }：从 batch { $batch } 起显存溢出
+sw-summary = { $name }：能放下的最大 batch 为 { $fits }；从 batch { $oom } 起显存溢出
+sw-summary-all-fit = { $name }：能放下的最大 batch 为 { $fits }；不会显存溢出（每个 batch 都放得下）
+sw-fits-none = 无
+
+## 分配器视图
+
+al-summary = 在 { $op }：{ $segments } 个段，预留 { $reserved }，已分配 { $allocated }，段内空闲 { $free }（最大空闲块 { $largest }）。
+al-block = { $tensor } —— { $bytes } 的块
+al-free = 空闲 —— { $bytes }
+al-driver = 其下为{ $source }：{ $blocks } 个显存块，共 { $bytes }，容纳这些段缓冲区（请求 { $requested }，报告 { $reported }）。
+al-unnamed = （未命名）
+
+## 主区域
+
+main-export = 导出：
+main-baseline = { $name } · batch { $batch }（{ $micro } × { $accum } 个 micro-batch）× 序列 { $seq } · 预算 { $budget }
+main-cannot-build = 无法构建这一设置：{ $error }
+main-oom-predicted = （由计划预测；真正运行一步也会以同样方式失败）
+main-at-peak = 峰值时
+main-model-state = 模型状态，逐个张量
+main-why = 为什么？
+main-real-heading = 真实 GPU 上的真实模型
+main-claims = 用估算器检验的说法
+
+explain-breakdown = 参数、梯度和优化器状态只取决于模型：AdamW 为每个权重再保存两份（m 和 v），混合精度还要加上 fp32 主权重。激活值——前向传播为反向传播保存的张量——随 batch × 序列长度增长（注意力概率随序列长度的平方增长），所以模型本身放得下，大 batch 却会显存溢出。
+explain-timeline = 前向传播中，每一层保存自己的激活值，显存一路上升；在反向传播开始前后到达峰值；随后反向传播释放不再需要的张量，显存回落。模型状态是下面那层平坦的底。梯度检查点在反向传播时重新计算激活值，从而压低这道山脊。
+explain-sweep = 每根柱子是该 batch 大小下一步的峰值。模型状态在每个 batch 下都一样；激活值随 batch 线性增长，所以柱子会在某个 batch 越过预算线：那就是第一次显存溢出。各种技术会移动这个点：梯度检查点和融合注意力缩小激活值，梯度累积让 micro-batch 保持较小，混合精度让激活值减半，但要加上主权重。
+explain-allocator = 缓存分配器（沿用 PyTorch 的规则）向设备预留段，再从段中切出块。释放的块留在缓存中以供复用，而不还给设备，所以预留的显存多于已分配的显存；小到放不下下一个请求的空闲间隙就是碎片。
+
+## 提示
+
+notice-webgl = 此浏览器不提供 WebGPU（只有 WebGL）：每一步改在 CPU 后端运行，计划相同，数字相同。
+notice-no-gpu = GPU 计算不可用（{ $error }）；每一步改在 CPU 后端运行。
+notice-font-failed = 无法加载中文字体（{ $error }）；继续显示英文。
+font-loading = 正在加载中文字体……
+
+size-bytes = { $n } 字节
+
+## 用文字描述的配置（曲线名、主区域的标题）
+
+tech-baseline = 基线
+tech-this-setup = 当前设置
+tech-mixed = { $precision } 混合精度
+tech-checkpoint-blocks = 每个块设梯度检查点
+tech-checkpoint-every = 每 { $k } 个块设梯度检查点
+tech-checkpoint-selective = 选择性梯度检查点
+tech-fused = 融合注意力
+tech-accum = 梯度累积 ×{ $k }
+tech-lora = LoRA r={ $rank } α={ $alpha }，作用于 { $targets }
+
+## 导出
+
+export-sweep-csv = 扫描结果 CSV
+export-step-json = 时间线 + 分配器 JSON
+export-estimate-json = 估算结果 JSON
+export-png = 窗口截图 PNG
+
+## 真实模型：控件
+
+real-model = 模型
+real-gpu = GPU 型号
+real-custom-size = 自定义容量
+real-custom = 自定义（{ $name }）
+real-architecture = 架构：h { $h }，L { $l }，heads { $heads }（kv { $kv }），f { $f }，V { $v }
+real-hidden = 隐藏维度
+real-layers = 层数
+real-heads = 注意力头数
+real-kv-heads = kv 头数
+real-mlp-width = MLP 宽度
+real-vocab = 词表大小
+real-gelu = GELU 激活的 MLP
+real-swiglu = SwiGLU 激活的 MLP
+real-layernorm = LayerNorm 归一化
+real-rmsnorm = RMSNorm 归一化
+real-dropout = dropout（随机失活）
+real-tied = 输入输出共享嵌入
+real-micro-batch = micro-batch 大小
+real-sequence = 序列长度
+real-accumulation = 梯度累积
+real-precision = 精度
+real-optimizer = 优化器
+real-recomputation = 激活重计算
+real-ckpt-off = 关闭
+real-ckpt-selective = 选择性
+real-ckpt-full = 每个块（完整）
+real-fused = 融合注意力
+real-data-parallel = 数据并行 GPU 数
+real-zero = ZeRO（零冗余优化器）阶段
+real-tensor-parallel = 张量并行
+real-sequence-parallel = 序列并行
+real-offload-optimizer = 卸载优化器状态
+real-offload-gradients = 卸载梯度
+real-offload-parameters = 卸载参数
+real-lora = LoRA 秩（0 = 关闭）
+real-qlora = QLoRA（4 位量化基座）
+real-fixed-costs = 固定开销
+
+## 真实模型：估算
+
+real-cannot = 无法估算这一配置：{ $error }
+real-predicted-note = 由闭式估算器预测（不是实测）：沿用玩具模型的类别，套用到真实模型上。
+real-fits = 放得下：每个 GPU 用 { $peak }，容量 { $capacity }（{ $percent }%）
+real-oom = 显存溢出：每个 GPU 需要 { $peak }，而 { $gpu } 只有 { $capacity }
+real-summary = { $model }：{ $params }；能放下的最大 micro-batch：{ $max }；每个优化器步的 token 数：{ $tokens }（micro-batch { $micro } × 序列 { $seq } × 梯度累积 { $accum } × { $gpus } 个 GPU）
+real-params = { $all } 个参数
+real-params-trained = { $all } 个参数，其中训练 { $trained } 个
+real-offload = 卸载：每个 GPU 占用 { $host } 主机内存；每步经 PCIe 传输 { $pcie }
+real-per-gpu = 每个 GPU
+real-predicted = 预测
+real-source = 来源
+real-peak = 峰值
+real-sum = 总和：每个 GPU 上必须放得下的量
+real-mem-vs-micro = 显存与 micro-batch 大小
+real-capacity = GPU 容量
+real-max = 能放下的最大 micro-batch：{ $max }；从 micro-batch { $oom } 起显存溢出
+est-communication = 通信缓冲区
+est-cuda-context = CUDA 上下文
+est-fragmentation = 碎片余量
+explain-real = 与玩具模型相同的记账方式，用闭式公式套到真实模型上：参数、梯度、优化器状态和主权重取决于模型本身，以及它们如何存储和切分（ZeRO 把它们分摊到各个数据并行的 GPU 上）；激活值随 micro-batch × 序列长度增长（GPT 每层用 Korthikanti 等人的 sbh(34 + 5as/h)，LLaMA 的 SwiGLU、RMSNorm 和分组查询注意力逐个张量推导）；logits 随词表大小增长。在玩具模型自己的配置上，估算器逐个类别给出与计划完全相同的字节数。
+
+## 真实模型：每一行公式的出处
+
+src-params = 由架构精确计数（GPT-2：12Lh² + 13Lh + Vh + Th + 2h）
+src-zero = Rajbhandari 等 2020（ZeRO），§3：2Ψ + 2Ψ + KΨ，按阶段分摊到 N_d 个 GPU
+src-activations = Korthikanti 等 2022，§4：每层 sbh(34 + 5as/h)，逐个张量推导（GQA、SwiGLU、RMSNorm）
+src-logits = lm_head 的输出、为反向传播保存的 softmax（fp32：Korthikanti 的 4sbv）以及各个 loss
+src-logits-grad = logits 的梯度，在反向传播开始时与 softmax 同时存活
+src-input = micro-batch 的 token id 与标签（PyTorch 中为 int64）
+src-mlp-working-set = 最后一层 MLP 反向传播时存活的梯度：残差流的和 MLP 的
+src-working-set = 一层反向传播的工作集：它的残差流、注意力和 MLP 的梯度
+src-context = CUDA 上下文与已加载的内核：每个进程约 500 MiB（假设的典型值；请用 nvidia-smi 测量）
+src-workspace = cuBLAS 工作区，PyTorch 默认的 CUBLAS_WORKSPACE_CONFIG :4096:2:16:8（8.125 MiB），Hopper 上为 32 MiB（aten/src/ATen/cuda/CublasHandlePool.cpp）
+src-ddp = PyTorch DDP 的梯度桶：梯度的一份副本，除非 gradient_as_bucket_view=True（torch.nn.parallel.DistributedDataParallel 文档）
+src-zero-buckets = DeepSpeed ZeRO 的 reduce_bucket_size 与 allgather_bucket_size，默认各 5e8 个元素；第 3 阶段会收集一层的参数（并预取下一层）
+src-sp = 序列并行在列并行线性层之前，把一层的输入 all-gather 成完整序列（Korthikanti 等 2022，§4.2.2）
+src-fragmentation = 分配器碎片余量：假设为已分配字节的 5 %（预留减去已分配；玩具模型的分配器视图会实测它）
+src-offload = Ren 等 2021（ZeRO-Offload）：fp32 状态和梯度放在主机上，16 位权重和梯度每一步都经 PCIe 传输
+src-found-inf = 损失缩放器的溢出标志（found_inf），一个 u32
+src-freed = 在峰值前已释放，峰值在某一层的反向传播中（在 loss 处它们占 { $bytes }）；{ $logits }
+
+## 说法检验
+
+claim-holds = 成立
+claim-breaks = 不成立
+claim-verdict = 判定方法：{ $test }。
+
+## 控制面板：补充
+
+controls-heads = 头数
+preset-tiny = 微型
+preset-small = 小型
+preset-medium = 中型
+
+## 各个说法，估算器算出的数字作为参数（也用于 `oomlab estimate --claims`）
+
+claim-doubling = batch size 翻倍，显存增加 1.8–2.5 倍。
+claim-doubling-source = 种子文档（../shared/seed）
+claim-doubling-test = 每个比值 峰值(2b)/峰值(b)（b = 1、2、4、8）都在 [1.8, 2.5] 之内
+claim-doubling-finding = LLaMA-2 7B，bf16 混合精度，Adam，序列长度 4096：把 b 从 1、2、4、8 翻倍，峰值分别乘以 { $ratios } —— { $below ->
+        [yes] 每次都低于 2 倍
+       *[no] 达到或超过 2 倍
+    }（{ $count } 个中有 { $inside } 个在 1.8–2.5 之内），因为模型状态和固定开销不随 batch 增长；只有当激活值远远超过其余一切时，比值才接近 2。
+
+claim-seed-figures = LLaMA-2-7B 用 BF16 时，batch 64 占 38.2 GB，batch 128 占 89.7 GB（2.35 倍）。
+claim-seed-figures-source = 种子文档（../shared/seed）
+claim-seed-figures-test = batch 64 和 128 时的整个峰值（序列长度 512，取 bf16 混合精度与纯 bf16 中较小者）与文中数字相差不超过 ±{ $tolerance } %，二者之比与 2.35 相差不超过 ±{ $tolerance } %
+claim-seed-figures-finding = 用 Adam 全量训练它的 { $parameters } 个参数，序列长度 512：batch 64 时峰值为 { $at64 } GB，batch 128 时为 { $at128 } GB（×{ $ratio }）。仅模型状态在 bf16 混合精度下就占 { $mixed } GB（每个参数 16 字节），纯 bf16 下占 { $pure } GB。
+
+claim-zero-stages = ZeRO 第 0–3 阶段把 7.5 B 模型在 64 个 GPU 上的模型状态从 120 GB 降到 31.4、16.6 和 1.9 GB。
+claim-zero-stages-source = Rajbhandari 等 2020（ZeRO），图 1
+claim-zero-stages-test = 每个阶段每个 GPU 上的模型状态，按 7.5 B 参数缩放后，与图中数字相差不超过 0.05 GB（其舍入精度）
+claim-zero-stages-finding = 按 7.5 B 参数缩放：第 0–3 阶段每个 GPU 分别为 { $stages } GB（2Ψ + 2Ψ + 12Ψ，分片后）。
+
+claim-zero3-batch = 在 8×A100 上用 ZeRO-3，7B 模型每个 GPU 的 batch 从 2 提高到 16。
+claim-zero3-batch-source = 种子文档（../shared/seed）
+claim-zero3-batch-test = 不用 ZeRO 和在 8 个 GPU 上用 ZeRO-3 时能放下的最大 micro-batch，分别等于 2 和 16
+claim-zero3-batch-finding = LLaMA-2 7B，bf16 混合精度，Adam，序列长度 2048，A100 80 GB：不用 ZeRO 时{ $fits_without ->
+        [no] 连 micro-batch 1 都放不下
+       *[yes] 最大 micro-batch 为 { $without }
+    }；在 8 个 GPU 上用 ZeRO-3 时最大 micro-batch 为 { $with }，每个块设梯度检查点时为 { $with_checkpointing }。收益是真的，但它来自把 { $states } GB 的模型状态分片，而能用的 batch 取决于序列长度和梯度检查点。
+
+claim-qlora = 用 LoRA/QLoRA，7B 模型能在一块 A100 80G 上以 batch 64 训练，约占 12 GB。
+claim-qlora-source = 种子文档（../shared/seed）
+claim-qlora-test = batch 64、序列长度 512 时的峰值（用或不用梯度检查点，取较小者）不超过 12 GB + { $tolerance } %
+claim-qlora-finding = QLoRA（4 位量化基座，每个投影上都有秩 16 的适配器），序列长度 512：batch 1 时 { $at1 } GB，batch 64 时 { $at64 } GB（每个块设梯度检查点时 { $at64_checkpointed } GB）。冻结的 4 位基座很小（{ $base } GB），但激活值仍随 batch 增长。
+
+claim-korthikanti = 16 位训练中，一层 GPT 保存 sbh(34 + 5as/h) 字节的激活值。
+claim-korthikanti-source = Korthikanti 等 2022，§4.1
+claim-korthikanti-test = 一层的激活值（2 层减 1 层）等于论文公式加上 LayerNorm 统计量，精确到字节
+claim-korthikanti-finding = GPT-2 XL，b 4，s 1024：估算器算出一层保存 { $layer } —— 即论文的 { $paper }，加上论文略去的 { $statistics } LayerNorm 统计量。5as/h 这一项（这里为 { $attention }）就是注意力矩阵：融合注意力会去掉它。
+
+claim-offload = ZeRO-Offload 把优化器移到 CPU 上，需要快速的 PCIe 链路（至少 32 GB/s）。
+claim-offload-source = 种子文档（../shared/seed）；Ren 等 2021
+claim-offload-test = GPU 显存下降，并且在 32 GB/s 下，一步的 PCIe 传输用时不超过它在 A100 的 312 TFLOP/s（bf16 稠密）下的计算时间，micro-batch 为 1
+claim-offload-finding = LLaMA-2 7B，一块 A100 80 GB，序列长度 2048，micro-batch 1：之前 GPU 上 { $before } GB，之后 { $after } GB，主机内存中 { $host } GB。每一步经 PCIe 传输 { $pcie } GB：在 32 GB/s 下用时 { $pcie_secs } s，而按 GPU 峰值算力计算只需 { $compute_secs } s —— 要把传输藏在计算之后，需要 { $needed } GB/s，或者在 32 GB/s 下使用 micro-batch { $hides_from } 及以上。

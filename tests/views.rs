@@ -9,6 +9,7 @@ use egui_kittest::kittest::Queryable;
 use oomlab::app::settings::Settings;
 use oomlab::app::views::{self, Source, Suggestion, SweepSeries};
 use oomlab::app::{OomlabApp, SWEEP_BATCHES};
+use oomlab::i18n::{Catalog, Lang};
 use oomlab::memory::device::{DeviceAllocation, DeviceBlock, DeviceFigures, DeviceMemory, DriverReport, segment_label};
 use oomlab::memory::{StepMemory, simulate, simulate_peak};
 use oomlab::model::{ModelConfig, StepShape};
@@ -65,15 +66,16 @@ fn device_for(memory: &StepMemory) -> DeviceMemory {
 
 #[test]
 fn breakdown_shows_every_category_from_every_source() {
+    let en = Catalog::new(Lang::En);
     let plan = toy_plan(16);
     let predicted = simulate(&plan, 1 << 30).expect("fits");
     let allocator = predicted.clone();
     let device = device_for(&allocator);
     let figures = DeviceFigures::Reported(device.clone());
     xdg();
-    let mut harness = Harness::new_ui(|ui| views::breakdown(ui, Some(&allocator), &predicted, &figures));
+    let mut harness = Harness::new_ui(|ui| views::breakdown(ui, &en, Some(&allocator), &predicted, &figures));
     harness.get_by_label("activations");
-    harness.get_by_label("optimizer_state");
+    harness.get_by_label("optimizer state");
     harness.get_by_label("predicted (plan)");
     harness.get_by_label("allocator (live)");
     harness.get_by_label("device (driver report)");
@@ -94,24 +96,25 @@ fn breakdown_shows_every_category_from_every_source() {
     snapshot(&mut harness, "breakdown");
     // In the browser there is no report, and the view says why instead of a number.
     let browser = DeviceFigures::NotReported { reason: oomlab::memory::device::NOT_REPORTED_BROWSER.into() };
-    let harness = Harness::new_ui(|ui| views::breakdown(ui, Some(&allocator), &predicted, &browser));
+    let harness = Harness::new_ui(|ui| views::breakdown(ui, &en, Some(&allocator), &predicted, &browser));
     harness.get_by_label_contains("Device: the browser reports none: WebGPU exposes no memory figures");
     assert!(harness.query_by_label_contains("driver's own rounding").is_none());
     // A native backend without an allocator report says so too.
     let none = DeviceFigures::NotReported { reason: oomlab::memory::device::NOT_REPORTED_BACKEND.into() };
-    let harness = Harness::new_ui(|ui| views::breakdown(ui, Some(&allocator), &predicted, &none));
+    let harness = Harness::new_ui(|ui| views::breakdown(ui, &en, Some(&allocator), &predicted, &none));
     harness.get_by_label_contains("Device: not reported by this backend");
 }
 
 #[test]
 fn timeline_marks_the_peak_and_lists_live_tensors() {
+    let en = Catalog::new(Lang::En);
     let plan = toy_plan(8);
     let memory = simulate(&plan, 1 << 30).expect("fits");
     let mut scrub = memory.peak_index;
     xdg();
     let mut harness = Harness::builder()
         .with_size([900.0, 560.0])
-        .build_ui(|ui| views::timeline(ui, &plan, &memory, Source::Predicted, &mut scrub));
+        .build_ui(|ui| views::timeline(ui, &en, &plan, &memory, Source::Predicted, &mut scrub));
     let peak_text = format!("Peak {}", format_bytes(memory.peak_allocated_bytes()));
     harness.get_by_label_contains(&peak_text);
     harness.get_by_label_contains("over one step, predicted (plan)");
@@ -123,6 +126,7 @@ fn timeline_marks_the_peak_and_lists_live_tensors() {
 
 #[test]
 fn sweep_names_the_largest_batch_that_fits_and_the_first_oom() {
+    let en = Catalog::new(Lang::En);
     let budget = 32 << 20;
     let points = SWEEP_BATCHES
         .iter()
@@ -134,21 +138,23 @@ fn sweep_names_the_largest_batch_that_fits_and_the_first_oom() {
     let first_oom = series[0].first_oom().expect("some batch does not");
     assert!(largest < first_oom);
     xdg();
-    let mut harness =
-        Harness::builder().with_size([900.0, 400.0]).build_ui(|ui| views::sweep_chart(ui, &series, budget, 16));
+    let mut harness = Harness::builder()
+        .with_size([900.0, 400.0])
+        .build_ui(|ui| views::sweep_chart(ui, &en, &series, &[], budget, 16));
     harness.get_by_label_contains(&format!("largest batch that fits {largest}; out of memory from batch {first_oom}"));
     snapshot(&mut harness, "sweep");
 }
 
 #[test]
 fn allocator_map_summarises_segments_at_the_peak() {
+    let en = Catalog::new(Lang::En);
     let plan = toy_plan(16);
     let memory = simulate(&plan, 1 << 30).expect("fits");
     let point = memory.timeline[memory.peak_index].clone();
     xdg();
     let mut harness = Harness::builder()
         .with_size([900.0, 200.0])
-        .build_ui(|ui| views::allocator_map(ui, &plan, &memory, point.op, None));
+        .build_ui(|ui| views::allocator_map(ui, &en, &plan, &memory, point.op, None));
     harness.get_by_label_contains(&format!("{} reserved", format_bytes(point.reserved_bytes)));
     harness.get_by_label_contains(&format!("{} allocated", format_bytes(point.allocated_bytes)));
     harness.get_by_label_contains("largest free block");
@@ -158,24 +164,26 @@ fn allocator_map_summarises_segments_at_the_peak() {
 /// With a driver report after a real step, its memory blocks are drawn under the segments.
 #[test]
 fn allocator_map_draws_the_drivers_blocks() {
+    let en = Catalog::new(Lang::En);
     let plan = toy_plan(16);
     let memory = simulate(&plan, 1 << 30).expect("fits");
     xdg();
     let device = device_for(&memory);
     let mut harness = Harness::builder()
         .with_size([900.0, 300.0])
-        .build_ui(|ui| views::allocator_map(ui, &plan, &memory, None, Some(&device)));
+        .build_ui(|ui| views::allocator_map(ui, &en, &plan, &memory, None, Some(&device)));
     harness.get_by_label_contains("device (driver report): 1 memory block(s) of 64.00 MiB");
     snapshot(&mut harness, "allocator_map_device");
 }
 
 #[test]
 fn oom_panel_explains_and_offers_suggestions() {
+    let en = Catalog::new(Lang::En);
     let plan = toy_plan(64);
     let oom = simulate(&plan, 8 << 20).expect_err("does not fit 8 MiB");
     let mut clicked = None;
     let mut harness = Harness::new_ui(|ui| {
-        if let Some(s) = views::oom_panel(ui, &oom, &[Suggestion::Checkpointing, Suggestion::SmallerBatch]) {
+        if let Some(s) = views::oom_panel(ui, &en, &oom, &[Suggestion::Checkpointing, Suggestion::SmallerBatch]) {
             clicked = Some(s);
         }
     });
@@ -185,7 +193,7 @@ fn oom_panel_explains_and_offers_suggestions() {
     xdg();
     harness.fit_contents();
     snapshot(&mut harness, "oom_panel");
-    harness.get_by_label(Suggestion::Checkpointing.label()).click();
+    harness.get_by_label(&Suggestion::Checkpointing.label(&Catalog::new(Lang::En))).click();
     harness.run();
     drop(harness);
     assert_eq!(clicked, Some(Suggestion::Checkpointing));
@@ -200,7 +208,7 @@ fn the_app_runs_a_step_and_a_suggestion_applies() {
         .build_ui_state(|ui, app: &mut OomlabApp| app.show(ui), OomlabApp::headless(settings));
     harness.run();
     harness.get_by_label("Out of memory");
-    harness.get_by_label(Suggestion::Checkpointing.label()).click();
+    harness.get_by_label(&Suggestion::Checkpointing.label(&Catalog::new(Lang::En))).click();
     harness.run();
     assert_eq!(harness.state().settings.checkpoint, Checkpoint::BLOCKS);
 
@@ -310,12 +318,13 @@ fn exports_carry_the_same_numbers() {
 /// precision) as multiples of the trainable weights.
 #[test]
 fn model_state_lists_each_optimizer_state() {
+    let en = Catalog::new(Lang::En);
     let t = oomlab::plan::Techniques { precision: oomlab::plan::Precision::Bf16, ..Default::default() };
     let plan =
         Plan::build_with(&ModelConfig::toy(58), StepShape { batch: 4, seq: 64 }, &OptimizerConfig::default(), &t)
             .expect("plan");
     xdg();
-    let mut harness = Harness::new_ui(|ui| views::model_state(ui, &plan));
+    let mut harness = Harness::new_ui(|ui| views::model_state(ui, &en, &plan));
     harness.get_by_label("adam_m");
     harness.get_by_label("adam_v");
     harness.get_by_label("master_weights");
@@ -355,8 +364,10 @@ fn real_models_view_estimates_and_checks_claims() {
     assert!(e.fits());
     harness.get_by_label_contains(&format!("fits: {} of", format_bytes(e.peak_bytes)));
     harness.get_by_label_contains("LLaMA-2 7B: 6,738,415,616 parameters");
+    let en = Catalog::new(Lang::En);
     for l in &e.lines {
-        assert!(harness.query_all_by_label(l.category).count() >= 1, "{}", l.category);
+        let name = oomlab::app::real::line_name(&en, l.category);
+        assert!(harness.query_all_by_label(&name).count() >= 1, "{name}");
     }
     assert!(harness.query_all_by_label_contains("Korthikanti et al. 2022").count() >= 2, "the source and the claim");
     harness.get_by_label("Doubling the batch size raises memory 1.8–2.5×.");
@@ -366,10 +377,11 @@ fn real_models_view_estimates_and_checks_claims() {
     let real = oomlab::app::real::RealSettings::default();
     let derived = oomlab::app::real::RealDerived::new(&real);
     let mut table =
-        Harness::builder().with_size([1100.0, 700.0]).build_ui(|ui| oomlab::app::real::view(ui, &real, &derived));
+        Harness::builder().with_size([1100.0, 700.0]).build_ui(|ui| oomlab::app::real::view(ui, &en, &real, &derived));
     table.run();
     for l in &e.lines {
-        assert!(table.query_all_by_label(l.category).count() >= 1, "{}", l.category);
+        let name = oomlab::app::real::line_name(&en, l.category);
+        assert!(table.query_all_by_label(&name).count() >= 1, "{name}");
         assert!(table.query_all_by_label(&format_bytes(l.bytes)).count() >= 1, "{} bytes", l.category);
     }
     table.get_by_label(&format_bytes(e.peak_bytes));
@@ -403,7 +415,6 @@ fn real_models_view_estimates_and_checks_claims() {
 /// the CJK font, keeps its settings, and switches back.
 #[test]
 fn the_app_switches_to_chinese_and_back() {
-    use oomlab::i18n::Lang;
     xdg();
     let settings = Settings { batch: 3, ..Settings::default() };
     let mut harness = Harness::builder()
@@ -427,7 +438,7 @@ fn the_app_switches_to_chinese_and_back() {
     assert_eq!(harness.state().settings, settings, "switching language keeps the settings");
     harness.get_by_label("真实模型").click();
     harness.run();
-    harness.get_by_label_contains("LLaMA-2 7B: 6,738,415,616 parameters");
+    harness.get_by_label_contains("LLaMA-2 7B：6,738,415,616 个参数");
     snapshot(&mut harness, "app_zh");
     harness.state_mut().set_lang(Lang::En);
     harness.run();

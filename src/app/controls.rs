@@ -45,7 +45,8 @@ impl OomlabApp {
         ui.horizontal(|ui| {
             ui.label(tr("controls-model"));
             for p in Preset::ALL {
-                if ui.selectable_label(s.preset == p && s.dims == p.dims(), p.name()).clicked() {
+                let name = tr(&format!("preset-{}", p.name()));
+                if ui.selectable_label(s.preset == p && s.dims == p.dims(), name).clicked() {
                     s.preset = p;
                     s.dims = p.dims();
                     s.seq = s.seq.min(s.dims.max_seq).max(1);
@@ -58,7 +59,9 @@ impl OomlabApp {
         ui.horizontal(|ui| {
             ui.add(egui::DragValue::new(&mut s.dims.d_model).range(8..=1024).prefix("d "));
             ui.add(egui::DragValue::new(&mut s.dims.n_layers).range(1..=24).prefix("L "));
-            ui.add(egui::DragValue::new(&mut s.dims.n_heads).range(1..=32).prefix("heads "));
+            ui.add(
+                egui::DragValue::new(&mut s.dims.n_heads).range(1..=32).prefix(format!("{} ", tr("controls-heads"))),
+            );
         });
         let vocab = self.dataset.tokenizer.vocab_size();
         let params = s.model(vocab).num_parameters();
@@ -78,27 +81,34 @@ impl OomlabApp {
         }
         ui.separator();
         ui.heading(tr("controls-techniques"));
-        egui::ComboBox::from_label(tr("controls-checkpointing")).selected_text(s.checkpoint.label()).show_ui(
-            ui,
-            |ui| {
-                let l = s.dims.n_layers;
-                ui.selectable_value(&mut s.checkpoint, Checkpoint::Off, tr("checkpoint-off"));
-                ui.selectable_value(&mut s.checkpoint, Checkpoint::BLOCKS, tr("checkpoint-every-block"));
-                let k = Checkpoint::default_every(l);
-                ui.selectable_value(
-                    &mut s.checkpoint,
-                    Checkpoint::Every(k),
-                    self.catalog.format("checkpoint-every-k", &[("k", (k as f64).into())]),
-                );
-                ui.selectable_value(&mut s.checkpoint, Checkpoint::Selective, tr("checkpoint-selective"));
-            },
-        );
+        let checkpoint = match s.checkpoint {
+            Checkpoint::Off => tr("checkpoint-off"),
+            Checkpoint::Every(1) => tr("checkpoint-every-block"),
+            Checkpoint::Every(k) => self.catalog.format("checkpoint-every-k", &[("k", (k as f64).into())]),
+            Checkpoint::Selective => tr("checkpoint-selective"),
+        };
+        egui::ComboBox::from_label(tr("controls-checkpointing")).selected_text(checkpoint).show_ui(ui, |ui| {
+            let l = s.dims.n_layers;
+            ui.selectable_value(&mut s.checkpoint, Checkpoint::Off, tr("checkpoint-off"));
+            ui.selectable_value(&mut s.checkpoint, Checkpoint::BLOCKS, tr("checkpoint-every-block"));
+            let k = Checkpoint::default_every(l);
+            ui.selectable_value(
+                &mut s.checkpoint,
+                Checkpoint::Every(k),
+                self.catalog.format("checkpoint-every-k", &[("k", (k as f64).into())]),
+            );
+            ui.selectable_value(&mut s.checkpoint, Checkpoint::Selective, tr("checkpoint-selective"));
+        });
         egui::ComboBox::from_label(tr("controls-precision")).selected_text(s.precision.name()).show_ui(ui, |ui| {
             for p in [Precision::Fp32, Precision::Fp16, Precision::Bf16] {
                 ui.selectable_value(&mut s.precision, p, p.name());
             }
         });
-        egui::ComboBox::from_label(tr("controls-attention")).selected_text(s.attention.name()).show_ui(ui, |ui| {
+        let attention = match s.attention {
+            AttentionKind::Standard => tr("attention-standard"),
+            AttentionKind::Fused => tr("attention-fused"),
+        };
+        egui::ComboBox::from_label(tr("controls-attention")).selected_text(attention).show_ui(ui, |ui| {
             ui.selectable_value(&mut s.attention, AttentionKind::Standard, tr("attention-standard"));
             ui.selectable_value(&mut s.attention, AttentionKind::Fused, tr("attention-fused"));
         });

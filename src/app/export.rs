@@ -15,15 +15,16 @@ pub fn sweep_csv(series: &[SweepSeries]) -> String {
 }
 
 /// The step's timeline (bytes per category at every op) and the allocator's segments and
-/// blocks at op `op`, as JSON.
+/// blocks at op `op`, as JSON — in English whatever the app shows, like the CLI's JSON.
 pub fn step_json(plan: &Plan, memory: &StepMemory, source: Source, op: Option<usize>) -> String {
+    let en = crate::i18n::Catalog::new(crate::i18n::Lang::En);
     let timeline: Vec<serde_json::Value> = memory
         .timeline
         .iter()
         .map(|p| {
             json!({
                 "op": p.op,
-                "label": op_label(plan, p.op),
+                "label": op_label(&en, plan, p.op),
                 "allocated": p.allocated,
                 "allocated_bytes": p.allocated_bytes,
                 "reserved_bytes": p.reserved_bytes,
@@ -50,12 +51,12 @@ pub fn step_json(plan: &Plan, memory: &StepMemory, source: Source, op: Option<us
         })
         .collect();
     let doc = json!({
-        "source": source.word(),
+        "source": source.word(&en),
         "peak_index": memory.peak_index,
         "peak_allocated_bytes": memory.peak_allocated_bytes(),
         "peak_reserved_bytes": memory.peak_reserved_bytes(),
         "timeline": timeline,
-        "allocator": {"at_op": op, "label": op_label(plan, op), "segments": segments},
+        "allocator": {"at_op": op, "label": op_label(&en, plan, op), "segments": segments},
         "stats": memory.stats,
     });
     serde_json::to_string_pretty(&doc).unwrap_or_default()

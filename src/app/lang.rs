@@ -94,7 +94,7 @@ impl OomlabApp {
                 }
                 Some(Err(e)) => {
                     log::warn!("oomlab: Chinese font not fetched: {e}");
-                    self.notices.push(format!("The Chinese font could not be loaded ({e}); staying in English."));
+                    self.notices.push(super::Notice::msg("notice-font-failed", &[("error", e)]));
                     self.cjk = CjkFont::Failed;
                     self.pending_lang = None;
                 }
@@ -184,7 +184,7 @@ impl OomlabApp {
             .response
             .on_hover_text(self.tr("language"));
         if self.pending_lang.is_some() {
-            ui.label("Loading the Chinese font…");
+            ui.label(self.tr("font-loading"));
         }
         if lang != self.pending_lang.unwrap_or(self.lang()) {
             self.set_lang(lang);

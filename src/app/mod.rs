@@ -6,7 +6,6 @@
 
 mod controls;
 mod derived;
-pub mod explain;
 pub mod export;
 pub mod fonts;
 mod lang;
@@ -23,13 +22,11 @@ use crate::backend::gpu::GpuContext;
 use crate::data::Dataset;
 use crate::memory::device::DeviceFigures;
 use crate::memory::{StepMemory, StepOom};
-use crate::units::format_bytes;
 use settings::Settings;
 use views::Source;
 
 use derived::shown_memory;
 pub use derived::{Derived, SWEEP_BATCHES};
-pub use explain::{EXPLAIN_ALLOCATOR, EXPLAIN_BREAKDOWN, EXPLAIN_SWEEP, EXPLAIN_TIMELINE};
 use session::Compute;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -51,7 +48,7 @@ pub struct OomlabApp {
     compute: Compute,
     /// "gpu (…)" or "cpu (reference)".
     backend: String,
-    notices: Vec<String>,
+    notices: Vec<Notice>,
     training: bool,
     /// A step was asked for and waits for the executor.
     queued_step: bool,
@@ -106,7 +103,7 @@ impl OomlabApp {
             if Settings::url_hash_carries_settings(&hash) {
                 settings = s;
             }
-            notices.extend(notice);
+            notices.extend(notice.map(Notice::Text));
         }
         let (compute, backend) = match cc.wgpu_render_state.as_ref().map(Self::gpu) {
             Some(Ok(g)) => g,
@@ -114,18 +111,14 @@ impl OomlabApp {
                 let webgl =
                     cc.wgpu_render_state.as_ref().is_some_and(|rs| rs.adapter.get_info().backend == wgpu::Backend::Gl);
                 notices.push(if webgl {
-                    "This browser offers no WebGPU (WebGL only): steps run on the CPU backend, same plan, same numbers."
-                        .to_string()
+                    Notice::msg("notice-webgl", &[])
                 } else {
-                    format!("GPU compute is unavailable ({e}); steps run on the CPU backend instead.")
+                    Notice::msg("notice-no-gpu", &[("error", e.to_string())])
                 });
                 (Compute::Cpu { exec: None }, "cpu (reference)".to_string())
             }
             None => {
-                notices.push(
-                    "This browser offers no WebGPU (WebGL only): steps run on the CPU backend, same plan, same numbers."
-                        .into(),
-                );
+                notices.push(Notice::msg("notice-webgl", &[]));
                 (Compute::Cpu { exec: None }, "cpu (reference)".to_string())
             }
         };
@@ -145,7 +138,7 @@ impl OomlabApp {
         app
     }
 
-    fn with(settings: Settings, dataset: Dataset, compute: Compute, backend: String, notices: Vec<String>) -> Self {
+    fn with(settings: Settings, dataset: Dataset, compute: Compute, backend: String, notices: Vec<Notice>) -> Self {
         let derived = Derived::new(&settings, dataset.tokenizer.vocab_size());
         Self {
             real: real::RealDerived::new(&settings.real),
@@ -165,7 +158,7 @@ impl OomlabApp {
             step_secs: Vec::new(),
             step_started: None,
             measured: None,
-            device: DeviceFigures::NotReported { reason: "no step has run yet".into() },
+            device: DeviceFigures::NotReported { reason: crate::memory::device::NOT_REPORTED_YET.into() },
             oom: None,
             error: None,
             tab: Tab::Timeline,
@@ -238,7 +231,7 @@ impl OomlabApp {
                 self.language_switch(ui);
             });
             for n in &self.notices {
-                ui.colored_label(Color32::from_rgb(230, 160, 0), n);
+                ui.colored_label(Color32::from_rgb(230, 160, 0), n.text(&self.catalog));
             }
             let step = self.run_buttons(ui);
             self.drive(now, step);
@@ -268,15 +261,15 @@ impl OomlabApp {
             );
         }
         ui.horizontal(|ui| {
-            ui.label("Export:");
-            if ui.button("sweep CSV").clicked() {
+            ui.label(self.tr("main-export"));
+            if ui.button(self.tr("export-sweep-csv")).clicked() {
                 let csv = export::sweep_csv(&self.derived.sweep);
                 self.status = Some(
                     export::save(self.export_dir.as_deref(), "oomlab-sweep.csv", csv.as_bytes(), "text/csv")
                         .unwrap_or_else(|e| e),
                 );
             }
-            if ui.button("timeline + allocator JSON").clicked()
+            if ui.button(self.tr("export-step-json")).clicked()
                 && let (Ok(plan), Some((m, source))) = (&self.derived.plan, self.shown_memory())
             {
                 let op = m.timeline.get(self.scrub).and_then(|p| p.op);
@@ -287,7 +280,7 @@ impl OomlabApp {
                 );
             }
             if self.tab == Tab::RealModels
-                && ui.button("estimate JSON").clicked()
+                && ui.button(self.tr("export-estimate-json")).clicked()
                 && let (Ok(setup), Some(e)) = (&self.real.setup, &self.real.estimate)
             {
                 let json =
@@ -304,7 +297,7 @@ impl OomlabApp {
                     .unwrap_or_else(|e| e),
                 );
             }
-            if ui.button("window PNG").clicked() {
+            if ui.button(self.tr("export-png")).clicked() {
                 let slot = self.screenshot.clone();
                 let ctx = ui.ctx().clone();
                 ui.ctx().request_screenshot(move |image| {
@@ -343,58 +336,62 @@ impl OomlabApp {
 
     /// The large-model estimator's page: its own setup (the controls on the left are the toy's).
     fn real_models(&mut self, ui: &mut egui::Ui) {
-        ui.heading("Real models on real GPUs");
-        real::controls(ui, &mut self.settings.real);
+        let t = &self.catalog;
+        ui.heading(t.text("main-real-heading"));
+        real::controls(ui, t, &mut self.settings.real);
         ui.separator();
-        real::view(ui, &self.settings.real, &self.real);
-        views::explain(ui, "why_real", real::EXPLAIN_REAL);
-        egui::CollapsingHeader::new("Claims, checked against the estimator").id_salt("claims").default_open(true).show(
-            ui,
-            |ui| {
-                let claims = self
-                    .claims
-                    .get_or_insert_with(|| crate::memory::estimate::claims::claims().map_err(|e| e.to_string()));
-                real::claims_view(ui, claims);
-            },
-        );
+        real::view(ui, t, &self.settings.real, &self.real);
+        views::explain(ui, t, "explain-real");
+        egui::CollapsingHeader::new(t.text("main-claims")).id_salt("claims").default_open(true).show(ui, |ui| {
+            let claims =
+                self.claims.get_or_insert_with(|| crate::memory::estimate::claims::claims().map_err(|e| e.to_string()));
+            real::claims_view(ui, t, claims);
+        });
     }
 
     fn toy_views(&mut self, ui: &mut egui::Ui) {
         let plan = match &self.derived.plan {
             Ok(p) => Arc::clone(p),
             Err(e) => {
-                ui.colored_label(Color32::RED, format!("This setup cannot be built: {e}"));
+                ui.colored_label(
+                    Color32::RED,
+                    self.catalog.format("main-cannot-build", &[("error", e.as_str().into())]),
+                );
                 return;
             }
         };
-        ui.label(format!(
-            "{} · batch {} ({} × {} micro-batches) × sequence {} · budget {}",
-            self.settings.techniques().describe(),
-            self.settings.batch,
-            plan.shape.batch,
-            self.settings.accum,
-            self.settings.seq,
-            format_bytes(self.settings.budget_bytes)
+        let t = &self.catalog;
+        ui.label(t.format(
+            "main-baseline",
+            &[
+                ("name", views::describe(t, &self.settings.techniques()).into()),
+                ("batch", self.settings.batch.to_string().into()),
+                ("micro", plan.shape.batch.to_string().into()),
+                ("accum", self.settings.accum.to_string().into()),
+                ("seq", self.settings.seq.to_string().into()),
+                ("budget", views::size(t, self.settings.budget_bytes).into()),
+            ],
         ));
         let oom = self.oom.clone().or_else(|| self.derived.predicted.as_ref().and_then(|p| p.as_ref().err()).cloned());
         if let Some(oom) = oom {
             ui.group(|ui| {
-                if let Some(s) = views::oom_panel(ui, &oom, &self.suggestions()) {
+                if let Some(s) = views::oom_panel(ui, &self.catalog, &oom, &self.suggestions()) {
                     self.apply_suggestion(s);
                 }
                 if self.oom.is_none() {
-                    ui.label(RichText::new("(predicted by the plan; a real step would fail the same way)").small());
+                    ui.label(RichText::new(self.tr("main-oom-predicted")).small());
                 }
             });
         }
-        ui.heading("At the peak");
+        let t = &self.catalog;
+        ui.heading(t.text("main-at-peak"));
         if let Some(Ok(predicted)) = &self.derived.predicted {
-            views::breakdown(ui, self.measured.as_ref(), predicted, &self.device);
+            views::breakdown(ui, t, self.measured.as_ref(), predicted, &self.device);
         }
-        egui::CollapsingHeader::new("Model state, tensor by tensor").id_salt("model_state").show(ui, |ui| {
-            views::model_state(ui, &plan);
+        egui::CollapsingHeader::new(t.text("main-model-state")).id_salt("model_state").show(ui, |ui| {
+            views::model_state(ui, t, &plan);
         });
-        views::explain(ui, "why_breakdown", EXPLAIN_BREAKDOWN);
+        views::explain(ui, t, "explain-breakdown");
         ui.separator();
         // Borrowed field by field (the scrubber is mutated while the memory is drawn).
         let shown = shown_memory(&self.measured, &self.derived.predicted);
@@ -405,25 +402,59 @@ impl OomlabApp {
         match self.tab {
             Tab::Timeline => {
                 if let Some(m) = memory {
-                    views::timeline(ui, &plan, m, source, &mut self.scrub);
+                    views::timeline(ui, t, &plan, m, source, &mut self.scrub);
                 }
-                views::explain(ui, "why_timeline", EXPLAIN_TIMELINE);
+                views::explain(ui, t, "explain-timeline");
             }
             Tab::Sweep => {
-                views::sweep_chart(ui, &self.derived.sweep, self.settings.budget_bytes, self.settings.batch);
-                views::explain(ui, "why_sweep", EXPLAIN_SWEEP);
+                let names: Vec<String> = std::iter::once(t.text("tech-this-setup"))
+                    .chain(self.settings.overlays.iter().map(|o| views::describe(t, o)))
+                    .collect();
+                let (budget, batch) = (self.settings.budget_bytes, self.settings.batch);
+                views::sweep_chart(ui, t, &self.derived.sweep, &names, budget, batch);
+                views::explain(ui, t, "explain-sweep");
             }
             Tab::Allocator => {
                 if let Some(m) = memory {
                     let op = m.timeline.get(self.scrub.min(m.timeline.len().saturating_sub(1))).and_then(|p| p.op);
                     // The driver's blocks describe the end of the last real step.
                     let device = (source == Source::Allocator).then(|| self.device.reported()).flatten();
-                    views::allocator_map(ui, &plan, m, op, device);
+                    views::allocator_map(ui, t, &plan, m, op, device);
                 }
-                views::explain(ui, "why_allocator", EXPLAIN_ALLOCATOR);
+                views::explain(ui, t, "explain-allocator");
             }
-            Tab::Training => views::training(ui, &self.losses, &self.step_secs),
+            Tab::Training => views::training(ui, t, &self.losses, &self.step_secs),
             Tab::RealModels => {}
+        }
+    }
+}
+
+/// A line above the views: a catalog message with its arguments, shown in the reader's language
+/// (switching language re-words it), or text that came in already worded (a link's problem).
+#[derive(Clone, Debug)]
+pub(crate) enum Notice {
+    Message {
+        key: &'static str,
+        args: Vec<(&'static str, String)>,
+    },
+    /// A shared link's problem (web only), in English: it carries serde's own words.
+    #[cfg_attr(not(target_arch = "wasm32"), allow(dead_code))]
+    Text(String),
+}
+
+impl Notice {
+    pub(crate) fn msg(key: &'static str, args: &[(&'static str, String)]) -> Self {
+        Notice::Message { key, args: args.to_vec() }
+    }
+
+    fn text(&self, t: &crate::i18n::Catalog) -> String {
+        match self {
+            Notice::Message { key, args } => {
+                let args: Vec<(&str, fluent_bundle::FluentValue<'_>)> =
+                    args.iter().map(|(k, v)| (*k, v.as_str().into())).collect();
+                t.format(key, &args)
+            }
+            Notice::Text(s) => s.clone(),
         }
     }
 }

@@ -5,12 +5,15 @@
 use egui::{Color32, RichText, Ui};
 use serde::{Deserialize, Serialize};
 
-use super::views::{BatchChart, batch_chart, category_color, swatch};
+use super::views::{BatchChart, batch_chart, category_color, category_name, size, swatch};
+use crate::i18n::Catalog;
 use crate::memory::estimate::{
-    self, Adapters, Estimate, Mlp, Norm, Optimizer, Parallel, Setup, StatePrecision, claims::Claim, presets,
+    self, Adapters, Estimate, Mlp, Norm, Optimizer, Parallel, Setup, StatePrecision,
+    claims::{Claim, Part},
+    presets,
 };
 use crate::plan::{AttentionKind, Category, Checkpoint};
-use crate::units::{format_bytes, group_digits};
+use crate::units::group_digits;
 
 /// The real-model view's settings: the estimator's own [`Setup`] (part of
 /// [`super::settings::Settings`], so it persists and travels in a shared link).
@@ -103,27 +106,32 @@ pub fn estimate_color(name: &str) -> Color32 {
 const GIB: f64 = (1u64 << 30) as f64;
 
 /// The controls. Returns nothing: the caller notices the settings changed.
-pub fn controls(ui: &mut Ui, s: &mut RealSettings) {
+pub fn controls(ui: &mut Ui, t: &Catalog, s: &mut RealSettings) {
     let s = &mut s.0;
+    // A DragValue's prefix: the label and a space.
+    let prefix = |key: &str| format!("{} ", t.text(key));
     ui.horizontal_wrapped(|ui| {
-        egui::ComboBox::new("real_model", "model").selected_text(s.arch.name.clone()).show_ui(ui, |ui| {
-            for (_, arch) in presets::models() {
-                if ui.selectable_label(s.arch == arch, arch.name.clone()).clicked() {
-                    if arch.positions > 0 {
-                        s.seq = s.seq.min(arch.positions);
+        egui::ComboBox::new("real_model", t.text("real-model")).selected_text(model_name(t, &s.arch.name)).show_ui(
+            ui,
+            |ui| {
+                for (_, arch) in presets::models() {
+                    if ui.selectable_label(s.arch == arch, arch.name.clone()).clicked() {
+                        if arch.positions > 0 {
+                            s.seq = s.seq.min(arch.positions);
+                        }
+                        s.arch = arch;
                     }
-                    s.arch = arch;
                 }
-            }
-        });
+            },
+        );
         let presets = presets::gpus();
         let custom = !presets.iter().any(|(_, g)| *g == s.gpu);
-        egui::ComboBox::new("real_gpu", "GPU").selected_text(s.gpu.name.clone()).show_ui(ui, |ui| {
+        egui::ComboBox::new("real_gpu", t.text("real-gpu")).selected_text(s.gpu.name.clone()).show_ui(ui, |ui| {
             for (_, gpu) in presets {
                 let name = gpu.name.clone();
                 ui.selectable_value(&mut s.gpu, gpu, name);
             }
-            if ui.selectable_label(custom, "custom size").clicked() && !custom {
+            if ui.selectable_label(custom, t.text("real-custom-size")).clicked() && !custom {
                 s.gpu = presets::custom_gpu(s.gpu.memory_bytes);
             }
         });
@@ -134,169 +142,207 @@ pub fn controls(ui: &mut Ui, s: &mut RealSettings) {
             }
         }
     });
-    egui::CollapsingHeader::new(format!(
-        "architecture: h {}, L {}, heads {} (kv {}), f {}, V {}",
-        s.arch.hidden, s.arch.layers, s.arch.heads, s.arch.kv_heads, s.arch.ffn, s.arch.vocab
-    ))
-    .id_salt("real_arch")
-    .show(ui, |ui| {
+    let a = &s.arch;
+    let heading = t.format(
+        "real-architecture",
+        &[
+            ("h", a.hidden.to_string().into()),
+            ("l", a.layers.to_string().into()),
+            ("heads", a.heads.to_string().into()),
+            ("kv", a.kv_heads.to_string().into()),
+            ("f", a.ffn.to_string().into()),
+            ("v", a.vocab.to_string().into()),
+        ],
+    );
+    egui::CollapsingHeader::new(heading).id_salt("real_arch").show(ui, |ui| {
         let before = s.arch.clone();
         ui.horizontal_wrapped(|ui| {
-            ui.add(egui::DragValue::new(&mut s.arch.hidden).range(1..=65536).prefix("hidden "));
-            ui.add(egui::DragValue::new(&mut s.arch.layers).range(1..=512).prefix("layers "));
-            ui.add(egui::DragValue::new(&mut s.arch.heads).range(1..=1024).prefix("heads "));
-            ui.add(egui::DragValue::new(&mut s.arch.kv_heads).range(1..=1024).prefix("kv heads "));
-            ui.add(egui::DragValue::new(&mut s.arch.ffn).range(1..=262144).prefix("MLP width "));
-            ui.add(egui::DragValue::new(&mut s.arch.vocab).range(1..=1_000_000).prefix("vocab "));
+            ui.add(egui::DragValue::new(&mut s.arch.hidden).range(1..=65536).prefix(prefix("real-hidden")));
+            ui.add(egui::DragValue::new(&mut s.arch.layers).range(1..=512).prefix(prefix("real-layers")));
+            ui.add(egui::DragValue::new(&mut s.arch.heads).range(1..=1024).prefix(prefix("real-heads")));
+            ui.add(egui::DragValue::new(&mut s.arch.kv_heads).range(1..=1024).prefix(prefix("real-kv-heads")));
+            ui.add(egui::DragValue::new(&mut s.arch.ffn).range(1..=262144).prefix(prefix("real-mlp-width")));
+            ui.add(egui::DragValue::new(&mut s.arch.vocab).range(1..=1_000_000).prefix(prefix("real-vocab")));
         });
         ui.horizontal_wrapped(|ui| {
-            ui.selectable_value(&mut s.arch.mlp, Mlp::Gelu, "GELU MLP");
-            ui.selectable_value(&mut s.arch.mlp, Mlp::SwiGlu, "SwiGLU MLP");
-            ui.selectable_value(&mut s.arch.norm, Norm::LayerNorm, "LayerNorm");
-            ui.selectable_value(&mut s.arch.norm, Norm::RmsNorm, "RMSNorm");
-            ui.checkbox(&mut s.arch.dropout, "dropout");
-            ui.checkbox(&mut s.arch.tied_embeddings, "tied embeddings");
+            ui.selectable_value(&mut s.arch.mlp, Mlp::Gelu, t.text("real-gelu"));
+            ui.selectable_value(&mut s.arch.mlp, Mlp::SwiGlu, t.text("real-swiglu"));
+            ui.selectable_value(&mut s.arch.norm, Norm::LayerNorm, t.text("real-layernorm"));
+            ui.selectable_value(&mut s.arch.norm, Norm::RmsNorm, t.text("real-rmsnorm"));
+            ui.checkbox(&mut s.arch.dropout, t.text("real-dropout"));
+            ui.checkbox(&mut s.arch.tied_embeddings, t.text("real-tied"));
         });
         if s.arch != before && !s.arch.name.starts_with("custom") {
             s.arch.name = format!("custom ({})", s.arch.name);
         }
     });
     ui.horizontal_wrapped(|ui| {
-        ui.add(egui::DragValue::new(&mut s.micro_batch).range(1..=estimate::MAX_BATCH).prefix("micro-batch "));
+        ui.add(
+            egui::DragValue::new(&mut s.micro_batch).range(1..=estimate::MAX_BATCH).prefix(prefix("real-micro-batch")),
+        );
         let max_seq = if s.arch.positions > 0 { s.arch.positions } else { 1 << 20 };
-        ui.add(egui::DragValue::new(&mut s.seq).range(1..=max_seq).prefix("sequence "));
-        ui.add(egui::DragValue::new(&mut s.accum).range(1..=4096).prefix("accumulation "));
+        ui.add(egui::DragValue::new(&mut s.seq).range(1..=max_seq).prefix(prefix("real-sequence")));
+        ui.add(egui::DragValue::new(&mut s.accum).range(1..=4096).prefix(prefix("real-accumulation")));
     });
     ui.horizontal_wrapped(|ui| {
-        egui::ComboBox::new("real_precision", "precision").selected_text(s.precision.name()).show_ui(ui, |ui| {
-            for p in
-                [StatePrecision::Fp32, StatePrecision::MixedFp16, StatePrecision::MixedBf16, StatePrecision::PureBf16]
-            {
-                ui.selectable_value(&mut s.precision, p, p.name());
+        egui::ComboBox::new("real_precision", t.text("real-precision")).selected_text(s.precision.name()).show_ui(
+            ui,
+            |ui| {
+                for p in [
+                    StatePrecision::Fp32,
+                    StatePrecision::MixedFp16,
+                    StatePrecision::MixedBf16,
+                    StatePrecision::PureBf16,
+                ] {
+                    ui.selectable_value(&mut s.precision, p, p.name());
+                }
+            },
+        );
+        egui::ComboBox::new("real_optimizer", t.text("real-optimizer")).selected_text(s.optimizer.name()).show_ui(
+            ui,
+            |ui| {
+                for o in [Optimizer::Adam, Optimizer::Momentum, Optimizer::Sgd] {
+                    ui.selectable_value(&mut s.optimizer, o, o.name());
+                }
+            },
+        );
+        let modes = [
+            (Checkpoint::Off, "real-ckpt-off"),
+            (Checkpoint::Selective, "real-ckpt-selective"),
+            (Checkpoint::BLOCKS, "real-ckpt-full"),
+        ];
+        // Another every-k mode (a link can carry one) shows as the estimator names it.
+        let current = modes.iter().find(|(c, _)| *c == s.checkpoint).map_or(s.checkpoint.label(), |(_, k)| t.text(k));
+        egui::ComboBox::new("real_checkpoint", t.text("real-recomputation")).selected_text(current).show_ui(ui, |ui| {
+            for (mode, key) in modes {
+                ui.selectable_value(&mut s.checkpoint, mode, t.text(key));
             }
-        });
-        egui::ComboBox::new("real_optimizer", "optimizer").selected_text(s.optimizer.name()).show_ui(ui, |ui| {
-            for o in [Optimizer::Adam, Optimizer::Momentum, Optimizer::Sgd] {
-                ui.selectable_value(&mut s.optimizer, o, o.name());
-            }
-        });
-        egui::ComboBox::new("real_checkpoint", "recomputation").selected_text(s.checkpoint.label()).show_ui(ui, |ui| {
-            ui.selectable_value(&mut s.checkpoint, Checkpoint::Off, "off");
-            ui.selectable_value(&mut s.checkpoint, Checkpoint::Selective, "selective");
-            ui.selectable_value(&mut s.checkpoint, Checkpoint::BLOCKS, "every block (full)");
         });
         let mut fused = s.attention == AttentionKind::Fused;
-        if ui.checkbox(&mut fused, "fused attention").changed() {
+        if ui.checkbox(&mut fused, t.text("real-fused")).changed() {
             s.attention = if fused { AttentionKind::Fused } else { AttentionKind::Standard };
         }
     });
     ui.horizontal_wrapped(|ui| {
-        ui.add(egui::DragValue::new(&mut s.parallel.data).range(1..=65536).prefix("data-parallel GPUs "));
-        ui.add(egui::Slider::new(&mut s.parallel.zero, 0..=3).text("ZeRO stage"));
-        ui.add(egui::DragValue::new(&mut s.parallel.tensor).range(1..=64).prefix("tensor-parallel "));
-        ui.checkbox(&mut s.parallel.sequence, "sequence parallel");
+        ui.add(egui::DragValue::new(&mut s.parallel.data).range(1..=65536).prefix(prefix("real-data-parallel")));
+        ui.add(egui::Slider::new(&mut s.parallel.zero, 0..=3).text(t.text("real-zero")));
+        ui.add(egui::DragValue::new(&mut s.parallel.tensor).range(1..=64).prefix(prefix("real-tensor-parallel")));
+        ui.checkbox(&mut s.parallel.sequence, t.text("real-sequence-parallel"));
     });
     ui.horizontal_wrapped(|ui| {
-        ui.checkbox(&mut s.offload.optimizer, "offload optimizer");
-        ui.add_enabled(s.offload.optimizer, egui::Checkbox::new(&mut s.offload.gradients, "offload gradients"));
+        ui.checkbox(&mut s.offload.optimizer, t.text("real-offload-optimizer"));
+        let gradients = egui::Checkbox::new(&mut s.offload.gradients, t.text("real-offload-gradients"));
+        ui.add_enabled(s.offload.optimizer, gradients);
         if !s.offload.optimizer {
             s.offload.gradients = false;
         }
-        ui.checkbox(&mut s.offload.parameters, "offload parameters");
+        ui.checkbox(&mut s.offload.parameters, t.text("real-offload-parameters"));
         // Adapters on every projection; rank 0 trains the whole model.
         let mut rank = s.lora.map_or(0, |l| l.rank);
         let mut quantized = s.lora.is_some_and(|l| l.quantized);
-        ui.add(egui::DragValue::new(&mut rank).range(0..=1024).prefix("LoRA rank (0 = off) "));
-        ui.add_enabled(rank > 0, egui::Checkbox::new(&mut quantized, "QLoRA (4-bit base)"));
+        ui.add(egui::DragValue::new(&mut rank).range(0..=1024).prefix(prefix("real-lora")));
+        ui.add_enabled(rank > 0, egui::Checkbox::new(&mut quantized, t.text("real-qlora")));
         s.lora = (rank > 0).then_some(Adapters { rank, qkv: true, proj: true, mlp: true, quantized });
-        ui.checkbox(&mut s.fixed_costs, "fixed costs");
+        ui.checkbox(&mut s.fixed_costs, t.text("real-fixed-costs"));
     });
 }
 
 /// The estimate: headline, breakdown with sources, memory vs micro-batch.
-pub fn view(ui: &mut Ui, s: &RealSettings, d: &RealDerived) {
+pub fn view(ui: &mut Ui, t: &Catalog, s: &RealSettings, d: &RealDerived) {
+    let format_bytes = |b| size(t, b);
     let setup = match &d.setup {
         Ok(setup) => setup,
         Err(e) => {
-            ui.colored_label(Color32::RED, format!("This configuration cannot be estimated: {e}"));
+            ui.colored_label(Color32::RED, t.format("real-cannot", &[("error", e.as_str().into())]));
             return;
         }
     };
     let Some(e) = &d.estimate else {
         return;
     };
-    ui.label(
-        RichText::new("Predicted by the closed-form estimator (not measured): the toy's categories, for a real model.")
-            .italics(),
-    );
+    ui.label(RichText::new(t.text("real-predicted-note")).italics());
     let verdict = if e.fits() {
-        RichText::new(format!(
-            "fits: {} of {} per GPU ({:.0}%)",
-            format_bytes(e.peak_bytes),
-            format_bytes(e.capacity_bytes),
-            100.0 * e.peak_bytes as f64 / e.capacity_bytes.max(1) as f64
-        ))
-        .color(Color32::from_rgb(90, 200, 90))
+        let percent = format!("{:.0}", 100.0 * e.peak_bytes as f64 / e.capacity_bytes.max(1) as f64);
+        let text = t.format(
+            "real-fits",
+            &[
+                ("peak", format_bytes(e.peak_bytes).into()),
+                ("capacity", format_bytes(e.capacity_bytes).into()),
+                ("percent", percent.into()),
+            ],
+        );
+        RichText::new(text).color(Color32::from_rgb(90, 200, 90))
     } else {
-        RichText::new(format!(
-            "out of memory: needs {} per GPU, the {} has {}",
-            format_bytes(e.peak_bytes),
-            setup.gpu.name,
-            format_bytes(e.capacity_bytes)
-        ))
-        .color(Color32::from_rgb(240, 80, 80))
+        let text = t.format(
+            "real-oom",
+            &[
+                ("peak", format_bytes(e.peak_bytes).into()),
+                ("gpu", setup.gpu.name.as_str().into()),
+                ("capacity", format_bytes(e.capacity_bytes).into()),
+            ],
+        );
+        RichText::new(text).color(Color32::from_rgb(240, 80, 80))
     };
     ui.heading(verdict);
-    ui.label(format!(
-        "{}: {}; largest micro-batch that fits: {}; tokens per optimizer step: {} \
-         (micro-batch {} × sequence {} × accumulation {} × {} GPUs)",
-        s.arch.name,
-        e.parameters_text(),
-        d.max_micro_batch,
-        group_digits(e.tokens_per_step),
-        setup.micro_batch,
-        setup.seq,
-        setup.accum,
-        setup.parallel.data
+    let all = group_digits(e.parameters);
+    let params = if e.trainable_parameters == e.parameters {
+        t.format("real-params", &[("all", all.into())])
+    } else {
+        t.format(
+            "real-params-trained",
+            &[("all", all.into()), ("trained", group_digits(e.trainable_parameters).into())],
+        )
+    };
+    ui.label(t.format(
+        "real-summary",
+        &[
+            ("model", model_name(t, &s.arch.name).into()),
+            ("params", params.into()),
+            ("max", d.max_micro_batch.to_string().into()),
+            ("tokens", group_digits(e.tokens_per_step).into()),
+            ("micro", setup.micro_batch.to_string().into()),
+            ("seq", setup.seq.to_string().into()),
+            ("accum", setup.accum.to_string().into()),
+            ("gpus", setup.parallel.data.to_string().into()),
+        ],
     ));
     if e.host_bytes > 0 {
-        ui.label(format!(
-            "offload: {} of host memory per GPU; {} over PCIe per step",
-            format_bytes(e.host_bytes),
-            format_bytes(e.pcie_bytes_per_step)
+        ui.label(t.format(
+            "real-offload",
+            &[("host", format_bytes(e.host_bytes).into()), ("pcie", format_bytes(e.pcie_bytes_per_step).into())],
         ));
     }
     let total = e.peak_bytes.max(1);
     egui::Grid::new("real_breakdown").striped(true).num_columns(4).show(ui, |ui| {
-        ui.strong("per GPU");
-        ui.strong("predicted");
+        ui.strong(t.text("real-per-gpu"));
+        ui.strong(t.text("real-predicted"));
         ui.strong("%");
-        ui.strong("source");
+        ui.strong(t.text("real-source"));
         ui.end_row();
         for l in &e.lines {
             ui.horizontal(|ui| {
                 swatch(ui, estimate_color(l.category));
-                ui.label(l.category);
+                ui.label(line_name(t, l.category));
             });
             ui.label(format_bytes(l.bytes));
             ui.label(format!("{:.1}", 100.0 * l.bytes as f64 / total as f64));
-            ui.label(RichText::new(&l.source).small());
+            ui.label(RichText::new(source_text(t, &l.source)).small());
             ui.end_row();
         }
-        ui.strong("peak");
+        ui.strong(t.text("real-peak"));
         ui.strong(format_bytes(e.peak_bytes));
         ui.label("100");
-        ui.label(RichText::new("the sum: what must fit on each GPU").small());
+        ui.label(RichText::new(t.text("real-sum")).small());
         ui.end_row();
     });
     ui.separator();
-    ui.strong("Memory vs micro-batch");
+    ui.strong(t.text("real-mem-vs-micro"));
     let stacks = e
         .lines
         .iter()
         .map(|l| {
             (
-                l.category,
+                line_name(t, l.category),
                 estimate_color(l.category),
                 d.sweep.iter().map(|(b, x)| (*b as usize, x.get(l.category))).collect(),
             )
@@ -307,28 +353,83 @@ pub fn view(ui: &mut Ui, s: &RealSettings, d: &RealDerived) {
     let first_oom = d.sweep.iter().find(|(_, x)| !x.fits()).map(|(b, _)| *b as usize);
     batch_chart(
         ui,
+        t,
         BatchChart {
             id: "real_sweep",
             unit: (GIB, "GiB"),
             stacks,
-            lines: vec![(s.arch.name.clone(), fitting, first_oom)],
-            capacity: ("GPU capacity", e.capacity_bytes),
+            lines: vec![(model_name(t, &s.arch.name), fitting, first_oom)],
+            capacity: (t.text("real-capacity"), e.capacity_bytes),
             current_batch: setup.micro_batch as usize,
         },
     );
-    ui.label(format!(
-        "largest micro-batch that fits: {}; out of memory from {}",
-        d.max_micro_batch,
-        if d.max_micro_batch == 0 {
-            "micro-batch 1".to_string()
-        } else {
-            format!("micro-batch {}", d.max_micro_batch + 1)
-        }
+    ui.label(t.format(
+        "real-max",
+        &[("max", d.max_micro_batch.to_string().into()), ("oom", (d.max_micro_batch + 1).to_string().into())],
     ));
 }
 
+/// A model's name: a preset's as it is; an edited one ("custom (llama2-7b)", as the settings
+/// store it) in the reader's language.
+fn model_name(t: &Catalog, name: &str) -> String {
+    match name.strip_prefix("custom (").and_then(|n| n.strip_suffix(')')) {
+        Some(base) => t.format("real-custom", &[("name", base.into())]),
+        None => name.to_string(),
+    }
+}
+
+/// An estimate line's category in the reader's language: the toy's categories by their names,
+/// the estimator's own three by theirs.
+pub fn line_name(t: &Catalog, category: &str) -> String {
+    if let Some(&c) = Category::ALL.iter().find(|c| c.name() == category) {
+        return category_name(t, c);
+    }
+    match category {
+        "communication" => t.text("est-communication"),
+        "cuda_context" => t.text("est-cuda-context"),
+        "fragmentation" => t.text("est-fragmentation"),
+        other => other.to_string(),
+    }
+}
+
+/// Where a line's formula comes from, in the reader's language. The estimator writes its
+/// sources in English (they travel in `estimate --json`); each is a constant with a message.
+fn source_text(t: &Catalog, text: &str) -> String {
+    use crate::memory::estimate::source as s;
+    let known = [
+        (s::PARAMS, "src-params"),
+        (s::ZERO, "src-zero"),
+        (s::ACTIVATIONS, "src-activations"),
+        (s::LOGITS, "src-logits"),
+        (s::LOGITS_GRAD, "src-logits-grad"),
+        (s::INPUT, "src-input"),
+        (s::MLP_WORKING_SET, "src-mlp-working-set"),
+        (s::WORKING_SET, "src-working-set"),
+        (s::CONTEXT, "src-context"),
+        (s::WORKSPACE, "src-workspace"),
+        (s::DDP, "src-ddp"),
+        (s::ZERO_BUCKETS, "src-zero-buckets"),
+        (s::SP, "src-sp"),
+        (s::FRAGMENTATION, "src-fragmentation"),
+        (s::OFFLOAD, "src-offload"),
+        (s::FOUND_INF, "src-found-inf"),
+    ];
+    if let Some((_, key)) = known.iter().find(|(k, _)| *k == text) {
+        return t.text(key);
+    }
+    // "freed by the peak, a layer's backward pass (at the loss they take 1.00 GiB); <LOGITS>"
+    let freed = text
+        .strip_prefix("freed by the peak, a layer's backward pass (at the loss they take ")
+        .and_then(|rest| rest.split_once("); "))
+        .filter(|(_, logits)| *logits == s::LOGITS);
+    match freed {
+        Some((bytes, _)) => t.format("src-freed", &[("bytes", bytes.into()), ("logits", t.text("src-logits").into())]),
+        None => text.to_string(),
+    }
+}
+
 /// The claims lesson: each claim, whether it holds, and what the estimator computes.
-pub fn claims_view(ui: &mut Ui, claims: &Result<Vec<Claim>, String>) {
+pub fn claims_view(ui: &mut Ui, t: &Catalog, claims: &Result<Vec<Claim>, String>) {
     match claims {
         Err(e) => {
             ui.colored_label(Color32::RED, e);
@@ -337,25 +438,19 @@ pub fn claims_view(ui: &mut Ui, claims: &Result<Vec<Claim>, String>) {
             for c in list {
                 ui.horizontal_wrapped(|ui| {
                     let (mark, color) = if c.holds {
-                        ("holds", Color32::from_rgb(90, 200, 90))
+                        (t.text("claim-holds"), Color32::from_rgb(90, 200, 90))
                     } else {
-                        ("breaks", Color32::from_rgb(240, 80, 80))
+                        (t.text("claim-breaks"), Color32::from_rgb(240, 80, 80))
                     };
                     ui.label(RichText::new(mark).color(color).strong());
-                    ui.label(RichText::new(c.claim).strong());
-                    ui.label(RichText::new(format!("({})", c.source)).small());
+                    ui.label(RichText::new(c.text(t, Part::Claim)).strong());
+                    ui.label(RichText::new(format!("({})", c.text(t, Part::Source))).small());
                 });
-                ui.label(&c.finding);
-                ui.label(RichText::new(format!("Verdict: {}.", c.test)).small().weak());
+                ui.label(c.text(t, Part::Finding));
+                let verdict = t.format("claim-verdict", &[("test", c.text(t, Part::Test).into())]);
+                ui.label(RichText::new(verdict).small().weak());
                 ui.add_space(6.0);
             }
         }
     }
 }
-
-pub const EXPLAIN_REAL: &str = "The same accounting as the toy, in closed form for a real model: parameters, \
-gradients, optimizer state and master weights depend on the model and on how they are stored and sharded (ZeRO \
-partitions them over the data-parallel GPUs); activations grow with micro-batch × sequence (Korthikanti et al.'s \
-sbh(34 + 5as/h) per layer for GPT, derived tensor by tensor for LLaMA's SwiGLU, RMSNorm and grouped-query attention); \
-the logits grow with the vocabulary. On the toy's own configuration the estimator gives the plan's bytes exactly, \
-category by category.";

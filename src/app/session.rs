@@ -116,7 +116,7 @@ impl OomlabApp {
         self.losses.clear();
         self.step_secs.clear();
         self.measured = None;
-        self.device = DeviceFigures::NotReported { reason: "no step has run yet".into() };
+        self.device = DeviceFigures::NotReported { reason: crate::memory::device::NOT_REPORTED_YET.into() };
         self.oom = None;
         self.error = None;
         self.update_link();
@@ -136,8 +136,7 @@ impl OomlabApp {
                     Ok(None) => return Ok(false),
                     Err(e) => {
                         // The pipelines do not build on this device: the CPU backend runs the plan.
-                        self.notices
-                            .push(format!("GPU compute is unavailable ({e}); steps run on the CPU backend instead."));
+                        self.notices.push(super::Notice::msg("notice-no-gpu", &[("error", e.to_string())]));
                         self.compute = Compute::Cpu { exec: None };
                         self.backend = "cpu (reference)".into();
                         return self.ensure_executor();

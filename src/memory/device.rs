@@ -209,6 +209,7 @@ pub const SOURCE_DEVICE: &str = "device: the driver layer's own allocation repor
 to the allocator's segments by buffer label; it includes the driver's rounding of each buffer";
 
 /// Why a backend has no device report.
+pub const NOT_REPORTED_YET: &str = "no step has run yet";
 pub const NOT_REPORTED_BROWSER: &str = "the browser reports none: WebGPU exposes no memory figures, so every byte \
 here is accounted by oomlab's allocator as the step executes";
 pub const NOT_REPORTED_BACKEND: &str = "not reported by this backend (its driver layer keeps no allocator report)";

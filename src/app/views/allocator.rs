@@ -2,7 +2,8 @@
 
 use egui::{Color32, RichText, Ui};
 
-use super::{Source, category_color, op_label};
+use super::{Source, category_color, op_label, size};
+use crate::i18n::Catalog;
 use crate::memory::StepMemory;
 use crate::memory::device::DeviceMemory;
 use crate::memory::map::{SegmentState, segments_at};
@@ -12,19 +13,29 @@ use crate::units::format_bytes;
 /// Each segment as a bar of its blocks (allocated by category, free in dark grey), at op `op`;
 /// under them, when the driver reported after a real step, its memory blocks with the buffers
 /// inside them (oomlab's segments by label, everything else in grey).
-pub fn allocator_map(ui: &mut Ui, plan: &Plan, memory: &StepMemory, op: Option<usize>, device: Option<&DeviceMemory>) {
+pub fn allocator_map(
+    ui: &mut Ui,
+    t: &Catalog,
+    plan: &Plan,
+    memory: &StepMemory,
+    op: Option<usize>,
+    device: Option<&DeviceMemory>,
+) {
+    let format_bytes = |b| size(t, b);
     let segments = segments_at(&memory.events, op);
     let reserved: u64 = segments.iter().map(|s| s.size).sum();
     let allocated: u64 = segments.iter().map(SegmentState::allocated_bytes).sum();
     let largest_free = segments.iter().map(SegmentState::largest_free_block).max().unwrap_or(0);
-    ui.label(format!(
-        "At {}: {} segments, {} reserved, {} allocated, {} free inside segments (largest free block {}).",
-        op_label(plan, op),
-        segments.len(),
-        format_bytes(reserved),
-        format_bytes(allocated),
-        format_bytes(reserved - allocated),
-        format_bytes(largest_free)
+    ui.label(t.format(
+        "al-summary",
+        &[
+            ("op", op_label(t, plan, op).into()),
+            ("segments", segments.len().to_string().into()),
+            ("reserved", format_bytes(reserved).into()),
+            ("allocated", format_bytes(allocated).into()),
+            ("free", format_bytes(reserved.saturating_sub(allocated)).into()),
+            ("largest", format_bytes(largest_free).into()),
+        ],
     ));
     let widest = segments.iter().map(|s| s.size).max().unwrap_or(1).max(1);
     egui::ScrollArea::vertical().max_height(260.0).id_salt("segments").show(ui, |ui| {
@@ -37,8 +48,11 @@ pub fn allocator_map(ui: &mut Ui, plan: &Plan, memory: &StepMemory, op: Option<u
                     size: b.size,
                     color: b.tensor.map(|t| category_color(plan.tensor(t).category)),
                     hover: match b.tensor {
-                        Some(t) => format!("{} — {} block", plan.tensor(t).name, format_bytes(b.size)),
-                        None => format!("free — {}", format_bytes(b.size)),
+                        Some(id) => t.format(
+                            "al-block",
+                            &[("tensor", plan.tensor(id).name.as_str().into()), ("bytes", format_bytes(b.size).into())],
+                        ),
+                        None => t.format("al-free", &[("bytes", format_bytes(b.size).into())]),
                     },
                 })
                 .collect();
@@ -46,20 +60,24 @@ pub fn allocator_map(ui: &mut Ui, plan: &Plan, memory: &StepMemory, op: Option<u
         }
     });
     if let Some(d) = device {
-        driver_blocks(ui, d);
+        driver_blocks(ui, t, d);
     }
 }
 
 /// The driver's memory blocks after the last step (device figures), each a bar of the
 /// allocations inside it: oomlab's segment buffers in blue with their labels, others in grey.
-pub fn driver_blocks(ui: &mut Ui, d: &DeviceMemory) {
+pub fn driver_blocks(ui: &mut Ui, t: &Catalog, d: &DeviceMemory) {
+    let format_bytes = |b| size(t, b);
     let (blocks, block_bytes) = d.segment_blocks();
-    ui.label(format!(
-        "Under them, {}: {blocks} memory block(s) of {} hold the segment buffers ({} requested, {} reported).",
-        Source::Device.word(),
-        format_bytes(block_bytes),
-        format_bytes(d.requested_bytes()),
-        format_bytes(d.segment_bytes())
+    ui.label(t.format(
+        "al-driver",
+        &[
+            ("source", Source::Device.word(t).into()),
+            ("blocks", blocks.to_string().into()),
+            ("bytes", format_bytes(block_bytes).into()),
+            ("requested", format_bytes(d.requested_bytes()).into()),
+            ("reported", format_bytes(d.segment_bytes()).into()),
+        ],
     ));
     let widest = d.blocks.iter().map(|b| b.size_bytes).max().unwrap_or(1).max(1);
     let ours = |name: &str| crate::memory::device::parse_segment_label(name).is_some();
@@ -72,8 +90,8 @@ pub fn driver_blocks(ui: &mut Ui, d: &DeviceMemory) {
                 size: a.size_bytes,
                 color: Some(if ours(&a.name) { Color32::from_rgb(76, 114, 176) } else { Color32::from_gray(110) }),
                 hover: format!(
-                    "{} — {} at {}",
-                    if a.name.is_empty() { "(unnamed)" } else { &a.name },
+                    "{} — {} @ {}",
+                    if a.name.is_empty() { t.text("al-unnamed") } else { a.name.clone() },
                     format_bytes(a.size_bytes),
                     a.offset_bytes
                 ),

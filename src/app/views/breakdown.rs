@@ -2,24 +2,33 @@
 
 use egui::{Color32, RichText, Ui};
 
-use super::{Source, category_color, swatch};
+use super::{Source, category_color, category_name, size, swatch};
+use crate::i18n::Catalog;
 use crate::memory::StepMemory;
-use crate::memory::device::DeviceFigures;
+use crate::memory::device::{
+    DeviceFigures, NOT_REPORTED_BACKEND, NOT_REPORTED_BROWSER, NOT_REPORTED_CPU, NOT_REPORTED_YET,
+};
 use crate::plan::{Category, Plan};
-use crate::units::format_bytes;
 
 /// Bytes and % per category at the peak — predicted by the plan, next to the allocator's live
 /// account of the last real step — and the device's own figures for the segments, grouped as the
 /// seed's table (activations; gradients + optimizer; parameters; buffers).
-pub fn breakdown(ui: &mut Ui, allocator: Option<&StepMemory>, predicted: &StepMemory, device: &DeviceFigures) {
+pub fn breakdown(
+    ui: &mut Ui,
+    t: &Catalog,
+    allocator: Option<&StepMemory>,
+    predicted: &StepMemory,
+    device: &DeviceFigures,
+) {
+    let format_bytes = |b| size(t, b);
     let total_p = predicted.peak_allocated_bytes().max(1);
     let reported = allocator.and(device.reported());
     egui::Grid::new("breakdown").striped(true).num_columns(5).show(ui, |ui| {
-        ui.strong("at the peak");
-        ui.strong(Source::Predicted.word());
+        ui.strong(t.text("bd-at-peak"));
+        ui.strong(Source::Predicted.word(t));
         ui.strong("%");
-        ui.strong(Source::Allocator.word());
-        ui.strong(Source::Device.word());
+        ui.strong(Source::Allocator.word(t));
+        ui.strong(Source::Device.word(t));
         ui.end_row();
         for c in Category::ALL {
             let p = predicted.peak_allocated.get(c);
@@ -29,7 +38,7 @@ pub fn breakdown(ui: &mut Ui, allocator: Option<&StepMemory>, predicted: &StepMe
             }
             ui.horizontal(|ui| {
                 swatch(ui, category_color(c));
-                ui.label(c.name());
+                ui.label(category_name(t, c));
             });
             ui.label(format_bytes(p));
             ui.label(format!("{:.1}%", 100.0 * p as f64 / total_p as f64));
@@ -38,13 +47,13 @@ pub fn breakdown(ui: &mut Ui, allocator: Option<&StepMemory>, predicted: &StepMe
             ui.label("");
             ui.end_row();
         }
-        ui.strong("total");
+        ui.strong(t.text("bd-total"));
         ui.strong(format_bytes(predicted.peak_allocated_bytes()));
         ui.label("100%");
         ui.strong(allocator.map_or("—".into(), |m| format_bytes(m.peak_allocated_bytes())));
         ui.label("");
         ui.end_row();
-        ui.label("reserved (segments)");
+        ui.label(t.text("bd-reserved"));
         ui.label(format_bytes(predicted.peak_reserved_bytes()));
         ui.label("");
         ui.label(allocator.map_or("—".into(), |m| format_bytes(m.peak_reserved_bytes())));
@@ -54,72 +63,93 @@ pub fn breakdown(ui: &mut Ui, allocator: Option<&StepMemory>, predicted: &StepMe
     ui.add_space(4.0);
     match (allocator, device) {
         (None, _) => {
-            ui.label(
-                RichText::new("No real step yet: the allocator and device columns fill in once one runs.").small(),
-            );
+            ui.label(RichText::new(t.text("bd-no-step")).small());
         }
         (Some(m), DeviceFigures::Reported(d)) => {
             let (blocks, block_bytes) = d.segment_blocks();
-            ui.label(
-                RichText::new(format!(
-                    "Device, after the step: {} segment buffer(s) hold {} — the allocator's {} reserved plus {} bytes of the \
-                     driver's own rounding — in {blocks} driver memory block(s) of {} in all. {} other allocation(s) ({}) \
-                     lie outside oomlab's allocator (wgpu's own buffers, oomlab's uniforms and readback{}).",
-                    d.segments.len(),
-                    format_bytes(d.segment_bytes()),
-                    format_bytes(m.stats.reserved_bytes),
-                    d.rounding_bytes(),
-                    format_bytes(block_bytes),
-                    d.other_allocations,
-                    format_bytes(d.other_bytes),
-                    if d.other_allocations > 3 { ", the UI's textures" } else { "" },
-                ))
-                .small(),
+            let text = t.format(
+                "bd-device",
+                &[
+                    ("segments", d.segments.len().to_string().into()),
+                    ("segment_bytes", format_bytes(d.segment_bytes()).into()),
+                    ("reserved", format_bytes(m.stats.reserved_bytes).into()),
+                    ("rounding", d.rounding_bytes().to_string().into()),
+                    ("blocks", blocks.to_string().into()),
+                    ("block_bytes", format_bytes(block_bytes).into()),
+                    ("others", d.other_allocations.to_string().into()),
+                    ("other_bytes", format_bytes(d.other_bytes).into()),
+                    (
+                        "ui_textures",
+                        if d.other_allocations > 3 { t.text("bd-ui-textures") } else { String::new() }.into(),
+                    ),
+                ],
             );
+            ui.label(RichText::new(text).small());
             if let Some(c) = d.counters {
-                ui.label(
-                    RichText::new(format!(
-                        "wgpu's own counters: {} live buffers holding {}, {} memory allocations.",
-                        c.buffers,
-                        format_bytes(c.buffer_memory_bytes),
-                        c.memory_allocations
-                    ))
-                    .small(),
+                let text = t.format(
+                    "bd-counters",
+                    &[
+                        ("buffers", c.buffers.to_string().into()),
+                        ("bytes", format_bytes(c.buffer_memory_bytes).into()),
+                        ("allocations", c.memory_allocations.to_string().into()),
+                    ],
                 );
+                ui.label(RichText::new(text).small());
             }
             if !d.missing.is_empty() || !d.leftover.is_empty() {
                 ui.colored_label(
                     Color32::from_rgb(240, 80, 80),
-                    format!(
-                        "The driver's report disagrees with the allocator: segments it does not list {:?}, buffers left over {:?}.",
-                        d.missing, d.leftover
+                    t.format(
+                        "bd-disagrees",
+                        &[
+                            ("missing", format!("{:?}", d.missing).into()),
+                            ("leftover", format!("{:?}", d.leftover).into()),
+                        ],
                     ),
                 );
             }
         }
         (Some(_), DeviceFigures::NotReported { reason }) => {
-            ui.label(RichText::new(format!("Device: {reason}.")).small());
+            ui.label(
+                RichText::new(t.format("bd-device-reason", &[("reason", not_reported(t, reason).into())])).small(),
+            );
         }
     }
     let g = |c| predicted.peak_allocated.get(c);
     let groups = [
-        ("activations (saved for backward + temporaries)", g(Category::Activations) + g(Category::Temporaries)),
-        (
-            "gradients + optimizer state + master weights",
-            g(Category::Gradients) + g(Category::OptimizerState) + g(Category::MasterWeights),
-        ),
-        ("parameters", g(Category::Parameters)),
-        ("buffers (input, logits, workspace)", g(Category::Input) + g(Category::Logits) + g(Category::Workspace)),
+        ("bd-group-activations", g(Category::Activations) + g(Category::Temporaries)),
+        ("bd-group-states", g(Category::Gradients) + g(Category::OptimizerState) + g(Category::MasterWeights)),
+        ("category-parameters", g(Category::Parameters)),
+        ("bd-group-buffers", g(Category::Input) + g(Category::Logits) + g(Category::Workspace)),
     ];
     ui.add_space(4.0);
-    for (name, bytes) in groups {
-        ui.label(format!("{name}: {} ({:.0}%)", format_bytes(bytes), 100.0 * bytes as f64 / total_p as f64));
+    for (key, bytes) in groups {
+        ui.label(t.format(
+            "bd-group-line",
+            &[
+                ("name", t.text(key).into()),
+                ("bytes", format_bytes(bytes).into()),
+                ("percent", format!("{:.0}", 100.0 * bytes as f64 / total_p as f64).into()),
+            ],
+        ));
+    }
+}
+
+/// Why the device gave no figures, in the reader's language: the backends' known reasons have
+/// catalog messages; anything else is shown as the backend wrote it.
+fn not_reported(t: &Catalog, reason: &str) -> String {
+    match reason {
+        NOT_REPORTED_YET => t.text("device-none-yet"),
+        NOT_REPORTED_BROWSER => t.text("device-none-browser"),
+        NOT_REPORTED_BACKEND => t.text("device-none-backend"),
+        NOT_REPORTED_CPU => t.text("device-none-cpu"),
+        other => other.to_string(),
     }
 }
 
 /// The model state tensor by tensor: each optimizer state is its own tensor (its own row), so
 /// AdamW's two extra copies of the weights — three with fp32 master weights — are visible.
-pub fn model_state(ui: &mut Ui, plan: &Plan) {
+pub fn model_state(ui: &mut Ui, t: &Catalog, plan: &Plan) {
     let trainable = plan.tensor(plan.handles.trainable).size_bytes();
     let rows: Vec<(String, Category, u64)> = plan
         .tensors
@@ -128,16 +158,16 @@ pub fn model_state(ui: &mut Ui, plan: &Plan) {
         .map(|t| (t.name.clone(), t.category, t.size_bytes()))
         .collect();
     egui::Grid::new("model_state").striped(true).num_columns(3).show(ui, |ui| {
-        ui.strong("model state");
-        ui.strong("bytes");
-        ui.strong("× trainable weights");
+        ui.strong(t.text("ms-heading"));
+        ui.strong(t.text("ms-bytes"));
+        ui.strong(t.text("ms-times"));
         ui.end_row();
         for (name, c, bytes) in &rows {
             ui.horizontal(|ui| {
                 swatch(ui, category_color(*c));
                 ui.label(name.trim_start_matches("optimizer."));
             });
-            ui.label(format_bytes(*bytes));
+            ui.label(size(t, *bytes));
             ui.label(format!("{:.2}×", *bytes as f64 / trainable.max(1) as f64));
             ui.end_row();
         }
@@ -147,10 +177,13 @@ pub fn model_state(ui: &mut Ui, plan: &Plan) {
         .filter(|(_, c, _)| matches!(c, Category::OptimizerState | Category::MasterWeights))
         .map(|(_, _, b)| *b as f64 / trainable.max(1) as f64)
         .sum::<f64>();
-    ui.label(format!(
-        "{} keeps {} optimizer state tensor(s){}: {copies:.1}× the trainable weights' bytes on top of weights and gradients.",
-        plan.optimizer.kind.name(),
-        plan.optimizer.state_names().len(),
-        if plan.handles.master.is_some() { " plus fp32 master weights" } else { "" }
+    ui.label(t.format(
+        "ms-summary",
+        &[
+            ("optimizer", plan.optimizer.kind.name().into()),
+            ("count", plan.optimizer.state_names().len().to_string().into()),
+            ("master", if plan.handles.master.is_some() { t.text("ms-master") } else { String::new() }.into()),
+            ("copies", format!("{copies:.1}").into()),
+        ],
     ));
 }

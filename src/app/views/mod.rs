@@ -12,7 +12,9 @@ mod training;
 
 use egui::{Color32, RichText, Ui};
 
+use crate::i18n::Catalog;
 use crate::plan::Category;
+use crate::units::format_bytes;
 
 pub use allocator::{allocator_map, driver_blocks};
 pub use breakdown::{breakdown, model_state};
@@ -56,18 +58,76 @@ pub enum Source {
 }
 
 impl Source {
-    pub fn word(self) -> &'static str {
-        match self {
-            Source::Predicted => "predicted (plan)",
-            Source::Allocator => "allocator (live)",
-            Source::Device => "device (driver report)",
-        }
+    /// The source in the reader's language: "predicted (plan)", "预测（计划）".
+    pub fn word(self, t: &Catalog) -> String {
+        t.text(match self {
+            Source::Predicted => "source-predicted",
+            Source::Allocator => "source-allocator",
+            Source::Device => "source-device",
+        })
     }
 }
 
-/// A short explanation under a view, collapsed by default.
-pub fn explain(ui: &mut Ui, id: &str, text: &str) {
-    egui::CollapsingHeader::new(RichText::new("Why?").italics()).id_salt(id).show(ui, |ui| {
-        ui.label(text);
+/// A category's name in the reader's language (the plan's own names, `optimizer_state`, stay
+/// in code, JSON and the CLI).
+pub fn category_name(t: &Catalog, c: Category) -> String {
+    t.text(match c {
+        Category::Parameters => "category-parameters",
+        Category::Gradients => "category-gradients",
+        Category::OptimizerState => "category-optimizer-state",
+        Category::MasterWeights => "category-master-weights",
+        Category::Activations => "category-activations",
+        Category::Temporaries => "category-temporaries",
+        Category::Input => "category-input",
+        Category::Logits => "category-logits",
+        Category::Workspace => "category-workspace",
+    })
+}
+
+/// A size as `units::format_bytes` writes it, with "bytes" in the reader's language (KiB, MiB
+/// and GiB stay as they are in both).
+pub fn size(t: &Catalog, bytes: u64) -> String {
+    if bytes <= 1024 { t.format("size-bytes", &[("n", bytes.to_string().into())]) } else { format_bytes(bytes) }
+}
+
+/// A configuration in words, as `Techniques::describe` writes it for the CLI, in the reader's
+/// language: "bf16 mixed precision, checkpoint blocks", "baseline".
+pub fn describe(t: &Catalog, tech: &crate::plan::Techniques) -> String {
+    use crate::plan::{AttentionKind, Checkpoint, Precision};
+    let mut parts = Vec::new();
+    if tech.precision != Precision::Fp32 {
+        parts.push(t.format("tech-mixed", &[("precision", tech.precision.name().into())]));
+    }
+    match tech.checkpoint {
+        Checkpoint::Off => {}
+        Checkpoint::Every(1) => parts.push(t.text("tech-checkpoint-blocks")),
+        Checkpoint::Every(k) => parts.push(t.format("tech-checkpoint-every", &[("k", k.to_string().into())])),
+        Checkpoint::Selective => parts.push(t.text("tech-checkpoint-selective")),
+    }
+    if tech.attention == AttentionKind::Fused {
+        parts.push(t.text("tech-fused"));
+    }
+    if tech.accum > 1 {
+        parts.push(t.format("tech-accum", &[("k", tech.accum.to_string().into())]));
+    }
+    if let Some(l) = tech.lora {
+        let targets: Vec<&str> = l.targets().iter().map(|t| t.module()).collect();
+        parts.push(t.format(
+            "tech-lora",
+            &[
+                ("rank", l.rank.to_string().into()),
+                ("alpha", l.alpha.to_string().into()),
+                ("targets", targets.join(", ").into()),
+            ],
+        ));
+    }
+    let separator = if t.lang() == crate::i18n::Lang::Zh { "，" } else { ", " };
+    if parts.is_empty() { t.text("tech-baseline") } else { parts.join(separator) }
+}
+
+/// A short explanation under a view, collapsed by default; `key` names it in the catalogs.
+pub fn explain(ui: &mut Ui, t: &Catalog, key: &str) {
+    egui::CollapsingHeader::new(RichText::new(t.text("main-why")).italics()).id_salt(key).show(ui, |ui| {
+        ui.label(t.text(key));
     });
 }

@@ -2,47 +2,50 @@
 
 use egui::{Color32, RichText, Ui};
 
+use super::{category_name, size};
+use crate::i18n::Catalog;
 use crate::memory::StepOom;
-use crate::units::format_bytes;
 
 pub use crate::app::settings::Suggestion;
 
 impl Suggestion {
-    pub fn label(self) -> &'static str {
-        match self {
-            Suggestion::Checkpointing => "Checkpoint every block",
-            Suggestion::FusedAttention => "Use fused attention",
-            Suggestion::Accumulation => "Accumulate: half the micro-batch, twice the steps",
-            Suggestion::MixedPrecision => "Mixed precision (bf16)",
-            Suggestion::SmallerBatch => "Halve the batch",
-        }
+    /// The button's words in the reader's language.
+    pub fn label(self, t: &Catalog) -> String {
+        t.text(match self {
+            Suggestion::Checkpointing => "suggest-checkpointing",
+            Suggestion::FusedAttention => "suggest-fused",
+            Suggestion::Accumulation => "suggest-accumulation",
+            Suggestion::MixedPrecision => "suggest-mixed",
+            Suggestion::SmallerBatch => "suggest-smaller",
+        })
     }
 }
 
 /// The OOM panel: PyTorch's message, then in plain words which category grew and which op asked,
-/// and one-click suggestions. Returns the suggestion clicked.
-pub fn oom_panel(ui: &mut Ui, oom: &StepOom, available: &[Suggestion]) -> Option<Suggestion> {
-    ui.colored_label(Color32::from_rgb(255, 90, 90), RichText::new("Out of memory").strong().size(18.0));
+/// and one-click suggestions. Returns the suggestion clicked. PyTorch's message stays word for
+/// word in English, as users meet it in their terminals; the explanation is the reader's language.
+pub fn oom_panel(ui: &mut Ui, t: &Catalog, oom: &StepOom, available: &[Suggestion]) -> Option<Suggestion> {
+    ui.colored_label(Color32::from_rgb(255, 90, 90), RichText::new(t.text("oom-title")).strong().size(18.0));
     ui.label(RichText::new(&oom.message).monospace());
     let e = &oom.error;
-    ui.label(format!(
-        "In plain words: the step needed {} more for '{}' ({}), asked for by {}. No cached block was large \
-         enough, so the allocator tried to reserve a new {} segment, but only {} of the {} budget was unreserved \
-         ({} sat free inside existing segments, in pieces too small or in the wrong pool).",
-        format_bytes(e.requested_bytes),
-        oom.tensor_name,
-        oom.category.name(),
-        oom.op_label,
-        format_bytes(e.tried_bytes),
-        format_bytes(e.free_bytes),
-        format_bytes(e.capacity_bytes),
-        format_bytes(e.cached_free_bytes)
+    ui.label(t.format(
+        "oom-explain",
+        &[
+            ("requested", size(t, e.requested_bytes).into()),
+            ("tensor", oom.tensor_name.as_str().into()),
+            ("category", category_name(t, oom.category).into()),
+            ("op", oom.op_label.as_str().into()),
+            ("tried", size(t, e.tried_bytes).into()),
+            ("free", size(t, e.free_bytes).into()),
+            ("capacity", size(t, e.capacity_bytes).into()),
+            ("cached_free", size(t, e.cached_free_bytes).into()),
+        ],
     ));
     let mut clicked = None;
-    ui.label("Try:");
+    ui.label(t.text("oom-try"));
     ui.horizontal_wrapped(|ui| {
         for s in available {
-            if ui.button(s.label()).clicked() {
+            if ui.button(s.label(t)).clicked() {
                 clicked = Some(*s);
             }
         }

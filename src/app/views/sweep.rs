@@ -3,7 +3,8 @@
 use egui::{Color32, Ui};
 use egui_plot::{Bar, BarChart, HLine, Legend, Line, Plot, PlotPoints, Points, VLine};
 
-use super::category_color;
+use super::{category_color, category_name};
+use crate::i18n::Catalog;
 use crate::memory::StepMemory;
 use crate::plan::Category;
 
@@ -20,15 +21,15 @@ pub struct BatchChart<'a> {
     /// Bytes per unit of the y axis, and the unit's name ("MiB", "GiB").
     pub unit: (f64, &'a str),
     /// Stacked from the bottom: (category, colour, (batch, bytes) per batch).
-    pub stacks: Vec<(&'a str, Color32, BatchPoints)>,
+    pub stacks: Vec<(String, Color32, BatchPoints)>,
     /// (name, (batch, peak bytes) where it fits, first out-of-memory batch).
     pub lines: Vec<(String, BatchPoints, Option<usize>)>,
     /// (label, bytes) of the horizontal capacity line.
-    pub capacity: (&'a str, u64),
+    pub capacity: (String, u64),
     pub current_batch: usize,
 }
 
-pub fn batch_chart(ui: &mut Ui, chart: BatchChart<'_>) {
+pub fn batch_chart(ui: &mut Ui, t: &Catalog, chart: BatchChart<'_>) {
     let (per_unit, unit) = chart.unit;
     let y = move |bytes: u64| bytes as f64 / per_unit;
     let x = |b: usize| (b as f64).log2();
@@ -38,7 +39,7 @@ pub fn batch_chart(ui: &mut Ui, chart: BatchChart<'_>) {
         if bars.iter().all(|b| b.value == 0.0) {
             continue;
         }
-        let (label, unit) = (name.to_string(), unit.to_string());
+        let (label, unit) = (name.clone(), unit.to_string());
         let mut bc =
             BarChart::new(name, bars).color(color).element_formatter(Box::new(move |bar: &Bar, _: &BarChart| {
                 format!("batch {:.0}\n{label}: {:.2} {unit}", bar.argument.exp2(), bar.value)
@@ -54,8 +55,8 @@ pub fn batch_chart(ui: &mut Ui, chart: BatchChart<'_>) {
     Plot::new(chart.id)
         .height(260.0)
         .legend(Legend::default())
-        .x_axis_label("batch size (log₂)")
-        .y_axis_label(format!("peak {unit}"))
+        .x_axis_label(t.text("sw-axis-batch"))
+        .y_axis_label(t.format("sw-axis-peak", &[("unit", unit.into())]))
         .x_axis_formatter(|mark, _| format!("{:.0}", mark.value.exp2()))
         .include_y(0.0)
         .include_y(y(capacity) * 1.1)
@@ -65,13 +66,15 @@ pub fn batch_chart(ui: &mut Ui, chart: BatchChart<'_>) {
                 p.bar_chart(bc);
             }
             p.hline(HLine::new(capacity_label, y(capacity)).color(Color32::RED));
-            p.vline(VLine::new("this batch", x(chart.current_batch)).color(Color32::GRAY));
+            p.vline(VLine::new(t.text("sw-this-batch"), x(chart.current_batch)).color(Color32::GRAY));
             for (k, (name, points, first_oom)) in chart.lines.iter().enumerate() {
                 let pts: PlotPoints = points.iter().map(|&(b, v)| [x(b), y(v)]).collect();
                 let color = colors[k % colors.len()];
                 p.line(Line::new(name.clone(), pts).color(color).width(2.0));
                 if let Some(b) = first_oom {
-                    let pt = Points::new(format!("{name}: OOM from batch {b}"), vec![[x(*b), y(capacity)]])
+                    let label =
+                        t.format("sw-oom-from", &[("name", name.as_str().into()), ("batch", b.to_string().into())]);
+                    let pt = Points::new(label, vec![[x(*b), y(capacity)]])
                         .radius(6.0)
                         .color(color)
                         .shape(egui_plot::MarkerShape::Cross);
@@ -82,10 +85,19 @@ pub fn batch_chart(ui: &mut Ui, chart: BatchChart<'_>) {
 }
 
 /// Memory vs batch size: the first series stacked by category, the others as lines of their
-/// peak; the budget line; each series' largest fitting batch and first OOM.
-pub fn sweep_chart(ui: &mut Ui, series: &[SweepSeries], budget: u64, current_batch: usize) {
+/// peak; the budget line; each series' largest fitting batch and first OOM. `names` names the
+/// series in the reader's language (a series without one keeps its own name).
+pub fn sweep_chart(
+    ui: &mut Ui,
+    t: &Catalog,
+    series: &[SweepSeries],
+    names: &[String],
+    budget: u64,
+    current_batch: usize,
+) {
+    let name = |i: usize| names.get(i).unwrap_or(&series[i].name).clone();
     let Some(main) = series.first() else {
-        ui.label("No sweep.");
+        ui.label(t.text("sw-none"));
         return;
     };
     fn fitting(s: &SweepSeries) -> Vec<(usize, &StepMemory)> {
@@ -95,33 +107,39 @@ pub fn sweep_chart(ui: &mut Ui, series: &[SweepSeries], budget: u64, current_bat
         .iter()
         .map(|&c| {
             let points = fitting(main).into_iter().map(|(b, m)| (b, m.peak_allocated.get(c))).collect();
-            (c.name(), category_color(c), points)
+            (category_name(t, c), category_color(c), points)
         })
         .collect();
     let lines = series
         .iter()
-        .map(|s| {
+        .enumerate()
+        .map(|(i, s)| {
             let points = fitting(s).into_iter().map(|(b, m)| (b, m.peak_allocated_bytes())).collect();
-            (s.name.clone(), points, s.first_oom())
+            (name(i), points, s.first_oom())
         })
         .collect();
     batch_chart(
         ui,
+        t,
         BatchChart {
             id: "sweep",
             unit: ((1u64 << 20) as f64, "MiB"),
             stacks,
             lines,
-            capacity: ("budget", budget),
+            capacity: (t.text("sw-budget"), budget),
             current_batch,
         },
     );
-    for s in series {
-        ui.label(format!(
-            "{}: largest batch that fits {}; out of memory from {}",
-            s.name,
-            s.largest_fitting().map_or("none".to_string(), |b| b.to_string()),
-            s.first_oom().map_or("— (every batch fits)".to_string(), |b| format!("batch {b}"))
-        ));
+    for (i, s) in series.iter().enumerate() {
+        let fits = s.largest_fitting().map_or(t.text("sw-fits-none"), |b| b.to_string());
+        let mut args = vec![("name", name(i).into()), ("fits", fits.into())];
+        let key = match s.first_oom() {
+            Some(b) => {
+                args.push(("oom", b.to_string().into()));
+                "sw-summary"
+            }
+            None => "sw-summary-all-fit",
+        };
+        ui.label(t.format(key, &args));
     }
 }

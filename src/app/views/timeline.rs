@@ -3,30 +3,32 @@
 use egui::{Color32, Ui};
 use egui_plot::{Bar, BarChart, Legend, Line, Plot, PlotPoints, VLine};
 
-use super::{Source, category_color, mib, swatch};
+use super::{Source, category_color, category_name, mib, size, swatch};
+use crate::i18n::Catalog;
 use crate::memory::StepMemory;
 use crate::plan::{Category, Lifetime, Plan};
-use crate::units::format_bytes;
 
 /// The step timeline: allocated bytes over the ops, stacked by category, the peak marked; the
 /// scrubber picks an op, whose label and live tensors are listed.
-pub fn timeline(ui: &mut Ui, plan: &Plan, memory: &StepMemory, source: Source, scrub: &mut usize) {
+pub fn timeline(ui: &mut Ui, t: &Catalog, plan: &Plan, memory: &StepMemory, source: Source, scrub: &mut usize) {
     let n = memory.timeline.len();
     if n == 0 {
-        ui.label("No step recorded yet.");
+        ui.label(t.text("tl-none"));
         return;
     }
     let peak = memory.peak_index;
-    ui.label(format!(
-        "Allocated memory over one step, {}: {} ops. Peak {} at {}.",
-        source.word(),
-        plan.ops.len(),
-        format_bytes(memory.peak_allocated_bytes()),
-        op_label(plan, memory.timeline[peak].op)
+    ui.label(t.format(
+        "tl-summary",
+        &[
+            ("source", source.word(t).into()),
+            ("ops", plan.ops.len().to_string().into()),
+            ("peak", size(t, memory.peak_allocated_bytes()).into()),
+            ("op", op_label(t, plan, memory.timeline[peak].op).into()),
+        ],
     ));
     // The hover labels, built once and shared by every category's chart.
     let labels: std::rc::Rc<Vec<String>> =
-        std::rc::Rc::new(memory.timeline.iter().map(|p| op_label(plan, p.op)).collect());
+        std::rc::Rc::new(memory.timeline.iter().map(|p| op_label(t, plan, p.op)).collect());
     let mut charts: Vec<BarChart> = Vec::new();
     for c in Category::ALL {
         if memory.timeline.iter().all(|p| p.allocated.get(c) == 0) {
@@ -39,8 +41,8 @@ pub fn timeline(ui: &mut Ui, plan: &Plan, memory: &StepMemory, source: Source, s
             .map(|(i, p)| Bar::new(i as f64, mib(p.allocated.get(c))).width(1.0).fill(category_color(c)))
             .collect();
         let labels = labels.clone();
-        let name = c.name();
-        let mut chart = BarChart::new(name, bars).color(category_color(c)).element_formatter(Box::new(
+        let name = category_name(t, c);
+        let mut chart = BarChart::new(name.clone(), bars).color(category_color(c)).element_formatter(Box::new(
             move |bar: &Bar, _: &BarChart| {
                 let i = bar.argument as usize;
                 format!("{}\n{name}: {:.2} MiB", labels.get(i).map_or("", String::as_str), bar.value)
@@ -59,7 +61,7 @@ pub fn timeline(ui: &mut Ui, plan: &Plan, memory: &StepMemory, source: Source, s
     Plot::new("timeline")
         .height(260.0)
         .legend(Legend::default())
-        .x_axis_label("op of the step")
+        .x_axis_label(t.text("tl-axis-op"))
         .y_axis_label("MiB")
         .include_y(0.0)
         .allow_scroll(false)
@@ -67,34 +69,37 @@ pub fn timeline(ui: &mut Ui, plan: &Plan, memory: &StepMemory, source: Source, s
             for chart in charts {
                 p.bar_chart(chart);
             }
-            p.line(Line::new("reserved", reserved).color(Color32::GRAY));
-            p.vline(VLine::new("peak", peak as f64).color(Color32::RED));
-            p.vline(VLine::new("scrubber", at as f64).color(Color32::WHITE));
+            p.line(Line::new(t.text("tl-reserved"), reserved).color(Color32::GRAY));
+            p.vline(VLine::new(t.text("tl-peak"), peak as f64).color(Color32::RED));
+            p.vline(VLine::new(t.text("tl-scrubber"), at as f64).color(Color32::WHITE));
         });
-    ui.add(egui::Slider::new(scrub, 0..=n - 1).text("op"));
+    ui.add(egui::Slider::new(scrub, 0..=n - 1).text(t.text("tl-op")));
     let point = &memory.timeline[at];
-    ui.label(format!(
-        "At {}: {} allocated, {} reserved.",
-        op_label(plan, point.op),
-        format_bytes(point.allocated_bytes),
-        format_bytes(point.reserved_bytes)
+    ui.label(t.format(
+        "tl-at",
+        &[
+            ("op", op_label(t, plan, point.op).into()),
+            ("allocated", size(t, point.allocated_bytes).into()),
+            ("reserved", size(t, point.reserved_bytes).into()),
+        ],
     ));
     let live = live_tensors(plan, point.op);
-    egui::CollapsingHeader::new(format!("{} tensors alive here", live.len())).id_salt("live").show(ui, |ui| {
+    let heading = t.format("tl-alive", &[("count", live.len().to_string().into())]);
+    egui::CollapsingHeader::new(heading).id_salt("live").show(ui, |ui| {
         egui::ScrollArea::vertical().max_height(160.0).show(ui, |ui| {
             for (name, c, bytes) in live {
                 ui.horizontal(|ui| {
                     swatch(ui, category_color(c));
-                    ui.label(format!("{name} — {} ({})", format_bytes(bytes), c.name()));
+                    ui.label(format!("{name} — {} ({})", size(t, bytes), category_name(t, c)));
                 });
             }
         });
     });
 }
 
-/// "h.0.attn (attention)" for timeline point `op`.
-pub fn op_label(plan: &Plan, op: Option<usize>) -> String {
-    op.and_then(|i| plan.op_label(i)).unwrap_or_else(|| "the start of the step".into())
+/// "h.0.attn (attention)" for timeline point `op` (op names stay as the plan writes them).
+pub fn op_label(t: &Catalog, plan: &Plan, op: Option<usize>) -> String {
+    op.and_then(|i| plan.op_label(i)).unwrap_or_else(|| t.text("tl-start"))
 }
 
 /// The tensors the plan has alive while op `op` runs (all persistent and step tensors before the

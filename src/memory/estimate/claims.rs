@@ -5,13 +5,23 @@
 use serde::Serialize;
 
 use super::{Checkpoint, EstimateError, Offload, Parallel, Setup, StatePrecision, estimate, max_micro_batch, presets};
+use crate::i18n::Catalog;
 use crate::units::{format_bytes, group_digits};
 
-/// One claim and what the estimator says about it.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+/// One claim and what the estimator says about it. Its words come from the catalogs
+/// (`claim-<id>`, `-source`, `-test`, `-finding` in `i18n/`), its numbers from the estimator:
+/// the English fields are what the CLI prints and its JSON carries; [`Claim::text`] says the
+/// same in another language from the same arguments.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
 pub struct Claim {
-    pub claim: &'static str,
-    pub source: &'static str,
+    /// The catalogs' name for it.
+    #[serde(skip)]
+    pub id: &'static str,
+    /// The finding's and the verdict's arguments, formatted as they are shown.
+    #[serde(skip)]
+    pub args: Vec<(&'static str, String)>,
+    pub claim: String,
+    pub source: String,
     /// Whether the claim holds under the estimator, with the tolerance `test` states.
     pub holds: bool,
     /// How the verdict is reached: the quantity compared and its tolerance.
@@ -23,7 +33,42 @@ pub struct Claim {
     pub numbers: Vec<(&'static str, f64)>,
 }
 
+/// A part of a claim's words.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Part {
+    Claim,
+    Source,
+    Test,
+    Finding,
+}
+
 impl Claim {
+    fn new(
+        en: &Catalog,
+        id: &'static str,
+        holds: bool,
+        args: Vec<(&'static str, String)>,
+        numbers: Vec<(&'static str, f64)>,
+    ) -> Self {
+        let mut c = Claim { id, args, holds, numbers, ..Claim::default() };
+        (c.claim, c.source, c.test, c.finding) =
+            (c.text(en, Part::Claim), c.text(en, Part::Source), c.text(en, Part::Test), c.text(en, Part::Finding));
+        c
+    }
+
+    /// The claim's words in `t`'s language.
+    pub fn text(&self, t: &Catalog, part: Part) -> String {
+        let suffix = match part {
+            Part::Claim => "",
+            Part::Source => "-source",
+            Part::Test => "-test",
+            Part::Finding => "-finding",
+        };
+        let args: Vec<(&str, fluent_bundle::FluentValue<'_>)> =
+            self.args.iter().map(|(k, v)| (*k, v.as_str().into())).collect();
+        t.format(&format!("claim-{}{suffix}", self.id), &args)
+    }
+
     /// A computed value by name.
     pub fn number(&self, name: &str) -> Option<f64> {
         self.numbers.iter().find(|(n, _)| *n == name).map(|&(_, v)| v)
@@ -80,6 +125,7 @@ pub const TOLERANCE: f64 = 0.10;
 
 /// Every claim, checked.
 pub fn claims() -> Result<Vec<Claim>, EstimateError> {
+    let en = Catalog::new(crate::i18n::Lang::En);
     let mut out = Vec::new();
 
     // 1. "Doubling the batch raises memory 1.8–2.5×" (the seed). Peak = S + A·b with S (model
@@ -91,21 +137,17 @@ pub fn claims() -> Result<Vec<Claim>, EstimateError> {
         .collect::<Result<_, EstimateError>>()?;
     let (lo, hi) = ratios.iter().fold((f64::MAX, 0.0f64), |(lo, hi), &r| (lo.min(r), hi.max(r)));
     let in_range = ratios.iter().filter(|r| (1.8..=2.5).contains(*r)).count();
-    let bound = if hi < 2.0 { "below 2× every time" } else { "reaching 2× or more" };
-    out.push(Claim {
-        claim: "Doubling the batch size raises memory 1.8–2.5×.",
-        source: "the seed document (../shared/seed)",
-        holds: in_range == ratios.len(),
-        test: "every ratio peak(2b)/peak(b), b = 1, 2, 4, 8, inside [1.8, 2.5]".into(),
-        finding: format!(
-            "LLaMA-2 7B, bf16 mixed precision, Adam, seq 4096: doubling b from 1, 2, 4, 8 multiplies the peak by {} — \
-             {bound} ({} of {} inside 1.8–2.5), because model states and fixed costs do not grow with the batch; the \
-             ratio nears 2 only when activations dwarf everything else.",
-            list(&ratios, 2),
-            in_range,
-            ratios.len()
-        ),
-        numbers: vec![
+    out.push(Claim::new(
+        &en,
+        "doubling",
+        in_range == ratios.len(),
+        vec![
+            ("ratios", list(&ratios, 2)),
+            ("below", if hi < 2.0 { "yes" } else { "no" }.into()),
+            ("inside", in_range.to_string()),
+            ("count", ratios.len().to_string()),
+        ],
+        vec![
             ("ratio_b1", ratios[0]),
             ("ratio_b2", ratios[1]),
             ("ratio_b4", ratios[2]),
@@ -113,7 +155,7 @@ pub fn claims() -> Result<Vec<Claim>, EstimateError> {
             ("ratio_min", lo),
             ("ratio_max", hi),
         ],
-    });
+    ));
 
     // 2. The seed's LLaMA-2-7B figures: batch 64 → 38.2 GB, batch 128 → 89.7 GB with BF16. The
     // whole peak at each batch, in the most favourable reading of "BF16" (bf16 mixed precision or
@@ -127,35 +169,27 @@ pub fn claims() -> Result<Vec<Claim>, EstimateError> {
     let at64 = gb(mixed.peak_bytes.min(pure.peak_bytes));
     let at128 = gb(mixed128.min(pure128));
     let ratio = at128 / at64;
-    out.push(Claim {
-        claim: "LLaMA-2-7B with BF16 uses 38.2 GB at batch 64 and 89.7 GB at batch 128 (2.35×).",
-        source: "the seed document (../shared/seed)",
-        holds: near(at64, 38.2, TOLERANCE) && near(at128, 89.7, TOLERANCE) && near(ratio, 2.35, TOLERANCE),
-        test: format!(
-            "the whole peak at batch 64 and 128 (seq 512, the smaller of bf16 mixed and pure bf16) within ±{:.0} % of the \
-             figures, and their ratio within ±{:.0} % of 2.35",
-            TOLERANCE * 100.0,
-            TOLERANCE * 100.0
-        ),
-        finding: format!(
-            "Full training of its {} parameters with Adam, seq 512: the peak is {:.1} GB at batch 64 and {:.1} GB at batch \
-             128 (×{:.2}). Model states alone take {:.1} GB in bf16 mixed precision (16 bytes per parameter) and {:.1} GB \
-             in pure bf16.",
-            group_digits(mixed.parameters),
-            at64,
-            at128,
-            ratio,
-            gb(model_states(&mixed)),
-            gb(model_states(&pure)),
-        ),
-        numbers: vec![
+    out.push(Claim::new(
+        &en,
+        "seed-figures",
+        near(at64, 38.2, TOLERANCE) && near(at128, 89.7, TOLERANCE) && near(ratio, 2.35, TOLERANCE),
+        vec![
+            ("tolerance", format!("{:.0}", TOLERANCE * 100.0)),
+            ("parameters", group_digits(mixed.parameters)),
+            ("at64", format!("{at64:.1}")),
+            ("at128", format!("{at128:.1}")),
+            ("ratio", format!("{ratio:.2}")),
+            ("mixed", format!("{:.1}", gb(model_states(&mixed)))),
+            ("pure", format!("{:.1}", gb(model_states(&pure)))),
+        ],
+        vec![
             ("peak_b64_gb", at64),
             ("peak_b128_gb", at128),
             ("ratio", ratio),
             ("states_mixed_gb", gb(model_states(&mixed))),
             ("states_pure_gb", gb(model_states(&pure))),
         ],
-    });
+    ));
 
     // 3. ZeRO's published vectors (Rajbhandari et al. 2020, Figure 1): 7.5 B parameters,
     // N_d = 64 → 120 / 31.4 / 16.6 / 1.9 GB of model states.
@@ -169,24 +203,18 @@ pub fn claims() -> Result<Vec<Claim>, EstimateError> {
         })
         .collect::<Result<_, EstimateError>>()?;
     let published = [120.0, 31.4, 16.6, 1.9];
-    out.push(Claim {
-        claim: "ZeRO stages 0–3 cut model states of a 7.5 B model on 64 GPUs from 120 GB to 31.4, 16.6 and 1.9 GB.",
-        source: "Rajbhandari et al. 2020 (ZeRO), Figure 1",
-        holds: per_stage.iter().zip(published).all(|(got, want)| (got - want).abs() < 0.05),
-        test:
-            "each stage's model states per GPU, scaled to 7.5 B parameters, within 0.05 GB of the figure (its rounding)"
-                .into(),
-        finding: format!(
-            "Scaled to 7.5 B parameters: {} GB per GPU for stages 0–3 (2Ψ + 2Ψ + 12Ψ, partitioned).",
-            per_stage.iter().map(|g| format!("{g:.1}")).collect::<Vec<_>>().join(" / ")
-        ),
-        numbers: vec![
+    out.push(Claim::new(
+        &en,
+        "zero-stages",
+        per_stage.iter().zip(published).all(|(got, want)| (got - want).abs() < 0.05),
+        vec![("stages", per_stage.iter().map(|g| format!("{g:.1}")).collect::<Vec<_>>().join(" / "))],
+        vec![
             ("stage0_gb", per_stage[0]),
             ("stage1_gb", per_stage[1]),
             ("stage2_gb", per_stage[2]),
             ("stage3_gb", per_stage[3]),
         ],
-    });
+    ));
 
     // 4. The seed: ZeRO-3 on 8×A100 raises a 7B model's per-GPU batch from 2 to 16.
     let mut z = preset("llama2-7b", "a100-80", 1, 2048)?;
@@ -196,30 +224,24 @@ pub fn claims() -> Result<Vec<Claim>, EstimateError> {
     let with = max_micro_batch(&z)?;
     z.checkpoint = Checkpoint::BLOCKS;
     let with_ckpt = max_micro_batch(&z)?;
-    let before = if without == 0 {
-        "not even micro-batch 1 fits".to_string()
-    } else {
-        format!("the largest micro-batch is {without}")
-    };
-    out.push(Claim {
-        claim: "ZeRO-3 on 8×A100 raises a 7B model's per-GPU batch from 2 to 16.",
-        source: "the seed document (../shared/seed)",
-        holds: without == 2 && with == 16,
-        test: "the largest micro-batch that fits, without ZeRO and with ZeRO-3 over 8 GPUs, equal to 2 and 16".into(),
-        finding: format!(
-            "LLaMA-2 7B, bf16 mixed, Adam, seq 2048 on A100 80 GB: without ZeRO {before}; with ZeRO-3 over 8 GPUs the \
-             largest micro-batch is {with}, and {with_ckpt} with checkpointing every block. The gain is real, but it comes \
-             from sharding the {:.1} GB of model states, and the batch it allows depends on sequence length and \
-             checkpointing.",
-            gb(states)
-        ),
-        numbers: vec![
+    out.push(Claim::new(
+        &en,
+        "zero3-batch",
+        without == 2 && with == 16,
+        vec![
+            ("fits_without", if without == 0 { "no" } else { "yes" }.into()),
+            ("without", without.to_string()),
+            ("with", with.to_string()),
+            ("with_checkpointing", with_ckpt.to_string()),
+            ("states", format!("{:.1}", gb(states))),
+        ],
+        vec![
             ("max_batch_without", without as f64),
             ("max_batch_zero3", with as f64),
             ("max_batch_zero3_checkpointed", with_ckpt as f64),
             ("states_gb", gb(states)),
         ],
-    });
+    ));
 
     // 5. The seed: QLoRA fits a 7B model at batch 64 on an A100 80G in about 12 GB ("about":
     // ±10 %), in the most favourable setting (with or without checkpointing, whichever is less).
@@ -230,30 +252,24 @@ pub fn claims() -> Result<Vec<Claim>, EstimateError> {
     q.checkpoint = Checkpoint::BLOCKS;
     let at64_ckpt = estimate(&q)?;
     let best = gb(at64.peak_bytes.min(at64_ckpt.peak_bytes));
-    out.push(Claim {
-        claim: "LoRA/QLoRA lets a 7B model train at batch 64 on one A100 80G in about 12 GB.",
-        source: "the seed document (../shared/seed)",
-        holds: best <= 12.0 * (1.0 + TOLERANCE),
-        test: format!(
-            "the peak at batch 64, seq 512, with or without checkpointing (the smaller), at most 12 GB + {:.0} %",
-            TOLERANCE * 100.0
-        ),
-        finding: format!(
-            "QLoRA (4-bit base, rank-16 adapters on every projection), seq 512: {:.1} GB at batch 1, {:.1} GB at batch 64 \
-             ({:.1} GB with checkpointing every block). The frozen 4-bit base is small ({:.1} GB), but activations still \
-             grow with the batch.",
-            gb(at1),
-            gb(at64.peak_bytes),
-            gb(at64_ckpt.peak_bytes),
-            gb(at64.get("parameters"))
-        ),
-        numbers: vec![
+    out.push(Claim::new(
+        &en,
+        "qlora",
+        best <= 12.0 * (1.0 + TOLERANCE),
+        vec![
+            ("tolerance", format!("{:.0}", TOLERANCE * 100.0)),
+            ("at1", format!("{:.1}", gb(at1))),
+            ("at64", format!("{:.1}", gb(at64.peak_bytes))),
+            ("at64_checkpointed", format!("{:.1}", gb(at64_ckpt.peak_bytes))),
+            ("base", format!("{:.1}", gb(at64.get("parameters")))),
+        ],
+        vec![
             ("peak_b1_gb", gb(at1)),
             ("peak_b64_gb", gb(at64.peak_bytes)),
             ("peak_b64_checkpointed_gb", gb(at64_ckpt.peak_bytes)),
             ("base_gb", gb(at64.get("parameters"))),
         ],
-    });
+    ));
 
     // 6. Korthikanti et al.'s per-layer activations: sbh(34 + 5as/h) for GPT with dropout.
     let mut g = preset("gpt2-xl", "a100-80", 4, 1024)?;
@@ -268,27 +284,18 @@ pub fn claims() -> Result<Vec<Claim>, EstimateError> {
         one.arch.layers = 2;
         estimate(&one)?.activations_end_of_forward - e1.activations_end_of_forward
     };
-    out.push(Claim {
-        claim: "A GPT layer keeps sbh(34 + 5as/h) bytes of activations in 16-bit training.",
-        source: "Korthikanti et al. 2022, §4.1",
-        holds: one == per_layer_paper + stats,
-        test: "one layer's activations (2 layers minus 1) equal to the paper's formula plus the LayerNorm statistics, \
-               to the byte"
-            .into(),
-        numbers: vec![
-            ("layer_bytes", one as f64),
-            ("paper_bytes", per_layer_paper as f64),
-            ("statistics_bytes", stats as f64),
+    out.push(Claim::new(
+        &en,
+        "korthikanti",
+        one == per_layer_paper + stats,
+        vec![
+            ("layer", format_bytes(one)),
+            ("paper", format_bytes(per_layer_paper)),
+            ("statistics", format_bytes(stats)),
+            ("attention", format_bytes(5 * a_ * s_ * s_ * b_)),
         ],
-        finding: format!(
-            "GPT-2 XL, b 4, s 1024: the estimator's layer holds {} — the paper's {} plus {} of LayerNorm statistics the \
-             paper leaves out. The 5as/h term ({} here) is the attention matrix: fused attention removes it.",
-            format_bytes(one),
-            format_bytes(per_layer_paper),
-            format_bytes(stats),
-            format_bytes(5 * a_ * s_ * s_ * b_)
-        ),
-    });
+        vec![("layer_bytes", one as f64), ("paper_bytes", per_layer_paper as f64), ("statistics_bytes", stats as f64)],
+    ));
 
     // 7. Offloading the optimizer (ZeRO-Offload) trades GPU memory for PCIe traffic, and the
     // claim names the bandwidth: at 32 GB/s the traffic of a step must take no longer than the
@@ -310,26 +317,21 @@ pub fn claims() -> Result<Vec<Claim>, EstimateError> {
     // the batch (2Ψ of gradients down, 2Ψ of parameters up), the compute grows linearly with it.
     let hides_from = (pcie_secs / compute_secs(1)).ceil().max(1.0) as u64;
     let needed = after.pcie_bytes_per_step as f64 / compute_secs(1);
-    out.push(Claim {
-        claim: "ZeRO-Offload moves the optimizer to the CPU and needs a fast PCIe link (at least 32 GB/s).",
-        source: "the seed document (../shared/seed); Ren et al. 2021",
-        holds: after.peak_bytes < before.peak_bytes && pcie_secs <= compute_secs(1),
-        test: "GPU memory falls, and at 32 GB/s a step's PCIe traffic takes no longer than its compute at the A100's \
-               312 TFLOP/s (bf16 dense), at micro-batch 1"
-            .into(),
-        finding: format!(
-            "LLaMA-2 7B on one A100 80 GB, seq 2048, micro-batch 1: {:.1} GB on the GPU before, {:.1} GB after, {:.1} GB in \
-             host memory. Each step moves {:.1} GB over PCIe: {:.2} s at 32 GB/s, against {:.2} s of compute at the GPU's \
-             peak — hiding it would take {:.0} GB/s, or micro-batch {hides_from} and up at 32 GB/s.",
-            gb(before.peak_bytes),
-            gb(after.peak_bytes),
-            gb(after.host_bytes),
-            gb(after.pcie_bytes_per_step),
-            pcie_secs,
-            compute_secs(1),
-            needed / GB,
-        ),
-        numbers: vec![
+    out.push(Claim::new(
+        &en,
+        "offload",
+        after.peak_bytes < before.peak_bytes && pcie_secs <= compute_secs(1),
+        vec![
+            ("before", format!("{:.1}", gb(before.peak_bytes))),
+            ("after", format!("{:.1}", gb(after.peak_bytes))),
+            ("host", format!("{:.1}", gb(after.host_bytes))),
+            ("pcie", format!("{:.1}", gb(after.pcie_bytes_per_step))),
+            ("pcie_secs", format!("{pcie_secs:.2}")),
+            ("compute_secs", format!("{:.2}", compute_secs(1))),
+            ("needed", format!("{:.0}", needed / GB)),
+            ("hides_from", hides_from.to_string()),
+        ],
+        vec![
             ("gpu_before_gb", gb(before.peak_bytes)),
             ("gpu_after_gb", gb(after.peak_bytes)),
             ("host_gb", gb(after.host_bytes)),
@@ -339,6 +341,6 @@ pub fn claims() -> Result<Vec<Claim>, EstimateError> {
             ("needed_gb_per_sec", needed / GB),
             ("hides_from_batch", hides_from as f64),
         ],
-    });
+    ));
     Ok(out)
 }

@@ -113,6 +113,7 @@ pub mod source {
     pub const ZERO_BUCKETS: &str = "DeepSpeed ZeRO reduce_bucket_size and allgather_bucket_size, 5e8 elements each by default; stage 3 gathers a layer's parameters (and prefetches the next)";
     pub const SP: &str = "sequence parallelism all-gathers a layer's input to the full sequence before the column-parallel linear (Korthikanti et al. 2022, §4.2.2)";
     pub const FRAGMENTATION: &str = "allocator fragmentation margin: an assumed 5 % of the allocated bytes (reserved minus allocated; the toy's allocator map measures it)";
+    pub const FOUND_INF: &str = "the loss scaler's overflow flag (found_inf), one u32";
     pub const OFFLOAD: &str = "Ren et al. 2021 (ZeRO-Offload): fp32 state and gradients on the host, 16-bit weights and gradients cross PCIe each step";
 }
 
@@ -217,12 +218,7 @@ pub fn estimate(setup: &Setup) -> Result<Estimate, EstimateError> {
         Line { category: "input", bytes: checked("input", input_bytes), per_batch: true, source: source::INPUT.into() },
     ];
     if setup.runtime == Runtime::Oomlab && setup.precision == StatePrecision::MixedFp16 {
-        lines.push(Line {
-            category: "workspace",
-            bytes: 4,
-            per_batch: false,
-            source: "the loss scaler's overflow flag (found_inf), one u32".into(),
-        });
+        lines.push(Line { category: "workspace", bytes: 4, per_batch: false, source: source::FOUND_INF.into() });
     }
     if setup.fixed_costs {
         let p = setup.precision.value_bytes() as u128;

@@ -163,7 +163,7 @@ impl GpuExecutor {
             op_commands,
             bound: (0..commands).map(|_| None).collect(),
             memory: None,
-            device: DeviceFigures::NotReported { reason: "no step has run yet".into() },
+            device: DeviceFigures::NotReported { reason: crate::memory::device::NOT_REPORTED_YET.into() },
             device_peak: 0,
             uniform_buffer,
             placeholder,

@@ -335,3 +335,24 @@ claim-offload = ZeRO-Offload moves the optimizer to the CPU and needs a fast PCI
 claim-offload-source = the seed document (../shared/seed); Ren et al. 2021
 claim-offload-test = GPU memory falls, and at 32 GB/s a step's PCIe traffic takes no longer than its compute at the A100's 312 TFLOP/s (bf16 dense), at micro-batch 1
 claim-offload-finding = LLaMA-2 7B on one A100 80 GB, seq 2048, micro-batch 1: { $before } GB on the GPU before, { $after } GB after, { $host } GB in host memory. Each step moves { $pcie } GB over PCIe: { $pcie_secs } s at 32 GB/s, against { $compute_secs } s of compute at the GPU's peak — hiding it would take { $needed } GB/s, or micro-batch { $hides_from } and up at 32 GB/s.
+
+## A shared link that cannot be used as it is
+
+link-unusable = The link's settings could not be used ({ $why }); showing the defaults.
+link-real-unusable = The link's real-model settings could not be used ({ $why }); showing that view's defaults.
+link-adjusted = Some settings in the link were out of range and were adjusted.
+link-too-long = the link is too long
+link-no-settings = no s= field
+link-not-base64 = not base64: { $error }
+link-not-settings = not valid settings: { $error }
+
+## Export and step status
+
+export-saved = saved { $path }
+export-downloaded = downloaded { $name }
+export-cannot-write = cannot write { $path }: { $error }
+export-download-failed = the download failed: { $error }
+error-config = This setup cannot run: { $error }
+error-gpu = The GPU step failed: { $error }
+error-host = Host memory cannot hold this step: { $error }
+error-step = The step failed: { $error }

@@ -273,7 +273,7 @@ src-ddp = PyTorch DDP 的梯度桶：梯度的一份副本，除非 gradient_as_
 src-zero-buckets = DeepSpeed ZeRO 的 reduce_bucket_size 与 allgather_bucket_size，默认各 5e8 个元素；第 3 阶段会收集一层的参数（并预取下一层）
 src-sp = 序列并行在列并行线性层之前，把一层的输入 all-gather 成完整序列（Korthikanti 等 2022，§4.2.2）
 src-fragmentation = 分配器碎片余量：假设为已分配字节的 5 %（预留减去已分配；玩具模型的分配器视图会实测它）
-src-offload = Ren 等 2021（ZeRO-Offload）：fp32 状态和梯度放在主机上，16 位权重和梯度每一步都经 PCIe 传输
+src-offload = Ren 等 2021（ZeRO-Offload，卸载）：fp32 状态和梯度放在主机上，16 位权重和梯度每一步都经 PCIe 传输
 src-found-inf = 损失缩放器的溢出标志（found_inf），一个 u32
 src-freed = 在峰值前已释放，峰值在某一层的反向传播中（在 loss 处它们占 { $bytes }）；{ $logits }
 
@@ -328,7 +328,28 @@ claim-korthikanti-source = Korthikanti 等 2022，§4.1
 claim-korthikanti-test = 一层的激活值（2 层减 1 层）等于论文公式加上 LayerNorm 统计量，精确到字节
 claim-korthikanti-finding = GPT-2 XL，b 4，s 1024：估算器算出一层保存 { $layer } —— 即论文的 { $paper }，加上论文略去的 { $statistics } LayerNorm 统计量。5as/h 这一项（这里为 { $attention }）就是注意力矩阵：融合注意力会去掉它。
 
-claim-offload = ZeRO-Offload 把优化器移到 CPU 上，需要快速的 PCIe 链路（至少 32 GB/s）。
+claim-offload = ZeRO-Offload 把优化器卸载到 CPU 上，需要快速的 PCIe 链路（至少 32 GB/s）。
 claim-offload-source = 种子文档（../shared/seed）；Ren 等 2021
 claim-offload-test = GPU 显存下降，并且在 32 GB/s 下，一步的 PCIe 传输用时不超过它在 A100 的 312 TFLOP/s（bf16 稠密）下的计算时间，micro-batch 为 1
 claim-offload-finding = LLaMA-2 7B，一块 A100 80 GB，序列长度 2048，micro-batch 1：之前 GPU 上 { $before } GB，之后 { $after } GB，主机内存中 { $host } GB。每一步经 PCIe 传输 { $pcie } GB：在 32 GB/s 下用时 { $pcie_secs } s，而按 GPU 峰值算力计算只需 { $compute_secs } s —— 要把传输藏在计算之后，需要 { $needed } GB/s，或者在 32 GB/s 下使用 micro-batch { $hides_from } 及以上。
+
+## 无法照原样使用的分享链接
+
+link-unusable = 无法使用链接中的设置（{ $why }）；改为显示默认设置。
+link-real-unusable = 无法使用链接中真实模型的设置（{ $why }）；该视图改为显示默认设置。
+link-adjusted = 链接中有些设置超出范围，已作调整。
+link-too-long = 链接太长
+link-no-settings = 缺少 s= 字段
+link-not-base64 = 不是 base64 编码：{ $error }
+link-not-settings = 不是有效的设置：{ $error }
+
+## 导出与运行状态
+
+export-saved = 已保存到 { $path }
+export-downloaded = 已下载 { $name }
+export-cannot-write = 无法写入 { $path }：{ $error }
+export-download-failed = 下载失败：{ $error }
+error-config = 这一设置无法运行：{ $error }
+error-gpu = GPU 上的这一步失败了：{ $error }
+error-host = 主机内存放不下这一步：{ $error }
+error-step = 这一步失败了：{ $error }

@@ -18,6 +18,8 @@
 # PYTHON=/path/to/venv/bin/python scripts/subset-font.sh). egui's fonts come from the cargo
 # registry (cargo fetch has them).
 set -euo pipefail
+# Reproducible output: fontTools stamps "modified" with this instead of the clock.
+export SOURCE_DATE_EPOCH=${SOURCE_DATE_EPOCH:-1764547200}
 cd "$(dirname "$0")/.."
 src=${NOTO_CJK:-/usr/share/fonts/opentype/noto/NotoSansCJK-Regular.ttc}
 python=${PYTHON:-python3}

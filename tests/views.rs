@@ -443,4 +443,14 @@ fn the_app_switches_to_chinese_and_back() {
     harness.state_mut().set_lang(Lang::En);
     harness.run();
     harness.get_by_label("Real models");
+
+    // Switching language mid-step keeps the step running; it finishes and counts as before.
+    harness.get_by_label("Step timeline").click();
+    harness.get_by_label("One step").click();
+    harness.run_steps(2);
+    assert!(!harness.state().is_idle(), "a CPU step runs over several frames");
+    harness.state_mut().set_lang(Lang::Zh);
+    harness.run_steps(200);
+    assert!(harness.state().is_idle() && harness.state().steps_done() == 1, "the step finished after the switch");
+    assert_eq!(harness.state().lang(), Lang::Zh);
 }

@@ -3,6 +3,7 @@
 
 use serde_json::json;
 
+use super::Notice;
 use super::views::{Source, SweepSeries, op_label};
 use crate::memory::StepMemory;
 use crate::memory::map::segments_at;
@@ -79,7 +80,7 @@ pub fn png(image: &egui::ColorImage) -> Result<Vec<u8>, String> {
 
 /// Saves `bytes` as `name`: into `dir`, else `$OOMLAB_EXPORT_DIR`, else the current directory on
 /// the desktop; as a download in the browser. Returns where it went, for the status line.
-pub fn save(dir: Option<&std::path::Path>, name: &str, bytes: &[u8], mime: &str) -> Result<String, String> {
+pub fn save(dir: Option<&std::path::Path>, name: &str, bytes: &[u8], mime: &str) -> Result<Notice, Notice> {
     #[cfg(not(target_arch = "wasm32"))]
     {
         let _ = mime;
@@ -87,27 +88,34 @@ pub fn save(dir: Option<&std::path::Path>, name: &str, bytes: &[u8], mime: &str)
             std::env::var_os("OOMLAB_EXPORT_DIR").map_or_else(|| std::path::PathBuf::from("."), Into::into)
         });
         let path = dir.join(name);
-        std::fs::write(&path, bytes).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
-        Ok(format!("saved {}", path.display()))
+        let shown = || Notice::Text(path.display().to_string());
+        std::fs::write(&path, bytes)
+            .map_err(|e| Notice::msg("export-cannot-write", &[("path", shown()), ("error", e.to_string().into())]))?;
+        Ok(Notice::msg("export-saved", &[("path", shown())]))
     }
     #[cfg(target_arch = "wasm32")]
     {
         let _ = dir;
         use wasm_bindgen::JsCast;
-        let fail = |e: wasm_bindgen::JsValue| format!("the download failed: {e:?}");
+        let fail =
+            |e: wasm_bindgen::JsValue| Notice::msg("export-download-failed", &[("error", format!("{e:?}").into())]);
         let array = js_sys::Uint8Array::from(bytes);
         let parts = js_sys::Array::of1(&array);
         let options = web_sys::BlobPropertyBag::new();
         options.set_type(mime);
         let blob = web_sys::Blob::new_with_u8_array_sequence_and_options(&parts, &options).map_err(fail)?;
         let url = web_sys::Url::create_object_url_with_blob(&blob).map_err(fail)?;
-        let document = web_sys::window().and_then(|w| w.document()).ok_or("no document")?;
-        let a: web_sys::HtmlAnchorElement =
-            document.create_element("a").map_err(fail)?.dyn_into().map_err(|_| "not an anchor".to_string())?;
+        let document =
+            web_sys::window().and_then(|w| w.document()).ok_or_else(|| Notice::from("no document".to_string()))?;
+        let a: web_sys::HtmlAnchorElement = document
+            .create_element("a")
+            .map_err(fail)?
+            .dyn_into()
+            .map_err(|_| Notice::from("not an anchor".to_string()))?;
         a.set_href(&url);
         a.set_download(name);
         a.click();
         let _ = web_sys::Url::revoke_object_url(&url);
-        Ok(format!("downloaded {name}"))
+        Ok(Notice::msg("export-downloaded", &[("name", name.to_string().into())]))
     }
 }

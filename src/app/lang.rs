@@ -94,7 +94,7 @@ impl OomlabApp {
                 }
                 Some(Err(e)) => {
                     log::warn!("oomlab: Chinese font not fetched: {e}");
-                    self.notices.push(super::Notice::msg("notice-font-failed", &[("error", e)]));
+                    self.notices.push(super::Notice::msg("notice-font-failed", &[("error", e.into())]));
                     self.cjk = CjkFont::Failed;
                     self.pending_lang = None;
                 }

@@ -64,7 +64,7 @@ pub struct OomlabApp {
     device: DeviceFigures,
     /// The engine's out-of-memory, when a real step did not fit.
     oom: Option<Box<StepOom>>,
-    error: Option<String>,
+    error: Option<Notice>,
     pub tab: Tab,
     scrub: usize,
     /// The real-model view's estimate, for `applied.real`.
@@ -74,7 +74,7 @@ pub struct OomlabApp {
     /// The claims lesson, computed when first shown.
     claims: Option<Result<Vec<crate::memory::estimate::claims::Claim>, String>>,
     /// The last export's outcome, for the status line.
-    status: Option<String>,
+    status: Option<Notice>,
     drew_first_frame: bool,
     /// The words of the language the user reads (`i18n/`).
     catalog: crate::i18n::Catalog,
@@ -103,7 +103,7 @@ impl OomlabApp {
             if Settings::url_hash_carries_settings(&hash) {
                 settings = s;
             }
-            notices.extend(notice.map(Notice::Text));
+            notices.extend(notice);
         }
         let (compute, backend) = match cc.wgpu_render_state.as_ref().map(Self::gpu) {
             Some(Ok(g)) => g,
@@ -113,7 +113,7 @@ impl OomlabApp {
                 notices.push(if webgl {
                     Notice::msg("notice-webgl", &[])
                 } else {
-                    Notice::msg("notice-no-gpu", &[("error", e.to_string())])
+                    Notice::msg("notice-no-gpu", &[("error", e.to_string().into())])
                 });
                 (Compute::Cpu { exec: None }, "cpu (reference)".to_string())
             }
@@ -236,7 +236,7 @@ impl OomlabApp {
             let step = self.run_buttons(ui);
             self.drive(now, step);
             if let Some(e) = &self.error {
-                ui.colored_label(Color32::RED, e);
+                ui.colored_label(Color32::RED, e.text(&self.catalog));
             }
             self.exports(ui);
             egui::ScrollArea::vertical().show(ui, |ui| self.views(ui));
@@ -256,6 +256,7 @@ impl OomlabApp {
         if let Some(image) = taken {
             self.status = Some(
                 export::png(&image)
+                    .map_err(Notice::from)
                     .and_then(|b| export::save(self.export_dir.as_deref(), "oomlab.png", &b, "image/png"))
                     .unwrap_or_else(|e| e),
             );
@@ -308,7 +309,7 @@ impl OomlabApp {
                 });
             }
             if let Some(s) = &self.status {
-                ui.label(RichText::new(s).small());
+                ui.label(RichText::new(s.text(&self.catalog)).small());
             }
         });
     }
@@ -429,29 +430,32 @@ impl OomlabApp {
     }
 }
 
-/// A line above the views: a catalog message with its arguments, shown in the reader's language
-/// (switching language re-words it), or text that came in already worded (a link's problem).
-#[derive(Clone, Debug)]
-pub(crate) enum Notice {
-    Message {
-        key: &'static str,
-        args: Vec<(&'static str, String)>,
-    },
-    /// A shared link's problem (web only), in English: it carries serde's own words.
-    #[cfg_attr(not(target_arch = "wasm32"), allow(dead_code))]
+/// A line above the views: a catalog message whose arguments may be notices too, shown in
+/// the reader's language (switching language re-words it), or text that comes already worded
+/// (a library's own error message).
+#[derive(Clone, Debug, PartialEq)]
+pub enum Notice {
+    Message { key: &'static str, args: Vec<(&'static str, Notice)> },
     Text(String),
 }
 
+impl From<String> for Notice {
+    fn from(s: String) -> Self {
+        Notice::Text(s)
+    }
+}
+
 impl Notice {
-    pub(crate) fn msg(key: &'static str, args: &[(&'static str, String)]) -> Self {
+    pub fn msg(key: &'static str, args: &[(&'static str, Notice)]) -> Self {
         Notice::Message { key, args: args.to_vec() }
     }
 
-    fn text(&self, t: &crate::i18n::Catalog) -> String {
+    /// The notice in `t`'s language.
+    pub fn text(&self, t: &crate::i18n::Catalog) -> String {
         match self {
             Notice::Message { key, args } => {
                 let args: Vec<(&str, fluent_bundle::FluentValue<'_>)> =
-                    args.iter().map(|(k, v)| (*k, v.as_str().into())).collect();
+                    args.iter().map(|(k, v)| (*k, v.text(t).into())).collect();
                 t.format(key, &args)
             }
             Notice::Text(s) => s.clone(),

@@ -136,7 +136,7 @@ impl OomlabApp {
                     Ok(None) => return Ok(false),
                     Err(e) => {
                         // The pipelines do not build on this device: the CPU backend runs the plan.
-                        self.notices.push(super::Notice::msg("notice-no-gpu", &[("error", e.to_string())]));
+                        self.notices.push(super::Notice::msg("notice-no-gpu", &[("error", e.to_string().into())]));
                         self.compute = Compute::Cpu { exec: None };
                         self.backend = "cpu (reference)".into();
                         return self.ensure_executor();
@@ -163,7 +163,15 @@ impl OomlabApp {
         self.training = false;
         match e {
             BackendError::OutOfMemory(oom) => self.oom = Some(oom),
-            other => self.error = Some(other.to_string()),
+            other => {
+                let key = match &other {
+                    BackendError::Config(_) => "error-config",
+                    BackendError::Gpu(_) => "error-gpu",
+                    BackendError::HostMemory(_) => "error-host",
+                    _ => "error-step",
+                };
+                self.error = Some(super::Notice::msg(key, &[("error", other.to_string().into())]));
+            }
         }
     }
 

@@ -5,6 +5,7 @@
 use base64::Engine as _;
 use serde::{Deserialize, Serialize};
 
+use super::Notice;
 use crate::model::params::LoraConfig;
 use crate::model::{ConfigError, ModelConfig, StepShape};
 use crate::plan::{AttentionKind, Checkpoint, OptimizerConfig, OptimizerKind, Plan, Precision, Techniques};
@@ -216,46 +217,43 @@ impl Settings {
     /// Settings from a URL hash (with or without the leading `#`). An empty hash gives the
     /// defaults silently; anything unreadable, or settings whose plan cannot be built, gives the
     /// defaults and a notice saying why.
-    pub fn from_url_hash(hash: &str, vocab: usize) -> (Settings, Option<String>) {
+    pub fn from_url_hash(hash: &str, vocab: usize) -> (Settings, Option<Notice>) {
         let hash = hash.trim().trim_start_matches('#');
         if hash.is_empty() {
             return (Settings::default(), None);
         }
-        let fallback = |why: String| {
-            (Settings::default(), Some(format!("The link's settings could not be used ({why}); showing the defaults.")))
-        };
+        // Why, worded in the reader's language when the notice is shown; the details (serde's,
+        // the plan's) stay as those libraries write them.
+        let fallback = |why: Notice| (Settings::default(), Some(Notice::msg("link-unusable", &[("why", why)])));
         let Some(encoded) = hash.split('&').find_map(|kv| kv.strip_prefix("s=")) else {
             // Other known fields alone (`train=N` for scripted runs, `lang=zh`) carry no settings.
             if !Self::url_hash_carries_settings(hash) {
                 return (Settings::default(), None);
             }
-            return fallback("no s= field".into());
+            return fallback(Notice::msg("link-no-settings", &[]));
         };
         if encoded.len() > 16 * 1024 {
-            return fallback("the link is too long".into());
+            return fallback(Notice::msg("link-too-long", &[]));
         }
         let bytes = match base64::engine::general_purpose::URL_SAFE_NO_PAD.decode(encoded.trim_end_matches('=')) {
             Ok(b) => b,
-            Err(e) => return fallback(format!("not base64: {e}")),
+            Err(e) => return fallback(Notice::msg("link-not-base64", &[("error", e.to_string().into())])),
         };
         let settings: Settings = match serde_json::from_slice(&bytes) {
             Ok(s) => s,
-            Err(e) => return fallback(format!("not valid settings: {e}")),
+            Err(e) => return fallback(Notice::msg("link-not-settings", &[("error", e.to_string().into())])),
         };
         let mut clamped = settings.clone().clamped();
         if let Err(e) = clamped.plan(vocab) {
-            return fallback(e.to_string());
+            return fallback(Notice::Text(e.to_string()));
         }
         // The real-model view's part: if it cannot be estimated, that part alone falls back.
         if let Err(e) = clamped.real.setup() {
             clamped.real = super::real::RealSettings::default();
-            return (
-                clamped,
-                Some(format!("The link's real-model settings could not be used ({e}); showing that view's defaults.")),
-            );
+            let why = Notice::Text(e.to_string());
+            return (clamped, Some(Notice::msg("link-real-unusable", &[("why", why)])));
         }
-        let notice =
-            (clamped != settings).then(|| "Some settings in the link were out of range and were adjusted.".into());
+        let notice = (clamped != settings).then(|| Notice::msg("link-adjusted", &[]));
         (clamped, notice)
     }
 }
@@ -282,6 +280,10 @@ mod tests {
         assert!(s.plan(V).is_ok(), "fused attention with selective recomputation would be refused");
         s.apply(Suggestion::MixedPrecision);
         assert_eq!(s.precision, Precision::Bf16);
+    }
+
+    fn en() -> crate::i18n::Catalog {
+        crate::i18n::Catalog::new(crate::i18n::Lang::En)
     }
 
     #[test]
@@ -324,7 +326,11 @@ mod tests {
         for hash in cases {
             let (s, notice) = Settings::from_url_hash(&hash, V);
             assert_eq!(s, Settings::default(), "{hash}");
-            assert!(notice.is_some_and(|n| n.contains("defaults")), "{hash}");
+            let notice = notice.expect("a notice");
+            assert!(notice.text(&en()).contains("defaults"), "{hash}");
+            // The same notice in Chinese: the frame translated, a library's detail as it came.
+            let zh = notice.text(&crate::i18n::Catalog::new(crate::i18n::Lang::Zh));
+            assert!(zh.contains("默认设置") && !zh.contains("defaults"), "{zh}");
         }
         // Out of range: clamped, with a notice.
         let huge = Settings { batch: 1 << 40, ..Settings::default() };
@@ -340,7 +346,7 @@ mod tests {
         let (back, notice) = Settings::from_url_hash(&s.to_url_hash(), V);
         assert_eq!(back.batch, 32, "the toy's part is kept");
         assert_eq!(back.real, super::super::real::RealSettings::default());
-        assert!(notice.is_some_and(|n| n.contains("real-model settings")));
+        assert!(notice.is_some_and(|n| n.text(&en()).contains("real-model settings")));
         // A good real-model part round-trips.
         let mut s = Settings::default();
         s.real.micro_batch = 4;

@@ -8,7 +8,15 @@ mod csv;
 fn oomlab(args: &[&str]) -> std::process::Output {
     let xdg = std::env::temp_dir().join("oomlab-cli-xdg");
     let _ = std::fs::create_dir_all(&xdg);
-    Command::new(env!("CARGO_BIN_EXE_oomlab")).args(args).env("XDG_RUNTIME_DIR", xdg).output().expect("run oomlab")
+    // English whatever the machine's locale (`claims` follows LANG).
+    Command::new(env!("CARGO_BIN_EXE_oomlab"))
+        .args(args)
+        .env("XDG_RUNTIME_DIR", xdg)
+        .env("LANG", "C.UTF-8")
+        .env_remove("LC_ALL")
+        .env_remove("LC_MESSAGES")
+        .output()
+        .expect("run oomlab")
 }
 
 /// Each command exits 2 with a message containing its needle, and never panics.
@@ -406,6 +414,23 @@ fn estimate_text_sweep_claims_and_bad_input() {
     assert!(out.status.success());
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("1.8–2.5×") && text.contains("breaks") && text.contains("holds"), "{text}");
+    // In Chinese when the system is: the same claims and numbers, the catalogs' words.
+    let xdg = std::env::temp_dir().join("oomlab-cli-xdg");
+    let zh = Command::new(env!("CARGO_BIN_EXE_oomlab"))
+        .arg("claims")
+        .env("XDG_RUNTIME_DIR", xdg)
+        .env("LANG", "zh_CN.UTF-8")
+        .env_remove("LC_ALL")
+        .env_remove("LC_MESSAGES")
+        .output()
+        .expect("run oomlab");
+    let zh = String::from_utf8_lossy(&zh.stdout);
+    assert!(
+        zh.contains("batch size 翻倍，显存增加 1.8–2.5 倍") && zh.contains("不成立") && zh.contains("判定方法"),
+        "{zh}"
+    );
+    let ratios = text.split("multiplies the peak by ").nth(1).and_then(|r| r.split(" —").next()).expect("the ratios");
+    assert!(zh.contains(&format!("峰值分别乘以 {ratios}")), "the same numbers: {ratios} in {zh}");
     let out = oomlab(&["estimate", "--model", "custom", "--hidden", "1024", "--layers", "4", "--heads", "8", "--json"]);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let j: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");

@@ -14,6 +14,9 @@ fn oomlab(args: &str) -> String {
     let out = Command::new(env!("CARGO_BIN_EXE_oomlab"))
         .args(args.split_whitespace())
         .env("XDG_RUNTIME_DIR", xdg)
+        .env("LANG", "C.UTF-8")
+        .env_remove("LC_ALL")
+        .env_remove("LC_MESSAGES")
         .output()
         .expect("run oomlab");
     assert!(out.status.success(), "{args}: {}", String::from_utf8_lossy(&out.stderr));

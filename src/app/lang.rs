@@ -37,14 +37,7 @@ impl OomlabApp {
     pub(super) fn initial_lang(cc: &eframe::CreationContext<'_>) -> Lang {
         let stored = || cc.storage.and_then(|s| eframe::get_value::<Lang>(s, "lang"));
         #[cfg(not(target_arch = "wasm32"))]
-        let (linked, system) = (
-            None,
-            ["LC_ALL", "LC_MESSAGES", "LANG"]
-                .iter()
-                .filter_map(|v| std::env::var(v).ok())
-                .find(|v| !v.is_empty())
-                .and_then(|v| Lang::from_locale(&v)),
-        );
+        let (linked, system) = (None, Lang::from_env());
         #[cfg(target_arch = "wasm32")]
         let (linked, system) = {
             let window = web_sys::window();

@@ -273,14 +273,21 @@ fn setup(a: &EstimateArgs) -> Result<Setup, Failure> {
 }
 
 /// `oomlab claims`: each claim, whether it holds, what the estimator computes, the verdict's test.
+/// The text follows the system's language (`LANG=zh_CN.UTF-8`: Simplified Chinese, from the same
+/// catalogs as the app); the JSON is always English, its keys never change.
 pub fn claims_command(json: bool) -> Result<(), Failure> {
+    use oomlab::i18n::{Catalog, Lang};
+    use oomlab::memory::estimate::claims::Part;
     let list = claims::claims().map_err(|e| usage(e.to_string()))?;
     if json {
         println!("{}", serde_json::to_string_pretty(&list).map_err(|e| usage(e.to_string()))?);
     } else {
+        let t = Catalog::new(Lang::from_env().unwrap_or_default());
         for c in list {
-            let verdict = if c.holds { "holds" } else { "breaks" };
-            println!("• {} — {verdict}\n  ({})\n  {}\n  Verdict: {}.\n", c.claim, c.source, c.finding, c.test);
+            let verdict = t.text(if c.holds { "claim-holds" } else { "claim-breaks" });
+            let (claim, source) = (c.text(&t, Part::Claim), c.text(&t, Part::Source));
+            let test = t.format("claim-verdict", &[("test", c.text(&t, Part::Test).into())]);
+            println!("• {claim} — {verdict}\n  ({source})\n  {}\n  {test}\n", c.text(&t, Part::Finding));
         }
     }
     Ok(())

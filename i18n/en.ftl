@@ -356,3 +356,5 @@ error-config = This setup cannot run: { $error }
 error-gpu = The GPU step failed: { $error }
 error-host = Host memory cannot hold this step: { $error }
 error-step = The step failed: { $error }
+
+backend-cpu = cpu (reference)

@@ -353,3 +353,5 @@ error-config = 这一设置无法运行：{ $error }
 error-gpu = GPU 上的这一步失败了：{ $error }
 error-host = 主机内存放不下这一步：{ $error }
 error-step = 这一步失败了：{ $error }
+
+backend-cpu = CPU（参考实现）

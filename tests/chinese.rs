@@ -99,11 +99,8 @@ const KEPT: &[&str] = &[
     "H200",
     "B",
     "G",
-    "cpu",
-    "reference",
     "llama2",
     "gpt2",
-    "custom",
     // Authors and papers.
     "Rajbhandari",
     "Korthikanti",

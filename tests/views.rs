@@ -429,7 +429,7 @@ fn the_app_switches_to_chinese_and_back() {
         harness.get_by_label(label);
     }
     assert_eq!(harness.query_all_by_label("训练").count(), 2, "the Training tab and the Train button");
-    harness.get_by_label_contains("计算引擎：cpu (reference)");
+    harness.get_by_label_contains("计算引擎：CPU（参考实现）");
     for english in ["Setup", "Techniques", "Compare with", "One step", "Train"] {
         assert_eq!(harness.query_all_by_label(english).count(), 0, "{english} is left in English");
     }

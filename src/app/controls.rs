@@ -155,7 +155,10 @@ impl OomlabApp {
             if ui.button(label).clicked() {
                 self.training = !self.training;
             }
-            let engine = self.catalog.format("run-engine", &[("backend", self.backend.as_str().into())]);
+            // The CPU backend by its name in the reader's language; a GPU by its adapter's own.
+            let backend =
+                if self.backend == "cpu (reference)" { self.catalog.text("backend-cpu") } else { self.backend.clone() };
+            let engine = self.catalog.format("run-engine", &[("backend", backend.into())]);
             ui.label(RichText::new(engine).small());
         });
         step

@@ -260,3 +260,96 @@ fn the_latin_fonts_cover_the_english_catalog() {
         assert_eq!(family.map(|s| s.to_string()).as_deref(), Some(name));
     }
 }
+
+/// Every call in the source that names a message literally — `text("key")`, `tr("key")`,
+/// `format("key", &[("arg", …), …])`, `Notice::msg("key", &[…])` — names one the English
+/// catalog has, and supplies exactly the arguments it uses. (Keys built at run time, like
+/// `claim-<id>`, are covered by the rendering tests, where a missing argument fails the build's
+/// debug assertion.)
+#[test]
+fn the_code_supplies_every_argument_a_message_uses() {
+    let en = messages("en.ftl", EN_FTL);
+    let mut files = Vec::new();
+    let mut dirs = vec![std::path::PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/src"))];
+    while let Some(dir) = dirs.pop() {
+        for entry in std::fs::read_dir(&dir).expect("src") {
+            let path = entry.expect("entry").path();
+            if path.is_dir() {
+                dirs.push(path);
+            } else if path.extension().is_some_and(|e| e == "rs") {
+                files.push(path);
+            }
+        }
+    }
+    let mut checked = 0;
+    for file in files {
+        let source = std::fs::read_to_string(&file).expect("source");
+        for (key, args) in message_calls(&source) {
+            let Some((_, vars)) = en.get(&key) else {
+                panic!("{}: no message {key:?} in en.ftl", file.display());
+            };
+            assert_eq!(&args, vars, "{}: {key} is given {args:?} but uses {vars:?}", file.display());
+            checked += 1;
+        }
+    }
+    assert!(checked > 150, "only {checked} calls found: the scanner lost its way");
+}
+
+/// (key, argument names) of each literal message call in `source`.
+fn message_calls(source: &str) -> Vec<(String, BTreeSet<String>)> {
+    let mut out = Vec::new();
+    for opener in ["text(\"", "tr(\"", "format(\n", "format(\"", "msg(\""] {
+        let mut rest = source;
+        while let Some(at) = rest.find(opener) {
+            rest = &rest[at + opener.len() - 1..];
+            let trimmed = rest.trim_start_matches(['\n', ' ', '(']);
+            let Some(literal) = trimmed.strip_prefix('"') else { continue };
+            let Some(end) = literal.find('"') else { continue };
+            let key = &literal[..end];
+            // Message ids: lowercase words joined by hyphens (not format strings like "{}").
+            if key.is_empty() || !key.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-') {
+                continue;
+            }
+            let after = literal[end + 1..].trim_start();
+            let mut args = BTreeSet::new();
+            if let Some(slice) = after.strip_prefix(',').map(str::trim_start).and_then(|s| s.strip_prefix("&[")) {
+                // The slice up to its closing bracket, skipping brackets inside strings.
+                let (mut depth, mut in_string, mut len) = (1, false, 0);
+                for (i, c) in slice.char_indices() {
+                    match c {
+                        '"' => in_string = !in_string,
+                        '[' | '(' if !in_string => depth += 1,
+                        ']' | ')' if !in_string => depth -= 1,
+                        _ => {}
+                    }
+                    if depth == 0 {
+                        len = i;
+                        break;
+                    }
+                }
+                // Each top-level tuple's first element: `("name", value)`.
+                let inner = &slice[..len];
+                let (mut depth, mut in_string) = (0, false);
+                for (i, c) in inner.char_indices() {
+                    match c {
+                        '"' => in_string = !in_string,
+                        '(' | '[' if !in_string => {
+                            let tuple = inner[i + 1..].trim_start();
+                            if let (0, '(', Some(name)) = (depth, c, tuple.strip_prefix('"')) {
+                                args.insert(name[..name.find('"').unwrap_or(0)].to_string());
+                            }
+                            depth += 1;
+                        }
+                        ')' | ']' if !in_string => depth -= 1,
+                        _ => {}
+                    }
+                }
+            } else if !after.starts_with(')') {
+                // Arguments built elsewhere (a vector filled at run time): checked by rendering.
+                continue;
+            }
+            out.push((key.to_string(), args));
+        }
+    }
+    out
+}

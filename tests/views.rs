@@ -454,3 +454,37 @@ fn the_app_switches_to_chinese_and_back() {
     assert!(harness.state().is_idle() && harness.state().steps_done() == 1, "the step finished after the switch");
     assert_eq!(harness.state().lang(), Lang::Zh);
 }
+
+/// The language is remembered: the app saves it beside the settings, and on the next start a
+/// link's `lang=` wins over it, and it wins over the system's language.
+#[test]
+fn the_language_is_remembered_and_a_link_wins() {
+    use eframe::App as _;
+    use oomlab::app::lang::choose_lang;
+    #[derive(Default)]
+    struct Memory(std::collections::HashMap<String, String>);
+    impl eframe::Storage for Memory {
+        fn get_string(&self, key: &str) -> Option<String> {
+            self.0.get(key).cloned()
+        }
+        fn set_string(&mut self, key: &str, value: String) {
+            self.0.insert(key.into(), value);
+        }
+        fn remove_string(&mut self, key: &str) {
+            self.0.remove(key);
+        }
+        fn flush(&mut self) {}
+    }
+    let mut app = OomlabApp::headless(Settings::default());
+    let mut storage = Memory::default();
+    app.save(&mut storage);
+    assert_eq!(OomlabApp::stored_lang(&storage), Some(Lang::En));
+    app.set_lang(Lang::Zh);
+    app.save(&mut storage);
+    assert_eq!(OomlabApp::stored_lang(&storage), Some(Lang::Zh));
+    let stored = OomlabApp::stored_lang(&storage);
+    assert_eq!(choose_lang(None, stored, Some(Lang::En)), Lang::Zh, "remembered over the system's");
+    assert_eq!(choose_lang(Some(Lang::En), stored, None), Lang::En, "a link over the remembered");
+    assert_eq!(choose_lang(None, None, Some(Lang::Zh)), Lang::Zh, "the system's (LANG, navigator.language)");
+    assert_eq!(choose_lang(None, None, None), Lang::En);
+}

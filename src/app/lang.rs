@@ -35,7 +35,7 @@ impl OomlabApp {
     /// The language to start in: a shared link's `lang=` (web), else the one chosen last time,
     /// else the system's (`LANG` on the desktop, `navigator.language` in a browser), else English.
     pub(super) fn initial_lang(cc: &eframe::CreationContext<'_>) -> Lang {
-        let stored = || cc.storage.and_then(|s| eframe::get_value::<Lang>(s, "lang"));
+        let stored = cc.storage.and_then(Self::stored_lang);
         #[cfg(not(target_arch = "wasm32"))]
         let (linked, system) = (None, Lang::from_env());
         #[cfg(target_arch = "wasm32")]
@@ -46,7 +46,12 @@ impl OomlabApp {
                 window.and_then(|w| w.navigator().language()).and_then(|l| Lang::from_locale(&l)),
             )
         };
-        linked.or_else(stored).or(system).unwrap_or_default()
+        choose_lang(linked, stored, system)
+    }
+
+    /// The language a storage remembers (`save` writes it under "lang").
+    pub fn stored_lang(storage: &dyn eframe::Storage) -> Option<Lang> {
+        eframe::get_value::<Lang>(storage, "lang")
     }
 
     /// Switches the language the app shows; the settings, the step in flight and the results
@@ -183,6 +188,11 @@ impl OomlabApp {
             self.set_lang(lang);
         }
     }
+}
+
+/// The first language: a link's over the remembered one over the system's, else English.
+pub fn choose_lang(linked: Option<Lang>, stored: Option<Lang>, system: Option<Lang>) -> Lang {
+    linked.or(stored).or(system).unwrap_or_default()
 }
 
 /// GETs `url` relative to the page.

@@ -8,7 +8,7 @@ mod controls;
 mod derived;
 pub mod export;
 pub mod fonts;
-mod lang;
+pub mod lang;
 pub mod real;
 mod session;
 pub mod settings;

@@ -358,3 +358,5 @@ error-host = Host memory cannot hold this step: { $error }
 error-step = The step failed: { $error }
 
 backend-cpu = cpu (reference)
+
+real-custom-gpu = custom { $size }

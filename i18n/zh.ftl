@@ -355,3 +355,5 @@ error-host = 主机内存放不下这一步：{ $error }
 error-step = 这一步失败了：{ $error }
 
 backend-cpu = CPU（参考实现）
+
+real-custom-gpu = 自定义 { $size }

@@ -237,9 +237,15 @@ fn the_whole_app_speaks_chinese() {
         open_all(&mut harness, &["为什么？", "模型状态，逐个张量", "个存活的张量", "架构："]);
         left.extend(leftovers(&harness, None, &names, &mut seen));
     }
+    // A custom GPU and an edited model keep their words in Chinese too.
+    harness.state_mut().settings.real.gpu = oomlab::memory::estimate::presets::custom_gpu(24 << 30);
+    harness.state_mut().settings.real.arch.name = "custom (llama2-7b)".into();
+    harness.run();
+    harness.get_by_label_contains("自定义 24.00 GiB");
+    left.extend(leftovers(&harness, None, &names, &mut seen));
     // The real models' tab shows the claims, their verdicts and the sources in Chinese.
     harness.get_by_label_contains("batch size 翻倍，显存增加 1.8–2.5 倍");
-    harness.get_by_label_contains("LLaMA-2 7B：6,738,415,616 个参数");
+    harness.get_by_label_contains("自定义（llama2-7b）：6,738,415,616 个参数");
     assert!(seen.len() > 100, "the sweep saw only {} texts", seen.len());
     assert!(left.is_empty(), "English left in the Chinese app:\n{}", left.join("\n"));
 

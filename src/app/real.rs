@@ -126,7 +126,7 @@ pub fn controls(ui: &mut Ui, t: &Catalog, s: &mut RealSettings) {
         );
         let presets = presets::gpus();
         let custom = !presets.iter().any(|(_, g)| *g == s.gpu);
-        egui::ComboBox::new("real_gpu", t.text("real-gpu")).selected_text(s.gpu.name.clone()).show_ui(ui, |ui| {
+        egui::ComboBox::new("real_gpu", t.text("real-gpu")).selected_text(gpu_name(t, &s.gpu.name)).show_ui(ui, |ui| {
             for (_, gpu) in presets {
                 let name = gpu.name.clone();
                 ui.selectable_value(&mut s.gpu, gpu, name);
@@ -277,7 +277,7 @@ pub fn view(ui: &mut Ui, t: &Catalog, s: &RealSettings, d: &RealDerived) {
             "real-oom",
             &[
                 ("peak", format_bytes(e.peak_bytes).into()),
-                ("gpu", setup.gpu.name.as_str().into()),
+                ("gpu", gpu_name(t, &setup.gpu.name).into()),
                 ("capacity", format_bytes(e.capacity_bytes).into()),
             ],
         );
@@ -374,6 +374,14 @@ pub fn view(ui: &mut Ui, t: &Catalog, s: &RealSettings, d: &RealDerived) {
 fn model_name(t: &Catalog, name: &str) -> String {
     match name.strip_prefix("custom (").and_then(|n| n.strip_suffix(')')) {
         Some(base) => t.format("real-custom", &[("name", base.into())]),
+        None => name.to_string(),
+    }
+}
+
+/// A GPU's name: a preset's as it is; a custom size ("custom 80.00 GiB") in the reader's language.
+fn gpu_name(t: &Catalog, name: &str) -> String {
+    match name.strip_prefix("custom ") {
+        Some(size) => t.format("real-custom-gpu", &[("size", size.into())]),
         None => name.to_string(),
     }
 }

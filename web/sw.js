@@ -2,6 +2,8 @@
 // flaky connection). Network first — a new deployment is always picked up when the server answers
 // — and the cached copy of the same file when the network fails or the server errs (5xx).
 // The source lives in web/; the build copies it to the top of dist/ so its scope is the whole app.
+// The app puts the Chinese font into this cache itself (src/app/lang.rs, SW_CACHE: keep the two
+// equal), since on a first visit this worker may not control the page when the font is fetched.
 const CACHE = "oomlab-v1";
 const SHELL = ["./", "./index.html", "./oomlab.js", "./oomlab_bg.wasm", "./web/manifest.json",
   "./web/icon-192.png", "./web/icon-512.png"];

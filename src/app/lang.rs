@@ -195,7 +195,11 @@ pub fn choose_lang(linked: Option<Lang>, stored: Option<Lang>, system: Option<La
     linked.or(stored).or(system).unwrap_or_default()
 }
 
-/// GETs `url` relative to the page.
+/// The service worker's cache (`web/sw.js`'s `CACHE`: keep the two equal).
+#[cfg(target_arch = "wasm32")]
+const SW_CACHE: &str = "oomlab-v1";
+
+/// GETs `url` relative to the page, and keeps the response in the service worker's cache.
 #[cfg(target_arch = "wasm32")]
 async fn fetch_bytes(url: &str) -> Result<Vec<u8>, String> {
     use wasm_bindgen::JsCast;
@@ -205,6 +209,19 @@ async fn fetch_bytes(url: &str) -> Result<Vec<u8>, String> {
     let response: web_sys::Response = response.dyn_into().map_err(|_| "not a response".to_string())?;
     if !response.ok() {
         return Err(format!("HTTP {}", response.status()));
+    }
+    // Into the service worker's cache ourselves: on a first visit the worker may not control
+    // the page yet, and then it never sees this request. Best effort: a page without the Cache
+    // API still shows the font, it just will not have it offline.
+    if let (Ok(copy), Ok(caches)) = (response.clone(), window.caches()) {
+        let put = async {
+            let cache = wasm_bindgen_futures::JsFuture::from(caches.open(SW_CACHE)).await?;
+            let cache: web_sys::Cache = cache.dyn_into()?;
+            wasm_bindgen_futures::JsFuture::from(cache.put_with_str(url, &copy)).await
+        };
+        if let Err(e) = put.await {
+            log::warn!("oomlab: the Chinese font is not cached for offline use: {e:?}");
+        }
     }
     let buffer = response.array_buffer().map_err(|e| format!("{e:?}"))?;
     let buffer = wasm_bindgen_futures::JsFuture::from(buffer).await.map_err(|e| format!("{e:?}"))?;

@@ -360,3 +360,13 @@ error-step = The step failed: { $error }
 backend-cpu = cpu (reference)
 
 real-custom-gpu = custom { $size }
+
+## Room to see
+
+tab-breakdown = Breakdown
+main-peak-line = At the peak: { $allocated } allocated, { $reserved } reserved ({ $source }); budget { $budget }.
+drawer-open = Settings »
+drawer-close = « Back to the views
+real-architecture-short = architecture
+real-sources = Where each line comes from
+real-source-line = { $category }: { $source }

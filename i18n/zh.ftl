@@ -357,3 +357,13 @@ error-step = 这一步失败了：{ $error }
 backend-cpu = CPU（参考实现）
 
 real-custom-gpu = 自定义 { $size }
+
+## 视图空间
+
+tab-breakdown = 显存分解
+main-peak-line = 峰值时：已分配 { $allocated }，预留 { $reserved }（{ $source }）；预算 { $budget }。
+drawer-open = 设置 »
+drawer-close = « 返回视图
+real-architecture-short = 架构
+real-sources = 每一行的出处
+real-source-line = { $category }：{ $source }

@@ -228,7 +228,8 @@ fn the_whole_app_speaks_chinese() {
     harness.get_by_label("单步").click();
     harness.run_steps(200);
     assert!(harness.state().is_idle(), "the step finished");
-    for tab in ["单步时间线", "显存与 batch 大小", "分配器视图", "训练", "真实模型"] {
+    for tab in ["显存分解", "单步时间线", "显存与 batch 大小", "分配器视图", "训练", "真实模型"]
+    {
         // The tab, not the Train button of the same name above the tabs.
         if let Some(node) = harness.query_all_by_label(tab).last() {
             node.click();

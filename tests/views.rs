@@ -265,7 +265,7 @@ fn the_app_trains_on_the_gpu_without_blocking_a_frame() {
     harness.get_by_label_contains("Step 1: loss");
     let predicted = harness.state().derived.predicted.clone().expect("a plan").expect("fits");
     let total = format_bytes(predicted.peak_allocated_bytes());
-    harness.get_by_label("Step timeline").click();
+    harness.get_by_label("Breakdown").click();
     harness.run_steps(2);
     assert_eq!(harness.get_all_by_label(&total).count(), 2, "measured = predicted");
 }

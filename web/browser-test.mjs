@@ -9,7 +9,9 @@
 //   zh     — the link `#lang=zh` (WebGL, CPU backend): the app must fetch the Chinese font, install it
 //            and show Chinese with every character of the catalog in its fonts (the app logs the
 //            count of missing ones; it must be 0). The English modes must never request the font.
-// Usage: node web/browser-test.mjs webgpu|webgl|zh   (after web/build.sh)
+//   phone  — 390×844 with touch (WebGL): the app must lay out for a phone (controls in a drawer;
+//            the app logs its layout) and still train; screenshot target/browser-phone.png.
+// Usage: node web/browser-test.mjs webgpu|webgl|zh|phone   (after web/build.sh)
 import { chromium } from "playwright-core";
 import http from "node:http";
 import fs from "node:fs";
@@ -45,7 +47,8 @@ const userDataDir = fs.mkdtempSync(path.join(os.tmpdir(), "oomlab-chromium-"));
 const executablePath = process.env.CHROMIUM || ["/usr/bin/chromium", "/usr/bin/chromium-browser"].find((p) => fs.existsSync(p));
 const context = await chromium.launchPersistentContext(userDataDir, {
   executablePath, headless: true, args: mode === "webgpu" ? [...base, ...webgpu] : base, locale: "en-US",
-  viewport: { width: 1280, height: 800 },
+  viewport: mode === "phone" ? { width: 390, height: 844 } : { width: 1280, height: 800 },
+  hasTouch: mode === "phone", isMobile: mode === "phone",
 });
 const page = context.pages()[0] || await context.newPage();
 const lines = [];
@@ -74,6 +77,8 @@ try {
   else if (mode === "zh" && !shown?.includes("showing 简体中文; characters of its catalog missing from the fonts: 0 "))
     why = `the app did not show Chinese with every glyph: ${shown}`;
   else if (mode !== "zh" && fetchedFont) why = "an English page downloaded the Chinese font";
+  else if (mode === "phone" && !lines.some((l) => l.includes("oomlab: layout for a phone's")))
+    why = "the app did not lay out for a phone at 390×844";
   else if (mode === "webgpu" && !step.includes("on gpu")) why = `expected the GPU backend: ${step}`;
   else if (mode !== "webgpu" && !step.includes("on cpu")) why = `expected the CPU fallback: ${step}`;
   else ok = true;

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The browser tests: builds dist/ (web/build.sh), installs what is missing (Debian's chromium,
 # playwright-core from npm; no browser download), and runs the app in headless Chromium twice —
-# with WebGPU (SwiftShader), WebGL-only (CPU fallback), and in Chinese (`#lang=zh`:
-# the CJK font fetched on demand). Screenshots: target/browser-*.png.
+# with WebGPU (SwiftShader), WebGL-only (CPU fallback), in Chinese (`#lang=zh`:
+# the CJK font fetched on demand) and on a phone-sized touch screen (390×844). Screenshots: target/browser-*.png.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/ensure-deps.sh
@@ -16,3 +16,4 @@ web/build.sh
 node web/browser-test.mjs webgpu
 node web/browser-test.mjs webgl
 node web/browser-test.mjs zh
+node web/browser-test.mjs phone

@@ -149,7 +149,7 @@ impl OomlabApp {
 
     pub(super) fn run_buttons(&mut self, ui: &mut egui::Ui) -> bool {
         let mut step = false;
-        ui.horizontal(|ui| {
+        ui.horizontal_wrapped(|ui| {
             step = ui.button(self.tr("run-one-step")).clicked();
             let label = self.tr(if self.training { "run-stop" } else { "run-train" });
             if ui.button(label).clicked() {

@@ -29,8 +29,15 @@ use derived::shown_memory;
 pub use derived::{Derived, SWEEP_BATCHES};
 use session::Compute;
 
+/// Below this width (points) the app lays out for a phone: controls in a drawer.
+pub const NARROW_WIDTH: f32 = 700.0;
+/// The height of a touch target on a phone (Apple and Google ask for about 44 points).
+pub const TOUCH_SIZE: f32 = 44.0;
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Tab {
+    /// The breakdown at the peak, by category and source, and the model state.
+    Breakdown,
     Timeline,
     Sweep,
     Allocator,
@@ -84,6 +91,10 @@ pub struct OomlabApp {
     pending_lang: Option<crate::i18n::Lang>,
     /// The fonts must be (re)installed: the first frame, and when the Chinese font arrives.
     fonts_stale: bool,
+    /// On a narrow screen: whether the controls' drawer covers the views.
+    drawer_open: bool,
+    /// The layout last drawn (narrow or not), to log a change once.
+    narrow: Option<bool>,
     /// A window screenshot the integration delivered, waiting to be saved as PNG.
     screenshot: Arc<std::sync::Mutex<Option<Arc<egui::ColorImage>>>>,
 }
@@ -161,13 +172,15 @@ impl OomlabApp {
             device: DeviceFigures::NotReported { reason: crate::memory::device::NOT_REPORTED_YET.into() },
             oom: None,
             error: None,
-            tab: Tab::Timeline,
+            tab: Tab::Breakdown,
             scrub: 0,
             status: None,
             drew_first_frame: false,
             cjk: lang::CjkFont::initial(),
             pending_lang: None,
             fonts_stale: true,
+            drawer_open: false,
+            narrow: None,
             catalog: crate::i18n::Catalog::new(crate::i18n::Lang::En),
             screenshot: Arc::default(),
         }
@@ -220,13 +233,54 @@ impl OomlabApp {
             v.panel_fill = Color32::BLACK;
             ui.ctx().set_visuals(v);
         }
-        egui::Panel::left("controls").resizable(true).default_size(300.0).show(ui, |ui| {
-            egui::ScrollArea::vertical().show(ui, |ui| self.controls(ui));
-        });
-        self.apply_settings();
+        // A phone: the controls become a drawer over the views, and everything is touch-sized.
+        let narrow = ui.available_width() < NARROW_WIDTH;
+        if self.narrow != Some(narrow) {
+            self.narrow = Some(narrow);
+            let how = if narrow {
+                "a phone's: the controls in a drawer"
+            } else {
+                "a wide screen's: the controls beside the views"
+            };
+            log::info!("oomlab: layout for {how} ({:.0} points wide)", ui.available_width());
+        }
+        if narrow {
+            let spacing = &mut ui.style_mut().spacing;
+            spacing.interact_size.y = TOUCH_SIZE;
+            spacing.button_padding = egui::vec2(10.0, 10.0);
+        }
+        if narrow && self.drawer_open {
+            egui::CentralPanel::default().show(ui, |ui| {
+                if ui.button(self.tr("drawer-close")).clicked() {
+                    self.drawer_open = false;
+                }
+                egui::ScrollArea::vertical().show(ui, |ui| self.controls(ui));
+            });
+            self.apply_settings();
+            // A step in flight goes on while the drawer is open.
+            self.drive(ui.input(|i| i.time), false);
+        } else {
+            if !narrow {
+                egui::Panel::left("controls").resizable(true).default_size(300.0).show(ui, |ui| {
+                    egui::ScrollArea::vertical().show(ui, |ui| self.controls(ui));
+                });
+            }
+            self.apply_settings();
+            self.main_area(ui, narrow);
+        }
+        if self.training || self.step_started.is_some() || self.queued_step {
+            ui.ctx().request_repaint();
+        }
+    }
+
+    /// The views' side: the top bar, notices, run buttons, exports and the selected view.
+    fn main_area(&mut self, ui: &mut egui::Ui, narrow: bool) {
         let now = ui.input(|i| i.time);
         egui::CentralPanel::default().show(ui, |ui| {
-            ui.horizontal(|ui| {
+            ui.horizontal_wrapped(|ui| {
+                if narrow && ui.button(self.tr("drawer-open")).clicked() {
+                    self.drawer_open = true;
+                }
                 ui.heading(self.tr("app-title"));
                 self.language_switch(ui);
             });
@@ -239,11 +293,11 @@ impl OomlabApp {
                 ui.colored_label(Color32::RED, e.text(&self.catalog));
             }
             self.exports(ui);
+            // The selected view gets the room: its chart takes what the window has left below
+            // the tabs and the lines around the chart.
+            views::set_chart_height(ui.ctx(), ui.available_height() - 190.0);
             egui::ScrollArea::vertical().show(ui, |ui| self.views(ui));
         });
-        if self.training || self.step_started.is_some() || self.queued_step {
-            ui.ctx().request_repaint();
-        }
     }
 
     /// The memory a view shows: the last real step's (allocator), else the plan's (predicted).
@@ -261,7 +315,7 @@ impl OomlabApp {
                     .unwrap_or_else(|e| e),
             );
         }
-        ui.horizontal(|ui| {
+        ui.horizontal_wrapped(|ui| {
             ui.label(self.tr("main-export"));
             if ui.button(self.tr("export-sweep-csv")).clicked() {
                 let csv = export::sweep_csv(&self.derived.sweep);
@@ -315,8 +369,9 @@ impl OomlabApp {
     }
 
     fn views(&mut self, ui: &mut egui::Ui) {
-        ui.horizontal(|ui| {
+        ui.horizontal_wrapped(|ui| {
             for (tab, key) in [
+                (Tab::Breakdown, "tab-breakdown"),
                 (Tab::Timeline, "tab-timeline"),
                 (Tab::Sweep, "tab-sweep"),
                 (Tab::Allocator, "tab-allocator"),
@@ -328,6 +383,8 @@ impl OomlabApp {
             }
         });
         ui.separator();
+        // Touch-sized controls (a phone) stop at the tabs: a view's rows keep their height.
+        ui.spacing_mut().interact_size.y = ui.ctx().global_style().spacing.interact_size.y;
         if self.tab == Tab::RealModels {
             self.real_models(ui);
         } else {
@@ -385,22 +442,35 @@ impl OomlabApp {
             });
         }
         let t = &self.catalog;
-        ui.heading(t.text("main-at-peak"));
-        if let Some(Ok(predicted)) = &self.derived.predicted {
-            views::breakdown(ui, t, self.measured.as_ref(), predicted, &self.device);
-        }
-        egui::CollapsingHeader::new(t.text("main-model-state")).id_salt("model_state").show(ui, |ui| {
-            views::model_state(ui, t, &plan);
-        });
-        views::explain(ui, t, "explain-breakdown");
-        ui.separator();
         // Borrowed field by field (the scrubber is mutated while the memory is drawn).
         let shown = shown_memory(&self.measured, &self.derived.predicted);
         let (memory, source) = match shown {
             Some((m, s)) => (Some(m), s),
             None => (None, Source::Predicted),
         };
+        // The chart tabs fold the breakdown into one line, so the chart gets the room.
+        if let (Some(m), false) = (memory, self.tab == Tab::Breakdown) {
+            ui.label(t.format(
+                "main-peak-line",
+                &[
+                    ("allocated", views::size(t, m.peak_allocated_bytes()).into()),
+                    ("reserved", views::size(t, m.peak_reserved_bytes()).into()),
+                    ("source", source.word(t).into()),
+                    ("budget", views::size(t, self.settings.budget_bytes).into()),
+                ],
+            ));
+        }
         match self.tab {
+            Tab::Breakdown => {
+                ui.heading(t.text("main-at-peak"));
+                if let Some(Ok(predicted)) = &self.derived.predicted {
+                    views::breakdown(ui, t, self.measured.as_ref(), predicted, &self.device);
+                }
+                egui::CollapsingHeader::new(t.text("main-model-state")).id_salt("model_state").show(ui, |ui| {
+                    views::model_state(ui, t, &plan);
+                });
+                views::explain(ui, t, "explain-breakdown");
+            }
             Tab::Timeline => {
                 if let Some(m) = memory {
                     views::timeline(ui, t, &plan, m, source, &mut self.scrub);

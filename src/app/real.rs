@@ -105,6 +105,9 @@ pub fn estimate_color(name: &str) -> Color32 {
 
 const GIB: f64 = (1u64 << 30) as f64;
 
+/// Narrower than this (points), the view lays out for a phone.
+const NARROW: f32 = 560.0;
+
 /// The controls. Returns nothing: the caller notices the settings changed.
 pub fn controls(ui: &mut Ui, t: &Catalog, s: &mut RealSettings) {
     let s = &mut s.0;
@@ -154,6 +157,13 @@ pub fn controls(ui: &mut Ui, t: &Catalog, s: &mut RealSettings) {
             ("v", a.vocab.to_string().into()),
         ],
     );
+    // On a phone a header does not wrap: the figures go in a label that does.
+    let heading = if ui.available_width() < NARROW {
+        ui.label(heading);
+        t.text("real-architecture-short")
+    } else {
+        heading
+    };
     egui::CollapsingHeader::new(heading).id_salt("real_arch").show(ui, |ui| {
         let before = s.arch.clone();
         ui.horizontal_wrapped(|ui| {
@@ -313,11 +323,15 @@ pub fn view(ui: &mut Ui, t: &Catalog, s: &RealSettings, d: &RealDerived) {
         ));
     }
     let total = e.peak_bytes.max(1);
-    egui::Grid::new("real_breakdown").striped(true).num_columns(4).show(ui, |ui| {
+    // On a phone the sources, long sentences, leave the table for a list under it.
+    let sources_column = ui.available_width() >= NARROW;
+    egui::Grid::new("real_breakdown").striped(true).num_columns(if sources_column { 4 } else { 3 }).show(ui, |ui| {
         ui.strong(t.text("real-per-gpu"));
         ui.strong(t.text("real-predicted"));
         ui.strong("%");
-        ui.strong(t.text("real-source"));
+        if sources_column {
+            ui.strong(t.text("real-source"));
+        }
         ui.end_row();
         for l in &e.lines {
             ui.horizontal(|ui| {
@@ -326,15 +340,30 @@ pub fn view(ui: &mut Ui, t: &Catalog, s: &RealSettings, d: &RealDerived) {
             });
             ui.label(format_bytes(l.bytes));
             ui.label(format!("{:.1}", 100.0 * l.bytes as f64 / total as f64));
-            ui.label(RichText::new(source_text(t, &l.source)).small());
+            if sources_column {
+                ui.label(RichText::new(source_text(t, &l.source)).small());
+            }
             ui.end_row();
         }
         ui.strong(t.text("real-peak"));
         ui.strong(format_bytes(e.peak_bytes));
         ui.label("100");
-        ui.label(RichText::new(t.text("real-sum")).small());
+        if sources_column {
+            ui.label(RichText::new(t.text("real-sum")).small());
+        }
         ui.end_row();
     });
+    if !sources_column {
+        egui::CollapsingHeader::new(t.text("real-sources")).id_salt("real_sources").show(ui, |ui| {
+            for l in &e.lines {
+                let line = t.format(
+                    "real-source-line",
+                    &[("category", line_name(t, l.category).into()), ("source", source_text(t, &l.source).into())],
+                );
+                ui.label(RichText::new(line).small());
+            }
+        });
+    }
     ui.separator();
     ui.strong(t.text("real-mem-vs-micro"));
     let stacks = e

@@ -23,12 +23,17 @@ pub fn breakdown(
     let format_bytes = |b| size(t, b);
     let total_p = predicted.peak_allocated_bytes().max(1);
     let reported = allocator.and(device.reported());
-    egui::Grid::new("breakdown").striped(true).num_columns(5).show(ui, |ui| {
+    // On a phone (a browser: the device never reports) the empty device column would push the
+    // table past the screen's edge; the note under the table still says why there is none.
+    let device_column = device.reported().is_some() || ui.available_width() >= 520.0;
+    egui::Grid::new("breakdown").striped(true).num_columns(if device_column { 5 } else { 4 }).show(ui, |ui| {
         ui.strong(t.text("bd-at-peak"));
         ui.strong(Source::Predicted.word(t));
         ui.strong("%");
         ui.strong(Source::Allocator.word(t));
-        ui.strong(Source::Device.word(t));
+        if device_column {
+            ui.strong(Source::Device.word(t));
+        }
         ui.end_row();
         for c in Category::ALL {
             let p = predicted.peak_allocated.get(c);
@@ -44,20 +49,26 @@ pub fn breakdown(
             ui.label(format!("{:.1}%", 100.0 * p as f64 / total_p as f64));
             ui.label(m.map_or("—".into(), format_bytes));
             // The driver sees buffers, not tensors: no categories.
-            ui.label("");
+            if device_column {
+                ui.label("");
+            }
             ui.end_row();
         }
         ui.strong(t.text("bd-total"));
         ui.strong(format_bytes(predicted.peak_allocated_bytes()));
         ui.label("100%");
         ui.strong(allocator.map_or("—".into(), |m| format_bytes(m.peak_allocated_bytes())));
-        ui.label("");
+        if device_column {
+            ui.label("");
+        }
         ui.end_row();
         ui.label(t.text("bd-reserved"));
         ui.label(format_bytes(predicted.peak_reserved_bytes()));
         ui.label("");
         ui.label(allocator.map_or("—".into(), |m| format_bytes(m.peak_reserved_bytes())));
-        ui.label(reported.map_or("—".into(), |d| format_bytes(d.peak_segment_bytes)));
+        if device_column {
+            ui.label(reported.map_or("—".into(), |d| format_bytes(d.peak_segment_bytes)));
+        }
         ui.end_row();
     });
     ui.add_space(4.0);

@@ -125,6 +125,31 @@ pub fn describe(t: &Catalog, tech: &crate::plan::Techniques) -> String {
     if parts.is_empty() { t.text("tech-baseline") } else { parts.join(separator) }
 }
 
+/// A chart's legend as a row of swatches above it, never over the data (egui_plot's own legend
+/// sits inside the plot and covered the tallest bars).
+pub fn legend(ui: &mut Ui, items: &[(String, Color32)]) {
+    ui.horizontal_wrapped(|ui| {
+        for (name, color) in items {
+            swatch(ui, *color);
+            ui.label(RichText::new(name).small());
+            ui.add_space(6.0);
+        }
+    });
+}
+
+/// Where the app says how tall the selected view's chart may be (the room left in the window).
+const CHART_HEIGHT: &str = "oomlab_chart_height";
+
+/// Gives the charts drawn this frame `height` points (the app: the window's room for the view).
+pub fn set_chart_height(ctx: &egui::Context, height: f32) {
+    ctx.data_mut(|d| d.insert_temp(egui::Id::unique(CHART_HEIGHT), height));
+}
+
+/// The height for a chart: what the app allowed this frame, else 260 points (a view drawn alone).
+pub fn chart_height(ui: &Ui) -> f32 {
+    ui.ctx().data(|d| d.get_temp::<f32>(egui::Id::unique(CHART_HEIGHT))).unwrap_or(260.0).max(180.0)
+}
+
 /// A short explanation under a view, collapsed by default; `key` names it in the catalogs.
 pub fn explain(ui: &mut Ui, t: &Catalog, key: &str) {
     egui::CollapsingHeader::new(RichText::new(t.text("main-why")).italics()).id_salt(key).show(ui, |ui| {

@@ -1,9 +1,9 @@
 //! Memory vs batch size: the toy's sweep and the real-model view's chart.
 
 use egui::{Color32, Ui};
-use egui_plot::{Bar, BarChart, HLine, Legend, Line, Plot, PlotPoints, Points, VLine};
+use egui_plot::{Bar, BarChart, HLine, Line, Plot, PlotPoints, Points, VLine};
 
-use super::{category_color, category_name};
+use super::{category_color, category_name, chart_height, legend};
 use crate::i18n::Catalog;
 use crate::memory::StepMemory;
 use crate::plan::Category;
@@ -34,11 +34,13 @@ pub fn batch_chart(ui: &mut Ui, t: &Catalog, chart: BatchChart<'_>) {
     let y = move |bytes: u64| bytes as f64 / per_unit;
     let x = |b: usize| (b as f64).log2();
     let mut charts: Vec<BarChart> = Vec::new();
+    let mut items = Vec::new();
     for (name, color, points) in chart.stacks {
         let bars: Vec<Bar> = points.iter().map(|&(b, v)| Bar::new(x(b), y(v)).width(0.35).fill(color)).collect();
         if bars.iter().all(|b| b.value == 0.0) {
             continue;
         }
+        items.push((name.clone(), color));
         let (label, unit) = (name.clone(), unit.to_string());
         let mut bc =
             BarChart::new(name, bars).color(color).element_formatter(Box::new(move |bar: &Bar, _: &BarChart| {
@@ -52,9 +54,18 @@ pub fn batch_chart(ui: &mut Ui, t: &Catalog, chart: BatchChart<'_>) {
     }
     let colors = [Color32::WHITE, Color32::from_rgb(255, 200, 0), Color32::from_rgb(0, 200, 255)];
     let (capacity_label, capacity) = chart.capacity;
+    items.push((capacity_label.clone(), Color32::RED));
+    items.push((t.text("sw-this-batch"), Color32::GRAY));
+    for (k, (name, _, first_oom)) in chart.lines.iter().enumerate() {
+        items.push((name.clone(), colors[k % colors.len()]));
+        if let Some(b) = first_oom {
+            let label = t.format("sw-oom-from", &[("name", name.as_str().into()), ("batch", b.to_string().into())]);
+            items.push((format!("× {label}"), colors[k % colors.len()]));
+        }
+    }
+    legend(ui, &items);
     Plot::new(chart.id)
-        .height(260.0)
-        .legend(Legend::default())
+        .height(chart_height(ui))
         .x_axis_label(t.text("sw-axis-batch"))
         .y_axis_label(t.format("sw-axis-peak", &[("unit", unit.into())]))
         .x_axis_formatter(|mark, _| format!("{:.0}", mark.value.exp2()))
@@ -65,7 +76,8 @@ pub fn batch_chart(ui: &mut Ui, t: &Catalog, chart: BatchChart<'_>) {
             for bc in charts {
                 p.bar_chart(bc);
             }
-            p.hline(HLine::new(capacity_label, y(capacity)).color(Color32::RED));
+            // The budget and the first OOM stand out at every batch range: a thick line, big crosses.
+            p.hline(HLine::new(capacity_label, y(capacity)).color(Color32::RED).width(2.0));
             p.vline(VLine::new(t.text("sw-this-batch"), x(chart.current_batch)).color(Color32::GRAY));
             for (k, (name, points, first_oom)) in chart.lines.iter().enumerate() {
                 let pts: PlotPoints = points.iter().map(|&(b, v)| [x(b), y(v)]).collect();
@@ -75,7 +87,7 @@ pub fn batch_chart(ui: &mut Ui, t: &Catalog, chart: BatchChart<'_>) {
                     let label =
                         t.format("sw-oom-from", &[("name", name.as_str().into()), ("batch", b.to_string().into())]);
                     let pt = Points::new(label, vec![[x(*b), y(capacity)]])
-                        .radius(6.0)
+                        .radius(8.0)
                         .color(color)
                         .shape(egui_plot::MarkerShape::Cross);
                     p.points(pt);

@@ -1,9 +1,9 @@
 //! The step timeline: allocated bytes over the ops, by category, with a scrubber.
 
 use egui::{Color32, Ui};
-use egui_plot::{Bar, BarChart, Legend, Line, Plot, PlotPoints, VLine};
+use egui_plot::{Bar, BarChart, Line, Plot, PlotPoints, VLine};
 
-use super::{Source, category_color, category_name, mib, size, swatch};
+use super::{Source, category_color, category_name, chart_height, legend, mib, size, swatch};
 use crate::i18n::Catalog;
 use crate::memory::StepMemory;
 use crate::plan::{Category, Lifetime, Plan};
@@ -30,6 +30,7 @@ pub fn timeline(ui: &mut Ui, t: &Catalog, plan: &Plan, memory: &StepMemory, sour
     let labels: std::rc::Rc<Vec<String>> =
         std::rc::Rc::new(memory.timeline.iter().map(|p| op_label(t, plan, p.op)).collect());
     let mut charts: Vec<BarChart> = Vec::new();
+    let mut items = Vec::new();
     for c in Category::ALL {
         if memory.timeline.iter().all(|p| p.allocated.get(c) == 0) {
             continue;
@@ -42,6 +43,7 @@ pub fn timeline(ui: &mut Ui, t: &Catalog, plan: &Plan, memory: &StepMemory, sour
             .collect();
         let labels = labels.clone();
         let name = category_name(t, c);
+        items.push((name.clone(), category_color(c)));
         let mut chart = BarChart::new(name.clone(), bars).color(category_color(c)).element_formatter(Box::new(
             move |bar: &Bar, _: &BarChart| {
                 let i = bar.argument as usize;
@@ -58,9 +60,14 @@ pub fn timeline(ui: &mut Ui, t: &Catalog, plan: &Plan, memory: &StepMemory, sour
         memory.timeline.iter().enumerate().map(|(i, p)| [i as f64, mib(p.reserved_bytes)]).collect();
     *scrub = (*scrub).min(n - 1);
     let at = *scrub;
+    items.extend([
+        (t.text("tl-reserved"), Color32::GRAY),
+        (t.text("tl-peak"), Color32::RED),
+        (t.text("tl-scrubber"), Color32::WHITE),
+    ]);
+    legend(ui, &items);
     Plot::new("timeline")
-        .height(260.0)
-        .legend(Legend::default())
+        .height(chart_height(ui))
         .x_axis_label(t.text("tl-axis-op"))
         .y_axis_label("MiB")
         .include_y(0.0)

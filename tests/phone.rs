@@ -1,0 +1,73 @@
+//! oomlab on a phone (issue 14, "On a phone"): at 390×844 the controls are a drawer that opens
+//! and closes, the selected view takes the full width, the tabs and buttons are touch-sized, and
+//! nothing is cut off — every widget the accessibility tree holds lies inside the screen.
+
+use egui_kittest::Harness;
+use egui_kittest::kittest::{NodeT, Queryable};
+use oomlab::app::settings::Settings;
+use oomlab::app::{OomlabApp, TOUCH_SIZE};
+
+const PHONE: [f32; 2] = [390.0, 844.0];
+
+fn xdg() {
+    if std::env::var_os("XDG_RUNTIME_DIR").is_none() {
+        let dir = std::env::temp_dir().join(format!("oomlab-phone-xdg-{}", std::process::id()));
+        let _ = std::fs::create_dir_all(&dir);
+        // SAFETY: set before any thread of this test binary reads the environment.
+        unsafe { std::env::set_var("XDG_RUNTIME_DIR", &dir) };
+    }
+}
+
+/// The widgets whose right edge passes the screen's: (label or value, right edge).
+fn cut_off<S>(harness: &Harness<'_, S>) -> Vec<(String, f64)> {
+    harness
+        .root()
+        .children_recursive()
+        .filter_map(|n| {
+            let node = n.accesskit_node();
+            let bounds = node.bounding_box()?;
+            let text = node.label().or(node.value()).unwrap_or_default();
+            (bounds.x1 > PHONE[0] as f64 + 1.0 && bounds.width() > 0.0).then_some((text, bounds.x1))
+        })
+        .collect()
+}
+
+#[test]
+fn on_a_phone_the_controls_are_a_drawer_and_nothing_is_cut_off() {
+    xdg();
+    let mut harness = Harness::builder()
+        .with_size(PHONE)
+        .build_ui_state(|ui, app: &mut OomlabApp| app.show(ui), OomlabApp::headless(Settings::default()));
+    harness.run();
+    // The views, full width; the controls are not drawn until the drawer opens.
+    assert!(harness.query_by_label("Setup").is_none(), "the controls are in the drawer");
+    for tab in ["Breakdown", "Step timeline", "Memory vs batch", "Allocator map", "Training", "Real models"] {
+        let node = harness.get_by_label(tab);
+        let bounds = node.accesskit_node().bounding_box().expect("a tab has bounds");
+        assert!(bounds.height() >= TOUCH_SIZE as f64 - 0.5, "{tab} is {} high, not touch-sized", bounds.height());
+    }
+    let cut = cut_off(&harness);
+    assert!(cut.is_empty(), "cut off at the right edge: {cut:?}");
+    for tab in ["Step timeline", "Memory vs batch", "Allocator map", "Training", "Real models", "Breakdown"] {
+        harness.get_by_label(tab).click();
+        harness.run();
+        let cut = cut_off(&harness);
+        assert!(cut.is_empty(), "{tab}: cut off at the right edge: {cut:?}");
+    }
+    harness
+        .snapshot_options("phone_views", &egui_kittest::SnapshotOptions::new().threshold(2.0).max_failed_pixels(2000));
+
+    // The drawer opens over the views, holds the controls, and closes.
+    harness.get_by_label("Settings »").click();
+    harness.run();
+    harness.get_by_label("Setup");
+    assert!(harness.query_by_label("Step timeline").is_none(), "the drawer covers the views");
+    let cut = cut_off(&harness);
+    assert!(cut.is_empty(), "the drawer is cut off: {cut:?}");
+    harness
+        .snapshot_options("phone_drawer", &egui_kittest::SnapshotOptions::new().threshold(2.0).max_failed_pixels(2000));
+    harness.get_by_label("« Back to the views").click();
+    harness.run();
+    harness.get_by_label("Step timeline");
+    assert!(harness.query_by_label("Setup").is_none());
+}

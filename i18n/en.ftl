@@ -370,3 +370,14 @@ drawer-close = « Back to the views
 real-architecture-short = architecture
 real-sources = Where each line comes from
 real-source-line = { $category }: { $source }
+
+## Keyboard shortcuts
+
+keys-title = Keyboard shortcuts
+keys-help = ? — show or hide this list
+keys-step = Space — run one step
+keys-batch-up = B — double the batch
+keys-batch-down = Shift+B — halve the batch
+keys-fit = F — fit the charts to their data
+keys-present = P — present mode (large type, high contrast, colour-blind-safe colours)
+keys-close = Close

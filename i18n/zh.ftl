@@ -366,4 +366,15 @@ drawer-open = 设置 »
 drawer-close = « 返回视图
 real-architecture-short = 架构
 real-sources = 每一行的出处
-real-source-line = { $category }：{ $source }
+real-source-line = { $category }的出处：{ $source }
+
+## 键盘快捷键
+
+keys-title = 键盘快捷键
+keys-help = ? —— 显示或隐藏这个列表
+keys-step = 空格 —— 运行一步
+keys-batch-up = B —— batch 加倍
+keys-batch-down = Shift+B —— batch 减半
+keys-fit = F —— 让图表适配数据
+keys-present = P —— 演示模式（大字体、高对比度、色盲友好的配色）
+keys-close = 关闭

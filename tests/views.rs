@@ -488,3 +488,49 @@ fn the_language_is_remembered_and_a_link_wins() {
     assert_eq!(choose_lang(None, None, Some(Lang::Zh)), Lang::Zh, "the system's (LANG, navigator.language)");
     assert_eq!(choose_lang(None, None, None), Lang::En);
 }
+
+/// The keyboard, for a teacher at a projector: Space runs a step, B / Shift+B double and halve
+/// the batch, P toggles present mode (colour-blind-safe colours), ? lists the shortcuts.
+#[test]
+fn keyboard_shortcuts_drive_the_app() {
+    use egui::{Key, Modifiers};
+    use oomlab::app::views::category_color;
+    use oomlab::plan::Category;
+    xdg();
+    let mut harness = Harness::builder()
+        .with_size([1280.0, 800.0])
+        .build_ui_state(|ui, app: &mut OomlabApp| app.show(ui), OomlabApp::headless(Settings::default()));
+    harness.run();
+    let batch = harness.state().settings.batch;
+    harness.key_press(Key::B);
+    harness.run();
+    assert_eq!(harness.state().settings.batch, batch * 2);
+    harness.key_press_modifiers(Modifiers::SHIFT, Key::B);
+    harness.key_press_modifiers(Modifiers::SHIFT, Key::B);
+    harness.run();
+    assert_eq!(harness.state().settings.batch, batch / 2);
+    harness.key_press(Key::Space);
+    harness.run_steps(200);
+    assert_eq!(harness.state().steps_done(), 1, "Space ran one step");
+    let usual = category_color(Category::Activations);
+    harness.key_press(Key::P);
+    harness.run();
+    assert!(harness.state().settings.projector);
+    assert_ne!(category_color(Category::Activations), usual, "present mode's colour-blind-safe palette");
+    harness.key_press(Key::P);
+    harness.run();
+    assert_eq!(category_color(Category::Activations), usual);
+    harness.key_press(Key::F);
+    harness.run();
+    harness.event(egui::Event::Text("?".into()));
+    harness.run();
+    harness.get_by_label("Keyboard shortcuts");
+    harness.get_by_label("Shift+B — halve the batch");
+    // The same list from the "?" button, for a touch screen.
+    harness.event(egui::Event::Text("?".into()));
+    harness.run();
+    assert!(harness.query_by_label("Keyboard shortcuts").is_none());
+    harness.get_by_label("?").click();
+    harness.run();
+    harness.get_by_label("Keyboard shortcuts");
+}

@@ -8,6 +8,7 @@ mod controls;
 mod derived;
 pub mod export;
 pub mod fonts;
+mod keys;
 pub mod lang;
 pub mod real;
 mod session;
@@ -95,6 +96,10 @@ pub struct OomlabApp {
     drawer_open: bool,
     /// The layout last drawn (narrow or not), to log a change once.
     narrow: Option<bool>,
+    /// Whether the "?" list of keyboard shortcuts is open.
+    pub show_shortcuts: bool,
+    /// The look before present mode, to restore when it ends.
+    visuals_before_present: Option<egui::Visuals>,
     /// A window screenshot the integration delivered, waiting to be saved as PNG.
     screenshot: Arc<std::sync::Mutex<Option<Arc<egui::ColorImage>>>>,
 }
@@ -181,6 +186,8 @@ impl OomlabApp {
             fonts_stale: true,
             drawer_open: false,
             narrow: None,
+            show_shortcuts: false,
+            visuals_before_present: None,
             catalog: crate::i18n::Catalog::new(crate::i18n::Lang::En),
             screenshot: Arc::default(),
         }
@@ -225,14 +232,26 @@ impl OomlabApp {
             self.drew_first_frame = true;
             log::info!("oomlab: first frame ({})", self.backend);
         }
+        let key_step = self.shortcuts(ui.ctx());
         let projector = self.settings.projector;
         ui.ctx().set_zoom_factor(if projector { 1.5 } else { 1.0 });
-        if projector {
-            let mut v = egui::Visuals::dark();
-            v.override_text_color = Some(Color32::WHITE);
-            v.panel_fill = Color32::BLACK;
-            ui.ctx().set_visuals(v);
+        // Present mode's high contrast; leaving it restores the look the app had.
+        match (projector, self.visuals_before_present.is_some()) {
+            (true, false) => {
+                self.visuals_before_present = Some(ui.ctx().global_style().visuals.clone());
+                let mut v = egui::Visuals::dark();
+                v.override_text_color = Some(Color32::WHITE);
+                v.panel_fill = Color32::BLACK;
+                ui.ctx().set_visuals(v);
+            }
+            (false, true) => {
+                if let Some(v) = self.visuals_before_present.take() {
+                    ui.ctx().set_visuals(v);
+                }
+            }
+            _ => {}
         }
+        views::use_safe_colours(projector);
         // A phone: the controls become a drawer over the views, and everything is touch-sized.
         let narrow = ui.available_width() < NARROW_WIDTH;
         if self.narrow != Some(narrow) {
@@ -258,7 +277,7 @@ impl OomlabApp {
             });
             self.apply_settings();
             // A step in flight goes on while the drawer is open.
-            self.drive(ui.input(|i| i.time), false);
+            self.drive(ui.input(|i| i.time), key_step);
         } else {
             if !narrow {
                 egui::Panel::left("controls").resizable(true).default_size(300.0).show(ui, |ui| {
@@ -266,15 +285,16 @@ impl OomlabApp {
                 });
             }
             self.apply_settings();
-            self.main_area(ui, narrow);
+            self.main_area(ui, narrow, key_step);
         }
+        self.shortcuts_window(ui.ctx());
         if self.training || self.step_started.is_some() || self.queued_step {
             ui.ctx().request_repaint();
         }
     }
 
     /// The views' side: the top bar, notices, run buttons, exports and the selected view.
-    fn main_area(&mut self, ui: &mut egui::Ui, narrow: bool) {
+    fn main_area(&mut self, ui: &mut egui::Ui, narrow: bool, key_step: bool) {
         let now = ui.input(|i| i.time);
         egui::CentralPanel::default().show(ui, |ui| {
             ui.horizontal_wrapped(|ui| {
@@ -283,11 +303,14 @@ impl OomlabApp {
                 }
                 ui.heading(self.tr("app-title"));
                 self.language_switch(ui);
+                if ui.button("?").on_hover_text(self.tr("keys-title")).clicked() {
+                    self.show_shortcuts = !self.show_shortcuts;
+                }
             });
             for n in &self.notices {
                 ui.colored_label(Color32::from_rgb(230, 160, 0), n.text(&self.catalog));
             }
-            let step = self.run_buttons(ui);
+            let step = self.run_buttons(ui) || key_step;
             self.drive(now, step);
             if let Some(e) = &self.error {
                 ui.colored_label(Color32::RED, e.text(&self.catalog));

@@ -23,8 +23,22 @@ pub use sweep::{BatchChart, SweepSeries, batch_chart, sweep_chart};
 pub use timeline::{live_tensors, op_label, timeline};
 pub use training::training;
 
-/// A colour per category, the same in every view.
+/// A colour per category, the same in every view. Present mode uses Okabe and Ito's palette,
+/// which people with the common colour-vision deficiencies tell apart.
 pub fn category_color(c: Category) -> Color32 {
+    if SAFE_COLOURS.with(std::cell::Cell::get) {
+        return match c {
+            Category::Parameters => Color32::from_rgb(0, 114, 178),
+            Category::Gradients => Color32::from_rgb(230, 159, 0),
+            Category::OptimizerState => Color32::from_rgb(0, 158, 115),
+            Category::MasterWeights => Color32::from_rgb(204, 121, 167),
+            Category::Activations => Color32::from_rgb(213, 94, 0),
+            Category::Temporaries => Color32::from_rgb(86, 180, 233),
+            Category::Input => Color32::from_rgb(240, 228, 66),
+            Category::Logits => Color32::from_rgb(255, 255, 255),
+            Category::Workspace => Color32::from_rgb(150, 150, 150),
+        };
+    }
     match c {
         Category::Parameters => Color32::from_rgb(76, 114, 176),
         Category::Gradients => Color32::from_rgb(221, 132, 82),
@@ -135,6 +149,31 @@ pub fn legend(ui: &mut Ui, items: &[(String, Color32)]) {
             ui.add_space(6.0);
         }
     });
+}
+
+/// Set for one frame when the charts should fit their data again (the F key).
+const FIT: &str = "oomlab_fit_charts";
+
+/// Asks this frame's charts to fit their data (they forget any zoom or pan).
+pub fn request_fit(ctx: &egui::Context) {
+    let frame = ctx.cumulative_frame_nr();
+    ctx.data_mut(|d| d.insert_temp(egui::Id::unique(FIT), frame));
+}
+
+/// Whether a chart drawn now should fit its data.
+pub fn fit_requested(ui: &Ui) -> bool {
+    let asked = ui.ctx().data(|d| d.get_temp::<u64>(egui::Id::unique(FIT)));
+    asked.is_some_and(|frame| frame + 1 >= ui.ctx().cumulative_frame_nr())
+}
+
+thread_local! {
+    /// Present mode's colour-blind-safe palette (per thread: the UI's; tests render in parallel).
+    static SAFE_COLOURS: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Switches the category colours to the colour-blind-safe palette (present mode) or back.
+pub fn use_safe_colours(on: bool) {
+    SAFE_COLOURS.with(|c| c.set(on));
 }
 
 /// Where the app says how tall the selected view's chart may be (the room left in the window).

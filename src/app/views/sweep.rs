@@ -64,8 +64,11 @@ pub fn batch_chart(ui: &mut Ui, t: &Catalog, chart: BatchChart<'_>) {
         }
     }
     legend(ui, &items);
-    Plot::new(chart.id)
-        .height(chart_height(ui))
+    let mut plot = Plot::new(chart.id);
+    if super::fit_requested(ui) {
+        plot = plot.reset();
+    }
+    plot.height(chart_height(ui))
         .x_axis_label(t.text("sw-axis-batch"))
         .y_axis_label(t.format("sw-axis-peak", &[("unit", unit.into())]))
         .x_axis_formatter(|mark, _| format!("{:.0}", mark.value.exp2()))

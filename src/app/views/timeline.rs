@@ -66,8 +66,11 @@ pub fn timeline(ui: &mut Ui, t: &Catalog, plan: &Plan, memory: &StepMemory, sour
         (t.text("tl-scrubber"), Color32::WHITE),
     ]);
     legend(ui, &items);
-    Plot::new("timeline")
-        .height(chart_height(ui))
+    let mut plot = Plot::new("timeline");
+    if super::fit_requested(ui) {
+        plot = plot.reset();
+    }
+    plot.height(chart_height(ui))
         .x_axis_label(t.text("tl-axis-op"))
         .y_axis_label("MiB")
         .include_y(0.0)

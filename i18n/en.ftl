@@ -381,3 +381,45 @@ keys-batch-down = Shift+B — halve the batch
 keys-fit = F — fit the charts to their data
 keys-present = P — present mode (large type, high contrast, colour-blind-safe colours)
 keys-close = Close
+
+## Lessons
+
+lessons = Lessons
+lessons-close = Close the lessons
+lesson-chapter = Chapter { $n } of { $count }
+lesson-prev = ‹ Previous
+lesson-next = Next ›
+lesson-reveal = Reveal
+lesson-your-guess = Your guess
+lesson-times = ×
+lesson-number-verdict = The plan says × { $answer }; your guess × { $guess } is off by { $off } %. { $close ->
+        [yes] Close enough!
+       *[no] Not quite: look again at what grows and what stays.
+    }
+lesson-choice-right = Right.
+lesson-choice-wrong = Not this one: the answer is “{ $answer }”.
+lesson-step-note = A real step now runs with these settings; the allocator column fills in beside the plan's prediction.
+
+lesson-fill-title = What fills memory in a training step
+lesson-fill-body = At batch { $batch } and sequence { $seq } the step's peak is { $peak }. The model states — parameters, gradients and AdamW's two moments — take { $states }; the activations saved for backward and the temporaries take { $activations }.
+lesson-fill-question = Which category is largest at the peak?
+lesson-fill-answer = { $largest } is largest: { $bytes } of the { $peak } peak.
+
+lesson-batch-title = Batch size: what grows and what does not
+lesson-batch-body = Model states do not depend on the batch: { $states } at any batch. Activations grow with it: { $activations } at batch { $batch }. The seed says that doubling the batch costs 1.8–2.5× the memory.
+lesson-batch-question = From batch { $batch } to { $double }: how many times more memory does the peak need?
+lesson-batch-answer = The peak goes from { $before } to { $after }.
+
+lesson-sequence-title = Sequence length and attention's T² term
+lesson-sequence-body = Most activations grow with batch × sequence, but attention's probabilities grow with the square of the sequence: at sequence { $seq } they take { $attention } of the { $activations } of activations.
+lesson-sequence-question = From sequence { $seq } to { $double } at the same batch: how many times more activation memory at the peak?
+lesson-sequence-answer = Activations go from { $before } to { $after }; the attention probabilities alone from { $attention_before } to { $attention_after }.
+
+lesson-peak-title = Where the peak happens
+lesson-peak-body = The timeline shows the allocated memory after each of the step's { $ops } ops. Drag the op slider along it and watch which tensors are alive.
+lesson-peak-question = In which part of the step is memory highest?
+lesson-peak-forward = during the forward pass
+lesson-peak-backward = during the backward pass
+lesson-peak-optimizer = during the optimizer step
+lesson-peak-answer = The peak, { $peak }, is at { $op }: every saved activation is still alive and the first gradients are being made.
+keys-chapters = Left and right arrow keys — the previous and next lesson chapter

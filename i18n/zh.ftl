@@ -378,3 +378,45 @@ keys-batch-down = Shift+B —— batch 减半
 keys-fit = F —— 让图表适配数据
 keys-present = P —— 演示模式（大字体、高对比度、色盲友好的配色）
 keys-close = 关闭
+
+## 课程
+
+lessons = 课程
+lessons-close = 关闭课程
+lesson-chapter = 第 { $n } 章，共 { $count } 章
+lesson-prev = ‹ 上一章
+lesson-next = 下一章 ›
+lesson-reveal = 揭晓答案
+lesson-your-guess = 你的猜测
+lesson-times = 倍
+lesson-number-verdict = 计划给出的是 × { $answer }；你猜的 × { $guess } 相差 { $off } %。{ $close ->
+        [yes] 很接近！
+       *[no] 还差一些：再想想哪些在增长、哪些保持不变。
+    }
+lesson-choice-right = 答对了。
+lesson-choice-wrong = 不是这个：答案是“{ $answer }”。
+lesson-step-note = 现在用这些设置真正运行一步；分配器一列会填在计划的预测旁边。
+
+lesson-fill-title = 一个训练步中，显存被什么占满
+lesson-fill-body = batch 为 { $batch }、序列长度为 { $seq } 时，这一步的峰值是 { $peak }。模型状态——参数、梯度和 AdamW 的两个动量——占 { $states }；为反向传播保存的激活值和临时张量占 { $activations }。
+lesson-fill-question = 峰值时哪一类最大？
+lesson-fill-answer = { $largest } 最大：在 { $peak } 的峰值中占 { $bytes }。
+
+lesson-batch-title = batch 大小：什么在增长，什么不变
+lesson-batch-body = 模型状态与 batch 无关：任何 batch 下都是 { $states }。激活值随 batch 增长：batch { $batch } 时为 { $activations }。种子文档说，batch 翻倍，显存要增加 1.8–2.5 倍。
+lesson-batch-question = batch 从 { $batch } 到 { $double }：峰值需要的显存是原来的多少倍？
+lesson-batch-answer = 峰值从 { $before } 变为 { $after }。
+
+lesson-sequence-title = 序列长度与注意力的 T² 项
+lesson-sequence-body = 大多数激活值随 batch × 序列长度增长，但注意力概率随序列长度的平方增长：序列长度 { $seq } 时，它们在 { $activations } 的激活值中占 { $attention }。
+lesson-sequence-question = batch 不变，序列长度从 { $seq } 到 { $double }：峰值时的激活值显存是原来的多少倍？
+lesson-sequence-answer = 激活值从 { $before } 变为 { $after }；仅注意力概率就从 { $attention_before } 变为 { $attention_after }。
+
+lesson-peak-title = 峰值出现在哪里
+lesson-peak-body = 时间线显示这一步 { $ops } 个 op 每一个之后已分配的显存。沿着它拖动 op 滑块，看看哪些张量还存活。
+lesson-peak-question = 这一步的哪个阶段显存最高？
+lesson-peak-forward = 前向传播中
+lesson-peak-backward = 反向传播中
+lesson-peak-optimizer = 优化器步中
+lesson-peak-answer = 峰值 { $peak } 出现在 { $op }：所有保存的激活值仍然存活，而第一批梯度正在生成。
+keys-chapters = 左右方向键 —— 上一章和下一章课程

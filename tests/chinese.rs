@@ -247,6 +247,19 @@ fn the_whole_app_speaks_chinese() {
     // The real models' tab shows the claims, their verdicts and the sources in Chinese.
     harness.get_by_label_contains("batch size 翻倍，显存增加 1.8–2.5 倍");
     harness.get_by_label_contains("自定义（llama2-7b）：6,738,415,616 个参数");
+    // Every lesson chapter, its question and its revealed answer.
+    harness.get_by_label("课程").click();
+    harness.run();
+    for i in 0..oomlab::app::lessons::chapters().len() {
+        harness.state_mut().open_chapter(i);
+        harness.run();
+        left.extend(leftovers(&harness, None, &names, &mut seen));
+        harness.state_mut().reveal();
+        harness.run_steps(300);
+        left.extend(leftovers(&harness, None, &names, &mut seen));
+    }
+    harness.state_mut().lesson = None;
+    harness.run();
     assert!(seen.len() > 100, "the sweep saw only {} texts", seen.len());
     assert!(left.is_empty(), "English left in the Chinese app:\n{}", left.join("\n"));
 

@@ -66,9 +66,11 @@ impl OomlabApp {
         let vocab = self.dataset.tokenizer.vocab_size();
         let params = s.model(vocab).num_parameters();
         ui.label(self.catalog.format("controls-parameters", &[("count", (params as f64).into())]));
-        ui.add(egui::Slider::new(&mut s.batch, 1..=MAX_BATCH).logarithmic(true).text(tr("controls-batch")));
+        let batch = ui.add(egui::Slider::new(&mut s.batch, 1..=MAX_BATCH).logarithmic(true).text(tr("controls-batch")));
+        super::views::mark(ui, "batch", batch.rect);
         let max_seq = s.dims.max_seq;
-        ui.add(egui::Slider::new(&mut s.seq, 1..=max_seq).text(tr("controls-sequence")));
+        let seq = ui.add(egui::Slider::new(&mut s.seq, 1..=max_seq).text(tr("controls-sequence")));
+        super::views::mark(ui, "sequence", seq.rect);
         ui.horizontal_wrapped(|ui| {
             ui.label(tr("controls-budget"));
             for (name, bytes) in BUDGET_PRESETS {

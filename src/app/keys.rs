@@ -6,8 +6,8 @@ use super::OomlabApp;
 use super::settings::MAX_BATCH;
 
 /// The shortcuts' catalog messages, in the order the "?" list shows them.
-pub const SHORTCUTS: [&str; 6] =
-    ["keys-help", "keys-step", "keys-batch-up", "keys-batch-down", "keys-fit", "keys-present"];
+pub const SHORTCUTS: [&str; 7] =
+    ["keys-help", "keys-chapters", "keys-step", "keys-batch-up", "keys-batch-down", "keys-fit", "keys-present"];
 
 impl OomlabApp {
     /// Applies this frame's shortcuts; whether Space asked for a step.
@@ -37,6 +37,15 @@ impl OomlabApp {
         }
         if help {
             self.show_shortcuts = !self.show_shortcuts;
+        }
+        let (left, right) = ctx.input(|i| (i.key_pressed(egui::Key::ArrowLeft), i.key_pressed(egui::Key::ArrowRight)));
+        if let Some(l) = &self.lesson {
+            let chapter = l.chapter;
+            if left && chapter > 0 {
+                self.open_chapter(chapter - 1);
+            } else if right {
+                self.open_chapter(chapter + 1);
+            }
         }
         space
     }

@@ -10,6 +10,7 @@ pub mod export;
 pub mod fonts;
 mod keys;
 pub mod lang;
+pub mod lessons;
 pub mod real;
 mod session;
 pub mod settings;
@@ -100,6 +101,10 @@ pub struct OomlabApp {
     pub show_shortcuts: bool,
     /// The look before present mode, to restore when it ends.
     visuals_before_present: Option<egui::Visuals>,
+    /// The open lesson, if any.
+    pub lesson: Option<lessons::LessonState>,
+    /// A lesson's reveal asked for a real step.
+    lesson_step: bool,
     /// A window screenshot the integration delivered, waiting to be saved as PNG.
     screenshot: Arc<std::sync::Mutex<Option<Arc<egui::ColorImage>>>>,
 }
@@ -188,6 +193,8 @@ impl OomlabApp {
             narrow: None,
             show_shortcuts: false,
             visuals_before_present: None,
+            lesson: None,
+            lesson_step: false,
             catalog: crate::i18n::Catalog::new(crate::i18n::Lang::En),
             screenshot: Arc::default(),
         }
@@ -284,10 +291,18 @@ impl OomlabApp {
                     egui::ScrollArea::vertical().show(ui, |ui| self.controls(ui));
                 });
             }
+            if self.lesson.is_some() {
+                // Beside the views on a wide screen, under them on a phone.
+                let panel = if narrow { egui::Panel::bottom("lessons") } else { egui::Panel::right("lessons") };
+                panel.resizable(true).default_size(if narrow { 320.0 } else { 340.0 }).show(ui, |ui| {
+                    egui::ScrollArea::vertical().show(ui, |ui| self.lessons_panel(ui));
+                });
+            }
             self.apply_settings();
             self.main_area(ui, narrow, key_step);
         }
         self.shortcuts_window(ui.ctx());
+        self.highlight(ui.ctx());
         if self.training || self.step_started.is_some() || self.queued_step {
             ui.ctx().request_repaint();
         }
@@ -303,6 +318,13 @@ impl OomlabApp {
                 }
                 ui.heading(self.tr("app-title"));
                 self.language_switch(ui);
+                if ui.selectable_label(self.lesson.is_some(), self.tr("lessons")).clicked() {
+                    if self.lesson.is_some() {
+                        self.lesson = None;
+                    } else {
+                        self.open_chapter(0);
+                    }
+                }
                 if ui.button("?").on_hover_text(self.tr("keys-title")).clicked() {
                     self.show_shortcuts = !self.show_shortcuts;
                 }
@@ -310,7 +332,7 @@ impl OomlabApp {
             for n in &self.notices {
                 ui.colored_label(Color32::from_rgb(230, 160, 0), n.text(&self.catalog));
             }
-            let step = self.run_buttons(ui) || key_step;
+            let step = self.run_buttons(ui) || key_step || std::mem::take(&mut self.lesson_step);
             self.drive(now, step);
             if let Some(e) = &self.error {
                 ui.colored_label(Color32::RED, e.text(&self.catalog));
@@ -487,7 +509,8 @@ impl OomlabApp {
             Tab::Breakdown => {
                 ui.heading(t.text("main-at-peak"));
                 if let Some(Ok(predicted)) = &self.derived.predicted {
-                    views::breakdown(ui, t, self.measured.as_ref(), predicted, &self.device);
+                    let drawn = ui.scope(|ui| views::breakdown(ui, t, self.measured.as_ref(), predicted, &self.device));
+                    views::mark(ui, "breakdown", drawn.response.rect);
                 }
                 egui::CollapsingHeader::new(t.text("main-model-state")).id_salt("model_state").show(ui, |ui| {
                     views::model_state(ui, t, &plan);
@@ -496,7 +519,8 @@ impl OomlabApp {
             }
             Tab::Timeline => {
                 if let Some(m) = memory {
-                    views::timeline(ui, t, &plan, m, source, &mut self.scrub);
+                    let drawn = ui.scope(|ui| views::timeline(ui, t, &plan, m, source, &mut self.scrub));
+                    views::mark(ui, "timeline-chart", drawn.response.rect);
                 }
                 views::explain(ui, t, "explain-timeline");
             }

@@ -151,6 +151,19 @@ pub fn legend(ui: &mut Ui, items: &[(String, Color32)]) {
     });
 }
 
+/// Records where widget `id` was drawn this frame, for a lesson to highlight it.
+pub fn mark(ui: &Ui, id: &'static str, rect: egui::Rect) {
+    let frame = ui.ctx().cumulative_frame_nr();
+    ui.ctx().data_mut(|d| d.insert_temp(egui::Id::unique(("oomlab_mark", id)), (frame, rect)));
+}
+
+/// Where widget `id` was drawn this frame (or the last), if it was.
+pub fn marked(ctx: &egui::Context, id: &'static str) -> Option<egui::Rect> {
+    let frame = ctx.cumulative_frame_nr();
+    let seen = ctx.data(|d| d.get_temp::<(u64, egui::Rect)>(egui::Id::unique(("oomlab_mark", id))));
+    seen.filter(|(f, _)| f + 1 >= frame).map(|(_, r)| r)
+}
+
 /// Set for one frame when the charts should fit their data again (the F key).
 const FIT: &str = "oomlab_fit_charts";
 

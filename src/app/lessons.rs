@@ -1,0 +1,402 @@
+//! Lessons (story mode): short chapters that set the app to a state, highlight the control or
+//! view they talk about, explain with figures computed from that state, and ask the learner to
+//! predict before revealing. Every figure and every answer comes from the plan's prediction for
+//! the chapter's settings (`memory::simulate`, the same numbers the views show); revealing also
+//! runs a real step, so the allocator's column fills in beside the prediction. The words are
+//! catalog messages (`lesson-<id>-title`, `-body`, `-question`, `-answer`, in both languages).
+
+use std::sync::Arc;
+
+use fluent_bundle::FluentValue;
+
+use super::settings::Settings;
+use super::views::{self, size};
+use super::{OomlabApp, Tab};
+use crate::i18n::Catalog;
+use crate::memory::{StepMemory, simulate};
+use crate::plan::{Category, Phase, Plan};
+
+/// A budget no chapter's step reaches: the answers are about memory needed, not about fitting.
+const UNLIMITED: u64 = u64::MAX / 4;
+
+/// What a chapter asks.
+pub enum Question {
+    /// A ratio to guess (×); judged close within `tolerance` (a fraction of the answer).
+    Ratio { answer: fn(&Facts) -> Option<f64>, tolerance: f64 },
+    /// One of several options (catalog keys); the answer's index.
+    Choice { options: &'static [&'static str], answer: fn(&Facts) -> Option<usize> },
+}
+
+/// One chapter.
+pub struct Chapter {
+    /// Its catalog messages' stem: `lesson-<id>-…`.
+    pub id: &'static str,
+    pub tab: Tab,
+    /// The widget it talks about ([`views::mark`]).
+    pub target: &'static str,
+    /// The state it starts from.
+    pub setup: fn(&mut Settings),
+    /// The body's and the question's arguments, from the state.
+    pub args: fn(&Facts, &Catalog) -> Vec<(&'static str, String)>,
+    pub question: Question,
+    /// The answer's arguments, from the state.
+    pub answer_args: fn(&Facts, &Catalog) -> Vec<(&'static str, String)>,
+}
+
+/// What the chapters compute from: the settings and the plan's prediction for them.
+pub struct Facts {
+    pub settings: Settings,
+    pub vocab: usize,
+    pub plan: Arc<Plan>,
+    pub memory: StepMemory,
+}
+
+impl Facts {
+    pub fn new(settings: &Settings, vocab: usize) -> Option<Facts> {
+        let plan = Arc::new(settings.plan(vocab).ok()?);
+        let memory = simulate(&plan, UNLIMITED).ok()?;
+        Some(Facts { settings: settings.clone(), vocab, plan, memory })
+    }
+
+    /// The prediction for the settings changed by `change`.
+    fn with(&self, change: impl FnOnce(&mut Settings)) -> Option<Facts> {
+        let mut s = self.settings.clone();
+        change(&mut s);
+        Facts::new(&s, self.vocab)
+    }
+
+    fn at_peak(&self, c: Category) -> u64 {
+        self.memory.peak_allocated.get(c)
+    }
+
+    fn states(&self) -> u64 {
+        [Category::Parameters, Category::Gradients, Category::OptimizerState, Category::MasterWeights]
+            .iter()
+            .map(|&c| self.at_peak(c))
+            .sum()
+    }
+
+    fn activations(&self) -> u64 {
+        self.at_peak(Category::Activations) + self.at_peak(Category::Temporaries)
+    }
+
+    /// Bytes of attention probabilities the step saves (the T² tensors).
+    fn attention_probs(&self) -> u64 {
+        self.plan
+            .tensors
+            .iter()
+            .filter(|t| t.category == Category::Activations && t.name.ends_with("probs"))
+            .map(|t| t.size_bytes())
+            .sum()
+    }
+}
+
+fn arg(name: &'static str, value: impl ToString) -> (&'static str, String) {
+    (name, value.to_string())
+}
+
+const FILL_OPTIONS: [Category; 4] =
+    [Category::Parameters, Category::Gradients, Category::OptimizerState, Category::Activations];
+
+/// The chapters, in order.
+pub fn chapters() -> Vec<Chapter> {
+    vec![
+        Chapter {
+            id: "fill",
+            tab: Tab::Breakdown,
+            target: "breakdown",
+            setup: |s| *s = Settings { lora_rank: 0, ..Settings::default() },
+            args: |f, t| {
+                vec![
+                    arg("batch", f.settings.batch),
+                    arg("seq", f.settings.seq),
+                    arg("peak", size(t, f.memory.peak_allocated_bytes())),
+                    arg("states", size(t, f.states())),
+                    arg("activations", size(t, f.activations())),
+                ]
+            },
+            question: Question::Choice {
+                options: &[
+                    "category-parameters",
+                    "category-gradients",
+                    "category-optimizer-state",
+                    "category-activations",
+                ],
+                answer: |f| (0..FILL_OPTIONS.len()).max_by_key(|&i| f.at_peak(FILL_OPTIONS[i])),
+            },
+            answer_args: |f, t| {
+                let largest =
+                    FILL_OPTIONS.iter().copied().max_by_key(|&c| f.at_peak(c)).unwrap_or(Category::Activations);
+                vec![
+                    arg("largest", views::category_name(t, largest)),
+                    arg("bytes", size(t, f.at_peak(largest))),
+                    arg("peak", size(t, f.memory.peak_allocated_bytes())),
+                ]
+            },
+        },
+        Chapter {
+            id: "batch",
+            tab: Tab::Sweep,
+            target: "batch",
+            setup: |s| *s = Settings { batch: 16, ..Settings::default() },
+            args: |f, t| {
+                vec![
+                    arg("states", size(t, f.states())),
+                    arg("activations", size(t, f.activations())),
+                    arg("batch", f.settings.batch),
+                    arg("double", f.settings.batch * 2),
+                ]
+            },
+            question: Question::Ratio {
+                answer: |f| {
+                    let doubled = f.with(|s| s.batch *= 2)?;
+                    Some(doubled.memory.peak_allocated_bytes() as f64 / f.memory.peak_allocated_bytes().max(1) as f64)
+                },
+                tolerance: 0.10,
+            },
+            answer_args: |f, t| {
+                let after = f.with(|s| s.batch *= 2).map_or(0, |d| d.memory.peak_allocated_bytes());
+                vec![arg("before", size(t, f.memory.peak_allocated_bytes())), arg("after", size(t, after))]
+            },
+        },
+        Chapter {
+            id: "sequence",
+            tab: Tab::Timeline,
+            target: "sequence",
+            setup: |s| *s = Settings { batch: 16, seq: 32, ..Settings::default() },
+            args: |f, t| {
+                vec![
+                    arg("seq", f.settings.seq),
+                    arg("double", f.settings.seq * 2),
+                    arg("attention", size(t, f.attention_probs())),
+                    arg("activations", size(t, f.at_peak(Category::Activations))),
+                ]
+            },
+            question: Question::Ratio {
+                answer: |f| {
+                    let doubled = f.with(|s| s.seq *= 2)?;
+                    Some(doubled.at_peak(Category::Activations) as f64 / f.at_peak(Category::Activations).max(1) as f64)
+                },
+                tolerance: 0.10,
+            },
+            answer_args: |f, t| {
+                let d = f.with(|s| s.seq *= 2);
+                vec![
+                    arg("before", size(t, f.at_peak(Category::Activations))),
+                    arg("after", size(t, d.as_ref().map_or(0, |d| d.at_peak(Category::Activations)))),
+                    arg("attention_before", size(t, f.attention_probs())),
+                    arg("attention_after", size(t, d.as_ref().map_or(0, Facts::attention_probs))),
+                ]
+            },
+        },
+        Chapter {
+            id: "peak",
+            tab: Tab::Timeline,
+            target: "timeline-chart",
+            setup: |s| *s = Settings::default(),
+            args: |f, _| vec![arg("ops", f.plan.ops.len())],
+            question: Question::Choice {
+                options: &["lesson-peak-forward", "lesson-peak-backward", "lesson-peak-optimizer"],
+                answer: |f| {
+                    let op = f.memory.timeline.get(f.memory.peak_index)?.op?;
+                    Some(match f.plan.ops.get(op)?.phase {
+                        Phase::Forward => 0,
+                        Phase::Backward => 1,
+                        Phase::Optimizer => 2,
+                    })
+                },
+            },
+            answer_args: |f, t| {
+                let op = f.memory.timeline.get(f.memory.peak_index).and_then(|p| p.op);
+                vec![arg("peak", size(t, f.memory.peak_allocated_bytes())), arg("op", views::op_label(t, &f.plan, op))]
+            },
+        },
+    ]
+}
+
+/// The learner's answer before the reveal.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Guess {
+    Ratio(f64),
+    Choice(Option<usize>),
+}
+
+/// How a revealed guess was judged.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Verdict {
+    /// The answer, the guess, how far off (%) and whether that is close enough.
+    Ratio {
+        answer: f64,
+        guess: f64,
+        off_percent: f64,
+        close: bool,
+    },
+    Choice {
+        answer: usize,
+        right: bool,
+    },
+}
+
+/// Judges `guess` against the chapter's answer for `facts`.
+pub fn judge(chapter: &Chapter, facts: &Facts, guess: &Guess) -> Option<Verdict> {
+    match (&chapter.question, guess) {
+        (Question::Ratio { answer, tolerance }, Guess::Ratio(g)) => {
+            let a = answer(facts)?;
+            let off = (g - a).abs() / a.abs().max(f64::MIN_POSITIVE);
+            Some(Verdict::Ratio { answer: a, guess: *g, off_percent: 100.0 * off, close: off <= *tolerance })
+        }
+        (Question::Choice { answer, .. }, Guess::Choice(g)) => {
+            let a = answer(facts)?;
+            Some(Verdict::Choice { answer: a, right: *g == Some(a) })
+        }
+        _ => None,
+    }
+}
+
+/// Where the learner is in the lessons.
+#[derive(Clone, Debug, PartialEq)]
+pub struct LessonState {
+    pub chapter: usize,
+    pub guess: Guess,
+    pub verdict: Option<Verdict>,
+}
+
+impl LessonState {
+    fn at(chapter: &Chapter, index: usize) -> Self {
+        let guess = match chapter.question {
+            Question::Ratio { .. } => Guess::Ratio(1.0),
+            Question::Choice { .. } => Guess::Choice(None),
+        };
+        LessonState { chapter: index, guess, verdict: None }
+    }
+}
+
+fn fluent<'a>(args: &'a [(&'static str, String)]) -> Vec<(&'a str, FluentValue<'a>)> {
+    args.iter().map(|(k, v)| (*k, v.as_str().into())).collect()
+}
+
+impl OomlabApp {
+    /// Opens chapter `index` (clamped): its settings, its tab, a fresh question.
+    pub fn open_chapter(&mut self, index: usize) {
+        let all = chapters();
+        let index = index.min(all.len() - 1);
+        let chapter = &all[index];
+        (chapter.setup)(&mut self.settings);
+        self.tab = chapter.tab;
+        self.lesson = Some(LessonState::at(chapter, index));
+    }
+
+    /// Sets the learner's guess (the panel's widgets, and the tests).
+    pub fn guess(&mut self, guess: Guess) {
+        if let Some(l) = &mut self.lesson {
+            l.guess = guess;
+        }
+    }
+
+    /// Reveals the answer: judges the guess against the prediction and runs a real step.
+    pub fn reveal(&mut self) {
+        let vocab = self.dataset.tokenizer.vocab_size();
+        let Some(lesson) = &mut self.lesson else { return };
+        let all = chapters();
+        let Some(facts) = Facts::new(&self.settings, vocab) else { return };
+        lesson.verdict = judge(&all[lesson.chapter], &facts, &lesson.guess);
+        self.lesson_step = true;
+    }
+
+    /// The lessons panel: the chapter's title, text, question and, once revealed, the answer.
+    pub(super) fn lessons_panel(&mut self, ui: &mut egui::Ui) {
+        let Some(lesson) = self.lesson.clone() else { return };
+        let all = chapters();
+        let chapter = &all[lesson.chapter];
+        let vocab = self.dataset.tokenizer.vocab_size();
+        let facts = Facts::new(&self.settings, vocab);
+        let t = &self.catalog;
+        let mut go_to = None;
+        let mut close = false;
+        let mut guess = lesson.guess.clone();
+        let mut reveal = false;
+        ui.horizontal_wrapped(|ui| {
+            let n = (lesson.chapter + 1).to_string();
+            ui.label(t.format("lesson-chapter", &[("n", n.into()), ("count", all.len().to_string().into())]));
+            if ui.add_enabled(lesson.chapter > 0, egui::Button::new(t.text("lesson-prev"))).clicked() {
+                go_to = Some(lesson.chapter - 1);
+            }
+            if ui.add_enabled(lesson.chapter + 1 < all.len(), egui::Button::new(t.text("lesson-next"))).clicked() {
+                go_to = Some(lesson.chapter + 1);
+            }
+            if ui.button(t.text("lessons-close")).clicked() {
+                close = true;
+            }
+        });
+        ui.heading(t.text(&format!("lesson-{}-title", chapter.id)));
+        let Some(facts) = facts else {
+            return;
+        };
+        let args = (chapter.args)(&facts, t);
+        ui.label(t.format(&format!("lesson-{}-body", chapter.id), &fluent(&args)));
+        ui.strong(t.format(&format!("lesson-{}-question", chapter.id), &fluent(&args)));
+        match (&chapter.question, &mut guess) {
+            (Question::Ratio { .. }, Guess::Ratio(g)) => {
+                ui.horizontal(|ui| {
+                    ui.label(t.text("lesson-your-guess"));
+                    ui.add(egui::DragValue::new(g).range(0.1..=100.0).speed(0.05).fixed_decimals(2).prefix("× "));
+                });
+            }
+            (Question::Choice { options, .. }, Guess::Choice(g)) => {
+                for (i, key) in options.iter().enumerate() {
+                    ui.radio_value(g, Some(i), t.text(key));
+                }
+            }
+            _ => {}
+        }
+        if ui.button(t.text("lesson-reveal")).clicked() {
+            reveal = true;
+        }
+        if let Some(v) = &lesson.verdict {
+            let text = match (v, &chapter.question) {
+                (Verdict::Ratio { answer, guess, off_percent, close }, _) => t.format(
+                    "lesson-number-verdict",
+                    &[
+                        ("answer", format!("{answer:.2}").into()),
+                        ("guess", format!("{guess:.2}").into()),
+                        ("off", format!("{off_percent:.0}").into()),
+                        ("close", if *close { "yes" } else { "no" }.into()),
+                    ],
+                ),
+                (Verdict::Choice { right: true, .. }, _) => t.text("lesson-choice-right"),
+                (Verdict::Choice { answer, .. }, Question::Choice { options, .. }) => {
+                    let answer = options.get(*answer).map_or(String::new(), |k| t.text(k));
+                    t.format("lesson-choice-wrong", &[("answer", answer.into())])
+                }
+                (Verdict::Choice { .. }, _) => String::new(),
+            };
+            ui.strong(text);
+            let answer = (chapter.answer_args)(&facts, t);
+            ui.label(t.format(&format!("lesson-{}-answer", chapter.id), &fluent(&answer)));
+            ui.label(egui::RichText::new(t.text("lesson-step-note")).small());
+        }
+        if let Some(l) = &mut self.lesson {
+            l.guess = guess;
+        }
+        if reveal {
+            self.reveal();
+        }
+        if let Some(i) = go_to {
+            self.open_chapter(i);
+        }
+        if close {
+            self.lesson = None;
+        }
+    }
+
+    /// Draws the highlight around the chapter's widget, over everything.
+    pub(super) fn highlight(&self, ctx: &egui::Context) {
+        let Some(lesson) = &self.lesson else { return };
+        let all = chapters();
+        let Some(rect) = views::marked(ctx, all[lesson.chapter].target) else { return };
+        let painter =
+            ctx.layer_painter(egui::LayerId::new(egui::Order::Foreground, egui::Id::unique("lesson_highlight")));
+        let stroke = egui::Stroke::new(3.0, egui::Color32::from_rgb(255, 200, 0));
+        painter.rect_stroke(rect.expand(4.0), 6.0, stroke, egui::StrokeKind::Outside);
+    }
+}

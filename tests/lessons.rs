@@ -1,0 +1,150 @@
+//! The lessons (issue 14): every chapter from first to last, in both languages — its widget is
+//! highlighted where it is drawn, the revealed answer is what the plan gives (computed here
+//! independently), a right and a wrong prediction are judged so, and revealing runs a real step
+//! whose allocator figures equal the prediction.
+
+use egui_kittest::Harness;
+use egui_kittest::kittest::Queryable;
+use oomlab::app::OomlabApp;
+use oomlab::app::lessons::{Guess, Question, Verdict, chapters};
+use oomlab::app::settings::Settings;
+use oomlab::app::views;
+use oomlab::i18n::Lang;
+use oomlab::memory::simulate;
+use oomlab::plan::{Category, Phase};
+
+const VOCAB: usize = 58;
+
+fn xdg() {
+    if std::env::var_os("XDG_RUNTIME_DIR").is_none() {
+        let dir = std::env::temp_dir().join(format!("oomlab-lessons-xdg-{}", std::process::id()));
+        let _ = std::fs::create_dir_all(&dir);
+        // SAFETY: set before any thread of this test binary reads the environment.
+        unsafe { std::env::set_var("XDG_RUNTIME_DIR", &dir) };
+    }
+}
+
+fn peak(s: &Settings) -> oomlab::memory::StepMemory {
+    simulate(&s.plan(VOCAB).expect("a plan"), u64::MAX / 4).expect("fits without a budget")
+}
+
+/// The chapter's answer, computed here from the plan without the lessons' code.
+fn expected(id: &str, s: &Settings) -> Result<f64, usize> {
+    let m = peak(s);
+    match id {
+        "fill" => {
+            let options = [Category::Parameters, Category::Gradients, Category::OptimizerState, Category::Activations];
+            Err((0..4).max_by_key(|&i| m.peak_allocated.get(options[i])).expect("options"))
+        }
+        "batch" => {
+            let doubled = peak(&Settings { batch: s.batch * 2, ..s.clone() });
+            Ok(doubled.peak_allocated_bytes() as f64 / m.peak_allocated_bytes() as f64)
+        }
+        "sequence" => {
+            let doubled = peak(&Settings { seq: s.seq * 2, ..s.clone() });
+            let acts = |m: &oomlab::memory::StepMemory| m.peak_allocated.get(Category::Activations) as f64;
+            Ok(acts(&doubled) / acts(&m))
+        }
+        "peak" => {
+            let plan = s.plan(VOCAB).expect("a plan");
+            let op = m.timeline[m.peak_index].op.expect("an op");
+            Err(match plan.ops[op].phase {
+                Phase::Forward => 0,
+                Phase::Backward => 1,
+                Phase::Optimizer => 2,
+            })
+        }
+        other => panic!("no expectation for chapter {other}: add one"),
+    }
+}
+
+fn walk(lang: Lang) {
+    xdg();
+    let size = [1400.0, 900.0];
+    let mut harness = Harness::builder()
+        .with_size(size)
+        .build_ui_state(|ui, app: &mut OomlabApp| app.show(ui), OomlabApp::headless(Settings::default()));
+    harness.state_mut().set_lang(lang);
+    harness.run();
+    let lessons = if lang == Lang::Zh { "课程" } else { "Lessons" };
+    harness.get_by_label(lessons).click();
+    harness.run();
+    let all = chapters();
+    assert!(all.len() >= 4);
+    for (i, chapter) in all.iter().enumerate() {
+        if i > 0 {
+            // The next chapter, as a learner gets there.
+            harness.get_by_label(if lang == Lang::Zh { "下一章 ›" } else { "Next ›" }).click();
+            harness.run();
+        }
+        assert_eq!(harness.state().lesson.as_ref().map(|l| l.chapter), Some(i));
+        assert_eq!(harness.state().tab, chapter.tab, "{}", chapter.id);
+        // The highlighted widget exists and is on screen.
+        let rect = views::marked(&harness.ctx, chapter.target)
+            .unwrap_or_else(|| panic!("{}: no {}", chapter.id, chapter.target));
+        let screen = egui::Rect::from_min_size(egui::Pos2::ZERO, egui::vec2(size[0], size[1]));
+        assert!(rect.width() > 10.0 && rect.height() > 5.0 && screen.contains_rect(rect), "{}: {rect:?}", chapter.id);
+        let settings = harness.state().settings.clone();
+        let want = expected(chapter.id, &settings);
+        // A wrong prediction, then a right one.
+        let (wrong, right) = match (&chapter.question, want) {
+            (Question::Ratio { .. }, Ok(answer)) => (Guess::Ratio(answer * 2.0), Guess::Ratio(answer)),
+            (Question::Choice { options, .. }, Err(answer)) => {
+                (Guess::Choice(Some((answer + 1) % options.len())), Guess::Choice(Some(answer)))
+            }
+            _ => panic!("{}: the question's kind and its expectation differ", chapter.id),
+        };
+        harness.state_mut().guess(wrong);
+        harness.get_by_label(if lang == Lang::Zh { "揭晓答案" } else { "Reveal" }).click();
+        // The reveal runs a real step over frames.
+        harness.run_steps(300);
+        let verdict = harness.state().lesson.as_ref().and_then(|l| l.verdict.clone()).expect("revealed");
+        match (verdict, want) {
+            (Verdict::Ratio { answer, close, .. }, Ok(w)) => {
+                assert!((answer - w).abs() < 1e-12, "{}: {answer} vs {w}", chapter.id);
+                assert!(!close, "{}: twice the answer is not close", chapter.id);
+            }
+            (Verdict::Choice { answer, right }, Err(w)) => assert!(answer == w && !right, "{}", chapter.id),
+            (v, w) => panic!("{}: {v:?} vs {w:?}", chapter.id),
+        }
+        harness.state_mut().guess(right);
+        harness.state_mut().reveal();
+        harness.run_steps(300);
+        let verdict = harness.state().lesson.as_ref().and_then(|l| l.verdict.clone()).expect("revealed");
+        assert!(
+            matches!(verdict, Verdict::Ratio { close: true, .. } | Verdict::Choice { right: true, .. }),
+            "{}",
+            chapter.id
+        );
+        // The reveal ran a real step: the allocator's account equals the plan's.
+        assert!(harness.state().is_idle() && harness.state().steps_done() >= 1, "{}: no real step", chapter.id);
+        let predicted = harness.state().derived.predicted.clone().expect("a plan").expect("fits the budget");
+        harness.get_by_label(if lang == Lang::Zh { "显存分解" } else { "Breakdown" }).click();
+        harness.run();
+        let total = views::size(&oomlab::i18n::Catalog::new(lang), predicted.peak_allocated_bytes());
+        assert_eq!(harness.query_all_by_label(&total).count(), 2, "{}: allocator (live) = predicted", chapter.id);
+        if chapter.id == "batch" && lang == Lang::Zh {
+            // A chapter as a student sees it: the question answered, the sweep's tab, the
+            // batch slider highlighted.
+            harness.get_by_label("显存与 batch 大小").click();
+            harness.run();
+            let options = egui_kittest::SnapshotOptions::new().threshold(2.0).max_failed_pixels(2000);
+            harness.snapshot_options("lesson_zh", &options);
+        }
+    }
+    // The last chapter has no next; the lessons close.
+    assert!(harness.query_by_label(if lang == Lang::Zh { "关闭课程" } else { "Close the lessons" }).is_some());
+    harness.get_by_label(if lang == Lang::Zh { "关闭课程" } else { "Close the lessons" }).click();
+    harness.run();
+    assert!(harness.state().lesson.is_none());
+}
+
+#[test]
+fn every_chapter_teaches_in_english() {
+    walk(Lang::En);
+}
+
+#[test]
+fn every_chapter_teaches_in_chinese() {
+    walk(Lang::Zh);
+}

@@ -11,6 +11,8 @@ pub mod fonts;
 mod keys;
 pub mod lang;
 pub mod lessons;
+mod notice;
+pub use notice::Notice;
 pub mod real;
 mod session;
 pub mod settings;
@@ -543,39 +545,6 @@ impl OomlabApp {
             }
             Tab::Training => views::training(ui, t, &self.losses, &self.step_secs),
             Tab::RealModels => {}
-        }
-    }
-}
-
-/// A line above the views: a catalog message whose arguments may be notices too, shown in
-/// the reader's language (switching language re-words it), or text that comes already worded
-/// (a library's own error message).
-#[derive(Clone, Debug, PartialEq)]
-pub enum Notice {
-    Message { key: &'static str, args: Vec<(&'static str, Notice)> },
-    Text(String),
-}
-
-impl From<String> for Notice {
-    fn from(s: String) -> Self {
-        Notice::Text(s)
-    }
-}
-
-impl Notice {
-    pub fn msg(key: &'static str, args: &[(&'static str, Notice)]) -> Self {
-        Notice::Message { key, args: args.to_vec() }
-    }
-
-    /// The notice in `t`'s language.
-    pub fn text(&self, t: &crate::i18n::Catalog) -> String {
-        match self {
-            Notice::Message { key, args } => {
-                let args: Vec<(&str, fluent_bundle::FluentValue<'_>)> =
-                    args.iter().map(|(k, v)| (*k, v.text(t).into())).collect();
-                t.format(key, &args)
-            }
-            Notice::Text(s) => s.clone(),
         }
     }
 }

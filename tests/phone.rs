@@ -70,4 +70,11 @@ fn on_a_phone_the_controls_are_a_drawer_and_nothing_is_cut_off() {
     harness.run();
     harness.get_by_label("Step timeline");
     assert!(harness.query_by_label("Setup").is_none());
+
+    // The lessons sit under the views on a phone, and fit too.
+    harness.get_by_label("Lessons").click();
+    harness.run();
+    harness.get_by_label("What fills memory in a training step");
+    let cut = cut_off(&harness);
+    assert!(cut.is_empty(), "the lessons are cut off: {cut:?}");
 }

@@ -423,3 +423,23 @@ lesson-peak-backward = during the backward pass
 lesson-peak-optimizer = during the optimizer step
 lesson-peak-answer = The peak, { $peak }, is at { $op }: every saved activation is still alive and the first gradients are being made.
 keys-chapters = Left and right arrow keys — the previous and next lesson chapter
+
+lesson-allocator-title = The allocator: reserved and allocated
+lesson-allocator-body = The caching allocator reserves segments from the device and carves blocks out of them. A freed block stays cached in its segment for the next tensor instead of going back to the device, so the allocator holds more than the tensors need. PyTorch's OOM message reports both numbers: what is allocated, and what is reserved but unallocated.
+lesson-allocator-question = At this step's peak, how many times the allocated memory does the allocator hold reserved?
+lesson-allocator-answer = At the peak { $allocated } is allocated and { $reserved } reserved: { $cached } sits cached in free blocks. Gaps too small for the next request are fragmentation.
+
+lesson-fixes-title = The fixes, one at a time
+lesson-fixes-body = This step needs { $peak } but the budget is { $budget }. Each technique pays in its own coin: checkpointing recomputes each block's forward pass during the backward pass; fused attention never stores the attention probabilities; mixed precision halves activations but adds fp32 master weights; accumulation runs smaller micro-batches more often.
+lesson-fixes-question = Which single technique lowers this step's peak the most?
+lesson-fixes-answer = { $best } does: the peak falls from { $before } to { $after }.
+
+lesson-real-title = From the toy to LLaMA-2 7B, and ZeRO
+lesson-real-body = The same accounting in closed form for a real model: LLaMA-2 7B has { $parameters } parameters, and full training with Adam in bf16 mixed precision keeps 16 bytes of model states for each — { $states } per GPU before a single activation, more than an A100's 80 GB. ZeRO shards those states over the data-parallel GPUs.
+lesson-real-question = ZeRO-3 over 8 GPUs: how many times smaller are the model states on each GPU?
+lesson-real-answer = The model states per GPU go from { $before } to { $after }.
+
+lesson-diagnose-title = Diagnosing an out-of-memory error
+lesson-diagnose-body = This step needs more than its { $budget } budget. The OOM panel shows PyTorch's message word for word, then says in plain words which op asked for how much, and offers fixes. The seed's workflow: read the message, find the category that grew, apply one fix at a time and check again.
+lesson-diagnose-question = The message names the tensor that did not fit. Which category is it?
+lesson-diagnose-answer = '{ $tensor }', asked for by { $op }, is { $category }.

@@ -420,3 +420,23 @@ lesson-peak-backward = 反向传播中
 lesson-peak-optimizer = 优化器步中
 lesson-peak-answer = 峰值 { $peak } 出现在 { $op }：所有保存的激活值仍然存活，而第一批梯度正在生成。
 keys-chapters = 左右方向键 —— 上一章和下一章课程
+
+lesson-allocator-title = 分配器：预留与已分配
+lesson-allocator-body = 缓存分配器向设备预留段，再从段中切出块。释放的块留在段里缓存起来，给下一个张量用，而不还给设备，所以分配器持有的显存比张量需要的多。PyTorch 的显存溢出消息会同时报告两个数：已分配的，以及已预留但未分配的。
+lesson-allocator-question = 在这一步的峰值，分配器预留的显存是已分配显存的多少倍？
+lesson-allocator-answer = 峰值时已分配 { $allocated }，预留 { $reserved }：有 { $cached } 缓存在空闲块中。小到放不下下一个请求的间隙就是碎片。
+
+lesson-fixes-title = 各种技术，一次试一种
+lesson-fixes-body = 这一步需要 { $peak }，但预算只有 { $budget }。每种技术都有自己的代价：梯度检查点在反向传播时重新计算每个块的前向传播；融合注意力从不保存注意力概率；混合精度让激活值减半，但要加上 fp32 主权重；梯度累积更频繁地运行更小的 micro-batch。
+lesson-fixes-question = 哪一种技术单独使用时，最能降低这一步的峰值？
+lesson-fixes-answer = 是“{ $best }”：峰值从 { $before } 降到 { $after }。
+
+lesson-real-title = 从玩具模型到 LLaMA-2 7B，以及 ZeRO
+lesson-real-body = 同样的记账方式，用闭式公式套到真实模型上：LLaMA-2 7B 有 { $parameters } 个参数，用 Adam 和 bf16 混合精度全量训练时，每个参数要保存 16 字节的模型状态——还没有任何激活值，每个 GPU 就要 { $states }，超过 A100 的 80 GB。ZeRO（零冗余优化器）把这些状态分片到各个数据并行的 GPU 上。
+lesson-real-question = 在 8 个 GPU 上用 ZeRO-3：每个 GPU 上的模型状态缩小为原来的几分之一？
+lesson-real-answer = 每个 GPU 上的模型状态从 { $before } 变为 { $after }。
+
+lesson-diagnose-title = 诊断显存溢出
+lesson-diagnose-body = 这一步需要的显存超过了 { $budget } 的预算。显存溢出面板原样显示 PyTorch 的消息，再用通俗的话说明哪个 op 申请了多少，并给出修复建议。种子文档的流程：读消息，找出增长的类别，一次只用一种修复，再检查一遍。
+lesson-diagnose-question = 消息里点名了放不下的张量。它属于哪一类？
+lesson-diagnose-answer = 由 { $op } 申请的「{ $tensor }」属于{ $category }。

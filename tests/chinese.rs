@@ -253,10 +253,12 @@ fn the_whole_app_speaks_chinese() {
     for i in 0..oomlab::app::lessons::chapters().len() {
         harness.state_mut().open_chapter(i);
         harness.run();
-        left.extend(leftovers(&harness, None, &names, &mut seen));
+        // A chapter that runs out of memory shows PyTorch's message, which stays in English.
+        let message = harness.state().derived.predicted.clone().and_then(|p| p.err()).map(|o| o.message.clone());
+        left.extend(leftovers(&harness, message.as_deref(), &names, &mut seen));
         harness.state_mut().reveal();
         harness.run_steps(300);
-        left.extend(leftovers(&harness, None, &names, &mut seen));
+        left.extend(leftovers(&harness, message.as_deref(), &names, &mut seen));
     }
     harness.state_mut().lesson = None;
     harness.run();

@@ -82,7 +82,7 @@ impl OomlabApp {
             s.budget_bytes = (mib as u64) << 20;
         }
         ui.separator();
-        ui.heading(tr("controls-techniques"));
+        let techniques_top = ui.heading(tr("controls-techniques")).rect.min;
         let checkpoint = match s.checkpoint {
             Checkpoint::Off => tr("checkpoint-off"),
             Checkpoint::Every(1) => tr("checkpoint-every-block"),
@@ -120,7 +120,14 @@ impl OomlabApp {
             }
         });
         ui.add(egui::Slider::new(&mut s.accum, 1..=64).logarithmic(true).text(tr("controls-accumulation")));
-        ui.add(egui::Slider::new(&mut s.lora_rank, 0..=64).text(tr("controls-lora-rank")));
+        let lora = ui.add(egui::Slider::new(&mut s.lora_rank, 0..=64).text(tr("controls-lora-rank")));
+        // The techniques' block, for a lesson to highlight.
+        let right = ui.min_rect().right().max(lora.rect.right());
+        super::views::mark(
+            ui,
+            "techniques",
+            egui::Rect::from_min_max(techniques_top, egui::pos2(right, lora.rect.bottom())),
+        );
         ui.separator();
         ui.heading(tr("controls-compare"));
         let options: [(String, Techniques); 4] = [

@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use fluent_bundle::FluentValue;
 
-use super::settings::Settings;
+use super::settings::{Settings, Suggestion};
 use super::views::{self, size};
 use super::{OomlabApp, Tab};
 use crate::i18n::Catalog;
@@ -93,6 +93,49 @@ impl Facts {
 
 fn arg(name: &'static str, value: impl ToString) -> (&'static str, String) {
     (name, value.to_string())
+}
+
+/// The techniques the "fixes" chapter compares, as the OOM panel's suggestions apply them.
+const FIXES: [Suggestion; 4] =
+    [Suggestion::Checkpointing, Suggestion::FusedAttention, Suggestion::MixedPrecision, Suggestion::Accumulation];
+
+/// The peak with one technique applied.
+fn fixed_peak(f: &Facts, fix: Suggestion) -> Option<u64> {
+    Some(f.with(|s| s.apply(fix))?.memory.peak_allocated_bytes())
+}
+
+/// The technique that lowers the peak the most.
+fn best_fix(f: &Facts) -> Option<usize> {
+    (0..FIXES.len()).min_by_key(|&i| fixed_peak(f, FIXES[i]).unwrap_or(u64::MAX))
+}
+
+/// Model states per GPU for the real-model settings, with ZeRO `zero` over `gpus` GPUs.
+fn real_states(f: &Facts, zero: u8, gpus: u64) -> Option<u64> {
+    let mut setup = f.settings.real.0.clone();
+    setup.parallel.zero = zero;
+    setup.parallel.data = gpus;
+    let e = crate::memory::estimate::estimate(&setup).ok()?;
+    Some(["parameters", "gradients", "optimizer_state", "master_weights"].iter().map(|c| e.get(c)).sum())
+}
+
+/// The setup of the real-model chapter: LLaMA-2 7B on A100s, no ZeRO to start with.
+fn real_setup(s: &mut Settings) {
+    *s = Settings::default();
+    s.real.0.parallel.zero = 0;
+    s.real.0.parallel.data = 1;
+}
+
+/// The step under its own budget: the OOM the "diagnose" chapter reads.
+fn oom(f: &Facts) -> Option<crate::memory::StepOom> {
+    simulate(&f.plan, f.settings.budget_bytes).err().map(|o| *o)
+}
+
+const DIAGNOSE_OPTIONS: [Category; 5] =
+    [Category::Parameters, Category::Gradients, Category::OptimizerState, Category::Activations, Category::Temporaries];
+
+/// A setup that does not fit its budget.
+fn out_of_memory(s: &mut Settings) {
+    *s = Settings { batch: 64, budget_bytes: 8 << 20, ..Settings::default() };
 }
 
 const FILL_OPTIONS: [Category; 4] =
@@ -211,6 +254,100 @@ pub fn chapters() -> Vec<Chapter> {
                 vec![arg("peak", size(t, f.memory.peak_allocated_bytes())), arg("op", views::op_label(t, &f.plan, op))]
             },
         },
+        Chapter {
+            id: "allocator",
+            tab: Tab::Allocator,
+            target: "allocator-map",
+            setup: |s| *s = Settings::default(),
+            args: |_, _| Vec::new(),
+            question: Question::Ratio {
+                answer: |f| Some(f.memory.peak_reserved_bytes() as f64 / f.memory.peak_allocated_bytes().max(1) as f64),
+                tolerance: 0.10,
+            },
+            answer_args: |f, t| {
+                let (allocated, reserved) = (f.memory.peak_allocated_bytes(), f.memory.peak_reserved_bytes());
+                vec![
+                    arg("allocated", size(t, allocated)),
+                    arg("reserved", size(t, reserved)),
+                    arg("cached", size(t, reserved.saturating_sub(allocated))),
+                ]
+            },
+        },
+        Chapter {
+            id: "fixes",
+            tab: Tab::Sweep,
+            target: "techniques",
+            setup: out_of_memory,
+            args: |f, t| {
+                vec![
+                    arg("peak", size(t, f.memory.peak_allocated_bytes())),
+                    arg("budget", size(t, f.settings.budget_bytes)),
+                ]
+            },
+            question: Question::Choice {
+                options: &["suggest-checkpointing", "suggest-fused", "suggest-mixed", "suggest-accumulation"],
+                answer: best_fix,
+            },
+            answer_args: |f, t| {
+                let best = best_fix(f).map_or(FIXES[0], |i| FIXES[i]);
+                vec![
+                    arg("best", best.label(t)),
+                    arg("before", size(t, f.memory.peak_allocated_bytes())),
+                    arg("after", size(t, fixed_peak(f, best).unwrap_or(0))),
+                ]
+            },
+        },
+        Chapter {
+            id: "real",
+            tab: Tab::RealModels,
+            target: "real-models",
+            setup: real_setup,
+            args: |f, t| {
+                let parameters = crate::memory::estimate::estimate(&f.settings.real.0).map_or(0, |e| e.parameters);
+                vec![
+                    arg("parameters", crate::units::group_digits(parameters)),
+                    arg("states", size(t, real_states(f, 0, 1).unwrap_or(0))),
+                ]
+            },
+            question: Question::Ratio {
+                answer: |f| Some(real_states(f, 0, 8)? as f64 / real_states(f, 3, 8)?.max(1) as f64),
+                tolerance: 0.15,
+            },
+            answer_args: |f, t| {
+                vec![
+                    arg("before", size(t, real_states(f, 0, 8).unwrap_or(0))),
+                    arg("after", size(t, real_states(f, 3, 8).unwrap_or(0))),
+                ]
+            },
+        },
+        Chapter {
+            id: "diagnose",
+            tab: Tab::Breakdown,
+            target: "oom-panel",
+            setup: out_of_memory,
+            args: |f, t| vec![arg("budget", size(t, f.settings.budget_bytes))],
+            question: Question::Choice {
+                options: &[
+                    "category-parameters",
+                    "category-gradients",
+                    "category-optimizer-state",
+                    "category-activations",
+                    "category-temporaries",
+                ],
+                answer: |f| {
+                    let category = oom(f)?.category;
+                    DIAGNOSE_OPTIONS.iter().position(|&c| c == category)
+                },
+            },
+            answer_args: |f, t| match oom(f) {
+                Some(o) => vec![
+                    arg("tensor", o.tensor_name),
+                    arg("op", o.op_label),
+                    arg("category", views::category_name(t, o.category)),
+                ],
+                None => vec![arg("tensor", "—"), arg("op", "—"), arg("category", "—")],
+            },
+        },
     ]
 }
 
@@ -284,6 +421,7 @@ impl OomlabApp {
         (chapter.setup)(&mut self.settings);
         self.tab = chapter.tab;
         self.lesson = Some(LessonState::at(chapter, index));
+        self.scroll_to_target = true;
     }
 
     /// Sets the learner's guess (the panel's widgets, and the tests).
@@ -390,7 +528,12 @@ impl OomlabApp {
     }
 
     /// Draws the highlight around the chapter's widget, over everything.
-    pub(super) fn highlight(&self, ctx: &egui::Context) {
+    pub(super) fn highlight(&mut self, ctx: &egui::Context) {
+        if std::mem::take(&mut self.scroll_to_target)
+            && let Some(l) = &self.lesson
+        {
+            views::scroll_to(ctx, chapters()[l.chapter].target);
+        }
         let Some(lesson) = &self.lesson else { return };
         let all = chapters();
         let Some(rect) = views::marked(ctx, all[lesson.chapter].target) else { return };

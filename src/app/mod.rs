@@ -38,7 +38,7 @@ pub const NARROW_WIDTH: f32 = 700.0;
 /// The height of a touch target on a phone (Apple and Google ask for about 44 points).
 pub const TOUCH_SIZE: f32 = 44.0;
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Tab {
     /// The breakdown at the peak, by category and source, and the model state.
     Breakdown,
@@ -107,6 +107,8 @@ pub struct OomlabApp {
     pub lesson: Option<lessons::LessonState>,
     /// A lesson's reveal asked for a real step.
     lesson_step: bool,
+    /// A chapter just opened: scroll its widget into view.
+    scroll_to_target: bool,
     /// A window screenshot the integration delivered, waiting to be saved as PNG.
     screenshot: Arc<std::sync::Mutex<Option<Arc<egui::ColorImage>>>>,
 }
@@ -197,6 +199,7 @@ impl OomlabApp {
             visuals_before_present: None,
             lesson: None,
             lesson_step: false,
+            scroll_to_target: false,
             catalog: crate::i18n::Catalog::new(crate::i18n::Lang::En),
             screenshot: Arc::default(),
         }
@@ -342,8 +345,10 @@ impl OomlabApp {
             self.exports(ui);
             // The selected view gets the room: its chart takes what the window has left below
             // the tabs and the lines around the chart.
-            views::set_chart_height(ui.ctx(), ui.available_height() - 190.0);
-            egui::ScrollArea::vertical().show(ui, |ui| self.views(ui));
+            self.tabs(ui);
+            views::set_chart_height(ui.ctx(), ui.available_height() - 150.0);
+            // Each tab keeps its own scroll position.
+            egui::ScrollArea::vertical().id_salt(("views", self.tab)).show(ui, |ui| self.views(ui));
         });
     }
 
@@ -415,7 +420,8 @@ impl OomlabApp {
         });
     }
 
-    fn views(&mut self, ui: &mut egui::Ui) {
+    /// The tabs, above the scrolling view so that they stay in reach.
+    fn tabs(&mut self, ui: &mut egui::Ui) {
         ui.horizontal_wrapped(|ui| {
             for (tab, key) in [
                 (Tab::Breakdown, "tab-breakdown"),
@@ -430,6 +436,9 @@ impl OomlabApp {
             }
         });
         ui.separator();
+    }
+
+    fn views(&mut self, ui: &mut egui::Ui) {
         // Touch-sized controls (a phone) stop at the tabs: a view's rows keep their height.
         ui.spacing_mut().interact_size.y = ui.ctx().global_style().spacing.interact_size.y;
         if self.tab == Tab::RealModels {
@@ -445,7 +454,8 @@ impl OomlabApp {
         ui.heading(t.text("main-real-heading"));
         real::controls(ui, t, &mut self.settings.real);
         ui.separator();
-        real::view(ui, t, &self.settings.real, &self.real);
+        let drawn = ui.scope(|ui| real::view(ui, t, &self.settings.real, &self.real));
+        views::mark(ui, "real-models", drawn.response.rect);
         views::explain(ui, t, "explain-real");
         egui::CollapsingHeader::new(t.text("main-claims")).id_salt("claims").default_open(true).show(ui, |ui| {
             let claims =
@@ -479,7 +489,7 @@ impl OomlabApp {
         ));
         let oom = self.oom.clone().or_else(|| self.derived.predicted.as_ref().and_then(|p| p.as_ref().err()).cloned());
         if let Some(oom) = oom {
-            ui.group(|ui| {
+            let panel = ui.group(|ui| {
                 if let Some(s) = views::oom_panel(ui, &self.catalog, &oom, &self.suggestions()) {
                     self.apply_suggestion(s);
                 }
@@ -487,6 +497,7 @@ impl OomlabApp {
                     ui.label(RichText::new(self.tr("main-oom-predicted")).small());
                 }
             });
+            views::mark(ui, "oom-panel", panel.response.rect);
         }
         let t = &self.catalog;
         // Borrowed field by field (the scrubber is mutated while the memory is drawn).
@@ -539,7 +550,8 @@ impl OomlabApp {
                     let op = m.timeline.get(self.scrub.min(m.timeline.len().saturating_sub(1))).and_then(|p| p.op);
                     // The driver's blocks describe the end of the last real step.
                     let device = (source == Source::Allocator).then(|| self.device.reported()).flatten();
-                    views::allocator_map(ui, t, &plan, m, op, device);
+                    let drawn = ui.scope(|ui| views::allocator_map(ui, t, &plan, m, op, device));
+                    views::mark(ui, "allocator-map", drawn.response.rect);
                 }
                 views::explain(ui, t, "explain-allocator");
             }

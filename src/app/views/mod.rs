@@ -151,10 +151,21 @@ pub fn legend(ui: &mut Ui, items: &[(String, Color32)]) {
     });
 }
 
-/// Records where widget `id` was drawn this frame, for a lesson to highlight it.
+/// Records where widget `id` was drawn this frame, for a lesson to highlight it; scrolls it into
+/// view if [`scroll_to`] asked for it.
 pub fn mark(ui: &Ui, id: &'static str, rect: egui::Rect) {
     let frame = ui.ctx().cumulative_frame_nr();
     ui.ctx().data_mut(|d| d.insert_temp(egui::Id::unique(("oomlab_mark", id)), (frame, rect)));
+    let wanted = ui.ctx().data(|d| d.get_temp::<&'static str>(egui::Id::unique("oomlab_scroll_to")));
+    if wanted == Some(id) {
+        ui.scroll_to_rect(rect, Some(egui::Align::TOP));
+        ui.ctx().data_mut(|d| d.remove::<&'static str>(egui::Id::unique("oomlab_scroll_to")));
+    }
+}
+
+/// Asks the widget marked `id` to scroll into view when it is next drawn.
+pub fn scroll_to(ctx: &egui::Context, id: &'static str) {
+    ctx.data_mut(|d| d.insert_temp(egui::Id::unique("oomlab_scroll_to"), id));
 }
 
 /// Where widget `id` was drawn this frame (or the last), if it was.

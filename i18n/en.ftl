@@ -443,3 +443,34 @@ lesson-diagnose-title = Diagnosing an out-of-memory error
 lesson-diagnose-body = This step needs more than its { $budget } budget. The OOM panel shows PyTorch's message word for word, then says in plain words which op asked for how much, and offers fixes. The seed's workflow: read the message, find the category that grew, apply one fix at a time and check again.
 lesson-diagnose-question = The message names the tensor that did not fit. Which category is it?
 lesson-diagnose-answer = '{ $tensor }', asked for by { $op }, is { $category }.
+
+## Challenges
+
+challenges = Challenges
+challenges-close = Close the challenges
+challenge-start = Start
+challenge-done = done
+challenge-active = Now: { $title }
+challenge-run = Change the settings, then run a step: the check uses that executed step.
+challenge-passed = Passed: { $why }
+challenge-failed = Not yet: { $why }
+challenge-best = Best so far: peak { $peak }, { $rate } tokens/s, { $flops } GFLOP per step.
+challenge-share = Copy this link to share the challenge:
+
+challenge-accum128-title = An effective batch of 128 in 32 MiB
+challenge-accum128-goal = Train a step with an effective batch of 128 inside a 32 MiB budget without changing the model.
+challenge-accum128-pass = batch 128 ran inside { $budget } with the same model.
+challenge-accum128-fail = the executed step must have batch 128, a budget of at most 32 MiB and the starting model (now: batch { $batch }, budget { $budget }).
+
+challenge-halve-title = Halve the peak for less than 25 % more compute
+challenge-halve-goal = Keep batch { $batch } and sequence { $seq }; bring the peak from { $peak } to half or less, with less than 25 % extra FLOPs ({ $flops } GFLOP now).
+challenge-halve-pass = the peak is { $peak } (≤ { $target }) for { $flops } GFLOP (≤ { $max_flops }).
+challenge-halve-fail = the peak is { $peak } (target ≤ { $target }) for { $flops } GFLOP (limit { $max_flops }), batch { $batch }, sequence { $seq }.
+
+challenge-largest-title = The largest batch that fits 64 MiB in fp16
+challenge-largest-goal = With fp16 and a 64 MiB budget, no other technique, run a step at the largest batch that fits — before the sweep tells you.
+challenge-largest-pass = batch { $batch } ran and batch { $next } would not fit.
+challenge-largest-fail = batch { $batch } { $ran ->
+        [yes] ran, but batch { $next } fits too
+       *[no] did not run in fp16 inside 64 MiB with no other technique
+    }.

@@ -440,3 +440,34 @@ lesson-diagnose-title = 诊断显存溢出
 lesson-diagnose-body = 这一步需要的显存超过了 { $budget } 的预算。显存溢出面板原样显示 PyTorch 的消息，再用通俗的话说明哪个 op 申请了多少，并给出修复建议。种子文档的流程：读消息，找出增长的类别，一次只用一种修复，再检查一遍。
 lesson-diagnose-question = 消息里点名了放不下的张量。它属于哪一类？
 lesson-diagnose-answer = 由 { $op } 申请的「{ $tensor }」属于{ $category }。
+
+## 挑战
+
+challenges = 挑战
+challenges-close = 关闭挑战
+challenge-start = 开始
+challenge-done = 已完成
+challenge-active = 当前挑战：{ $title }
+challenge-run = 修改设置，然后运行一步：检查用的是真正执行过的那一步。
+challenge-passed = 通过：{ $why }
+challenge-failed = 还没通过：{ $why }
+challenge-best = 目前最好：峰值 { $peak }，每秒 { $rate } 个 token，每步 { $flops } GFLOP。
+challenge-share = 复制这个链接来分享这个挑战：
+
+challenge-accum128-title = 在 32 MiB 内实现 128 的有效 batch
+challenge-accum128-goal = 不改变模型，在 32 MiB 的预算内，用 128 的有效 batch 训练一步。
+challenge-accum128-pass = batch 128 在 { $budget } 的预算内运行，模型没有改变。
+challenge-accum128-fail = 执行的这一步必须是 batch 128、预算不超过 32 MiB、模型与开始时相同（现在：batch { $batch }，预算 { $budget }）。
+
+challenge-halve-title = 用不到 25 % 的额外计算量把峰值减半
+challenge-halve-goal = 保持 batch { $batch } 和序列长度 { $seq }；把峰值从 { $peak } 降到一半或更低，额外 FLOPs 少于 25 %（现在每步 { $flops } GFLOP）。
+challenge-halve-pass = 峰值为 { $peak }（≤ { $target }），每步 { $flops } GFLOP（≤ { $max_flops }）。
+challenge-halve-fail = 峰值为 { $peak }（目标 ≤ { $target }），每步 { $flops } GFLOP（上限 { $max_flops }），batch { $batch }，序列长度 { $seq }。
+
+challenge-largest-title = fp16 下能放进 64 MiB 的最大 batch
+challenge-largest-goal = 用 fp16 和 64 MiB 的预算、不用其他技术，在能放下的最大 batch 上运行一步——在扫描结果告诉你之前找到它。
+challenge-largest-pass = batch { $batch } 运行成功，而 batch { $next } 放不下。
+challenge-largest-fail = batch { $batch } { $ran ->
+        [yes] 运行成功，但 batch { $next } 也放得下
+       *[no] 没有在 fp16、64 MiB 预算、不用其他技术的条件下运行
+    }。

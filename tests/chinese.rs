@@ -79,6 +79,9 @@ const KEPT: &[&str] = &[
     "GiB",
     "GB",
     "TFLOP",
+    "GFLOP",
+    "FLOP",
+    "FLOPs",
     "ms",
     "fp32",
     "fp16",
@@ -261,6 +264,19 @@ fn the_whole_app_speaks_chinese() {
         left.extend(leftovers(&harness, message.as_deref(), &names, &mut seen));
     }
     harness.state_mut().lesson = None;
+    harness.run();
+    // The challenges: each started and checked against a step.
+    harness.get_by_label("挑战").click();
+    harness.run();
+    for i in 0..oomlab::app::challenges::challenges().len() {
+        harness.state_mut().start_challenge(i);
+        harness.state_mut().settings.accum = 8;
+        harness.run();
+        harness.get_by_label("单步").click();
+        harness.run_steps(300);
+        left.extend(leftovers(&harness, None, &names, &mut seen));
+    }
+    harness.get_by_label("关闭挑战").click();
     harness.run();
     assert!(seen.len() > 100, "the sweep saw only {} texts", seen.len());
     assert!(left.is_empty(), "English left in the Chinese app:\n{}", left.join("\n"));

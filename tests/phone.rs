@@ -77,4 +77,11 @@ fn on_a_phone_the_controls_are_a_drawer_and_nothing_is_cut_off() {
     harness.get_by_label("What fills memory in a training step");
     let cut = cut_off(&harness);
     assert!(cut.is_empty(), "the lessons are cut off: {cut:?}");
+    // And so do the challenges, with one under way (its goal and its share link).
+    harness.get_by_label("Challenges").click();
+    harness.run();
+    harness.state_mut().start_challenge(1);
+    harness.run();
+    let cut = cut_off(&harness);
+    assert!(cut.is_empty(), "the challenges are cut off: {cut:?}");
 }

@@ -4,6 +4,7 @@
 //! each frame until the readback arrives); without a usable GPU the CPU backend runs the same
 //! plan, and the app says so.
 
+pub mod challenges;
 mod controls;
 mod derived;
 pub mod export;
@@ -109,6 +110,12 @@ pub struct OomlabApp {
     lesson_step: bool,
     /// A chapter just opened: scroll its widget into view.
     scroll_to_target: bool,
+    /// The challenge under way, if any.
+    pub challenge: Option<challenges::ChallengeState>,
+    /// The challenges passed (remembered on the desktop and in the browser).
+    pub challenges_done: Vec<String>,
+    /// Whether the challenges panel is open.
+    show_challenges: bool,
     /// A window screenshot the integration delivered, waiting to be saved as PNG.
     screenshot: Arc<std::sync::Mutex<Option<Arc<egui::ColorImage>>>>,
 }
@@ -149,6 +156,15 @@ impl OomlabApp {
         };
         let mut app = Self::with(settings, dataset, compute, backend, notices);
         app.set_lang(Self::initial_lang(cc));
+        app.challenges_done = cc.storage.and_then(|s| eframe::get_value(s, "challenges_done")).unwrap_or_default();
+        // A shared challenge link opens the challenge.
+        #[cfg(target_arch = "wasm32")]
+        if let Some(i) =
+            web_sys::window().and_then(|w| w.location().hash().ok()).and_then(|h| challenges::from_url_hash(&h))
+        {
+            app.start_challenge(i);
+            app.show_challenges = true;
+        }
         // Scripted runs (the desktop and browser tests, demos): train this many steps on start.
         #[cfg(not(target_arch = "wasm32"))]
         let steps = std::env::var("OOMLAB_TRAIN_STEPS").ok().and_then(|v| v.parse::<usize>().ok());
@@ -200,6 +216,9 @@ impl OomlabApp {
             lesson: None,
             lesson_step: false,
             scroll_to_target: false,
+            challenge: None,
+            challenges_done: Vec::new(),
+            show_challenges: false,
             catalog: crate::i18n::Catalog::new(crate::i18n::Lang::En),
             screenshot: Arc::default(),
         }
@@ -296,11 +315,17 @@ impl OomlabApp {
                     egui::ScrollArea::vertical().show(ui, |ui| self.controls(ui));
                 });
             }
-            if self.lesson.is_some() {
+            if self.lesson.is_some() || self.show_challenges {
                 // Beside the views on a wide screen, under them on a phone.
                 let panel = if narrow { egui::Panel::bottom("lessons") } else { egui::Panel::right("lessons") };
                 panel.resizable(true).default_size(if narrow { 320.0 } else { 340.0 }).show(ui, |ui| {
-                    egui::ScrollArea::vertical().show(ui, |ui| self.lessons_panel(ui));
+                    egui::ScrollArea::vertical().show(ui, |ui| {
+                        if self.show_challenges {
+                            self.challenges_panel(ui);
+                        } else {
+                            self.lessons_panel(ui);
+                        }
+                    });
                 });
             }
             self.apply_settings();
@@ -327,8 +352,13 @@ impl OomlabApp {
                     if self.lesson.is_some() {
                         self.lesson = None;
                     } else {
+                        self.show_challenges = false;
                         self.open_chapter(0);
                     }
+                }
+                if ui.selectable_label(self.show_challenges, self.tr("challenges")).clicked() {
+                    self.show_challenges = !self.show_challenges;
+                    self.lesson = None;
                 }
                 if ui.button("?").on_hover_text(self.tr("keys-title")).clicked() {
                     self.show_shortcuts = !self.show_shortcuts;
@@ -569,5 +599,6 @@ impl eframe::App for OomlabApp {
     fn save(&mut self, storage: &mut dyn eframe::Storage) {
         eframe::set_value(storage, "settings", &self.settings);
         eframe::set_value(storage, "lang", &self.lang());
+        eframe::set_value(storage, "challenges_done", &self.challenges_done);
     }
 }

@@ -196,9 +196,11 @@ impl OomlabApp {
             match result {
                 Ok(loss) => {
                     self.losses.push(loss);
-                    self.step_secs.push(now - self.step_started.unwrap_or(now));
+                    let secs = now - self.step_started.unwrap_or(now);
+                    self.step_secs.push(secs);
                     self.measured = memory;
                     self.device = device;
+                    self.check_challenge(secs);
                     log::info!("oomlab: step {} on {}: loss {loss:.4}", self.losses.len(), self.backend);
                     if let Some(left) = self.train_steps_left.as_mut() {
                         *left = left.saturating_sub(1);

@@ -211,7 +211,9 @@ impl Settings {
     /// Whether a URL hash has anything besides the fields that are not settings (`train=N`,
     /// `lang=xx`): a link with only those keeps the remembered settings.
     pub fn url_hash_carries_settings(hash: &str) -> bool {
-        hash.split(['#', '&']).any(|kv| !kv.trim().is_empty() && !kv.starts_with("train=") && !kv.starts_with("lang="))
+        hash.split(['#', '&']).any(|kv| {
+            !kv.trim().is_empty() && !["train=", "lang=", "challenge="].iter().any(|field| kv.starts_with(field))
+        })
     }
 
     /// Settings from a URL hash (with or without the leading `#`). An empty hash gives the

@@ -1,0 +1,113 @@
+//! The challenges (issue 14): each is passed by a scripted setting and failed by another, judged
+//! on a step the app really executed — on the CPU backend, and on the GPU (lavapipe here).
+
+use egui_kittest::Harness;
+use oomlab::app::OomlabApp;
+use oomlab::app::challenges::{challenges, from_url_hash};
+use oomlab::app::settings::Settings;
+use oomlab::memory::simulate;
+use oomlab::plan::Checkpoint;
+
+const VOCAB: usize = 58;
+
+fn xdg() {
+    if std::env::var_os("XDG_RUNTIME_DIR").is_none() {
+        let dir = std::env::temp_dir().join(format!("oomlab-challenges-xdg-{}", std::process::id()));
+        let _ = std::fs::create_dir_all(&dir);
+        // SAFETY: set before any thread of this test binary reads the environment.
+        unsafe { std::env::set_var("XDG_RUNTIME_DIR", &dir) };
+    }
+}
+
+/// Applies `change` to the challenge's settings, runs one real step and returns the check.
+fn attempt(harness: &mut Harness<'_, OomlabApp>, change: impl FnOnce(&mut Settings)) -> (bool, String) {
+    change(&mut harness.state_mut().settings);
+    harness.run_steps(3);
+    let before = harness.state().steps_done();
+    harness.state_mut().challenge.as_mut().expect("a challenge").last = None;
+    harness.key_press(egui::Key::Space);
+    for _ in 0..20_000 {
+        harness.step();
+        if harness.state().is_idle() && harness.state().steps_done() > before {
+            break;
+        }
+    }
+    assert!(harness.state().steps_done() > before, "the step did not run");
+    harness.state().challenge.as_ref().and_then(|c| c.last.clone()).expect("checked")
+}
+
+/// A change a learner makes to the settings.
+type Script = Box<dyn FnOnce(&mut Settings)>;
+
+/// The largest batch that fits 64 MiB in fp16, found here from the plan.
+fn largest_fp16_batch(start: &Settings) -> usize {
+    (1..=1024)
+        .take_while(|&b| {
+            let s = Settings { batch: b, ..start.clone() };
+            s.plan(VOCAB).is_ok_and(|p| simulate(&p, s.budget_bytes).is_ok())
+        })
+        .last()
+        .expect("batch 1 fits")
+}
+
+fn play(mut harness: Harness<'_, OomlabApp>) {
+    harness.run();
+    let ids: Vec<&str> = challenges().iter().map(|c| c.id).collect();
+    assert_eq!(ids, ["accum128", "halve", "largest"]);
+    for (i, id) in ids.iter().enumerate() {
+        harness.state_mut().start_challenge(i);
+        let start = harness.state().settings.clone();
+        let (fail, pass): (Script, Script) = match *id {
+            // 128 at once does not fit 32 MiB; batch 32 fits but is not 128; 8 micro-batches of 16 do it.
+            "accum128" => (Box::new(|s| s.batch = 32), Box::new(|s| (s.batch, s.accum) = (128, 8))),
+            // Checkpointing recomputes (more than 25 % extra FLOPs here) and does not halve; four
+            // micro-batches do, for no extra FLOPs.
+            "halve" => (
+                Box::new(|s| s.checkpoint = Checkpoint::BLOCKS),
+                Box::new(|s| (s.checkpoint, s.accum) = (Checkpoint::Off, 4)),
+            ),
+            "largest" => {
+                let b = largest_fp16_batch(&start);
+                (Box::new(move |s| s.batch = b - 1), Box::new(move |s| s.batch = b))
+            }
+            other => panic!("no script for challenge {other}"),
+        };
+        let (passed, why) = attempt(&mut harness, fail);
+        assert!(!passed, "{id}: the failing attempt passed: {why}");
+        harness.state_mut().settings = start.clone();
+        let (passed, why) = attempt(&mut harness, pass);
+        assert!(passed, "{id}: the solution failed: {why}");
+        let state = harness.state().challenge.clone().expect("a challenge");
+        assert!(state.best.is_some_and(|(peak, _, flops)| peak > 0 && flops > 0), "{id}: no best result");
+        assert!(harness.state().challenges_done.iter().any(|d| d == id), "{id}: not remembered as done");
+    }
+}
+
+#[test]
+fn every_challenge_is_passed_and_failed_on_the_cpu() {
+    xdg();
+    let harness = Harness::builder()
+        .with_size([1280.0, 900.0])
+        .build_ui_state(|ui, app: &mut OomlabApp| app.show(ui), OomlabApp::headless(Settings::default()));
+    play(harness);
+}
+
+#[test]
+fn every_challenge_is_passed_and_failed_on_the_gpu() {
+    xdg();
+    let ctx = oomlab::backend::gpu::GpuContext::new_headless_blocking().expect("a GPU adapter");
+    let harness = Harness::builder()
+        .with_size([1280.0, 900.0])
+        .build_ui_state(|ui, app: &mut OomlabApp| app.show(ui), OomlabApp::headless_gpu(Settings::default(), ctx));
+    play(harness);
+}
+
+/// A challenge travels in a link; an unknown one is ignored.
+#[test]
+fn a_link_names_a_challenge() {
+    assert_eq!(from_url_hash("#s=abc&challenge=halve&lang=zh"), Some(1));
+    assert_eq!(from_url_hash("#challenge=accum128"), Some(0));
+    assert_eq!(from_url_hash("#challenge=nope"), None);
+    assert_eq!(from_url_hash("#s=abc"), None);
+    assert!(!Settings::url_hash_carries_settings("#challenge=halve&lang=zh"));
+}

@@ -387,69 +387,6 @@ impl OomlabApp {
         shown_memory(&self.measured, &self.derived.predicted)
     }
 
-    fn exports(&mut self, ui: &mut egui::Ui) {
-        let taken = self.screenshot.lock().ok().and_then(|mut s| s.take());
-        if let Some(image) = taken {
-            self.status = Some(
-                export::png(&image)
-                    .map_err(Notice::from)
-                    .and_then(|b| export::save(self.export_dir.as_deref(), "oomlab.png", &b, "image/png"))
-                    .unwrap_or_else(|e| e),
-            );
-        }
-        ui.horizontal_wrapped(|ui| {
-            ui.label(self.tr("main-export"));
-            if ui.button(self.tr("export-sweep-csv")).clicked() {
-                let csv = export::sweep_csv(&self.derived.sweep);
-                self.status = Some(
-                    export::save(self.export_dir.as_deref(), "oomlab-sweep.csv", csv.as_bytes(), "text/csv")
-                        .unwrap_or_else(|e| e),
-                );
-            }
-            if ui.button(self.tr("export-step-json")).clicked()
-                && let (Ok(plan), Some((m, source))) = (&self.derived.plan, self.shown_memory())
-            {
-                let op = m.timeline.get(self.scrub).and_then(|p| p.op);
-                let json = export::step_json(plan, m, source, op);
-                self.status = Some(
-                    export::save(self.export_dir.as_deref(), "oomlab-step.json", json.as_bytes(), "application/json")
-                        .unwrap_or_else(|e| e),
-                );
-            }
-            if self.tab == Tab::RealModels
-                && ui.button(self.tr("export-estimate-json")).clicked()
-                && let (Ok(setup), Some(e)) = (&self.real.setup, &self.real.estimate)
-            {
-                let json =
-                    crate::memory::estimate::EstimateReport::new(setup, e, self.real.max_micro_batch, &self.real.sweep)
-                        .to_json()
-                        .to_string();
-                self.status = Some(
-                    export::save(
-                        self.export_dir.as_deref(),
-                        "oomlab-estimate.json",
-                        json.as_bytes(),
-                        "application/json",
-                    )
-                    .unwrap_or_else(|e| e),
-                );
-            }
-            if ui.button(self.tr("export-png")).clicked() {
-                let slot = self.screenshot.clone();
-                let ctx = ui.ctx().clone();
-                ui.ctx().request_screenshot(move |image| {
-                    if let Ok(mut s) = slot.lock() {
-                        *s = Some(image);
-                    }
-                    ctx.request_repaint();
-                });
-            }
-            if let Some(s) = &self.status {
-                ui.label(RichText::new(s.text(&self.catalog)).small());
-            }
-        });
-    }
-
     /// The tabs, above the scrolling view so that they stay in reach.
     fn tabs(&mut self, ui: &mut egui::Ui) {
         ui.horizontal_wrapped(|ui| {

@@ -474,3 +474,12 @@ challenge-largest-fail = batch { $batch } { $ran ->
         [yes] ran, but batch { $next } fits too
        *[no] did not run in fp16 inside 64 MiB with no other technique
     }.
+
+## Teacher links
+
+share-button = Share this setup
+share-title = Share this setup
+share-help = Tick what students may not change (lock) or should not see (hide), then copy the link. It also carries the settings, the language and the open lesson chapter or challenge.
+share-lock = lock
+share-hide = hide
+link-unknown-controls = The link names controls oomlab does not know ({ $names }); they are ignored.

@@ -471,3 +471,12 @@ challenge-largest-fail = batch { $batch } { $ran ->
         [yes] 运行成功，但 batch { $next } 也放得下
        *[no] 没有在 fp16、64 MiB 预算、不用其他技术的条件下运行
     }。
+
+## 教师链接
+
+share-button = 分享这个设置
+share-title = 分享这个设置
+share-help = 勾选学生不能修改的（锁定）或不应看到的（隐藏）控件，然后复制链接。链接还带有设置、语言以及打开的课程章节或挑战。
+share-lock = 锁定
+share-hide = 隐藏
+link-unknown-controls = 链接中有 oomlab 不认识的控件（{ $names }），已忽略。

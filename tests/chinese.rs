@@ -278,6 +278,13 @@ fn the_whole_app_speaks_chinese() {
     }
     harness.get_by_label("关闭挑战").click();
     harness.run();
+    // A teacher link (with a name it does not know) and the window that builds one.
+    harness.state_mut().apply_teacher_link("#lock=batch&hide=precision,x_9");
+    harness.get_by_label("分享这个设置").click();
+    harness.run();
+    left.extend(leftovers(&harness, None, &names, &mut seen));
+    harness.get_by_label_contains("链接中有 oomlab 不认识的控件（x_9）");
+    harness.state_mut().restrictions = Default::default();
     assert!(seen.len() > 100, "the sweep saw only {} texts", seen.len());
     assert!(left.is_empty(), "English left in the Chinese app:\n{}", left.join("\n"));
 

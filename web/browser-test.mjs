@@ -11,7 +11,9 @@
 //            count of missing ones; it must be 0). The English modes must never request the font.
 //   phone  — 390×844 with touch (WebGL): the app must lay out for a phone (controls in a drawer;
 //            the app logs its layout) and still train; screenshot target/browser-phone.png.
-// Usage: node web/browser-test.mjs webgpu|webgl|zh|phone   (after web/build.sh)
+//   teacher — a teacher link (locked and hidden controls, an unknown name, a lesson chapter): the
+//            app must apply it and say what it ignored; screenshot target/browser-teacher.png.
+// Usage: node web/browser-test.mjs webgpu|webgl|zh|phone|teacher   (after web/build.sh)
 import { chromium } from "playwright-core";
 import http from "node:http";
 import fs from "node:fs";
@@ -63,7 +65,11 @@ page.on("pageerror", (e) => lines.push(`pageerror: ${e.message}`));
 let ok = false;
 let why = "";
 try {
-  await page.goto(`http://127.0.0.1:${port}/${mode === "zh" ? "#lang=zh&train=2" : "#train=2"}`);
+  const hashes = {
+    zh: "#lang=zh&train=2",
+    teacher: "#lock=batch,budget&hide=checkpointing,precision,nonsense&lesson=2&train=2",
+  };
+  await page.goto(`http://127.0.0.1:${port}/${hashes[mode] || "#train=2"}`);
   const deadline = Date.now() + 240_000;
   while (Date.now() < deadline && !lines.some((l) => l.includes("oomlab: step 2 on"))) {
     if (lines.some((l) => l.includes("panicked") || l.includes("uncaptured wgpu error"))) break;
@@ -79,6 +85,10 @@ try {
   else if (mode !== "zh" && fetchedFont) why = "an English page downloaded the Chinese font";
   else if (mode === "phone" && !lines.some((l) => l.includes("oomlab: layout for a phone's")))
     why = "the app did not lay out for a phone at 390×844";
+  else if (mode === "teacher" && !lines.some((l) => l.includes("oomlab: teacher link: locked [batch, budget]; hidden [checkpointing, precision]")))
+    why = "the teacher link's locks and hides were not applied";
+  else if (mode === "teacher" && !lines.some((l) => l.includes("does not know (nonsense)")))
+    why = "the unknown control name in the link was not reported";
   else if (mode === "webgpu" && !step.includes("on gpu")) why = `expected the GPU backend: ${step}`;
   else if (mode !== "webgpu" && !step.includes("on cpu")) why = `expected the CPU fallback: ${step}`;
   else ok = true;

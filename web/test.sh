@@ -2,7 +2,8 @@
 # The browser tests: builds dist/ (web/build.sh), installs what is missing (Debian's chromium,
 # playwright-core from npm; no browser download), and runs the app in headless Chromium twice —
 # with WebGPU (SwiftShader), WebGL-only (CPU fallback), in Chinese (`#lang=zh`:
-# the CJK font fetched on demand) and on a phone-sized touch screen (390×844). Screenshots: target/browser-*.png.
+# the CJK font fetched on demand) on a phone-sized touch screen (390×844), and
+# from a teacher link (locked and hidden controls). Screenshots: target/browser-*.png.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/ensure-deps.sh
@@ -17,3 +18,4 @@ node web/browser-test.mjs webgpu
 node web/browser-test.mjs webgl
 node web/browser-test.mjs zh
 node web/browser-test.mjs phone
+node web/browser-test.mjs teacher

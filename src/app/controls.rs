@@ -4,6 +4,7 @@ use egui::RichText;
 
 use super::OomlabApp;
 use super::settings::{BUDGET_PRESETS, MAX_BATCH, Preset};
+use super::teacher::Control;
 use super::views::Suggestion;
 use crate::plan::{AttentionKind, Checkpoint, OptimizerKind, Precision, Techniques};
 
@@ -29,6 +30,16 @@ impl OomlabApp {
         if s.batch > 1 {
             out.push(Suggestion::SmallerBatch);
         }
+        // A teacher link's locked or hidden controls are not offered as fixes.
+        out.retain(|s| {
+            self.restrictions.allows(match s {
+                Suggestion::Checkpointing => Control::Checkpointing,
+                Suggestion::FusedAttention => Control::Attention,
+                Suggestion::Accumulation => Control::Accumulation,
+                Suggestion::MixedPrecision => Control::Precision,
+                Suggestion::SmallerBatch => Control::Batch,
+            })
+        });
         out
     }
 
@@ -41,46 +52,64 @@ impl OomlabApp {
         // Borrows only the catalog, beside the settings.
         let tr = |key: &str| self.catalog.text(key);
         let s = &mut self.settings;
+        // A teacher link's restrictions: hidden controls are not drawn, locked ones are disabled.
+        let r = &self.restrictions;
+        let gate = |ui: &mut egui::Ui, c: Control, add: &mut dyn FnMut(&mut egui::Ui)| {
+            if r.shows(c) {
+                ui.add_enabled_ui(r.allows(c), |ui| add(ui));
+            }
+        };
         ui.heading(tr("controls-setup"));
-        ui.horizontal(|ui| {
-            ui.label(tr("controls-model"));
-            for p in Preset::ALL {
-                let name = tr(&format!("preset-{}", p.name()));
-                if ui.selectable_label(s.preset == p && s.dims == p.dims(), name).clicked() {
-                    s.preset = p;
-                    s.dims = p.dims();
-                    s.seq = s.seq.min(s.dims.max_seq).max(1);
-                    if s.seq < s.dims.max_seq {
-                        s.seq = s.dims.max_seq;
+        gate(ui, Control::Model, &mut |ui| {
+            ui.horizontal(|ui| {
+                ui.label(tr("controls-model"));
+                for p in Preset::ALL {
+                    let name = tr(&format!("preset-{}", p.name()));
+                    if ui.selectable_label(s.preset == p && s.dims == p.dims(), name).clicked() {
+                        s.preset = p;
+                        s.dims = p.dims();
+                        s.seq = s.seq.min(s.dims.max_seq).max(1);
+                        if s.seq < s.dims.max_seq {
+                            s.seq = s.dims.max_seq;
+                        }
                     }
                 }
-            }
-        });
-        ui.horizontal(|ui| {
-            ui.add(egui::DragValue::new(&mut s.dims.d_model).range(8..=1024).prefix("d "));
-            ui.add(egui::DragValue::new(&mut s.dims.n_layers).range(1..=24).prefix("L "));
-            ui.add(
-                egui::DragValue::new(&mut s.dims.n_heads).range(1..=32).prefix(format!("{} ", tr("controls-heads"))),
-            );
+            });
+            ui.horizontal(|ui| {
+                ui.add(egui::DragValue::new(&mut s.dims.d_model).range(8..=1024).prefix("d "));
+                ui.add(egui::DragValue::new(&mut s.dims.n_layers).range(1..=24).prefix("L "));
+                ui.add(
+                    egui::DragValue::new(&mut s.dims.n_heads)
+                        .range(1..=32)
+                        .prefix(format!("{} ", tr("controls-heads"))),
+                );
+            });
         });
         let vocab = self.dataset.tokenizer.vocab_size();
         let params = s.model(vocab).num_parameters();
         ui.label(self.catalog.format("controls-parameters", &[("count", (params as f64).into())]));
-        let batch = ui.add(egui::Slider::new(&mut s.batch, 1..=MAX_BATCH).logarithmic(true).text(tr("controls-batch")));
-        super::views::mark(ui, "batch", batch.rect);
+        gate(ui, Control::Batch, &mut |ui| {
+            let batch =
+                ui.add(egui::Slider::new(&mut s.batch, 1..=MAX_BATCH).logarithmic(true).text(tr("controls-batch")));
+            super::views::mark(ui, "batch", batch.rect);
+        });
         let max_seq = s.dims.max_seq;
-        let seq = ui.add(egui::Slider::new(&mut s.seq, 1..=max_seq).text(tr("controls-sequence")));
-        super::views::mark(ui, "sequence", seq.rect);
-        ui.horizontal_wrapped(|ui| {
-            ui.label(tr("controls-budget"));
-            for (name, bytes) in BUDGET_PRESETS {
-                ui.selectable_value(&mut s.budget_bytes, bytes, name);
+        gate(ui, Control::Sequence, &mut |ui| {
+            let seq = ui.add(egui::Slider::new(&mut s.seq, 1..=max_seq).text(tr("controls-sequence")));
+            super::views::mark(ui, "sequence", seq.rect);
+        });
+        gate(ui, Control::Budget, &mut |ui| {
+            ui.horizontal_wrapped(|ui| {
+                ui.label(tr("controls-budget"));
+                for (name, bytes) in BUDGET_PRESETS {
+                    ui.selectable_value(&mut s.budget_bytes, bytes, name);
+                }
+            });
+            let mut mib = (s.budget_bytes >> 20) as usize;
+            if ui.add(egui::Slider::new(&mut mib, 1..=4096).logarithmic(true).text("MiB")).changed() {
+                s.budget_bytes = (mib as u64) << 20;
             }
         });
-        let mut mib = (s.budget_bytes >> 20) as usize;
-        if ui.add(egui::Slider::new(&mut mib, 1..=4096).logarithmic(true).text("MiB")).changed() {
-            s.budget_bytes = (mib as u64) << 20;
-        }
         ui.separator();
         let techniques_top = ui.heading(tr("controls-techniques")).rect.min;
         let checkpoint = match s.checkpoint {
@@ -89,69 +118,90 @@ impl OomlabApp {
             Checkpoint::Every(k) => self.catalog.format("checkpoint-every-k", &[("k", (k as f64).into())]),
             Checkpoint::Selective => tr("checkpoint-selective"),
         };
-        egui::ComboBox::from_label(tr("controls-checkpointing")).selected_text(checkpoint).show_ui(ui, |ui| {
-            let l = s.dims.n_layers;
-            ui.selectable_value(&mut s.checkpoint, Checkpoint::Off, tr("checkpoint-off"));
-            ui.selectable_value(&mut s.checkpoint, Checkpoint::BLOCKS, tr("checkpoint-every-block"));
-            let k = Checkpoint::default_every(l);
-            ui.selectable_value(
-                &mut s.checkpoint,
-                Checkpoint::Every(k),
-                self.catalog.format("checkpoint-every-k", &[("k", (k as f64).into())]),
+        gate(ui, Control::Checkpointing, &mut |ui| {
+            egui::ComboBox::from_label(tr("controls-checkpointing")).selected_text(checkpoint.clone()).show_ui(
+                ui,
+                |ui| {
+                    let l = s.dims.n_layers;
+                    ui.selectable_value(&mut s.checkpoint, Checkpoint::Off, tr("checkpoint-off"));
+                    ui.selectable_value(&mut s.checkpoint, Checkpoint::BLOCKS, tr("checkpoint-every-block"));
+                    let k = Checkpoint::default_every(l);
+                    ui.selectable_value(
+                        &mut s.checkpoint,
+                        Checkpoint::Every(k),
+                        self.catalog.format("checkpoint-every-k", &[("k", (k as f64).into())]),
+                    );
+                    ui.selectable_value(&mut s.checkpoint, Checkpoint::Selective, tr("checkpoint-selective"));
+                },
             );
-            ui.selectable_value(&mut s.checkpoint, Checkpoint::Selective, tr("checkpoint-selective"));
         });
-        egui::ComboBox::from_label(tr("controls-precision")).selected_text(s.precision.name()).show_ui(ui, |ui| {
-            for p in [Precision::Fp32, Precision::Fp16, Precision::Bf16] {
-                ui.selectable_value(&mut s.precision, p, p.name());
-            }
+        gate(ui, Control::Precision, &mut |ui| {
+            egui::ComboBox::from_label(tr("controls-precision")).selected_text(s.precision.name()).show_ui(ui, |ui| {
+                for p in [Precision::Fp32, Precision::Fp16, Precision::Bf16] {
+                    ui.selectable_value(&mut s.precision, p, p.name());
+                }
+            });
         });
         let attention = match s.attention {
             AttentionKind::Standard => tr("attention-standard"),
             AttentionKind::Fused => tr("attention-fused"),
         };
-        egui::ComboBox::from_label(tr("controls-attention")).selected_text(attention).show_ui(ui, |ui| {
-            ui.selectable_value(&mut s.attention, AttentionKind::Standard, tr("attention-standard"));
-            ui.selectable_value(&mut s.attention, AttentionKind::Fused, tr("attention-fused"));
+        gate(ui, Control::Attention, &mut |ui| {
+            egui::ComboBox::from_label(tr("controls-attention")).selected_text(attention.clone()).show_ui(ui, |ui| {
+                ui.selectable_value(&mut s.attention, AttentionKind::Standard, tr("attention-standard"));
+                ui.selectable_value(&mut s.attention, AttentionKind::Fused, tr("attention-fused"));
+            });
         });
-        egui::ComboBox::from_label(tr("controls-optimizer")).selected_text(s.optimizer.name()).show_ui(ui, |ui| {
-            for k in [OptimizerKind::AdamW, OptimizerKind::Momentum, OptimizerKind::Sgd] {
-                ui.selectable_value(&mut s.optimizer, k, k.name());
-            }
+        gate(ui, Control::Optimizer, &mut |ui| {
+            egui::ComboBox::from_label(tr("controls-optimizer")).selected_text(s.optimizer.name()).show_ui(ui, |ui| {
+                for k in [OptimizerKind::AdamW, OptimizerKind::Momentum, OptimizerKind::Sgd] {
+                    ui.selectable_value(&mut s.optimizer, k, k.name());
+                }
+            });
         });
-        ui.add(egui::Slider::new(&mut s.accum, 1..=64).logarithmic(true).text(tr("controls-accumulation")));
-        let lora = ui.add(egui::Slider::new(&mut s.lora_rank, 0..=64).text(tr("controls-lora-rank")));
+        gate(ui, Control::Accumulation, &mut |ui| {
+            ui.add(egui::Slider::new(&mut s.accum, 1..=64).logarithmic(true).text(tr("controls-accumulation")));
+        });
+        gate(ui, Control::Lora, &mut |ui| {
+            ui.add(egui::Slider::new(&mut s.lora_rank, 0..=64).text(tr("controls-lora-rank")));
+        });
         // The techniques' block, for a lesson to highlight.
-        let right = ui.min_rect().right().max(lora.rect.right());
+        let bottom = ui.min_rect().bottom();
         super::views::mark(
             ui,
             "techniques",
-            egui::Rect::from_min_max(techniques_top, egui::pos2(right, lora.rect.bottom())),
+            egui::Rect::from_min_max(techniques_top, egui::pos2(ui.min_rect().right(), bottom)),
         );
         ui.separator();
-        ui.heading(tr("controls-compare"));
-        let options: [(String, Techniques); 4] = [
-            (tr("compare-checkpoint"), Techniques { checkpoint: Checkpoint::BLOCKS, ..Techniques::default() }),
-            ("fp16".to_string(), Techniques { precision: Precision::Fp16, ..Techniques::default() }),
-            (tr("compare-fused"), Techniques { attention: AttentionKind::Fused, ..Techniques::default() }),
-            (tr("compare-accumulation"), Techniques { accum: 4, ..Techniques::default() }),
-        ];
-        ui.horizontal_wrapped(|ui| {
-            for (name, t) in options {
-                let mut on = s.overlays.contains(&t);
-                if ui.checkbox(&mut on, name.as_str()).changed() {
-                    if on && s.overlays.len() < 2 {
-                        s.overlays.push(t);
-                    } else {
-                        s.overlays.retain(|o| *o != t);
+        gate(ui, Control::Compare, &mut |ui| {
+            ui.heading(tr("controls-compare"));
+            let options: [(String, Techniques); 4] = [
+                (tr("compare-checkpoint"), Techniques { checkpoint: Checkpoint::BLOCKS, ..Techniques::default() }),
+                ("fp16".to_string(), Techniques { precision: Precision::Fp16, ..Techniques::default() }),
+                (tr("compare-fused"), Techniques { attention: AttentionKind::Fused, ..Techniques::default() }),
+                (tr("compare-accumulation"), Techniques { accum: 4, ..Techniques::default() }),
+            ];
+            ui.horizontal_wrapped(|ui| {
+                for (name, t) in options {
+                    let mut on = s.overlays.contains(&t);
+                    if ui.checkbox(&mut on, name.as_str()).changed() {
+                        if on && s.overlays.len() < 2 {
+                            s.overlays.push(t);
+                        } else {
+                            s.overlays.retain(|o| *o != t);
+                        }
                     }
                 }
-            }
+            });
         });
         ui.separator();
         ui.horizontal(|ui| {
-            ui.add(egui::DragValue::new(&mut s.seed).prefix(format!("{} ", tr("controls-seed"))));
-            ui.checkbox(&mut s.projector, tr("controls-projector"));
+            gate(ui, Control::Seed, &mut |ui| {
+                ui.add(egui::DragValue::new(&mut s.seed).prefix(format!("{} ", tr("controls-seed"))));
+            });
+            gate(ui, Control::Projector, &mut |ui| {
+                ui.checkbox(&mut s.projector, tr("controls-projector"));
+            });
         });
         s.normalize();
     }

@@ -174,6 +174,10 @@ impl super::OomlabApp {
                     ctx.request_repaint();
                 });
             }
+            if ui.button(self.tr("share-button")).clicked() {
+                let r = &self.restrictions;
+                self.share = Some((r.locked.clone(), r.hidden.clone()));
+            }
             if let Some(s) = &self.status {
                 ui.label(egui::RichText::new(s.text(&self.catalog)).small());
             }

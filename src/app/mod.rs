@@ -13,6 +13,7 @@ mod keys;
 pub mod lang;
 pub mod lessons;
 mod notice;
+pub mod teacher;
 pub use notice::Notice;
 pub mod real;
 mod session;
@@ -116,6 +117,10 @@ pub struct OomlabApp {
     pub challenges_done: Vec<String>,
     /// Whether the challenges panel is open.
     show_challenges: bool,
+    /// What a teacher link locks or hides.
+    pub restrictions: teacher::Restrictions,
+    /// The "Share this setup" window's choices (what to lock, what to hide), when it is open.
+    share: Option<(Vec<teacher::Control>, Vec<teacher::Control>)>,
     /// A window screenshot the integration delivered, waiting to be saved as PNG.
     screenshot: Arc<std::sync::Mutex<Option<Arc<egui::ColorImage>>>>,
 }
@@ -157,13 +162,15 @@ impl OomlabApp {
         let mut app = Self::with(settings, dataset, compute, backend, notices);
         app.set_lang(Self::initial_lang(cc));
         app.challenges_done = cc.storage.and_then(|s| eframe::get_value(s, "challenges_done")).unwrap_or_default();
-        // A shared challenge link opens the challenge.
+        // A shared challenge link opens the challenge; a teacher link its chapter and the
+        // controls it locks or hides.
         #[cfg(target_arch = "wasm32")]
-        if let Some(i) =
-            web_sys::window().and_then(|w| w.location().hash().ok()).and_then(|h| challenges::from_url_hash(&h))
-        {
-            app.start_challenge(i);
-            app.show_challenges = true;
+        if let Some(hash) = web_sys::window().and_then(|w| w.location().hash().ok()) {
+            if let Some(i) = challenges::from_url_hash(&hash) {
+                app.start_challenge(i);
+                app.show_challenges = true;
+            }
+            app.apply_teacher_link(&hash);
         }
         // Scripted runs (the desktop and browser tests, demos): train this many steps on start.
         #[cfg(not(target_arch = "wasm32"))]
@@ -219,6 +226,8 @@ impl OomlabApp {
             challenge: None,
             challenges_done: Vec::new(),
             show_challenges: false,
+            restrictions: teacher::Restrictions::default(),
+            share: None,
             catalog: crate::i18n::Catalog::new(crate::i18n::Lang::En),
             screenshot: Arc::default(),
         }
@@ -332,6 +341,7 @@ impl OomlabApp {
             self.main_area(ui, narrow, key_step);
         }
         self.shortcuts_window(ui.ctx());
+        self.share_window(ui.ctx());
         self.highlight(ui.ctx());
         if self.training || self.step_started.is_some() || self.queued_step {
             ui.ctx().request_repaint();

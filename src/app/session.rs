@@ -86,6 +86,8 @@ impl OomlabApp {
 
     /// Re-derives the views and drops the executor when the settings changed.
     pub(super) fn apply_settings(&mut self) {
+        // A teacher link's locked and hidden controls keep their values, whatever changed them.
+        self.restrictions.enforce(&mut self.settings);
         // The real-model view's part changes only its own estimate, never the toy's plan or
         // executor: it is brought up to date in `applied` on its own (no clone per frame).
         if let Some(applied) = &mut self.applied

@@ -212,7 +212,8 @@ impl Settings {
     /// `lang=xx`): a link with only those keeps the remembered settings.
     pub fn url_hash_carries_settings(hash: &str) -> bool {
         hash.split(['#', '&']).any(|kv| {
-            !kv.trim().is_empty() && !["train=", "lang=", "challenge="].iter().any(|field| kv.starts_with(field))
+            !kv.trim().is_empty()
+                && !["train=", "lang=", "challenge=", "lock=", "hide=", "lesson="].iter().any(|f| kv.starts_with(f))
         })
     }
 

@@ -52,7 +52,8 @@ pub fn batch_chart(ui: &mut Ui, t: &Catalog, chart: BatchChart<'_>) {
         }
         charts.push(bc);
     }
-    let colors = [Color32::WHITE, Color32::from_rgb(255, 200, 0), Color32::from_rgb(0, 200, 255)];
+    // The first line in the text colour: white on a dark theme, black on a light one.
+    let colors = [ui.visuals().strong_text_color(), Color32::from_rgb(255, 200, 0), Color32::from_rgb(0, 200, 255)];
     let (capacity_label, capacity) = chart.capacity;
     items.push((capacity_label.clone(), Color32::RED));
     items.push((t.text("sw-this-batch"), Color32::GRAY));

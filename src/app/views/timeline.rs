@@ -63,9 +63,11 @@ pub fn timeline(ui: &mut Ui, t: &Catalog, plan: &Plan, memory: &StepMemory, sour
     items.extend([
         (t.text("tl-reserved"), Color32::GRAY),
         (t.text("tl-peak"), Color32::RED),
-        (t.text("tl-scrubber"), Color32::WHITE),
+        (t.text("tl-scrubber"), ui.visuals().strong_text_color()),
     ]);
     legend(ui, &items);
+    // The scrubber in the text colour, so that it shows on a light theme too.
+    let scrubber = ui.visuals().strong_text_color();
     let mut plot = Plot::new("timeline");
     if super::fit_requested(ui) {
         plot = plot.reset();
@@ -81,7 +83,7 @@ pub fn timeline(ui: &mut Ui, t: &Catalog, plan: &Plan, memory: &StepMemory, sour
             }
             p.line(Line::new(t.text("tl-reserved"), reserved).color(Color32::GRAY));
             p.vline(VLine::new(t.text("tl-peak"), peak as f64).color(Color32::RED));
-            p.vline(VLine::new(t.text("tl-scrubber"), at as f64).color(Color32::WHITE));
+            p.vline(VLine::new(t.text("tl-scrubber"), at as f64).color(scrubber));
         });
     ui.add(egui::Slider::new(scrub, 0..=n - 1).text(t.text("tl-op")));
     let point = &memory.timeline[at];

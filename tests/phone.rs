@@ -1,6 +1,7 @@
-//! oomlab on a phone (issue 14, "On a phone"): at 390×844 the controls are a drawer that opens
-//! and closes, the selected view takes the full width, the tabs and buttons are touch-sized, and
-//! nothing is cut off — every widget the accessibility tree holds lies inside the screen.
+//! oomlab on a phone and on a projector (issue 14): at 390×844 the controls are a drawer that
+//! opens and closes, the selected view takes the full width, the tabs and buttons are
+//! touch-sized; in present mode at 1920×1080 and 1280×720 every tab fits. Nothing is cut off:
+//! every widget the accessibility tree holds lies inside the screen.
 
 use egui_kittest::Harness;
 use egui_kittest::kittest::{NodeT, Queryable};
@@ -20,14 +21,21 @@ fn xdg() {
 
 /// The widgets whose right edge passes the screen's: (label or value, right edge).
 fn cut_off<S>(harness: &Harness<'_, S>) -> Vec<(String, f64)> {
+    cut_off_at(harness, PHONE[0])
+}
+
+/// The widgets whose right edge passes `width`.
+fn cut_off_at<S>(harness: &Harness<'_, S>, width: f32) -> Vec<(String, f64)> {
+    // Accessibility bounds are in pixels; present mode zooms (1.5 pixels per point).
+    let ppp = harness.ctx.pixels_per_point() as f64;
     harness
         .root()
         .children_recursive()
         .filter_map(|n| {
             let node = n.accesskit_node();
             let bounds = node.bounding_box()?;
-            let text = node.label().or(node.value()).unwrap_or_default();
-            (bounds.x1 > PHONE[0] as f64 + 1.0 && bounds.width() > 0.0).then_some((text, bounds.x1))
+            let text = node.label().or(node.value()).unwrap_or_else(|| format!("{:?}", node.role()));
+            (bounds.x1 / ppp > width as f64 + 1.0 && bounds.width() > 0.0).then_some((text, bounds.x1 / ppp))
         })
         .collect()
 }
@@ -84,4 +92,37 @@ fn on_a_phone_the_controls_are_a_drawer_and_nothing_is_cut_off() {
     harness.run();
     let cut = cut_off(&harness);
     assert!(cut.is_empty(), "the challenges are cut off: {cut:?}");
+}
+
+/// Present mode (large type, high contrast) on the two common projector sizes: every tab fits the
+/// width. A snapshot of the breakdown at each size.
+fn present_mode_fits(w: f32, h: f32) {
+    xdg();
+    // Present mode zooms 1.5×: a w×h-pixel projector shows w/1.5 × h/1.5 points (kittest keeps
+    // the size in points and renders more pixels).
+    let (w, h) = (w / 1.5, h / 1.5);
+    let settings = Settings { projector: true, ..Settings::default() };
+    let mut harness = Harness::builder()
+        .with_size([w, h])
+        .build_ui_state(|ui, app: &mut OomlabApp| app.show(ui), OomlabApp::headless(settings));
+    harness.run();
+    harness.run();
+    for tab in ["Step timeline", "Memory vs batch", "Allocator map", "Training", "Real models", "Breakdown"] {
+        harness.get_by_label(tab).click();
+        harness.run();
+        let cut = cut_off_at(&harness, w);
+        assert!(cut.is_empty(), "{w}×{h}, {tab}: cut off at the right edge: {cut:?}");
+    }
+    let options = egui_kittest::SnapshotOptions::new().threshold(2.0).max_failed_pixels(2000);
+    harness.snapshot_options(&format!("present_{:.0}x{:.0}", w * 1.5, h * 1.5), &options);
+}
+
+#[test]
+fn present_mode_fits_1920_by_1080() {
+    present_mode_fits(1920.0, 1080.0);
+}
+
+#[test]
+fn present_mode_fits_1280_by_720() {
+    present_mode_fits(1280.0, 720.0);
 }

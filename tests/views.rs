@@ -487,6 +487,11 @@ fn the_language_is_remembered_and_a_link_wins() {
     assert_eq!(choose_lang(Some(Lang::En), stored, None), Lang::En, "a link over the remembered");
     assert_eq!(choose_lang(None, None, Some(Lang::Zh)), Lang::Zh, "the system's (LANG, navigator.language)");
     assert_eq!(choose_lang(None, None, None), Lang::En);
+    // The challenges passed are remembered beside it.
+    app.challenges_done = vec!["halve".into()];
+    app.save(&mut storage);
+    let done: Option<Vec<String>> = eframe::get_value(&storage, "challenges_done");
+    assert_eq!(done, Some(vec!["halve".to_string()]));
 }
 
 /// The keyboard, for a teacher at a projector: Space runs a step, B / Shift+B double and halve

@@ -114,7 +114,7 @@ fn present_mode_fits(w: f32, h: f32) {
         assert!(cut.is_empty(), "{w}×{h}, {tab}: cut off at the right edge: {cut:?}");
     }
     let options = egui_kittest::SnapshotOptions::new().threshold(2.0).max_failed_pixels(2000);
-    harness.snapshot_options(&format!("present_{:.0}x{:.0}", w * 1.5, h * 1.5), &options);
+    harness.snapshot_options(format!("present_{:.0}x{:.0}", w * 1.5, h * 1.5), &options);
 }
 
 #[test]

@@ -432,7 +432,7 @@ lesson-allocator-answer = At the peak { $allocated } is allocated and { $reserve
 lesson-fixes-title = The fixes, one at a time
 lesson-fixes-body = This step needs { $peak } but the budget is { $budget }. Each technique pays in its own coin: checkpointing recomputes each block's forward pass during the backward pass; fused attention never stores the attention probabilities; mixed precision halves activations but adds fp32 master weights; accumulation runs smaller micro-batches more often.
 lesson-fixes-question = Which single technique lowers this step's peak the most?
-lesson-fixes-answer = { $best } does: the peak falls from { $before } to { $after }.
+lesson-fixes-answer = { $best } does: the peak falls from { $before } to { $after }, for { $flops } % more FLOPs per step (checkpointing every block would cost { $checkpoint_flops } %).
 
 lesson-real-title = From the toy to LLaMA-2 7B, and ZeRO
 lesson-real-body = The same accounting in closed form for a real model: LLaMA-2 7B has { $parameters } parameters, and full training with Adam in bf16 mixed precision keeps 16 bytes of model states for each — { $states } per GPU before a single activation, more than an A100's 80 GB. ZeRO shards those states over the data-parallel GPUs.

@@ -429,7 +429,7 @@ lesson-allocator-answer = 峰值时已分配 { $allocated }，预留 { $reserved
 lesson-fixes-title = 各种技术，一次试一种
 lesson-fixes-body = 这一步需要 { $peak }，但预算只有 { $budget }。每种技术都有自己的代价：梯度检查点在反向传播时重新计算每个块的前向传播；融合注意力从不保存注意力概率；混合精度让激活值减半，但要加上 fp32 主权重；梯度累积更频繁地运行更小的 micro-batch。
 lesson-fixes-question = 哪一种技术单独使用时，最能降低这一步的峰值？
-lesson-fixes-answer = 是“{ $best }”：峰值从 { $before } 降到 { $after }。
+lesson-fixes-answer = 是“{ $best }”：峰值从 { $before } 降到 { $after }，每步 FLOPs 多 { $flops } %（每个块设梯度检查点要多 { $checkpoint_flops } %）。
 
 lesson-real-title = 从玩具模型到 LLaMA-2 7B，以及 ZeRO
 lesson-real-body = 同样的记账方式，用闭式公式套到真实模型上：LLaMA-2 7B 有 { $parameters } 个参数，用 Adam 和 bf16 混合精度全量训练时，每个参数要保存 16 字节的模型状态——还没有任何激活值，每个 GPU 就要 { $states }，超过 A100 的 80 GB。ZeRO（零冗余优化器）把这些状态分片到各个数据并行的 GPU 上。

@@ -149,6 +149,13 @@ fn walk(lang: Lang) {
             "{}",
             chapter.id
         );
+        if chapter.id == "fixes" && lang == Lang::En {
+            // The fix's cost in compute, from the plan's FLOP count.
+            let flops = |s: &Settings| s.plan(VOCAB).expect("a plan").flops().0 as f64;
+            let ckpt = Settings { checkpoint: Checkpoint::BLOCKS, ..settings.clone() };
+            let extra = format!("{:.0} %)", 100.0 * (flops(&ckpt) - flops(&settings)) / flops(&settings));
+            harness.get_by_label_contains(&format!("checkpointing every block would cost {extra}"));
+        }
         // The reveal ran a real step: the allocator's account equals the plan's, or the step ran
         // out of memory as the plan said it would.
         assert!(harness.state().is_idle(), "{}: the step did not finish", chapter.id);

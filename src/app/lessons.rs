@@ -104,6 +104,13 @@ fn fixed_peak(f: &Facts, fix: Suggestion) -> Option<u64> {
     Some(f.with(|s| s.apply(fix))?.memory.peak_allocated_bytes())
 }
 
+/// The extra FLOPs (%) of a step with one technique applied, by the plan's count.
+fn extra_flops(f: &Facts, fix: Suggestion) -> String {
+    let base = f.plan.flops().0.max(1) as f64;
+    let fixed = f.with(|s| s.apply(fix)).map_or(0, |d| d.plan.flops().0) as f64;
+    format!("{:.0}", 100.0 * (fixed - base) / base)
+}
+
 /// The technique that lowers the peak the most.
 fn best_fix(f: &Facts) -> Option<usize> {
     (0..FIXES.len()).min_by_key(|&i| fixed_peak(f, FIXES[i]).unwrap_or(u64::MAX))
@@ -294,6 +301,8 @@ pub fn chapters() -> Vec<Chapter> {
                     arg("best", best.label(t)),
                     arg("before", size(t, f.memory.peak_allocated_bytes())),
                     arg("after", size(t, fixed_peak(f, best).unwrap_or(0))),
+                    arg("flops", extra_flops(f, best)),
+                    arg("checkpoint_flops", extra_flops(f, Suggestion::Checkpointing)),
                 ]
             },
         },

@@ -137,6 +137,15 @@ fn oom(f: &Facts) -> Option<crate::memory::StepOom> {
     simulate(&f.plan, f.settings.budget_bytes).err().map(|o| *o)
 }
 
+/// The category options' words: the first four for "fill", all five for "diagnose".
+static CATEGORY_KEYS: [&str; 5] = [
+    "category-parameters",
+    "category-gradients",
+    "category-optimizer-state",
+    "category-activations",
+    "category-temporaries",
+];
+
 const DIAGNOSE_OPTIONS: [Category; 5] =
     [Category::Parameters, Category::Gradients, Category::OptimizerState, Category::Activations, Category::Temporaries];
 
@@ -148,6 +157,19 @@ fn out_of_memory(s: &mut Settings) {
 const FILL_OPTIONS: [Category; 4] =
     [Category::Parameters, Category::Gradients, Category::OptimizerState, Category::Activations];
 
+/// The step's figures the first chapters quote: batch, sequence, the doubled batch, the peak,
+/// the model states and the activations.
+fn step_args(f: &Facts, t: &Catalog) -> Vec<(&'static str, String)> {
+    vec![
+        arg("batch", f.settings.batch),
+        arg("seq", f.settings.seq),
+        arg("double", f.settings.batch * 2),
+        arg("peak", size(t, f.memory.peak_allocated_bytes())),
+        arg("states", size(t, f.states())),
+        arg("activations", size(t, f.activations())),
+    ]
+}
+
 /// The chapters, in order.
 pub fn chapters() -> Vec<Chapter> {
     vec![
@@ -156,22 +178,9 @@ pub fn chapters() -> Vec<Chapter> {
             tab: Tab::Breakdown,
             target: "breakdown",
             setup: |s| *s = Settings { lora_rank: 0, ..Settings::default() },
-            args: |f, t| {
-                vec![
-                    arg("batch", f.settings.batch),
-                    arg("seq", f.settings.seq),
-                    arg("peak", size(t, f.memory.peak_allocated_bytes())),
-                    arg("states", size(t, f.states())),
-                    arg("activations", size(t, f.activations())),
-                ]
-            },
+            args: step_args,
             question: Question::Choice {
-                options: &[
-                    "category-parameters",
-                    "category-gradients",
-                    "category-optimizer-state",
-                    "category-activations",
-                ],
+                options: &CATEGORY_KEYS[..4],
                 answer: |f| (0..FILL_OPTIONS.len()).max_by_key(|&i| f.at_peak(FILL_OPTIONS[i])),
             },
             answer_args: |f, t| {
@@ -189,14 +198,7 @@ pub fn chapters() -> Vec<Chapter> {
             tab: Tab::Sweep,
             target: "batch",
             setup: |s| *s = Settings { batch: 16, ..Settings::default() },
-            args: |f, t| {
-                vec![
-                    arg("states", size(t, f.states())),
-                    arg("activations", size(t, f.activations())),
-                    arg("batch", f.settings.batch),
-                    arg("double", f.settings.batch * 2),
-                ]
-            },
+            args: step_args,
             question: Question::Ratio {
                 answer: |f| {
                     let doubled = f.with(|s| s.batch *= 2)?;
@@ -336,13 +338,7 @@ pub fn chapters() -> Vec<Chapter> {
             setup: out_of_memory,
             args: |f, t| vec![arg("budget", size(t, f.settings.budget_bytes))],
             question: Question::Choice {
-                options: &[
-                    "category-parameters",
-                    "category-gradients",
-                    "category-optimizer-state",
-                    "category-activations",
-                    "category-temporaries",
-                ],
+                options: &CATEGORY_KEYS,
                 answer: |f| {
                     let category = oom(f)?.category;
                     DIAGNOSE_OPTIONS.iter().position(|&c| c == category)

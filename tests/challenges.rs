@@ -1,6 +1,10 @@
 //! The challenges (issue 14): each is passed by a scripted setting and failed by another, judged
 //! on a step the app really executed — on the CPU backend, and on the GPU (lavapipe here).
 
+#[path = "support/xdg.rs"]
+mod support_xdg;
+use support_xdg::xdg;
+
 use egui_kittest::Harness;
 use oomlab::app::OomlabApp;
 use oomlab::app::challenges::{challenges, from_url_hash};
@@ -9,15 +13,6 @@ use oomlab::memory::simulate;
 use oomlab::plan::Checkpoint;
 
 const VOCAB: usize = 58;
-
-fn xdg() {
-    if std::env::var_os("XDG_RUNTIME_DIR").is_none() {
-        let dir = std::env::temp_dir().join(format!("oomlab-challenges-xdg-{}", std::process::id()));
-        let _ = std::fs::create_dir_all(&dir);
-        // SAFETY: set before any thread of this test binary reads the environment.
-        unsafe { std::env::set_var("XDG_RUNTIME_DIR", &dir) };
-    }
-}
 
 /// Applies `change` to the challenge's settings, runs one real step and returns the check.
 fn attempt(harness: &mut Harness<'_, OomlabApp>, change: impl FnOnce(&mut Settings)) -> (bool, String) {

@@ -6,6 +6,10 @@
 //! names). kittest panics on any character the fonts cannot draw, so this also proves the CJK
 //! subset covers what the app shows. A snapshot of the Chinese app is saved too.
 
+#[path = "support/xdg.rs"]
+mod support_xdg;
+use support_xdg::xdg;
+
 use std::collections::BTreeSet;
 
 use egui_kittest::Harness;
@@ -149,15 +153,6 @@ fn the_word_check_finds_english_and_keeps_terms() {
     assert_eq!(english_words("在 h.0.attn (attention) 处"), vec!["attention"]);
     assert_eq!(english_words("Out of memory"), vec!["Out", "of", "memory"]);
     assert_eq!(english_words("optimizer.m.wte — 1.00 MiB"), Vec::<String>::new());
-}
-
-fn xdg() {
-    if std::env::var_os("XDG_RUNTIME_DIR").is_none() {
-        let dir = std::env::temp_dir().join(format!("oomlab-chinese-xdg-{}", std::process::id()));
-        let _ = std::fs::create_dir_all(&dir);
-        // SAFETY: set before any thread of this test binary reads the environment.
-        unsafe { std::env::set_var("XDG_RUNTIME_DIR", &dir) };
-    }
 }
 
 /// egui's own accessibility labels, which no one sees (the side panel's resize handle).

@@ -3,6 +3,10 @@
 //! independently), a right and a wrong prediction are judged so, and revealing runs a real step
 //! whose allocator figures equal the prediction.
 
+#[path = "support/xdg.rs"]
+mod support_xdg;
+use support_xdg::xdg;
+
 use egui_kittest::Harness;
 use egui_kittest::kittest::Queryable;
 use oomlab::app::OomlabApp;
@@ -14,15 +18,6 @@ use oomlab::memory::simulate;
 use oomlab::plan::{AttentionKind, Category, Checkpoint, Phase, Precision};
 
 const VOCAB: usize = 58;
-
-fn xdg() {
-    if std::env::var_os("XDG_RUNTIME_DIR").is_none() {
-        let dir = std::env::temp_dir().join(format!("oomlab-lessons-xdg-{}", std::process::id()));
-        let _ = std::fs::create_dir_all(&dir);
-        // SAFETY: set before any thread of this test binary reads the environment.
-        unsafe { std::env::set_var("XDG_RUNTIME_DIR", &dir) };
-    }
-}
 
 fn peak(s: &Settings) -> oomlab::memory::StepMemory {
     simulate(&s.plan(VOCAB).expect("a plan"), u64::MAX / 4).expect("fits without a budget")

@@ -3,21 +3,16 @@
 //! touch-sized; in present mode at 1920×1080 and 1280×720 every tab fits. Nothing is cut off:
 //! every widget the accessibility tree holds lies inside the screen.
 
+#[path = "support/xdg.rs"]
+mod support_xdg;
+use support_xdg::xdg;
+
 use egui_kittest::Harness;
 use egui_kittest::kittest::{NodeT, Queryable};
 use oomlab::app::settings::Settings;
 use oomlab::app::{OomlabApp, TOUCH_SIZE};
 
 const PHONE: [f32; 2] = [390.0, 844.0];
-
-fn xdg() {
-    if std::env::var_os("XDG_RUNTIME_DIR").is_none() {
-        let dir = std::env::temp_dir().join(format!("oomlab-phone-xdg-{}", std::process::id()));
-        let _ = std::fs::create_dir_all(&dir);
-        // SAFETY: set before any thread of this test binary reads the environment.
-        unsafe { std::env::set_var("XDG_RUNTIME_DIR", &dir) };
-    }
-}
 
 /// The widgets whose right edge passes the screen's: (label or value, right edge).
 fn cut_off<S>(harness: &Harness<'_, S>) -> Vec<(String, f64)> {

@@ -2,20 +2,15 @@
 //! round trip through "Share this setup"; locked values stay pinned whatever tries to change
 //! them; an unknown control name is ignored with a notice.
 
+#[path = "support/xdg.rs"]
+mod support_xdg;
+use support_xdg::xdg;
+
 use egui_kittest::Harness;
 use egui_kittest::kittest::{NodeT, Queryable};
 use oomlab::app::OomlabApp;
 use oomlab::app::settings::Settings;
 use oomlab::app::teacher::{Control, Restrictions};
-
-fn xdg() {
-    if std::env::var_os("XDG_RUNTIME_DIR").is_none() {
-        let dir = std::env::temp_dir().join(format!("oomlab-teacher-xdg-{}", std::process::id()));
-        let _ = std::fs::create_dir_all(&dir);
-        // SAFETY: set before any thread of this test binary reads the environment.
-        unsafe { std::env::set_var("XDG_RUNTIME_DIR", &dir) };
-    }
-}
 
 #[test]
 fn a_teacher_link_locks_hides_and_opens_a_chapter() {

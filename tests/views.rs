@@ -1,6 +1,10 @@
 //! The app's views rendered with egui_kittest from fixed data (the plan's prediction of a fixed
 //! config), checked by their content; and the whole app, headless on the CPU backend.
 
+#[path = "support/xdg.rs"]
+mod support_xdg;
+use support_xdg::xdg;
+
 #[path = "support/csv.rs"]
 mod csv;
 
@@ -15,16 +19,6 @@ use oomlab::memory::{StepMemory, simulate, simulate_peak};
 use oomlab::model::{ModelConfig, StepShape};
 use oomlab::plan::{Checkpoint, OptimizerConfig, Plan};
 use oomlab::units::format_bytes;
-
-/// The snapshot renderer opens a wgpu device (lavapipe here): give it a runtime dir.
-fn xdg() {
-    if std::env::var_os("XDG_RUNTIME_DIR").is_none() {
-        let dir = std::env::temp_dir().join(format!("oomlab-views-xdg-{}", std::process::id()));
-        let _ = std::fs::create_dir_all(&dir);
-        // SAFETY: set before any thread of this test binary reads the environment.
-        unsafe { std::env::set_var("XDG_RUNTIME_DIR", &dir) };
-    }
-}
 
 /// Compares with tests/snapshots/NAME.png (`UPDATE_SNAPSHOTS=1` rewrites them), tolerating the
 /// few anti-aliased pixels a different CPU's lavapipe may shade differently.
@@ -239,12 +233,7 @@ fn url_state_round_trips_through_the_app_settings() {
 /// and what the allocator measured equals the prediction.
 #[test]
 fn the_app_trains_on_the_gpu_without_blocking_a_frame() {
-    if std::env::var_os("XDG_RUNTIME_DIR").is_none() {
-        let dir = std::env::temp_dir().join(format!("oomlab-views-xdg-{}", std::process::id()));
-        let _ = std::fs::create_dir_all(&dir);
-        // SAFETY: set before any thread of this test binary reads the environment.
-        unsafe { std::env::set_var("XDG_RUNTIME_DIR", &dir) };
-    }
+    xdg();
     let ctx = oomlab::backend::gpu::GpuContext::new_headless_blocking().expect("a GPU adapter");
     let settings = Settings { precision: oomlab::plan::Precision::Fp16, ..Settings::default() };
     let mut harness = Harness::builder()

@@ -145,6 +145,9 @@ pub struct ChallengeState {
     pub last: Option<(bool, String)>,
     /// The best executed step so far: (peak bytes, tokens/s, FLOPs).
     pub best: Option<(u64, f64, u64)>,
+    /// The goal in words, for the language it was written in: it needs a plan and a
+    /// simulation, so it is made once, not every frame.
+    pub goal: Option<(crate::i18n::Lang, String)>,
 }
 
 impl OomlabApp {
@@ -154,7 +157,8 @@ impl OomlabApp {
         let Some(c) = all.get(index) else { return };
         (c.start)(&mut self.settings);
         self.lesson = None;
-        self.challenge = Some(ChallengeState { index, start: self.settings.clone(), last: None, best: None });
+        self.challenge =
+            Some(ChallengeState { index, start: self.settings.clone(), last: None, best: None, goal: None });
     }
 
     /// Checks the active challenge against the step that just executed (`session` calls it).
@@ -202,15 +206,20 @@ impl OomlabApp {
                 }
             });
         }
-        if let Some(state) = &self.challenge {
+        if let Some(state) = &mut self.challenge {
             let c = &all[state.index];
             ui.separator();
             let title = t.text(&format!("challenge-{}-title", c.id));
             ui.heading(t.format("challenge-active", &[("title", title.into())]));
-            let goal = (c.goal_args)(&state.start, vocab, t);
-            let args: Vec<(&str, fluent_bundle::FluentValue<'_>)> =
-                goal.iter().map(|(k, v)| (*k, v.as_str().into())).collect();
-            ui.label(t.format(&format!("challenge-{}-goal", c.id), &args));
+            if state.goal.as_ref().is_none_or(|(lang, _)| *lang != t.lang()) {
+                let goal = (c.goal_args)(&state.start, vocab, t);
+                let args: Vec<(&str, fluent_bundle::FluentValue<'_>)> =
+                    goal.iter().map(|(k, v)| (*k, v.as_str().into())).collect();
+                state.goal = Some((t.lang(), t.format(&format!("challenge-{}-goal", c.id), &args)));
+            }
+            if let Some((_, goal)) = &state.goal {
+                ui.label(goal.as_str());
+            }
             ui.label(egui::RichText::new(t.text("challenge-run")).small());
             if let Some((passed, why)) = &state.last {
                 let key = if *passed { "challenge-passed" } else { "challenge-failed" };

@@ -215,8 +215,11 @@ impl OomlabApp {
                 self.training = !self.training;
             }
             // The CPU backend by its name in the reader's language; a GPU by its adapter's own.
-            let backend =
-                if self.backend == "cpu (reference)" { self.catalog.text("backend-cpu") } else { self.backend.clone() };
+            let backend = if self.backend == crate::backend::cpu::CPU_NAME {
+                self.catalog.text("backend-cpu")
+            } else {
+                self.backend.clone()
+            };
             let engine = self.catalog.format("run-engine", &[("backend", backend.into())]);
             ui.label(RichText::new(engine).small());
         });

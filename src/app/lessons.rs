@@ -417,6 +417,38 @@ fn fluent<'a>(args: &'a [(&'static str, String)]) -> Vec<(&'a str, FluentValue<'
     args.iter().map(|(k, v)| (*k, v.as_str().into())).collect()
 }
 
+/// A chapter's computed words for one state: the body, the question and (once revealed) the
+/// answer. Each needs plans and simulations, so the panel keeps them until the chapter, the
+/// settings, the language or the reveal change, rather than recomputing them every frame.
+pub struct ChapterTexts {
+    chapter: usize,
+    settings: Settings,
+    lang: crate::i18n::Lang,
+    revealed: bool,
+    /// None when the settings have no plan (nothing to explain).
+    words: Option<(String, String, Option<String>)>,
+}
+
+impl ChapterTexts {
+    fn new(index: usize, chapter: &Chapter, settings: &Settings, vocab: usize, t: &Catalog, revealed: bool) -> Self {
+        let words = Facts::new(settings, vocab).map(|facts| {
+            let args = (chapter.args)(&facts, t);
+            let body = t.format(&format!("lesson-{}-body", chapter.id), &fluent(&args));
+            let question = t.format(&format!("lesson-{}-question", chapter.id), &fluent(&args));
+            let answer = revealed.then(|| {
+                let answer = (chapter.answer_args)(&facts, t);
+                t.format(&format!("lesson-{}-answer", chapter.id), &fluent(&answer))
+            });
+            (body, question, answer)
+        });
+        ChapterTexts { chapter: index, settings: settings.clone(), lang: t.lang(), revealed, words }
+    }
+
+    fn is_for(&self, index: usize, settings: &Settings, t: &Catalog, revealed: bool) -> bool {
+        self.chapter == index && self.lang == t.lang() && self.revealed == revealed && self.settings == *settings
+    }
+}
+
 impl OomlabApp {
     /// Opens chapter `index` (clamped): its settings, its tab, a fresh question.
     pub fn open_chapter(&mut self, index: usize) {
@@ -452,7 +484,16 @@ impl OomlabApp {
         let all = chapters();
         let chapter = &all[lesson.chapter];
         let vocab = self.dataset.tokenizer.vocab_size();
-        let facts = Facts::new(&self.settings, vocab);
+        let revealed = lesson.verdict.is_some();
+        let fresh = self
+            .lesson_texts
+            .as_ref()
+            .is_some_and(|c| c.is_for(lesson.chapter, &self.settings, &self.catalog, revealed));
+        if !fresh {
+            self.lesson_texts =
+                Some(ChapterTexts::new(lesson.chapter, chapter, &self.settings, vocab, &self.catalog, revealed));
+        }
+        let words = self.lesson_texts.as_ref().and_then(|c| c.words.as_ref());
         let t = &self.catalog;
         let mut go_to = None;
         let mut close = false;
@@ -472,12 +513,10 @@ impl OomlabApp {
             }
         });
         ui.heading(t.text(&format!("lesson-{}-title", chapter.id)));
-        let Some(facts) = facts else {
-            return;
-        };
-        let args = (chapter.args)(&facts, t);
-        ui.label(t.format(&format!("lesson-{}-body", chapter.id), &fluent(&args)));
-        ui.strong(t.format(&format!("lesson-{}-question", chapter.id), &fluent(&args)));
+        if let Some((body, question, _)) = words {
+            ui.label(body);
+            ui.strong(question);
+        }
         match (&chapter.question, &mut guess) {
             (Question::Ratio { .. }, Guess::Ratio(g)) => {
                 ui.horizontal(|ui| {
@@ -514,8 +553,9 @@ impl OomlabApp {
                 (Verdict::Choice { .. }, _) => String::new(),
             };
             ui.strong(text);
-            let answer = (chapter.answer_args)(&facts, t);
-            ui.label(t.format(&format!("lesson-{}-answer", chapter.id), &fluent(&answer)));
+            if let Some((_, _, Some(answer))) = words {
+                ui.label(answer);
+            }
             ui.label(egui::RichText::new(t.text("lesson-step-note")).small());
         }
         if let Some(l) = &mut self.lesson {

@@ -109,6 +109,8 @@ pub struct OomlabApp {
     pub lesson: Option<lessons::LessonState>,
     /// A lesson's reveal asked for a real step.
     lesson_step: bool,
+    /// The open chapter's computed words (`lessons::ChapterTexts`).
+    lesson_texts: Option<lessons::ChapterTexts>,
     /// A chapter just opened: scroll its widget into view.
     scroll_to_target: bool,
     /// The challenge under way, if any.
@@ -152,11 +154,11 @@ impl OomlabApp {
                 } else {
                     Notice::msg("notice-no-gpu", &[("error", e.to_string().into())])
                 });
-                (Compute::Cpu { exec: None }, "cpu (reference)".to_string())
+                (Compute::Cpu { exec: None }, crate::backend::cpu::CPU_NAME.to_string())
             }
             None => {
                 notices.push(Notice::msg("notice-webgl", &[]));
-                (Compute::Cpu { exec: None }, "cpu (reference)".to_string())
+                (Compute::Cpu { exec: None }, crate::backend::cpu::CPU_NAME.to_string())
             }
         };
         let mut app = Self::with(settings, dataset, compute, backend, notices);
@@ -222,6 +224,7 @@ impl OomlabApp {
             visuals_before_present: None,
             lesson: None,
             lesson_step: false,
+            lesson_texts: None,
             scroll_to_target: false,
             challenge: None,
             challenges_done: Vec::new(),
@@ -256,7 +259,13 @@ impl OomlabApp {
 
     /// An app without a window or device, on the CPU backend (for tests).
     pub fn headless(settings: Settings) -> Self {
-        Self::with(settings, Dataset::builtin(), Compute::Cpu { exec: None }, "cpu (reference)".into(), Vec::new())
+        Self::with(
+            settings,
+            Dataset::builtin(),
+            Compute::Cpu { exec: None },
+            crate::backend::cpu::CPU_NAME.into(),
+            Vec::new(),
+        )
     }
 
     /// An app without a window computing on `ctx` (for tests: the asynchronous GPU path).

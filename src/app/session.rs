@@ -140,7 +140,7 @@ impl OomlabApp {
                         // The pipelines do not build on this device: the CPU backend runs the plan.
                         self.notices.push(super::Notice::msg("notice-no-gpu", &[("error", e.to_string().into())]));
                         self.compute = Compute::Cpu { exec: None };
-                        self.backend = "cpu (reference)".into();
+                        self.backend = crate::backend::cpu::CPU_NAME.into();
                         return self.ensure_executor();
                     }
                 };

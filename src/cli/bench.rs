@@ -79,7 +79,7 @@ pub(super) fn bench(steps: usize, profile: bool, config: &ConfigArgs) -> Result<
                     }
                 }
                 let total: f64 = phase_secs.iter().sum::<f64>() / steps as f64;
-                row(name, cfg, "cpu (reference)".into(), first, phase_secs, steps, total)
+                row(name, cfg, oomlab::backend::cpu::CPU_NAME.into(), first, phase_secs, steps, total)
             }
         };
         rows.push(row);

@@ -11,6 +11,9 @@ mod host;
 pub mod ops;
 
 pub use host::host_available_bytes;
+
+/// The CPU backend's name, as the app, the CLI and the logs show it.
+pub const CPU_NAME: &str = "cpu (reference)";
 use host::{check_host_memory, grow, host_bytes_per_device_byte};
 
 use num_traits::Float;
@@ -446,7 +449,7 @@ impl<F: Float> CpuExecutor<F> {
 
 impl Trainer for CpuExecutor<f32> {
     fn backend_name(&self) -> String {
-        "cpu (reference)".to_string()
+        CPU_NAME.to_string()
     }
     fn plan(&self) -> &Plan {
         &self.plan

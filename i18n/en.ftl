@@ -454,7 +454,7 @@ challenge-active = Now: { $title }
 challenge-run = Change the settings, then run a step: the check uses that executed step.
 challenge-passed = Passed: { $why }
 challenge-failed = Not yet: { $why }
-challenge-best = Best so far: peak { $peak }, { $rate } tokens/s, { $flops } GFLOP per step.
+challenge-best = Best so far, from executed steps: peak { $peak } ({ $source }), { $rate } tokens/s, { $flops } GFLOP per step (the plan's count).
 challenge-share = Copy this link to share the challenge:
 
 challenge-accum128-title = An effective batch of 128 in 32 MiB
@@ -483,3 +483,5 @@ share-help = Tick what students may not change (lock) or should not see (hide), 
 share-lock = lock
 share-hide = hide
 link-unknown-controls = The link names controls oomlab does not know ({ $names }); they are ignored.
+
+lesson-source = Figures: { $source }.

@@ -451,7 +451,7 @@ challenge-active = 当前挑战：{ $title }
 challenge-run = 修改设置，然后运行一步：检查用的是真正执行过的那一步。
 challenge-passed = 通过：{ $why }
 challenge-failed = 还没通过：{ $why }
-challenge-best = 目前最好：峰值 { $peak }，每秒 { $rate } 个 token，每步 { $flops } GFLOP。
+challenge-best = 目前最好（来自执行过的步）：峰值 { $peak }（{ $source }），每秒 { $rate } 个 token，每步 { $flops } GFLOP（按计划计数）。
 challenge-share = 复制这个链接来分享这个挑战：
 
 challenge-accum128-title = 在 32 MiB 内实现 128 的有效 batch
@@ -480,3 +480,5 @@ share-help = 勾选学生不能修改的（锁定）或不应看到的（隐藏�
 share-lock = 锁定
 share-hide = 隐藏
 link-unknown-controls = 链接中有 oomlab 不认识的控件（{ $names }），已忽略。
+
+lesson-source = 数字来源：{ $source }。

@@ -232,6 +232,7 @@ impl OomlabApp {
                     "challenge-best",
                     &[
                         ("peak", size(t, peak).into()),
+                        ("source", super::views::Source::Allocator.word(t).into()),
                         ("rate", format!("{rate:.0}").into()),
                         ("flops", gflop(flops).into()),
                     ],

@@ -122,7 +122,11 @@ fn real_states(f: &Facts, zero: u8, gpus: u64) -> Option<u64> {
     setup.parallel.zero = zero;
     setup.parallel.data = gpus;
     let e = crate::memory::estimate::estimate(&setup).ok()?;
-    Some(["parameters", "gradients", "optimizer_state", "master_weights"].iter().map(|c| e.get(c)).sum())
+    Some(
+        ["parameters", "gradients", "optimizer_state", "master_weights"]
+            .iter()
+            .fold(0u64, |a, c| a.saturating_add(e.get(c))),
+    )
 }
 
 /// The setup of the real-model chapter: LLaMA-2 7B on A100s, no ZeRO to start with.
@@ -515,6 +519,10 @@ impl OomlabApp {
         ui.heading(t.text(&format!("lesson-{}-title", chapter.id)));
         if let Some((body, question, _)) = words {
             ui.label(body);
+            // Every figure of a chapter is the plan's prediction; the reveal's step adds the
+            // allocator's column.
+            let source = views::Source::Predicted.word(t);
+            ui.label(egui::RichText::new(t.format("lesson-source", &[("source", source.into())])).small());
             ui.strong(question);
         }
         match (&chapter.question, &mut guess) {

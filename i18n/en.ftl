@@ -390,6 +390,7 @@ lesson-chapter = Chapter { $n } of { $count }
 lesson-prev = ‹ Previous
 lesson-next = Next ›
 lesson-reveal = Reveal
+lesson-show-control = Show it in the settings
 lesson-your-guess = Your guess
 lesson-times = ×
 lesson-number-verdict = The plan says × { $answer }; your guess × { $guess } is off by { $off } %. { $close ->

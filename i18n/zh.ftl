@@ -387,6 +387,7 @@ lesson-chapter = 第 { $n } 章，共 { $count } 章
 lesson-prev = ‹ 上一章
 lesson-next = 下一章 ›
 lesson-reveal = 揭晓答案
+lesson-show-control = 在设置中显示
 lesson-your-guess = 你的猜测
 lesson-times = 倍
 lesson-number-verdict = 计划给出的是 × { $answer }；你猜的 × { $guess } 相差 { $off } %。{ $close ->

@@ -89,6 +89,34 @@ fn on_a_phone_the_controls_are_a_drawer_and_nothing_is_cut_off() {
     assert!(cut.is_empty(), "the challenges are cut off: {cut:?}");
 }
 
+/// On a phone a chapter about a control (the batch slider) is one tap from it: its button opens
+/// the drawer, where the highlighted slider lies on the screen. A chapter about a view has no
+/// such button (the view is already there).
+#[test]
+fn on_a_phone_a_chapter_opens_the_drawer_at_its_control() {
+    xdg();
+    let mut harness = Harness::builder()
+        .with_size(PHONE)
+        .build_ui_state(|ui, app: &mut OomlabApp| app.show(ui), OomlabApp::headless(Settings::default()));
+    harness.run();
+    let chapters = oomlab::app::lessons::chapters();
+    let timeline = chapters.iter().position(|c| c.target == "timeline-chart").expect("a timeline chapter");
+    harness.state_mut().open_chapter(timeline);
+    harness.run();
+    assert!(harness.query_by_label("Show it in the settings").is_none(), "a view's chapter needs no drawer");
+    let batch = chapters.iter().position(|c| c.target == "batch").expect("a batch chapter");
+    harness.state_mut().open_chapter(batch);
+    harness.run();
+    assert!(oomlab::app::views::marked(&harness.ctx, "batch").is_none(), "the slider is in the closed drawer");
+    harness.get_by_label("Show it in the settings").click();
+    harness.run();
+    harness.run();
+    harness.get_by_label("Setup");
+    let rect = oomlab::app::views::marked(&harness.ctx, "batch").expect("the batch slider is drawn");
+    let screen = egui::Rect::from_min_size(egui::Pos2::ZERO, egui::vec2(PHONE[0], PHONE[1]));
+    assert!(screen.contains_rect(rect), "the highlighted slider {rect:?} is on the screen");
+}
+
 /// Present mode (large type, high contrast) on the two common projector sizes: every tab fits the
 /// width. A snapshot of the breakdown at each size.
 fn present_mode_fits(w: f32, h: f32) {

@@ -12,7 +12,9 @@
 //   phone  — 390×844 with touch (WebGL): the app must lay out for a phone (controls in a drawer;
 //            the app logs its layout) and still train; screenshot target/browser-phone.png.
 //   teacher — a teacher link (locked and hidden controls, an unknown name, a lesson chapter): the
-//            app must apply it and say what it ignored; screenshot target/browser-teacher.png.
+//            app must apply it, draw the locked controls disabled and the hidden ones not at all
+//            (its log of the drawn widgets), and say what it ignored; screenshot
+//            target/browser-teacher.png.
 // Usage: node web/browser-test.mjs webgpu|webgl|zh|phone|teacher   (after web/build.sh)
 import { chromium } from "playwright-core";
 import http from "node:http";
@@ -64,6 +66,14 @@ page.on("console", (m) => {
 page.on("pageerror", (e) => lines.push(`pageerror: ${e.message}`));
 let ok = false;
 let why = "";
+// The controls panel as the app drew it under the teacher link (logged from the widgets' own
+// enabled state): locked ones disabled, hidden ones absent, the rest enabled.
+function teacherDrawn(lines) {
+  const l = lines.find((l) => l.includes("oomlab: teacher link drawn: "));
+  if (!l) return false;
+  const want = ["batch disabled", "budget disabled", "checkpointing absent", "precision absent", "sequence enabled", "model enabled"];
+  return want.every((w) => l.includes(w));
+}
 try {
   const hashes = {
     zh: "#lang=zh&train=2",
@@ -87,6 +97,8 @@ try {
     why = "the app did not lay out for a phone at 390×844";
   else if (mode === "teacher" && !lines.some((l) => l.includes("oomlab: teacher link: locked [batch, budget]; hidden [checkpointing, precision]")))
     why = "the teacher link's locks and hides were not applied";
+  else if (mode === "teacher" && !teacherDrawn(lines))
+    why = `the controls panel did not draw batch and budget disabled, checkpointing and precision absent: ${lines.find((l) => l.includes("teacher link drawn"))}`;
   else if (mode === "teacher" && !lines.some((l) => l.includes("does not know (nonsense)")))
     why = "the unknown control name in the link was not reported";
   else if (mode === "webgpu" && !step.includes("on gpu")) why = `expected the GPU backend: ${step}`;

@@ -53,10 +53,17 @@ impl OomlabApp {
         let tr = |key: &str| self.catalog.text(key);
         let s = &mut self.settings;
         // A teacher link's restrictions: hidden controls are not drawn, locked ones are disabled.
+        // What was drawn, and whether enabled, is kept for the teacher link's log line (the
+        // browser test reads it: the canvas has no widgets a page script could inspect).
         let r = &self.restrictions;
-        let gate = |ui: &mut egui::Ui, c: Control, add: &mut dyn FnMut(&mut egui::Ui)| {
+        let drawn = &mut self.drawn_controls;
+        drawn.clear();
+        let mut gate = |ui: &mut egui::Ui, c: Control, add: &mut dyn FnMut(&mut egui::Ui)| {
             if r.shows(c) {
-                ui.add_enabled_ui(r.allows(c), |ui| add(ui));
+                ui.add_enabled_ui(r.allows(c), |ui| {
+                    drawn.push((c, ui.is_enabled()));
+                    add(ui)
+                });
             }
         };
         ui.heading(tr("controls-setup"));

@@ -7,11 +7,10 @@
 
 use std::sync::Arc;
 
-use fluent_bundle::FluentValue;
-
+use super::Tab;
 use super::settings::{Settings, Suggestion};
+use super::teacher::Control;
 use super::views::{self, size};
-use super::{OomlabApp, Tab};
 use crate::i18n::Catalog;
 use crate::memory::{StepMemory, simulate};
 use crate::plan::{Category, Phase, Plan};
@@ -173,6 +172,12 @@ fn step_args(f: &Facts, t: &Catalog) -> Vec<(&'static str, String)> {
         arg("activations", size(t, f.activations())),
     ]
 }
+
+/// The chapters' targets that the controls panel draws: on a phone they sit in the drawer, so a
+/// chapter about one offers a button that opens it.
+/// With the control a teacher link may hide (the techniques' heading is always drawn).
+pub const CONTROL_TARGETS: [(&str, Option<Control>); 3] =
+    [("batch", Some(Control::Batch)), ("sequence", Some(Control::Sequence)), ("techniques", None)];
 
 /// The chapters, in order.
 pub fn chapters() -> Vec<Chapter> {
@@ -396,203 +401,5 @@ pub fn judge(chapter: &Chapter, facts: &Facts, guess: &Guess) -> Option<Verdict>
             Some(Verdict::Choice { answer: a, right: *g == Some(a) })
         }
         _ => None,
-    }
-}
-
-/// Where the learner is in the lessons.
-#[derive(Clone, Debug, PartialEq)]
-pub struct LessonState {
-    pub chapter: usize,
-    pub guess: Guess,
-    pub verdict: Option<Verdict>,
-}
-
-impl LessonState {
-    fn at(chapter: &Chapter, index: usize) -> Self {
-        let guess = match chapter.question {
-            Question::Ratio { .. } => Guess::Ratio(1.0),
-            Question::Choice { .. } => Guess::Choice(None),
-        };
-        LessonState { chapter: index, guess, verdict: None }
-    }
-}
-
-fn fluent<'a>(args: &'a [(&'static str, String)]) -> Vec<(&'a str, FluentValue<'a>)> {
-    args.iter().map(|(k, v)| (*k, v.as_str().into())).collect()
-}
-
-/// A chapter's computed words for one state: the body, the question and (once revealed) the
-/// answer. Each needs plans and simulations, so the panel keeps them until the chapter, the
-/// settings, the language or the reveal change, rather than recomputing them every frame.
-pub struct ChapterTexts {
-    chapter: usize,
-    settings: Settings,
-    lang: crate::i18n::Lang,
-    revealed: bool,
-    /// None when the settings have no plan (nothing to explain).
-    words: Option<(String, String, Option<String>)>,
-}
-
-impl ChapterTexts {
-    fn new(index: usize, chapter: &Chapter, settings: &Settings, vocab: usize, t: &Catalog, revealed: bool) -> Self {
-        let words = Facts::new(settings, vocab).map(|facts| {
-            let args = (chapter.args)(&facts, t);
-            let body = t.format(&format!("lesson-{}-body", chapter.id), &fluent(&args));
-            let question = t.format(&format!("lesson-{}-question", chapter.id), &fluent(&args));
-            let answer = revealed.then(|| {
-                let answer = (chapter.answer_args)(&facts, t);
-                t.format(&format!("lesson-{}-answer", chapter.id), &fluent(&answer))
-            });
-            (body, question, answer)
-        });
-        ChapterTexts { chapter: index, settings: settings.clone(), lang: t.lang(), revealed, words }
-    }
-
-    fn is_for(&self, index: usize, settings: &Settings, t: &Catalog, revealed: bool) -> bool {
-        self.chapter == index && self.lang == t.lang() && self.revealed == revealed && self.settings == *settings
-    }
-}
-
-impl OomlabApp {
-    /// Opens chapter `index` (clamped): its settings, its tab, a fresh question.
-    pub fn open_chapter(&mut self, index: usize) {
-        let all = chapters();
-        let index = index.min(all.len() - 1);
-        let chapter = &all[index];
-        (chapter.setup)(&mut self.settings);
-        self.tab = chapter.tab;
-        self.lesson = Some(LessonState::at(chapter, index));
-        self.scroll_to_target = true;
-    }
-
-    /// Sets the learner's guess (the panel's widgets, and the tests).
-    pub fn guess(&mut self, guess: Guess) {
-        if let Some(l) = &mut self.lesson {
-            l.guess = guess;
-        }
-    }
-
-    /// Reveals the answer: judges the guess against the prediction and runs a real step.
-    pub fn reveal(&mut self) {
-        let vocab = self.dataset.tokenizer.vocab_size();
-        let Some(lesson) = &mut self.lesson else { return };
-        let all = chapters();
-        let Some(facts) = Facts::new(&self.settings, vocab) else { return };
-        lesson.verdict = judge(&all[lesson.chapter], &facts, &lesson.guess);
-        self.lesson_step = true;
-    }
-
-    /// The lessons panel: the chapter's title, text, question and, once revealed, the answer.
-    pub(super) fn lessons_panel(&mut self, ui: &mut egui::Ui) {
-        let Some(lesson) = self.lesson.clone() else { return };
-        let all = chapters();
-        let chapter = &all[lesson.chapter];
-        let vocab = self.dataset.tokenizer.vocab_size();
-        let revealed = lesson.verdict.is_some();
-        let fresh = self
-            .lesson_texts
-            .as_ref()
-            .is_some_and(|c| c.is_for(lesson.chapter, &self.settings, &self.catalog, revealed));
-        if !fresh {
-            self.lesson_texts =
-                Some(ChapterTexts::new(lesson.chapter, chapter, &self.settings, vocab, &self.catalog, revealed));
-        }
-        let words = self.lesson_texts.as_ref().and_then(|c| c.words.as_ref());
-        let t = &self.catalog;
-        let mut go_to = None;
-        let mut close = false;
-        let mut guess = lesson.guess.clone();
-        let mut reveal = false;
-        ui.horizontal_wrapped(|ui| {
-            let n = (lesson.chapter + 1).to_string();
-            ui.label(t.format("lesson-chapter", &[("n", n.into()), ("count", all.len().to_string().into())]));
-            if ui.add_enabled(lesson.chapter > 0, egui::Button::new(t.text("lesson-prev"))).clicked() {
-                go_to = Some(lesson.chapter - 1);
-            }
-            if ui.add_enabled(lesson.chapter + 1 < all.len(), egui::Button::new(t.text("lesson-next"))).clicked() {
-                go_to = Some(lesson.chapter + 1);
-            }
-            if ui.button(t.text("lessons-close")).clicked() {
-                close = true;
-            }
-        });
-        ui.heading(t.text(&format!("lesson-{}-title", chapter.id)));
-        if let Some((body, question, _)) = words {
-            ui.label(body);
-            // Every figure of a chapter is the plan's prediction; the reveal's step adds the
-            // allocator's column.
-            let source = views::Source::Predicted.word(t);
-            ui.label(egui::RichText::new(t.format("lesson-source", &[("source", source.into())])).small());
-            ui.strong(question);
-        }
-        match (&chapter.question, &mut guess) {
-            (Question::Ratio { .. }, Guess::Ratio(g)) => {
-                ui.horizontal(|ui| {
-                    ui.label(t.text("lesson-your-guess"));
-                    ui.add(egui::DragValue::new(g).range(0.1..=100.0).speed(0.05).fixed_decimals(2).prefix("× "));
-                });
-            }
-            (Question::Choice { options, .. }, Guess::Choice(g)) => {
-                for (i, key) in options.iter().enumerate() {
-                    ui.radio_value(g, Some(i), t.text(key));
-                }
-            }
-            _ => {}
-        }
-        if ui.button(t.text("lesson-reveal")).clicked() {
-            reveal = true;
-        }
-        if let Some(v) = &lesson.verdict {
-            let text = match (v, &chapter.question) {
-                (Verdict::Ratio { answer, guess, off_percent, close }, _) => t.format(
-                    "lesson-number-verdict",
-                    &[
-                        ("answer", format!("{answer:.2}").into()),
-                        ("guess", format!("{guess:.2}").into()),
-                        ("off", format!("{off_percent:.0}").into()),
-                        ("close", if *close { "yes" } else { "no" }.into()),
-                    ],
-                ),
-                (Verdict::Choice { right: true, .. }, _) => t.text("lesson-choice-right"),
-                (Verdict::Choice { answer, .. }, Question::Choice { options, .. }) => {
-                    let answer = options.get(*answer).map_or(String::new(), |k| t.text(k));
-                    t.format("lesson-choice-wrong", &[("answer", answer.into())])
-                }
-                (Verdict::Choice { .. }, _) => String::new(),
-            };
-            ui.strong(text);
-            if let Some((_, _, Some(answer))) = words {
-                ui.label(answer);
-            }
-            ui.label(egui::RichText::new(t.text("lesson-step-note")).small());
-        }
-        if let Some(l) = &mut self.lesson {
-            l.guess = guess;
-        }
-        if reveal {
-            self.reveal();
-        }
-        if let Some(i) = go_to {
-            self.open_chapter(i);
-        }
-        if close {
-            self.lesson = None;
-        }
-    }
-
-    /// Draws the highlight around the chapter's widget, over everything.
-    pub(super) fn highlight(&mut self, ctx: &egui::Context) {
-        if std::mem::take(&mut self.scroll_to_target)
-            && let Some(l) = &self.lesson
-        {
-            views::scroll_to(ctx, chapters()[l.chapter].target);
-        }
-        let Some(lesson) = &self.lesson else { return };
-        let all = chapters();
-        let Some(rect) = views::marked(ctx, all[lesson.chapter].target) else { return };
-        let painter =
-            ctx.layer_painter(egui::LayerId::new(egui::Order::Foreground, egui::Id::unique("lesson_highlight")));
-        let stroke = egui::Stroke::new(3.0, egui::Color32::from_rgb(255, 200, 0));
-        painter.rect_stroke(rect.expand(4.0), 6.0, stroke, egui::StrokeKind::Outside);
     }
 }

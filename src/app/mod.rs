@@ -11,6 +11,7 @@ pub mod export;
 pub mod fonts;
 mod keys;
 pub mod lang;
+pub mod lesson_panel;
 pub mod lessons;
 mod notice;
 pub mod teacher;
@@ -106,11 +107,11 @@ pub struct OomlabApp {
     /// The look before present mode, to restore when it ends.
     visuals_before_present: Option<egui::Visuals>,
     /// The open lesson, if any.
-    pub lesson: Option<lessons::LessonState>,
+    pub lesson: Option<lesson_panel::LessonState>,
     /// A lesson's reveal asked for a real step.
     lesson_step: bool,
-    /// The open chapter's computed words (`lessons::ChapterTexts`).
-    lesson_texts: Option<lessons::ChapterTexts>,
+    /// The open chapter's computed words (`lesson_panel::ChapterTexts`).
+    lesson_texts: Option<lesson_panel::ChapterTexts>,
     /// A chapter just opened: scroll its widget into view.
     scroll_to_target: bool,
     /// The challenge under way, if any.
@@ -121,6 +122,10 @@ pub struct OomlabApp {
     show_challenges: bool,
     /// What a teacher link locks or hides.
     pub restrictions: teacher::Restrictions,
+    /// The gated controls the last drawn controls panel held, and whether each was enabled.
+    drawn_controls: Vec<(teacher::Control, bool)>,
+    /// Whether the teacher link's drawn controls were logged (once per link).
+    drawn_logged: bool,
     /// The "Share this setup" window's choices (what to lock, what to hide), when it is open.
     share: Option<(Vec<teacher::Control>, Vec<teacher::Control>)>,
     /// A window screenshot the integration delivered, waiting to be saved as PNG.
@@ -230,6 +235,8 @@ impl OomlabApp {
             challenges_done: Vec::new(),
             show_challenges: false,
             restrictions: teacher::Restrictions::default(),
+            drawn_controls: Vec::new(),
+            drawn_logged: false,
             share: None,
             catalog: crate::i18n::Catalog::new(crate::i18n::Lang::En),
             screenshot: Arc::default(),
@@ -352,6 +359,7 @@ impl OomlabApp {
         self.shortcuts_window(ui.ctx());
         self.share_window(ui.ctx());
         self.highlight(ui.ctx());
+        self.log_drawn_controls();
         if self.training || self.step_started.is_some() || self.queued_step {
             ui.ctx().request_repaint();
         }

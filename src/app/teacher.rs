@@ -191,10 +191,28 @@ impl OomlabApp {
             );
         }
         self.restrictions = restrictions;
+        self.drawn_logged = false;
         if let Some(n) = notice {
             log::warn!("oomlab: {}", n.text(&crate::i18n::Catalog::new(crate::i18n::Lang::En)));
             self.notices.push(n);
         }
+    }
+
+    /// Once the controls panel has been drawn under a teacher link's restrictions, logs what it
+    /// held: each control enabled, disabled or absent, as the widgets were drawn.
+    pub(super) fn log_drawn_controls(&mut self) {
+        let r = &self.restrictions;
+        if self.drawn_logged || self.drawn_controls.is_empty() || (r.locked.is_empty() && r.hidden.is_empty()) {
+            return;
+        }
+        self.drawn_logged = true;
+        let state = |c: Control| match self.drawn_controls.iter().find(|(d, _)| *d == c) {
+            Some((_, true)) => "enabled",
+            Some((_, false)) => "disabled",
+            None => "absent",
+        };
+        let all: Vec<String> = Control::ALL.iter().map(|&c| format!("{} {}", c.id(), state(c))).collect();
+        log::info!("oomlab: teacher link drawn: {}", all.join(", "));
     }
 
     /// The link for the current setup, language, lesson chapter or challenge, and the controls the

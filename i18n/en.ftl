@@ -270,15 +270,18 @@ src-logits-grad = the gradient of the logits, alive with the softmax at the star
 src-input = the micro-batch's token ids and labels (int64 in PyTorch)
 src-mlp-working-set = the gradients alive in the last layer's MLP backward: the residual stream's and the MLP's
 src-working-set = one layer's backward working set: the gradients of its residual stream, attention and MLP
-src-context = CUDA context and loaded kernels: ~500 MiB per process (an assumed typical value; measure it with nvidia-smi)
+src-context = CUDA context and loaded kernels: ~500 MiB per process (an assumed typical value; measure it with nvidia-smi, type it in)
 src-workspace = cuBLAS workspace, PyTorch's default CUBLAS_WORKSPACE_CONFIG :4096:2:16:8 (8.125 MiB), 32 MiB on Hopper (aten/src/ATen/cuda/CublasHandlePool.cpp)
 src-ddp = PyTorch DDP gradient buckets: a copy of the gradients unless gradient_as_bucket_view=True (torch.nn.parallel.DistributedDataParallel docs)
 src-zero-buckets = DeepSpeed ZeRO reduce_bucket_size and allgather_bucket_size, 5e8 elements each by default; stage 3 gathers a layer's parameters (and prefetches the next)
 src-sp = sequence parallelism all-gathers a layer's input to the full sequence before the column-parallel linear (Korthikanti et al. 2022, §4.2.2)
-src-fragmentation = allocator fragmentation margin: an assumed 5 % of the allocated bytes (reserved minus allocated; the toy's allocator map measures it)
+src-fragmentation = allocator fragmentation margin: an assumed 5 % of the allocated bytes (reserved minus allocated; type in your measurement to replace it)
 src-offload = Ren et al. 2021 (ZeRO-Offload): fp32 state and gradients on the host, 16-bit weights and gradients cross PCIe each step
 src-found-inf = the loss scaler's overflow flag (found_inf), one u32
-src-freed = freed by the peak, a layer's backward pass (at the loss they take { $bytes }); { $logits }
+src-freed = freed by the peak, a layer's backward pass (at the loss they take { $bytes }); { src-logits }
+src-activations-hf = Hugging Face transformers' eager code path, tensor by tensor (modeling_gpt2.py, modeling_llama.py, as on CUDA): the saved tensors of one layer are listed by name
+src-context-measured = CUDA context and loaded kernels: measured on your GPU ({ $bytes })
+src-fragmentation-measured = allocator fragmentation: measured on your GPU ({ $percent } % of the allocated bytes)
 
 ## The claims lesson
 
@@ -486,3 +489,70 @@ share-hide = hide
 link-unknown-controls = The link names controls oomlab does not know ({ $names }); they are ignored.
 
 lesson-source = Figures: { $source }.
+
+## Real models: runtime profiles and the saved tensors of one layer
+
+real-runtime = runtime
+real-runtime-either = either: fused kernels … HF eager
+real-runtime-fused = fused kernels (Megatron-style)
+real-runtime-hf = Hugging Face eager
+real-measured-context = CUDA context measured on your GPU (MiB)
+real-measured-fragmentation = fragmentation measured on your GPU (%)
+real-range = With fused kernels: { $fused } ({ $fused-verdict }). With Hugging Face eager code: { $hf } ({ $hf-verdict }).
+real-range-fits = fits
+real-range-oom = does not fit
+real-range-split = It fits with fused kernels, not with HF eager: choose the runtime you train with.
+real-saved-heading = Saved for backward by one layer
+real-saved-profile = The { $runtime } profile, per GPU:
+real-saved-outside = Outside the layers
+
+## The saved tensors, by name
+
+saved-gelu-input = GELU input
+saved-gelu-output-the-second-linears-input = GELU output (the second linear's input)
+saved-layernorm-input = LayerNorm input
+saved-layernorm-mean-and-rstd-fp32-on-cuda = LayerNorm mean and rstd (fp32 on CUDA)
+saved-mlp-dropout-mask = MLP dropout mask
+saved-rmsnorms-fp32-copy-of-its-input = RMSNorm's fp32 copy of its input
+saved-rmsnorms-normalised-input-cast-back-for-the-weights-gradient = RMSNorm's normalised input, cast back (for the weight's gradient)
+saved-rmsnorms-rsqrt-fp32 = RMSNorm's rsqrt (fp32)
+saved-attention-dropout-mask = attention dropout mask
+saved-attention-output-the-output-projections-input = attention output (the output projection's input)
+saved-attention-probabilities-softmax-output = attention probabilities (softmax output)
+saved-dropped-probabilities = dropped probabilities
+saved-dropped-probabilities-the-output-matmuls-input = dropped probabilities (the output matmul's input)
+saved-embedding-dropout-mask = embedding dropout mask
+saved-final-layernorm-input = final LayerNorm input
+saved-final-layernorm-mean-and-rstd = final LayerNorm mean and rstd
+saved-final-rmsnorms-fp32-copy-of-its-input = final RMSNorm's fp32 copy of its input
+saved-final-rmsnorms-normalised-input-cast-back = final RMSNorm's normalised input, cast back
+saved-final-rmsnorms-rsqrt = final RMSNorm's rsqrt
+saved-final-norm-input-the-last-blocks-output = final norm input (the last block's output)
+saved-final-norm-output-lm-heads-input = final norm output (lm_head's input)
+saved-final-norm-statistics-fp32 = final norm statistics (fp32)
+saved-gate-and-up-outputs-silu-gate = gate and up outputs, silu(gate)
+saved-gate-projection-output-silus-input = gate projection output (silu's input)
+saved-gelu-news-0-5-x = gelu_new's 0.5·x
+saved-gelu-news-1-tanh = gelu_new's 1 + tanh(…)
+saved-gelu-news-tanh = gelu_new's tanh(…)
+saved-gelu-news-x-the-first-linears-output = gelu_new's x (the first linear's output)
+saved-key-repeated-to-every-head-as-the-score-matmul-keeps-it = key, repeated to every head (as the score matmul keeps it)
+saved-norm-input-the-blocks-input = norm input (the block's input)
+saved-norm-output-the-mlps-input = norm output (the MLP's input)
+saved-norm-output-the-next-linears-input = norm output (the next linear's input)
+saved-norm-output-the-q-k-v-projections-input = norm output (the q/k/v projection's input)
+saved-norm-statistics-fp32 = norm statistics (fp32)
+saved-position-ids-the-position-embeddings-indices-int64 = position ids (the position embedding's indices, int64)
+saved-probabilities-cast-back-the-output-matmuls-input = probabilities cast back (the output matmul's input)
+saved-query-as-the-score-matmul-keeps-it = query (as the score matmul keeps it)
+saved-query-key-value = query, key, value
+saved-query-key-value-full-heads = query, key, value (full heads)
+saved-query-a-view-keeping-c-attns-whole-output-micro-batch-1 = query: a view keeping c_attn's whole output (micro-batch 1)
+saved-residual-dropout-mask = residual dropout mask
+saved-rotary-cos-and-sin-tables = rotary cos and sin tables
+saved-row-logsumexp-fp32 = row logsumexp (fp32)
+saved-second-norms-input-the-residual-sum = second norm's input (the residual sum)
+saved-silu-gate = silu(gate)
+saved-silu-gate-up-the-down-projections-input = silu(gate) · up (the down projection's input)
+saved-up-projection-output = up projection output
+saved-value-repeated-to-every-head-as-the-output-matmul-keeps-it = value, repeated to every head (as the output matmul keeps it)

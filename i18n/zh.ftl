@@ -267,15 +267,18 @@ src-logits-grad = logits 的梯度，在反向传播开始时与 softmax 同时�
 src-input = micro-batch 的 token id 与标签（PyTorch 中为 int64）
 src-mlp-working-set = 最后一层 MLP 反向传播时存活的梯度：残差流的和 MLP 的
 src-working-set = 一层反向传播的工作集：它的残差流、注意力和 MLP 的梯度
-src-context = CUDA 上下文与已加载的内核：每个进程约 500 MiB（假设的典型值；请用 nvidia-smi 测量）
+src-context = CUDA 上下文与已加载的内核：每个进程约 500 MiB（假设的典型值；可用 nvidia-smi 测量后填入）
 src-workspace = cuBLAS 工作区，PyTorch 默认的 CUBLAS_WORKSPACE_CONFIG :4096:2:16:8（8.125 MiB），Hopper 上为 32 MiB（aten/src/ATen/cuda/CublasHandlePool.cpp）
 src-ddp = PyTorch DDP 的梯度桶：梯度的一份副本，除非 gradient_as_bucket_view=True（torch.nn.parallel.DistributedDataParallel 文档）
 src-zero-buckets = DeepSpeed ZeRO 的 reduce_bucket_size 与 allgather_bucket_size，默认各 5e8 个元素；第 3 阶段会收集一层的参数（并预取下一层）
 src-sp = 序列并行在列并行线性层之前，把一层的输入 all-gather 成完整序列（Korthikanti 等 2022，§4.2.2）
-src-fragmentation = 分配器碎片余量：假设为已分配字节的 5 %（预留减去已分配；玩具模型的分配器视图会实测它）
+src-fragmentation = 分配器碎片余量：假设为已分配字节的 5 %（预留减去已分配；可填入你的测量值来替换）
 src-offload = Ren 等 2021（ZeRO-Offload，卸载）：fp32 状态和梯度放在主机上，16 位权重和梯度每一步都经 PCIe 传输
 src-found-inf = 损失缩放器的溢出标志（found_inf），一个 u32
-src-freed = 在峰值前已释放，峰值在某一层的反向传播中（在 loss 处它们占 { $bytes }）；{ $logits }
+src-freed = 在峰值前已释放，峰值在某一层的反向传播中（在 loss 处它们占 { $bytes }）；{ src-logits }
+src-activations-hf = Hugging Face transformers 的 eager 代码路径，逐个张量推导（modeling_gpt2.py、modeling_llama.py，按 CUDA 上的行为）：下方按名称列出一层保存的张量
+src-context-measured = CUDA 上下文与已加载的内核：在你的 GPU 上测得（{ $bytes }）
+src-fragmentation-measured = 分配器碎片：在你的 GPU 上测得（已分配字节的 { $percent } %）
 
 ## 说法检验
 
@@ -483,3 +486,70 @@ share-hide = 隐藏
 link-unknown-controls = 链接中有 oomlab 不认识的控件（{ $names }），已忽略。
 
 lesson-source = 数字来源：{ $source }。
+
+## 真实模型：运行时配置与一层保存的张量
+
+real-runtime = 运行时
+real-runtime-either = 两者：融合内核 … HF eager
+real-runtime-fused = 融合内核（Megatron 风格）
+real-runtime-hf = Hugging Face eager 代码
+real-measured-context = 在你的 GPU 上测得的 CUDA 上下文（MiB）
+real-measured-fragmentation = 在你的 GPU 上测得的碎片（%）
+real-range = 融合内核：{ $fused }（{ $fused-verdict }）。Hugging Face eager 代码：{ $hf }（{ $hf-verdict }）。
+real-range-fits = 放得下
+real-range-oom = 放不下
+real-range-split = 用融合内核放得下，用 HF eager 放不下：请选择你实际训练所用的运行时。
+real-saved-heading = 一层为反向传播保存的张量
+real-saved-profile = { $runtime }配置，每个 GPU：
+real-saved-outside = 层之外
+
+## 保存的张量，按名称
+
+saved-gelu-input = GELU 的输入
+saved-gelu-output-the-second-linears-input = GELU 的输出（第二个线性层的输入）
+saved-layernorm-input = LayerNorm 的输入
+saved-layernorm-mean-and-rstd-fp32-on-cuda = LayerNorm 的均值与 rstd（CUDA 上为 fp32）
+saved-mlp-dropout-mask = MLP 的 dropout 掩码
+saved-rmsnorms-fp32-copy-of-its-input = RMSNorm 输入的 fp32 副本
+saved-rmsnorms-normalised-input-cast-back-for-the-weights-gradient = RMSNorm 归一化后转回原精度的输入（用于权重的梯度）
+saved-rmsnorms-rsqrt-fp32 = RMSNorm 的 rsqrt（fp32）
+saved-attention-dropout-mask = 注意力的 dropout 掩码
+saved-attention-output-the-output-projections-input = 注意力输出（输出投影的输入）
+saved-attention-probabilities-softmax-output = 注意力概率（softmax 的输出）
+saved-dropped-probabilities = dropout 之后的概率
+saved-dropped-probabilities-the-output-matmuls-input = dropout 之后的概率（输出 matmul 的输入）
+saved-embedding-dropout-mask = 嵌入层的 dropout 掩码
+saved-final-layernorm-input = 最后一个 LayerNorm 的输入
+saved-final-layernorm-mean-and-rstd = 最后一个 LayerNorm 的均值与 rstd
+saved-final-rmsnorms-fp32-copy-of-its-input = 最后一个 RMSNorm 输入的 fp32 副本
+saved-final-rmsnorms-normalised-input-cast-back = 最后一个 RMSNorm 归一化后转回原精度的输入
+saved-final-rmsnorms-rsqrt = 最后一个 RMSNorm 的 rsqrt
+saved-final-norm-input-the-last-blocks-output = 最后归一化层的输入（最后一个块的输出）
+saved-final-norm-output-lm-heads-input = 最后归一化层的输出（lm_head 的输入）
+saved-final-norm-statistics-fp32 = 最后归一化层的统计量（fp32）
+saved-gate-and-up-outputs-silu-gate = gate 与 up 的输出、silu(gate)
+saved-gate-projection-output-silus-input = gate 投影的输出（silu 的输入）
+saved-gelu-news-0-5-x = gelu_new 的 0.5·x
+saved-gelu-news-1-tanh = gelu_new 的 1 + tanh(…)
+saved-gelu-news-tanh = gelu_new 的 tanh(…)
+saved-gelu-news-x-the-first-linears-output = gelu_new 的 x（第一个线性层的输出）
+saved-key-repeated-to-every-head-as-the-score-matmul-keeps-it = key，复制到每个头（打分 matmul 保存的形式）
+saved-norm-input-the-blocks-input = 归一化层的输入（块的输入）
+saved-norm-output-the-mlps-input = 归一化层的输出（MLP 的输入）
+saved-norm-output-the-next-linears-input = 归一化层的输出（下一个线性层的输入）
+saved-norm-output-the-q-k-v-projections-input = 归一化层的输出（q/k/v 投影的输入）
+saved-norm-statistics-fp32 = 归一化层的统计量（fp32）
+saved-position-ids-the-position-embeddings-indices-int64 = 位置 id（位置嵌入的索引，int64）
+saved-probabilities-cast-back-the-output-matmuls-input = 转回原精度的概率（输出 matmul 的输入）
+saved-query-as-the-score-matmul-keeps-it = query（打分 matmul 保存的形式）
+saved-query-key-value = query、key、value 三者
+saved-query-key-value-full-heads = query、key、value（全部的头）
+saved-query-a-view-keeping-c-attns-whole-output-micro-batch-1 = query：一个让 c_attn 的整个输出保持存活的视图（micro-batch 为 1）
+saved-residual-dropout-mask = 残差的 dropout 掩码
+saved-rotary-cos-and-sin-tables = 旋转位置编码的 cos 与 sin 表
+saved-row-logsumexp-fp32 = 每行的 logsumexp（fp32）
+saved-second-norms-input-the-residual-sum = 第二个归一化层的输入（残差和）
+saved-silu-gate = silu(gate) 的结果
+saved-silu-gate-up-the-down-projections-input = silu(gate) · up（down 投影的输入）
+saved-up-projection-output = up 投影的输出
+saved-value-repeated-to-every-head-as-the-output-matmul-keeps-it = value，复制到每个头（输出 matmul 保存的形式）

@@ -52,6 +52,12 @@ const KEPT: &[&str] = &[
     "GQA",
     "DDP",
     "DeepSpeed",
+    // The runtime profiles' names (issue 15): a library and its execution mode.
+    "Hugging",
+    "Face",
+    "HF",
+    "eager",
+    "Megatron",
     "cuBLAS",
     "Hopper",
     "nvidia",

@@ -17,6 +17,7 @@ mod notice;
 pub mod teacher;
 pub use notice::Notice;
 pub mod real;
+pub mod real_runtime;
 mod session;
 pub mod settings;
 pub mod views;

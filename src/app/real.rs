@@ -74,20 +74,23 @@ pub struct RealDerived {
     pub max_micro_batch: u64,
     /// (micro-batch, estimate) for 1, 2, 4, … up to twice the largest that fits.
     pub sweep: Vec<(u64, Estimate)>,
+    /// The runtime profiles: both verdicts while none is chosen, one layer's saved tensors.
+    pub runtime: Option<super::real_runtime::RuntimeDerived>,
 }
 
 impl RealDerived {
     pub fn new(settings: &RealSettings) -> Self {
         let setup = settings.setup();
-        let (estimate, max_micro_batch, sweep) = match &setup {
+        let (estimate, max_micro_batch, sweep, runtime) = match &setup {
             Ok(s) => {
                 let e = estimate::estimate(s).ok();
                 let max = estimate::max_micro_batch(s).unwrap_or(0);
-                (e, max, estimate::sweep(s, &estimate::sweep_batches(max)).unwrap_or_default())
+                let sweep = estimate::sweep(s, &estimate::sweep_batches(max)).unwrap_or_default();
+                (e, max, sweep, Some(super::real_runtime::RuntimeDerived::new(s)))
             }
-            Err(_) => (None, 0, Vec::new()),
+            Err(_) => (None, 0, Vec::new(), None),
         };
-        Self { setup, estimate, max_micro_batch, sweep }
+        Self { setup, estimate, max_micro_batch, sweep, runtime }
     }
 }
 
@@ -179,7 +182,13 @@ pub fn controls(ui: &mut Ui, t: &Catalog, s: &mut RealSettings) {
             ui.selectable_value(&mut s.arch.mlp, Mlp::SwiGlu, t.text("real-swiglu"));
             ui.selectable_value(&mut s.arch.norm, Norm::LayerNorm, t.text("real-layernorm"));
             ui.selectable_value(&mut s.arch.norm, Norm::RmsNorm, t.text("real-rmsnorm"));
-            ui.checkbox(&mut s.arch.dropout, t.text("real-dropout"));
+            ui.add(
+                egui::DragValue::new(&mut s.arch.dropout)
+                    .range(0.0..=0.9)
+                    .speed(0.01)
+                    .fixed_decimals(2)
+                    .prefix(prefix("real-dropout")),
+            );
             ui.checkbox(&mut s.arch.tied_embeddings, t.text("real-tied"));
         });
         if s.arch != before && !s.arch.name.starts_with("custom") {
@@ -255,6 +264,7 @@ pub fn controls(ui: &mut Ui, t: &Catalog, s: &mut RealSettings) {
         s.lora = (rank > 0).then_some(Adapters { rank, qkv: true, proj: true, mlp: true, quantized });
         ui.checkbox(&mut s.fixed_costs, t.text("real-fixed-costs"));
     });
+    super::real_runtime::controls(ui, t, s);
 }
 
 /// The estimate: headline, breakdown with sources, memory vs micro-batch.
@@ -294,6 +304,9 @@ pub fn view(ui: &mut Ui, t: &Catalog, s: &RealSettings, d: &RealDerived) {
         RichText::new(text).color(Color32::from_rgb(240, 80, 80))
     };
     ui.heading(verdict);
+    if let Some(r) = &d.runtime {
+        super::real_runtime::range(ui, t, e, r);
+    }
     let all = group_digits(e.parameters);
     let params = if e.trainable_parameters == e.parameters {
         t.format("real-params", &[("all", all.into())])
@@ -341,7 +354,7 @@ pub fn view(ui: &mut Ui, t: &Catalog, s: &RealSettings, d: &RealDerived) {
             ui.label(format_bytes(l.bytes));
             ui.label(format!("{:.1}", 100.0 * l.bytes as f64 / total as f64));
             if sources_column {
-                ui.label(RichText::new(source_text(t, &l.source)).small());
+                ui.label(RichText::new(l.source.text(t)).small());
             }
             ui.end_row();
         }
@@ -358,11 +371,14 @@ pub fn view(ui: &mut Ui, t: &Catalog, s: &RealSettings, d: &RealDerived) {
             for l in &e.lines {
                 let line = t.format(
                     "real-source-line",
-                    &[("category", line_name(t, l.category).into()), ("source", source_text(t, &l.source).into())],
+                    &[("category", line_name(t, l.category).into()), ("source", l.source.text(t).into())],
                 );
                 ui.label(RichText::new(line).small());
             }
         });
+    }
+    if let Some(r) = &d.runtime {
+        super::real_runtime::saved_list(ui, t, setup, r);
     }
     ui.separator();
     ui.strong(t.text("real-mem-vs-micro"));
@@ -426,42 +442,6 @@ pub fn line_name(t: &Catalog, category: &str) -> String {
         "cuda_context" => t.text("est-cuda-context"),
         "fragmentation" => t.text("est-fragmentation"),
         other => other.to_string(),
-    }
-}
-
-/// Where a line's formula comes from, in the reader's language. The estimator writes its
-/// sources in English (they travel in `estimate --json`); each is a constant with a message.
-fn source_text(t: &Catalog, text: &str) -> String {
-    use crate::memory::estimate::source as s;
-    let known = [
-        (s::PARAMS, "src-params"),
-        (s::ZERO, "src-zero"),
-        (s::ACTIVATIONS, "src-activations"),
-        (s::LOGITS, "src-logits"),
-        (s::LOGITS_GRAD, "src-logits-grad"),
-        (s::INPUT, "src-input"),
-        (s::MLP_WORKING_SET, "src-mlp-working-set"),
-        (s::WORKING_SET, "src-working-set"),
-        (s::CONTEXT, "src-context"),
-        (s::WORKSPACE, "src-workspace"),
-        (s::DDP, "src-ddp"),
-        (s::ZERO_BUCKETS, "src-zero-buckets"),
-        (s::SP, "src-sp"),
-        (s::FRAGMENTATION, "src-fragmentation"),
-        (s::OFFLOAD, "src-offload"),
-        (s::FOUND_INF, "src-found-inf"),
-    ];
-    if let Some((_, key)) = known.iter().find(|(k, _)| *k == text) {
-        return t.text(key);
-    }
-    // "freed by the peak, a layer's backward pass (at the loss they take 1.00 GiB); <LOGITS>"
-    let freed = text
-        .strip_prefix("freed by the peak, a layer's backward pass (at the loss they take ")
-        .and_then(|rest| rest.split_once("); "))
-        .filter(|(_, logits)| *logits == s::LOGITS);
-    match freed {
-        Some((bytes, _)) => t.format("src-freed", &[("bytes", bytes.into()), ("logits", t.text("src-logits").into())]),
-        None => text.to_string(),
     }
 }
 

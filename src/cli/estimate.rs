@@ -2,8 +2,8 @@
 
 use clap::Args;
 use oomlab::memory::estimate::{
-    self, Adapters, Architecture, Estimate, Mlp, Norm, Offload, Optimizer, Parallel, Setup, StatePrecision, claims,
-    presets,
+    self, Adapters, Architecture, Estimate, Mlp, Norm, Offload, Optimizer, Parallel, Runtime, Setup, StatePrecision,
+    claims, presets,
 };
 use oomlab::plan::{AttentionKind, Checkpoint};
 use oomlab::units::{format_bytes, group_digits};
@@ -70,6 +70,22 @@ pub struct EstimateArgs {
     /// Leave out the CUDA context, cuBLAS workspace, communication buffers and fragmentation.
     #[arg(long)]
     no_fixed_costs: bool,
+    /// The runtime profile whose saved tensors are counted: fused (Megatron-style kernels, the
+    /// published numbers' convention) or hf-eager (Hugging Face transformers' eager GPT-2 and
+    /// LLaMA/Mistral code on CUDA). Without it: fused, with hf-eager shown beside it.
+    #[arg(long, value_enum, ignore_case = true)]
+    runtime: Option<RuntimeArg>,
+    /// Dropout probability in training (GPT-2 presets 0.1, LLaMA/Mistral 0; 0 also models eval
+    /// mode, where dropout keeps nothing).
+    #[arg(long, allow_hyphen_values = true)]
+    dropout: Option<f64>,
+    /// The CUDA context you measured on your GPU, in MiB (replaces the assumed 500 MiB).
+    #[arg(long, allow_hyphen_values = true)]
+    context_mib: Option<f64>,
+    /// The fragmentation you measured, reserved minus allocated in % of allocated (replaces the
+    /// assumed 5 %).
+    #[arg(long, allow_hyphen_values = true)]
+    fragmentation_percent: Option<f64>,
     /// Custom architecture: hidden size h.
     #[arg(long, allow_hyphen_values = true)]
     hidden: Option<i64>,
@@ -97,6 +113,9 @@ pub struct EstimateArgs {
     /// Also print the peak for micro-batches 1, 2, 4, … up to the largest that fits and beyond.
     #[arg(long)]
     sweep: bool,
+    /// Also list one layer's saved tensors by name, with the function that saves each.
+    #[arg(long)]
+    saved: bool,
     /// Machine-readable output on stdout.
     #[arg(long)]
     json: bool,
@@ -124,6 +143,14 @@ enum EstimateOptimizerArg {
     Momentum,
     #[value(alias = "adamw")]
     Adam,
+}
+
+/// `estimate --runtime`.
+#[derive(clap::ValueEnum, Clone, Copy, Debug)]
+enum RuntimeArg {
+    Fused,
+    #[value(alias = "hf")]
+    HfEager,
 }
 
 /// `estimate --mlp`.
@@ -161,7 +188,11 @@ fn architecture(a: &EstimateArgs) -> Result<Architecture, Failure> {
     };
     let customised = [a.hidden, a.layers, a.heads, a.kv_heads, a.ffn, a.vocab].iter().any(Option::is_some)
         || a.mlp.is_some()
-        || a.norm.is_some();
+        || a.norm.is_some()
+        || a.dropout.is_some_and(|p| p != arch.dropout);
+    if let Some(p) = a.dropout {
+        arch.dropout = p;
+    }
     if let Some(h) = a.hidden {
         let old = arch.hidden;
         arch.hidden = positive("--hidden", h)?;
@@ -268,6 +299,17 @@ fn setup(a: &EstimateArgs) -> Result<Setup, Failure> {
         return Err(usage("--qlora needs --lora R (the adapters' rank)"));
     }
     s.fixed_costs = !a.no_fixed_costs;
+    s.runtime = a.runtime.map(|r| match r {
+        RuntimeArg::Fused => Runtime::Fused,
+        RuntimeArg::HfEager => Runtime::HfEager,
+    });
+    if let Some(mib) = a.context_mib {
+        if !(0.0..=(1u64 << 20) as f64).contains(&mib) {
+            return Err(usage(format!("--context-mib must be between 0 and {} (got {mib})", 1u64 << 20)));
+        }
+        s.measured.context_bytes = Some((mib * (1u64 << 20) as f64) as u64);
+    }
+    s.measured.fragmentation_percent = a.fragmentation_percent;
     s.validate().map_err(|e| usage(e.to_string()))?;
     Ok(s)
 }
@@ -307,8 +349,26 @@ pub fn run(a: &EstimateArgs) -> Result<(), Failure> {
         println!("{}", serde_json::to_string_pretty(&report.to_json()).map_err(|e| usage(e.to_string()))?);
     } else {
         print!("{}", text(&s, &e, max, &sweep));
+        if a.saved {
+            print!("{}", saved_text(&s));
+        }
     }
     Ok(())
+}
+
+/// One layer's saved tensors by name, and those outside the layers, for the setup's profile.
+pub fn saved_text(s: &Setup) -> String {
+    let mut out = format!("\nsaved for backward, one layer ({} profile), per GPU:\n", s.runtime().name());
+    let rows = |list: Vec<estimate::Saved>, out: &mut String| {
+        for t in list {
+            let bytes = format_bytes(u64::try_from(t.bytes).unwrap_or(u64::MAX));
+            out.push_str(&format!("  {bytes:>12}  {}  ({})\n", t.english(), t.source));
+        }
+    };
+    rows(estimate::saved_per_layer(s), &mut out);
+    out.push_str("outside the layers:\n");
+    rows(estimate::saved_outside(s), &mut out);
+    out
 }
 
 /// The estimate as text: one line per category with its source, the peak against the GPU, and
@@ -323,7 +383,7 @@ pub fn text(s: &Setup, e: &Estimate, max: u64, sweep: &[(u64, Estimate)]) -> Str
         s.gpu.name
     ));
     out.push_str(&format!(
-        "micro-batch {} × seq {} × accum {} × {} GPU(s); {} {}, ZeRO {}, TP {}{}, checkpoint {}, {} attention\n\n",
+        "micro-batch {} × seq {} × accum {} × {} GPU(s); {} {}, ZeRO {}, TP {}{}, checkpoint {}, {} attention; runtime {}{}\n\n",
         s.micro_batch,
         s.seq,
         s.accum,
@@ -334,10 +394,12 @@ pub fn text(s: &Setup, e: &Estimate, max: u64, sweep: &[(u64, Estimate)]) -> Str
         p.tensor,
         if p.sequence { " + SP" } else { "" },
         s.checkpoint.label(),
-        s.attention.name()
+        s.attention.name(),
+        s.runtime().name(),
+        if s.runtime.is_some() { "" } else { " (the default)" }
     ));
     for l in &e.lines {
-        out.push_str(&format!("  {:<16} {:>12}   {}\n", l.category, format_bytes(l.bytes), l.source));
+        out.push_str(&format!("  {:<16} {:>12}   {}\n", l.category, format_bytes(l.bytes), l.source.english()));
     }
     out.push_str(&format!(
         "  {:<16} {:>12}   of {} ({:.0}%) — {}\n",
@@ -347,6 +409,20 @@ pub fn text(s: &Setup, e: &Estimate, max: u64, sweep: &[(u64, Estimate)]) -> Str
         100.0 * e.peak_bytes as f64 / e.capacity_bytes.max(1) as f64,
         if e.fits() { "fits" } else { "OUT OF MEMORY" }
     ));
+    if let Some(o) = estimate::OtherRuntime::of(s) {
+        let verdict = match (e.fits(), o.fits) {
+            (true, false) => "fits with fused kernels, not with HF eager",
+            (false, true) => "fits with HF eager, not with fused kernels",
+            (true, true) => "fits with either",
+            (false, false) => "fits with neither",
+        };
+        out.push_str(&format!(
+            "  {:<16} {:>12}   peak with Hugging Face eager code (largest micro-batch {}) — {verdict}; choose one with --runtime\n",
+            "hf-eager peak",
+            format_bytes(o.peak_bytes),
+            o.max_micro_batch
+        ));
+    }
     if e.host_bytes > 0 {
         out.push_str(&format!(
             "  offload: {} of host memory per GPU, {} over PCIe per step\n",

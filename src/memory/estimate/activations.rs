@@ -2,7 +2,7 @@
 //! backward pass's working sets.
 
 use super::states::words;
-use super::{Checkpoint, Mlp, Norm, Setup, Target};
+use super::{Checkpoint, Mlp, Norm, Runtime, Setup, Target};
 use crate::plan::AttentionKind;
 
 /// Saved activations: their peak over the step, and at the moments the peak can be.
@@ -90,39 +90,347 @@ impl Sizes {
     }
 }
 
-pub(super) fn activations(s: &Setup) -> Acts {
+/// Where in a layer a saved tensor is made: checkpointing and the backward pass free them by part.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Part {
+    /// The block's input itself (the storage a checkpoint keeps too).
+    BlockInput,
+    /// Before the attention core: the first norm, q/k/v.
+    BeforeCore,
+    /// The attention core (scores, softmax, dropout).
+    Core,
+    /// After the core: the output projection's input, the second norm, the MLP.
+    AfterCore,
+    /// The MLP's down projection's input (freed when the MLP activation backward runs).
+    DownInput,
+}
+
+/// One tensor a layer (or the model outside its layers) keeps for the backward pass.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Saved {
+    /// Its name's catalog message (`saved-…`, in `i18n/`): [`Saved::name`].
+    pub key: &'static str,
+    /// Where it comes from: the paper, or the function of the real code path that saves it (a
+    /// citation, in the code's own words).
+    pub source: &'static str,
+    /// Bytes on one GPU.
+    pub bytes: u128,
+    pub part: Part,
+}
+
+impl Saved {
+    /// What it is, in the catalog's language ("GELU input", "RMSNorm's fp32 copy of its input").
+    pub fn name(&self, t: &crate::i18n::Catalog) -> String {
+        t.text(self.key)
+    }
+    /// Its name in English (the CLI's and the JSON's words).
+    pub fn english(&self) -> String {
+        super::Cite::new(self.key).english()
+    }
+}
+
+impl serde::Serialize for Saved {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeStruct;
+        let mut st = s.serialize_struct("Saved", 4)?;
+        st.serialize_field("name", &self.english())?;
+        st.serialize_field("source", self.source)?;
+        st.serialize_field("bytes", &self.bytes)?;
+        st.serialize_field("part", &self.part)?;
+        st.end()
+    }
+}
+
+/// Sources of the fused (Megatron-style) profile's tensors.
+const KORTHIKANTI: &str = "Korthikanti et al. 2022, §4.1";
+const FLASH: &str = "Dao 2022 (FlashAttention): the row logsumexp";
+/// Sources of the HF-eager profile's tensors: the transformers functions that save them.
+const HF_LAYER_NORM: &str = "nn.LayerNorm → torch.native_layer_norm (input, mean, rstd)";
+const HF_RMS_NORM: &str = "LlamaRMSNorm.forward: hidden_states.to(torch.float32), pow, rsqrt, weight * x";
+const HF_ATTENTION: &str = "eager_attention_forward: torch.matmul keeps its operands";
+const HF_ROPE: &str = "apply_rotary_pos_emb → repeat_kv → eager_attention_forward's torch.matmul";
+const HF_SOFTMAX: &str = "eager_attention_forward: nn.functional.softmax";
+const HF_DROPOUT: &str = "nn.functional.dropout → torch.native_dropout (CUDA: a bool mask)";
+const HF_GELU_NEW: &str = "NewGELUActivation.forward: 0.5 * x * (1 + tanh(√(2/π)(x + 0.044715 x³)))";
+const HF_SWIGLU: &str = "LlamaMLP.forward: down_proj(act_fn(gate_proj(x)) * up_proj(x))";
+const HF_LINEAR: &str = "nn.Linear / Conv1D: addmm keeps its input";
+
+/// The saved tensors of one layer on one GPU, by name, for the setup's runtime profile: what the
+/// activations count per layer (LoRA's adapters aside), and what the app lists.
+pub fn saved_per_layer(s: &Setup) -> Vec<Saved> {
     let a = &s.arch;
     let z = Sizes::new(s);
     let Sizes { sq, h, heads, kv, f, p, sb, .. } = z;
     let (tp, rep) = (|n, bytes| z.tp(n, bytes), |n, bytes| z.rep(n, bytes));
-    let stats = if a.norm == Norm::LayerNorm { 2 } else { 1 };
-    let norm_stats = stats * rep(sb, 4);
     let lora = s.lora;
     let trained = |target: Target| lora.is_none_or(|l| l.targets(target));
     let fused = s.attention == AttentionKind::Fused;
+    let drop = a.dropout > 0.0;
+    let mut out = Vec::new();
+    let mut add = |name, source, bytes: u128, part| {
+        if bytes > 0 {
+            out.push(Saved { key: name, source, bytes, part });
+        }
+    };
+    let probs = heads * sq * sb;
+    if s.runtime() == Runtime::HfEager {
+        // A norm whose output a linear consumes, as transformers' modules save it.
+        let norm = |add: &mut dyn FnMut(&'static str, &'static str, u128, Part), first: bool, consumer: bool| {
+            match a.norm {
+                Norm::LayerNorm => {
+                    add(
+                        "saved-layernorm-input",
+                        HF_LAYER_NORM,
+                        rep(sb * h, p),
+                        if first { Part::BlockInput } else { Part::AfterCore },
+                    );
+                    add(
+                        "saved-layernorm-mean-and-rstd-fp32-on-cuda",
+                        HF_LAYER_NORM,
+                        2 * rep(sb, 4),
+                        if first { Part::BeforeCore } else { Part::AfterCore },
+                    );
+                }
+                Norm::RmsNorm => {
+                    // In fp32 the up-cast is the input itself.
+                    let part = if first && p == 4 {
+                        Part::BlockInput
+                    } else if first {
+                        Part::BeforeCore
+                    } else {
+                        Part::AfterCore
+                    };
+                    add("saved-rmsnorms-fp32-copy-of-its-input", HF_RMS_NORM, rep(sb * h, 4), part);
+                    let rest = if first { Part::BeforeCore } else { Part::AfterCore };
+                    add("saved-rmsnorms-rsqrt-fp32", HF_RMS_NORM, rep(sb, 4), rest);
+                    add(
+                        "saved-rmsnorms-normalised-input-cast-back-for-the-weights-gradient",
+                        HF_RMS_NORM,
+                        rep(sb * h, p),
+                        rest,
+                    );
+                }
+            }
+            if consumer {
+                add(
+                    "saved-norm-output-the-next-linears-input",
+                    HF_LINEAR,
+                    rep(sb * h, p),
+                    if first { Part::BeforeCore } else { Part::AfterCore },
+                );
+            }
+        };
+        norm(&mut add, true, trained(Target::Qkv));
+        let rotary = a.positions == 0;
+        let qkv_source = if rotary { HF_ROPE } else { HF_ATTENTION };
+        if fused {
+            add("saved-query-key-value-full-heads", qkv_source, 3 * tp(sb * h, p), Part::BeforeCore);
+            add("saved-row-logsumexp-fp32", FLASH, tp(heads * sb, 4), Part::Core);
+        } else {
+            // The matmuls keep contiguous copies; repeat_kv copies the key/value heads up to
+            // the query heads under grouped-query attention.
+            // GPT-2 at micro-batch 1: the query reaches the score matmul as a view of c_attn's
+            // whole output (no copy needed), which that view keeps alive.
+            if a.fused_qkv && !rotary && s.micro_batch == 1 {
+                let name = "saved-query-a-view-keeping-c-attns-whole-output-micro-batch-1";
+                add(name, qkv_source, tp(sb * (h + 2 * kv), p), Part::BeforeCore);
+            } else {
+                add("saved-query-as-the-score-matmul-keeps-it", qkv_source, tp(sb * h, p), Part::BeforeCore);
+            }
+            add(
+                "saved-key-repeated-to-every-head-as-the-score-matmul-keeps-it",
+                qkv_source,
+                tp(sb * h, p),
+                Part::BeforeCore,
+            );
+            add(
+                "saved-value-repeated-to-every-head-as-the-output-matmul-keeps-it",
+                qkv_source,
+                tp(sb * h, p),
+                Part::BeforeCore,
+            );
+            // LLaMA/Mistral take the softmax in fp32 and cast it back for the next matmul.
+            let soft = if rotary { 4 } else { p };
+            add("saved-attention-probabilities-softmax-output", HF_SOFTMAX, tp(probs, soft), Part::Core);
+            if drop {
+                add("saved-attention-dropout-mask", HF_DROPOUT, tp(probs, 1), Part::Core);
+                add("saved-dropped-probabilities-the-output-matmuls-input", HF_DROPOUT, tp(probs, p), Part::Core);
+            } else if soft != p {
+                add("saved-probabilities-cast-back-the-output-matmuls-input", HF_SOFTMAX, tp(probs, p), Part::Core);
+            }
+        }
+        add(
+            "saved-attention-output-the-output-projections-input",
+            HF_LINEAR,
+            if trained(Target::Proj) || fused { tp(sb * h, p) } else { 0 },
+            Part::AfterCore,
+        );
+        if drop {
+            add("saved-residual-dropout-mask", HF_DROPOUT, rep(sb * h, 1), Part::AfterCore);
+        }
+        norm(&mut add, false, trained(Target::Mlp));
+        // The MLP's saved intermediates, then the down projection's input (if it trains).
+        let (inner, source, down, down_source): (&[&'static str], _, _, _) = match a.mlp {
+            Mlp::Gelu => (
+                &[
+                    "saved-gelu-news-x-the-first-linears-output",
+                    "saved-gelu-news-tanh",
+                    "saved-gelu-news-0-5-x",
+                    "saved-gelu-news-1-tanh",
+                ],
+                HF_GELU_NEW,
+                "saved-gelu-output-the-second-linears-input",
+                HF_LINEAR,
+            ),
+            Mlp::SwiGlu => (
+                &["saved-gate-projection-output-silus-input", "saved-silu-gate", "saved-up-projection-output"],
+                HF_SWIGLU,
+                "saved-silu-gate-up-the-down-projections-input",
+                HF_SWIGLU,
+            ),
+        };
+        for &key in inner {
+            add(key, source, tp(sb * f, p), Part::AfterCore);
+        }
+        add(down, down_source, if trained(Target::Mlp) { tp(sb * f, p) } else { 0 }, Part::DownInput);
+        if drop {
+            add("saved-mlp-dropout-mask", HF_DROPOUT, rep(sb * h, 1), Part::AfterCore);
+        }
+        return out;
+    }
+    let stats = if a.norm == Norm::LayerNorm { 2 } else { 1 };
     let if_ = |c: bool, v: u128| if c { v } else { 0 };
-    let drop = a.dropout;
-
-    let input = rep(sb * h, p);
+    add("saved-norm-input-the-blocks-input", KORTHIKANTI, rep(sb * h, p), Part::BlockInput);
+    add("saved-norm-statistics-fp32", KORTHIKANTI, stats * rep(sb, 4), Part::BeforeCore);
+    add(
+        "saved-norm-output-the-q-k-v-projections-input",
+        KORTHIKANTI,
+        if_(trained(Target::Qkv), rep(sb * h, p)),
+        Part::BeforeCore,
+    );
     let qkv = if a.fused_qkv { tp(sb * (h + 2 * kv), p) } else { tp(sb * h, p) + 2 * tp(sb * kv, p) };
-    let pre_att = input + norm_stats + if_(trained(Target::Qkv), rep(sb * h, p)) + qkv;
-    let att = if fused {
-        tp(heads * sb, 4)
+    add("saved-query-key-value", KORTHIKANTI, qkv, Part::BeforeCore);
+    if fused {
+        add("saved-row-logsumexp-fp32", FLASH, tp(heads * sb, 4), Part::Core);
     } else {
-        let probs = heads * sq * sb;
-        tp(probs, p) + if_(drop, tp(probs, 1) + tp(probs, p))
+        add("saved-attention-probabilities-softmax-output", KORTHIKANTI, tp(probs, p), Part::Core);
+        add("saved-attention-dropout-mask", KORTHIKANTI, if_(drop, tp(probs, 1)), Part::Core);
+        add("saved-dropped-probabilities", KORTHIKANTI, if_(drop, tp(probs, p)), Part::Core);
+    }
+    add(
+        "saved-attention-output-the-output-projections-input",
+        KORTHIKANTI,
+        if_(trained(Target::Proj) || fused, tp(sb * h, p)),
+        Part::AfterCore,
+    );
+    add("saved-residual-dropout-mask", KORTHIKANTI, if_(drop, rep(sb * h, 1)), Part::AfterCore);
+    add("saved-second-norms-input-the-residual-sum", KORTHIKANTI, rep(sb * h, p), Part::AfterCore);
+    add("saved-norm-statistics-fp32", KORTHIKANTI, stats * rep(sb, 4), Part::AfterCore);
+    add("saved-norm-output-the-mlps-input", KORTHIKANTI, if_(trained(Target::Mlp), rep(sb * h, p)), Part::AfterCore);
+    match a.mlp {
+        Mlp::Gelu => {
+            add("saved-gelu-input", KORTHIKANTI, tp(sb * f, p), Part::AfterCore);
+            add(
+                "saved-gelu-output-the-second-linears-input",
+                KORTHIKANTI,
+                if_(trained(Target::Mlp), tp(sb * f, p)),
+                Part::DownInput,
+            );
+        }
+        Mlp::SwiGlu => {
+            add("saved-gate-and-up-outputs-silu-gate", KORTHIKANTI, 3 * tp(sb * f, p), Part::AfterCore);
+            add(
+                "saved-silu-gate-up-the-down-projections-input",
+                KORTHIKANTI,
+                if_(trained(Target::Mlp), tp(sb * f, p)),
+                Part::DownInput,
+            );
+        }
+    }
+    add("saved-mlp-dropout-mask", KORTHIKANTI, if_(drop, rep(sb * h, 1)), Part::AfterCore);
+    out
+}
+
+/// What the model keeps outside its layers: the embedding dropout mask, the final norm's saved
+/// tensors (on the last block's output), the lm_head's input, and (HF eager, rotary) the cos/sin
+/// tables the layers share.
+pub fn saved_outside(s: &Setup) -> Vec<Saved> {
+    let a = &s.arch;
+    let z = Sizes::new(s);
+    let Sizes { sq, h, heads, p, sb, .. } = z;
+    let rep = |n, bytes| z.rep(n, bytes);
+    let drop = a.dropout > 0.0;
+    let lm_head = s.lora.is_none();
+    let mut out = Vec::new();
+    let mut add = |name, source, bytes: u128| {
+        if bytes > 0 {
+            out.push(Saved { key: name, source, bytes, part: Part::AfterCore });
+        }
     };
-    let mlp_acts = match a.mlp {
-        Mlp::Gelu => tp(sb * f, p) + if_(trained(Target::Mlp), tp(sb * f, p)),
-        Mlp::SwiGlu => 3 * tp(sb * f, p) + if_(trained(Target::Mlp), tp(sb * f, p)),
-    };
-    let post_att = if_(trained(Target::Proj) || fused, tp(sb * h, p))
-        + if_(drop, rep(sb * h, 1))
-        + rep(sb * h, p)
-        + norm_stats
-        + if_(trained(Target::Mlp), rep(sb * h, p))
-        + mlp_acts
-        + if_(drop, rep(sb * h, 1));
+    if drop {
+        let source = if s.runtime() == Runtime::HfEager { HF_DROPOUT } else { KORTHIKANTI };
+        add("saved-embedding-dropout-mask", source, rep(sb * h, 1));
+    }
+    if s.runtime() == Runtime::HfEager {
+        match a.norm {
+            Norm::LayerNorm => {
+                add("saved-final-layernorm-input", HF_LAYER_NORM, rep(sb * h, p));
+                add("saved-final-layernorm-mean-and-rstd", HF_LAYER_NORM, 2 * rep(sb, 4));
+            }
+            Norm::RmsNorm => {
+                add("saved-final-rmsnorms-fp32-copy-of-its-input", HF_RMS_NORM, rep(sb * h, 4));
+                add("saved-final-rmsnorms-rsqrt", HF_RMS_NORM, rep(sb, 4));
+                add("saved-final-rmsnorms-normalised-input-cast-back", HF_RMS_NORM, rep(sb * h, p));
+            }
+        }
+        if lm_head {
+            add("saved-final-norm-output-lm-heads-input", HF_LINEAR, rep(sb * h, p));
+        }
+        if a.positions == 0 {
+            // LlamaRotaryEmbedding's cos and sin, (1, s, head_dim) each, shared by the layers.
+            add(
+                "saved-rotary-cos-and-sin-tables",
+                "LlamaRotaryEmbedding.forward",
+                2 * words(sq * (h / heads.max(1)), p),
+            );
+        } else {
+            add(
+                "saved-position-ids-the-position-embeddings-indices-int64",
+                "nn.Embedding keeps its indices",
+                words(sq, 8),
+            );
+        }
+        return out;
+    }
+    let stats = if a.norm == Norm::LayerNorm { 2 } else { 1 };
+    add("saved-final-norm-input-the-last-blocks-output", KORTHIKANTI, rep(sb * h, p));
+    add("saved-final-norm-statistics-fp32", KORTHIKANTI, stats * rep(sb, 4));
+    if lm_head {
+        add("saved-final-norm-output-lm-heads-input", KORTHIKANTI, rep(sb * h, p));
+    }
+    out
+}
+
+fn sum(list: &[Saved], parts: &[Part]) -> u128 {
+    list.iter().filter(|t| parts.contains(&t.part)).map(|t| t.bytes).sum()
+}
+
+pub(super) fn activations(s: &Setup) -> Acts {
+    let a = &s.arch;
+    let z = Sizes::new(s);
+    let Sizes { h, p, sb, .. } = z;
+    let lora = s.lora;
+    let fused = s.attention == AttentionKind::Fused;
+    let layer = saved_per_layer(s);
+    // The checkpoint a segment keeps: the block's input.
+    let input = z.rep(sb * h, p);
+    // The part of a block's saved tensors that is its input's own storage.
+    let own_input = sum(&layer, &[Part::BlockInput]);
+    let pre_att = sum(&layer, &[Part::BlockInput, Part::BeforeCore]);
+    let att = sum(&layer, &[Part::Core]);
+    let post_att = sum(&layer, &[Part::AfterCore, Part::DownInput]);
+    let trained = |target: Target| lora.is_none_or(|l| l.targets(target));
     // Each adapter keeps x·A (r values per row).
     let adapter = |target: Target| {
         lora.filter(|l| l.targets(target)).map_or(0, |l| {
@@ -133,9 +441,7 @@ pub(super) fn activations(s: &Setup) -> Acts {
     let adapters_after_att = adapter(Target::Proj) + adapter(Target::Mlp);
     let adapters = adapter(Target::Qkv) + adapters_after_att;
     let block = pre_att + att + post_att + adapters;
-    // Outside the blocks: the embedding dropout mask, the last block's output (the final norm's
-    // input) and statistics, and the final norm's output (the lm_head's input, if trained).
-    let outside = if_(drop, rep(sb * h, 1)) + input + norm_stats + if_(lora.is_none(), rep(sb * h, p));
+    let outside: u128 = saved_outside(s).iter().map(|t| t.bytes).sum();
     let l = a.layers as u128;
     let checkpoint = if fused && s.checkpoint == Checkpoint::Selective { Checkpoint::Off } else { s.checkpoint };
     // The last layer's post-attention tensors and the outside ones are freed by the time the
@@ -143,7 +449,7 @@ pub(super) fn activations(s: &Setup) -> Acts {
     let after_att = post_att + adapters_after_att;
     // When the last layer's MLP activation backward runs, its down projection's input (GELU's
     // output, SwiGLU's product; saved only if that projection trains) is freed.
-    let down_input = if_(trained(Target::Mlp), tp(sb * f, p));
+    let down_input = sum(&layer, &[Part::DownInput]);
     match checkpoint {
         Checkpoint::Off => {
             let end_of_forward = l * block + outside;
@@ -176,7 +482,8 @@ pub(super) fn activations(s: &Setup) -> Acts {
             let end_of_forward = input * segments + outside;
             let recomputed = |j: u128| {
                 let n = k.min(l - j * k);
-                (j + 1) * input + n * (block - input) + (n - 1) * input
+                // The first block's own input is the checkpoint.
+                (j + 1) * input + n * block - own_input
             };
             let peak = (0..segments).map(recomputed).fold(end_of_forward, u128::max);
             // The last segment is recomputed first, before any gradient buffer but the residual
@@ -187,7 +494,8 @@ pub(super) fn activations(s: &Setup) -> Acts {
             // (A frozen MLP saves no GELU output: its recomputation holds it as a temporary
             // while the down projection runs.)
             let last = recomputed(segments - 1);
-            let tail = (2 * input).max(input + if_(!trained(Target::Mlp), tp(sb * f, p)));
+            let frozen_mlp = if trained(Target::Mlp) { 0 } else { z.tp(sb * z.f, p) };
+            let tail = (2 * input).max(input + frozen_mlp);
             let earlier = (0..segments - 1).map(|j| recomputed(j) + tail).max().unwrap_or(0);
             Acts {
                 peak,
@@ -205,7 +513,7 @@ pub(super) fn activations(s: &Setup) -> Acts {
 pub(super) fn logits(s: &Setup) -> (u128, u128) {
     let z = Sizes::new(s);
     let n = (z.sb * s.arch.vocab as u128).div_ceil(z.t);
-    let loss = if s.runtime.fp32_loss() { 4 } else { z.p };
+    let loss = if s.runtime().fp32_loss() { 4 } else { z.p };
     (words(n, z.p) + words(n, loss) + words(z.sb, 4) + 4, words(n, loss))
 }
 

@@ -50,8 +50,27 @@ pub struct Architecture {
     pub biases: bool,
     /// q, k and v come from one matrix (GPT-2's `c_attn`) rather than three.
     pub fused_qkv: bool,
-    /// Trained with dropout (a 1-byte mask per dropped value; GPT-2's recipe, not LLaMA's).
-    pub dropout: bool,
+    /// The dropout probability in training (GPT-2's recipe 0.1, LLaMA's 0). Above 0, each
+    /// dropout keeps a 1-byte mask per value on CUDA (the CPU keeps a mask in the tensor's own
+    /// dtype); at 0 (or in eval mode) PyTorch's dropout returns its input and keeps nothing.
+    /// Older links held a yes/no here: yes reads as 0.1.
+    #[serde(deserialize_with = "dropout_probability")]
+    pub dropout: f64,
+}
+
+/// A dropout probability, or an older link's yes/no (yes: GPT-2's 0.1).
+fn dropout_probability<'de, D: serde::Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum Either {
+        Yes(bool),
+        P(f64),
+    }
+    Ok(match Either::deserialize(d)? {
+        Either::Yes(true) => 0.1,
+        Either::Yes(false) => 0.0,
+        Either::P(p) => p,
+    })
 }
 
 /// What a parameter tensor is, for LoRA/QLoRA (which freeze, quantize or adapt by role).
@@ -90,7 +109,7 @@ impl Architecture {
             tied_embeddings: true,
             biases: true,
             fused_qkv: true,
-            dropout: false,
+            dropout: 0.0,
         }
     }
 
@@ -122,6 +141,12 @@ impl Architecture {
                 "positions must be at most {} (got {})",
                 1 << 24,
                 self.positions
+            )));
+        }
+        if !(0.0..1.0).contains(&self.dropout) {
+            return Err(EstimateError::Invalid(format!(
+                "dropout is a probability from 0 up to (not including) 1 (got {})",
+                self.dropout
             )));
         }
         if !self.hidden.is_multiple_of(self.heads) {

@@ -20,10 +20,11 @@ pub mod states;
 
 use serde::Serialize;
 
+pub use activations::{Part, Saved, saved_outside, saved_per_layer};
 pub use arch::{Architecture, Mlp, Norm, Role, Target};
 pub use presets::Gpu;
 pub use setup::{
-    Adapters, EstimateError, MAX_BATCH, MAX_ESTIMATE_BYTES, Offload, Optimizer, Parallel, Runtime, Setup,
+    Adapters, EstimateError, MAX_BATCH, MAX_ESTIMATE_BYTES, Measured, Offload, Optimizer, Parallel, Runtime, Setup,
     StatePrecision,
 };
 pub use states::{
@@ -42,7 +43,7 @@ pub struct Line {
     /// Grows with the micro-batch.
     pub per_batch: bool,
     /// The formula's source, and what the number means at this moment.
-    pub source: String,
+    pub source: Cite,
 }
 
 /// The estimate for one GPU.
@@ -72,6 +73,12 @@ pub struct Estimate {
     pub pcie_bytes_per_step: u64,
     /// Tokens per optimizer step over all data-parallel GPUs: b · s · accum · N_d.
     pub tokens_per_step: u64,
+    /// The runtime profile counted.
+    pub runtime: Runtime,
+    /// What the forward pass leaves for the backward pass at the loss: the saved activations,
+    /// the logits with the loss's saved softmax, and the inputs — what PyTorch's
+    /// `saved_tensors_hooks` count (each storage once, parameters excluded) plus the logits.
+    pub saved_for_backward_bytes: u64,
 }
 
 impl Estimate {
@@ -92,29 +99,66 @@ impl Estimate {
     }
 }
 
-/// Sources, cited next to the numbers they give.
+/// Where a line's formula comes from: a catalog message (`src-…`, in `i18n/`) and its
+/// arguments, so that the app shows it in the reader's language and the CLI and the JSON in
+/// English (it serializes as the English text).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Cite {
+    pub key: &'static str,
+    pub args: Vec<(&'static str, String)>,
+}
+
+thread_local! {
+    /// The English catalog the CLI and the JSON cite in (parsed once per thread).
+    static ENGLISH: crate::i18n::Catalog = crate::i18n::Catalog::new(crate::i18n::Lang::En);
+}
+
+impl Cite {
+    pub fn new(key: &'static str) -> Self {
+        Self { key, args: Vec::new() }
+    }
+    pub fn with(key: &'static str, args: &[(&'static str, String)]) -> Self {
+        Self { key, args: args.to_vec() }
+    }
+    /// The source in the catalog's language.
+    pub fn text(&self, t: &crate::i18n::Catalog) -> String {
+        let args: Vec<_> = self.args.iter().map(|(k, v)| (*k, v.as_str().into())).collect();
+        t.format(self.key, &args)
+    }
+    /// The source in English (the CLI's and the JSON's words).
+    pub fn english(&self) -> String {
+        ENGLISH.with(|en| self.text(en))
+    }
+}
+
+impl Serialize for Cite {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&self.english())
+    }
+}
+
+/// The sources' catalog messages, cited next to the numbers they give.
 pub mod source {
-    pub const PARAMS: &str = "exact count from the architecture (GPT-2: 12Lh² + 13Lh + Vh + Th + 2h)";
-    pub const ZERO: &str = "Rajbhandari et al. 2020 (ZeRO), §3: 2Ψ + 2Ψ + KΨ, partitioned over N_d by stage";
-    pub const ACTIVATIONS: &str =
-        "Korthikanti et al. 2022, §4: sbh(34 + 5as/h) per layer, tensor by tensor (GQA, SwiGLU, RMSNorm derived)";
-    pub const LOGITS: &str =
-        "the lm_head output, the softmax kept for backward (fp32: Korthikanti's 4sbv) and the losses";
-    pub const LOGITS_GRAD: &str = "the gradient of the logits, alive with the softmax at the start of backward";
-    pub const INPUT: &str = "the micro-batch's token ids and labels (int64 in PyTorch)";
-    pub const MLP_WORKING_SET: &str =
-        "the gradients alive in the last layer's MLP backward: the residual stream's and the MLP's";
-    pub const WORKING_SET: &str =
-        "one layer's backward working set: the gradients of its residual stream, attention and MLP";
-    pub const CONTEXT: &str =
-        "CUDA context and loaded kernels: ~500 MiB per process (an assumed typical value; measure it with nvidia-smi)";
-    pub const WORKSPACE: &str = "cuBLAS workspace, PyTorch's default CUBLAS_WORKSPACE_CONFIG :4096:2:16:8 (8.125 MiB), 32 MiB on Hopper (aten/src/ATen/cuda/CublasHandlePool.cpp)";
-    pub const DDP: &str = "PyTorch DDP gradient buckets: a copy of the gradients unless gradient_as_bucket_view=True (torch.nn.parallel.DistributedDataParallel docs)";
-    pub const ZERO_BUCKETS: &str = "DeepSpeed ZeRO reduce_bucket_size and allgather_bucket_size, 5e8 elements each by default; stage 3 gathers a layer's parameters (and prefetches the next)";
-    pub const SP: &str = "sequence parallelism all-gathers a layer's input to the full sequence before the column-parallel linear (Korthikanti et al. 2022, §4.2.2)";
-    pub const FRAGMENTATION: &str = "allocator fragmentation margin: an assumed 5 % of the allocated bytes (reserved minus allocated; the toy's allocator map measures it)";
-    pub const FOUND_INF: &str = "the loss scaler's overflow flag (found_inf), one u32";
-    pub const OFFLOAD: &str = "Ren et al. 2021 (ZeRO-Offload): fp32 state and gradients on the host, 16-bit weights and gradients cross PCIe each step";
+    pub const PARAMS: &str = "src-params";
+    pub const ZERO: &str = "src-zero";
+    pub const ACTIVATIONS: &str = "src-activations";
+    pub const ACTIVATIONS_HF: &str = "src-activations-hf";
+    pub const LOGITS: &str = "src-logits";
+    pub const LOGITS_GRAD: &str = "src-logits-grad";
+    pub const FREED: &str = "src-freed";
+    pub const INPUT: &str = "src-input";
+    pub const MLP_WORKING_SET: &str = "src-mlp-working-set";
+    pub const WORKING_SET: &str = "src-working-set";
+    pub const CONTEXT: &str = "src-context";
+    pub const CONTEXT_MEASURED: &str = "src-context-measured";
+    pub const WORKSPACE: &str = "src-workspace";
+    pub const DDP: &str = "src-ddp";
+    pub const ZERO_BUCKETS: &str = "src-zero-buckets";
+    pub const SP: &str = "src-sp";
+    pub const FRAGMENTATION: &str = "src-fragmentation";
+    pub const FRAGMENTATION_MEASURED: &str = "src-fragmentation-measured";
+    pub const FOUND_INF: &str = "src-found-inf";
+    pub const OFFLOAD: &str = "src-offload";
 }
 
 /// The estimate for `setup` on each of its GPUs. A valid setup whose bytes pass
@@ -147,8 +191,8 @@ pub fn estimate(setup: &Setup) -> Result<Estimate, EstimateError> {
     let rows = setup.micro_batch as u128 * setup.seq as u128;
     // The toy's plan keeps every micro-batch's inputs for the whole step; PyTorch loads one
     // micro-batch at a time.
-    let micro_batches = if setup.runtime == Runtime::Oomlab { setup.accum as u128 } else { 1 };
-    let input_bytes = micro_batches * setup.runtime.input_bytes(rows, setup.arch.vocab as u128);
+    let micro_batches = if setup.runtime() == Runtime::Oomlab { setup.accum as u128 } else { 1 };
+    let input_bytes = micro_batches * setup.runtime().input_bytes(rows, setup.arch.vocab as u128);
     // Each micro-batch's loss (one fp32 value) stays until the step ends: the toy's plan keeps
     // one per micro-batch.
     let earlier_losses = 4 * (micro_batches - 1);
@@ -163,14 +207,11 @@ pub fn estimate(setup: &Setup) -> Result<Estimate, EstimateError> {
     let at_layer = layer_acts + working + 4 + earlier_losses;
     let at_mlp = acts_at.at_mlp_backward + mlp_working + 4 + earlier_losses;
     let freed = || {
-        format!(
-            "freed by the peak, a layer's backward pass (at the loss they take {}); {}",
-            crate::units::format_bytes(checked("the logits", logit_bytes + dlogits)),
-            source::LOGITS
-        )
+        let bytes = crate::units::format_bytes(checked("the logits", logit_bytes + dlogits));
+        Cite::with(source::FREED, &[("bytes", bytes)])
     };
     let (acts, logit_line, grad_line, logit_source, grad_source) = if at_loss >= at_layer.max(at_mlp) {
-        (act_eof, logit_bytes + earlier_losses, dlogits, source::LOGITS.to_string(), source::LOGITS_GRAD)
+        (act_eof, logit_bytes + earlier_losses, dlogits, Cite::new(source::LOGITS), source::LOGITS_GRAD)
     } else if at_mlp > at_layer {
         (acts_at.at_mlp_backward, 4 + earlier_losses, mlp_working, freed(), source::MLP_WORKING_SET)
     } else {
@@ -182,43 +223,51 @@ pub fn estimate(setup: &Setup) -> Result<Estimate, EstimateError> {
             category: "parameters",
             bytes: checked("parameters", st.parameters),
             per_batch: false,
-            source: source::PARAMS.into(),
+            source: Cite::new(source::PARAMS),
         },
         Line {
             category: "gradients",
             bytes: checked("gradients", st.gradients),
             per_batch: false,
-            source: source::ZERO.into(),
+            source: Cite::new(source::ZERO),
         },
         Line {
             category: "optimizer_state",
             bytes: checked("optimizer state", st.optimizer),
             per_batch: false,
-            source: source::ZERO.into(),
+            source: Cite::new(source::ZERO),
         },
         Line {
             category: "master_weights",
             bytes: checked("master weights", st.master),
             per_batch: false,
-            source: source::ZERO.into(),
+            source: Cite::new(source::ZERO),
         },
         Line {
             category: "activations",
             bytes: checked("activations", acts),
             per_batch: true,
-            source: source::ACTIVATIONS.into(),
+            source: Cite::new(match setup.runtime() {
+                Runtime::HfEager => source::ACTIVATIONS_HF,
+                Runtime::Fused | Runtime::Oomlab => source::ACTIVATIONS,
+            }),
         },
         Line { category: "logits", bytes: checked("logits", logit_line), per_batch: true, source: logit_source },
         Line {
             category: "temporaries",
             bytes: checked("temporaries", grad_line),
             per_batch: true,
-            source: grad_source.into(),
+            source: Cite::new(grad_source),
         },
-        Line { category: "input", bytes: checked("input", input_bytes), per_batch: true, source: source::INPUT.into() },
+        Line {
+            category: "input",
+            bytes: checked("input", input_bytes),
+            per_batch: true,
+            source: Cite::new(source::INPUT),
+        },
     ];
-    if setup.runtime == Runtime::Oomlab && setup.precision == StatePrecision::MixedFp16 {
-        lines.push(Line { category: "workspace", bytes: 4, per_batch: false, source: source::FOUND_INF.into() });
+    if setup.runtime() == Runtime::Oomlab && setup.precision == StatePrecision::MixedFp16 {
+        lines.push(Line { category: "workspace", bytes: 4, per_batch: false, source: Cite::new(source::FOUND_INF) });
     }
     if setup.fixed_costs {
         let p = setup.precision.value_bytes() as u128;
@@ -254,25 +303,42 @@ pub fn estimate(setup: &Setup) -> Result<Estimate, EstimateError> {
                 category: "communication",
                 bytes: checked("communication", comm),
                 per_batch: setup.parallel.sequence,
-                source: comm_source.into(),
+                source: Cite::new(comm_source),
             },
             Line {
                 category: "workspace",
                 bytes: cublas_workspace_bytes(setup.gpu.compute_major),
                 per_batch: false,
-                source: source::WORKSPACE.into(),
+                source: Cite::new(source::WORKSPACE),
             },
-            Line {
-                category: "cuda_context",
-                bytes: CUDA_CONTEXT_BYTES,
-                per_batch: false,
-                source: source::CONTEXT.into(),
+            match setup.measured.context_bytes {
+                Some(bytes) => Line {
+                    category: "cuda_context",
+                    bytes,
+                    per_batch: false,
+                    source: Cite::with(source::CONTEXT_MEASURED, &[("bytes", crate::units::format_bytes(bytes))]),
+                },
+                None => Line {
+                    category: "cuda_context",
+                    bytes: CUDA_CONTEXT_BYTES,
+                    per_batch: false,
+                    source: Cite::new(source::CONTEXT),
+                },
             },
-            Line {
-                category: "fragmentation",
-                bytes: allocated / 100 * FRAGMENTATION_PERCENT,
-                per_batch: true,
-                source: source::FRAGMENTATION.into(),
+            match setup.measured.fragmentation_percent {
+                // Validated: finite, 0 to 1000 %.
+                Some(percent) => Line {
+                    category: "fragmentation",
+                    bytes: checked("fragmentation", (allocated as f64 * percent / 100.0) as u128),
+                    per_batch: true,
+                    source: Cite::with(source::FRAGMENTATION_MEASURED, &[("percent", format!("{percent}"))]),
+                },
+                None => Line {
+                    category: "fragmentation",
+                    bytes: allocated / 100 * FRAGMENTATION_PERCENT,
+                    per_batch: true,
+                    source: Cite::new(source::FRAGMENTATION),
+                },
             },
         ]);
     }
@@ -303,6 +369,8 @@ pub fn estimate(setup: &Setup) -> Result<Estimate, EstimateError> {
         host_bytes: checked("host memory", st.host),
         pcie_bytes_per_step: checked("PCIe traffic", st.pcie),
         tokens_per_step: checked("tokens per step", tokens),
+        runtime: setup.runtime(),
+        saved_for_backward_bytes: checked("saved for backward", act_eof + logit_bytes + input_bytes),
     })
 }
 
@@ -374,6 +442,46 @@ pub struct EstimateReport {
     pub host_bytes: u64,
     pub pcie_bytes_per_step: u64,
     pub sweep: Vec<SweepPoint>,
+    /// The runtime profile counted, and whether the user chose it.
+    pub runtime: &'static str,
+    pub runtime_chosen: bool,
+    /// Activations + logits + inputs at the loss (what `scripts/check_saved.py` compares).
+    pub saved_for_backward_bytes: u64,
+    /// One layer's saved tensors, by name, with their sources; and those outside the layers.
+    pub saved_per_layer: Vec<activations::Saved>,
+    pub saved_outside: Vec<activations::Saved>,
+    /// Without a chosen profile: the other profile's figures, beside this one's.
+    pub other_runtime: Option<OtherRuntime>,
+}
+
+/// The other runtime profile's figures, when the user chose none.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct OtherRuntime {
+    pub runtime: &'static str,
+    pub peak_bytes: u64,
+    pub fits: bool,
+    pub max_micro_batch: u64,
+    pub saved_for_backward_bytes: u64,
+}
+
+impl OtherRuntime {
+    /// HF eager's figures for a setup with no chosen profile (None once one is chosen, or
+    /// for the toy).
+    pub fn of(s: &Setup) -> Option<Self> {
+        if s.runtime.is_some() {
+            return None;
+        }
+        let mut other = s.clone();
+        other.runtime = Some(Runtime::HfEager);
+        let e = estimate(&other).ok()?;
+        Some(Self {
+            runtime: Runtime::HfEager.name(),
+            peak_bytes: e.peak_bytes,
+            fits: e.fits(),
+            max_micro_batch: max_micro_batch(&other).unwrap_or(0),
+            saved_for_backward_bytes: e.saved_for_backward_bytes,
+        })
+    }
 }
 
 impl EstimateReport {
@@ -383,7 +491,7 @@ impl EstimateReport {
         for l in &e.lines {
             let bytes = per_gpu.entry(l.category.to_string()).or_insert(0);
             *bytes = bytes.saturating_add(l.bytes);
-            sources.insert(l.category.to_string(), l.source.clone());
+            sources.insert(l.category.to_string(), l.source.english());
         }
         Self {
             source: "predicted",
@@ -415,6 +523,12 @@ impl EstimateReport {
                 .iter()
                 .map(|(b, x)| SweepPoint { micro_batch: *b, peak_bytes: x.peak_bytes, fits: x.fits() })
                 .collect(),
+            runtime: s.runtime().name(),
+            runtime_chosen: s.runtime.is_some(),
+            saved_for_backward_bytes: e.saved_for_backward_bytes,
+            saved_per_layer: activations::saved_per_layer(s),
+            saved_outside: activations::saved_outside(s),
+            other_runtime: OtherRuntime::of(s),
         }
     }
 

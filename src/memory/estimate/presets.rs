@@ -23,7 +23,7 @@ fn gpt2(name: &str, hidden: u64, layers: u64, heads: u64) -> Architecture {
         tied_embeddings: true,
         biases: true,
         fused_qkv: true,
-        dropout: true,
+        dropout: 0.1,
     }
 }
 
@@ -45,7 +45,7 @@ fn llama(name: &str, vocab: u64, hidden: u64, layers: u64, heads: u64, kv_heads:
         tied_embeddings: false,
         biases: false,
         fused_qkv: false,
-        dropout: false,
+        dropout: 0.0,
     }
 }
 

@@ -176,15 +176,20 @@ pub struct Offload {
     pub parameters: bool,
 }
 
-/// The training program's conventions where they differ.
+/// The training program whose saved tensors the estimate counts (a *runtime profile*).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Runtime {
-    /// PyTorch (Hugging Face, Megatron-LM, DeepSpeed): the loss computed in fp32 (the logits are
-    /// upcast, so the softmax and its gradient are fp32 whatever the precision); token ids and
-    /// labels as int64; each parameter its own tensor.
+    /// Fused, Megatron-style kernels (Korthikanti et al. 2022): the idealised set of saved
+    /// tensors — the default, and the published vectors' convention. PyTorch's loss conventions
+    /// (logits upcast to fp32, int64 token ids, each parameter its own tensor).
     #[default]
-    PyTorch,
+    #[serde(alias = "py_torch")]
+    Fused,
+    /// Hugging Face transformers' eager implementations of GPT-2 and LLaMA/Mistral, as they run
+    /// on CUDA: what `modeling_gpt2.py` / `modeling_llama.py` leave for autograd, op by op
+    /// ([`super::activations::saved_per_layer`] names each tensor and its source function).
+    HfEager,
     /// The toy (oomlab's plan): the loss in the activation dtype; token ids, targets and the
     /// embedding backward's sorted index (`token_offsets`, V + 1, and `token_positions`) as u32;
     /// parameters padded to 128 elements in one flat tensor (aligned GPU bindings).
@@ -192,22 +197,47 @@ pub enum Runtime {
 }
 
 impl Runtime {
+    /// The profiles a user chooses between for a real model (the toy's is the toy's own).
+    pub const REAL: [Runtime; 2] = [Runtime::Fused, Runtime::HfEager];
+
+    /// The name the CLI and the JSON use.
+    pub fn name(self) -> &'static str {
+        match self {
+            Runtime::Fused => "fused",
+            Runtime::HfEager => "hf-eager",
+            Runtime::Oomlab => "oomlab",
+        }
+    }
     pub(crate) fn fp32_loss(self) -> bool {
-        self == Runtime::PyTorch
+        self != Runtime::Oomlab
     }
     pub(crate) fn param_align(self) -> u64 {
         match self {
-            Runtime::PyTorch => 1,
+            Runtime::Fused | Runtime::HfEager => 1,
             Runtime::Oomlab => PARAM_ALIGN_ELEMS,
         }
     }
     /// Bytes of one micro-batch's inputs.
     pub(crate) fn input_bytes(self, rows: u128, vocab: u128) -> u128 {
         match self {
-            Runtime::PyTorch => 2 * rows * 8,
+            Runtime::Fused | Runtime::HfEager => 2 * rows * 8,
             Runtime::Oomlab => 4 * (3 * rows + vocab + 1),
         }
     }
+}
+
+/// What a user measured on their own GPU, replacing an assumption of the estimate.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Measured {
+    /// The CUDA context and loaded kernels, in bytes (e.g. `nvidia-smi` with an idle process
+    /// that has touched CUDA), instead of the assumed [`super::CUDA_CONTEXT_BYTES`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub context_bytes: Option<u64>,
+    /// Reserved minus allocated, as a percentage of allocated (`torch.cuda.memory_reserved()` and
+    /// `memory_allocated()` at the peak), instead of the assumed
+    /// [`super::FRAGMENTATION_PERCENT`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fragmentation_percent: Option<f64>,
 }
 
 /// Everything the estimate depends on.
@@ -228,8 +258,13 @@ pub struct Setup {
     pub lora: Option<Adapters>,
     pub parallel: Parallel,
     pub offload: Offload,
-    /// How the training program stores what the formulas count.
-    pub runtime: Runtime,
+    /// The runtime profile, if the user chose one: without a choice the estimate is the fused
+    /// profile's, and the views show the HF-eager one beside it ([`Setup::runtime`]).
+    #[serde(default)]
+    pub runtime: Option<Runtime>,
+    /// What the user measured on their GPU (replaces the assumed context and fragmentation).
+    #[serde(default)]
+    pub measured: Measured,
     /// Count the CUDA context, cuBLAS workspace, communication buffers and fragmentation
     /// margin (off for the toy, whose plan has none of them).
     pub fixed_costs: bool,
@@ -252,7 +287,8 @@ impl Setup {
             lora: None,
             parallel: Parallel::default(),
             offload: Offload::default(),
-            runtime: Runtime::PyTorch,
+            runtime: None,
+            measured: Measured::default(),
             fixed_costs: true,
         }
     }
@@ -280,9 +316,14 @@ impl Setup {
             mlp: l.mlp,
             quantized: false,
         });
-        s.runtime = Runtime::Oomlab;
+        s.runtime = Some(Runtime::Oomlab);
         s.fixed_costs = false;
         s
+    }
+
+    /// The runtime profile the estimate counts: the chosen one, else fused kernels.
+    pub fn runtime(&self) -> Runtime {
+        self.runtime.unwrap_or_default()
     }
 
     pub fn validate(&self) -> Result<(), EstimateError> {
@@ -320,6 +361,16 @@ impl Setup {
                 "sequence parallelism splits the sequence ({}) over {t} GPUs: it must divide",
                 self.seq
             ));
+        }
+        if let Some(c) = self.measured.context_bytes
+            && c > 1 << 40
+        {
+            return bad(format!("a measured CUDA context of {c} bytes is more than any GPU holds"));
+        }
+        if let Some(f) = self.measured.fragmentation_percent
+            && !(0.0..=1000.0).contains(&f)
+        {
+            return bad(format!("measured fragmentation must be between 0 and 1000 % (got {f})"));
         }
         if self.parallel.zero > 3 {
             return bad(format!("ZeRO has stages 0 to 3 (got {})", self.parallel.zero));

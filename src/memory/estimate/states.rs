@@ -37,7 +37,7 @@ pub(super) struct States {
 
 pub(super) fn model_states(s: &Setup) -> States {
     let a = &s.arch;
-    let pad = s.runtime.param_align();
+    let pad = s.runtime().param_align();
     let align = |n: u64| n.div_ceil(pad) as u128 * pad as u128;
     let (w, g) = (s.precision.value_bytes() as u128, s.precision.value_bytes() as u128);
     let tensors = a.parameter_tensors();

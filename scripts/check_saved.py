@@ -1,0 +1,131 @@
+#!/usr/bin/env python3
+"""What PyTorch really keeps for backward, against `oomlab estimate --runtime hf-eager`.
+
+For each case this builds the Hugging Face model from a config (random weights, nothing is
+downloaded), runs one training forward with the loss (labels passed, as a training loop does), and
+counts every storage autograd saves (torch.autograd.graph.saved_tensors_hooks), each storage once,
+parameters excluded, plus the returned logits. That is what oomlab's `saved_for_backward_bytes`
+predicts: activations at the loss + logits and the loss's saved softmax + token ids and labels.
+
+Dropout is 0 in every config, where the CPU and CUDA agree (CUDA keeps a 1-byte mask per dropped
+value, the CPU one in the tensor's dtype; at 0 PyTorch's dropout keeps nothing). The one CPU/CUDA
+difference left: for bf16 input the CPU's LayerNorm keeps mean and rstd in bf16, CUDA's in fp32
+(2·s·b·2 bytes per LayerNorm, well under 0.1 % here).
+
+It also counts the toy's architecture (d 64, L 2, 4 heads, T 64, B 16, vocabulary 65, fp32) and
+compares PyTorch's saved activations with the toy's plan (`oomlab measure --backend cpu --json`).
+
+Not for CI (needs torch + transformers; run it in a throwaway venv):
+    python3 -m venv /tmp/torchvenv && /tmp/torchvenv/bin/pip install torch transformers
+    cargo build && /tmp/torchvenv/bin/python scripts/check_saved.py > tests/fixtures/hf_saved.json
+CI's `tests/hf_saved.rs` checks the estimator against the committed numbers.
+"""
+import json
+import subprocess
+import sys
+
+import torch
+import transformers
+from transformers import AutoModelForCausalLM, GPT2Config, LlamaConfig
+
+OOMLAB = "target/debug/oomlab"
+LLAMA = "llama2-7b"
+
+# (name, kind, dims, dtype, batch, seq). dims: hidden, layers, heads, kv_heads, ffn, vocab.
+CASES = [
+    ("GPT-2 small", "gpt2", (768, 12, 12, 12, 3072, 50257), "fp32", 2, 256),
+    ("GPT-2 small", "gpt2", (768, 12, 12, 12, 3072, 50257), "bf16", 4, 128),
+    ("GPT-2 medium", "gpt2", (1024, 24, 16, 16, 4096, 50257), "fp32", 1, 512),
+    ("GPT-2 d256 L4", "gpt2", (256, 4, 4, 4, 1024, 50257), "bf16", 8, 1024),
+    ("LLaMA-style MHA", "llama", (512, 4, 8, 8, 1376, 32000), "fp32", 2, 256),
+    ("LLaMA-style MHA", "llama", (512, 4, 8, 8, 1376, 32000), "bf16", 4, 512),
+    ("LLaMA-style GQA", "llama", (512, 4, 8, 2, 1376, 32000), "fp32", 2, 512),
+    ("LLaMA-style GQA", "llama", (1024, 2, 16, 4, 2816, 32000), "bf16", 1, 1024),
+]
+
+
+def model(kind, dims, positions):
+    h, layers, heads, kv, ffn, vocab = dims
+    if kind == "gpt2":
+        cfg = GPT2Config(n_positions=positions, n_embd=h, n_layer=layers, n_head=heads, n_inner=ffn,
+                         vocab_size=vocab, activation_function="gelu_new",
+                         resid_pdrop=0.0, embd_pdrop=0.0, attn_pdrop=0.0)
+    else:
+        cfg = LlamaConfig(vocab_size=vocab, hidden_size=h, intermediate_size=ffn, num_hidden_layers=layers,
+                          num_attention_heads=heads, num_key_value_heads=kv, max_position_embeddings=positions,
+                          attention_dropout=0.0, tie_word_embeddings=False)
+    cfg._attn_implementation = "eager"
+    return AutoModelForCausalLM.from_config(cfg)
+
+
+def count(kind, dims, dtype, batch, seq, positions):
+    """Bytes saved for backward (each storage once, parameters excluded) plus the logits; and the
+    part saved inside the layers and the final norm (the activations, without inputs and loss)."""
+    torch.manual_seed(0)
+    m = model(kind, dims, positions).to({"fp32": torch.float32, "bf16": torch.bfloat16}[dtype])
+    m.train()
+    stack = [""]
+    for name, mod in m.named_modules():
+        mod.register_forward_pre_hook(lambda mod, args, name=name: (stack.append(name), None)[1])
+        mod.register_forward_hook(lambda mod, args, out: (stack.pop(), None)[1])
+    params = {p.untyped_storage().data_ptr() for p in m.parameters()}
+    saved, activations = {}, {}
+
+    def pack(t):
+        s = t.untyped_storage()
+        ptr = s.data_ptr()
+        if ptr not in params:
+            saved[ptr] = s.nbytes()
+            where = stack[-1]
+            if where and not where.endswith(("wte", "wpe", "embed_tokens")):
+                activations[ptr] = s.nbytes()
+        return t
+
+    vocab = dims[5]
+    x = torch.randint(0, vocab, (batch, seq))
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+        out = m(input_ids=x, labels=x.clone())
+    logits = out.logits.untyped_storage()
+    total = dict(saved)
+    total[logits.data_ptr()] = logits.nbytes()
+    return sum(total.values()), sum(activations.values())
+
+
+def oomlab(args):
+    out = subprocess.run([OOMLAB, *args], check=True, capture_output=True, text=True).stdout
+    return json.loads(out)
+
+
+def main():
+    rows = []
+    for name, kind, dims, dtype, batch, seq in CASES:
+        h, layers, heads, kv, ffn, vocab = dims
+        args = ["estimate", "--model", "gpt2" if kind == "gpt2" else LLAMA, "--hidden", str(h),
+                "--layers", str(layers), "--heads", str(heads), "--kv-heads", str(kv), "--ffn", str(ffn),
+                "--vocab", str(vocab), "--batch", str(batch), "--seq-len", str(seq), "--dropout", "0",
+                "--precision", "fp32" if dtype == "fp32" else "pure-bf16", "--runtime", "hf-eager", "--json"]
+        pytorch, _ = count(kind, dims, dtype, batch, seq, 1024 if kind == "gpt2" else 4096)
+        predicted = oomlab(args)["saved_for_backward_bytes"]
+        fused = oomlab([a for a in args if a not in ("--runtime", "hf-eager")] + ["--runtime", "fused"])
+        row = {"name": name, "dtype": dtype, "batch": batch, "seq": seq, "args": args[:-1],
+               "pytorch_bytes": pytorch, "hf_eager_bytes": predicted,
+               "fused_bytes": fused["saved_for_backward_bytes"],
+               "hf_eager_error_percent": round(100 * (predicted - pytorch) / pytorch, 3)}
+        print(f"{name} {dtype} b{batch} s{seq}: PyTorch {pytorch}, hf-eager {predicted} "
+              f"({row['hf_eager_error_percent']:+.2f} %), fused {row['fused_bytes']}", file=sys.stderr)
+        rows.append(row)
+    # The toy: its plan's saved activations against PyTorch's for the same architecture.
+    toy = oomlab(["measure", "--backend", "cpu", "--json"])
+    _, pytorch_acts = count("gpt2", (64, 2, 4, 4, 256, toy.get("vocab", 65)), "fp32", 16, 64, 64)
+    plan = toy["predicted_activation_formula_bytes"]
+    toy_row = {"architecture": "d 64, L 2, 4 heads, T 64, B 16, fp32, gelu_new, vocabulary 65",
+               "pytorch_activation_bytes": pytorch_acts, "plan_activation_bytes": plan,
+               "plan_over_pytorch": round(plan / pytorch_acts, 4)}
+    print(f"toy: plan {plan}, PyTorch {pytorch_acts} ({toy_row['plan_over_pytorch']})", file=sys.stderr)
+    json.dump({"torch": torch.__version__, "transformers": transformers.__version__,
+               "device": "cpu", "cases": rows, "toy": toy_row}, sys.stdout, indent=1)
+    print()
+
+
+if __name__ == "__main__":
+    main()

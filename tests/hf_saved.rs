@@ -159,10 +159,13 @@ fn a_measurement_replaces_the_assumption() {
         .sum();
     assert_eq!(line(&after, "fragmentation").bytes, (allocated as f64 * 0.125) as u64);
     assert!(line(&after, "fragmentation").source.english().contains("measured on your GPU (12.5 %"));
-    // In a link (the app's settings carry the setup as JSON).
-    let json = serde_json::to_string(&s).expect("JSON");
-    let back: Setup = serde_json::from_str(&json).expect("back");
-    assert_eq!(back.measured, s.measured);
+    // In a shared link: the app's settings carry the real-model setup.
+    let mut settings = oomlab::app::settings::Settings::default();
+    settings.real.0 = s.clone();
+    let (back, notice) = oomlab::app::settings::Settings::from_url_hash(&settings.to_url_hash(), 65);
+    assert!(notice.is_none(), "the link reads back without a notice");
+    assert_eq!(back.real.measured, s.measured);
+    assert_eq!(back.real.runtime, s.runtime);
     s.measured.fragmentation_percent = Some(f64::NAN);
     assert!(estimate::estimate(&s).is_err());
 }

@@ -11,6 +11,7 @@ mod config;
 mod estimate;
 mod measure;
 mod report;
+mod snapshot;
 mod sweep;
 mod train;
 
@@ -124,6 +125,12 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// PyTorch memory snapshots (pytorch.org/memory_viz): export one executed step of the toy, or
+    /// summarise a snapshot from a real training run
+    Snapshot {
+        #[command(subcommand)]
+        action: snapshot::SnapshotCommand,
+    },
 }
 
 use bench::{bench, bench_gemm};
@@ -155,6 +162,7 @@ pub fn main() -> i32 {
         Some(Command::Bench { steps, profile, config }) => bench(steps, profile, &config),
         Some(Command::Gemm { size }) => bench_gemm(size),
         Some(Command::Claims { json }) => estimate::claims_command(json),
+        Some(Command::Snapshot { action }) => snapshot::run(&action),
     };
     match result {
         Ok(()) => EXIT_OK,

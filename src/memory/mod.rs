@@ -6,6 +6,7 @@ pub mod device;
 pub mod estimate;
 pub mod formula;
 pub mod map;
+pub mod snapshot;
 pub mod step;
 pub mod summary;
 pub mod sweep;

@@ -1,0 +1,333 @@
+//! A reader for the pickles snapshots are: protocols 2–5 holding only builtins (dict, list,
+//! tuple, str, int, float, bool, None). Python memoizes every container and PyTorch's dumps share
+//! one frame list between many entries; this reader keeps shared values shared (reference
+//! counted), so a large dump is not copied once per reference — serde-pickle clones each
+//! reference and fails on values shared inside shared values ("recursive structure found").
+//! Python objects (GLOBAL, REDUCE, …) are refused: a snapshot has none.
+
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::rc::Rc;
+
+use super::SnapshotError;
+
+/// A Python value.
+#[derive(Clone, Debug)]
+pub enum Py {
+    None,
+    Bool(bool),
+    Int(i64),
+    /// An integer beyond i64 (kept as "too large").
+    Huge,
+    Float(f64),
+    Str(Rc<str>),
+    Bytes,
+    List(Rc<RefCell<Vec<Py>>>),
+    Tuple(Rc<Vec<Py>>),
+    Dict(Rc<RefCell<Vec<(Py, Py)>>>),
+}
+
+impl Py {
+    /// The value under string key `key` of a dict.
+    pub fn get(&self, key: &str) -> Option<Py> {
+        match self {
+            Py::Dict(d) => {
+                d.borrow().iter().find(|(k, _)| matches!(k, Py::Str(s) if &**s == key)).map(|(_, v)| v.clone())
+            }
+            _ => None,
+        }
+    }
+    pub fn int(&self) -> Option<i64> {
+        match self {
+            Py::Int(i) => Some(*i),
+            Py::Bool(b) => Some(i64::from(*b)),
+            Py::Float(f) if f.is_finite() => Some(*f as i64),
+            _ => None,
+        }
+    }
+    pub fn str(&self) -> Option<Rc<str>> {
+        match self {
+            Py::Str(s) => Some(s.clone()),
+            _ => None,
+        }
+    }
+    pub fn bool(&self) -> Option<bool> {
+        match self {
+            Py::Bool(b) => Some(*b),
+            Py::Int(i) => Some(*i != 0),
+            _ => None,
+        }
+    }
+    /// The items of a list or tuple (a copy of the handles, not of the values).
+    pub fn items(&self) -> Option<Vec<Py>> {
+        match self {
+            Py::List(l) => Some(l.borrow().clone()),
+            Py::Tuple(t) => Some(t.to_vec()),
+            _ => None,
+        }
+    }
+    /// An identity for shared containers (to convert a shared value once).
+    pub fn identity(&self) -> Option<usize> {
+        match self {
+            Py::List(l) => Some(Rc::as_ptr(l) as usize),
+            Py::Tuple(t) => Some(Rc::as_ptr(t) as *const u8 as usize),
+            Py::Dict(d) => Some(Rc::as_ptr(d) as usize),
+            _ => None,
+        }
+    }
+}
+
+struct Reader<'a> {
+    bytes: &'a [u8],
+    pos: usize,
+}
+
+fn corrupt(what: impl Into<String>) -> SnapshotError {
+    SnapshotError::Corrupt(what.into())
+}
+
+impl<'a> Reader<'a> {
+    fn take(&mut self, n: usize) -> Result<&'a [u8], SnapshotError> {
+        let end = self
+            .pos
+            .checked_add(n)
+            .filter(|&e| e <= self.bytes.len())
+            .ok_or_else(|| corrupt("the file ends mid-value"))?;
+        let out = &self.bytes[self.pos..end];
+        self.pos = end;
+        Ok(out)
+    }
+    fn u8(&mut self) -> Result<u8, SnapshotError> {
+        Ok(self.take(1)?[0])
+    }
+    fn u32(&mut self) -> Result<u32, SnapshotError> {
+        let b = self.take(4)?;
+        Ok(u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+    }
+    fn u64(&mut self) -> Result<u64, SnapshotError> {
+        let b = self.take(8)?;
+        let mut a = [0u8; 8];
+        a.copy_from_slice(b);
+        Ok(u64::from_le_bytes(a))
+    }
+    fn len(&mut self, n: u64) -> Result<usize, SnapshotError> {
+        usize::try_from(n).ok().filter(|&n| n <= self.bytes.len()).ok_or_else(|| corrupt("a length beyond the file"))
+    }
+    fn string(&mut self, n: usize) -> Result<Py, SnapshotError> {
+        let b = self.take(n)?;
+        let s = std::str::from_utf8(b).map_err(|_| corrupt("a string that is not UTF-8"))?;
+        Ok(Py::Str(Rc::from(s)))
+    }
+}
+
+/// A little-endian two's-complement integer (LONG1/LONG4).
+fn long(b: &[u8]) -> Py {
+    if b.is_empty() {
+        return Py::Int(0);
+    }
+    if b.len() > 8 {
+        let negative = b[b.len() - 1] & 0x80 != 0;
+        let fill = if negative { 0xff } else { 0 };
+        // Fits if the extra bytes only extend the sign of byte 8.
+        if b[8..].iter().all(|&x| x == fill) && ((b[7] & 0x80 != 0) == negative) {
+            return long(&b[..8]);
+        }
+        return Py::Huge;
+    }
+    let negative = b[b.len() - 1] & 0x80 != 0;
+    let mut a = [if negative { 0xff } else { 0 }; 8];
+    a[..b.len()].copy_from_slice(b);
+    Py::Int(i64::from_le_bytes(a))
+}
+
+/// Reads one pickle of builtins.
+pub fn parse(bytes: &[u8]) -> Result<Py, SnapshotError> {
+    let mut r = Reader { bytes, pos: 0 };
+    let mut stack: Vec<Py> = Vec::new();
+    let mut marks: Vec<usize> = Vec::new();
+    let mut memo: HashMap<u64, Py> = HashMap::new();
+    let pop = |stack: &mut Vec<Py>| stack.pop().ok_or_else(|| corrupt("an operation on an empty stack"));
+    let pop_mark = |stack: &mut Vec<Py>, marks: &mut Vec<usize>| -> Result<Vec<Py>, SnapshotError> {
+        let m = marks.pop().ok_or_else(|| corrupt("a missing mark"))?;
+        if m > stack.len() {
+            return Err(corrupt("a mark beyond the stack"));
+        }
+        Ok(stack.split_off(m))
+    };
+    loop {
+        let op = r.u8()?;
+        match op {
+            0x80 => {
+                let p = r.u8()?;
+                if !(2..=5).contains(&p) {
+                    return Err(SnapshotError::Foreign(format!("a pickle of protocol {p} (snapshots use 2 to 5)")));
+                }
+            }
+            0x95 => {
+                r.u64()?;
+            }
+            b'.' => return pop(&mut stack),
+            b'(' => marks.push(stack.len()),
+            b'0' => {
+                pop(&mut stack)?;
+            }
+            b'1' => {
+                pop_mark(&mut stack, &mut marks)?;
+            }
+            b'2' => {
+                let top = stack.last().cloned().ok_or_else(|| corrupt("DUP on an empty stack"))?;
+                stack.push(top);
+            }
+            b'}' => stack.push(Py::Dict(Rc::new(RefCell::new(Vec::new())))),
+            b']' => stack.push(Py::List(Rc::new(RefCell::new(Vec::new())))),
+            b')' => stack.push(Py::Tuple(Rc::new(Vec::new()))),
+            0x8f => stack.push(Py::List(Rc::new(RefCell::new(Vec::new())))),
+            b'd' => {
+                let items = pop_mark(&mut stack, &mut marks)?;
+                stack.push(Py::Dict(Rc::new(RefCell::new(pairs(items)?))));
+            }
+            b'l' => {
+                let items = pop_mark(&mut stack, &mut marks)?;
+                stack.push(Py::List(Rc::new(RefCell::new(items))));
+            }
+            b't' | 0x91 => {
+                let items = pop_mark(&mut stack, &mut marks)?;
+                stack.push(Py::Tuple(Rc::new(items)));
+            }
+            0x85..=0x87 => {
+                let n = usize::from(op - 0x84);
+                if stack.len() < n {
+                    return Err(corrupt("a tuple of missing items"));
+                }
+                let items = stack.split_off(stack.len() - n);
+                stack.push(Py::Tuple(Rc::new(items)));
+            }
+            b's' => {
+                let v = pop(&mut stack)?;
+                let k = pop(&mut stack)?;
+                match stack.last() {
+                    Some(Py::Dict(d)) => d.borrow_mut().push((k, v)),
+                    _ => return Err(corrupt("SETITEM without a dict")),
+                }
+            }
+            b'u' => {
+                let items = pop_mark(&mut stack, &mut marks)?;
+                match stack.last() {
+                    Some(Py::Dict(d)) => d.borrow_mut().extend(pairs(items)?),
+                    _ => return Err(corrupt("SETITEMS without a dict")),
+                }
+            }
+            b'a' => {
+                let v = pop(&mut stack)?;
+                match stack.last() {
+                    Some(Py::List(l)) => l.borrow_mut().push(v),
+                    _ => return Err(corrupt("APPEND without a list")),
+                }
+            }
+            b'e' | 0x90 => {
+                let items = pop_mark(&mut stack, &mut marks)?;
+                match stack.last() {
+                    Some(Py::List(l)) => l.borrow_mut().extend(items),
+                    _ => return Err(corrupt("APPENDS without a list")),
+                }
+            }
+            b'N' => stack.push(Py::None),
+            0x88 => stack.push(Py::Bool(true)),
+            0x89 => stack.push(Py::Bool(false)),
+            b'J' => {
+                let v = r.u32()? as i32;
+                stack.push(Py::Int(i64::from(v)));
+            }
+            b'K' => {
+                let v = r.u8()?;
+                stack.push(Py::Int(i64::from(v)));
+            }
+            b'M' => {
+                let b = r.take(2)?;
+                stack.push(Py::Int(i64::from(u16::from_le_bytes([b[0], b[1]]))));
+            }
+            0x8a => {
+                let n = usize::from(r.u8()?);
+                let b = r.take(n)?;
+                stack.push(long(b));
+            }
+            0x8b => {
+                let n = r.u32()?;
+                let n = r.len(u64::from(n))?;
+                let b = r.take(n)?;
+                stack.push(long(b));
+            }
+            b'G' => {
+                let b = r.take(8)?;
+                let mut a = [0u8; 8];
+                a.copy_from_slice(b);
+                stack.push(Py::Float(f64::from_be_bytes(a)));
+            }
+            0x8c => {
+                let n = usize::from(r.u8()?);
+                stack.push(r.string(n)?);
+            }
+            b'X' => {
+                let n = r.u32()?;
+                let n = r.len(u64::from(n))?;
+                stack.push(r.string(n)?);
+            }
+            0x8d => {
+                let n = r.u64()?;
+                let n = r.len(n)?;
+                stack.push(r.string(n)?);
+            }
+            b'C' => {
+                let n = usize::from(r.u8()?);
+                r.take(n)?;
+                stack.push(Py::Bytes);
+            }
+            b'B' => {
+                let n = r.u32()?;
+                let n = r.len(u64::from(n))?;
+                r.take(n)?;
+                stack.push(Py::Bytes);
+            }
+            0x8e => {
+                let n = r.u64()?;
+                let n = r.len(n)?;
+                r.take(n)?;
+                stack.push(Py::Bytes);
+            }
+            0x94 => {
+                let top = stack.last().cloned().ok_or_else(|| corrupt("MEMOIZE on an empty stack"))?;
+                let id = memo.len() as u64;
+                memo.insert(id, top);
+            }
+            b'q' | b'r' => {
+                let id = if op == b'q' { u64::from(r.u8()?) } else { u64::from(r.u32()?) };
+                let top = stack.last().cloned().ok_or_else(|| corrupt("PUT on an empty stack"))?;
+                memo.insert(id, top);
+            }
+            b'h' | b'j' => {
+                let id = if op == b'h' { u64::from(r.u8()?) } else { u64::from(r.u32()?) };
+                stack.push(
+                    memo.get(&id).cloned().ok_or_else(|| corrupt(format!("a reference to a missing memo {id}")))?,
+                );
+            }
+            b'c' | 0x93 | b'R' | b'b' | 0x81 | 0x92 | b'i' | b'o' => {
+                return Err(SnapshotError::Foreign(
+                    "a pickle of Python objects (a snapshot holds only dicts, lists, strings and numbers)".into(),
+                ));
+            }
+            other => return Err(corrupt(format!("an unknown pickle opcode {other:#04x} at byte {}", r.pos - 1))),
+        }
+    }
+}
+
+fn pairs(items: Vec<Py>) -> Result<Vec<(Py, Py)>, SnapshotError> {
+    if !items.len().is_multiple_of(2) {
+        return Err(corrupt("a dict with a key and no value"));
+    }
+    let mut it = items.into_iter();
+    let mut out = Vec::new();
+    while let (Some(k), Some(v)) = (it.next(), it.next()) {
+        out.push((k, v));
+    }
+    Ok(out)
+}

@@ -1,0 +1,304 @@
+//! PyTorch memory snapshots in and out (issue 16): the export replays exactly into oomlab's own
+//! allocator at every event; it keeps the web viewer's consistency rules; PyTorch's own reader
+//! (`python -m torch.cuda._memory_viz stats|trace`, its output committed beside the file) reports
+//! the same totals; foreign producers' shapes are read; bad files are clear errors.
+
+use oomlab::backend::Trainer;
+use oomlab::backend::cpu::CpuExecutor;
+use oomlab::data::Dataset;
+use oomlab::memory::allocator::Event;
+use oomlab::memory::snapshot::{Snapshot, SnapshotError, export, read, replay};
+use oomlab::memory::step::{StepAllocator, TensorTag};
+use oomlab::model::{ModelConfig, StepShape};
+use oomlab::plan::{Checkpoint, OptimizerConfig, Plan, Precision, Techniques};
+
+const BUDGET: u64 = 1 << 30;
+
+fn fixture(name: &str) -> Vec<u8> {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/snapshot").join(name);
+    std::fs::read(path).expect("fixture")
+}
+
+fn toy_plan(batch: usize, techniques: Techniques) -> Plan {
+    let v = Dataset::builtin().tokenizer.vocab_size();
+    let shape = StepShape { batch, seq: 64 };
+    Plan::build_with(&ModelConfig::toy(v), shape, &OptimizerConfig::default(), &techniques).expect("plan")
+}
+
+/// oomlab's own running totals after each allocator event: (allocated requests, reserved).
+fn own_timeline(events: &[Event<TensorTag>], plan: &Plan) -> Vec<(i64, i64)> {
+    let (mut a, mut r) = (0i64, 0i64);
+    let mut out = Vec::new();
+    for e in events {
+        match e {
+            Event::SegmentAlloc { size, .. } => r += *size as i64,
+            Event::SegmentFree { size, .. } => r -= *size as i64,
+            Event::Alloc { requested, .. } => a += *requested as i64,
+            Event::Free { tag, .. } => a -= plan.tensor(tag.tensor).size_bytes() as i64,
+            Event::Oom { .. } => {}
+        }
+        out.push((a, r));
+    }
+    out
+}
+
+fn round_trip(plan: &Plan, capacity: u64) -> (Snapshot, Vec<Event<TensorTag>>) {
+    let (events, _) = export::record_step(plan, capacity);
+    let snap = export::snapshot(plan, &events, capacity);
+    let bytes = export::to_pickle(&snap).expect("pickle");
+    let back = read::from_bytes(&bytes).expect("reads back");
+    assert_eq!(back, snap, "export → pickle → import is the identity");
+    (back, events)
+}
+
+/// Export, import, compare: the timeline equals oomlab's own at every event (a free is two
+/// trace entries, requested then completed), and the final segments are the allocator's own —
+/// same segments in address order, same blocks, same tensors.
+#[test]
+fn the_export_replays_into_oomlabs_own_allocator() {
+    let cases = [
+        (16, Techniques::default()),
+        (8, Techniques { checkpoint: Checkpoint::BLOCKS, ..Techniques::default() }),
+        (16, Techniques { accum: 4, precision: Precision::Fp16, ..Techniques::default() }),
+    ];
+    for (batch, techniques) in cases {
+        let plan = toy_plan(batch, techniques);
+        let (snap, events) = round_trip(&plan, BUDGET);
+        let r = replay::replay(&snap, 0, 5);
+        assert!(!r.truncated(), "an export starts from an empty allocator");
+        let ours = own_timeline(&events, &plan);
+        let theirs: Vec<(i64, i64)> = snap.device_traces[0]
+            .iter()
+            .zip(&r.timeline)
+            .filter(|(e, _)| e.action != "free_requested")
+            .map(|(_, p)| (p.allocated, p.reserved))
+            .collect();
+        assert_eq!(theirs, ours, "batch {batch}, {techniques:?}: the timeline at every event");
+        // The allocator's own final state.
+        let mut sa = StepAllocator::new(&plan, BUDGET, true);
+        sa.setup(&plan).expect("setup");
+        for i in 0..plan.ops.len() {
+            sa.before_op(&plan, i).expect("fits");
+            sa.after_op(i);
+        }
+        let segments: Vec<_> = sa.allocator.segments().collect();
+        assert_eq!(snap.segments.len(), segments.len());
+        let mut previous = 0;
+        for (s, g) in snap.segments.iter().zip(segments) {
+            assert!(s.address > previous, "segments in address order");
+            previous = s.address;
+            assert_eq!(s.total_size as u64, g.size);
+            let blocks: Vec<(u64, u64, bool)> =
+                g.blocks.values().map(|b| (b.offset, b.size, b.tag.is_some())).collect();
+            let exported: Vec<(u64, u64, bool)> =
+                s.blocks.iter().map(|b| ((b.address - s.address) as u64, b.size as u64, b.is_allocated())).collect();
+            assert_eq!(exported, blocks, "segment {:#x}: the allocator's blocks", s.address);
+            for (b, ours) in s.blocks.iter().zip(g.blocks.values()) {
+                if let Some(tag) = &ours.tag {
+                    assert!(b.frames[0].name.starts_with(&plan.tensor(tag.tensor).name), "{:?}", b.frames);
+                    assert_eq!(b.frames[0].filename, format!("oomlab/{}", plan.tensor(tag.tensor).category.name()));
+                }
+            }
+        }
+        assert_eq!(r.final_state.reserved as u64, sa.allocator.stats().reserved_bytes);
+        assert_eq!(r.largest_free_block as u64, sa.allocator.largest_free_block());
+        replay::check_consistency(&snap).expect("the viewer's rules hold");
+    }
+}
+
+/// A step executed by the CPU backend logs exactly what the export's driver logs: the snapshot
+/// of an executed step is that step's.
+#[test]
+fn an_executed_step_is_what_the_export_records() {
+    let plan = toy_plan(16, Techniques::default());
+    let ds = Dataset::builtin();
+    let mut cpu = CpuExecutor::<f32>::with_budget(plan.clone(), 0, BUDGET).expect("cpu");
+    cpu.train_step(&ds.batch(plan.shape, 0, 0).expect("batch")).expect("step");
+    let mut executed = export::setup_events(&plan, BUDGET).expect("setup");
+    executed.extend(cpu.memory().expect("a step ran").events.iter().cloned());
+    let (recorded, oom) = export::record_step(&plan, BUDGET);
+    assert!(oom.is_none());
+    assert_eq!(executed, recorded);
+}
+
+/// Out of memory: the trace ends with the `oom` event (the request, what the device had free);
+/// the final segments are the state at that moment, and the rules still hold.
+#[test]
+fn an_oom_ends_the_trace() {
+    let plan = toy_plan(16, Techniques::default());
+    let (snap, _) = round_trip(&plan, 8 << 20);
+    let last = snap.device_traces[0].last().expect("events");
+    assert_eq!(last.action, "oom");
+    assert_eq!(last.addr, None);
+    assert!(last.size > 0 && last.device_free.is_some());
+    replay::check_consistency(&snap).expect("consistent up to the OOM");
+    let r = replay::replay(&snap, 0, 3);
+    assert_eq!(r.ooms.len(), 1);
+    assert!(r.ooms[0].frame.contains("oomlab/"), "the OOM names the tensor: {}", r.ooms[0].frame);
+}
+
+/// The checker itself: a free_requested without its free_completed, blocks that do not tile
+/// their segment, and an alloc missing from the trace are each caught.
+#[test]
+fn the_consistency_check_catches_broken_snapshots() {
+    let plan = toy_plan(4, Techniques::default());
+    let (snap, _) = round_trip(&plan, BUDGET);
+    let mut a = snap.clone();
+    let i = a.device_traces[0].iter().position(|e| e.action == "free_completed").expect("a free");
+    a.device_traces[0].remove(i);
+    assert!(replay::check_consistency(&a).is_err());
+    let mut b = snap.clone();
+    b.segments[0].blocks[0].size += 512;
+    assert!(replay::check_consistency(&b).is_err());
+    let mut c = snap.clone();
+    let i = c.device_traces[0].iter().position(|e| e.action == "alloc").expect("an alloc");
+    c.device_traces[0].remove(i);
+    assert!(replay::check_consistency(&c).is_err());
+}
+
+/// Python's `_format_size`, as PyTorch's CLI prints sizes.
+fn py_size(mut num: f64) -> String {
+    for unit in ["", "Ki", "Mi", "Gi", "Ti"] {
+        if num.abs() < 1024.0 {
+            return format!("{num:.1}{unit}B");
+        }
+        num /= 1024.0;
+    }
+    format!("{num:.1}PiB")
+}
+
+/// PyTorch's own reader on our export (`tests/fixtures/snapshot/pytorch_*.txt`, made with
+/// torch 2.15 in a throwaway venv; see the README): it reads the file without error and reports
+/// our totals — segments, reserved, allocated, free (and its internal share), every trace entry
+/// by kind, the OOM with its request and the device's free bytes. The committed pickle is
+/// today's export of the same setup, byte for byte.
+#[test]
+fn pytorchs_reader_reports_the_same_totals() {
+    for (name, budget, stats, trace) in [
+        ("toy_default.pickle", BUDGET, "pytorch_stats.txt", "pytorch_trace.txt"),
+        ("toy_oom.pickle", 8 << 20, "pytorch_stats_oom.txt", "pytorch_trace_oom.txt"),
+    ] {
+        let plan = toy_plan(16, Techniques::default());
+        // What the CLI writes: setup + the executed step's log, or up to the OOM (equal to the
+        // driver's log: an_executed_step_is_what_the_export_records).
+        let (events, _) = export::record_step(&plan, budget);
+        let snap = export::snapshot(&plan, &events, budget);
+        let bytes = export::to_pickle(&snap).expect("pickle");
+        assert!(bytes == fixture(name), "{name} is today's export (rerun the README's commands if the plan changed)");
+
+        let stats = String::from_utf8(fixture(stats)).expect("text");
+        let reserved: i64 = snap.segments.iter().map(|s| s.total_size).sum();
+        let allocated: i64 =
+            snap.segments.iter().flat_map(|s| &s.blocks).filter(|b| b.is_allocated()).map(|b| b.requested()).sum();
+        let internal: i64 = snap
+            .segments
+            .iter()
+            .flat_map(|s| &s.blocks)
+            .filter(|b| b.is_allocated())
+            .map(|b| b.size - b.requested())
+            .sum();
+        let free = reserved - allocated;
+        for line in [
+            format!("segments: {}", snap.segments.len()),
+            format!("total_reserved: {}", py_size(reserved as f64)),
+            format!("total_allocated: {}", py_size(allocated as f64)),
+            format!("total_free: {} ({:.1}% internal)", py_size(free as f64), 100.0 * internal as f64 / free as f64),
+        ] {
+            assert!(stats.lines().any(|l| l == line), "{name}: PyTorch's stats say {line:?}:\n{stats}");
+        }
+
+        let trace = String::from_utf8(fixture(trace)).expect("text");
+        let entries = &snap.device_traces[0];
+        let count = |action: &str| entries.iter().filter(|e| e.action == action).count();
+        assert!(trace.contains(&format!("{} entries", entries.len())));
+        assert_eq!(trace.matches("cudaMalloc(").count(), count("segment_alloc"));
+        assert_eq!(trace.lines().filter(|l| l.starts_with("del ")).count(), count("free_requested"));
+        assert_eq!(trace.matches("# free completed for").count(), count("free_completed"));
+        assert_eq!(trace.lines().filter(|l| l.contains(" = ") && l.contains('[')).count(), count("alloc"));
+        for e in entries.iter().filter(|e| e.action == "oom") {
+            let line = format!(
+                "raise OutOfMemoryError # {} requested, {} free in CUDA",
+                py_size(e.size as f64),
+                py_size(e.device_free.unwrap_or(0) as f64)
+            );
+            assert!(trace.contains(&line), "{name}: {line}");
+        }
+    }
+}
+
+/// Other producers' snapshots: protocol 5 with shared frames, unknown keys, an OOM and dict
+/// metadata (Python 3.14's default); a legacy top-level list of segments whose blocks have
+/// `history` instead of frames and no requested size.
+#[test]
+fn foreign_shapes_are_read() {
+    let s = read::from_bytes(&fixture("minimal_p5.pickle")).expect("protocol 5");
+    replay::check_consistency(&s).expect("consistent");
+    let r = replay::replay(&s, 0, 5);
+    assert_eq!(r.final_state, replay::Point { allocated: 524288, reserved: 2097152 });
+    assert_eq!(r.peak_allocated, 1_524_288);
+    assert_eq!(r.ooms.len(), 1);
+    assert_eq!((r.ooms[0].size, r.ooms[0].device_free), (4194304, 1048576));
+    assert_eq!(r.ooms[0].frame, "train.py:42:forward");
+    assert_eq!(r.live_at_peak.len(), 2);
+    assert!(!r.truncated());
+
+    let legacy = read::from_bytes(&fixture("legacy_segments.pickle")).expect("legacy list");
+    assert!(legacy.device_traces.is_empty());
+    let r = replay::replay(&legacy, 0, 5);
+    assert_eq!(r.final_state.allocated, 1_000_000, "history's real_size is the request");
+    assert_eq!(r.live_at_peak[0].frame, "train.py:42:forward");
+    assert_eq!(r.largest_free_block, 1048576);
+
+    // The same snapshot as JSON (the newest viewer's other input).
+    let json = serde_json::to_vec(&s).expect("json");
+    assert_eq!(read::from_bytes(&json).expect("JSON"), s);
+}
+
+/// A ring buffer that dropped the oldest events: the trace is replayed from the state it implies,
+/// which is said to be truncated.
+#[test]
+fn a_truncated_trace_is_read_and_said_so() {
+    let plan = toy_plan(16, Techniques::default());
+    let (mut snap, _) = round_trip(&plan, BUDGET);
+    let full = replay::replay(&snap, 0, 0);
+    snap.device_traces[0].drain(..40);
+    let r = replay::replay(&snap, 0, 0);
+    assert!(r.truncated());
+    assert!(r.initial.allocated > 0 && r.initial.reserved > 0);
+    assert_eq!(r.final_state, full.final_state);
+    assert_eq!(r.peak_allocated, full.peak_allocated, "the peak comes after the dropped events");
+}
+
+/// Damaged, empty, foreign or hostile files are errors with a message, never a panic.
+#[test]
+fn bad_files_are_clear_errors() {
+    let good = fixture("toy_default.pickle");
+    let mut cases: Vec<(String, Vec<u8>)> = vec![
+        ("empty".into(), Vec::new()),
+        ("text".into(), b"hello, world".to_vec()),
+        ("a PNG".into(), b"\x89PNG\r\n\x1a\n....".to_vec()),
+        ("protocol 9".into(), vec![0x80, 9, b'K', 1, b'.']),
+        ("a pickled int".into(), vec![0x80, 2, b'K', 7, b'.']),
+        ("an empty dict".into(), vec![0x80, 2, b'}', b'.']),
+        ("bad JSON".into(), b"{\"segments\": [".to_vec()),
+        ("JSON of something else".into(), b"{\"hello\": 1}".to_vec()),
+    ];
+    for cut in [1, 2, 10, good.len() / 2, good.len() - 1] {
+        cases.push((format!("cut at {cut}"), good[..cut].to_vec()));
+    }
+    for flip in [3, 100, good.len() / 3] {
+        let mut b = good.clone();
+        b[flip] ^= 0xff;
+        cases.push((format!("byte {flip} flipped"), b));
+    }
+    for (what, bytes) in cases {
+        match read::from_bytes(&bytes) {
+            Err(e @ (SnapshotError::Foreign(_) | SnapshotError::Corrupt(_))) => {
+                assert!(!e.to_string().is_empty(), "{what}");
+            }
+            Err(e) => panic!("{what}: unexpected {e}"),
+            // A flipped byte inside a string or number can still be a valid snapshot.
+            Ok(s) => assert!(what.contains("flipped"), "{what} read as a snapshot: {} segments", s.segments.len()),
+        }
+    }
+}

@@ -556,3 +556,40 @@ saved-silu-gate = silu(gate)
 saved-silu-gate-up-the-down-projections-input = silu(gate) · up (the down projection's input)
 saved-up-projection-output = up projection output
 saved-value-repeated-to-every-head-as-the-output-matmul-keeps-it = value, repeated to every head (as the output matmul keeps it)
+
+## The Snapshot tab: a PyTorch memory snapshot
+
+tab-snapshot = Snapshot
+source-pytorch = measured by PyTorch
+snap-heading = A PyTorch memory snapshot
+snap-how = Record one with torch.cuda.memory._record_memory_history() and torch.cuda.memory._dump_snapshot("snap.pickle") in your training script, or write oomlab's own step with: oomlab snapshot export --out step.pickle
+snap-path = path to snap.pickle
+snap-open = Open
+snap-choose = Choose a file…
+snap-drop = or drop the file on this window
+snap-reading = Reading { $name }…
+snap-error = Could not open the snapshot: { $error }
+snap-device = GPU { $n }
+snap-source = { $name }, device { $device }: { $source }
+snap-truncated = The trace starts with { $allocated } allocated and { $reserved } reserved: recording began mid-run, or the ring buffer dropped the oldest events (the trace is truncated).
+snap-oom-heading = Out of memory
+snap-oom = At event { $index } PyTorch asked for { $size } with { $free } free on the device ({ $frame }).
+snap-oom-fragmented = The cached free memory ({ $cached }) would hold it, but its largest free block is { $largest }: the memory is fragmented. PyTorch's remedy: PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True.
+snap-oom-full = The segments held { $cached } free, the largest free block { $largest }: the memory really is full — a smaller batch, activation checkpointing or mixed precision is the fix.
+snap-live = The { $count } largest allocations alive at the peak
+snap-no-frame = (no stack recorded)
+snap-col-snapshot = this snapshot
+snap-col-toy = the toy's step
+snap-col-toy-source = the toy's step ({ $source })
+snap-peak-allocated = peak allocated
+snap-peak-reserved = peak reserved
+snap-largest-free = largest free block at the end
+snap-free = free in segments at the end
+snap-fragmentation = fragmentation at the end (free memory outside the largest free block)
+snap-events = allocator events
+snap-no-trace = This snapshot has no trace: only its segments at the time of the dump.
+snap-allocated = allocated
+snap-oom-line = out of memory
+snap-axis-event = event
+snap-map = The allocator's segments at the dump ({ $shown } of { $count }, largest first): allocated blocks filled, free space empty
+snap-segment = segment { $address }: { $size }, { $allocated } allocated in { $blocks } blocks

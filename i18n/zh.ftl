@@ -553,3 +553,40 @@ saved-silu-gate = silu(gate) 的结果
 saved-silu-gate-up-the-down-projections-input = silu(gate) · up（down 投影的输入）
 saved-up-projection-output = up 投影的输出
 saved-value-repeated-to-every-head-as-the-output-matmul-keeps-it = value，复制到每个头（输出 matmul 保存的形式）
+
+## 快照标签页：PyTorch 显存快照
+
+tab-snapshot = 快照
+source-pytorch = 由 PyTorch 测得
+snap-heading = PyTorch 显存快照
+snap-how = 在训练脚本中用 torch.cuda.memory._record_memory_history() 和 torch.cuda.memory._dump_snapshot("snap.pickle") 记录一份显存快照，或用以下命令导出 oomlab 自己的一步：oomlab snapshot export --out step.pickle
+snap-path = snap.pickle 的路径
+snap-open = 打开
+snap-choose = 选择文件…
+snap-drop = 或把文件拖到此窗口
+snap-reading = 正在读取 { $name }…
+snap-error = 无法打开快照：{ $error }
+snap-device = { $n } 号 GPU
+snap-source = { $name }，设备 { $device }：{ $source }
+snap-truncated = 记录开始时已有 { $allocated } 已分配、{ $reserved } 预留：记录是在运行中途开始的，或环形缓冲区丢弃了最早的事件（记录被截断）。
+snap-oom-heading = 显存溢出
+snap-oom = 在第 { $index } 个事件处，PyTorch 申请 { $size }，而设备上只有 { $free } 空闲（{ $frame }）。
+snap-oom-fragmented = 缓存的空闲显存（{ $cached }）本可容纳它，但其中最大的空闲块只有 { $largest }：显存已碎片化。PyTorch 的办法：PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True。
+snap-oom-full = 各段中共有 { $cached } 空闲，最大的空闲块为 { $largest }：显存确实满了——减小 batch、使用梯度检查点或混合精度才能解决。
+snap-live = 峰值时存活的 { $count } 个最大分配
+snap-no-frame = （没有记录调用栈）
+snap-col-snapshot = 这份快照
+snap-col-toy = 玩具模型的一步
+snap-col-toy-source = 玩具模型的一步（{ $source }）
+snap-peak-allocated = 已分配峰值
+snap-peak-reserved = 预留峰值
+snap-largest-free = 结束时最大的空闲块
+snap-free = 结束时各段中的空闲
+snap-fragmentation = 结束时的碎片（最大空闲块之外的空闲显存）
+snap-events = 分配器事件数
+snap-no-trace = 这份快照没有事件记录：只有导出时的各个段。
+snap-allocated = 已分配
+snap-oom-line = 显存溢出
+snap-axis-event = 事件
+snap-map = 导出时分配器的段（显示 { $shown } / { $count } 个，从大到小）：已分配的块为实心，空闲部分为空
+snap-segment = 段 { $address }：{ $size }，{ $allocated } 已分配，共 { $blocks } 个块

@@ -242,6 +242,21 @@ fn the_whole_app_speaks_chinese() {
         open_all(&mut harness, &["为什么？", "模型状态，逐个张量", "个存活的张量", "架构："]);
         left.extend(leftovers(&harness, None, &names, &mut seen));
     }
+    // The Snapshot tab with a snapshot open (its frames and the commands in its how-to are code).
+    let snap = std::fs::read(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/snapshot/minimal_p5.pickle"),
+    )
+    .expect("fixture");
+    harness.state_mut().open_snapshot_bytes("minimal_p5.pickle", &snap);
+    harness.state_mut().tab = oomlab::app::Tab::Snapshot;
+    harness.run();
+    harness.get_by_label("minimal_p5.pickle，设备 0：由 PyTorch 测得");
+    let code = oomlab::i18n::Catalog::new(Lang::Zh).text("snap-how") + " minimal_p5.pickle train.py forward";
+    let mut snap_names = names.clone();
+    snap_names.extend(code.split(|c: char| !c.is_ascii_alphanumeric()).filter(|w| !w.is_empty()).map(str::to_string));
+    left.extend(leftovers(&harness, None, &snap_names, &mut seen));
+    harness.state_mut().tab = oomlab::app::Tab::RealModels;
+    harness.run();
     // A custom GPU and an edited model keep their words in Chinese too.
     harness.state_mut().settings.real.gpu = oomlab::memory::estimate::presets::custom_gpu(24 << 30);
     harness.state_mut().settings.real.arch.name = "custom (llama2-7b)".into();

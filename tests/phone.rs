@@ -51,7 +51,8 @@ fn on_a_phone_the_controls_are_a_drawer_and_nothing_is_cut_off() {
     }
     let cut = cut_off(&harness);
     assert!(cut.is_empty(), "cut off at the right edge: {cut:?}");
-    for tab in ["Step timeline", "Memory vs batch", "Allocator map", "Training", "Real models", "Breakdown"] {
+    for tab in ["Step timeline", "Memory vs batch", "Allocator map", "Training", "Real models", "Snapshot", "Breakdown"]
+    {
         harness.get_by_label(tab).click();
         harness.run();
         let cut = cut_off(&harness);

@@ -302,3 +302,62 @@ fn bad_files_are_clear_errors() {
         }
     }
 }
+
+/// The Snapshot tab: a foreign snapshot (protocol 5, with an OOM) is shown as measured by
+/// PyTorch, with its peak beside the toy's step, the OOM in plain words and what was alive at the
+/// peak — in English and in Chinese; a file read from a path arrives from its thread; a bad file
+/// is a message.
+#[test]
+fn the_app_shows_a_snapshot() {
+    use egui_kittest::Harness;
+    use egui_kittest::kittest::Queryable;
+    use oomlab::app::settings::Settings;
+    use oomlab::app::{OomlabApp, Tab};
+    use oomlab::i18n::Lang;
+    let mut harness = Harness::builder()
+        .with_size([1280.0, 1400.0])
+        .build_ui_state(|ui, app: &mut OomlabApp| app.show(ui), OomlabApp::headless(Settings::default()));
+    harness.run();
+    harness.state_mut().open_snapshot_bytes("minimal_p5.pickle", &fixture("minimal_p5.pickle"));
+    harness.state_mut().tab = Tab::Snapshot;
+    harness.run();
+    harness.get_by_label("minimal_p5.pickle, device 0: measured by PyTorch");
+    harness.get_by_label("Out of memory");
+    harness.get_by_label_contains(
+        "At event 5 PyTorch asked for 4.00 MiB with 1.00 MiB free on the device (train.py:42:forward).",
+    );
+    assert!(harness.query_all_by_label("1.45 MiB").count() >= 1, "the peak allocated");
+    harness.get_by_label_contains("the toy's step");
+    harness.get_by_label("The 2 largest allocations alive at the peak");
+    assert_eq!(harness.query_all_by_label("train.py:42:forward").count(), 2, "both allocations alive at the peak");
+
+    harness.state_mut().set_lang(Lang::Zh);
+    harness.run();
+    harness.run();
+    harness.get_by_label("minimal_p5.pickle，设备 0：由 PyTorch 测得");
+    assert!(harness.query_all_by_label("显存溢出").count() >= 1, "the OOM heading in Chinese");
+    harness.state_mut().set_lang(Lang::En);
+    harness.run();
+
+    // From a path, on its thread.
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/snapshot/toy_oom.pickle");
+    let ctx = harness.ctx.clone();
+    harness.state_mut().open_snapshot_path(path, &ctx);
+    for _ in 0..200 {
+        // A spinner repaints while the thread reads: step frames rather than settle.
+        harness.step();
+        if harness.state().snapshot.loading.is_none() {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    harness.run();
+    harness.get_by_label("toy_oom.pickle, device 0: measured by PyTorch");
+    harness.get_by_label_contains("oomlab/activations:14:h.1.attn.out");
+    harness
+        .snapshot_options("snapshot_tab", &egui_kittest::SnapshotOptions::new().threshold(2.0).max_failed_pixels(2000));
+
+    harness.state_mut().open_snapshot_bytes("notes.txt", b"not a snapshot");
+    harness.run();
+    harness.get_by_label_contains("Could not open the snapshot: notes.txt: not a PyTorch memory snapshot");
+}

@@ -20,6 +20,7 @@ pub mod real;
 pub mod real_runtime;
 mod session;
 pub mod settings;
+pub mod snapshot_view;
 pub mod views;
 
 use std::sync::Arc;
@@ -52,6 +53,8 @@ pub enum Tab {
     Training,
     /// The large-model estimator.
     RealModels,
+    /// A PyTorch memory snapshot from a real run.
+    Snapshot,
 }
 
 pub struct OomlabApp {
@@ -123,6 +126,8 @@ pub struct OomlabApp {
     show_challenges: bool,
     /// What a teacher link locks or hides.
     pub restrictions: teacher::Restrictions,
+    /// The Snapshot tab's file and what was read from it.
+    pub snapshot: snapshot_view::SnapshotState,
     /// The gated controls the last drawn controls panel held, and whether each was enabled.
     drawn_controls: Vec<(teacher::Control, bool)>,
     /// Whether the teacher link's drawn controls were logged (once per link).
@@ -236,6 +241,7 @@ impl OomlabApp {
             challenges_done: Vec::new(),
             show_challenges: false,
             restrictions: teacher::Restrictions::default(),
+            snapshot: snapshot_view::SnapshotState::default(),
             drawn_controls: Vec::new(),
             drawn_logged: false,
             share: None,
@@ -357,6 +363,7 @@ impl OomlabApp {
             self.apply_settings();
             self.main_area(ui, narrow, key_step);
         }
+        self.poll_snapshot(ui.ctx());
         self.shortcuts_window(ui.ctx());
         self.share_window(ui.ctx());
         self.highlight(ui.ctx());
@@ -425,6 +432,7 @@ impl OomlabApp {
                 (Tab::Allocator, "tab-allocator"),
                 (Tab::Training, "tab-training"),
                 (Tab::RealModels, "tab-real-models"),
+                (Tab::Snapshot, "tab-snapshot"),
             ] {
                 let label = self.tr(key);
                 ui.selectable_value(&mut self.tab, tab, label);
@@ -438,6 +446,8 @@ impl OomlabApp {
         ui.spacing_mut().interact_size.y = ui.ctx().global_style().spacing.interact_size.y;
         if self.tab == Tab::RealModels {
             self.real_models(ui);
+        } else if self.tab == Tab::Snapshot {
+            self.snapshot_tab(ui);
         } else {
             self.toy_views(ui);
         }
@@ -551,7 +561,7 @@ impl OomlabApp {
                 views::explain(ui, t, "explain-allocator");
             }
             Tab::Training => views::training(ui, t, &self.losses, &self.step_secs),
-            Tab::RealModels => {}
+            Tab::RealModels | Tab::Snapshot => {}
         }
     }
 }

@@ -69,6 +69,8 @@ pub enum Source {
     Predicted,
     Allocator,
     Device,
+    /// A PyTorch memory snapshot of a real run.
+    PyTorch,
 }
 
 impl Source {
@@ -78,6 +80,7 @@ impl Source {
             Source::Predicted => "source-predicted",
             Source::Allocator => "source-allocator",
             Source::Device => "source-device",
+            Source::PyTorch => "source-pytorch",
         })
     }
 }

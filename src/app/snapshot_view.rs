@@ -1,0 +1,418 @@
+//! The Snapshot tab: a PyTorch memory snapshot from a real training run (or oomlab's own
+//! export), shown in oomlab's views — its timeline, its allocator map (reserved vs allocated,
+//! fragmentation), its OOM events in plain words, what was alive at the peak — labelled as
+//! measured by PyTorch, beside the toy's current step. Files come by drag and drop (desktop and
+//! browser), a path (desktop) or a file picker (browser); the desktop reads them on a thread, so
+//! a large dump never freezes a frame.
+
+use egui::{Color32, RichText, Ui};
+use egui_plot::{Line, Plot, PlotPoints, VLine};
+
+use super::OomlabApp;
+use super::views::{self, Source, size};
+use crate::i18n::Catalog;
+use crate::memory::snapshot::{Snapshot, read, replay};
+
+/// At most this many points per chart line (the largest value of each bucket is kept, so no
+/// peak is lost).
+const CHART_POINTS: usize = 4000;
+/// The largest segments drawn in the map.
+const MAP_SEGMENTS: usize = 64;
+
+/// A read snapshot and what the views draw from it.
+pub struct Loaded {
+    pub name: String,
+    pub snapshot: Snapshot,
+    pub replays: Vec<replay::Replay>,
+    /// The device shown (index into `replays`).
+    pub device: usize,
+}
+
+/// Where the browser puts a picked or dropped file (its name and bytes) for the next frame.
+#[cfg(target_arch = "wasm32")]
+type Picked = std::rc::Rc<std::cell::RefCell<Option<(String, Vec<u8>)>>>;
+
+/// The tab's state.
+#[derive(Default)]
+pub struct SnapshotState {
+    /// The desktop's path field.
+    pub path: String,
+    pub loaded: Option<Loaded>,
+    pub error: Option<String>,
+    /// The file being read (the desktop reads on a thread).
+    pub loading: Option<String>,
+    #[cfg(not(target_arch = "wasm32"))]
+    rx: Option<std::sync::mpsc::Receiver<(String, Result<Loaded, String>)>>,
+    #[cfg(target_arch = "wasm32")]
+    picked: Picked,
+}
+
+/// Reads and replays a snapshot (milliseconds for the toy's, seconds for a 100 MB dump).
+pub fn load(name: &str, bytes: &[u8]) -> Result<Loaded, String> {
+    let snapshot = read::from_bytes(bytes).map_err(|e| e.to_string())?;
+    let replays = replay::devices(&snapshot).into_iter().map(|d| replay::replay(&snapshot, d, 20)).collect();
+    Ok(Loaded { name: name.to_string(), snapshot, replays, device: 0 })
+}
+
+/// Points for a chart line: (event index, MiB), at most [`CHART_POINTS`], each the bucket's
+/// largest value.
+fn decimate(values: impl ExactSizeIterator<Item = i64>) -> Vec<[f64; 2]> {
+    let n = values.len();
+    let per = n.div_ceil(CHART_POINTS).max(1);
+    let mut out = Vec::with_capacity(n.min(CHART_POINTS) + 1);
+    let mut best: Option<(usize, i64)> = None;
+    for (i, v) in values.enumerate() {
+        if best.is_none_or(|(_, b)| v > b) {
+            best = Some((i, v));
+        }
+        if ((i + 1).is_multiple_of(per) || i + 1 == n)
+            && let Some((at, b)) = best.take()
+        {
+            out.push([at as f64, b as f64 / (1u64 << 20) as f64]);
+        }
+    }
+    out
+}
+
+fn bytes(v: i64) -> u64 {
+    u64::try_from(v).unwrap_or(0)
+}
+
+impl OomlabApp {
+    /// Opens a snapshot from its bytes (drag and drop in the browser, the file picker, tests).
+    pub fn open_snapshot_bytes(&mut self, name: &str, bytes: &[u8]) {
+        let s = &mut self.snapshot;
+        match load(name, bytes) {
+            Ok(l) => {
+                log::info!(
+                    "oomlab: snapshot {name}: {} devices, {} segments",
+                    l.replays.len(),
+                    l.snapshot.segments.len()
+                );
+                (s.loaded, s.error) = (Some(l), None);
+            }
+            Err(e) => s.error = Some(format!("{name}: {e}")),
+        }
+        s.loading = None;
+    }
+
+    /// Opens a snapshot file: on a thread on the desktop (a large file never freezes a frame).
+    #[cfg(not(target_arch = "wasm32"))]
+    pub fn open_snapshot_path(&mut self, path: std::path::PathBuf, ctx: &egui::Context) {
+        let name = path.file_name().map_or_else(|| path.display().to_string(), |n| n.to_string_lossy().into_owned());
+        let (tx, rx) = std::sync::mpsc::channel();
+        let ctx = ctx.clone();
+        let label = name.clone();
+        std::thread::spawn(move || {
+            let result = std::fs::read(&path).map_err(|e| e.to_string()).and_then(|b| load(&label, &b));
+            let _ = tx.send((label, result));
+            ctx.request_repaint();
+        });
+        self.snapshot.loading = Some(name);
+        self.snapshot.rx = Some(rx);
+    }
+
+    /// Takes dropped files and finished reads (each frame).
+    pub(super) fn poll_snapshot(&mut self, ctx: &egui::Context) {
+        let dropped = ctx.input(|i| i.raw.dropped_files.clone());
+        for f in dropped {
+            self.tab = super::Tab::Snapshot;
+            #[cfg(not(target_arch = "wasm32"))]
+            self.open_snapshot_path(f.path().to_path_buf(), ctx);
+            #[cfg(target_arch = "wasm32")]
+            {
+                // The browser reads a dropped file asynchronously; it lands where a picked one does.
+                let (picked, ctx) = (self.snapshot.picked.clone(), ctx.clone());
+                let name = f.path().display().to_string();
+                self.snapshot.loading = Some(name.clone());
+                wasm_bindgen_futures::spawn_local(async move {
+                    match f.bytes_async().await {
+                        Ok(bytes) => *picked.borrow_mut() = Some((name, bytes)),
+                        Err(e) => log::warn!("oomlab: could not read the dropped file {name}: {e}"),
+                    }
+                    ctx.request_repaint();
+                });
+            }
+        }
+        #[cfg(not(target_arch = "wasm32"))]
+        if let Some(rx) = &self.snapshot.rx
+            && let Ok((name, result)) = rx.try_recv()
+        {
+            self.snapshot.rx = None;
+            self.snapshot.loading = None;
+            match result {
+                Ok(l) => (self.snapshot.loaded, self.snapshot.error) = (Some(l), None),
+                Err(e) => self.snapshot.error = Some(format!("{name}: {e}")),
+            }
+        }
+        #[cfg(target_arch = "wasm32")]
+        {
+            let picked = self.snapshot.picked.borrow_mut().take();
+            if let Some((name, b)) = picked {
+                self.open_snapshot_bytes(&name, &b);
+            }
+        }
+    }
+
+    /// The Snapshot tab.
+    pub(super) fn snapshot_tab(&mut self, ui: &mut Ui) {
+        let t = &self.catalog;
+        ui.heading(t.text("snap-heading"));
+        ui.label(t.text("snap-how"));
+        #[cfg(not(target_arch = "wasm32"))]
+        let mut open_path = None;
+        ui.horizontal_wrapped(|ui| {
+            #[cfg(not(target_arch = "wasm32"))]
+            {
+                let field = ui.add(egui::TextEdit::singleline(&mut self.snapshot.path).hint_text(t.text("snap-path")));
+                let open = ui.button(t.text("snap-open")).clicked()
+                    || (field.lost_focus() && ui.input(|i| i.key_pressed(egui::Key::Enter)));
+                if open && !self.snapshot.path.trim().is_empty() {
+                    open_path = Some(std::path::PathBuf::from(self.snapshot.path.trim()));
+                }
+            }
+            #[cfg(target_arch = "wasm32")]
+            if ui.button(t.text("snap-choose")).clicked() {
+                pick_file(&self.snapshot.picked, ui.ctx());
+            }
+            ui.label(RichText::new(t.text("snap-drop")).weak());
+        });
+        #[cfg(not(target_arch = "wasm32"))]
+        if let Some(path) = open_path {
+            self.open_snapshot_path(path, ui.ctx());
+        }
+        let t = &self.catalog;
+        if let Some(name) = &self.snapshot.loading {
+            ui.horizontal(|ui| {
+                ui.spinner();
+                ui.label(t.format("snap-reading", &[("name", name.as_str().into())]));
+            });
+        }
+        if let Some(e) = &self.snapshot.error {
+            ui.colored_label(Color32::RED, t.format("snap-error", &[("error", e.as_str().into())]));
+        }
+        let toy = self.shown_memory().map(|(m, s)| (m.clone(), s));
+        let t = &self.catalog;
+        let Some(l) = &mut self.snapshot.loaded else { return };
+        if l.replays.len() > 1 {
+            ui.horizontal(|ui| {
+                for (i, r) in l.replays.iter().enumerate() {
+                    ui.selectable_value(
+                        &mut l.device,
+                        i,
+                        t.format("snap-device", &[("n", r.device.to_string().into())]),
+                    );
+                }
+            });
+        }
+        let Some(r) = l.replays.get(l.device) else { return };
+        let source = Source::PyTorch.word(t);
+        ui.label(
+            RichText::new(t.format(
+                "snap-source",
+                &[("name", l.name.as_str().into()), ("device", r.device.to_string().into()), ("source", source.into())],
+            ))
+            .strong(),
+        );
+        if r.truncated() {
+            ui.colored_label(
+                Color32::from_rgb(240, 160, 60),
+                t.format(
+                    "snap-truncated",
+                    &[
+                        ("allocated", size(t, bytes(r.initial.allocated)).into()),
+                        ("reserved", size(t, bytes(r.initial.reserved)).into()),
+                    ],
+                ),
+            );
+        }
+        summary(ui, t, r, toy.as_ref().map(|(m, s)| (m, *s)));
+        for o in &r.ooms {
+            ui.group(|ui| {
+                ui.label(RichText::new(t.text("snap-oom-heading")).color(Color32::from_rgb(240, 80, 80)).strong());
+                ui.label(t.format(
+                    "snap-oom",
+                    &[
+                        ("index", o.index.to_string().into()),
+                        ("size", size(t, bytes(o.size)).into()),
+                        ("free", size(t, bytes(o.device_free)).into()),
+                        ("frame", o.frame.as_str().into()),
+                    ],
+                ));
+                let cached = r.free_in_segments;
+                let key = if cached >= o.size && r.largest_free_block < o.size {
+                    "snap-oom-fragmented"
+                } else {
+                    "snap-oom-full"
+                };
+                ui.label(t.format(
+                    key,
+                    &[
+                        ("cached", size(t, bytes(cached)).into()),
+                        ("largest", size(t, bytes(r.largest_free_block)).into()),
+                    ],
+                ));
+            });
+        }
+        chart(ui, t, r);
+        map(ui, t, l, r.device);
+        egui::CollapsingHeader::new(t.format("snap-live", &[("count", r.live_at_peak.len().to_string().into())]))
+            .id_salt("snap_live")
+            .default_open(true)
+            .show(ui, |ui| {
+                for x in &r.live_at_peak {
+                    ui.horizontal_wrapped(|ui| {
+                        ui.label(RichText::new(size(t, bytes(x.size))).monospace());
+                        ui.label(RichText::new(format!("{:#x}", x.address)).monospace().weak());
+                        ui.label(if x.frame.is_empty() { t.text("snap-no-frame") } else { x.frame.clone() });
+                    });
+                }
+            });
+    }
+}
+
+/// The snapshot's figures beside the toy's current step.
+fn summary(ui: &mut Ui, t: &Catalog, r: &replay::Replay, toy: Option<(&crate::memory::StepMemory, Source)>) {
+    let toy_free = toy.map(|(m, _)| m.stats.reserved_bytes.saturating_sub(m.stats.allocated_bytes));
+    let frag = |largest: u64, free: u64| {
+        if free == 0 { "0.0 %".to_string() } else { format!("{:.1} %", 100.0 * (1.0 - largest as f64 / free as f64)) }
+    };
+    egui::Grid::new("snap_summary").striped(true).num_columns(3).show(ui, |ui| {
+        ui.strong("");
+        ui.strong(t.text("snap-col-snapshot"));
+        ui.strong(toy.map_or_else(
+            || t.text("snap-col-toy"),
+            |(_, s)| t.format("snap-col-toy-source", &[("source", s.word(t).into())]),
+        ));
+        ui.end_row();
+        let rows: [(&str, u64, Option<u64>); 4] = [
+            ("snap-peak-allocated", bytes(r.peak_allocated), toy.map(|(m, _)| m.peak_allocated_bytes())),
+            ("snap-peak-reserved", bytes(r.peak_reserved), toy.map(|(m, _)| m.peak_reserved_bytes())),
+            ("snap-largest-free", bytes(r.largest_free_block), toy.map(|(m, _)| m.largest_free_block)),
+            ("snap-free", bytes(r.free_in_segments), toy_free),
+        ];
+        for (key, ours, theirs) in rows {
+            ui.label(t.text(key));
+            ui.label(size(t, ours));
+            ui.label(theirs.map_or_else(String::new, |v| size(t, v)));
+            ui.end_row();
+        }
+        ui.label(t.text("snap-fragmentation"));
+        ui.label(format!("{:.1} %", r.fragmentation_percent()));
+        ui.label(toy.map_or_else(String::new, |(m, _)| frag(m.largest_free_block, toy_free.unwrap_or(0))));
+        ui.end_row();
+        // (The toy's log holds only its step's events, not its setup's: no like-for-like count.)
+        ui.label(t.text("snap-events"));
+        ui.label(r.events.to_string());
+        ui.label("");
+        ui.end_row();
+    });
+}
+
+/// Allocated and reserved over the trace, with the peak and the OOM events.
+fn chart(ui: &mut Ui, t: &Catalog, r: &replay::Replay) {
+    if r.timeline.is_empty() {
+        ui.label(t.text("snap-no-trace"));
+        return;
+    }
+    let allocated = decimate(r.timeline.iter().map(|p| p.allocated).collect::<Vec<_>>().into_iter());
+    let reserved = decimate(r.timeline.iter().map(|p| p.reserved).collect::<Vec<_>>().into_iter());
+    views::legend(
+        ui,
+        &[
+            (t.text("snap-allocated"), Color32::from_rgb(90, 160, 230)),
+            (t.text("tl-reserved"), Color32::GRAY),
+            (t.text("tl-peak"), Color32::RED),
+            (t.text("snap-oom-line"), Color32::from_rgb(240, 160, 60)),
+        ],
+    );
+    let mut plot = Plot::new("snap_timeline");
+    if views::fit_requested(ui) {
+        plot = plot.reset();
+    }
+    let drawn = plot
+        .height(views::chart_height(ui).min(360.0))
+        .x_axis_label(t.text("snap-axis-event"))
+        .y_axis_label("MiB")
+        .include_y(0.0)
+        .allow_scroll(false)
+        .show(ui, |p| {
+            p.line(
+                Line::new(t.text("snap-allocated"), PlotPoints::from(allocated)).color(Color32::from_rgb(90, 160, 230)),
+            );
+            p.line(Line::new(t.text("tl-reserved"), PlotPoints::from(reserved)).color(Color32::GRAY));
+            if let Some(i) = r.peak_index {
+                p.vline(VLine::new(t.text("tl-peak"), i as f64).color(Color32::RED));
+            }
+            for o in &r.ooms {
+                p.vline(VLine::new(t.text("snap-oom-line"), o.index as f64).color(Color32::from_rgb(240, 160, 60)));
+            }
+        });
+    views::mark(ui, "snapshot-timeline", drawn.response.rect);
+}
+
+/// The final segments, largest first: one bar each, allocated blocks filled, free ones outlined.
+fn map(ui: &mut Ui, t: &Catalog, l: &Loaded, device: i64) {
+    let mut segments: Vec<_> = l.snapshot.segments.iter().filter(|g| g.device == device).collect();
+    segments.sort_by(|a, b| b.total_size.cmp(&a.total_size).then(a.address.cmp(&b.address)));
+    let shown = segments.len().min(MAP_SEGMENTS);
+    ui.strong(
+        t.format("snap-map", &[("shown", shown.to_string().into()), ("count", segments.len().to_string().into())]),
+    );
+    let largest = segments.first().map_or(1, |g| g.total_size.max(1)) as f32;
+    let width = ui.available_width().max(50.0);
+    for g in segments.iter().take(MAP_SEGMENTS) {
+        let w = (width * g.total_size as f32 / largest).max(4.0);
+        let (rect, response) = ui.allocate_exact_size(egui::vec2(w, 14.0), egui::Sense::hover());
+        let painter = ui.painter_at(rect);
+        painter.rect_stroke(rect, 0.0, egui::Stroke::new(1.0, Color32::GRAY), egui::StrokeKind::Inside);
+        let mut at = 0i64;
+        for b in &g.blocks {
+            let x0 = rect.left() + rect.width() * at as f32 / g.total_size.max(1) as f32;
+            at += b.size;
+            let x1 = rect.left() + rect.width() * at as f32 / g.total_size.max(1) as f32;
+            if b.is_allocated() {
+                let r = egui::Rect::from_min_max(
+                    egui::pos2(x0, rect.top() + 1.0),
+                    egui::pos2(x1.max(x0 + 0.5), rect.bottom() - 1.0),
+                );
+                painter.rect_filled(r, 0.0, Color32::from_rgb(90, 160, 230));
+            }
+        }
+        let allocated: i64 = g.blocks.iter().filter(|b| b.is_allocated()).map(|b| b.size).sum();
+        response.on_hover_text(t.format(
+            "snap-segment",
+            &[
+                ("address", format!("{:#x}", g.address).into()),
+                ("size", size(t, bytes(g.total_size)).into()),
+                ("allocated", size(t, bytes(allocated)).into()),
+                ("blocks", g.blocks.len().to_string().into()),
+            ],
+        ));
+    }
+}
+
+/// The browser's file picker: an `<input type=file>` whose file's bytes land in `picked`.
+#[cfg(target_arch = "wasm32")]
+fn pick_file(picked: &Picked, ctx: &egui::Context) {
+    use wasm_bindgen::JsCast;
+    let Some(document) = web_sys::window().and_then(|w| w.document()) else { return };
+    let Ok(input) = document.create_element("input") else { return };
+    let Ok(input) = input.dyn_into::<web_sys::HtmlInputElement>() else { return };
+    input.set_type("file");
+    input.set_accept(".pickle,.pkl,.json");
+    let (picked, ctx, target) = (picked.clone(), ctx.clone(), input.clone());
+    let on_change = wasm_bindgen::closure::Closure::once_into_js(move || {
+        let Some(file) = target.files().and_then(|f| f.get(0)) else { return };
+        let name = file.name();
+        wasm_bindgen_futures::spawn_local(async move {
+            if let Ok(buffer) = wasm_bindgen_futures::JsFuture::from(file.array_buffer()).await {
+                let bytes = js_sys::Uint8Array::new(&buffer).to_vec();
+                *picked.borrow_mut() = Some((name, bytes));
+                ctx.request_repaint();
+            }
+        });
+    });
+    input.set_onchange(Some(on_change.unchecked_ref()));
+    input.click();
+}

@@ -194,6 +194,7 @@ tech-lora = LoRA r={ $rank } α={ $alpha } on { $targets }
 
 export-sweep-csv = sweep CSV
 export-step-json = timeline + allocator JSON
+export-snapshot = PyTorch snapshot
 export-estimate-json = estimate JSON
 export-png = window PNG
 

@@ -191,6 +191,7 @@ tech-lora = LoRA r={ $rank } α={ $alpha }，作用于 { $targets }
 
 export-sweep-csv = 扫描结果 CSV
 export-step-json = 时间线 + 分配器 JSON
+export-snapshot = PyTorch 显存快照
 export-estimate-json = 估算结果 JSON
 export-png = 窗口截图 PNG
 

@@ -339,6 +339,17 @@ fn the_app_shows_a_snapshot() {
     harness.state_mut().set_lang(Lang::En);
     harness.run();
 
+    // The Export row's button writes the toy's step; the tab reads it back.
+    let dir = tempfile::tempdir().expect("tempdir");
+    harness.state_mut().export_dir = Some(dir.path().to_path_buf());
+    harness.get_by_label("PyTorch snapshot").click();
+    harness.run();
+    let written = std::fs::read(dir.path().join("oomlab-step.pickle")).expect("exported");
+    let s = read::from_bytes(&written).expect("a snapshot");
+    replay::check_consistency(&s).expect("consistent");
+    let predicted = harness.state().derived.predicted.clone().expect("a prediction").expect("fits");
+    assert_eq!(replay::replay(&s, 0, 0).peak_reserved as u64, predicted.peak_reserved_bytes());
+
     // From a path, on its thread.
     let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/snapshot/toy_oom.pickle");
     let ctx = harness.ctx.clone();

@@ -121,6 +121,18 @@ pub fn save(dir: Option<&std::path::Path>, name: &str, bytes: &[u8], mime: &str)
 }
 
 impl super::OomlabApp {
+    /// The toy's step as a PyTorch memory snapshot (`oomlab-step.pickle`), as the CLI's
+    /// `snapshot export` writes it: the allocator's log from an empty device through the step
+    /// (the log the first executed step makes: tests/snapshot.rs), or up to its OOM.
+    pub fn snapshot_export(&self, plan: &Plan) -> Result<Notice, Notice> {
+        use crate::memory::snapshot::export;
+        let budget = self.settings.budget_bytes;
+        let (events, _) = export::record_step(plan, budget);
+        let bytes =
+            export::to_pickle(&export::snapshot(plan, &events, budget)).map_err(|e| Notice::from(e.to_string()))?;
+        save(self.export_dir.as_deref(), "oomlab-step.pickle", &bytes, "application/octet-stream")
+    }
+
     /// The export buttons and the last export's status.
     pub(super) fn exports(&mut self, ui: &mut egui::Ui) {
         let taken = self.screenshot.lock().ok().and_then(|mut s| s.take());
@@ -150,6 +162,11 @@ impl super::OomlabApp {
                     save(self.export_dir.as_deref(), "oomlab-step.json", json.as_bytes(), "application/json")
                         .unwrap_or_else(|e| e),
                 );
+            }
+            if ui.button(self.tr("export-snapshot")).clicked()
+                && let Ok(plan) = &self.derived.plan
+            {
+                self.status = Some(self.snapshot_export(plan).unwrap_or_else(|e| e));
             }
             if self.tab == super::Tab::RealModels
                 && ui.button(self.tr("export-estimate-json")).clicked()

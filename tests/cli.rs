@@ -568,3 +568,40 @@ fn gemm_and_claims_are_subcommands() {
         (&["gemm", "--size", "0"], "must be at least 1"),
     ]);
 }
+
+/// A reader that goes away (`oomlab … | head -1`) ends the command quietly, without a panic.
+#[cfg(unix)]
+#[test]
+fn a_closed_pipe_is_not_a_panic() {
+    use std::io::Read;
+    use std::process::Stdio;
+    let mut child = Command::new(env!("CARGO_BIN_EXE_oomlab"))
+        // One document larger than a pipe's buffer: its print fails once the reader has left.
+        .args(["sweep", "--batch", "1..512", "--json", "--budget", "64MiB"])
+        .env("XDG_RUNTIME_DIR", std::env::temp_dir())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("run oomlab");
+    let mut first = [0u8; 16];
+    child.stdout.take().expect("stdout").read_exact(&mut first).expect("some output");
+    // The pipe is closed here (dropped); the rest of the output has nowhere to go.
+    let out = child.wait_with_output().expect("exit");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!stderr.contains("panicked"), "{stderr}");
+}
+
+/// `snapshot show` on bad files: exit 2 with what the file is not.
+#[test]
+fn snapshot_show_refuses_bad_files() {
+    let dir = std::env::temp_dir().join("oomlab-cli-snapshot");
+    let _ = std::fs::create_dir_all(&dir);
+    let text = dir.join("notes.txt");
+    std::fs::write(&text, "hello").expect("write");
+    let missing = dir.join("missing.pickle");
+    let (text, missing) = (text.display().to_string(), missing.display().to_string());
+    assert_usage_errors(&[
+        (&["snapshot", "show", &text], "not a PyTorch memory snapshot"),
+        (&["snapshot", "show", &missing], "cannot read"),
+    ]);
+}

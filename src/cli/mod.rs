@@ -142,6 +142,13 @@ use sweep::sweep;
 use train::{dump_step, train};
 
 pub fn main() -> i32 {
+    // Like other Unix tools, stop quietly when the reader goes away (`oomlab … | head`) rather
+    // than panic on a failed print: restore SIGPIPE's default, which Rust's runtime ignores.
+    #[cfg(unix)]
+    // SAFETY: at the start of main, before any thread exists; SIG_DFL is always valid.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
     env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("warn,wgpu_hal::gles=off")).init();
     let cli = match Cli::try_parse() {
         Ok(c) => c,

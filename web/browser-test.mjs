@@ -15,6 +15,8 @@
 //            app must apply it, draw the locked controls disabled and the hidden ones not at all
 //            (its log of the drawn widgets), and say what it ignored; screenshot
 //            target/browser-teacher.png.
+// In webgl mode a PyTorch memory snapshot (tests/fixtures/snapshot/minimal_p5.pickle) is also
+// dropped on the page: it must open in the Snapshot tab (screenshot target/browser-webgl.png).
 // Usage: node web/browser-test.mjs webgpu|webgl|zh|phone|teacher   (after web/build.sh)
 import { chromium } from "playwright-core";
 import http from "node:http";
@@ -86,6 +88,21 @@ try {
     await page.waitForTimeout(500);
   }
   const step = lines.find((l) => l.includes("oomlab: step 2 on"));
+  // webgl: a PyTorch memory snapshot dropped on the page opens in the Snapshot tab.
+  let dropped = null;
+  if (mode === "webgl" && step) {
+    const b64 = fs.readFileSync(path.join(root, "tests/fixtures/snapshot/minimal_p5.pickle")).toString("base64");
+    await page.evaluate((b64) => {
+      const bytes = Uint8Array.from(atob(b64), (c) => c.charCodeAt(0));
+      const dt = new DataTransfer();
+      dt.items.add(new File([bytes], "minimal_p5.pickle"));
+      const canvas = document.querySelector("canvas");
+      for (const type of ["dragenter", "dragover", "drop"])
+        canvas.dispatchEvent(new DragEvent(type, { dataTransfer: dt, bubbles: true, cancelable: true }));
+    }, b64);
+    const until = Date.now() + 20_000;
+    while (Date.now() < until && !(dropped = lines.find((l) => l.includes("oomlab: snapshot minimal_p5.pickle")))) await page.waitForTimeout(250);
+  }
   const shown = lines.find((l) => l.includes("oomlab: showing"));
   const fetchedFont = requested.includes(fontFile);
   if (!step) why = "no second training step";
@@ -101,6 +118,8 @@ try {
     why = `the controls panel did not draw batch and budget disabled, checkpointing and precision absent: ${lines.find((l) => l.includes("teacher link drawn"))}`;
   else if (mode === "teacher" && !lines.some((l) => l.includes("does not know (nonsense)")))
     why = "the unknown control name in the link was not reported";
+  else if (mode === "webgl" && !dropped?.includes("1 devices, 1 segments"))
+    why = `the dropped snapshot did not open: ${dropped}`;
   else if (mode === "webgpu" && !step.includes("on gpu")) why = `expected the GPU backend: ${step}`;
   else if (mode !== "webgpu" && !step.includes("on cpu")) why = `expected the CPU fallback: ${step}`;
   else ok = true;

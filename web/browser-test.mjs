@@ -16,7 +16,8 @@
 //            (its log of the drawn widgets), and say what it ignored; screenshot
 //            target/browser-teacher.png.
 // In webgl mode a PyTorch memory snapshot (tests/fixtures/snapshot/minimal_p5.pickle) is also
-// dropped on the page: it must open in the Snapshot tab (screenshot target/browser-webgl.png).
+// dropped on the page, then another chosen with the tab's file picker: each must open in the
+// Snapshot tab (screenshot target/browser-webgl.png).
 // Usage: node web/browser-test.mjs webgpu|webgl|zh|phone|teacher   (after web/build.sh)
 import { chromium } from "playwright-core";
 import http from "node:http";
@@ -90,7 +91,22 @@ try {
   const step = lines.find((l) => l.includes("oomlab: step 2 on"));
   // webgl: a PyTorch memory snapshot dropped on the page opens in the Snapshot tab.
   let dropped = null;
+  let picked = null;
   if (mode === "webgl" && step) {
+    // The tab's file picker first (the Snapshot tab, then its "Choose a file…" button, where
+    // they are drawn at 1280×800 under the WebGL notice)…
+    await page.mouse.click(925, 106);
+    await page.waitForTimeout(500);
+    const chooser = page.waitForEvent("filechooser", { timeout: 10_000 }).catch(() => null);
+    await page.mouse.click(358, 195);
+    const fc = await chooser;
+    console.log(`file chooser: ${fc ? "opened" : "none"}`);
+    if (fc) {
+      await fc.setFiles(path.join(root, "tests/fixtures/snapshot/toy_oom.pickle"));
+      const until = Date.now() + 20_000;
+      while (Date.now() < until && !(picked = lines.find((l) => l.includes("oomlab: snapshot toy_oom.pickle")))) await page.waitForTimeout(250);
+    }
+    // …then a file dropped on the page.
     const b64 = fs.readFileSync(path.join(root, "tests/fixtures/snapshot/minimal_p5.pickle")).toString("base64");
     await page.evaluate((b64) => {
       const bytes = Uint8Array.from(atob(b64), (c) => c.charCodeAt(0));
@@ -103,7 +119,6 @@ try {
     const until = Date.now() + 20_000;
     while (Date.now() < until && !(dropped = lines.find((l) => l.includes("oomlab: snapshot minimal_p5.pickle")))) await page.waitForTimeout(250);
   }
-  const shown = lines.find((l) => l.includes("oomlab: showing"));
   const fetchedFont = requested.includes(fontFile);
   if (!step) why = "no second training step";
   else if (mode === "zh" && !fetchedFont) why = "the Chinese font was not fetched";
@@ -120,6 +135,8 @@ try {
     why = "the unknown control name in the link was not reported";
   else if (mode === "webgl" && !dropped?.includes("1 devices, 1 segments"))
     why = `the dropped snapshot did not open: ${dropped}`;
+  else if (mode === "webgl" && !picked?.includes("1 devices, 4 segments"))
+    why = `the file picker did not open a snapshot: ${picked}`;
   else if (mode === "webgpu" && !step.includes("on gpu")) why = `expected the GPU backend: ${step}`;
   else if (mode !== "webgpu" && !step.includes("on cpu")) why = `expected the CPU fallback: ${step}`;
   else ok = true;

@@ -403,6 +403,7 @@ fn pick_file(picked: &Picked, ctx: &egui::Context) {
     input.set_accept(".pickle,.pkl,.json");
     let (picked, ctx, target) = (picked.clone(), ctx.clone(), input.clone());
     let on_change = wasm_bindgen::closure::Closure::once_into_js(move || {
+        target.remove();
         let Some(file) = target.files().and_then(|f| f.get(0)) else { return };
         let name = file.name();
         wasm_bindgen_futures::spawn_local(async move {
@@ -414,5 +415,11 @@ fn pick_file(picked: &Picked, ctx: &egui::Context) {
         });
     });
     input.set_onchange(Some(on_change.unchecked_ref()));
+    // Attached (hidden) while it is open: some browsers ignore a detached input's click.
+    let _ = input.set_attribute("style", "display:none");
+    if let Some(body) = document.body() {
+        let _ = body.append_child(&input);
+    }
+    log::info!("oomlab: opening the file picker");
     input.click();
 }

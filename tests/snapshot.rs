@@ -372,3 +372,25 @@ fn the_app_shows_a_snapshot() {
     harness.run();
     harness.get_by_label_contains("Could not open the snapshot: notes.txt: not a PyTorch memory snapshot");
 }
+
+/// A long trace is drawn from at most 4,000 points a line, and no peak is lost in decimation.
+#[test]
+fn long_traces_are_decimated_without_losing_the_peak() {
+    use oomlab::memory::snapshot::TraceEntry;
+    let mut trace = Vec::new();
+    for i in 0..30_000i64 {
+        // Up and down, with one spike in the middle.
+        let size = if i == 17_321 { 64 << 20 } else { 4096 };
+        trace.push(TraceEntry { action: "alloc".into(), addr: Some(i * 8192), size, ..TraceEntry::default() });
+        trace.push(TraceEntry { action: "free_requested".into(), addr: Some(i * 8192), size, ..TraceEntry::default() });
+        trace.push(TraceEntry { action: "free_completed".into(), addr: Some(i * 8192), size, ..TraceEntry::default() });
+    }
+    let snap = Snapshot { device_traces: vec![trace], ..Snapshot::default() };
+    let bytes = export::to_pickle(&snap).expect("pickle");
+    let l = oomlab::app::snapshot_view::load("long.pickle", &bytes).expect("load");
+    let (allocated, _) = &l.series[0];
+    assert!(allocated.len() <= 4001, "{} points", allocated.len());
+    let top = allocated.iter().map(|p| p[1]).fold(0.0, f64::max);
+    assert_eq!(top, 64.0, "the spike (64 MiB) survives");
+    assert_eq!(l.replays[0].peak_allocated, 64 << 20);
+}

@@ -19,11 +19,16 @@ const CHART_POINTS: usize = 4000;
 /// The largest segments drawn in the map.
 const MAP_SEGMENTS: usize = 64;
 
+/// A chart line: (event index, MiB).
+pub type Series = Vec<[f64; 2]>;
+
 /// A read snapshot and what the views draw from it.
 pub struct Loaded {
     pub name: String,
     pub snapshot: Snapshot,
     pub replays: Vec<replay::Replay>,
+    /// Each replay's chart lines, allocated and reserved, decimated once (not every frame).
+    pub series: Vec<(Series, Series)>,
     /// The device shown (index into `replays`).
     pub device: usize,
 }
@@ -50,8 +55,13 @@ pub struct SnapshotState {
 /// Reads and replays a snapshot (milliseconds for the toy's, seconds for a 100 MB dump).
 pub fn load(name: &str, bytes: &[u8]) -> Result<Loaded, String> {
     let snapshot = read::from_bytes(bytes).map_err(|e| e.to_string())?;
-    let replays = replay::devices(&snapshot).into_iter().map(|d| replay::replay(&snapshot, d, 20)).collect();
-    Ok(Loaded { name: name.to_string(), snapshot, replays, device: 0 })
+    let replays: Vec<replay::Replay> =
+        replay::devices(&snapshot).into_iter().map(|d| replay::replay(&snapshot, d, 20)).collect();
+    let series = replays
+        .iter()
+        .map(|r| (decimate(r.timeline.iter().map(|p| p.allocated)), decimate(r.timeline.iter().map(|p| p.reserved))))
+        .collect();
+    Ok(Loaded { name: name.to_string(), snapshot, replays, series, device: 0 })
 }
 
 /// Points for a chart line: (event index, MiB), at most [`CHART_POINTS`], each the bucket's
@@ -254,7 +264,9 @@ impl OomlabApp {
                 ));
             });
         }
-        chart(ui, t, r);
+        if let Some((allocated, reserved)) = l.series.get(l.device) {
+            chart(ui, t, r, allocated, reserved);
+        }
         map(ui, t, l, r.device);
         egui::CollapsingHeader::new(t.format("snap-live", &[("count", r.live_at_peak.len().to_string().into())]))
             .id_salt("snap_live")
@@ -310,13 +322,11 @@ fn summary(ui: &mut Ui, t: &Catalog, r: &replay::Replay, toy: Option<(&crate::me
 }
 
 /// Allocated and reserved over the trace, with the peak and the OOM events.
-fn chart(ui: &mut Ui, t: &Catalog, r: &replay::Replay) {
+fn chart(ui: &mut Ui, t: &Catalog, r: &replay::Replay, allocated: &[[f64; 2]], reserved: &[[f64; 2]]) {
     if r.timeline.is_empty() {
         ui.label(t.text("snap-no-trace"));
         return;
     }
-    let allocated = decimate(r.timeline.iter().map(|p| p.allocated).collect::<Vec<_>>().into_iter());
-    let reserved = decimate(r.timeline.iter().map(|p| p.reserved).collect::<Vec<_>>().into_iter());
     views::legend(
         ui,
         &[
@@ -338,9 +348,10 @@ fn chart(ui: &mut Ui, t: &Catalog, r: &replay::Replay) {
         .allow_scroll(false)
         .show(ui, |p| {
             p.line(
-                Line::new(t.text("snap-allocated"), PlotPoints::from(allocated)).color(Color32::from_rgb(90, 160, 230)),
+                Line::new(t.text("snap-allocated"), PlotPoints::from(allocated.to_vec()))
+                    .color(Color32::from_rgb(90, 160, 230)),
             );
-            p.line(Line::new(t.text("tl-reserved"), PlotPoints::from(reserved)).color(Color32::GRAY));
+            p.line(Line::new(t.text("tl-reserved"), PlotPoints::from(reserved.to_vec())).color(Color32::GRAY));
             if let Some(i) = r.peak_index {
                 p.vline(VLine::new(t.text("tl-peak"), i as f64).color(Color32::RED));
             }

@@ -119,6 +119,7 @@ try {
     const until = Date.now() + 20_000;
     while (Date.now() < until && !(dropped = lines.find((l) => l.includes("oomlab: snapshot minimal_p5.pickle")))) await page.waitForTimeout(250);
   }
+  const shown = lines.find((l) => l.includes("oomlab: showing"));
   const fetchedFont = requested.includes(fontFile);
   if (!step) why = "no second training step";
   else if (mode === "zh" && !fetchedFont) why = "the Chinese font was not fetched";

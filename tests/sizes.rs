@@ -309,3 +309,34 @@ fn the_apps_sweep_grows_with_the_batch_past_four_gib() {
     // Past the budget the sweep says out of memory, never a small number.
     assert!(points.iter().any(|(_, r)| r.is_err()), "a batch beyond 1 TiB");
 }
+
+/// A snapshot's pickle whose length fields claim 4 GiB, 2⁶³ or more bytes, or whose integers pass
+/// 64 bits, is refused with a message — natively and where `usize` is 32 bits — and the largest
+/// i64 sizes a real snapshot can hold sum without wrapping.
+#[test]
+fn hostile_snapshot_lengths_are_refused() {
+    use oomlab::memory::snapshot::{Segment, Snapshot, export, read, replay};
+    let cases: [&[u8]; 5] = [
+        // BINUNICODE of 2³² − 1 bytes, SHORT_BINBYTES past the end, BINUNICODE8 of 2⁶³ bytes.
+        &[0x80, 4, b'X', 0xff, 0xff, 0xff, 0xff, b'a'],
+        &[0x80, 4, b'C', 200, 1, 2],
+        &[0x80, 4, 0x8d, 0, 0, 0, 0, 0, 0, 0, 0x80, b'a'],
+        // LONG4 claiming 2³² − 1 bytes of integer.
+        &[0x80, 4, 0x8b, 0xff, 0xff, 0xff, 0xff, 1],
+        // A dict whose "segments" value is a 9-byte integer (beyond i64).
+        &[
+            0x80, 4, b'}', 0x8c, 8, b's', b'e', b'g', b'm', b'e', b'n', b't', b's', 0x8a, 9, 0, 0, 0, 0, 0, 0, 0, 0, 1,
+            b's', b'.',
+        ],
+    ];
+    for bytes in cases {
+        assert!(read::from_bytes(bytes).is_err(), "{bytes:?}");
+    }
+    // Two segments of i64::MAX / 2 bytes each: the sums saturate, never wrap to negative.
+    let big = Segment { total_size: i64::MAX / 2 + 1, ..Segment::default() };
+    let snap = Snapshot { segments: vec![big.clone(), big], ..Snapshot::default() };
+    let r = replay::replay(&snap, 0, 1);
+    assert_eq!(r.final_state.reserved, i64::MAX);
+    let back = read::from_bytes(&export::to_pickle(&snap).expect("pickle")).expect("reads back");
+    assert_eq!(back.segments[0].total_size, i64::MAX / 2 + 1);
+}

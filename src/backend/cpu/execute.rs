@@ -1,12 +1,10 @@
 //! Each op run by its CPU twin, on the tensors' slots, outputs rounded to their precision.
 
-use num_traits::Float;
-
 use super::{CpuExecutor, ops, round_to};
 use crate::backend::ix;
 use crate::plan::{DType, Op, View, op};
 
-impl<F: Float> CpuExecutor<F> {
+impl<F: super::ops::Real> CpuExecutor<F> {
     /// Runs `f` with copies of the output views and writes them back afterwards, so outputs
     /// never alias inputs (or each other) whatever tensors they live in. Accumulating outputs
     /// start from their current values.

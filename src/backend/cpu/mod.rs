@@ -16,8 +16,6 @@ pub use host::host_available_bytes;
 pub const CPU_NAME: &str = "cpu (reference)";
 use host::{check_host_memory, grow, host_bytes_per_device_byte};
 
-use num_traits::Float;
-
 use super::{BackendError, StepState, Trainer};
 use crate::data::Batch;
 use std::collections::BTreeMap;
@@ -64,13 +62,13 @@ struct HostSegment<F> {
     ints: Vec<u32>,
 }
 
-fn cast<F: Float>(x: f32) -> F {
+fn cast<F: ops::Real>(x: f32) -> F {
     F::from(x).unwrap_or_else(F::nan)
 }
 
 /// `x` rounded to the nearest value of `dtype` (identity for fp32): 16-bit tensors hold only
 /// what 16 bits can, overflow included (to ±inf).
-fn round_to<F: Float>(dtype: DType, x: F) -> F {
+fn round_to<F: ops::Real>(dtype: DType, x: F) -> F {
     let v = x.to_f64().unwrap_or(f64::NAN);
     match dtype {
         DType::F16 => F::from(half::f16::from_f64(v).to_f64()).unwrap_or_else(F::nan),
@@ -79,7 +77,7 @@ fn round_to<F: Float>(dtype: DType, x: F) -> F {
     }
 }
 
-impl<F: Float> CpuExecutor<F> {
+impl<F: ops::Real> CpuExecutor<F> {
     /// [`Self::with_budget`] without a virtual budget.
     pub fn new(plan: Plan, seed: u64) -> Result<Self, BackendError> {
         Self::with_budget(plan, seed, crate::backend::UNLIMITED)

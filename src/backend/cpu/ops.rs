@@ -5,6 +5,11 @@
 
 use num_traits::Float;
 
+/// The CPU twins' number type: f32 (the backend) or f64 (the finite-difference checks), shared
+/// between threads on native (the GEMMs split their rows over rayon's pool).
+pub trait Real: Float + Send + Sync + 'static {}
+impl<T: Float + Send + Sync + 'static> Real for T {}
+
 use crate::backend::ix;
 pub use crate::plan::AdamWStep;
 use crate::plan::op;
@@ -20,18 +25,18 @@ pub struct Heads {
 
 impl Heads {
     /// The head size C/NH and the attention scale 1/√(C/NH).
-    fn head_size_and_scale<F: Float>(&self) -> (usize, F) {
+    fn head_size_and_scale<F: Real>(&self) -> (usize, F) {
         let hs = self.c / self.nh.max(1);
         (hs, F::one() / f::<F>(hs as f64).sqrt())
     }
 }
 
-fn f<F: Float>(x: f64) -> F {
+fn f<F: Real>(x: f64) -> F {
     F::from(x).unwrap_or_else(F::nan)
 }
 
 /// out (rows,C) = wte[tokens[r]] + wpe[r mod T].
-pub fn embedding_forward<F: Float>(out: &mut [F], tokens: &[u32], wte: &[F], wpe: &[F], t: usize, c: usize) {
+pub fn embedding_forward<F: Real>(out: &mut [F], tokens: &[u32], wte: &[F], wpe: &[F], t: usize, c: usize) {
     for (r, &tok) in tokens.iter().enumerate() {
         let (tok, pos) = (tok as usize, r % t);
         for i in 0..c {
@@ -41,7 +46,7 @@ pub fn embedding_forward<F: Float>(out: &mut [F], tokens: &[u32], wte: &[F], wpe
 }
 
 /// dwte[tokens[r]] += dout[r]; dwpe[r mod T] += dout[r]. Repeated tokens accumulate.
-pub fn embedding_backward<F: Float>(dwte: &mut [F], dwpe: &mut [F], dout: &[F], tokens: &[u32], t: usize, c: usize) {
+pub fn embedding_backward<F: Real>(dwte: &mut [F], dwpe: &mut [F], dout: &[F], tokens: &[u32], t: usize, c: usize) {
     for (r, &tok) in tokens.iter().enumerate() {
         let (tok, pos) = (tok as usize, r % t);
         for i in 0..c {
@@ -54,7 +59,7 @@ pub fn embedding_backward<F: Float>(dwte: &mut [F], dwpe: &mut [F], dout: &[F], 
 pub const LN_EPS: f64 = 1e-5;
 
 /// out (rows,C) = (x − mean)·rstd·w + b, saving mean and rstd (rows).
-pub fn layernorm_forward<F: Float>(
+pub fn layernorm_forward<F: Real>(
     out: &mut [F],
     mean: &mut [F],
     rstd: &mut [F],
@@ -78,7 +83,7 @@ pub fn layernorm_forward<F: Float>(
 }
 
 /// dinp (+)= LayerNorm input gradient; dw += Σ dout·x̂; db += Σ dout.
-pub fn layernorm_backward<F: Float>(
+pub fn layernorm_backward<F: Real>(
     dinp: &mut [F],
     mut dparams: Option<(&mut [F], &mut [F])>,
     dout: &[F],
@@ -115,7 +120,7 @@ pub fn layernorm_backward<F: Float>(
 
 /// out (rows,n) = inp (rows,k) · W + bias; W is (k,n), or (n,k) when `transposed`.
 /// Loops run along contiguous memory in both layouts.
-pub fn matmul_forward<F: Float>(out: &mut [F], inp: &[F], w: &[F], bias: Option<&[F]>, o: &op::Matmul) {
+pub fn matmul_forward<F: Real>(out: &mut [F], inp: &[F], w: &[F], bias: Option<&[F]>, o: &op::Matmul) {
     gemm_forward(out, inp, w, bias, Gemm { rows: ix(o.rows), k: ix(o.k), n: ix(o.n), transposed: o.weight_transposed });
 }
 
@@ -128,11 +133,36 @@ struct Gemm {
     transposed: bool,
 }
 
-fn gemm_forward<F: Float>(out: &mut [F], inp: &[F], w: &[F], bias: Option<&[F]>, g: Gemm) {
-    let Gemm { rows, k, n, transposed } = g;
-    for r in 0..rows {
-        let x = &inp[r * k..(r + 1) * k];
-        let o = &mut out[r * n..(r + 1) * n];
+/// Runs `f` on each (row index, row of `out`, row of `inp`) pair: over rayon's pool on native, in
+/// order on wasm32 (no threads there). Each row is computed exactly as in sequence, so the
+/// results are bit for bit the same either way.
+fn rows<F: Real>(out: &mut [F], n: usize, inp: &[F], k: usize, f: impl Fn(usize, &mut [F], &[F]) + Sync + Send) {
+    if n == 0 {
+        return;
+    }
+    #[cfg(not(target_arch = "wasm32"))]
+    {
+        use rayon::prelude::*;
+        if k == 0 {
+            out.par_chunks_mut(n).enumerate().for_each(|(r, o)| f(r, o, &[]));
+        } else {
+            out.par_chunks_mut(n).zip(inp.par_chunks(k)).enumerate().for_each(|(r, (o, x))| f(r, o, x));
+        }
+    }
+    #[cfg(target_arch = "wasm32")]
+    {
+        for (r, o) in out.chunks_mut(n).enumerate() {
+            let x = if k == 0 { &[][..] } else { &inp[r * k..(r + 1) * k] };
+            f(r, o, x);
+        }
+    }
+}
+
+fn gemm_forward<F: Real>(out: &mut [F], inp: &[F], w: &[F], bias: Option<&[F]>, g: Gemm) {
+    let Gemm { rows: m, k, n, transposed } = g;
+    let out = &mut out[..m * n];
+    let inp = &inp[..m * k];
+    rows(out, n, inp, k, |_, o, x| {
         match bias {
             Some(b) => o.copy_from_slice(&b[..n]),
             None => o.fill(F::zero()),
@@ -151,11 +181,11 @@ fn gemm_forward<F: Float>(out: &mut [F], inp: &[F], w: &[F], bias: Option<&[F]>,
                 }
             }
         }
-    }
+    });
 }
 
 /// dinp = dout·Wᵀ (overwritten); dw += inpᵀ·dout (in W's layout); dbias += Σ_rows dout.
-pub fn matmul_backward<F: Float>(
+pub fn matmul_backward<F: Real>(
     dinp: &mut [F],
     (dw, dbias): (Option<&mut [F]>, Option<&mut [F]>),
     dout: &[F],
@@ -167,7 +197,7 @@ pub fn matmul_backward<F: Float>(
     gemm_backward(dinp, (dw, dbias), dout, inp, w, g);
 }
 
-fn gemm_backward<F: Float>(
+fn gemm_backward<F: Real>(
     dinp: &mut [F],
     (mut dw, dbias): (Option<&mut [F]>, Option<&mut [F]>),
     dout: &[F],
@@ -175,41 +205,54 @@ fn gemm_backward<F: Float>(
     w: &[F],
     g: Gemm,
 ) {
-    let Gemm { rows, k, n, transposed } = g;
-    for r in 0..rows {
-        let d = &dout[r * n..(r + 1) * n];
-        // A frozen weight has no gradient, and its input is not read (nor saved).
-        let x = dw.as_ref().map(|_| &inp[r * k..(r + 1) * k]);
-        let di = &mut dinp[r * k..(r + 1) * k];
+    let Gemm { rows: m, k, n, transposed } = g;
+    let dout = &dout[..m * n];
+    // dinp, row by row (in parallel: each row its own).
+    rows(&mut dinp[..m * k], k, dout, n, |_, di, d| {
         if transposed {
-            // W (n,k): dinp[i] = Σ_j d[j]·W[j][i]; dW[j][i] += d[j]·x[i]
+            // W (n,k): dinp[i] = Σ_j d[j]·W[j][i]
             di.fill(F::zero());
             for (j, &dj) in d.iter().enumerate() {
                 for (dii, &wji) in di.iter_mut().zip(&w[j * k..(j + 1) * k]) {
                     *dii = *dii + dj * wji;
                 }
-                if let (Some(dw), Some(x)) = (dw.as_mut(), x) {
-                    for (g, &xi) in dw[j * k..(j + 1) * k].iter_mut().zip(x) {
-                        *g = *g + dj * xi;
-                    }
-                }
             }
         } else {
-            // W (k,n): dinp[i] = Σ_j d[j]·W[i][j]; dW[i][j] += x[i]·d[j]
+            // W (k,n): dinp[i] = Σ_j d[j]·W[i][j]
             for (i, dii) in di.iter_mut().enumerate() {
                 *dii = d.iter().zip(&w[i * n..(i + 1) * n]).fold(F::zero(), |acc, (&a, &b)| acc + a * b);
             }
-            if let (Some(dw), Some(x)) = (dw.as_mut(), x) {
-                for (i, &xi) in x.iter().enumerate() {
-                    for (g, &dj) in dw[i * n..(i + 1) * n].iter_mut().zip(d) {
-                        *g = *g + xi * dj;
+        }
+    });
+    // dW, one of W's rows at a time (in parallel), summing over the input rows in order: each
+    // element adds the same terms in the same order as a row-by-row loop would.
+    // (A frozen weight has no gradient, and its input is not read.)
+    if let Some(dw) = dw.as_mut() {
+        let inp = &inp[..m * k];
+        if transposed {
+            // W (n,k): dW[j][i] += Σ_r d[r][j]·x[r][i]
+            rows(&mut dw[..n * k], k, &[], 0, |j, g, _| {
+                for r in 0..m {
+                    let dj = dout[r * n + j];
+                    for (gi, &xi) in g.iter_mut().zip(&inp[r * k..(r + 1) * k]) {
+                        *gi = *gi + dj * xi;
                     }
                 }
-            }
+            });
+        } else {
+            // W (k,n): dW[i][j] += Σ_r x[r][i]·d[r][j]
+            rows(&mut dw[..k * n], n, &[], 0, |i, g, _| {
+                for r in 0..m {
+                    let xi = inp[r * k + i];
+                    for (gj, &dj) in g.iter_mut().zip(&dout[r * n..(r + 1) * n]) {
+                        *gj = *gj + xi * dj;
+                    }
+                }
+            });
         }
     }
     if let Some(db) = dbias {
-        for r in 0..rows {
+        for r in 0..m {
             for (g, &dj) in db.iter_mut().zip(&dout[r * n..(r + 1) * n]) {
                 *g = *g + dj;
             }
@@ -219,7 +262,7 @@ fn gemm_backward<F: Float>(
 
 /// out (rows,n) += alpha · inp (rows,k) · W (k,n): LoRA's up-projection added to the frozen
 /// projection's output.
-pub fn matmul_add_forward<F: Float>(out: &mut [F], inp: &[F], w: &[F], o: &op::MatmulAdd) {
+pub fn matmul_add_forward<F: Real>(out: &mut [F], inp: &[F], w: &[F], o: &op::MatmulAdd) {
     let (rows, k, n, alpha) = (ix(o.rows), ix(o.k), ix(o.n), o.alpha);
     let mut tmp = vec![F::zero(); rows * n];
     gemm_forward(&mut tmp, inp, w, None, Gemm { rows, k, n, transposed: false });
@@ -230,7 +273,7 @@ pub fn matmul_add_forward<F: Float>(out: &mut [F], inp: &[F], w: &[F], o: &op::M
 }
 
 /// The backward of [`matmul_add_forward`]: dinp = alpha·dout·Wᵀ; dW += alpha·inpᵀ·dout.
-pub fn matmul_add_backward<F: Float>(
+pub fn matmul_add_backward<F: Real>(
     dinp: &mut [F],
     dw: &mut [F],
     dout: &[F],
@@ -246,7 +289,7 @@ pub fn matmul_add_backward<F: Float>(
 
 /// Causal self-attention. qkv (B,T,3C) holds Q, K, V side by side; att (B,NH,T,T) receives the
 /// softmax probabilities (zero above the diagonal); out (B,T,C).
-pub fn attention_forward<F: Float>(out: &mut [F], att: &mut [F], qkv: &[F], h: Heads) {
+pub fn attention_forward<F: Real>(out: &mut [F], att: &mut [F], qkv: &[F], h: Heads) {
     let Heads { b, t, c, nh } = h;
     let (hs, scale) = h.head_size_and_scale::<F>();
     for bi in 0..b {
@@ -282,7 +325,7 @@ pub fn attention_forward<F: Float>(out: &mut [F], att: &mut [F], qkv: &[F], h: H
 }
 
 /// dqkv (B,T,3C) given dout (B,T,C); `datt` (B,NH,T,T) is scratch.
-pub fn attention_backward<F: Float>(dqkv: &mut [F], datt: &mut [F], dout: &[F], qkv: &[F], att: &[F], h: Heads) {
+pub fn attention_backward<F: Real>(dqkv: &mut [F], datt: &mut [F], dout: &[F], qkv: &[F], att: &[F], h: Heads) {
     let Heads { b, t, c, nh } = h;
     let (hs, scale) = h.head_size_and_scale::<F>();
     dqkv.iter_mut().for_each(|x| *x = F::zero());
@@ -328,7 +371,7 @@ const FLASH_KEY_TILE: usize = 16;
 /// Fused causal attention: out (B,T,C) and lse (B,NH,T), the logsumexp of each row of scaled
 /// scores, by an online softmax over tiles of keys (running max, running sum, rescaled
 /// accumulator), as the kernel computes it. No T×T matrix is formed.
-pub fn flash_attention_forward<F: Float>(out: &mut [F], lse: &mut [F], qkv: &[F], h: Heads) {
+pub fn flash_attention_forward<F: Real>(out: &mut [F], lse: &mut [F], qkv: &[F], h: Heads) {
     let Heads { b, t, c, nh } = h;
     let (hs, scale) = h.head_size_and_scale::<F>();
     let mut acc = vec![F::zero(); hs];
@@ -371,7 +414,7 @@ pub fn flash_attention_forward<F: Float>(out: &mut [F], lse: &mut [F], qkv: &[F]
 
 /// dqkv (B,T,3C) of fused attention given dout, recomputing each probability as
 /// exp(score − lse); `delta` (B,NH,T) receives rowsum(dout∘out). Every element of dqkv is set.
-pub fn flash_attention_backward<F: Float>(
+pub fn flash_attention_backward<F: Real>(
     dqkv: &mut [F],
     delta: &mut [F],
     dout: &[F],
@@ -409,14 +452,14 @@ pub fn flash_attention_backward<F: Float>(
 }
 
 /// GELU with the tanh approximation (GPT-2's `gelu_new`).
-pub fn gelu_forward<F: Float>(out: &mut [F], inp: &[F]) {
+pub fn gelu_forward<F: Real>(out: &mut [F], inp: &[F]) {
     let (k, a, half) = (f::<F>(GELU_K), f::<F>(0.044715), f::<F>(0.5));
     for (o, &x) in out.iter_mut().zip(inp) {
         *o = half * x * (F::one() + (k * (x + a * x * x * x)).tanh());
     }
 }
 
-pub fn gelu_backward<F: Float>(dinp: &mut [F], inp: &[F], dout: &[F]) {
+pub fn gelu_backward<F: Real>(dinp: &mut [F], inp: &[F], dout: &[F]) {
     let (k, a, half) = (f::<F>(GELU_K), f::<F>(0.044715), f::<F>(0.5));
     let three = f::<F>(3.0);
     for ((d, &x), &g) in dinp.iter_mut().zip(inp).zip(dout) {
@@ -427,25 +470,19 @@ pub fn gelu_backward<F: Float>(dinp: &mut [F], inp: &[F], dout: &[F]) {
     }
 }
 
-pub fn residual_forward<F: Float>(out: &mut [F], a: &[F], b: &[F]) {
+pub fn residual_forward<F: Real>(out: &mut [F], a: &[F], b: &[F]) {
     for ((o, &x), &y) in out.iter_mut().zip(a).zip(b) {
         *o = x + y;
     }
 }
 
 /// da = dout (the other addend's gradient is dout itself).
-pub fn residual_backward<F: Float>(da: &mut [F], dout: &[F]) {
+pub fn residual_backward<F: Real>(da: &mut [F], dout: &[F]) {
     da.copy_from_slice(dout);
 }
 
 /// probs (rows,V) = softmax(logits); losses (rows) = logsumexp − logit[target]; returns the mean.
-pub fn cross_entropy_forward<F: Float>(
-    probs: &mut [F],
-    losses: &mut [F],
-    logits: &[F],
-    targets: &[u32],
-    v: usize,
-) -> F {
+pub fn cross_entropy_forward<F: Real>(probs: &mut [F], losses: &mut [F], logits: &[F], targets: &[u32], v: usize) -> F {
     let mut total = F::zero();
     for (r, &tgt) in targets.iter().enumerate() {
         let row = &logits[r * v..(r + 1) * v];
@@ -461,7 +498,7 @@ pub fn cross_entropy_forward<F: Float>(
 }
 
 /// dlogits = (probs − onehot(target)) · scale (1/rows of the effective batch).
-pub fn cross_entropy_backward<F: Float>(dlogits: &mut [F], probs: &[F], targets: &[u32], v: usize, scale: f64) {
+pub fn cross_entropy_backward<F: Real>(dlogits: &mut [F], probs: &[F], targets: &[u32], v: usize, scale: f64) {
     let inv = f::<F>(scale);
     for (r, &tgt) in targets.iter().enumerate() {
         for i in 0..v {
@@ -472,12 +509,12 @@ pub fn cross_entropy_backward<F: Float>(dlogits: &mut [F], probs: &[F], targets:
 }
 
 /// Whether every value is finite (fp16's overflow check).
-pub fn all_finite<F: Float>(x: &[F]) -> bool {
+pub fn all_finite<F: Real>(x: &[F]) -> bool {
     x.iter().all(|v| v.is_finite())
 }
 
 /// AdamW (decoupled weight decay, bias-corrected moments).
-pub fn adamw_step<F: Float>(params: &mut [F], m: &mut [F], v: &mut [F], grads: &[F], s: &AdamWStep) {
+pub fn adamw_step<F: Real>(params: &mut [F], m: &mut [F], v: &mut [F], grads: &[F], s: &AdamWStep) {
     let (bc1, bc2) = s.bias_corrections();
     let (lr, b1, b2, eps, wd) = (
         f::<F>(s.lr as f64),
@@ -499,7 +536,7 @@ pub fn adamw_step<F: Float>(params: &mut [F], m: &mut [F], v: &mut [F], grads: &
 }
 
 /// SGD as `torch.optim.SGD`: g' = g + wd·p; buf = μ·buf + g' (if momentum); p −= lr·buf.
-pub fn sgd_step<F: Float>(
+pub fn sgd_step<F: Real>(
     params: &mut [F],
     momentum_buf: Option<&mut [F]>,
     grads: &[F],

@@ -562,6 +562,7 @@ saved-value-repeated-to-every-head-as-the-output-matmul-keeps-it = value, repeat
 
 tab-snapshot = Snapshot
 source-pytorch = measured by PyTorch
+source-oomlab-export = written by oomlab's allocator (an export, not a PyTorch measurement)
 snap-heading = A PyTorch memory snapshot
 snap-how = Record one with torch.cuda.memory._record_memory_history() and torch.cuda.memory._dump_snapshot("snap.pickle") in your training script, or write oomlab's own step with: oomlab snapshot export --out step.pickle
 snap-path = path to snap.pickle

@@ -559,6 +559,7 @@ saved-value-repeated-to-every-head-as-the-output-matmul-keeps-it = value，复�
 
 tab-snapshot = 快照
 source-pytorch = 由 PyTorch 测得
+source-oomlab-export = 由 oomlab 的分配器写出（导出文件，并非 PyTorch 的测量）
 snap-heading = PyTorch 显存快照
 snap-how = 在训练脚本中用 torch.cuda.memory._record_memory_history() 和 torch.cuda.memory._dump_snapshot("snap.pickle") 记录一份显存快照，或用以下命令导出 oomlab 自己的一步：oomlab snapshot export --out step.pickle
 snap-path = snap.pickle 的路径

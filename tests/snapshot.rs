@@ -232,6 +232,8 @@ fn pytorchs_reader_reports_the_same_totals() {
 #[test]
 fn foreign_shapes_are_read() {
     let s = read::from_bytes(&fixture("minimal_p5.pickle")).expect("protocol 5");
+    assert!(!s.from_oomlab(), "a foreign snapshot is PyTorch's");
+    assert!(read::from_bytes(&fixture("toy_default.pickle")).expect("ours").from_oomlab());
     replay::check_consistency(&s).expect("consistent");
     let r = replay::replay(&s, 0, 5);
     assert_eq!(r.final_state, replay::Point { allocated: 524288, reserved: 2097152 });
@@ -363,7 +365,9 @@ fn the_app_shows_a_snapshot() {
         std::thread::sleep(std::time::Duration::from_millis(10));
     }
     harness.run();
-    harness.get_by_label("toy_oom.pickle, device 0: measured by PyTorch");
+    // oomlab's own export says so: its allocator's account, not a PyTorch measurement.
+    harness
+        .get_by_label("toy_oom.pickle, device 0: written by oomlab's allocator (an export, not a PyTorch measurement)");
     harness.get_by_label_contains("oomlab/activations:14:h.1.attn.out");
     harness
         .snapshot_options("snapshot_tab", &egui_kittest::SnapshotOptions::new().threshold(2.0).max_failed_pixels(2000));

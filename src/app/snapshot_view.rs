@@ -216,7 +216,8 @@ impl OomlabApp {
             });
         }
         let Some(r) = l.replays.get(l.device) else { return };
-        let source = Source::PyTorch.word(t);
+        // oomlab's own export is its allocator's account, not a PyTorch measurement.
+        let source = if l.snapshot.from_oomlab() { t.text("source-oomlab-export") } else { Source::PyTorch.word(t) };
         ui.label(
             RichText::new(t.format(
                 "snap-source",

@@ -132,12 +132,17 @@ fn show(file: &std::path::Path, top: usize, json: bool) -> Result<(), Failure> {
         })
         .collect();
     if json {
-        let doc =
-            serde_json::json!({ "source": "PyTorch snapshot", "file": file.display().to_string(), "devices": devices });
+        let source = if snap.from_oomlab() { "oomlab export (allocator)" } else { "PyTorch snapshot" };
+        let doc = serde_json::json!({ "source": source, "file": file.display().to_string(), "devices": devices });
         println!("{doc}");
         return Ok(());
     }
-    println!("{}: a PyTorch memory snapshot, {} device(s)", file.display(), devices.len());
+    let what = if snap.from_oomlab() {
+        "a memory snapshot written by oomlab (its allocator's account of a step, not a PyTorch measurement)"
+    } else {
+        "a PyTorch memory snapshot (measured by PyTorch)"
+    };
+    println!("{}: {what}, {} device(s)", file.display(), devices.len());
     for d in &devices {
         println!("device {}: {} trace events, {} segments", d.device, d.events, d.segments);
         if d.truncated {

@@ -34,6 +34,16 @@ pub struct Snapshot {
     pub allocator_settings: Option<AllocatorSettings>,
 }
 
+impl Snapshot {
+    /// Whether oomlab wrote it (its frames are `oomlab/<category>`): then its numbers are oomlab's
+    /// allocator's account of a step, not a PyTorch measurement.
+    pub fn from_oomlab(&self) -> bool {
+        let ours = |f: &[Frame]| f.first().is_some_and(|f| f.filename.starts_with("oomlab/"));
+        self.segments.iter().flat_map(|g| &g.blocks).any(|b| ours(b.frames()))
+            || self.device_traces.iter().flatten().any(|e| ours(&e.frames))
+    }
+}
+
 /// `allocator_settings` as oomlab writes it (a reader keeps only these keys).
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct AllocatorSettings {

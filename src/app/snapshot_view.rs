@@ -29,6 +29,8 @@ pub struct Loaded {
     pub replays: Vec<replay::Replay>,
     /// Each replay's chart lines, allocated and reserved, decimated once (not every frame).
     pub series: Vec<(Series, Series)>,
+    /// Whether oomlab wrote it (found once: it scans every block and event).
+    pub from_oomlab: bool,
     /// The device shown (index into `replays`).
     pub device: usize,
 }
@@ -61,7 +63,8 @@ pub fn load(name: &str, bytes: &[u8]) -> Result<Loaded, String> {
         .iter()
         .map(|r| (decimate(r.timeline.iter().map(|p| p.allocated)), decimate(r.timeline.iter().map(|p| p.reserved))))
         .collect();
-    Ok(Loaded { name: name.to_string(), snapshot, replays, series, device: 0 })
+    let from_oomlab = snapshot.from_oomlab();
+    Ok(Loaded { name: name.to_string(), snapshot, replays, series, from_oomlab, device: 0 })
 }
 
 /// Points for a chart line: (event index, MiB), at most [`CHART_POINTS`], each the bucket's
@@ -201,7 +204,8 @@ impl OomlabApp {
         if let Some(e) = &self.snapshot.error {
             ui.colored_label(Color32::RED, t.format("snap-error", &[("error", e.as_str().into())]));
         }
-        let toy = self.shown_memory().map(|(m, s)| (m.clone(), s));
+        // Borrowed field by field: the toy's memory beside the snapshot state being changed.
+        let toy = super::shown_memory(&self.measured, &self.derived.predicted);
         let t = &self.catalog;
         let Some(l) = &mut self.snapshot.loaded else { return };
         if l.replays.len() > 1 {
@@ -217,7 +221,7 @@ impl OomlabApp {
         }
         let Some(r) = l.replays.get(l.device) else { return };
         // oomlab's own export is its allocator's account, not a PyTorch measurement.
-        let source = if l.snapshot.from_oomlab() { t.text("source-oomlab-export") } else { Source::PyTorch.word(t) };
+        let source = if l.from_oomlab { t.text("source-oomlab-export") } else { Source::PyTorch.word(t) };
         ui.label(
             RichText::new(t.format(
                 "snap-source",
@@ -237,7 +241,7 @@ impl OomlabApp {
                 ),
             );
         }
-        summary(ui, t, r, toy.as_ref().map(|(m, s)| (m, *s)));
+        summary(ui, t, r, toy);
         for o in &r.ooms {
             ui.group(|ui| {
                 ui.label(RichText::new(t.text("snap-oom-heading")).color(Color32::from_rgb(240, 80, 80)).strong());
@@ -288,7 +292,11 @@ impl OomlabApp {
 fn summary(ui: &mut Ui, t: &Catalog, r: &replay::Replay, toy: Option<(&crate::memory::StepMemory, Source)>) {
     let toy_free = toy.map(|(m, _)| m.stats.reserved_bytes.saturating_sub(m.stats.allocated_bytes));
     let frag = |largest: u64, free: u64| {
-        if free == 0 { "0.0 %".to_string() } else { format!("{:.1} %", 100.0 * (1.0 - largest as f64 / free as f64)) }
+        let p = replay::fragmentation_percent(
+            i64::try_from(largest).unwrap_or(i64::MAX),
+            i64::try_from(free).unwrap_or(i64::MAX),
+        );
+        format!("{p:.1} %")
     };
     egui::Grid::new("snap_summary").striped(true).num_columns(3).show(ui, |ui| {
         ui.strong("");

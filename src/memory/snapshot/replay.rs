@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
-use super::{Frame, Snapshot, TraceEntry};
+use super::{Frame, Frames, Snapshot, TraceEntry};
 
 /// Allocated and reserved bytes after one event.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
@@ -69,11 +69,13 @@ impl Replay {
     /// The share of the free bytes that the largest free block does not hold (0 when the free
     /// space is one block): how fragmented the cached memory is.
     pub fn fragmentation_percent(&self) -> f64 {
-        if self.free_in_segments <= 0 {
-            return 0.0;
-        }
-        100.0 * (1.0 - self.largest_free_block as f64 / self.free_in_segments as f64)
+        fragmentation_percent(self.largest_free_block, self.free_in_segments)
     }
+}
+
+/// The share of `free` bytes that the largest free block (`largest`) does not hold, in percent.
+pub fn fragmentation_percent(largest: i64, free: i64) -> f64 {
+    if free <= 0 { 0.0 } else { 100.0 * (1.0 - largest as f64 / free as f64) }
 }
 
 fn first_frame(frames: &[Frame]) -> String {
@@ -110,7 +112,7 @@ pub fn replay(s: &Snapshot, device: i64, top: usize) -> Replay {
     let mut final_state = Point::default();
     let (mut free, mut largest) = (0i64, 0i64);
     // The allocations alive at the end, by address: (request, frame).
-    let mut live: BTreeMap<i64, (i64, String)> = BTreeMap::new();
+    let mut live: BTreeMap<i64, (i64, Frames)> = BTreeMap::new();
     for g in segments {
         final_state.reserved = final_state.reserved.saturating_add(g.total_size);
         // The viewer recomputes block addresses from the segment's start.
@@ -118,7 +120,7 @@ pub fn replay(s: &Snapshot, device: i64, top: usize) -> Replay {
         for b in &g.blocks {
             if b.is_allocated() {
                 final_state.allocated = final_state.allocated.saturating_add(b.requested());
-                live.insert(at, (b.requested(), first_frame(b.frames())));
+                live.insert(at, (b.requested(), b.frames().into()));
             } else {
                 free = free.saturating_add(b.size);
                 largest = largest.max(b.size);
@@ -137,46 +139,50 @@ pub fn replay(s: &Snapshot, device: i64, top: usize) -> Replay {
                 live.remove(&addr);
             }
             ("free_completed", Some(addr)) => {
-                live.insert(addr, (e.size, first_frame(&e.frames)));
+                live.insert(addr, (e.size, e.frames.clone()));
             }
             _ => {}
         }
     }
-    // Forwards, to the peak.
+    // Forwards: the totals after each event, the peaks and the OOMs…
     let mut now = initial;
     let mut timeline = Vec::with_capacity(trace.len());
     let (mut peak_allocated, mut peak_index, mut peak_reserved) = (initial.allocated, None, initial.reserved);
-    let mut at_peak = live.clone();
     let mut ooms = Vec::new();
     for (i, e) in trace.iter().enumerate() {
         let (a, r) = grows(e);
         now.allocated = now.allocated.saturating_add(a);
         now.reserved = now.reserved.saturating_add(r);
-        match (e.action.as_str(), e.addr) {
-            ("alloc", Some(addr)) => {
-                live.insert(addr, (e.size, first_frame(&e.frames)));
-            }
-            ("free_completed", Some(addr)) => {
-                live.remove(&addr);
-            }
-            ("oom", _) => ooms.push(OomEvent {
+        if e.action == "oom" {
+            ooms.push(OomEvent {
                 index: i,
                 size: e.size,
                 device_free: e.device_free.unwrap_or(0),
                 frame: first_frame(&e.frames),
-            }),
-            _ => {}
+            });
         }
         if now.allocated > peak_allocated {
             peak_allocated = now.allocated;
             peak_index = Some(i);
-            at_peak = live.clone();
         }
         peak_reserved = peak_reserved.max(now.reserved);
         timeline.push(now);
     }
+    // …then the allocations alive at the peak, by replaying up to it once (copying the live set
+    // at every new peak made a growing trace quadratic).
+    for e in trace.iter().take(peak_index.map_or(0, |i| i + 1)) {
+        match (e.action.as_str(), e.addr) {
+            ("alloc", Some(addr)) => {
+                live.insert(addr, (e.size, e.frames.clone()));
+            }
+            ("free_completed", Some(addr)) => {
+                live.remove(&addr);
+            }
+            _ => {}
+        }
+    }
     let mut live_at_peak: Vec<Live> =
-        at_peak.into_iter().map(|(address, (size, frame))| Live { address, size, frame }).collect();
+        live.into_iter().map(|(address, (size, frames))| Live { address, size, frame: first_frame(&frames) }).collect();
     live_at_peak.sort_by(|a, b| b.size.cmp(&a.size).then(a.address.cmp(&b.address)));
     live_at_peak.truncate(top);
     Replay {

@@ -1,21 +1,42 @@
 //! `bench`: step timings, per-op profiles and the GEMM on its own.
 
+use super::peers::{self, PeerArgs, PeerConfig, PeerRow};
 use super::*;
 
 /// Timings of one config.
 #[derive(serde::Serialize)]
 pub(super) struct BenchRow {
+    /// "default" or "larger".
+    pub(super) name: String,
+    /// The config in words ("d 64 L 2 T 64 B 16").
     pub(super) config: String,
     pub(super) backend: String,
+    /// The first step, including pipeline creation on a GPU.
     pub(super) first_step_secs: f64,
-    pub(super) forward_ms: f64,
-    pub(super) backward_ms: f64,
-    pub(super) optimizer_ms: f64,
+    /// Each phase submitted and waited for on its own, per step.
+    pub(super) fwd_ms: f64,
+    pub(super) bwd_ms: f64,
+    pub(super) opt_ms: f64,
+    /// A whole step: one submission on a GPU; on the CPU the sum of the phases.
     pub(super) step_ms: f64,
     pub(super) steps_per_sec: f64,
 }
 
-pub(super) fn bench(steps: usize, profile: bool, config: &ConfigArgs) -> Result<(), Failure> {
+/// Which of `bench`'s configs to run.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum BenchConfigs {
+    Both,
+    Default,
+    Larger,
+}
+
+pub(super) fn bench(
+    steps: usize,
+    profile: bool,
+    only: BenchConfigs,
+    peer_args: &PeerArgs,
+    config: &ConfigArgs,
+) -> Result<(), Failure> {
     let dataset = Dataset::builtin();
     let r = config.resolve_one(&dataset)?;
     let larger = Resolved {
@@ -34,7 +55,15 @@ pub(super) fn bench(steps: usize, profile: bool, config: &ConfigArgs) -> Result<
     let gpu_start = Instant::now();
     let gpu = if r.backend == BackendKind::Gpu { Some(open_gpu()?) } else { None };
     let pipelines_secs = gpu_start.elapsed().as_secs_f64();
-    for (name, cfg) in [("default", &r), ("larger", &larger)] {
+    let chosen: Vec<(&str, &Resolved)> = [("default", &r), ("larger", &larger)]
+        .into_iter()
+        .filter(|(name, _)| match only {
+            BenchConfigs::Both => true,
+            BenchConfigs::Default => *name == "default",
+            BenchConfigs::Larger => *name == "larger",
+        })
+        .collect();
+    for &(name, cfg) in &chosen {
         let plan = cfg.plan()?;
         let t0 = Instant::now();
         let first_extra = if name == "default" { pipelines_secs } else { 0.0 };
@@ -87,16 +116,39 @@ pub(super) fn bench(steps: usize, profile: bool, config: &ConfigArgs) -> Result<
     if let Some(g) = &gpu {
         gflops = Some(bench_matmul(&g.ctx, &g.kernels, 1024, 1024, 1024, 10)?);
     }
-    let report = BenchReport { configs: rows, matmul_gflops: gflops, matmul_shape: [1024, 1024, 1024] };
+    let peer_configs: Vec<PeerConfig> = chosen
+        .iter()
+        .map(|(name, c)| PeerConfig {
+            name,
+            d: c.model.d_model,
+            layers: c.model.n_layers,
+            heads: c.model.n_heads,
+            seq: c.shape.seq,
+            batch: c.shape.batch,
+            vocab: c.model.vocab,
+        })
+        .collect();
+    let peers = peers::run(peer_args, &peer_configs, steps);
+    let report = BenchReport {
+        configs: rows,
+        matmul_gflops: gflops,
+        matmul_shape: [1024, 1024, 1024],
+        peers: peers.rows,
+        peers_not_run: peers.notes,
+    };
     print_report(&report, r.json, BenchReport::text)
 }
 
-/// What `bench` reports: each config's timings and, on a GPU, the 1024³ GEMM's throughput.
+/// What `bench` reports: each config's timings, on a GPU the 1024³ GEMM's throughput, and the
+/// peers' timings of the same configs from the same run.
 #[derive(serde::Serialize)]
 pub(super) struct BenchReport {
     configs: Vec<BenchRow>,
     matmul_gflops: Option<f64>,
     matmul_shape: [usize; 3],
+    peers: Vec<PeerRow>,
+    /// A line for each peer that did not run, and why.
+    peers_not_run: Vec<String>,
 }
 
 impl BenchReport {
@@ -106,14 +158,14 @@ impl BenchReport {
         let mut out = String::new();
         let _ = writeln!(
             out,
-            "{:<34} {:>9} {:>9} {:>9} {:>9} {:>9} {:>8}",
-            "config", "first (s)", "fwd (ms)", "bwd (ms)", "opt (ms)", "step (ms)", "steps/s"
+            "{:<8} {:<25} {:>9} {:>9} {:>9} {:>9} {:>9} {:>8}",
+            "name", "config", "first (s)", "fwd (ms)", "bwd (ms)", "opt (ms)", "step (ms)", "steps/s"
         );
         for r in &self.configs {
             let _ = writeln!(
                 out,
-                "{:<34} {:>9.3} {:>9.1} {:>9.1} {:>9.1} {:>9.1} {:>8.2}",
-                r.config, r.first_step_secs, r.forward_ms, r.backward_ms, r.optimizer_ms, r.step_ms, r.steps_per_sec
+                "{:<8} {:<25} {:>9.3} {:>9.1} {:>9.1} {:>9.1} {:>9.1} {:>8.2}",
+                r.name, r.config, r.first_step_secs, r.fwd_ms, r.bwd_ms, r.opt_ms, r.step_ms, r.steps_per_sec
             );
         }
         if let Some(first) = self.configs.first() {
@@ -122,6 +174,22 @@ impl BenchReport {
         if let Some(g) = self.matmul_gflops {
             let [m, n, k] = self.matmul_shape;
             let _ = writeln!(out, "matmul {m}×{n}×{k}: {g:.1} GFLOP/s");
+        }
+        if !self.peers.is_empty() {
+            let _ = writeln!(out, "peers, same run (oomlab ÷ peer: below 1 is faster than the peer):");
+            for p in &self.peers {
+                let ours = self.configs.iter().find(|c| c.name == p.name).map(|c| c.step_ms);
+                let ratio = ours.map_or("—".into(), |o| format!("{:.2}×", o / p.step_ms));
+                let first = p.first_step_secs.map_or("".into(), |f| format!(", first step {f:.2} s"));
+                let _ = writeln!(
+                    out,
+                    "  {:<18} {:<8} {:>9.1} ms  oomlab ÷ peer {ratio:>6}  ({}{first})",
+                    p.peer, p.name, p.step_ms, p.detail
+                );
+            }
+        }
+        for note in &self.peers_not_run {
+            let _ = writeln!(out, "{note}");
         }
         out
     }
@@ -139,12 +207,13 @@ pub(super) fn row(
     let per = |s: f64| s / steps as f64 * 1e3;
     let m = cfg.model;
     BenchRow {
-        config: format!("{name}: d {} L {} T {} B {}", m.d_model, m.n_layers, cfg.shape.seq, cfg.shape.batch),
+        name: name.into(),
+        config: format!("d {} L {} T {} B {}", m.d_model, m.n_layers, cfg.shape.seq, cfg.shape.batch),
         backend,
         first_step_secs: first,
-        forward_ms: per(phase_secs[0]),
-        backward_ms: per(phase_secs[1]),
-        optimizer_ms: per(phase_secs[2]),
+        fwd_ms: per(phase_secs[0]),
+        bwd_ms: per(phase_secs[1]),
+        opt_ms: per(phase_secs[2]),
         step_ms: step_secs * 1e3,
         steps_per_sec: 1.0 / step_secs,
     }

@@ -10,6 +10,7 @@ mod compare;
 mod config;
 mod estimate;
 mod measure;
+mod peers;
 mod report;
 mod snapshot;
 mod sweep;
@@ -109,6 +110,12 @@ enum Command {
         /// Also time every GPU kernel of the default config on its own.
         #[arg(long)]
         profile: bool,
+        /// Which configs to time: the default (flags below) and the larger one (d 256, 4
+        /// layers, seq 128, batch 16).
+        #[arg(long, value_enum, default_value = "both")]
+        only: bench::BenchConfigs,
+        #[command(flatten)]
+        peers: peers::PeerArgs,
         #[command(flatten)]
         config: ConfigArgs,
     },
@@ -166,7 +173,7 @@ pub fn main() -> i32 {
         Some(Command::Sweep { execute, csv, config }) => sweep(execute, csv.as_deref(), &config),
         Some(Command::Compare { steps, config }) => compare(steps, &config),
         Some(Command::Estimate { args }) => estimate::run(&args),
-        Some(Command::Bench { steps, profile, config }) => bench(steps, profile, &config),
+        Some(Command::Bench { steps, profile, only, peers, config }) => bench(steps, profile, only, &peers, &config),
         Some(Command::Gemm { size }) => bench_gemm(size),
         Some(Command::Claims { json }) => estimate::claims_command(json),
         Some(Command::Snapshot { action }) => snapshot::run(&action),

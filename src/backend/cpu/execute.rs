@@ -1,6 +1,6 @@
 //! Each op run by its CPU twin, on the tensors' slots, outputs rounded to their precision.
 
-use super::{CpuExecutor, ops, round_to};
+use super::{CpuExecutor, ops, store_rounded};
 use crate::backend::ix;
 use crate::plan::{DType, Op, View, op};
 
@@ -9,7 +9,18 @@ impl<F: super::ops::Real> CpuExecutor<F> {
     /// never alias inputs (or each other) whatever tensors they live in. Accumulating outputs
     /// start from their current values.
     fn with_outputs<const N: usize>(&mut self, views: [View; N], f: impl FnOnce(&Self, &mut [Vec<F>; N])) {
-        self.with_output_list(&views, |s, bufs| {
+        self.with_output_list(&views, true, |s, bufs| {
+            if let Ok(bufs) = <&mut [Vec<F>; N]>::try_from(bufs) {
+                f(s, bufs);
+            }
+        });
+    }
+
+    /// [`Self::with_outputs`] for ops that set every element of every output: the buffers
+    /// start with whatever they held (NaN in debug builds, so an element left unset shows up in
+    /// the tests), not a copy of the tensors (the copies were ~5 % of the CPU step, measured).
+    fn with_new_outputs<const N: usize>(&mut self, views: [View; N], f: impl FnOnce(&Self, &mut [Vec<F>; N])) {
+        self.with_output_list(&views, false, |s, bufs| {
             if let Ok(bufs) = <&mut [Vec<F>; N]>::try_from(bufs) {
                 f(s, bufs);
             }
@@ -17,11 +28,28 @@ impl<F: super::ops::Real> CpuExecutor<F> {
     }
 
     /// [`Self::with_outputs`] for a list of views whose length depends on the op.
-    fn with_output_list(&mut self, views: &[View], f: impl FnOnce(&Self, &mut [Vec<F>])) {
-        let mut bufs: Vec<Vec<F>> = views.iter().map(|v| self.f(*v).to_vec()).collect();
+    /// The copies are made in buffers kept from earlier ops (no fresh pages each op: page
+    /// faults were a few per cent of the CPU step, measured).
+    fn with_output_list(&mut self, views: &[View], keep: bool, f: impl FnOnce(&Self, &mut [Vec<F>])) {
+        let mut bufs: Vec<Vec<F>> = Vec::with_capacity(views.len());
+        for v in views {
+            let mut b = self.scratch.pop().unwrap_or_default();
+            let current = self.f(*v);
+            if keep {
+                b.clear();
+                b.extend_from_slice(current);
+            } else if cfg!(debug_assertions) {
+                b.clear();
+                b.resize(current.len(), F::nan());
+            } else {
+                b.resize(current.len(), F::zero());
+            }
+            bufs.push(b);
+        }
         f(self, &mut bufs);
         for (v, b) in views.iter().zip(bufs) {
             self.store(*v, &b);
+            self.scratch.push(b);
         }
     }
 
@@ -29,9 +57,7 @@ impl<F: super::ops::Real> CpuExecutor<F> {
     fn store(&mut self, v: View, values: &[F]) {
         let dtype = self.plan.tensors[v.tensor.0].dtype;
         if let Some(dst) = self.f_mut(v) {
-            for (d, &x) in dst.iter_mut().zip(values) {
-                *d = round_to(dtype, x);
-            }
+            store_rounded(dtype, dst, values);
         }
     }
 
@@ -67,7 +93,7 @@ impl<F: super::ops::Real> CpuExecutor<F> {
                     x.fill(F::zero());
                 }
             }
-            Op::Embedding(op::Embedding { tokens, wte, wpe, out }) => self.with_outputs([out], |s, [o]| {
+            Op::Embedding(op::Embedding { tokens, wte, wpe, out }) => self.with_new_outputs([out], |s, [o]| {
                 ops::embedding_forward(o, s.u(tokens), s.f(wte), s.f(wpe), t, c);
             }),
             Op::EmbeddingBackward(op::EmbeddingBackward { tokens, dout, dwte, dwpe, .. }) => {
@@ -76,14 +102,14 @@ impl<F: super::ops::Real> CpuExecutor<F> {
                 })
             }
             Op::LayerNorm(op::LayerNorm { inp, weight, bias, out, mean, rstd }) => {
-                self.with_outputs([out, mean, rstd], |s, [o, mu, rs]| {
+                self.with_new_outputs([out, mean, rstd], |s, [o, mu, rs]| {
                     ops::layernorm_forward(o, mu, rs, s.f(inp), s.f(weight), s.f(bias), c);
                 })
             }
             Op::LayerNormBackward(lb) => {
                 let outs: Vec<View> = std::iter::once(lb.dinp).chain(lb.dweight).chain(lb.dbias).collect();
                 let (dout, accumulate) = (lb.dout, lb.accumulate);
-                self.with_output_list(&outs, |s, bufs| {
+                self.with_output_list(&outs, true, |s, bufs| {
                     let (x, w, mu, rs) = (s.f(lb.inp), s.f(lb.weight), s.f(lb.mean), s.f(lb.rstd));
                     let (di, dparams) = match bufs {
                         [di, gw, gb] => (di, Some((gw.as_mut_slice(), gb.as_mut_slice()))),
@@ -93,7 +119,7 @@ impl<F: super::ops::Real> CpuExecutor<F> {
                     ops::layernorm_backward(di, dparams, s.f(dout), (x, w, mu, rs), c, accumulate);
                 })
             }
-            Op::Matmul(m) => self.with_outputs([m.out], |s, [o]| {
+            Op::Matmul(m) => self.with_new_outputs([m.out], |s, [o]| {
                 let bias = m.bias.map(|v| s.f(v));
                 ops::matmul_forward(o, s.f(m.inp), s.f(m.weight), bias, &m);
             }),
@@ -101,7 +127,7 @@ impl<F: super::ops::Real> CpuExecutor<F> {
                 let op::MatmulBackward { inp, weight, dout, dinp, dweight, dbias, accumulate, .. } = mb;
                 let outs: Vec<View> = std::iter::once(dinp).chain(dweight).chain(dbias).collect();
                 let (has_dw, has_db) = (dweight.is_some(), dbias.is_some());
-                self.with_output_list(&outs, |s, bufs| {
+                self.with_output_list(&outs, true, |s, bufs| {
                     let Some((di, rest)) = bufs.split_first_mut() else { return };
                     let mut rest = rest.iter_mut();
                     let gw = if has_dw { rest.next().map(|g| g.as_mut_slice()) } else { None };
@@ -122,41 +148,43 @@ impl<F: super::ops::Real> CpuExecutor<F> {
             Op::MatmulAddBackward(mb) => self.with_outputs([mb.dinp, mb.dweight], |s, [di, gw]| {
                 ops::matmul_add_backward(di, gw, s.f(mb.dout), s.f(mb.inp), s.f(mb.weight), &mb);
             }),
-            Op::Attention(op::Attention { qkv, att, out }) => self.with_outputs([out, att], |s, [o, a]| {
+            Op::Attention(op::Attention { qkv, att, out }) => self.with_new_outputs([out, att], |s, [o, a]| {
                 ops::attention_forward(o, a, s.f(qkv), heads);
             }),
             Op::AttentionBackward(op::AttentionBackward { qkv, att, dout, datt, dqkv }) => {
-                self.with_outputs([dqkv, datt], |s, [dq, da]| {
+                self.with_new_outputs([dqkv, datt], |s, [dq, da]| {
                     ops::attention_backward(dq, da, s.f(dout), s.f(qkv), s.f(att), heads);
                 })
             }
-            Op::FlashAttention(op::FlashAttention { qkv, out, lse }) => self.with_outputs([out, lse], |s, [o, l]| {
-                ops::flash_attention_forward(o, l, s.f(qkv), heads);
-            }),
+            Op::FlashAttention(op::FlashAttention { qkv, out, lse }) => {
+                self.with_new_outputs([out, lse], |s, [o, l]| {
+                    ops::flash_attention_forward(o, l, s.f(qkv), heads);
+                })
+            }
             Op::FlashAttentionBackward(op::FlashAttentionBackward { qkv, out, lse, dout, delta, dqkv }) => self
-                .with_outputs([dqkv, delta], |s, [dq, d]| {
+                .with_new_outputs([dqkv, delta], |s, [dq, d]| {
                     let (x, o, l) = (s.f(qkv), s.f(out), s.f(lse));
                     ops::flash_attention_backward(dq, d, s.f(dout), (x, o, l), heads);
                 }),
-            Op::Gelu(op::Gelu { inp, out }) => self.with_outputs([out], |s, [o]| ops::gelu_forward(o, s.f(inp))),
+            Op::Gelu(op::Gelu { inp, out }) => self.with_new_outputs([out], |s, [o]| ops::gelu_forward(o, s.f(inp))),
             Op::GeluBackward(op::GeluBackward { inp, dout, dinp }) => {
-                self.with_outputs([dinp], |s, [o]| ops::gelu_backward(o, s.f(inp), s.f(dout)))
+                self.with_new_outputs([dinp], |s, [o]| ops::gelu_backward(o, s.f(inp), s.f(dout)))
             }
             Op::Residual(op::Residual { a, b: bb, out }) => {
-                self.with_outputs([out], |s, [o]| ops::residual_forward(o, s.f(a), s.f(bb)))
+                self.with_new_outputs([out], |s, [o]| ops::residual_forward(o, s.f(a), s.f(bb)))
             }
             Op::ResidualBackward(op::ResidualBackward { dout, da }) => {
-                self.with_outputs([da], |s, [o]| ops::residual_backward(o, s.f(dout)))
+                self.with_new_outputs([da], |s, [o]| ops::residual_backward(o, s.f(dout)))
             }
             Op::CrossEntropy(op::CrossEntropy { logits, targets, probs, losses, loss }) => {
-                self.with_outputs([probs, losses, loss], |s, [p, l, mean]| {
+                self.with_new_outputs([probs, losses, loss], |s, [p, l, mean]| {
                     mean[0] = ops::cross_entropy_forward(p, l, s.f(logits), s.u(targets), vocab);
                 })
             }
             Op::CrossEntropyBackward(op::CrossEntropyBackward { probs, targets, dlogits, scale }) => {
                 // fp16 scales the loss, so every gradient.
                 let scale = scale * self.loss_scale();
-                self.with_outputs([dlogits], |s, [d]| {
+                self.with_new_outputs([dlogits], |s, [d]| {
                     ops::cross_entropy_backward(d, s.f(probs), s.u(targets), vocab, scale);
                 })
             }

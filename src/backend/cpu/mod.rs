@@ -7,8 +7,10 @@
 //! memory is filled with NaN, so a read after free shows up in the results.
 
 mod execute;
+mod gemm;
 mod host;
 pub mod ops;
+mod real;
 
 pub use host::host_available_bytes;
 
@@ -47,6 +49,8 @@ pub struct CpuExecutor<F> {
     state: StepState,
     /// A run in progress (see [`CpuExecutor::start_phases`]).
     running: Option<Running>,
+    /// Buffers for ops' outputs, reused from op to op (see `with_output_list`).
+    scratch: Vec<Vec<F>>,
 }
 
 /// Where a run of some phases has got to.
@@ -77,6 +81,15 @@ fn round_to<F: ops::Real>(dtype: DType, x: F) -> F {
     }
 }
 
+/// `dst` ← `src` rounded to `dtype` (a plain copy for fp32, the common case).
+fn store_rounded<F: ops::Real>(dtype: DType, dst: &mut [F], src: &[F]) {
+    let n = dst.len().min(src.len());
+    match dtype {
+        DType::F32 | DType::U32 => dst[..n].copy_from_slice(&src[..n]),
+        DType::F16 | DType::BF16 => dst.iter_mut().zip(src).for_each(|(d, &x)| *d = round_to(dtype, x)),
+    }
+}
+
 impl<F: ops::Real> CpuExecutor<F> {
     /// [`Self::with_budget`] without a virtual budget.
     pub fn new(plan: Plan, seed: u64) -> Result<Self, BackendError> {
@@ -104,6 +117,7 @@ impl<F: ops::Real> CpuExecutor<F> {
             capacity_bytes: budget_bytes,
             memory: None,
             running: None,
+            scratch: Vec::new(),
         };
         exec.allocator.setup(&exec.plan).map_err(BackendError::OutOfMemory)?;
         for i in 0..n {
@@ -267,9 +281,7 @@ impl<F: ops::Real> CpuExecutor<F> {
     pub fn write_tensor(&mut self, id: TensorId, values: &[F]) {
         let dtype = self.plan.tensors[id.0].dtype;
         if let Some(dst) = self.f_mut(self.plan.whole(id)) {
-            for (d, &v) in dst.iter_mut().zip(values) {
-                *d = round_to(dtype, v);
-            }
+            store_rounded(dtype, dst, values);
         }
     }
 

@@ -3,12 +3,8 @@
 //! `shaders/matmul.wgsl` ↔ `gpu::kernels::Matmul`. Shapes: B batch, T sequence, C channels,
 //! NH heads, hs = C/NH, V vocabulary; `rows` = B·T.
 
-use num_traits::Float;
-
-/// The CPU twins' number type: f32 (the backend) or f64 (the finite-difference checks), shared
-/// between threads on native (the GEMMs split their rows over rayon's pool).
-pub trait Real: Float + Send + Sync + 'static {}
-impl<T: Float + Send + Sync + 'static> Real for T {}
+use super::gemm::{Mat, gemm};
+pub use super::real::Real;
 
 use crate::backend::ix;
 pub use crate::plan::AdamWStep;
@@ -58,7 +54,15 @@ pub fn embedding_backward<F: Real>(dwte: &mut [F], dwpe: &mut [F], dout: &[F], t
 
 pub const LN_EPS: f64 = 1e-5;
 
-/// out (rows,C) = (x − mean)·rstd·w + b, saving mean and rstd (rows).
+/// Rows per task of the LayerNorm twins: fixed, so that the weight gradients' partial sums (and
+/// so the results) do not depend on the number of threads.
+const LN_ROWS: usize = 64;
+
+/// One block of [`layernorm_forward`]: its index, and its rows of out, mean and rstd.
+type LnBlock<'a, F> = (usize, ((&'a mut [F], &'a mut [F]), &'a mut [F]));
+
+/// out (rows,C) = (x − mean)·rstd·w + b, saving mean and rstd (rows). Blocks of rows in
+/// parallel on native.
 pub fn layernorm_forward<F: Real>(
     out: &mut [F],
     mean: &mut [F],
@@ -68,58 +72,100 @@ pub fn layernorm_forward<F: Real>(
     b: &[F],
     c: usize,
 ) {
-    let n = f::<F>(c as f64);
-    for r in 0..mean.len() {
-        let x = &inp[r * c..(r + 1) * c];
-        let m = x.iter().fold(F::zero(), |a, &v| a + v) / n;
-        let var = x.iter().fold(F::zero(), |a, &v| a + (v - m) * (v - m)) / n;
-        let s = F::one() / (var + f(LN_EPS)).sqrt();
-        for i in 0..c {
-            out[r * c + i] = (x[i] - m) * s * w[i] + b[i];
-        }
-        mean[r] = m;
-        rstd[r] = s;
+    let rows = mean.len().min(rstd.len());
+    if c == 0 || rows == 0 {
+        return;
     }
+    let n = f::<F>(c as f64);
+    let block = |(i, ((out, mean), rstd)): LnBlock<F>| {
+        for (r, (m_out, s_out)) in mean.iter_mut().zip(rstd.iter_mut()).enumerate() {
+            let x = &inp[(i * LN_ROWS + r) * c..][..c];
+            let m = x.iter().fold(F::zero(), |a, &v| a + v) / n;
+            let var = x.iter().fold(F::zero(), |a, &v| a + (v - m) * (v - m)) / n;
+            let s = F::one() / (var + f(LN_EPS)).sqrt();
+            for (((o, &xi), &wi), &bi) in out[r * c..(r + 1) * c].iter_mut().zip(x).zip(w).zip(b) {
+                *o = (xi - m) * s * wi + bi;
+            }
+            *m_out = m;
+            *s_out = s;
+        }
+    };
+    let (out, mean, rstd) = (&mut out[..rows * c], &mut mean[..rows], &mut rstd[..rows]);
+    #[cfg(not(target_arch = "wasm32"))]
+    {
+        use rayon::prelude::*;
+        out.par_chunks_mut(LN_ROWS * c)
+            .zip(mean.par_chunks_mut(LN_ROWS))
+            .zip(rstd.par_chunks_mut(LN_ROWS))
+            .enumerate()
+            .for_each(block);
+    }
+    #[cfg(target_arch = "wasm32")]
+    out.chunks_mut(LN_ROWS * c).zip(mean.chunks_mut(LN_ROWS)).zip(rstd.chunks_mut(LN_ROWS)).enumerate().for_each(block);
 }
 
-/// dinp (+)= LayerNorm input gradient; dw += Σ dout·x̂; db += Σ dout.
+/// dinp (+)= LayerNorm input gradient; dw += Σ dout·x̂; db += Σ dout. Blocks of rows in
+/// parallel on native, each with its own partial dw and db, added in block order.
 pub fn layernorm_backward<F: Real>(
     dinp: &mut [F],
-    mut dparams: Option<(&mut [F], &mut [F])>,
+    dparams: Option<(&mut [F], &mut [F])>,
     dout: &[F],
     (inp, w, mean, rstd): (&[F], &[F], &[F], &[F]),
     c: usize,
     accumulate: bool,
 ) {
+    let rows = mean.len().min(rstd.len());
+    if c == 0 || rows == 0 {
+        return;
+    }
     let n = f::<F>(c as f64);
-    for r in 0..mean.len() {
-        let (m, s) = (mean[r], rstd[r]);
-        let mut dnorm_mean = F::zero();
-        let mut dnorm_norm_mean = F::zero();
-        for i in 0..c {
-            let xhat = (inp[r * c + i] - m) * s;
-            let dnorm = w[i] * dout[r * c + i];
-            dnorm_mean = dnorm_mean + dnorm;
-            dnorm_norm_mean = dnorm_norm_mean + dnorm * xhat;
-        }
-        dnorm_mean = dnorm_mean / n;
-        dnorm_norm_mean = dnorm_norm_mean / n;
-        for i in 0..c {
-            let xhat = (inp[r * c + i] - m) * s;
-            let d = dout[r * c + i];
-            if let Some((dw, db)) = dparams.as_mut() {
-                db[i] = db[i] + d;
-                dw[i] = dw[i] + xhat * d;
+    let want_params = dparams.is_some();
+    let block = |(i, dinp): (usize, &mut [F])| -> Option<(Vec<F>, Vec<F>)> {
+        let mut partial = want_params.then(|| (vec![F::zero(); c], vec![F::zero(); c]));
+        for (local, di) in dinp.chunks_exact_mut(c).enumerate() {
+            let r = i * LN_ROWS + local;
+            let (m, s) = (mean[r], rstd[r]);
+            let (x, d) = (&inp[r * c..][..c], &dout[r * c..][..c]);
+            let mut dnorm_mean = F::zero();
+            let mut dnorm_norm_mean = F::zero();
+            for k in 0..c {
+                let xhat = (x[k] - m) * s;
+                let dnorm = w[k] * d[k];
+                dnorm_mean = dnorm_mean + dnorm;
+                dnorm_norm_mean = dnorm_norm_mean + dnorm * xhat;
             }
-            let dx = (w[i] * d - dnorm_mean - xhat * dnorm_norm_mean) * s;
-            let k = r * c + i;
-            dinp[k] = if accumulate { dinp[k] + dx } else { dx };
+            dnorm_mean = dnorm_mean / n;
+            dnorm_norm_mean = dnorm_norm_mean / n;
+            for k in 0..c {
+                let xhat = (x[k] - m) * s;
+                if let Some((dw, db)) = partial.as_mut() {
+                    db[k] = db[k] + d[k];
+                    dw[k] = dw[k] + xhat * d[k];
+                }
+                let dx = (w[k] * d[k] - dnorm_mean - xhat * dnorm_norm_mean) * s;
+                di[k] = if accumulate { di[k] + dx } else { dx };
+            }
+        }
+        partial
+    };
+    let dinp = &mut dinp[..rows * c];
+    #[cfg(not(target_arch = "wasm32"))]
+    let partials: Vec<Option<(Vec<F>, Vec<F>)>> = {
+        use rayon::prelude::*;
+        dinp.par_chunks_mut(LN_ROWS * c).enumerate().map(block).collect()
+    };
+    #[cfg(target_arch = "wasm32")]
+    let partials: Vec<Option<(Vec<F>, Vec<F>)>> = dinp.chunks_mut(LN_ROWS * c).enumerate().map(block).collect();
+    if let Some((dw, db)) = dparams {
+        for (pw, pb) in partials.into_iter().flatten() {
+            dw.iter_mut().zip(pw).for_each(|(g, p)| *g = *g + p);
+            db.iter_mut().zip(pb).for_each(|(g, p)| *g = *g + p);
         }
     }
 }
 
-/// out (rows,n) = inp (rows,k) · W + bias; W is (k,n), or (n,k) when `transposed`.
-/// Loops run along contiguous memory in both layouts.
+/// out (rows,n) = inp (rows,k) · W + bias; W is (k,n), or (n,k) when `transposed` (read
+/// through strides, not copied).
 pub fn matmul_forward<F: Real>(out: &mut [F], inp: &[F], w: &[F], bias: Option<&[F]>, o: &op::Matmul) {
     gemm_forward(out, inp, w, bias, Gemm { rows: ix(o.rows), k: ix(o.k), n: ix(o.n), transposed: o.weight_transposed });
 }
@@ -133,127 +179,65 @@ struct Gemm {
     transposed: bool,
 }
 
-/// Runs `f` on each (row index, row of `out`, row of `inp`) pair: over rayon's pool on native, in
-/// order on wasm32 (no threads there). Each row is computed exactly as in sequence, so the
-/// results are bit for bit the same either way.
-fn rows<F: Real>(out: &mut [F], n: usize, inp: &[F], k: usize, f: impl Fn(usize, &mut [F], &[F]) + Sync + Send) {
-    if n == 0 {
-        return;
-    }
-    #[cfg(not(target_arch = "wasm32"))]
-    {
-        use rayon::prelude::*;
-        if k == 0 {
-            out.par_chunks_mut(n).enumerate().for_each(|(r, o)| f(r, o, &[]));
-        } else {
-            out.par_chunks_mut(n).zip(inp.par_chunks(k)).enumerate().for_each(|(r, (o, x))| f(r, o, x));
-        }
-    }
-    #[cfg(target_arch = "wasm32")]
-    {
-        for (r, o) in out.chunks_mut(n).enumerate() {
-            let x = if k == 0 { &[][..] } else { &inp[r * k..(r + 1) * k] };
-            f(r, o, x);
-        }
+impl Gemm {
+    /// W as the (k,n) matrix the product reads, whichever way it is stored.
+    fn weight(&self) -> Mat {
+        if self.transposed { Mat::dense(self.n, self.k).t() } else { Mat::dense(self.k, self.n) }
     }
 }
 
+/// out = bias (broadcast, or 0) + inp·W.
 fn gemm_forward<F: Real>(out: &mut [F], inp: &[F], w: &[F], bias: Option<&[F]>, g: Gemm) {
-    let Gemm { rows: m, k, n, transposed } = g;
-    let out = &mut out[..m * n];
-    let inp = &inp[..m * k];
-    rows(out, n, inp, k, |_, o, x| {
-        match bias {
-            Some(b) => o.copy_from_slice(&b[..n]),
-            None => o.fill(F::zero()),
+    let Gemm { rows: m, k, n, .. } = g;
+    let beta = match bias {
+        Some(b) if n > 0 => {
+            out[..m * n].chunks_exact_mut(n).for_each(|o| o.copy_from_slice(&b[..n]));
+            F::one()
         }
-        if transposed {
-            // W (n,k): out[j] = Σ_i x[i]·W[j][i]
-            for (j, oj) in o.iter_mut().enumerate() {
-                let wj = &w[j * k..(j + 1) * k];
-                *oj = x.iter().zip(wj).fold(*oj, |acc, (&a, &b)| acc + a * b);
-            }
-        } else {
-            // W (k,n): out += x[i]·W[i][..]
-            for (i, &xi) in x.iter().enumerate() {
-                for (oj, &wij) in o.iter_mut().zip(&w[i * n..(i + 1) * n]) {
-                    *oj = *oj + xi * wij;
-                }
-            }
-        }
-    });
+        _ => F::zero(),
+    };
+    gemm(F::one(), (inp, Mat::dense(m, k)), (w, g.weight()), beta, (out, Mat::dense(m, n)));
 }
 
 /// dinp = dout·Wᵀ (overwritten); dw += inpᵀ·dout (in W's layout); dbias += Σ_rows dout.
 pub fn matmul_backward<F: Real>(
     dinp: &mut [F],
-    (dw, dbias): (Option<&mut [F]>, Option<&mut [F]>),
+    grads: (Option<&mut [F]>, Option<&mut [F]>),
     dout: &[F],
     inp: &[F],
     w: &[F],
     o: &op::MatmulBackward,
 ) {
     let g = Gemm { rows: ix(o.rows), k: ix(o.k), n: ix(o.n), transposed: o.weight_transposed };
-    gemm_backward(dinp, (dw, dbias), dout, inp, w, g);
+    gemm_backward(F::one(), dinp, grads, dout, inp, w, g);
 }
 
+/// dinp = alpha·dout·Wᵀ; dW += alpha·inpᵀ·dout; dbias += Σ_rows dout. A frozen weight has no
+/// gradient, and its input is not read.
 fn gemm_backward<F: Real>(
+    alpha: F,
     dinp: &mut [F],
-    (mut dw, dbias): (Option<&mut [F]>, Option<&mut [F]>),
+    (dw, dbias): (Option<&mut [F]>, Option<&mut [F]>),
     dout: &[F],
     inp: &[F],
     w: &[F],
     g: Gemm,
 ) {
     let Gemm { rows: m, k, n, transposed } = g;
-    let dout = &dout[..m * n];
-    // dinp, row by row (in parallel: each row its own).
-    rows(&mut dinp[..m * k], k, dout, n, |_, di, d| {
+    let (d, x) = (Mat::dense(m, n), Mat::dense(m, k));
+    gemm(alpha, (dout, d), (w, g.weight().t()), F::zero(), (dinp, x));
+    if let Some(dw) = dw {
         if transposed {
-            // W (n,k): dinp[i] = Σ_j d[j]·W[j][i]
-            di.fill(F::zero());
-            for (j, &dj) in d.iter().enumerate() {
-                for (dii, &wji) in di.iter_mut().zip(&w[j * k..(j + 1) * k]) {
-                    *dii = *dii + dj * wji;
-                }
-            }
+            // W (n,k): dW += doutᵀ·inp
+            gemm(alpha, (dout, d.t()), (inp, x), F::one(), (dw, Mat::dense(n, k)));
         } else {
-            // W (k,n): dinp[i] = Σ_j d[j]·W[i][j]
-            for (i, dii) in di.iter_mut().enumerate() {
-                *dii = d.iter().zip(&w[i * n..(i + 1) * n]).fold(F::zero(), |acc, (&a, &b)| acc + a * b);
-            }
-        }
-    });
-    // dW, one of W's rows at a time (in parallel), summing over the input rows in order: each
-    // element adds the same terms in the same order as a row-by-row loop would.
-    // (A frozen weight has no gradient, and its input is not read.)
-    if let Some(dw) = dw.as_mut() {
-        let inp = &inp[..m * k];
-        if transposed {
-            // W (n,k): dW[j][i] += Σ_r d[r][j]·x[r][i]
-            rows(&mut dw[..n * k], k, &[], 0, |j, g, _| {
-                for r in 0..m {
-                    let dj = dout[r * n + j];
-                    for (gi, &xi) in g.iter_mut().zip(&inp[r * k..(r + 1) * k]) {
-                        *gi = *gi + dj * xi;
-                    }
-                }
-            });
-        } else {
-            // W (k,n): dW[i][j] += Σ_r x[r][i]·d[r][j]
-            rows(&mut dw[..k * n], n, &[], 0, |i, g, _| {
-                for r in 0..m {
-                    let xi = inp[r * k + i];
-                    for (gj, &dj) in g.iter_mut().zip(&dout[r * n..(r + 1) * n]) {
-                        *gj = *gj + xi * dj;
-                    }
-                }
-            });
+            // W (k,n): dW += inpᵀ·dout
+            gemm(alpha, (inp, x.t()), (dout, d), F::one(), (dw, Mat::dense(k, n)));
         }
     }
     if let Some(db) = dbias {
-        for r in 0..m {
-            for (g, &dj) in db.iter_mut().zip(&dout[r * n..(r + 1) * n]) {
+        for row in dout[..m * n].chunks_exact(n.max(1)) {
+            for (g, &dj) in db.iter_mut().zip(row) {
                 *g = *g + dj;
             }
         }
@@ -263,13 +247,8 @@ fn gemm_backward<F: Real>(
 /// out (rows,n) += alpha · inp (rows,k) · W (k,n): LoRA's up-projection added to the frozen
 /// projection's output.
 pub fn matmul_add_forward<F: Real>(out: &mut [F], inp: &[F], w: &[F], o: &op::MatmulAdd) {
-    let (rows, k, n, alpha) = (ix(o.rows), ix(o.k), ix(o.n), o.alpha);
-    let mut tmp = vec![F::zero(); rows * n];
-    gemm_forward(&mut tmp, inp, w, None, Gemm { rows, k, n, transposed: false });
-    let a = f::<F>(alpha);
-    for (o, t) in out.iter_mut().zip(tmp) {
-        *o = *o + a * t;
-    }
+    let (rows, k, n) = (ix(o.rows), ix(o.k), ix(o.n));
+    gemm(f::<F>(o.alpha), (inp, Mat::dense(rows, k)), (w, Mat::dense(k, n)), F::one(), (out, Mat::dense(rows, n)));
 }
 
 /// The backward of [`matmul_add_forward`]: dinp = alpha·dout·Wᵀ; dW += alpha·inpᵀ·dout.
@@ -281,86 +260,91 @@ pub fn matmul_add_backward<F: Real>(
     w: &[F],
     o: &op::MatmulAddBackward,
 ) {
-    let (rows, k, n, alpha) = (ix(o.rows), ix(o.k), ix(o.n), o.alpha);
-    let a = f::<F>(alpha);
-    let scaled: Vec<F> = dout.iter().map(|&d| d * a).collect();
-    gemm_backward(dinp, (Some(dw), None), &scaled, inp, w, Gemm { rows, k, n, transposed: false });
+    let g = Gemm { rows: ix(o.rows), k: ix(o.k), n: ix(o.n), transposed: false };
+    gemm_backward(f::<F>(o.alpha), dinp, (Some(dw), None), dout, inp, w, g);
+}
+
+/// Runs `f(batch, x, y)` on each batch's disjoint chunks of two outputs (`xl` and `yl`
+/// elements per batch): over rayon's pool on native, in order on wasm32 (no threads there).
+/// Each batch is computed the same way either way.
+fn per_batch<F: Real>(
+    b: usize,
+    (x, xl): (&mut [F], usize),
+    (y, yl): (&mut [F], usize),
+    f: impl Fn(usize, &mut [F], &mut [F]) + Sync + Send,
+) {
+    if b == 0 || xl == 0 || yl == 0 {
+        return;
+    }
+    let (x, y) = (&mut x[..b * xl], &mut y[..b * yl]);
+    #[cfg(not(target_arch = "wasm32"))]
+    {
+        use rayon::prelude::*;
+        x.par_chunks_mut(xl).zip(y.par_chunks_mut(yl)).enumerate().for_each(|(i, (x, y))| f(i, x, y));
+    }
+    #[cfg(target_arch = "wasm32")]
+    x.chunks_mut(xl).zip(y.chunks_mut(yl)).enumerate().for_each(|(i, (x, y))| f(i, x, y));
 }
 
 /// Causal self-attention. qkv (B,T,3C) holds Q, K, V side by side; att (B,NH,T,T) receives the
-/// softmax probabilities (zero above the diagonal); out (B,T,C).
+/// softmax probabilities (zero above the diagonal); out (B,T,C). Per batch and head: S = QKᵀ·scale
+/// and O = PV as products over strided views of the QKV rows (the masked half of S is computed
+/// and overwritten: a product is cheaper than skipping it), batches in parallel.
 pub fn attention_forward<F: Real>(out: &mut [F], att: &mut [F], qkv: &[F], h: Heads) {
     let Heads { b, t, c, nh } = h;
     let (hs, scale) = h.head_size_and_scale::<F>();
-    for bi in 0..b {
+    per_batch(b, (out, t * c), (att, nh * t * t), |bi, out, att| {
+        let qkv = &qkv[bi * t * 3 * c..][..t * 3 * c];
+        let part = |p: usize, h: usize| Mat::strided(p * c + h * hs, t, hs, 3 * c);
         for h in 0..nh {
+            let p = Mat { offset: h * t * t, ..Mat::dense(t, t) };
+            gemm(scale, (qkv, part(0, h)), (qkv, part(1, h).t()), F::zero(), (&mut *att, p));
             for t1 in 0..t {
-                let q = &qkv[(bi * t + t1) * 3 * c + h * hs..][..hs];
-                let row = &mut att[((bi * nh + h) * t + t1) * t..][..t];
-                let mut max = F::neg_infinity();
-                for (t2, slot) in row.iter_mut().enumerate().take(t1 + 1) {
-                    let kv = &qkv[(bi * t + t2) * 3 * c + c + h * hs..][..hs];
-                    let s = q.iter().zip(kv).fold(F::zero(), |a, (&x, &y)| a + x * y) * scale;
-                    *slot = s;
-                    max = max.max(s);
-                }
+                let row = &mut att[h * t * t + t1 * t..][..t];
+                let (live, masked) = row.split_at_mut(t1 + 1);
+                let max = live.iter().fold(F::neg_infinity(), |m, &x| m.max(x));
                 let mut sum = F::zero();
-                for slot in row.iter_mut().take(t1 + 1) {
-                    *slot = (*slot - max).exp();
-                    sum = sum + *slot;
+                for x in live.iter_mut() {
+                    *x = (*x - max).exp();
+                    sum = sum + *x;
                 }
-                for (t2, slot) in row.iter_mut().enumerate() {
-                    *slot = if t2 <= t1 { *slot / sum } else { F::zero() };
-                }
-                for i in 0..hs {
-                    let mut acc = F::zero();
-                    for t2 in 0..=t1 {
-                        acc = acc + row[t2] * qkv[(bi * t + t2) * 3 * c + 2 * c + h * hs + i];
-                    }
-                    out[(bi * t + t1) * c + h * hs + i] = acc;
-                }
+                live.iter_mut().for_each(|x| *x = *x / sum);
+                masked.fill(F::zero());
             }
+            gemm(F::one(), (&*att, p), (qkv, part(2, h)), F::zero(), (&mut *out, Mat::strided(h * hs, t, hs, c)));
         }
-    }
+    });
 }
 
-/// dqkv (B,T,3C) given dout (B,T,C); `datt` (B,NH,T,T) is scratch.
+/// dqkv (B,T,3C) given dout (B,T,C); `datt` (B,NH,T,T) is scratch. Per batch and head, as
+/// products: dP = dO·Vᵀ, dV = Pᵀ·dO, dS = P ⊙ (dP − rowsum(P ⊙ dP)), dQ = dS·K·scale,
+/// dK = dSᵀ·Q·scale; batches in parallel.
 pub fn attention_backward<F: Real>(dqkv: &mut [F], datt: &mut [F], dout: &[F], qkv: &[F], att: &[F], h: Heads) {
     let Heads { b, t, c, nh } = h;
     let (hs, scale) = h.head_size_and_scale::<F>();
     dqkv.iter_mut().for_each(|x| *x = F::zero());
-    for bi in 0..b {
+    per_batch(b, (dqkv, t * 3 * c), (datt, nh * t * t), |bi, dqkv, datt| {
+        let qkv = &qkv[bi * t * 3 * c..][..t * 3 * c];
+        let att = &att[bi * nh * t * t..][..nh * t * t];
+        let dout = &dout[bi * t * c..][..t * c];
+        let part = |p: usize, h: usize| Mat::strided(p * c + h * hs, t, hs, 3 * c);
         for h in 0..nh {
-            let a = |t1: usize, t2: usize| att[((bi * nh + h) * t + t1) * t + t2];
-            let base = |tt: usize| (bi * t + tt) * 3 * c + h * hs;
+            let p = Mat { offset: h * t * t, ..Mat::dense(t, t) };
+            let d_o = Mat::strided(h * hs, t, hs, c);
+            gemm(F::one(), (dout, d_o), (qkv, part(2, h).t()), F::zero(), (&mut *datt, p));
+            gemm(F::one(), (att, p.t()), (dout, d_o), F::zero(), (&mut *dqkv, part(2, h)));
             for t1 in 0..t {
-                let drow = ((bi * nh + h) * t + t1) * t;
-                // dP = dO·Vᵀ and dV += Pᵀ·dO
-                for t2 in 0..t {
-                    let mut acc = F::zero();
-                    for i in 0..hs {
-                        let dout_i = dout[(bi * t + t1) * c + h * hs + i];
-                        acc = acc + dout_i * qkv[base(t2) + 2 * c + i];
-                        dqkv[base(t2) + 2 * c + i] = dqkv[base(t2) + 2 * c + i] + a(t1, t2) * dout_i;
-                    }
-                    datt[drow + t2] = acc;
-                }
-                // dS = P ⊙ (dP − Σ P·dP), scaled
-                let dot = (0..t).fold(F::zero(), |acc, t2| acc + a(t1, t2) * datt[drow + t2]);
-                for t2 in 0..t {
-                    datt[drow + t2] = a(t1, t2) * (datt[drow + t2] - dot);
-                }
-                // dQ = dS·K·scale, dK += dSᵀ·Q·scale
-                for t2 in 0..=t1 {
-                    let ds = datt[drow + t2] * scale;
-                    for i in 0..hs {
-                        dqkv[base(t1) + i] = dqkv[base(t1) + i] + ds * qkv[base(t2) + c + i];
-                        dqkv[base(t2) + c + i] = dqkv[base(t2) + c + i] + ds * qkv[base(t1) + i];
-                    }
+                let prow = &att[h * t * t + t1 * t..][..t];
+                let drow = &mut datt[h * t * t + t1 * t..][..t];
+                let dot = prow.iter().zip(drow.iter()).fold(F::zero(), |acc, (&a, &d)| acc + a * d);
+                for (d, &a) in drow.iter_mut().zip(prow) {
+                    *d = a * (*d - dot);
                 }
             }
+            gemm(scale, (&*datt, p), (qkv, part(1, h)), F::zero(), (&mut *dqkv, part(0, h)));
+            gemm(scale, (&*datt, p.t()), (qkv, part(0, h)), F::zero(), (&mut *dqkv, part(1, h)));
         }
-    }
+    });
 }
 
 const GELU_K: f64 = 0.797_884_560_802_865_4; // sqrt(2/pi)
@@ -374,8 +358,8 @@ const FLASH_KEY_TILE: usize = 16;
 pub fn flash_attention_forward<F: Real>(out: &mut [F], lse: &mut [F], qkv: &[F], h: Heads) {
     let Heads { b, t, c, nh } = h;
     let (hs, scale) = h.head_size_and_scale::<F>();
-    let mut acc = vec![F::zero(); hs];
-    for bi in 0..b {
+    per_batch(b, (out, t * c), (lse, nh * t), |bi, out, lse| {
+        let mut acc = vec![F::zero(); hs];
         for h in 0..nh {
             let at = |row: usize, part: usize| (bi * t + row) * 3 * c + part * c + h * hs;
             for t1 in 0..t {
@@ -404,12 +388,12 @@ pub fn flash_attention_forward<F: Real>(out: &mut [F], lse: &mut [F], qkv: &[F],
                     m = mt;
                 }
                 for (i, a) in acc.iter().enumerate() {
-                    out[(bi * t + t1) * c + h * hs + i] = *a / l;
+                    out[t1 * c + h * hs + i] = *a / l;
                 }
-                lse[(bi * nh + h) * t + t1] = m + l.ln();
+                lse[h * t + t1] = m + l.ln();
             }
         }
-    }
+    });
 }
 
 /// dqkv (B,T,3C) of fused attention given dout, recomputing each probability as
@@ -424,50 +408,73 @@ pub fn flash_attention_backward<F: Real>(
     let Heads { b, t, c, nh } = h;
     let (hs, scale) = h.head_size_and_scale::<F>();
     dqkv.iter_mut().for_each(|x| *x = F::zero());
-    for bi in 0..b {
+    per_batch(b, (dqkv, t * 3 * c), (delta, nh * t), |bi, dqkv, delta| {
         for h in 0..nh {
-            let at = |row: usize, part: usize| (bi * t + row) * 3 * c + part * c + h * hs;
+            // `at` indexes this batch's dqkv, `at + qkv0` the whole qkv.
+            let qkv0 = bi * t * 3 * c;
+            let at = |row: usize, part: usize| row * 3 * c + part * c + h * hs;
             let o = |row: usize| (bi * t + row) * c + h * hs;
             for t1 in 0..t {
                 let row = (bi * nh + h) * t + t1;
                 let d = (0..hs).fold(F::zero(), |a, i| a + dout[o(t1) + i] * out[o(t1) + i]);
-                delta[row] = d;
+                delta[h * t + t1] = d;
                 for t2 in 0..=t1 {
                     let (mut s, mut dp) = (F::zero(), F::zero());
                     for i in 0..hs {
-                        s = s + qkv[at(t1, 0) + i] * qkv[at(t2, 1) + i];
-                        dp = dp + dout[o(t1) + i] * qkv[at(t2, 2) + i];
+                        s = s + qkv[qkv0 + at(t1, 0) + i] * qkv[qkv0 + at(t2, 1) + i];
+                        dp = dp + dout[o(t1) + i] * qkv[qkv0 + at(t2, 2) + i];
                     }
                     let p = (s * scale - lse[row]).exp();
                     let ds = p * (dp - d) * scale;
                     for i in 0..hs {
-                        dqkv[at(t1, 0) + i] = dqkv[at(t1, 0) + i] + ds * qkv[at(t2, 1) + i];
-                        dqkv[at(t2, 1) + i] = dqkv[at(t2, 1) + i] + ds * qkv[at(t1, 0) + i];
+                        dqkv[at(t1, 0) + i] = dqkv[at(t1, 0) + i] + ds * qkv[qkv0 + at(t2, 1) + i];
+                        dqkv[at(t2, 1) + i] = dqkv[at(t2, 1) + i] + ds * qkv[qkv0 + at(t1, 0) + i];
                         dqkv[at(t2, 2) + i] = dqkv[at(t2, 2) + i] + p * dout[o(t1) + i];
                     }
                 }
             }
         }
+    });
+}
+
+/// Runs `f(out, a, b)` on matching chunks of an output and two inputs: over rayon's pool on
+/// native, in order on wasm32. For element-wise ops, whose elements are independent.
+fn elementwise<F: Real>(out: &mut [F], a: &[F], b: &[F], f: impl Fn(&mut [F], &[F], &[F]) + Sync + Send) {
+    let n = out.len().min(a.len()).min(b.len());
+    let (out, a, b) = (&mut out[..n], &a[..n], &b[..n]);
+    #[cfg(not(target_arch = "wasm32"))]
+    {
+        use rayon::prelude::*;
+        // Elements per task.
+        const ELEMENTWISE_CHUNK: usize = 1 << 14;
+        let ch = ELEMENTWISE_CHUNK;
+        out.par_chunks_mut(ch).zip(a.par_chunks(ch).zip(b.par_chunks(ch))).for_each(|(o, (a, b))| f(o, a, b));
     }
+    #[cfg(target_arch = "wasm32")]
+    f(out, a, b);
 }
 
 /// GELU with the tanh approximation (GPT-2's `gelu_new`).
 pub fn gelu_forward<F: Real>(out: &mut [F], inp: &[F]) {
     let (k, a, half) = (f::<F>(GELU_K), f::<F>(0.044715), f::<F>(0.5));
-    for (o, &x) in out.iter_mut().zip(inp) {
-        *o = half * x * (F::one() + (k * (x + a * x * x * x)).tanh());
-    }
+    elementwise(out, inp, inp, |out, inp, _| {
+        for (o, &x) in out.iter_mut().zip(inp) {
+            *o = half * x * (F::one() + (k * (x + a * x * x * x)).gelu_tanh());
+        }
+    });
 }
 
 pub fn gelu_backward<F: Real>(dinp: &mut [F], inp: &[F], dout: &[F]) {
     let (k, a, half) = (f::<F>(GELU_K), f::<F>(0.044715), f::<F>(0.5));
     let three = f::<F>(3.0);
-    for ((d, &x), &g) in dinp.iter_mut().zip(inp).zip(dout) {
-        let th = (k * (x + a * x * x * x)).tanh();
-        let sech2 = F::one() - th * th;
-        let local = half * (F::one() + th) + half * x * sech2 * k * (F::one() + three * a * x * x);
-        *d = local * g;
-    }
+    elementwise(dinp, inp, dout, |dinp, inp, dout| {
+        for ((d, &x), &g) in dinp.iter_mut().zip(inp).zip(dout) {
+            let th = (k * (x + a * x * x * x)).gelu_tanh();
+            let sech2 = F::one() - th * th;
+            let local = half * (F::one() + th) + half * x * sech2 * k * (F::one() + three * a * x * x);
+            *d = local * g;
+        }
+    });
 }
 
 pub fn residual_forward<F: Real>(out: &mut [F], a: &[F], b: &[F]) {

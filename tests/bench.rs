@@ -1,0 +1,133 @@
+//! `oomlab bench`: its JSON fields, and the peers it runs in the same run (faked here by small
+//! scripts that print what the real peers print, so CI needs neither torch nor Burn).
+
+#![cfg(unix)]
+
+use std::os::unix::fs::PermissionsExt as _;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+fn oomlab(args: &[&str]) -> std::process::Output {
+    let xdg = std::env::temp_dir().join("oomlab-bench-xdg");
+    let _ = std::fs::create_dir_all(&xdg);
+    Command::new(env!("CARGO_BIN_EXE_oomlab"))
+        .args(args)
+        .env("XDG_RUNTIME_DIR", xdg)
+        .env_remove("OOMLAB_TORCH_PYTHON")
+        .env_remove("OOMLAB_BURN_BENCH")
+        .output()
+        .expect("run oomlab")
+}
+
+/// An executable shell script in `dir`.
+fn script(dir: &Path, name: &str, body: &str) -> PathBuf {
+    let path = dir.join(name);
+    std::fs::write(&path, format!("#!/bin/sh\n{body}\n")).expect("write script");
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    path
+}
+
+#[test]
+fn bench_json_has_every_field_and_the_peers_of_the_same_run() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    // The PyTorch peer reads its script on stdin and prints one JSON line; it must get the
+    // config's sizes as arguments (checked: it fails unless --d 64 and --seq 16 are there).
+    let torch = script(
+        dir.path(),
+        "python",
+        r#"cat > /dev/null
+case "$*" in *"--d 64 "*"--seq 16 "*) ;; *) echo "bad args: $*" >&2; exit 1;; esac
+echo 'some log line'
+echo '{"config": {"threads": 2}, "median_step_secs": 0.0125, "torch": "9.9-fake"}'"#,
+    );
+    let burn = script(
+        dir.path(),
+        "burn-bench",
+        r#"echo '{"config":{"burn":"0.22.1"},"median_step_secs":0.25,"adapter":"fake adapter","warmup_step_secs":[61.5,0.3]}'"#,
+    );
+    let (torch, burn) = (torch.to_string_lossy().into_owned(), burn.to_string_lossy().into_owned());
+    let out = oomlab(&[
+        "bench",
+        "--backend",
+        "cpu",
+        "--only",
+        "default",
+        "--steps",
+        "1",
+        "--seq-len",
+        "16",
+        "--batch",
+        "2",
+        "--torch-python",
+        &torch,
+        "--burn-bench",
+        &burn,
+        "--json",
+    ]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    let configs = v["configs"].as_array().expect("configs");
+    assert_eq!(configs.len(), 1, "--only default");
+    let c = &configs[0];
+    assert_eq!(c["name"], "default");
+    assert_eq!(c["backend"], "cpu (reference)");
+    for key in ["first_step_secs", "fwd_ms", "bwd_ms", "opt_ms", "step_ms"] {
+        let x = c[key].as_f64().unwrap_or_else(|| panic!("{key} missing in {c}"));
+        assert!(x.is_finite() && x > 0.0, "{key} = {x}");
+    }
+    let peers = v["peers"].as_array().expect("peers");
+    assert_eq!(peers.len(), 2, "{v}");
+    let torch_row = peers.iter().find(|p| p["peer"] == "pytorch-cpu-eager").expect("torch row");
+    assert_eq!(torch_row["name"], "default");
+    assert!((torch_row["step_ms"].as_f64().unwrap_or(0.0) - 12.5).abs() < 1e-9);
+    assert!(torch_row["detail"].as_str().unwrap_or("").contains("torch 9.9-fake, 2 threads"));
+    let burn_row = peers.iter().find(|p| p["peer"] == "burn-wgpu").expect("burn row");
+    assert!((burn_row["step_ms"].as_f64().unwrap_or(0.0) - 250.0).abs() < 1e-9);
+    assert_eq!(burn_row["first_step_secs"].as_f64(), Some(61.5));
+    assert_eq!(v["peers_not_run"].as_array().map(Vec::len), Some(0));
+}
+
+#[test]
+fn a_missing_or_failing_peer_is_a_line_not_an_error() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let failing = script(dir.path(), "python", "cat > /dev/null; echo 'ModuleNotFoundError: torch' >&2; exit 1");
+    let failing = failing.to_string_lossy().into_owned();
+    let out = oomlab(&[
+        "bench",
+        "--backend",
+        "cpu",
+        "--only",
+        "default",
+        "--steps",
+        "1",
+        "--seq-len",
+        "16",
+        "--batch",
+        "2",
+        "--torch-python",
+        &failing,
+        "--burn-bench",
+        "/nonexistent/burn-bench",
+    ]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("PyTorch CPU eager, default: failed") && text.contains("ModuleNotFoundError"), "{text}");
+    assert!(text.contains("Burn wgpu, default: failed (cannot start /nonexistent/burn-bench"), "{text}");
+    assert!(text.contains("default ") && text.contains("d 64 L 2 T 16 B 2"), "{text}");
+    let none = oomlab(&[
+        "bench",
+        "--backend",
+        "cpu",
+        "--only",
+        "default",
+        "--steps",
+        "1",
+        "--seq-len",
+        "16",
+        "--torch-python",
+        "none",
+    ]);
+    let text = String::from_utf8_lossy(&none.stdout);
+    assert!(text.contains("PyTorch CPU eager: not run (--torch-python none)"), "{text}");
+    assert!(text.contains("Burn wgpu: not run"), "{text}");
+}

@@ -171,3 +171,43 @@ fn the_event_log_names_the_op_behind_every_alloc_and_free() {
     assert_eq!(allocs, p.tensors.len());
     assert_eq!(frees, step_tensors, "every step tensor is freed once");
 }
+
+/// The app's memory-vs-batch chart predicts every batch size the slider allows (issue 17), and
+/// dragging the batch slider moves its marker without predicting them again.
+#[test]
+fn the_apps_sweep_has_every_batch_size_and_survives_a_batch_drag() {
+    use oomlab::app::settings::{MAX_BATCH, Settings};
+    use oomlab::app::{Derived, sweep_batches};
+    use oomlab::plan::Techniques;
+    let vocab = 65;
+    let overlay = Techniques { accum: 4, ..Techniques::default() };
+    let s1 = Settings { budget_bytes: 64 << 20, overlays: vec![overlay], ..Settings::default() };
+    let d1 = Derived::new(&s1, vocab);
+    let batches: Vec<usize> = d1.sweep[0].points.iter().map(|(b, _)| *b).collect();
+    assert_eq!(batches, (1..=MAX_BATCH).collect::<Vec<_>>(), "every batch size, in order");
+    let overlay_batches: Vec<usize> = d1.sweep[1].points.iter().map(|(b, _)| *b).collect();
+    assert_eq!(overlay_batches, sweep_batches(4));
+    assert!(overlay_batches.iter().all(|b| b % 4 == 0) && overlay_batches.len() == MAX_BATCH / 4);
+    // Exact: the largest fitting batch is one below the first out-of-memory batch.
+    let (fits, oom) = (d1.sweep[0].largest_fitting().expect("some fit"), d1.sweep[0].first_oom().expect("some don't"));
+    assert_eq!(fits + 1, oom, "a 64 MiB budget runs out between two neighbouring batch sizes");
+    // Each point is what building that batch's plan and replaying it predicts.
+    for &(b, ref m) in d1.sweep[0].points.iter().filter(|(b, _)| [1, 7, fits, oom, 1000].contains(b)) {
+        let plan = s1.plan_with(vocab, b, &s1.techniques()).expect("builds");
+        let want = oomlab::memory::simulate_peak(&plan, s1.budget_bytes).map_err(|e| e.message);
+        match (m, want) {
+            (Ok(m), Ok(w)) => assert_eq!(m.stats, w.stats, "batch {b}"),
+            (Err(m), Err(w)) => assert_eq!(*m, w, "batch {b}"),
+            (m, w) => panic!("batch {b}: {m:?} vs {w:?}"),
+        }
+    }
+    // Only the batch changes: the same sweep is kept (the same buffer, not a recomputed copy).
+    let kept = d1.sweep.as_ptr();
+    let s2 = Settings { batch: 40, ..s1.clone() };
+    let d2 = Derived::reusing(&s2, vocab, Some((&s1, d1)));
+    assert_eq!(d2.sweep.as_ptr(), kept);
+    // The budget changes: predicted again, and the out-of-memory batch moves.
+    let s3 = Settings { budget_bytes: 256 << 20, ..s2.clone() };
+    let d3 = Derived::reusing(&s3, vocab, Some((&s2, d2)));
+    assert!(d3.sweep[0].first_oom().is_none_or(|b| b > oom));
+}

@@ -2,15 +2,23 @@
 
 use std::sync::Arc;
 
-use super::settings::Settings;
+use super::settings::{MAX_BATCH, Settings};
 use super::views::{Source, SweepSeries};
 use crate::memory::sweep::predict;
 use crate::memory::{StepMemory, StepOom, simulate};
 use crate::plan::Plan;
 
-/// The batch sizes of the memory-vs-batch chart.
+/// The batch sizes with a stacked bar in the memory-vs-batch chart; its lines have every batch
+/// size the controls allow ([`sweep_batches`]).
 pub const SWEEP_BATCHES: [usize; 20] =
     [1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128, 192, 256, 384, 512, 768, 1024];
+
+/// Every batch size the batch slider allows that splits into `accum` micro-batches: the sweep
+/// predicts each one (a few milliseconds for all of them, issue 17), so the chart's lines, its
+/// largest fitting batch and its first out-of-memory batch are exact wherever the slider is.
+pub fn sweep_batches(accum: usize) -> Vec<usize> {
+    (1..=MAX_BATCH).filter(|b| b.is_multiple_of(accum.max(1))).collect()
+}
 
 /// What the views show, derived from the settings whenever they change.
 pub struct Derived {
@@ -24,22 +32,39 @@ pub struct Derived {
 
 impl Derived {
     pub fn new(settings: &Settings, vocab: usize) -> Self {
+        Self::reusing(settings, vocab, None)
+    }
+
+    /// Nothing derived yet (a placeholder while the next one is made).
+    pub fn empty() -> Self {
+        Self { plan: Err(String::new()), predicted: None, sweep: Vec::new() }
+    }
+
+    /// [`Self::new`], keeping `previous`'s sweep when only the batch changed (`previous`: the
+    /// settings it was derived from, and it): dragging the batch slider moves the chart's
+    /// marker without predicting ~1000 steps again.
+    pub fn reusing(settings: &Settings, vocab: usize, previous: Option<(&Settings, Derived)>) -> Self {
         let plan = settings.plan(vocab).map(Arc::new).map_err(|e| e.to_string());
         let predicted = plan.as_ref().ok().map(|p| simulate(p, settings.budget_bytes));
+        let sweep = match previous {
+            Some((before, d)) if Settings { batch: settings.batch, ..before.clone() } == *settings => d.sweep,
+            _ => Self::sweep(settings, vocab),
+        };
+        Self { plan, predicted, sweep }
+    }
+
+    fn sweep(settings: &Settings, vocab: usize) -> Vec<SweepSeries> {
         let mut configs = vec![("this setup".to_string(), settings.techniques())];
         configs.extend(settings.overlays.iter().map(|t| (t.describe(), *t)));
-        let sweep = configs
+        configs
             .into_iter()
             .map(|(name, t)| SweepSeries {
                 name,
-                points: {
-                    let batches: Vec<usize> =
-                        SWEEP_BATCHES.iter().copied().filter(|b| b.is_multiple_of(t.accum.max(1))).collect();
-                    predict(&batches, settings.budget_bytes, |b| settings.plan_with(vocab, b, &t).ok())
-                },
+                points: predict(&sweep_batches(t.accum), settings.budget_bytes, |b| {
+                    settings.plan_with(vocab, b, &t).ok()
+                }),
             })
-            .collect();
-        Self { plan, predicted, sweep }
+            .collect()
     }
 }
 

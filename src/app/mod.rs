@@ -35,7 +35,7 @@ use settings::Settings;
 use views::Source;
 
 use derived::shown_memory;
-pub use derived::{Derived, SWEEP_BATCHES};
+pub use derived::{Derived, SWEEP_BATCHES, sweep_batches};
 use session::Compute;
 
 /// Below this width (points) the app lays out for a phone: controls in a drawer.

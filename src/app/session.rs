@@ -99,7 +99,9 @@ impl OomlabApp {
         if self.applied.as_ref() == Some(&self.settings) {
             return;
         }
-        self.derived = Derived::new(&self.settings, self.dataset.tokenizer.vocab_size());
+        let vocab = self.dataset.tokenizer.vocab_size();
+        let previous = std::mem::replace(&mut self.derived, Derived::empty());
+        self.derived = Derived::reusing(&self.settings, vocab, self.applied.as_ref().map(|a| (a, previous)));
         self.applied = Some(self.settings.clone());
         // The scrubber starts at the peak.
         self.scrub = self.derived.predicted.as_ref().and_then(|p| p.as_ref().ok()).map_or(0, |m| m.peak_index);

@@ -26,7 +26,7 @@ use oomlab::dump::StepDump;
 use oomlab::memory::device::{DeviceFigures, SOURCE_ALLOCATOR, SOURCE_DEVICE, SOURCE_PREDICTED};
 use oomlab::memory::formula::activation_peak_bytes;
 use oomlab::memory::sweep::SweepSeries;
-use oomlab::memory::{StepMemory, memory_summary, simulate, simulate_peak};
+use oomlab::memory::{StepMemory, memory_summary, simulate};
 use oomlab::model::params::LoraConfig;
 use oomlab::model::{ConfigError, ModelConfig, StepShape, check_dim};
 use oomlab::plan::{

@@ -8,20 +8,28 @@ pub(super) fn sweep(execute: bool, csv: Option<&std::path::Path>, config: &Confi
     let gpu = if execute && r.backend == BackendKind::Gpu { Some(open_gpu()?) } else { None };
     let start = Instant::now();
     let mut series = SweepSeries { name: r.techniques.describe(), points: Vec::with_capacity(r.batches.len()) };
-    for &batch in &r.batches {
-        let shape = StepShape { batch, seq: r.shape.seq };
-        let plan = Plan::build_with(&r.model, shape, &r.optimizer, &r.techniques)?;
-        let memory = if execute {
-            let one = Resolved { shape, batches: vec![batch], ..r.clone() };
-            match real_step(&one, plan, &dataset, gpu.as_ref()).map(|s| s.memory) {
+    let plan_at =
+        |batch: usize| Plan::build_with(&r.model, StepShape { batch, seq: r.shape.seq }, &r.optimizer, &r.techniques);
+    if execute {
+        for &batch in &r.batches {
+            let one = Resolved { shape: StepShape { batch, seq: r.shape.seq }, batches: vec![batch], ..r.clone() };
+            let memory = match real_step(&one, plan_at(batch)?, &dataset, gpu.as_ref()).map(|s| s.memory) {
                 Ok(m) => Ok(m),
                 Err(f) if f.code == EXIT_OOM => Err(f.message),
                 Err(f) => return Err(f),
+            };
+            series.points.push((batch * r.techniques.accum, memory));
+        }
+    } else {
+        // Plans are built only where `predict` needs them; a batch whose plan does not build
+        // is left out there, and is an error here.
+        let predicted = oomlab::memory::sweep::predict(&r.batches, r.budget_bytes, |b| plan_at(b).ok());
+        if predicted.len() != r.batches.len() {
+            for &b in &r.batches {
+                plan_at(b)?;
             }
-        } else {
-            simulate_peak(&plan, r.budget_bytes).map_err(|e| e.message)
-        };
-        series.points.push((batch * r.techniques.accum, memory));
+        }
+        series.points = predicted.into_iter().map(|(b, m)| (b * r.techniques.accum, m)).collect();
     }
     let elapsed = start.elapsed().as_secs_f64();
     let (largest, first_oom) = (series.largest_fitting(), series.first_oom());

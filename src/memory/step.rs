@@ -1,31 +1,46 @@
 //! One training step replayed through the caching allocator: the plan's prediction of every
 //! byte — per category, over the ops of the step, and at the peak.
 
-use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use serde::Serialize;
 
 use super::allocator::{CachingAllocator, Event, OutOfMemory, Placement, Stats};
 use crate::plan::{Category, Lifetime, Plan, TensorId};
 
-/// Bytes per category; serialises as `{"parameters": …, "gradients": …, …}`.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
-#[serde(transparent)]
-pub struct CategoryBytes(pub BTreeMap<&'static str, u64>);
+/// Bytes per category; serialises as `{"activations": …, "gradients": …, …}` (names in
+/// alphabetical order). An array, not a map: a sweep builds one at every new peak of every
+/// batch size (a string-keyed map here was a sixth of a 512-batch sweep, measured).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct CategoryBytes([u64; Category::ALL.len()]);
 
 impl CategoryBytes {
     /// Every category, at zero.
     pub fn zero() -> Self {
-        Self(Category::ALL.iter().map(|c| (c.name(), 0)).collect())
+        Self::default()
     }
     pub fn add(&mut self, c: Category, bytes: u64) {
-        *self.0.entry(c.name()).or_default() += bytes;
+        let slot = &mut self.0[c.index()];
+        *slot = slot.saturating_add(bytes);
     }
     pub fn get(&self, c: Category) -> u64 {
-        self.0.get(c.name()).copied().unwrap_or(0)
+        self.0[c.index()]
     }
     pub fn total(&self) -> u64 {
-        self.0.values().sum()
+        self.0.iter().fold(0u64, |a, &b| a.saturating_add(b))
+    }
+}
+
+impl Serialize for CategoryBytes {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut by_name: Vec<Category> = Category::ALL.to_vec();
+        by_name.sort_by_key(|c| c.name());
+        let mut map = serializer.serialize_map(Some(by_name.len()))?;
+        for c in by_name {
+            map.serialize_entry(c.name(), &self.get(c))?;
+        }
+        map.end()
     }
 }
 
@@ -132,11 +147,9 @@ pub struct StepAllocator {
     /// Bytes and category of every tensor (names and labels stay in the plan, which the
     /// fallible calls take, so sweeps copy no strings).
     sizes: Vec<u64>,
-    categories: Vec<Category>,
-    lifetimes: Vec<crate::plan::Lifetime>,
-    /// Tensors first touched by op i, and last touched by op i.
-    starts: Vec<Vec<TensorId>>,
-    ends: Vec<Vec<TensorId>>,
+    /// What does not depend on the tensors' sizes, shared with the allocators a sweep makes
+    /// for other batch sizes ([`Self::with_sizes`]).
+    shape: Arc<Schedule>,
     pub allocator: CachingAllocator<TensorTag>,
     /// Where each tensor was last placed (kept after it is freed).
     pub placements: Vec<Option<Placement>>,
@@ -151,8 +164,18 @@ pub struct StepAllocator {
     log: Vec<(TensorId, bool)>,
 }
 
-impl StepAllocator {
-    pub fn new(plan: &Plan, capacity: u64, record_events: bool) -> Self {
+/// A plan's tensors and ops as the allocator sees them, sizes aside.
+#[derive(Debug, PartialEq, Eq)]
+pub struct Schedule {
+    categories: Vec<Category>,
+    lifetimes: Vec<Lifetime>,
+    /// Tensors first touched by op i, and last touched by op i.
+    starts: Vec<Vec<TensorId>>,
+    ends: Vec<Vec<TensorId>>,
+}
+
+impl Schedule {
+    pub fn new(plan: &Plan) -> Self {
         let lifetimes = plan.lifetimes();
         let mut starts = vec![Vec::new(); plan.ops.len()];
         let mut ends = vec![Vec::new(); plan.ops.len()];
@@ -162,17 +185,28 @@ impl StepAllocator {
                 ends[last].push(TensorId(i));
             }
         }
+        Self { categories: plan.tensors.iter().map(|t| t.category).collect(), lifetimes, starts, ends }
+    }
+}
+
+impl StepAllocator {
+    pub fn new(plan: &Plan, capacity: u64, record_events: bool) -> Self {
+        let sizes = plan.tensors.iter().map(|t| t.size_bytes()).collect();
+        Self::with_schedule(Arc::new(Schedule::new(plan)), sizes, capacity, record_events)
+    }
+
+    /// An allocator for a plan with `shape`'s tensors and ops and these sizes (a sweep's other
+    /// batch sizes), without building that plan.
+    pub fn with_schedule(shape: Arc<Schedule>, sizes: Vec<u64>, capacity: u64, record_events: bool) -> Self {
         let allocator = CachingAllocator::new(capacity);
         let allocator = if record_events { allocator } else { allocator.without_events() };
+        let n = sizes.len();
         Self {
-            sizes: plan.tensors.iter().map(|t| t.size_bytes()).collect(),
-            categories: plan.tensors.iter().map(|t| t.category).collect(),
-            lifetimes,
-            starts,
-            ends,
+            sizes,
+            shape,
             allocator,
-            placements: vec![None; plan.tensors.len()],
-            current: vec![None; plan.tensors.len()],
+            placements: vec![None; n],
+            current: vec![None; n],
             live_allocated: [0; 9],
             live_requested: [0; 9],
             log: Vec::new(),
@@ -190,7 +224,7 @@ impl StepAllocator {
             Ok(p) => {
                 self.placements[tensor.0] = Some(p);
                 self.current[tensor.0] = Some(p);
-                let c = self.categories[tensor.0].index();
+                let c = self.shape.categories[tensor.0].index();
                 self.live_allocated[c] += p.size;
                 self.live_requested[c] += bytes;
                 self.log.push((tensor, true));
@@ -207,7 +241,7 @@ impl StepAllocator {
     /// plan this allocator was made for (it names the tensor in an out-of-memory error).
     pub fn setup(&mut self, plan: &Plan) -> Result<(), Box<StepOom>> {
         for i in 0..self.sizes.len() {
-            if matches!(self.lifetimes[i], Lifetime::Persistent | Lifetime::Step) && self.current[i].is_none() {
+            if matches!(self.shape.lifetimes[i], Lifetime::Persistent | Lifetime::Step) && self.current[i].is_none() {
                 self.alloc(plan, TensorId(i), None)?;
             }
         }
@@ -217,10 +251,11 @@ impl StepAllocator {
     /// Allocates what op `i` first touches (unless already allocated); returns the new
     /// placements.
     pub fn before_op(&mut self, plan: &Plan, i: usize) -> Result<Vec<(TensorId, Placement)>, Box<StepOom>> {
-        let starts = std::mem::take(&mut self.starts[i]);
+        let shape = Arc::clone(&self.shape);
+        let starts = shape.starts.get(i).map_or(&[][..], Vec::as_slice);
         let mut out = Vec::with_capacity(starts.len());
         let mut result = Ok(());
-        for &t in &starts {
+        for &t in starts {
             if self.current[t.0].is_some() {
                 continue;
             }
@@ -232,21 +267,19 @@ impl StepAllocator {
                 }
             }
         }
-        self.starts[i] = starts;
         result.map(|()| out)
     }
 
     /// Frees what op `i` reads for the last time; returns those tensors.
     pub fn after_op(&mut self, i: usize) -> Vec<TensorId> {
-        let ends = std::mem::take(&mut self.ends[i]);
+        let shape = Arc::clone(&self.shape);
         let mut freed = Vec::new();
-        for &t in &ends {
+        for &t in shape.ends.get(i).map_or(&[][..], Vec::as_slice) {
             if let Some(p) = self.current[t.0].take() {
                 self.free_placed(t, p, Some(i));
                 freed.push(t);
             }
         }
-        self.ends[i] = ends;
         freed
     }
 
@@ -255,8 +288,8 @@ impl StepAllocator {
     /// persistent tensors, the batch and the loss stay.
     pub fn release_step(&mut self) -> Vec<TensorId> {
         let mut freed = Vec::new();
-        for i in 0..self.lifetimes.len() {
-            if matches!(self.lifetimes[i], Lifetime::Ops { .. })
+        for i in 0..self.shape.lifetimes.len() {
+            if matches!(self.shape.lifetimes[i], Lifetime::Ops { .. })
                 && let Some(p) = self.current[i].take()
             {
                 let t = TensorId(i);
@@ -271,7 +304,7 @@ impl StepAllocator {
     /// outside the step's ops).
     fn free_placed(&mut self, t: TensorId, p: Placement, op: Option<usize>) {
         self.allocator.free_as(p, Some(TensorTag { tensor: t, op }));
-        let c = self.categories[t.0].index();
+        let c = self.shape.categories[t.0].index();
         self.live_allocated[c] -= p.size;
         self.live_requested[c] -= self.sizes[t.0];
         self.log.push((t, false));
@@ -300,13 +333,13 @@ impl StepAllocator {
 
     /// The tensors op `i` frees (its last use), still allocated.
     pub fn ending_at(&self, i: usize) -> Vec<TensorId> {
-        self.ends.get(i).map_or_else(Vec::new, |e| e.iter().copied().filter(|t| self.is_allocated(*t)).collect())
+        self.shape.ends.get(i).map_or_else(Vec::new, |e| e.iter().copied().filter(|t| self.is_allocated(*t)).collect())
     }
 
     /// The op-lifetime tensors still allocated.
     pub fn leftovers(&self) -> Vec<TensorId> {
-        (0..self.lifetimes.len())
-            .filter(|&i| matches!(self.lifetimes[i], Lifetime::Ops { .. }) && self.current[i].is_some())
+        (0..self.shape.lifetimes.len())
+            .filter(|&i| matches!(self.shape.lifetimes[i], Lifetime::Ops { .. }) && self.current[i].is_some())
             .map(TensorId)
             .collect()
     }
@@ -417,7 +450,17 @@ pub fn simulate_peak(plan: &Plan, capacity_bytes: u64) -> Result<StepMemory, Box
 }
 
 fn simulate_with(plan: &Plan, capacity_bytes: u64, events: bool) -> Result<StepMemory, Box<StepOom>> {
-    let mut sa = StepAllocator::new(plan, capacity_bytes, events);
+    simulate_on(plan, StepAllocator::new(plan, capacity_bytes, events), capacity_bytes, events)
+}
+
+/// Runs a plan's ops (`plan` names tensors in an out-of-memory error) through `sa`, an
+/// allocator made for its schedule; `events`: a trace of every op, not just the peak.
+pub(super) fn simulate_on(
+    plan: &Plan,
+    mut sa: StepAllocator,
+    capacity_bytes: u64,
+    events: bool,
+) -> Result<StepMemory, Box<StepOom>> {
     sa.setup(plan)?;
     let mut trace = if events { Trace::detailed() } else { Trace::default() };
     trace.record(&sa, None);

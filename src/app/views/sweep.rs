@@ -119,10 +119,16 @@ pub fn sweep_chart(
     fn fitting(s: &SweepSeries) -> Vec<(usize, &StepMemory)> {
         s.points.iter().filter_map(|(b, m)| m.as_ref().ok().map(|m| (*b, m))).collect()
     }
+    // Bars at the grid's batch sizes (a bar at each of ~1000 would be a wall); lines at every one.
+    let on_grid = |b: &usize| crate::app::SWEEP_BATCHES.contains(b);
     let stacks = Category::ALL
         .iter()
         .map(|&c| {
-            let points = fitting(main).into_iter().map(|(b, m)| (b, m.peak_allocated.get(c))).collect();
+            let points = fitting(main)
+                .into_iter()
+                .filter(|(b, _)| on_grid(b))
+                .map(|(b, m)| (b, m.peak_allocated.get(c)))
+                .collect();
             (category_name(t, c), category_color(c), points)
         })
         .collect();

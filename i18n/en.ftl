@@ -67,6 +67,7 @@ run-one-step = One step
 run-train = Train
 run-stop = Stop
 run-engine = engine: { $backend }
+run-progress = step running: op { $done } of { $total }
 
 ## More categories (the plan's names stay in code: parameters, optimizer_state, …)
 
@@ -362,6 +363,7 @@ error-host = Host memory cannot hold this step: { $error }
 error-step = The step failed: { $error }
 
 backend-cpu = cpu (reference)
+backend-cpu-worker = cpu (reference), in a background worker
 
 real-custom-gpu = custom { $size }
 

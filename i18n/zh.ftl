@@ -64,6 +64,7 @@ run-one-step = 单步
 run-train = 训练
 run-stop = 停止
 run-engine = 计算引擎：{ $backend }
+run-progress = 这一步正在运行：第 { $done } / { $total } 个算子
 
 ## 更多类别（计划中的名字保留在代码里：parameters、optimizer_state……）
 
@@ -359,6 +360,7 @@ error-host = 主机内存放不下这一步：{ $error }
 error-step = 这一步失败了：{ $error }
 
 backend-cpu = CPU（参考实现）
+backend-cpu-worker = CPU（参考实现），在后台线程中运行
 
 real-custom-gpu = 自定义 { $size }
 

@@ -15,3 +15,5 @@ pub mod plan;
 pub mod units;
 #[cfg(target_arch = "wasm32")]
 pub mod web;
+#[cfg(target_arch = "wasm32")]
+pub mod web_worker;

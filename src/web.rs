@@ -10,6 +10,11 @@ pub const CANVAS_ID: &str = "oomlab_canvas";
 pub fn start() {
     // The app's progress ("oomlab: step 1 on …") goes to the browser console.
     let _ = eframe::WebLogger::init(log::LevelFilter::Info);
+    // Started by `worker.js` in a Web Worker: the CPU backend's end, not the app.
+    if let Ok(scope) = js_sys::global().dyn_into::<web_sys::DedicatedWorkerGlobalScope>() {
+        crate::web_worker::run(scope);
+        return;
+    }
     wasm_bindgen_futures::spawn_local(async {
         let document = web_sys::window().and_then(|w| w.document());
         let Some(document) = document else {

@@ -87,6 +87,19 @@ fn every_challenge_is_passed_and_failed_on_the_cpu() {
     play(harness);
 }
 
+/// The browser's CPU fallback runs its steps in a Web Worker; here the same protocol over a
+/// thread: the same challenges, judged on the steps the worker ran.
+#[test]
+fn every_challenge_is_passed_and_failed_in_the_cpu_worker() {
+    xdg();
+    let transport = Box::new(oomlab::app::cpu_worker::ThreadTransport::spawn());
+    let harness = Harness::builder().with_size([1280.0, 900.0]).build_ui_state(
+        |ui, app: &mut OomlabApp| app.show(ui),
+        OomlabApp::headless_worker(Settings::default(), transport),
+    );
+    play(harness);
+}
+
 #[test]
 fn every_challenge_is_passed_and_failed_on_the_gpu() {
     xdg();

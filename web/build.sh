@@ -16,6 +16,29 @@ dir=$profile
 rm -rf dist
 mkdir -p dist
 wasm-bindgen --target web --no-typescript --remove-name-section --remove-producers-section --out-dir dist --out-name oomlab "${CARGO_TARGET_DIR:-target}/wasm32-unknown-unknown/$dir/oomlab.wasm"
+# The CPU worker (issue 17): the same crate with wasm SIMD, in its own target directory (other
+# RUSTFLAGS would rebuild the main one each time), loaded by worker.js in a Web Worker where the
+# browser has no WebGPU. OOMLAB_WEB_WORKER=0 skips it (the app then runs CPU steps on the page's
+# thread, as it does when the worker does not load).
+if [ "${OOMLAB_WEB_WORKER:-1}" != 0 ]; then
+    worker_profile=${OOMLAB_WORKER_PROFILE:-web-worker}
+    worker_target="${CARGO_TARGET_DIR:-target}/web-worker"
+    echo "== cargo build (worker, simd128) --profile $worker_profile"
+    RUSTFLAGS="-C target-feature=+simd128" CARGO_TARGET_DIR="$worker_target" \
+        cargo build --target wasm32-unknown-unknown --profile "$worker_profile" --bin oomlab
+    wdir=$worker_profile
+    [ "$worker_profile" = dev ] && wdir=debug
+    wasm-bindgen --target web --no-typescript --remove-name-section --remove-producers-section --out-dir dist/worker --out-name oomlab "$worker_target/wasm32-unknown-unknown/$wdir/oomlab.wasm"
+    cat > dist/worker.js <<'JS'
+// oomlab's CPU worker (issue 17): loads the SIMD build of oomlab in this Web Worker; its start
+// function sees a worker's scope and answers the page's requests (src/web_worker.rs).
+import init from "./worker/oomlab.js";
+init();
+JS
+    wraw=$(stat -c %s dist/worker/oomlab_bg.wasm)
+    wgz=$(gzip -9 -c dist/worker/oomlab_bg.wasm | wc -c)
+    echo "worker wasm (loaded only without WebGPU): $wraw bytes, $wgz bytes gzipped"
+fi
 # index.html without trunk's directives, loading the module wasm-bindgen wrote.
 sed -e '/data-trunk/d' \
     -e 's#</body>#    <script type="module">import init from "./oomlab.js"; init();</script>\n</body>#' \

@@ -222,13 +222,18 @@ impl OomlabApp {
                 self.training = !self.training;
             }
             // The CPU backend by its name in the reader's language; a GPU by its adapter's own.
-            let backend = if self.backend == crate::backend::cpu::CPU_NAME {
-                self.catalog.text("backend-cpu")
-            } else {
-                self.backend.clone()
+            let backend = match self.backend.as_str() {
+                crate::backend::cpu::CPU_NAME => self.catalog.text("backend-cpu"),
+                super::session::CPU_WORKER_NAME => self.catalog.text("backend-cpu-worker"),
+                other => other.to_string(),
             };
             let engine = self.catalog.format("run-engine", &[("backend", backend.into())]);
             ui.label(RichText::new(engine).small());
+            // A step in the worker: how far it has got (the page stays live meanwhile).
+            if let Some((done, total)) = self.worker_progress() {
+                let args = [("done", done.to_string().into()), ("total", total.to_string().into())];
+                ui.label(RichText::new(self.catalog.format("run-progress", &args)).small());
+            }
         });
         step
     }

@@ -6,6 +6,7 @@
 
 pub mod challenges;
 mod controls;
+pub mod cpu_worker;
 mod derived;
 pub mod export;
 pub mod fonts;
@@ -165,11 +166,11 @@ impl OomlabApp {
                 } else {
                     Notice::msg("notice-no-gpu", &[("error", e.to_string().into())])
                 });
-                (Compute::Cpu { exec: None }, crate::backend::cpu::CPU_NAME.to_string())
+                Compute::cpu()
             }
             None => {
                 notices.push(Notice::msg("notice-webgl", &[]));
-                (Compute::Cpu { exec: None }, crate::backend::cpu::CPU_NAME.to_string())
+                Compute::cpu()
             }
         };
         let mut app = Self::with(settings, dataset, compute, backend, notices);
@@ -280,6 +281,13 @@ impl OomlabApp {
             crate::backend::cpu::CPU_NAME.into(),
             Vec::new(),
         )
+    }
+
+    /// An app without a window whose CPU steps run in a worker reached through `transport` (for
+    /// tests: the browser's Web Worker path, over a thread).
+    pub fn headless_worker(settings: Settings, transport: Box<dyn cpu_worker::Transport>) -> Self {
+        let compute = Compute::Worker { worker: Box::new(cpu_worker::CpuWorker::new(transport)) };
+        Self::with(settings, Dataset::builtin(), compute, session::CPU_WORKER_NAME.into(), Vec::new())
     }
 
     /// An app without a window computing on `ctx` (for tests: the asynchronous GPU path).

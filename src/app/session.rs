@@ -3,6 +3,7 @@
 
 use std::sync::Arc;
 
+use super::cpu_worker::{CpuWorker, Polled};
 use super::{Derived, OomlabApp, real};
 use crate::backend::BackendError;
 use crate::backend::cpu::CpuExecutor;
@@ -59,8 +60,38 @@ impl<T: 'static> Slot<T> {
 
 /// Where steps run.
 pub(super) enum Compute {
-    Gpu { ctx: Box<GpuContext>, kernels: Slot<Arc<Kernels>>, exec: Slot<Box<GpuExecutor>> },
-    Cpu { exec: Option<Box<CpuExecutor<f32>>> },
+    Gpu {
+        ctx: Box<GpuContext>,
+        kernels: Slot<Arc<Kernels>>,
+        exec: Slot<Box<GpuExecutor>>,
+    },
+    /// The CPU backend on this thread, a few ops per frame.
+    Cpu {
+        exec: Option<Box<CpuExecutor<f32>>>,
+    },
+    /// The CPU backend in a worker (the browser's Web Worker, or a thread in tests).
+    Worker {
+        worker: Box<CpuWorker>,
+    },
+}
+
+/// The CPU backend's name when it runs in a Web Worker (the log and the engine line say so).
+pub const CPU_WORKER_NAME: &str = "cpu (reference, web worker)";
+
+impl Compute {
+    /// The CPU backend where it runs best: in the browser, in a Web Worker with its own wasm
+    /// (built with SIMD), so the page keeps drawing — or, when no worker starts, on the page's
+    /// thread; on native, on this thread in slices of each frame.
+    pub(super) fn cpu() -> (Compute, String) {
+        #[cfg(target_arch = "wasm32")]
+        match super::cpu_worker::web_transport::WebTransport::spawn("./worker.js") {
+            Ok(t) => {
+                return (Compute::Worker { worker: Box::new(CpuWorker::new(Box::new(t))) }, CPU_WORKER_NAME.into());
+            }
+            Err(e) => log::warn!("oomlab: no CPU worker ({e}): steps run on the page's thread"),
+        }
+        (Compute::Cpu { exec: None }, crate::backend::cpu::CPU_NAME.into())
+    }
 }
 
 impl OomlabApp {
@@ -116,6 +147,11 @@ impl OomlabApp {
                 *exec = None;
                 self.step_started = None;
             }
+            Compute::Worker { worker } => {
+                // Its result, when it comes, is dropped.
+                worker.reset();
+                self.step_started = None;
+            }
         }
         self.losses.clear();
         self.step_secs.clear();
@@ -141,8 +177,7 @@ impl OomlabApp {
                     Err(e) => {
                         // The pipelines do not build on this device: the CPU backend runs the plan.
                         self.notices.push(super::Notice::msg("notice-no-gpu", &[("error", e.to_string().into())]));
-                        self.compute = Compute::Cpu { exec: None };
-                        self.backend = crate::backend::cpu::CPU_NAME.into();
+                        (self.compute, self.backend) = Compute::cpu();
                         return self.ensure_executor();
                     }
                 };
@@ -160,6 +195,29 @@ impl OomlabApp {
                 }
                 Ok(true)
             }
+            Compute::Worker { worker } => match worker.ensure(&plan, seed, budget, clock_secs()) {
+                Err(BackendError::Config(e)) if e.to_string().starts_with(super::cpu_worker::WORKER_LOST) => {
+                    self.lose_worker(&e.to_string());
+                    self.ensure_executor()
+                }
+                other => other,
+            },
+        }
+    }
+
+    /// The worker died (its wasm did not load, or it crashed): steps run on this thread from now.
+    fn lose_worker(&mut self, why: &str) {
+        log::warn!("oomlab: {why}; steps run on the page's thread");
+        self.compute = Compute::Cpu { exec: None };
+        self.backend = crate::backend::cpu::CPU_NAME.into();
+        self.step_started = None;
+    }
+
+    /// The worker's running step: (ops looked at, ops in the plan).
+    pub(super) fn worker_progress(&self) -> Option<(usize, usize)> {
+        match &self.compute {
+            Compute::Worker { worker } => worker.progress(),
+            _ => None,
         }
     }
 
@@ -194,6 +252,18 @@ impl OomlabApp {
                 }
                 out.map(|r| (r, exec.memory().cloned(), CpuExecutor::device_figures(exec)))
             }
+            Compute::Worker { worker } if worker.step_in_flight() => {
+                let cpu = || DeviceFigures::NotReported { reason: crate::memory::device::NOT_REPORTED_CPU.into() };
+                match worker.poll() {
+                    Ok(Polled::Nothing) => None,
+                    Ok(Polled::Finished(Ok((loss, memory)))) => Some((Ok(loss), memory.map(|m| *m), cpu())),
+                    Ok(Polled::Finished(Err(e))) => Some((Err(e), None, cpu())),
+                    Err(e) => {
+                        self.lose_worker(&e.to_string());
+                        None
+                    }
+                }
+            }
             _ => None,
         };
         if let Some((result, memory, device)) = finished {
@@ -205,7 +275,18 @@ impl OomlabApp {
                     self.measured = memory;
                     self.device = device;
                     self.check_challenge(secs);
-                    log::info!("oomlab: step {} on {}: loss {loss:.4}", self.losses.len(), self.backend);
+                    let inside = match &self.compute {
+                        Compute::Worker { worker } => worker
+                            .last_compute_secs()
+                            .map_or(String::new(), |w| format!("; {:.0} ms in the worker", w * 1e3)),
+                        _ => String::new(),
+                    };
+                    log::info!(
+                        "oomlab: step {} on {}: loss {loss:.4} ({:.0} ms{inside})",
+                        self.losses.len(),
+                        self.backend,
+                        secs * 1e3
+                    );
                     if let Some(left) = self.train_steps_left.as_mut() {
                         *left = left.saturating_sub(1);
                         if *left == 0 {
@@ -260,6 +341,10 @@ impl OomlabApp {
                 Err(e) => self.fail(e),
             },
             Compute::Cpu { exec: None } => {}
+            Compute::Worker { worker } => match worker.step(self.settings.seed, index) {
+                Ok(()) => self.step_started = Some(now),
+                Err(e) => self.lose_worker(&e.to_string()),
+            },
         }
     }
 }

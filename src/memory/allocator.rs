@@ -46,7 +46,7 @@ pub fn segment_size_for(size: u64) -> u64 {
     }
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Pool {
     Small,
@@ -68,11 +68,11 @@ impl Pool {
     }
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, serde::Deserialize)]
 pub struct SegmentId(pub u64);
 
 /// Where an allocation lives: a segment and a byte offset inside it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, serde::Deserialize)]
 pub struct Placement {
     pub segment: SegmentId,
     pub offset: u64,
@@ -81,7 +81,7 @@ pub struct Placement {
 }
 
 /// One block of a segment.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, serde::Deserialize)]
 pub struct Block<T> {
     pub offset: u64,
     pub size: u64,
@@ -91,7 +91,7 @@ pub struct Block<T> {
     pub tag: Option<T>,
 }
 
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, serde::Deserialize)]
 pub struct Segment<T> {
     pub id: SegmentId,
     pub pool: Pool,
@@ -110,7 +110,7 @@ impl<T> Segment<T> {
 }
 
 /// Counters in the spirit of `torch.cuda.memory_stats()`.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, serde::Deserialize)]
 pub struct Stats {
     /// Bytes of allocated blocks (rounded sizes).
     pub allocated_bytes: u64,
@@ -137,7 +137,7 @@ impl Stats {
 }
 
 /// What happened, in order; a timeline view replays these.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, serde::Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum Event<T> {
     SegmentAlloc { segment: SegmentId, pool: Pool, size: u64 },
@@ -148,7 +148,7 @@ pub enum Event<T> {
 }
 
 /// A failed request, with everything PyTorch's message has.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, serde::Deserialize)]
 pub struct OutOfMemory {
     /// The caller's request.
     pub requested_bytes: u64,

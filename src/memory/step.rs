@@ -31,6 +31,20 @@ impl CategoryBytes {
     }
 }
 
+impl<'de> serde::Deserialize<'de> for CategoryBytes {
+    /// The map [`Serialize`] writes; a category missing from it is 0, an unknown name is an error.
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let map = <std::collections::BTreeMap<String, u64> as serde::Deserialize>::deserialize(deserializer)?;
+        let mut out = Self::zero();
+        for (name, bytes) in map {
+            let c = Category::ALL.into_iter().find(|c| c.name() == name);
+            let c = c.ok_or_else(|| serde::de::Error::custom(format!("unknown category {name:?}")))?;
+            out.add(c, bytes);
+        }
+        Ok(out)
+    }
+}
+
 impl Serialize for CategoryBytes {
     fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         use serde::ser::SerializeMap as _;
@@ -47,14 +61,14 @@ impl Serialize for CategoryBytes {
 /// What an allocator event is for: a tensor, and the op that caused it — the op that first
 /// touches the tensor for an allocation, the op that last reads it for a free (None: before the
 /// step, or released outside its ops).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, serde::Deserialize)]
 pub struct TensorTag {
     pub tensor: TensorId,
     pub op: Option<usize>,
 }
 
 /// Memory while one op runs (after its outputs are allocated, before anything is freed).
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, serde::Deserialize)]
 pub struct OpMemory {
     /// None: the state before the first op (persistent tensors and the batch).
     pub op: Option<usize>,
@@ -65,7 +79,7 @@ pub struct OpMemory {
 }
 
 /// The whole step's memory.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, serde::Deserialize)]
 pub struct StepMemory {
     pub capacity_bytes: u64,
     pub timeline: Vec<OpMemory>,
@@ -98,7 +112,7 @@ impl StepMemory {
 }
 
 /// A step that ran out of memory: which tensor, for which op, and PyTorch's message.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, serde::Deserialize)]
 pub struct StepOom {
     pub tensor: TensorId,
     pub tensor_name: String,

@@ -385,6 +385,12 @@ impl<F: ops::Real> CpuExecutor<F> {
         self.running.is_some()
     }
 
+    /// How far the current run has got: (ops looked at, ops in the plan); None when nothing
+    /// runs.
+    pub fn progress(&self) -> Option<(usize, usize)> {
+        self.running.as_ref().map(|r| (r.next, self.plan.ops.len()))
+    }
+
     /// Runs up to `max_ops` more ops of the current run; the loss once it is finished (None
     /// while ops remain, or when nothing runs).
     pub fn resume(&mut self, max_ops: usize) -> Option<Result<F, BackendError>> {

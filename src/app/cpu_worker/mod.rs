@@ -1,0 +1,354 @@
+//! The browser's CPU fallback off the page's thread (issue 17): the CPU backend runs in a Web
+//! Worker with its own wasm instance (built with SIMD, `web/build.sh`), and the page only sends
+//! requests and reads replies, so the UI keeps its 60 fps and shows the step's progress.
+//!
+//! This module is the protocol, both ends of it, and nothing browser-specific: [`Handler`] is
+//! what the worker runs for each request; [`CpuWorker`] is the page's side, over any
+//! [`Transport`] (`src/web_worker.rs` and `web_transport` below are the browser's; the tests
+//! use an in-process one). Messages are JSON. Each request carries a generation: a reply to an
+//! older one (settings changed since) is dropped.
+
+use serde::{Deserialize, Serialize};
+
+use crate::backend::BackendError;
+use crate::backend::cpu::CpuExecutor;
+use crate::data::Dataset;
+use crate::memory::allocator::Event;
+use crate::memory::step::TensorTag;
+use crate::memory::{StepMemory, StepOom};
+use crate::model::{ConfigError, ModelConfig, StepShape};
+use crate::plan::{OptimizerConfig, Phase, Plan, Techniques};
+
+/// What the worker rebuilds a plan from (the plan's own inputs: it builds the same plan).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct PlanSpec {
+    pub model: ModelConfig,
+    pub shape: StepShape,
+    pub optimizer: OptimizerConfig,
+    pub techniques: Techniques,
+}
+
+impl PlanSpec {
+    pub fn of(plan: &Plan) -> Self {
+        Self { model: plan.model, shape: plan.shape, optimizer: plan.optimizer, techniques: plan.techniques }
+    }
+}
+
+/// The page to the worker.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub enum Request {
+    /// Make an executor for this plan (the previous one is dropped).
+    Start { generation: u64, spec: PlanSpec, seed: u64, budget_bytes: u64 },
+    /// Run one step on the built-in corpus's batch `index` (the app's own batch).
+    Step { generation: u64, seed: u64, index: u64 },
+}
+
+/// The worker to the page.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub enum Reply {
+    /// The worker's wasm is running and listening (sent once, first).
+    Alive,
+    /// The executor of `generation` is ready.
+    Ready {
+        generation: u64,
+    },
+    /// Ops looked at so far of the running step (about every 50 ms).
+    Progress {
+        generation: u64,
+        done: usize,
+        total: usize,
+    },
+    /// A step finished: its loss and the allocator's live account of it (its events apart:
+    /// the memory's own serialisation leaves them out).
+    Done {
+        generation: u64,
+        loss: f32,
+        memory: Option<Box<StepMemory>>,
+        events: Vec<Event<TensorTag>>,
+        /// The step's time in the worker, from the request to the result (seconds).
+        compute_secs: f64,
+    },
+    Failed {
+        generation: u64,
+        error: WireError,
+    },
+}
+
+/// A [`BackendError`] as it crosses: out-of-memory keeps everything the OOM panel shows.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub enum WireError {
+    OutOfMemory(Box<StepOom>),
+    HostMemory(String),
+    Other(String),
+}
+
+impl From<BackendError> for WireError {
+    fn from(e: BackendError) -> Self {
+        match e {
+            BackendError::OutOfMemory(oom) => WireError::OutOfMemory(oom),
+            BackendError::HostMemory(m) => WireError::HostMemory(m),
+            other => WireError::Other(other.to_string()),
+        }
+    }
+}
+
+impl From<WireError> for BackendError {
+    fn from(e: WireError) -> Self {
+        match e {
+            WireError::OutOfMemory(oom) => BackendError::OutOfMemory(oom),
+            WireError::HostMemory(m) => BackendError::HostMemory(m),
+            WireError::Other(m) => BackendError::Config(ConfigError::Other(m)),
+        }
+    }
+}
+
+/// The worker's end: an executor and the corpus, driven by requests.
+pub struct Handler {
+    exec: Option<(u64, CpuExecutor<f32>)>,
+    dataset: Dataset,
+}
+
+impl Default for Handler {
+    fn default() -> Self {
+        Self { exec: None, dataset: Dataset::builtin() }
+    }
+}
+
+/// Seconds between progress replies.
+const PROGRESS_SECS: f64 = 0.05;
+
+impl Handler {
+    /// Handles one request, sending its replies through `send`; `clock` is seconds from any
+    /// origin (for the progress replies).
+    pub fn handle(&mut self, request: Request, clock: &dyn Fn() -> f64, send: &mut dyn FnMut(Reply)) {
+        match request {
+            Request::Start { generation, spec, seed, budget_bytes } => {
+                self.exec = None;
+                let built = Plan::build_with(&spec.model, spec.shape, &spec.optimizer, &spec.techniques)
+                    .map_err(BackendError::from)
+                    .and_then(|plan| CpuExecutor::with_budget(plan, seed, budget_bytes));
+                match built {
+                    Ok(exec) => {
+                        self.exec = Some((generation, exec));
+                        send(Reply::Ready { generation });
+                    }
+                    Err(e) => send(Reply::Failed { generation, error: e.into() }),
+                }
+            }
+            Request::Step { generation, seed, index } => {
+                let Some((built_for, exec)) = self.exec.as_mut().filter(|(g, _)| *g == generation) else {
+                    let error = WireError::Other("the CPU worker has no executor for these settings".into());
+                    return send(Reply::Failed { generation, error });
+                };
+                let _ = built_for;
+                let batch = match self.dataset.batch(exec.plan().batch_shape(), seed, index) {
+                    Ok(b) => b,
+                    Err(e) => return send(Reply::Failed { generation, error: BackendError::from(e).into() }),
+                };
+                if let Err(e) = exec.upload_batch(&batch) {
+                    return send(Reply::Failed { generation, error: e.into() });
+                }
+                exec.start_phases(&[Phase::Forward, Phase::Backward, Phase::Optimizer]);
+                let began = clock();
+                let mut last = began;
+                loop {
+                    if let Some(result) = exec.resume(4) {
+                        send(match result {
+                            Ok(loss) => {
+                                let mut memory = exec.memory().cloned().map(Box::new);
+                                let events = memory.as_mut().map(|m| std::mem::take(&mut m.events)).unwrap_or_default();
+                                Reply::Done { generation, loss, memory, events, compute_secs: clock() - began }
+                            }
+                            Err(e) => Reply::Failed { generation, error: e.into() },
+                        });
+                        return;
+                    }
+                    if clock() - last >= PROGRESS_SECS {
+                        last = clock();
+                        if let Some((done, total)) = exec.progress() {
+                            send(Reply::Progress { generation, done, total });
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// How the page reaches the worker.
+pub trait Transport {
+    /// Sends a request (an error: the worker is gone).
+    fn send(&mut self, request: &Request) -> Result<(), String>;
+    /// The next reply that has arrived, if any; an error when the worker died.
+    fn try_recv(&mut self) -> Result<Option<Reply>, String>;
+}
+
+/// The page's end: what it asked for, and what has come back.
+pub struct CpuWorker {
+    transport: Box<dyn Transport>,
+    alive: bool,
+    /// Requests held until the worker says it is alive.
+    pending: Vec<Request>,
+    generation: u64,
+    /// The executor asked for (spec, seed, budget), and whether it is ready.
+    started: Option<(PlanSpec, u64, u64)>,
+    ready: bool,
+    /// A step was sent and has not come back; its progress.
+    running: Option<(usize, usize)>,
+    /// A failure to report from the next poll (a Start that failed).
+    failed: Option<BackendError>,
+    /// When the page first needed the worker (seconds, the caller's clock): one that has not
+    /// said it is alive [`ALIVE_WITHIN_SECS`] later counts as lost.
+    first_needed: Option<f64>,
+    /// The last step's time in the worker itself (the page sees it a frame or more later).
+    last_compute_secs: Option<f64>,
+}
+
+/// How long a worker may take to load its wasm and say it is alive (a slow network included).
+pub const ALIVE_WITHIN_SECS: f64 = 60.0;
+
+/// How an error from a worker that is gone begins (the page then runs steps itself).
+pub const WORKER_LOST: &str = "the CPU worker stopped";
+
+fn lost(e: String) -> BackendError {
+    BackendError::Config(ConfigError::Other(format!("{WORKER_LOST}: {e}")))
+}
+
+/// A finished step: its loss and the allocator's account of it, or why it failed.
+pub type StepResult = Result<(f32, Option<Box<StepMemory>>), BackendError>;
+
+/// What [`CpuWorker::poll`] found.
+pub enum Polled {
+    Nothing,
+    Finished(StepResult),
+}
+
+impl CpuWorker {
+    pub fn new(transport: Box<dyn Transport>) -> Self {
+        Self {
+            transport,
+            alive: false,
+            pending: Vec::new(),
+            generation: 0,
+            started: None,
+            ready: false,
+            running: None,
+            failed: None,
+            first_needed: None,
+            last_compute_secs: None,
+        }
+    }
+
+    /// The last finished step's time inside the worker (seconds).
+    pub fn last_compute_secs(&self) -> Option<f64> {
+        self.last_compute_secs
+    }
+
+    fn send(&mut self, request: Request) -> Result<(), BackendError> {
+        if !self.alive {
+            self.pending.push(request);
+            return Ok(());
+        }
+        self.transport.send(&request).map_err(lost)
+    }
+
+    /// Forgets the executor and any step in flight (the settings changed): replies to them
+    /// are dropped when they come.
+    pub fn reset(&mut self) {
+        self.generation += 1;
+        self.started = None;
+        self.ready = false;
+        self.running = None;
+        self.failed = None;
+        self.pending.clear();
+    }
+
+    /// Asks for an executor of `plan` if the worker has not got one; whether it is ready. `now`:
+    /// seconds on any clock (a worker silent for [`ALIVE_WITHIN_SECS`] is lost).
+    pub fn ensure(&mut self, plan: &Plan, seed: u64, budget_bytes: u64, now: f64) -> Result<bool, BackendError> {
+        let since = *self.first_needed.get_or_insert(now);
+        if !self.alive && now - since > ALIVE_WITHIN_SECS {
+            return Err(lost(format!("it did not start within {ALIVE_WITHIN_SECS} s")));
+        }
+        if self.running.is_some() {
+            return Ok(false); // a step's result is read by `poll`, not here
+        }
+        let want = (PlanSpec::of(plan), seed, budget_bytes);
+        if self.started.as_ref() != Some(&want) {
+            self.reset();
+            let (spec, seed, budget_bytes) = want.clone();
+            self.send(Request::Start { generation: self.generation, spec, seed, budget_bytes })?;
+            self.started = Some(want);
+        }
+        self.poll_replies()?;
+        match self.failed.take() {
+            Some(e) => Err(e),
+            None => Ok(self.ready),
+        }
+    }
+
+    /// Sends a step on batch `index`.
+    pub fn step(&mut self, seed: u64, index: u64) -> Result<(), BackendError> {
+        self.running = Some((0, 0));
+        self.send(Request::Step { generation: self.generation, seed, index })
+    }
+
+    /// Whether a step was sent and has not come back.
+    pub fn step_in_flight(&self) -> bool {
+        self.running.is_some()
+    }
+
+    /// The running step's (ops looked at, ops in the plan), once the worker has said.
+    pub fn progress(&self) -> Option<(usize, usize)> {
+        self.running.filter(|&(_, total)| total > 0)
+    }
+
+    /// Reads what has arrived; a finished step once it has.
+    pub fn poll(&mut self) -> Result<Polled, BackendError> {
+        let finished = self.poll_replies()?;
+        Ok(finished.map_or(Polled::Nothing, Polled::Finished))
+    }
+
+    fn poll_replies(&mut self) -> Result<Option<StepResult>, BackendError> {
+        while let Some(reply) = self.transport.try_recv().map_err(lost)? {
+            let current = |g: u64| g == self.generation;
+            match reply {
+                Reply::Alive => {
+                    self.alive = true;
+                    for request in std::mem::take(&mut self.pending) {
+                        self.transport.send(&request).map_err(lost)?;
+                    }
+                }
+                Reply::Ready { generation } if current(generation) => self.ready = true,
+                Reply::Progress { generation, done, total } if current(generation) && self.running.is_some() => {
+                    self.running = Some((done, total));
+                }
+                Reply::Done { generation, loss, memory, events, compute_secs } if current(generation) => {
+                    self.running = None;
+                    self.last_compute_secs = Some(compute_secs);
+                    let memory = memory.map(|m| Box::new(StepMemory { events, ..*m }));
+                    return Ok(Some(Ok((loss, memory))));
+                }
+                Reply::Failed { generation, error } if current(generation) => {
+                    if self.running.take().is_some() {
+                        return Ok(Some(Err(error.into())));
+                    }
+                    // The executor could not be made: said by the next `ensure`.
+                    self.started = None;
+                    self.failed = Some(error.into());
+                }
+                _ => {} // a reply for settings that have changed since
+            }
+        }
+        Ok(None)
+    }
+}
+
+mod transport;
+#[cfg(not(target_arch = "wasm32"))]
+pub use transport::ThreadTransport;
+#[cfg(target_arch = "wasm32")]
+pub use transport::web_transport;
+
+#[cfg(test)]
+mod tests;

@@ -43,6 +43,8 @@ use session::Compute;
 pub const NARROW_WIDTH: f32 = 700.0;
 /// The height of a touch target on a phone (Apple and Google ask for about 44 points).
 pub const TOUCH_SIZE: f32 = 44.0;
+/// How often the page looks for the CPU worker's replies while a step runs there.
+const WORKER_FRAME_MS: u64 = 50;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Tab {
@@ -377,7 +379,14 @@ impl OomlabApp {
         self.highlight(ui.ctx());
         self.log_drawn_controls();
         if self.training || self.step_started.is_some() || self.queued_step {
-            ui.ctx().request_repaint();
+            // A step in the worker needs a frame only when its progress or result may have come
+            // (about every 50 ms): a page redrawn continuously would take the CPU the worker
+            // computes on (in headless Chromium a software-rendered frame costs ~100 ms).
+            if self.step_started.is_some() && matches!(self.compute, Compute::Worker { .. }) {
+                ui.ctx().request_repaint_after(std::time::Duration::from_millis(WORKER_FRAME_MS));
+            } else {
+                ui.ctx().request_repaint();
+            }
         }
     }
 

@@ -136,11 +136,10 @@ impl Handler {
                 }
             }
             Request::Step { generation, seed, index } => {
-                let Some((built_for, exec)) = self.exec.as_mut().filter(|(g, _)| *g == generation) else {
+                let Some((_, exec)) = self.exec.as_mut().filter(|(g, _)| *g == generation) else {
                     let error = WireError::Other("the CPU worker has no executor for these settings".into());
                     return send(Reply::Failed { generation, error });
                 };
-                let _ = built_for;
                 let batch = match self.dataset.batch(exec.plan().batch_shape(), seed, index) {
                     Ok(b) => b,
                     Err(e) => return send(Reply::Failed { generation, error: BackendError::from(e).into() }),

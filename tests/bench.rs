@@ -5,18 +5,17 @@
 
 use std::os::unix::fs::PermissionsExt as _;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
-fn oomlab(args: &[&str]) -> std::process::Output {
-    let xdg = std::env::temp_dir().join("oomlab-bench-xdg");
-    let _ = std::fs::create_dir_all(&xdg);
-    Command::new(env!("CARGO_BIN_EXE_oomlab"))
-        .args(args)
-        .env("XDG_RUNTIME_DIR", xdg)
-        .env_remove("OOMLAB_TORCH_PYTHON")
-        .env_remove("OOMLAB_BURN_BENCH")
-        .output()
-        .expect("run oomlab")
+#[path = "support/cli.rs"]
+mod support_cli;
+use support_cli::oomlab;
+
+/// `oomlab bench` on the CPU, the default config only, one small step, then `peers`' flags.
+fn bench(peers: &[&str]) -> std::process::Output {
+    let mut args =
+        vec!["bench", "--backend", "cpu", "--only", "default", "--steps", "1", "--seq-len", "16", "--batch", "2"];
+    args.extend_from_slice(peers);
+    oomlab(&args)
 }
 
 /// An executable shell script in `dir`.
@@ -46,24 +45,7 @@ echo '{"config": {"threads": 2}, "median_step_secs": 0.0125, "torch": "9.9-fake"
         r#"echo '{"config":{"burn":"0.22.1"},"median_step_secs":0.25,"adapter":"fake adapter","warmup_step_secs":[61.5,0.3]}'"#,
     );
     let (torch, burn) = (torch.to_string_lossy().into_owned(), burn.to_string_lossy().into_owned());
-    let out = oomlab(&[
-        "bench",
-        "--backend",
-        "cpu",
-        "--only",
-        "default",
-        "--steps",
-        "1",
-        "--seq-len",
-        "16",
-        "--batch",
-        "2",
-        "--torch-python",
-        &torch,
-        "--burn-bench",
-        &burn,
-        "--json",
-    ]);
+    let out = bench(&["--torch-python", &torch, "--burn-bench", &burn, "--json"]);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
     let configs = v["configs"].as_array().expect("configs");
@@ -92,41 +74,13 @@ fn a_missing_or_failing_peer_is_a_line_not_an_error() {
     let dir = tempfile::tempdir().expect("tempdir");
     let failing = script(dir.path(), "python", "cat > /dev/null; echo 'ModuleNotFoundError: torch' >&2; exit 1");
     let failing = failing.to_string_lossy().into_owned();
-    let out = oomlab(&[
-        "bench",
-        "--backend",
-        "cpu",
-        "--only",
-        "default",
-        "--steps",
-        "1",
-        "--seq-len",
-        "16",
-        "--batch",
-        "2",
-        "--torch-python",
-        &failing,
-        "--burn-bench",
-        "/nonexistent/burn-bench",
-    ]);
+    let out = bench(&["--torch-python", &failing, "--burn-bench", "/nonexistent/burn-bench"]);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("PyTorch CPU eager, default: failed") && text.contains("ModuleNotFoundError"), "{text}");
     assert!(text.contains("Burn wgpu, default: failed (cannot start /nonexistent/burn-bench"), "{text}");
     assert!(text.contains("default ") && text.contains("d 64 L 2 T 16 B 2"), "{text}");
-    let none = oomlab(&[
-        "bench",
-        "--backend",
-        "cpu",
-        "--only",
-        "default",
-        "--steps",
-        "1",
-        "--seq-len",
-        "16",
-        "--torch-python",
-        "none",
-    ]);
+    let none = bench(&["--torch-python", "none"]);
     let text = String::from_utf8_lossy(&none.stdout);
     assert!(text.contains("PyTorch CPU eager: not run (--torch-python none)"), "{text}");
     assert!(text.contains("Burn wgpu: not run"), "{text}");

@@ -4,20 +4,9 @@ use std::process::Command;
 
 #[path = "support/csv.rs"]
 mod csv;
-
-fn oomlab(args: &[&str]) -> std::process::Output {
-    let xdg = std::env::temp_dir().join("oomlab-cli-xdg");
-    let _ = std::fs::create_dir_all(&xdg);
-    // English whatever the machine's locale (`claims` follows LANG).
-    Command::new(env!("CARGO_BIN_EXE_oomlab"))
-        .args(args)
-        .env("XDG_RUNTIME_DIR", xdg)
-        .env("LANG", "C.UTF-8")
-        .env_remove("LC_ALL")
-        .env_remove("LC_MESSAGES")
-        .output()
-        .expect("run oomlab")
-}
+#[path = "support/cli.rs"]
+mod support_cli;
+use support_cli::oomlab;
 
 /// Each command exits 2 with a message containing its needle, and never panics.
 fn assert_usage_errors(cases: &[(&[&str], &str)]) {

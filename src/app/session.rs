@@ -164,8 +164,10 @@ impl OomlabApp {
 
     /// Makes the executor for the current plan if there is none; whether it is ready.
     pub(super) fn ensure_executor(&mut self) -> Result<bool, BackendError> {
+        // Shared: this runs every frame while an executor is being made, and only making one
+        // needs its own copy of the plan.
         let plan = match &self.derived.plan {
-            Ok(p) => Plan::clone(p),
+            Ok(p) => Arc::clone(p),
             Err(e) => return Err(crate::model::ConfigError::Other(e.clone()).into()),
         };
         let (seed, budget) = (self.settings.seed, self.settings.budget_bytes);
@@ -182,7 +184,7 @@ impl OomlabApp {
                     }
                 };
                 if matches!(exec, Slot::Empty) {
-                    let (ctx, kernels) = ((**ctx).clone(), kernels.clone());
+                    let (ctx, kernels, plan) = ((**ctx).clone(), kernels.clone(), Plan::clone(&plan));
                     *exec = Slot::spawn(async move {
                         Ok(Box::new(GpuExecutor::with_budget(&ctx, &kernels, plan, seed, budget).await?))
                     });
@@ -191,7 +193,7 @@ impl OomlabApp {
             }
             Compute::Cpu { exec } => {
                 if exec.is_none() {
-                    *exec = Some(Box::new(CpuExecutor::with_budget(plan, seed, budget)?));
+                    *exec = Some(Box::new(CpuExecutor::with_budget(Plan::clone(&plan), seed, budget)?));
                 }
                 Ok(true)
             }
@@ -319,6 +321,14 @@ impl OomlabApp {
             }
         }
         let index = self.losses.len() as u64;
+        // The worker makes the batch itself from the same corpus, seed and index.
+        if let Compute::Worker { worker } = &mut self.compute {
+            match worker.step(self.settings.seed, index) {
+                Ok(()) => self.step_started = Some(now),
+                Err(e) => self.lose_worker(&e.to_string()),
+            }
+            return;
+        }
         let batch = match &self.derived.plan {
             Ok(p) => self.dataset.batch(p.batch_shape(), self.settings.seed, index),
             Err(e) => Err(crate::model::ConfigError::Other(e.clone())),
@@ -340,11 +350,7 @@ impl OomlabApp {
                 }
                 Err(e) => self.fail(e),
             },
-            Compute::Cpu { exec: None } => {}
-            Compute::Worker { worker } => match worker.step(self.settings.seed, index) {
-                Ok(()) => self.step_started = Some(now),
-                Err(e) => self.lose_worker(&e.to_string()),
-            },
+            Compute::Cpu { exec: None } | Compute::Worker { .. } => {}
         }
     }
 }

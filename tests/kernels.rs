@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::{Case, compare};
+use common::{Case, compare, gemm_gpus};
 use oomlab::model::{ModelConfig, StepShape};
 use oomlab::plan::{Op, OptimizerConfig, OptimizerKind, op};
 
@@ -11,6 +11,20 @@ const TOL: f64 = 1e-4;
 
 fn model(vocab: usize, seq_len: usize, d_model: usize, n_heads: usize) -> ModelConfig {
     ModelConfig { vocab, seq_len, d_model, n_layers: 1, n_heads }
+}
+
+/// lavapipe (the test and CI device: 8-lane subgroups on AVX2 hosts) gets the subgroup GEMM,
+/// so the tests below run both GEMM kernels there; forcing the tiled one works.
+#[test]
+fn lavapipe_runs_the_subgroup_gemm() {
+    use oomlab::backend::gpu::kernels::GemmKind;
+    let g = common::gpu();
+    let info = &g.ctx.adapter_info;
+    println!("{} subgroups {}..{}", info.name, info.subgroup_min_size, info.subgroup_max_size);
+    if info.name.starts_with("llvmpipe") && info.name.contains("256 bits") {
+        assert_eq!(g.kernels.matmul.gemm.kind(), GemmKind::Subgroup8, "{info:?}");
+    }
+    assert_eq!(common::gpu_tiled().kernels.matmul.gemm.kind(), GemmKind::Tiled);
 }
 
 #[test]
@@ -57,15 +71,18 @@ fn matmul_forward_and_backward_match_cpu() {
             weight_transposed: transposed,
             accumulate,
         }));
-        let (cpu, gpu) = case.run(OptimizerConfig::default(), 1);
-        let tag = format!("matmul {rows}x{k}x{n} T={transposed} frozen={frozen} accumulate={accumulate}");
-        compare(&format!("{tag} forward"), &cpu, &gpu, out, TOL);
-        compare(&format!("{tag} dinp"), &cpu, &gpu, dinp, TOL);
-        if let Some(dw) = dw {
-            compare(&format!("{tag} dweight"), &cpu, &gpu, dw, TOL);
-        }
-        if let Some(db) = db {
-            compare(&format!("{tag} dbias"), &cpu, &gpu, db, TOL);
+        for g in gemm_gpus() {
+            let (cpu, gpu) = case.run_on(g, OptimizerConfig::default(), 1);
+            let kernel = g.kernels.matmul.gemm.kind().name();
+            let tag = format!("matmul {kernel} {rows}x{k}x{n} T={transposed} frozen={frozen} accumulate={accumulate}");
+            compare(&format!("{tag} forward"), &cpu, &gpu, out, TOL);
+            compare(&format!("{tag} dinp"), &cpu, &gpu, dinp, TOL);
+            if let Some(dw) = dw {
+                compare(&format!("{tag} dweight"), &cpu, &gpu, dw, TOL);
+            }
+            if let Some(db) = db {
+                compare(&format!("{tag} dbias"), &cpu, &gpu, db, TOL);
+            }
         }
     }
 }
@@ -101,11 +118,13 @@ fn matmul_add_matches_cpu() {
             n: n as u64,
             alpha,
         }));
-        let (cpu, gpu) = case.run(OptimizerConfig::default(), 1);
-        let tag = format!("matmul_add {rows}x{k}x{n} α={alpha}");
-        compare(&format!("{tag} forward"), &cpu, &gpu, out, TOL);
-        compare(&format!("{tag} dinp"), &cpu, &gpu, dinp, TOL);
-        compare(&format!("{tag} dweight"), &cpu, &gpu, dw, TOL);
+        for g in gemm_gpus() {
+            let (cpu, gpu) = case.run_on(g, OptimizerConfig::default(), 1);
+            let tag = format!("matmul_add {} {rows}x{k}x{n} α={alpha}", g.kernels.matmul.gemm.kind().name());
+            compare(&format!("{tag} forward"), &cpu, &gpu, out, TOL);
+            compare(&format!("{tag} dinp"), &cpu, &gpu, dinp, TOL);
+            compare(&format!("{tag} dweight"), &cpu, &gpu, dw, TOL);
+        }
     }
 }
 
@@ -159,11 +178,13 @@ fn attention_forward_and_backward_match_cpu() {
         let dqkv = case.output("dqkv", &[b, t, 3 * c]);
         case.op(Op::Attention(op::Attention { qkv, att, out }));
         case.op(Op::AttentionBackward(op::AttentionBackward { qkv, att, dout, datt, dqkv }));
-        let (cpu, gpu) = case.run(OptimizerConfig::default(), 1);
-        let tag = format!("attention B{b} T{t} C{c} NH{nh}");
-        compare(&format!("{tag} probs"), &cpu, &gpu, att, TOL);
-        compare(&format!("{tag} forward"), &cpu, &gpu, out, TOL);
-        compare(&format!("{tag} dqkv"), &cpu, &gpu, dqkv, TOL);
+        for g in gemm_gpus() {
+            let (cpu, gpu) = case.run_on(g, OptimizerConfig::default(), 1);
+            let tag = format!("attention {} B{b} T{t} C{c} NH{nh}", g.kernels.matmul.gemm.kind().name());
+            compare(&format!("{tag} probs"), &cpu, &gpu, att, TOL);
+            compare(&format!("{tag} forward"), &cpu, &gpu, out, TOL);
+            compare(&format!("{tag} dqkv"), &cpu, &gpu, dqkv, TOL);
+        }
     }
 }
 

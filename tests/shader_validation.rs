@@ -23,8 +23,7 @@ fn every_shader_parses_and_validates() {
         let source = format!("{}{own}", oomlab::backend::gpu::kernels::COMMON);
         let module = naga::front::wgsl::parse_str(&source)
             .unwrap_or_else(|e| panic!("{name} does not parse:\n{}", e.emit_to_string(&source)));
-        let mut validator =
-            naga::valid::Validator::new(naga::valid::ValidationFlags::all(), naga::valid::Capabilities::default());
+        let mut validator = naga::valid::Validator::new(naga::valid::ValidationFlags::all(), capabilities(&source));
         validator.validate(&module).unwrap_or_else(|e| panic!("{name} does not validate: {e:?}"));
         assert!(!module.entry_points.is_empty(), "{name} has no entry point");
         assert!(
@@ -34,6 +33,16 @@ fn every_shader_parses_and_validates() {
         count += 1;
     }
     assert_eq!(count, oomlab::backend::gpu::kernels::SHADERS.len(), "SHADERS lists a file that is not in shaders/");
+}
+
+/// What a shader may use: subgroup operations only in the subgroup GEMM (`matmul_sg8.wgsl`,
+/// built only on devices with `SUBGROUP`); no other shader may need them.
+fn capabilities(source: &str) -> naga::valid::Capabilities {
+    if source.contains("The GEMM of matmul.wgsl") {
+        naga::valid::Capabilities::SUBGROUP
+    } else {
+        naga::valid::Capabilities::default()
+    }
 }
 
 /// Every shader's 16-bit variants validate too: all float bindings packed as fp16, as bf16, and
@@ -56,7 +65,7 @@ fn every_16_bit_variant_validates() {
                 let text = specialize(source, &set);
                 let module = naga::front::wgsl::parse_str(&text)
                     .unwrap_or_else(|e| panic!("{name} {set:?} does not parse:\n{}\n{text}", e.emit_to_string(&text)));
-                let caps = naga::valid::Capabilities::SHADER_FLOAT16;
+                let caps = naga::valid::Capabilities::SHADER_FLOAT16 | capabilities(source);
                 naga::valid::Validator::new(naga::valid::ValidationFlags::all(), caps)
                     .validate(&module)
                     .unwrap_or_else(|e| panic!("{name} {set:?} does not validate: {e:?}\n{text}"));

@@ -38,6 +38,8 @@ use views::Source;
 use derived::shown_memory;
 pub use derived::{Derived, SWEEP_BATCHES, sweep_batches};
 use session::Compute;
+#[cfg(not(target_arch = "wasm32"))]
+pub use session::wgpu_configuration;
 
 /// Below this width (points) the app lays out for a phone: controls in a drawer.
 pub const NARROW_WIDTH: f32 = 700.0;

@@ -54,6 +54,7 @@ pub(super) fn bench(
     let mut gflops = None;
     let gpu_start = Instant::now();
     let gpu = if r.backend == BackendKind::Gpu { Some(open_gpu()?) } else { None };
+    let gemm_kernel = gpu.as_ref().map(|g| g.kernels.matmul.gemm.kind().name());
     let pipelines_secs = gpu_start.elapsed().as_secs_f64();
     let chosen: Vec<(&str, &Resolved)> = [("default", &r), ("larger", &larger)]
         .into_iter()
@@ -88,8 +89,8 @@ pub(super) fn bench(
                     pollster::block_on(exec.train_step_async(&batch))?;
                 }
                 let step = t.elapsed().as_secs_f64() / steps as f64;
-                if profile && name == "default" {
-                    print_profile(&exec.profile_ops(steps)?);
+                if profile {
+                    print_profile(name, &exec.profile_ops(steps)?);
                 }
                 row(name, cfg, exec.backend_name(), first, phase_secs, steps, step)
             }
@@ -133,6 +134,7 @@ pub(super) fn bench(
         configs: rows,
         matmul_gflops: gflops,
         matmul_shape: [1024, 1024, 1024],
+        gemm_kernel,
         peers: peers.rows,
         peers_not_run: peers.notes,
     };
@@ -146,6 +148,8 @@ pub(super) struct BenchReport {
     configs: Vec<BenchRow>,
     matmul_gflops: Option<f64>,
     matmul_shape: [usize; 3],
+    /// The GEMM kernel the GPU steps ran: "tiled" or "subgroup-8" (`GemmKind`).
+    gemm_kernel: Option<&'static str>,
     peers: Vec<PeerRow>,
     /// A line for each peer that did not run, and why.
     peers_not_run: Vec<String>,
@@ -173,7 +177,8 @@ impl BenchReport {
         }
         if let Some(g) = self.matmul_gflops {
             let [m, n, k] = self.matmul_shape;
-            let _ = writeln!(out, "matmul {m}×{n}×{k}: {g:.1} GFLOP/s");
+            let kernel = self.gemm_kernel.unwrap_or("?");
+            let _ = writeln!(out, "matmul {m}×{n}×{k}: {g:.1} GFLOP/s ({kernel} GEMM kernel)");
         }
         if !self.peers.is_empty() {
             let _ = writeln!(out, "peers, same run (oomlab ÷ peer: below 1 is faster than the peer):");
@@ -219,9 +224,9 @@ pub(super) fn row(
     }
 }
 
-pub(super) fn print_profile(ops: &[(Phase, String, f64)]) {
+pub(super) fn print_profile(name: &str, ops: &[(Phase, String, f64)]) {
     let total: f64 = ops.iter().map(|o| o.2).sum();
-    println!("per-kernel profile of the default config (each command run alone; total {:.2} ms):", total * 1e3);
+    println!("per-kernel profile of the {name} config (each command run alone; total {:.2} ms):", total * 1e3);
     let mut sorted: Vec<&(Phase, String, f64)> = ops.iter().collect();
     sorted.sort_by(|a, b| b.2.total_cmp(&a.2));
     for (phase, label, secs) in sorted.iter() {
@@ -232,6 +237,7 @@ pub(super) fn print_profile(ops: &[(Phase, String, f64)]) {
 pub(super) fn bench_gemm(n: usize) -> Result<(), Failure> {
     let g = open_gpu()?;
     let gflops = bench_matmul(&g.ctx, &g.kernels, n, n, n, 5)?;
-    println!("matmul {n}×{n}×{n}: {gflops:.2} GFLOP/s on {}", g.ctx.describe());
+    let kernel = g.kernels.matmul.gemm.kind().name();
+    println!("matmul {n}×{n}×{n}: {gflops:.2} GFLOP/s on {}, {kernel} GEMM kernel", g.ctx.describe());
     Ok(())
 }

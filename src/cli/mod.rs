@@ -107,7 +107,7 @@ enum Command {
         /// Timed steps per config (after one warm-up step).
         #[arg(long, default_value_t = 10, value_parser = count, allow_hyphen_values = true)]
         steps: usize,
-        /// Also time every GPU kernel of the default config on its own.
+        /// Also time every GPU kernel of each config timed, on its own.
         #[arg(long)]
         profile: bool,
         /// Which configs to time: the default (flags below) and the larger one (d 256, 4
@@ -191,6 +191,7 @@ fn run_app() -> Result<(), Failure> {
     let options = eframe::NativeOptions {
         viewport: egui::ViewportBuilder::default().with_inner_size([1280.0, 800.0]).with_title("oomlab"),
         renderer: eframe::Renderer::Wgpu,
+        wgpu_options: oomlab::app::wgpu_configuration(),
         ..Default::default()
     };
     eframe::run_native("oomlab", options, Box::new(|cc| Ok(Box::new(oomlab::app::OomlabApp::new(cc)))))

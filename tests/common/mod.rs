@@ -5,7 +5,8 @@
 use std::sync::{Arc, OnceLock};
 
 use oomlab::backend::cpu::CpuExecutor;
-use oomlab::backend::gpu::executor::build_kernels;
+use oomlab::backend::gpu::executor::{build_kernels, build_kernels_with};
+use oomlab::backend::gpu::kernels::GemmKind;
 use oomlab::backend::gpu::{GpuContext, GpuExecutor, Kernels};
 use oomlab::model::init::Rng;
 use oomlab::model::{ModelConfig, ParamLayout, StepShape};
@@ -34,6 +35,23 @@ pub fn gpu() -> &'static Gpu {
         let kernels = pollster::block_on(build_kernels(&ctx)).expect("kernels build");
         Gpu { ctx, kernels }
     })
+}
+
+/// The test GPU's device with the tiled GEMM forced (its default kernels use the subgroup GEMM
+/// where the device has 8-lane subgroups, as lavapipe does), built once.
+pub fn gpu_tiled() -> &'static Gpu {
+    static TILED: OnceLock<Gpu> = OnceLock::new();
+    TILED.get_or_init(|| {
+        let ctx = gpu().ctx.clone();
+        let kernels = pollster::block_on(build_kernels_with(&ctx, GemmKind::Tiled)).expect("kernels build");
+        Gpu { ctx, kernels }
+    })
+}
+
+/// Every GEMM kernel the test device runs: its default, and the tiled one when that is not it.
+pub fn gemm_gpus() -> Vec<&'static Gpu> {
+    let g = gpu();
+    if g.kernels.matmul.gemm.kind() == GemmKind::Tiled { vec![g] } else { vec![g, gpu_tiled()] }
 }
 
 pub fn random(rng: &mut Rng, n: usize, scale: f64) -> Vec<f32> {
@@ -138,9 +156,13 @@ impl Case {
 
     /// Runs the ops `runs` times on both backends; returns (cpu, gpu) executors.
     pub fn run(&self, optimizer: OptimizerConfig, runs: usize) -> (CpuExecutor<f32>, GpuExecutor) {
+        self.run_on(gpu(), optimizer, runs)
+    }
+
+    /// [`Self::run`] on the given GPU kernels.
+    pub fn run_on(&self, g: &Gpu, optimizer: OptimizerConfig, runs: usize) -> (CpuExecutor<f32>, GpuExecutor) {
         let plan = self.plan(optimizer);
         let mut cpu = CpuExecutor::<f32>::new(plan.clone(), 0).expect("cpu executor");
-        let g = gpu();
         let mut gpu_exec = pollster::block_on(GpuExecutor::new(&g.ctx, &g.kernels, plan, 0)).expect("gpu executor");
         for (id, data) in &self.f32_inputs {
             cpu.write_tensor(*id, data);

@@ -3,6 +3,14 @@
 use std::sync::{Arc, Mutex};
 
 use super::GpuError;
+use super::kernels::GemmKind;
+
+/// `SUBGROUP` where the adapter has it, natively: what [`GemmKind::Subgroup8`] needs. Not on
+/// the web: browsers compile WGSL themselves and require `enable subgroups;`, which naga (that
+/// validates it first) does not parse yet.
+pub fn subgroup_feature(adapter: &wgpu::Adapter) -> wgpu::Features {
+    if cfg!(target_arch = "wasm32") { wgpu::Features::empty() } else { adapter.features() & wgpu::Features::SUBGROUP }
+}
 
 /// Workgroup resources the kernels need (see the shaders' `@workgroup_size` and
 /// `var<workgroup>` declarations): the 16×16 GEMM tile and 256-wide elementwise kernels.
@@ -84,6 +92,7 @@ impl GpuContext {
         let limits = adapter.limits();
         check_workgroup_limits(&limits)?;
         let features = if f16 { adapter.features() & wgpu::Features::SHADER_F16 } else { wgpu::Features::empty() };
+        let features = features | subgroup_feature(&adapter);
         let (device, queue) = adapter
             .request_device(&wgpu::DeviceDescriptor {
                 label: Some("oomlab headless"),
@@ -104,6 +113,24 @@ impl GpuContext {
 
     pub fn limits(&self) -> wgpu::Limits {
         self.device.limits()
+    }
+
+    /// The GEMM kernel for this device: [`GemmKind::Subgroup8`] natively where the device has
+    /// subgroups of exactly 8 lanes (lavapipe on AVX2 hosts), else [`GemmKind::Tiled`].
+    /// `OOMLAB_GEMM=tiled` forces the tiled kernel (to compare the two).
+    pub fn gemm_kind(&self) -> GemmKind {
+        let forced_tiled = std::env::var("OOMLAB_GEMM").is_ok_and(|v| v.eq_ignore_ascii_case("tiled"));
+        let info = &self.adapter_info;
+        let eight = info.subgroup_min_size == 8 && info.subgroup_max_size == 8;
+        if !forced_tiled
+            && eight
+            && self.device.features().contains(wgpu::Features::SUBGROUP)
+            && !cfg!(target_arch = "wasm32")
+        {
+            GemmKind::Subgroup8
+        } else {
+            GemmKind::Tiled
+        }
     }
 
     /// Whether shaders may store `f16` (the device has `SHADER_F16`).

@@ -17,7 +17,7 @@ use std::sync::Arc;
 
 use super::kernels::adamw::AdamWParams;
 use super::kernels::cross_entropy::CrossEntropyParams;
-use super::kernels::{Kernels, Recorder, SgdParams};
+use super::kernels::{GemmKind, Kernels, Recorder, SgdParams};
 use super::{GpuContext, GpuError};
 use crate::backend::{BackendError, StepState, ix};
 use crate::data::Batch;
@@ -504,8 +504,13 @@ impl crate::backend::Trainer for GpuExecutor {
     }
 }
 
-/// Builds kernels once per device inside error scopes.
+/// Builds kernels once per device inside error scopes, with the device's fastest GEMM.
 pub async fn build_kernels(ctx: &GpuContext) -> Result<Arc<Kernels>, GpuError> {
-    let kernels = ctx.scoped("building the compute pipelines", || Kernels::new(&ctx.device)).await?;
+    build_kernels_with(ctx, ctx.gemm_kind()).await
+}
+
+/// [`build_kernels`] with a chosen GEMM kernel (tests run both where the device has both).
+pub async fn build_kernels_with(ctx: &GpuContext, gemm: GemmKind) -> Result<Arc<Kernels>, GpuError> {
+    let kernels = ctx.scoped("building the compute pipelines", || Kernels::new(&ctx.device, gemm)).await?;
     Ok(Arc::new(kernels))
 }

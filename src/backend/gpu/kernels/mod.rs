@@ -23,7 +23,7 @@ pub use embedding::Embedding;
 pub use flash_attention::FlashAttention;
 pub use gelu::Gelu;
 pub use layernorm::LayerNorm;
-pub use matmul::{Gemm, Matmul};
+pub use matmul::{Gemm, GemmKind, Matmul};
 pub use residual::Residual;
 pub use sgd::{Sgd, SgdParams, SgdViews};
 pub use storage::Storage;
@@ -82,6 +82,10 @@ pub const SHADERS: &[(&str, &str)] = &[
     (
         "matmul.wgsl",
         concat!(include_str!("../../../../shaders/common.wgsl"), include_str!("../../../../shaders/matmul.wgsl")),
+    ),
+    (
+        "matmul_sg8.wgsl",
+        concat!(include_str!("../../../../shaders/common.wgsl"), include_str!("../../../../shaders/matmul_sg8.wgsl")),
     ),
     (
         "residual.wgsl",
@@ -336,8 +340,10 @@ pub struct Kernels {
 }
 
 impl Kernels {
-    pub fn new(device: &wgpu::Device) -> Self {
-        let matmul = Matmul::new(device);
+    /// Every pipeline, with the GEMM of `gemm` (`GpuContext::gemm_kind`: the fastest the device
+    /// runs).
+    pub fn new(device: &wgpu::Device, gemm: GemmKind) -> Self {
+        let matmul = Matmul::new(device, gemm);
         Self {
             embedding: Embedding::new(device),
             layernorm: LayerNorm::new(device),

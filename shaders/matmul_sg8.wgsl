@@ -1,0 +1,131 @@
+// The GEMM of matmul.wgsl (same Params, same bindings, same result: C = alpha · op(A) · op(B)
+// (+ bias) (+ C if accumulate)), written for 8-wide subgroups: picked instead of matmul.wgsl's
+// `gemm` where the device has subgroups of exactly 8 lanes (lavapipe on AVX2 hosts), natively
+// (see `GemmKind`). CPU twin: the same as matmul.wgsl's (`cpu::ops::matmul_forward`/`_backward`).
+// B is always read from `b` here: when B is A's tensor (QKᵀ) the tiled kernel runs instead.
+//
+// Why a variant: on a CPU Vulkan driver every per-invocation load or store (storage or
+// workgroup memory) is a scalar loop over the SIMD lanes, while arithmetic is one vector
+// instruction for all lanes. So this kernel keeps operands in registers and shares them through
+// subgroup broadcasts instead of workgroup memory: per step of depth, each lane loads four
+// values of op(B) (its columns) and two of op(A) (rows l and 8 + l), then broadcasts the 16 A
+// values of its subgroup's rows in turn — 6 memory accesses per 64 multiply-adds, against ~20
+// for the tiled kernel. No workgroup memory, no barriers.
+//
+// Layout: a workgroup of 64 invocations is 8 subgroups (`subgroup_id`), 4 (rows) × 2 (columns);
+// each computes 16 rows × 32 columns, lane l owning columns l, l + 8, l + 16, l + 24 of its block.
+// Sizes by measurement on lavapipe (1024³, GFLOP/s): 16×32 per subgroup ~20; 16×64 16–22;
+// 32×32 ~19; 8×64 ~14; 32×64 ~30 but its pipeline takes ~5 s to compile (256 accumulators),
+// which the first step cannot afford; 64×64 ~29 and ~28 s to compile.
+// The workgroup's tile is 64 × 64, as the tiled kernel's, so the grid is the same.
+// Out-of-range rows and columns are clamped to the last one when read (their results are never
+// stored), so the inner loop has no branches.
+
+struct Params {
+    m: u32, n: u32, k: u32, heads: u32,
+    a_off: u32, a_outer: u32, a_head: u32, lda: u32,
+    b_off: u32, b_outer: u32, b_head: u32, ldb: u32,
+    c_off: u32, c_outer: u32, c_head: u32, ldc: u32,
+    trans_a: u32, trans_b: u32, has_bias: u32, accumulate: u32,
+    b_from_a: u32, alpha: f32, _pad0: u32, _pad1: u32,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read_write> a: array<f32>;
+@group(0) @binding(2) var<storage, read_write> b: array<f32>;
+@group(0) @binding(3) var<storage, read_write> c: array<f32>;
+@group(0) @binding(4) var<storage, read_write> bias: array<f32>;
+
+@compute @workgroup_size(64, 1, 1)
+fn gemm(
+    @builtin(workgroup_id) wg: vec3<u32>,
+    @builtin(subgroup_id) sg: u32,
+    @builtin(subgroup_invocation_id) lane: u32,
+) {
+    let outer = wg.z / p.heads;
+    let head = wg.z % p.heads;
+    let a_base = p.a_off + outer * p.a_outer + head * p.a_head;
+    let b_base = p.b_off + outer * p.b_outer + head * p.b_head;
+    let c_base = p.c_off + outer * p.c_outer + head * p.c_head;
+    let row0 = wg.y * 64u + (sg / 2u) * 16u;
+    let col0 = wg.x * 64u + (sg % 2u) * 32u;
+    var a_row_stride = p.lda;
+    var a_k_stride = 1u;
+    if (p.trans_a != 0u) {
+        a_row_stride = 1u;
+        a_k_stride = p.lda;
+    }
+    var b_k_stride = p.ldb;
+    var b_col_stride = 1u;
+    if (p.trans_b != 0u) {
+        b_k_stride = 1u;
+        b_col_stride = p.ldb;
+    }
+    let last_row = max(p.m, 1u) - 1u;
+    let last_col = max(p.n, 1u) - 1u;
+    var ia0 = a_base + min(row0 + lane, last_row) * a_row_stride;
+    var ia1 = a_base + min(row0 + 8u + lane, last_row) * a_row_stride;
+    var ib = b_base + vec4<u32>(
+        min(col0 + lane, last_col),
+        min(col0 + 8u + lane, last_col),
+        min(col0 + 16u + lane, last_col),
+        min(col0 + 24u + lane, last_col)) * b_col_stride;
+    var c0 = vec4<f32>(0.0); var c1 = vec4<f32>(0.0); var c2 = vec4<f32>(0.0); var c3 = vec4<f32>(0.0);
+    var c4 = vec4<f32>(0.0); var c5 = vec4<f32>(0.0); var c6 = vec4<f32>(0.0); var c7 = vec4<f32>(0.0);
+    var c8 = vec4<f32>(0.0); var c9 = vec4<f32>(0.0); var c10 = vec4<f32>(0.0); var c11 = vec4<f32>(0.0);
+    var c12 = vec4<f32>(0.0); var c13 = vec4<f32>(0.0); var c14 = vec4<f32>(0.0); var c15 = vec4<f32>(0.0);
+    for (var k = 0u; k < p.k; k = k + 1u) {
+        let x0 = a[ia0];
+        let x1 = a[ia1];
+        let y = vec4<f32>(b[ib.x], b[ib.y], b[ib.z], b[ib.w]);
+        ia0 = ia0 + a_k_stride;
+        ia1 = ia1 + a_k_stride;
+        ib = ib + vec4<u32>(b_k_stride);
+        c0 = c0 + subgroupBroadcast(x0, 0u) * y;
+        c1 = c1 + subgroupBroadcast(x0, 1u) * y;
+        c2 = c2 + subgroupBroadcast(x0, 2u) * y;
+        c3 = c3 + subgroupBroadcast(x0, 3u) * y;
+        c4 = c4 + subgroupBroadcast(x0, 4u) * y;
+        c5 = c5 + subgroupBroadcast(x0, 5u) * y;
+        c6 = c6 + subgroupBroadcast(x0, 6u) * y;
+        c7 = c7 + subgroupBroadcast(x0, 7u) * y;
+        c8 = c8 + subgroupBroadcast(x1, 0u) * y;
+        c9 = c9 + subgroupBroadcast(x1, 1u) * y;
+        c10 = c10 + subgroupBroadcast(x1, 2u) * y;
+        c11 = c11 + subgroupBroadcast(x1, 3u) * y;
+        c12 = c12 + subgroupBroadcast(x1, 4u) * y;
+        c13 = c13 + subgroupBroadcast(x1, 5u) * y;
+        c14 = c14 + subgroupBroadcast(x1, 6u) * y;
+        c15 = c15 + subgroupBroadcast(x1, 7u) * y;
+    }
+    let cols = col0 + lane;
+    store4(c_base, row0, cols, c0); store4(c_base, row0 + 1u, cols, c1);
+    store4(c_base, row0 + 2u, cols, c2); store4(c_base, row0 + 3u, cols, c3);
+    store4(c_base, row0 + 4u, cols, c4); store4(c_base, row0 + 5u, cols, c5);
+    store4(c_base, row0 + 6u, cols, c6); store4(c_base, row0 + 7u, cols, c7);
+    store4(c_base, row0 + 8u, cols, c8); store4(c_base, row0 + 9u, cols, c9);
+    store4(c_base, row0 + 10u, cols, c10); store4(c_base, row0 + 11u, cols, c11);
+    store4(c_base, row0 + 12u, cols, c12); store4(c_base, row0 + 13u, cols, c13);
+    store4(c_base, row0 + 14u, cols, c14); store4(c_base, row0 + 15u, cols, c15);
+}
+
+// Writes row `row`, columns col, col + 8, col + 16, col + 24 of C: alpha·acc (+ bias) (+ C).
+fn store4(c_base: u32, row: u32, col: u32, acc: vec4<f32>) {
+    if (row >= p.m) {
+        return;
+    }
+    for (var j = 0u; j < 4u; j = j + 1u) {
+        let cj = col + j * 8u;
+        if (cj < p.n) {
+            let idx = c_base + row * p.ldc + cj;
+            var v = p.alpha * acc[j];
+            if (p.has_bias != 0u) {
+                v = v + bias[cj];
+            }
+            if (p.accumulate != 0u) {
+                v = v + c[idx];
+            }
+            c[idx] = v;
+        }
+    }
+}

@@ -98,15 +98,32 @@ fn gemm(
         c14 = c14 + subgroupBroadcast(x1, 6u) * y;
         c15 = c15 + subgroupBroadcast(x1, 7u) * y;
     }
+    // One row per iteration, not unrolled: the stores' per-lane loops are the bulk of this
+    // kernel's code, and a CPU driver compiles it at the first step (16 inlined copies cost
+    // ~0.45 s there).
     let cols = col0 + lane;
-    store4(c_base, row0, cols, c0); store4(c_base, row0 + 1u, cols, c1);
-    store4(c_base, row0 + 2u, cols, c2); store4(c_base, row0 + 3u, cols, c3);
-    store4(c_base, row0 + 4u, cols, c4); store4(c_base, row0 + 5u, cols, c5);
-    store4(c_base, row0 + 6u, cols, c6); store4(c_base, row0 + 7u, cols, c7);
-    store4(c_base, row0 + 8u, cols, c8); store4(c_base, row0 + 9u, cols, c9);
-    store4(c_base, row0 + 10u, cols, c10); store4(c_base, row0 + 11u, cols, c11);
-    store4(c_base, row0 + 12u, cols, c12); store4(c_base, row0 + 13u, cols, c13);
-    store4(c_base, row0 + 14u, cols, c14); store4(c_base, row0 + 15u, cols, c15);
+    for (var r = 0u; r < 16u; r = r + 1u) {
+        var acc = c0;
+        switch r {
+            case 1u: { acc = c1; }
+            case 2u: { acc = c2; }
+            case 3u: { acc = c3; }
+            case 4u: { acc = c4; }
+            case 5u: { acc = c5; }
+            case 6u: { acc = c6; }
+            case 7u: { acc = c7; }
+            case 8u: { acc = c8; }
+            case 9u: { acc = c9; }
+            case 10u: { acc = c10; }
+            case 11u: { acc = c11; }
+            case 12u: { acc = c12; }
+            case 13u: { acc = c13; }
+            case 14u: { acc = c14; }
+            case 15u: { acc = c15; }
+            default: {}
+        }
+        store4(c_base, row0 + r, cols, acc);
+    }
 }
 
 // Writes row `row`, columns col, col + 8, col + 16, col + 24 of C: alpha·acc (+ bias) (+ C).

@@ -119,7 +119,8 @@ enum Command {
         #[command(flatten)]
         config: ConfigArgs,
     },
-    /// The tiled GEMM kernel alone: GFLOP/s of an N×N×N product on the GPU.
+    /// The GEMM kernel alone (the subgroup one where the GPU has 8-lane subgroups, else the
+    /// tiled one): GFLOP/s of an N×N×N product on the GPU.
     Gemm {
         /// m = n = k.
         #[arg(long, default_value_t = 1024, value_parser = count, allow_hyphen_values = true)]

@@ -3,7 +3,9 @@
 # playwright-core from npm; no browser download), and runs the app in headless Chromium twice —
 # with WebGPU (SwiftShader), WebGL-only (CPU fallback), in Chinese (`#lang=zh`:
 # the CJK font fetched on demand) on a phone-sized touch screen (390×844), and
-# from a teacher link (locked and hidden controls). Screenshots: target/browser-*.png.
+# from a teacher link (locked and hidden controls). Screenshots: target/browser-*.png. Then a
+# short run of the CPU worker benchmark (web/worker-bench.mjs: the app's worker requests replayed
+# on a blank page), so that it keeps working; its timings are for the README, not checked.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/ensure-deps.sh
@@ -19,3 +21,4 @@ node web/browser-test.mjs webgl
 node web/browser-test.mjs zh
 node web/browser-test.mjs phone
 node web/browser-test.mjs teacher
+node web/worker-bench.mjs 3

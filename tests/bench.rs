@@ -85,3 +85,30 @@ fn a_missing_or_failing_peer_is_a_line_not_an_error() {
     assert!(text.contains("PyTorch CPU eager: not run (--torch-python none)"), "{text}");
     assert!(text.contains("Burn wgpu: not run"), "{text}");
 }
+
+/// `--torch-device cuda` feeds Python the CUDA peer (`scripts/peers/torch_cuda_bench.py`, which
+/// synchronises the GPU around each step) instead of the CPU one, and reports its row as
+/// "pytorch-cuda-eager" with the device and its first step.
+#[test]
+fn the_cuda_peer_gets_the_cuda_script() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let torch = script(
+        dir.path(),
+        "python",
+        r#"grep -q 'torch.cuda.synchronize()' || { echo 'not the CUDA script' >&2; exit 1; }
+echo '{"config": {"threads": 0}, "median_step_secs": 0.002, "first_step_secs": 1.5, "device": "Fake H200", "torch": "9.9-fake"}'"#,
+    );
+    let torch = torch.to_string_lossy().into_owned();
+    let out = bench(&["--torch-python", &torch, "--torch-device", "cuda", "--json"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    let row = v["peers"].as_array().and_then(|p| p.first()).expect("a peer row");
+    assert_eq!(row["peer"], "pytorch-cuda-eager", "{v}");
+    assert!((row["step_ms"].as_f64().unwrap_or(0.0) - 2.0).abs() < 1e-9);
+    assert_eq!(row["first_step_secs"].as_f64(), Some(1.5));
+    assert!(row["detail"].as_str().unwrap_or("").contains("Fake H200, fp32"), "{row}");
+    // The CPU peer (the default device) is not fed the CUDA script.
+    let out = bench(&["--torch-python", &torch]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("PyTorch CPU eager, default: failed") && text.contains("not the CUDA script"), "{text}");
+}

@@ -3,7 +3,8 @@
 //! machines drift by ±25 % between runs, so only ratios measured together mean anything.
 //!
 //! The PyTorch script is `scripts/peers/torch_bench.py`, an unchanged copy of the shared peer,
-//! built into the binary and fed to Python on stdin. Burn's bench is a separate Cargo project
+//! built into the binary and fed to Python on stdin; with `--torch-device cuda` the peer is
+//! `scripts/peers/torch_cuda_bench.py` instead (the same model on a CUDA GPU, for the real-GPU run). Burn's bench is a separate Cargo project
 //! (`../shared/bench/burn-bench`, ~11 minutes to build); `--burn-bench` names its binary.
 
 use std::io::Write as _;
@@ -12,7 +13,18 @@ use std::process::{Command, Stdio};
 
 /// The PyTorch peer's script (see the module docs).
 const TORCH_BENCH: &str = include_str!("../../scripts/peers/torch_bench.py");
+/// The same model on a CUDA device (`--torch-device cuda`).
+const TORCH_CUDA_BENCH: &str = include_str!("../../scripts/peers/torch_cuda_bench.py");
 
+/// Where the PyTorch peer runs.
+#[derive(clap::ValueEnum, Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(super) enum TorchDevice {
+    /// PyTorch CPU eager, 2 threads (the shared peer).
+    #[default]
+    Cpu,
+    /// PyTorch CUDA eager, fp32 (a machine with an NVIDIA GPU).
+    Cuda,
+}
 #[derive(clap::Args, Debug, Clone, Default)]
 pub(super) struct PeerArgs {
     /// A Python with torch and transformers, to time PyTorch CPU eager on the same configs in
@@ -20,6 +32,10 @@ pub(super) struct PeerArgs {
     /// skips it.
     #[arg(long, value_name = "PYTHON")]
     torch_python: Option<String>,
+    /// Where the PyTorch peer runs: `cpu` (eager, 2 threads) or `cuda` (eager, fp32, on the
+    /// machine's NVIDIA GPU: the peer of a real-GPU run).
+    #[arg(long, value_enum, default_value = "cpu")]
+    torch_device: TorchDevice,
     /// The binary built from ../shared/bench/burn-bench, to time Burn on wgpu on the same
     /// configs in the same run. Default: $OOMLAB_BURN_BENCH; unset skips it.
     #[arg(long, value_name = "PATH")]
@@ -56,13 +72,13 @@ impl PeerConfig<'_> {
 /// A peer's timing of one config.
 #[derive(serde::Serialize, Debug, Clone)]
 pub(super) struct PeerRow {
-    /// "pytorch-cpu-eager" or "burn-wgpu".
+    /// "pytorch-cpu-eager", "pytorch-cuda-eager" or "burn-wgpu".
     pub(super) peer: &'static str,
     /// Which config ("default", "larger").
     pub(super) name: String,
     /// The peer's median step.
     pub(super) step_ms: f64,
-    /// The peer's first step (Burn's includes its autotuning); PyTorch's script does not say.
+    /// The peer's first step (Burn's includes its autotuning); PyTorch's CPU script does not say.
     pub(super) first_step_secs: Option<f64>,
     /// The peer's version and where it ran (torch version; Burn's adapter).
     pub(super) detail: String,
@@ -77,16 +93,17 @@ pub(super) struct Peers {
 /// Runs every available peer on each config, `steps` timed steps each.
 pub(super) fn run(args: &PeerArgs, configs: &[PeerConfig], steps: usize) -> Peers {
     let mut peers = Peers { rows: Vec::new(), notes: Vec::new() };
+    let torch = if args.torch_device == TorchDevice::Cuda { "PyTorch CUDA eager" } else { "PyTorch CPU eager" };
     match torch_python(args) {
         Ok(python) => {
             for c in configs {
-                match run_torch(&python, c, steps) {
+                match run_torch(&python, args.torch_device, c, steps) {
                     Ok(row) => peers.rows.push(row),
-                    Err(e) => peers.notes.push(format!("PyTorch CPU eager, {}: failed ({e})", c.name)),
+                    Err(e) => peers.notes.push(format!("{torch}, {}: failed ({e})", c.name)),
                 }
             }
         }
-        Err(why) => peers.notes.push(format!("PyTorch CPU eager: not run ({why})")),
+        Err(why) => peers.notes.push(format!("{torch}: not run ({why})")),
     }
     match args.burn_bench.clone().or_else(|| std::env::var_os("OOMLAB_BURN_BENCH").map(PathBuf::from)) {
         Some(bin) => {
@@ -124,7 +141,8 @@ fn torch_python(args: &PeerArgs) -> Result<String, String> {
     Ok(python)
 }
 
-fn run_torch(python: &str, c: &PeerConfig, steps: usize) -> Result<PeerRow, String> {
+fn run_torch(python: &str, device: TorchDevice, c: &PeerConfig, steps: usize) -> Result<PeerRow, String> {
+    let script = if device == TorchDevice::Cuda { TORCH_CUDA_BENCH } else { TORCH_BENCH };
     let mut child = Command::new(python)
         .arg("-")
         .args(c.args(steps.max(3)))
@@ -134,16 +152,26 @@ fn run_torch(python: &str, c: &PeerConfig, steps: usize) -> Result<PeerRow, Stri
         .spawn()
         .map_err(|e| format!("cannot start {python}: {e}"))?;
     if let Some(mut stdin) = child.stdin.take() {
-        stdin.write_all(TORCH_BENCH.as_bytes()).map_err(|e| format!("writing the script: {e}"))?;
+        stdin.write_all(script.as_bytes()).map_err(|e| format!("writing the script: {e}"))?;
     }
     let out = child.wait_with_output().map_err(|e| e.to_string())?;
     let json = last_json(&out)?;
-    Ok(PeerRow {
-        peer: "pytorch-cpu-eager",
-        name: c.name.into(),
-        step_ms: median_ms(&json)?,
-        first_step_secs: None,
-        detail: format!("torch {}, {} threads", text(&json, &["torch"]), text(&json, &["config", "threads"])),
+    let torch = text(&json, &["torch"]);
+    Ok(match device {
+        TorchDevice::Cpu => PeerRow {
+            peer: "pytorch-cpu-eager",
+            name: c.name.into(),
+            step_ms: median_ms(&json)?,
+            first_step_secs: None,
+            detail: format!("torch {torch}, {} threads", text(&json, &["config", "threads"])),
+        },
+        TorchDevice::Cuda => PeerRow {
+            peer: "pytorch-cuda-eager",
+            name: c.name.into(),
+            step_ms: median_ms(&json)?,
+            first_step_secs: json.get("first_step_secs").and_then(serde_json::Value::as_f64),
+            detail: format!("torch {torch}, {}, fp32", text(&json, &["device"])),
+        },
     })
 }
 

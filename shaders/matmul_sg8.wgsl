@@ -2,7 +2,8 @@
 // (+ bias) (+ C if accumulate)), written for 8-wide subgroups: picked instead of matmul.wgsl's
 // `gemm` where the device has subgroups of exactly 8 lanes (lavapipe on AVX2 hosts), natively
 // (see `GemmKind`). CPU twin: the same as matmul.wgsl's (`cpu::ops::matmul_forward`/`_backward`).
-// B is always read from `b` here: when B is A's tensor (QKᵀ) the tiled kernel runs instead.
+// B is always read from `b` (`b_from_a` is ignored): when B is A's tensor (QKᵀ), the same view is
+// bound to both (native only, where bindings may alias).
 //
 // Why a variant: on a CPU Vulkan driver every per-invocation load or store (storage or
 // workgroup memory) is a scalar loop over the SIMD lanes, while arithmetic is one vector

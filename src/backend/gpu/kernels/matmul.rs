@@ -66,7 +66,7 @@ pub enum GemmKind {
     Tiled,
     /// `matmul_sg8.wgsl`: operands shared by subgroup broadcasts instead of workgroup memory,
     /// for devices whose subgroups are exactly 8 lanes (lavapipe on AVX2), ~2.8× the tiled
-    /// kernel's speed there. Products whose B is A's own tensor (QKᵀ) still run tiled.
+    /// kernel's speed there.
     Subgroup8,
 }
 
@@ -174,12 +174,22 @@ impl Gemm {
         };
         let bind = |v: Option<View>| v.map_or(Binding::Dummy, Binding::View);
         let groups = [u(call.n.div_ceil(64)), u(call.m.div_ceil(64)), u(call.outer * call.heads.max(1))];
-        // The subgroup kernel reads B from its own binding only.
-        let entry = match &self.sg8 {
-            Some(e) if b.is_some() => e,
-            _ => &self.gemm,
-        };
-        rec.dispatch(entry, &params, &[Binding::View(a), bind(b), Binding::View(c), bind(call.bias)], groups)
+        match &self.sg8 {
+            // The subgroup kernel reads B from its own binding only: when B is A's tensor (QKᵀ)
+            // the view is bound twice. Native only (`GemmKind::Subgroup8`), where two storage
+            // bindings may share a range; WebGPU forbids writable bindings that alias, hence the
+            // tiled kernel's `b_from_a`.
+            Some(sg8) => {
+                let b = Binding::View(b.unwrap_or(a));
+                rec.dispatch(sg8, &params, &[Binding::View(a), b, Binding::View(c), bind(call.bias)], groups)
+            }
+            None => rec.dispatch(
+                &self.gemm,
+                &params,
+                &[Binding::View(a), bind(b), Binding::View(c), bind(call.bias)],
+                groups,
+            ),
+        }
     }
 
     /// dbias (n) += Σ over m rows of dout (m, n).

@@ -1,7 +1,8 @@
-// The GEMM of matmul.wgsl (same Params, same bindings, same result: C = alpha · op(A) · op(B)
-// (+ bias) (+ C if accumulate)), written for 8-wide subgroups: picked instead of matmul.wgsl's
-// `gemm` where the device has subgroups of exactly 8 lanes (lavapipe on AVX2 hosts), natively
-// (see `GemmKind`). CPU twin: the same as matmul.wgsl's (`cpu::ops::matmul_forward`/`_backward`).
+// Loaded after matmul.wgsl (kernels::SHADERS), whose Params and bindings it uses: a second
+// entry point for the same GEMM (same result: C = alpha · op(A) · op(B) (+ bias) (+ C if
+// accumulate)), written for 8-wide subgroups. A file of its own because only devices with
+// subgroups may load it. Picked instead of matmul.wgsl's `gemm` where the device has subgroups
+// of exactly 8 lanes (lavapipe on AVX2 hosts), natively (see `GemmKind`). CPU twin: the same as matmul.wgsl's (`cpu::ops::matmul_forward`/`_backward`).
 // B is always read from `b` (`b_from_a` is ignored): when B is A's tensor (QKᵀ), the same view is
 // bound to both (native only, where bindings may alias).
 //
@@ -22,23 +23,8 @@
 // Out-of-range rows and columns are clamped to the last one when read (their results are never
 // stored), so the inner loop has no branches.
 
-struct Params {
-    m: u32, n: u32, k: u32, heads: u32,
-    a_off: u32, a_outer: u32, a_head: u32, lda: u32,
-    b_off: u32, b_outer: u32, b_head: u32, ldb: u32,
-    c_off: u32, c_outer: u32, c_head: u32, ldc: u32,
-    trans_a: u32, trans_b: u32, has_bias: u32, accumulate: u32,
-    b_from_a: u32, alpha: f32, _pad0: u32, _pad1: u32,
-}
-
-@group(0) @binding(0) var<uniform> p: Params;
-@group(0) @binding(1) var<storage, read_write> a: array<f32>;
-@group(0) @binding(2) var<storage, read_write> b: array<f32>;
-@group(0) @binding(3) var<storage, read_write> c: array<f32>;
-@group(0) @binding(4) var<storage, read_write> bias: array<f32>;
-
 @compute @workgroup_size(64, 1, 1)
-fn gemm(
+fn gemm_sg8(
     @builtin(workgroup_id) wg: vec3<u32>,
     @builtin(subgroup_id) sg: u32,
     @builtin(subgroup_invocation_id) lane: u32,

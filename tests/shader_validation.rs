@@ -1,6 +1,6 @@
 //! Every `.wgsl` file in shaders/, with the shared preamble (`common.wgsl`) prepended as the
-//! crate loads it, parses and validates with naga, with no GPU; and every file is one the crate
-//! builds (so none is forgotten).
+//! crate loads it (and the file it is loaded after, where it says so), parses and validates with
+//! naga, with no GPU; and every file is one the crate builds (so none is forgotten).
 
 use std::path::Path;
 
@@ -20,10 +20,16 @@ fn every_shader_parses_and_validates() {
         }
         let own = std::fs::read_to_string(&path).expect("readable shader");
         assert!(!own.contains("fn flat_id"), "{name} redefines the preamble's flat_id");
-        let source = format!("{}{own}", oomlab::backend::gpu::kernels::COMMON);
+        // A file that opens "// Loaded after X.wgsl" is loaded after X (whose declarations it uses).
+        let after = own
+            .strip_prefix("// Loaded after ")
+            .and_then(|rest| rest.split_whitespace().next())
+            .map(|base| std::fs::read_to_string(dir.join(base)).expect("the file it is loaded after"))
+            .unwrap_or_default();
+        let source = format!("{}{after}{own}", oomlab::backend::gpu::kernels::COMMON);
         let module = naga::front::wgsl::parse_str(&source)
             .unwrap_or_else(|e| panic!("{name} does not parse:\n{}", e.emit_to_string(&source)));
-        let mut validator = naga::valid::Validator::new(naga::valid::ValidationFlags::all(), capabilities(&source));
+        let mut validator = naga::valid::Validator::new(naga::valid::ValidationFlags::all(), capabilities(&name));
         validator.validate(&module).unwrap_or_else(|e| panic!("{name} does not validate: {e:?}"));
         assert!(!module.entry_points.is_empty(), "{name} has no entry point");
         assert!(
@@ -37,12 +43,8 @@ fn every_shader_parses_and_validates() {
 
 /// What a shader may use: subgroup operations only in the subgroup GEMM (`matmul_sg8.wgsl`,
 /// built only on devices with `SUBGROUP`); no other shader may need them.
-fn capabilities(source: &str) -> naga::valid::Capabilities {
-    if source.contains("The GEMM of matmul.wgsl") {
-        naga::valid::Capabilities::SUBGROUP
-    } else {
-        naga::valid::Capabilities::default()
-    }
+fn capabilities(name: &str) -> naga::valid::Capabilities {
+    if name == "matmul_sg8.wgsl" { naga::valid::Capabilities::SUBGROUP } else { naga::valid::Capabilities::default() }
 }
 
 /// Every shader's 16-bit variants validate too: all float bindings packed as fp16, as bf16, and
@@ -65,7 +67,7 @@ fn every_16_bit_variant_validates() {
                 let text = specialize(source, &set);
                 let module = naga::front::wgsl::parse_str(&text)
                     .unwrap_or_else(|e| panic!("{name} {set:?} does not parse:\n{}\n{text}", e.emit_to_string(&text)));
-                let caps = naga::valid::Capabilities::SHADER_FLOAT16 | capabilities(source);
+                let caps = naga::valid::Capabilities::SHADER_FLOAT16 | capabilities(name);
                 naga::valid::Validator::new(naga::valid::ValidationFlags::all(), caps)
                     .validate(&module)
                     .unwrap_or_else(|e| panic!("{name} {set:?} does not validate: {e:?}\n{text}"));

@@ -22,38 +22,26 @@
 // Snapshot tab (screenshot target/browser-webgl.png).
 // Usage: node web/browser-test.mjs webgpu|webgl|zh|phone|teacher   (after web/build.sh)
 import { chromium } from "playwright-core";
-import http from "node:http";
 import fs from "node:fs";
 import path from "node:path";
 import os from "node:os";
 import { fileURLToPath } from "node:url";
+import { chromiumArgs, chromiumPath, serveDist } from "./harness.mjs";
 
 const mode = process.argv[2] || "webgpu";
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 const dist = path.join(root, "dist");
 const fontFile = "/NotoSansSC-oomlab.otf";
-const types = { ".otf": "font/otf", ".html": "text/html", ".js": "text/javascript", ".wasm": "application/wasm", ".json": "application/json" };
 // `down`: the server answers 503 to everything, to check that the service worker starts the app
 // from its cache.
 let down = false;
 const requested = [];
-const server = http.createServer((req, res) => {
-  if (down) { res.writeHead(503); res.end(); return; }
-  const url = decodeURIComponent(req.url.split("?")[0].split("#")[0]);
-  requested.push(url);
-  const file = path.join(dist, url === "/" ? "index.html" : url);
-  if (!file.startsWith(dist) || !fs.existsSync(file)) { res.writeHead(404); res.end(); return; }
-  res.writeHead(200, { "Content-Type": types[path.extname(file)] || "application/octet-stream" });
-  fs.createReadStream(file).pipe(res);
-});
-await new Promise((r) => server.listen(0, "127.0.0.1", r));
-const port = server.address().port;
+const { server, origin } = await serveDist(dist, { requested, isDown: () => down });
 
-const base = ["--headless", "--no-sandbox", "--disable-quic", "--no-first-run", "--disable-background-networking",
-  "--disable-component-update", "--disable-sync"];
+const base = chromiumArgs;
 const webgpu = ["--enable-unsafe-webgpu", "--enable-features=Vulkan", "--use-vulkan=swiftshader", "--use-angle=vulkan"];
 const userDataDir = fs.mkdtempSync(path.join(os.tmpdir(), "oomlab-chromium-"));
-const executablePath = process.env.CHROMIUM || ["/usr/bin/chromium", "/usr/bin/chromium-browser"].find((p) => fs.existsSync(p));
+const executablePath = chromiumPath();
 const context = await chromium.launchPersistentContext(userDataDir, {
   executablePath, headless: true, args: mode === "webgpu" ? [...base, ...webgpu] : base, locale: "en-US",
   viewport: mode === "phone" ? { width: 390, height: 844 } : { width: 1280, height: 800 },
@@ -87,7 +75,7 @@ try {
   // OOMLAB_BROWSER_STEPS=N trains N steps (a benchmark of the step time; the test needs 2).
   const steps = Number(process.env.OOMLAB_BROWSER_STEPS || 2);
   const hash = (hashes[mode] || "#train=2").replace("train=2", `train=${steps}`);
-  await page.goto(`http://127.0.0.1:${port}/${hash}`);
+  await page.goto(`${origin}/${hash}`);
   const deadline = Date.now() + 240_000;
   while (Date.now() < deadline && !lines.some((l) => l.includes(`oomlab: step ${steps} on`))) {
     if (lines.some((l) => l.includes("panicked") || l.includes("uncaptured wgpu error"))) break;

@@ -13,35 +13,18 @@
 // Usage: node web/worker-bench.mjs [steps]   (after web/build.sh and `cargo build --release`)
 import { chromium } from "playwright-core";
 import { execFileSync } from "node:child_process";
-import http from "node:http";
 import fs from "node:fs";
 import path from "node:path";
 import os from "node:os";
 import { fileURLToPath } from "node:url";
+import { chromiumArgs, chromiumPath, serveDist } from "./harness.mjs";
 
 const steps = Number(process.argv[2] || 30);
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
-const dist = path.join(root, "dist");
-const types = { ".html": "text/html", ".js": "text/javascript", ".wasm": "application/wasm", ".json": "application/json" };
-const server = http.createServer((req, res) => {
-  const url = decodeURIComponent(req.url.split("?")[0].split("#")[0]);
-  if (url === "/__bench") {
-    res.writeHead(200, { "Content-Type": "text/html" });
-    res.end("<!doctype html><title>worker bench</title><p>oomlab CPU worker benchmark</p>");
-    return;
-  }
-  const file = path.join(dist, url === "/" ? "index.html" : url);
-  if (!file.startsWith(dist) || !fs.existsSync(file)) { res.writeHead(404); res.end(); return; }
-  res.writeHead(200, { "Content-Type": types[path.extname(file)] || "application/octet-stream" });
-  fs.createReadStream(file).pipe(res);
-});
-await new Promise((r) => server.listen(0, "127.0.0.1", r));
-const origin = `http://127.0.0.1:${server.address().port}`;
-const executablePath = process.env.CHROMIUM || ["/usr/bin/chromium", "/usr/bin/chromium-browser"].find((p) => fs.existsSync(p));
+const blank = "<!doctype html><title>worker bench</title><p>oomlab CPU worker benchmark</p>";
+const { server, origin } = await serveDist(path.join(root, "dist"), { pages: { "/__bench": blank } });
 const context = await chromium.launchPersistentContext(fs.mkdtempSync(path.join(os.tmpdir(), "oomlab-bench-")), {
-  executablePath, headless: true, viewport: { width: 1280, height: 800 },
-  args: ["--headless", "--no-sandbox", "--disable-quic", "--no-first-run", "--disable-background-networking",
-    "--disable-component-update", "--disable-sync"],
+  executablePath: chromiumPath(), headless: true, viewport: { width: 1280, height: 800 }, args: chromiumArgs,
 });
 let failure = null;
 try {

@@ -174,22 +174,15 @@ impl Gemm {
         };
         let bind = |v: Option<View>| v.map_or(Binding::Dummy, Binding::View);
         let groups = [u(call.n.div_ceil(64)), u(call.m.div_ceil(64)), u(call.outer * call.heads.max(1))];
-        match &self.sg8 {
-            // The subgroup kernel reads B from its own binding only: when B is A's tensor (QKᵀ)
-            // the view is bound twice. Native only (`GemmKind::Subgroup8`), where two storage
-            // bindings may share a range; WebGPU forbids writable bindings that alias, hence the
-            // tiled kernel's `b_from_a`.
-            Some(sg8) => {
-                let b = Binding::View(b.unwrap_or(a));
-                rec.dispatch(sg8, &params, &[Binding::View(a), b, Binding::View(c), bind(call.bias)], groups)
-            }
-            None => rec.dispatch(
-                &self.gemm,
-                &params,
-                &[Binding::View(a), bind(b), Binding::View(c), bind(call.bias)],
-                groups,
-            ),
-        }
+        // The subgroup kernel reads B from its own binding only: when B is A's tensor (QKᵀ) the
+        // view is bound twice. Native only (`GemmKind::Subgroup8`), where two storage bindings
+        // may share a range; WebGPU forbids writable bindings that alias, hence the tiled
+        // kernel's `b_from_a`.
+        let (entry, b) = match &self.sg8 {
+            Some(sg8) => (sg8, Binding::View(b.unwrap_or(a))),
+            None => (&self.gemm, bind(b)),
+        };
+        rec.dispatch(entry, &params, &[Binding::View(a), b, Binding::View(c), bind(call.bias)], groups)
     }
 
     /// dbias (n) += Σ over m rows of dout (m, n).
@@ -226,7 +219,7 @@ impl Matmul {
         let [gemm, bias_backward] =
             build_entries(device, "matmul.wgsl", [("gemm", &[1, 2, 3, 4]), ("bias_backward", &[1, 2, 3, 4])]);
         let sg8 = (kind == GemmKind::Subgroup8).then(|| {
-            let [e] = build_entries(device, "matmul_sg8.wgsl", [("gemm", &[1, 2, 3, 4])]);
+            let [e] = build_entries(device, "matmul_sg8.wgsl", [("gemm_sg8", &[1, 2, 3, 4])]);
             e
         });
         Self { gemm: Gemm { gemm, sg8, bias_backward } }

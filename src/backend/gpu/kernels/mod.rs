@@ -83,9 +83,14 @@ pub const SHADERS: &[(&str, &str)] = &[
         "matmul.wgsl",
         concat!(include_str!("../../../../shaders/common.wgsl"), include_str!("../../../../shaders/matmul.wgsl")),
     ),
+    // An entry point of its own file (it needs subgroups) that shares matmul.wgsl's declarations.
     (
         "matmul_sg8.wgsl",
-        concat!(include_str!("../../../../shaders/common.wgsl"), include_str!("../../../../shaders/matmul_sg8.wgsl")),
+        concat!(
+            include_str!("../../../../shaders/common.wgsl"),
+            include_str!("../../../../shaders/matmul.wgsl"),
+            include_str!("../../../../shaders/matmul_sg8.wgsl")
+        ),
     ),
     (
         "residual.wgsl",

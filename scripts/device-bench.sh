@@ -11,7 +11,10 @@
 #                          eager fp32, same run); toy.txt (the default and larger configs).
 # (.gl/ is in .gitignore.)
 # A dry run here: OOMLAB_BIG_CONFIG="--d-model 64 --layers 1 --heads 4 --seq-len 64 --batch 2" \
-#                 OOMLAB_TORCH_DEVICE=cpu scripts/device-bench.sh   (writes target/device-bench/)
+#                 OOMLAB_TORCH_DEVICE=cpu OOMLAB_TORCH_PYTHON=/tmp/torchvenv/bin/python \
+#                 OOMLAB_GEMM_SIZE=512 scripts/device-bench.sh   (writes target/device-bench/)
+#                 (name the venv's own python: a symlink to it placed elsewhere on PATH is not
+#                 inside the venv, so Python would not see the venv's torch)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-target/device-bench}
@@ -29,6 +32,7 @@ export XDG_RUNTIME_DIR
 export PYTHONUNBUFFERED=1
 bin=target/release/oomlab
 device=${OOMLAB_TORCH_DEVICE:-cuda}
+python=${OOMLAB_TORCH_PYTHON:-python3}
 read -r -a big <<< "${OOMLAB_BIG_CONFIG:---d-model 768 --layers 12 --heads 12 --seq-len 1024 --max-seq-len 1024 --batch 8}"
 {
     date -u
@@ -38,9 +42,9 @@ read -r -a big <<< "${OOMLAB_BIG_CONFIG:---d-model 768 --layers 12 --heads 12 --
 cat "$OUT/gpu.txt"
 # The GPT-2-small-sized config (the budget is the virtual GPU's: large enough for its ~11 GiB).
 timeout 300 "$bin" bench --backend gpu --only default --steps 5 "${big[@]}" --budget 64GiB \
-    --torch-python python3 --torch-device "$device" --json > "$OUT/gpt2-small.json" 2> "$OUT/gpt2-small.err"
+    --torch-python "$python" --torch-device "$device" --json > "$OUT/gpt2-small.json" 2> "$OUT/gpt2-small.err"
 echo "gpt2-small: exit $?"
 # The default toy and the larger config, PyTorch on the same device.
-timeout 120 "$bin" bench --backend gpu --steps 10 --torch-python python3 --torch-device "$device" > "$OUT/toy.txt" 2>&1
+timeout 120 "$bin" bench --backend gpu --steps 10 --torch-python "$python" --torch-device "$device" > "$OUT/toy.txt" 2>&1
 echo "toy: exit $?"
 cat "$OUT/gpt2-small.json" "$OUT/gpt2-small.err" "$OUT/toy.txt"

@@ -40,29 +40,42 @@ const TILE_K: u32 = 4u;
 var<workgroup> tile_a: array<vec4<f32>, 64>; // [TILE_K][TILE_M / 4]: rows 4q..4q+3 at depth kk
 var<workgroup> tile_b: array<vec4<f32>, 64>; // [TILE_K][TILE_N / 4]: columns 4q..4q+3 at depth kk
 
+// Where batch entry z = outer·heads + head starts in A, B and C (x, y, z).
+fn batch_bases(z: u32) -> vec3<u32> {
+    let outer = z / p.heads;
+    let head = z % p.heads;
+    return vec3<u32>(
+        p.a_off + outer * p.a_outer + head * p.a_head,
+        p.b_off + outer * p.b_outer + head * p.b_head,
+        p.c_off + outer * p.c_outer + head * p.c_head,
+    );
+}
+
+// Strides of op(X) for X stored row-major with leading dimension `ld`: (along op(X)'s rows,
+// along its columns). A transposed X swaps them.
+fn op_strides(trans: u32, ld: u32) -> vec2<u32> {
+    if (trans != 0u) {
+        return vec2<u32>(1u, ld);
+    }
+    return vec2<u32>(ld, 1u);
+}
+
 @compute @workgroup_size(8, 8, 1)
 fn gemm(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid3: vec3<u32>) {
-    let outer = wg.z / p.heads;
-    let head = wg.z % p.heads;
-    let a_base = p.a_off + outer * p.a_outer + head * p.a_head;
-    let b_base = p.b_off + outer * p.b_outer + head * p.b_head;
-    let c_base = p.c_off + outer * p.c_outer + head * p.c_head;
+    let bases = batch_bases(wg.z);
+    let a_base = bases.x;
+    let b_base = bases.y;
+    let c_base = bases.z;
     let row0 = wg.y * TILE_M;
     let col0 = wg.x * TILE_N;
     let tid = lid3.y * 8u + lid3.x;
     // Strides of op(A) along rows and depth, and of op(B) along depth and columns.
-    var a_row_stride = p.lda;
-    var a_k_stride = 1u;
-    if (p.trans_a != 0u) {
-        a_row_stride = 1u;
-        a_k_stride = p.lda;
-    }
-    var b_k_stride = p.ldb;
-    var b_col_stride = 1u;
-    if (p.trans_b != 0u) {
-        b_k_stride = 1u;
-        b_col_stride = p.ldb;
-    }
+    let a_strides = op_strides(p.trans_a, p.lda);
+    let a_row_stride = a_strides.x;
+    let a_k_stride = a_strides.y;
+    let b_strides = op_strides(p.trans_b, p.ldb);
+    let b_k_stride = b_strides.x;
+    let b_col_stride = b_strides.y;
     var c00 = vec4<f32>(0.0); var c01 = vec4<f32>(0.0);
     var c10 = vec4<f32>(0.0); var c11 = vec4<f32>(0.0);
     var c20 = vec4<f32>(0.0); var c21 = vec4<f32>(0.0);

@@ -29,25 +29,18 @@ fn gemm_sg8(
     @builtin(subgroup_id) sg: u32,
     @builtin(subgroup_invocation_id) lane: u32,
 ) {
-    let outer = wg.z / p.heads;
-    let head = wg.z % p.heads;
-    let a_base = p.a_off + outer * p.a_outer + head * p.a_head;
-    let b_base = p.b_off + outer * p.b_outer + head * p.b_head;
-    let c_base = p.c_off + outer * p.c_outer + head * p.c_head;
+    let bases = batch_bases(wg.z);
+    let a_base = bases.x;
+    let b_base = bases.y;
+    let c_base = bases.z;
     let row0 = wg.y * 64u + (sg / 2u) * 16u;
     let col0 = wg.x * 64u + (sg % 2u) * 32u;
-    var a_row_stride = p.lda;
-    var a_k_stride = 1u;
-    if (p.trans_a != 0u) {
-        a_row_stride = 1u;
-        a_k_stride = p.lda;
-    }
-    var b_k_stride = p.ldb;
-    var b_col_stride = 1u;
-    if (p.trans_b != 0u) {
-        b_k_stride = 1u;
-        b_col_stride = p.ldb;
-    }
+    let a_strides = op_strides(p.trans_a, p.lda);
+    let a_row_stride = a_strides.x;
+    let a_k_stride = a_strides.y;
+    let b_strides = op_strides(p.trans_b, p.ldb);
+    let b_k_stride = b_strides.x;
+    let b_col_stride = b_strides.y;
     let last_row = max(p.m, 1u) - 1u;
     let last_col = max(p.n, 1u) - 1u;
     var ia0 = a_base + min(row0 + lane, last_row) * a_row_stride;

@@ -75,16 +75,20 @@ pub fn gemm<F: Real>(alpha: F, (a, ma): (&[F], Mat), (b, mb): (&[F], Mat), beta:
     if m == 0 || n == 0 {
         return;
     }
-    let c = &mut c[mc.offset..];
+    // Exactly the span c's rows reach, not the rest of the slice: split by rows below, every
+    // chunk then starts at one of c's rows (a head's columns of a wider output are followed by
+    // the other heads' elements, which are no rows of this product).
+    let c_end = mc.end().unwrap_or(c.len()).min(c.len());
+    let c = &mut c[mc.offset..c_end];
     #[cfg(not(target_arch = "wasm32"))]
     {
         let threads = rayon::current_num_threads();
         if threads > 1 && m >= 2 * threads && m.saturating_mul(n).saturating_mul(ma.cols) >= SPLIT_MACS {
             use rayon::prelude::*;
             let per = m.div_ceil(threads);
-            c.par_chunks_mut(per * mc.rs).enumerate().for_each(|(i, part)| {
+            c.par_chunks_mut(per * mc.rs).take(m.div_ceil(per)).enumerate().for_each(|(i, part)| {
                 let r0 = i * per;
-                let rows = per.min(m - r0);
+                let rows = per.min(m.saturating_sub(r0));
                 let sub_a = Mat { offset: ma.offset + r0 * ma.rs, rows, ..ma };
                 product(alpha, (a, sub_a), (b, mb), beta, part, Mat { offset: 0, rows, ..mc });
             });
@@ -131,27 +135,44 @@ mod tests {
         out
     }
 
+    // Native only: the split uses rayon, which the wasm32 build does not have.
+    #[cfg(not(target_arch = "wasm32"))]
     #[test]
     fn strided_and_transposed_products_match_a_naive_loop_split_or_not() {
-        // Large enough to be split over threads, and a small one that is not.
-        for (m, k, n) in [(300, 70, 90), (5, 3, 4), (64, 1, 33)] {
+        // On a pool of two threads, so the split path runs on any machine. The first shape is
+        // over SPLIT_MACS (split by rows), the others under it.
+        let pool = rayon::ThreadPoolBuilder::new().num_threads(2).build().expect("a thread pool");
+        for (m, k, n) in [(301, 80, 90), (5, 3, 4), (64, 1, 33)] {
+            assert_eq!(m * k * n >= SPLIT_MACS, m == 301, "{m}×{k}×{n}");
             let a: Vec<f64> = (0..m * k * 2 + 7).map(|i| ((i * 37 % 101) as f64) / 50.0 - 1.0).collect();
             let b: Vec<f64> = (0..k * n + 3).map(|i| ((i * 53 % 97) as f64) / 40.0 - 1.2).collect();
             // a: every other column of a wider matrix, offset 7; b read transposed from (n,k).
             let ma = Mat { offset: 7, rows: m, cols: k, rs: 2 * k, cs: 2 };
             let mb = Mat::dense(n, k).t();
             let want = naive(&a, ma, &b, mb);
-            let mut c = vec![1.0; m * n + 5];
-            gemm(1.0, (&a, ma), (&b, mb), 0.0, (&mut c, Mat { offset: 5, ..Mat::dense(m, n) }));
-            for (x, y) in c[5..].iter().zip(&want) {
-                assert!((x - y).abs() < 1e-9, "{x} vs {y}");
-            }
-            assert_eq!(c[..5], [1.0; 5], "outside the view untouched");
+            // c: columns 5..5+n of rows 3n wide (one head's columns of a wider output), in a
+            // slice that goes on for twice c's length past its last row (as head 0's scores
+            // before the other heads'); everything outside c stays as it was.
+            let (c_offset, c_rs) = (5, 3 * n);
+            let mc = Mat::strided(c_offset, m, n, c_rs);
+            let inside = |i: usize| i >= c_offset && (i - c_offset) % c_rs < n && (i - c_offset) / c_rs < m;
+            let check = |c: &[f64], times: f64| {
+                for (idx, x) in c.iter().enumerate() {
+                    if inside(idx) {
+                        let (i, j) = ((idx - c_offset) / c_rs, (idx - c_offset) % c_rs);
+                        let y = times * want[i * n + j];
+                        assert!((x - y).abs() < 1e-9, "{m}×{k}×{n} ({i}, {j}): {x} vs {y}");
+                    } else {
+                        assert_eq!(*x, 1.0, "{m}×{k}×{n}: element {idx} outside the view changed");
+                    }
+                }
+            };
+            let mut c = vec![1.0; 3 * m * c_rs + 9];
+            pool.install(|| gemm(1.0, (&a, ma), (&b, mb), 0.0, (&mut c, mc)));
+            check(&c, 1.0);
             // beta = 1 accumulates; alpha scales.
-            gemm(0.5, (&a, ma), (&b, mb), 1.0, (&mut c, Mat { offset: 5, ..Mat::dense(m, n) }));
-            for (x, y) in c[5..].iter().zip(&want) {
-                assert!((x - 1.5 * y).abs() < 1e-9);
-            }
+            pool.install(|| gemm(0.5, (&a, ma), (&b, mb), 1.0, (&mut c, mc)));
+            check(&c, 1.5);
         }
     }
 

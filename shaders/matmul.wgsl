@@ -60,6 +60,15 @@ fn op_strides(trans: u32, ld: u32) -> vec2<u32> {
     return vec2<u32>(ld, 1u);
 }
 
+// Strides of op(A) along its rows and depth, and of op(B) along depth and its columns.
+struct Strides { a_row: u32, a_k: u32, b_k: u32, b_col: u32 }
+
+fn operand_strides() -> Strides {
+    let a = op_strides(p.trans_a, p.lda);
+    let b = op_strides(p.trans_b, p.ldb);
+    return Strides(a.x, a.y, b.x, b.y);
+}
+
 @compute @workgroup_size(8, 8, 1)
 fn gemm(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid3: vec3<u32>) {
     let bases = batch_bases(wg.z);
@@ -69,13 +78,7 @@ fn gemm(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid3
     let row0 = wg.y * TILE_M;
     let col0 = wg.x * TILE_N;
     let tid = lid3.y * 8u + lid3.x;
-    // Strides of op(A) along rows and depth, and of op(B) along depth and columns.
-    let a_strides = op_strides(p.trans_a, p.lda);
-    let a_row_stride = a_strides.x;
-    let a_k_stride = a_strides.y;
-    let b_strides = op_strides(p.trans_b, p.ldb);
-    let b_k_stride = b_strides.x;
-    let b_col_stride = b_strides.y;
+    let st = operand_strides();
     var c00 = vec4<f32>(0.0); var c01 = vec4<f32>(0.0);
     var c10 = vec4<f32>(0.0); var c11 = vec4<f32>(0.0);
     var c20 = vec4<f32>(0.0); var c21 = vec4<f32>(0.0);
@@ -90,17 +93,17 @@ fn gemm(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid3
         let kk = tid % TILE_K;
         let r = row0 + (tid / TILE_K) * 4u;
         tile_a[kk * 16u + tid / TILE_K] = vec4<f32>(
-            load_a(a_base, r, k0 + kk, a_row_stride, a_k_stride),
-            load_a(a_base, r + 1u, k0 + kk, a_row_stride, a_k_stride),
-            load_a(a_base, r + 2u, k0 + kk, a_row_stride, a_k_stride),
-            load_a(a_base, r + 3u, k0 + kk, a_row_stride, a_k_stride));
+            load_a(a_base, r, k0 + kk, st.a_row, st.a_k),
+            load_a(a_base, r + 1u, k0 + kk, st.a_row, st.a_k),
+            load_a(a_base, r + 2u, k0 + kk, st.a_row, st.a_k),
+            load_a(a_base, r + 3u, k0 + kk, st.a_row, st.a_k));
         let kb = tid / 16u;
         let cc = col0 + (tid % 16u) * 4u;
         tile_b[kb * 16u + tid % 16u] = vec4<f32>(
-            load_b(b_base, k0 + kb, cc, b_k_stride, b_col_stride),
-            load_b(b_base, k0 + kb, cc + 1u, b_k_stride, b_col_stride),
-            load_b(b_base, k0 + kb, cc + 2u, b_k_stride, b_col_stride),
-            load_b(b_base, k0 + kb, cc + 3u, b_k_stride, b_col_stride));
+            load_b(b_base, k0 + kb, cc, st.b_k, st.b_col),
+            load_b(b_base, k0 + kb, cc + 1u, st.b_k, st.b_col),
+            load_b(b_base, k0 + kb, cc + 2u, st.b_k, st.b_col),
+            load_b(b_base, k0 + kb, cc + 3u, st.b_k, st.b_col));
         workgroupBarrier();
         for (var kk = 0u; kk < TILE_K; kk = kk + 1u) {
             let a0 = tile_a[kk * 16u + lid3.y * 2u];

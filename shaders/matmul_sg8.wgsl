@@ -35,21 +35,16 @@ fn gemm_sg8(
     let c_base = bases.z;
     let row0 = wg.y * 64u + (sg / 2u) * 16u;
     let col0 = wg.x * 64u + (sg % 2u) * 32u;
-    let a_strides = op_strides(p.trans_a, p.lda);
-    let a_row_stride = a_strides.x;
-    let a_k_stride = a_strides.y;
-    let b_strides = op_strides(p.trans_b, p.ldb);
-    let b_k_stride = b_strides.x;
-    let b_col_stride = b_strides.y;
+    let st = operand_strides();
     let last_row = max(p.m, 1u) - 1u;
     let last_col = max(p.n, 1u) - 1u;
-    var ia0 = a_base + min(row0 + lane, last_row) * a_row_stride;
-    var ia1 = a_base + min(row0 + 8u + lane, last_row) * a_row_stride;
+    var ia0 = a_base + min(row0 + lane, last_row) * st.a_row;
+    var ia1 = a_base + min(row0 + 8u + lane, last_row) * st.a_row;
     var ib = b_base + vec4<u32>(
         min(col0 + lane, last_col),
         min(col0 + 8u + lane, last_col),
         min(col0 + 16u + lane, last_col),
-        min(col0 + 24u + lane, last_col)) * b_col_stride;
+        min(col0 + 24u + lane, last_col)) * st.b_col;
     var c0 = vec4<f32>(0.0); var c1 = vec4<f32>(0.0); var c2 = vec4<f32>(0.0); var c3 = vec4<f32>(0.0);
     var c4 = vec4<f32>(0.0); var c5 = vec4<f32>(0.0); var c6 = vec4<f32>(0.0); var c7 = vec4<f32>(0.0);
     var c8 = vec4<f32>(0.0); var c9 = vec4<f32>(0.0); var c10 = vec4<f32>(0.0); var c11 = vec4<f32>(0.0);
@@ -58,9 +53,9 @@ fn gemm_sg8(
         let x0 = a[ia0];
         let x1 = a[ia1];
         let y = vec4<f32>(b[ib.x], b[ib.y], b[ib.z], b[ib.w]);
-        ia0 = ia0 + a_k_stride;
-        ia1 = ia1 + a_k_stride;
-        ib = ib + vec4<u32>(b_k_stride);
+        ia0 = ia0 + st.a_k;
+        ia1 = ia1 + st.a_k;
+        ib = ib + vec4<u32>(st.b_k);
         c0 = c0 + subgroupBroadcast(x0, 0u) * y;
         c1 = c1 + subgroupBroadcast(x0, 1u) * y;
         c2 = c2 + subgroupBroadcast(x0, 2u) * y;

@@ -262,13 +262,23 @@ impl OomlabApp {
             Compute::Gpu { exec: Slot::Ready(exec), .. } => {
                 exec.poll_step().map(|r| (r, exec.memory().cloned(), exec.device_figures().clone()))
             }
-            Compute::Cpu { exec: Some(exec) } if exec.running() => {
+            Compute::Cpu { exec: slot @ Some(_) } if slot.as_ref().is_some_and(|e| e.running()) => {
                 let start = clock_secs();
-                let mut out = None;
-                while out.is_none() && clock_secs() - start < CPU_SLICE_SECS {
-                    out = exec.resume(1);
-                }
-                out.map(|r| (r, exec.memory().cloned(), CpuExecutor::device_figures(exec)))
+                // A panic in the CPU backend (a bug) is reported like a failed step and the
+                // executor is dropped (it may be half-updated); the app keeps running.
+                let slice = crate::backend::catch_panic(|| {
+                    let exec = slot.as_mut()?;
+                    let mut out = None;
+                    while out.is_none() && clock_secs() - start < CPU_SLICE_SECS {
+                        out = exec.resume(1);
+                    }
+                    out.map(|r| (r, exec.memory().cloned(), CpuExecutor::device_figures(exec)))
+                });
+                slice.unwrap_or_else(|e| {
+                    *slot = None;
+                    let cpu = DeviceFigures::NotReported { reason: crate::memory::device::NOT_REPORTED_CPU.into() };
+                    Some((Err(e), None, cpu))
+                })
             }
             Compute::Worker { worker } if worker.step_in_flight() => {
                 let cpu = || DeviceFigures::NotReported { reason: crate::memory::device::NOT_REPORTED_CPU.into() };
@@ -387,5 +397,54 @@ fn clock_secs() -> f64 {
     #[cfg(target_arch = "wasm32")]
     {
         web_sys::window().and_then(|w| w.performance()).map_or(0.0, |p| p.now() / 1e3)
+    }
+}
+
+#[cfg(all(test, not(target_arch = "wasm32")))]
+mod tests {
+    use super::*;
+    use crate::plan::Op;
+
+    /// Drives `app` as frames would until no step is running (at most `frames` frames).
+    fn drive_until_idle(app: &mut OomlabApp, frames: usize) {
+        for i in 0..frames {
+            app.drive(i as f64, false);
+            if app.step_started.is_none() && !app.queued_step {
+                return;
+            }
+        }
+    }
+
+    #[test]
+    fn a_panicking_cpu_step_is_reported_and_the_next_step_runs() {
+        let mut app = OomlabApp::headless(crate::app::Settings::default());
+        app.apply_settings();
+        // An executor for a plan whose first matrix product claims a depth 4× its tensors': the
+        // CPU backend's bounds check panics in that op (a stand-in for a bug).
+        let mut broken = Plan::clone(app.derived.plan.as_ref().expect("the default plan"));
+        let product = broken.ops.iter_mut().find_map(|n| match &mut n.op {
+            Op::Matmul(m) => Some(m),
+            _ => None,
+        });
+        product.expect("a matmul").k *= 4;
+        let exec = CpuExecutor::with_budget(broken, 0, crate::backend::UNLIMITED).expect("an executor");
+        app.compute = Compute::Cpu { exec: Some(Box::new(exec)) };
+        app.drive(0.0, true);
+        assert!(app.step_started.is_some(), "the step started");
+        drive_until_idle(&mut app, 10_000);
+        let error = app.error.as_ref().map(|n| n.text(&crate::i18n::Catalog::new(crate::i18n::Lang::En)));
+        let error = error.expect("the failed step is reported");
+        assert!(error.contains("internal error") && error.contains("gemm view out of bounds"), "{error}");
+        assert!(matches!(app.compute, Compute::Cpu { exec: None }), "the broken executor is dropped");
+        assert_eq!(app.steps_done(), 0);
+        // The next step gets a fresh executor for the real plan, and trains.
+        app.drive(1.0, true);
+        drive_until_idle(&mut app, 10_000);
+        assert_eq!(
+            app.steps_done(),
+            1,
+            "{:?}",
+            app.error.as_ref().map(|n| n.text(&crate::i18n::Catalog::new(crate::i18n::Lang::En)))
+        );
     }
 }

@@ -24,6 +24,24 @@ pub enum BackendError {
     /// allocation the host refused).
     #[error("{0}")]
     HostMemory(String),
+    /// A bug in oomlab stopped the step (a panic, caught where the app drives a step so that
+    /// the app keeps running).
+    #[error("an internal error in oomlab stopped the step ({0}); please report it")]
+    Internal(String),
+}
+
+/// Runs `f`, turning a panic into [`BackendError::Internal`] with its message. Whatever `f`
+/// was working on must be dropped after an error (it may be half-updated). On wasm32 a panic
+/// aborts the instance instead (no unwinding there), so this only helps natively.
+pub fn catch_panic<T>(f: impl FnOnce() -> T) -> Result<T, BackendError> {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).map_err(|payload| {
+        let message = payload
+            .downcast_ref::<&str>()
+            .map(|s| s.to_string())
+            .or_else(|| payload.downcast_ref::<String>().cloned())
+            .unwrap_or_else(|| "a panic without a message".into());
+        BackendError::Internal(message)
+    })
 }
 
 /// A capacity that never limits: the real device's (or the host's) memory does.
@@ -178,6 +196,20 @@ mod tests {
             &techniques,
         )
         .expect("a toy plan")
+    }
+
+    #[test]
+    fn a_panic_becomes_an_internal_error_with_its_message() {
+        assert_eq!(catch_panic(|| 7).ok(), Some(7));
+        let message = |f: fn()| match catch_panic(f) {
+            Err(BackendError::Internal(m)) => m,
+            other => panic!("{other:?}"),
+        };
+        assert_eq!(message(|| panic!("gemm view out of bounds")), "gemm view out of bounds");
+        assert_eq!(message(|| panic!("index {} past the end", 9)), "index 9 past the end");
+        assert_eq!(message(|| std::panic::panic_any(42u8)), "a panic without a message");
+        let shown = BackendError::Internal("x".into()).to_string();
+        assert!(shown.contains("internal error") && shown.contains("(x)"), "{shown}");
     }
 
     #[test]

@@ -361,6 +361,7 @@ error-config = This setup cannot run: { $error }
 error-gpu = The GPU step failed: { $error }
 error-host = Host memory cannot hold this step: { $error }
 error-step = The step failed: { $error }
+error-internal = An internal error in oomlab stopped the step ({ $error }). The next step starts afresh; please report it.
 
 backend-cpu = cpu (reference)
 backend-cpu-worker = cpu (reference), in a background worker

@@ -358,6 +358,7 @@ error-config = 这一设置无法运行：{ $error }
 error-gpu = GPU 上的这一步失败了：{ $error }
 error-host = 主机内存放不下这一步：{ $error }
 error-step = 这一步失败了：{ $error }
+error-internal = oomlab 内部失败，这一步中止了（{ $error }）。下一步会重新开始；请报告这条信息。
 
 backend-cpu = CPU（参考实现）
 backend-cpu-worker = CPU（参考实现），在后台线程中运行

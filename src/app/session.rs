@@ -243,6 +243,10 @@ impl OomlabApp {
         self.training = false;
         match e {
             BackendError::OutOfMemory(oom) => self.oom = Some(oom),
+            // A bug: its message goes in the translated frame, not the library's English one.
+            BackendError::Internal(message) => {
+                self.error = Some(super::Notice::msg("error-internal", &[("error", message.into())]));
+            }
             other => {
                 let key = match &other {
                     BackendError::Config(_) => "error-config",

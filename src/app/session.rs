@@ -262,11 +262,12 @@ impl OomlabApp {
     /// Starts a step if none is running; advances or collects a running one. Never blocks: the
     /// GPU is polled, and a CPU step runs a few ops per frame (about [`CPU_SLICE_SECS`] of them).
     pub(super) fn drive(&mut self, now: f64, want_step: bool) {
+        let cpu_figures = || DeviceFigures::NotReported { reason: crate::memory::device::NOT_REPORTED_CPU.into() };
         let finished = match &mut self.compute {
             Compute::Gpu { exec: Slot::Ready(exec), .. } => {
                 exec.poll_step().map(|r| (r, exec.memory().cloned(), exec.device_figures().clone()))
             }
-            Compute::Cpu { exec: slot @ Some(_) } if slot.as_ref().is_some_and(|e| e.running()) => {
+            Compute::Cpu { exec: slot } if slot.as_ref().is_some_and(|e| e.running()) => {
                 let start = clock_secs();
                 // A panic in the CPU backend (a bug) is reported like a failed step and the
                 // executor is dropped (it may be half-updated); the app keeps running.
@@ -280,22 +281,18 @@ impl OomlabApp {
                 });
                 slice.unwrap_or_else(|e| {
                     *slot = None;
-                    let cpu = DeviceFigures::NotReported { reason: crate::memory::device::NOT_REPORTED_CPU.into() };
-                    Some((Err(e), None, cpu))
+                    Some((Err(e), None, cpu_figures()))
                 })
             }
-            Compute::Worker { worker } if worker.step_in_flight() => {
-                let cpu = || DeviceFigures::NotReported { reason: crate::memory::device::NOT_REPORTED_CPU.into() };
-                match worker.poll() {
-                    Ok(Polled::Nothing) => None,
-                    Ok(Polled::Finished(Ok((loss, memory)))) => Some((Ok(loss), memory.map(|m| *m), cpu())),
-                    Ok(Polled::Finished(Err(e))) => Some((Err(e), None, cpu())),
-                    Err(e) => {
-                        self.lose_worker(&e.to_string());
-                        None
-                    }
+            Compute::Worker { worker } if worker.step_in_flight() => match worker.poll() {
+                Ok(Polled::Nothing) => None,
+                Ok(Polled::Finished(Ok((loss, memory)))) => Some((Ok(loss), memory.map(|m| *m), cpu_figures())),
+                Ok(Polled::Finished(Err(e))) => Some((Err(e), None, cpu_figures())),
+                Err(e) => {
+                    self.lose_worker(&e.to_string());
+                    None
                 }
-            }
+            },
             _ => None,
         };
         if let Some((result, memory, device)) = finished {
@@ -409,6 +406,10 @@ mod tests {
     use super::*;
     use crate::plan::Op;
 
+    fn error_text(app: &OomlabApp) -> Option<String> {
+        app.error.as_ref().map(|n| n.text(&crate::i18n::Catalog::new(crate::i18n::Lang::En)))
+    }
+
     /// Drives `app` as frames would until no step is running (at most `frames` frames).
     fn drive_until_idle(app: &mut OomlabApp, frames: usize) {
         for i in 0..frames {
@@ -436,19 +437,13 @@ mod tests {
         app.drive(0.0, true);
         assert!(app.step_started.is_some(), "the step started");
         drive_until_idle(&mut app, 10_000);
-        let error = app.error.as_ref().map(|n| n.text(&crate::i18n::Catalog::new(crate::i18n::Lang::En)));
-        let error = error.expect("the failed step is reported");
+        let error = error_text(&app).expect("the failed step is reported");
         assert!(error.contains("internal error") && error.contains("gemm view out of bounds"), "{error}");
         assert!(matches!(app.compute, Compute::Cpu { exec: None }), "the broken executor is dropped");
         assert_eq!(app.steps_done(), 0);
         // The next step gets a fresh executor for the real plan, and trains.
         app.drive(1.0, true);
         drive_until_idle(&mut app, 10_000);
-        assert_eq!(
-            app.steps_done(),
-            1,
-            "{:?}",
-            app.error.as_ref().map(|n| n.text(&crate::i18n::Catalog::new(crate::i18n::Lang::En)))
-        );
+        assert_eq!(app.steps_done(), 1, "{:?}", error_text(&app));
     }
 }

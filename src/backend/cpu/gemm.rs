@@ -88,7 +88,7 @@ pub fn gemm<F: Real>(alpha: F, (a, ma): (&[F], Mat), (b, mb): (&[F], Mat), beta:
             let per = m.div_ceil(threads);
             c.par_chunks_mut(per * mc.rs).take(m.div_ceil(per)).enumerate().for_each(|(i, part)| {
                 let r0 = i * per;
-                let rows = per.min(m.saturating_sub(r0));
+                let rows = per.min(m - r0);
                 let sub_a = Mat { offset: ma.offset + r0 * ma.rs, rows, ..ma };
                 product(alpha, (a, sub_a), (b, mb), beta, part, Mat { offset: 0, rows, ..mc });
             });

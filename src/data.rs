@@ -33,12 +33,7 @@ impl CharTokenizer {
     /// Ids of `text`; characters not in the vocabulary are an error.
     pub fn encode(&self, text: &str) -> Result<Vec<u32>, ConfigError> {
         text.chars()
-            .map(|ch| {
-                self.chars
-                    .binary_search(&ch)
-                    .map(|i| i as u32)
-                    .map_err(|_| ConfigError::Other(format!("character {ch:?} is not in the vocabulary")))
-            })
+            .map(|ch| self.chars.binary_search(&ch).map(|i| i as u32).map_err(|_| ConfigError::NotInVocabulary(ch)))
             .collect()
     }
 
@@ -68,10 +63,7 @@ impl Dataset {
     pub fn batch(&self, shape: StepShape, seed: u64, index: u64) -> Result<Batch, ConfigError> {
         let t = shape.seq;
         if self.tokens.len() < t + 2 {
-            return Err(ConfigError::Other(format!(
-                "the corpus has {} tokens, too few for sequences of {t}",
-                self.tokens.len()
-            )));
+            return Err(ConfigError::CorpusTooShort { tokens: self.tokens.len(), seq: t });
         }
         let mut rng =
             Rng::new(seed.wrapping_mul(0x9E37_79B9).wrapping_add(index.wrapping_mul(0x2545_F491_4F6C_DD1D)) ^ 0xba7c4);
@@ -80,9 +72,8 @@ impl Dataset {
         let mut inputs = Vec::new();
         let mut targets = Vec::new();
         for v in [&mut inputs, &mut targets] {
-            rows.and_then(|n| v.try_reserve_exact(n).ok()).ok_or_else(|| {
-                ConfigError::Other(format!("a batch of {} tokens does not fit in this machine's memory", shape.rows()))
-            })?;
+            rows.and_then(|n| v.try_reserve_exact(n).ok())
+                .ok_or(ConfigError::BatchTooLargeForHost { rows: shape.rows() })?;
         }
         for _ in 0..shape.batch {
             let start = rng.below(self.tokens.len() - t - 1);
@@ -108,11 +99,11 @@ impl Batch {
         self.shape.validate(model)?;
         let n = self.shape.rows();
         if self.inputs.len() as u64 != n || self.targets.len() as u64 != n {
-            return Err(ConfigError::Other(format!(
-                "batch holds {} inputs and {} targets, expected {n}",
-                self.inputs.len(),
-                self.targets.len()
-            )));
+            return Err(ConfigError::BatchLength {
+                inputs: self.inputs.len(),
+                targets: self.targets.len(),
+                expected: n,
+            });
         }
         for (position, &id) in self.inputs.iter().chain(&self.targets).enumerate() {
             if id as usize >= model.vocab {

@@ -8,6 +8,7 @@ pub mod app;
 pub mod backend;
 pub mod data;
 pub mod dump;
+pub mod estimate;
 pub mod i18n;
 pub mod memory;
 pub mod model;

@@ -1,4 +1,4 @@
-//! The browser's CPU worker (issue 17): this crate, built a second time with SIMD (`web/build.sh`
+//! The browser's CPU worker: this crate, built a second time with SIMD (`web/build.sh`
 //! puts it in `dist/worker/`), started by `worker.js` in a module Web Worker. It answers the
 //! page's requests with [`crate::app::cpu_worker::Handler`]: the CPU backend's steps run here,
 //! off the page's thread.

@@ -19,7 +19,7 @@ fn attempt(harness: &mut Harness<'_, OomlabApp>, change: impl FnOnce(&mut Settin
     change(&mut harness.state_mut().settings);
     harness.run_steps(3);
     let before = harness.state().steps_done();
-    harness.state_mut().challenge.as_mut().expect("a challenge").last = None;
+    harness.state_mut().teaching.challenge.as_mut().expect("a challenge").last = None;
     harness.key_press(egui::Key::Space);
     for _ in 0..20_000 {
         harness.step();
@@ -28,7 +28,7 @@ fn attempt(harness: &mut Harness<'_, OomlabApp>, change: impl FnOnce(&mut Settin
         }
     }
     assert!(harness.state().steps_done() > before, "the step did not run");
-    harness.state().challenge.as_ref().and_then(|c| c.last.clone()).expect("checked")
+    harness.state().teaching.challenge.as_ref().and_then(|c| c.last.clone()).expect("checked")
 }
 
 /// A change a learner makes to the settings.
@@ -72,9 +72,9 @@ fn play(mut harness: Harness<'_, OomlabApp>) {
         harness.state_mut().settings = start.clone();
         let (passed, why) = attempt(&mut harness, pass);
         assert!(passed, "{id}: the solution failed: {why}");
-        let state = harness.state().challenge.clone().expect("a challenge");
+        let state = harness.state().teaching.challenge.clone().expect("a challenge");
         assert!(state.best.is_some_and(|(peak, _, flops)| peak > 0 && flops > 0), "{id}: no best result");
-        assert!(harness.state().challenges_done.iter().any(|d| d == id), "{id}: not remembered as done");
+        assert!(harness.state().teaching.challenges_done.iter().any(|d| d == id), "{id}: not remembered as done");
     }
 }
 

@@ -217,12 +217,12 @@ fn the_whole_app_speaks_chinese() {
     harness.get_by_label("显存溢出");
     // The plan's tensor names and op kinds ("h.0.attn.c_attn (matmul)") stay as the plan writes them.
     let names: BTreeSet<String> = {
-        let plan = harness.state().derived.plan.clone().expect("a plan");
+        let plan = harness.state().shown.derived.plan.clone().expect("a plan");
         let labels = (0..plan.ops.len()).filter_map(|i| plan.op_label(i));
         let words: Vec<String> = plan.tensors.iter().map(|t| t.name.clone()).chain(labels).collect();
         words.iter().flat_map(|w| w.split(|c: char| !c.is_ascii_alphanumeric())).map(str::to_string).collect()
     };
-    let message = harness.state().derived.predicted.clone().and_then(|p| p.err()).map(|o| o.message.clone());
+    let message = harness.state().shown.derived.predicted.clone().and_then(|p| p.err()).map(|o| o.message.clone());
     assert!(message.as_deref().is_some_and(|m| m.contains("out of memory")), "PyTorch's message stays in English");
     left.extend(leftovers(&harness, message.as_deref(), &names, &mut seen));
 
@@ -248,18 +248,18 @@ fn the_whole_app_speaks_chinese() {
     )
     .expect("fixture");
     harness.state_mut().open_snapshot_bytes("minimal_p5.pickle", &snap);
-    harness.state_mut().tab = oomlab::app::Tab::Snapshot;
+    harness.state_mut().shown.tab = oomlab::app::Tab::Snapshot;
     harness.run();
     harness.get_by_label("minimal_p5.pickle，设备 0：由 PyTorch 测得");
     let code = oomlab::i18n::Catalog::new(Lang::Zh).text("snap-how") + " minimal_p5.pickle train.py forward";
     let mut snap_names = names.clone();
     snap_names.extend(code.split(|c: char| !c.is_ascii_alphanumeric()).filter(|w| !w.is_empty()).map(str::to_string));
     left.extend(leftovers(&harness, None, &snap_names, &mut seen));
-    harness.state_mut().tab = oomlab::app::Tab::RealModels;
+    harness.state_mut().shown.tab = oomlab::app::Tab::RealModels;
     harness.run();
     // A custom GPU and an edited model keep their words in Chinese too.
-    harness.state_mut().settings.real.gpu = oomlab::memory::estimate::presets::custom_gpu(24 << 30);
-    harness.state_mut().settings.real.arch.name = "custom (llama2-7b)".into();
+    harness.state_mut().settings.estimate.gpu = oomlab::estimate::presets::custom_gpu(24 << 30);
+    harness.state_mut().settings.estimate.arch.name = "custom (llama2-7b)".into();
     harness.run();
     harness.get_by_label_contains("自定义 24.00 GiB");
     left.extend(leftovers(&harness, None, &names, &mut seen));
@@ -273,13 +273,13 @@ fn the_whole_app_speaks_chinese() {
         harness.state_mut().open_chapter(i);
         harness.run();
         // A chapter that runs out of memory shows PyTorch's message, which stays in English.
-        let message = harness.state().derived.predicted.clone().and_then(|p| p.err()).map(|o| o.message.clone());
+        let message = harness.state().shown.derived.predicted.clone().and_then(|p| p.err()).map(|o| o.message.clone());
         left.extend(leftovers(&harness, message.as_deref(), &names, &mut seen));
         harness.state_mut().reveal();
         harness.run_steps(300);
         left.extend(leftovers(&harness, message.as_deref(), &names, &mut seen));
     }
-    harness.state_mut().lesson = None;
+    harness.state_mut().teaching.lesson = None;
     harness.run();
     // The challenges: each started and checked against a step.
     harness.get_by_label("挑战").click();
@@ -300,7 +300,7 @@ fn the_whole_app_speaks_chinese() {
     harness.run();
     left.extend(leftovers(&harness, None, &names, &mut seen));
     harness.get_by_label_contains("链接中有 oomlab 不认识的控件（x_9）");
-    harness.state_mut().restrictions = Default::default();
+    harness.state_mut().teaching.restrictions = Default::default();
     assert!(seen.len() > 100, "the sweep saw only {} texts", seen.len());
     assert!(left.is_empty(), "English left in the Chinese app:\n{}", left.join("\n"));
 

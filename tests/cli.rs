@@ -381,14 +381,14 @@ fn estimate_json_has_the_issue_keys_and_agrees_with_the_library() {
     assert!(max >= 8 && j["fits"] == true, "{j}");
     assert_eq!(j["tokens_per_step"], 8 * 4096 * 8);
     // The same from the library.
-    let arch = oomlab::memory::estimate::presets::model("llama2-7b").expect("preset");
-    let gpu = oomlab::memory::estimate::presets::gpu("a100-80").expect("gpu");
-    let mut s = oomlab::memory::estimate::Setup::new(arch, gpu, 8, 4096);
-    s.parallel = oomlab::memory::estimate::Parallel { data: 8, tensor: 8, sequence: true, zero: 3 };
+    let arch = oomlab::estimate::presets::model("llama2-7b").expect("preset");
+    let gpu = oomlab::estimate::presets::gpu("a100-80").expect("gpu");
+    let mut s = oomlab::estimate::Setup::new(arch, gpu, 8, 4096);
+    s.parallel = oomlab::estimate::Parallel { data: 8, tensor: 8, sequence: true, zero: 3 };
     s.checkpoint = oomlab::plan::Checkpoint::Selective;
-    let e = oomlab::memory::estimate::estimate(&s).expect("estimate");
+    let e = oomlab::estimate::estimate(&s).expect("estimate");
     assert_eq!(j["peak_bytes"].as_u64(), Some(e.peak_bytes));
-    assert_eq!(oomlab::memory::estimate::max_micro_batch(&s).expect("max"), max);
+    assert_eq!(oomlab::estimate::max_micro_batch(&s).expect("max"), max);
 }
 
 #[test]

@@ -5,7 +5,7 @@
 #[cfg(target_arch = "wasm32")]
 use wasm_bindgen_test::wasm_bindgen_test as test;
 
-use oomlab::memory::estimate::{
+use oomlab::estimate::{
     self, Adapters, Architecture, CUDA_CONTEXT_BYTES, Estimate, FRAGMENTATION_PERCENT, Offload, Optimizer, Parallel,
     Setup, StatePrecision, claims, cublas_workspace_bytes, max_micro_batch, presets, zero_model_states,
 };

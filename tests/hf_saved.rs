@@ -9,7 +9,7 @@
 
 use std::process::Command;
 
-use oomlab::memory::estimate::{self, Part, Runtime, Setup, presets, saved_outside, saved_per_layer};
+use oomlab::estimate::{self, Part, Runtime, Setup, presets, saved_outside, saved_per_layer};
 use serde_json::Value;
 
 fn fixture() -> Value {
@@ -161,11 +161,11 @@ fn a_measurement_replaces_the_assumption() {
     assert!(line(&after, "fragmentation").source.english().contains("measured on your GPU (12.5 %"));
     // In a shared link: the app's settings carry the real-model setup.
     let mut settings = oomlab::app::settings::Settings::default();
-    settings.real.0 = s.clone();
+    settings.estimate.0 = s.clone();
     let (back, notice) = oomlab::app::settings::Settings::from_url_hash(&settings.to_url_hash(), 65);
     assert!(notice.is_none(), "the link reads back without a notice");
-    assert_eq!(back.real.measured, s.measured);
-    assert_eq!(back.real.runtime, s.runtime);
+    assert_eq!(back.estimate.measured, s.measured);
+    assert_eq!(back.estimate.runtime, s.runtime);
     s.measured.fragmentation_percent = Some(f64::NAN);
     assert!(estimate::estimate(&s).is_err());
 }
@@ -222,15 +222,15 @@ fn unchosen_shows_both() {
 fn the_view_shows_both_profiles_and_the_saved_tensors() {
     use egui_kittest::Harness;
     use egui_kittest::kittest::Queryable;
-    use oomlab::app::real::{RealDerived, RealSettings, view};
+    use oomlab::app::estimate_view::{EstimateDerived, EstimateSettings, view};
     use oomlab::i18n::{Catalog, Lang};
     // GPT-2 small, fp32, micro-batch 11 of 512 on a T4: fits with fused kernels, not HF eager.
     let mut s = gpt2(11, 512, Runtime::Fused);
     s.runtime = None;
     s.gpu = presets::gpu("t4").expect("t4");
     s.precision = estimate::StatePrecision::Fp32;
-    let real = RealSettings(s.clone());
-    let derived = RealDerived::new(&real);
+    let real = EstimateSettings(s.clone());
+    let derived = EstimateDerived::new(&real);
     let e = derived.estimate.clone().expect("estimate");
     let other = derived.runtime.as_ref().and_then(|r| r.other.clone()).expect("HF eager beside it");
     assert!(e.fits() && !other.fits, "the case parts the profiles");
@@ -238,7 +238,7 @@ fn the_view_shows_both_profiles_and_the_saved_tensors() {
     // The app's own fonts (its Latin subset has the sources' arrows and math; the CJK one).
     let fonts = || oomlab::app::fonts::definitions(oomlab::app::fonts::embedded_cjk());
     // Fonts take effect from the next frame: the first frame only installs them.
-    let shown = |t: &Catalog, real: &RealSettings, d: &RealDerived, ui: &mut egui::Ui| {
+    let shown = |t: &Catalog, real: &EstimateSettings, d: &EstimateDerived, ui: &mut egui::Ui| {
         if ui.ctx().cumulative_frame_nr() == 0 {
             ui.ctx().set_fonts(fonts());
         } else {
@@ -252,8 +252,8 @@ fn the_view_shows_both_profiles_and_the_saved_tensors() {
 
     let mut chosen = s.clone();
     chosen.runtime = Some(Runtime::HfEager);
-    let real = RealSettings(chosen);
-    let derived = RealDerived::new(&real);
+    let real = EstimateSettings(chosen);
+    let derived = EstimateDerived::new(&real);
     assert!(derived.runtime.as_ref().is_some_and(|r| r.other.is_none()), "a chosen profile shows alone");
     for lang in [Lang::En, Lang::Zh] {
         let t = Catalog::new(lang);

@@ -20,7 +20,7 @@ use oomlab::plan::{AttentionKind, Category, Checkpoint, Phase, Precision};
 const VOCAB: usize = 58;
 
 fn peak(s: &Settings) -> oomlab::memory::StepMemory {
-    simulate(&s.plan(VOCAB).expect("a plan"), u64::MAX / 4).expect("fits without a budget")
+    simulate(&s.plan(VOCAB).expect("a plan"), oomlab::memory::Budget::Unlimited).expect("fits without a budget")
 }
 
 /// The chapter's answer, computed here from the plan without the lessons' code.
@@ -61,10 +61,10 @@ fn expected(id: &str, s: &Settings) -> Result<f64, usize> {
         }
         "real" => {
             let states = |zero: u8| {
-                let mut setup = s.real.0.clone();
+                let mut setup = s.estimate.0.clone();
                 setup.parallel.zero = zero;
                 setup.parallel.data = 8;
-                let e = oomlab::memory::estimate::estimate(&setup).expect("an estimate");
+                let e = oomlab::estimate::estimate(&setup).expect("an estimate");
                 ["parameters", "gradients", "optimizer_state", "master_weights"].iter().map(|c| e.get(c)).sum::<u64>()
             };
             Ok(states(0) as f64 / states(3) as f64)
@@ -103,8 +103,8 @@ fn walk(lang: Lang) {
             harness.get_by_label(if lang == Lang::Zh { "下一章 ›" } else { "Next ›" }).click();
             harness.run();
         }
-        assert_eq!(harness.state().lesson.as_ref().map(|l| l.chapter), Some(i));
-        assert_eq!(harness.state().tab, chapter.tab, "{}", chapter.id);
+        assert_eq!(harness.state().teaching.lesson.as_ref().map(|l| l.chapter), Some(i));
+        assert_eq!(harness.state().shown.tab, chapter.tab, "{}", chapter.id);
         // The highlighted widget exists and is on screen.
         let rect = views::marked(&harness.ctx, chapter.target)
             .unwrap_or_else(|| panic!("{}: no {}", chapter.id, chapter.target));
@@ -126,7 +126,7 @@ fn walk(lang: Lang) {
         harness.get_by_label(if lang == Lang::Zh { "揭晓答案" } else { "Reveal" }).click();
         // The reveal runs a real step over frames.
         harness.run_steps(300);
-        let verdict = harness.state().lesson.as_ref().and_then(|l| l.verdict.clone()).expect("revealed");
+        let verdict = harness.state().teaching.lesson.as_ref().and_then(|l| l.verdict.clone()).expect("revealed");
         match (verdict, want) {
             (Verdict::Ratio { answer, close, .. }, Ok(w)) => {
                 assert!((answer - w).abs() < 1e-12, "{}: {answer} vs {w}", chapter.id);
@@ -138,7 +138,7 @@ fn walk(lang: Lang) {
         harness.state_mut().guess(right);
         harness.state_mut().reveal();
         harness.run_steps(300);
-        let verdict = harness.state().lesson.as_ref().and_then(|l| l.verdict.clone()).expect("revealed");
+        let verdict = harness.state().teaching.lesson.as_ref().and_then(|l| l.verdict.clone()).expect("revealed");
         assert!(
             matches!(verdict, Verdict::Ratio { close: true, .. } | Verdict::Choice { right: true, .. }),
             "{}",
@@ -154,7 +154,7 @@ fn walk(lang: Lang) {
         // The reveal ran a real step: the allocator's account equals the plan's, or the step ran
         // out of memory as the plan said it would.
         assert!(harness.state().is_idle(), "{}: the step did not finish", chapter.id);
-        let predicted = match harness.state().derived.predicted.clone().expect("a plan") {
+        let predicted = match harness.state().shown.derived.predicted.clone().expect("a plan") {
             Ok(p) => p,
             Err(_) => {
                 assert!(harness.state().steps_done() == 0, "{}: a step that does not fit ran", chapter.id);
@@ -180,7 +180,7 @@ fn walk(lang: Lang) {
     assert!(harness.query_by_label(if lang == Lang::Zh { "关闭课程" } else { "Close the lessons" }).is_some());
     harness.get_by_label(if lang == Lang::Zh { "关闭课程" } else { "Close the lessons" }).click();
     harness.run();
-    assert!(harness.state().lesson.is_none());
+    assert!(harness.state().teaching.lesson.is_none());
 }
 
 #[test]

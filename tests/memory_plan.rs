@@ -182,7 +182,7 @@ fn the_apps_sweep_has_every_batch_size_and_survives_a_batch_drag() {
     let vocab = 65;
     let overlay = Techniques { accum: 4, ..Techniques::default() };
     let s1 = Settings { budget_bytes: 64 << 20, overlays: vec![overlay], ..Settings::default() };
-    let d1 = Derived::new(&s1, vocab);
+    let mut d1 = Derived::new(&s1, vocab);
     let batches: Vec<usize> = d1.sweep[0].points.iter().map(|(b, _)| *b).collect();
     assert_eq!(batches, (1..=MAX_BATCH).collect::<Vec<_>>(), "every batch size, in order");
     let overlay_batches: Vec<usize> = d1.sweep[1].points.iter().map(|(b, _)| *b).collect();
@@ -204,10 +204,10 @@ fn the_apps_sweep_has_every_batch_size_and_survives_a_batch_drag() {
     // Only the batch changes: the same sweep is kept (the same buffer, not a recomputed copy).
     let kept = d1.sweep.as_ptr();
     let s2 = Settings { batch: 40, ..s1.clone() };
-    let d2 = Derived::reusing(&s2, vocab, Some((&s1, d1)));
+    let mut d2 = Derived::reusing(&s2, vocab, Some((&s1, &mut d1)));
     assert_eq!(d2.sweep.as_ptr(), kept);
     // The budget changes: predicted again, and the out-of-memory batch moves.
     let s3 = Settings { budget_bytes: 256 << 20, ..s2.clone() };
-    let d3 = Derived::reusing(&s3, vocab, Some((&s2, d2)));
+    let d3 = Derived::reusing(&s3, vocab, Some((&s2, &mut d2)));
     assert!(d3.sweep[0].first_oom().is_none_or(|b| b > oom));
 }

@@ -6,7 +6,7 @@
 #[cfg(target_arch = "wasm32")]
 use wasm_bindgen_test::wasm_bindgen_test as test;
 
-use oomlab::memory::estimate::{self, Architecture, EstimateError, Setup};
+use oomlab::estimate::{self, Architecture, EstimateError, Setup};
 use oomlab::memory::formula::activation_peak_bytes;
 use oomlab::memory::{simulate, simulate_peak};
 use oomlab::model::init::Rng;

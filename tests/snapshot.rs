@@ -321,7 +321,7 @@ fn the_app_shows_a_snapshot() {
         .build_ui_state(|ui, app: &mut OomlabApp| app.show(ui), OomlabApp::headless(Settings::default()));
     harness.run();
     harness.state_mut().open_snapshot_bytes("minimal_p5.pickle", &fixture("minimal_p5.pickle"));
-    harness.state_mut().tab = Tab::Snapshot;
+    harness.state_mut().shown.tab = Tab::Snapshot;
     harness.run();
     harness.get_by_label("minimal_p5.pickle, device 0: measured by PyTorch");
     harness.get_by_label("Out of memory");
@@ -343,13 +343,13 @@ fn the_app_shows_a_snapshot() {
 
     // The Export row's button writes the toy's step; the tab reads it back.
     let dir = tempfile::tempdir().expect("tempdir");
-    harness.state_mut().export_dir = Some(dir.path().to_path_buf());
+    harness.state_mut().chrome.export_dir = Some(dir.path().to_path_buf());
     harness.get_by_label("PyTorch snapshot").click();
     harness.run();
     let written = std::fs::read(dir.path().join("oomlab-step.pickle")).expect("exported");
     let s = read::from_bytes(&written).expect("a snapshot");
     replay::check_consistency(&s).expect("consistent");
-    let predicted = harness.state().derived.predicted.clone().expect("a prediction").expect("fits");
+    let predicted = harness.state().shown.derived.predicted.clone().expect("a prediction").expect("fits");
     assert_eq!(replay::replay(&s, 0, 0).peak_reserved as u64, predicted.peak_reserved_bytes());
 
     // From a path, on its thread.

@@ -22,7 +22,7 @@ fn a_teacher_link_locks_hides_and_opens_a_chapter() {
     harness.state_mut().apply_teacher_link("#lock=batch,budget&hide=checkpointing,precision,nonsense&lesson=2");
     harness.run();
     // The chapter it names is open (counted from 1).
-    assert_eq!(harness.state().lesson.as_ref().map(|l| l.chapter), Some(1));
+    assert_eq!(harness.state().teaching.lesson.as_ref().map(|l| l.chapter), Some(1));
     // Hidden: not drawn. Locked: drawn, disabled.
     assert!(harness.query_by_label("checkpointing").is_none() && harness.query_by_label("precision").is_none());
     harness.get_by_label("attention");
@@ -66,8 +66,8 @@ fn share_this_setup_round_trips() {
     // A fresh app opened with the link shows the same.
     let mut student = OomlabApp::headless(settings_from(&link));
     student.apply_teacher_link(&link);
-    assert_eq!(student.restrictions.locked, vec![Control::Batch, Control::Model]);
-    assert_eq!(student.lesson.as_ref().map(|l| l.chapter), Some(3));
+    assert_eq!(student.teaching.restrictions.locked, vec![Control::Batch, Control::Model]);
+    assert_eq!(student.teaching.lesson.as_ref().map(|l| l.chapter), Some(3));
 }
 
 fn settings_from(link: &str) -> Settings {

@@ -36,7 +36,7 @@ fn toy_plan(batch: usize) -> Plan {
 fn device_for(memory: &StepMemory) -> DeviceMemory {
     // The segments at the end of the step: what the driver holds after it.
     let last = memory.timeline.last().and_then(|p| p.op);
-    let segments = oomlab::memory::map::segments_at(&memory.events, last);
+    let segments = memory.segments_at(last);
     let mut offset = 0;
     let mut allocations = vec![DeviceAllocation { name: "unused binding".into(), size_bytes: 4096, offset_bytes: 0 }];
     offset += 4096;
@@ -148,7 +148,7 @@ fn allocator_map_summarises_segments_at_the_peak() {
     xdg();
     let mut harness = Harness::builder()
         .with_size([900.0, 200.0])
-        .build_ui(|ui| views::allocator_map(ui, &en, &plan, &memory, point.op, None));
+        .build_ui(|ui| views::allocator_map(ui, &en, &plan, &memory, Source::Predicted, point.op, None));
     harness.get_by_label_contains(&format!("{} reserved", format_bytes(point.reserved_bytes)));
     harness.get_by_label_contains(&format!("{} allocated", format_bytes(point.allocated_bytes)));
     harness.get_by_label_contains("largest free block");
@@ -165,7 +165,7 @@ fn allocator_map_draws_the_drivers_blocks() {
     let device = device_for(&memory);
     let mut harness = Harness::builder()
         .with_size([900.0, 300.0])
-        .build_ui(|ui| views::allocator_map(ui, &en, &plan, &memory, None, Some(&device)));
+        .build_ui(|ui| views::allocator_map(ui, &en, &plan, &memory, Source::Allocator, None, Some(&device)));
     harness.get_by_label_contains("device (driver report): 1 memory block(s) of 64.00 MiB");
     snapshot(&mut harness, "allocator_map_device");
 }
@@ -214,7 +214,7 @@ fn the_app_runs_a_step_and_a_suggestion_applies() {
     // The CPU step runs a few ops per frame (the UI never freezes): give it the frames.
     harness.run_steps(200);
     assert!(harness.state().is_idle(), "the step finished");
-    let predicted = harness.state().derived.predicted.clone().expect("a plan").expect("fits");
+    let predicted = harness.state().shown.derived.predicted.clone().expect("a plan").expect("fits");
     let total = format_bytes(predicted.peak_allocated_bytes());
     assert_eq!(harness.get_all_by_label(&total).count(), 2, "measured = predicted after a real step");
     harness.get_by_label("Training").click();
@@ -252,7 +252,7 @@ fn the_app_trains_on_the_gpu_without_blocking_a_frame() {
     harness.get_by_label("Training").click();
     harness.run_steps(2);
     harness.get_by_label_contains("Step 1: loss");
-    let predicted = harness.state().derived.predicted.clone().expect("a plan").expect("fits");
+    let predicted = harness.state().shown.derived.predicted.clone().expect("a plan").expect("fits");
     let total = format_bytes(predicted.peak_allocated_bytes());
     harness.get_by_label("Breakdown").click();
     harness.run_steps(2);
@@ -349,13 +349,13 @@ fn real_models_view_estimates_and_checks_claims() {
     harness.run();
     harness.get_by_label("Real models").click();
     harness.run();
-    let e = harness.state().real.estimate.clone().expect("the default estimates");
+    let e = harness.state().shown.estimate.estimate.clone().expect("the default estimates");
     assert!(e.fits());
     harness.get_by_label_contains(&format!("fits: {} of", format_bytes(e.peak_bytes)));
     harness.get_by_label_contains("LLaMA-2 7B: 6,738,415,616 parameters");
     let en = Catalog::new(Lang::En);
     for l in &e.lines {
-        let name = oomlab::app::real::line_name(&en, l.category);
+        let name = oomlab::app::estimate_view::line_name(&en, l.category);
         assert!(harness.query_all_by_label(&name).count() >= 1, "{name}");
     }
     assert!(harness.query_all_by_label_contains("Korthikanti et al. 2022").count() >= 2, "the source and the claim");
@@ -363,13 +363,14 @@ fn real_models_view_estimates_and_checks_claims() {
     assert!(harness.get_all_by_label("breaks").count() >= 3);
     snapshot(&mut harness, "real_models");
     // The table alone: each category with its bytes.
-    let real = oomlab::app::real::RealSettings::default();
-    let derived = oomlab::app::real::RealDerived::new(&real);
-    let mut table =
-        Harness::builder().with_size([1100.0, 700.0]).build_ui(|ui| oomlab::app::real::view(ui, &en, &real, &derived));
+    let real = oomlab::app::estimate_view::EstimateSettings::default();
+    let derived = oomlab::app::estimate_view::EstimateDerived::new(&real);
+    let mut table = Harness::builder()
+        .with_size([1100.0, 700.0])
+        .build_ui(|ui| oomlab::app::estimate_view::view(ui, &en, &real, &derived));
     table.run();
     for l in &e.lines {
-        let name = oomlab::app::real::line_name(&en, l.category);
+        let name = oomlab::app::estimate_view::line_name(&en, l.category);
         assert!(table.query_all_by_label(&name).count() >= 1, "{name}");
         assert!(table.query_all_by_label(&format_bytes(l.bytes)).count() >= 1, "{} bytes", l.category);
     }
@@ -377,25 +378,25 @@ fn real_models_view_estimates_and_checks_claims() {
     table.get_by_label(&format_bytes(e.get("activations")));
     // The estimate's export: the CLI's JSON document, with the same numbers.
     let dir = tempfile::tempdir().expect("tempdir");
-    harness.state_mut().export_dir = Some(dir.path().to_path_buf());
+    harness.state_mut().chrome.export_dir = Some(dir.path().to_path_buf());
     harness.get_by_label("estimate JSON").click();
     harness.run();
     let text = std::fs::read_to_string(dir.path().join("oomlab-estimate.json")).expect("exported");
     let doc: serde_json::Value = serde_json::from_str(&text).expect("JSON");
     assert_eq!(doc["peak_bytes"], e.peak_bytes);
     assert_eq!(doc["per_gpu_bytes"]["activations"], e.get("activations"));
-    assert_eq!(doc["max_micro_batch"], harness.state().real.max_micro_batch);
+    assert_eq!(doc["max_micro_batch"], harness.state().shown.estimate.max_micro_batch);
     // ZeRO off: full Adam training of 7B does not fit on one A100 80 GB.
-    let toy_plan_before = harness.state().derived.plan.clone().expect("plan");
-    harness.state_mut().settings.real.parallel.zero = 0;
-    harness.state_mut().settings.real.parallel.data = 1;
+    let toy_plan_before = harness.state().shown.derived.plan.clone().expect("plan");
+    harness.state_mut().settings.estimate.parallel.zero = 0;
+    harness.state_mut().settings.estimate.parallel.data = 1;
     harness.run();
     harness.get_by_label_contains("out of memory: needs");
-    assert_eq!(harness.state().real.max_micro_batch, 0);
-    let toy_plan_after = harness.state().derived.plan.clone().expect("plan");
+    assert_eq!(harness.state().shown.estimate.max_micro_batch, 0);
+    let toy_plan_after = harness.state().shown.derived.plan.clone().expect("plan");
     assert!(std::sync::Arc::ptr_eq(&toy_plan_before, &toy_plan_after), "the toy is not rebuilt");
     // An impossible configuration says why.
-    harness.state_mut().settings.real.parallel.tensor = 3;
+    harness.state_mut().settings.estimate.parallel.tensor = 3;
     harness.run();
     harness.get_by_label_contains("cannot be estimated: tensor parallelism 3");
 }
@@ -467,17 +468,17 @@ fn the_language_is_remembered_and_a_link_wins() {
     let mut app = OomlabApp::headless(Settings::default());
     let mut storage = Memory::default();
     app.save(&mut storage);
-    assert_eq!(OomlabApp::stored_lang(&storage), Some(Lang::En));
+    assert_eq!(oomlab::app::chrome::Chrome::stored_lang(&storage), Some(Lang::En));
     app.set_lang(Lang::Zh);
     app.save(&mut storage);
-    assert_eq!(OomlabApp::stored_lang(&storage), Some(Lang::Zh));
-    let stored = OomlabApp::stored_lang(&storage);
+    assert_eq!(oomlab::app::chrome::Chrome::stored_lang(&storage), Some(Lang::Zh));
+    let stored = oomlab::app::chrome::Chrome::stored_lang(&storage);
     assert_eq!(choose_lang(None, stored, Some(Lang::En)), Lang::Zh, "remembered over the system's");
     assert_eq!(choose_lang(Some(Lang::En), stored, None), Lang::En, "a link over the remembered");
     assert_eq!(choose_lang(None, None, Some(Lang::Zh)), Lang::Zh, "the system's (LANG, navigator.language)");
     assert_eq!(choose_lang(None, None, None), Lang::En);
     // The challenges passed are remembered beside it.
-    app.challenges_done = vec!["halve".into()];
+    app.teaching.challenges_done = vec!["halve".into()];
     app.save(&mut storage);
     let done: Option<Vec<String>> = eframe::get_value(&storage, "challenges_done");
     assert_eq!(done, Some(vec!["halve".to_string()]));

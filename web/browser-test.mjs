@@ -17,6 +17,8 @@
 //            app must apply it, draw the locked controls disabled and the hidden ones not at all
 //            (its log of the drawn widgets), and say what it ignored; screenshot
 //            target/browser-teacher.png.
+// In webgpu and webgl modes the page opens on the allocator map (`#tab=allocator`), which must log
+// a non-empty list of live segments after the steps.
 // In webgl mode a PyTorch memory snapshot (tests/fixtures/snapshot/minimal_p5.pickle) is also
 // dropped on the page, then another chosen with the tab's file picker: each must open in the
 // Snapshot tab (screenshot target/browser-webgl.png).
@@ -74,7 +76,9 @@ try {
   };
   // OOMLAB_BROWSER_STEPS=N trains N steps (a benchmark of the step time; the test needs 2).
   const steps = Number(process.env.OOMLAB_BROWSER_STEPS || 2);
-  const hash = (hashes[mode] || "#train=2").replace("train=2", `train=${steps}`);
+  // webgpu and webgl open on the allocator map (`tab=allocator`): it must draw the live
+  // segments after the real steps (the app logs what each view draws when it changes).
+  const hash = (hashes[mode] || "#train=2&tab=allocator").replace("train=2", `train=${steps}`);
   await page.goto(`${origin}/${hash}`);
   const deadline = Date.now() + 240_000;
   while (Date.now() < deadline && !lines.some((l) => l.includes(`oomlab: step ${steps} on`))) {
@@ -123,8 +127,20 @@ try {
     while (Date.now() < until && !lines.some((l) => l.includes("oomlab: showing"))) await page.waitForTimeout(250);
   }
   const shown = lines.find((l) => l.includes("oomlab: showing"));
+  // The allocator map as drawn now (the app logs a view's record each time it changes, so the
+  // last line is the current one): the allocator's segments from the real steps, a non-empty
+  // list whose sizes add up to the map's totals (the line's JSON is the view's own record).
+  const mapLine = lines.findLast((l) => l.includes("oomlab: allocator-map drawn: "));
+  let map = null;
+  try { map = mapLine && JSON.parse(mapLine.slice(mapLine.indexOf("drawn: ") + 7)).allocator_map; } catch { map = null; }
+  const mapOk = !!map && map.source === "allocator" && map.segments.length > 0 &&
+    map.segments.reduce((a, s) => a + s.size_bytes, 0) === map.reserved_bytes &&
+    map.segments.reduce((a, s) => a + s.allocated_bytes, 0) === map.allocated_bytes && map.allocated_bytes > 0;
+  if (map) console.log(`allocator map after ${steps} steps (${map.source}): ${map.segments.length} segments, ${map.reserved_bytes} bytes reserved, ${map.allocated_bytes} allocated, at ${map.op}`);
   const fetchedFont = requested.includes(fontFile);
   if (!step) why = "no second training step";
+  else if ((mode === "webgpu" || mode === "webgl") && !mapOk)
+    why = `the allocator map drew no live segments after the step: ${mapLine}`;
   else if (mode === "zh" && !fetchedFont) why = "the Chinese font was not fetched";
   else if (mode === "zh" && !shown?.includes("showing 简体中文; characters of its catalog missing from the fonts: 0 "))
     why = `the app did not show Chinese with every glyph: ${shown}`;

@@ -5,11 +5,11 @@
 //! are remembered, and a challenge travels in a link (`challenge=<id>`). The words are catalog
 //! messages (`challenge-<id>-title`, `-goal`, `-pass`, `-fail`).
 
-use super::OomlabApp;
 use super::settings::{ModelDims, Preset, Settings};
+use super::teaching::Teaching;
 use super::views::size;
 use crate::i18n::Catalog;
-use crate::memory::{StepMemory, simulate};
+use crate::memory::{Budget, StepMemory, simulate};
 use crate::plan::{AttentionKind, Checkpoint, Precision};
 
 /// What a check reads: the executed step and what it was started from.
@@ -60,7 +60,7 @@ fn tiny() -> ModelDims {
 /// The peak of `s` as the plan predicts it with no budget.
 fn predicted_peak(s: &Settings, vocab: usize) -> Option<u64> {
     let plan = s.plan(vocab).ok()?;
-    Some(simulate(&plan, u64::MAX / 4).ok()?.peak_allocated_bytes())
+    Some(simulate(&plan, Budget::Unlimited).ok()?.peak_allocated_bytes())
 }
 
 /// Whether `s` fits its budget, by the plan.
@@ -150,31 +150,30 @@ pub struct ChallengeState {
     pub goal: Option<(crate::i18n::Lang, String)>,
 }
 
-impl OomlabApp {
-    /// Starts challenge `index` from its setup.
-    pub fn start_challenge(&mut self, index: usize) {
+impl Teaching {
+    /// Starts challenge `index` from its setup (written into `settings`).
+    pub fn start_challenge(&mut self, index: usize, settings: &mut Settings) {
         let all = challenges();
         let Some(c) = all.get(index) else { return };
-        (c.start)(&mut self.settings);
+        (c.start)(settings);
         self.lesson = None;
-        self.challenge =
-            Some(ChallengeState { index, start: self.settings.clone(), last: None, best: None, goal: None });
+        self.challenge = Some(ChallengeState { index, start: settings.clone(), last: None, best: None, goal: None });
     }
 
-    /// Checks the active challenge against the step that just executed (`session` calls it).
-    pub(super) fn check_challenge(&mut self, secs: f64) {
-        let vocab = self.dataset.tokenizer.vocab_size();
-        let (Some(state), Some(memory)) = (&mut self.challenge, &self.measured) else { return };
+    /// Checks the active challenge against the step that just executed with `settings`: the
+    /// allocator's account of it (`memory`) and its time.
+    pub fn check_challenge(&mut self, settings: &Settings, memory: &StepMemory, secs: f64, t: &Catalog, vocab: usize) {
+        let Some(state) = &mut self.challenge else { return };
         let all = challenges();
         let c = &all[state.index];
-        let run = Run { settings: &self.settings, memory, start: &state.start, vocab };
-        let check = (c.check)(&run, &self.catalog);
+        let run = Run { settings, memory, start: &state.start, vocab };
+        let check = (c.check)(&run, t);
         let args: Vec<(&str, fluent_bundle::FluentValue<'_>)> =
             check.args.iter().map(|(k, v)| (*k, v.as_str().into())).collect();
         let key = format!("challenge-{}-{}", c.id, if check.passed { "pass" } else { "fail" });
-        state.last = Some((check.passed, self.catalog.format(&key, &args)));
-        let tokens = (self.settings.batch * self.settings.seq) as f64 / secs.max(1e-9);
-        let flops = run.flops(&self.settings);
+        state.last = Some((check.passed, t.format(&key, &args)));
+        let tokens = (settings.batch * settings.seq) as f64 / secs.max(1e-9);
+        let flops = run.flops(settings);
         let peak = memory.peak_allocated_bytes();
         if check.passed && state.best.is_none_or(|(p, _, _)| peak < p) {
             state.best = Some((peak, tokens, flops));
@@ -185,11 +184,9 @@ impl OomlabApp {
     }
 
     /// The challenges panel: the list, and the active one's goal, check and best result.
-    pub(super) fn challenges_panel(&mut self, ui: &mut egui::Ui) {
+    pub fn challenges_panel(&mut self, ui: &mut egui::Ui, t: &Catalog, settings: &mut Settings, vocab: usize) {
         let all = challenges();
-        let vocab = self.dataset.tokenizer.vocab_size();
         let mut start = None;
-        let t = &self.catalog;
         if ui.button(t.text("challenges-close")).clicked() {
             self.show_challenges = false;
             self.challenge = None;
@@ -244,7 +241,7 @@ impl OomlabApp {
             ui.add(egui::TextEdit::multiline(&mut link.as_str()).desired_rows(2).desired_width(f32::INFINITY));
         }
         if let Some(i) = start {
-            self.start_challenge(i);
+            self.start_challenge(i, settings);
         }
     }
 }

@@ -2,239 +2,231 @@
 
 use egui::RichText;
 
-use super::OomlabApp;
-use super::settings::{BUDGET_PRESETS, MAX_BATCH, Preset};
-use super::teacher::Control;
+use super::run::Engine;
+use super::settings::{BUDGET_PRESETS, MAX_BATCH, Preset, Settings};
+use super::teacher::{Control, Restrictions};
 use super::views::Suggestion;
-use crate::plan::{AttentionKind, Checkpoint, OptimizerKind, Precision, Techniques};
+use crate::i18n::Catalog;
+use crate::plan::{AttentionKind, Checkpoint, OptimizerKind, Precision, Techniques, micro_batch};
 
-impl OomlabApp {
-    pub(super) fn suggestions(&self) -> Vec<Suggestion> {
-        let s = &self.settings;
-        let mut out = Vec::new();
-        if s.checkpoint == Checkpoint::Off {
-            out.push(Suggestion::Checkpointing);
-        }
-        let fused = Techniques { attention: AttentionKind::Fused, checkpoint: Checkpoint::Off, ..s.techniques() };
-        if s.attention == AttentionKind::Standard
-            && fused.validate(&s.model(self.dataset.tokenizer.vocab_size())).is_ok()
-        {
-            out.push(Suggestion::FusedAttention);
-        }
-        if s.micro_batch() >= 2 && s.micro_batch().is_multiple_of(2) {
-            out.push(Suggestion::Accumulation);
-        }
-        if s.precision == Precision::Fp32 {
-            out.push(Suggestion::MixedPrecision);
-        }
-        if s.batch > 1 {
-            out.push(Suggestion::SmallerBatch);
-        }
-        // A teacher link's locked or hidden controls are not offered as fixes.
-        out.retain(|s| {
-            self.restrictions.allows(match s {
-                Suggestion::Checkpointing => Control::Checkpointing,
-                Suggestion::FusedAttention => Control::Attention,
-                Suggestion::Accumulation => Control::Accumulation,
-                Suggestion::MixedPrecision => Control::Precision,
-                Suggestion::SmallerBatch => Control::Batch,
-            })
-        });
-        out
+/// The fixes the OOM panel offers for `s`: those that apply, and that a teacher link allows.
+pub fn suggestions(s: &Settings, vocab: usize, restrictions: &Restrictions) -> Vec<Suggestion> {
+    let mut out = Vec::new();
+    if s.checkpoint == Checkpoint::Off {
+        out.push(Suggestion::Checkpointing);
     }
-
-    /// Applies a suggestion from the OOM panel.
-    pub fn apply_suggestion(&mut self, s: Suggestion) {
-        self.settings.apply(s);
+    let fused = Techniques { attention: AttentionKind::Fused, checkpoint: Checkpoint::Off, ..s.techniques() };
+    if s.attention == AttentionKind::Standard && fused.validate(&s.model(vocab)).is_ok() {
+        out.push(Suggestion::FusedAttention);
     }
+    // Accumulation doubles: the micro-batch must split in two.
+    if micro_batch(s.batch, s.accum).is_ok_and(|m| micro_batch(m, 2).is_ok()) {
+        out.push(Suggestion::Accumulation);
+    }
+    if s.precision == Precision::Fp32 {
+        out.push(Suggestion::MixedPrecision);
+    }
+    if s.batch > 1 {
+        out.push(Suggestion::SmallerBatch);
+    }
+    // A teacher link's locked or hidden controls are not offered as fixes.
+    out.retain(|s| {
+        restrictions.allows(match s {
+            Suggestion::Checkpointing => Control::Checkpointing,
+            Suggestion::FusedAttention => Control::Attention,
+            Suggestion::Accumulation => Control::Accumulation,
+            Suggestion::MixedPrecision => Control::Precision,
+            Suggestion::SmallerBatch => Control::Batch,
+        })
+    });
+    out
+}
 
-    pub(super) fn controls(&mut self, ui: &mut egui::Ui) {
-        // Borrows only the catalog, beside the settings.
-        let tr = |key: &str| self.catalog.text(key);
-        let s = &mut self.settings;
-        // A teacher link's restrictions: hidden controls are not drawn, locked ones are disabled.
-        // What was drawn, and whether enabled, is kept for the teacher link's log line (the
-        // browser test reads it: the canvas has no widgets a page script could inspect).
-        let r = &self.restrictions;
-        let drawn = &mut self.drawn_controls;
-        drawn.clear();
-        let mut gate = |ui: &mut egui::Ui, c: Control, add: &mut dyn FnMut(&mut egui::Ui)| {
-            if r.shows(c) {
-                ui.add_enabled_ui(r.allows(c), |ui| {
-                    drawn.push((c, ui.is_enabled()));
-                    add(ui)
-                });
-            }
-        };
-        ui.heading(tr("controls-setup"));
-        gate(ui, Control::Model, &mut |ui| {
-            ui.horizontal(|ui| {
-                ui.label(tr("controls-model"));
-                for p in Preset::ALL {
-                    let name = tr(&format!("preset-{}", p.name()));
-                    if ui.selectable_label(s.preset == p && s.dims == p.dims(), name).clicked() {
-                        s.preset = p;
-                        s.dims = p.dims();
-                        s.seq = s.seq.min(s.dims.max_seq).max(1);
-                        if s.seq < s.dims.max_seq {
-                            s.seq = s.dims.max_seq;
-                        }
+/// The toy's controls. A teacher link's restrictions `r`: hidden controls are not drawn, locked
+/// ones are disabled. What was drawn, and whether enabled, goes into `drawn` for the teacher
+/// link's log line (the browser test reads it: the canvas has no widgets a page script could
+/// inspect).
+pub fn controls_ui(
+    ui: &mut egui::Ui,
+    catalog: &Catalog,
+    s: &mut Settings,
+    vocab: usize,
+    r: &Restrictions,
+    drawn: &mut Vec<(Control, bool)>,
+) {
+    let tr = |key: &str| catalog.text(key);
+    drawn.clear();
+    let mut gate = |ui: &mut egui::Ui, c: Control, add: &mut dyn FnMut(&mut egui::Ui)| {
+        if r.shows(c) {
+            ui.add_enabled_ui(r.allows(c), |ui| {
+                drawn.push((c, ui.is_enabled()));
+                add(ui)
+            });
+        }
+    };
+    ui.heading(tr("controls-setup"));
+    gate(ui, Control::Model, &mut |ui| {
+        ui.horizontal(|ui| {
+            ui.label(tr("controls-model"));
+            for p in Preset::ALL {
+                let name = tr(&format!("preset-{}", p.name()));
+                if ui.selectable_label(s.preset == p && s.dims == p.dims(), name).clicked() {
+                    s.preset = p;
+                    s.dims = p.dims();
+                    s.seq = s.seq.min(s.dims.max_seq).max(1);
+                    if s.seq < s.dims.max_seq {
+                        s.seq = s.dims.max_seq;
                     }
                 }
-            });
-            ui.horizontal(|ui| {
-                ui.add(egui::DragValue::new(&mut s.dims.d_model).range(8..=1024).prefix("d "));
-                ui.add(egui::DragValue::new(&mut s.dims.n_layers).range(1..=24).prefix("L "));
-                ui.add(
-                    egui::DragValue::new(&mut s.dims.n_heads)
-                        .range(1..=32)
-                        .prefix(format!("{} ", tr("controls-heads"))),
-                );
-            });
-        });
-        let vocab = self.dataset.tokenizer.vocab_size();
-        let params = s.model(vocab).num_parameters();
-        ui.label(self.catalog.format("controls-parameters", &[("count", (params as f64).into())]));
-        gate(ui, Control::Batch, &mut |ui| {
-            let batch =
-                ui.add(egui::Slider::new(&mut s.batch, 1..=MAX_BATCH).logarithmic(true).text(tr("controls-batch")));
-            super::views::mark(ui, "batch", batch.rect);
-        });
-        let max_seq = s.dims.max_seq;
-        gate(ui, Control::Sequence, &mut |ui| {
-            let seq = ui.add(egui::Slider::new(&mut s.seq, 1..=max_seq).text(tr("controls-sequence")));
-            super::views::mark(ui, "sequence", seq.rect);
-        });
-        gate(ui, Control::Budget, &mut |ui| {
-            ui.horizontal_wrapped(|ui| {
-                ui.label(tr("controls-budget"));
-                for (name, bytes) in BUDGET_PRESETS {
-                    ui.selectable_value(&mut s.budget_bytes, bytes, name);
-                }
-            });
-            let mut mib = (s.budget_bytes >> 20) as usize;
-            if ui.add(egui::Slider::new(&mut mib, 1..=4096).logarithmic(true).text("MiB")).changed() {
-                s.budget_bytes = (mib as u64) << 20;
             }
         });
-        ui.separator();
-        let techniques_top = ui.heading(tr("controls-techniques")).rect.min;
-        let checkpoint = match s.checkpoint {
-            Checkpoint::Off => tr("checkpoint-off"),
-            Checkpoint::Every(1) => tr("checkpoint-every-block"),
-            Checkpoint::Every(k) => self.catalog.format("checkpoint-every-k", &[("k", (k as f64).into())]),
-            Checkpoint::Selective => tr("checkpoint-selective"),
-        };
-        gate(ui, Control::Checkpointing, &mut |ui| {
-            egui::ComboBox::from_label(tr("controls-checkpointing")).selected_text(checkpoint.clone()).show_ui(
-                ui,
-                |ui| {
-                    let l = s.dims.n_layers;
-                    ui.selectable_value(&mut s.checkpoint, Checkpoint::Off, tr("checkpoint-off"));
-                    ui.selectable_value(&mut s.checkpoint, Checkpoint::BLOCKS, tr("checkpoint-every-block"));
-                    let k = Checkpoint::default_every(l);
-                    ui.selectable_value(
-                        &mut s.checkpoint,
-                        Checkpoint::Every(k),
-                        self.catalog.format("checkpoint-every-k", &[("k", (k as f64).into())]),
-                    );
-                    ui.selectable_value(&mut s.checkpoint, Checkpoint::Selective, tr("checkpoint-selective"));
-                },
+        ui.horizontal(|ui| {
+            ui.add(egui::DragValue::new(&mut s.dims.d_model).range(8..=1024).prefix("d "));
+            ui.add(egui::DragValue::new(&mut s.dims.n_layers).range(1..=24).prefix("L "));
+            ui.add(
+                egui::DragValue::new(&mut s.dims.n_heads).range(1..=32).prefix(format!("{} ", tr("controls-heads"))),
             );
         });
-        gate(ui, Control::Precision, &mut |ui| {
-            egui::ComboBox::from_label(tr("controls-precision")).selected_text(s.precision.name()).show_ui(ui, |ui| {
-                for p in [Precision::Fp32, Precision::Fp16, Precision::Bf16] {
-                    ui.selectable_value(&mut s.precision, p, p.name());
-                }
-            });
+    });
+    let params = s.model(vocab).num_parameters();
+    ui.label(catalog.format("controls-parameters", &[("count", (params as f64).into())]));
+    gate(ui, Control::Batch, &mut |ui| {
+        let batch = ui.add(egui::Slider::new(&mut s.batch, 1..=MAX_BATCH).logarithmic(true).text(tr("controls-batch")));
+        super::views::mark(ui, "batch", batch.rect);
+    });
+    let max_seq = s.dims.max_seq;
+    gate(ui, Control::Sequence, &mut |ui| {
+        let seq = ui.add(egui::Slider::new(&mut s.seq, 1..=max_seq).text(tr("controls-sequence")));
+        super::views::mark(ui, "sequence", seq.rect);
+    });
+    gate(ui, Control::Budget, &mut |ui| {
+        ui.horizontal_wrapped(|ui| {
+            ui.label(tr("controls-budget"));
+            for (name, bytes) in BUDGET_PRESETS {
+                ui.selectable_value(&mut s.budget_bytes, bytes, name);
+            }
         });
-        let attention = match s.attention {
-            AttentionKind::Standard => tr("attention-standard"),
-            AttentionKind::Fused => tr("attention-fused"),
-        };
-        gate(ui, Control::Attention, &mut |ui| {
-            egui::ComboBox::from_label(tr("controls-attention")).selected_text(attention.clone()).show_ui(ui, |ui| {
-                ui.selectable_value(&mut s.attention, AttentionKind::Standard, tr("attention-standard"));
-                ui.selectable_value(&mut s.attention, AttentionKind::Fused, tr("attention-fused"));
-            });
+        let mut mib = (s.budget_bytes >> 20) as usize;
+        if ui.add(egui::Slider::new(&mut mib, 1..=4096).logarithmic(true).text("MiB")).changed() {
+            s.budget_bytes = (mib as u64) << 20;
+        }
+    });
+    ui.separator();
+    let techniques_top = ui.heading(tr("controls-techniques")).rect.min;
+    let checkpoint = match s.checkpoint {
+        Checkpoint::Off => tr("checkpoint-off"),
+        Checkpoint::Every(1) => tr("checkpoint-every-block"),
+        Checkpoint::Every(k) => catalog.format("checkpoint-every-k", &[("k", (k as f64).into())]),
+        Checkpoint::Selective => tr("checkpoint-selective"),
+    };
+    gate(ui, Control::Checkpointing, &mut |ui| {
+        egui::ComboBox::from_label(tr("controls-checkpointing")).selected_text(checkpoint.clone()).show_ui(ui, |ui| {
+            let l = s.dims.n_layers;
+            ui.selectable_value(&mut s.checkpoint, Checkpoint::Off, tr("checkpoint-off"));
+            ui.selectable_value(&mut s.checkpoint, Checkpoint::BLOCKS, tr("checkpoint-every-block"));
+            let k = Checkpoint::default_every(l);
+            ui.selectable_value(
+                &mut s.checkpoint,
+                Checkpoint::Every(k),
+                catalog.format("checkpoint-every-k", &[("k", (k as f64).into())]),
+            );
+            ui.selectable_value(&mut s.checkpoint, Checkpoint::Selective, tr("checkpoint-selective"));
         });
-        gate(ui, Control::Optimizer, &mut |ui| {
-            egui::ComboBox::from_label(tr("controls-optimizer")).selected_text(s.optimizer.name()).show_ui(ui, |ui| {
-                for k in [OptimizerKind::AdamW, OptimizerKind::Momentum, OptimizerKind::Sgd] {
-                    ui.selectable_value(&mut s.optimizer, k, k.name());
-                }
-            });
+    });
+    gate(ui, Control::Precision, &mut |ui| {
+        egui::ComboBox::from_label(tr("controls-precision")).selected_text(s.precision.name()).show_ui(ui, |ui| {
+            for p in [Precision::Fp32, Precision::Fp16, Precision::Bf16] {
+                ui.selectable_value(&mut s.precision, p, p.name());
+            }
         });
-        gate(ui, Control::Accumulation, &mut |ui| {
-            ui.add(egui::Slider::new(&mut s.accum, 1..=64).logarithmic(true).text(tr("controls-accumulation")));
+    });
+    let attention = match s.attention {
+        AttentionKind::Standard => tr("attention-standard"),
+        AttentionKind::Fused => tr("attention-fused"),
+    };
+    gate(ui, Control::Attention, &mut |ui| {
+        egui::ComboBox::from_label(tr("controls-attention")).selected_text(attention.clone()).show_ui(ui, |ui| {
+            ui.selectable_value(&mut s.attention, AttentionKind::Standard, tr("attention-standard"));
+            ui.selectable_value(&mut s.attention, AttentionKind::Fused, tr("attention-fused"));
         });
-        gate(ui, Control::Lora, &mut |ui| {
-            ui.add(egui::Slider::new(&mut s.lora_rank, 0..=64).text(tr("controls-lora-rank")));
+    });
+    gate(ui, Control::Optimizer, &mut |ui| {
+        egui::ComboBox::from_label(tr("controls-optimizer")).selected_text(s.optimizer.name()).show_ui(ui, |ui| {
+            for k in [OptimizerKind::AdamW, OptimizerKind::Momentum, OptimizerKind::Sgd] {
+                ui.selectable_value(&mut s.optimizer, k, k.name());
+            }
         });
-        // The techniques' block, for a lesson to highlight.
-        let bottom = ui.min_rect().bottom();
-        super::views::mark(
-            ui,
-            "techniques",
-            egui::Rect::from_min_max(techniques_top, egui::pos2(ui.min_rect().right(), bottom)),
-        );
-        ui.separator();
-        gate(ui, Control::Compare, &mut |ui| {
-            ui.heading(tr("controls-compare"));
-            let options: [(String, Techniques); 4] = [
-                (tr("compare-checkpoint"), Techniques { checkpoint: Checkpoint::BLOCKS, ..Techniques::default() }),
-                ("fp16".to_string(), Techniques { precision: Precision::Fp16, ..Techniques::default() }),
-                (tr("compare-fused"), Techniques { attention: AttentionKind::Fused, ..Techniques::default() }),
-                (tr("compare-accumulation"), Techniques { accum: 4, ..Techniques::default() }),
-            ];
-            ui.horizontal_wrapped(|ui| {
-                for (name, t) in options {
-                    let mut on = s.overlays.contains(&t);
-                    if ui.checkbox(&mut on, name.as_str()).changed() {
-                        if on && s.overlays.len() < 2 {
-                            s.overlays.push(t);
-                        } else {
-                            s.overlays.retain(|o| *o != t);
-                        }
+    });
+    gate(ui, Control::Accumulation, &mut |ui| {
+        ui.add(egui::Slider::new(&mut s.accum, 1..=64).logarithmic(true).text(tr("controls-accumulation")));
+    });
+    gate(ui, Control::Lora, &mut |ui| {
+        ui.add(egui::Slider::new(&mut s.lora_rank, 0..=64).text(tr("controls-lora-rank")));
+    });
+    // The techniques' block, for a lesson to highlight.
+    let bottom = ui.min_rect().bottom();
+    super::views::mark(
+        ui,
+        "techniques",
+        egui::Rect::from_min_max(techniques_top, egui::pos2(ui.min_rect().right(), bottom)),
+    );
+    ui.separator();
+    gate(ui, Control::Compare, &mut |ui| {
+        ui.heading(tr("controls-compare"));
+        let options: [(String, Techniques); 4] = [
+            (tr("compare-checkpoint"), Techniques { checkpoint: Checkpoint::BLOCKS, ..Techniques::default() }),
+            ("fp16".to_string(), Techniques { precision: Precision::Fp16, ..Techniques::default() }),
+            (tr("compare-fused"), Techniques { attention: AttentionKind::Fused, ..Techniques::default() }),
+            (tr("compare-accumulation"), Techniques { accum: 4, ..Techniques::default() }),
+        ];
+        ui.horizontal_wrapped(|ui| {
+            for (name, t) in options {
+                let mut on = s.overlays.contains(&t);
+                if ui.checkbox(&mut on, name.as_str()).changed() {
+                    if on && s.overlays.len() < 2 {
+                        s.overlays.push(t);
+                    } else {
+                        s.overlays.retain(|o| *o != t);
                     }
                 }
-            });
+            }
         });
-        ui.separator();
-        ui.horizontal(|ui| {
-            gate(ui, Control::Seed, &mut |ui| {
-                ui.add(egui::DragValue::new(&mut s.seed).prefix(format!("{} ", tr("controls-seed"))));
-            });
-            gate(ui, Control::Projector, &mut |ui| {
-                ui.checkbox(&mut s.projector, tr("controls-projector"));
-            });
+    });
+    ui.separator();
+    ui.horizontal(|ui| {
+        gate(ui, Control::Seed, &mut |ui| {
+            ui.add(egui::DragValue::new(&mut s.seed).prefix(format!("{} ", tr("controls-seed"))));
         });
-        s.normalize();
-    }
+        gate(ui, Control::Projector, &mut |ui| {
+            ui.checkbox(&mut s.projector, tr("controls-projector"));
+        });
+    });
+    s.normalize();
+}
 
-    pub(super) fn run_buttons(&mut self, ui: &mut egui::Ui) -> bool {
-        let mut step = false;
-        ui.horizontal_wrapped(|ui| {
-            step = ui.button(self.tr("run-one-step")).clicked();
-            let label = self.tr(if self.training { "run-stop" } else { "run-train" });
-            if ui.button(label).clicked() {
-                self.training = !self.training;
-            }
-            // The CPU backend by its name in the reader's language; a GPU by its adapter's own.
-            let backend = match self.backend.as_str() {
-                crate::backend::cpu::CPU_NAME => self.catalog.text("backend-cpu"),
-                super::session::CPU_WORKER_NAME => self.catalog.text("backend-cpu-worker"),
-                other => other.to_string(),
-            };
-            let engine = self.catalog.format("run-engine", &[("backend", backend.into())]);
-            ui.label(RichText::new(engine).small());
-            // A step in the worker: how far it has got (the page stays live meanwhile).
-            if let Some((done, total)) = self.worker_progress() {
-                let args = [("done", done.to_string().into()), ("total", total.to_string().into())];
-                ui.label(RichText::new(self.catalog.format("run-progress", &args)).small());
-            }
-        });
-        step
-    }
+/// One step, Train or Stop, the engine and a worker step's progress; whether One step was
+/// clicked. Train toggles `training`.
+pub fn run_buttons_ui(
+    ui: &mut egui::Ui,
+    t: &Catalog,
+    training: &mut bool,
+    engine: &Engine,
+    progress: Option<(usize, usize)>,
+) -> bool {
+    let mut step = false;
+    ui.horizontal_wrapped(|ui| {
+        step = ui.button(t.text("run-one-step")).clicked();
+        let label = t.text(if *training { "run-stop" } else { "run-train" });
+        if ui.button(label).clicked() {
+            *training = !*training;
+        }
+        let engine = t.format("run-engine", &[("backend", engine.label(t).into())]);
+        ui.label(RichText::new(engine).small());
+        // A step in the worker: how far it has got (the page stays live meanwhile).
+        if let Some((done, total)) = progress {
+            let args = [("done", done.to_string().into()), ("total", total.to_string().into())];
+            ui.label(RichText::new(t.format("run-progress", &args)).small());
+        }
+    });
+    step
 }

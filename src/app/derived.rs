@@ -3,9 +3,10 @@
 use std::sync::Arc;
 
 use super::settings::{MAX_BATCH, Settings};
-use super::views::{Source, SweepSeries};
+use super::views::SweepSeries;
 use crate::memory::sweep::predict;
 use crate::memory::{StepMemory, StepOom, simulate};
+use crate::model::ConfigError;
 use crate::plan::Plan;
 
 /// The batch sizes with a stacked bar in the memory-vs-batch chart; its lines have every batch
@@ -14,7 +15,7 @@ pub const SWEEP_BATCHES: [usize; 20] =
     [1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128, 192, 256, 384, 512, 768, 1024];
 
 /// Every batch size the batch slider allows that splits into `accum` micro-batches: the sweep
-/// predicts each one (a few milliseconds for all of them, issue 17), so the chart's lines, its
+/// predicts each one (a few milliseconds for all of them), so the chart's lines, its
 /// largest fitting batch and its first out-of-memory batch are exact wherever the slider is.
 pub fn sweep_batches(accum: usize) -> Vec<usize> {
     (1..=MAX_BATCH).filter(|b| b.is_multiple_of(accum.max(1))).collect()
@@ -23,7 +24,7 @@ pub fn sweep_batches(accum: usize) -> Vec<usize> {
 /// What the views show, derived from the settings whenever they change.
 pub struct Derived {
     /// Shared, so a frame can hold it while it draws without copying the plan.
-    pub plan: Result<Arc<Plan>, String>,
+    pub plan: Result<Arc<Plan>, ConfigError>,
     /// The plan replayed through the allocator under the budget; None when there is no plan
     /// (`plan` says why).
     pub predicted: Option<Result<StepMemory, Box<StepOom>>>,
@@ -35,19 +36,16 @@ impl Derived {
         Self::reusing(settings, vocab, None)
     }
 
-    /// Nothing derived yet (a placeholder while the next one is made).
-    pub fn empty() -> Self {
-        Self { plan: Err(String::new()), predicted: None, sweep: Vec::new() }
-    }
-
-    /// [`Self::new`], keeping `previous`'s sweep when only the batch changed (`previous`: the
+    /// [`Self::new`], taking `previous`'s sweep when only the batch changed (`previous`: the
     /// settings it was derived from, and it): dragging the batch slider moves the chart's
     /// marker without predicting ~1000 steps again.
-    pub fn reusing(settings: &Settings, vocab: usize, previous: Option<(&Settings, Derived)>) -> Self {
-        let plan = settings.plan(vocab).map(Arc::new).map_err(|e| e.to_string());
+    pub fn reusing(settings: &Settings, vocab: usize, previous: Option<(&Settings, &mut Derived)>) -> Self {
+        let plan = settings.plan(vocab).map(Arc::new);
         let predicted = plan.as_ref().ok().map(|p| simulate(p, settings.budget_bytes));
         let sweep = match previous {
-            Some((before, d)) if Settings { batch: settings.batch, ..before.clone() } == *settings => d.sweep,
+            Some((before, d)) if Settings { batch: settings.batch, ..before.clone() } == *settings => {
+                std::mem::take(&mut d.sweep)
+            }
             _ => Self::sweep(settings, vocab),
         };
         Self { plan, predicted, sweep }
@@ -65,17 +63,5 @@ impl Derived {
                 }),
             })
             .collect()
-    }
-}
-
-/// The memory the views show: the last real step's (allocator), else the plan's (predicted).
-pub(super) fn shown_memory<'a>(
-    measured: &'a Option<StepMemory>,
-    predicted: &'a Option<Result<StepMemory, Box<StepOom>>>,
-) -> Option<(&'a StepMemory, Source)> {
-    match (measured, predicted) {
-        (Some(m), _) => Some((m, Source::Allocator)),
-        (None, Some(Ok(p))) => Some((p, Source::Predicted)),
-        (None, _) => None,
     }
 }

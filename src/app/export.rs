@@ -5,8 +5,8 @@ use serde_json::json;
 
 use super::Notice;
 use super::views::{Source, SweepSeries, op_label};
+use crate::i18n::Catalog;
 use crate::memory::StepMemory;
-use crate::memory::map::segments_at;
 use crate::plan::Plan;
 
 /// One row per configuration and batch size: whether it fits, the peaks, bytes per category at
@@ -32,7 +32,8 @@ pub fn step_json(plan: &Plan, memory: &StepMemory, source: Source, op: Option<us
             })
         })
         .collect();
-    let segments: Vec<serde_json::Value> = segments_at(&memory.events, op)
+    let segments: Vec<serde_json::Value> = memory
+        .segments_at(op)
         .iter()
         .map(|s| {
             let blocks: Vec<serde_json::Value> = s
@@ -120,84 +121,53 @@ pub fn save(dir: Option<&std::path::Path>, name: &str, bytes: &[u8], mime: &str)
     }
 }
 
-impl super::OomlabApp {
-    /// The toy's step as a PyTorch memory snapshot (`oomlab-step.pickle`), as the CLI's
-    /// `snapshot export` writes it: the allocator's log from an empty device through the step
-    /// (the log the first executed step makes: tests/snapshot.rs), or up to its OOM.
-    pub fn snapshot_export(&self, plan: &Plan) -> Result<Notice, Notice> {
-        use crate::memory::snapshot::export;
-        let budget = self.settings.budget_bytes;
-        let (events, _) = export::record_step(plan, budget);
-        let bytes =
-            export::to_pickle(&export::snapshot(plan, &events, budget)).map_err(|e| Notice::from(e.to_string()))?;
-        save(self.export_dir.as_deref(), "oomlab-step.pickle", &bytes, "application/octet-stream")
-    }
+/// The toy's step as a PyTorch memory snapshot (`oomlab-step.pickle`), as the CLI's
+/// `snapshot export` writes it: the allocator's log from an empty device through the step (the
+/// log the first executed step makes), or up to its OOM; saved into `dir` as [`save`] does.
+pub fn snapshot_export(plan: &Plan, budget_bytes: u64, dir: Option<&std::path::Path>) -> Result<Notice, Notice> {
+    use crate::memory::snapshot::export;
+    let (events, _) = export::record_step(plan, budget_bytes);
+    let bytes =
+        export::to_pickle(&export::snapshot(plan, &events, budget_bytes)).map_err(|e| Notice::from(e.to_string()))?;
+    save(dir, "oomlab-step.pickle", &bytes, "application/octet-stream")
+}
 
-    /// The export buttons and the last export's status.
-    pub(super) fn exports(&mut self, ui: &mut egui::Ui) {
-        let taken = self.screenshot.lock().ok().and_then(|mut s| s.take());
-        if let Some(image) = taken {
-            self.status = Some(
-                png(&image)
-                    .map_err(Notice::from)
-                    .and_then(|b| save(self.export_dir.as_deref(), "oomlab.png", &b, "image/png"))
-                    .unwrap_or_else(|e| e),
-            );
+/// What an export button asked for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ExportAsk {
+    SweepCsv,
+    StepJson,
+    Snapshot,
+    EstimateJson,
+    Png,
+    Share,
+}
+
+/// The export buttons (the estimate's only on the real-model tab) and the last export's
+/// status; the button clicked, if any.
+pub fn buttons_ui(ui: &mut egui::Ui, t: &Catalog, real_models: bool, status: Option<&Notice>) -> Option<ExportAsk> {
+    let mut asked = None;
+    ui.horizontal_wrapped(|ui| {
+        ui.label(t.text("main-export"));
+        let buttons = [
+            (ExportAsk::SweepCsv, "export-sweep-csv"),
+            (ExportAsk::StepJson, "export-step-json"),
+            (ExportAsk::Snapshot, "export-snapshot"),
+            (ExportAsk::EstimateJson, "export-estimate-json"),
+            (ExportAsk::Png, "export-png"),
+            (ExportAsk::Share, "share-button"),
+        ];
+        for (ask, key) in buttons {
+            if ask == ExportAsk::EstimateJson && !real_models {
+                continue;
+            }
+            if ui.button(t.text(key)).clicked() {
+                asked = Some(ask);
+            }
         }
-        ui.horizontal_wrapped(|ui| {
-            ui.label(self.tr("main-export"));
-            if ui.button(self.tr("export-sweep-csv")).clicked() {
-                let csv = sweep_csv(&self.derived.sweep);
-                self.status = Some(
-                    save(self.export_dir.as_deref(), "oomlab-sweep.csv", csv.as_bytes(), "text/csv")
-                        .unwrap_or_else(|e| e),
-                );
-            }
-            if ui.button(self.tr("export-step-json")).clicked()
-                && let (Ok(plan), Some((m, source))) = (&self.derived.plan, self.shown_memory())
-            {
-                let op = m.timeline.get(self.scrub).and_then(|p| p.op);
-                let json = step_json(plan, m, source, op);
-                self.status = Some(
-                    save(self.export_dir.as_deref(), "oomlab-step.json", json.as_bytes(), "application/json")
-                        .unwrap_or_else(|e| e),
-                );
-            }
-            if ui.button(self.tr("export-snapshot")).clicked()
-                && let Ok(plan) = &self.derived.plan
-            {
-                self.status = Some(self.snapshot_export(plan).unwrap_or_else(|e| e));
-            }
-            if self.tab == super::Tab::RealModels
-                && ui.button(self.tr("export-estimate-json")).clicked()
-                && let (Ok(setup), Some(e)) = (&self.real.setup, &self.real.estimate)
-            {
-                let json =
-                    crate::memory::estimate::EstimateReport::new(setup, e, self.real.max_micro_batch, &self.real.sweep)
-                        .to_json()
-                        .to_string();
-                self.status = Some(
-                    save(self.export_dir.as_deref(), "oomlab-estimate.json", json.as_bytes(), "application/json")
-                        .unwrap_or_else(|e| e),
-                );
-            }
-            if ui.button(self.tr("export-png")).clicked() {
-                let slot = self.screenshot.clone();
-                let ctx = ui.ctx().clone();
-                ui.ctx().request_screenshot(move |image| {
-                    if let Ok(mut s) = slot.lock() {
-                        *s = Some(image);
-                    }
-                    ctx.request_repaint();
-                });
-            }
-            if ui.button(self.tr("share-button")).clicked() {
-                let r = &self.restrictions;
-                self.share = Some((r.locked.clone(), r.hidden.clone()));
-            }
-            if let Some(s) = &self.status {
-                ui.label(egui::RichText::new(s.text(&self.catalog)).small());
-            }
-        });
-    }
+        if let Some(s) = status {
+            ui.label(egui::RichText::new(s.text(t)).small());
+        }
+    });
+    asked
 }

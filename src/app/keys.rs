@@ -2,65 +2,73 @@
 //! halve the batch, F fits the charts, P toggles present mode, ? lists them all. Keys are ignored
 //! while a text field has the keyboard.
 
-use super::OomlabApp;
 use super::settings::MAX_BATCH;
 
 /// The shortcuts' catalog messages, in the order the "?" list shows them.
 pub const SHORTCUTS: [&str; 7] =
     ["keys-help", "keys-chapters", "keys-step", "keys-batch-up", "keys-batch-down", "keys-fit", "keys-present"];
 
-impl OomlabApp {
-    /// Applies this frame's shortcuts; whether Space asked for a step.
-    pub(super) fn shortcuts(&mut self, ctx: &egui::Context) -> bool {
+/// The shortcuts pressed this frame (none while a text field has the keyboard).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Keys {
+    /// Space: one step.
+    pub step: bool,
+    /// B: double the batch; Shift+B: halve it.
+    pub batch_up: bool,
+    pub batch_down: bool,
+    /// F: the charts fit their data.
+    pub fit: bool,
+    /// P: present mode on or off.
+    pub present: bool,
+    /// ?: the list of shortcuts.
+    pub help: bool,
+    /// ← and →: the previous and the next chapter.
+    pub previous_chapter: bool,
+    pub next_chapter: bool,
+}
+
+impl Keys {
+    pub fn read(ctx: &egui::Context) -> Keys {
         if ctx.egui_wants_keyboard_input() {
-            return false;
+            return Keys::default();
         }
-        let (space, b, shift, f, p, help) = ctx.input(|i| {
-            (
-                i.key_pressed(egui::Key::Space),
-                i.key_pressed(egui::Key::B),
-                i.modifiers.shift,
-                i.key_pressed(egui::Key::F),
-                i.key_pressed(egui::Key::P),
-                i.events.iter().any(|e| matches!(e, egui::Event::Text(t) if t == "?")),
-            )
-        });
-        if b {
-            let batch = if shift { self.settings.batch / 2 } else { self.settings.batch.saturating_mul(2) };
-            self.settings.batch = batch.clamp(1, MAX_BATCH);
-        }
-        if f {
-            super::views::request_fit(ctx);
-        }
-        if p {
-            self.settings.projector = !self.settings.projector;
-        }
-        if help {
-            self.show_shortcuts = !self.show_shortcuts;
-        }
-        let (left, right) = ctx.input(|i| (i.key_pressed(egui::Key::ArrowLeft), i.key_pressed(egui::Key::ArrowRight)));
-        if let Some(l) = &self.lesson {
-            let chapter = l.chapter;
-            if left && chapter > 0 {
-                self.open_chapter(chapter - 1);
-            } else if right {
-                self.open_chapter(chapter + 1);
+        ctx.input(|i| {
+            let b = i.key_pressed(egui::Key::B);
+            Keys {
+                step: i.key_pressed(egui::Key::Space),
+                batch_up: b && !i.modifiers.shift,
+                batch_down: b && i.modifiers.shift,
+                fit: i.key_pressed(egui::Key::F),
+                present: i.key_pressed(egui::Key::P),
+                help: i.events.iter().any(|e| matches!(e, egui::Event::Text(t) if t == "?")),
+                previous_chapter: i.key_pressed(egui::Key::ArrowLeft),
+                next_chapter: i.key_pressed(egui::Key::ArrowRight),
             }
-        }
-        space
+        })
     }
 
-    /// The "?" list of shortcuts.
-    pub(super) fn shortcuts_window(&mut self, ctx: &egui::Context) {
-        if !self.show_shortcuts {
-            return;
-        }
-        let mut open = true;
-        egui::Window::new(self.tr("keys-title")).collapsible(false).resizable(false).open(&mut open).show(ctx, |ui| {
-            for key in SHORTCUTS {
-                ui.label(self.tr(key));
-            }
-        });
-        self.show_shortcuts = open;
+    /// The batch after B or Shift+B, within the controls' range.
+    pub fn batch(&self, batch: usize) -> usize {
+        let b = if self.batch_up {
+            batch.saturating_mul(2)
+        } else if self.batch_down {
+            batch / 2
+        } else {
+            batch
+        };
+        b.clamp(1, MAX_BATCH)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn b_doubles_and_shift_b_halves_within_range() {
+        let up = Keys { batch_up: true, ..Keys::default() };
+        let down = Keys { batch_down: true, ..Keys::default() };
+        assert_eq!((up.batch(16), down.batch(16), Keys::default().batch(16)), (32, 8, 16));
+        assert_eq!((up.batch(MAX_BATCH), down.batch(1)), (MAX_BATCH, 1));
     }
 }

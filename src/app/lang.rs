@@ -8,7 +8,8 @@ use std::sync::{Arc, Mutex};
 
 use crate::i18n::{Catalog, Lang};
 
-use super::{OomlabApp, fonts};
+use super::chrome::Chrome;
+use super::fonts;
 
 /// Where a fetch leaves the font's bytes, or why it failed.
 type FetchSlot = Arc<Mutex<Option<Result<Vec<u8>, String>>>>;
@@ -31,7 +32,7 @@ impl CjkFont {
     }
 }
 
-impl OomlabApp {
+impl Chrome {
     /// The language to start in: a shared link's `lang=` (web), else the one chosen last time,
     /// else the system's (`LANG` on the desktop, `navigator.language` in a browser), else English.
     pub(super) fn initial_lang(cc: &eframe::CreationContext<'_>) -> Lang {
@@ -54,19 +55,20 @@ impl OomlabApp {
         eframe::get_value::<Lang>(storage, "lang")
     }
 
-    /// Switches the language the app shows; the settings, the step in flight and the results
-    /// stay as they are. Chinese waits for its font (web: fetched now if it is not here yet).
-    pub fn set_lang(&mut self, lang: Lang) {
+    /// Switches the language shown; whether it changed now. Chinese waits for its font (web:
+    /// fetched now if it is not here yet).
+    pub fn set_lang(&mut self, lang: Lang) -> bool {
         if lang == Lang::Zh && !matches!(self.cjk, CjkFont::Ready(_)) {
             self.pending_lang = Some(lang);
             self.fetch_cjk_font();
-            return;
+            return false;
         }
         self.pending_lang = None;
-        if self.catalog.lang() != lang {
-            self.catalog = Catalog::new(lang);
-            self.update_link();
+        if self.catalog.lang() == lang {
+            return false;
         }
+        self.catalog = Catalog::new(lang);
+        true
     }
 
     /// The language shown now (a language waiting for its font is not shown yet).
@@ -80,8 +82,8 @@ impl OomlabApp {
     }
 
     /// Installs the fonts on the first frame and again once the Chinese font has arrived;
-    /// applies a language that was waiting for it.
-    pub(super) fn poll_fonts(&mut self, ctx: &egui::Context) {
+    /// applies a language that was waiting for it (whether the language changed).
+    pub(super) fn poll_fonts(&mut self, ctx: &egui::Context) -> bool {
         if let CjkFont::Fetching(slot) = &self.cjk {
             let done = slot.lock().ok().and_then(|mut s| s.take());
             match done {
@@ -111,9 +113,11 @@ impl OomlabApp {
                 ctx.request_repaint();
             }
         } else if let Some(lang) = self.pending_lang.filter(|_| matches!(self.cjk, CjkFont::Ready(_))) {
-            self.set_lang(lang);
+            let changed = self.set_lang(lang);
             self.report_coverage(ctx);
+            return changed;
         }
+        false
     }
 
     /// Logs how many of the catalog's characters the installed fonts lack (the browser test
@@ -159,18 +163,8 @@ impl OomlabApp {
         self.cjk = CjkFont::Fetching(slot);
     }
 
-    /// The page's URL carries the settings and the language, so that a copied link opens the
-    /// same view in the same language.
-    pub(super) fn update_link(&self) {
-        #[cfg(target_arch = "wasm32")]
-        if let Some(w) = web_sys::window() {
-            let hash = format!("{}&lang={}", self.settings.to_url_hash(), self.lang().code());
-            let _ = w.history().and_then(|h| h.replace_state_with_url(&wasm_bindgen::JsValue::NULL, "", Some(&hash)));
-        }
-    }
-
-    /// The language switch of the top bar.
-    pub(super) fn language_switch(&mut self, ui: &mut egui::Ui) {
+    /// The language switch of the top bar; whether the language changed.
+    pub(super) fn language_switch(&mut self, ui: &mut egui::Ui) -> bool {
         let mut lang = self.pending_lang.unwrap_or(self.lang());
         egui::ComboBox::from_id_salt("language")
             .selected_text(lang.native_name())
@@ -184,10 +178,20 @@ impl OomlabApp {
         if self.pending_lang.is_some() {
             ui.label(self.tr("font-loading"));
         }
-        if lang != self.pending_lang.unwrap_or(self.lang()) {
-            self.set_lang(lang);
-        }
+        lang != self.pending_lang.unwrap_or(self.lang()) && self.set_lang(lang)
     }
+}
+
+/// The page's URL carries the settings and the language, so that a copied link opens the same
+/// view in the same language (web; nothing on the desktop).
+pub(super) fn update_link(settings: &super::Settings, lang: Lang) {
+    #[cfg(target_arch = "wasm32")]
+    if let Some(w) = web_sys::window() {
+        let hash = format!("{}&lang={}", settings.to_url_hash(), lang.code());
+        let _ = w.history().and_then(|h| h.replace_state_with_url(&wasm_bindgen::JsValue::NULL, "", Some(&hash)));
+    }
+    #[cfg(not(target_arch = "wasm32"))]
+    let _ = (settings, lang);
 }
 
 /// The first language: a link's over the remembered one over the system's, else English.

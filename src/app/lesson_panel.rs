@@ -3,9 +3,9 @@
 
 use fluent_bundle::FluentValue;
 
-use super::OomlabApp;
 use super::lessons::{CONTROL_TARGETS, Chapter, Facts, Guess, Question, Verdict, chapters, judge};
 use super::settings::Settings;
+use super::teaching::{Asks, Teaching};
 use super::views;
 use crate::i18n::Catalog;
 
@@ -34,13 +34,13 @@ fn fluent<'a>(args: &'a [(&'static str, String)]) -> Vec<(&'a str, FluentValue<'
 /// A chapter's computed words for one state: the body, the question and (once revealed) the
 /// answer. Each needs plans and simulations, so the panel keeps them until the chapter, the
 /// settings, the language or the reveal change, rather than recomputing them every frame.
-pub struct ChapterTexts {
+pub(super) struct ChapterTexts {
     chapter: usize,
     settings: Settings,
     lang: crate::i18n::Lang,
     revealed: bool,
     /// None when the settings have no plan (nothing to explain).
-    words: Option<(String, String, Option<String>)>,
+    pub(super) words: Option<(String, String, Option<String>)>,
 }
 
 impl ChapterTexts {
@@ -63,16 +63,16 @@ impl ChapterTexts {
     }
 }
 
-impl OomlabApp {
-    /// Opens chapter `index` (clamped): its settings, its tab, a fresh question.
-    pub fn open_chapter(&mut self, index: usize) {
+impl Teaching {
+    /// Opens chapter `index` (clamped): its settings and a fresh question; asks for its tab.
+    pub fn open_chapter(&mut self, index: usize, settings: &mut Settings) -> Asks {
         let all = chapters();
         let index = index.min(all.len() - 1);
         let chapter = &all[index];
-        (chapter.setup)(&mut self.settings);
-        self.tab = chapter.tab;
+        (chapter.setup)(settings);
         self.lesson = Some(LessonState::at(chapter, index));
         self.scroll_to_target = true;
+        Asks { tab: Some(chapter.tab), open_drawer: false }
     }
 
     /// Sets the learner's guess (the panel's widgets, and the tests).
@@ -82,33 +82,34 @@ impl OomlabApp {
         }
     }
 
-    /// Reveals the answer: judges the guess against the prediction and runs a real step.
-    pub fn reveal(&mut self) {
-        let vocab = self.dataset.tokenizer.vocab_size();
+    /// Reveals the answer: judges the guess against the prediction and asks for a real step.
+    pub fn reveal(&mut self, settings: &Settings, vocab: usize) {
         let Some(lesson) = &mut self.lesson else { return };
         let all = chapters();
-        let Some(facts) = Facts::new(&self.settings, vocab) else { return };
+        let Some(facts) = Facts::new(settings, vocab) else { return };
         lesson.verdict = judge(&all[lesson.chapter], &facts, &lesson.guess);
-        self.lesson_step = true;
+        self.step_asked = true;
     }
 
     /// The lessons panel: the chapter's title, text, question and, once revealed, the answer.
-    pub(super) fn lessons_panel(&mut self, ui: &mut egui::Ui) {
-        let Some(lesson) = self.lesson.clone() else { return };
+    /// `narrow`: a phone's layout, where the chapter's control is in the drawer.
+    pub fn lessons_panel(
+        &mut self,
+        ui: &mut egui::Ui,
+        t: &Catalog,
+        settings: &mut Settings,
+        vocab: usize,
+        narrow: bool,
+    ) -> Asks {
+        let Some(lesson) = self.lesson.clone() else { return Asks::default() };
         let all = chapters();
         let chapter = &all[lesson.chapter];
-        let vocab = self.dataset.tokenizer.vocab_size();
         let revealed = lesson.verdict.is_some();
-        let fresh = self
-            .lesson_texts
-            .as_ref()
-            .is_some_and(|c| c.is_for(lesson.chapter, &self.settings, &self.catalog, revealed));
+        let fresh = self.lesson_texts.as_ref().is_some_and(|c| c.is_for(lesson.chapter, settings, t, revealed));
         if !fresh {
-            self.lesson_texts =
-                Some(ChapterTexts::new(lesson.chapter, chapter, &self.settings, vocab, &self.catalog, revealed));
+            self.lesson_texts = Some(ChapterTexts::new(lesson.chapter, chapter, settings, vocab, t, revealed));
         }
         let words = self.lesson_texts.as_ref().and_then(|c| c.words.as_ref());
-        let t = &self.catalog;
         let mut go_to = None;
         let mut close = false;
         let mut guess = lesson.guess.clone();
@@ -130,7 +131,7 @@ impl OomlabApp {
         // On a phone the controls are in the drawer: the chapter's control is one tap away.
         let mut show_control = false;
         let control = CONTROL_TARGETS.iter().find(|(target, _)| *target == chapter.target);
-        if self.narrow == Some(true) && control.is_some_and(|(_, c)| c.is_none_or(|c| self.restrictions.shows(c))) {
+        if narrow && control.is_some_and(|(_, c)| c.is_none_or(|c| self.restrictions.shows(c))) {
             show_control = ui.button(t.text("lesson-show-control")).clicked();
         }
         if let Some((body, question, _)) = words {
@@ -182,26 +183,26 @@ impl OomlabApp {
             }
             ui.label(egui::RichText::new(t.text("lesson-step-note")).small());
         }
-        if let Some(l) = &mut self.lesson {
-            l.guess = guess;
-        }
+        self.guess(guess);
         if reveal {
-            self.reveal();
+            self.reveal(settings, vocab);
         }
+        let mut asks = Asks::default();
         if let Some(i) = go_to {
-            self.open_chapter(i);
+            asks = self.open_chapter(i, settings);
         }
         if close {
             self.lesson = None;
         }
         if show_control {
-            self.drawer_open = true;
+            asks.open_drawer = true;
             self.scroll_to_target = true;
         }
+        asks
     }
 
     /// Draws the highlight around the chapter's widget, over everything.
-    pub(super) fn highlight(&mut self, ctx: &egui::Context) {
+    pub fn highlight(&mut self, ctx: &egui::Context) {
         if std::mem::take(&mut self.scroll_to_target)
             && let Some(l) = &self.lesson
         {

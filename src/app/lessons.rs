@@ -12,11 +12,8 @@ use super::settings::{Settings, Suggestion};
 use super::teacher::Control;
 use super::views::{self, size};
 use crate::i18n::Catalog;
-use crate::memory::{StepMemory, simulate};
+use crate::memory::{Budget, StepMemory, simulate};
 use crate::plan::{Category, Phase, Plan};
-
-/// A budget no chapter's step reaches: the answers are about memory needed, not about fitting.
-const UNLIMITED: u64 = u64::MAX / 4;
 
 /// What a chapter asks.
 pub enum Question {
@@ -53,7 +50,8 @@ pub struct Facts {
 impl Facts {
     pub fn new(settings: &Settings, vocab: usize) -> Option<Facts> {
         let plan = Arc::new(settings.plan(vocab).ok()?);
-        let memory = simulate(&plan, UNLIMITED).ok()?;
+        // No budget: the answers are about memory needed, not about fitting.
+        let memory = simulate(&plan, Budget::Unlimited).ok()?;
         Some(Facts { settings: settings.clone(), vocab, plan, memory })
     }
 
@@ -117,10 +115,10 @@ fn best_fix(f: &Facts) -> Option<usize> {
 
 /// Model states per GPU for the real-model settings, with ZeRO `zero` over `gpus` GPUs.
 fn real_states(f: &Facts, zero: u8, gpus: u64) -> Option<u64> {
-    let mut setup = f.settings.real.0.clone();
+    let mut setup = f.settings.estimate.0.clone();
     setup.parallel.zero = zero;
     setup.parallel.data = gpus;
-    let e = crate::memory::estimate::estimate(&setup).ok()?;
+    let e = crate::estimate::estimate(&setup).ok()?;
     Some(
         ["parameters", "gradients", "optimizer_state", "master_weights"]
             .iter()
@@ -131,8 +129,8 @@ fn real_states(f: &Facts, zero: u8, gpus: u64) -> Option<u64> {
 /// The setup of the real-model chapter: LLaMA-2 7B on A100s, no ZeRO to start with.
 fn real_setup(s: &mut Settings) {
     *s = Settings::default();
-    s.real.0.parallel.zero = 0;
-    s.real.0.parallel.data = 1;
+    s.estimate.0.parallel.zero = 0;
+    s.estimate.0.parallel.data = 1;
 }
 
 /// The step under its own budget: the OOM the "diagnose" chapter reads.
@@ -323,7 +321,7 @@ pub fn chapters() -> Vec<Chapter> {
             target: "real-models",
             setup: real_setup,
             args: |f, t| {
-                let parameters = crate::memory::estimate::estimate(&f.settings.real.0).map_or(0, |e| e.parameters);
+                let parameters = crate::estimate::estimate(&f.settings.estimate.0).map_or(0, |e| e.parameters);
                 vec![
                     arg("parameters", crate::units::group_digits(parameters)),
                     arg("states", size(t, real_states(f, 0, 1).unwrap_or(0))),

@@ -1,13 +1,24 @@
 //! The eframe app: controls on the left; the views of the plan's prediction and of the steps the
 //! engine runs on the right. It draws what the plan and the allocator say and computes no memory
-//! itself. Steps run on eframe's own wgpu device without blocking a frame (submit, then poll
-//! each frame until the readback arrives); without a usable GPU the CPU backend runs the same
-//! plan, and the app says so.
+//! itself.
+//!
+//! Its state is five parts, each owning its own and tested on its own, and the settings:
+//! - [`run::Run`]: the executor, the step in flight and what steps left behind;
+//! - [`shown::Shown`]: what the views show, derived from the settings, and the tab;
+//! - [`teaching::Teaching`]: lessons, challenges and teacher links;
+//! - [`chrome::Chrome`]: language and fonts, notices, the drawer, present mode;
+//! - [`snapshot_view::SnapshotState`]: the PyTorch snapshot the Snapshot tab shows.
+//!
+//! [`OomlabApp`] holds them and runs the frame: it hands each part what it needs of the others
+//! and carries out what they ask ([`teaching::Asks`], [`keys::Keys`], [`export::ExportAsk`]).
 
 pub mod challenges;
+pub mod chrome;
 mod controls;
 pub mod cpu_worker;
 mod derived;
+pub mod estimate_runtime;
+pub mod estimate_view;
 pub mod export;
 pub mod fonts;
 mod keys;
@@ -15,36 +26,39 @@ pub mod lang;
 pub mod lesson_panel;
 pub mod lessons;
 mod notice;
-pub mod teacher;
-pub use notice::Notice;
-pub mod real;
-pub mod real_runtime;
-mod session;
+pub mod run;
 pub mod settings;
+pub mod shown;
 pub mod snapshot_view;
+pub mod teacher;
+pub mod teaching;
 pub mod views;
+
+pub use chrome::{NARROW_WIDTH, TOUCH_SIZE};
+pub use derived::{Derived, SWEEP_BATCHES, sweep_batches};
+pub use notice::Notice;
+#[cfg(not(target_arch = "wasm32"))]
+pub use run::wgpu_configuration;
+pub use settings::Settings;
 
 use std::sync::Arc;
 
 use egui::{Color32, RichText};
 
 use crate::backend::gpu::GpuContext;
-use crate::data::Dataset;
-use crate::memory::device::DeviceFigures;
-use crate::memory::{StepMemory, StepOom};
-use settings::Settings;
-use views::Source;
+use crate::i18n::Lang;
+use crate::memory::Budget;
+use chrome::Chrome;
+use export::ExportAsk;
+use keys::Keys;
+use lessons::Guess;
+use run::Run;
+use shown::Shown;
+use snapshot_view::SnapshotState;
+use teacher::Control;
+use teaching::{Asks, Teaching};
+use views::{Source, Suggestion};
 
-use derived::shown_memory;
-pub use derived::{Derived, SWEEP_BATCHES, sweep_batches};
-use session::Compute;
-#[cfg(not(target_arch = "wasm32"))]
-pub use session::wgpu_configuration;
-
-/// Below this width (points) the app lays out for a phone: controls in a drawer.
-pub const NARROW_WIDTH: f32 = 700.0;
-/// The height of a touch target on a phone (Apple and Google ask for about 44 points).
-pub const TOUCH_SIZE: f32 = 44.0;
 /// How often the page looks for the CPU worker's replies while a step runs there.
 const WORKER_FRAME_MS: u64 = 50;
 
@@ -62,293 +76,258 @@ pub enum Tab {
     Snapshot,
 }
 
+impl Tab {
+    /// Every tab, in the order the tab bar shows them, with its label's catalog message.
+    pub const ALL: [(Tab, &'static str); 7] = [
+        (Tab::Breakdown, "tab-breakdown"),
+        (Tab::Timeline, "tab-timeline"),
+        (Tab::Sweep, "tab-sweep"),
+        (Tab::Allocator, "tab-allocator"),
+        (Tab::Training, "tab-training"),
+        (Tab::RealModels, "tab-real-models"),
+        (Tab::Snapshot, "tab-snapshot"),
+    ];
+
+    /// Its name in a link (`tab=allocator`): its catalog message without `tab-`.
+    pub fn id(self) -> &'static str {
+        Tab::ALL.iter().find(|(t, _)| *t == self).map_or("breakdown", |(_, key)| &key[4..])
+    }
+
+    /// The tab a link opens (`tab=allocator`), if it names one.
+    pub fn from_url_hash(hash: &str) -> Option<Tab> {
+        let id = hash.trim_start_matches('#').split('&').find_map(|kv| kv.strip_prefix("tab="))?;
+        Tab::ALL.iter().map(|(t, _)| *t).find(|t| t.id() == id)
+    }
+}
+
 pub struct OomlabApp {
+    /// Everything the user can set: persisted, and carried by a shared link.
     pub settings: Settings,
-    /// The settings `derived` and the executor were made for.
-    applied: Option<Settings>,
-    dataset: Dataset,
-    pub derived: Derived,
-    compute: Compute,
-    /// "gpu (…)" or "cpu (reference)".
-    backend: String,
-    notices: Vec<Notice>,
-    training: bool,
-    /// A step was asked for and waits for the executor.
-    queued_step: bool,
-    /// Stop training after this many more steps (scripted runs).
-    train_steps_left: Option<usize>,
-    losses: Vec<f32>,
-    step_secs: Vec<f64>,
-    /// When the step in flight started (egui time, seconds).
-    step_started: Option<f64>,
-    /// The allocator's live account of the last step run (the "allocator" figures).
-    measured: Option<StepMemory>,
-    /// What the driver layer reported after the last step (the "device" figures).
-    device: DeviceFigures,
-    /// The engine's out-of-memory, when a real step did not fit.
-    oom: Option<Box<StepOom>>,
-    error: Option<Notice>,
-    pub tab: Tab,
-    scrub: usize,
-    /// The real-model view's estimate, for `applied.real`.
-    pub real: real::RealDerived,
-    /// Where exports go on the desktop (None: `$OOMLAB_EXPORT_DIR` or the current directory).
-    pub export_dir: Option<std::path::PathBuf>,
-    /// The claims lesson, computed when first shown.
-    claims: Option<Result<Vec<crate::memory::estimate::claims::Claim>, String>>,
-    /// The last export's outcome, for the status line.
-    status: Option<Notice>,
-    drew_first_frame: bool,
-    /// The words of the language the user reads (`i18n/`).
-    catalog: crate::i18n::Catalog,
-    /// The Chinese font: embedded (desktop) or fetched on demand (web).
-    cjk: lang::CjkFont,
-    /// A language chosen while its font is still on its way.
-    pending_lang: Option<crate::i18n::Lang>,
-    /// The fonts must be (re)installed: the first frame, and when the Chinese font arrives.
-    fonts_stale: bool,
-    /// On a narrow screen: whether the controls' drawer covers the views.
-    drawer_open: bool,
-    /// The layout last drawn (narrow or not), to log a change once.
-    narrow: Option<bool>,
-    /// Whether the "?" list of keyboard shortcuts is open.
-    pub show_shortcuts: bool,
-    /// The look before present mode, to restore when it ends.
-    visuals_before_present: Option<egui::Visuals>,
-    /// The open lesson, if any.
-    pub lesson: Option<lesson_panel::LessonState>,
-    /// A lesson's reveal asked for a real step.
-    lesson_step: bool,
-    /// The open chapter's computed words (`lesson_panel::ChapterTexts`).
-    lesson_texts: Option<lesson_panel::ChapterTexts>,
-    /// A chapter just opened: scroll its widget into view.
-    scroll_to_target: bool,
-    /// The challenge under way, if any.
-    pub challenge: Option<challenges::ChallengeState>,
-    /// The challenges passed (remembered on the desktop and in the browser).
-    pub challenges_done: Vec<String>,
-    /// Whether the challenges panel is open.
-    show_challenges: bool,
-    /// What a teacher link locks or hides.
-    pub restrictions: teacher::Restrictions,
-    /// The Snapshot tab's file and what was read from it.
-    pub snapshot: snapshot_view::SnapshotState,
-    /// The gated controls the last drawn controls panel held, and whether each was enabled.
-    drawn_controls: Vec<(teacher::Control, bool)>,
-    /// Whether the teacher link's drawn controls were logged (once per link).
-    drawn_logged: bool,
-    /// The "Share this setup" window's choices (what to lock, what to hide), when it is open.
-    share: Option<(Vec<teacher::Control>, Vec<teacher::Control>)>,
-    /// A window screenshot the integration delivered, waiting to be saved as PNG.
-    screenshot: Arc<std::sync::Mutex<Option<Arc<egui::ColorImage>>>>,
+    pub run: Run,
+    pub shown: Shown,
+    pub teaching: Teaching,
+    pub chrome: Chrome,
+    pub snapshot: SnapshotState,
 }
 
 impl OomlabApp {
     pub fn new(cc: &eframe::CreationContext<'_>) -> Self {
-        let dataset = Dataset::builtin();
-        let vocab = dataset.tokenizer.vocab_size();
         let mut notices = Vec::new();
+        let run = Run::for_render_state(cc.wgpu_render_state.as_ref(), &mut notices);
+        let vocab = run.vocab();
         let mut settings: Settings = cc.storage.and_then(|s| eframe::get_value(s, "settings")).unwrap_or_default();
         if settings.clone().clamped() != settings || settings.plan(vocab).is_err() {
             settings = Settings::default();
         }
         #[cfg(target_arch = "wasm32")]
-        if let Some(hash) = web_sys::window().and_then(|w| w.location().hash().ok()) {
+        let hash = web_sys::window().and_then(|w| w.location().hash().ok()).unwrap_or_default();
+        #[cfg(target_arch = "wasm32")]
+        {
             let (s, notice) = Settings::from_url_hash(&hash, vocab);
             if Settings::url_hash_carries_settings(&hash) {
                 settings = s;
             }
             notices.extend(notice);
         }
-        let (compute, backend) = match cc.wgpu_render_state.as_ref().map(Self::gpu) {
-            Some(Ok(g)) => g,
-            Some(Err(e)) => {
-                let webgl =
-                    cc.wgpu_render_state.as_ref().is_some_and(|rs| rs.adapter.get_info().backend == wgpu::Backend::Gl);
-                notices.push(if webgl {
-                    Notice::msg("notice-webgl", &[])
-                } else {
-                    Notice::msg("notice-no-gpu", &[("error", e.to_string().into())])
-                });
-                Compute::cpu()
-            }
-            None => {
-                notices.push(Notice::msg("notice-webgl", &[]));
-                Compute::cpu()
-            }
-        };
-        let mut app = Self::with(settings, dataset, compute, backend, notices);
-        app.set_lang(Self::initial_lang(cc));
-        app.challenges_done = cc.storage.and_then(|s| eframe::get_value(s, "challenges_done")).unwrap_or_default();
+        let mut app = Self::with(settings, run, notices);
+        app.set_lang(Chrome::initial_lang(cc));
+        app.teaching.challenges_done =
+            cc.storage.and_then(|s| eframe::get_value(s, "challenges_done")).unwrap_or_default();
         // A shared challenge link opens the challenge; a teacher link its chapter and the
         // controls it locks or hides.
         #[cfg(target_arch = "wasm32")]
-        if let Some(hash) = web_sys::window().and_then(|w| w.location().hash().ok()) {
+        {
             if let Some(i) = challenges::from_url_hash(&hash) {
                 app.start_challenge(i);
-                app.show_challenges = true;
+                app.teaching.show_challenges = true;
             }
             app.apply_teacher_link(&hash);
+            // A link's own tab wins over its chapter's.
+            if let Some(tab) = Tab::from_url_hash(&hash) {
+                app.shown.tab = tab;
+            }
         }
         // Scripted runs (the desktop and browser tests, demos): train this many steps on start.
         #[cfg(not(target_arch = "wasm32"))]
         let steps = std::env::var("OOMLAB_TRAIN_STEPS").ok().and_then(|v| v.parse::<usize>().ok());
         #[cfg(target_arch = "wasm32")]
-        let steps = web_sys::window()
-            .and_then(|w| w.location().hash().ok())
-            .and_then(|h| h.split(['#', '&']).find_map(|kv| kv.strip_prefix("train=")?.parse::<usize>().ok()));
-        if let Some(n) = steps.filter(|n| *n > 0) {
-            app.train_steps_left = Some(n);
-            app.training = true;
-        }
+        let steps = hash.split(['#', '&']).find_map(|kv| kv.strip_prefix("train=")?.parse::<usize>().ok());
+        app.run.train_for(steps.unwrap_or(0));
         app
     }
 
-    fn with(settings: Settings, dataset: Dataset, compute: Compute, backend: String, notices: Vec<Notice>) -> Self {
-        let derived = Derived::new(&settings, dataset.tokenizer.vocab_size());
+    fn with(settings: Settings, run: Run, notices: Vec<Notice>) -> Self {
+        let shown = Shown::new(&settings, run.vocab());
         Self {
-            real: real::RealDerived::new(&settings.real),
-            claims: None,
-            export_dir: None,
-            applied: Some(settings.clone()),
             settings,
-            dataset,
-            derived,
-            compute,
-            backend,
-            notices,
-            training: false,
-            queued_step: false,
-            train_steps_left: None,
-            losses: Vec::new(),
-            step_secs: Vec::new(),
-            step_started: None,
-            measured: None,
-            device: DeviceFigures::NotReported { reason: crate::memory::device::NOT_REPORTED_YET.into() },
-            oom: None,
-            error: None,
-            tab: Tab::Breakdown,
-            scrub: 0,
-            status: None,
-            drew_first_frame: false,
-            cjk: lang::CjkFont::initial(),
-            pending_lang: None,
-            fonts_stale: true,
-            drawer_open: false,
-            narrow: None,
-            show_shortcuts: false,
-            visuals_before_present: None,
-            lesson: None,
-            lesson_step: false,
-            lesson_texts: None,
-            scroll_to_target: false,
-            challenge: None,
-            challenges_done: Vec::new(),
-            show_challenges: false,
-            restrictions: teacher::Restrictions::default(),
-            snapshot: snapshot_view::SnapshotState::default(),
-            drawn_controls: Vec::new(),
-            drawn_logged: false,
-            share: None,
-            catalog: crate::i18n::Catalog::new(crate::i18n::Lang::En),
-            screenshot: Arc::default(),
+            run,
+            shown,
+            teaching: Teaching::default(),
+            chrome: Chrome::new(notices),
+            snapshot: SnapshotState::default(),
         }
-        .at_peak()
-    }
-
-    fn at_peak(mut self) -> Self {
-        self.scrub = self.derived.predicted.as_ref().and_then(|p| p.as_ref().ok()).map_or(0, |m| m.peak_index);
-        self
-    }
-
-    /// Starts training, as the Train button does.
-    pub fn start_training(&mut self) {
-        self.training = true;
-    }
-
-    /// Training steps completed since the settings last changed.
-    pub fn steps_done(&self) -> usize {
-        self.losses.len()
-    }
-
-    /// Whether no step is running or waiting to run.
-    pub fn is_idle(&self) -> bool {
-        self.step_started.is_none() && !self.queued_step && !self.training
     }
 
     /// An app without a window or device, on the CPU backend (for tests).
     pub fn headless(settings: Settings) -> Self {
-        Self::with(
-            settings,
-            Dataset::builtin(),
-            Compute::Cpu { exec: None },
-            crate::backend::cpu::CPU_NAME.into(),
-            Vec::new(),
-        )
+        Self::with(settings, Run::cpu_here(), Vec::new())
     }
 
     /// An app without a window whose CPU steps run in a worker reached through `transport` (for
     /// tests: the browser's Web Worker path, over a thread).
     pub fn headless_worker(settings: Settings, transport: Box<dyn cpu_worker::Transport>) -> Self {
-        let compute = Compute::Worker { worker: Box::new(cpu_worker::CpuWorker::new(transport)) };
-        Self::with(settings, Dataset::builtin(), compute, session::CPU_WORKER_NAME.into(), Vec::new())
+        Self::with(settings, Run::worker(transport), Vec::new())
     }
 
     /// An app without a window computing on `ctx` (for tests: the asynchronous GPU path).
     pub fn headless_gpu(settings: Settings, ctx: GpuContext) -> Self {
-        let (compute, backend) = Self::gpu_on(ctx);
-        Self::with(settings, Dataset::builtin(), compute, backend, Vec::new())
+        Self::with(settings, Run::gpu(ctx), Vec::new())
+    }
+
+    /// Starts training, as the Train button does.
+    pub fn start_training(&mut self) {
+        self.run.training = true;
+    }
+
+    /// Training steps completed since the settings last changed.
+    pub fn steps_done(&self) -> usize {
+        self.run.steps_done()
+    }
+
+    /// Whether no step is running or waiting to run.
+    pub fn is_idle(&self) -> bool {
+        self.run.is_idle()
+    }
+
+    /// The language shown now (a language waiting for its font is not shown yet).
+    pub fn lang(&self) -> Lang {
+        self.chrome.lang()
+    }
+
+    /// Switches the language the app shows; the settings, the step in flight and the results
+    /// stay as they are. Chinese waits for its font (web: fetched now if it is not here yet).
+    pub fn set_lang(&mut self, lang: Lang) {
+        if self.chrome.set_lang(lang) {
+            lang::update_link(&self.settings, self.lang());
+        }
+    }
+
+    /// Opens lesson chapter `index` (clamped): its settings, its tab, a fresh question.
+    pub fn open_chapter(&mut self, index: usize) {
+        let asks = self.teaching.open_chapter(index, &mut self.settings);
+        self.carry_out(asks);
+    }
+
+    /// Sets the learner's guess.
+    pub fn guess(&mut self, guess: Guess) {
+        self.teaching.guess(guess);
+    }
+
+    /// Reveals the answer: judges the guess against the prediction and runs a real step.
+    pub fn reveal(&mut self) {
+        self.teaching.reveal(&self.settings, self.run.vocab());
+    }
+
+    /// Starts challenge `index` from its setup.
+    pub fn start_challenge(&mut self, index: usize) {
+        self.teaching.start_challenge(index, &mut self.settings);
+    }
+
+    /// Applies a link's teaching parts: its lesson chapter, and the controls it locks or hides.
+    pub fn apply_teacher_link(&mut self, hash: &str) {
+        let asks = self.teaching.apply_teacher_link(hash, &mut self.settings, &mut self.chrome.notices);
+        self.carry_out(asks);
+    }
+
+    /// The link for the current setup, language, chapter or challenge, locking and hiding these.
+    pub fn teacher_link(&self, lock: &[Control], hide: &[Control]) -> String {
+        self.teaching.teacher_link(&self.settings, self.lang(), lock, hide)
+    }
+
+    /// Applies a suggestion from the OOM panel.
+    pub fn apply_suggestion(&mut self, s: Suggestion) {
+        self.settings.apply(s);
+    }
+
+    /// Opens a snapshot from its bytes and shows it.
+    pub fn open_snapshot_bytes(&mut self, name: &str, bytes: &[u8]) {
+        self.snapshot.open_bytes(name, bytes);
+    }
+
+    /// Opens a snapshot file (read on a thread on the desktop).
+    #[cfg(not(target_arch = "wasm32"))]
+    pub fn open_snapshot_path(&mut self, path: std::path::PathBuf, ctx: &egui::Context) {
+        self.snapshot.open_path(path, ctx);
+    }
+
+    /// Does what a teaching panel asked for.
+    fn carry_out(&mut self, asks: Asks) {
+        if let Some(tab) = asks.tab {
+            self.shown.tab = tab;
+        }
+        if asks.open_drawer {
+            self.chrome.drawer_open = true;
+        }
+    }
+
+    /// Brings what the views show up to date with the settings; when the toy's part changed,
+    /// the run starts over and the page's link follows.
+    fn apply_settings(&mut self) {
+        // A teacher link's locked and hidden controls keep their values, whatever changed them.
+        self.teaching.restrictions.enforce(&mut self.settings);
+        if self.shown.update(&self.settings, self.run.vocab()) {
+            self.run.settings_changed();
+            lang::update_link(&self.settings, self.lang());
+        }
+    }
+
+    /// Applies this frame's shortcuts; whether Space asked for a step.
+    fn apply_keys(&mut self, ctx: &egui::Context) -> bool {
+        let keys = Keys::read(ctx);
+        self.settings.batch = keys.batch(self.settings.batch);
+        if keys.fit {
+            views::request_fit(ctx);
+        }
+        if keys.present {
+            self.settings.projector = !self.settings.projector;
+        }
+        if keys.help {
+            self.chrome.show_shortcuts = !self.chrome.show_shortcuts;
+        }
+        if let Some(chapter) = self.teaching.lesson.as_ref().map(|l| l.chapter) {
+            if keys.previous_chapter && chapter > 0 {
+                self.open_chapter(chapter - 1);
+            } else if keys.next_chapter {
+                self.open_chapter(chapter + 1);
+            }
+        }
+        keys.step
+    }
+
+    /// Advances the run one frame; a finished step is checked against the challenge.
+    fn drive(&mut self, now: f64, want_step: bool) {
+        let (seed, budget) = (self.settings.seed, Budget::Bytes(self.settings.budget_bytes));
+        let finished = self.run.drive(now, want_step, &self.shown.derived.plan, seed, budget, &mut self.chrome.notices);
+        if let (Some(done), Some(memory)) = (finished, &self.run.measured) {
+            let (t, vocab) = (&self.chrome.catalog, self.run.vocab());
+            self.teaching.check_challenge(&self.settings, memory, done.secs, t, vocab);
+        }
     }
 
     /// The whole window's content (also what the tests render).
     pub fn show(&mut self, ui: &mut egui::Ui) {
-        self.poll_fonts(ui.ctx());
-        if !self.drew_first_frame {
-            self.drew_first_frame = true;
-            log::info!("oomlab: first frame ({})", self.backend);
+        if self.chrome.poll_fonts(ui.ctx()) {
+            lang::update_link(&self.settings, self.lang());
         }
-        let key_step = self.shortcuts(ui.ctx());
-        let projector = self.settings.projector;
-        ui.ctx().set_zoom_factor(if projector { 1.5 } else { 1.0 });
-        // Present mode's high contrast; leaving it restores the look the app had.
-        match (projector, self.visuals_before_present.is_some()) {
-            (true, false) => {
-                self.visuals_before_present = Some(ui.ctx().global_style().visuals.clone());
-                let mut v = egui::Visuals::dark();
-                v.override_text_color = Some(Color32::WHITE);
-                v.panel_fill = Color32::BLACK;
-                ui.ctx().set_visuals(v);
-            }
-            (false, true) => {
-                if let Some(v) = self.visuals_before_present.take() {
-                    ui.ctx().set_visuals(v);
-                }
-            }
-            _ => {}
-        }
-        views::use_safe_colours(projector);
-        // A phone: the controls become a drawer over the views, and everything is touch-sized.
-        let narrow = ui.available_width() < NARROW_WIDTH;
-        if self.narrow != Some(narrow) {
-            self.narrow = Some(narrow);
-            let how = if narrow {
-                "a phone's: the controls in a drawer"
-            } else {
-                "a wide screen's: the controls beside the views"
-            };
-            log::info!("oomlab: layout for {how} ({:.0} points wide)", ui.available_width());
-        }
-        if narrow {
-            let spacing = &mut ui.style_mut().spacing;
-            spacing.interact_size.y = TOUCH_SIZE;
-            spacing.button_padding = egui::vec2(10.0, 10.0);
-        }
-        if narrow && self.drawer_open {
+        let key_step = self.apply_keys(ui.ctx());
+        let narrow = self.chrome.begin_frame(ui, self.settings.projector, &self.run.engine.log_name());
+        let vocab = self.run.vocab();
+        if narrow && self.chrome.drawer_open {
             egui::CentralPanel::default().show(ui, |ui| {
-                if ui.button(self.tr("drawer-close")).clicked() {
-                    self.drawer_open = false;
+                if ui.button(self.chrome.tr("drawer-close")).clicked() {
+                    self.chrome.drawer_open = false;
                 }
-                egui::ScrollArea::vertical().show(ui, |ui| self.controls(ui));
+                egui::ScrollArea::vertical().show(ui, |ui| self.controls(ui, vocab));
             });
             self.apply_settings();
             // A step in flight goes on while the drawer is open.
@@ -356,35 +335,40 @@ impl OomlabApp {
         } else {
             if !narrow {
                 egui::Panel::left("controls").resizable(true).default_size(300.0).show(ui, |ui| {
-                    egui::ScrollArea::vertical().show(ui, |ui| self.controls(ui));
+                    egui::ScrollArea::vertical().show(ui, |ui| self.controls(ui, vocab));
                 });
             }
-            if self.lesson.is_some() || self.show_challenges {
+            if self.teaching.panel_open() {
                 // Beside the views on a wide screen, under them on a phone.
                 let panel = if narrow { egui::Panel::bottom("lessons") } else { egui::Panel::right("lessons") };
+                let mut asks = Asks::default();
                 panel.resizable(true).default_size(if narrow { 320.0 } else { 340.0 }).show(ui, |ui| {
                     egui::ScrollArea::vertical().show(ui, |ui| {
-                        if self.show_challenges {
-                            self.challenges_panel(ui);
+                        let t = &self.chrome.catalog;
+                        if self.teaching.show_challenges {
+                            self.teaching.challenges_panel(ui, t, &mut self.settings, vocab);
                         } else {
-                            self.lessons_panel(ui);
+                            asks = self.teaching.lessons_panel(ui, t, &mut self.settings, vocab, narrow);
                         }
                     });
                 });
+                self.carry_out(asks);
             }
             self.apply_settings();
             self.main_area(ui, narrow, key_step);
         }
-        self.poll_snapshot(ui.ctx());
-        self.shortcuts_window(ui.ctx());
-        self.share_window(ui.ctx());
-        self.highlight(ui.ctx());
-        self.log_drawn_controls();
-        if self.training || self.step_started.is_some() || self.queued_step {
+        if self.snapshot.poll(ui.ctx()) {
+            self.shown.tab = Tab::Snapshot;
+        }
+        self.chrome.shortcuts_window(ui.ctx());
+        self.teaching.share_window(ui.ctx(), &self.chrome.catalog, &self.settings);
+        self.teaching.highlight(ui.ctx());
+        self.teaching.log_drawn_controls();
+        if self.run.busy() {
             // A step in the worker needs a frame only when its progress or result may have come
             // (about every 50 ms): a page redrawn continuously would take the CPU the worker
             // computes on (in headless Chromium a software-rendered frame costs ~100 ms).
-            if self.step_started.is_some() && matches!(self.compute, Compute::Worker { .. }) {
+            if self.run.stepping_in_worker() {
                 ui.ctx().request_repaint_after(std::time::Duration::from_millis(WORKER_FRAME_MS));
             } else {
                 ui.ctx().request_repaint();
@@ -392,69 +376,133 @@ impl OomlabApp {
         }
     }
 
+    /// The toy's controls, gated by a teacher link.
+    fn controls(&mut self, ui: &mut egui::Ui, vocab: usize) {
+        let t = &mut self.teaching;
+        controls::controls_ui(
+            ui,
+            &self.chrome.catalog,
+            &mut self.settings,
+            vocab,
+            &t.restrictions,
+            &mut t.drawn_controls,
+        );
+    }
+
     /// The views' side: the top bar, notices, run buttons, exports and the selected view.
     fn main_area(&mut self, ui: &mut egui::Ui, narrow: bool, key_step: bool) {
         let now = ui.input(|i| i.time);
         egui::CentralPanel::default().show(ui, |ui| {
             ui.horizontal_wrapped(|ui| {
-                if narrow && ui.button(self.tr("drawer-open")).clicked() {
-                    self.drawer_open = true;
+                if narrow && ui.button(self.chrome.tr("drawer-open")).clicked() {
+                    self.chrome.drawer_open = true;
                 }
-                ui.heading(self.tr("app-title"));
-                self.language_switch(ui);
-                if ui.selectable_label(self.lesson.is_some(), self.tr("lessons")).clicked() {
-                    if self.lesson.is_some() {
-                        self.lesson = None;
-                    } else {
-                        self.show_challenges = false;
-                        self.open_chapter(0);
-                    }
+                ui.heading(self.chrome.tr("app-title"));
+                if self.chrome.language_switch(ui) {
+                    lang::update_link(&self.settings, self.lang());
                 }
-                if ui.selectable_label(self.show_challenges, self.tr("challenges")).clicked() {
-                    self.show_challenges = !self.show_challenges;
-                    self.lesson = None;
+                if ui.selectable_label(self.teaching.lesson.is_some(), self.chrome.tr("lessons")).clicked() {
+                    let asks = self.teaching.toggle_lessons(&mut self.settings);
+                    self.carry_out(asks);
                 }
-                if ui.button("?").on_hover_text(self.tr("keys-title")).clicked() {
-                    self.show_shortcuts = !self.show_shortcuts;
+                if ui.selectable_label(self.teaching.show_challenges, self.chrome.tr("challenges")).clicked() {
+                    self.teaching.toggle_challenges();
+                }
+                if ui.button("?").on_hover_text(self.chrome.tr("keys-title")).clicked() {
+                    self.chrome.show_shortcuts = !self.chrome.show_shortcuts;
                 }
             });
-            for n in &self.notices {
-                ui.colored_label(Color32::from_rgb(230, 160, 0), n.text(&self.catalog));
-            }
-            let step = self.run_buttons(ui) || key_step || std::mem::take(&mut self.lesson_step);
+            self.chrome.notices_ui(ui);
+            let progress = self.run.worker_progress();
+            let t = &self.chrome.catalog;
+            let clicked = controls::run_buttons_ui(ui, t, &mut self.run.training, &self.run.engine, progress);
+            let step = clicked || key_step || self.teaching.take_step_request();
             self.drive(now, step);
-            if let Some(e) = &self.error {
-                ui.colored_label(Color32::RED, e.text(&self.catalog));
+            if let Some(e) = &self.run.error {
+                ui.colored_label(Color32::RED, e.text(&self.chrome.catalog));
             }
-            self.exports(ui);
+            let real_models = self.shown.tab == Tab::RealModels;
+            if let Some(ask) = export::buttons_ui(ui, &self.chrome.catalog, real_models, self.chrome.status.as_ref()) {
+                self.export(ask, ui.ctx());
+            }
+            self.save_screenshot();
             // The selected view gets the room: its chart takes what the window has left below
             // the tabs and the lines around the chart.
             self.tabs(ui);
             views::set_chart_height(ui.ctx(), ui.available_height() - 150.0);
             // Each tab keeps its own scroll position.
-            egui::ScrollArea::vertical().id_salt(("views", self.tab)).show(ui, |ui| self.views(ui));
+            egui::ScrollArea::vertical().id_salt(("views", self.shown.tab)).show(ui, |ui| self.views(ui));
         });
     }
 
-    /// The memory a view shows: the last real step's (allocator), else the plan's (predicted).
-    fn shown_memory(&self) -> Option<(&StepMemory, Source)> {
-        shown_memory(&self.measured, &self.derived.predicted)
+    /// Carries out an export button.
+    fn export(&mut self, ask: ExportAsk, ctx: &egui::Context) {
+        let dir = self.chrome.export_dir.clone();
+        let save = |name: &str, bytes: &[u8], mime: &str| export::save(dir.as_deref(), name, bytes, mime);
+        let status = match ask {
+            ExportAsk::SweepCsv => {
+                Some(save("oomlab-sweep.csv", export::sweep_csv(&self.shown.derived.sweep).as_bytes(), "text/csv"))
+            }
+            ExportAsk::StepJson => match (&self.shown.derived.plan, self.shown.memory(&self.run.measured)) {
+                (Ok(plan), Some((m, source))) => {
+                    let op = m.timeline.get(self.shown.scrub).and_then(|p| p.op);
+                    let json = export::step_json(plan, m, source, op);
+                    Some(save("oomlab-step.json", json.as_bytes(), "application/json"))
+                }
+                _ => None,
+            },
+            ExportAsk::Snapshot => match &self.shown.derived.plan {
+                Ok(plan) => Some(export::snapshot_export(plan, self.settings.budget_bytes, dir.as_deref())),
+                Err(_) => None,
+            },
+            ExportAsk::EstimateJson => match (&self.shown.estimate.setup, &self.shown.estimate.estimate) {
+                (Ok(setup), Some(e)) => {
+                    let r = &self.shown.estimate;
+                    let json = crate::estimate::EstimateReport::new(setup, e, r.max_micro_batch, &r.sweep)
+                        .to_json()
+                        .to_string();
+                    Some(save("oomlab-estimate.json", json.as_bytes(), "application/json"))
+                }
+                _ => None,
+            },
+            ExportAsk::Png => {
+                let (slot, repaint) = (self.chrome.screenshot.clone(), ctx.clone());
+                ctx.request_screenshot(move |image| {
+                    if let Ok(mut s) = slot.lock() {
+                        *s = Some(image);
+                    }
+                    repaint.request_repaint();
+                });
+                None
+            }
+            ExportAsk::Share => {
+                self.teaching.open_share();
+                None
+            }
+        };
+        if let Some(s) = status {
+            self.chrome.status = Some(s.unwrap_or_else(|e| e));
+        }
+    }
+
+    /// Saves a window screenshot the integration delivered as PNG.
+    fn save_screenshot(&mut self) {
+        let taken = self.chrome.screenshot.lock().ok().and_then(|mut s| s.take());
+        if let Some(image) = taken {
+            let dir = self.chrome.export_dir.as_deref();
+            let saved = export::png(&image)
+                .map_err(Notice::from)
+                .and_then(|b| export::save(dir, "oomlab.png", &b, "image/png"));
+            self.chrome.status = Some(saved.unwrap_or_else(|e| e));
+        }
     }
 
     /// The tabs, above the scrolling view so that they stay in reach.
     fn tabs(&mut self, ui: &mut egui::Ui) {
         ui.horizontal_wrapped(|ui| {
-            for (tab, key) in [
-                (Tab::Breakdown, "tab-breakdown"),
-                (Tab::Timeline, "tab-timeline"),
-                (Tab::Sweep, "tab-sweep"),
-                (Tab::Allocator, "tab-allocator"),
-                (Tab::Training, "tab-training"),
-                (Tab::RealModels, "tab-real-models"),
-                (Tab::Snapshot, "tab-snapshot"),
-            ] {
-                let label = self.tr(key);
-                ui.selectable_value(&mut self.tab, tab, label);
+            for (tab, key) in Tab::ALL {
+                let label = self.chrome.tr(key);
+                ui.selectable_value(&mut self.shown.tab, tab, label);
             }
         });
         ui.separator();
@@ -463,75 +511,77 @@ impl OomlabApp {
     fn views(&mut self, ui: &mut egui::Ui) {
         // Touch-sized controls (a phone) stop at the tabs: a view's rows keep their height.
         ui.spacing_mut().interact_size.y = ui.ctx().global_style().spacing.interact_size.y;
-        if self.tab == Tab::RealModels {
-            self.real_models(ui);
-        } else if self.tab == Tab::Snapshot {
-            self.snapshot_tab(ui);
-        } else {
-            self.toy_views(ui);
+        match self.shown.tab {
+            Tab::RealModels => self.real_models(ui),
+            Tab::Snapshot => {
+                let toy = self.shown.memory(&self.run.measured);
+                self.snapshot.tab_ui(ui, &self.chrome.catalog, toy);
+            }
+            _ => self.toy_views(ui),
         }
     }
 
     /// The large-model estimator's page: its own setup (the controls on the left are the toy's).
     fn real_models(&mut self, ui: &mut egui::Ui) {
-        let t = &self.catalog;
+        let t = &self.chrome.catalog;
         ui.heading(t.text("main-real-heading"));
-        real::controls(ui, t, &mut self.settings.real);
+        estimate_view::controls(ui, t, &mut self.settings.estimate);
         ui.separator();
-        let drawn = ui.scope(|ui| real::view(ui, t, &self.settings.real, &self.real));
+        let drawn = ui.scope(|ui| estimate_view::view(ui, t, &self.settings.estimate, &self.shown.estimate));
         views::mark(ui, "real-models", drawn.response.rect);
         views::explain(ui, t, "explain-real");
         egui::CollapsingHeader::new(t.text("main-claims")).id_salt("claims").default_open(true).show(ui, |ui| {
-            let claims =
-                self.claims.get_or_insert_with(|| crate::memory::estimate::claims::claims().map_err(|e| e.to_string()));
-            real::claims_view(ui, t, claims);
+            estimate_view::claims_view(ui, t, self.shown.claims());
         });
     }
 
     fn toy_views(&mut self, ui: &mut egui::Ui) {
-        let plan = match &self.derived.plan {
+        let plan = match &self.shown.derived.plan {
             Ok(p) => Arc::clone(p),
             Err(e) => {
-                ui.colored_label(
-                    Color32::RED,
-                    self.catalog.format("main-cannot-build", &[("error", e.as_str().into())]),
-                );
+                let t = &self.chrome.catalog;
+                ui.colored_label(Color32::RED, t.format("main-cannot-build", &[("error", e.to_string().into())]));
                 return;
             }
         };
-        let t = &self.catalog;
+        let t = &self.chrome.catalog;
+        let s = &self.settings;
         ui.label(t.format(
             "main-baseline",
             &[
-                ("name", views::describe(t, &self.settings.techniques()).into()),
-                ("batch", self.settings.batch.to_string().into()),
+                ("name", views::describe(t, &s.techniques()).into()),
+                ("batch", s.batch.to_string().into()),
                 ("micro", plan.shape.batch.to_string().into()),
-                ("accum", self.settings.accum.to_string().into()),
-                ("seq", self.settings.seq.to_string().into()),
-                ("budget", views::size(t, self.settings.budget_bytes).into()),
+                ("accum", s.accum.to_string().into()),
+                ("seq", s.seq.to_string().into()),
+                ("budget", views::size(t, s.budget_bytes).into()),
             ],
         ));
-        let oom = self.oom.clone().or_else(|| self.derived.predicted.as_ref().and_then(|p| p.as_ref().err()).cloned());
-        if let Some(oom) = oom {
+        let predicted_oom = self.shown.derived.predicted.as_ref().and_then(|p| p.as_ref().err());
+        if let Some(oom) = self.run.oom.clone().or_else(|| predicted_oom.cloned()) {
+            let suggestions = controls::suggestions(&self.settings, self.run.vocab(), &self.teaching.restrictions);
+            let real = self.run.oom.is_some();
             let panel = ui.group(|ui| {
-                if let Some(s) = views::oom_panel(ui, &self.catalog, &oom, &self.suggestions()) {
-                    self.apply_suggestion(s);
+                let picked = views::oom_panel(ui, t, &oom, &suggestions);
+                if !real {
+                    ui.label(RichText::new(t.text("main-oom-predicted")).small());
                 }
-                if self.oom.is_none() {
-                    ui.label(RichText::new(self.tr("main-oom-predicted")).small());
-                }
+                picked
             });
             views::mark(ui, "oom-panel", panel.response.rect);
+            if let Some(s) = panel.inner {
+                self.settings.apply(s);
+            }
         }
-        let t = &self.catalog;
-        // Borrowed field by field (the scrubber is mutated while the memory is drawn).
-        let shown = shown_memory(&self.measured, &self.derived.predicted);
-        let (memory, source) = match shown {
+        let t = &self.chrome.catalog;
+        // Borrowed field by field: the scrubber is moved while the memory is drawn.
+        let Shown { derived, tab, scrub, .. } = &mut self.shown;
+        let (memory, source) = match shown::memory(&self.run.measured, derived) {
             Some((m, s)) => (Some(m), s),
             None => (None, Source::Predicted),
         };
         // The chart tabs fold the breakdown into one line, so the chart gets the room.
-        if let (Some(m), false) = (memory, self.tab == Tab::Breakdown) {
+        if let (Some(m), false) = (memory, *tab == Tab::Breakdown) {
             ui.label(t.format(
                 "main-peak-line",
                 &[
@@ -542,11 +592,12 @@ impl OomlabApp {
                 ],
             ));
         }
-        match self.tab {
+        match *tab {
             Tab::Breakdown => {
                 ui.heading(t.text("main-at-peak"));
-                if let Some(Ok(predicted)) = &self.derived.predicted {
-                    let drawn = ui.scope(|ui| views::breakdown(ui, t, self.measured.as_ref(), predicted, &self.device));
+                if let Some(Ok(predicted)) = &derived.predicted {
+                    let measured = self.run.measured.as_ref();
+                    let drawn = ui.scope(|ui| views::breakdown(ui, t, measured, predicted, &self.run.device));
                     views::mark(ui, "breakdown", drawn.response.rect);
                 }
                 egui::CollapsingHeader::new(t.text("main-model-state")).id_salt("model_state").show(ui, |ui| {
@@ -556,7 +607,7 @@ impl OomlabApp {
             }
             Tab::Timeline => {
                 if let Some(m) = memory {
-                    let drawn = ui.scope(|ui| views::timeline(ui, t, &plan, m, source, &mut self.scrub));
+                    let drawn = ui.scope(|ui| views::timeline(ui, t, &plan, m, source, scrub));
                     views::mark(ui, "timeline-chart", drawn.response.rect);
                 }
                 views::explain(ui, t, "explain-timeline");
@@ -566,20 +617,20 @@ impl OomlabApp {
                     .chain(self.settings.overlays.iter().map(|o| views::describe(t, o)))
                     .collect();
                 let (budget, batch) = (self.settings.budget_bytes, self.settings.batch);
-                views::sweep_chart(ui, t, &self.derived.sweep, &names, budget, batch);
+                views::sweep_chart(ui, t, &derived.sweep, &names, budget, batch);
                 views::explain(ui, t, "explain-sweep");
             }
             Tab::Allocator => {
                 if let Some(m) = memory {
-                    let op = m.timeline.get(self.scrub.min(m.timeline.len().saturating_sub(1))).and_then(|p| p.op);
+                    let op = m.timeline.get((*scrub).min(m.timeline.len().saturating_sub(1))).and_then(|p| p.op);
                     // The driver's blocks describe the end of the last real step.
-                    let device = (source == Source::Allocator).then(|| self.device.reported()).flatten();
-                    let drawn = ui.scope(|ui| views::allocator_map(ui, t, &plan, m, op, device));
+                    let device = (source == Source::Allocator).then(|| self.run.device.reported()).flatten();
+                    let drawn = ui.scope(|ui| views::allocator_map(ui, t, &plan, m, source, op, device));
                     views::mark(ui, "allocator-map", drawn.response.rect);
                 }
                 views::explain(ui, t, "explain-allocator");
             }
-            Tab::Training => views::training(ui, t, &self.losses, &self.step_secs),
+            Tab::Training => views::training(ui, t, &self.run.losses, &self.run.step_secs),
             Tab::RealModels | Tab::Snapshot => {}
         }
     }
@@ -593,6 +644,6 @@ impl eframe::App for OomlabApp {
     fn save(&mut self, storage: &mut dyn eframe::Storage) {
         eframe::set_value(storage, "settings", &self.settings);
         eframe::set_value(storage, "lang", &self.lang());
-        eframe::set_value(storage, "challenges_done", &self.challenges_done);
+        eframe::set_value(storage, "challenges_done", &self.teaching.challenges_done);
     }
 }

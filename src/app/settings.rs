@@ -8,7 +8,9 @@ use serde::{Deserialize, Serialize};
 use super::Notice;
 use crate::model::params::LoraConfig;
 use crate::model::{ConfigError, ModelConfig, StepShape};
-use crate::plan::{AttentionKind, Checkpoint, OptimizerConfig, OptimizerKind, Plan, Precision, Techniques};
+use crate::plan::{
+    AttentionKind, Checkpoint, OptimizerConfig, OptimizerKind, Plan, Precision, StepRequest, Techniques,
+};
 
 /// The toy configurations the controls start from (each then editable).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -75,8 +77,10 @@ pub struct Settings {
     pub projector: bool,
     /// Up to two more technique sets overlaid on the memory-vs-batch chart.
     pub overlays: Vec<Techniques>,
-    /// The real-model view (the large-model estimator).
-    pub real: super::real::RealSettings,
+    /// The large-model estimator's setup (the Real models tab). Links made before it had this
+    /// name call it `real`.
+    #[serde(alias = "real")]
+    pub estimate: super::estimate_view::EstimateSettings,
 }
 
 impl Default for Settings {
@@ -96,7 +100,7 @@ impl Default for Settings {
             seed: 0,
             projector: false,
             overlays: Vec::new(),
-            real: super::real::RealSettings::default(),
+            estimate: super::estimate_view::EstimateSettings::default(),
         }
     }
 }
@@ -134,24 +138,29 @@ impl Settings {
         }
     }
 
-    /// The micro-batch each forward pass runs.
-    pub fn micro_batch(&self) -> usize {
-        (self.batch / self.accum.max(1)).max(1)
+    /// The step these settings ask for, at `batch` (effective) with `techniques`.
+    pub fn request_with(&self, vocab: usize, batch: usize, techniques: &Techniques) -> StepRequest {
+        StepRequest {
+            model: self.model(vocab),
+            batch: StepShape { batch, seq: self.seq },
+            optimizer: self.optimizer_config(),
+            techniques: *techniques,
+        }
+    }
+
+    /// The step these settings ask for.
+    pub fn request(&self, vocab: usize) -> StepRequest {
+        self.request_with(vocab, self.batch, &self.techniques())
     }
 
     /// The plan of one step with `techniques` at `batch` (effective), or why it cannot be built.
     pub fn plan_with(&self, vocab: usize, batch: usize, techniques: &Techniques) -> Result<Plan, ConfigError> {
-        let accum = techniques.accum.max(1);
-        if !batch.is_multiple_of(accum) {
-            return Err(ConfigError::Other(format!("batch {batch} cannot be split into {accum} equal micro-batches")));
-        }
-        let shape = StepShape { batch: batch / accum, seq: self.seq };
-        Plan::build_with(&self.model(vocab), shape, &self.optimizer_config(), techniques)
+        Ok(self.request_with(vocab, batch, techniques).validate()?.plan())
     }
 
     /// The plan of the current settings.
     pub fn plan(&self, vocab: usize) -> Result<Plan, ConfigError> {
-        self.plan_with(vocab, self.batch, &self.techniques())
+        Ok(self.request(vocab).validate()?.plan())
     }
 
     /// Keeps the settings buildable: the sequence within the model, an accumulation count in
@@ -159,7 +168,7 @@ impl Settings {
     pub fn normalize(&mut self) {
         self.seq = self.seq.clamp(1, self.dims.max_seq.max(1));
         self.accum = self.accum.clamp(1, self.batch.max(1));
-        while !self.batch.is_multiple_of(self.accum) {
+        while crate::plan::micro_batch(self.batch, self.accum).is_err() {
             self.accum -= 1;
         }
     }
@@ -197,7 +206,7 @@ impl Settings {
         self.lora_rank = self.lora_rank.min(256);
         self.budget_bytes = self.budget_bytes.clamp(1 << 20, 1 << 40);
         self.overlays.truncate(2);
-        self.real = self.real.clamped();
+        self.estimate = self.estimate.clamped();
         self.normalize();
         self
     }
@@ -213,7 +222,9 @@ impl Settings {
     pub fn url_hash_carries_settings(hash: &str) -> bool {
         hash.split(['#', '&']).any(|kv| {
             !kv.trim().is_empty()
-                && !["train=", "lang=", "challenge=", "lock=", "hide=", "lesson="].iter().any(|f| kv.starts_with(f))
+                && !["train=", "lang=", "challenge=", "lock=", "hide=", "lesson=", "tab="]
+                    .iter()
+                    .any(|f| kv.starts_with(f))
         })
     }
 
@@ -251,8 +262,8 @@ impl Settings {
             return fallback(Notice::Text(e.to_string()));
         }
         // The real-model view's part: if it cannot be estimated, that part alone falls back.
-        if let Err(e) = clamped.real.setup() {
-            clamped.real = super::real::RealSettings::default();
+        if let Err(e) = clamped.estimate.setup() {
+            clamped.estimate = super::estimate_view::EstimateSettings::default();
             let why = Notice::Text(e.to_string());
             return (clamped, Some(Notice::msg("link-real-unusable", &[("why", why)])));
         }
@@ -345,25 +356,36 @@ mod tests {
     #[test]
     fn a_bad_real_model_part_falls_back_alone() {
         let mut s = Settings { batch: 32, ..Settings::default() };
-        s.real.parallel.tensor = 3; // divides neither LLaMA-2 7B's 32 heads nor its MLP width
+        s.estimate.parallel.tensor = 3; // divides neither LLaMA-2 7B's 32 heads nor its MLP width
         let (back, notice) = Settings::from_url_hash(&s.to_url_hash(), V);
         assert_eq!(back.batch, 32, "the toy's part is kept");
-        assert_eq!(back.real, super::super::real::RealSettings::default());
+        assert_eq!(back.estimate, super::super::estimate_view::EstimateSettings::default());
         assert!(notice.is_some_and(|n| n.text(&en()).contains("real-model settings")));
         // A good real-model part round-trips.
         let mut s = Settings::default();
-        s.real.micro_batch = 4;
-        s.real.parallel.zero = 2;
-        s.real.lora =
-            Some(crate::memory::estimate::Adapters { rank: 16, qkv: true, proj: true, mlp: true, quantized: true });
+        s.estimate.micro_batch = 4;
+        s.estimate.parallel.zero = 2;
+        s.estimate.lora =
+            Some(crate::estimate::Adapters { rank: 16, qkv: true, proj: true, mlp: true, quantized: true });
         let (back, notice) = Settings::from_url_hash(&s.to_url_hash(), V);
         assert_eq!((back, notice), (s, None));
         // Out of range: clamped.
         let mut s = Settings::default();
-        s.real.micro_batch = u64::MAX;
+        s.estimate.micro_batch = u64::MAX;
         let (back, notice) = Settings::from_url_hash(&s.to_url_hash(), V);
-        assert_eq!(back.real.micro_batch, crate::memory::estimate::MAX_BATCH);
+        assert_eq!(back.estimate.micro_batch, crate::estimate::MAX_BATCH);
         assert!(notice.is_some());
+    }
+
+    /// Links written before the estimator's setup was called `estimate` name it `real`.
+    #[test]
+    fn an_older_link_still_opens_its_estimator_setup() {
+        let mut s = Settings::default();
+        s.estimate.micro_batch = 3;
+        let json = serde_json::to_string(&s).expect("JSON").replace("\"estimate\":", "\"real\":");
+        assert!(json.contains("\"real\":"));
+        let hash = format!("#s={}", base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(json));
+        assert_eq!(Settings::from_url_hash(&hash, V), (s, None));
     }
 
     #[test]
@@ -386,7 +408,7 @@ mod tests {
             };
             let (s, _) = Settings::from_url_hash(&format!("#s={hash}"), V);
             assert!(s.plan(V).is_ok(), "{hash}");
-            assert!(s.real.setup().is_ok(), "{hash}");
+            assert!(s.estimate.setup().is_ok(), "{hash}");
         }
     }
 }

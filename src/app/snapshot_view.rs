@@ -8,7 +8,7 @@
 use egui::{Color32, RichText, Ui};
 use egui_plot::{Line, Plot, PlotPoints, VLine};
 
-use super::OomlabApp;
+use super::views::drawn::{Drawn, SnapshotDrawn, record};
 use super::views::{self, Source, size};
 use crate::i18n::Catalog;
 use crate::memory::snapshot::{Snapshot, read, replay};
@@ -91,10 +91,9 @@ fn bytes(v: i64) -> u64 {
     u64::try_from(v).unwrap_or(0)
 }
 
-impl OomlabApp {
+impl SnapshotState {
     /// Opens a snapshot from its bytes (drag and drop in the browser, the file picker, tests).
-    pub fn open_snapshot_bytes(&mut self, name: &str, bytes: &[u8]) {
-        let s = &mut self.snapshot;
+    pub fn open_bytes(&mut self, name: &str, bytes: &[u8]) {
         match load(name, bytes) {
             Ok(l) => {
                 log::info!(
@@ -102,16 +101,16 @@ impl OomlabApp {
                     l.replays.len(),
                     l.snapshot.segments.len()
                 );
-                (s.loaded, s.error) = (Some(l), None);
+                (self.loaded, self.error) = (Some(l), None);
             }
-            Err(e) => s.error = Some(format!("{name}: {e}")),
+            Err(e) => self.error = Some(format!("{name}: {e}")),
         }
-        s.loading = None;
+        self.loading = None;
     }
 
     /// Opens a snapshot file: on a thread on the desktop (a large file never freezes a frame).
     #[cfg(not(target_arch = "wasm32"))]
-    pub fn open_snapshot_path(&mut self, path: std::path::PathBuf, ctx: &egui::Context) {
+    pub fn open_path(&mut self, path: std::path::PathBuf, ctx: &egui::Context) {
         let name = path.file_name().map_or_else(|| path.display().to_string(), |n| n.to_string_lossy().into_owned());
         let (tx, rx) = std::sync::mpsc::channel();
         let ctx = ctx.clone();
@@ -121,23 +120,24 @@ impl OomlabApp {
             let _ = tx.send((label, result));
             ctx.request_repaint();
         });
-        self.snapshot.loading = Some(name);
-        self.snapshot.rx = Some(rx);
+        self.loading = Some(name);
+        self.rx = Some(rx);
     }
 
-    /// Takes dropped files and finished reads (each frame).
-    pub(super) fn poll_snapshot(&mut self, ctx: &egui::Context) {
+    /// Takes dropped files and finished reads (each frame); whether a file was dropped (the
+    /// app then shows this tab).
+    pub fn poll(&mut self, ctx: &egui::Context) -> bool {
         let dropped = ctx.input(|i| i.raw.dropped_files.clone());
+        let any_dropped = !dropped.is_empty();
         for f in dropped {
-            self.tab = super::Tab::Snapshot;
             #[cfg(not(target_arch = "wasm32"))]
-            self.open_snapshot_path(f.path().to_path_buf(), ctx);
+            self.open_path(f.path().to_path_buf(), ctx);
             #[cfg(target_arch = "wasm32")]
             {
                 // The browser reads a dropped file asynchronously; it lands where a picked one does.
-                let (picked, ctx) = (self.snapshot.picked.clone(), ctx.clone());
+                let (picked, ctx) = (self.picked.clone(), ctx.clone());
                 let name = f.path().display().to_string();
-                self.snapshot.loading = Some(name.clone());
+                self.loading = Some(name.clone());
                 wasm_bindgen_futures::spawn_local(async move {
                     match f.bytes_async().await {
                         Ok(bytes) => *picked.borrow_mut() = Some((name, bytes)),
@@ -148,28 +148,29 @@ impl OomlabApp {
             }
         }
         #[cfg(not(target_arch = "wasm32"))]
-        if let Some(rx) = &self.snapshot.rx
+        if let Some(rx) = &self.rx
             && let Ok((name, result)) = rx.try_recv()
         {
-            self.snapshot.rx = None;
-            self.snapshot.loading = None;
+            self.rx = None;
+            self.loading = None;
             match result {
-                Ok(l) => (self.snapshot.loaded, self.snapshot.error) = (Some(l), None),
-                Err(e) => self.snapshot.error = Some(format!("{name}: {e}")),
+                Ok(l) => (self.loaded, self.error) = (Some(l), None),
+                Err(e) => self.error = Some(format!("{name}: {e}")),
             }
         }
         #[cfg(target_arch = "wasm32")]
         {
-            let picked = self.snapshot.picked.borrow_mut().take();
+            let picked = self.picked.borrow_mut().take();
             if let Some((name, b)) = picked {
-                self.open_snapshot_bytes(&name, &b);
+                self.open_bytes(&name, &b);
             }
         }
+        any_dropped
     }
 
-    /// The Snapshot tab.
-    pub(super) fn snapshot_tab(&mut self, ui: &mut Ui) {
-        let t = &self.catalog;
+    /// The Snapshot tab, beside the toy's current step (`toy`: its memory and where that comes
+    /// from).
+    pub fn tab_ui(&mut self, ui: &mut Ui, t: &Catalog, toy: Option<(&crate::memory::StepMemory, Source)>) {
         ui.heading(t.text("snap-heading"));
         ui.label(t.text("snap-how"));
         #[cfg(not(target_arch = "wasm32"))]
@@ -177,37 +178,33 @@ impl OomlabApp {
         ui.horizontal_wrapped(|ui| {
             #[cfg(not(target_arch = "wasm32"))]
             {
-                let field = ui.add(egui::TextEdit::singleline(&mut self.snapshot.path).hint_text(t.text("snap-path")));
+                let field = ui.add(egui::TextEdit::singleline(&mut self.path).hint_text(t.text("snap-path")));
                 let open = ui.button(t.text("snap-open")).clicked()
                     || (field.lost_focus() && ui.input(|i| i.key_pressed(egui::Key::Enter)));
-                if open && !self.snapshot.path.trim().is_empty() {
-                    open_path = Some(std::path::PathBuf::from(self.snapshot.path.trim()));
+                if open && !self.path.trim().is_empty() {
+                    open_path = Some(std::path::PathBuf::from(self.path.trim()));
                 }
             }
             #[cfg(target_arch = "wasm32")]
             if ui.button(t.text("snap-choose")).clicked() {
-                pick_file(&self.snapshot.picked, ui.ctx());
+                pick_file(&self.picked, ui.ctx());
             }
             ui.label(RichText::new(t.text("snap-drop")).weak());
         });
         #[cfg(not(target_arch = "wasm32"))]
         if let Some(path) = open_path {
-            self.open_snapshot_path(path, ui.ctx());
+            self.open_path(path, ui.ctx());
         }
-        let t = &self.catalog;
-        if let Some(name) = &self.snapshot.loading {
+        if let Some(name) = &self.loading {
             ui.horizontal(|ui| {
                 ui.spinner();
                 ui.label(t.format("snap-reading", &[("name", name.as_str().into())]));
             });
         }
-        if let Some(e) = &self.snapshot.error {
+        if let Some(e) = &self.error {
             ui.colored_label(Color32::RED, t.format("snap-error", &[("error", e.as_str().into())]));
         }
-        // Borrowed field by field: the toy's memory beside the snapshot state being changed.
-        let toy = super::shown_memory(&self.measured, &self.derived.predicted);
-        let t = &self.catalog;
-        let Some(l) = &mut self.snapshot.loaded else { return };
+        let Some(l) = &mut self.loaded else { return };
         if l.replays.len() > 1 {
             ui.horizontal(|ui| {
                 for (i, r) in l.replays.iter().enumerate() {
@@ -242,6 +239,18 @@ impl OomlabApp {
             );
         }
         summary(ui, t, r, toy);
+        let segments = l.snapshot.segments.iter().filter(|g| g.device == r.device).count();
+        record(
+            ui,
+            Drawn::Snapshot(SnapshotDrawn {
+                name: l.name.clone(),
+                peak_allocated_bytes: bytes(r.peak_allocated),
+                peak_reserved_bytes: bytes(r.peak_reserved),
+                events: r.events,
+                segments,
+                toy: toy.map(|(m, s)| (s, m.peak_allocated_bytes(), m.peak_reserved_bytes())),
+            }),
+        );
         for o in &r.ooms {
             ui.group(|ui| {
                 ui.label(RichText::new(t.text("snap-oom-heading")).color(Color32::from_rgb(240, 80, 80)).strong());

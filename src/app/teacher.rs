@@ -4,8 +4,10 @@
 //! reproducible scenario: `#s=…&lock=batch,budget&hide=precision&lesson=2&lang=zh`. The teacher
 //! builds one in the app ("Share this setup"). An unknown control name is ignored with a notice.
 
+use super::Notice;
 use super::settings::Settings;
-use super::{Notice, OomlabApp};
+use super::teaching::{Asks, Teaching};
+use crate::i18n::{Catalog, Lang};
 
 /// A control a link can lock or hide.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -173,15 +175,17 @@ pub fn lesson_from_url_hash(hash: &str) -> Option<usize> {
     n.checked_sub(1)
 }
 
-impl OomlabApp {
-    /// Applies a link's teaching parts: the lesson chapter it opens, and the controls it locks or
-    /// hides (pinned at the settings the app has now, the link's own).
-    pub fn apply_teacher_link(&mut self, hash: &str) {
-        if let Some(chapter) = lesson_from_url_hash(hash) {
-            self.open_chapter(chapter);
-        }
+impl Teaching {
+    /// Applies a link's teaching parts: the lesson chapter it opens (its settings written into
+    /// `settings`), and the controls it locks or hides, pinned at `settings` as they are then
+    /// (the link's own). A notice names anything it did not know.
+    pub fn apply_teacher_link(&mut self, hash: &str, settings: &mut Settings, notices: &mut Vec<Notice>) -> Asks {
+        let asks = match lesson_from_url_hash(hash) {
+            Some(chapter) => self.open_chapter(chapter, settings),
+            None => Asks::default(),
+        };
         let (mut restrictions, notice) = Restrictions::from_url_hash(hash);
-        restrictions.pinned = Some(self.settings.clone());
+        restrictions.pinned = Some(settings.clone());
         if !restrictions.locked.is_empty() || !restrictions.hidden.is_empty() {
             let ids = |cs: &[Control]| cs.iter().map(|c| c.id()).collect::<Vec<_>>().join(", ");
             log::info!(
@@ -193,14 +197,15 @@ impl OomlabApp {
         self.restrictions = restrictions;
         self.drawn_logged = false;
         if let Some(n) = notice {
-            log::warn!("oomlab: {}", n.text(&crate::i18n::Catalog::new(crate::i18n::Lang::En)));
-            self.notices.push(n);
+            log::warn!("oomlab: {}", n.text(&Catalog::new(Lang::En)));
+            notices.push(n);
         }
+        asks
     }
 
     /// Once the controls panel has been drawn under a teacher link's restrictions, logs what it
     /// held: each control enabled, disabled or absent, as the widgets were drawn.
-    pub(super) fn log_drawn_controls(&mut self) {
+    pub fn log_drawn_controls(&mut self) {
         let r = &self.restrictions;
         if self.drawn_logged || self.drawn_controls.is_empty() || (r.locked.is_empty() && r.hidden.is_empty()) {
             return;
@@ -215,10 +220,10 @@ impl OomlabApp {
         log::info!("oomlab: teacher link drawn: {}", all.join(", "));
     }
 
-    /// The link for the current setup, language, lesson chapter or challenge, and the controls the
-    /// teacher chose to lock or hide.
-    pub fn teacher_link(&self, lock: &[Control], hide: &[Control]) -> String {
-        let mut link = format!("{}&lang={}", self.settings.to_url_hash(), self.lang().code());
+    /// The link for `settings` in `lang`, with the open lesson chapter or challenge, and the
+    /// controls the teacher chose to lock or hide.
+    pub fn teacher_link(&self, settings: &Settings, lang: Lang, lock: &[Control], hide: &[Control]) -> String {
+        let mut link = format!("{}&lang={}", settings.to_url_hash(), lang.code());
         if let Some(l) = &self.lesson {
             link.push_str(&format!("&lesson={}", l.chapter + 1));
         }
@@ -231,10 +236,9 @@ impl OomlabApp {
     }
 
     /// "Share this setup": choose what to lock or hide, copy the link.
-    pub(super) fn share_window(&mut self, ctx: &egui::Context) {
+    pub fn share_window(&mut self, ctx: &egui::Context, t: &Catalog, settings: &Settings) {
         let Some((mut lock, mut hide)) = self.share.clone() else { return };
         let mut open = true;
-        let t = &self.catalog;
         egui::Window::new(t.text("share-title")).open(&mut open).show(ctx, |ui| {
             ui.label(egui::RichText::new(t.text("share-help")).small());
             egui::Grid::new("share").num_columns(3).show(ui, |ui| {
@@ -253,7 +257,7 @@ impl OomlabApp {
                     ui.end_row();
                 }
             });
-            let link = self.teacher_link(&lock, &hide);
+            let link = self.teacher_link(settings, t.lang(), &lock, &hide);
             ui.add(egui::TextEdit::multiline(&mut link.as_str()).desired_rows(3).desired_width(f32::INFINITY));
         });
         self.share = open.then_some((lock, hide));

@@ -2,6 +2,9 @@
 
 pub mod cpu;
 pub mod gpu;
+mod open;
+
+pub use open::{Executor, Gpu, open, ready_now};
 
 use thiserror::Error;
 
@@ -28,6 +31,24 @@ pub enum BackendError {
     /// the app keeps running).
     #[error("an internal error in oomlab stopped the step ({0}); please report it")]
     Internal(String),
+    /// An op found a tensor it reads without memory: a run of the backward pass alone, without
+    /// the forward pass of the same step.
+    #[error("op {op} needs tensor '{tensor}', which this step has not produced (run the forward pass first)")]
+    NotProduced { op: String, tensor: String },
+    /// The GPU backend was asked for where no GPU is open (the CLI opens one for
+    /// `--backend gpu`; the app has one when eframe's device can compute).
+    #[error("the GPU backend was asked for, but no GPU is open{}", .0.as_deref().map(|r| format!(": {r}")).unwrap_or_default())]
+    NoGpu(Option<String>),
+    /// The browser's CPU worker stopped (its wasm did not load, or it crashed): steps then run
+    /// on the page's thread.
+    #[error("the CPU worker stopped: {0}")]
+    WorkerLost(String),
+    /// The CPU worker was asked for a step of settings it has no executor for.
+    #[error("the CPU worker has no executor for these settings")]
+    WorkerHasNoExecutor,
+    /// Something being built in the background was dropped before it finished.
+    #[error("building was cancelled")]
+    Cancelled,
 }
 
 /// Runs `f`, turning a panic into [`BackendError::Internal`] with its message. Whatever `f`
@@ -43,9 +64,6 @@ pub fn catch_panic<T>(f: impl FnOnce() -> T) -> Result<T, BackendError> {
         BackendError::Internal(message)
     })
 }
-
-/// A capacity that never limits: the real device's (or the host's) memory does.
-pub const UNLIMITED: u64 = u64::MAX / 4;
 
 /// A plan size as a host index (it lives in `units`, below every layer; the model uses it too).
 pub use crate::units::ix;
@@ -138,7 +156,11 @@ impl std::str::FromStr for BackendKind {
         match s.to_ascii_lowercase().as_str() {
             "gpu" => Ok(Self::Gpu),
             "cpu" => Ok(Self::Cpu),
-            other => Err(ConfigError::Other(format!("unknown backend {other:?}: expected \"gpu\" or \"cpu\""))),
+            other => Err(ConfigError::Unknown {
+                what: "backend".into(),
+                got: other.to_string(),
+                expected: "\"gpu\" or \"cpu\"".into(),
+            }),
         }
     }
 }

@@ -39,21 +39,15 @@ pub(super) fn bench(
 ) -> Result<(), Failure> {
     let dataset = Dataset::builtin();
     let r = config.resolve_one(&dataset)?;
-    let larger = Resolved {
-        model: ModelConfig { vocab: r.model.vocab, seq_len: 128, d_model: 256, n_layers: 4, n_heads: 4 },
-        shape: StepShape { batch: 16, seq: 128 },
-        optimizer: r.optimizer,
-        techniques: r.techniques,
-        backend: r.backend,
-        seed: r.seed,
-        json: r.json,
-        budget_bytes: r.budget_bytes,
-        batches: vec![16],
-    };
+    let larger = r.with(StepRequest {
+        model: ModelConfig { vocab: r.model().vocab, seq_len: 128, d_model: 256, n_layers: 4, n_heads: 4 },
+        batch: StepShape { batch: 16 * r.techniques().accum, seq: 128 },
+        ..*r.request.request()
+    })?;
     let mut rows = Vec::new();
     let mut gflops = None;
     let gpu_start = Instant::now();
-    let gpu = if r.backend == BackendKind::Gpu { Some(open_gpu()?) } else { None };
+    let gpu = open_gpu(&r)?;
     let gemm_kernel = gpu.as_ref().map(|g| g.kernels.matmul.gemm.kind().name());
     let pipelines_secs = gpu_start.elapsed().as_secs_f64();
     let chosen: Vec<(&str, &Resolved)> = [("default", &r), ("larger", &larger)]
@@ -65,12 +59,14 @@ pub(super) fn bench(
         })
         .collect();
     for &(name, cfg) in &chosen {
-        let plan = cfg.plan()?;
+        let plan = cfg.plan();
         let t0 = Instant::now();
         let first_extra = if name == "default" { pipelines_secs } else { 0.0 };
-        let row = match (&gpu, cfg.backend) {
-            (Some(g), BackendKind::Gpu) => {
-                let mut exec = pollster::block_on(GpuExecutor::new(&g.ctx, &g.kernels, plan, cfg.seed))?;
+        // Timing only: no virtual budget.
+        let exec =
+            pollster::block_on(oomlab::backend::open(cfg.backend, gpu.as_ref(), plan, cfg.seed, Budget::Unlimited))?;
+        let row = match exec {
+            Executor::Gpu(mut exec) => {
                 let batch = dataset.batch(cfg.batch_shape(), cfg.seed, 0)?;
                 exec.upload_batch(&batch)?;
                 pollster::block_on(exec.run_phases(&[Phase::Forward, Phase::Backward, Phase::Optimizer]))?;
@@ -94,8 +90,7 @@ pub(super) fn bench(
                 }
                 row(name, cfg, exec.backend_name(), first, phase_secs, steps, step)
             }
-            _ => {
-                let mut exec = CpuExecutor::<f32>::new(plan, cfg.seed)?;
+            Executor::Cpu(mut exec) => {
                 let batch = dataset.batch(cfg.batch_shape(), cfg.seed, 0)?;
                 exec.upload_batch(&batch)?;
                 exec.run_phases(&[Phase::Forward, Phase::Backward, Phase::Optimizer])?;
@@ -121,12 +116,12 @@ pub(super) fn bench(
         .iter()
         .map(|(name, c)| PeerConfig {
             name,
-            d: c.model.d_model,
-            layers: c.model.n_layers,
-            heads: c.model.n_heads,
-            seq: c.shape.seq,
-            batch: c.shape.batch,
-            vocab: c.model.vocab,
+            d: c.model().d_model,
+            layers: c.model().n_layers,
+            heads: c.model().n_heads,
+            seq: c.shape().seq,
+            batch: c.shape().batch,
+            vocab: c.model().vocab,
         })
         .collect();
     let peers = peers::run(peer_args, &peer_configs, steps);
@@ -210,10 +205,10 @@ pub(super) fn row(
     step_secs: f64,
 ) -> BenchRow {
     let per = |s: f64| s / steps as f64 * 1e3;
-    let m = cfg.model;
+    let (m, shape) = (cfg.model(), cfg.shape());
     BenchRow {
         name: name.into(),
-        config: format!("d {} L {} T {} B {}", m.d_model, m.n_layers, cfg.shape.seq, cfg.shape.batch),
+        config: format!("d {} L {} T {} B {}", m.d_model, m.n_layers, shape.seq, shape.batch),
         backend,
         first_step_secs: first,
         fwd_ms: per(phase_secs[0]),
@@ -235,7 +230,7 @@ pub(super) fn print_profile(name: &str, ops: &[(Phase, String, f64)]) {
 }
 
 pub(super) fn bench_gemm(n: usize) -> Result<(), Failure> {
-    let g = open_gpu()?;
+    let g = Gpu::open_headless()?;
     let gflops = bench_matmul(&g.ctx, &g.kernels, n, n, n, 5)?;
     let kernel = g.kernels.matmul.gemm.kind().name();
     println!("matmul {n}×{n}×{n}: {gflops:.2} GFLOP/s on {}, {kernel} GEMM kernel", g.ctx.describe());

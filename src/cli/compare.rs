@@ -25,18 +25,14 @@ pub(super) struct CompareRow {
 }
 
 /// The rows of `compare`: the baseline, then each technique alone on the same effective batch,
-/// then all of them together.
-pub(super) fn compare_variants(r: &Resolved) -> Vec<(String, Resolved)> {
-    let batch = r.batch_shape().batch;
-    let base = Resolved {
-        shape: StepShape { batch, seq: r.shape.seq },
-        techniques: Techniques::default(),
-        batches: vec![batch],
-        ..r.clone()
-    };
-    let with = |t: Techniques| Resolved { techniques: t, ..base.clone() };
-    let mut out = vec![("baseline".to_string(), base.clone())];
-    let l = r.model.n_layers;
+/// then all of them together (each validated when it runs).
+pub(super) fn compare_variants(r: &Resolved) -> Vec<(String, StepRequest)> {
+    let batch = r.batch_shape();
+    let model = *r.model();
+    let base = StepRequest { model, batch, optimizer: *r.optimizer(), techniques: Techniques::default() };
+    let with = |t: Techniques| StepRequest { techniques: t, ..base };
+    let mut out = vec![("baseline".to_string(), base)];
+    let l = model.n_layers;
     let mut checkpoints = vec![Checkpoint::BLOCKS];
     let k = Checkpoint::default_every(l);
     if k > 1 {
@@ -51,46 +47,37 @@ pub(super) fn compare_variants(r: &Resolved) -> Vec<(String, Resolved)> {
         out.push((format!("{} mixed precision", precision.name()), with(t)));
     }
     let fused = Techniques { attention: AttentionKind::Fused, ..Techniques::default() };
-    if fused.validate(&r.model).is_ok() {
+    if fused.validate(&model).is_ok() {
         out.push(("fused attention".into(), with(fused)));
     }
     // Accumulation: the largest of 4 and 2 that splits the batch.
-    let accum = [4, 2].into_iter().find(|k| batch.is_multiple_of(*k) && batch > *k - 1);
+    let accum = [4, 2].into_iter().find(|k| micro_batch(batch.batch, *k).is_ok() && batch.batch > *k - 1);
     if let Some(k) = accum {
-        let micro = Resolved {
-            shape: StepShape { batch: batch / k, seq: r.shape.seq },
-            techniques: Techniques { accum: k, ..Techniques::default() },
-            batches: vec![batch / k],
-            ..base.clone()
-        };
-        out.push((format!("accumulation {}×{}", batch / k, k), micro));
+        out.push((
+            format!("accumulation {}×{}", batch.batch / k, k),
+            with(Techniques { accum: k, ..Techniques::default() }),
+        ));
     }
     // LoRA rank 4 (or less on a very narrow model) on every projection.
-    let rank = 4.min(r.model.d_model.saturating_sub(1)).max(1);
+    let rank = 4.min(model.d_model.saturating_sub(1)).max(1);
     if let Ok(lora) = LoraConfig::new(rank).with_targets("all") {
         let t = Techniques { lora: Some(lora), ..Techniques::default() };
-        if t.validate(&r.model).is_ok() {
+        if t.validate(&model).is_ok() {
             out.push((format!("LoRA r={rank} (all projections)"), with(t)));
         }
     }
     for kind in [OptimizerKind::Momentum, OptimizerKind::Sgd] {
         let optimizer = OptimizerConfig { kind, ..base.optimizer };
         if base.optimizer.kind != kind {
-            out.push((format!("optimizer {}", kind.name()), Resolved { optimizer, ..base.clone() }));
+            out.push((format!("optimizer {}", kind.name()), StepRequest { optimizer, ..base }));
         }
     }
     let all = Techniques {
         checkpoint: Checkpoint::BLOCKS,
-        attention: if fused.validate(&r.model).is_ok() { AttentionKind::Fused } else { AttentionKind::Standard },
+        attention: if fused.validate(&model).is_ok() { AttentionKind::Fused } else { AttentionKind::Standard },
         accum: accum.unwrap_or(1),
         lora: None,
         precision: Precision::Fp32,
-    };
-    let combined = Resolved {
-        shape: StepShape { batch: batch / all.accum, seq: r.shape.seq },
-        techniques: all,
-        batches: vec![batch / all.accum],
-        ..base.clone()
     };
     let mut parts = vec!["blocks".to_string()];
     if all.attention == AttentionKind::Fused {
@@ -99,24 +86,25 @@ pub(super) fn compare_variants(r: &Resolved) -> Vec<(String, Resolved)> {
     if all.accum > 1 {
         parts.push(format!("accum ×{}", all.accum));
     }
-    out.push((format!("combined: {}", parts.join(" + ")), combined));
+    out.push((format!("combined: {}", parts.join(" + ")), with(all)));
     out
 }
 
 pub(super) fn compare(steps: usize, config: &ConfigArgs) -> Result<(), Failure> {
     let dataset = Dataset::builtin();
     let r = config.resolve_one(&dataset)?;
-    let gpu = if r.backend == BackendKind::Gpu { Some(open_gpu()?) } else { None };
+    let gpu = open_gpu(&r)?;
     let mut rows: Vec<CompareRow> = Vec::new();
     let mut baseline_grads: Option<Vec<f32>> = None;
     let mut backend_name = String::new();
-    for (name, v) in compare_variants(&r) {
-        let plan = v.plan()?;
+    for (name, request) in compare_variants(&r) {
+        let v = r.with(request)?;
+        let plan = v.plan();
         let (flops, recomputed_flops) = plan.flops();
         let mut row = CompareRow {
             technique: name,
-            micro_batch: v.shape.batch,
-            accum: v.techniques.accum,
+            micro_batch: v.shape().batch,
+            accum: v.techniques().accum,
             oom: None,
             peak_allocated_bytes: None,
             peak_reserved_bytes: None,
@@ -137,7 +125,7 @@ pub(super) fn compare(steps: usize, config: &ConfigArgs) -> Result<(), Failure> 
             match &baseline_grads {
                 None => baseline_grads = Some(grads),
                 // LoRA trains other parameters: there is nothing to compare.
-                Some(_) if v.techniques.lora.is_some() => {}
+                Some(_) if v.techniques().lora.is_some() => {}
                 Some(base) => row.grad_rel_diff = Some(rel_diff(&grads, base)),
             }
             let start = Instant::now();
@@ -165,11 +153,11 @@ pub(super) fn compare(steps: usize, config: &ConfigArgs) -> Result<(), Failure> 
         source: "allocator",
         sources: sources_json(&backend_name),
         batch: r.batch_shape().batch,
-        seq_len: r.shape.seq,
+        seq_len: r.shape().seq,
         budget_bytes: r.budget_bytes,
         rows,
         backend: backend_name,
-        model: (r.model.d_model, r.model.n_layers, r.model.n_heads),
+        model: (r.model().d_model, r.model().n_layers, r.model().n_heads),
     };
     print_report(&report, r.json, CompareReport::text)
 }

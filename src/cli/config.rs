@@ -180,29 +180,84 @@ impl From<oomlab::backend::gpu::GpuError> for Failure {
     }
 }
 
+/// What the flags ask for: the step, validated once, and how to run it.
 #[derive(Clone)]
 pub(super) struct Resolved {
-    pub(super) model: ModelConfig,
-    /// The shape of one forward pass (the micro-batch with accumulation).
-    pub(super) shape: StepShape,
-    pub(super) optimizer: OptimizerConfig,
-    pub(super) techniques: Techniques,
+    /// The step (for `sweep`, at the first batch size the flags name).
+    pub(super) request: ValidRequest,
     pub(super) backend: BackendKind,
     pub(super) seed: u64,
     pub(super) json: bool,
+    /// The virtual GPU's memory (`--budget`): the CLI always has one.
     pub(super) budget_bytes: u64,
     /// Every micro-batch size the flags name (one, except for sweeps).
     pub(super) batches: Vec<usize>,
 }
 
 impl Resolved {
+    pub(super) fn model(&self) -> &ModelConfig {
+        self.request.model()
+    }
+    /// The shape of one forward pass (the micro-batch with accumulation).
+    pub(super) fn shape(&self) -> StepShape {
+        self.request.micro_shape()
+    }
     /// The batch one step consumes (micro-batch × accumulation).
     pub(super) fn batch_shape(&self) -> StepShape {
-        StepShape { batch: self.shape.batch * self.techniques.accum, seq: self.shape.seq }
+        self.request.batch_shape()
     }
+    pub(super) fn techniques(&self) -> &Techniques {
+        self.request.techniques()
+    }
+    pub(super) fn optimizer(&self) -> &OptimizerConfig {
+        self.request.optimizer()
+    }
+    pub(super) fn budget(&self) -> Budget {
+        Budget::Bytes(self.budget_bytes)
+    }
+    pub(super) fn plan(&self) -> Plan {
+        self.request.plan()
+    }
+    /// The same run with another step (`compare`'s variants, `bench`'s larger config, one batch
+    /// of a sweep), validated.
+    pub(super) fn with(&self, request: StepRequest) -> Result<Resolved, ConfigError> {
+        let request = request.validate()?;
+        Ok(Resolved { batches: vec![request.micro_shape().batch], request, ..self.clone() })
+    }
+    /// The step at micro-batch `micro`, the rest as it is.
+    pub(super) fn at_micro(&self, micro: usize) -> Result<Resolved, ConfigError> {
+        let r = self.request.request();
+        let shape = StepShape { batch: micro, seq: r.batch.seq };
+        self.with(StepRequest::with_micro(r.model, shape, r.optimizer, r.techniques)?)
+    }
+}
 
-    pub(super) fn plan(&self) -> Result<Plan, ConfigError> {
-        Plan::build_with(&self.model, self.shape, &self.optimizer, &self.techniques)
+/// A flag the CLI cannot read (the model, techniques and shape are [`ConfigError`]s).
+#[derive(Debug, thiserror::Error)]
+pub(super) enum FlagError {
+    #[error("cannot read --batch {0:?}: use 16, 1..512, 1..512:8 or 1,2,4")]
+    BatchSyntax(String),
+    #[error("--batch {0}: the range is empty")]
+    EmptyRange(String),
+    #[error("--batch {text} names {count} batch sizes; at most 100000")]
+    TooManyBatches { text: String, count: usize },
+    #[error(
+        "--batch {batch} disagrees with --micro-batch {micro} × --accum {accum}: give one of --batch and --micro-batch"
+    )]
+    BatchDisagrees { batch: String, micro: String, accum: usize },
+    #[error("--batch / --micro-batch name several sizes; only `sweep` takes a range")]
+    SeveralBatches,
+    #[error(
+        "dump-step writes the whole model's gradients for Hugging Face; with --lora there are none (the base is frozen)"
+    )]
+    DumpWithLora,
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+}
+
+impl From<FlagError> for Failure {
+    fn from(e: FlagError) -> Self {
+        Self { code: EXIT_USAGE, message: e.to_string() }
     }
 }
 
@@ -213,7 +268,6 @@ impl ConfigArgs {
         let vocab = self.vocab.unwrap_or_else(|| dataset.tokenizer.vocab_size());
         let model =
             ModelConfig { vocab, seq_len: max_seq, d_model: self.d_model, n_layers: self.layers, n_heads: self.heads };
-        model.validate()?;
         let accum = self.accum;
         let techniques = Techniques {
             checkpoint: match self.checkpoint {
@@ -230,24 +284,15 @@ impl ConfigArgs {
                 PrecisionArg::Fp16 => Precision::Fp16,
                 PrecisionArg::Bf16 => Precision::Bf16,
             },
-            lora: match self.lora {
-                Some(r) => {
-                    let rank = r;
-                    let mut l = LoraConfig::new(rank);
-                    let all = self.lora_targets.contains(&LoraTargetArg::All);
-                    let has = |t: LoraTargetArg| all || self.lora_targets.contains(&t);
-                    (l.qkv, l.proj, l.mlp) =
-                        (has(LoraTargetArg::Qkv), has(LoraTargetArg::Proj), has(LoraTargetArg::Mlp));
-                    l.alpha = self.lora_alpha.unwrap_or(rank as f32);
-                    Some(l)
-                }
-                None => None,
-            },
+            lora: self.lora.map(|rank| {
+                let mut l = LoraConfig::new(rank);
+                let all = self.lora_targets.contains(&LoraTargetArg::All);
+                let has = |t: LoraTargetArg| all || self.lora_targets.contains(&t);
+                (l.qkv, l.proj, l.mlp) = (has(LoraTargetArg::Qkv), has(LoraTargetArg::Proj), has(LoraTargetArg::Mlp));
+                l.alpha = self.lora_alpha.unwrap_or(rank as f32);
+                l
+            }),
         };
-        techniques.validate(&model)?;
-        let batches = micro_batches(self.batch.as_deref(), self.micro_batch.as_deref(), accum)?;
-        let shape = StepShape { batch: batches[0], seq };
-        shape.validate(&model)?;
         let kind = match self.optimizer {
             OptimizerArg::Adamw => OptimizerKind::AdamW,
             OptimizerArg::Momentum => OptimizerKind::Momentum,
@@ -260,20 +305,19 @@ impl ConfigArgs {
         if let Some(lr) = self.lr {
             optimizer.lr = lr;
         }
-        optimizer.validate()?;
-        let budget_bytes = self.budget;
+        let batches = micro_batches(self.batch.as_deref(), self.micro_batch.as_deref(), accum)?;
+        // The one validation: the model, the techniques, the shape and the optimizer together.
+        let micro = StepShape { batch: batches[0], seq };
+        let request = StepRequest::with_micro(model, micro, optimizer, techniques)?.validate()?;
         Ok(Resolved {
-            model,
-            shape,
-            optimizer,
-            techniques,
+            request,
             backend: match self.backend {
                 BackendArg::Gpu => BackendKind::Gpu,
                 BackendArg::Cpu => BackendKind::Cpu,
             },
             seed: self.seed,
             json: self.json,
-            budget_bytes,
+            budget_bytes: self.budget,
             batches,
         })
     }
@@ -282,56 +326,40 @@ impl ConfigArgs {
     pub(super) fn resolve_one(&self, dataset: &Dataset) -> Result<Resolved, Failure> {
         let r = self.resolve(dataset)?;
         if r.batches.len() != 1 {
-            return Err(ConfigError::Other(
-                "--batch / --micro-batch name several sizes; only `sweep` takes a range".to_string(),
-            )
-            .into());
+            return Err(FlagError::SeveralBatches.into());
         }
         Ok(r)
     }
 }
 
 /// The micro-batch sizes `--batch`, `--micro-batch` and `--accum` name: `--micro-batch` as
-/// given, or each `--batch` divided by `--accum` (which must divide it); both together must agree.
-pub(super) fn micro_batches(batch: Option<&str>, micro: Option<&str>, accum: usize) -> Result<Vec<usize>, ConfigError> {
+/// given, or each `--batch` split into `--accum` micro-batches; both together must agree.
+pub(super) fn micro_batches(batch: Option<&str>, micro: Option<&str>, accum: usize) -> Result<Vec<usize>, FlagError> {
     match (batch, micro) {
         (_, Some(m)) => {
             let micro = parse_batches(m)?;
             if let Some(b) = batch {
                 let batches = parse_batches(b)?;
-                let implied: Vec<usize> = micro.iter().map(|m| m * accum).collect();
+                let implied: Vec<usize> = micro.iter().map(|m| m.saturating_mul(accum)).collect();
                 if batches != implied {
-                    return Err(ConfigError::Other(format!(
-                        "--batch {b} disagrees with --micro-batch {m} × --accum {accum}: give one of --batch and --micro-batch"
-                    )));
+                    return Err(FlagError::BatchDisagrees { batch: b.to_string(), micro: m.to_string(), accum });
                 }
             }
             Ok(micro)
         }
         (b, None) => {
             let text = b.unwrap_or("16");
-            parse_batches(text)?
-                .into_iter()
-                .map(|b| {
-                    if b.is_multiple_of(accum) {
-                        Ok(b / accum)
-                    } else {
-                        Err(ConfigError::Other(format!(
-                            "batch {b} cannot be split into --accum {accum} equal micro-batches; give --micro-batch M for an effective batch of M·{accum}"
-                        )))
-                    }
-                })
-                .collect()
+            Ok(parse_batches(text)?.into_iter().map(|b| micro_batch(b, accum)).collect::<Result<_, _>>()?)
         }
     }
 }
 
 /// "16", "1..512", "1..512:8" or "1,2,4,8" → batch sizes, each validated.
-pub(super) fn parse_batches(text: &str) -> Result<Vec<usize>, ConfigError> {
-    let bad = || ConfigError::Other(format!("cannot read --batch {text:?}: use 16, 1..512, 1..512:8 or 1,2,4"));
-    let num = |s: &str| -> Result<usize, ConfigError> {
+pub(super) fn parse_batches(text: &str) -> Result<Vec<usize>, FlagError> {
+    let bad = || FlagError::BatchSyntax(text.to_string());
+    let num = |s: &str| -> Result<usize, FlagError> {
         let v: i64 = s.trim().parse().map_err(|_| bad())?;
-        check_dim("batch", v)
+        Ok(check_dim("batch", v)?)
     };
     let out: Vec<usize> = if let Some((a, rest)) = text.split_once("..") {
         let (b, step) = match rest.split_once(':') {
@@ -340,7 +368,7 @@ pub(super) fn parse_batches(text: &str) -> Result<Vec<usize>, ConfigError> {
         };
         let (a, b) = (num(a)?, num(b)?);
         if a > b {
-            return Err(ConfigError::Other(format!("--batch {text}: the range is empty")));
+            return Err(FlagError::EmptyRange(text.to_string()));
         }
         (a..=b).step_by(step).collect()
     } else {
@@ -350,32 +378,22 @@ pub(super) fn parse_batches(text: &str) -> Result<Vec<usize>, ConfigError> {
         return Err(bad());
     }
     if out.len() > 100_000 {
-        return Err(ConfigError::Other(format!("--batch {text} names {} batch sizes; at most 100000", out.len())));
+        return Err(FlagError::TooManyBatches { text: text.to_string(), count: out.len() });
     }
     Ok(out)
 }
 
-/// A headless GPU and its kernels, opened once per command.
-pub(super) struct OpenGpu {
-    pub(super) ctx: GpuContext,
-    pub(super) kernels: std::sync::Arc<Kernels>,
-}
-
-pub(super) fn open_gpu() -> Result<OpenGpu, Failure> {
-    let ctx = GpuContext::new_headless_blocking()?;
-    let kernels = pollster::block_on(build_kernels(&ctx))?;
-    Ok(OpenGpu { ctx, kernels })
-}
-
-pub(super) fn make_trainer(r: &Resolved, plan: Plan, gpu: Option<&OpenGpu>) -> Result<Box<dyn Trainer>, Failure> {
-    Ok(match (r.backend, gpu) {
-        (BackendKind::Gpu, Some(g)) => {
-            Box::new(pollster::block_on(GpuExecutor::with_budget(&g.ctx, &g.kernels, plan, r.seed, r.budget_bytes))?)
-        }
-        (BackendKind::Gpu, None) => {
-            let g = open_gpu()?;
-            Box::new(pollster::block_on(GpuExecutor::with_budget(&g.ctx, &g.kernels, plan, r.seed, r.budget_bytes))?)
-        }
-        (BackendKind::Cpu, _) => Box::new(CpuExecutor::<f32>::with_budget(plan, r.seed, r.budget_bytes)?),
+/// The GPU `--backend gpu` asks for (None for the CPU backend), opened once per command: a
+/// clear error where there is none.
+pub(super) fn open_gpu(r: &Resolved) -> Result<Option<Gpu>, Failure> {
+    Ok(match r.backend {
+        BackendKind::Gpu => Some(Gpu::open_headless()?),
+        BackendKind::Cpu => None,
     })
+}
+
+/// The executor of `plan` on the backend `r` asks for, through [`oomlab::backend::open`] (the
+/// GPU backend on `gpu`, from [`open_gpu`]).
+pub(super) fn make_trainer(r: &Resolved, plan: Plan, gpu: Option<&Gpu>) -> Result<Executor, Failure> {
+    Ok(pollster::block_on(oomlab::backend::open(r.backend, gpu, plan, r.seed, r.budget()))?)
 }

@@ -1,7 +1,7 @@
 //! `oomlab estimate`: the large-model estimator from the command line.
 
 use clap::Args;
-use oomlab::memory::estimate::{
+use oomlab::estimate::{
     self, Adapters, Architecture, Estimate, Mlp, Norm, Offload, Optimizer, Parallel, Runtime, Setup, StatePrecision,
     claims, presets,
 };
@@ -318,8 +318,8 @@ fn setup(a: &EstimateArgs) -> Result<Setup, Failure> {
 /// The text follows the system's language (`LANG=zh_CN.UTF-8`: Simplified Chinese, from the same
 /// catalogs as the app); the JSON is always English, its keys never change.
 pub fn claims_command(json: bool) -> Result<(), Failure> {
+    use oomlab::estimate::claims::Part;
     use oomlab::i18n::{Catalog, Lang};
-    use oomlab::memory::estimate::claims::Part;
     let list = claims::claims().map_err(|e| usage(e.to_string()))?;
     if json {
         println!("{}", serde_json::to_string_pretty(&list).map_err(|e| usage(e.to_string()))?);

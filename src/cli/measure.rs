@@ -5,8 +5,8 @@ use super::*;
 pub(super) fn measure(config: &ConfigArgs) -> Result<(), Failure> {
     let dataset = Dataset::builtin();
     let r = config.resolve_one(&dataset)?;
-    let plan = r.plan()?;
-    let formula = activation_peak_bytes(&r.model, r.shape, &r.techniques);
+    let plan = r.plan();
+    let formula = activation_peak_bytes(r.model(), r.shape(), r.techniques());
     let (flops, recomputed_flops) = plan.flops();
     // Each optimizer state on its own: AdamW's m and v are two more copies of the weights.
     let optimizer_states: std::collections::BTreeMap<String, u64> = plan
@@ -16,7 +16,7 @@ pub(super) fn measure(config: &ConfigArgs) -> Result<(), Failure> {
         .map(|t| (t.name.trim_start_matches("optimizer.").to_string(), t.size_bytes()))
         .collect();
     let predicted = simulate(&plan, r.budget_bytes);
-    let gpu = if r.backend == BackendKind::Gpu { Some(open_gpu()?) } else { None };
+    let gpu = open_gpu(&r)?;
     let real = match real_step(&r, plan, &dataset, gpu.as_ref()) {
         Ok(m) => Ok(m),
         Err(f) if f.code == EXIT_OOM => Err(f),
@@ -94,10 +94,10 @@ impl MeasureReport {
         Self {
             sources: sources_json(&backend),
             batch: r.batch_shape().batch,
-            micro_batch: r.shape.batch,
-            accum: r.techniques.accum,
-            seq_len: r.shape.seq,
-            techniques: r.techniques,
+            micro_batch: r.shape().batch,
+            accum: r.techniques().accum,
+            seq_len: r.shape().seq,
+            techniques: *r.techniques(),
             flops,
             recomputed_flops,
             budget_bytes: r.budget_bytes,
@@ -120,7 +120,7 @@ impl MeasureReport {
                 DeviceFigures::Reported(_) => None,
             },
             backend,
-            optimizer: r.optimizer.kind.name(),
+            optimizer: r.optimizer().kind.name(),
             memory: m,
             device_figures: device,
         }

@@ -17,20 +17,19 @@ mod sweep;
 mod train;
 
 use clap::{Args, Parser, Subcommand};
-use oomlab::backend::cpu::CpuExecutor;
-use oomlab::backend::gpu::executor::{bench_matmul, build_kernels};
-use oomlab::backend::gpu::{GpuContext, GpuExecutor, Kernels};
-use oomlab::backend::{BackendError, BackendKind, Trainer};
+use oomlab::backend::gpu::executor::bench_matmul;
+use oomlab::backend::{BackendError, BackendKind, Executor, Gpu, Trainer};
 use oomlab::data::Dataset;
 use oomlab::dump::StepDump;
 use oomlab::memory::device::{DeviceFigures, SOURCE_ALLOCATOR, SOURCE_DEVICE, SOURCE_PREDICTED};
 use oomlab::memory::formula::activation_peak_bytes;
 use oomlab::memory::sweep::SweepSeries;
-use oomlab::memory::{StepMemory, memory_summary, simulate};
+use oomlab::memory::{Budget, StepMemory, memory_summary, simulate};
 use oomlab::model::params::LoraConfig;
 use oomlab::model::{ConfigError, ModelConfig, StepShape, check_dim};
 use oomlab::plan::{
-    AttentionKind, Category, Checkpoint, OptimizerConfig, OptimizerKind, Phase, Plan, Precision, Techniques,
+    AttentionKind, Category, Checkpoint, OptimizerConfig, OptimizerKind, Phase, Plan, Precision, StepRequest,
+    Techniques, ValidRequest, micro_batch,
 };
 use oomlab::units::format_bytes;
 

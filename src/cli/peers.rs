@@ -4,8 +4,8 @@
 //!
 //! The PyTorch script is `scripts/peers/torch_bench.py`, an unchanged copy of the shared peer,
 //! built into the binary and fed to Python on stdin; with `--torch-device cuda` the peer is
-//! `scripts/peers/torch_cuda_bench.py` instead (the same model on a CUDA GPU, for the real-GPU run). Burn's bench is a separate Cargo project
-//! (`../shared/bench/burn-bench`, ~11 minutes to build); `--burn-bench` names its binary.
+//! `scripts/peers/torch_cuda_bench.py` instead (the same model on a CUDA GPU, for the real-GPU run). Burn's bench is a separate Cargo
+//! project outside oomlab (about 11 minutes to build); `--burn-bench` names its binary.
 
 use std::io::Write as _;
 use std::path::PathBuf;
@@ -36,7 +36,7 @@ pub(super) struct PeerArgs {
     /// machine's NVIDIA GPU: the peer of a real-GPU run).
     #[arg(long, value_enum, default_value = "cpu")]
     torch_device: TorchDevice,
-    /// The binary built from ../shared/bench/burn-bench, to time Burn on wgpu on the same
+    /// A build of the Burn peer benchmark (a separate Cargo project), to time Burn on wgpu on the same
     /// configs in the same run. Default: $OOMLAB_BURN_BENCH; unset skips it.
     #[arg(long, value_name = "PATH")]
     burn_bench: Option<PathBuf>,

@@ -11,19 +11,9 @@ pub(super) struct RealStep {
     pub(super) device: DeviceFigures,
 }
 
-/// Runs one real step on the configured backend.
-pub(super) fn real_step(
-    r: &Resolved,
-    plan: Plan,
-    dataset: &Dataset,
-    gpu: Option<&OpenGpu>,
-) -> Result<RealStep, Failure> {
-    let mut trainer: Box<dyn Trainer> = match (r.backend, gpu) {
-        (BackendKind::Gpu, Some(g)) => {
-            Box::new(pollster::block_on(GpuExecutor::with_budget(&g.ctx, &g.kernels, plan, r.seed, r.budget_bytes))?)
-        }
-        _ => Box::new(CpuExecutor::<f32>::with_budget(plan, r.seed, r.budget_bytes)?),
-    };
+/// Runs one real step on the configured backend (the GPU one on `gpu`).
+pub(super) fn real_step(r: &Resolved, plan: Plan, dataset: &Dataset, gpu: Option<&Gpu>) -> Result<RealStep, Failure> {
+    let mut trainer = make_trainer(r, plan, gpu)?;
     let batch = dataset.batch(r.batch_shape(), r.seed, 0)?;
     let loss = trainer.train_step(&batch)?;
     let memory =

@@ -45,8 +45,8 @@ fn failure(e: impl std::fmt::Display) -> Failure {
 fn export_step(out: &std::path::Path, config: &ConfigArgs) -> Result<(), Failure> {
     let dataset = Dataset::builtin();
     let r = config.resolve_one(&dataset)?;
-    let plan = r.plan()?;
-    let gpu = if r.backend == BackendKind::Gpu { Some(open_gpu()?) } else { None };
+    let plan = r.plan();
+    let gpu = open_gpu(&r)?;
     // The executed step's own allocator log; if the step runs out of memory, the same driver's
     // log up to the failed request (the backends run exactly this driver: tests/backends.rs).
     let (events, how) = match real_step(&r, plan.clone(), &dataset, gpu.as_ref()) {

@@ -5,38 +5,39 @@ use super::*;
 pub(super) fn sweep(execute: bool, csv: Option<&std::path::Path>, config: &ConfigArgs) -> Result<(), Failure> {
     let dataset = Dataset::builtin();
     let r = config.resolve(&dataset)?;
-    let gpu = if execute && r.backend == BackendKind::Gpu { Some(open_gpu()?) } else { None };
+    let gpu = if execute { open_gpu(&r)? } else { None };
     let start = Instant::now();
-    let mut series = SweepSeries { name: r.techniques.describe(), points: Vec::with_capacity(r.batches.len()) };
-    let plan_at =
-        |batch: usize| Plan::build_with(&r.model, StepShape { batch, seq: r.shape.seq }, &r.optimizer, &r.techniques);
+    let accum = r.techniques().accum;
+    let mut series = SweepSeries { name: r.techniques().describe(), points: Vec::with_capacity(r.batches.len()) };
+    // Each micro-batch size is its own request, validated once.
+    let at = |micro: usize| r.at_micro(micro);
     if execute {
-        for &batch in &r.batches {
-            let one = Resolved { shape: StepShape { batch, seq: r.shape.seq }, batches: vec![batch], ..r.clone() };
-            let memory = match real_step(&one, plan_at(batch)?, &dataset, gpu.as_ref()).map(|s| s.memory) {
+        for &micro in &r.batches {
+            let one = at(micro)?;
+            let memory = match real_step(&one, one.plan(), &dataset, gpu.as_ref()).map(|s| s.memory) {
                 Ok(m) => Ok(m),
                 Err(f) if f.code == EXIT_OOM => Err(f.message),
                 Err(f) => return Err(f),
             };
-            series.points.push((batch * r.techniques.accum, memory));
+            series.points.push((one.batch_shape().batch, memory));
         }
     } else {
         // Plans are built only where `predict` needs them; a batch whose plan does not build
         // is left out there, and is an error here.
-        let predicted = oomlab::memory::sweep::predict(&r.batches, r.budget_bytes, |b| plan_at(b).ok());
+        let predicted = oomlab::memory::sweep::predict(&r.batches, r.budget(), |b| at(b).ok().map(|one| one.plan()));
         if predicted.len() != r.batches.len() {
             for &b in &r.batches {
-                plan_at(b)?;
+                at(b)?;
             }
         }
-        series.points = predicted.into_iter().map(|(b, m)| (b * r.techniques.accum, m)).collect();
+        series.points = predicted.into_iter().map(|(b, m)| (b * accum, m)).collect();
     }
     let elapsed = start.elapsed().as_secs_f64();
     let (largest, first_oom) = (series.largest_fitting(), series.first_oom());
     // The closed-form activations of the micro-batch behind an effective batch.
     let formula = |batch: usize| {
-        let shape = StepShape { batch: batch / r.techniques.accum.max(1), seq: r.shape.seq };
-        activation_peak_bytes(&r.model, shape, &r.techniques)
+        let shape = StepShape { batch: micro_batch(batch, accum).unwrap_or(0), seq: r.shape().seq };
+        activation_peak_bytes(r.model(), shape, r.techniques())
     };
     if let Some(path) = csv {
         let text = oomlab::memory::sweep::csv(
@@ -48,7 +49,7 @@ pub(super) fn sweep(execute: bool, csv: Option<&std::path::Path>, config: &Confi
     }
     let report = SweepReport {
         budget_bytes: r.budget_bytes,
-        techniques: r.techniques,
+        techniques: *r.techniques(),
         source: if execute { "allocator" } else { "predicted" },
         rows: series
             .points
@@ -66,7 +67,7 @@ pub(super) fn sweep(execute: bool, csv: Option<&std::path::Path>, config: &Confi
         largest_fitting_batch: largest,
         first_oom_batch: first_oom,
         elapsed_secs: elapsed,
-        seq: r.shape.seq,
+        seq: r.shape().seq,
     };
     print_report(&report, r.json, SweepReport::text)
 }

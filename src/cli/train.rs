@@ -15,8 +15,8 @@ pub(super) struct TrainLine {
 pub(super) fn train(steps: usize, config: &ConfigArgs) -> Result<(), Failure> {
     let dataset = Dataset::builtin();
     let r = config.resolve_one(&dataset)?;
-    let plan = r.plan()?;
-    let mut trainer = make_trainer(&r, plan, None)?;
+    let gpu = open_gpu(&r)?;
+    let mut trainer = make_trainer(&r, r.plan(), gpu.as_ref())?;
     let bar = if r.json { indicatif::ProgressBar::hidden() } else { indicatif::ProgressBar::new(steps as u64) };
     // A hidden bar (JSON, or stderr not a terminal) swallows println: print plainly then.
     let say = |bar: &indicatif::ProgressBar, line: String| {
@@ -32,10 +32,10 @@ pub(super) fn train(steps: usize, config: &ConfigArgs) -> Result<(), Failure> {
             format!(
                 "training on {} — {} parameters, batch {}×{} ({})",
                 trainer.backend_name(),
-                r.model.num_parameters(),
+                r.model().num_parameters(),
                 r.batch_shape().batch,
-                r.shape.seq,
-                r.techniques.describe()
+                r.shape().seq,
+                r.techniques().describe()
             ),
         );
     }
@@ -69,22 +69,19 @@ pub(super) fn train(steps: usize, config: &ConfigArgs) -> Result<(), Failure> {
 pub(super) fn dump_step(out: &std::path::Path, config: &ConfigArgs) -> Result<(), Failure> {
     let dataset = Dataset::builtin();
     let r = config.resolve_one(&dataset)?;
-    if r.techniques.lora.is_some() {
-        return Err(ConfigError::Other(
-            "dump-step writes the whole model's gradients for Hugging Face; with --lora there are none (the base is frozen)"
-                .into(),
-        )
-        .into());
+    if r.techniques().lora.is_some() {
+        return Err(FlagError::DumpWithLora.into());
     }
-    let plan = r.plan()?;
+    let plan = r.plan();
     let layout = plan.layout.clone();
-    let mut trainer = make_trainer(&r, plan, None)?;
+    let gpu = open_gpu(&r)?;
+    let mut trainer = make_trainer(&r, plan, gpu.as_ref())?;
     let initial = trainer.read_params()?;
     let batch = dataset.batch(r.batch_shape(), r.seed, 0)?;
     let loss = trainer.compute_grads(&batch)?;
     let grads = trainer.read_grads()?;
     let dump = StepDump {
-        model: &r.model,
+        model: r.model(),
         layout: &layout,
         initial_params: &initial,
         grads: &grads,

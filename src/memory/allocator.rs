@@ -1,5 +1,5 @@
 //! A caching allocator with the rules of PyTorch's CUDA caching allocator
-//! (`c10/cuda/CUDACachingAllocator.cpp`, see GUIDE §4), for one stream and without expandable
+//! (`c10/cuda/CUDACachingAllocator.cpp`), for one stream and without expandable
 //! segments:
 //!
 //! - requests round up to multiples of 512 B (`kMinBlockSize`);
@@ -199,6 +199,9 @@ pub struct CachingAllocator<T> {
     stats: Stats,
     events: Vec<Event<T>>,
     record_events: bool,
+    /// The segments, with their blocks, when `events` began (empty for a new allocator): the
+    /// log alone cannot say what was reserved before it, so whoever replays it starts here.
+    events_base: Vec<Segment<T>>,
 }
 
 impl<T: Clone> CachingAllocator<T> {
@@ -214,6 +217,7 @@ impl<T: Clone> CachingAllocator<T> {
             stats: Stats::default(),
             events: Vec::new(),
             record_events: true,
+            events_base: Vec::new(),
         }
     }
 
@@ -232,9 +236,18 @@ impl<T: Clone> CachingAllocator<T> {
     pub fn events(&self) -> &[Event<T>] {
         &self.events
     }
-    /// Forgets the recorded events (a new step's timeline starts).
+    /// Forgets the recorded events (a new step's timeline starts); the segments as they are now
+    /// become [`Self::events_base`].
     pub fn clear_events(&mut self) {
         self.events.clear();
+        if self.record_events {
+            self.events_base = self.segments.values().cloned().collect();
+        }
+    }
+    /// The segments and their blocks when [`Self::events`] began: replaying the events from
+    /// these gives the allocator's state at any point of the log.
+    pub fn events_base(&self) -> &[Segment<T>] {
+        &self.events_base
     }
     pub fn segments(&self) -> impl Iterator<Item = &Segment<T>> {
         self.segments.values()

@@ -2,8 +2,8 @@
 //! prediction of every byte, per category and over time); the closed-form formulas.
 
 pub mod allocator;
+pub mod budget;
 pub mod device;
-pub mod estimate;
 pub mod formula;
 pub mod map;
 pub mod snapshot;
@@ -12,5 +12,6 @@ pub mod summary;
 pub mod sweep;
 
 pub use allocator::{CachingAllocator, OutOfMemory, Placement, Pool, SegmentId, Stats};
+pub use budget::Budget;
 pub use step::{CategoryBytes, StepMemory, StepOom, simulate, simulate_peak};
 pub use summary::memory_summary;

@@ -5,6 +5,7 @@ use std::sync::Arc;
 
 use serde::Serialize;
 
+use super::Budget;
 use super::allocator::{CachingAllocator, Event, OutOfMemory, Placement, Stats};
 use crate::plan::{Category, Lifetime, Plan, TensorId};
 
@@ -98,6 +99,11 @@ pub struct StepMemory {
     pub largest_free_block: u64,
     /// Where each tensor was placed (the last placement, for tensors placed twice).
     pub placements: Vec<Option<Placement>>,
+    /// The allocator's segments when `events` began (empty when the log starts with an empty
+    /// allocator, as a prediction's does).
+    pub segments_before: Vec<super::map::SegmentState>,
+    /// The allocator's log from then on (left out of the serialisation: the CPU worker sends
+    /// it on its own).
     #[serde(skip)]
     pub events: Vec<Event<TensorTag>>,
 }
@@ -108,6 +114,10 @@ impl StepMemory {
     }
     pub fn peak_reserved_bytes(&self) -> u64 {
         self.stats.peak_reserved_bytes
+    }
+    /// The allocator's segments and blocks while op `op` runs (None: before the first op).
+    pub fn segments_at(&self, op: Option<usize>) -> Vec<super::map::SegmentState> {
+        super::map::segments_at(&self.segments_before, &self.events, op)
     }
 }
 
@@ -172,6 +182,8 @@ pub struct StepAllocator {
     /// Running sums per category (indexed by `Category::index`): block bytes and tensor bytes.
     live_allocated: [u64; 9],
     live_requested: [u64; 9],
+    /// What the allocator may reserve (its capacity is this budget's).
+    budget: Budget,
     /// Every allocation (true) and free (false) since [`Self::clear_log`], in order: a trace
     /// rebuilds the tensors alive at its peak from it, instead of copying the live set at every
     /// new peak (which made a step quadratic in its ops).
@@ -204,15 +216,15 @@ impl Schedule {
 }
 
 impl StepAllocator {
-    pub fn new(plan: &Plan, capacity: u64, record_events: bool) -> Self {
+    pub fn new(plan: &Plan, budget: impl Into<Budget>, record_events: bool) -> Self {
         let sizes = plan.tensors.iter().map(|t| t.size_bytes()).collect();
-        Self::with_schedule(Arc::new(Schedule::new(plan)), sizes, capacity, record_events)
+        Self::with_schedule(Arc::new(Schedule::new(plan)), sizes, budget.into(), record_events)
     }
 
     /// An allocator for a plan with `shape`'s tensors and ops and these sizes (a sweep's other
     /// batch sizes), without building that plan.
-    pub fn with_schedule(shape: Arc<Schedule>, sizes: Vec<u64>, capacity: u64, record_events: bool) -> Self {
-        let allocator = CachingAllocator::new(capacity);
+    pub fn with_schedule(shape: Arc<Schedule>, sizes: Vec<u64>, budget: Budget, record_events: bool) -> Self {
+        let allocator = CachingAllocator::new(budget.capacity_bytes());
         let allocator = if record_events { allocator } else { allocator.without_events() };
         let n = sizes.len();
         Self {
@@ -223,8 +235,14 @@ impl StepAllocator {
             current: vec![None; n],
             live_allocated: [0; 9],
             live_requested: [0; 9],
+            budget,
             log: Vec::new(),
         }
+    }
+
+    /// What the allocator may reserve.
+    pub fn budget(&self) -> Budget {
+        self.budget
     }
 
     /// Forgets the allocation log (a new step's trace starts).
@@ -424,7 +442,7 @@ impl Trace {
     }
 
     /// The finished report.
-    pub fn finish(self, sa: &StepAllocator, capacity_bytes: u64) -> StepMemory {
+    pub fn finish(self, sa: &StepAllocator) -> StepMemory {
         // The tensors alive at the peak: those alive at the start, with the allocations and frees
         // between the start and the peak replayed.
         let mut alive = vec![false; sa.sizes.len()];
@@ -436,7 +454,7 @@ impl Trace {
         }
         let live_at_peak = (0..alive.len()).filter(|&i| alive[i]).map(TensorId).collect();
         StepMemory {
-            capacity_bytes,
+            capacity_bytes: sa.budget.capacity_bytes(),
             timeline: self.timeline,
             peak_index: self.peak_index,
             peak_allocated: self.peak_allocated,
@@ -446,35 +464,31 @@ impl Trace {
             stats: sa.allocator.stats(),
             largest_free_block: sa.allocator.largest_free_block(),
             placements: sa.placements.clone(),
+            segments_before: sa.allocator.events_base().iter().map(super::map::SegmentState::of).collect(),
             events: sa.allocator.events().to_vec(),
         }
     }
 }
 
-/// Predicts one step's memory at `capacity_bytes`: setup, then every op with its allocations
-/// and frees. An allocation that does not fit is an out-of-memory error naming the tensor and
-/// the op; nothing is left allocated.
-pub fn simulate(plan: &Plan, capacity_bytes: u64) -> Result<StepMemory, Box<StepOom>> {
-    simulate_with(plan, capacity_bytes, true)
+/// Predicts one step's memory under `budget`: setup, then every op with its allocations and
+/// frees. An allocation that does not fit is an out-of-memory error naming the tensor and the
+/// op; nothing is left allocated.
+pub fn simulate(plan: &Plan, budget: impl Into<Budget>) -> Result<StepMemory, Box<StepOom>> {
+    simulate_with(plan, budget.into(), true)
 }
 
 /// [`simulate`] without the event log, for sweeps.
-pub fn simulate_peak(plan: &Plan, capacity_bytes: u64) -> Result<StepMemory, Box<StepOom>> {
-    simulate_with(plan, capacity_bytes, false)
+pub fn simulate_peak(plan: &Plan, budget: impl Into<Budget>) -> Result<StepMemory, Box<StepOom>> {
+    simulate_with(plan, budget.into(), false)
 }
 
-fn simulate_with(plan: &Plan, capacity_bytes: u64, events: bool) -> Result<StepMemory, Box<StepOom>> {
-    simulate_on(plan, StepAllocator::new(plan, capacity_bytes, events), capacity_bytes, events)
+fn simulate_with(plan: &Plan, budget: Budget, events: bool) -> Result<StepMemory, Box<StepOom>> {
+    simulate_on(plan, StepAllocator::new(plan, budget, events), events)
 }
 
 /// Runs a plan's ops (`plan` names tensors in an out-of-memory error) through `sa`, an
 /// allocator made for its schedule; `events`: a trace of every op, not just the peak.
-pub(super) fn simulate_on(
-    plan: &Plan,
-    mut sa: StepAllocator,
-    capacity_bytes: u64,
-    events: bool,
-) -> Result<StepMemory, Box<StepOom>> {
+pub(super) fn simulate_on(plan: &Plan, mut sa: StepAllocator, events: bool) -> Result<StepMemory, Box<StepOom>> {
     sa.setup(plan)?;
     let mut trace = if events { Trace::detailed() } else { Trace::default() };
     trace.record(&sa, None);
@@ -486,7 +500,7 @@ pub(super) fn simulate_on(
         trace.record(&sa, Some(i));
         sa.after_op(i);
     }
-    let report = trace.finish(&sa, capacity_bytes);
+    let report = trace.finish(&sa);
     sa.release_step();
     Ok(report)
 }

@@ -5,7 +5,7 @@
 use std::sync::Arc;
 
 use super::step::{Schedule, StepAllocator, simulate_on};
-use super::{StepMemory, StepOom, simulate_peak};
+use super::{Budget, StepMemory, StepOom, simulate_peak};
 use crate::plan::{Category, Plan, TensorId, TensorInfo};
 
 /// One configuration's memory at each batch size of a sweep.
@@ -26,7 +26,7 @@ impl SweepSeries {
 }
 
 /// The predicted peak at each batch of `batches` whose plan `plan_at` builds (the others are
-/// left out), under `budget_bytes`.
+/// left out), under `budget`.
 ///
 /// A plan's ops and tensors do not depend on the batch size, only the tensors' shapes do, and
 /// each dimension is affine in it (B·T rows of something). So the plan is built at four batch
@@ -40,17 +40,18 @@ impl SweepSeries {
 /// settings pass multiples of the accumulation steps only).
 pub fn predict(
     batches: &[usize],
-    budget_bytes: u64,
+    budget: impl Into<Budget>,
     plan_at: impl Fn(usize) -> Option<Plan> + Sync,
 ) -> Vec<(usize, Result<StepMemory, String>)> {
-    let exact = |b: usize| Some((b, simulate_peak(&plan_at(b)?, budget_bytes).map_err(|e| e.message)));
+    let budget = budget.into();
+    let exact = |b: usize| Some((b, simulate_peak(&plan_at(b)?, budget).map_err(|e| e.message)));
     let Some(line) = SizeLine::new(batches, &plan_at) else {
         return batches.iter().filter_map(|&b| exact(b)).collect();
     };
     let one = |b: usize| {
         let Some(sizes) = line.sizes(b) else { return exact(b) };
-        let sa = StepAllocator::with_schedule(Arc::clone(&line.schedule), sizes, budget_bytes, false);
-        match simulate_on(&line.plan, sa, budget_bytes, false) {
+        let sa = StepAllocator::with_schedule(Arc::clone(&line.schedule), sizes, budget, false);
+        match simulate_on(&line.plan, sa, false) {
             Ok(m) => Some((b, Ok(m))),
             Err(oom) => match line.info_at(oom.tensor, b) {
                 Some(info) => {

@@ -7,6 +7,8 @@
 pub mod init;
 pub mod params;
 
+use std::borrow::Cow;
+
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
@@ -32,13 +34,15 @@ pub struct ModelConfig {
     pub n_heads: usize,
 }
 
-/// A configuration that cannot be built, with a message meant for a person.
-#[derive(Debug, Error, Clone, PartialEq, Eq)]
+/// A configuration that cannot be built, with a message meant for a person. Serialisable, so
+/// that it crosses to and from the browser's CPU worker as itself.
+#[derive(Debug, Error, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum ConfigError {
     #[error("{name} must be at least 1 (got {value})")]
-    Zero { name: &'static str, value: i64 },
+    Zero { name: Cow<'static, str>, value: i64 },
     #[error("{name} = {value} is absurdly large (the limit is {MAX_DIM})")]
-    TooLarge { name: &'static str, value: u64 },
+    TooLarge { name: Cow<'static, str>, value: u64 },
     #[error("d_model ({d_model}) must be divisible by n_heads ({n_heads})")]
     HeadsDontDivide { d_model: usize, n_heads: usize },
     #[error("sequence length {got} is longer than the model's maximum seq_len {max}")]
@@ -48,9 +52,44 @@ pub enum ConfigError {
     /// A size beyond what oomlab plans: a tensor too large to count in bytes, or a step of too
     /// many ops to hold in memory.
     #[error("{what} would be {amount} {unit}: more than oomlab plans ({limit} {unit} at most)")]
-    SizeLimit { what: String, amount: u128, limit: u64, unit: &'static str },
-    #[error("{0}")]
-    Other(String),
+    SizeLimit { what: String, amount: u128, limit: u64, unit: Cow<'static, str> },
+    /// A name that is none of the ones a setting takes (a flag's value, a link's field).
+    #[error("unknown {what} {got:?}: expected {expected}")]
+    Unknown { what: Cow<'static, str>, got: String, expected: Cow<'static, str> },
+    /// Gradient accumulation splits the batch into equal micro-batches.
+    #[error(
+        "batch {batch} cannot be split into {accum} equal micro-batches: the batch must be a multiple of the accumulation steps"
+    )]
+    AccumDoesNotDivide { batch: usize, accum: usize },
+    #[error("checkpoint every:{k} needs 1 <= K <= the number of layers ({layers})")]
+    CheckpointEvery { k: usize, layers: usize },
+    #[error("LoRA rank {rank} is not low: it must be below d_model ({d_model})")]
+    LoraRankNotLow { rank: usize, d_model: usize },
+    #[error("LoRA alpha must be positive (got {alpha})")]
+    LoraAlpha { alpha: f32 },
+    #[error("LoRA needs at least one target projection")]
+    LoraNoTargets,
+    #[error(
+        "selective checkpointing recomputes the attention probabilities, but fused attention never stores them (it \
+         already recomputes the scores in its backward pass): use one or the other"
+    )]
+    FusedWithSelective,
+    #[error(
+        "fused attention holds a head in registers and supports head sizes up to {max}; this model's is {head_size} \
+         (d_model {d_model} / {n_heads} heads)"
+    )]
+    FusedHeadTooLarge { max: usize, head_size: usize, d_model: usize, n_heads: usize },
+    /// An optimizer setting out of its range.
+    #[error("invalid optimizer setting: {name} = {value} (it must be {range})")]
+    Optimizer { name: Cow<'static, str>, value: f32, range: Cow<'static, str> },
+    #[error("character {0:?} is not in the vocabulary")]
+    NotInVocabulary(char),
+    #[error("the corpus has {tokens} tokens, too few for sequences of {seq}")]
+    CorpusTooShort { tokens: usize, seq: usize },
+    #[error("a batch of {rows} tokens does not fit in this machine's memory")]
+    BatchTooLargeForHost { rows: u64 },
+    #[error("batch holds {inputs} inputs and {targets} targets, expected {expected}")]
+    BatchLength { inputs: usize, targets: usize, expected: u64 },
 }
 
 impl ModelConfig {
@@ -91,12 +130,12 @@ impl ModelConfig {
 /// Checks one user-supplied dimension: ≥ 1 and not absurd.
 pub fn check_dim(name: &'static str, value: i64) -> Result<usize, ConfigError> {
     if value < 1 {
-        return Err(ConfigError::Zero { name, value });
+        return Err(ConfigError::Zero { name: name.into(), value });
     }
     // Compared as i64 before any conversion: `as usize` would truncate on 32-bit targets and let
     // 2³² + 5 through as 5.
     if value > MAX_DIM as i64 {
-        return Err(ConfigError::TooLarge { name, value: value as u64 });
+        return Err(ConfigError::TooLarge { name: name.into(), value: value as u64 });
     }
     Ok(value as usize)
 }

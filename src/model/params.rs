@@ -118,9 +118,11 @@ impl LoraConfig {
                 "mlp" | "ffn" => self.mlp = true,
                 "all" => (self.qkv, self.proj, self.mlp) = (true, true, true),
                 other => {
-                    return Err(super::ConfigError::Other(format!(
-                        "unknown LoRA target {other:?}: expected qkv, proj, mlp or all"
-                    )));
+                    return Err(super::ConfigError::Unknown {
+                        what: "LoRA target".into(),
+                        got: other.to_string(),
+                        expected: "qkv, proj, mlp or all".into(),
+                    });
                 }
             }
         }
@@ -310,7 +312,8 @@ mod tests {
 
     #[test]
     fn gpt2_small_count_matches_the_published_figure() {
-        // GUIDE §4: 12·L·d² + 13·L·d + V·d + T·d + 2·d = 124,439,808.
+        // Tied embeddings: 12·L·d² + 13·L·d + V·d + T·d + 2·d = 124,439,808, the count Hugging
+        // Face's GPT2LMHeadModel reports for gpt2.
         let cfg = ModelConfig { vocab: 50257, seq_len: 1024, d_model: 768, n_layers: 12, n_heads: 12 };
         assert_eq!(ParamLayout::new(&cfg).num_parameters(), 124_439_808);
     }

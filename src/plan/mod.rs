@@ -7,17 +7,19 @@
 pub mod build;
 pub mod op;
 pub mod optimizer;
+pub mod request;
 pub mod techniques;
 pub mod tensor;
 
 pub use build::{MAX_BUDGET_BYTES, MAX_PLAN_OPS, MAX_TENSOR_ELEMS};
 pub use op::{Op, OpNode, Phase};
 pub use optimizer::{AdamWStep, OptimizerConfig, OptimizerKind};
+pub use request::{StepRequest, ValidRequest, micro_batch};
 pub use techniques::{AttentionKind, Checkpoint, LossScaler, Precision, Techniques};
 pub use tensor::{Category, DType, Lifetime, TensorId, TensorInfo, View};
 
 use crate::model::params::ParamLayout;
-use crate::model::{ConfigError, ModelConfig, StepShape, check_dim};
+use crate::model::{ConfigError, ModelConfig, StepShape};
 
 /// The tensors every backend uploads or reads by name.
 #[derive(Clone, Debug, PartialEq)]
@@ -121,12 +123,7 @@ impl Plan {
         optimizer: &OptimizerConfig,
         techniques: &Techniques,
     ) -> Result<Plan, ConfigError> {
-        model.validate()?;
-        shape.validate(model)?;
-        optimizer.validate()?;
-        techniques.validate(model)?;
-        check_dim("effective batch", (shape.batch as i64).saturating_mul(techniques.accum as i64))?;
-        build::build_checked(model, shape, optimizer, techniques)
+        Ok(StepRequest::with_micro(*model, shape, *optimizer, *techniques)?.validate()?.plan())
     }
 
     /// "h.0.attn (attention)": op `i`'s label and kind, the one way every message and view names
@@ -152,6 +149,16 @@ impl Plan {
     /// The layout of what the optimizer updates (and of the gradients).
     pub fn trainable_layout(&self) -> &ParamLayout {
         self.lora.as_ref().unwrap_or(&self.layout)
+    }
+
+    /// The request this plan was built from (what the browser's CPU worker builds it again from).
+    pub fn request(&self) -> StepRequest {
+        StepRequest {
+            model: self.model,
+            batch: self.batch_shape(),
+            optimizer: self.optimizer,
+            techniques: self.techniques,
+        }
     }
 
     /// The shape of the batch one step consumes: the micro-batch times the accumulation steps.

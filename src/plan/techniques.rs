@@ -36,10 +36,10 @@ impl Checkpoint {
     /// Parses `off`, `blocks`, `every`, `every:K` or `selective`. `every` alone takes √L.
     pub fn parse(text: &str, layers: usize) -> Result<Self, ConfigError> {
         let t = text.trim().to_ascii_lowercase();
-        let bad = || {
-            ConfigError::Other(format!(
-                "unknown checkpointing mode {text:?}: expected off, blocks, every:K (K blocks per segment) or selective"
-            ))
+        let bad = || ConfigError::Unknown {
+            what: "checkpointing mode".into(),
+            got: text.to_string(),
+            expected: "off, blocks, every:K (K blocks per segment) or selective".into(),
         };
         Ok(match t.as_str() {
             "off" | "none" => Checkpoint::Off,
@@ -83,7 +83,11 @@ impl AttentionKind {
         match text.trim().to_ascii_lowercase().as_str() {
             "standard" | "eager" => Ok(AttentionKind::Standard),
             "fused" | "flash" => Ok(AttentionKind::Fused),
-            other => Err(ConfigError::Other(format!("unknown attention {other:?}: expected standard or fused"))),
+            other => Err(ConfigError::Unknown {
+                what: "attention".into(),
+                got: other.to_string(),
+                expected: "standard or fused".into(),
+            }),
         }
     }
     pub fn name(self) -> &'static str {
@@ -113,7 +117,11 @@ impl Precision {
             "fp32" | "f32" | "float32" => Ok(Precision::Fp32),
             "fp16" | "f16" | "float16" | "half" => Ok(Precision::Fp16),
             "bf16" | "bfloat16" => Ok(Precision::Bf16),
-            other => Err(ConfigError::Other(format!("unknown precision {other:?}: expected fp32, fp16 or bf16"))),
+            other => Err(ConfigError::Unknown {
+                what: "precision".into(),
+                got: other.to_string(),
+                expected: "fp32, fp16 or bf16".into(),
+            }),
         }
     }
     pub fn name(self) -> &'static str {
@@ -212,42 +220,31 @@ impl Techniques {
         if let Checkpoint::Every(k) = self.checkpoint
             && (k == 0 || k > model.n_layers)
         {
-            return Err(ConfigError::Other(format!(
-                "checkpoint every:{k} needs 1 <= K <= the number of layers ({})",
-                model.n_layers
-            )));
+            return Err(ConfigError::CheckpointEvery { k, layers: model.n_layers });
         }
         if let Some(l) = self.lora {
             crate::model::check_dim("LoRA rank", l.rank as i64)?;
             if l.rank >= model.d_model {
-                return Err(ConfigError::Other(format!(
-                    "LoRA rank {} is not low: it must be below d_model ({})",
-                    l.rank, model.d_model
-                )));
+                return Err(ConfigError::LoraRankNotLow { rank: l.rank, d_model: model.d_model });
             }
             if !(l.alpha.is_finite() && l.alpha > 0.0) {
-                return Err(ConfigError::Other(format!("LoRA alpha must be positive (got {})", l.alpha)));
+                return Err(ConfigError::LoraAlpha { alpha: l.alpha });
             }
             if l.targets().is_empty() {
-                return Err(ConfigError::Other("LoRA needs at least one target projection".into()));
+                return Err(ConfigError::LoraNoTargets);
             }
         }
         if self.attention == AttentionKind::Fused {
             if self.checkpoint == Checkpoint::Selective {
-                return Err(ConfigError::Other(
-                    "selective checkpointing recomputes the attention probabilities, but fused attention never \
-                     stores them (it already recomputes the scores in its backward pass): use one or the other"
-                        .into(),
-                ));
+                return Err(ConfigError::FusedWithSelective);
             }
             if model.head_size() > FUSED_MAX_HEAD_SIZE {
-                return Err(ConfigError::Other(format!(
-                    "fused attention holds a head in registers and supports head sizes up to {FUSED_MAX_HEAD_SIZE}; \
-                     this model's is {} (d_model {} / {} heads)",
-                    model.head_size(),
-                    model.d_model,
-                    model.n_heads
-                )));
+                return Err(ConfigError::FusedHeadTooLarge {
+                    max: FUSED_MAX_HEAD_SIZE,
+                    head_size: model.head_size(),
+                    d_model: model.d_model,
+                    n_heads: model.n_heads,
+                });
             }
         }
         Ok(())

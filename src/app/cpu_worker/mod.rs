@@ -1,4 +1,4 @@
-//! The browser's CPU fallback off the page's thread (issue 17): the CPU backend runs in a Web
+//! The browser's CPU fallback off the page's thread: the CPU backend runs in a Web
 //! Worker with its own wasm instance (built with SIMD, `web/build.sh`), and the page only sends
 //! requests and reads replies, so the UI keeps its 60 fps and shows the step's progress.
 //!
@@ -10,35 +10,21 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::backend::BackendError;
 use crate::backend::cpu::CpuExecutor;
+use crate::backend::{BackendError, BackendKind, Executor};
 use crate::data::Dataset;
 use crate::memory::allocator::Event;
 use crate::memory::step::TensorTag;
-use crate::memory::{StepMemory, StepOom};
-use crate::model::{ConfigError, ModelConfig, StepShape};
-use crate::plan::{OptimizerConfig, Phase, Plan, Techniques};
-
-/// What the worker rebuilds a plan from (the plan's own inputs: it builds the same plan).
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct PlanSpec {
-    pub model: ModelConfig,
-    pub shape: StepShape,
-    pub optimizer: OptimizerConfig,
-    pub techniques: Techniques,
-}
-
-impl PlanSpec {
-    pub fn of(plan: &Plan) -> Self {
-        Self { model: plan.model, shape: plan.shape, optimizer: plan.optimizer, techniques: plan.techniques }
-    }
-}
+use crate::memory::{Budget, StepMemory, StepOom};
+use crate::model::{ConfigError, StepShape};
+use crate::plan::{Phase, StepRequest};
 
 /// The page to the worker.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub enum Request {
-    /// Make an executor for this plan (the previous one is dropped).
-    Start { generation: u64, spec: PlanSpec, seed: u64, budget_bytes: u64 },
+    /// Make an executor for this step (the previous one is dropped). The worker checks the
+    /// request itself, as it would any input, and builds the same plan the page has.
+    Start { generation: u64, request: StepRequest, seed: u64, budget: Budget },
     /// Run one step on the built-in corpus's batch `index` (the app's own batch).
     Step { generation: u64, seed: u64, index: u64 },
 }
@@ -74,12 +60,24 @@ pub enum Reply {
     },
 }
 
-/// A [`BackendError`] as it crosses: out-of-memory keeps everything the OOM panel shows.
+/// A [`BackendError`] as it crosses: each kind the CPU backend can fail with, as itself
+/// (out-of-memory keeps everything the OOM panel shows).
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub enum WireError {
     OutOfMemory(Box<StepOom>),
     HostMemory(String),
-    Other(String),
+    Config(ConfigError),
+    ShapeMismatch {
+        plan: StepShape,
+        batch: StepShape,
+    },
+    NotProduced {
+        op: String,
+        tensor: String,
+    },
+    NoExecutor,
+    /// A bug in oomlab, or an error the CPU backend cannot have (a GPU's), in its words.
+    Internal(String),
 }
 
 impl From<BackendError> for WireError {
@@ -87,7 +85,15 @@ impl From<BackendError> for WireError {
         match e {
             BackendError::OutOfMemory(oom) => WireError::OutOfMemory(oom),
             BackendError::HostMemory(m) => WireError::HostMemory(m),
-            other => WireError::Other(other.to_string()),
+            BackendError::Config(c) => WireError::Config(c),
+            BackendError::ShapeMismatch { plan, batch } => WireError::ShapeMismatch { plan, batch },
+            BackendError::NotProduced { op, tensor } => WireError::NotProduced { op, tensor },
+            BackendError::WorkerHasNoExecutor => WireError::NoExecutor,
+            BackendError::Internal(m) => WireError::Internal(m),
+            other @ (BackendError::Gpu(_)
+            | BackendError::NoGpu(_)
+            | BackendError::WorkerLost(_)
+            | BackendError::Cancelled) => WireError::Internal(other.to_string()),
         }
     }
 }
@@ -97,7 +103,11 @@ impl From<WireError> for BackendError {
         match e {
             WireError::OutOfMemory(oom) => BackendError::OutOfMemory(oom),
             WireError::HostMemory(m) => BackendError::HostMemory(m),
-            WireError::Other(m) => BackendError::Config(ConfigError::Other(m)),
+            WireError::Config(c) => BackendError::Config(c),
+            WireError::ShapeMismatch { plan, batch } => BackendError::ShapeMismatch { plan, batch },
+            WireError::NotProduced { op, tensor } => BackendError::NotProduced { op, tensor },
+            WireError::NoExecutor => BackendError::WorkerHasNoExecutor,
+            WireError::Internal(m) => BackendError::Internal(m),
         }
     }
 }
@@ -122,12 +132,20 @@ impl Handler {
     /// origin (for the progress replies).
     pub fn handle(&mut self, request: Request, clock: &dyn Fn() -> f64, send: &mut dyn FnMut(Reply)) {
         match request {
-            Request::Start { generation, spec, seed, budget_bytes } => {
+            Request::Start { generation, request, seed, budget } => {
                 self.exec = None;
-                let built = Plan::build_with(&spec.model, spec.shape, &spec.optimizer, &spec.techniques)
-                    .map_err(BackendError::from)
-                    .and_then(|plan| CpuExecutor::with_budget(plan, seed, budget_bytes));
-                match built {
+                let opened = request.validate().map_err(BackendError::from).and_then(|valid| {
+                    // The CPU backend opens at once: its future is complete on the first poll.
+                    let opening = crate::backend::open(BackendKind::Cpu, None, valid.plan(), seed, budget);
+                    match crate::backend::ready_now(opening) {
+                        Some(Ok(Executor::Cpu(exec))) => Ok(*exec),
+                        Some(Ok(Executor::Gpu(_))) | None => {
+                            Err(BackendError::Internal("the CPU backend did not open at once".into()))
+                        }
+                        Some(Err(e)) => Err(e),
+                    }
+                });
+                match opened {
                     Ok(exec) => {
                         self.exec = Some((generation, exec));
                         send(Reply::Ready { generation });
@@ -137,8 +155,7 @@ impl Handler {
             }
             Request::Step { generation, seed, index } => {
                 let Some((_, exec)) = self.exec.as_mut().filter(|(g, _)| *g == generation) else {
-                    let error = WireError::Other("the CPU worker has no executor for these settings".into());
-                    return send(Reply::Failed { generation, error });
+                    return send(Reply::Failed { generation, error: WireError::NoExecutor });
                 };
                 let batch = match self.dataset.batch(exec.plan().batch_shape(), seed, index) {
                     Ok(b) => b,
@@ -189,8 +206,8 @@ pub struct CpuWorker {
     /// Requests held until the worker says it is alive.
     pending: Vec<Request>,
     generation: u64,
-    /// The executor asked for (spec, seed, budget), and whether it is ready.
-    started: Option<(PlanSpec, u64, u64)>,
+    /// The executor asked for (step, seed, budget), and whether it is ready.
+    started: Option<(StepRequest, u64, Budget)>,
     ready: bool,
     /// A step was sent and has not come back; its progress.
     running: Option<(usize, usize)>,
@@ -206,11 +223,9 @@ pub struct CpuWorker {
 /// How long a worker may take to load its wasm and say it is alive (a slow network included).
 pub const ALIVE_WITHIN_SECS: f64 = 60.0;
 
-/// How an error from a worker that is gone begins (the page then runs steps itself).
-pub const WORKER_LOST: &str = "the CPU worker stopped";
-
+/// The worker is gone (the page then runs steps itself).
 fn lost(e: String) -> BackendError {
-    BackendError::Config(ConfigError::Other(format!("{WORKER_LOST}: {e}")))
+    BackendError::WorkerLost(e)
 }
 
 /// A finished step: its loss and the allocator's account of it, or why it failed.
@@ -262,9 +277,9 @@ impl CpuWorker {
         self.pending.clear();
     }
 
-    /// Asks for an executor of `plan` if the worker has not got one; whether it is ready. `now`:
-    /// seconds on any clock (a worker silent for [`ALIVE_WITHIN_SECS`] is lost).
-    pub fn ensure(&mut self, plan: &Plan, seed: u64, budget_bytes: u64, now: f64) -> Result<bool, BackendError> {
+    /// Asks for an executor of `request` if the worker has not got one; whether it is ready.
+    /// `now`: seconds on any clock (a worker silent for [`ALIVE_WITHIN_SECS`] is lost).
+    pub fn ensure(&mut self, request: &StepRequest, seed: u64, budget: Budget, now: f64) -> Result<bool, BackendError> {
         let since = *self.first_needed.get_or_insert(now);
         if !self.alive && now - since > ALIVE_WITHIN_SECS {
             return Err(lost(format!("it did not start within {ALIVE_WITHIN_SECS} s")));
@@ -272,11 +287,11 @@ impl CpuWorker {
         if self.running.is_some() {
             return Ok(false); // a step's result is read by `poll`, not here
         }
-        let want = (PlanSpec::of(plan), seed, budget_bytes);
+        let want = (*request, seed, budget);
         if self.started.as_ref() != Some(&want) {
             self.reset();
-            let (spec, seed, budget_bytes) = want.clone();
-            self.send(Request::Start { generation: self.generation, spec, seed, budget_bytes })?;
+            let (request, seed, budget) = want;
+            self.send(Request::Start { generation: self.generation, request, seed, budget })?;
             self.started = Some(want);
         }
         self.poll_replies()?;

@@ -1,6 +1,8 @@
 //! The worker protocol, both ends, without a browser.
 
 use super::*;
+use crate::model::ModelConfig;
+use crate::plan::{OptimizerConfig, Plan, Techniques};
 use std::collections::VecDeque;
 
 /// A worker in the same process: requests are handled as they are sent, their replies
@@ -47,7 +49,7 @@ fn plan(batch: usize) -> Plan {
 fn a_step_in_the_worker_is_the_same_step_as_on_the_page() {
     let (plan, seed, budget) = (plan(4), 3, 1 << 30);
     let mut w = worker();
-    while !w.ensure(&plan, seed, budget, 0.0).expect("ready") {}
+    while !w.ensure(&plan.request(), seed, Budget::from(budget), 0.0).expect("ready") {}
     let mut direct = CpuExecutor::<f32>::with_budget(plan.clone(), seed, budget).expect("executor");
     let dataset = Dataset::builtin();
     for index in 0..2 {
@@ -69,6 +71,9 @@ fn a_step_in_the_worker_is_the_same_step_as_on_the_page() {
         assert_eq!(memory.timeline, want.timeline);
         assert_eq!(memory.placements, want.placements);
         assert_eq!(memory.events, want.events, "the allocator view's events cross too");
+        // And the segments the step began with: the allocator map draws them too.
+        assert!(!memory.segments_before.is_empty(), "the model state's segments were reserved before the step");
+        assert_eq!(memory.segments_before, want.segments_before);
         assert!(!w.step_in_flight());
     }
 }
@@ -78,8 +83,8 @@ fn the_worker_reports_progress_before_the_result() {
     let small = plan(2);
     let mut h = Handler::default();
     let mut replies = Vec::new();
-    let spec = PlanSpec::of(&small);
-    h.handle(Request::Start { generation: 1, spec, seed: 0, budget_bytes: 1 << 30 }, &|| 0.0, &mut |r| replies.push(r));
+    let start = Request::Start { generation: 1, request: small.request(), seed: 0, budget: Budget::Bytes(1 << 30) };
+    h.handle(start, &|| 0.0, &mut |r| replies.push(r));
     assert!(matches!(replies.as_slice(), [Reply::Ready { generation: 1 }]));
     replies.clear();
     let ticks = std::cell::Cell::new(0.0);
@@ -101,7 +106,7 @@ fn the_worker_reports_progress_before_the_result() {
     // A step for an executor it has not got (settings changed since): refused, not run.
     replies.clear();
     h.handle(Request::Step { generation: 2, seed: 0, index: 0 }, &clock, &mut |r| replies.push(r));
-    assert!(matches!(replies.as_slice(), [Reply::Failed { generation: 2, error: WireError::Other(_) }]));
+    assert!(matches!(replies.as_slice(), [Reply::Failed { generation: 2, error: WireError::NoExecutor }]));
 }
 
 /// Replies handed out one poll at a time (None: nothing has arrived yet).
@@ -132,7 +137,10 @@ fn the_page_shows_progress_drops_stale_replies_and_reports_failures() {
         None,
     ];
     let mut w = CpuWorker::new(Box::new(Scripted(script.into_iter().collect())));
-    assert!(w.ensure(&small, 0, 1 << 30, 0.0).expect("ready"), "alive and ready in the same poll");
+    assert!(
+        w.ensure(&small.request(), 0, Budget::Bytes(1 << 30), 0.0).expect("ready"),
+        "alive and ready in the same poll"
+    );
     w.step(0, 0).expect("sent");
     assert!(matches!(w.poll().expect("poll"), Polled::Nothing));
     assert_eq!(w.progress(), Some((7, 20)));
@@ -149,7 +157,7 @@ fn the_page_shows_progress_drops_stale_replies_and_reports_failures() {
     // An executor that cannot be made: the next `ensure` says why (out of memory at setup).
     let mut w = worker();
     let err = loop {
-        match w.ensure(&plan(64), 0, 1 << 16, 0.0) {
+        match w.ensure(&plan(64).request(), 0, Budget::Bytes(1 << 16), 0.0) {
             Ok(false) => continue,
             Ok(true) => panic!("64 KiB cannot hold the parameters"),
             Err(e) => break e,
@@ -159,8 +167,13 @@ fn the_page_shows_progress_drops_stale_replies_and_reports_failures() {
     assert!(err.to_string().contains("out of memory"), "{err}");
     // A worker that never says it is alive (its wasm did not load) is lost after a while.
     let mut silent = CpuWorker::new(Box::new(Scripted(VecDeque::new())));
-    assert!(!silent.ensure(&small, 0, 1 << 30, 100.0).expect("waiting"));
-    assert!(!silent.ensure(&small, 0, 1 << 30, 100.0 + ALIVE_WITHIN_SECS - 1.0).expect("still waiting"));
-    let err = silent.ensure(&small, 0, 1 << 30, 101.0 + ALIVE_WITHIN_SECS).expect_err("lost");
-    assert!(err.to_string().starts_with(WORKER_LOST), "{err}");
+    assert!(!silent.ensure(&small.request(), 0, Budget::Bytes(1 << 30), 100.0).expect("waiting"));
+    assert!(
+        !silent
+            .ensure(&small.request(), 0, Budget::Bytes(1 << 30), 100.0 + ALIVE_WITHIN_SECS - 1.0)
+            .expect("still waiting")
+    );
+    let err = silent.ensure(&small.request(), 0, Budget::Bytes(1 << 30), 101.0 + ALIVE_WITHIN_SECS).expect_err("lost");
+    assert!(matches!(err, BackendError::WorkerLost(_)), "{err}");
+    assert!(err.to_string().starts_with("the CPU worker stopped"), "{err}");
 }

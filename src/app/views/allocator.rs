@@ -2,41 +2,46 @@
 
 use egui::{Color32, RichText, Ui};
 
+use super::drawn::{Drawn, MapDrawn, SegmentDrawn, record};
 use super::{Source, category_color, op_label, size};
 use crate::i18n::Catalog;
 use crate::memory::StepMemory;
 use crate::memory::device::DeviceMemory;
-use crate::memory::map::{SegmentState, segments_at};
+use crate::memory::map::SegmentState;
 use crate::plan::Plan;
 use crate::units::format_bytes;
 
-/// Each segment as a bar of its blocks (allocated by category, free in dark grey), at op `op`;
-/// under them, when the driver reported after a real step, its memory blocks with the buffers
-/// inside them (oomlab's segments by label, everything else in grey).
+/// Each segment as a bar of its blocks (allocated by category, free in dark grey), at op `op`
+/// of `memory` (from `source`: the plan's prediction, or the allocator's account of a real
+/// step); under them, when the driver reported after a real step, its memory blocks with the
+/// buffers inside them (oomlab's segments by label, everything else in grey).
 pub fn allocator_map(
     ui: &mut Ui,
     t: &Catalog,
     plan: &Plan,
     memory: &StepMemory,
+    source: Source,
     op: Option<usize>,
     device: Option<&DeviceMemory>,
 ) {
     let format_bytes = |b| size(t, b);
-    let segments = segments_at(&memory.events, op);
+    let segments = memory.segments_at(op);
     let reserved: u64 = segments.iter().map(|s| s.size).sum();
     let allocated: u64 = segments.iter().map(SegmentState::allocated_bytes).sum();
     let largest_free = segments.iter().map(SegmentState::largest_free_block).max().unwrap_or(0);
-    ui.label(t.format(
+    let op_text = op_label(t, plan, op);
+    let summary = t.format(
         "al-summary",
         &[
-            ("op", op_label(t, plan, op).into()),
+            ("op", op_text.as_str().into()),
             ("segments", segments.len().to_string().into()),
             ("reserved", format_bytes(reserved).into()),
             ("allocated", format_bytes(allocated).into()),
             ("free", format_bytes(reserved.saturating_sub(allocated)).into()),
             ("largest", format_bytes(largest_free).into()),
         ],
-    ));
+    );
+    ui.label(&summary);
     let widest = segments.iter().map(|s| s.size).max().unwrap_or(1).max(1);
     egui::ScrollArea::vertical().max_height(260.0).id_salt("segments").show(ui, |ui| {
         for s in &segments {
@@ -62,6 +67,33 @@ pub fn allocator_map(
     if let Some(d) = device {
         driver_blocks(ui, t, d);
     }
+    let drawn_segments = segments
+        .iter()
+        .map(|s| SegmentDrawn {
+            segment: s.segment.0,
+            size_bytes: s.size,
+            allocated_bytes: s.allocated_bytes(),
+            tensors: s.blocks.iter().filter_map(|b| Some(plan.tensor(b.tensor?).name.clone())).collect(),
+        })
+        .collect();
+    let driver = device.map(|d| d.blocks.iter().filter(|b| b.allocations.iter().any(|a| ours(&a.name))).count());
+    record(
+        ui,
+        Drawn::AllocatorMap(MapDrawn {
+            source,
+            op: op_text,
+            segments: drawn_segments,
+            reserved_bytes: reserved,
+            allocated_bytes: allocated,
+            driver_blocks: driver,
+            summary,
+        }),
+    );
+}
+
+/// Whether a driver allocation is one of oomlab's segment buffers (by its label).
+fn ours(name: &str) -> bool {
+    crate::memory::device::parse_segment_label(name).is_some()
 }
 
 /// The driver's memory blocks after the last step (device figures), each a bar of the
@@ -80,7 +112,6 @@ pub fn driver_blocks(ui: &mut Ui, t: &Catalog, d: &DeviceMemory) {
         ],
     ));
     let widest = d.blocks.iter().map(|b| b.size_bytes).max().unwrap_or(1).max(1);
-    let ours = |name: &str| crate::memory::device::parse_segment_label(name).is_some();
     for block in d.blocks.iter().filter(|b| b.allocations.iter().any(|a| ours(&a.name))) {
         let spans: Vec<Span> = block
             .allocations

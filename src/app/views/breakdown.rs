@@ -2,6 +2,7 @@
 
 use egui::{Color32, RichText, Ui};
 
+use super::drawn::{BreakdownDrawn, Drawn, record};
 use super::{Source, category_color, category_name, size, swatch};
 use crate::i18n::Catalog;
 use crate::memory::StepMemory;
@@ -26,6 +27,14 @@ pub fn breakdown(
     // On a phone (a browser: the device never reports) the empty device column would push the
     // table past the screen's edge; the note under the table still says why there is none.
     let device_column = device.reported().is_some() || ui.available_width() >= 520.0;
+    let mut figures = BreakdownDrawn {
+        predicted_total_bytes: predicted.peak_allocated_bytes(),
+        allocator_total_bytes: allocator.map(StepMemory::peak_allocated_bytes),
+        predicted_reserved_bytes: predicted.peak_reserved_bytes(),
+        allocator_reserved_bytes: allocator.map(StepMemory::peak_reserved_bytes),
+        device_reserved_bytes: reported.map(|d| d.peak_segment_bytes),
+        ..BreakdownDrawn::default()
+    };
     egui::Grid::new("breakdown").striped(true).num_columns(if device_column { 5 } else { 4 }).show(ui, |ui| {
         ui.strong(t.text("bd-at-peak"));
         ui.strong(Source::Predicted.word(t));
@@ -41,6 +50,7 @@ pub fn breakdown(
             if p == 0 && m.unwrap_or(0) == 0 {
                 continue;
             }
+            figures.rows.push((c.name().to_string(), p, m));
             ui.horizontal(|ui| {
                 swatch(ui, category_color(c));
                 ui.label(category_name(t, c));
@@ -71,6 +81,7 @@ pub fn breakdown(
         }
         ui.end_row();
     });
+    record(ui, Drawn::Breakdown(figures));
     ui.add_space(4.0);
     match (allocator, device) {
         (None, _) => {

@@ -5,6 +5,7 @@
 
 mod allocator;
 mod breakdown;
+pub mod drawn;
 mod oom;
 mod sweep;
 mod timeline;
@@ -18,6 +19,7 @@ use crate::units::format_bytes;
 
 pub use allocator::{allocator_map, driver_blocks};
 pub use breakdown::{breakdown, model_state};
+pub use drawn::{Drawn, drawn, record};
 pub use oom::{Suggestion, oom_panel};
 pub use sweep::{BatchChart, SweepSeries, batch_chart, sweep_chart};
 pub use timeline::{live_tensors, op_label, timeline};
@@ -64,7 +66,8 @@ pub fn swatch(ui: &mut Ui, color: Color32) {
 
 /// Where a number comes from, said next to it: the plan's prediction, oomlab's allocator as a
 /// real step ran, or the driver layer's own report.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
 pub enum Source {
     Predicted,
     Allocator,

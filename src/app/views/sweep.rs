@@ -3,6 +3,7 @@
 use egui::{Color32, Ui};
 use egui_plot::{Bar, BarChart, HLine, Line, Plot, PlotPoints, Points, VLine};
 
+use super::drawn::{Drawn, SeriesDrawn, SweepDrawn, record};
 use super::{category_color, category_name, chart_height, legend};
 use crate::i18n::Catalog;
 use crate::memory::StepMemory;
@@ -132,7 +133,7 @@ pub fn sweep_chart(
             (category_name(t, c), category_color(c), points)
         })
         .collect();
-    let lines = series
+    let lines: Vec<(String, BatchPoints, Option<usize>)> = series
         .iter()
         .enumerate()
         .map(|(i, s)| {
@@ -140,6 +141,20 @@ pub fn sweep_chart(
             (name(i), points, s.first_oom())
         })
         .collect();
+    let figures = SweepDrawn {
+        series: lines
+            .iter()
+            .zip(series)
+            .map(|((name, points, first_oom), s)| SeriesDrawn {
+                name: name.clone(),
+                points: points.clone(),
+                largest_fitting: s.largest_fitting(),
+                first_oom: *first_oom,
+            })
+            .collect(),
+        budget_bytes: budget,
+        current_batch,
+    };
     batch_chart(
         ui,
         t,
@@ -152,6 +167,7 @@ pub fn sweep_chart(
             current_batch,
         },
     );
+    record(ui, Drawn::Sweep(figures));
     for (i, s) in series.iter().enumerate() {
         let fits = s.largest_fitting().map_or(t.text("sw-fits-none"), |b| b.to_string());
         let mut args = vec![("name", name(i).into()), ("fits", fits.into())];

@@ -3,6 +3,7 @@
 use egui::{Color32, Ui};
 use egui_plot::{Bar, BarChart, Line, Plot, PlotPoints, VLine};
 
+use super::drawn::{Drawn, TimelineDrawn, record};
 use super::{Source, category_color, category_name, chart_height, legend, mib, size, swatch};
 use crate::i18n::Catalog;
 use crate::memory::StepMemory;
@@ -17,15 +18,17 @@ pub fn timeline(ui: &mut Ui, t: &Catalog, plan: &Plan, memory: &StepMemory, sour
         return;
     }
     let peak = memory.peak_index;
-    ui.label(t.format(
+    let peak_op = op_label(t, plan, memory.timeline.get(peak).and_then(|p| p.op));
+    let summary = t.format(
         "tl-summary",
         &[
             ("source", source.word(t).into()),
             ("ops", plan.ops.len().to_string().into()),
             ("peak", size(t, memory.peak_allocated_bytes()).into()),
-            ("op", op_label(t, plan, memory.timeline[peak].op).into()),
+            ("op", peak_op.as_str().into()),
         ],
-    ));
+    );
+    ui.label(&summary);
     // The hover labels, built once and shared by every category's chart.
     let labels: std::rc::Rc<Vec<String>> =
         std::rc::Rc::new(memory.timeline.iter().map(|p| op_label(t, plan, p.op)).collect());
@@ -87,6 +90,19 @@ pub fn timeline(ui: &mut Ui, t: &Catalog, plan: &Plan, memory: &StepMemory, sour
         });
     ui.add(egui::Slider::new(scrub, 0..=n - 1).text(t.text("tl-op")));
     let point = &memory.timeline[at];
+    record(
+        ui,
+        Drawn::Timeline(TimelineDrawn {
+            source,
+            points: n,
+            peak_allocated_bytes: memory.peak_allocated_bytes(),
+            peak_op,
+            scrub_op: op_label(t, plan, point.op),
+            scrub_allocated_bytes: point.allocated_bytes,
+            scrub_reserved_bytes: point.reserved_bytes,
+            summary,
+        }),
+    );
     ui.label(t.format(
         "tl-at",
         &[

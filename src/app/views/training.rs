@@ -3,15 +3,16 @@
 use egui::Ui;
 use egui_plot::{Line, Plot, PlotPoints};
 
+use super::drawn::{Drawn, TrainingDrawn, record};
 use crate::i18n::Catalog;
 
 /// Loss per step, the last step's time and steps/s.
 pub fn training(ui: &mut Ui, t: &Catalog, losses: &[f32], step_secs: &[f64]) {
-    match (losses.last(), step_secs.last()) {
+    let status = match (losses.last(), step_secs.last()) {
         (Some(loss), Some(secs)) => {
             let recent = &step_secs[step_secs.len().saturating_sub(10)..];
             let mean = recent.iter().sum::<f64>() / recent.len() as f64;
-            ui.label(t.format(
+            t.format(
                 "train-status",
                 &[
                     ("step", losses.len().to_string().into()),
@@ -20,12 +21,12 @@ pub fn training(ui: &mut Ui, t: &Catalog, losses: &[f32], step_secs: &[f64]) {
                     ("rate", format!("{:.2}", 1.0 / mean.max(1e-9)).into()),
                     ("window", recent.len().to_string().into()),
                 ],
-            ));
+            )
         }
-        _ => {
-            ui.label(t.text("train-none"));
-        }
-    }
+        _ => t.text("train-none"),
+    };
+    ui.label(&status);
+    record(ui, Drawn::Training(TrainingDrawn { steps: losses.len(), losses: losses.to_vec(), status }));
     let pts: PlotPoints = losses.iter().enumerate().map(|(i, l)| [i as f64 + 1.0, *l as f64]).collect();
     Plot::new("loss")
         .height(200.0)

@@ -2,7 +2,7 @@
 //! packed and vectorised kernels (the ones ndarray uses), with big products split by rows over
 //! rayon's pool on native.
 //!
-//! Chosen by measurement on the 2-core development machine (issue 17): matrixmultiply reached
+//! Chosen by measurement on a 2-core development machine: matrixmultiply reached
 //! 155–172 GFLOP/s on the step's shapes split over two rayon tasks, within ~10 % of the `gemm`
 //! crate and against ~10 GFLOP/s for the row loops it replaced; it is small (the browser build
 //! carries it) and handles any strides, so transposes and attention's per-head slices of the

@@ -1,6 +1,7 @@
 //! Host memory: what the CPU backend checks before it holds a step, and how its buffers grow.
 
 use crate::backend::BackendError;
+use crate::memory::Budget;
 use crate::plan::Plan;
 
 /// Grows `v` to at least `len` elements, filled with `fill`; a host that cannot is an error, not
@@ -34,12 +35,11 @@ pub fn host_available_bytes() -> Option<u64> {
 
 /// Refuses a step whose host memory would pass what the host has: the device bytes the step
 /// reserves — its predicted peak, at most the budget — times `per_byte`, plus the batch's tokens.
-pub(super) fn check_host_memory(plan: &Plan, budget_bytes: u64, per_byte: u64) -> Result<(), BackendError> {
+pub(super) fn check_host_memory(plan: &Plan, budget: Budget, per_byte: u64) -> Result<(), BackendError> {
     let Some(available) = host_available_bytes() else { return Ok(()) };
-    let unlimited = crate::backend::UNLIMITED;
-    let reserved = match crate::memory::simulate_peak(plan, unlimited) {
-        Ok(m) => m.peak_reserved_bytes().min(budget_bytes),
-        Err(_) => budget_bytes,
+    let reserved = match crate::memory::simulate_peak(plan, Budget::Unlimited) {
+        Ok(m) => m.peak_reserved_bytes().min(budget.capacity_bytes()),
+        Err(_) => budget.capacity_bytes(),
     };
     // Tokens and targets of the whole batch (u32 each), held by the caller.
     let batch = plan.batch_shape().rows().saturating_mul(8);

@@ -25,8 +25,7 @@ use std::collections::BTreeMap;
 use super::micro_uploads;
 use crate::memory::allocator::Event;
 use crate::memory::step::{StepAllocator, StepMemory, Trace};
-use crate::memory::{Placement, SegmentId};
-use crate::model::ConfigError;
+use crate::memory::{Budget, Placement, SegmentId};
 use crate::model::init::{init_params, lora_seed};
 use crate::plan::{DType, LossScaler, Op, Phase, Plan, TensorId, View};
 
@@ -42,7 +41,6 @@ pub struct CpuExecutor<F> {
     /// Allocator events already applied to `segments`.
     events_seen: usize,
     allocator: StepAllocator,
-    capacity_bytes: u64,
     /// The allocator's live account of the last step run.
     memory: Option<StepMemory>,
     /// Steps taken, fp16's loss scaler, the last backward pass's scale.
@@ -93,19 +91,20 @@ fn store_rounded<F: ops::Real>(dtype: DType, dst: &mut [F], src: &[F]) {
 impl<F: ops::Real> CpuExecutor<F> {
     /// [`Self::with_budget`] without a virtual budget.
     pub fn new(plan: Plan, seed: u64) -> Result<Self, BackendError> {
-        Self::with_budget(plan, seed, crate::backend::UNLIMITED)
+        Self::with_budget(plan, seed, Budget::Unlimited)
     }
 
-    /// Places the persistent tensors and the batch under a virtual GPU of `budget_bytes` and
+    /// Places the persistent tensors and the batch under a virtual GPU of `budget` and
     /// initialises the parameters from `seed`. Fails with [`BackendError::OutOfMemory`] when
     /// even those do not fit, and with [`BackendError::HostMemory`] — before allocating
     /// anything — when the host could not hold what the step reserves (the smaller of the budget
     /// and the plan's predicted peak).
-    pub fn with_budget(plan: Plan, seed: u64, budget_bytes: u64) -> Result<Self, BackendError> {
+    pub fn with_budget(plan: Plan, seed: u64, budget: impl Into<Budget>) -> Result<Self, BackendError> {
+        let budget = budget.into();
         let slot_bytes = if plan.tensors.iter().any(|t| t.dtype.is_half()) { 2 } else { 4 };
-        check_host_memory(&plan, budget_bytes, host_bytes_per_device_byte::<F>(slot_bytes))?;
+        check_host_memory(&plan, budget, host_bytes_per_device_byte::<F>(slot_bytes))?;
         let n = plan.tensors.len();
-        let allocator = StepAllocator::new(&plan, budget_bytes, true);
+        let allocator = StepAllocator::new(&plan, budget, true);
         let state = StepState::new(&plan);
         let mut exec = Self {
             plan,
@@ -114,7 +113,6 @@ impl<F: ops::Real> CpuExecutor<F> {
             state,
             events_seen: 0,
             allocator,
-            capacity_bytes: budget_bytes,
             memory: None,
             running: None,
             scratch: Vec::new(),
@@ -224,11 +222,10 @@ impl<F: ops::Real> CpuExecutor<F> {
         let (reads, writes) = op.reads_writes();
         for v in reads.iter().chain(&writes) {
             if self.slots(*v).is_none() {
-                return Err(crate::model::ConfigError::Other(format!(
-                    "op {} needs tensor '{}', which this step has not produced (run the forward pass first)",
-                    self.plan.ops[i].label, self.plan.tensors[v.tensor.0].name
-                ))
-                .into());
+                return Err(BackendError::NotProduced {
+                    op: self.plan.ops[i].label.clone(),
+                    tensor: self.plan.tensors[v.tensor.0].name.clone(),
+                });
             }
         }
         Ok(())
@@ -363,7 +360,9 @@ impl<F: ops::Real> CpuExecutor<F> {
     /// budget stops the step with [`BackendError::OutOfMemory`] and releases its memory.
     pub fn run_phases(&mut self, phases: &[Phase]) -> Result<F, BackendError> {
         self.start_phases(phases);
-        self.resume(usize::MAX).unwrap_or_else(|| Err(ConfigError::Other("no step to run".into()).into()))
+        // A run was just started, so `resume` without a limit finishes it.
+        self.resume(usize::MAX)
+            .unwrap_or_else(|| Err(BackendError::Internal("a started run had no step to run".into())))
     }
 
     /// Starts a run of `phases` that [`Self::resume`] carries out a few ops at a time (the app
@@ -433,7 +432,7 @@ impl<F: ops::Real> CpuExecutor<F> {
             self.allocator.after_op(i);
             self.sync_segments();
         }
-        self.memory = Some(run.trace.finish(&self.allocator, self.capacity_bytes));
+        self.memory = Some(run.trace.finish(&self.allocator));
         if run.phases.contains(&Phase::Optimizer) {
             let found_inf = self.plan.handles.found_inf.is_some_and(|f| self.u(self.plan.whole(f)).first() == Some(&1));
             self.state.finish_optimizer(found_inf);

@@ -24,6 +24,9 @@ pub enum GpuError {
     NoAdapter(String),
     #[error("could not open the GPU device: {0}")]
     RequestDevice(String),
+    /// An adapter that draws but cannot compute (a browser's WebGL, by its backend's name).
+    #[error("the {0} adapter has no compute shaders")]
+    NoCompute(String),
     #[error("{what} needs {}, but this GPU adapter allows at most {}; choose a smaller configuration", fmt_limit(*needed, *bytes), fmt_limit(*limit, *bytes))]
     ExceedsLimit { what: String, needed: u64, limit: u64, bytes: bool },
     #[error("the GPU ran out of memory: {0}")]

@@ -1,5 +1,6 @@
 //! PyTorch memory snapshots, the format of `torch.cuda.memory._dump_snapshot()` and of
-//! <https://pytorch.org/memory_viz>, in and out (`../shared/reference/memory_viz_format.md`).
+//! <https://pytorch.org/memory_viz>, in and out (PyTorch's `torch/cuda/_memory_viz.py` reads the
+//! same dictionaries: `segments`, `device_traces`).
 //!
 //! - [`export`]: one step of oomlab's caching allocator as a snapshot: the final segments and
 //!   blocks in address order, and a device trace that replays exactly into them.

@@ -26,7 +26,7 @@ pub const MAX_PLAN_OPS: u64 = 1 << 18;
 /// Refuses, before anything is built, a step whose tensors would pass [`MAX_TENSOR_ELEMS`] or
 /// whose plan would pass [`MAX_PLAN_OPS`]. Products are taken in u128, where dimensions of at
 /// most [`crate::model::MAX_DIM`] (2²⁰) cannot overflow (four of them make 2⁸⁰).
-fn check_sizes(model: &ModelConfig, shape: StepShape, techniques: &Techniques) -> Result<(), ConfigError> {
+pub(super) fn check_sizes(model: &ModelConfig, shape: StepShape, techniques: &Techniques) -> Result<(), ConfigError> {
     let (b, t, c, v, nh, l) = (
         shape.batch as u128,
         shape.seq as u128,
@@ -50,7 +50,12 @@ fn check_sizes(model: &ModelConfig, shape: StepShape, techniques: &Techniques) -
     for (what, elems) in largest {
         if elems > MAX_TENSOR_ELEMS as u128 {
             let what = format!("one tensor of {what}");
-            return Err(ConfigError::SizeLimit { what, amount: elems, limit: MAX_TENSOR_ELEMS, unit: "elements" });
+            return Err(ConfigError::SizeLimit {
+                what,
+                amount: elems,
+                limit: MAX_TENSOR_ELEMS,
+                unit: "elements".into(),
+            });
         }
     }
     // An upper bound on the ops: per layer 9 forward and 9 backward ops, 8 + 8 more for LoRA's
@@ -59,20 +64,14 @@ fn check_sizes(model: &ModelConfig, shape: StepShape, techniques: &Techniques) -
     let ops = accum * (60 * l + 16) + 3;
     if ops > MAX_PLAN_OPS as u128 {
         let what = format!("a step of {} layers × {} micro-batches", model.n_layers, techniques.accum);
-        return Err(ConfigError::SizeLimit { what, amount: ops, limit: MAX_PLAN_OPS, unit: "ops" });
+        return Err(ConfigError::SizeLimit { what, amount: ops, limit: MAX_PLAN_OPS, unit: "ops".into() });
     }
     Ok(())
 }
 
-/// The plan of a validated configuration, once its sizes are checked.
-pub(super) fn build_checked(
-    model: &ModelConfig,
-    shape: StepShape,
-    optimizer: &OptimizerConfig,
-    techniques: &Techniques,
-) -> Result<Plan, ConfigError> {
-    check_sizes(model, shape, techniques)?;
-    Ok(Builder::new(model, shape, optimizer, techniques).build())
+/// The plan of a validated request (its sizes checked too).
+pub(super) fn build(request: &super::ValidRequest) -> Plan {
+    Builder::new(request.model(), request.micro_shape(), request.optimizer(), request.techniques()).build()
 }
 
 /// How a block's forward pass keeps its intermediates.

@@ -23,7 +23,7 @@ use crate::backend::{BackendError, StepState, ix};
 use crate::data::Batch;
 use crate::memory::device::{DeviceFigures, segment_label};
 use crate::memory::step::{StepAllocator, StepMemory};
-use crate::memory::{Placement, SegmentId};
+use crate::memory::{Budget, Placement, SegmentId};
 use crate::model::init::{init_params, lora_seed};
 use crate::plan::{LossScaler, Phase, Plan, TensorId, View};
 
@@ -41,7 +41,6 @@ pub(in crate::backend::gpu) use segments::storage_buffer;
 
 #[cfg(not(target_arch = "wasm32"))]
 pub use super::bench::bench_matmul;
-pub use crate::backend::UNLIMITED;
 pub use segments::device_oom;
 
 /// A plan bound to GPU memory, ready to run steps.
@@ -53,7 +52,6 @@ pub struct GpuExecutor {
     plan: Plan,
     /// The caching allocator, driven op by op as each step is recorded.
     allocator: StepAllocator,
-    capacity_bytes: u64,
     /// Allocator events already applied to `buffers`.
     events_seen: usize,
     /// One wgpu buffer per live segment.
@@ -90,11 +88,11 @@ pub(in crate::backend::gpu) fn bytes(elems: usize) -> u64 {
 impl GpuExecutor {
     /// [`Self::with_budget`] without a virtual budget: only the device's memory limits.
     pub async fn new(ctx: &GpuContext, kernels: &Kernels, plan: Plan, seed: u64) -> Result<Self, BackendError> {
-        Self::with_budget(ctx, kernels, plan, seed, UNLIMITED).await
+        Self::with_budget(ctx, kernels, plan, seed, Budget::Unlimited).await
     }
 
     /// Records the plan's dispatches, places the persistent tensors and the batch with the
-    /// caching allocator under a virtual GPU of `budget_bytes` (each segment a wgpu buffer) and
+    /// caching allocator under a virtual GPU of `budget` (each segment a wgpu buffer) and
     /// uploads the initial parameters (from `seed`). The step's own tensors are placed live, op
     /// by op, when a step runs: a step beyond the budget is an out-of-memory error from
     /// [`Self::train_step_async`] (PyTorch's message), as on the CPU backend. Limits are checked
@@ -105,8 +103,9 @@ impl GpuExecutor {
         kernels: &Kernels,
         plan: Plan,
         seed: u64,
-        budget_bytes: u64,
+        budget: impl Into<Budget>,
     ) -> Result<Self, BackendError> {
+        let budget = budget.into();
         ctx.check_alive()?;
         let state = StepState::new(&plan);
         let limits = ctx.limits();
@@ -133,7 +132,7 @@ impl GpuExecutor {
             }
             .into());
         }
-        let mut allocator = StepAllocator::new(&plan, budget_bytes, true);
+        let mut allocator = StepAllocator::new(&plan, budget, true);
         allocator.setup(&plan).map_err(BackendError::OutOfMemory)?;
         let device = &ctx.device;
         let (uniform_buffer, placeholder, loss_staging) = ctx
@@ -156,7 +155,6 @@ impl GpuExecutor {
             kernels: Arc::new(kernels.clone()),
             plan,
             allocator,
-            capacity_bytes: budget_bytes,
             events_seen: 0,
             buffers: BTreeMap::new(),
             rec,

@@ -5,7 +5,7 @@
 use super::super::GpuError;
 use super::GpuExecutor;
 use crate::backend::BackendError;
-use crate::backend::UNLIMITED;
+use crate::memory::Budget;
 use crate::memory::SegmentId;
 use crate::memory::allocator::Event;
 use crate::memory::device::segment_label;
@@ -40,7 +40,7 @@ impl GpuExecutor {
             _ => None,
         });
         let (tensor, op) = asked.map_or((TensorId(0), None), |t| (t.tensor, t.op));
-        device_oom(&self.plan, tensor, op, size, reserved_before, self.capacity_bytes, detail)
+        device_oom(&self.plan, tensor, op, size, reserved_before, self.allocator.budget(), detail)
     }
 
     /// Creates and destroys segment buffers as the allocator reserved and released them since
@@ -114,7 +114,7 @@ impl GpuExecutor {
     fn create_segment(&self, segment: SegmentId, size: u64) -> Result<wgpu::Buffer, String> {
         let scope = self.ctx.device.push_error_scope(wgpu::ErrorFilter::OutOfMemory);
         let buffer = storage_buffer(&self.ctx.device, &segment_label(segment, self.instance), size);
-        match poll_now(scope.pop()) {
+        match crate::backend::ready_now(scope.pop()) {
             Some(Some(e)) => {
                 buffer.destroy();
                 Err(e.to_string())
@@ -163,7 +163,7 @@ impl GpuExecutor {
             self.allocator.after_op(i);
             self.sync_buffers(&mut chunk)?;
         }
-        self.memory = Some(trace.finish(&self.allocator, self.capacity_bytes));
+        self.memory = Some(trace.finish(&self.allocator));
         Ok(vec![self.encode_chunk(&chunk, true)])
     }
 }
@@ -185,7 +185,7 @@ pub fn device_oom(
     op: Option<usize>,
     size: u64,
     reserved_before: u64,
-    budget_bytes: u64,
+    budget: impl Into<Budget>,
     detail: &str,
 ) -> crate::memory::StepOom {
     let info = plan.tensor(tensor);
@@ -194,7 +194,7 @@ pub fn device_oom(
         requested_bytes: info.size_bytes(),
         tried_bytes: size,
         // Without a budget, the device's own memory was the limit: what it had given so far.
-        capacity_bytes: if budget_bytes >= UNLIMITED { reserved_before } else { budget_bytes },
+        capacity_bytes: budget.into().limit_bytes().unwrap_or(reserved_before),
         free_bytes: 0,
         allocated_bytes: reserved_before,
         reserved_bytes: reserved_before,
@@ -213,14 +213,4 @@ pub(super) fn new_segments<T>(events: &[Event<T>]) -> impl Iterator<Item = (Segm
         Event::SegmentAlloc { segment, size, .. } => Some((*segment, *size)),
         _ => None,
     })
-}
-
-/// The output of a future that is already complete (native wgpu's error scopes), or None.
-fn poll_now<F: std::future::Future>(f: F) -> Option<F::Output> {
-    let mut f = std::pin::pin!(f);
-    let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
-    match f.as_mut().poll(&mut cx) {
-        std::task::Poll::Ready(v) => Some(v),
-        std::task::Poll::Pending => None,
-    }
 }

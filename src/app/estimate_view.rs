@@ -1,17 +1,18 @@
-//! The "Real models" view: the large-model estimator (`memory::estimate`) for GPT-2, LLaMA-2,
+//! The estimator's view, the "Real models" tab: the large-model estimator ([`crate::estimate`]) for GPT-2, LLaMA-2,
 //! Mistral or a custom architecture on a real GPU — the same categories and the same
 //! memory-vs-batch chart as the toy, predicted in closed form.
 
 use egui::{Color32, RichText, Ui};
 use serde::{Deserialize, Serialize};
 
+use super::views::drawn::{Drawn, RealDrawn, record};
 use super::views::{BatchChart, batch_chart, category_color, category_name, size, swatch};
-use crate::i18n::Catalog;
-use crate::memory::estimate::{
-    self, Adapters, Estimate, Mlp, Norm, Optimizer, Parallel, Setup, StatePrecision,
+use crate::estimate::{
+    self, Adapters, Estimate, EstimateError, Mlp, Norm, Optimizer, Parallel, Setup, StatePrecision,
     claims::{Claim, Part},
     presets,
 };
+use crate::i18n::Catalog;
 use crate::plan::{AttentionKind, Category, Checkpoint};
 use crate::units::group_digits;
 
@@ -19,22 +20,22 @@ use crate::units::group_digits;
 /// [`super::settings::Settings`], so it persists and travels in a shared link).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(transparent)]
-pub struct RealSettings(pub Setup);
+pub struct EstimateSettings(pub Setup);
 
-impl std::ops::Deref for RealSettings {
+impl std::ops::Deref for EstimateSettings {
     type Target = Setup;
     fn deref(&self) -> &Setup {
         &self.0
     }
 }
 
-impl std::ops::DerefMut for RealSettings {
+impl std::ops::DerefMut for EstimateSettings {
     fn deref_mut(&mut self) -> &mut Setup {
         &mut self.0
     }
 }
 
-impl Default for RealSettings {
+impl Default for EstimateSettings {
     /// LLaMA-2 7B on A100 80 GB GPUs, bf16 mixed precision with Adam, ZeRO-3 over 8 GPUs,
     /// micro-batch 1 of 2048 tokens with 8 accumulation steps: it fits (full training on one GPU
     /// does not — switch ZeRO off to see why).
@@ -46,10 +47,10 @@ impl Default for RealSettings {
     }
 }
 
-impl RealSettings {
+impl EstimateSettings {
     /// The estimator's setup, or why it cannot be estimated.
-    pub fn setup(&self) -> Result<Setup, String> {
-        self.0.validate().map_err(|e| e.to_string())?;
+    pub fn setup(&self) -> Result<Setup, EstimateError> {
+        self.0.validate()?;
         Ok(self.0.clone())
     }
 
@@ -68,25 +69,25 @@ impl RealSettings {
 }
 
 /// What the view shows, recomputed when its settings change (milliseconds).
-pub struct RealDerived {
-    pub setup: Result<Setup, String>,
+pub struct EstimateDerived {
+    pub setup: Result<Setup, EstimateError>,
     pub estimate: Option<Estimate>,
     pub max_micro_batch: u64,
     /// (micro-batch, estimate) for 1, 2, 4, … up to twice the largest that fits.
     pub sweep: Vec<(u64, Estimate)>,
     /// The runtime profiles: both verdicts while none is chosen, one layer's saved tensors.
-    pub runtime: Option<super::real_runtime::RuntimeDerived>,
+    pub runtime: Option<super::estimate_runtime::RuntimeDerived>,
 }
 
-impl RealDerived {
-    pub fn new(settings: &RealSettings) -> Self {
+impl EstimateDerived {
+    pub fn new(settings: &EstimateSettings) -> Self {
         let setup = settings.setup();
         let (estimate, max_micro_batch, sweep, runtime) = match &setup {
             Ok(s) => {
                 let e = estimate::estimate(s).ok();
                 let max = estimate::max_micro_batch(s).unwrap_or(0);
                 let sweep = estimate::sweep(s, &estimate::sweep_batches(max)).unwrap_or_default();
-                (e, max, sweep, Some(super::real_runtime::RuntimeDerived::new(s)))
+                (e, max, sweep, Some(super::estimate_runtime::RuntimeDerived::new(s)))
             }
             Err(_) => (None, 0, Vec::new(), None),
         };
@@ -112,7 +113,7 @@ const GIB: f64 = (1u64 << 30) as f64;
 const NARROW: f32 = 560.0;
 
 /// The controls. Returns nothing: the caller notices the settings changed.
-pub fn controls(ui: &mut Ui, t: &Catalog, s: &mut RealSettings) {
+pub fn controls(ui: &mut Ui, t: &Catalog, s: &mut EstimateSettings) {
     let s = &mut s.0;
     // A DragValue's prefix: the label and a space.
     let prefix = |key: &str| format!("{} ", t.text(key));
@@ -264,16 +265,16 @@ pub fn controls(ui: &mut Ui, t: &Catalog, s: &mut RealSettings) {
         s.lora = (rank > 0).then_some(Adapters { rank, qkv: true, proj: true, mlp: true, quantized });
         ui.checkbox(&mut s.fixed_costs, t.text("real-fixed-costs"));
     });
-    super::real_runtime::controls(ui, t, s);
+    super::estimate_runtime::controls(ui, t, s);
 }
 
 /// The estimate: headline, breakdown with sources, memory vs micro-batch.
-pub fn view(ui: &mut Ui, t: &Catalog, s: &RealSettings, d: &RealDerived) {
+pub fn view(ui: &mut Ui, t: &Catalog, s: &EstimateSettings, d: &EstimateDerived) {
     let format_bytes = |b| size(t, b);
     let setup = match &d.setup {
         Ok(setup) => setup,
         Err(e) => {
-            ui.colored_label(Color32::RED, t.format("real-cannot", &[("error", e.as_str().into())]));
+            ui.colored_label(Color32::RED, t.format("real-cannot", &[("error", e.to_string().into())]));
             return;
         }
     };
@@ -303,9 +304,20 @@ pub fn view(ui: &mut Ui, t: &Catalog, s: &RealSettings, d: &RealDerived) {
         );
         RichText::new(text).color(Color32::from_rgb(240, 80, 80))
     };
+    record(
+        ui,
+        Drawn::RealModels(RealDrawn {
+            peak_bytes: e.peak_bytes,
+            capacity_bytes: e.capacity_bytes,
+            fits: e.fits(),
+            lines: e.lines.iter().map(|l| (l.category.to_string(), l.bytes)).collect(),
+            max_micro_batch: d.max_micro_batch,
+            verdict: verdict.text().to_string(),
+        }),
+    );
     ui.heading(verdict);
     if let Some(r) = &d.runtime {
-        super::real_runtime::range(ui, t, e, r);
+        super::estimate_runtime::range(ui, t, e, r);
     }
     let all = group_digits(e.parameters);
     let params = if e.trainable_parameters == e.parameters {
@@ -378,7 +390,7 @@ pub fn view(ui: &mut Ui, t: &Catalog, s: &RealSettings, d: &RealDerived) {
         });
     }
     if let Some(r) = &d.runtime {
-        super::real_runtime::saved_list(ui, t, setup, r);
+        super::estimate_runtime::saved_list(ui, t, setup, r);
     }
     ui.separator();
     ui.strong(t.text("real-mem-vs-micro"));
@@ -446,10 +458,10 @@ pub fn line_name(t: &Catalog, category: &str) -> String {
 }
 
 /// The claims lesson: each claim, whether it holds, and what the estimator computes.
-pub fn claims_view(ui: &mut Ui, t: &Catalog, claims: &Result<Vec<Claim>, String>) {
+pub fn claims_view(ui: &mut Ui, t: &Catalog, claims: &Result<Vec<Claim>, EstimateError>) {
     match claims {
         Err(e) => {
-            ui.colored_label(Color32::RED, e);
+            ui.colored_label(Color32::RED, e.to_string());
         }
         Ok(list) => {
             for c in list {

@@ -214,7 +214,7 @@ impl Architecture {
     }
 
     /// The exact parameter count. GPT-2 small: 12·L·h² + 13·L·h + V·h + T·h + 2h = 124,439,808
-    /// (../shared/GUIDE.md §4); LLaMA-2 7B: 6,738,415,616.
+    /// (tied embeddings); LLaMA-2 7B: 6,738,415,616 (Hugging Face's counts for both).
     pub fn parameters(&self) -> u64 {
         self.parameter_tensors().iter().map(|(_, n)| n).sum()
     }

@@ -1,12 +1,12 @@
-//! The Real models view's runtime profiles (fused kernels or Hugging Face eager, issue 15): the
+//! The Real models view's runtime profiles (fused kernels or Hugging Face eager): the
 //! choice, both verdicts side by side while none is chosen, one layer's saved tensors by name
 //! with the function that saves each, and the measurements that replace the assumptions.
 
 use egui::{RichText, Ui};
 
 use super::views::size;
+use crate::estimate::{Estimate, OtherRuntime, Runtime, Saved, Setup, saved_outside, saved_per_layer};
 use crate::i18n::Catalog;
-use crate::memory::estimate::{Estimate, OtherRuntime, Runtime, Saved, Setup, saved_outside, saved_per_layer};
 
 /// What the view shows of the profiles, computed with the estimate (not every frame).
 pub struct RuntimeDerived {
@@ -33,14 +33,13 @@ fn profile_name(t: &Catalog, r: Option<Runtime>) -> String {
 /// The profile's choice and the measurements a user may type in.
 pub fn controls(ui: &mut Ui, t: &Catalog, s: &mut Setup) {
     ui.horizontal_wrapped(|ui| {
-        egui::ComboBox::new("real_runtime", t.text("real-runtime")).selected_text(profile_name(t, s.runtime)).show_ui(
-            ui,
-            |ui| {
+        egui::ComboBox::new("estimate_runtime", t.text("real-runtime"))
+            .selected_text(profile_name(t, s.runtime))
+            .show_ui(ui, |ui| {
                 for r in [None, Some(Runtime::Fused), Some(Runtime::HfEager)] {
                     ui.selectable_value(&mut s.runtime, r, profile_name(t, r));
                 }
-            },
-        );
+            });
     });
     ui.add_enabled_ui(s.fixed_costs, |ui| {
         ui.horizontal_wrapped(|ui| {

@@ -1,0 +1,154 @@
+//! The chrome around the views: the language and its fonts, the notices and the status line,
+//! the phone's drawer, the projector's present mode, the shortcuts window and the window
+//! screenshot an export waits for.
+
+use std::sync::{Arc, Mutex};
+
+use egui::Color32;
+
+use super::Notice;
+use super::lang::CjkFont;
+use crate::i18n::{Catalog, Lang};
+
+/// Below this width (points) the app lays out for a phone: controls in a drawer.
+pub const NARROW_WIDTH: f32 = 700.0;
+/// The height of a touch target on a phone (Apple and Google ask for about 44 points).
+pub const TOUCH_SIZE: f32 = 44.0;
+
+/// A window screenshot the integration delivers, waiting to be saved as PNG.
+pub(super) type ScreenshotSlot = Arc<Mutex<Option<Arc<egui::ColorImage>>>>;
+
+pub struct Chrome {
+    /// The words of the language the user reads (`i18n/`).
+    pub catalog: Catalog,
+    /// The Chinese font: embedded (desktop) or fetched on demand (web).
+    pub(super) cjk: CjkFont,
+    /// A language chosen while its font is still on its way.
+    pub(super) pending_lang: Option<Lang>,
+    /// The fonts must be (re)installed: the first frame, and when the Chinese font arrives.
+    pub(super) fonts_stale: bool,
+    /// The lines above the views: why there is no GPU, what a link could not use, …
+    pub notices: Vec<Notice>,
+    /// The last export's outcome, for the status line.
+    pub status: Option<Notice>,
+    /// On a narrow screen: whether the controls' drawer covers the views.
+    pub drawer_open: bool,
+    /// The layout last drawn (narrow or not), to log a change once.
+    narrow: Option<bool>,
+    /// Whether the "?" list of keyboard shortcuts is open.
+    pub show_shortcuts: bool,
+    /// The look before present mode, to restore when it ends.
+    visuals_before_present: Option<egui::Visuals>,
+    drew_first_frame: bool,
+    pub(super) screenshot: ScreenshotSlot,
+    /// Where exports go on the desktop (None: `$OOMLAB_EXPORT_DIR` or the current directory).
+    pub export_dir: Option<std::path::PathBuf>,
+}
+
+impl Chrome {
+    pub fn new(notices: Vec<Notice>) -> Self {
+        Self {
+            catalog: Catalog::new(Lang::En),
+            cjk: CjkFont::initial(),
+            pending_lang: None,
+            fonts_stale: true,
+            notices,
+            status: None,
+            drawer_open: false,
+            narrow: None,
+            show_shortcuts: false,
+            visuals_before_present: None,
+            drew_first_frame: false,
+            screenshot: Arc::default(),
+            export_dir: None,
+        }
+    }
+
+    /// Sets up a frame: the first frame's log line, present mode's zoom and contrast, the
+    /// colour-blind-safe palette, and the phone's touch-sized layout. Returns whether the
+    /// layout is a phone's.
+    pub fn begin_frame(&mut self, ui: &mut egui::Ui, projector: bool, engine: &str) -> bool {
+        if !self.drew_first_frame {
+            self.drew_first_frame = true;
+            log::info!("oomlab: first frame ({engine})");
+        }
+        ui.ctx().set_zoom_factor(if projector { 1.5 } else { 1.0 });
+        // Present mode's high contrast; leaving it restores the look the app had.
+        match (projector, self.visuals_before_present.is_some()) {
+            (true, false) => {
+                self.visuals_before_present = Some(ui.ctx().global_style().visuals.clone());
+                let mut v = egui::Visuals::dark();
+                v.override_text_color = Some(Color32::WHITE);
+                v.panel_fill = Color32::BLACK;
+                ui.ctx().set_visuals(v);
+            }
+            (false, true) => {
+                if let Some(v) = self.visuals_before_present.take() {
+                    ui.ctx().set_visuals(v);
+                }
+            }
+            _ => {}
+        }
+        super::views::use_safe_colours(projector);
+        // A phone: the controls become a drawer over the views, and everything is touch-sized.
+        let narrow = ui.available_width() < NARROW_WIDTH;
+        if self.narrow != Some(narrow) {
+            self.narrow = Some(narrow);
+            let how = if narrow {
+                "a phone's: the controls in a drawer"
+            } else {
+                "a wide screen's: the controls beside the views"
+            };
+            log::info!("oomlab: layout for {how} ({:.0} points wide)", ui.available_width());
+        }
+        if narrow {
+            let spacing = &mut ui.style_mut().spacing;
+            spacing.interact_size.y = TOUCH_SIZE;
+            spacing.button_padding = egui::vec2(10.0, 10.0);
+        }
+        narrow
+    }
+
+    /// Whether the last frame was laid out for a phone.
+    pub fn is_narrow(&self) -> bool {
+        self.narrow == Some(true)
+    }
+
+    /// The notices, in the reader's language.
+    pub fn notices_ui(&self, ui: &mut egui::Ui) {
+        for n in &self.notices {
+            ui.colored_label(Color32::from_rgb(230, 160, 0), n.text(&self.catalog));
+        }
+    }
+
+    /// The "?" list of shortcuts.
+    pub fn shortcuts_window(&mut self, ctx: &egui::Context) {
+        if !self.show_shortcuts {
+            return;
+        }
+        let mut open = true;
+        egui::Window::new(self.tr("keys-title")).collapsible(false).resizable(false).open(&mut open).show(ctx, |ui| {
+            for key in super::keys::SHORTCUTS {
+                ui.label(self.tr(key));
+            }
+        });
+        self.show_shortcuts = open;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_language_without_its_font_waits_and_english_needs_none() {
+        let mut chrome = Chrome::new(Vec::new());
+        assert_eq!(chrome.lang(), Lang::En);
+        assert!(!chrome.set_lang(Lang::En), "already English");
+        let had_font = matches!(chrome.cjk, CjkFont::Ready(_));
+        // The desktop embeds the Chinese font: it switches at once.
+        assert_eq!(chrome.set_lang(Lang::Zh), had_font);
+        assert_eq!(chrome.lang() == Lang::Zh, had_font);
+        assert!(chrome.set_lang(Lang::En) == had_font);
+    }
+}

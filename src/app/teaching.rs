@@ -1,0 +1,112 @@
+//! The teaching: the open lesson chapter (and the guess and reveal), the challenge under way and
+//! the ones passed, and what a teacher's link locks or hides. Its panels live beside it
+//! (`lesson_panel`, `challenges`, `teacher`); what they need of the rest of the app — another
+//! tab, a step, the drawer — they ask for in an [`Asks`].
+
+use super::Tab;
+use super::challenges::ChallengeState;
+use super::lesson_panel::{ChapterTexts, LessonState};
+use super::teacher::{Control, Restrictions};
+
+/// The teaching's state.
+#[derive(Default)]
+pub struct Teaching {
+    /// The open lesson, if any.
+    pub lesson: Option<LessonState>,
+    /// A lesson's reveal asked for a real step.
+    pub(super) step_asked: bool,
+    /// The open chapter's computed words.
+    pub(super) lesson_texts: Option<ChapterTexts>,
+    /// A chapter just opened: scroll its widget into view.
+    pub(super) scroll_to_target: bool,
+    /// The challenge under way, if any.
+    pub challenge: Option<ChallengeState>,
+    /// The challenges passed (remembered on the desktop and in the browser).
+    pub challenges_done: Vec<String>,
+    /// Whether the challenges panel is open.
+    pub show_challenges: bool,
+    /// What a teacher link locks or hides.
+    pub restrictions: Restrictions,
+    /// The gated controls the last drawn controls panel held, and whether each was enabled.
+    pub(super) drawn_controls: Vec<(Control, bool)>,
+    /// Whether the teacher link's drawn controls were logged (once per link).
+    pub(super) drawn_logged: bool,
+    /// The "Share this setup" window's choices (what to lock, what to hide), when it is open.
+    pub(super) share: Option<(Vec<Control>, Vec<Control>)>,
+}
+
+/// What a teaching panel asks of the rest of the app.
+#[derive(Debug, Default, PartialEq)]
+pub struct Asks {
+    /// Show this tab (a chapter's).
+    pub tab: Option<Tab>,
+    /// Open the controls' drawer (a phone: the chapter's control is in it).
+    pub open_drawer: bool,
+}
+
+impl Asks {
+    /// Both asks: `later`'s where it has one.
+    pub fn and(self, later: Asks) -> Asks {
+        Asks { tab: later.tab.or(self.tab), open_drawer: self.open_drawer || later.open_drawer }
+    }
+}
+
+impl Teaching {
+    /// Whether a side panel (a lesson or the challenges) is open.
+    pub fn panel_open(&self) -> bool {
+        self.lesson.is_some() || self.show_challenges
+    }
+
+    /// A real step a reveal asked for (once).
+    pub fn take_step_request(&mut self) -> bool {
+        std::mem::take(&mut self.step_asked)
+    }
+
+    /// Opens the "Share this setup" window with the link's current restrictions.
+    pub fn open_share(&mut self) {
+        let r = &self.restrictions;
+        self.share = Some((r.locked.clone(), r.hidden.clone()));
+    }
+
+    /// The lessons button of the top bar: opens the first chapter, or closes the lesson.
+    pub fn toggle_lessons(&mut self, settings: &mut super::Settings) -> Asks {
+        if self.lesson.is_some() {
+            self.lesson = None;
+            Asks::default()
+        } else {
+            self.show_challenges = false;
+            self.open_chapter(0, settings)
+        }
+    }
+
+    /// The challenges button of the top bar.
+    pub fn toggle_challenges(&mut self) {
+        self.show_challenges = !self.show_challenges;
+        self.lesson = None;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::app::Settings;
+
+    #[test]
+    fn lessons_and_challenges_take_turns_and_a_reveal_asks_for_one_step() {
+        let mut t = Teaching::default();
+        let mut s = Settings::default();
+        assert!(!t.panel_open());
+        let asks = t.toggle_lessons(&mut s);
+        assert_eq!(asks.tab, Some(Tab::Breakdown), "the first chapter's tab");
+        assert!(t.lesson.is_some() && t.panel_open());
+        t.toggle_challenges();
+        assert!(t.lesson.is_none() && t.show_challenges);
+        t.toggle_lessons(&mut s);
+        assert!(!t.show_challenges && t.lesson.is_some());
+        t.reveal(&s, 58);
+        assert!(t.take_step_request());
+        assert!(!t.take_step_request(), "once");
+        let both = Asks { tab: Some(Tab::Sweep), open_drawer: false }.and(Asks { tab: None, open_drawer: true });
+        assert_eq!(both, Asks { tab: Some(Tab::Sweep), open_drawer: true });
+    }
+}

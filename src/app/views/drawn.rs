@@ -1,0 +1,183 @@
+//! What each view drew, recorded as it draws: the figures a person sees — sizes, counts, op
+//! labels, sources, and the summary lines word for word — so that a test can compare a view with
+//! the record it comes from (the plan's prediction, the allocator's account of a real step, the
+//! estimator, a snapshot), after a real step as before it. The browser build logs a view's
+//! record when it changes: its canvas has no widgets a page script could read.
+
+use serde::Serialize;
+
+use super::Source;
+
+/// One view's figures, as drawn in the last frame that drew it.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Drawn {
+    Breakdown(BreakdownDrawn),
+    Timeline(TimelineDrawn),
+    Sweep(SweepDrawn),
+    AllocatorMap(MapDrawn),
+    Training(TrainingDrawn),
+    RealModels(RealDrawn),
+    Snapshot(SnapshotDrawn),
+}
+
+/// The breakdown at the peak: a row per category, from each source.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct BreakdownDrawn {
+    /// (category, predicted bytes, allocator bytes once a step ran), in the table's order.
+    pub rows: Vec<(String, u64, Option<u64>)>,
+    pub predicted_total_bytes: u64,
+    pub allocator_total_bytes: Option<u64>,
+    pub predicted_reserved_bytes: u64,
+    pub allocator_reserved_bytes: Option<u64>,
+    /// The driver's segment bytes at the peak, when it reported.
+    pub device_reserved_bytes: Option<u64>,
+}
+
+/// The timeline: its source, its peak and the op under the scrubber.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct TimelineDrawn {
+    pub source: Source,
+    /// Bars along the op axis (one per timeline point).
+    pub points: usize,
+    pub peak_allocated_bytes: u64,
+    pub peak_op: String,
+    pub scrub_op: String,
+    pub scrub_allocated_bytes: u64,
+    pub scrub_reserved_bytes: u64,
+    /// The summary line above the chart, word for word.
+    pub summary: String,
+}
+
+/// One series of the memory-vs-batch chart.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct SeriesDrawn {
+    pub name: String,
+    /// (batch, peak allocated bytes) where it fits.
+    pub points: Vec<(usize, u64)>,
+    pub largest_fitting: Option<usize>,
+    pub first_oom: Option<usize>,
+}
+
+/// The memory-vs-batch chart.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct SweepDrawn {
+    pub series: Vec<SeriesDrawn>,
+    pub budget_bytes: u64,
+    pub current_batch: usize,
+}
+
+/// One segment of the allocator map.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct SegmentDrawn {
+    pub segment: u64,
+    pub size_bytes: u64,
+    pub allocated_bytes: u64,
+    /// The tensors in its allocated blocks, in address order.
+    pub tensors: Vec<String>,
+}
+
+/// The allocator map at one op.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct MapDrawn {
+    /// Where the segments come from: the prediction, or the allocator as a real step ran.
+    pub source: Source,
+    pub op: String,
+    pub segments: Vec<SegmentDrawn>,
+    pub reserved_bytes: u64,
+    pub allocated_bytes: u64,
+    /// The driver's memory blocks drawn under the segments (after a real step on a GPU).
+    pub driver_blocks: Option<usize>,
+    /// The summary line above the bars, word for word.
+    pub summary: String,
+}
+
+/// The training view.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct TrainingDrawn {
+    pub steps: usize,
+    pub losses: Vec<f32>,
+    /// The status line, word for word.
+    pub status: String,
+}
+
+/// The real-model view's estimate.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct RealDrawn {
+    pub peak_bytes: u64,
+    pub capacity_bytes: u64,
+    pub fits: bool,
+    /// (category, bytes) per table row.
+    pub lines: Vec<(String, u64)>,
+    pub max_micro_batch: u64,
+    /// The verdict heading, word for word.
+    pub verdict: String,
+}
+
+/// The Snapshot tab: the snapshot's figures beside the toy's.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct SnapshotDrawn {
+    pub name: String,
+    pub peak_allocated_bytes: u64,
+    pub peak_reserved_bytes: u64,
+    pub events: usize,
+    pub segments: usize,
+    /// The toy's column: where its figures come from, and its peaks.
+    pub toy: Option<(Source, u64, u64)>,
+}
+
+impl Drawn {
+    /// The view's name, as the marks and the log name it.
+    pub fn view(&self) -> &'static str {
+        match self {
+            Drawn::Breakdown(_) => "breakdown",
+            Drawn::Timeline(_) => "timeline",
+            Drawn::Sweep(_) => "sweep",
+            Drawn::AllocatorMap(_) => "allocator-map",
+            Drawn::Training(_) => "training",
+            Drawn::RealModels(_) => "real-models",
+            Drawn::Snapshot(_) => "snapshot",
+        }
+    }
+
+    /// A short JSON line for the log: the allocator map's segments in full, the sweep's summary
+    /// per series (its points would fill the console), everything else as it is.
+    fn log_line(&self) -> String {
+        let doc = match self {
+            Drawn::Sweep(s) => serde_json::json!({
+                "budget_bytes": s.budget_bytes,
+                "current_batch": s.current_batch,
+                "series": s.series.iter().map(|x| serde_json::json!({
+                    "name": x.name, "points": x.points.len(),
+                    "largest_fitting": x.largest_fitting, "first_oom": x.first_oom,
+                })).collect::<Vec<_>>(),
+            }),
+            Drawn::Training(t) => serde_json::json!({"steps": t.steps, "status": t.status}),
+            other => serde_json::to_value(other).unwrap_or_default(),
+        };
+        doc.to_string()
+    }
+}
+
+fn key(view: &str) -> egui::Id {
+    egui::Id::unique(("oomlab_drawn", view))
+}
+
+/// Records what a view drew this frame; logs it when it differs from what the view last drew.
+pub fn record(ui: &egui::Ui, drawn: Drawn) {
+    let ctx = ui.ctx();
+    let frame = ctx.cumulative_frame_nr();
+    let id = key(drawn.view());
+    let changed = ctx.data(|d| d.get_temp::<(u64, Drawn)>(id)).is_none_or(|(_, before)| before != drawn);
+    if changed {
+        log::info!("oomlab: {} drawn: {}", drawn.view(), drawn.log_line());
+    }
+    ctx.data_mut(|d| d.insert_temp(id, (frame, drawn)));
+}
+
+/// What view `view` drew in this frame or the last, if it was drawn.
+pub fn drawn(ctx: &egui::Context, view: &str) -> Option<Drawn> {
+    let frame = ctx.cumulative_frame_nr();
+    let seen = ctx.data(|d| d.get_temp::<(u64, Drawn)>(key(view)));
+    seen.filter(|(f, _)| f + 1 >= frame).map(|(_, d)| d)
+}

@@ -1,0 +1,158 @@
+//! The one way into a step: [`open`] makes the executor of a plan on the backend asked for. The
+//! app, the CLI and the browser's CPU worker all go through it, so a GPU asked for where there
+//! is none is the same clear error everywhere, never a silent fall back to the CPU.
+
+use std::sync::Arc;
+
+use super::cpu::CpuExecutor;
+use super::gpu::{GpuContext, GpuExecutor, Kernels};
+use super::{BackendError, BackendKind};
+use crate::memory::Budget;
+use crate::plan::Plan;
+
+/// A GPU steps can run on: its device and its compute pipelines, built once per device.
+#[derive(Clone)]
+pub struct Gpu {
+    pub ctx: GpuContext,
+    pub kernels: Arc<Kernels>,
+}
+
+impl Gpu {
+    /// Builds the pipelines on `ctx`'s device (inside error scopes), with its fastest GEMM.
+    pub async fn new(ctx: GpuContext) -> Result<Self, BackendError> {
+        let kernels = super::gpu::executor::build_kernels(&ctx).await?;
+        Ok(Self { ctx, kernels })
+    }
+
+    /// A headless device and its pipelines (the CLI, tests), blocking until both are ready.
+    #[cfg(not(target_arch = "wasm32"))]
+    pub fn open_headless() -> Result<Self, BackendError> {
+        let ctx = GpuContext::new_headless_blocking()?;
+        pollster::block_on(Self::new(ctx))
+    }
+}
+
+/// An executor of either backend, as [`open`] made it.
+pub enum Executor {
+    Cpu(Box<CpuExecutor<f32>>),
+    Gpu(Box<GpuExecutor>),
+}
+
+impl Executor {
+    /// Which backend it is.
+    pub fn kind(&self) -> BackendKind {
+        match self {
+            Executor::Cpu(_) => BackendKind::Cpu,
+            Executor::Gpu(_) => BackendKind::Gpu,
+        }
+    }
+}
+
+/// Opens an executor for `plan` on `kind`, its parameters initialised from `seed`, under
+/// `budget`. The GPU backend runs on `gpu`; asked for without one, it is
+/// [`BackendError::NoGpu`]. The CPU backend needs nothing and is ready at once (its future
+/// completes on the first poll: see [`ready_now`]).
+pub async fn open(
+    kind: BackendKind,
+    gpu: Option<&Gpu>,
+    plan: Plan,
+    seed: u64,
+    budget: Budget,
+) -> Result<Executor, BackendError> {
+    match (kind, gpu) {
+        (BackendKind::Cpu, _) => Ok(Executor::Cpu(Box::new(CpuExecutor::with_budget(plan, seed, budget)?))),
+        (BackendKind::Gpu, Some(g)) => {
+            Ok(Executor::Gpu(Box::new(GpuExecutor::with_budget(&g.ctx, &g.kernels, plan, seed, budget).await?)))
+        }
+        (BackendKind::Gpu, None) => Err(BackendError::NoGpu(None)),
+    }
+}
+
+/// The output of a future that is already complete (the CPU backend's [`open`], native wgpu's
+/// error scopes), or None if it would have to wait. Never blocks, so it is safe in a browser.
+pub fn ready_now<F: std::future::Future>(f: F) -> Option<F::Output> {
+    let mut f = std::pin::pin!(f);
+    let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+    match f.as_mut().poll(&mut cx) {
+        std::task::Poll::Ready(v) => Some(v),
+        std::task::Poll::Pending => None,
+    }
+}
+
+/// Blocking wrappers for the CLI and tests: each call goes to the executor inside.
+#[cfg(not(target_arch = "wasm32"))]
+impl super::Trainer for Executor {
+    fn backend_name(&self) -> String {
+        self.as_trainer().backend_name()
+    }
+    fn plan(&self) -> &Plan {
+        self.as_trainer().plan()
+    }
+    fn train_step(&mut self, batch: &crate::data::Batch) -> Result<f32, BackendError> {
+        self.as_trainer_mut().train_step(batch)
+    }
+    fn compute_grads(&mut self, batch: &crate::data::Batch) -> Result<f32, BackendError> {
+        self.as_trainer_mut().compute_grads(batch)
+    }
+    fn read_params(&mut self) -> Result<Vec<f32>, BackendError> {
+        self.as_trainer_mut().read_params()
+    }
+    fn read_grads(&mut self) -> Result<Vec<f32>, BackendError> {
+        self.as_trainer_mut().read_grads()
+    }
+    fn write_params(&mut self, flat: &[f32]) -> Result<(), BackendError> {
+        self.as_trainer_mut().write_params(flat)
+    }
+    fn memory(&self) -> Option<&crate::memory::StepMemory> {
+        self.as_trainer().memory()
+    }
+    fn device_figures(&self) -> crate::memory::device::DeviceFigures {
+        self.as_trainer().device_figures()
+    }
+    fn loss_scaler(&self) -> Option<&crate::plan::LossScaler> {
+        self.as_trainer().loss_scaler()
+    }
+    fn loss_scaler_mut(&mut self) -> Option<&mut crate::plan::LossScaler> {
+        self.as_trainer_mut().loss_scaler_mut()
+    }
+}
+
+#[cfg(not(target_arch = "wasm32"))]
+impl Executor {
+    fn as_trainer(&self) -> &dyn super::Trainer {
+        match self {
+            Executor::Cpu(e) => e.as_ref(),
+            Executor::Gpu(e) => e.as_ref(),
+        }
+    }
+    fn as_trainer_mut(&mut self) -> &mut dyn super::Trainer {
+        match self {
+            Executor::Cpu(e) => e.as_mut(),
+            Executor::Gpu(e) => e.as_mut(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{ModelConfig, StepShape};
+    use crate::plan::OptimizerConfig;
+
+    fn plan() -> Plan {
+        Plan::build(&ModelConfig::toy(58), StepShape { batch: 2, seq: 8 }, &OptimizerConfig::default()).expect("plan")
+    }
+
+    #[test]
+    fn the_cpu_opens_at_once_and_a_gpu_without_one_is_an_error() {
+        let cpu = ready_now(open(BackendKind::Cpu, None, plan(), 0, Budget::Unlimited));
+        let cpu = cpu.expect("ready on the first poll").expect("opens");
+        assert_eq!(cpu.kind(), BackendKind::Cpu);
+        let gpu = ready_now(open(BackendKind::Gpu, None, plan(), 0, Budget::Unlimited)).expect("ready");
+        match gpu {
+            Err(e @ BackendError::NoGpu(None)) => assert!(e.to_string().contains("no GPU is open"), "{e}"),
+            Err(e) => panic!("{e}"),
+            Ok(_) => panic!("a GPU executor without a GPU"),
+        }
+    }
+}

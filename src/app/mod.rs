@@ -29,9 +29,11 @@ mod notice;
 pub mod run;
 pub mod settings;
 pub mod shown;
+mod slot;
 pub mod snapshot_view;
 pub mod teacher;
 pub mod teaching;
+mod toy;
 pub mod views;
 
 pub use chrome::{NARROW_WIDTH, TOUCH_SIZE};
@@ -41,9 +43,7 @@ pub use notice::Notice;
 pub use run::wgpu_configuration;
 pub use settings::Settings;
 
-use std::sync::Arc;
-
-use egui::{Color32, RichText};
+use egui::Color32;
 
 use crate::backend::gpu::GpuContext;
 use crate::i18n::Lang;
@@ -57,7 +57,7 @@ use shown::Shown;
 use snapshot_view::SnapshotState;
 use teacher::Control;
 use teaching::{Asks, Teaching};
-use views::{Source, Suggestion};
+use views::Suggestion;
 
 /// How often the page looks for the CPU worker's replies while a step runs there.
 const WORKER_FRAME_MS: u64 = 50;
@@ -517,7 +517,9 @@ impl OomlabApp {
                 let toy = self.shown.memory(&self.run.measured);
                 self.snapshot.tab_ui(ui, &self.chrome.catalog, toy);
             }
-            _ => self.toy_views(ui),
+            _ => {
+                toy::toy_views(ui, &self.chrome.catalog, &mut self.settings, &self.run, &mut self.shown, &self.teaching)
+            }
         }
     }
 
@@ -533,106 +535,6 @@ impl OomlabApp {
         egui::CollapsingHeader::new(t.text("main-claims")).id_salt("claims").default_open(true).show(ui, |ui| {
             estimate_view::claims_view(ui, t, self.shown.claims());
         });
-    }
-
-    fn toy_views(&mut self, ui: &mut egui::Ui) {
-        let plan = match &self.shown.derived.plan {
-            Ok(p) => Arc::clone(p),
-            Err(e) => {
-                let t = &self.chrome.catalog;
-                ui.colored_label(Color32::RED, t.format("main-cannot-build", &[("error", e.to_string().into())]));
-                return;
-            }
-        };
-        let t = &self.chrome.catalog;
-        let s = &self.settings;
-        ui.label(t.format(
-            "main-baseline",
-            &[
-                ("name", views::describe(t, &s.techniques()).into()),
-                ("batch", s.batch.to_string().into()),
-                ("micro", plan.shape.batch.to_string().into()),
-                ("accum", s.accum.to_string().into()),
-                ("seq", s.seq.to_string().into()),
-                ("budget", views::size(t, s.budget_bytes).into()),
-            ],
-        ));
-        let predicted_oom = self.shown.derived.predicted.as_ref().and_then(|p| p.as_ref().err());
-        if let Some(oom) = self.run.oom.clone().or_else(|| predicted_oom.cloned()) {
-            let suggestions = controls::suggestions(&self.settings, self.run.vocab(), &self.teaching.restrictions);
-            let real = self.run.oom.is_some();
-            let panel = ui.group(|ui| {
-                let picked = views::oom_panel(ui, t, &oom, &suggestions);
-                if !real {
-                    ui.label(RichText::new(t.text("main-oom-predicted")).small());
-                }
-                picked
-            });
-            views::mark(ui, "oom-panel", panel.response.rect);
-            if let Some(s) = panel.inner {
-                self.settings.apply(s);
-            }
-        }
-        let t = &self.chrome.catalog;
-        // Borrowed field by field: the scrubber is moved while the memory is drawn.
-        let Shown { derived, tab, scrub, .. } = &mut self.shown;
-        let (memory, source) = match shown::memory(&self.run.measured, derived) {
-            Some((m, s)) => (Some(m), s),
-            None => (None, Source::Predicted),
-        };
-        // The chart tabs fold the breakdown into one line, so the chart gets the room.
-        if let (Some(m), false) = (memory, *tab == Tab::Breakdown) {
-            ui.label(t.format(
-                "main-peak-line",
-                &[
-                    ("allocated", views::size(t, m.peak_allocated_bytes()).into()),
-                    ("reserved", views::size(t, m.peak_reserved_bytes()).into()),
-                    ("source", source.word(t).into()),
-                    ("budget", views::size(t, self.settings.budget_bytes).into()),
-                ],
-            ));
-        }
-        match *tab {
-            Tab::Breakdown => {
-                ui.heading(t.text("main-at-peak"));
-                if let Some(Ok(predicted)) = &derived.predicted {
-                    let measured = self.run.measured.as_ref();
-                    let drawn = ui.scope(|ui| views::breakdown(ui, t, measured, predicted, &self.run.device));
-                    views::mark(ui, "breakdown", drawn.response.rect);
-                }
-                egui::CollapsingHeader::new(t.text("main-model-state")).id_salt("model_state").show(ui, |ui| {
-                    views::model_state(ui, t, &plan);
-                });
-                views::explain(ui, t, "explain-breakdown");
-            }
-            Tab::Timeline => {
-                if let Some(m) = memory {
-                    let drawn = ui.scope(|ui| views::timeline(ui, t, &plan, m, source, scrub));
-                    views::mark(ui, "timeline-chart", drawn.response.rect);
-                }
-                views::explain(ui, t, "explain-timeline");
-            }
-            Tab::Sweep => {
-                let names: Vec<String> = std::iter::once(t.text("tech-this-setup"))
-                    .chain(self.settings.overlays.iter().map(|o| views::describe(t, o)))
-                    .collect();
-                let (budget, batch) = (self.settings.budget_bytes, self.settings.batch);
-                views::sweep_chart(ui, t, &derived.sweep, &names, budget, batch);
-                views::explain(ui, t, "explain-sweep");
-            }
-            Tab::Allocator => {
-                if let Some(m) = memory {
-                    let op = m.timeline.get((*scrub).min(m.timeline.len().saturating_sub(1))).and_then(|p| p.op);
-                    // The driver's blocks describe the end of the last real step.
-                    let device = (source == Source::Allocator).then(|| self.run.device.reported()).flatten();
-                    let drawn = ui.scope(|ui| views::allocator_map(ui, t, &plan, m, source, op, device));
-                    views::mark(ui, "allocator-map", drawn.response.rect);
-                }
-                views::explain(ui, t, "explain-allocator");
-            }
-            Tab::Training => views::training(ui, t, &self.run.losses, &self.run.step_secs),
-            Tab::RealModels | Tab::Snapshot => {}
-        }
     }
 }
 

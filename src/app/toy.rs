@@ -1,0 +1,121 @@
+//! The toy's views: the line saying what runs, the OOM panel with its fixes, and the selected
+//! view of the step's memory — the allocator's account of the last real step, else the plan's
+//! prediction.
+
+use std::sync::Arc;
+
+use egui::{Color32, RichText};
+
+use super::run::Run;
+use super::settings::Settings;
+use super::shown::{self, Shown};
+use super::teaching::Teaching;
+use super::views::{self, Source};
+use super::{Tab, controls};
+use crate::i18n::Catalog;
+
+/// The selected view of the toy (every tab but Real models and Snapshot). A fix picked in the
+/// OOM panel is applied to `settings`.
+pub(super) fn toy_views(
+    ui: &mut egui::Ui,
+    t: &Catalog,
+    settings: &mut Settings,
+    run: &Run,
+    shown: &mut Shown,
+    teaching: &Teaching,
+) {
+    let plan = match &shown.derived.plan {
+        Ok(p) => Arc::clone(p),
+        Err(e) => {
+            ui.colored_label(Color32::RED, t.format("main-cannot-build", &[("error", e.to_string().into())]));
+            return;
+        }
+    };
+    let s = &settings;
+    ui.label(t.format(
+        "main-baseline",
+        &[
+            ("name", views::describe(t, &s.techniques()).into()),
+            ("batch", s.batch.to_string().into()),
+            ("micro", plan.shape.batch.to_string().into()),
+            ("accum", s.accum.to_string().into()),
+            ("seq", s.seq.to_string().into()),
+            ("budget", views::size(t, s.budget_bytes).into()),
+        ],
+    ));
+    let predicted_oom = shown.derived.predicted.as_ref().and_then(|p| p.as_ref().err());
+    if let Some(oom) = run.oom.clone().or_else(|| predicted_oom.cloned()) {
+        let suggestions = controls::suggestions(settings, run.vocab(), &teaching.restrictions);
+        let real = run.oom.is_some();
+        let panel = ui.group(|ui| {
+            let picked = views::oom_panel(ui, t, &oom, &suggestions);
+            if !real {
+                ui.label(RichText::new(t.text("main-oom-predicted")).small());
+            }
+            picked
+        });
+        views::mark(ui, "oom-panel", panel.response.rect);
+        if let Some(s) = panel.inner {
+            settings.apply(s);
+        }
+    }
+    // Borrowed field by field: the scrubber is moved while the memory is drawn.
+    let Shown { derived, tab, scrub, .. } = shown;
+    let (memory, source) = match shown::memory(&run.measured, derived) {
+        Some((m, s)) => (Some(m), s),
+        None => (None, Source::Predicted),
+    };
+    // The chart tabs fold the breakdown into one line, so the chart gets the room.
+    if let (Some(m), false) = (memory, *tab == Tab::Breakdown) {
+        ui.label(t.format(
+            "main-peak-line",
+            &[
+                ("allocated", views::size(t, m.peak_allocated_bytes()).into()),
+                ("reserved", views::size(t, m.peak_reserved_bytes()).into()),
+                ("source", source.word(t).into()),
+                ("budget", views::size(t, settings.budget_bytes).into()),
+            ],
+        ));
+    }
+    match *tab {
+        Tab::Breakdown => {
+            ui.heading(t.text("main-at-peak"));
+            if let Some(Ok(predicted)) = &derived.predicted {
+                let measured = run.measured.as_ref();
+                let drawn = ui.scope(|ui| views::breakdown(ui, t, measured, predicted, &run.device));
+                views::mark(ui, "breakdown", drawn.response.rect);
+            }
+            egui::CollapsingHeader::new(t.text("main-model-state")).id_salt("model_state").show(ui, |ui| {
+                views::model_state(ui, t, &plan);
+            });
+            views::explain(ui, t, "explain-breakdown");
+        }
+        Tab::Timeline => {
+            if let Some(m) = memory {
+                let drawn = ui.scope(|ui| views::timeline(ui, t, &plan, m, source, scrub));
+                views::mark(ui, "timeline-chart", drawn.response.rect);
+            }
+            views::explain(ui, t, "explain-timeline");
+        }
+        Tab::Sweep => {
+            let names: Vec<String> = std::iter::once(t.text("tech-this-setup"))
+                .chain(settings.overlays.iter().map(|o| views::describe(t, o)))
+                .collect();
+            let (budget, batch) = (settings.budget_bytes, settings.batch);
+            views::sweep_chart(ui, t, &derived.sweep, &names, budget, batch);
+            views::explain(ui, t, "explain-sweep");
+        }
+        Tab::Allocator => {
+            if let Some(m) = memory {
+                let op = m.timeline.get((*scrub).min(m.timeline.len().saturating_sub(1))).and_then(|p| p.op);
+                // The driver's blocks describe the end of the last real step.
+                let device = (source == Source::Allocator).then(|| run.device.reported()).flatten();
+                let drawn = ui.scope(|ui| views::allocator_map(ui, t, &plan, m, source, op, device));
+                views::mark(ui, "allocator-map", drawn.response.rect);
+            }
+            views::explain(ui, t, "explain-allocator");
+        }
+        Tab::Training => views::training(ui, t, &run.losses, &run.step_secs),
+        Tab::RealModels | Tab::Snapshot => {}
+    }
+}

@@ -147,9 +147,14 @@ impl OomlabApp {
                 app.shown.tab = tab;
             }
         }
-        // Scripted runs (the desktop and browser tests, demos): train this many steps on start.
+        // Scripted runs (the desktop and browser tests, demos): train this many steps on start,
+        // on this tab (the web's `train=` and `tab=`).
         #[cfg(not(target_arch = "wasm32"))]
         let steps = std::env::var("OOMLAB_TRAIN_STEPS").ok().and_then(|v| v.parse::<usize>().ok());
+        #[cfg(not(target_arch = "wasm32"))]
+        if let Some(tab) = std::env::var("OOMLAB_TAB").ok().and_then(|t| Tab::from_url_hash(&format!("tab={t}"))) {
+            app.shown.tab = tab;
+        }
         #[cfg(target_arch = "wasm32")]
         let steps = hash.split(['#', '&']).find_map(|kv| kv.strip_prefix("train=")?.parse::<usize>().ok());
         app.run.train_for(steps.unwrap_or(0));

@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
-# Runs every test oomlab has, on any Debian/Ubuntu machine, GPU or not. Installs what is
-# missing first: Mesa's lavapipe (a CPU Vulkan driver, so the GPU tests run without a GPU), Xvfb
-# and ImageMagick (the desktop app test) and the wasm32 target (the library must also build for
-# the browser). A missing GPU adapter fails
-# the GPU tests; it never skips them.
+# Runs every test oomlab has, on any Debian/Ubuntu machine, GPU or not, and builds the book.
+# Installs what is missing first: Mesa's lavapipe (a CPU Vulkan driver, so the GPU tests run
+# without a GPU), Xvfb and ImageMagick (the desktop app test), the wasm32 target (the library
+# must also build for the browser) and mdBook. A missing GPU adapter fails the GPU tests; it
+# never skips them.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/ensure-deps.sh
@@ -18,6 +18,9 @@ done
 oomlab_install "${oomlab_x[@]}"
 rustup target list --installed 2>/dev/null | grep -q wasm32-unknown-unknown || rustup target add wasm32-unknown-unknown
 
+# The book first: it is quick once mdBook is installed, and a broken one fails early.
+echo "== the book (scripts/book.sh)"
+scripts/book.sh
 echo "== cargo test"
 cargo test --all-targets
 # The plan, memory and estimator tests again on wasm32 (32-bit usize), under Node.

@@ -1,8 +1,8 @@
 //! oomlab: why does a large batch size make large-model training run out of GPU memory?
 //!
-//! Layers, each depending only on those above it: [`model`] → [`plan`] → [`backend`] → app
-//! ([`app`], and the CLI in the binary). Nothing below the app knows egui; nothing below
-//! `backend` knows wgpu.
+//! Layers, each depending only on those above it: [`model`] → [`plan`] → [`memory`] (and the
+//! large-model estimator, [`estimate`], beside it) → [`backend`] → app ([`app`], and the CLI in
+//! the binary). Nothing below the app knows egui; nothing below `backend` knows wgpu.
 
 pub mod app;
 pub mod backend;

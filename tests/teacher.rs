@@ -1,4 +1,4 @@
-//! Teacher links (issue 14): a link locks and hides controls, opens a chapter, and survives a
+//! Teacher links: a link locks and hides controls, opens a chapter, and survives a
 //! round trip through "Share this setup"; locked values stay pinned whatever tries to change
 //! them; an unknown control name is ignored with a notice.
 
@@ -72,4 +72,22 @@ fn share_this_setup_round_trips() {
 
 fn settings_from(link: &str) -> Settings {
     Settings::from_url_hash(link, 58).0
+}
+
+/// The page's own address follows the settings and keeps what the teacher's link locks and
+/// hides (and the open chapter): a student who reloads gets the same restrictions back.
+#[test]
+fn the_pages_link_keeps_a_teachers_locks() {
+    let mut app = OomlabApp::headless(Settings::default());
+    app.apply_teacher_link("#lock=batch&hide=precision&lesson=3");
+    app.settings.seq = 32;
+    let link = app.page_link();
+    assert!(link.contains("&lock=batch") && link.contains("&hide=precision"), "{link}");
+    assert!(link.contains("&lesson=3") && link.contains("&lang=en"), "{link}");
+    let (r, notice) = Restrictions::from_url_hash(&link);
+    assert_eq!((r.locked, r.hidden, notice), (vec![Control::Batch], vec![Control::Precision], None));
+    assert_eq!(Settings::from_url_hash(&link, 58).0.seq, 32, "the settings as they are now");
+    // Without a teacher's link, the address holds the settings and the language only.
+    let plain = OomlabApp::headless(Settings::default()).page_link();
+    assert!(!plain.contains("lock=") && !plain.contains("lesson="), "{plain}");
 }

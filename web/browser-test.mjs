@@ -93,11 +93,12 @@ try {
     // The tab's file picker first (the Snapshot tab, then its "Choose a file…" button, where
     // they are drawn at 1280×800 under the WebGL notice)…
     // (A frame of this page takes 100+ ms to draw on SwiftShader, and a click that lands while
-    // the tab is still being laid out is lost: so up to three tries.)
+    // the tab is still being laid out is lost — as, now and then, the picker's own opening: so up
+    // to five tries, each waiting a little longer.)
     let fc = null;
-    for (let attempt = 0; attempt < 3 && !fc; attempt++) {
+    for (let attempt = 0; attempt < 5 && !fc; attempt++) {
       await page.mouse.click(925, 106);
-      await page.waitForTimeout(1000);
+      await page.waitForTimeout(1000 + 500 * attempt);
       const chooser = page.waitForEvent("filechooser", { timeout: 5_000 }).catch(() => null);
       await page.mouse.click(358, 195);
       fc = await chooser;

@@ -213,7 +213,7 @@ impl OomlabApp {
     /// stay as they are. Chinese waits for its font (web: fetched now if it is not here yet).
     pub fn set_lang(&mut self, lang: Lang) {
         if self.chrome.set_lang(lang) {
-            lang::update_link(&self.settings, self.lang());
+            self.update_link();
         }
     }
 
@@ -249,6 +249,19 @@ impl OomlabApp {
         self.teaching.teacher_link(&self.settings, self.lang(), lock, hide)
     }
 
+    /// The page's own link: the settings, the language, the open chapter or challenge, and
+    /// what a teacher's link locks or hides — so that a reload keeps a teacher's locks and a
+    /// copied link opens the same view.
+    pub fn page_link(&self) -> String {
+        let r = &self.teaching.restrictions;
+        self.teacher_link(&r.locked, &r.hidden)
+    }
+
+    /// Puts [`Self::page_link`] in the page's address (web).
+    fn update_link(&self) {
+        lang::set_page_link(&self.page_link());
+    }
+
     /// Applies a suggestion from the OOM panel.
     pub fn apply_suggestion(&mut self, s: Suggestion) {
         self.settings.apply(s);
@@ -282,7 +295,7 @@ impl OomlabApp {
         self.teaching.restrictions.enforce(&mut self.settings);
         if self.shown.update(&self.settings, self.run.vocab()) {
             self.run.settings_changed();
-            lang::update_link(&self.settings, self.lang());
+            self.update_link();
         }
     }
 
@@ -322,7 +335,7 @@ impl OomlabApp {
     /// The whole window's content (also what the tests render).
     pub fn show(&mut self, ui: &mut egui::Ui) {
         if self.chrome.poll_fonts(ui.ctx()) {
-            lang::update_link(&self.settings, self.lang());
+            self.update_link();
         }
         let key_step = self.apply_keys(ui.ctx());
         let narrow = self.chrome.begin_frame(ui, self.settings.projector, &self.run.engine.log_name());
@@ -404,7 +417,7 @@ impl OomlabApp {
                 }
                 ui.heading(self.chrome.tr("app-title"));
                 if self.chrome.language_switch(ui) {
-                    lang::update_link(&self.settings, self.lang());
+                    self.update_link();
                 }
                 if ui.selectable_label(self.teaching.lesson.is_some(), self.chrome.tr("lessons")).clicked() {
                     let asks = self.teaching.toggle_lessons(&mut self.settings);

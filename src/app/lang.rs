@@ -192,3 +192,40 @@ pub(super) fn set_page_link(link: &str) {
     #[cfg(not(target_arch = "wasm32"))]
     let _ = link;
 }
+/// The first language: a link's over the remembered one over the system's, else English.
+pub fn choose_lang(linked: Option<Lang>, stored: Option<Lang>, system: Option<Lang>) -> Lang {
+    linked.or(stored).or(system).unwrap_or_default()
+}
+
+/// The service worker's cache (`web/sw.js`'s `CACHE`: keep the two equal).
+#[cfg(target_arch = "wasm32")]
+const SW_CACHE: &str = "oomlab-v1";
+
+/// GETs `url` relative to the page, and keeps the response in the service worker's cache.
+#[cfg(target_arch = "wasm32")]
+async fn fetch_bytes(url: &str) -> Result<Vec<u8>, String> {
+    use wasm_bindgen::JsCast;
+    let window = web_sys::window().ok_or("no window")?;
+    let response =
+        wasm_bindgen_futures::JsFuture::from(window.fetch_with_str(url)).await.map_err(|e| format!("{e:?}"))?;
+    let response: web_sys::Response = response.dyn_into().map_err(|_| "not a response".to_string())?;
+    if !response.ok() {
+        return Err(format!("HTTP {}", response.status()));
+    }
+    // Into the service worker's cache ourselves: on a first visit the worker may not control
+    // the page yet, and then it never sees this request. Best effort: a page without the Cache
+    // API still shows the font, it just will not have it offline.
+    if let (Ok(copy), Ok(caches)) = (response.clone(), window.caches()) {
+        let put = async {
+            let cache = wasm_bindgen_futures::JsFuture::from(caches.open(SW_CACHE)).await?;
+            let cache: web_sys::Cache = cache.dyn_into()?;
+            wasm_bindgen_futures::JsFuture::from(cache.put_with_str(url, &copy)).await
+        };
+        if let Err(e) = put.await {
+            log::warn!("oomlab: the Chinese font is not cached for offline use: {e:?}");
+        }
+    }
+    let buffer = response.array_buffer().map_err(|e| format!("{e:?}"))?;
+    let buffer = wasm_bindgen_futures::JsFuture::from(buffer).await.map_err(|e| format!("{e:?}"))?;
+    Ok(js_sys::Uint8Array::new(&buffer).to_vec())
+}

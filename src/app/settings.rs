@@ -138,29 +138,26 @@ impl Settings {
         }
     }
 
-    /// The step these settings ask for, at `batch` (effective) with `techniques`.
-    pub fn request_with(&self, vocab: usize, batch: usize, techniques: &Techniques) -> StepRequest {
-        StepRequest {
-            model: self.model(vocab),
-            batch: StepShape { batch, seq: self.seq },
-            optimizer: self.optimizer_config(),
-            techniques: *techniques,
-        }
-    }
-
-    /// The step these settings ask for.
-    pub fn request(&self, vocab: usize) -> StepRequest {
-        self.request_with(vocab, self.batch, &self.techniques())
+    /// The step these settings ask for, at `batch` (effective) with `techniques`, or why the
+    /// batch cannot be split into their micro-batches.
+    pub fn request_with(
+        &self,
+        vocab: usize,
+        batch: usize,
+        techniques: &Techniques,
+    ) -> Result<StepRequest, ConfigError> {
+        let batch = StepShape { batch, seq: self.seq };
+        StepRequest::with_batch(self.model(vocab), batch, self.optimizer_config(), *techniques)
     }
 
     /// The plan of one step with `techniques` at `batch` (effective), or why it cannot be built.
     pub fn plan_with(&self, vocab: usize, batch: usize, techniques: &Techniques) -> Result<Plan, ConfigError> {
-        Ok(self.request_with(vocab, batch, techniques).validate()?.plan())
+        Ok(self.request_with(vocab, batch, techniques)?.validate()?.plan())
     }
 
     /// The plan of the current settings.
     pub fn plan(&self, vocab: usize) -> Result<Plan, ConfigError> {
-        Ok(self.request(vocab).validate()?.plan())
+        self.plan_with(vocab, self.batch, &self.techniques())
     }
 
     /// Keeps the settings buildable: the sequence within the model, an accumulation count in

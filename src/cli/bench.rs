@@ -41,7 +41,7 @@ pub(super) fn bench(
     let r = config.resolve_one(&dataset)?;
     let larger = r.with(StepRequest {
         model: ModelConfig { vocab: r.model().vocab, seq_len: 128, d_model: 256, n_layers: 4, n_heads: 4 },
-        batch: StepShape { batch: 16 * r.techniques().accum, seq: 128 },
+        micro: StepShape { batch: 16, seq: 128 },
         ..*r.request.request()
     })?;
     let mut rows = Vec::new();

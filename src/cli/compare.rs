@@ -26,11 +26,12 @@ pub(super) struct CompareRow {
 
 /// The rows of `compare`: the baseline, then each technique alone on the same effective batch,
 /// then all of them together (each validated when it runs).
-pub(super) fn compare_variants(r: &Resolved) -> Vec<(String, StepRequest)> {
+pub(super) fn compare_variants(r: &Resolved) -> Result<Vec<(String, StepRequest)>, ConfigError> {
     let batch = r.batch_shape();
     let model = *r.model();
-    let base = StepRequest { model, batch, optimizer: *r.optimizer(), techniques: Techniques::default() };
-    let with = |t: Techniques| StepRequest { techniques: t, ..base };
+    let optimizer = *r.optimizer();
+    let with = |t: Techniques| StepRequest::with_batch(model, batch, optimizer, t);
+    let base = with(Techniques::default())?;
     let mut out = vec![("baseline".to_string(), base)];
     let l = model.n_layers;
     let mut checkpoints = vec![Checkpoint::BLOCKS];
@@ -40,22 +41,22 @@ pub(super) fn compare_variants(r: &Resolved) -> Vec<(String, StepRequest)> {
     }
     checkpoints.push(Checkpoint::Selective);
     for c in checkpoints {
-        out.push((format!("checkpoint {}", c.label()), with(Techniques { checkpoint: c, ..Techniques::default() })));
+        out.push((format!("checkpoint {}", c.label()), with(Techniques { checkpoint: c, ..Techniques::default() })?));
     }
     for precision in [Precision::Fp16, Precision::Bf16] {
         let t = Techniques { precision, ..Techniques::default() };
-        out.push((format!("{} mixed precision", precision.name()), with(t)));
+        out.push((format!("{} mixed precision", precision.name()), with(t)?));
     }
     let fused = Techniques { attention: AttentionKind::Fused, ..Techniques::default() };
     if fused.validate(&model).is_ok() {
-        out.push(("fused attention".into(), with(fused)));
+        out.push(("fused attention".into(), with(fused)?));
     }
     // Accumulation: the largest of 4 and 2 that splits the batch.
     let accum = [4, 2].into_iter().find(|k| micro_batch(batch.batch, *k).is_ok() && batch.batch > *k - 1);
     if let Some(k) = accum {
         out.push((
             format!("accumulation {}×{}", batch.batch / k, k),
-            with(Techniques { accum: k, ..Techniques::default() }),
+            with(Techniques { accum: k, ..Techniques::default() })?,
         ));
     }
     // LoRA rank 4 (or less on a very narrow model) on every projection.
@@ -63,7 +64,7 @@ pub(super) fn compare_variants(r: &Resolved) -> Vec<(String, StepRequest)> {
     if let Ok(lora) = LoraConfig::new(rank).with_targets("all") {
         let t = Techniques { lora: Some(lora), ..Techniques::default() };
         if t.validate(&model).is_ok() {
-            out.push((format!("LoRA r={rank} (all projections)"), with(t)));
+            out.push((format!("LoRA r={rank} (all projections)"), with(t)?));
         }
     }
     for kind in [OptimizerKind::Momentum, OptimizerKind::Sgd] {
@@ -86,8 +87,8 @@ pub(super) fn compare_variants(r: &Resolved) -> Vec<(String, StepRequest)> {
     if all.accum > 1 {
         parts.push(format!("accum ×{}", all.accum));
     }
-    out.push((format!("combined: {}", parts.join(" + ")), with(all)));
-    out
+    out.push((format!("combined: {}", parts.join(" + ")), with(all)?));
+    Ok(out)
 }
 
 pub(super) fn compare(steps: usize, config: &ConfigArgs) -> Result<(), Failure> {
@@ -97,7 +98,7 @@ pub(super) fn compare(steps: usize, config: &ConfigArgs) -> Result<(), Failure> 
     let mut rows: Vec<CompareRow> = Vec::new();
     let mut baseline_grads: Option<Vec<f32>> = None;
     let mut backend_name = String::new();
-    for (name, request) in compare_variants(&r) {
+    for (name, request) in compare_variants(&r)? {
         let v = r.with(request)?;
         let plan = v.plan();
         let (flops, recomputed_flops) = plan.flops();

@@ -226,9 +226,8 @@ impl Resolved {
     }
     /// The step at micro-batch `micro`, the rest as it is.
     pub(super) fn at_micro(&self, micro: usize) -> Result<Resolved, ConfigError> {
-        let r = self.request.request();
-        let shape = StepShape { batch: micro, seq: r.batch.seq };
-        self.with(StepRequest::with_micro(r.model, shape, r.optimizer, r.techniques)?)
+        let r = *self.request.request();
+        self.with(StepRequest { micro: StepShape { batch: micro, seq: r.micro.seq }, ..r })
     }
 }
 
@@ -308,7 +307,7 @@ impl ConfigArgs {
         let batches = micro_batches(self.batch.as_deref(), self.micro_batch.as_deref(), accum)?;
         // The one validation: the model, the techniques, the shape and the optimizer together.
         let micro = StepShape { batch: batches[0], seq };
-        let request = StepRequest::with_micro(model, micro, optimizer, techniques)?.validate()?;
+        let request = StepRequest { model, micro, optimizer, techniques }.validate()?;
         Ok(Resolved {
             request,
             backend: match self.backend {

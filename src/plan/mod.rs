@@ -123,7 +123,8 @@ impl Plan {
         optimizer: &OptimizerConfig,
         techniques: &Techniques,
     ) -> Result<Plan, ConfigError> {
-        Ok(StepRequest::with_micro(*model, shape, *optimizer, *techniques)?.validate()?.plan())
+        let request = StepRequest { model: *model, micro: shape, optimizer: *optimizer, techniques: *techniques };
+        Ok(request.validate()?.plan())
     }
 
     /// "h.0.attn (attention)": op `i`'s label and kind, the one way every message and view names
@@ -155,7 +156,7 @@ impl Plan {
     pub fn request(&self) -> StepRequest {
         StepRequest {
             model: self.model,
-            batch: self.batch_shape(),
+            micro: self.shape,
             optimizer: self.optimizer,
             techniques: self.techniques,
         }

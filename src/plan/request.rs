@@ -1,7 +1,7 @@
 //! A training step as asked for: the one input of every plan. The app's settings, the CLI's
 //! flags and the browser's CPU worker each describe the step they want as a [`StepRequest`];
 //! [`StepRequest::validate`] checks it once, and only the [`ValidRequest`] it returns builds a
-//! plan. The batch is split into micro-batches for gradient accumulation in one place,
+//! plan. A batch is split into micro-batches for gradient accumulation in one place,
 //! [`micro_batch`].
 
 use serde::{Deserialize, Serialize};
@@ -10,14 +10,14 @@ use super::build::check_sizes;
 use super::{OptimizerConfig, Plan, Techniques};
 use crate::model::{ConfigError, ModelConfig, StepShape, check_dim};
 
-/// One training step: the model, the batch of one optimizer step, the optimizer and the
-/// memory-saving techniques (gradient accumulation among them).
+/// One training step: the model, one forward pass's shape (the micro-batch: with gradient
+/// accumulation the step runs `techniques.accum` of them), the optimizer and the memory-saving
+/// techniques.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 pub struct StepRequest {
     pub model: ModelConfig,
-    /// Sequences per optimizer step (the effective batch, split into `techniques.accum`
-    /// micro-batches) and their length.
-    pub batch: StepShape,
+    /// Sequences per forward pass, and their length.
+    pub micro: StepShape,
     pub optimizer: OptimizerConfig,
     pub techniques: Techniques,
 }
@@ -32,34 +32,30 @@ pub fn micro_batch(batch: usize, accum: usize) -> Result<usize, ConfigError> {
 }
 
 impl StepRequest {
-    /// The request whose micro-batches are `micro` (the CLI's `--micro-batch`, and code that
-    /// thinks in forward passes): the effective batch is `micro.batch × techniques.accum`.
-    pub fn with_micro(
+    /// The request for `batch` sequences per optimizer step (the app's batch slider), split
+    /// into `techniques.accum` micro-batches.
+    pub fn with_batch(
         model: ModelConfig,
-        micro: StepShape,
+        batch: StepShape,
         optimizer: OptimizerConfig,
         techniques: Techniques,
     ) -> Result<Self, ConfigError> {
-        let accum = check_dim("accumulation steps", techniques.accum as i64)?;
-        let batch = micro.batch.checked_mul(accum).ok_or(ConfigError::TooLarge {
-            name: "effective batch".into(),
-            value: (micro.batch as u64).saturating_mul(accum as u64),
-        })?;
-        Ok(Self { model, batch: StepShape { batch, seq: micro.seq }, optimizer, techniques })
+        let micro = StepShape { batch: micro_batch(batch.batch, techniques.accum)?, seq: batch.seq };
+        Ok(Self { model, micro, optimizer, techniques })
     }
 
-    /// Checks everything once: the model, the techniques against it, the split into
-    /// micro-batches, the shape, the optimizer, and the sizes of the tensors and of the plan.
+    /// Checks everything once: the model, the shape against it, the optimizer, the techniques,
+    /// the effective batch, and the sizes of the tensors and of the plan. Each check is made on
+    /// numbers that cannot wrap, so a request gets the same answer where `usize` is 32 bits.
     pub fn validate(&self) -> Result<ValidRequest, ConfigError> {
         let model = &self.model;
         model.validate()?;
-        self.techniques.validate(model)?;
-        let micro = StepShape { batch: micro_batch(self.batch.batch, self.techniques.accum)?, seq: self.batch.seq };
-        micro.validate(model)?;
+        self.micro.validate(model)?;
         self.optimizer.validate()?;
-        check_dim("effective batch", self.batch.batch as i64)?;
-        check_sizes(model, micro, &self.techniques)?;
-        Ok(ValidRequest { request: *self, micro })
+        self.techniques.validate(model)?;
+        check_dim("effective batch", (self.micro.batch as i64).saturating_mul(self.techniques.accum as i64))?;
+        check_sizes(model, self.micro, &self.techniques)?;
+        Ok(ValidRequest { request: *self })
     }
 }
 
@@ -67,7 +63,6 @@ impl StepRequest {
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct ValidRequest {
     request: StepRequest,
-    micro: StepShape,
 }
 
 impl ValidRequest {
@@ -79,11 +74,13 @@ impl ValidRequest {
     }
     /// The shape of one forward pass: the micro-batch.
     pub fn micro_shape(&self) -> StepShape {
-        self.micro
+        self.request.micro
     }
-    /// The batch one optimizer step consumes.
+    /// The batch one optimizer step consumes: the micro-batch times the accumulation steps (at
+    /// most [`crate::model::MAX_DIM`], checked by [`StepRequest::validate`]).
     pub fn batch_shape(&self) -> StepShape {
-        self.request.batch
+        let micro = self.request.micro;
+        StepShape { batch: micro.batch.saturating_mul(self.request.techniques.accum), seq: micro.seq }
     }
     pub fn optimizer(&self) -> &OptimizerConfig {
         &self.request.optimizer
@@ -101,13 +98,13 @@ impl ValidRequest {
 mod tests {
     use super::*;
 
-    fn request(batch: usize, accum: usize) -> StepRequest {
-        StepRequest {
-            model: ModelConfig::toy(58),
-            batch: StepShape { batch, seq: 16 },
-            optimizer: OptimizerConfig::default(),
-            techniques: Techniques { accum, ..Techniques::default() },
-        }
+    fn request(batch: usize, accum: usize) -> Result<StepRequest, ConfigError> {
+        StepRequest::with_batch(
+            ModelConfig::toy(58),
+            StepShape { batch, seq: 16 },
+            OptimizerConfig::default(),
+            Techniques { accum, ..Techniques::default() },
+        )
     }
 
     #[test]
@@ -115,39 +112,35 @@ mod tests {
         assert_eq!(micro_batch(12, 4), Ok(3));
         assert_eq!(micro_batch(12, 5), Err(ConfigError::AccumDoesNotDivide { batch: 12, accum: 5 }));
         assert_eq!(micro_batch(12, 0), Err(ConfigError::AccumDoesNotDivide { batch: 12, accum: 0 }));
-        let valid = request(12, 4).validate().expect("valid");
+        let valid = request(12, 4).expect("splits").validate().expect("valid");
         assert_eq!((valid.micro_shape().batch, valid.batch_shape().batch), (3, 12));
         let plan = valid.plan();
         assert_eq!((plan.shape, plan.batch_shape()), (valid.micro_shape(), valid.batch_shape()));
         assert_eq!(plan.handles.micro.len(), 4);
-        let e = request(10, 3).validate().expect_err("10 is not a multiple of 3");
+        assert_eq!(plan.request(), *valid.request(), "a plan knows the request it was built from");
+        let e = request(10, 3).expect_err("10 is not a multiple of 3");
         assert_eq!(e, ConfigError::AccumDoesNotDivide { batch: 10, accum: 3 });
         assert!(e.to_string().contains("cannot be split into 3 equal micro-batches"), "{e}");
     }
 
     #[test]
-    fn micro_batches_make_the_same_request() {
-        let m = StepRequest::with_micro(
-            ModelConfig::toy(58),
-            StepShape { batch: 3, seq: 16 },
-            OptimizerConfig::default(),
-            Techniques { accum: 4, ..Techniques::default() },
-        );
-        assert_eq!(m, Ok(request(12, 4)));
-        // Accumulation steps are checked before they multiply anything.
-        let zero = Techniques { accum: 0, ..Techniques::default() };
-        let e = StepRequest::with_micro(
-            ModelConfig::toy(58),
-            StepShape { batch: 3, seq: 16 },
-            OptimizerConfig::default(),
-            zero,
-        );
-        assert!(matches!(e, Err(ConfigError::Zero { .. })), "{e:?}");
+    fn validation_names_the_first_problem_in_a_fixed_order() {
+        let mut r = request(4, 1).expect("splits");
+        r.model.n_heads = 3; // does not divide d_model
+        r.micro.seq = 1000; // longer than the model's
+        assert!(matches!(r.validate(), Err(ConfigError::HeadsDontDivide { .. })), "the model first");
+        r.model.n_heads = 4;
+        assert!(matches!(r.validate(), Err(ConfigError::SequenceTooLong { .. })), "then the shape");
+        r.micro.seq = 16;
+        r.techniques.accum = 1 << 20;
+        r.micro.batch = 1 << 20;
+        let e = r.validate().expect_err("2⁴⁰ sequences");
+        assert!(e.to_string().starts_with("effective batch = 1099511627776"), "{e}");
     }
 
     #[test]
     fn a_request_crosses_as_json() {
-        let r = request(12, 4);
+        let r = request(12, 4).expect("splits");
         let back: StepRequest = serde_json::from_str(&serde_json::to_string(&r).expect("JSON")).expect("back");
         assert_eq!(back, r);
     }

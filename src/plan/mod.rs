@@ -154,12 +154,7 @@ impl Plan {
 
     /// The request this plan was built from (what the browser's CPU worker builds it again from).
     pub fn request(&self) -> StepRequest {
-        StepRequest {
-            model: self.model,
-            micro: self.shape,
-            optimizer: self.optimizer,
-            techniques: self.techniques,
-        }
+        StepRequest { model: self.model, micro: self.shape, optimizer: self.optimizer, techniques: self.techniques }
     }
 
     /// The shape of the batch one step consumes: the micro-batch times the accumulation steps.

@@ -35,18 +35,24 @@ fn chapter_files() -> Vec<PathBuf> {
     out
 }
 
+/// A Markdown text's lines outside fenced code blocks.
+fn prose_lines(text: &str) -> Vec<&str> {
+    let mut in_fence = false;
+    text.lines()
+        .filter(|line| {
+            if line.trim_start().starts_with("```") {
+                in_fence = !in_fence;
+                return false;
+            }
+            !in_fence
+        })
+        .collect()
+}
+
 /// The targets of a Markdown text's inline links and images, `[text](target)`, outside code.
 fn links(text: &str) -> Vec<String> {
     let mut out = Vec::new();
-    let mut in_fence = false;
-    for line in text.lines() {
-        if line.trim_start().starts_with("```") {
-            in_fence = !in_fence;
-            continue;
-        }
-        if in_fence {
-            continue;
-        }
+    for line in prose_lines(text) {
         // Inline code spans hold no links.
         let prose: String = line.split('`').step_by(2).collect::<Vec<_>>().join(" ");
         let mut rest = prose.as_str();
@@ -65,12 +71,8 @@ fn links(text: &str) -> Vec<String> {
 /// `-` and `_` kept; a repeated id gets `-1`, `-2`, ….
 fn heading_ids(text: &str) -> BTreeSet<String> {
     let mut ids = BTreeSet::new();
-    let mut in_fence = false;
-    for line in text.lines() {
-        if line.trim_start().starts_with("```") {
-            in_fence = !in_fence;
-        }
-        if in_fence || !line.starts_with('#') {
+    for line in prose_lines(text) {
+        if !line.starts_with('#') {
             continue;
         }
         let title = line.trim_start_matches('#').trim();

@@ -298,7 +298,7 @@ preset-tiny = tiny
 preset-small = small
 preset-medium = medium
 
-## The claims, with the estimator's numbers as arguments (also `oomlab estimate --claims`)
+## The claims, with the estimator's numbers as arguments (also `oomlab claims`)
 
 claim-doubling = Doubling the batch size raises memory 1.8–2.5×.
 claim-doubling-source = the seed document (../shared/seed)
@@ -466,9 +466,9 @@ challenge-best = Best so far, from executed steps: peak { $peak } ({ $source }),
 challenge-share = Copy this link to share the challenge:
 
 challenge-accum128-title = An effective batch of 128 in 32 MiB
-challenge-accum128-goal = Train a step with an effective batch of 128 inside a 32 MiB budget without changing the model.
-challenge-accum128-pass = batch 128 ran inside { $budget } with the same model.
-challenge-accum128-fail = the executed step must have batch 128, a budget of at most 32 MiB and the starting model (now: batch { $batch }, budget { $budget }).
+challenge-accum128-goal = Train a step with an effective batch of 128 inside a 32 MiB budget without changing the model or the sequence length.
+challenge-accum128-pass = batch 128 ran inside { $budget } with the same model and sequence length.
+challenge-accum128-fail = the executed step must have batch 128, a budget of at most 32 MiB and the starting model and sequence length (now: batch { $batch }, budget { $budget }).
 
 challenge-halve-title = Halve the peak for less than 25 % more compute
 challenge-halve-goal = Keep batch { $batch } and sequence { $seq }; bring the peak from { $peak } to half or less, with less than 25 % extra FLOPs ({ $flops } GFLOP now).
@@ -476,11 +476,11 @@ challenge-halve-pass = the peak is { $peak } (≤ { $target }) for { $flops } GF
 challenge-halve-fail = the peak is { $peak } (target ≤ { $target }) for { $flops } GFLOP (limit { $max_flops }), batch { $batch }, sequence { $seq }.
 
 challenge-largest-title = The largest batch that fits 64 MiB in fp16
-challenge-largest-goal = With fp16 and a 64 MiB budget, no other technique, run a step at the largest batch that fits — before the sweep tells you.
+challenge-largest-goal = With fp16 and a 64 MiB budget, the starting sequence length and optimizer and no other technique, run a step at the largest batch that fits — before the sweep tells you.
 challenge-largest-pass = batch { $batch } ran and batch { $next } would not fit.
 challenge-largest-fail = batch { $batch } { $ran ->
         [yes] ran, but batch { $next } fits too
-       *[no] did not run in fp16 inside 64 MiB with no other technique
+       *[no] did not run in fp16 inside 64 MiB with the starting sequence length and optimizer and no other technique
     }.
 
 ## Teacher links

@@ -295,7 +295,7 @@ preset-tiny = 微型
 preset-small = 小型
 preset-medium = 中型
 
-## 各个说法，估算器算出的数字作为参数（也用于 `oomlab estimate --claims`）
+## 各个说法，估算器算出的数字作为参数（也用于 `oomlab claims`）
 
 claim-doubling = batch size 翻倍，显存增加 1.8–2.5 倍。
 claim-doubling-source = 种子文档（../shared/seed）
@@ -463,9 +463,9 @@ challenge-best = 目前最好（来自执行过的步）：峰值 { $peak }（{ 
 challenge-share = 复制这个链接来分享这个挑战：
 
 challenge-accum128-title = 在 32 MiB 内实现 128 的有效 batch
-challenge-accum128-goal = 不改变模型，在 32 MiB 的预算内，用 128 的有效 batch 训练一步。
-challenge-accum128-pass = batch 128 在 { $budget } 的预算内运行，模型没有改变。
-challenge-accum128-fail = 执行的这一步必须是 batch 128、预算不超过 32 MiB、模型与开始时相同（现在：batch { $batch }，预算 { $budget }）。
+challenge-accum128-goal = 不改变模型和序列长度，在 32 MiB 的预算内，用 128 的有效 batch 训练一步。
+challenge-accum128-pass = batch 128 在 { $budget } 的预算内运行，模型和序列长度没有改变。
+challenge-accum128-fail = 执行的这一步必须是 batch 128、预算不超过 32 MiB、模型和序列长度与开始时相同（现在：batch { $batch }，预算 { $budget }）。
 
 challenge-halve-title = 用不到 25 % 的额外计算量把峰值减半
 challenge-halve-goal = 保持 batch { $batch } 和序列长度 { $seq }；把峰值从 { $peak } 降到一半或更低，额外 FLOPs 少于 25 %（现在每步 { $flops } GFLOP）。
@@ -473,11 +473,11 @@ challenge-halve-pass = 峰值为 { $peak }（≤ { $target }），每步 { $flop
 challenge-halve-fail = 峰值为 { $peak }（目标 ≤ { $target }），每步 { $flops } GFLOP（上限 { $max_flops }），batch { $batch }，序列长度 { $seq }。
 
 challenge-largest-title = fp16 下能放进 64 MiB 的最大 batch
-challenge-largest-goal = 用 fp16 和 64 MiB 的预算、不用其他技术，在能放下的最大 batch 上运行一步——在扫描结果告诉你之前找到它。
+challenge-largest-goal = 用 fp16 和 64 MiB 的预算、开始时的序列长度和优化器，不用其他技术，在能放下的最大 batch 上运行一步——在扫描结果告诉你之前找到它。
 challenge-largest-pass = batch { $batch } 运行成功，而 batch { $next } 放不下。
 challenge-largest-fail = batch { $batch } { $ran ->
         [yes] 运行成功，但 batch { $next } 也放得下
-       *[no] 没有在 fp16、64 MiB 预算、不用其他技术的条件下运行
+       *[no] 没有在 fp16、64 MiB 预算、开始时的序列长度和优化器、不用其他技术的条件下运行
     }。
 
 ## 教师链接

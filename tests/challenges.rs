@@ -1,4 +1,4 @@
-//! The challenges (issue 14): each is passed by a scripted setting and failed by another, judged
+//! The challenges: each is passed by a scripted setting and failed by another, judged
 //! on a step the app really executed — on the CPU backend, and on the GPU (lavapipe here).
 
 #[path = "support/xdg.rs"]
@@ -118,4 +118,41 @@ fn a_link_names_a_challenge() {
     assert_eq!(from_url_hash("#challenge=nope"), None);
     assert_eq!(from_url_hash("#s=abc"), None);
     assert!(!Settings::url_hash_carries_settings("#challenge=halve&lang=zh"));
+}
+
+/// A shortcut that changes the task does not pass: 128 shorter sequences are less work, and a
+/// lighter optimizer or shorter sequences fit a larger batch than the task's.
+#[test]
+fn shortcuts_that_change_the_task_do_not_pass() {
+    use oomlab::app::challenges::Run;
+    use oomlab::i18n::{Catalog, Lang};
+    use oomlab::plan::OptimizerKind;
+    let en = Catalog::new(Lang::En);
+    let all = challenges();
+    let check = |index: usize, settings: &Settings| {
+        let mut start = Settings::default();
+        (all[index].start)(&mut start);
+        let plan = settings.plan(VOCAB).expect("a plan");
+        let memory = simulate(&plan, settings.budget_bytes).expect("the step fits its budget");
+        let run = Run { settings, memory: &memory, start: &start, vocab: VOCAB };
+        (all[index].check)(&run, &en).passed
+    };
+    let mut accum128 = Settings::default();
+    (all[0].start)(&mut accum128);
+    // The honest fix passes; 128 sequences a quarter as long, all at once, fit 32 MiB but do not.
+    assert!(check(0, &Settings { accum: 8, ..accum128.clone() }), "eight micro-batches of 16");
+    let short = Settings { seq: accum128.seq / 4, ..accum128.clone() };
+    assert!(simulate(&short.plan(VOCAB).expect("a plan"), short.budget_bytes).is_ok(), "the shortcut fits");
+    assert!(!check(0, &short), "shorter sequences change the task");
+    let mut largest = Settings::default();
+    (all[2].start)(&mut largest);
+    let b = largest_fp16_batch(&largest);
+    assert!(check(2, &Settings { batch: b, ..largest.clone() }), "batch {b} is the largest");
+    // SGD keeps no optimizer state: its own largest batch is larger, and is not the answer.
+    let sgd = Settings { optimizer: OptimizerKind::Sgd, ..largest.clone() };
+    let sgd_b = largest_fp16_batch(&sgd);
+    assert!(sgd_b > b, "SGD fits more ({sgd_b} vs {b})");
+    assert!(!check(2, &Settings { batch: sgd_b, ..sgd }), "another optimizer changes the task");
+    let short = Settings { seq: largest.seq / 2, ..largest.clone() };
+    assert!(!check(2, &Settings { batch: largest_fp16_batch(&short), ..short }), "shorter sequences too");
 }

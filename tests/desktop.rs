@@ -1,6 +1,6 @@
 //! The native app in a real window: started under `xvfb-run` on lavapipe, it trains two steps on
 //! eframe's own wgpu device (scripted by `OOMLAB_TRAIN_STEPS`), and a screenshot is taken with
-//! ImageMagick's `import` (saved as target/desktop-screenshot.png). Needs `xvfb-run` and
+//! ImageMagick's `import` (saved as target/tmp/desktop-screenshot.png). Needs `xvfb-run` and
 //! `import` (scripts/test.sh installs them).
 
 use std::process::Command;

@@ -48,7 +48,8 @@ try {
   const step = sent.find((m) => m.startsWith('{"Step"'));
   if (!start || !step) throw new Error(`the app sent its worker no Start and Step (sent: ${sent.length})`);
   await app.close();
-  const spec = JSON.parse(start).Start.spec;
+  // The step the app asked for (`plan::StepRequest`: the model, one micro-batch's shape, …).
+  const request = JSON.parse(start).Start.request;
   // 2. The same worker and requests on a blank page of the same origin.
   const page = await context.newPage();
   await page.goto(`${origin}/__bench`);
@@ -89,8 +90,10 @@ try {
   };
   const w = stats(result.times.map((t) => t.worker));
   const p = stats(result.times.map((t) => t.page));
-  const m = spec.model;
-  const config = `d ${m.d_model} L ${m.n_layers} H ${m.n_heads} T ${spec.shape.seq} B ${spec.shape.batch} vocab ${m.vocab}`;
+  const m = request.model;
+  const { micro } = request;
+  const accum = request.techniques.accum;
+  const config = `d ${m.d_model} L ${m.n_layers} H ${m.n_heads} T ${micro.seq} B ${micro.batch}×${accum} vocab ${m.vocab}`;
   console.log(`browser CPU worker (${config}), ${steps} steps, no page drawing:`);
   console.log(`  worker's own time: median ${w.median.toFixed(1)} ms (min ${w.min.toFixed(1)}, max ${w.max.toFixed(1)})`);
   console.log(`  request to reply:  median ${p.median.toFixed(1)} ms (min ${p.min.toFixed(1)}, max ${p.max.toFixed(1)})`);
@@ -99,7 +102,7 @@ try {
   if (fs.existsSync(bin)) {
     const out = execFileSync(bin, ["bench", "--backend", "cpu", "--only", "default", "--steps", String(steps), "--json",
       "--d-model", String(m.d_model), "--layers", String(m.n_layers), "--heads", String(m.n_heads),
-      "--seq-len", String(spec.shape.seq), "--batch", String(spec.shape.batch)],
+      "--seq-len", String(micro.seq), "--micro-batch", String(micro.batch), "--accum", String(accum)],
     { env: { ...process.env, RAYON_NUM_THREADS: "1" } });
     const native = JSON.parse(out).configs[0].step_ms;
     console.log(`native CPU backend, one thread: ${native.toFixed(1)} ms per step`);

@@ -21,14 +21,25 @@ wasm-bindgen --target web --no-typescript --remove-name-section --remove-produce
 # browser has no WebGPU. OOMLAB_WEB_WORKER=0 skips it (the app then runs CPU steps on the page's
 # thread, as it does when the worker does not load).
 if [ "${OOMLAB_WEB_WORKER:-1}" != 0 ]; then
-    worker_profile=${OOMLAB_WORKER_PROFILE:-web-worker}
-    worker_target="${CARGO_TARGET_DIR:-target}/web-worker"
-    echo "== cargo build (worker, simd128) --profile $worker_profile"
-    RUSTFLAGS="-C target-feature=+simd128" CARGO_TARGET_DIR="$worker_target" \
-        cargo build --target wasm32-unknown-unknown --profile "$worker_profile" --bin oomlab
-    wdir=$worker_profile
-    [ "$worker_profile" = dev ] && wdir=debug
-    wasm-bindgen --target web --no-typescript --remove-name-section --remove-producers-section --out-dir dist/worker --out-name oomlab "$worker_target/wasm32-unknown-unknown/$wdir/oomlab.wasm"
+    if [ "${OOMLAB_WORKER_FROM_APP:-0}" = 1 ]; then
+        # CI's shortcut: the worker is the app's own module. The code is the same (simd128 only
+        # lets the compiler use wasm SIMD; no code path depends on it), so the browser tests
+        # check the same protocol and steps, without a second full release build of the crate
+        # and its dependencies (about 8 of CI's minutes). The worker benchmark's timings then
+        # are not the shipped worker's.
+        echo "== the worker: the app's module (OOMLAB_WORKER_FROM_APP=1)"
+        mkdir -p dist/worker
+        cp dist/oomlab.js dist/oomlab_bg.wasm dist/worker/
+    else
+        worker_profile=${OOMLAB_WORKER_PROFILE:-web-worker}
+        worker_target="${CARGO_TARGET_DIR:-target}/web-worker"
+        echo "== cargo build (worker, simd128) --profile $worker_profile"
+        RUSTFLAGS="-C target-feature=+simd128" CARGO_TARGET_DIR="$worker_target" \
+            cargo build --target wasm32-unknown-unknown --profile "$worker_profile" --bin oomlab
+        wdir=$worker_profile
+        [ "$worker_profile" = dev ] && wdir=debug
+        wasm-bindgen --target web --no-typescript --remove-name-section --remove-producers-section --out-dir dist/worker --out-name oomlab "$worker_target/wasm32-unknown-unknown/$wdir/oomlab.wasm"
+    fi
     cat > dist/worker.js <<'JS'
 // oomlab's CPU worker (issue 17): loads the SIMD build of oomlab in this Web Worker; its start
 // function sees a worker's scope and answers the page's requests (src/web_worker.rs).

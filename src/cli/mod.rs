@@ -12,6 +12,7 @@ mod estimate;
 mod measure;
 mod peers;
 mod report;
+mod serve;
 mod snapshot;
 mod sweep;
 mod train;
@@ -138,6 +139,12 @@ enum Command {
         #[command(subcommand)]
         action: snapshot::SnapshotCommand,
     },
+    /// The class server: serves the web app and the class API (live predictions from a whole
+    /// class), keeping classes and answers in a SQLite file. Prints the join address and a QR code.
+    Serve {
+        #[command(flatten)]
+        args: serve::ServeArgs,
+    },
 }
 
 use bench::{bench, bench_gemm};
@@ -177,6 +184,7 @@ pub fn main() -> i32 {
         Some(Command::Gemm { size }) => bench_gemm(size),
         Some(Command::Claims { json }) => estimate::claims_command(json),
         Some(Command::Snapshot { action }) => snapshot::run(&action),
+        Some(Command::Serve { args }) => serve::run(&args),
     };
     match result {
         Ok(()) => EXIT_OK,

@@ -1,0 +1,329 @@
+//! The classroom's contract: what the class server (`oomlab serve`, native only) and its clients
+//! (the app as teacher or student, on the desktop or in the browser, and the tests) say to each
+//! other over HTTP. Plain data and its checks, no I/O, so that both sides and every platform
+//! share one definition. The book's "Teaching a class" chapter documents the routes.
+//!
+//! Routes (JSON bodies; errors are `{"error": "…"}` with a 4xx or 5xx status):
+//! - `POST /api/classes` → `201` [`Created`].
+//! - `GET /api/classes/{code}` → `200` [`ClassState`] (public: no names, no answers).
+//! - `GET /api/classes/{code}/events` → Server-Sent Events, `event: state`, data [`ClassState`],
+//!   whenever it changes; the stream ends after a closed state.
+//! - `POST /api/classes/{code}/join` [`Join`] → `201` [`Joined`].
+//! - `POST /api/classes/{code}/answers` [`AnswerBody`] → `200` [`Accepted`].
+//! - With `Authorization: Bearer <teacher_token>` (401 without, 403 with a wrong one):
+//!   - `POST /api/classes/{code}/chapter` [`SetChapter`] → `200` [`ClassState`];
+//!   - `POST /api/classes/{code}/reveal` [`Reveal`] → `200` [`ClassState`];
+//!   - `POST /api/classes/{code}/close` → `200` [`ClassState`];
+//!   - `GET /api/classes/{code}/results?chapter=N` → `200` [`Results`];
+//!   - `GET /api/classes/{code}/answers.csv` → `200` CSV, every chapter's answers.
+
+use serde::{Deserialize, Serialize};
+
+/// The largest request body the server reads (bytes).
+pub const MAX_BODY_BYTES: usize = 16 * 1024;
+/// The longest display name (characters).
+pub const MAX_NAME_CHARS: usize = 40;
+/// The most options a choice question may have, and the longest option key (characters).
+pub const MAX_OPTIONS: usize = 16;
+pub const MAX_OPTION_CHARS: usize = 64;
+/// The highest chapter number a class may open.
+pub const MAX_CHAPTER: u32 = 1000;
+/// A class code's length, and its letters: no 0/O or 1/I, so that it reads aloud and from a
+/// projector without doubt. 32 letters, so one random byte's low five bits pick one evenly.
+pub const CODE_LEN: usize = 6;
+pub const CODE_ALPHABET: &[u8; 32] = b"ABCDEFGHJKLMNPQRSTUVWXYZ23456789";
+
+/// What a chapter asks the class.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Question {
+    /// A number (a ratio, a size): any finite number.
+    Number,
+    /// One of these options (stable keys, e.g. the catalog's message ids).
+    Choice { options: Vec<String> },
+}
+
+/// One student's answer, or the true one.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+#[serde(untagged)]
+pub enum Answer {
+    Number(f64),
+    Choice(String),
+}
+
+impl Answer {
+    /// The answer as a CSV or display cell.
+    pub fn text(&self) -> String {
+        match self {
+            Answer::Number(x) => format!("{x}"),
+            Answer::Choice(c) => c.clone(),
+        }
+    }
+}
+
+/// Why an answer, a name or a question is refused.
+#[derive(thiserror::Error, Debug, Clone, PartialEq)]
+pub enum Invalid {
+    #[error("the answer must be a finite number")]
+    NotFinite,
+    #[error("this question wants a number")]
+    WantsNumber,
+    #[error("'{0}' is not one of this question's choices")]
+    UnknownChoice(String),
+    #[error("the name is longer than {MAX_NAME_CHARS} characters")]
+    NameTooLong,
+    #[error("the name has control characters")]
+    NameControl,
+    #[error("a choice question needs 2 to {MAX_OPTIONS} options of 1 to {MAX_OPTION_CHARS} characters, all different")]
+    BadOptions,
+    #[error("chapter {0} is past the last one ({MAX_CHAPTER})")]
+    ChapterTooLarge(u32),
+}
+
+impl Question {
+    /// Checks the question itself (a teacher's request).
+    pub fn check(&self) -> Result<(), Invalid> {
+        match self {
+            Question::Number => Ok(()),
+            Question::Choice { options } => {
+                let well_formed = (2..=MAX_OPTIONS).contains(&options.len())
+                    && options.iter().all(|o| !o.is_empty() && o.chars().count() <= MAX_OPTION_CHARS)
+                    && options.iter().enumerate().all(|(i, o)| !options[..i].contains(o));
+                if well_formed { Ok(()) } else { Err(Invalid::BadOptions) }
+            }
+        }
+    }
+
+    /// Checks an answer to this question.
+    pub fn check_answer(&self, answer: &Answer) -> Result<(), Invalid> {
+        match (self, answer) {
+            (_, Answer::Number(x)) if !x.is_finite() => Err(Invalid::NotFinite),
+            (Question::Number, Answer::Number(_)) => Ok(()),
+            (Question::Number, Answer::Choice(_)) => Err(Invalid::WantsNumber),
+            (Question::Choice { options }, Answer::Choice(c)) if options.contains(c) => Ok(()),
+            (Question::Choice { .. }, Answer::Choice(c)) => Err(Invalid::UnknownChoice(shorten(c))),
+            (Question::Choice { .. }, Answer::Number(x)) => Err(Invalid::UnknownChoice(shorten(&x.to_string()))),
+        }
+    }
+}
+
+/// At most 40 characters of `s`, for a message.
+fn shorten(s: &str) -> String {
+    let mut out: String = s.chars().take(MAX_NAME_CHARS).collect();
+    if s.chars().count() > MAX_NAME_CHARS {
+        out.push('…');
+    }
+    out
+}
+
+/// A display name, trimmed; `None` when empty. Names are optional and never shown on the
+/// projector; they appear only in the teacher's results and CSV.
+pub fn clean_name(name: Option<&str>) -> Result<Option<String>, Invalid> {
+    let Some(name) = name.map(str::trim).filter(|n| !n.is_empty()) else { return Ok(None) };
+    if name.chars().count() > MAX_NAME_CHARS {
+        return Err(Invalid::NameTooLong);
+    }
+    if name.chars().any(char::is_control) {
+        return Err(Invalid::NameControl);
+    }
+    Ok(Some(name.to_string()))
+}
+
+/// Whether `code` has a class code's shape (the server answers 404 to anything else).
+pub fn is_code(code: &str) -> bool {
+    code.len() == CODE_LEN && code.bytes().all(|b| CODE_ALPHABET.contains(&b))
+}
+
+/// A class code as a person typed it: upper case, without spaces or dashes.
+pub fn normalize_code(typed: &str) -> String {
+    typed.chars().filter(|c| c.is_ascii_alphanumeric()).map(|c| c.to_ascii_uppercase()).collect()
+}
+
+/// `POST /api/classes` → 201.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+pub struct Created {
+    pub code: String,
+    /// The teacher's secret: 256 random bits, hex. Never part of a student's link.
+    pub teacher_token: String,
+    /// When the class and its answers are deleted (seconds since the Unix epoch).
+    pub expires_at: i64,
+}
+
+/// A class as everyone may see it.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+pub struct ClassState {
+    pub code: String,
+    /// The chapter the teacher is on, and its question; `None` before the first.
+    pub chapter: Option<u32>,
+    pub question: Option<Question>,
+    /// The true answer, once the teacher revealed the chapter.
+    pub revealed: Option<Answer>,
+    pub closed: bool,
+    /// Students who joined.
+    pub students: u32,
+    /// Distinct students who answered the current chapter.
+    pub answered: u32,
+    pub expires_at: i64,
+}
+
+/// `POST /api/classes/{code}/join`: an optional display name.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
+pub struct Join {
+    #[serde(default)]
+    pub name: Option<String>,
+}
+
+/// A student's session: the id every answer carries (128 random bits, hex), which the server
+/// also rate-limits by. A class's students often share one network address, so the address is
+/// never the key.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+pub struct Joined {
+    pub student: String,
+}
+
+/// `POST /api/classes/{code}/answers`: one answer per student and chapter; the latest counts.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+pub struct AnswerBody {
+    pub student: String,
+    pub chapter: u32,
+    pub answer: Answer,
+}
+
+/// The server's receipt: the answer is on disk.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+pub struct Accepted {
+    pub chapter: u32,
+    pub answer: Answer,
+    /// Distinct students who answered this chapter so far.
+    pub answered: u32,
+}
+
+/// The teacher opens a chapter and its question (answers to the previous one stay stored).
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+pub struct SetChapter {
+    pub chapter: u32,
+    pub question: Question,
+}
+
+/// The teacher reveals the current chapter's true answer; answers close.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+pub struct Reveal {
+    pub chapter: u32,
+    pub answer: Answer,
+}
+
+/// One stored answer, as the teacher sees it.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+pub struct StoredAnswer {
+    pub student: String,
+    pub name: Option<String>,
+    pub chapter: u32,
+    pub answer: Answer,
+    /// When it was last changed (milliseconds since the Unix epoch).
+    pub at_ms: i64,
+}
+
+/// `GET /api/classes/{code}/results?chapter=N`.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+pub struct Results {
+    pub chapter: u32,
+    /// Distinct students who answered.
+    pub count: u32,
+    pub answers: Vec<StoredAnswer>,
+}
+
+/// An error body.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+pub struct ErrorBody {
+    pub error: String,
+}
+
+/// The answers as CSV (RFC 4180: every cell quoted, quotes doubled), one row per student and
+/// chapter. A cell that a spreadsheet would read as a formula gets a leading apostrophe.
+pub fn csv(answers: &[StoredAnswer]) -> String {
+    fn cell(s: &str) -> String {
+        let guarded = if s.starts_with(['=', '+', '-', '@', '\t', '\r']) && s.parse::<f64>().is_err() {
+            format!("'{s}")
+        } else {
+            s.to_string()
+        };
+        format!("\"{}\"", guarded.replace('"', "\"\""))
+    }
+    let mut out = String::from("chapter,student,name,answer,at_ms\r\n");
+    for a in answers {
+        let row = [
+            a.chapter.to_string(),
+            a.student.clone(),
+            a.name.clone().unwrap_or_default(),
+            a.answer.text(),
+            a.at_ms.to_string(),
+        ];
+        out.push_str(&row.iter().map(|c| cell(c)).collect::<Vec<_>>().join(","));
+        out.push_str("\r\n");
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn answers_are_checked_against_their_question() {
+        let choice = Question::Choice { options: vec!["a".into(), "b".into()] };
+        assert_eq!(choice.check_answer(&Answer::Choice("a".into())), Ok(()));
+        assert_eq!(choice.check_answer(&Answer::Choice("c".into())), Err(Invalid::UnknownChoice("c".into())));
+        assert!(choice.check_answer(&Answer::Number(1.0)).is_err());
+        assert_eq!(Question::Number.check_answer(&Answer::Number(2.5)), Ok(()));
+        assert_eq!(Question::Number.check_answer(&Answer::Number(f64::INFINITY)), Err(Invalid::NotFinite));
+        assert_eq!(Question::Number.check_answer(&Answer::Choice("a".into())), Err(Invalid::WantsNumber));
+        assert_eq!(Question::Choice { options: vec!["a".into(), "a".into()] }.check(), Err(Invalid::BadOptions));
+        assert_eq!(Question::Choice { options: vec!["a".into()] }.check(), Err(Invalid::BadOptions));
+        assert_eq!(choice.check(), Ok(()));
+    }
+
+    #[test]
+    fn answers_read_as_json_numbers_or_strings() {
+        let a: AnswerBody = serde_json::from_str(r#"{"student":"s","chapter":2,"answer":1.5}"#).unwrap();
+        assert_eq!(a.answer, Answer::Number(1.5));
+        let a: AnswerBody = serde_json::from_str(r#"{"student":"s","chapter":2,"answer":"x"}"#).unwrap();
+        assert_eq!(a.answer, Answer::Choice("x".into()));
+        assert!(serde_json::from_str::<AnswerBody>(r#"{"student":"s","chapter":2,"answer":[1]}"#).is_err());
+        let q: Question = serde_json::from_str(r#"{"kind":"choice","options":["a","b"]}"#).unwrap();
+        assert_eq!(q, Question::Choice { options: vec!["a".into(), "b".into()] });
+    }
+
+    #[test]
+    fn names_are_trimmed_capped_and_optional() {
+        assert_eq!(clean_name(None), Ok(None));
+        assert_eq!(clean_name(Some("  ")), Ok(None));
+        assert_eq!(clean_name(Some(" 小明 ")), Ok(Some("小明".into())));
+        assert_eq!(clean_name(Some(&"名".repeat(40))), Ok(Some("名".repeat(40))));
+        assert_eq!(clean_name(Some(&"名".repeat(41))), Err(Invalid::NameTooLong));
+        assert_eq!(clean_name(Some("a\u{7}b")), Err(Invalid::NameControl));
+    }
+
+    #[test]
+    fn codes_have_one_shape() {
+        assert!(is_code("ABC234"));
+        assert!(!is_code("ABC10O"));
+        assert!(!is_code("abc234"));
+        assert!(!is_code("ABC2345"));
+        assert_eq!(normalize_code(" abc-234 "), "ABC234");
+    }
+
+    #[test]
+    fn csv_quotes_every_cell_and_defuses_formulas() {
+        let rows = [StoredAnswer {
+            student: "s1".into(),
+            name: Some("=HYPERLINK(\"x\")".into()),
+            chapter: 3,
+            answer: Answer::Number(-1.5),
+            at_ms: 7,
+        }];
+        assert_eq!(
+            csv(&rows),
+            "chapter,student,name,answer,at_ms\r\n\"3\",\"s1\",\"'=HYPERLINK(\"\"x\"\")\",\"-1.5\",\"7\"\r\n"
+        );
+    }
+}

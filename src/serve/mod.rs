@@ -1,0 +1,148 @@
+//! The class server (`oomlab serve`): the web app and the class API ([`crate::class`]) on one
+//! port, classes and answers in SQLite. Native only. Its parts:
+//! - [`store`]: the store's interface and SQLite;
+//! - [`keeper`]: the thread that owns the store and the live classes;
+//! - [`http`]: the routes, the live stream and the guards;
+//! - [`assets`]: the embedded web app.
+
+pub mod assets;
+pub mod http;
+pub mod keeper;
+pub mod store;
+
+use std::net::{IpAddr, Ipv4Addr, SocketAddr, UdpSocket};
+use std::path::PathBuf;
+use std::sync::mpsc;
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use tokio::sync::oneshot;
+
+pub use keeper::{Limits, Refusal};
+use store::{SqliteStore, StoreError};
+
+/// How to run the server.
+#[derive(Clone, Debug)]
+pub struct Config {
+    pub bind: SocketAddr,
+    pub db: PathBuf,
+    pub limits: Limits,
+}
+
+impl Default for Config {
+    fn default() -> Config {
+        Config {
+            bind: SocketAddr::new(IpAddr::V4(Ipv4Addr::UNSPECIFIED), 8080),
+            db: PathBuf::from("oomlab-classes.sqlite"),
+            limits: Limits::default(),
+        }
+    }
+}
+
+/// Why the server did not start.
+#[derive(thiserror::Error, Debug)]
+pub enum ServeError {
+    #[error("cannot open the class database {path}: {source}")]
+    Database { path: PathBuf, source: StoreError },
+    #[error("cannot listen on {addr}: {source}")]
+    Bind { addr: SocketAddr, source: std::io::Error },
+    #[error("cannot start the server's threads: {0}")]
+    Runtime(std::io::Error),
+}
+
+/// A running server. [`Server::stop`] (or dropping it) stops it and closes the database.
+pub struct Server {
+    /// Where it listens (the real port when the config asked for port 0).
+    pub addr: SocketAddr,
+    runtime: Option<tokio::runtime::Runtime>,
+    shutdown: Option<oneshot::Sender<()>>,
+    keeper: Option<JoinHandle<()>>,
+}
+
+/// Opens the database, binds the port and starts serving on background threads.
+pub fn start(config: &Config) -> Result<Server, ServeError> {
+    let store = SqliteStore::open(&config.db)
+        .and_then(|s| keeper::Keeper::open(s, config.limits.clone()))
+        .map_err(|source| ServeError::Database { path: config.db.clone(), source })?;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .thread_name("oomlab-serve")
+        .build()
+        .map_err(ServeError::Runtime)?;
+    let listener = runtime
+        .block_on(tokio::net::TcpListener::bind(config.bind))
+        .map_err(|source| ServeError::Bind { addr: config.bind, source })?;
+    let addr = listener.local_addr().map_err(|source| ServeError::Bind { addr: config.bind, source })?;
+    let (requests, inbox) = mpsc::channel();
+    let keeper = std::thread::Builder::new()
+        .name("oomlab-class-keeper".into())
+        .spawn(move || store.run(inbox))
+        .map_err(ServeError::Runtime)?;
+    let router = http::router(http::Api { keeper: requests });
+    let (shutdown, stopped) = oneshot::channel::<()>();
+    runtime.spawn(async move {
+        let served = axum::serve(listener, router).with_graceful_shutdown(async {
+            let _ = stopped.await;
+        });
+        if let Err(e) = served.await {
+            log::error!("class server: {e}");
+        }
+    });
+    Ok(Server { addr, runtime: Some(runtime), shutdown: Some(shutdown), keeper: Some(keeper) })
+}
+
+impl Server {
+    /// Blocks until Ctrl-C.
+    pub fn wait_for_ctrl_c(&self) {
+        if let Some(rt) = &self.runtime {
+            let _ = rt.block_on(tokio::signal::ctrl_c());
+        }
+    }
+
+    /// Stops listening, ends the open streams, lets the keeper finish what it was given and
+    /// closes the database.
+    pub fn stop(mut self) {
+        self.shut_down();
+    }
+
+    fn shut_down(&mut self) {
+        if let Some(s) = self.shutdown.take() {
+            let _ = s.send(());
+        }
+        if let Some(rt) = self.runtime.take() {
+            // Live streams never finish on their own: give requests a moment, then drop them.
+            rt.shutdown_timeout(Duration::from_millis(500));
+        }
+        // The router held the keeper's only sender; with the runtime gone, the keeper ends.
+        if let Some(k) = self.keeper.take() {
+            let _ = k.join();
+        }
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        self.shut_down();
+    }
+}
+
+/// This machine's address on the local network, as phones in the room would reach it: the
+/// address the system would send from towards a public one (no packet is sent). `None` offline.
+pub fn lan_address() -> Option<IpAddr> {
+    let socket = UdpSocket::bind((Ipv4Addr::UNSPECIFIED, 0)).ok()?;
+    socket.connect((Ipv4Addr::new(192, 0, 2, 1), 9)).ok()?;
+    let ip = socket.local_addr().ok()?.ip();
+    (!ip.is_unspecified() && !ip.is_loopback()).then_some(ip)
+}
+
+/// A QR code of `text` in the terminal: two modules per character cell, dark on light, with the
+/// quiet zone, readable by a phone's camera from the screen.
+pub fn terminal_qr(text: &str) -> Option<String> {
+    let code = qrcode::QrCode::new(text.as_bytes()).ok()?;
+    Some(
+        code.render::<qrcode::render::unicode::Dense1x2>()
+            .dark_color(qrcode::render::unicode::Dense1x2::Light)
+            .light_color(qrcode::render::unicode::Dense1x2::Dark)
+            .build(),
+    )
+}

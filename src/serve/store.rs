@@ -1,0 +1,319 @@
+//! Where classes and answers are kept: one small interface ([`Store`]) and its SQLite
+//! implementation. A school-wide deployment could implement the same trait over Postgres; the
+//! keeper ([`super::keeper`]) is the only caller, from one thread, inside transactions it opens
+//! and commits, so an implementation needs no locking of its own.
+
+use std::path::Path;
+
+use rusqlite::{Connection, OptionalExtension, params};
+
+use crate::class::{Answer, Question, StoredAnswer};
+
+/// A class as stored.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ClassRow {
+    pub code: String,
+    pub token: String,
+    pub created_at: i64,
+    pub expires_at: i64,
+    pub chapter: Option<u32>,
+    pub question: Option<Question>,
+    pub revealed: Option<Answer>,
+    pub closed: bool,
+}
+
+/// A student as stored.
+#[derive(Clone, Debug, PartialEq)]
+pub struct StudentRow {
+    pub code: String,
+    pub id: String,
+    pub name: Option<String>,
+    pub joined_at: i64,
+}
+
+/// A store's failure: the disk, or a row that does not read back.
+#[derive(thiserror::Error, Debug)]
+pub enum StoreError {
+    #[error("the class database: {0}")]
+    Sqlite(#[from] rusqlite::Error),
+    #[error("the class database holds a value that does not read back: {0}")]
+    Corrupt(#[from] serde_json::Error),
+}
+
+/// The store's interface. Writes happen between [`Store::begin`] and [`Store::commit`]; a commit
+/// that returns `Ok` is on disk.
+pub trait Store: Send {
+    fn begin(&mut self) -> Result<(), StoreError>;
+    fn commit(&mut self) -> Result<(), StoreError>;
+    /// Undoes everything since `begin` (after a failed write or commit).
+    fn rollback(&mut self);
+    /// Inserts or replaces a class.
+    fn put_class(&mut self, class: &ClassRow) -> Result<(), StoreError>;
+    fn put_student(&mut self, student: &StudentRow) -> Result<(), StoreError>;
+    /// Inserts or replaces a student's answer to a chapter.
+    fn put_answer(&mut self, code: &str, answer: &StoredAnswer) -> Result<(), StoreError>;
+    /// Deletes a class with its students and answers.
+    fn delete_class(&mut self, code: &str) -> Result<(), StoreError>;
+    /// Every class, and every class's students.
+    fn classes(&mut self) -> Result<Vec<ClassRow>, StoreError>;
+    fn students(&mut self) -> Result<Vec<StudentRow>, StoreError>;
+    /// A class's answers, one chapter's or all, in chapter order then by time.
+    fn answers(&mut self, code: &str, chapter: Option<u32>) -> Result<Vec<StoredAnswer>, StoreError>;
+}
+
+/// SQLite, in WAL mode with `synchronous=FULL`: a committed transaction survives the process
+/// being killed (and the machine losing power).
+pub struct SqliteStore {
+    db: Connection,
+}
+
+const SCHEMA: &str = "
+CREATE TABLE IF NOT EXISTS classes (
+    code TEXT PRIMARY KEY,
+    token TEXT NOT NULL,
+    created_at INTEGER NOT NULL,
+    expires_at INTEGER NOT NULL,
+    chapter INTEGER,
+    question TEXT,
+    revealed TEXT,
+    closed INTEGER NOT NULL DEFAULT 0
+);
+CREATE TABLE IF NOT EXISTS students (
+    code TEXT NOT NULL REFERENCES classes(code) ON DELETE CASCADE,
+    id TEXT NOT NULL,
+    name TEXT,
+    joined_at INTEGER NOT NULL,
+    PRIMARY KEY (code, id)
+);
+CREATE TABLE IF NOT EXISTS answers (
+    code TEXT NOT NULL,
+    chapter INTEGER NOT NULL,
+    student TEXT NOT NULL,
+    answer TEXT NOT NULL,
+    at_ms INTEGER NOT NULL,
+    PRIMARY KEY (code, chapter, student),
+    FOREIGN KEY (code, student) REFERENCES students(code, id) ON DELETE CASCADE
+);
+";
+
+impl SqliteStore {
+    pub fn open(path: &Path) -> Result<SqliteStore, StoreError> {
+        let db = Connection::open(path)?;
+        // journal_mode answers with a row, so it is read rather than executed.
+        let _mode: String = db.query_row("PRAGMA journal_mode=WAL", [], |r| r.get(0))?;
+        db.execute_batch("PRAGMA synchronous=FULL; PRAGMA foreign_keys=ON; PRAGMA busy_timeout=5000;")?;
+        db.execute_batch(SCHEMA)?;
+        Ok(SqliteStore { db })
+    }
+}
+
+fn json_opt<T: serde::Serialize>(v: &Option<T>) -> Result<Option<String>, StoreError> {
+    Ok(match v {
+        Some(v) => Some(serde_json::to_string(v)?),
+        None => None,
+    })
+}
+
+fn from_json_opt<T: serde::de::DeserializeOwned>(s: Option<String>) -> Result<Option<T>, StoreError> {
+    Ok(match s {
+        Some(s) => Some(serde_json::from_str(&s)?),
+        None => None,
+    })
+}
+
+impl Store for SqliteStore {
+    fn begin(&mut self) -> Result<(), StoreError> {
+        self.db.execute_batch("BEGIN IMMEDIATE")?;
+        Ok(())
+    }
+
+    fn commit(&mut self) -> Result<(), StoreError> {
+        self.db.execute_batch("COMMIT")?;
+        Ok(())
+    }
+
+    fn rollback(&mut self) {
+        if !self.db.is_autocommit() {
+            let _ = self.db.execute_batch("ROLLBACK");
+        }
+    }
+
+    fn put_class(&mut self, c: &ClassRow) -> Result<(), StoreError> {
+        self.db.execute(
+            "INSERT INTO classes (code, token, created_at, expires_at, chapter, question, revealed, closed)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)
+             ON CONFLICT(code) DO UPDATE SET token = ?2, created_at = ?3, expires_at = ?4, chapter = ?5,
+                 question = ?6, revealed = ?7, closed = ?8",
+            params![
+                c.code,
+                c.token,
+                c.created_at,
+                c.expires_at,
+                c.chapter,
+                json_opt(&c.question)?,
+                json_opt(&c.revealed)?,
+                c.closed
+            ],
+        )?;
+        Ok(())
+    }
+
+    fn put_student(&mut self, s: &StudentRow) -> Result<(), StoreError> {
+        self.db.execute(
+            "INSERT OR REPLACE INTO students (code, id, name, joined_at) VALUES (?1, ?2, ?3, ?4)",
+            params![s.code, s.id, s.name, s.joined_at],
+        )?;
+        Ok(())
+    }
+
+    fn put_answer(&mut self, code: &str, a: &StoredAnswer) -> Result<(), StoreError> {
+        self.db.execute(
+            "INSERT INTO answers (code, chapter, student, answer, at_ms) VALUES (?1, ?2, ?3, ?4, ?5)
+             ON CONFLICT(code, chapter, student) DO UPDATE SET answer = ?4, at_ms = ?5",
+            params![code, a.chapter, a.student, serde_json::to_string(&a.answer)?, a.at_ms],
+        )?;
+        Ok(())
+    }
+
+    fn delete_class(&mut self, code: &str) -> Result<(), StoreError> {
+        // Answers reference students, students reference the class: both go with it.
+        self.db.execute("DELETE FROM answers WHERE code = ?1", params![code])?;
+        self.db.execute("DELETE FROM students WHERE code = ?1", params![code])?;
+        self.db.execute("DELETE FROM classes WHERE code = ?1", params![code])?;
+        Ok(())
+    }
+
+    fn classes(&mut self) -> Result<Vec<ClassRow>, StoreError> {
+        let mut q = self
+            .db
+            .prepare("SELECT code, token, created_at, expires_at, chapter, question, revealed, closed FROM classes")?;
+        let rows = q.query_map([], |r| {
+            Ok((
+                r.get::<_, String>(0)?,
+                r.get::<_, String>(1)?,
+                r.get::<_, i64>(2)?,
+                r.get::<_, i64>(3)?,
+                r.get::<_, Option<u32>>(4)?,
+                r.get::<_, Option<String>>(5)?,
+                r.get::<_, Option<String>>(6)?,
+                r.get::<_, bool>(7)?,
+            ))
+        })?;
+        let mut out = Vec::new();
+        for row in rows {
+            let (code, token, created_at, expires_at, chapter, question, revealed, closed) = row?;
+            out.push(ClassRow {
+                code,
+                token,
+                created_at,
+                expires_at,
+                chapter,
+                question: from_json_opt(question)?,
+                revealed: from_json_opt(revealed)?,
+                closed,
+            });
+        }
+        Ok(out)
+    }
+
+    fn students(&mut self) -> Result<Vec<StudentRow>, StoreError> {
+        let mut q = self.db.prepare("SELECT code, id, name, joined_at FROM students")?;
+        let rows = q.query_map([], |r| {
+            Ok(StudentRow { code: r.get(0)?, id: r.get(1)?, name: r.get(2)?, joined_at: r.get(3)? })
+        })?;
+        Ok(rows.collect::<Result<_, _>>()?)
+    }
+
+    fn answers(&mut self, code: &str, chapter: Option<u32>) -> Result<Vec<StoredAnswer>, StoreError> {
+        let mut q = self.db.prepare(
+            "SELECT a.student, s.name, a.chapter, a.answer, a.at_ms FROM answers a
+             JOIN students s ON s.code = a.code AND s.id = a.student
+             WHERE a.code = ?1 AND (?2 IS NULL OR a.chapter = ?2)
+             ORDER BY a.chapter, a.at_ms, a.student",
+        )?;
+        let rows = q.query_map(params![code, chapter], |r| {
+            Ok((
+                r.get::<_, String>(0)?,
+                r.get::<_, Option<String>>(1)?,
+                r.get::<_, u32>(2)?,
+                r.get::<_, String>(3)?,
+                r.get::<_, i64>(4)?,
+            ))
+        })?;
+        let mut out = Vec::new();
+        for row in rows {
+            let (student, name, chapter, answer, at_ms) = row?;
+            out.push(StoredAnswer { student, name, chapter, answer: serde_json::from_str(&answer)?, at_ms });
+        }
+        Ok(out)
+    }
+}
+
+/// Whether a class with this code is stored (for the tests).
+pub fn has_class(store: &SqliteStore, code: &str) -> Result<bool, StoreError> {
+    Ok(store.db.query_row("SELECT 1 FROM classes WHERE code = ?1", params![code], |_| Ok(())).optional()?.is_some())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn class(code: &str) -> ClassRow {
+        ClassRow {
+            code: code.into(),
+            token: "t".into(),
+            created_at: 1,
+            expires_at: 2,
+            chapter: Some(3),
+            question: Some(Question::Choice { options: vec!["a".into(), "b".into()] }),
+            revealed: None,
+            closed: false,
+        }
+    }
+
+    #[test]
+    fn rows_round_trip_and_deleting_a_class_takes_its_answers() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("c.sqlite");
+        let mut s = SqliteStore::open(&path).unwrap();
+        s.begin().unwrap();
+        s.put_class(&class("AAAAAA")).unwrap();
+        s.put_student(&StudentRow { code: "AAAAAA".into(), id: "s1".into(), name: Some("Ada".into()), joined_at: 5 })
+            .unwrap();
+        let a = StoredAnswer {
+            student: "s1".into(),
+            name: Some("Ada".into()),
+            chapter: 3,
+            answer: Answer::Choice("b".into()),
+            at_ms: 9,
+        };
+        s.put_answer("AAAAAA", &a).unwrap();
+        s.put_answer("AAAAAA", &StoredAnswer { answer: Answer::Number(2.5), at_ms: 10, ..a.clone() }).unwrap();
+        s.commit().unwrap();
+        drop(s);
+        // Reopened: what was committed is there, the latest answer only.
+        let mut s = SqliteStore::open(&path).unwrap();
+        assert_eq!(s.classes().unwrap(), vec![class("AAAAAA")]);
+        assert_eq!(s.students().unwrap().len(), 1);
+        let answers = s.answers("AAAAAA", Some(3)).unwrap();
+        assert_eq!(answers.len(), 1);
+        assert_eq!(answers[0].answer, Answer::Number(2.5));
+        assert!(s.answers("AAAAAA", Some(4)).unwrap().is_empty());
+        s.begin().unwrap();
+        s.delete_class("AAAAAA").unwrap();
+        s.commit().unwrap();
+        assert!(!has_class(&s, "AAAAAA").unwrap());
+        assert!(s.answers("AAAAAA", None).unwrap().is_empty());
+        assert!(s.students().unwrap().is_empty());
+    }
+
+    #[test]
+    fn a_rolled_back_transaction_leaves_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut s = SqliteStore::open(&dir.path().join("c.sqlite")).unwrap();
+        s.begin().unwrap();
+        s.put_class(&class("BBBBBB")).unwrap();
+        s.rollback();
+        assert!(s.classes().unwrap().is_empty());
+    }
+}

@@ -374,6 +374,10 @@ fn a_restarted_server_has_every_acknowledged_answer() {
         assert_eq!(c.answer(&class.code, s, 3, Answer::Choice("backward".into())).status, 200);
     }
     assert_eq!(c.results(&class, 3).count, 5);
+    // Another chapter, then back: chapter 3's answers are still counted, as on disk.
+    c.chapter(&class, 4, Question::Number);
+    let state: ClassState = c.chapter(&class, 3, choices()).json();
+    assert_eq!((state.chapter, state.answered), (Some(3), 5));
     server.stop();
 }
 

@@ -2,12 +2,14 @@
 //! port, classes and answers in SQLite. Native only. Its parts:
 //! - [`store`]: the store's interface and SQLite;
 //! - [`keeper`]: the thread that owns the store and the live classes;
+//! - [`rules`]: the limits and refusals;
 //! - [`http`]: the routes, the live stream and the guards;
 //! - [`assets`]: the embedded web app.
 
 pub mod assets;
 pub mod http;
 pub mod keeper;
+pub mod rules;
 pub mod store;
 
 use std::net::{IpAddr, Ipv4Addr, SocketAddr, UdpSocket};

@@ -341,12 +341,11 @@ fn classes_expire_with_their_answers() {
     assert_eq!(c.get(&format!("/api/classes/{}", class.code), None).status, 404);
     server.stop();
     // Nothing of it is left on disk.
-    let db = rusqlite_free_check(&db);
-    assert_eq!(db, 0);
+    assert_eq!(rows_left(&db), 0);
 }
 
 /// Rows left in the database (read with the store, as the server would).
-fn rusqlite_free_check(db: &Path) -> usize {
+fn rows_left(db: &Path) -> usize {
     use oomlab::serve::store::{SqliteStore, Store};
     let mut s = SqliteStore::open(db).unwrap();
     s.classes().unwrap().len() + s.students().unwrap().len()

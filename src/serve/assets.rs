@@ -41,7 +41,7 @@ fn gzipped(path: &str, data: &[u8]) -> Option<Bytes> {
 
 /// Serves a file of the web app; `/` is `index.html`.
 pub async fn serve(uri: Uri, headers: HeaderMap) -> Response {
-    let path = match super::http::asset_path(&uri) {
+    let path = match uri.path().trim_start_matches('/') {
         "" => "index.html",
         p => p,
     };

@@ -10,7 +10,7 @@ use axum::Json;
 use axum::Router;
 use axum::extract::rejection::{JsonRejection, QueryRejection};
 use axum::extract::{DefaultBodyLimit, Path, Query, Request as HttpRequest, State};
-use axum::http::{HeaderMap, HeaderValue, StatusCode, Uri, header};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::middleware::{self, Next};
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
@@ -256,9 +256,4 @@ async fn answers_csv(State(api): State<Api>, Path(c): Path<String>, headers: Hea
         class::csv(&answers),
     )
         .into_response())
-}
-
-/// The path of a request, for the assets.
-pub fn asset_path(uri: &Uri) -> &str {
-    uri.path().trim_start_matches('/')
 }

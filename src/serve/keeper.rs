@@ -233,36 +233,19 @@ impl<S: Store> Keeper<S> {
     /// with the request's settle, and fails the whole batch.
     fn handle(&mut self, request: Request, changed: &mut HashSet<String>) -> Result<Settle, (Settle, StoreError)> {
         match request {
-            Request::Create(reply) => {
-                let result = self.create();
-                match result {
-                    Ok(Ok(created)) => Ok(settle(reply, Ok(created))),
-                    Ok(Err(refusal)) => Ok(settle(reply, Err(refusal))),
-                    Err(e) => Err((settle(reply, Err(Refusal::Stopping)), e)),
-                }
-            }
+            Request::Create(reply) => outcome(reply, self.create(), None),
             Request::Subscribe(code, reply) => {
                 let result = self.classes.get(&code).map(|l| l.tx.subscribe()).ok_or(Refusal::NoClass);
                 Ok(settle(reply, result))
             }
-            Request::Join(code, join, reply) => match self.join(&code, join) {
-                Ok(result) => {
-                    if result.is_ok() {
-                        changed.insert(code);
-                    }
-                    Ok(settle(reply, result))
-                }
-                Err(e) => Err((settle(reply, Err(Refusal::Stopping)), e)),
-            },
-            Request::Answer(code, body, reply) => match self.answer(&code, body) {
-                Ok(result) => {
-                    if result.is_ok() {
-                        changed.insert(code);
-                    }
-                    Ok(settle(reply, result))
-                }
-                Err(e) => Err((settle(reply, Err(Refusal::Stopping)), e)),
-            },
+            Request::Join(code, join, reply) => {
+                let result = self.join(&code, join);
+                outcome(reply, result, Some((changed, code)))
+            }
+            Request::Answer(code, body, reply) => {
+                let result = self.answer(&code, body);
+                outcome(reply, result, Some((changed, code)))
+            }
             Request::Teacher(code, token, action) => self.teacher(code, token, action, changed),
         }
     }
@@ -411,7 +394,7 @@ impl<S: Store> Keeper<S> {
                     }
                     Ok(())
                 });
-                self.teacher_settle(code, result, reply, changed)
+                outcome(reply, result, Some((changed, code)))
             }
             TeacherAction::Reveal(reveal, reply) => {
                 let result = self.update(&code, |live| {
@@ -424,26 +407,23 @@ impl<S: Store> Keeper<S> {
                     live.row.revealed = Some(reveal.answer);
                     Ok(())
                 });
-                self.teacher_settle(code, result, reply, changed)
+                outcome(reply, result, Some((changed, code)))
             }
             TeacherAction::Close(reply) => {
                 let result = self.update(&code, |live| {
                     live.row.closed = true;
                     Ok(())
                 });
-                self.teacher_settle(code, result, reply, changed)
+                outcome(reply, result, Some((changed, code)))
             }
-            TeacherAction::Results(chapter, reply) => match self.store.answers(&code, Some(chapter)) {
-                Ok(answers) => {
+            TeacherAction::Results(chapter, reply) => {
+                let result = self.store.answers(&code, Some(chapter)).map(|answers| {
                     let count = answers.len().try_into().unwrap_or(u32::MAX);
-                    Ok(settle(reply, Ok(Results { chapter, count, answers })))
-                }
-                Err(e) => Err((settle(reply, Err(Refusal::Stopping)), e)),
-            },
-            TeacherAction::Answers(reply) => match self.store.answers(&code, None) {
-                Ok(answers) => Ok(settle(reply, Ok(answers))),
-                Err(e) => Err((settle(reply, Err(Refusal::Stopping)), e)),
-            },
+                    Ok(Results { chapter, count, answers })
+                });
+                outcome(reply, result, None)
+            }
+            TeacherAction::Answers(reply) => outcome(reply, self.store.answers(&code, None).map(Ok), None),
         }
     }
 
@@ -463,23 +443,23 @@ impl<S: Store> Keeper<S> {
         self.store.put_class(&live.row)?;
         Ok(Ok(live.state()))
     }
+}
 
-    fn teacher_settle(
-        &mut self,
-        code: String,
-        result: Result<Result<ClassState, Refusal>, StoreError>,
-        reply: Reply<ClassState>,
-        changed: &mut HashSet<String>,
-    ) -> Result<Settle, (Settle, StoreError)> {
-        match result {
-            Ok(r) => {
-                if r.is_ok() {
-                    changed.insert(code);
-                }
-                Ok(settle(reply, r))
+/// A request's outcome as the batch's settle. A store failure fails the whole batch; a request
+/// that changed its class (when `changed` names it) has the class's new state published.
+fn outcome<T: Send + 'static>(
+    reply: Reply<T>,
+    result: Result<Result<T, Refusal>, StoreError>,
+    changed: Option<(&mut HashSet<String>, String)>,
+) -> Result<Settle, (Settle, StoreError)> {
+    match result {
+        Ok(r) => {
+            if let (Ok(_), Some((set, code))) = (&r, changed) {
+                set.insert(code);
             }
-            Err(e) => Err((settle(reply, Err(Refusal::Stopping)), e)),
+            Ok(settle(reply, r))
         }
+        Err(e) => Err((settle(reply, Err(Refusal::Stopping)), e)),
     }
 }
 

@@ -91,12 +91,17 @@ pub fn now_ms() -> i64 {
 /// `n` random bytes as hex, from the operating system's generator.
 pub fn random_hex(n: usize) -> Result<String, Refusal> {
     let mut bytes = vec![0u8; n];
-    getrandom::fill(&mut bytes).map_err(|e| Refusal::Store(format!("no random numbers: {e}")))?;
+    random_bytes(&mut bytes)?;
     Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
 }
 
+fn random_bytes(bytes: &mut [u8]) -> Result<(), Refusal> {
+    getrandom::fill(bytes).map_err(|e| Refusal::Store(format!("no random numbers: {e}")))
+}
+
+/// A new class code: [`class::CODE_LEN`] letters of [`class::CODE_ALPHABET`].
 pub fn random_code() -> Result<String, Refusal> {
     let mut bytes = [0u8; class::CODE_LEN];
-    getrandom::fill(&mut bytes).map_err(|e| Refusal::Store(format!("no random numbers: {e}")))?;
+    random_bytes(&mut bytes)?;
     Ok(bytes.iter().map(|b| class::CODE_ALPHABET[usize::from(b & 31)] as char).collect())
 }

@@ -5,7 +5,7 @@
 
 use std::path::Path;
 
-use rusqlite::{Connection, OptionalExtension, params};
+use rusqlite::{Connection, params};
 
 use crate::class::{Answer, Question, StoredAnswer};
 
@@ -249,14 +249,15 @@ impl Store for SqliteStore {
     }
 }
 
-/// Whether a class with this code is stored (for the tests).
-pub fn has_class(store: &SqliteStore, code: &str) -> Result<bool, StoreError> {
-    Ok(store.db.query_row("SELECT 1 FROM classes WHERE code = ?1", params![code], |_| Ok(())).optional()?.is_some())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use rusqlite::OptionalExtension;
+
+    fn has_class(store: &SqliteStore, code: &str) -> bool {
+        let found = store.db.query_row("SELECT 1 FROM classes WHERE code = ?1", params![code], |_| Ok(()));
+        found.optional().unwrap().is_some()
+    }
 
     fn class(code: &str) -> ClassRow {
         ClassRow {
@@ -302,7 +303,7 @@ mod tests {
         s.begin().unwrap();
         s.delete_class("AAAAAA").unwrap();
         s.commit().unwrap();
-        assert!(!has_class(&s, "AAAAAA").unwrap());
+        assert!(!has_class(&s, "AAAAAA"));
         assert!(s.answers("AAAAAA", None).unwrap().is_empty());
         assert!(s.students().unwrap().is_empty());
     }

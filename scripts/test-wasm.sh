@@ -5,7 +5,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/ensure-deps.sh
+source scripts/lint-env.sh
 source scripts/ensure-wasm-bindgen.sh
 command -v node >/dev/null 2>&1 || oomlab_install nodejs
 export CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_RUNNER=wasm-bindgen-test-runner
-cargo test --target wasm32-unknown-unknown --test sizes --test allocator --test memory_plan --test estimate
+"${oomlab_lint[@]}" cargo test --profile wasm-test --target wasm32-unknown-unknown --test sizes --test allocator --test memory_plan --test estimate

@@ -7,6 +7,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/ensure-deps.sh
+source scripts/lint-env.sh
 # The desktop test opens the app in a virtual X server and screenshots it.
 oomlab_x=()
 command -v xvfb-run >/dev/null 2>&1 || oomlab_x+=(xvfb xauth)
@@ -22,7 +23,7 @@ rustup target list --installed 2>/dev/null | grep -q wasm32-unknown-unknown || r
 echo "== the book (scripts/book.sh)"
 scripts/book.sh
 echo "== cargo test"
-cargo test --all-targets
+"${oomlab_lint[@]}" cargo test --all-targets
 # The plan, memory and estimator tests again on wasm32 (32-bit usize), under Node.
 echo "== wasm32 tests (scripts/test-wasm.sh)"
 scripts/test-wasm.sh

@@ -26,12 +26,13 @@ fn main() {
         bind: "127.0.0.1:0".parse().expect("an address"),
         db: dir.path().join("class.sqlite"),
         limits: Limits::default(),
+        public: None,
     };
     let server = serve::start(&config).expect("the server starts");
     let base = format!("http://{}", server.addr);
     let class: Created = post(format!("{base}/api/classes"), &serde_json::json!({}), None).json().expect("created");
     let token = Some(class.teacher_token.as_str());
-    let set = SetChapter { chapter: 1, question: Question::Number };
+    let set = SetChapter { chapter: 1, question: Question::Number, prompt: None };
     assert_eq!(post(format!("{base}/api/classes/{}/chapter", class.code), &set, token).status, 200);
     let ids: Vec<String> = (0..students)
         .map(|_| {

@@ -409,19 +409,19 @@ lesson-choice-wrong = Not this one: the answer is “{ $answer }”.
 lesson-step-note = A real step now runs with these settings; the allocator column fills in beside the plan's prediction.
 
 lesson-fill-title = What fills memory in a training step
-lesson-fill-body = At batch { $batch } and sequence { $seq } the step's peak is { $peak }. The model states — parameters, gradients and AdamW's two moments — take { $states }; the activations saved for backward and the temporaries take { $activations }.
-lesson-fill-question = Which category is largest at the peak?
-lesson-fill-answer = { $largest } is largest: { $bytes } of the { $peak } peak.
+lesson-fill-body = At batch { $batch } and sequence { $seq } the step's peak is { $peak }. Two kinds of bytes share it: the model states — parameters, gradients and AdamW's two moments — and the activations saved for backward, with the temporaries.
+lesson-fill-question = At the peak, how many times the model states' memory do the activations and temporaries take?
+lesson-fill-answer = The model states take { $states } and the activations and temporaries { $activations }; { $largest } is the largest category: { $bytes } of the { $peak } peak.
 
 lesson-batch-title = Batch size: what grows and what does not
-lesson-batch-body = Model states do not depend on the batch: { $states } at any batch. Activations grow with it: { $activations } at batch { $batch }. The seed says that doubling the batch costs 1.8–2.5× the memory.
+lesson-batch-body = Model states do not depend on the batch. Activations grow with it.
 lesson-batch-question = From batch { $batch } to { $double }: how many times more memory does the peak need?
-lesson-batch-answer = The peak goes from { $before } to { $after }.
+lesson-batch-answer = The peak goes from { $before } to { $after }: the model states stay at { $states }, the activations and temporaries grow from { $activations } to { $activations_after }. The seed says that doubling the batch costs 1.8–2.5× the memory.
 
 lesson-sequence-title = Sequence length and attention's T² term
-lesson-sequence-body = Most activations grow with batch × sequence, but attention's probabilities grow with the square of the sequence: at sequence { $seq } they take { $attention } of the { $activations } of activations.
-lesson-sequence-question = From sequence { $seq } to { $double } at the same batch: how many times more activation memory at the peak?
-lesson-sequence-answer = Activations go from { $before } to { $after }; the attention probabilities alone from { $attention_before } to { $attention_after }.
+lesson-sequence-body = Most activations grow with batch × sequence, but attention's probabilities grow with the square of the sequence.
+lesson-sequence-question = From sequence { $seq } to { $double } at the same batch: how many times more memory do the activations saved for backward need at their peak?
+lesson-sequence-answer = The saved activations go from { $before } to { $after }; the attention probabilities alone from { $attention_before } to { $attention_after }.
 
 lesson-peak-title = Where the peak happens
 lesson-peak-body = The timeline shows the allocated memory after each of the step's { $ops } ops. Drag the op slider along it and watch which tensors are alive.
@@ -598,3 +598,75 @@ snap-oom-line = out of memory
 snap-axis-event = event
 snap-map = The allocator's segments at the dump ({ $shown } of { $count }, largest first): allocated blocks filled, free space empty
 snap-segment = segment { $address }: { $size }, { $allocated } allocated in { $blocks } blocks
+
+## The class: the students' page (oomlab serve, /join)
+
+student-title = oomlab class
+student-intro = Your teacher runs oomlab on the projector. Guess with the class, then see what the real GPU memory says.
+student-code = Class code
+student-name = Your name (optional; only your teacher sees it)
+student-join = Join the class
+student-joined = You are in the class. Keep this page open.
+student-waiting = Waiting for your teacher's question…
+student-question = Question { $chapter }
+student-number = Your guess (a number)
+student-send = Send my guess
+student-sent = Sent: { $answer }. You can change it until the answer is shown.
+student-not-sent = Not sent yet.
+student-answer = The answer: { $answer }
+student-yours = Your guess: { $answer }
+student-off-by = You were { $percent } % away from it.
+student-right = Right!
+student-wrong = Not this time.
+student-none = You did not answer this question.
+student-closed = The class has ended. Thank you!
+student-no-class = There is no class with this code. Check the code on the projector.
+student-bad-code = A class code has 6 letters and digits.
+student-too-fast = Too many guesses at once: wait a moment, then send again.
+student-revealed-already = The answer is already shown: this question takes no more guesses.
+student-offline = The connection to the class was lost; trying again…
+student-refused = The class server refused this ({ $status }).
+
+## The welcome: three ways in
+
+welcome-title = Welcome to oomlab
+welcome-intro = Why does a large batch run out of GPU memory? oomlab trains a small GPT on this computer's GPU and accounts for every byte of each training step.
+welcome-lessons = Start the lessons
+welcome-lessons-note = Eight short chapters: guess first, then a real step answers.
+welcome-explore = Explore freely
+welcome-explore-note = Every control and view, from a sensible starting setup.
+welcome-teach = Teach a class
+welcome-teach-note = With oomlab serve: students guess on their phones, the projector shows the class's guesses, then the real step answers.
+
+## Teaching a class (the teacher's side of oomlab serve)
+
+# The top bar's toggle of the class panel (short: it sits beside Lessons and Challenges).
+class-toggle = Class
+class-title = Teach a class
+class-hide = Hide
+class-intro = Run oomlab serve on this computer, then start a class here. Students join on their phones; each lesson chapter you open becomes their question, and its reveal sends them the answer.
+class-server = Class server
+class-start = Start a class
+class-starting = Starting the class…
+class-code = Class code: { $code }
+class-join-at = Students: open { $url } or scan the code
+class-joined = { $students } students joined · { $answered } answered this question
+class-ended = The class has ended. Its answers stay on the server until the class expires.
+class-question = Question { $chapter }: { $text }
+class-no-question = Open a lesson chapter: its question goes to the class.
+class-guesses = The class's guesses (no names)
+class-no-guesses = No guesses yet.
+class-axis-students = students
+class-axis-guess = guess
+class-axis-answer = answer
+class-revealed = The answer, from the real step: { $answer }
+class-csv = Download the answers (CSV)
+class-end = End the class
+class-unreachable = No class server answers at { $server }. Start one on this computer with: oomlab serve
+class-unreadable = The server at { $server } answered, but not as an oomlab class server.
+class-gone = This class no longer exists on the server: it expired, or the server lost its database. Start a new class.
+class-not-yours = The class server does not accept this computer's teacher key for this class.
+class-moved-on = The class server refused this: the class is on another question, or it has ended.
+class-invalid = The class server found this question invalid.
+class-busy = The class server is busy or stopping: try again in a moment.
+class-failed = The class server failed ({ $status }).

@@ -406,19 +406,19 @@ lesson-choice-wrong = 不是这个：答案是“{ $answer }”。
 lesson-step-note = 现在用这些设置真正运行一步；分配器一列会填在计划的预测旁边。
 
 lesson-fill-title = 一个训练步中，显存被什么占满
-lesson-fill-body = batch 为 { $batch }、序列长度为 { $seq } 时，这一步的峰值是 { $peak }。模型状态——参数、梯度和 AdamW 的两个动量——占 { $states }；为反向传播保存的激活值和临时张量占 { $activations }。
-lesson-fill-question = 峰值时哪一类最大？
-lesson-fill-answer = { $largest } 最大：在 { $peak } 的峰值中占 { $bytes }。
+lesson-fill-body = batch 为 { $batch }、序列长度为 { $seq } 时，这一步的峰值是 { $peak }。两类字节分享它：模型状态——参数、梯度和 AdamW 的两个动量——以及为反向传播保存的激活值和临时张量。
+lesson-fill-question = 峰值时，激活值和临时张量占的显存是模型状态的多少倍？
+lesson-fill-answer = 模型状态占 { $states }，激活值和临时张量占 { $activations }；{ $largest } 是最大的一类：在 { $peak } 的峰值中占 { $bytes }。
 
 lesson-batch-title = batch 大小：什么在增长，什么不变
-lesson-batch-body = 模型状态与 batch 无关：任何 batch 下都是 { $states }。激活值随 batch 增长：batch { $batch } 时为 { $activations }。种子文档说，batch 翻倍，显存要增加 1.8–2.5 倍。
+lesson-batch-body = 模型状态与 batch 无关。激活值随 batch 增长。
 lesson-batch-question = batch 从 { $batch } 到 { $double }：峰值需要的显存是原来的多少倍？
-lesson-batch-answer = 峰值从 { $before } 变为 { $after }。
+lesson-batch-answer = 峰值从 { $before } 变为 { $after }：模型状态保持 { $states }，激活值和临时张量从 { $activations } 增长到 { $activations_after }。种子文档说，batch 翻倍，显存要增加 1.8–2.5 倍。
 
 lesson-sequence-title = 序列长度与注意力的 T² 项
-lesson-sequence-body = 大多数激活值随 batch × 序列长度增长，但注意力概率随序列长度的平方增长：序列长度 { $seq } 时，它们在 { $activations } 的激活值中占 { $attention }。
-lesson-sequence-question = batch 不变，序列长度从 { $seq } 到 { $double }：峰值时的激活值显存是原来的多少倍？
-lesson-sequence-answer = 激活值从 { $before } 变为 { $after }；仅注意力概率就从 { $attention_before } 变为 { $attention_after }。
+lesson-sequence-body = 大多数激活值随 batch × 序列长度增长，但注意力概率随序列长度的平方增长。
+lesson-sequence-question = batch 不变，序列长度从 { $seq } 到 { $double }：为反向传播保存的激活值在其峰值时需要的显存是原来的多少倍？
+lesson-sequence-answer = 保存的激活值从 { $before } 变为 { $after }；仅注意力概率就从 { $attention_before } 变为 { $attention_after }。
 
 lesson-peak-title = 峰值出现在哪里
 lesson-peak-body = 时间线显示这一步 { $ops } 个 op 每一个之后已分配的显存。沿着它拖动 op 滑块，看看哪些张量还存活。
@@ -595,3 +595,75 @@ snap-oom-line = 显存溢出
 snap-axis-event = 事件
 snap-map = 导出时分配器的段（显示 { $shown } / { $count } 个，从大到小）：已分配的块为实心，空闲部分为空
 snap-segment = 段 { $address }：{ $size }，{ $allocated } 已分配，共 { $blocks } 个块
+
+## 课堂：学生页面（oomlab serve，/join）
+
+student-title = oomlab 课堂
+student-intro = 老师正在投影仪上运行 oomlab。先和全班一起猜，再看真实的显存给出的答案。
+student-code = 课堂代码
+student-name = 你的名字（可不填；只有老师能看到）
+student-join = 加入课堂
+student-joined = 你已加入课堂。请保持此页面打开。
+student-waiting = 正在等待老师提问…
+student-question = 第 { $chapter } 题
+student-number = 你的猜测（一个数字）
+student-send = 提交我的猜测
+student-sent = 已提交：{ $answer }。公布答案之前都可以修改。
+student-not-sent = 尚未提交。
+student-answer = 答案：{ $answer }
+student-yours = 你的猜测：{ $answer }
+student-off-by = 你与答案相差 { $percent } %。
+student-right = 答对了！
+student-wrong = 这次没猜中。
+student-none = 你没有回答这道题。
+student-closed = 课堂已结束。谢谢！
+student-no-class = 没有这个代码的课堂。请核对投影仪上的代码。
+student-bad-code = 课堂代码由 6 个字母和数字组成。
+student-too-fast = 提交太频繁：请稍等片刻再提交。
+student-revealed-already = 答案已公布：这道题不再接受猜测。
+student-offline = 与课堂的连接已断开，正在重试…
+student-refused = 课堂服务器拒绝了这个请求（{ $status }）。
+
+## 欢迎页：三种开始方式
+
+welcome-title = 欢迎使用 oomlab
+welcome-intro = batch 过大为何会导致显存溢出？oomlab 在这台电脑的 GPU 上训练一个小型 GPT，并统计每个训练步的每一个字节。
+welcome-lessons = 开始课程
+welcome-lessons-note = 八个短章节：先猜，再由真实的一步给出答案。
+welcome-explore = 自由探索
+welcome-explore-note = 所有控件和视图，从一个合理的初始设置开始。
+welcome-teach = 课堂教学
+welcome-teach-note = 配合 oomlab serve：学生在手机上作答，投影仪显示全班的猜测，然后由真实的一步给出答案。
+
+## 课堂教学（oomlab serve 的教师端）
+
+# The top bar's toggle of the class panel (short: it sits beside Lessons and Challenges).
+class-toggle = 课堂
+class-title = 课堂教学
+class-hide = 隐藏
+class-intro = 先在这台电脑上运行 oomlab serve，再在这里开始课堂。学生用手机加入；你打开的每个课程章节都会成为他们的题目，揭晓时答案会发送给他们。
+class-server = 课堂服务器
+class-start = 开始课堂
+class-starting = 正在开始课堂…
+class-code = 课堂代码：{ $code }
+class-join-at = 学生：打开 { $url } 或扫描二维码
+class-joined = 已有 { $students } 名学生加入 · { $answered } 人回答了这道题
+class-ended = 课堂已结束。答案会保留在服务器上，直到课堂过期。
+class-question = 第 { $chapter } 题：{ $text }
+class-no-question = 打开一个课程章节：它的题目会发给全班。
+class-guesses = 全班的猜测（不显示姓名）
+class-no-guesses = 还没有人作答。
+class-axis-students = 学生
+class-axis-guess = 猜测
+class-axis-answer = 答案
+class-revealed = 真实的一步给出的答案：{ $answer }
+class-csv = 下载答案（CSV）
+class-end = 结束课堂
+class-unreachable = { $server } 上没有课堂服务器应答。请在这台电脑上运行：oomlab serve
+class-unreadable = { $server } 上的服务器有应答，但它不是 oomlab 课堂服务器。
+class-gone = 服务器上已没有这个课堂：它已过期，或服务器丢失了数据库。请开始新的课堂。
+class-not-yours = 课堂服务器不接受这台电脑对这个课堂的教师密钥。
+class-moved-on = 课堂服务器拒绝了这个请求：课堂已在另一道题上，或已结束。
+class-invalid = 课堂服务器认为这道题无效。
+class-busy = 课堂服务器正忙或正在停止：请稍后再试。
+class-failed = 课堂服务器出错（{ $status }）。

@@ -7,7 +7,8 @@
 #   a character of the catalog is missing from the font.
 # - UbuntuLight-derivative-oomlab.ttf and Hack-oomlab.ttf: egui's two default fonts (Ubuntu Light,
 #   Ubuntu Font Licence 1.0, UFL.txt; Hack, MIT + Bitstream Vera licence, Hack-LICENSE.txt) cut to
-#   Latin-1, Greek, and the punctuation, arrows, super/subscripts, math and shapes blocks. They
+#   Latin-1, Greek, and the punctuation, arrows, super/subscripts, math and shapes blocks (Hack,
+#   the monospace font, to ASCII, Latin-1 and punctuation). They
 #   replace egui's bundled fonts in the web build, whose full versions cost 320 kB of the wasm's
 #   2.5 MB gzipped budget. Hinting is kept, so text renders exactly as with egui's fonts. Both
 #   licences require a modified font to be renamed: the UFL to "<name> derivative <work>", the
@@ -37,8 +38,12 @@ printf '%s\n' '，。、：；！？（）《》「」『』“”‘’——�
     --output-file=$out/NotoSansSC-oomlab.otf --no-hinting --desubroutinize --name-IDs='*' --name-languages='*'
 
 latin='U+0020-007E,U+00A0-00FF,U+0300-036F,U+0391-03C9,U+1D00-1DBF,U+2000-206F,U+2070-209F,U+20AC,U+2190-21FF,U+2200-22FF,U+25A0-25FF,U+FFFD'
-subset_latin() { # source, output, family, postscript name
-    "$python" -m fontTools.subset "$egui_fonts/$1" --unicodes="$latin" --output-file="$2" 2>/dev/null
+# The monospace font draws only sizes, addresses and PyTorch's OOM message (ASCII); anything else
+# in a monospace label falls back to the sans font (src/app/fonts.rs), so Hack keeps ASCII,
+# Latin-1 and general punctuation: 27 kB gzipped instead of 64 kB of the web build.
+mono='U+0020-007E,U+00A0-00FF,U+2000-206F'
+subset_latin() { # source, output, family, postscript name, unicodes
+    "$python" -m fontTools.subset "$egui_fonts/$1" --unicodes="$5" --output-file="$2" 2>/dev/null
     "$python" - "$2" "$3" "$4" <<'PY'
 import sys
 from fontTools.ttLib import TTFont
@@ -55,8 +60,8 @@ names.setName(postscript, 6, 3, 1, 0x409)
 font.save(path)
 PY
 }
-subset_latin Ubuntu-Light.ttf $out/UbuntuLight-derivative-oomlab.ttf "Ubuntu Light derivative oomlab" UbuntuLight-derivative-oomlab
-subset_latin Hack-Regular.ttf $out/Hack-oomlab.ttf "Hack oomlab" Hack-oomlab
+subset_latin Ubuntu-Light.ttf $out/UbuntuLight-derivative-oomlab.ttf "Ubuntu Light derivative oomlab" UbuntuLight-derivative-oomlab "$latin"
+subset_latin Hack-Regular.ttf $out/Hack-oomlab.ttf "Hack oomlab" Hack-oomlab "$mono"
 cp "$egui_fonts/UFL.txt" $out/UFL.txt
 cp "$egui_fonts/Hack-Regular.txt" $out/Hack-LICENSE.txt
 ls -l $out

@@ -28,8 +28,10 @@ fn expected(id: &str, s: &Settings) -> Result<f64, usize> {
     let m = peak(s);
     match id {
         "fill" => {
-            let options = [Category::Parameters, Category::Gradients, Category::OptimizerState, Category::Activations];
-            Err((0..4).max_by_key(|&i| m.peak_allocated.get(options[i])).expect("options"))
+            let at = |c: &[Category]| c.iter().map(|&c| m.peak_allocated.get(c)).sum::<u64>() as f64;
+            let states =
+                at(&[Category::Parameters, Category::Gradients, Category::OptimizerState, Category::MasterWeights]);
+            Ok(at(&[Category::Activations, Category::Temporaries]) / states)
         }
         "batch" => {
             let doubled = peak(&Settings { batch: s.batch * 2, ..s.clone() });
@@ -37,8 +39,7 @@ fn expected(id: &str, s: &Settings) -> Result<f64, usize> {
         }
         "sequence" => {
             let doubled = peak(&Settings { seq: s.seq * 2, ..s.clone() });
-            let acts = |m: &oomlab::memory::StepMemory| m.peak_allocated.get(Category::Activations) as f64;
-            Ok(acts(&doubled) / acts(&m))
+            Ok(doubled.activation_peak_bytes as f64 / m.activation_peak_bytes as f64)
         }
         "peak" => {
             let plan = s.plan(VOCAB).expect("a plan");
@@ -191,4 +192,64 @@ fn every_chapter_teaches_in_english() {
 #[test]
 fn every_chapter_teaches_in_chinese() {
     walk(Lang::Zh);
+}
+
+/// Before the reveal a chapter's words hold none of the figures its answer quotes (issue 28: a
+/// class's guesses only teach if the question is open). The body and the question may quote the
+/// setting — the step's peak, the budget — but not the model states, the activations or anything
+/// else the answer is worked out from, and not the answer itself.
+#[test]
+fn no_chapter_tells_its_answer_before_the_reveal() {
+    use oomlab::app::lessons::Facts;
+    use oomlab::i18n::Catalog;
+    fn fluent<'a>(args: &'a [(&'static str, String)]) -> Vec<(&'static str, fluent_bundle::FluentValue<'a>)> {
+        args.iter().map(|(k, v)| (*k, v.as_str().into())).collect()
+    }
+    for lang in Lang::ALL {
+        let t = Catalog::new(lang);
+        for chapter in chapters() {
+            let mut settings = Settings::default();
+            (chapter.setup)(&mut settings);
+            let facts = Facts::new(&settings, VOCAB).expect("a plan");
+            let args = (chapter.args)(&facts, &t);
+            let before = format!(
+                "{} {}",
+                t.format(&format!("lesson-{}-body", chapter.id), &fluent(&args)),
+                t.format(&format!("lesson-{}-question", chapter.id), &fluent(&args))
+            );
+            // The setting: the peak, the budget, and the real model's states before ZeRO (the
+            // question is what ZeRO-3 makes of them).
+            let is_setting =
+                |name: &str| ["peak", "budget"].contains(&name) || (chapter.id, name) == ("real", "states");
+            let setting: Vec<&String> = args.iter().filter(|(name, _)| is_setting(name)).map(|(_, v)| v).collect();
+            let answer_args = (chapter.answer_args)(&facts, &t);
+            let answer = t.format(&format!("lesson-{}-answer", chapter.id), &fluent(&answer_args));
+            let mut figures = 0;
+            for (name, value) in &answer_args {
+                if setting.contains(&value) || !value.chars().any(|c| c.is_ascii_digit()) {
+                    continue;
+                }
+                figures += 1;
+                assert!(answer.contains(value.as_str()), "{lang:?} {}: the answer quotes {name}", chapter.id);
+                assert!(!holds_figure(&before, value), "{lang:?} {}: {name} = {value} in {before:?}", chapter.id);
+            }
+            assert!(figures > 0 || chapter.id == "diagnose", "{lang:?} {}: the reveal shows figures", chapter.id);
+            if let Question::Ratio { answer, .. } = &chapter.question {
+                let x = answer(&facts).expect("an answer");
+                for shown in [format!("{x:.1}"), format!("{x:.2}")] {
+                    assert!(!holds_figure(&before, &shown), "{lang:?} {}: {shown} in {before:?}", chapter.id);
+                }
+            }
+        }
+    }
+}
+
+/// Whether `text` holds `figure` as a figure of its own: "0" is not in "50.80 MiB".
+fn holds_figure(text: &str, figure: &str) -> bool {
+    let number = |c: char| c.is_ascii_digit() || c == '.' || c == ',';
+    text.match_indices(figure).any(|(at, _)| {
+        let before = text[..at].chars().next_back();
+        let after = text[at + figure.len()..].chars().next();
+        !before.is_some_and(number) && !after.is_some_and(|c| c.is_ascii_digit())
+    })
 }

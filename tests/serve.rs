@@ -16,7 +16,7 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 
 fn start(db: &Path, limits: Limits) -> Server {
-    let config = Config { bind: "127.0.0.1:0".parse().unwrap(), db: db.to_path_buf(), limits };
+    let config = Config { bind: "127.0.0.1:0".parse().unwrap(), db: db.to_path_buf(), limits, public: None };
     serve::start(&config).expect("the server starts")
 }
 
@@ -87,7 +87,7 @@ impl Client {
     }
 
     fn chapter(&self, class: &Created, chapter: u32, question: Question) -> Reply {
-        let body = SetChapter { chapter, question };
+        let body = SetChapter { chapter, question, prompt: None };
         self.post(&format!("/api/classes/{}/chapter", class.code), &body, Some(&class.teacher_token))
     }
 
@@ -470,5 +470,69 @@ fn the_web_app_is_served_from_the_same_port() {
     assert!(String::from_utf8_lossy(&page.body).contains("oomlab"));
     assert_eq!(c.get("/no-such-file.js", None).status, 404);
     assert_eq!(c.get("/api/no-such-route", None).status, 404);
+    server.stop();
+}
+
+/// What a student's phone gets: the join link and QR code with the class, the page itself, its
+/// words in both languages, and the teacher's prompt (which survives a restart). A prompt that
+/// does not fit its question is refused.
+#[test]
+fn the_student_page_its_words_and_the_teachers_prompt() {
+    use oomlab::class::Prompt;
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("class.sqlite");
+    let server = start(&db, Limits::default());
+    let c = Client::new(server.addr);
+    let class = c.create();
+    // Started on 127.0.0.1, the server's public address is that one.
+    assert_eq!(class.join_url, format!("http://{}/join/{}", server.addr, class.code));
+    assert_eq!(class.qr, serve::qr_rows(&class.join_url));
+    // A square of modules: four rows of quiet zone around rows that all hold dark modules.
+    let n = class.qr.len();
+    assert!(n > 25 && class.qr.iter().all(|r| r.len() == n), "{:?}", class.qr);
+    assert!(class.qr[..4].iter().chain(&class.qr[n - 4..]).all(|r| !r.contains('1')), "the quiet zone");
+    assert!(class.qr[4..n - 4].iter().all(|r| r.contains('1') && r[..4] == *"0000"), "{:?}", class.qr);
+
+    for path in [format!("/join/{}", class.code), "/join".to_string()] {
+        let page = c.get(&path, None);
+        assert_eq!(page.status, 200, "{path}");
+        assert!(page.header("content-type").is_some_and(|t| t.starts_with("text/html")));
+        let html = String::from_utf8_lossy(&page.body);
+        assert!(html.contains("new EventSource(") && html.contains("/api/strings?lang="), "the page follows the class");
+    }
+    let zh: serde_json::Value = c.get("/api/strings?lang=zh-CN", None).json();
+    assert_eq!(zh["lang"], "zh");
+    assert_eq!(zh["words"]["student-join"], "加入课堂");
+    assert_eq!(zh["words"]["student-sent"], "已提交：{answer}。公布答案之前都可以修改。");
+    assert_eq!(zh["other"], serde_json::json!({ "lang": "en", "name": "English" }), "the switch");
+    for query in ["", "?lang=tlh", "?lang=%00"] {
+        let en: serde_json::Value = c.get(&format!("/api/strings{query}"), None).json();
+        assert_eq!(en["lang"], "en", "{query}");
+        assert_eq!(en["words"]["student-join"], "Join the class");
+        assert_eq!(en["other"]["name"], "简体中文", "{query}");
+    }
+
+    let words = |en: &str, zh: &str| [("en".to_string(), en.to_string()), ("zh".to_string(), zh.to_string())].into();
+    let prompt = Prompt {
+        question: words("In which part of the step is memory highest?", "显存在哪一部分最高？"),
+        options: vec![words("forward", "前向"), words("backward", "反向"), words("optimizer", "优化器")],
+        unit: None,
+    };
+    let set = SetChapter { chapter: 4, question: choices(), prompt: Some(prompt.clone()) };
+    let chapter = format!("/api/classes/{}/chapter", class.code);
+    assert_eq!(c.post(&chapter, &set, Some(&class.teacher_token)).status, 200);
+    let state: ClassState = c.get(&format!("/api/classes/{}", class.code), None).json();
+    assert_eq!(state.prompt.as_ref(), Some(&prompt));
+    // Two labels for three options.
+    let short = Prompt { options: prompt.options[..2].to_vec(), ..prompt.clone() };
+    let refused = c.post(&chapter, &SetChapter { prompt: Some(short), ..set.clone() }, Some(&class.teacher_token));
+    assert_eq!(refused.status, 422, "{}", refused.error());
+    assert!(refused.error().contains("prompt"), "{}", refused.error());
+    server.stop();
+
+    let server = start(&db, Limits::default());
+    let c = Client::new(server.addr);
+    let state: ClassState = c.get(&format!("/api/classes/{}", class.code), None).json();
+    assert_eq!((state.chapter, state.prompt), (Some(4), Some(prompt)), "kept on disk");
     server.stop();
 }

@@ -91,3 +91,138 @@ fn the_pages_link_keeps_a_teachers_locks() {
     let plain = OomlabApp::headless(Settings::default()).page_link();
     assert!(!plain.contains("lock=") && !plain.contains("lesson="), "{plain}");
 }
+
+fn snapshot<S>(harness: &mut Harness<'_, S>, name: &str) {
+    let options = egui_kittest::SnapshotOptions::new().threshold(2.0).max_failed_pixels(2000);
+    harness.snapshot_options(name, &options);
+}
+
+/// A newcomer without a link gets three ways in, in both languages; each does what it says, and
+/// Escape explores.
+#[test]
+fn the_welcome_offers_three_ways_in() {
+    use oomlab::app::welcome::Way;
+    use oomlab::i18n::{Catalog, Lang};
+    xdg();
+    // One harness per language: their snapshots' results are gathered and checked together.
+    let mut results = egui_kittest::SnapshotResults::new();
+    for lang in Lang::ALL {
+        let mut app = OomlabApp::headless(Settings::default());
+        app.set_lang(lang);
+        app.teaching.welcome = true;
+        let mut harness =
+            Harness::builder().with_size([1280.0, 800.0]).build_ui_state(|ui, app: &mut OomlabApp| app.show(ui), app);
+        harness.run();
+        let t = Catalog::new(lang);
+        for key in ["welcome-title", "welcome-lessons", "welcome-explore", "welcome-teach", "welcome-teach-note"] {
+            harness.get_by_label(&t.text(key));
+        }
+        snapshot(&mut harness, &format!("welcome_{}", lang.code()));
+        results.extend_harness(&mut harness);
+    }
+    results.unwrap();
+    let t = Catalog::new(Lang::En);
+    for (way, key) in
+        [(Way::Lessons, "welcome-lessons"), (Way::Explore, "welcome-explore"), (Way::Teach, "welcome-teach")]
+    {
+        let mut app = OomlabApp::headless(Settings::default());
+        app.teaching.welcome = true;
+        let mut harness =
+            Harness::builder().with_size([1280.0, 800.0]).build_ui_state(|ui, app: &mut OomlabApp| app.show(ui), app);
+        harness.run();
+        harness.get_by_label(&t.text(key)).click();
+        harness.run();
+        let app = harness.state();
+        assert!(!app.teaching.welcome && app.teaching.welcomed, "{way:?}: chosen and remembered");
+        assert_eq!(app.teaching.lesson.is_some(), way != Way::Explore, "{way:?}: the lessons");
+        assert_eq!(app.classroom.open, way == Way::Teach, "{way:?}: the class panel");
+        assert!(harness.query_by_label(&t.text("welcome-title")).is_none(), "{way:?}: the welcome is gone");
+    }
+    let mut app = OomlabApp::headless(Settings::default());
+    app.teaching.welcome = true;
+    let mut harness =
+        Harness::builder().with_size([1280.0, 800.0]).build_ui_state(|ui, app: &mut OomlabApp| app.show(ui), app);
+    harness.run();
+    harness.key_press(egui::Key::Escape);
+    harness.run();
+    assert!(!harness.state().teaching.welcome && harness.state().teaching.lesson.is_none(), "Escape explores");
+}
+
+/// The projector with a live class on a real server: the code, the join address and QR code,
+/// the counts, the question, the guesses (never a name) and, after the lesson's reveal and its
+/// real step, the true answer; in both languages.
+#[test]
+fn the_projector_shows_a_live_class() {
+    use oomlab::app::welcome::Way;
+    use oomlab::class::{AnswerBody, Joined};
+    use oomlab::i18n::{Catalog, Lang};
+    use oomlab::serve::{self, Config};
+    xdg();
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let config = Config {
+        bind: "127.0.0.1:0".parse().expect("an address"),
+        db: dir.path().join("c.sqlite"),
+        ..Config::default()
+    };
+    let server = serve::start(&config).expect("the server starts");
+    let base = format!("http://{}", server.addr);
+    let mut app = OomlabApp::headless(Settings::default());
+    app.classroom.server = base.clone();
+    app.choose_way(Way::Teach);
+    let mut harness =
+        Harness::builder().with_size([1500.0, 1000.0]).build_ui_state(|ui, app: &mut OomlabApp| app.show(ui), app);
+    harness.run();
+    let en = Catalog::new(Lang::En);
+    harness.get_by_label(&en.text("class-start")).click();
+    let settle = |harness: &mut Harness<'_, OomlabApp>, what: &str, done: &dyn Fn(&OomlabApp) -> bool| {
+        let start = std::time::Instant::now();
+        while !done(harness.state()) {
+            assert!(start.elapsed().as_secs() < 30, "waited too long for {what}");
+            std::thread::sleep(std::time::Duration::from_millis(20));
+            // Frames, not "until settled": the panel repaints while it waits on the server.
+            harness.run_steps(2);
+        }
+        harness.run_steps(6);
+    };
+    settle(&mut harness, "the class", &|a| a.classroom.state.as_ref().is_some_and(|s| s.chapter.is_some()));
+    let class = harness.state().classroom.class().cloned().expect("a class");
+    harness.get_by_label(&format!("Class code: {}", class.code));
+    harness.get_by_label_contains(&class.join_url);
+    // The welcome's way opened chapter 1: the class is on its question.
+    let question = en.format("lesson-fill-question", &[]);
+    harness.get_by_label(&format!("Question 1: {question}"));
+    harness.state_mut().open_chapter(1);
+    settle(&mut harness, "question 2", &|a| a.classroom.state.as_ref().is_some_and(|s| s.chapter == Some(2)));
+    let post = |path: &str, body: serde_json::Value| {
+        let url = format!("{base}/api/classes/{}/{path}", class.code);
+        let request = ehttp::Request::post_json(url, &body).expect("a JSON request");
+        ehttp::fetch_blocking(&request).expect("the server answers")
+    };
+    for (name, guess) in [("Ada Lovelace", 1.5), ("Grace Hopper", 2.0), ("Alan Turing", 2.0)] {
+        let reply = post("join", serde_json::json!({ "name": name }));
+        let joined: Joined = reply.json().unwrap_or_else(|e| panic!("{e}: {:?}", reply.text()));
+        let body = AnswerBody { student: joined.student, chapter: 2, answer: oomlab::class::Answer::Number(guess) };
+        assert_eq!(post("answers", serde_json::to_value(&body).expect("json")).status, 200);
+    }
+    settle(&mut harness, "the guesses", &|a| a.classroom.answers.len() == 3);
+    harness.get_by_label("3 students joined · 3 answered this question");
+    for name in ["Ada", "Grace", "Alan"] {
+        assert!(harness.query_by_label_contains(name).is_none(), "no name on the projector: {name}");
+    }
+    harness.state_mut().reveal();
+    settle(&mut harness, "the reveal", &|a| a.classroom.state.as_ref().is_some_and(|s| s.revealed.is_some()));
+    let answer = match harness.state().classroom.state.as_ref().and_then(|s| s.revealed.clone()) {
+        Some(oomlab::class::Answer::Number(x)) => x,
+        other => panic!("a number: {other:?}"),
+    };
+    harness.get_by_label(&format!("The answer, from the real step: {answer:.2}×"));
+    snapshot(&mut harness, "class_projector");
+    harness.state_mut().set_lang(Lang::Zh);
+    harness.run();
+    let zh = Catalog::new(Lang::Zh);
+    harness.get_by_label(&zh.format("class-code", &[("code", class.code.as_str().into())]));
+    harness.get_by_label(&format!("真实的一步给出的答案：{answer:.2}×"));
+    harness.get_by_label_contains("第 2 题：");
+    snapshot(&mut harness, "class_projector_zh");
+    server.stop();
+}

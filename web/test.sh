@@ -21,4 +21,8 @@ node web/browser-test.mjs webgl
 node web/browser-test.mjs zh
 node web/browser-test.mjs phone
 node web/browser-test.mjs teacher
+# A class: `oomlab serve` (the debug binary, which reads dist/ from disk) and two pages, a
+# teacher's and a student's.
+[ -x "${CARGO_TARGET_DIR:-target}/debug/oomlab" ] || cargo build --bin oomlab
+node web/class-test.mjs
 node web/worker-bench.mjs 3

@@ -171,3 +171,53 @@ pub fn buttons_ui(ui: &mut egui::Ui, t: &Catalog, real_models: bool, status: Opt
     });
     asked
 }
+
+/// Carries out an export button (Share is the teaching's: it opens its window): the file saved
+/// and what the status line says, or `None` when nothing was saved now (a screenshot arrives
+/// later, through the chrome's slot).
+pub(super) fn carry_out(
+    ask: ExportAsk,
+    chrome: &super::chrome::Chrome,
+    shown: &super::shown::Shown,
+    measured: &Option<StepMemory>,
+    budget_bytes: u64,
+    ctx: &egui::Context,
+) -> Option<Result<Notice, Notice>> {
+    let dir = chrome.export_dir.clone();
+    let save = |name: &str, bytes: &[u8], mime: &str| save(dir.as_deref(), name, bytes, mime);
+    match ask {
+        ExportAsk::SweepCsv => Some(save("oomlab-sweep.csv", sweep_csv(&shown.derived.sweep).as_bytes(), "text/csv")),
+        ExportAsk::StepJson => match (&shown.derived.plan, shown.memory(measured)) {
+            (Ok(plan), Some((m, source))) => {
+                let op = m.timeline.get(shown.scrub).and_then(|p| p.op);
+                let json = step_json(plan, m, source, op);
+                Some(save("oomlab-step.json", json.as_bytes(), "application/json"))
+            }
+            _ => None,
+        },
+        ExportAsk::Snapshot => match &shown.derived.plan {
+            Ok(plan) => Some(snapshot_export(plan, budget_bytes, dir.as_deref())),
+            Err(_) => None,
+        },
+        ExportAsk::EstimateJson => match (&shown.estimate.setup, &shown.estimate.estimate) {
+            (Ok(setup), Some(e)) => {
+                let r = &shown.estimate;
+                let json =
+                    crate::estimate::EstimateReport::new(setup, e, r.max_micro_batch, &r.sweep).to_json().to_string();
+                Some(save("oomlab-estimate.json", json.as_bytes(), "application/json"))
+            }
+            _ => None,
+        },
+        ExportAsk::Png => {
+            let (slot, repaint) = (chrome.screenshot.clone(), ctx.clone());
+            ctx.request_screenshot(move |image| {
+                if let Ok(mut s) = slot.lock() {
+                    *s = Some(image);
+                }
+                repaint.request_repaint();
+            });
+            None
+        }
+        ExportAsk::Share => None,
+    }
+}

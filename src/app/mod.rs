@@ -7,13 +7,15 @@
 //! - [`shown::Shown`]: what the views show, derived from the settings, and the tab;
 //! - [`teaching::Teaching`]: lessons, challenges and teacher links;
 //! - [`chrome::Chrome`]: language and fonts, notices, the drawer, present mode;
-//! - [`snapshot_view::SnapshotState`]: the PyTorch snapshot the Snapshot tab shows.
+//! - [`snapshot_view::SnapshotState`]: the PyTorch snapshot the Snapshot tab shows;
+//! - [`classroom::Classroom`]: a class taught with `oomlab serve` (the welcome's third way in).
 //!
 //! [`OomlabApp`] holds them and runs the frame: it hands each part what it needs of the others
 //! and carries out what they ask ([`teaching::Asks`], [`keys::Keys`], [`export::ExportAsk`]).
 
 pub mod challenges;
 pub mod chrome;
+pub mod classroom;
 mod controls;
 pub mod cpu_worker;
 mod derived;
@@ -35,6 +37,7 @@ pub mod teacher;
 pub mod teaching;
 mod toy;
 pub mod views;
+pub mod welcome;
 
 pub use chrome::{NARROW_WIDTH, TOUCH_SIZE};
 pub use derived::{Derived, SWEEP_BATCHES, sweep_batches};
@@ -108,6 +111,7 @@ pub struct OomlabApp {
     pub teaching: Teaching,
     pub chrome: Chrome,
     pub snapshot: SnapshotState,
+    pub classroom: classroom::Classroom,
 }
 
 impl OomlabApp {
@@ -133,6 +137,19 @@ impl OomlabApp {
         app.set_lang(Chrome::initial_lang(cc));
         app.teaching.challenges_done =
             cc.storage.and_then(|s| eframe::get_value(s, "challenges_done")).unwrap_or_default();
+        // A newcomer without a link gets the welcome; a link opens where it points.
+        app.teaching.welcomed = cc.storage.and_then(|s| eframe::get_value(s, "welcomed")).unwrap_or(false);
+        #[cfg(not(target_arch = "wasm32"))]
+        let linked = ["OOMLAB_TRAIN_STEPS", "OOMLAB_TAB"].iter().any(|v| std::env::var(v).is_ok());
+        #[cfg(target_arch = "wasm32")]
+        let linked = welcome::link_points_somewhere(&hash);
+        app.teaching.welcome = !app.teaching.welcomed && !linked;
+        // The teacher's address `oomlab serve` prints (`/#teach`): a class starts at once.
+        #[cfg(target_arch = "wasm32")]
+        if hash.split(['#', '&']).any(|kv| kv == "teach") {
+            app.choose_way(welcome::Way::Teach);
+            app.classroom.start(Some(&cc.egui_ctx));
+        }
         // A shared challenge link opens the challenge; a teacher link its chapter and the
         // controls it locks or hides.
         #[cfg(target_arch = "wasm32")]
@@ -170,6 +187,7 @@ impl OomlabApp {
             teaching: Teaching::default(),
             chrome: Chrome::new(notices),
             snapshot: SnapshotState::default(),
+            classroom: classroom::Classroom::default(),
         }
     }
 
@@ -214,6 +232,18 @@ impl OomlabApp {
     pub fn set_lang(&mut self, lang: Lang) {
         if self.chrome.set_lang(lang) {
             self.update_link();
+        }
+    }
+
+    /// Takes a way in from the welcome: the lessons, the app as it is, or a class (with the
+    /// lessons beside it, whose chapters the class follows).
+    pub fn choose_way(&mut self, way: welcome::Way) {
+        (self.teaching.welcome, self.teaching.welcomed) = (false, true);
+        if way == welcome::Way::Teach {
+            self.classroom.open = true;
+        }
+        if way != welcome::Way::Explore && self.teaching.lesson.is_none() {
+            self.open_chapter(0);
         }
     }
 
@@ -356,21 +386,29 @@ impl OomlabApp {
                     egui::ScrollArea::vertical().show(ui, |ui| self.controls(ui, vocab));
                 });
             }
-            if self.teaching.panel_open() {
+            if self.teaching.panel_open() || self.classroom.open {
                 // Beside the views on a wide screen, under them on a phone.
                 let panel = if narrow { egui::Panel::bottom("lessons") } else { egui::Panel::right("lessons") };
                 let mut asks = Asks::default();
+                let mut open_lessons = false;
                 panel.resizable(true).default_size(if narrow { 320.0 } else { 340.0 }).show(ui, |ui| {
                     egui::ScrollArea::vertical().show(ui, |ui| {
                         let t = &self.chrome.catalog;
+                        if self.classroom.open {
+                            open_lessons = self.classroom.panel(ui, t).open_lessons;
+                            ui.separator();
+                        }
                         if self.teaching.show_challenges {
                             self.teaching.challenges_panel(ui, t, &mut self.settings, vocab);
-                        } else {
+                        } else if self.teaching.lesson.is_some() {
                             asks = self.teaching.lessons_panel(ui, t, &mut self.settings, vocab, narrow);
                         }
                     });
                 });
                 self.carry_out(asks);
+                if open_lessons && self.teaching.lesson.is_none() {
+                    self.open_chapter(0);
+                }
             }
             self.apply_settings();
             self.main_area(ui, narrow, key_step);
@@ -378,6 +416,7 @@ impl OomlabApp {
         if self.snapshot.poll(ui.ctx()) {
             self.shown.tab = Tab::Snapshot;
         }
+        self.class_frame(ui.ctx());
         self.chrome.shortcuts_window(ui.ctx());
         self.teaching.share_window(ui.ctx(), &self.chrome.catalog, &self.settings);
         self.teaching.highlight(ui.ctx());
@@ -391,6 +430,24 @@ impl OomlabApp {
             } else {
                 ui.ctx().request_repaint();
             }
+        }
+    }
+
+    /// The class follows the lesson (its reveal once the real step ran), an answers file the
+    /// teacher asked for is saved, and a newcomer gets the welcome.
+    fn class_frame(&mut self, ctx: &egui::Context) {
+        let done = self.run.is_idle() && !self.teaching.step_asked;
+        let (lesson, vocab) = (self.teaching.lesson.as_ref(), self.run.vocab());
+        self.classroom.follow_lesson(lesson, &self.settings, vocab, done, Some(ctx));
+        if let (Some(bytes), Some(class)) = (self.classroom.csv.take(), self.classroom.class()) {
+            let name = format!("oomlab-class-{}.csv", class.code);
+            let saved = export::save(self.chrome.export_dir.as_deref(), &name, &bytes, "text/csv");
+            self.chrome.status = Some(saved.unwrap_or_else(|e| e));
+        }
+        if self.teaching.welcome
+            && let Some(way) = welcome::welcome_ui(ctx, &self.chrome.catalog)
+        {
+            self.choose_way(way);
         }
     }
 
@@ -426,6 +483,9 @@ impl OomlabApp {
                 if ui.selectable_label(self.teaching.show_challenges, self.chrome.tr("challenges")).clicked() {
                     self.teaching.toggle_challenges();
                 }
+                if ui.selectable_label(self.classroom.open, self.chrome.tr("class-toggle")).clicked() {
+                    self.classroom.open = !self.classroom.open;
+                }
                 if ui.button("?").on_hover_text(self.chrome.tr("keys-title")).clicked() {
                     self.chrome.show_shortcuts = !self.chrome.show_shortcuts;
                 }
@@ -455,49 +515,11 @@ impl OomlabApp {
 
     /// Carries out an export button.
     fn export(&mut self, ask: ExportAsk, ctx: &egui::Context) {
-        let dir = self.chrome.export_dir.clone();
-        let save = |name: &str, bytes: &[u8], mime: &str| export::save(dir.as_deref(), name, bytes, mime);
-        let status = match ask {
-            ExportAsk::SweepCsv => {
-                Some(save("oomlab-sweep.csv", export::sweep_csv(&self.shown.derived.sweep).as_bytes(), "text/csv"))
-            }
-            ExportAsk::StepJson => match (&self.shown.derived.plan, self.shown.memory(&self.run.measured)) {
-                (Ok(plan), Some((m, source))) => {
-                    let op = m.timeline.get(self.shown.scrub).and_then(|p| p.op);
-                    let json = export::step_json(plan, m, source, op);
-                    Some(save("oomlab-step.json", json.as_bytes(), "application/json"))
-                }
-                _ => None,
-            },
-            ExportAsk::Snapshot => match &self.shown.derived.plan {
-                Ok(plan) => Some(export::snapshot_export(plan, self.settings.budget_bytes, dir.as_deref())),
-                Err(_) => None,
-            },
-            ExportAsk::EstimateJson => match (&self.shown.estimate.setup, &self.shown.estimate.estimate) {
-                (Ok(setup), Some(e)) => {
-                    let r = &self.shown.estimate;
-                    let json = crate::estimate::EstimateReport::new(setup, e, r.max_micro_batch, &r.sweep)
-                        .to_json()
-                        .to_string();
-                    Some(save("oomlab-estimate.json", json.as_bytes(), "application/json"))
-                }
-                _ => None,
-            },
-            ExportAsk::Png => {
-                let (slot, repaint) = (self.chrome.screenshot.clone(), ctx.clone());
-                ctx.request_screenshot(move |image| {
-                    if let Ok(mut s) = slot.lock() {
-                        *s = Some(image);
-                    }
-                    repaint.request_repaint();
-                });
-                None
-            }
-            ExportAsk::Share => {
-                self.teaching.open_share();
-                None
-            }
-        };
+        if ask == ExportAsk::Share {
+            self.teaching.open_share();
+        }
+        let (shown, measured) = (&self.shown, &self.run.measured);
+        let status = export::carry_out(ask, &self.chrome, shown, measured, self.settings.budget_bytes, ctx);
         if let Some(s) = status {
             self.chrome.status = Some(s.unwrap_or_else(|e| e));
         }
@@ -565,5 +587,6 @@ impl eframe::App for OomlabApp {
         eframe::set_value(storage, "settings", &self.settings);
         eframe::set_value(storage, "lang", &self.lang());
         eframe::set_value(storage, "challenges_done", &self.teaching.challenges_done);
+        eframe::set_value(storage, "welcomed", &self.teaching.welcomed);
     }
 }

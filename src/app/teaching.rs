@@ -33,6 +33,9 @@ pub struct Teaching {
     pub(super) drawn_logged: bool,
     /// The "Share this setup" window's choices (what to lock, what to hide), when it is open.
     pub(super) share: Option<(Vec<Control>, Vec<Control>)>,
+    /// Whether the welcome shows now, and whether a way in was ever chosen (remembered).
+    pub welcome: bool,
+    pub welcomed: bool,
 }
 
 /// What a teaching panel asks of the rest of the app.

@@ -4,7 +4,7 @@
 //! share one definition. The book's "Teaching a class" chapter documents the routes.
 //!
 //! Routes (JSON bodies; errors are `{"error": "…"}` with a 4xx or 5xx status):
-//! - `POST /api/classes` → `201` [`Created`].
+//! - `POST /api/classes` → `201` [`Created`] (with the students' join address and its QR code).
 //! - `GET /api/classes/{code}` → `200` [`ClassState`] (public: no names, no answers).
 //! - `GET /api/classes/{code}/events` → Server-Sent Events, `event: state`, data [`ClassState`],
 //!   whenever it changes; the stream ends after a closed state.
@@ -16,6 +16,11 @@
 //!   - `POST /api/classes/{code}/close` → `200` [`ClassState`];
 //!   - `GET /api/classes/{code}/results?chapter=N` → `200` [`Results`];
 //!   - `GET /api/classes/{code}/answers.csv` → `200` CSV, every chapter's answers.
+//! - `GET /api/strings?lang=en|zh` → `200` the student page's words from the catalogs.
+//! - `GET /join/{code}`: the student page (plain HTML, no WebGPU, no wasm: a phone on a school
+//!   network loads a few kilobytes).
+
+use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
@@ -32,6 +37,11 @@ pub const MAX_CHAPTER: u32 = 1000;
 /// projector without doubt. 32 letters, so one random byte's low five bits pick one evenly.
 pub const CODE_LEN: usize = 6;
 pub const CODE_ALPHABET: &[u8; 32] = b"ABCDEFGHJKLMNPQRSTUVWXYZ23456789";
+/// The languages a prompt may carry (the app's catalogs), and its longest texts (characters):
+/// two languages of a question and sixteen options stay inside [`MAX_BODY_BYTES`].
+pub const PROMPT_LANGS: [&str; 2] = ["en", "zh"];
+pub const MAX_PROMPT_CHARS: usize = 600;
+pub const MAX_LABEL_CHARS: usize = 80;
 
 /// What a chapter asks the class.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
@@ -78,6 +88,35 @@ pub enum Invalid {
     BadOptions,
     #[error("chapter {0} is past the last one ({MAX_CHAPTER})")]
     ChapterTooLarge(u32),
+    #[error(
+        "a prompt needs its question in en or zh (at most {MAX_PROMPT_CHARS} characters), and one label of at most {MAX_LABEL_CHARS} characters per option, in the same languages"
+    )]
+    BadPrompt,
+}
+
+impl Prompt {
+    /// Checks the prompt against its question (a teacher's request).
+    pub fn check(&self, question: &Question) -> Result<(), Invalid> {
+        let options = match question {
+            Question::Number => 0,
+            Question::Choice { options } => options.len(),
+        };
+        let text_ok = |text: &str, max: usize| {
+            !text.trim().is_empty() && text.chars().count() <= max && !text.chars().any(|c| c.is_control() && c != '\n')
+        };
+        let langs_ok = |m: &BTreeMap<String, String>, max: usize| {
+            !m.is_empty()
+                && m.keys().all(|k| PROMPT_LANGS.contains(&k.as_str()))
+                && m.keys().eq(self.question.keys())
+                && m.values().all(|t| text_ok(t, max))
+        };
+        let unit_ok = self.unit.as_deref().is_none_or(|u| u.chars().count() <= 8 && !u.chars().any(char::is_control));
+        let ok = langs_ok(&self.question, MAX_PROMPT_CHARS)
+            && self.options.len() == options
+            && self.options.iter().all(|o| langs_ok(o, MAX_LABEL_CHARS))
+            && unit_ok;
+        if ok { Ok(()) } else { Err(Invalid::BadPrompt) }
+    }
 }
 
 impl Question {
@@ -147,6 +186,26 @@ pub struct Created {
     pub teacher_token: String,
     /// When the class and its answers are deleted (seconds since the Unix epoch).
     pub expires_at: i64,
+    /// The address students open (the server's address on the local network), and its QR code:
+    /// one string per row of modules, `1` dark and `0` light, quiet zone included.
+    #[serde(default)]
+    pub join_url: String,
+    #[serde(default)]
+    pub qr: Vec<String>,
+}
+
+/// What the students read for a chapter, in each of the app's languages: the question, each
+/// option's label (in the options' order; none for a number question) and a number's unit. The
+/// teacher's app writes it from its catalogs with the live numbers, so the student page needs
+/// no lesson logic of its own, and it holds no answer: the answer comes with the reveal.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
+pub struct Prompt {
+    /// Language code (`en`, `zh`) → the question.
+    pub question: BTreeMap<String, String>,
+    #[serde(default)]
+    pub options: Vec<BTreeMap<String, String>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unit: Option<String>,
 }
 
 /// A class as everyone may see it.
@@ -156,6 +215,9 @@ pub struct ClassState {
     /// The chapter the teacher is on, and its question; `None` before the first.
     pub chapter: Option<u32>,
     pub question: Option<Question>,
+    /// The question's words for the students, when the teacher sent them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prompt: Option<Prompt>,
     /// The true answer, once the teacher revealed the chapter.
     pub revealed: Option<Answer>,
     pub closed: bool,
@@ -203,6 +265,8 @@ pub struct Accepted {
 pub struct SetChapter {
     pub chapter: u32,
     pub question: Question,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prompt: Option<Prompt>,
 }
 
 /// The teacher reveals the current chapter's true answer; answers close.
@@ -280,6 +344,49 @@ mod tests {
         assert_eq!(Question::Choice { options: vec!["a".into(), "a".into()] }.check(), Err(Invalid::BadOptions));
         assert_eq!(Question::Choice { options: vec!["a".into()] }.check(), Err(Invalid::BadOptions));
         assert_eq!(choice.check(), Ok(()));
+    }
+
+    #[test]
+    fn a_prompt_matches_its_question_and_languages() {
+        let words = |en: &str, zh: &str| BTreeMap::from([("en".to_string(), en.to_string()), ("zh".into(), zh.into())]);
+        let choice = Question::Choice { options: vec!["a".into(), "b".into()] };
+        let good = Prompt {
+            question: words("Which?", "哪个？"),
+            options: vec![words("A", "甲"), words("B", "乙")],
+            unit: None,
+        };
+        assert_eq!(good.check(&choice), Ok(()));
+        // One label per option, in the question's languages.
+        let short = Prompt { options: vec![words("A", "甲")], ..good.clone() };
+        assert_eq!(short.check(&choice), Err(Invalid::BadPrompt));
+        let mut english_only = good.clone();
+        english_only.options[1].remove("zh");
+        assert_eq!(english_only.check(&choice), Err(Invalid::BadPrompt));
+        // Known languages only, no empty or overlong text, no control characters.
+        let klingon =
+            Prompt { question: BTreeMap::from([("tlh".to_string(), "nuq?".to_string())]), ..Prompt::default() };
+        assert_eq!(klingon.check(&Question::Number), Err(Invalid::BadPrompt));
+        let number =
+            Prompt { question: words("How many times?", "多少倍？"), options: vec![], unit: Some("×".into()) };
+        assert_eq!(number.check(&Question::Number), Ok(()));
+        assert_eq!(number.check(&choice), Err(Invalid::BadPrompt), "a choice question needs its labels");
+        let long = Prompt { question: words(&"x".repeat(MAX_PROMPT_CHARS + 1), "长"), ..number.clone() };
+        assert_eq!(long.check(&Question::Number), Err(Invalid::BadPrompt));
+        let bell = Prompt { question: words("ring\u{7}", "铃"), ..number.clone() };
+        assert_eq!(bell.check(&Question::Number), Err(Invalid::BadPrompt));
+        assert_eq!(Prompt { question: words(" ", "空"), ..number }.check(&Question::Number), Err(Invalid::BadPrompt));
+        // The largest prompt the checks allow fits in one request body.
+        let big = words(&"长".repeat(MAX_PROMPT_CHARS), &"长".repeat(MAX_PROMPT_CHARS));
+        let label = words(&"长".repeat(MAX_LABEL_CHARS), &"长".repeat(MAX_LABEL_CHARS));
+        let options: Vec<String> = (0..MAX_OPTIONS).map(|i| format!("option-{i}")).collect();
+        let set = SetChapter {
+            chapter: MAX_CHAPTER,
+            question: Question::Choice { options: options.clone() },
+            prompt: Some(Prompt { question: big, options: vec![label; MAX_OPTIONS], unit: None }),
+        };
+        assert!(set.prompt.as_ref().is_some_and(|p| p.check(&set.question).is_ok()));
+        let json = serde_json::to_string(&set).unwrap_or_default();
+        assert!(json.len() < MAX_BODY_BYTES, "{} bytes", json.len());
     }
 
     #[test]

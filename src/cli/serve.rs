@@ -34,6 +34,7 @@ pub(super) fn run(args: &ServeArgs) -> Result<(), Failure> {
             class_lifetime: Duration::from_secs(u64::from(args.expire_hours) * 3600),
             ..Limits::default()
         },
+        public: None,
     };
     let server = serve::start(&config).map_err(|e| Failure { code: EXIT_FAILURE, message: e.to_string() })?;
     let port = server.addr.port();
@@ -42,15 +43,13 @@ pub(super) fn run(args: &ServeArgs) -> Result<(), Failure> {
     } else {
         format!("http://{}/", server.addr)
     };
-    // Students reach the machine by its network address, unless it listens on loopback only.
-    let students = match (args.bind.is_unspecified(), serve::lan_address()) {
-        (true, Some(ip)) => format!("http://{}/", SocketAddr::new(ip, port)),
-        (true, None) | (false, _) => here.clone(),
-    };
+    // Students reach the machine by its network address, unless it listens on loopback only
+    // (serve::public_address); each class's own join link and QR code appear on the projector.
+    let students = format!("{}/join", server.public);
     println!("oomlab class server: listening on {}", server.addr);
     println!("  Teacher: open {here}#teach on the projector's computer and choose \"Teach a class\".");
-    println!("  Students: open {students}#join (or scan this code), then type the class code.");
-    if let Some(qr) = serve::terminal_qr(&format!("{students}#join")) {
+    println!("  Students: open {students} (or scan this code), then type the class code.");
+    if let Some(qr) = serve::terminal_qr(&students) {
         println!("{qr}");
     }
     if !serve::assets::has_web_app() {

@@ -18,14 +18,16 @@ use axum::routing::{get, post};
 use serde::Deserialize;
 use tokio::sync::{oneshot, watch};
 
-use super::assets;
 use super::keeper::{Refusal, Request, TeacherAction};
+use super::{assets, student};
 use crate::class::{self, AnswerBody, ClassState, ErrorBody, Join, Reveal, SetChapter};
 
 /// The handlers' state: the way to the keeper.
 #[derive(Clone)]
 pub struct Api {
     pub keeper: Sender<Request>,
+    /// The address students open (`http://host:port`), for each class's join link.
+    pub public: std::sync::Arc<str>,
 }
 
 /// An error answer: a status and a message, as `{"error": …}`.
@@ -107,11 +109,16 @@ pub fn router(api: Api) -> Router {
         .route("/api/classes/{code}/close", post(close))
         .route("/api/classes/{code}/results", get(results))
         .route("/api/classes/{code}/answers.csv", get(answers_csv))
+        .route("/api/strings", get(student::strings))
         .fallback(|| async { ApiError::new(404, "no such API route") })
         .layer(middleware::from_fn(same_origin_only))
         .layer(DefaultBodyLimit::max(class::MAX_BODY_BYTES))
         .with_state(api);
-    Router::new().merge(classes).fallback(assets::serve)
+    Router::new()
+        .merge(classes)
+        .route("/join", get(student::page))
+        .route("/join/{code}", get(student::page))
+        .fallback(assets::serve)
 }
 
 /// Refuses a request from a page of another origin. Browsers send `Origin` with cross-origin
@@ -132,7 +139,9 @@ async fn same_origin_only(request: HttpRequest, next: Next) -> Response {
 }
 
 async fn create(State(api): State<Api>) -> Result<(StatusCode, Json<class::Created>), ApiError> {
-    let created = ask(&api, Request::Create).await?;
+    let mut created = ask(&api, Request::Create).await?;
+    created.join_url = format!("{}/join/{}", api.public, created.code);
+    created.qr = super::qr_rows(&created.join_url);
     Ok((StatusCode::CREATED, Json(created)))
 }
 

@@ -59,6 +59,7 @@ impl Live {
             code: self.row.code.clone(),
             chapter: self.row.chapter,
             question: self.row.question.clone(),
+            prompt: self.row.prompt.clone(),
             revealed: self.row.revealed.clone(),
             closed: self.row.closed,
             students: self.students.len().try_into().unwrap_or(u32::MAX),
@@ -275,6 +276,7 @@ impl<S: Store> Keeper<S> {
             expires_at: now.saturating_add(lifetime),
             chapter: None,
             question: None,
+            prompt: None,
             revealed: None,
             closed: false,
         };
@@ -284,7 +286,8 @@ impl<S: Store> Keeper<S> {
         let live = Live { row, students: HashMap::new(), answered: HashSet::new(), tx };
         live.tx.send_replace(live.state());
         self.classes.insert(code.clone(), live);
-        Ok(Ok(Created { code, teacher_token: token, expires_at }))
+        // The join address and its QR code are the HTTP layer's: it knows the public address.
+        Ok(Ok(Created { code, teacher_token: token, expires_at, join_url: String::new(), qr: Vec::new() }))
     }
 
     fn join(&mut self, code: &str, join: Join) -> Result<Result<Joined, Refusal>, StoreError> {
@@ -386,12 +389,18 @@ impl<S: Store> Keeper<S> {
                         return Err(Invalid::ChapterTooLarge(set.chapter).into());
                     }
                     set.question.check()?;
+                    if let Some(p) = &set.prompt {
+                        p.check(&set.question)?;
+                    }
                     if live.row.chapter != Some(set.chapter) || live.row.question.as_ref() != Some(&set.question) {
                         live.row.chapter = Some(set.chapter);
                         live.row.question = Some(set.question);
                         live.row.revealed = None;
                         live.answered = before;
                     }
+                    // The same question in other words (a language switch, new numbers) keeps
+                    // the answers and the reveal.
+                    live.row.prompt = set.prompt;
                     Ok(())
                 });
                 outcome(reply, result, Some((changed, code)))
@@ -468,6 +477,7 @@ fn placeholder(code: &str) -> ClassState {
         code: code.to_string(),
         chapter: None,
         question: None,
+        prompt: None,
         revealed: None,
         closed: false,
         students: 0,

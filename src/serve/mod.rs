@@ -4,6 +4,7 @@
 //! - [`keeper`]: the thread that owns the store and the live classes;
 //! - [`rules`]: the limits and refusals;
 //! - [`http`]: the routes, the live stream and the guards;
+//! - [`student`]: the students' page and its words;
 //! - [`assets`]: the embedded web app.
 
 pub mod assets;
@@ -11,6 +12,7 @@ pub mod http;
 pub mod keeper;
 pub mod rules;
 pub mod store;
+pub mod student;
 
 use std::net::{IpAddr, Ipv4Addr, SocketAddr, UdpSocket};
 use std::path::PathBuf;
@@ -29,6 +31,10 @@ pub struct Config {
     pub bind: SocketAddr,
     pub db: PathBuf,
     pub limits: Limits,
+    /// The address students' phones open (`http://host:port`), for the join link and its QR
+    /// code. `None`: this machine's network address when listening on all of them, else the
+    /// address listened on.
+    pub public: Option<String>,
 }
 
 impl Default for Config {
@@ -37,6 +43,7 @@ impl Default for Config {
             bind: SocketAddr::new(IpAddr::V4(Ipv4Addr::UNSPECIFIED), 8080),
             db: PathBuf::from("oomlab-classes.sqlite"),
             limits: Limits::default(),
+            public: None,
         }
     }
 }
@@ -56,6 +63,8 @@ pub enum ServeError {
 pub struct Server {
     /// Where it listens (the real port when the config asked for port 0).
     pub addr: SocketAddr,
+    /// The address students open (no trailing slash).
+    pub public: String,
     runtime: Option<tokio::runtime::Runtime>,
     shutdown: Option<oneshot::Sender<()>>,
     keeper: Option<JoinHandle<()>>,
@@ -75,12 +84,13 @@ pub fn start(config: &Config) -> Result<Server, ServeError> {
         .block_on(tokio::net::TcpListener::bind(config.bind))
         .map_err(|source| ServeError::Bind { addr: config.bind, source })?;
     let addr = listener.local_addr().map_err(|source| ServeError::Bind { addr: config.bind, source })?;
+    let public = config.public.clone().unwrap_or_else(|| public_address(addr));
     let (requests, inbox) = mpsc::channel();
     let keeper = std::thread::Builder::new()
         .name("oomlab-class-keeper".into())
         .spawn(move || store.run(inbox))
         .map_err(ServeError::Runtime)?;
-    let router = http::router(http::Api { keeper: requests });
+    let router = http::router(http::Api { keeper: requests, public: public.as_str().into() });
     let (shutdown, stopped) = oneshot::channel::<()>();
     runtime.spawn(async move {
         let served = axum::serve(listener, router).with_graceful_shutdown(async {
@@ -90,7 +100,7 @@ pub fn start(config: &Config) -> Result<Server, ServeError> {
             log::error!("class server: {e}");
         }
     });
-    Ok(Server { addr, runtime: Some(runtime), shutdown: Some(shutdown), keeper: Some(keeper) })
+    Ok(Server { addr, public, runtime: Some(runtime), shutdown: Some(shutdown), keeper: Some(keeper) })
 }
 
 impl Server {
@@ -137,6 +147,34 @@ pub fn lan_address() -> Option<IpAddr> {
     (!ip.is_unspecified() && !ip.is_loopback()).then_some(ip)
 }
 
+/// The address phones in the room reach a server listening on `addr` by: this machine's network
+/// address when it listens on all of them (localhost when offline), else `addr` itself.
+pub fn public_address(addr: SocketAddr) -> String {
+    let ip =
+        if addr.ip().is_unspecified() { lan_address().unwrap_or(IpAddr::V4(Ipv4Addr::LOCALHOST)) } else { addr.ip() };
+    format!("http://{}", SocketAddr::new(ip, addr.port()))
+}
+
+/// A QR code of `text` as rows of modules, `1` dark and `0` light, with the four-module quiet
+/// zone a camera needs; empty when `text` is too long for a QR code.
+pub fn qr_rows(text: &str) -> Vec<String> {
+    const QUIET: usize = 4;
+    let Ok(code) = qrcode::QrCode::new(text.as_bytes()) else { return Vec::new() };
+    let (width, colors) = (code.width(), code.to_colors());
+    let side = width + 2 * QUIET;
+    (0..side)
+        .map(|y| {
+            (0..side)
+                .map(|x| {
+                    let inside = (QUIET..QUIET + width).contains(&x) && (QUIET..QUIET + width).contains(&y);
+                    let dark = inside && colors.get((y - QUIET) * width + (x - QUIET)) == Some(&qrcode::Color::Dark);
+                    if dark { '1' } else { '0' }
+                })
+                .collect()
+        })
+        .collect()
+}
+
 /// A QR code of `text` in the terminal: two modules per character cell, dark on light, with the
 /// quiet zone, readable by a phone's camera from the screen.
 pub fn terminal_qr(text: &str) -> Option<String> {
@@ -147,4 +185,37 @@ pub fn terminal_qr(text: &str) -> Option<String> {
             .light_color(qrcode::render::unicode::Dense1x2::Dark)
             .build(),
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_qr_rows_are_qrcodes_own_modules_with_the_quiet_zone() {
+        let url = "http://192.168.1.5:8080/join/ABC234";
+        let rows = qr_rows(url);
+        // qrcode's own rendering, one character per module, quiet zone on.
+        let expected = qrcode::QrCode::new(url.as_bytes())
+            .map(|c| {
+                c.render::<char>().quiet_zone(true).module_dimensions(1, 1).dark_color('1').light_color('0').build()
+            })
+            .unwrap_or_default();
+        assert_eq!(rows.join("\n"), expected);
+        let side = rows.len();
+        assert!(side >= 21 + 8 && rows.iter().all(|r| r.len() == side), "square, version 1 or more, with its margin");
+        assert!(rows[..4].iter().all(|r| !r.contains('1')), "four light rows on top");
+        // The finder pattern's top-left corner sits just inside the quiet zone.
+        assert_eq!(&rows[4][4..11], "1111111");
+        assert!(qr_rows(&"x".repeat(8000)).is_empty(), "too long for any QR code");
+    }
+
+    #[test]
+    fn the_public_address_is_the_listened_one_unless_it_is_all_of_them() {
+        let addr: SocketAddr = "127.0.0.1:8123".parse().unwrap_or(SocketAddr::from(([127, 0, 0, 1], 8123)));
+        assert_eq!(public_address(addr), "http://127.0.0.1:8123");
+        let all = SocketAddr::from(([0, 0, 0, 0], 8080));
+        let public = public_address(all);
+        assert!(public.starts_with("http://") && public.ends_with(":8080") && !public.contains("0.0.0.0"), "{public}");
+    }
 }

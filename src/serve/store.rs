@@ -7,7 +7,7 @@ use std::path::Path;
 
 use rusqlite::{Connection, params};
 
-use crate::class::{Answer, Question, StoredAnswer};
+use crate::class::{Answer, Prompt, Question, StoredAnswer};
 
 /// A class as stored.
 #[derive(Clone, Debug, PartialEq)]
@@ -18,6 +18,8 @@ pub struct ClassRow {
     pub expires_at: i64,
     pub chapter: Option<u32>,
     pub question: Option<Question>,
+    /// The question's words for the students (JSON), when the teacher sent them.
+    pub prompt: Option<Prompt>,
     pub revealed: Option<Answer>,
     pub closed: bool,
 }
@@ -76,7 +78,8 @@ CREATE TABLE IF NOT EXISTS classes (
     chapter INTEGER,
     question TEXT,
     revealed TEXT,
-    closed INTEGER NOT NULL DEFAULT 0
+    closed INTEGER NOT NULL DEFAULT 0,
+    prompt TEXT
 );
 CREATE TABLE IF NOT EXISTS students (
     code TEXT NOT NULL REFERENCES classes(code) ON DELETE CASCADE,
@@ -103,6 +106,12 @@ impl SqliteStore {
         let _mode: String = db.query_row("PRAGMA journal_mode=WAL", [], |r| r.get(0))?;
         db.execute_batch("PRAGMA synchronous=FULL; PRAGMA foreign_keys=ON; PRAGMA busy_timeout=5000;")?;
         db.execute_batch(SCHEMA)?;
+        // A database from before prompts existed gains their column (its classes have none).
+        let has_prompt: bool =
+            db.query_row("SELECT COUNT(*) FROM pragma_table_info('classes') WHERE name = 'prompt'", [], |r| r.get(0))?;
+        if !has_prompt {
+            db.execute_batch("ALTER TABLE classes ADD COLUMN prompt TEXT")?;
+        }
         Ok(SqliteStore { db })
     }
 }
@@ -140,10 +149,10 @@ impl Store for SqliteStore {
 
     fn put_class(&mut self, c: &ClassRow) -> Result<(), StoreError> {
         self.db.execute(
-            "INSERT INTO classes (code, token, created_at, expires_at, chapter, question, revealed, closed)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)
+            "INSERT INTO classes (code, token, created_at, expires_at, chapter, question, revealed, closed, prompt)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)
              ON CONFLICT(code) DO UPDATE SET token = ?2, created_at = ?3, expires_at = ?4, chapter = ?5,
-                 question = ?6, revealed = ?7, closed = ?8",
+                 question = ?6, revealed = ?7, closed = ?8, prompt = ?9",
             params![
                 c.code,
                 c.token,
@@ -152,7 +161,8 @@ impl Store for SqliteStore {
                 c.chapter,
                 json_opt(&c.question)?,
                 json_opt(&c.revealed)?,
-                c.closed
+                c.closed,
+                json_opt(&c.prompt)?
             ],
         )?;
         Ok(())
@@ -184,9 +194,9 @@ impl Store for SqliteStore {
     }
 
     fn classes(&mut self) -> Result<Vec<ClassRow>, StoreError> {
-        let mut q = self
-            .db
-            .prepare("SELECT code, token, created_at, expires_at, chapter, question, revealed, closed FROM classes")?;
+        let mut q = self.db.prepare(
+            "SELECT code, token, created_at, expires_at, chapter, question, revealed, closed, prompt FROM classes",
+        )?;
         let rows = q.query_map([], |r| {
             Ok((
                 r.get::<_, String>(0)?,
@@ -197,11 +207,12 @@ impl Store for SqliteStore {
                 r.get::<_, Option<String>>(5)?,
                 r.get::<_, Option<String>>(6)?,
                 r.get::<_, bool>(7)?,
+                r.get::<_, Option<String>>(8)?,
             ))
         })?;
         let mut out = Vec::new();
         for row in rows {
-            let (code, token, created_at, expires_at, chapter, question, revealed, closed) = row?;
+            let (code, token, created_at, expires_at, chapter, question, revealed, closed, prompt) = row?;
             out.push(ClassRow {
                 code,
                 token,
@@ -209,6 +220,7 @@ impl Store for SqliteStore {
                 expires_at,
                 chapter,
                 question: from_json_opt(question)?,
+                prompt: from_json_opt(prompt)?,
                 revealed: from_json_opt(revealed)?,
                 closed,
             });
@@ -267,9 +279,34 @@ mod tests {
             expires_at: 2,
             chapter: Some(3),
             question: Some(Question::Choice { options: vec!["a".into(), "b".into()] }),
+            prompt: Some(Prompt {
+                question: [("en".to_string(), "Which?".to_string())].into(),
+                options: vec![
+                    [("en".to_string(), "A".to_string())].into(),
+                    [("en".to_string(), "B".to_string())].into(),
+                ],
+                unit: None,
+            }),
             revealed: None,
             closed: false,
         }
+    }
+
+    #[test]
+    fn a_database_from_before_prompts_gains_their_column() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("old.sqlite");
+        let old = Connection::open(&path).unwrap();
+        let before = SCHEMA.replace(",\n    prompt TEXT", "");
+        assert!(!before.contains("prompt"));
+        old.execute_batch(&before).unwrap();
+        old.execute("INSERT INTO classes (code, token, created_at, expires_at) VALUES ('CCCCCC', 't', 1, 2)", [])
+            .unwrap();
+        drop(old);
+        let mut s = SqliteStore::open(&path).unwrap();
+        assert_eq!(s.classes().unwrap()[0].prompt, None);
+        s.put_class(&class("CCCCCC")).unwrap();
+        assert_eq!(s.classes().unwrap(), vec![class("CCCCCC")]);
     }
 
     #[test]

@@ -1,0 +1,315 @@
+//! Teach a class: the teacher's side of `oomlab serve`. The class follows the lesson panel: the
+//! chapter the teacher opens goes to every student as a question (its words in both languages,
+//! from the catalogs, with the live numbers and without the answer), the class's guesses come
+//! back live, and the lesson's reveal — once its real step has run — sends the true answer. The
+//! projector shows the guesses without names ([`projector`]); [`net`] talks to the server.
+
+pub mod net;
+pub mod projector;
+
+use std::collections::BTreeMap;
+use std::sync::mpsc::{Receiver, Sender, channel};
+
+use crate::class::{Answer, ClassState, Created, Prompt, Question as Asked, Reveal, SetChapter};
+use crate::i18n::{Catalog, Lang};
+
+use super::lesson_panel::LessonState;
+use super::lessons::{Facts, Question, chapters};
+use super::settings::Settings;
+pub use net::{Failure, Msg};
+
+/// Where the class is.
+#[derive(Debug, Default)]
+pub enum Phase {
+    /// No class: the panel offers to start one.
+    #[default]
+    Off,
+    /// `POST /api/classes` is on its way.
+    Creating,
+    /// The class runs.
+    Live(Box<Created>),
+}
+
+/// The teacher's class.
+pub struct Classroom {
+    /// Whether the class panel is open.
+    pub open: bool,
+    /// The class server's address (`http://host:port`, no trailing slash).
+    pub server: String,
+    pub phase: Phase,
+    /// The class as the server last said.
+    pub state: Option<ClassState>,
+    /// The current chapter's answers (no names are kept): what the histogram draws.
+    pub answers: Vec<Answer>,
+    /// The last failure, to show until the next success.
+    pub failure: Option<Failure>,
+    /// The chapter and question last sent, so a change (another chapter, new numbers, another
+    /// language) is sent once.
+    sent: Option<SetChapter>,
+    /// The chapter whose true answer was sent.
+    revealed: Option<u32>,
+    /// The settings the last question was computed for, and the chapter index.
+    asked_for: Option<(usize, Settings)>,
+    /// A results request is on its way (`Some`), and another is wanted after it (`Some(true)`).
+    fetching: Option<bool>,
+    /// The guesses last logged (the browser test reads the log).
+    pub(super) logged: String,
+    /// The answers file the teacher asked for, when it arrives.
+    pub csv: Option<Vec<u8>>,
+    stream: Option<net::Stream>,
+    inbox: Receiver<Msg>,
+    outbox: Sender<Msg>,
+}
+
+/// Where a client with no address of its own finds the class server.
+pub fn default_server() -> String {
+    #[cfg(target_arch = "wasm32")]
+    if let Some(origin) = web_sys::window().and_then(|w| w.location().origin().ok()).filter(|o| o.starts_with("http")) {
+        return origin;
+    }
+    "http://127.0.0.1:8080".to_string()
+}
+
+impl Default for Classroom {
+    fn default() -> Self {
+        let (outbox, inbox) = channel();
+        Classroom {
+            open: false,
+            server: default_server(),
+            phase: Phase::Off,
+            state: None,
+            answers: Vec::new(),
+            failure: None,
+            sent: None,
+            revealed: None,
+            asked_for: None,
+            fetching: None,
+            logged: String::new(),
+            csv: None,
+            stream: None,
+            inbox,
+            outbox,
+        }
+    }
+}
+
+/// One text in each of the app's languages.
+fn words(
+    key: &str,
+    args: &dyn Fn(&Catalog) -> Vec<(&'static str, String)>,
+    catalogs: &[Catalog],
+) -> BTreeMap<String, String> {
+    catalogs
+        .iter()
+        .map(|t| {
+            let a = args(t);
+            let values: Vec<(&str, fluent_bundle::FluentValue<'_>)> =
+                a.iter().map(|(k, v)| (*k, v.as_str().into())).collect();
+            (t.lang().code().to_string(), t.format(key, &values))
+        })
+        .collect()
+}
+
+/// The question a chapter asks the class, in both languages, for these facts: the lesson's own
+/// question text (never its body, whose figures would give the answer away).
+pub fn chapter_question(index: usize, facts: &Facts) -> Option<SetChapter> {
+    let all = chapters();
+    let chapter = all.get(index)?;
+    let catalogs: Vec<Catalog> = Lang::ALL.iter().map(|l| Catalog::new(*l)).collect();
+    let question = words(&format!("lesson-{}-question", chapter.id), &|t| (chapter.args)(facts, t), &catalogs);
+    let (asked, options, unit) = match &chapter.question {
+        Question::Ratio { .. } => (Asked::Number, Vec::new(), Some("×".to_string())),
+        Question::Choice { options, .. } => (
+            Asked::Choice { options: options.iter().map(|k| k.to_string()).collect() },
+            options.iter().map(|k| words(k, &|_| Vec::new(), &catalogs)).collect(),
+            None,
+        ),
+    };
+    let chapter_number = u32::try_from(index + 1).ok()?;
+    Some(SetChapter { chapter: chapter_number, question: asked, prompt: Some(Prompt { question, options, unit }) })
+}
+
+/// A chapter's true answer for these facts, as the class contract writes it.
+pub fn chapter_answer(index: usize, facts: &Facts) -> Option<Answer> {
+    let all = chapters();
+    match &all.get(index)?.question {
+        Question::Ratio { answer, .. } => answer(facts).filter(|x| x.is_finite()).map(Answer::Number),
+        Question::Choice { options, answer } => options.get(answer(facts)?).map(|k| Answer::Choice(k.to_string())),
+    }
+}
+
+impl Classroom {
+    fn reply(&self, ctx: Option<&egui::Context>) -> net::Reply {
+        net::Reply { tx: self.outbox.clone(), ctx: ctx.cloned() }
+    }
+
+    /// The running class, if any.
+    pub fn class(&self) -> Option<&Created> {
+        match &self.phase {
+            Phase::Live(c) => Some(c),
+            _ => None,
+        }
+    }
+
+    /// Asks the server for a class.
+    pub fn start(&mut self, ctx: Option<&egui::Context>) {
+        self.server = self.server.trim().trim_end_matches('/').to_string();
+        self.failure = None;
+        self.phase = Phase::Creating;
+        net::create(&self.server, self.reply(ctx));
+    }
+
+    /// A teacher's action on the running class.
+    fn act(&self, action: &str, body: &impl serde::Serialize, ctx: Option<&egui::Context>) {
+        if let Some(class) = self.class() {
+            net::act(&self.server, class, action, body, self.reply(ctx));
+        }
+    }
+
+    /// Ends the class for everyone (its answers stay on the server until it expires).
+    pub fn close(&mut self, ctx: Option<&egui::Context>) {
+        self.act("close", &serde_json::json!({}), ctx);
+    }
+
+    /// Asks for every chapter's answers as CSV.
+    pub fn download_csv(&mut self, ctx: Option<&egui::Context>) {
+        if let Some(class) = self.class() {
+            net::csv(&self.server, class, self.reply(ctx));
+        }
+    }
+
+    /// Takes what the server sent since the last frame.
+    pub fn poll(&mut self, ctx: Option<&egui::Context>) {
+        while let Ok(msg) = self.inbox.try_recv() {
+            match msg {
+                Msg::Created(Ok(created)) => {
+                    log::info!("oomlab: class started: {} at {}", created.code, created.join_url);
+                    self.stream = Some(net::Stream::follow(&self.server, &created.code, self.reply(ctx)));
+                    self.phase = Phase::Live(Box::new(created));
+                    (self.sent, self.revealed, self.state, self.answers) = (None, None, None, Vec::new());
+                }
+                Msg::Created(Err(f)) => {
+                    self.phase = Phase::Off;
+                    self.failure = Some(f);
+                }
+                Msg::Acted(Ok(state)) | Msg::State(state) => self.take_state(state, ctx),
+                Msg::Results(Ok(results)) => {
+                    let again = self.fetching.take() == Some(true);
+                    if self.state.as_ref().and_then(|s| s.chapter) == Some(results.chapter) {
+                        self.answers = results.answers.into_iter().map(|a| a.answer).collect();
+                    }
+                    if again {
+                        self.fetch_results(ctx);
+                    }
+                }
+                Msg::Csv(Ok(bytes)) => self.csv = Some(bytes),
+                Msg::Acted(Err(f)) | Msg::Csv(Err(f)) => self.failure = Some(f),
+                Msg::Results(Err(f)) => {
+                    self.fetching = None;
+                    self.failure = Some(f);
+                }
+                Msg::StreamEnded => {
+                    // A closed class's stream ends; otherwise follow it again (the server may
+                    // have restarted: the class and its answers are on its disk).
+                    let closed = self.state.as_ref().is_some_and(|s| s.closed);
+                    if let (false, Some(class)) = (closed, self.class()) {
+                        let code = class.code.clone();
+                        self.stream = Some(net::Stream::follow(&self.server, &code, self.reply(ctx)));
+                    }
+                }
+            }
+        }
+    }
+
+    fn take_state(&mut self, state: ClassState, ctx: Option<&egui::Context>) {
+        let before = self.state.as_ref().map(|s| (s.chapter, s.answered));
+        if self.state.as_ref().map(|s| s.chapter) != Some(state.chapter) {
+            self.answers.clear();
+        }
+        let changed = before != Some((state.chapter, state.answered));
+        let counted = state.chapter.is_some() && state.answered > 0;
+        self.state = Some(state);
+        self.failure = None;
+        if changed && counted {
+            self.fetch_results(ctx);
+        }
+    }
+
+    fn fetch_results(&mut self, ctx: Option<&egui::Context>) {
+        let chapter = self.state.as_ref().and_then(|s| s.chapter);
+        if self.class().is_none() || chapter.is_none() {
+            return;
+        }
+        if self.fetching.is_some() {
+            self.fetching = Some(true);
+            return;
+        }
+        self.fetching = Some(false);
+        if let (Some(class), Some(chapter)) = (self.class(), chapter) {
+            net::results(&self.server, class, chapter, self.reply(ctx));
+        }
+    }
+
+    /// Keeps the class on the lesson's chapter: sends its question when the chapter or its
+    /// numbers change, and its true answer once the lesson is revealed and its real step ran.
+    pub fn follow_lesson(
+        &mut self,
+        lesson: Option<&LessonState>,
+        settings: &Settings,
+        vocab: usize,
+        step_done: bool,
+        ctx: Option<&egui::Context>,
+    ) {
+        let Some(lesson) = lesson else { return };
+        if self.class().is_none() || self.state.as_ref().is_some_and(|s| s.closed) {
+            return;
+        }
+        let fresh = self.asked_for.as_ref().is_some_and(|(i, s)| *i == lesson.chapter && s == settings);
+        let revealing = lesson.verdict.is_some() && step_done;
+        let number = u32::try_from(lesson.chapter + 1).unwrap_or(u32::MAX);
+        if fresh && (!revealing || self.revealed == Some(number)) {
+            return;
+        }
+        let Some(facts) = Facts::new(settings, vocab) else { return };
+        if !fresh {
+            self.asked_for = Some((lesson.chapter, settings.clone()));
+            if let Some(set) = chapter_question(lesson.chapter, &facts)
+                && self.sent.as_ref() != Some(&set)
+            {
+                if self.sent.as_ref().map(|s| s.chapter) != Some(set.chapter) {
+                    self.revealed = None;
+                }
+                self.act("chapter", &set, ctx);
+                self.sent = Some(set);
+            }
+        }
+        if revealing
+            && self.revealed != Some(number)
+            && let Some(answer) = chapter_answer(lesson.chapter, &facts)
+        {
+            self.act("reveal", &Reveal { chapter: number, answer }, ctx);
+            self.revealed = Some(number);
+        }
+    }
+
+    /// The catalog's words for a failure.
+    pub fn failure_text(&self, t: &Catalog) -> Option<String> {
+        let f = self.failure.as_ref()?;
+        Some(match f {
+            Failure::Unreachable => t.format("class-unreachable", &[("server", self.server.as_str().into())]),
+            Failure::Unreadable => t.format("class-unreadable", &[("server", self.server.as_str().into())]),
+            Failure::Refused(404, _) if self.class().is_none() => {
+                t.format("class-unreachable", &[("server", self.server.as_str().into())])
+            }
+            Failure::Refused(404, _) => t.text("class-gone"),
+            Failure::Refused(401 | 403, _) => t.text("class-not-yours"),
+            Failure::Refused(409, _) => t.text("class-moved-on"),
+            Failure::Refused(422, _) => t.text("class-invalid"),
+            Failure::Refused(429 | 503, _) => t.text("class-busy"),
+            Failure::Refused(status, _) => t.format("class-failed", &[("status", status.to_string().into())]),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,262 @@
+//! The class panel, made to be projected: how students join (the address, a QR code and the
+//! class code, large), how many joined and answered, the question, and the class's guesses as a
+//! histogram (numbers) or bars (choices) — never a name — with the true answer drawn once
+//! revealed.
+
+use egui::{Color32, RichText};
+use egui_plot::{Bar, BarChart, Plot, VLine};
+
+use super::{Classroom, Phase};
+use crate::class::{Answer, ClassState, Question};
+use crate::i18n::Catalog;
+
+/// What the panel asks of the app.
+#[derive(Debug, Default, PartialEq)]
+pub struct PanelAsks {
+    /// Open the lessons (the class follows their chapters).
+    pub open_lessons: bool,
+}
+
+/// A histogram of numbers: (bin centre, bin width, count), over the guesses and the answer. The
+/// bins are about √n (4 to 12) of a round width (1, 2, 2.5 or 5 × 10ⁿ) starting on a multiple of
+/// it, so that a projected axis reads "1.5, 2.0, 2.5" rather than "1.37, 1.94".
+pub fn histogram(values: &[f64], answer: Option<f64>) -> Vec<(f64, f64, u32)> {
+    let all: Vec<f64> = values.iter().copied().chain(answer).filter(|x| x.is_finite()).collect();
+    let (Some(lo), Some(hi)) = (all.iter().copied().reduce(f64::min), all.iter().copied().reduce(f64::max)) else {
+        return Vec::new();
+    };
+    let count = values.iter().filter(|x| x.is_finite()).count() as u32;
+    let target = ((values.len() as f64).sqrt().ceil() as usize).clamp(4, 12);
+    // One guess (or all the same) still gets a visible bar, in the middle of a few empty ones.
+    let (from, to) = if hi > lo { (lo, hi) } else { (lo - lo.abs().max(1.0) * 0.1, lo + lo.abs().max(1.0) * 0.1) };
+    let width = round_width((to - from) / target as f64);
+    if !width.is_finite() || width <= 0.0 {
+        // Guesses at both ends of f64's range: one bar, every guess counted.
+        return vec![(0.0, 1.0, count)];
+    }
+    // Which bin a value falls in; a value on an edge belongs to the bin above it, whatever the
+    // rounding of its division (2.0 is in [2.0, 2.2), not in [1.8, 2.0)).
+    let bin = |x: f64, start: f64| ((x - start) / width + 1e-9).floor().max(0.0);
+    let start = (from / width + 1e-9).floor() * width;
+    let bins = (bin(to, start) as usize + 1).clamp(1, 2 * target);
+    let mut counts = vec![0u32; bins];
+    for x in values.iter().filter(|x| x.is_finite()) {
+        let i = (bin(*x, start) as usize).min(bins - 1);
+        counts[i] += 1;
+    }
+    counts.into_iter().enumerate().map(|(i, c)| (start + (i as f64 + 0.5) * width, width, c)).collect()
+}
+
+/// The smallest of 1, 2, 2.5, 5 × 10ⁿ at least `raw`.
+fn round_width(raw: f64) -> f64 {
+    let decade = 10f64.powf(raw.log10().floor());
+    [1.0, 2.0, 2.5, 5.0, 10.0].iter().map(|m| m * decade).find(|w| *w >= raw * (1.0 - 1e-9)).unwrap_or(10.0 * decade)
+}
+
+/// Each option's count, in the question's order.
+pub fn choice_counts(options: &[String], answers: &[Answer]) -> Vec<u32> {
+    options.iter().map(|o| answers.iter().filter(|a| matches!(a, Answer::Choice(c) if c == o)).count() as u32).collect()
+}
+
+/// The line the log and the screen reader get for the guesses drawn.
+pub fn guesses_line(state: &ClassState, answers: &[Answer]) -> String {
+    let counts = match &state.question {
+        Some(Question::Choice { options }) => choice_counts(options, answers)
+            .iter()
+            .zip(options)
+            .map(|(c, o)| format!("{o}={c}"))
+            .collect::<Vec<_>>()
+            .join(" "),
+        _ => histogram(&numbers(answers), None).iter().map(|(_, _, c)| c.to_string()).collect::<Vec<_>>().join(" "),
+    };
+    let revealed = state.revealed.as_ref().map_or("none".to_string(), Answer::text);
+    format!("chapter {:?}: {} answers [{counts}], revealed {revealed}", state.chapter, answers.len())
+}
+
+fn numbers(answers: &[Answer]) -> Vec<f64> {
+    answers
+        .iter()
+        .filter_map(|a| match a {
+            Answer::Number(x) => Some(*x),
+            Answer::Choice(_) => None,
+        })
+        .collect()
+}
+
+/// Draws a QR code (rows of `1` dark / `0` light) as a square of `side` points.
+fn qr(ui: &mut egui::Ui, rows: &[String], side: f32) {
+    let (rect, _) = ui.allocate_exact_size(egui::vec2(side, side), egui::Sense::hover());
+    let n = rows.len().max(1) as f32;
+    let module = side / n;
+    let painter = ui.painter_at(rect);
+    painter.rect_filled(rect, 0.0, Color32::WHITE);
+    for (y, row) in rows.iter().enumerate() {
+        for (x, _) in row.char_indices().filter(|(_, c)| *c == '1') {
+            let min = rect.min + egui::vec2(x as f32 * module, y as f32 * module);
+            painter.rect_filled(egui::Rect::from_min_size(min, egui::vec2(module, module)), 0.0, Color32::BLACK);
+        }
+    }
+}
+
+impl Classroom {
+    /// The class panel.
+    pub fn panel(&mut self, ui: &mut egui::Ui, t: &Catalog) -> PanelAsks {
+        let mut asks = PanelAsks::default();
+        let ctx = ui.ctx().clone();
+        self.poll(Some(&ctx));
+        ui.horizontal(|ui| {
+            ui.heading(t.text("class-title"));
+            if ui.button(t.text("class-hide")).clicked() {
+                self.open = false;
+            }
+        });
+        if let Some(text) = self.failure_text(t) {
+            ui.colored_label(Color32::from_rgb(200, 40, 40), text);
+        }
+        let live = match &self.phase {
+            Phase::Live(c) => Some(c.clone()),
+            _ => None,
+        };
+        let Some(class) = live else {
+            ui.label(t.text("class-intro"));
+            ui.horizontal(|ui| {
+                let label = ui.label(t.text("class-server"));
+                ui.text_edit_singleline(&mut self.server).labelled_by(label.id);
+            });
+            let creating = matches!(self.phase, Phase::Creating);
+            if ui.add_enabled(!creating, egui::Button::new(t.text("class-start"))).clicked() {
+                self.start(Some(&ctx));
+                asks.open_lessons = true;
+            }
+            if creating {
+                ui.label(t.text("class-starting"));
+            }
+            return asks;
+        };
+        ui.label(RichText::new(t.format("class-code", &[("code", class.code.as_str().into())])).size(28.0).strong());
+        ui.label(RichText::new(t.format("class-join-at", &[("url", class.join_url.as_str().into())])).size(18.0));
+        if !class.qr.is_empty() {
+            qr(ui, &class.qr, 220.0);
+        }
+        let Some(state) = self.state.clone() else {
+            ui.label(t.text("class-starting"));
+            return asks;
+        };
+        let counts = [("students", state.students.to_string().into()), ("answered", state.answered.to_string().into())];
+        ui.label(RichText::new(t.format("class-joined", &counts)).size(18.0));
+        if state.closed {
+            ui.label(t.text("class-ended"));
+        }
+        match (&state.chapter, &state.question) {
+            (Some(chapter), Some(question)) => {
+                let text = state.prompt.as_ref().and_then(|p| p.question.get(t.lang().code())).cloned();
+                let heading = t.format(
+                    "class-question",
+                    &[("chapter", chapter.to_string().into()), ("text", text.unwrap_or_default().into())],
+                );
+                ui.strong(heading);
+                self.guesses(ui, t, &state, question);
+            }
+            _ => {
+                ui.label(t.text("class-no-question"));
+            }
+        }
+        ui.horizontal_wrapped(|ui| {
+            if ui.button(t.text("class-csv")).clicked() {
+                self.download_csv(Some(&ctx));
+            }
+            if !state.closed && ui.button(t.text("class-end")).clicked() {
+                self.close(Some(&ctx));
+            }
+        });
+        asks
+    }
+
+    /// The class's guesses for the current question, and the true answer once revealed.
+    fn guesses(&mut self, ui: &mut egui::Ui, t: &Catalog, state: &ClassState, question: &Question) {
+        let line = guesses_line(state, &self.answers);
+        if line != self.logged {
+            log::info!("oomlab: class guesses: {line}");
+            self.logged = line;
+        }
+        ui.label(t.text("class-guesses"));
+        if self.answers.is_empty() {
+            ui.label(t.text("class-no-guesses"));
+        }
+        let label = |key: &str| {
+            let i = match question {
+                Question::Choice { options } => options.iter().position(|o| o == key),
+                Question::Number => None,
+            };
+            let words = i.and_then(|i| state.prompt.as_ref()?.options.get(i)?.get(t.lang().code()).cloned());
+            words.unwrap_or_else(|| key.to_string())
+        };
+        let answer = state.revealed.as_ref();
+        let unit = state.prompt.as_ref().and_then(|p| p.unit.clone()).unwrap_or_default();
+        let plot = Plot::new("class_guesses")
+            .height(180.0)
+            .allow_drag(false)
+            .allow_zoom(false)
+            .allow_scroll(false)
+            .y_axis_label(t.text("class-axis-students"));
+        match question {
+            Question::Number => {
+                let truth = match answer {
+                    Some(Answer::Number(x)) => Some(*x),
+                    _ => None,
+                };
+                let bins = histogram(&numbers(&self.answers), truth);
+                let plot = match (bins.first(), bins.last()) {
+                    (Some(first), Some(last)) => {
+                        // Ticks on the bins' edges, read to the bins' precision.
+                        let w = first.1;
+                        let decimals = (-w.log10().floor()).clamp(0.0, 6.0) as usize;
+                        plot.x_grid_spacer(egui_plot::uniform_grid_spacer(move |_| [w, 2.0 * w, 4.0 * w]))
+                            .x_axis_formatter(move |mark, _| format!("{:.*}", decimals, mark.value))
+                            .include_x(first.0 - w)
+                            .include_x(last.0 + w)
+                    }
+                    _ => plot,
+                };
+                let bars: Vec<Bar> =
+                    bins.into_iter().map(|(x, w, c)| Bar::new(x, f64::from(c)).width(w * 0.95)).collect();
+                plot.x_axis_label(t.text("class-axis-guess")).show(ui, |p| {
+                    p.bar_chart(BarChart::new(t.text("class-guesses"), bars).color(Color32::from_rgb(70, 130, 200)));
+                    if let Some(x) = truth {
+                        p.vline(
+                            VLine::new(t.text("class-axis-answer"), x).color(Color32::from_rgb(220, 120, 0)).width(3.0),
+                        );
+                    }
+                });
+                if let Some(x) = truth {
+                    ui.strong(t.format("class-revealed", &[("answer", format!("{x:.2}{unit}").into())]));
+                }
+            }
+            Question::Choice { options } => {
+                let counts = choice_counts(options, &self.answers);
+                let bars: Vec<Bar> = counts
+                    .iter()
+                    .enumerate()
+                    .map(|(i, c)| {
+                        let right = answer == Some(&Answer::Choice(options[i].clone()));
+                        let fill = if right { Color32::from_rgb(220, 120, 0) } else { Color32::from_rgb(70, 130, 200) };
+                        Bar::new(i as f64, f64::from(*c)).width(0.7).fill(fill).name(label(&options[i]))
+                    })
+                    .collect();
+                let names: Vec<String> = options.iter().map(|o| label(o)).collect();
+                plot.x_axis_formatter(move |mark, _| {
+                    let i = mark.value.round();
+                    if (mark.value - i).abs() < 1e-6 && i >= 0.0 {
+                        names.get(i as usize).cloned().unwrap_or_default()
+                    } else {
+                        String::new()
+                    }
+                })
+                .show(ui, |p| p.bar_chart(BarChart::new(t.text("class-guesses"), bars)));
+                if let Some(Answer::Choice(key)) = answer {
+                    ui.strong(t.format("class-revealed", &[("answer", label(key).into())]));
+                }
+            }
+        }
+    }
+}

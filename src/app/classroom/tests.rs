@@ -1,0 +1,177 @@
+use super::projector::{choice_counts, histogram};
+use super::*;
+use crate::app::lessons::{Guess, Verdict, judge};
+
+fn facts_for(index: usize) -> Facts {
+    let mut settings = Settings::default();
+    (chapters()[index].setup)(&mut settings);
+    Facts::new(&settings, 58).expect("a chapter's setup has a plan")
+}
+
+/// Every chapter asks the class its own question, in both languages, with labels for its
+/// options; the text a student reads before the reveal does not hold the answer; and the answer
+/// sent at the reveal is the one the lesson judges by.
+#[test]
+fn each_chapter_asks_the_class_without_giving_the_answer_away() {
+    let en = Catalog::new(Lang::En);
+    for (index, chapter) in chapters().iter().enumerate() {
+        let facts = facts_for(index);
+        let set = chapter_question(index, &facts).expect("a question");
+        assert_eq!(set.chapter as usize, index + 1);
+        let prompt = set.prompt.as_ref().expect("words for the students");
+        assert_eq!(prompt.check(&set.question), Ok(()), "chapter {}", chapter.id);
+        assert!(prompt.question.keys().eq(["en", "zh"].iter()), "both languages");
+        let answer = chapter_answer(index, &facts).expect("an answer");
+        assert_eq!(set.question.check_answer(&answer), Ok(()), "chapter {}", chapter.id);
+        let question_en = &prompt.question["en"];
+        match (&answer, judge(chapter, &facts, &Guess::Ratio(1.0)).or(judge(chapter, &facts, &Guess::Choice(None)))) {
+            (Answer::Number(x), Some(Verdict::Ratio { answer, .. })) => {
+                assert_eq!(*x, answer);
+                for shown in [format!("{x:.2}"), format!("{x:.1}×")] {
+                    assert!(!question_en.contains(&shown), "chapter {}: {question_en:?} holds {shown}", chapter.id);
+                }
+            }
+            (Answer::Choice(key), Some(Verdict::Choice { answer, .. })) => {
+                let Question::Choice { options, .. } = &chapter.question else { panic!("a choice chapter") };
+                assert_eq!(key, options[answer]);
+                let label = en.text(key);
+                assert!(!question_en.contains(&label), "chapter {}: {question_en:?} names {label}", chapter.id);
+            }
+            other => panic!("chapter {}: {other:?}", chapter.id),
+        }
+    }
+}
+
+#[test]
+fn histograms_count_every_guess_and_span_the_answer() {
+    let guesses = [1.5, 1.8, 2.0, 2.0, 2.1, 3.5, 0.9];
+    let bins = histogram(&guesses, Some(4.0));
+    assert_eq!(bins.iter().map(|b| b.2).sum::<u32>(), guesses.len() as u32);
+    let (first, last) = (bins[0], bins[bins.len() - 1]);
+    assert!(first.0 - first.1 / 2.0 <= 0.9 + 1e-9 && last.0 + last.1 / 2.0 >= 4.0 - 1e-9, "{bins:?}");
+    // Round bins: a width of 1, 2, 2.5 or 5 × 10ⁿ, edges on its multiples.
+    let width = first.1;
+    let mantissa = width / 10f64.powf(width.log10().floor());
+    assert!([1.0, 2.0, 2.5, 5.0].iter().any(|m| (m - mantissa).abs() < 1e-9), "{bins:?}");
+    let edge = (first.0 - width / 2.0) / width;
+    assert!((edge - edge.round()).abs() < 1e-9, "{bins:?}");
+    assert!(bins.iter().all(|b| (b.1 - width).abs() < 1e-12));
+    assert_eq!(histogram(&[1.0, 1.5], None).iter().map(|b| b.1).next(), Some(0.2), "0.5 / 4 → 0.2");
+    // A guess on an edge is in the bin it starts, whatever the rounding: 2.0 in [2.0, 2.2).
+    let edges = histogram(&[1.5, 2.0, 2.0], Some(1.88));
+    let two = edges.iter().find(|b| b.2 == 2).expect("the bin of the two 2.0s");
+    assert!((two.0 - two.1 / 2.0 - 2.0).abs() < 1e-9, "{edges:?}");
+    // Absurd guesses are counted too, and draw nothing absurd.
+    let wild = histogram(&[-f64::MAX, f64::MAX, 2.0], None);
+    assert_eq!(wild.iter().map(|b| b.2).sum::<u32>(), 3);
+    assert!(wild.iter().all(|b| b.0.is_finite() && b.1.is_finite() && b.1 > 0.0), "{wild:?}");
+    // One guess, or all the same: one visible bar among the bins.
+    let same = histogram(&[2.0, 2.0], None);
+    assert_eq!(same.iter().map(|b| b.2).sum::<u32>(), 2);
+    assert!(same.iter().all(|b| b.1 > 0.0));
+    assert!(histogram(&[], None).is_empty());
+    assert_eq!(histogram(&[f64::NAN], Some(1.0)).iter().map(|b| b.2).sum::<u32>(), 0);
+    let options = vec!["a".to_string(), "b".to_string()];
+    let answers = [Answer::Choice("b".into()), Answer::Choice("b".into()), Answer::Number(1.0)];
+    assert_eq!(choice_counts(&options, &answers), vec![0, 2]);
+}
+
+/// The teacher's client against a real class server: the class starts, follows the lesson's
+/// chapter, receives the students' guesses live (Server-Sent Events, then the results), sends
+/// the true answer once the lesson is revealed and its step done, and downloads the CSV.
+#[cfg(not(target_arch = "wasm32"))]
+#[test]
+fn the_teacher_follows_a_real_class() {
+    use crate::serve::{self, Config};
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let config = Config {
+        bind: "127.0.0.1:0".parse().expect("an address"),
+        db: dir.path().join("c.sqlite"),
+        ..Config::default()
+    };
+    let server = serve::start(&config).expect("the server starts");
+    let mut room = Classroom { server: format!("http://{}", server.addr), ..Classroom::default() };
+    let wait = |room: &mut Classroom, what: &str, done: &dyn Fn(&Classroom) -> bool| {
+        let start = std::time::Instant::now();
+        while !done(room) {
+            assert!(start.elapsed().as_secs() < 20, "waited too long for {what}: {:?}", room.failure);
+            std::thread::sleep(std::time::Duration::from_millis(20));
+            room.poll(None);
+        }
+    };
+    room.start(None);
+    wait(&mut room, "the class", &|r| r.class().is_some() && r.state.is_some());
+    let class = room.class().cloned().expect("live");
+    assert!(class.join_url.ends_with(&format!("/join/{}", class.code)) && !class.qr.is_empty());
+
+    // The lesson opens chapter 2 (a number): its question reaches the server.
+    let index = 1;
+    let mut settings = Settings::default();
+    (chapters()[index].setup)(&mut settings);
+    let mut lesson = LessonState { chapter: index, guess: Guess::Ratio(1.0), verdict: None };
+    room.follow_lesson(Some(&lesson), &settings, 58, true, None);
+    wait(&mut room, "the chapter", &|r| r.state.as_ref().is_some_and(|s| s.chapter == Some(2)));
+    assert!(room.state.as_ref().is_some_and(|s| s.prompt.is_some()));
+
+    // Two students guess; the teacher sees both guesses, and no names.
+    for (name, guess) in [("Ada", 1.5), ("Grace", 2.0)] {
+        let join = ehttp::Request::post_json(
+            format!("{}/api/classes/{}/join", room.server, class.code),
+            &serde_json::json!({ "name": name }),
+        );
+        let joined: crate::class::Joined =
+            ehttp::fetch_blocking(&join.expect("json")).expect("joined").json().expect("a student");
+        let body = crate::class::AnswerBody { student: joined.student, chapter: 2, answer: Answer::Number(guess) };
+        let answer = ehttp::Request::post_json(format!("{}/api/classes/{}/answers", room.server, class.code), &body);
+        assert_eq!(ehttp::fetch_blocking(&answer.expect("json")).expect("answered").status, 200);
+    }
+    wait(&mut room, "the guesses", &|r| r.answers.len() == 2);
+    let mut guesses: Vec<String> = room.answers.iter().map(Answer::text).collect();
+    guesses.sort();
+    assert_eq!(guesses, ["1.5", "2"]);
+
+    // Revealed, but the step still running: nothing sent yet. Once it ran: the true answer.
+    let facts = Facts::new(&settings, 58).expect("facts");
+    lesson.verdict = judge(&chapters()[index], &facts, &lesson.guess);
+    room.follow_lesson(Some(&lesson), &settings, 58, false, None);
+    room.poll(None);
+    assert_eq!(room.state.as_ref().and_then(|s| s.revealed.clone()), None);
+    room.follow_lesson(Some(&lesson), &settings, 58, true, None);
+    wait(&mut room, "the reveal", &|r| r.state.as_ref().is_some_and(|s| s.revealed.is_some()));
+    assert_eq!(room.state.as_ref().and_then(|s| s.revealed.clone()), chapter_answer(index, &facts));
+
+    room.download_csv(None);
+    wait(&mut room, "the CSV", &|r| r.csv.is_some());
+    let csv = String::from_utf8(room.csv.take().unwrap_or_default()).unwrap_or_default();
+    assert!(csv.contains("\"Ada\"") && csv.contains("\"1.5\""), "{csv}");
+
+    room.close(None);
+    wait(&mut room, "the end", &|r| r.state.as_ref().is_some_and(|s| s.closed));
+    server.stop();
+}
+
+#[test]
+fn failures_read_as_the_catalogs_words() {
+    let t = Catalog::new(Lang::En);
+    let mut room = Classroom { server: "http://10.0.0.9:8080".into(), ..Classroom::default() };
+    room.failure = Some(Failure::Unreachable);
+    assert!(room.failure_text(&t).is_some_and(|s| s.contains("http://10.0.0.9:8080") && s.contains("oomlab serve")));
+    // Without a class, a 404 means no class server there (a static copy of the web app).
+    room.failure = Some(Failure::Refused(404, "no such API route".into()));
+    assert_eq!(
+        room.failure_text(&t),
+        room.failure.clone().map(|_| t.format("class-unreachable", &[("server", "http://10.0.0.9:8080".into())]))
+    );
+    for (status, key) in [
+        (403, "class-not-yours"),
+        (409, "class-moved-on"),
+        (422, "class-invalid"),
+        (429, "class-busy"),
+        (503, "class-busy"),
+    ] {
+        room.failure = Some(Failure::Refused(status, "English reason".into()));
+        let text = room.failure_text(&Catalog::new(Lang::Zh)).unwrap_or_default();
+        assert_eq!(text, Catalog::new(Lang::Zh).text(key), "{status}");
+        assert!(!text.contains("English reason"), "the server's English never reaches the screen");
+    }
+}

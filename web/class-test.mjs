@@ -1,0 +1,89 @@
+// A class in headless Chromium, two pages against a real `oomlab serve` (the debug binary, which
+// serves dist/ from disk): the teacher's — the app at /#teach&lesson=2, which starts a class at
+// once and sends chapter 2's number question — and a student's — the plain page at the join
+// address, on a phone-sized screen. The student joins and guesses; the teacher's app must log the
+// guess in its histogram ("oomlab: class guesses: chapter Some(2): 1 answers …"). A second
+// student opens the page in Chinese. Screenshots: target/browser-class-teacher.png and
+// target/browser-class-student.png.
+// Usage: node web/class-test.mjs   (after web/build.sh and a build of the oomlab binary)
+import { chromium } from "playwright-core";
+import { spawn } from "node:child_process";
+import fs from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import readline from "node:readline";
+import { fileURLToPath } from "node:url";
+import { chromiumArgs, chromiumPath } from "./harness.mjs";
+
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
+const bin = process.env.OOMLAB_BIN || path.join(root, process.env.CARGO_TARGET_DIR || "target", "debug", "oomlab");
+const tmp = fs.mkdtempSync(path.join(os.tmpdir(), "oomlab-class-"));
+const server = spawn(bin, ["serve", "--port", "0", "--bind", "127.0.0.1", "--db", path.join(tmp, "class.sqlite")], {
+  stdio: ["ignore", "pipe", "inherit"],
+});
+const origin = await new Promise((resolve, reject) => {
+  const timer = setTimeout(() => reject(new Error("oomlab serve did not start")), 30000);
+  readline.createInterface({ input: server.stdout }).on("line", (line) => {
+    const m = line.match(/listening on (\S+)/);
+    if (m) { clearTimeout(timer); resolve(`http://${m[1]}`); }
+  });
+  server.on("exit", (code) => reject(new Error(`oomlab serve exited (${code})`)));
+});
+
+const browser = await chromium.launch({ executablePath: chromiumPath(), headless: true, args: chromiumArgs });
+const lines = [];
+let ok = false;
+let why = "";
+const waitFor = async (what, test, ms) => {
+  const start = Date.now();
+  while (Date.now() - start < ms) {
+    const found = await test();
+    if (found) return found;
+    await new Promise((r) => setTimeout(r, 200));
+  }
+  throw new Error(`timed out waiting for ${what}`);
+};
+try {
+  const teacher = await browser.newPage({ viewport: { width: 1400, height: 900 } });
+  teacher.on("console", (m) => lines.push(m.text()));
+  teacher.on("pageerror", (e) => lines.push(`pageerror: ${e.message}`));
+  await teacher.goto(`${origin}/#teach&lesson=2`);
+  const started = await waitFor("the class to start", () => lines.find((l) => l.includes("oomlab: class started: ")), 180000);
+  const [, code, joinUrl] = started.match(/class started: (\S+) at (\S+)/);
+  await waitFor("question 2 on the projector", () => lines.some((l) => l.includes("class guesses: chapter Some(2): 0 answers")), 60000);
+
+  const student = await browser.newPage({ viewport: { width: 390, height: 844 }, isMobile: true, hasTouch: true, locale: "en-US" });
+  await student.goto(joinUrl);
+  await student.waitForFunction(() => document.getElementById("join-button").textContent === "Join the class");
+  if (await student.inputValue("#code") !== code) throw new Error("the join page did not read its code");
+  await student.fill("#name", "Test Student");
+  await student.click("#join-button");
+  await student.waitForFunction(() => !document.getElementById("number").hidden, null, { timeout: 30000 });
+  const prompt = await student.textContent("#prompt");
+  if (!prompt.includes("how many times more memory")) throw new Error(`the question: ${prompt}`);
+  await student.fill("#guess", "2.5");
+  await student.click("#send");
+  await student.waitForFunction(() => document.getElementById("sent").textContent.startsWith("Sent: 2.5"), null, { timeout: 10000 });
+  await waitFor("the guess on the projector", () => lines.some((l) => l.includes("class guesses: chapter Some(2): 1 answers")), 30000);
+  await student.screenshot({ path: path.join(root, "target", "browser-class-student.png") });
+  await teacher.screenshot({ path: path.join(root, "target", "browser-class-teacher.png") });
+
+  // A second student reads the page in Chinese.
+  const zh = await browser.newPage({ viewport: { width: 390, height: 844 }, locale: "zh-CN" });
+  await zh.goto(`${joinUrl}?lang=zh`);
+  await zh.waitForFunction(() => document.getElementById("join-button").textContent === "加入课堂");
+  if ((await zh.getAttribute("html", "lang")) !== "zh-CN") throw new Error("the page's language is not zh-CN");
+  ok = !lines.some((l) => l.startsWith("pageerror"));
+  if (!ok) why = "a page error";
+} catch (e) {
+  why = e.message;
+} finally {
+  await browser.close();
+  server.kill();
+}
+console.log(lines.filter((l) => l.includes("oomlab:")).join("\n"));
+if (!ok) {
+  console.error(`class test failed: ${why}`);
+  process.exit(1);
+}
+console.log("class test: ok (a student's guess reached the projector's histogram)");

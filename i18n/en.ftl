@@ -431,6 +431,7 @@ lesson-peak-backward = during the backward pass
 lesson-peak-optimizer = during the optimizer step
 lesson-peak-answer = The peak, { $peak }, is at { $op }: every saved activation is still alive and the first gradients are being made.
 keys-chapters = Left and right arrow keys — the previous and next lesson chapter
+keys-reveal = R — reveal the lesson chapter's answer (runs the real step)
 
 lesson-allocator-title = The allocator: reserved and allocated
 lesson-allocator-body = The caching allocator reserves segments from the device and carves blocks out of them. A freed block stays cached in its segment for the next tensor instead of going back to the device, so the allocator holds more than the tensors need. PyTorch's OOM message reports both numbers: what is allocated, and what is reserved but unallocated.
@@ -650,7 +651,10 @@ class-start = Start a class
 class-starting = Starting the class…
 class-code = Class code: { $code }
 class-join-at = Students: open { $url } or scan the code
-class-joined = { $students } students joined · { $answered } answered this question
+class-joined = { $students ->
+        [one] 1 student joined
+       *[other] { $students } students joined
+    } · { $answered } answered this question
 class-ended = The class has ended. Its answers stay on the server until the class expires.
 class-question = Question { $chapter }: { $text }
 class-no-question = Open a lesson chapter: its question goes to the class.

@@ -428,6 +428,7 @@ lesson-peak-backward = 反向传播中
 lesson-peak-optimizer = 优化器步中
 lesson-peak-answer = 峰值 { $peak } 出现在 { $op }：所有保存的激活值仍然存活，而第一批梯度正在生成。
 keys-chapters = 左右方向键 —— 上一章和下一章课程
+keys-reveal = R —— 揭晓本章课程的答案（运行真实的一步）
 
 lesson-allocator-title = 分配器：预留与已分配
 lesson-allocator-body = 缓存分配器向设备预留段，再从段中切出块。释放的块留在段里缓存起来，给下一个张量用，而不还给设备，所以分配器持有的显存比张量需要的多。PyTorch 的显存溢出消息会同时报告两个数：已分配的，以及已预留但未分配的。

@@ -2,7 +2,7 @@
 # Regenerates the app's three fonts in i18n/fonts/, cut down to what the app draws:
 #
 # - NotoSansSC-oomlab.otf: Noto Sans CJK SC (SIL Open Font License 1.1, OFL.txt) cut to the
-#   characters of the Chinese catalog (i18n/zh.ftl), printable ASCII and common CJK punctuation —
+#   characters of the Chinese catalog (i18n/zh.ftl, but for the students' page's student-*), printable ASCII and common CJK punctuation —
 #   egui's own fonts have no CJK glyphs. Run this after changing zh.ftl; tests/i18n.rs fails while
 #   a character of the catalog is missing from the font.
 # - UbuntuLight-derivative-oomlab.ttf and Hack-oomlab.ttf: egui's two default fonts (Ubuntu Light,
@@ -30,7 +30,9 @@ egui_fonts=$(ls -d "${CARGO_HOME:-$HOME/.cargo}"/registry/src/*/epaint_default_f
 out=i18n/fonts
 text=$(mktemp)
 trap 'rm -f "$text"' EXIT
-cat i18n/zh.ftl > "$text"
+# Not the students' page's words (student-*): that page is HTML, drawn with the phone's own
+# fonts, and its glyphs would only weigh on the app's wasm.
+grep -v '^student-' i18n/zh.ftl > "$text"
 printf '%s\n' ' !"#$%&'"'"'()*+,-./0123456789:;<=>?@ABCDEFGHIJKLMNOPQRSTUVWXYZ[\]^_`abcdefghijklmnopqrstuvwxyz{|}~' >> "$text"
 printf '%s\n' '，。、：；！？（）《》「」『』“”‘’——…·×÷±≤≥≈→←↑↓％' >> "$text"
 # Face 2 of the collection is Simplified Chinese (0 JP, 1 KR, 2 SC, 3 TC, 4 HK).
@@ -39,9 +41,10 @@ printf '%s\n' '，。、：；！？（）《》「」『』“”‘’——�
 
 latin='U+0020-007E,U+00A0-00FF,U+0300-036F,U+0391-03C9,U+1D00-1DBF,U+2000-206F,U+2070-209F,U+20AC,U+2190-21FF,U+2200-22FF,U+25A0-25FF,U+FFFD'
 # The monospace font draws only sizes, addresses and PyTorch's OOM message (ASCII); anything else
-# in a monospace label falls back to the sans font (src/app/fonts.rs), so Hack keeps ASCII,
-# Latin-1 and general punctuation: 27 kB gzipped instead of 64 kB of the web build.
-mono='U+0020-007E,U+00A0-00FF,U+2000-206F'
+# in a monospace label falls back to the sans font (src/app/fonts.rs), so Hack keeps ASCII, the
+# Latin-1 signs figures use (no-break space, °, ±, ², ³, µ, ·, ×, ÷) and general punctuation:
+# about 20 kB gzipped instead of 64 kB of the web build.
+mono='U+0020-007E,U+00A0,U+00B0-00B3,U+00B5,U+00B7,U+00D7,U+00F7,U+2000-206F'
 subset_latin() { # source, output, family, postscript name, unicodes
     "$python" -m fontTools.subset "$egui_fonts/$1" --unicodes="$5" --output-file="$2" 2>/dev/null
     "$python" - "$2" "$3" "$4" <<'PY'

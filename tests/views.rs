@@ -528,4 +528,16 @@ fn keyboard_shortcuts_drive_the_app() {
     harness.get_by_label("?").click();
     harness.run();
     harness.get_by_label("Keyboard shortcuts");
+    // A lesson: → opens the next chapter, R reveals it (with its real step), ← goes back.
+    harness.get_by_label("Lessons").click();
+    harness.run();
+    harness.key_press(Key::ArrowRight);
+    harness.run();
+    assert_eq!(harness.state().teaching.lesson.as_ref().map(|l| l.chapter), Some(1));
+    harness.key_press(Key::R);
+    harness.run_steps(200);
+    assert!(harness.state().teaching.lesson.as_ref().is_some_and(|l| l.verdict.is_some()), "R revealed");
+    harness.key_press(Key::ArrowLeft);
+    harness.run();
+    assert_eq!(harness.state().teaching.lesson.as_ref().map(|l| l.chapter), Some(0));
 }

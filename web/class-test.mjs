@@ -2,7 +2,8 @@
 // serves dist/ from disk): the teacher's — the app at /#teach&lesson=2, which starts a class at
 // once and sends chapter 2's number question — and a student's — the plain page at the join
 // address, on a phone-sized screen. The student joins and guesses; the teacher's app must log the
-// guess in its histogram ("oomlab: class guesses: chapter Some(2): 1 answers …"). A second
+// guess in its histogram ("oomlab: class guesses: chapter Some(2): 1 answers …"); the teacher
+// presses R, the real step answers, and the student's page shows the answer and the distance. A second
 // student opens the page in Chinese. Screenshots: target/browser-class-teacher.png and
 // target/browser-class-student.png.
 // Usage: node web/class-test.mjs   (after web/build.sh and a build of the oomlab binary)
@@ -65,6 +66,18 @@ try {
   await student.click("#send");
   await student.waitForFunction(() => document.getElementById("sent").textContent.startsWith("Sent: 2.5"), null, { timeout: 10000 });
   await waitFor("the guess on the projector", () => lines.some((l) => l.includes("class guesses: chapter Some(2): 1 answers")), 30000);
+  // The teacher reveals with R (a presenter's clicker): the real step runs in the teacher's
+  // browser, its answer reaches the projector and the student, who sees how far off the guess was.
+  await teacher.locator("canvas").first().focus();
+  await teacher.keyboard.press("r");
+  const revealed = await waitFor("the answer on the projector", () => lines.find((l) => /class guesses: chapter Some\(2\): 1 answers .*revealed \d/.test(l)), 180000);
+  await student.waitForFunction(() => document.getElementById("result").textContent.includes("% away from it"), null, { timeout: 30000 });
+  const result = await student.textContent("#result");
+  const answer = revealed.match(/revealed (\S+)/)[1];
+  const two = Number(answer).toLocaleString("en", { maximumFractionDigits: 2 });
+  if (!result.includes(`The answer: ${two}×`) || !result.includes("Your guess: 2.5×")) {
+    throw new Error(`the student's result: ${result} (revealed ${answer})`);
+  }
   await student.screenshot({ path: path.join(root, "target", "browser-class-student.png") });
   await teacher.screenshot({ path: path.join(root, "target", "browser-class-teacher.png") });
 
@@ -86,4 +99,4 @@ if (!ok) {
   console.error(`class test failed: ${why}`);
   process.exit(1);
 }
-console.log("class test: ok (a student's guess reached the projector's histogram)");
+console.log("class test: ok (a student's guess reached the projector's histogram; the reveal reached the student)");

@@ -1,12 +1,21 @@
 //! Keyboard control, for a teacher at a projector: Space runs one step, B / Shift+B double and
-//! halve the batch, F fits the charts, P toggles present mode, ? lists them all. Keys are ignored
+//! halve the batch, F fits the charts, P toggles present mode, ← → change the lesson chapter, R
+//! reveals its answer (a presenter's clicker sends such keys), ? lists them all. Keys are ignored
 //! while a text field has the keyboard.
 
 use super::settings::MAX_BATCH;
 
 /// The shortcuts' catalog messages, in the order the "?" list shows them.
-pub const SHORTCUTS: [&str; 7] =
-    ["keys-help", "keys-chapters", "keys-step", "keys-batch-up", "keys-batch-down", "keys-fit", "keys-present"];
+pub const SHORTCUTS: [&str; 8] = [
+    "keys-help",
+    "keys-chapters",
+    "keys-reveal",
+    "keys-step",
+    "keys-batch-up",
+    "keys-batch-down",
+    "keys-fit",
+    "keys-present",
+];
 
 /// The shortcuts pressed this frame (none while a text field has the keyboard).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -25,6 +34,8 @@ pub struct Keys {
     /// ← and →: the previous and the next chapter.
     pub previous_chapter: bool,
     pub next_chapter: bool,
+    /// R: reveal the chapter's answer.
+    pub reveal: bool,
 }
 
 impl Keys {
@@ -43,6 +54,7 @@ impl Keys {
                 help: i.events.iter().any(|e| matches!(e, egui::Event::Text(t) if t == "?")),
                 previous_chapter: i.key_pressed(egui::Key::ArrowLeft),
                 next_chapter: i.key_pressed(egui::Key::ArrowRight),
+                reveal: i.key_pressed(egui::Key::R),
             }
         })
     }

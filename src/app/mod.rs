@@ -347,6 +347,8 @@ impl OomlabApp {
                 self.open_chapter(chapter - 1);
             } else if keys.next_chapter {
                 self.open_chapter(chapter + 1);
+            } else if keys.reveal {
+                self.reveal();
             }
         }
         keys.step

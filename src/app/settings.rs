@@ -218,7 +218,9 @@ impl Settings {
     /// `lang=xx`): a link with only those keeps the remembered settings.
     pub fn url_hash_carries_settings(hash: &str) -> bool {
         hash.split(['#', '&']).any(|kv| {
+            // `teach`: the teacher's address `oomlab serve` prints starts a class.
             !kv.trim().is_empty()
+                && kv != "teach"
                 && !["train=", "lang=", "challenge=", "lock=", "hide=", "lesson=", "tab="]
                     .iter()
                     .any(|f| kv.starts_with(f))
@@ -316,6 +318,7 @@ mod tests {
         assert_eq!(Settings::from_url_hash("#train=2", V), (Settings::default(), None));
         assert_eq!(Settings::from_url_hash("#lang=zh&train=2", V), (Settings::default(), None));
         assert!(!Settings::url_hash_carries_settings("#lang=zh&train=2"));
+        assert_eq!(Settings::from_url_hash("#teach&lesson=2", V), (Settings::default(), None), "a class");
         assert!(Settings::url_hash_carries_settings(&format!("{}&lang=zh", s.to_url_hash())));
         let (back, notice) = Settings::from_url_hash(&format!("{}&lang=zh", s.to_url_hash()), V);
         assert_eq!((back, notice), (s.clone(), None));

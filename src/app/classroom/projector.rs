@@ -142,7 +142,8 @@ impl Classroom {
             ui.label(t.text("class-starting"));
             return asks;
         };
-        let counts = [("students", state.students.to_string().into()), ("answered", state.answered.to_string().into())];
+        // Numbers, not strings: English picks "1 student" by its plural rule.
+        let counts = [("students", f64::from(state.students).into()), ("answered", f64::from(state.answered).into())];
         ui.label(RichText::new(t.format("class-joined", &counts)).size(18.0));
         if state.closed {
             ui.label(t.text("class-ended"));

@@ -175,3 +175,14 @@ fn failures_read_as_the_catalogs_words() {
         assert!(!text.contains("English reason"), "the server's English never reaches the screen");
     }
 }
+
+/// The projector counts in words a class reads aloud: "1 student", "30 students".
+#[test]
+fn the_counts_agree_with_their_numbers() {
+    let t = Catalog::new(Lang::En);
+    let joined = |students: u32| {
+        t.format("class-joined", &[("students", f64::from(students).into()), ("answered", f64::from(0u32).into())])
+    };
+    assert_eq!(joined(1), "1 student joined · 0 answered this question");
+    assert_eq!(joined(30), "30 students joined · 0 answered this question");
+}

@@ -674,3 +674,10 @@ class-moved-on = The class server refused this: the class is on another question
 class-invalid = The class server found this question invalid.
 class-busy = The class server is busy or stopping: try again in a moment.
 class-failed = The class server failed ({ $status }).
+
+## Charts' descriptions, for screen readers (computed from what each chart draws)
+chart-batch = { $name }, peak memory against batch size: { $peak } at batch { $batch }, { $largest } { $share } % of it; the { $capacity_name } of { $capacity } is reached at batch { $oom }.
+chart-batch-fits = { $name }, peak memory against batch size: { $peak } at batch { $batch }, { $largest } { $share } % of it; every batch shown fits the { $capacity_name } of { $capacity }.
+chart-batch-oom = { $name }, peak memory against batch size: batch { $batch } does not fit the { $capacity_name } of { $capacity }; out of memory from batch { $oom }.
+chart-loss = Loss over { $steps } steps: { $first } at the first, { $last } at the last.
+chart-loss-none = Loss curve: no step yet.

@@ -668,3 +668,10 @@ class-moved-on = 课堂服务器拒绝了这个请求：课堂已在另一道题
 class-invalid = 课堂服务器认为这道题无效。
 class-busy = 课堂服务器正忙或正在停止：请稍后再试。
 class-failed = 课堂服务器出错（{ $status }）。
+
+## 图表的描述，供屏幕阅读器使用（由图表所画的数字算出）
+chart-batch = { $name }，峰值显存与 batch 大小：batch { $batch } 时为 { $peak }，其中{ $largest }占 { $share } %；batch { $oom } 时达到 { $capacity } 的{ $capacity_name }。
+chart-batch-fits = { $name }，峰值显存与 batch 大小：batch { $batch } 时为 { $peak }，其中{ $largest }占 { $share } %；图中每个 batch 都放得进 { $capacity } 的{ $capacity_name }。
+chart-batch-oom = { $name }，峰值显存与 batch 大小：batch { $batch } 放不进 { $capacity } 的{ $capacity_name }；从 batch { $oom } 起显存溢出。
+chart-loss = { $steps } 步的损失：第一步 { $first }，最后一步 { $last }。
+chart-loss-none = 损失曲线：还没有训练步。

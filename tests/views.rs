@@ -17,7 +17,7 @@ use oomlab::i18n::{Catalog, Lang};
 use oomlab::memory::device::{DeviceAllocation, DeviceBlock, DeviceFigures, DeviceMemory, DriverReport, segment_label};
 use oomlab::memory::{StepMemory, simulate, simulate_peak};
 use oomlab::model::{ModelConfig, StepShape};
-use oomlab::plan::{Checkpoint, OptimizerConfig, Plan};
+use oomlab::plan::{Category, Checkpoint, OptimizerConfig, Plan};
 use oomlab::units::format_bytes;
 
 /// Compares with tests/snapshots/NAME.png (`UPDATE_SNAPSHOTS=1` rewrites them), tolerating the
@@ -110,8 +110,16 @@ fn timeline_marks_the_peak_and_lists_live_tensors() {
         .with_size([900.0, 560.0])
         .build_ui(|ui| views::timeline(ui, &en, &plan, &memory, Source::Predicted, &mut scrub));
     let peak_text = format!("Peak {}", format_bytes(memory.peak_allocated_bytes()));
-    harness.get_by_label_contains(&peak_text);
-    harness.get_by_label_contains("over one step, predicted (plan)");
+    assert_eq!(harness.query_all_by_label_contains(&peak_text).count(), 2, "the summary, and the chart's description");
+    assert_eq!(harness.query_all_by_label_contains("over one step, predicted (plan)").count(), 2);
+    // The chart's description for a screen reader: the summary and the scrubber's figures.
+    let described = chart_descriptions(&harness);
+    let at = format!(
+        "At {}: {} allocated",
+        views::op_label(&en, &plan, point_op(&memory)),
+        format_bytes(memory.peak_allocated_bytes())
+    );
+    assert!(described.len() == 1 && described[0].contains(&peak_text) && described[0].contains(&at), "{described:?}");
     let live = views::live_tensors(&plan, memory.timeline[memory.peak_index].op);
     assert_eq!(live.len(), memory.live_at_peak.len(), "the plan's live tensors are the allocator's at the peak");
     harness.get_by_label(&format!("{} tensors alive here", live.len()));
@@ -137,6 +145,44 @@ fn sweep_names_the_largest_batch_that_fits_and_the_first_oom() {
         .build_ui(|ui| views::sweep_chart(ui, &en, &series, &[], budget, 16));
     harness.get_by_label_contains(&format!("largest batch that fits {largest}; out of memory from batch {first_oom}"));
     snapshot(&mut harness, "sweep");
+    // The chart's description, in both languages: the peak at the current batch (the plan's,
+    // computed here), the largest category's share of it, and the batch where the budget runs out.
+    let at16 = simulate_peak(&toy_plan(16), budget).expect("batch 16 fits");
+    let acts = 100.0 * at16.peak_allocated.get(Category::Activations) as f64 / at16.peak_allocated_bytes() as f64;
+    for lang in Lang::ALL {
+        let t = Catalog::new(lang);
+        // The app's fonts (the CJK one too), which take effect from the next frame.
+        let mut harness = Harness::builder().with_size([900.0, 400.0]).build_ui(|ui| {
+            if ui.ctx().cumulative_frame_nr() == 0 {
+                ui.ctx().set_fonts(oomlab::app::fonts::definitions(oomlab::app::fonts::embedded_cjk()));
+            } else {
+                views::sweep_chart(ui, &t, &series, &[], budget, 16);
+            }
+        });
+        harness.run();
+        let described = chart_descriptions(&harness);
+        let want = [
+            views::size(&t, at16.peak_allocated_bytes()),
+            format!("{acts:.0} %"),
+            views::category_name(&t, Category::Activations),
+            format!("{first_oom}"),
+        ];
+        assert!(
+            described.len() == 1 && want.iter().all(|w| described[0].contains(w.as_str())),
+            "{described:?} {want:?}"
+        );
+    }
+}
+
+/// The charts' descriptions a screen reader gets: the labels of the image nodes.
+fn chart_descriptions<S>(harness: &Harness<'_, S>) -> Vec<String> {
+    use egui_kittest::kittest::NodeT;
+    harness.query_all_by_role(egui::Role::Image).filter_map(|n| n.accesskit_node().label()).collect()
+}
+
+/// The op at the peak.
+fn point_op(memory: &StepMemory) -> Option<usize> {
+    memory.timeline[memory.peak_index].op
 }
 
 #[test]

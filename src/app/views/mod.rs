@@ -61,6 +61,12 @@ pub(crate) fn mib(bytes: u64) -> f64 {
     bytes as f64 / (1u64 << 20) as f64
 }
 
+/// Names a chart for a screen reader: `description`, computed from the numbers the chart draws
+/// and in the reader's language, becomes its accessibility node's label.
+pub fn describe_chart(response: &egui::Response, description: &str) {
+    response.widget_info(|| egui::WidgetInfo::labeled(egui::Role::Image, true, description));
+}
+
 /// A small square of a category's colour.
 pub fn swatch(ui: &mut Ui, color: Color32) {
     let (rect, _) = ui.allocate_exact_size(egui::vec2(10.0, 10.0), egui::Sense::hover());

@@ -4,7 +4,7 @@ use egui::{Color32, Ui};
 use egui_plot::{Bar, BarChart, HLine, Line, Plot, PlotPoints, Points, VLine};
 
 use super::drawn::{Drawn, SeriesDrawn, SweepDrawn, record};
-use super::{category_color, category_name, chart_height, legend};
+use super::{category_color, category_name, chart_height, describe_chart, legend, size};
 use crate::i18n::Catalog;
 use crate::memory::StepMemory;
 use crate::plan::Category;
@@ -30,7 +30,39 @@ pub struct BatchChart<'a> {
     pub current_batch: usize,
 }
 
+/// A batch chart's description, from what it draws: its first line's peak at the current
+/// batch, the largest stack's share of it, and where the capacity line is reached.
+fn batch_description(t: &Catalog, chart: &BatchChart<'_>) -> String {
+    let Some((name, points, first_oom)) = chart.lines.first() else { return String::new() };
+    let batch = chart.current_batch;
+    let (capacity_name, capacity) = &chart.capacity;
+    let mut args = vec![
+        ("name", name.as_str().into()),
+        ("batch", batch.to_string().into()),
+        ("capacity_name", capacity_name.as_str().into()),
+        ("capacity", size(t, *capacity).into()),
+        ("oom", first_oom.map_or("—".to_string(), |b| b.to_string()).into()),
+    ];
+    let Some(&(_, peak)) = points.iter().find(|(b, _)| *b == batch) else {
+        return t.format("chart-batch-oom", &args);
+    };
+    let largest = chart
+        .stacks
+        .iter()
+        .filter_map(|(name, _, points)| points.iter().find(|(b, _)| *b == batch).map(|&(_, v)| (name, v)))
+        .max_by_key(|&(_, v)| v);
+    let share = largest.map_or(0.0, |(_, v)| 100.0 * v as f64 / peak.max(1) as f64);
+    args.extend([
+        ("peak", size(t, peak).into()),
+        ("largest", largest.map_or(String::new(), |(n, _)| n.clone()).into()),
+        ("share", format!("{share:.0}").into()),
+    ]);
+    t.format(if first_oom.is_some() { "chart-batch" } else { "chart-batch-fits" }, &args)
+}
+
+/// Draws a batch chart; its description names it for a screen reader.
 pub fn batch_chart(ui: &mut Ui, t: &Catalog, chart: BatchChart<'_>) {
+    let description = batch_description(t, &chart);
     let (per_unit, unit) = chart.unit;
     let y = move |bytes: u64| bytes as f64 / per_unit;
     let x = |b: usize| (b as f64).log2();
@@ -70,7 +102,8 @@ pub fn batch_chart(ui: &mut Ui, t: &Catalog, chart: BatchChart<'_>) {
     if super::fit_requested(ui) {
         plot = plot.reset();
     }
-    plot.height(chart_height(ui))
+    let response = plot
+        .height(chart_height(ui))
         .x_axis_label(t.text("sw-axis-batch"))
         .y_axis_label(t.format("sw-axis-peak", &[("unit", unit.into())]))
         .x_axis_formatter(|mark, _| format!("{:.0}", mark.value.exp2()))
@@ -98,7 +131,9 @@ pub fn batch_chart(ui: &mut Ui, t: &Catalog, chart: BatchChart<'_>) {
                     p.points(pt);
                 }
             }
-        });
+        })
+        .response;
+    describe_chart(&response, &description);
 }
 
 /// Memory vs batch size: the first series stacked by category, the others as lines of their

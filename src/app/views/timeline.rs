@@ -4,7 +4,7 @@ use egui::{Color32, Ui};
 use egui_plot::{Bar, BarChart, Line, Plot, PlotPoints, VLine};
 
 use super::drawn::{Drawn, TimelineDrawn, record};
-use super::{Source, category_color, category_name, chart_height, legend, mib, size, swatch};
+use super::{Source, category_color, category_name, chart_height, describe_chart, legend, mib, size, swatch};
 use crate::i18n::Catalog;
 use crate::memory::StepMemory;
 use crate::plan::{Category, Lifetime, Plan};
@@ -75,7 +75,8 @@ pub fn timeline(ui: &mut Ui, t: &Catalog, plan: &Plan, memory: &StepMemory, sour
     if super::fit_requested(ui) {
         plot = plot.reset();
     }
-    plot.height(chart_height(ui))
+    let response = plot
+        .height(chart_height(ui))
         .x_axis_label(t.text("tl-axis-op"))
         .y_axis_label("MiB")
         .include_y(0.0)
@@ -87,9 +88,20 @@ pub fn timeline(ui: &mut Ui, t: &Catalog, plan: &Plan, memory: &StepMemory, sour
             p.line(Line::new(t.text("tl-reserved"), reserved).color(Color32::GRAY));
             p.vline(VLine::new(t.text("tl-peak"), peak as f64).color(Color32::RED));
             p.vline(VLine::new(t.text("tl-scrubber"), at as f64).color(scrubber));
-        });
+        })
+        .response;
     ui.add(egui::Slider::new(scrub, 0..=n - 1).text(t.text("tl-op")));
     let point = &memory.timeline[at];
+    // The chart's description: the summary above it and the scrubber's figures below it.
+    let at_text = t.format(
+        "tl-at",
+        &[
+            ("op", op_label(t, plan, point.op).into()),
+            ("allocated", size(t, point.allocated_bytes).into()),
+            ("reserved", size(t, point.reserved_bytes).into()),
+        ],
+    );
+    describe_chart(&response, &format!("{summary} {at_text}"));
     record(
         ui,
         Drawn::Timeline(TimelineDrawn {
@@ -103,14 +115,7 @@ pub fn timeline(ui: &mut Ui, t: &Catalog, plan: &Plan, memory: &StepMemory, sour
             summary,
         }),
     );
-    ui.label(t.format(
-        "tl-at",
-        &[
-            ("op", op_label(t, plan, point.op).into()),
-            ("allocated", size(t, point.allocated_bytes).into()),
-            ("reserved", size(t, point.reserved_bytes).into()),
-        ],
-    ));
+    ui.label(&at_text);
     let live = live_tensors(plan, point.op);
     let heading = t.format("tl-alive", &[("count", live.len().to_string().into())]);
     egui::CollapsingHeader::new(heading).id_salt("live").show(ui, |ui| {

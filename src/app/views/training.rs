@@ -28,11 +28,25 @@ pub fn training(ui: &mut Ui, t: &Catalog, losses: &[f32], step_secs: &[f64]) {
     ui.label(&status);
     record(ui, Drawn::Training(TrainingDrawn { steps: losses.len(), losses: losses.to_vec(), status }));
     let pts: PlotPoints = losses.iter().enumerate().map(|(i, l)| [i as f64 + 1.0, *l as f64]).collect();
-    Plot::new("loss")
+    let response = Plot::new("loss")
         .height(200.0)
         .x_axis_label(t.text("train-axis-step"))
         .y_axis_label(t.text("train-axis-loss"))
         .include_y(0.0)
         .allow_scroll(false)
-        .show(ui, |p| p.line(Line::new("loss", pts)));
+        .show(ui, |p| p.line(Line::new("loss", pts)))
+        .response;
+    // The curve's description: where it starts and ends, from the losses it draws.
+    let description = match (losses.first(), losses.last()) {
+        (Some(first), Some(last)) => t.format(
+            "chart-loss",
+            &[
+                ("steps", losses.len().to_string().into()),
+                ("first", format!("{first:.4}").into()),
+                ("last", format!("{last:.4}").into()),
+            ],
+        ),
+        _ => t.text("chart-loss-none"),
+    };
+    super::describe_chart(&response, &description);
 }

@@ -679,5 +679,6 @@ class-failed = The class server failed ({ $status }).
 chart-batch = { $name }, peak memory against batch size: { $peak } at batch { $batch }, { $largest } { $share } % of it; the { $capacity_name } of { $capacity } is reached at batch { $oom }.
 chart-batch-fits = { $name }, peak memory against batch size: { $peak } at batch { $batch }, { $largest } { $share } % of it; every batch shown fits the { $capacity_name } of { $capacity }.
 chart-batch-oom = { $name }, peak memory against batch size: batch { $batch } does not fit the { $capacity_name } of { $capacity }; out of memory from batch { $oom }.
+chart-batch-range = { $name }, peak memory against batch size: the { $capacity_name } of { $capacity } is reached at batch { $oom }.
 chart-loss = Loss over { $steps } steps: { $first } at the first, { $last } at the last.
 chart-loss-none = Loss curve: no step yet.

@@ -673,5 +673,6 @@ class-failed = 课堂服务器出错（{ $status }）。
 chart-batch = { $name }，峰值显存与 batch 大小：batch { $batch } 时为 { $peak }，其中{ $largest }占 { $share } %；batch { $oom } 时达到 { $capacity } 的{ $capacity_name }。
 chart-batch-fits = { $name }，峰值显存与 batch 大小：batch { $batch } 时为 { $peak }，其中{ $largest }占 { $share } %；图中每个 batch 都放得进 { $capacity } 的{ $capacity_name }。
 chart-batch-oom = { $name }，峰值显存与 batch 大小：batch { $batch } 放不进 { $capacity } 的{ $capacity_name }；从 batch { $oom } 起显存溢出。
+chart-batch-range = { $name }，峰值显存与 batch 大小：batch { $oom } 时达到 { $capacity } 的{ $capacity_name }。
 chart-loss = { $steps } 步的损失：第一步 { $first }，最后一步 { $last }。
 chart-loss-none = 损失曲线：还没有训练步。

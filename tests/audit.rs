@@ -290,6 +290,20 @@ fn training(harness: &mut Harness<'_, OomlabApp>, truth: &Truth, phase: Phase, e
         }
     }
     harness.get_by_label(&t.status);
+    // The loss curve's description for a screen reader: its first and last loss, as drawn.
+    let en = Catalog::new(Lang::En);
+    let want = match (t.losses.first(), t.losses.last()) {
+        (Some(first), Some(last)) => vec![format!("{first:.4}"), format!("{last:.4}"), format!("{} steps", t.steps)],
+        _ => vec![en.text("chart-loss-none")],
+    };
+    let described = chart_descriptions(harness);
+    assert!(described.len() == 1 && want.iter().all(|w| described[0].contains(w.as_str())), "{what}: {described:?}");
+}
+
+/// The charts' descriptions a screen reader gets: the labels of the image nodes.
+fn chart_descriptions(harness: &Harness<'_, OomlabApp>) -> Vec<String> {
+    use egui_kittest::kittest::NodeT;
+    harness.query_all_by_role(egui::Role::Image).filter_map(|n| n.accesskit_node().label()).collect()
 }
 
 fn real_models(harness: &mut Harness<'_, OomlabApp>, what: &str) {
@@ -300,6 +314,12 @@ fn real_models(harness: &mut Harness<'_, OomlabApp>, what: &str) {
     assert_eq!(r.lines.iter().map(|(_, b)| b).sum::<u64>(), e.peak_bytes, "{what}: the rows add up to the peak");
     assert_eq!(r.max_micro_batch, oomlab::estimate::max_micro_batch(&setup).expect("a maximum"), "{what}");
     harness.get_by_label(&r.verdict);
+    // The micro-batch chart's description: the estimate's peak at this micro-batch, or, when it
+    // does not fit, the GPU's capacity it exceeds.
+    let en = Catalog::new(Lang::En);
+    let figure = views::size(&en, if r.fits { r.peak_bytes } else { r.capacity_bytes });
+    let described = chart_descriptions(harness);
+    assert!(described.iter().any(|d| d.contains(&figure) && d.contains("batch")), "{what}: {figure} in {described:?}");
 }
 
 fn snapshot(harness: &mut Harness<'_, OomlabApp>, bytes: &[u8], toy: &StepMemory, source: Source, what: &str) {

@@ -185,7 +185,11 @@ fn tokens_unknown_classes_and_bad_bodies_are_refused_with_a_message() {
     let path = format!("/api/classes/{}/results?chapter=1", class.code);
     let r = c.get(&path, None);
     assert_eq!((r.status, r.header("www-authenticate")), (401, Some("Bearer")));
-    let wrong = format!("{}0", &class.teacher_token[..class.teacher_token.len() - 1]);
+    // The token with its last character changed (to one it is not: a token ending in '0' once
+    // made this "wrong" token the right one).
+    let (head, last) = class.teacher_token.split_at(class.teacher_token.len() - 1);
+    let wrong = format!("{head}{}", if last == "0" { "1" } else { "0" });
+    assert_ne!(wrong, class.teacher_token);
     assert_eq!(c.get(&path, Some(&wrong)).status, 403);
     assert_eq!(c.get(&path, Some("short")).status, 403);
     assert_eq!(c.chapter(&Created { teacher_token: wrong, ..class.clone() }, 1, Question::Number).status, 403);

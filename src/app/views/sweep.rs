@@ -44,7 +44,10 @@ fn batch_description(t: &Catalog, chart: &BatchChart<'_>) -> String {
         ("oom", first_oom.map_or("—".to_string(), |b| b.to_string()).into()),
     ];
     let Some(&(_, peak)) = points.iter().find(|(b, _)| *b == batch) else {
-        return t.format("chart-batch-oom", &args);
+        // Past the first OOM it does not fit; otherwise the chart has no point at this batch
+        // (the real models' micro-batches are powers of two), so the description has no peak.
+        let past = first_oom.is_some_and(|o| batch >= o);
+        return t.format(if past { "chart-batch-oom" } else { "chart-batch-range" }, &args);
     };
     let largest = chart
         .stacks

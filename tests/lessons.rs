@@ -253,3 +253,69 @@ fn holds_figure(text: &str, figure: &str) -> bool {
         !before.is_some_and(number) && !after.is_some_and(|c| c.is_ascii_digit())
     })
 }
+
+/// A lesson from the keyboard alone: Tab reaches the Lessons button and Enter opens it; Tab
+/// reaches the guess, whose value the arrow keys change; Tab reaches Reveal and Enter reveals,
+/// with its real step. Focus is read from the accessibility tree, as a screen reader reads it.
+#[test]
+fn a_lesson_works_from_the_keyboard_alone() {
+    use egui::Key;
+    use egui_kittest::kittest::NodeT;
+    xdg();
+    let mut harness = Harness::builder()
+        .with_size([1400.0, 900.0])
+        .build_ui_state(|ui, app: &mut OomlabApp| app.show(ui), OomlabApp::headless(Settings::default()));
+    harness.run();
+    fn tab_to(harness: &mut Harness<'_, OomlabApp>, label: &str) {
+        for _ in 0..300 {
+            if harness.query_all_by_label(label).any(|n| n.accesskit_node().is_focused()) {
+                return;
+            }
+            harness.key_press(Key::Tab);
+            harness.run();
+        }
+        panic!("Tab never reached {label:?}");
+    }
+    tab_to(&mut harness, "Lessons");
+    harness.key_press(Key::Enter);
+    harness.run();
+    assert_eq!(harness.state().teaching.lesson.as_ref().map(|l| l.chapter), Some(0), "Enter opened the lessons");
+    tab_to(&mut harness, "Your guess");
+    let before = harness.state().teaching.lesson.as_ref().map(|l| l.guess.clone());
+    harness.key_press(Key::ArrowUp);
+    harness.run();
+    let after = harness.state().teaching.lesson.as_ref().map(|l| l.guess.clone());
+    assert_ne!(before, after, "the arrow key changed the guess");
+    tab_to(&mut harness, "Reveal");
+    harness.key_press(Key::Enter);
+    harness.run_steps(200);
+    let lesson = harness.state().teaching.lesson.as_ref().expect("the lesson");
+    assert!(lesson.verdict.is_some(), "Enter revealed");
+    assert!(harness.state().steps_done() >= 1, "the reveal ran a real step");
+    // The letter shortcuts still work with a button focused: R reveals again. Space and the
+    // arrows belong to the focused button, so the chapters change through "Next ›".
+    harness.state_mut().teaching.lesson.as_mut().expect("the lesson").verdict = None;
+    harness.key_press(Key::R);
+    harness.run_steps(50);
+    assert!(harness.state().teaching.lesson.as_ref().is_some_and(|l| l.verdict.is_some()), "R with focus");
+    harness.key_press(Key::ArrowRight);
+    harness.run();
+    assert_eq!(harness.state().teaching.lesson.as_ref().map(|l| l.chapter), Some(0), "→ stayed with the button");
+    // A choice: "Next ›" to chapter 4, Tab to an option, Space picks it, Enter on Reveal judges it.
+    for _ in 0..3 {
+        tab_to(&mut harness, "Next ›");
+        harness.key_press(Key::Enter);
+        harness.run();
+    }
+    assert_eq!(harness.state().teaching.lesson.as_ref().map(|l| l.chapter), Some(3));
+    tab_to(&mut harness, "during the backward pass");
+    harness.key_press(Key::Space);
+    harness.run();
+    let guess = harness.state().teaching.lesson.as_ref().map(|l| l.guess.clone());
+    assert_eq!(guess, Some(Guess::Choice(Some(1))), "Space picked the option");
+    tab_to(&mut harness, "Reveal");
+    harness.key_press(Key::Enter);
+    harness.run_steps(200);
+    let verdict = harness.state().teaching.lesson.as_ref().and_then(|l| l.verdict.clone());
+    assert!(matches!(verdict, Some(Verdict::Choice { .. })), "{verdict:?}");
+}

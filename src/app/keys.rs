@@ -1,7 +1,7 @@
 //! Keyboard control, for a teacher at a projector: Space runs one step, B / Shift+B double and
 //! halve the batch, F fits the charts, P toggles present mode, ← → change the lesson chapter, R
 //! reveals its answer (a presenter's clicker sends such keys), ? lists them all. Keys are ignored
-//! while a text field has the keyboard.
+//! while a text field has the keyboard; Space and the arrows belong to a focused widget.
 
 use super::settings::MAX_BATCH;
 
@@ -40,20 +40,24 @@ pub struct Keys {
 
 impl Keys {
     pub fn read(ctx: &egui::Context) -> Keys {
-        if ctx.egui_wants_keyboard_input() {
+        // Typing into a field takes every key. A focused button, slider or option — reached
+        // with Tab — keeps Space and the arrows for itself (Space presses it, arrows move it),
+        // but the letter shortcuts still work, so a keyboard user who tabbed somewhere keeps them.
+        if ctx.text_edit_focused() {
             return Keys::default();
         }
+        let focused = ctx.memory(|m| m.focused().is_some());
         ctx.input(|i| {
             let b = i.key_pressed(egui::Key::B);
             Keys {
-                step: i.key_pressed(egui::Key::Space),
+                step: !focused && i.key_pressed(egui::Key::Space),
                 batch_up: b && !i.modifiers.shift,
                 batch_down: b && i.modifiers.shift,
                 fit: i.key_pressed(egui::Key::F),
                 present: i.key_pressed(egui::Key::P),
                 help: i.events.iter().any(|e| matches!(e, egui::Event::Text(t) if t == "?")),
-                previous_chapter: i.key_pressed(egui::Key::ArrowLeft),
-                next_chapter: i.key_pressed(egui::Key::ArrowRight),
+                previous_chapter: !focused && i.key_pressed(egui::Key::ArrowLeft),
+                next_chapter: !focused && i.key_pressed(egui::Key::ArrowRight),
                 reveal: i.key_pressed(egui::Key::R),
             }
         })

@@ -145,8 +145,10 @@ impl Teaching {
         match (&chapter.question, &mut guess) {
             (Question::Ratio { .. }, Guess::Ratio(g)) => {
                 ui.horizontal(|ui| {
-                    ui.label(t.text("lesson-your-guess"));
-                    ui.add(egui::DragValue::new(g).range(0.1..=100.0).speed(0.05).fixed_decimals(2).prefix("× "));
+                    // The field is named by its label for a screen reader ("Your guess").
+                    let label = ui.label(t.text("lesson-your-guess"));
+                    let field = egui::DragValue::new(g).range(0.1..=100.0).speed(0.05).fixed_decimals(2).prefix("× ");
+                    ui.add(field).labelled_by(label.id);
                 });
             }
             (Question::Choice { options, .. }, Guess::Choice(g)) => {

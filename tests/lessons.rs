@@ -318,4 +318,16 @@ fn a_lesson_works_from_the_keyboard_alone() {
     harness.run_steps(200);
     let verdict = harness.state().teaching.lesson.as_ref().and_then(|l| l.verdict.clone());
     assert!(matches!(verdict, Some(Verdict::Choice { .. })), "{verdict:?}");
+    // The controls too: an arrow key on the focused batch slider moves it; Enter on One step
+    // runs a step.
+    let batch = harness.state().settings.batch;
+    tab_to(&mut harness, "batch");
+    harness.key_press(Key::ArrowRight);
+    harness.run();
+    assert_ne!(harness.state().settings.batch, batch, "the arrow moved the batch slider");
+    let steps = harness.state().steps_done();
+    tab_to(&mut harness, "One step");
+    harness.key_press(Key::Enter);
+    harness.run_steps(200);
+    assert_eq!(harness.state().steps_done(), steps + 1, "Enter on One step ran a step");
 }

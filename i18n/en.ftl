@@ -382,6 +382,7 @@ real-source-line = { $category }: { $source }
 
 keys-title = Keyboard shortcuts
 keys-help = ? — show or hide this list
+keys-focus = Tab and Shift+Tab — move between the controls; Enter or Space presses the focused one, the arrow keys move a focused slider
 keys-step = Space — run one step
 keys-batch-up = B — double the batch
 keys-batch-down = Shift+B — halve the batch

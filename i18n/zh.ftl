@@ -379,6 +379,7 @@ real-source-line = { $category }的出处：{ $source }
 
 keys-title = 键盘快捷键
 keys-help = ? —— 显示或隐藏这个列表
+keys-focus = Tab 和 Shift+Tab —— 在控件之间移动；回车或空格按下获得焦点的控件，方向键移动获得焦点的滑块
 keys-step = 空格 —— 运行一步
 keys-batch-up = B —— batch 加倍
 keys-batch-down = Shift+B —— batch 减半

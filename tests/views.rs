@@ -567,6 +567,7 @@ fn keyboard_shortcuts_drive_the_app() {
     harness.run();
     harness.get_by_label("Keyboard shortcuts");
     harness.get_by_label("Shift+B — halve the batch");
+    harness.get_by_label_contains("Tab and Shift+Tab — move between the controls");
     // The same list from the "?" button, for a touch screen.
     harness.event(egui::Event::Text("?".into()));
     harness.run();

@@ -6,8 +6,9 @@
 use super::settings::MAX_BATCH;
 
 /// The shortcuts' catalog messages, in the order the "?" list shows them.
-pub const SHORTCUTS: [&str; 8] = [
+pub const SHORTCUTS: [&str; 9] = [
     "keys-help",
+    "keys-focus",
     "keys-chapters",
     "keys-reveal",
     "keys-step",

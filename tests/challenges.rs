@@ -1,6 +1,8 @@
 //! The challenges: each is passed by a scripted setting and failed by another, judged
 //! on a step the app really executed — on the CPU backend, and on the GPU (lavapipe here).
 
+#[path = "support/focus.rs"]
+mod support_focus;
 #[path = "support/xdg.rs"]
 mod support_xdg;
 use support_xdg::xdg;
@@ -155,4 +157,54 @@ fn shortcuts_that_change_the_task_do_not_pass() {
     assert!(!check(2, &Settings { batch: sgd_b, ..sgd }), "another optimizer changes the task");
     let short = Settings { seq: largest.seq / 2, ..largest.clone() };
     assert!(!check(2, &Settings { batch: largest_fp16_batch(&short), ..short }), "shorter sequences too");
+}
+
+/// A challenge from the keyboard alone: Tab and Enter open the challenges and start the first;
+/// B (a letter shortcut, which works whatever has the focus) doubles the batch to 128; the arrow
+/// keys move the focused accumulation slider to 8; Enter on One step runs the step it is judged
+/// on, and it passes.
+#[test]
+fn a_challenge_works_from_the_keyboard_alone() {
+    use egui::Key;
+    use support_focus::tab_to;
+    xdg();
+    let mut harness = Harness::builder()
+        .with_size([1400.0, 900.0])
+        .build_ui_state(|ui, app: &mut OomlabApp| app.show(ui), OomlabApp::headless(Settings::default()));
+    harness.run();
+    tab_to(&mut harness, "Challenges");
+    harness.key_press(Key::Enter);
+    harness.run();
+    tab_to(&mut harness, "Start");
+    harness.key_press(Key::Enter);
+    harness.run();
+    assert!(harness.state().teaching.challenge.is_some(), "Enter started a challenge");
+    assert_eq!(challenges()[0].id, "accum128");
+    for _ in 0..8 {
+        if harness.state().settings.batch >= 128 {
+            break;
+        }
+        harness.key_press(Key::B);
+        harness.run();
+    }
+    assert_eq!(harness.state().settings.batch, 128, "B doubled the batch");
+    tab_to(&mut harness, "accumulation steps");
+    for _ in 0..20 {
+        if harness.state().settings.accum >= 8 {
+            break;
+        }
+        harness.key_press(Key::ArrowRight);
+        harness.run();
+    }
+    assert_eq!(harness.state().settings.accum, 8, "the arrows moved the accumulation slider");
+    tab_to(&mut harness, "One step");
+    harness.key_press(Key::Enter);
+    for _ in 0..20_000 {
+        harness.step();
+        if harness.state().is_idle() && harness.state().steps_done() > 0 {
+            break;
+        }
+    }
+    let last = harness.state().teaching.challenge.as_ref().and_then(|c| c.last.clone());
+    assert!(matches!(last, Some((true, _))), "{last:?}");
 }

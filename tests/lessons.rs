@@ -3,6 +3,8 @@
 //! independently), a right and a wrong prediction are judged so, and revealing runs a real step
 //! whose allocator figures equal the prediction.
 
+#[path = "support/focus.rs"]
+mod support_focus;
 #[path = "support/xdg.rs"]
 mod support_xdg;
 use support_xdg::xdg;
@@ -260,22 +262,12 @@ fn holds_figure(text: &str, figure: &str) -> bool {
 #[test]
 fn a_lesson_works_from_the_keyboard_alone() {
     use egui::Key;
-    use egui_kittest::kittest::NodeT;
+    use support_focus::tab_to;
     xdg();
     let mut harness = Harness::builder()
         .with_size([1400.0, 900.0])
         .build_ui_state(|ui, app: &mut OomlabApp| app.show(ui), OomlabApp::headless(Settings::default()));
     harness.run();
-    fn tab_to(harness: &mut Harness<'_, OomlabApp>, label: &str) {
-        for _ in 0..300 {
-            if harness.query_all_by_label(label).any(|n| n.accesskit_node().is_focused()) {
-                return;
-            }
-            harness.key_press(Key::Tab);
-            harness.run();
-        }
-        panic!("Tab never reached {label:?}");
-    }
     tab_to(&mut harness, "Lessons");
     harness.key_press(Key::Enter);
     harness.run();

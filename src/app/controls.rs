@@ -90,8 +90,13 @@ pub fn controls_ui(
     });
     let params = s.model(vocab).num_parameters();
     ui.label(catalog.format("controls-parameters", &[("count", (params as f64).into())]));
+    // The logarithmic integer sliders step by 1 from the keyboard: without `step_by`, an arrow
+    // key moves the handle one point along the rail and the rounding snaps an integer back (the
+    // accumulation steps stuck at 2).
     gate(ui, Control::Batch, &mut |ui| {
-        let batch = ui.add(egui::Slider::new(&mut s.batch, 1..=MAX_BATCH).logarithmic(true).text(tr("controls-batch")));
+        let batch = ui.add(
+            egui::Slider::new(&mut s.batch, 1..=MAX_BATCH).logarithmic(true).step_by(1.0).text(tr("controls-batch")),
+        );
         super::views::mark(ui, "batch", batch.rect);
     });
     let max_seq = s.dims.max_seq;
@@ -107,7 +112,7 @@ pub fn controls_ui(
             }
         });
         let mut mib = (s.budget_bytes >> 20) as usize;
-        if ui.add(egui::Slider::new(&mut mib, 1..=4096).logarithmic(true).text("MiB")).changed() {
+        if ui.add(egui::Slider::new(&mut mib, 1..=4096).logarithmic(true).step_by(1.0).text("MiB")).changed() {
             s.budget_bytes = (mib as u64) << 20;
         }
     });
@@ -158,7 +163,14 @@ pub fn controls_ui(
         });
     });
     gate(ui, Control::Accumulation, &mut |ui| {
-        ui.add(egui::Slider::new(&mut s.accum, 1..=64).logarithmic(true).text(tr("controls-accumulation")));
+        let before = s.accum;
+        let slider =
+            egui::Slider::new(&mut s.accum, 1..=64).logarithmic(true).step_by(1.0).text(tr("controls-accumulation"));
+        // A count that does not divide the batch is taken down to one that does; stepping up
+        // goes on to the next that does instead, or an arrow key from 2 to 3 would end at 2.
+        if ui.add(slider).changed() && s.accum > before {
+            s.accum = (s.accum..=s.batch.max(1)).find(|&a| micro_batch(s.batch, a).is_ok()).unwrap_or(before);
+        }
     });
     gate(ui, Control::Lora, &mut |ui| {
         ui.add(egui::Slider::new(&mut s.lora_rank, 0..=64).text(tr("controls-lora-rank")));

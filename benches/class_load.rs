@@ -9,7 +9,7 @@
 use std::time::{Duration, Instant};
 
 use oomlab::class::{AnswerBody, Created, Joined, Question, Results, SetChapter};
-use oomlab::serve::{self, Config, Limits};
+use oomlab::serve::{self, Config};
 
 fn post<T: serde::Serialize>(url: String, body: &T, token: Option<&str>) -> ehttp::Response {
     let mut r = ehttp::Request::post_json(url, body).expect("serialisable");
@@ -22,12 +22,7 @@ fn post<T: serde::Serialize>(url: String, body: &T, token: Option<&str>) -> ehtt
 fn main() {
     let students: u32 = if std::env::args().any(|a| a == "--bench") { 400 } else { 20 };
     let dir = tempfile::tempdir().expect("a temporary directory");
-    let config = Config {
-        bind: "127.0.0.1:0".parse().expect("an address"),
-        db: dir.path().join("class.sqlite"),
-        limits: Limits::default(),
-        public: None,
-    };
+    let config = Config::loopback(dir.path().join("class.sqlite"));
     let server = serve::start(&config).expect("the server starts");
     let base = format!("http://{}", server.addr);
     let class: Created = post(format!("{base}/api/classes"), &serde_json::json!({}), None).json().expect("created");

@@ -166,7 +166,7 @@ fn shortcuts_that_change_the_task_do_not_pass() {
 #[test]
 fn a_challenge_works_from_the_keyboard_alone() {
     use egui::Key;
-    use support_focus::tab_to;
+    use support_focus::{press_until, tab_to};
     xdg();
     let mut harness = Harness::builder()
         .with_size([1400.0, 900.0])
@@ -180,22 +180,10 @@ fn a_challenge_works_from_the_keyboard_alone() {
     harness.run();
     assert!(harness.state().teaching.challenge.is_some(), "Enter started a challenge");
     assert_eq!(challenges()[0].id, "accum128");
-    for _ in 0..8 {
-        if harness.state().settings.batch >= 128 {
-            break;
-        }
-        harness.key_press(Key::B);
-        harness.run();
-    }
+    press_until(&mut harness, Key::B, 8, |app| app.settings.batch >= 128);
     assert_eq!(harness.state().settings.batch, 128, "B doubled the batch");
     tab_to(&mut harness, "accumulation steps");
-    for _ in 0..20 {
-        if harness.state().settings.accum >= 8 {
-            break;
-        }
-        harness.key_press(Key::ArrowRight);
-        harness.run();
-    }
+    press_until(&mut harness, Key::ArrowRight, 20, |app| app.settings.accum >= 8);
     assert_eq!(harness.state().settings.accum, 8, "the arrows moved the accumulation slider");
     tab_to(&mut harness, "One step");
     harness.key_press(Key::Enter);

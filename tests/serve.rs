@@ -16,7 +16,7 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 
 fn start(db: &Path, limits: Limits) -> Server {
-    let config = Config { bind: "127.0.0.1:0".parse().unwrap(), db: db.to_path_buf(), limits, public: None };
+    let config = Config { limits, ..Config::loopback(db.to_path_buf()) };
     serve::start(&config).expect("the server starts")
 }
 

@@ -179,12 +179,7 @@ fn the_projector_shows_a_live_class() {
     use oomlab::serve::{self, Config};
     xdg();
     let dir = tempfile::tempdir().expect("a temporary directory");
-    let config = Config {
-        bind: "127.0.0.1:0".parse().expect("an address"),
-        db: dir.path().join("c.sqlite"),
-        ..Config::default()
-    };
-    let server = serve::start(&config).expect("the server starts");
+    let server = serve::start(&Config::loopback(dir.path().join("c.sqlite"))).expect("the server starts");
     let base = format!("http://{}", server.addr);
     let mut app = OomlabApp::headless(Settings::default());
     app.classroom.server = base.clone();

@@ -48,6 +48,14 @@ impl Default for Config {
     }
 }
 
+impl Config {
+    /// A server on a free port of the loopback address, keeping its classes in `db`: what the
+    /// tests and the load benchmark start.
+    pub fn loopback(db: PathBuf) -> Config {
+        Config { bind: SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), 0), db, ..Config::default() }
+    }
+}
+
 /// Why the server did not start.
 #[derive(thiserror::Error, Debug)]
 pub enum ServeError {

@@ -1,3 +1,4 @@
+#![allow(dead_code)] // each test binary that includes this uses part of it
 //! Keyboard-only tests' helper: Tab until a widget with this accessible name has the focus, as
 //! a screen reader would report it.
 
@@ -15,4 +16,15 @@ pub fn tab_to(harness: &mut Harness<'_, OomlabApp>, label: &str) {
         harness.run();
     }
     panic!("Tab never reached {label:?}");
+}
+
+/// Presses `key` until `done` holds of the app, at most `times` times.
+pub fn press_until(harness: &mut Harness<'_, OomlabApp>, key: egui::Key, times: usize, done: fn(&OomlabApp) -> bool) {
+    for _ in 0..times {
+        if done(harness.state()) {
+            return;
+        }
+        harness.key_press(key);
+        harness.run();
+    }
 }

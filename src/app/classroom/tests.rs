@@ -84,12 +84,7 @@ fn histograms_count_every_guess_and_span_the_answer() {
 fn the_teacher_follows_a_real_class() {
     use crate::serve::{self, Config};
     let dir = tempfile::tempdir().expect("a temporary directory");
-    let config = Config {
-        bind: "127.0.0.1:0".parse().expect("an address"),
-        db: dir.path().join("c.sqlite"),
-        ..Config::default()
-    };
-    let server = serve::start(&config).expect("the server starts");
+    let server = serve::start(&Config::loopback(dir.path().join("c.sqlite"))).expect("the server starts");
     let mut room = Classroom { server: format!("http://{}", server.addr), ..Classroom::default() };
     let wait = |room: &mut Classroom, what: &str, done: &dyn Fn(&Classroom) -> bool| {
         let start = std::time::Instant::now();

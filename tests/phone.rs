@@ -150,3 +150,19 @@ fn present_mode_fits_1920_by_1080() {
 fn present_mode_fits_1280_by_720() {
     present_mode_fits(1280.0, 720.0);
 }
+
+/// The welcome on a phone fits the screen: its words wrap inside it, and its three ways in are
+/// all there.
+#[test]
+fn on_a_phone_the_welcome_fits() {
+    xdg();
+    let mut app = OomlabApp::headless(Settings::default());
+    app.teaching.welcome = true;
+    let mut harness = Harness::builder().with_size(PHONE).build_ui_state(|ui, app: &mut OomlabApp| app.show(ui), app);
+    harness.run();
+    for way in ["Start the lessons", "Explore freely", "Teach a class"] {
+        let right = harness.get_by_label(way).rect().right();
+        assert!(right <= PHONE[0], "{way} reaches {right}");
+    }
+    assert_eq!(cut_off(&harness), Vec::<(String, f64)>::new());
+}

@@ -28,7 +28,8 @@ pub fn link_points_somewhere(hash: &str) -> bool {
 pub fn welcome_ui(ctx: &egui::Context, t: &Catalog) -> Option<Way> {
     let mut chosen = None;
     let modal = egui::Modal::new(egui::Id::unique("welcome")).show(ctx, |ui| {
-        ui.set_max_width(520.0);
+        // At most 520 points, and never wider than a phone's screen (less the modal's margins).
+        ui.set_max_width((ctx.content_rect().width() - 48.0).clamp(160.0, 520.0));
         ui.heading(RichText::new(t.text("welcome-title")).size(26.0));
         ui.label(RichText::new(t.text("welcome-intro")).size(16.0));
         ui.add_space(8.0);

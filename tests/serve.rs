@@ -399,11 +399,20 @@ fn a_killed_server_loses_no_acknowledged_answer() {
         let mut first = String::new();
         out.read_line(&mut first).unwrap();
         let addr: SocketAddr = first.trim().rsplit(' ').next().unwrap().parse().unwrap();
+        // What it prints after that, up to the line about the database.
+        let mut printed = String::new();
+        while !printed.contains("Classes and answers") && out.read_line(&mut printed).unwrap_or(0) > 0 {}
         // The rest of what it prints goes on being read, so that its pipe never closes.
         std::thread::spawn(move || std::io::copy(&mut out, &mut std::io::sink()));
-        (child, addr)
+        (child, addr, printed)
     };
-    let (mut child, addr) = spawn();
+    let (mut child, addr, printed) = spawn();
+    // The terminal shows the teacher's address, the students' join address and its QR code.
+    let students = format!("http://{addr}/join");
+    assert!(printed.contains(&format!("Teacher: open http://localhost:{}/#teach", addr.port())), "{printed}");
+    assert!(printed.contains(&format!("Students: open {students} ")), "{printed}");
+    let qr = serve::terminal_qr(&students).expect("a QR code");
+    assert!(qr.lines().count() > 10 && printed.contains(&qr), "{printed}");
     let c = Client::new(addr);
     let class = c.create();
     c.chapter(&class, 1, Question::Number);
@@ -416,7 +425,7 @@ fn a_killed_server_loses_no_acknowledged_answer() {
     }
     child.kill().unwrap(); // SIGKILL: no chance to flush anything
     child.wait().unwrap();
-    let (mut child, addr) = spawn();
+    let (mut child, addr, _) = spawn();
     let c = Client::new(addr);
     assert_eq!(c.results(&class, 1).count, acknowledged);
     assert_eq!(acknowledged, 20);

@@ -272,6 +272,19 @@ fn check_map(
     drawn.sort();
     alive.sort();
     assert_eq!(drawn, alive, "{what}: the tensors in the blocks are those alive at the op");
+    // Not by colour alone: blocks are named by their category where the name fits — each name
+    // one of its segment's tensors' categories, and the widest blocks named.
+    let en = Catalog::new(Lang::En);
+    for s in &map.segments {
+        let categories: Vec<String> = s
+            .tensors
+            .iter()
+            .map(|n| truth.plan.tensors.iter().find(|t| &t.name == n).expect("a tensor"))
+            .map(|t| views::category_name(&en, t.category))
+            .collect();
+        assert!(s.labels.iter().all(|l| categories.contains(l)), "{what}: {:?} in {categories:?}", s.labels);
+    }
+    assert!(map.segments.iter().any(|s| !s.labels.is_empty()), "{what}: no block named");
     harness.get_by_label(&map.summary);
 }
 
@@ -331,4 +344,12 @@ fn snapshot(harness: &mut Harness<'_, OomlabApp>, bytes: &[u8], toy: &StepMemory
     assert_eq!((s.events, s.segments), (r.events, snap.segments.len()), "{what}");
     let want = (source, toy.peak_allocated_bytes(), toy.peak_reserved_bytes());
     assert_eq!(s.toy, Some(want), "{what}: the toy's column");
+    // The trace chart's description names the replayed peak and its event.
+    let en = Catalog::new(Lang::En);
+    let (peak, at) = (views::size(&en, r.peak_allocated as u64), r.peak_index.map_or(0, |i| i + 1));
+    let described = chart_descriptions(harness);
+    assert!(
+        described.len() == 1 && described[0].contains(&peak) && described[0].contains(&format!("at event {at}")),
+        "{what}: {peak} at event {at} in {described:?}"
+    );
 }

@@ -177,7 +177,10 @@ fn leftovers<S>(
         // PyTorch's own message stays word for word in English (the issue asks for it); egui
         // wraps it into several text runs.
         let pytorch_part = pytorch.is_some_and(|m| m.contains(text.trim()));
-        if pytorch_part || EGUI_ONLY.contains(&text.as_str()) || !seen.insert(text.clone()) {
+        // A link's settings are base64, whose runs of letters are no words (a line of a
+        // wrapped link is one long run).
+        let link = text.contains("#s=") || (text.len() > 24 && !text.contains(' '));
+        if pytorch_part || link || EGUI_ONLY.contains(&text.as_str()) || !seen.insert(text.clone()) {
             continue;
         }
         let mut words = english_words(&text);

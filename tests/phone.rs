@@ -125,7 +125,10 @@ fn present_mode_fits(w: f32, h: f32) {
     // Present mode zooms 1.5×: a w×h-pixel projector shows w/1.5 × h/1.5 points (kittest keeps
     // the size in points and renders more pixels).
     let (w, h) = (w / 1.5, h / 1.5);
-    let settings = Settings { projector: true, ..Settings::default() };
+    let settings = Settings {
+        prefs: oomlab::app::settings::Prefs { projector: true, ..Default::default() },
+        ..Settings::default()
+    };
     let mut harness = Harness::builder()
         .with_size([w, h])
         .build_ui_state(|ui, app: &mut OomlabApp| app.show(ui), OomlabApp::headless(settings));
@@ -165,4 +168,45 @@ fn on_a_phone_the_welcome_fits() {
         assert!(right <= PHONE[0], "{way} reaches {right}");
     }
     assert_eq!(cut_off(&harness), Vec::<(String, f64)>::new());
+}
+
+/// Text at 200 % (WCAG 1.4.4) in a 1280×800 window, in both languages: the whole layout zooms,
+/// as a browser's zoom does, so the window is 640×400 points and lays out as a phone's, and
+/// nothing is cut off at the right edge on any tab, in the drawer or in the lessons.
+#[test]
+fn at_200_percent_text_nothing_is_cut_off() {
+    use oomlab::app::Tab;
+    use oomlab::app::settings::Prefs;
+    use oomlab::i18n::Lang;
+    xdg();
+    let (w, h) = (1280.0 / 2.0, 800.0 / 2.0);
+    for lang in [Lang::En, Lang::Zh] {
+        let settings = Settings { prefs: Prefs { text_percent: 200, ..Prefs::default() }, ..Settings::default() };
+        let mut app = OomlabApp::headless(settings);
+        app.set_lang(lang);
+        let mut harness =
+            Harness::builder().with_size([w, h]).build_ui_state(|ui, app: &mut OomlabApp| app.show(ui), app);
+        harness.run();
+        assert_eq!(harness.ctx.zoom_factor(), 2.0, "200 % text");
+        assert!(harness.state().chrome.is_narrow(), "{lang:?}: a phone's layout at 640 points");
+        for (tab, _) in Tab::ALL {
+            harness.state_mut().shown.tab = tab;
+            harness.run();
+            let cut = cut_off_at(&harness, w);
+            assert!(cut.is_empty(), "{lang:?} {tab:?}: cut off at the right edge: {cut:?}");
+        }
+        harness.state_mut().chrome.drawer_open = true;
+        harness.run();
+        let cut = cut_off_at(&harness, w);
+        assert!(cut.is_empty(), "{lang:?}: the drawer is cut off: {cut:?}");
+        harness.state_mut().chrome.drawer_open = false;
+        harness.state_mut().open_chapter(1);
+        harness.run();
+        if lang == Lang::En {
+            let options = egui_kittest::SnapshotOptions::new().threshold(2.0).max_failed_pixels(2000);
+            harness.snapshot_options("text_200_percent", &options);
+        }
+        let cut = cut_off_at(&harness, w);
+        assert!(cut.is_empty(), "{lang:?}: the lessons are cut off: {cut:?}");
+    }
 }

@@ -231,6 +231,8 @@ fn the_projector_shows_a_live_class() {
         other => panic!("a number: {other:?}"),
     };
     harness.get_by_label(&format!("The answer, from the real step: {answer:.2}×"));
+    // The histogram's description, for a screen reader: the guesses it counts.
+    harness.get_by_label("The class's guesses: 3 of them, from 1.50× to 2.00×, the middle one 2.00×.");
     snapshot_class(&mut harness, "class_projector");
     harness.state_mut().set_lang(Lang::Zh);
     harness.run();

@@ -52,10 +52,10 @@ JS
 fi
 # index.html without trunk's directives, loading the module wasm-bindgen wrote.
 sed -e '/data-trunk/d' \
-    -e 's#</body>#    <script type="module">import init from "./oomlab.js"; init();</script>\n</body>#' \
+    -e 's#</body>#    <script type="module">import init, { oomlabA11yAction } from "./oomlab.js"; window.oomlabA11yAction = oomlabA11yAction; init();</script>\n</body>#' \
     index.html > dist/index.html
 mkdir -p dist/web
-cp web/manifest.json web/icon-192.png web/icon-512.png dist/web/
+cp web/manifest.json web/icon-192.png web/icon-512.png web/a11y.js dist/web/
 # The service worker sits at the top so that its scope covers index.html.
 cp web/sw.js dist/sw.js
 # The Chinese font, fetched by the app only when Chinese is chosen or detected (issue 13).

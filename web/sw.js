@@ -6,7 +6,7 @@
 // equal), since on a first visit this worker may not control the page when the font is fetched.
 const CACHE = "oomlab-v1";
 const SHELL = ["./", "./index.html", "./oomlab.js", "./oomlab_bg.wasm", "./web/manifest.json",
-  "./web/icon-192.png", "./web/icon-512.png"];
+  "./web/a11y.js", "./web/icon-192.png", "./web/icon-512.png"];
 
 self.addEventListener("install", (event) => {
   // Precache the app shell; a file missing from this build (e.g. under `trunk serve`, whose file

@@ -160,7 +160,7 @@ impl Teaching {
     pub fn start_challenge(&mut self, index: usize, settings: &mut Settings) {
         let all = challenges();
         let Some(c) = all.get(index) else { return };
-        (c.start)(settings);
+        settings.keeping_prefs(c.start);
         self.lesson = None;
         self.challenge = Some(ChallengeState { index, start: settings.clone(), last: None, best: None, goal: None });
     }

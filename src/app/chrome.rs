@@ -8,6 +8,7 @@ use egui::Color32;
 
 use super::Notice;
 use super::lang::CjkFont;
+use super::settings::Prefs;
 use crate::i18n::{Catalog, Lang};
 
 /// Below this width (points) the app lays out for a phone: controls in a drawer.
@@ -35,10 +36,14 @@ pub struct Chrome {
     pub drawer_open: bool,
     /// The layout last drawn (narrow or not), to log a change once.
     narrow: Option<bool>,
+    /// The live line a screen reader announces: a finished step, an error, a revealed answer.
+    pub announcer: super::a11y::Announcer,
     /// Whether the "?" list of keyboard shortcuts is open.
     pub show_shortcuts: bool,
-    /// The look before present mode, to restore when it ends.
+    /// The look before present mode or high contrast, to restore when it ends.
     visuals_before_present: Option<egui::Visuals>,
+    /// Whether the styles are set for reduced motion (None: not yet set).
+    reduced_motion: Option<bool>,
     drew_first_frame: bool,
     pub(super) screenshot: ScreenshotSlot,
     /// Where exports go on the desktop (None: `$OOMLAB_EXPORT_DIR` or the current directory).
@@ -57,27 +62,34 @@ impl Chrome {
             drawer_open: false,
             narrow: None,
             show_shortcuts: false,
+            announcer: Default::default(),
             visuals_before_present: None,
+            reduced_motion: None,
             drew_first_frame: false,
             screenshot: Arc::default(),
             export_dir: None,
         }
     }
 
-    /// Sets up a frame: the first frame's log line, present mode's zoom and contrast, the
-    /// colour-blind-safe palette, and the phone's touch-sized layout. Returns whether the
+    /// Sets up a frame: the first frame's log line, the text size (and present mode's zoom),
+    /// the high-contrast theme and the colour-blind-safe palette (present mode or the
+    /// preference), reduced motion, and the phone's touch-sized layout. Returns whether the
     /// layout is a phone's.
-    pub fn begin_frame(&mut self, ui: &mut egui::Ui, projector: bool, engine: &str) -> bool {
+    pub fn begin_frame(&mut self, ui: &mut egui::Ui, prefs: Prefs, engine: &str) -> bool {
+        let projector = prefs.projector;
         if !self.drew_first_frame {
             self.drew_first_frame = true;
             log::info!("oomlab: first frame ({engine})");
         }
-        ui.ctx().set_zoom_factor(if projector { 1.5 } else { 1.0 });
-        // Present mode's high contrast; leaving it restores the look the app had.
-        match (projector, self.visuals_before_present.is_some()) {
+        // Text at 200 % zooms the whole layout, as a browser's zoom does (WCAG 1.4.4): nothing
+        // is clipped, because a narrower window in points lays out for a phone.
+        ui.ctx().set_zoom_factor(prefs.text_scale() * if projector { 1.5 } else { 1.0 });
+        // High contrast; leaving it restores the look the app had.
+        let contrast = projector || prefs.high_contrast;
+        match (contrast, self.visuals_before_present.is_some()) {
             (true, false) => {
                 self.visuals_before_present = Some(ui.ctx().global_style().visuals.clone());
-                ui.ctx().set_visuals(present_visuals());
+                ui.ctx().set_visuals(high_contrast_visuals());
             }
             (false, true) => {
                 if let Some(v) = self.visuals_before_present.take() {
@@ -86,7 +98,18 @@ impl Chrome {
             }
             _ => {}
         }
-        super::views::use_safe_colours(projector);
+        super::views::use_safe_colours(contrast);
+        if self.reduced_motion != Some(prefs.reduced_motion) {
+            self.reduced_motion = Some(prefs.reduced_motion);
+            let usual = egui::Style::default();
+            ui.ctx().all_styles_mut(|s| {
+                (s.animation_time, s.scroll_animation) = if prefs.reduced_motion {
+                    (0.0, egui::style::ScrollAnimation::none())
+                } else {
+                    (usual.animation_time, usual.scroll_animation)
+                };
+            });
+        }
         // A phone: the controls become a drawer over the views, and everything is touch-sized.
         let narrow = ui.available_width() < NARROW_WIDTH;
         if self.narrow != Some(narrow) {
@@ -124,21 +147,56 @@ impl Chrome {
             return;
         }
         let mut open = true;
-        egui::Window::new(self.tr("keys-title")).collapsible(false).resizable(false).open(&mut open).show(ctx, |ui| {
+        let id = egui::Id::unique("oomlab_keys_window");
+        let title = self.tr("keys-title");
+        egui::Window::new(&title).id(id).collapsible(false).resizable(false).open(&mut open).show(ctx, |ui| {
             for key in super::keys::SHORTCUTS {
                 ui.label(self.tr(key));
             }
         });
+        name_title_bar(ctx, id, &title);
         self.show_shortcuts = open;
     }
 }
 
-/// Present mode's look: white text on black panels, for the back of the room (its contrast is
-/// checked in tests/colour.rs: 4.5:1 for text, 3:1 for the chart marks on the plot background).
-pub fn present_visuals() -> egui::Visuals {
+/// Names a window's title bar (egui leaves the area that moves the window unnamed) after the
+/// window, for a screen reader.
+pub fn name_title_bar(ctx: &egui::Context, window: egui::Id, title: &str) {
+    ctx.accesskit_node_builder(window.with("__title_click"), |node| node.set_label(title));
+}
+
+/// The high-contrast theme, also present mode's, for the back of the room: white text on black,
+/// strong outlines round every control and a yellow one round the focused or hovered control.
+/// Its contrast is checked in tests/colour.rs: 4.5:1 for text on every surface, 3:1 for
+/// controls' outlines and the chart marks (WCAG 1.4.3 and 1.4.11).
+pub fn high_contrast_visuals() -> egui::Visuals {
+    use egui::Stroke;
     let mut v = egui::Visuals::dark();
     v.override_text_color = Some(Color32::WHITE);
+    v.weak_text_color = Some(Color32::from_gray(210));
     v.panel_fill = Color32::BLACK;
+    v.window_fill = Color32::BLACK;
+    v.extreme_bg_color = Color32::BLACK;
+    v.faint_bg_color = Color32::from_gray(28);
+    v.window_stroke = Stroke::new(2.0, Color32::WHITE);
+    v.hyperlink_color = Color32::from_rgb(130, 200, 255);
+    v.selection.bg_fill = Color32::from_rgb(0, 70, 170);
+    v.selection.stroke = Stroke::new(2.0, Color32::WHITE);
+    let focus = Color32::from_rgb(255, 220, 0);
+    let w = &mut v.widgets;
+    w.noninteractive.bg_stroke = Stroke::new(1.0, Color32::from_gray(170));
+    w.noninteractive.fg_stroke = Stroke::new(1.0, Color32::WHITE);
+    for (state, fill, outline) in [
+        (&mut w.inactive, Color32::from_gray(24), Stroke::new(1.5, Color32::from_gray(200))),
+        (&mut w.hovered, Color32::from_gray(40), Stroke::new(2.0, focus)),
+        (&mut w.active, Color32::from_gray(56), Stroke::new(2.5, focus)),
+        (&mut w.open, Color32::from_gray(40), Stroke::new(2.0, Color32::WHITE)),
+    ] {
+        state.weak_bg_fill = fill;
+        state.bg_fill = fill;
+        state.bg_stroke = outline;
+        state.fg_stroke = Stroke::new(outline.width.max(1.5), Color32::WHITE);
+    }
     v
 }
 

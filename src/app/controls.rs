@@ -3,7 +3,7 @@
 use egui::RichText;
 
 use super::run::Engine;
-use super::settings::{BUDGET_PRESETS, MAX_BATCH, Preset, Settings};
+use super::settings::{BUDGET_PRESETS, MAX_BATCH, Prefs, Preset, Settings};
 use super::teacher::{Control, Restrictions};
 use super::views::Suggestion;
 use crate::i18n::Catalog;
@@ -210,9 +210,19 @@ pub fn controls_ui(
             ui.add(egui::DragValue::new(&mut s.seed).prefix(format!("{} ", tr("controls-seed"))));
         });
         gate(ui, Control::Projector, &mut |ui| {
-            ui.checkbox(&mut s.projector, tr("controls-projector"));
+            ui.checkbox(&mut s.prefs.projector, tr("controls-projector"));
         });
     });
+    // The student's own needs: never locked or hidden by a teacher's link.
+    ui.horizontal_wrapped(|ui| {
+        ui.label(tr("controls-display"));
+        ui.checkbox(&mut s.prefs.high_contrast, tr("controls-high-contrast"));
+        ui.checkbox(&mut s.prefs.reduced_motion, tr("controls-reduced-motion"));
+    });
+    let range = Prefs::TEXT_PERCENT;
+    ui.add(
+        egui::Slider::new(&mut s.prefs.text_percent, range).step_by(25.0).suffix(" %").text(tr("controls-text-size")),
+    );
     s.normalize();
 }
 

@@ -350,7 +350,11 @@ pub fn view(ui: &mut Ui, t: &Catalog, s: &EstimateSettings, d: &EstimateDerived)
     let total = e.peak_bytes.max(1);
     // On a phone the sources, long sentences, leave the table for a list under it.
     let sources_column = ui.available_width() >= NARROW;
-    egui::Grid::new("real_breakdown").striped(true).num_columns(if sources_column { 4 } else { 3 }).show(ui, |ui| {
+    // The sources wrap inside their column, so that the table never runs past the view's width
+    // (a wide window, or a narrow one at 200 % text).
+    let source_width = (ui.available_width() - 330.0).max(160.0);
+    let grid = egui::Grid::new("real_breakdown").striped(true).max_col_width(source_width);
+    grid.num_columns(if sources_column { 4 } else { 3 }).show(ui, |ui| {
         ui.strong(t.text("real-per-gpu"));
         ui.strong(t.text("real-predicted"));
         ui.strong("%");
@@ -366,7 +370,7 @@ pub fn view(ui: &mut Ui, t: &Catalog, s: &EstimateSettings, d: &EstimateDerived)
             ui.label(format_bytes(l.bytes));
             ui.label(format!("{:.1}", 100.0 * l.bytes as f64 / total as f64));
             if sources_column {
-                ui.label(RichText::new(l.source.text(t)).small());
+                ui.add(egui::Label::new(RichText::new(l.source.text(t)).small()).wrap());
             }
             ui.end_row();
         }
@@ -482,4 +486,18 @@ pub fn claims_view(ui: &mut Ui, t: &Catalog, claims: &Result<Vec<Claim>, Estimat
             }
         }
     }
+}
+
+/// The large-model estimator's page: its own setup (the controls on the left are the toy's),
+/// the estimate, and the published claims checked against it.
+pub fn page(ui: &mut Ui, t: &Catalog, settings: &mut EstimateSettings, shown: &mut super::shown::Shown) {
+    ui.heading(t.text("main-real-heading"));
+    controls(ui, t, settings);
+    ui.separator();
+    let drawn = ui.scope(|ui| view(ui, t, settings, &shown.estimate));
+    super::views::mark(ui, "real-models", drawn.response.rect);
+    super::views::explain(ui, t, "explain-real");
+    egui::CollapsingHeader::new(t.text("main-claims")).id_salt("claims").default_open(true).show(ui, |ui| {
+        claims_view(ui, t, shown.claims());
+    });
 }

@@ -69,7 +69,7 @@ impl Teaching {
         let all = chapters();
         let index = index.min(all.len() - 1);
         let chapter = &all[index];
-        (chapter.setup)(settings);
+        settings.keeping_prefs(chapter.setup);
         self.lesson = Some(LessonState::at(chapter, index));
         self.scroll_to_target = true;
         Asks { tab: Some(chapter.tab), open_drawer: false }
@@ -162,23 +162,7 @@ impl Teaching {
             reveal = true;
         }
         if let Some(v) = &lesson.verdict {
-            let text = match (v, &chapter.question) {
-                (Verdict::Ratio { answer, guess, off_percent, close }, _) => t.format(
-                    "lesson-number-verdict",
-                    &[
-                        ("answer", format!("{answer:.2}").into()),
-                        ("guess", format!("{guess:.2}").into()),
-                        ("off", format!("{off_percent:.0}").into()),
-                        ("close", if *close { "yes" } else { "no" }.into()),
-                    ],
-                ),
-                (Verdict::Choice { right: true, .. }, _) => t.text("lesson-choice-right"),
-                (Verdict::Choice { answer, .. }, Question::Choice { options, .. }) => {
-                    let answer = options.get(*answer).map_or(String::new(), |k| t.text(k));
-                    t.format("lesson-choice-wrong", &[("answer", answer.into())])
-                }
-                (Verdict::Choice { .. }, _) => String::new(),
-            };
+            let text = verdict_text(t, v, &chapter.question);
             ui.strong(text);
             if let Some((_, _, Some(answer))) = words {
                 ui.label(answer);
@@ -217,5 +201,27 @@ impl Teaching {
             ctx.layer_painter(egui::LayerId::new(egui::Order::Foreground, egui::Id::unique("lesson_highlight")));
         let stroke = egui::Stroke::new(3.0, egui::Color32::from_rgb(255, 200, 0));
         painter.rect_stroke(rect.expand(4.0), 6.0, stroke, egui::StrokeKind::Outside);
+    }
+}
+
+/// A revealed answer in words: the number and how close the guess was, or whether the choice
+/// was right (also what the live line says).
+pub fn verdict_text(t: &Catalog, v: &Verdict, question: &Question) -> String {
+    match (v, question) {
+        (Verdict::Ratio { answer, guess, off_percent, close }, _) => t.format(
+            "lesson-number-verdict",
+            &[
+                ("answer", format!("{answer:.2}").into()),
+                ("guess", format!("{guess:.2}").into()),
+                ("off", format!("{off_percent:.0}").into()),
+                ("close", if *close { "yes" } else { "no" }.into()),
+            ],
+        ),
+        (Verdict::Choice { right: true, .. }, _) => t.text("lesson-choice-right"),
+        (Verdict::Choice { answer, .. }, Question::Choice { options, .. }) => {
+            let answer = options.get(*answer).map_or(String::new(), |k| t.text(k));
+            t.format("lesson-choice-wrong", &[("answer", answer.into())])
+        }
+        (Verdict::Choice { .. }, _) => String::new(),
     }
 }

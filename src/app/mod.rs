@@ -13,6 +13,7 @@
 //! [`OomlabApp`] holds them and runs the frame: it hands each part what it needs of the others
 //! and carries out what they ask ([`teaching::Asks`], [`keys::Keys`], [`export::ExportAsk`]).
 
+pub mod a11y;
 pub mod challenges;
 pub mod chrome;
 pub mod classroom;
@@ -128,9 +129,8 @@ impl OomlabApp {
         #[cfg(target_arch = "wasm32")]
         {
             let (s, notice) = Settings::from_url_hash(&hash, vocab);
-            if Settings::url_hash_carries_settings(&hash) {
-                settings = s;
-            }
+            let link = Settings::url_hash_carries_settings(&hash).then_some(s);
+            settings = Settings::opened(settings, link, crate::web::system_prefs());
             notices.extend(notice);
         }
         let mut app = Self::with(settings, run, notices);
@@ -337,7 +337,7 @@ impl OomlabApp {
             views::request_fit(ctx);
         }
         if keys.present {
-            self.settings.projector = !self.settings.projector;
+            self.settings.prefs.projector = !self.settings.prefs.projector;
         }
         if keys.help {
             self.chrome.show_shortcuts = !self.chrome.show_shortcuts;
@@ -370,7 +370,7 @@ impl OomlabApp {
             self.update_link();
         }
         let key_step = self.apply_keys(ui.ctx());
-        let narrow = self.chrome.begin_frame(ui, self.settings.projector, &self.run.engine.log_name());
+        let narrow = self.chrome.begin_frame(ui, self.settings.prefs, &self.run.engine.log_name());
         let vocab = self.run.vocab();
         if narrow && self.chrome.drawer_open {
             egui::CentralPanel::default().show(ui, |ui| {
@@ -393,7 +393,9 @@ impl OomlabApp {
                 let panel = if narrow { egui::Panel::bottom("lessons") } else { egui::Panel::right("lessons") };
                 let mut asks = Asks::default();
                 let mut open_lessons = false;
-                panel.resizable(true).default_size(if narrow { 320.0 } else { 340.0 }).show(ui, |ui| {
+                // Under the views, at most about half the height (a short window at 200 % text).
+                let size = if narrow { (ui.available_height() * 0.45).min(320.0) } else { 340.0 };
+                panel.resizable(true).default_size(size).show(ui, |ui| {
                     egui::ScrollArea::vertical().show(ui, |ui| {
                         let t = &self.chrome.catalog;
                         if self.classroom.open {
@@ -419,6 +421,7 @@ impl OomlabApp {
             self.shown.tab = Tab::Snapshot;
         }
         self.class_frame(ui.ctx());
+        a11y::announce(&mut self.chrome.announcer, &self.chrome.catalog, &self.run, self.teaching.lesson.as_ref());
         self.chrome.shortcuts_window(ui.ctx());
         self.teaching.share_window(ui.ctx(), &self.chrome.catalog, &self.settings);
         self.teaching.highlight(ui.ctx());
@@ -468,8 +471,17 @@ impl OomlabApp {
 
     /// The views' side: the top bar, notices, run buttons, exports and the selected view.
     fn main_area(&mut self, ui: &mut egui::Ui, narrow: bool, key_step: bool) {
+        // On a phone, or a short window at 200 % text, the buttons and the view scroll together,
+        // so that the view stays in reach below them.
+        egui::CentralPanel::default().show(ui, |ui| match narrow {
+            true => _ = egui::ScrollArea::vertical().id_salt("phone").show(ui, |ui| self.main(ui, narrow, key_step)),
+            false => self.main(ui, narrow, key_step),
+        });
+    }
+
+    fn main(&mut self, ui: &mut egui::Ui, narrow: bool, key_step: bool) {
         let now = ui.input(|i| i.time);
-        egui::CentralPanel::default().show(ui, |ui| {
+        {
             ui.horizontal_wrapped(|ui| {
                 if narrow && ui.button(self.chrome.tr("drawer-open")).clicked() {
                     self.chrome.drawer_open = true;
@@ -501,6 +513,7 @@ impl OomlabApp {
             if let Some(e) = &self.run.error {
                 ui.colored_label(Color32::RED, e.text(&self.chrome.catalog));
             }
+            self.chrome.announcer.ui(ui);
             let real_models = self.shown.tab == Tab::RealModels;
             if let Some(ask) = export::buttons_ui(ui, &self.chrome.catalog, real_models, self.chrome.status.as_ref()) {
                 self.export(ask, ui.ctx());
@@ -511,8 +524,13 @@ impl OomlabApp {
             self.tabs(ui);
             views::set_chart_height(ui.ctx(), ui.available_height() - 150.0);
             // Each tab keeps its own scroll position.
-            egui::ScrollArea::vertical().id_salt(("views", self.shown.tab)).show(ui, |ui| self.views(ui));
-        });
+            match narrow {
+                true => self.views(ui),
+                false => {
+                    _ = egui::ScrollArea::vertical().id_salt(("views", self.shown.tab)).show(ui, |ui| self.views(ui))
+                }
+            }
+        }
     }
 
     /// Carries out an export button.
@@ -554,7 +572,9 @@ impl OomlabApp {
         // Touch-sized controls (a phone) stop at the tabs: a view's rows keep their height.
         ui.spacing_mut().interact_size.y = ui.ctx().global_style().spacing.interact_size.y;
         match self.shown.tab {
-            Tab::RealModels => self.real_models(ui),
+            Tab::RealModels => {
+                estimate_view::page(ui, &self.chrome.catalog, &mut self.settings.estimate, &mut self.shown)
+            }
             Tab::Snapshot => {
                 let toy = self.shown.memory(&self.run.measured);
                 self.snapshot.tab_ui(ui, &self.chrome.catalog, toy);
@@ -563,20 +583,6 @@ impl OomlabApp {
                 toy::toy_views(ui, &self.chrome.catalog, &mut self.settings, &self.run, &mut self.shown, &self.teaching)
             }
         }
-    }
-
-    /// The large-model estimator's page: its own setup (the controls on the left are the toy's).
-    fn real_models(&mut self, ui: &mut egui::Ui) {
-        let t = &self.chrome.catalog;
-        ui.heading(t.text("main-real-heading"));
-        estimate_view::controls(ui, t, &mut self.settings.estimate);
-        ui.separator();
-        let drawn = ui.scope(|ui| estimate_view::view(ui, t, &self.settings.estimate, &self.shown.estimate));
-        views::mark(ui, "real-models", drawn.response.rect);
-        views::explain(ui, t, "explain-real");
-        egui::CollapsingHeader::new(t.text("main-claims")).id_salt("claims").default_open(true).show(ui, |ui| {
-            estimate_view::claims_view(ui, t, self.shown.claims());
-        });
     }
 }
 

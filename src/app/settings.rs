@@ -54,6 +54,47 @@ pub struct ModelDims {
 /// The largest batch the controls offer (the sweep goes this far too).
 pub const MAX_BATCH: usize = 1024;
 
+/// What a student needs to see and use the app, kept with the settings and carried by
+/// a link: a teacher's link can switch them on for the class.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Prefs {
+    /// Present mode, for a projector: large type, high contrast. A teacher's link can lock it.
+    pub projector: bool,
+    /// No animations: panels open and scroll at once.
+    pub reduced_motion: bool,
+    /// The high-contrast theme (white on black, strong outlines) and the colour-blind-safe palette.
+    pub high_contrast: bool,
+    /// Text size, in percent of the usual (100 to 200, in steps of 25).
+    pub text_percent: u16,
+}
+
+impl Default for Prefs {
+    fn default() -> Self {
+        Self { projector: false, reduced_motion: false, high_contrast: false, text_percent: 100 }
+    }
+}
+
+impl Prefs {
+    pub const TEXT_PERCENT: std::ops::RangeInclusive<u16> = 100..=200;
+
+    /// The text size as a factor, within the range the control offers.
+    pub fn text_scale(&self) -> f32 {
+        f32::from(self.text_percent.clamp(*Self::TEXT_PERCENT.start(), *Self::TEXT_PERCENT.end())) / 100.0
+    }
+
+    /// A link's preferences over a student's own: a link can switch a need on, never off — a
+    /// student who reads at 200 % keeps it when a teacher's link asks for 150 %.
+    pub fn merged(self, mine: Prefs) -> Prefs {
+        Prefs {
+            projector: self.projector || mine.projector,
+            reduced_motion: self.reduced_motion || mine.reduced_motion,
+            high_contrast: self.high_contrast || mine.high_contrast,
+            text_percent: self.text_percent.max(mine.text_percent),
+        }
+    }
+}
+
 /// All settings. Missing fields (an older link) take the defaults.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
@@ -73,8 +114,9 @@ pub struct Settings {
     /// LoRA rank; 0 = off.
     pub lora_rank: usize,
     pub seed: u64,
-    /// Large fonts and high contrast for a projector.
-    pub projector: bool,
+    /// Present mode, reduced motion, high contrast, text size. (A link made before these were
+    /// grouped keeps its settings but not its present mode, which it carried at the top.)
+    pub prefs: Prefs,
     /// Up to two more technique sets overlaid on the memory-vs-batch chart.
     pub overlays: Vec<Techniques>,
     /// The large-model estimator's setup (the Real models tab). Links made before it had this
@@ -98,7 +140,7 @@ impl Default for Settings {
             accum: 1,
             lora_rank: 0,
             seed: 0,
-            projector: false,
+            prefs: Prefs::default(),
             overlays: Vec::new(),
             estimate: super::estimate_view::EstimateSettings::default(),
         }
@@ -203,9 +245,29 @@ impl Settings {
         self.lora_rank = self.lora_rank.min(256);
         self.budget_bytes = self.budget_bytes.clamp(1 << 20, 1 << 40);
         self.overlays.truncate(2);
+        let p = &mut self.prefs.text_percent;
+        *p = (*p).clamp(*Prefs::TEXT_PERCENT.start(), *Prefs::TEXT_PERCENT.end()) / 25 * 25;
         self.estimate = self.estimate.clamped();
         self.normalize();
         self
+    }
+
+    /// Applies a lesson's or a challenge's setup, keeping the student's display preferences:
+    /// a chapter sets the model and the techniques, never the text size.
+    pub fn keeping_prefs(&mut self, setup: fn(&mut Settings)) {
+        let prefs = self.prefs;
+        setup(self);
+        self.prefs = prefs;
+    }
+
+    /// The settings a page opens with: a link's, when it carries any, else the remembered ones;
+    /// with the student's own display preferences and the browser's added — a link can switch a
+    /// need on, never off.
+    pub fn opened(remembered: Settings, link: Option<Settings>, system: Prefs) -> Settings {
+        let mine = remembered.prefs;
+        let mut settings = link.unwrap_or(remembered);
+        settings.prefs = settings.prefs.merged(mine).merged(system);
+        settings
     }
 
     /// The URL hash that encodes these settings: `#s=` + base64url(JSON).
@@ -308,7 +370,7 @@ mod tests {
             precision: Precision::Bf16,
             attention: AttentionKind::Fused,
             lora_rank: 4,
-            projector: true,
+            prefs: Prefs { projector: true, reduced_motion: true, high_contrast: true, text_percent: 175 },
             ..Settings::default()
         };
         let (back, notice) = Settings::from_url_hash(&s.to_url_hash(), V);
@@ -351,6 +413,31 @@ mod tests {
         let (s, notice) = Settings::from_url_hash(&huge.to_url_hash(), V);
         assert_eq!(s.batch, MAX_BATCH);
         assert!(notice.is_some());
+    }
+
+    #[test]
+    fn a_link_switches_preferences_on_never_off() {
+        let mine = Prefs { projector: false, reduced_motion: true, high_contrast: false, text_percent: 200 };
+        let link = Prefs { projector: true, reduced_motion: false, high_contrast: true, text_percent: 150 };
+        let both = Prefs { projector: true, reduced_motion: true, high_contrast: true, text_percent: 200 };
+        assert_eq!(link.merged(mine), both);
+        assert_eq!(Prefs::default().merged(Prefs::default()), Prefs::default());
+        // A page opened from a teacher's link: the link's setup, the student's needs kept, the
+        // browser's reduced motion added.
+        let remembered = Settings { batch: 4, prefs: mine, ..Settings::default() };
+        let teacher = Settings { batch: 32, prefs: link, ..Settings::default() };
+        let system = Prefs { reduced_motion: true, ..Prefs::default() };
+        let opened = Settings::opened(remembered.clone(), Some(teacher), system);
+        assert_eq!((opened.batch, opened.prefs), (32, both));
+        let opened = Settings::opened(remembered, None, Prefs::default());
+        assert_eq!((opened.batch, opened.prefs), (4, mine));
+        // A tampered text size: within 100–200 %, on the control's steps, with a notice.
+        for (asked, kept) in [(0, 100), (60_000, 200), (130, 125)] {
+            let s = Settings { prefs: Prefs { text_percent: asked, ..Prefs::default() }, ..Settings::default() };
+            let (back, notice) = Settings::from_url_hash(&s.to_url_hash(), V);
+            assert_eq!((back.prefs.text_percent, notice.is_some()), (kept, true), "{asked}");
+            assert_eq!(back.prefs.text_scale(), f32::from(kept) / 100.0);
+        }
     }
 
     #[test]

@@ -378,6 +378,18 @@ fn chart(ui: &mut Ui, t: &Catalog, r: &replay::Replay, allocated: &[[f64; 2]], r
             }
         });
     views::mark(ui, "snapshot-timeline", drawn.response.rect);
+    // The chart's description: the trace's length, its peak and where, its OOMs.
+    let description = t.format(
+        "chart-snapshot",
+        &[
+            ("events", r.timeline.len().to_string().into()),
+            ("peak", size(t, bytes(r.peak_allocated)).into()),
+            ("at", r.peak_index.map_or(0, |i| i + 1).to_string().into()),
+            ("reserved", size(t, bytes(r.peak_reserved)).into()),
+            ("ooms", r.ooms.len().to_string().into()),
+        ],
+    );
+    views::describe_chart(&drawn.response, &description);
 }
 
 /// The final segments, largest first: one bar each, allocated blocks filled, free ones outlined.

@@ -97,7 +97,7 @@ impl Control {
             Control::Lora => s.lora_rank = pinned.lora_rank,
             Control::Compare => s.overlays.clone_from(&pinned.overlays),
             Control::Seed => s.seed = pinned.seed,
-            Control::Projector => s.projector = pinned.projector,
+            Control::Projector => s.prefs.projector = pinned.prefs.projector,
         }
     }
 }
@@ -239,14 +239,19 @@ impl Teaching {
     pub fn share_window(&mut self, ctx: &egui::Context, t: &Catalog, settings: &Settings) {
         let Some((mut lock, mut hide)) = self.share.clone() else { return };
         let mut open = true;
-        egui::Window::new(t.text("share-title")).open(&mut open).show(ctx, |ui| {
+        let (id, title) = (egui::Id::unique("oomlab_share_window"), t.text("share-title"));
+        egui::Window::new(&title).id(id).open(&mut open).show(ctx, |ui| {
             ui.label(egui::RichText::new(t.text("share-help")).small());
             egui::Grid::new("share").num_columns(3).show(ui, |ui| {
                 for c in Control::ALL {
                     ui.label(t.text(c.label_key()));
                     for (list, word) in [(&mut lock, "share-lock"), (&mut hide, "share-hide")] {
                         let mut on = list.contains(&c);
-                        if ui.checkbox(&mut on, t.text(word)).changed() {
+                        let response = ui.checkbox(&mut on, t.text(word));
+                        // Read as "batch: lock", not a column of "lock"s.
+                        let name = format!("{}: {}", t.text(c.label_key()), t.text(word));
+                        ui.ctx().accesskit_node_builder(response.id, |node| node.set_label(name));
+                        if response.changed() {
                             if on {
                                 list.push(c);
                             } else {
@@ -258,8 +263,11 @@ impl Teaching {
                 }
             });
             let link = self.teacher_link(settings, t.lang(), &lock, &hide);
-            ui.add(egui::TextEdit::multiline(&mut link.as_str()).desired_rows(3).desired_width(f32::INFINITY));
+            let label = ui.label(t.text("share-link"));
+            ui.add(egui::TextEdit::multiline(&mut link.as_str()).desired_rows(3).desired_width(f32::INFINITY))
+                .labelled_by(label.id);
         });
+        super::chrome::name_title_bar(ctx, id, &title);
         self.share = open.then_some((lock, hide));
     }
 }

@@ -7,6 +7,7 @@ use egui::{Color32, RichText};
 use egui_plot::{Bar, BarChart, Plot, VLine};
 
 use super::{Classroom, Phase};
+use crate::app::views;
 use crate::class::{Answer, ClassState, Question};
 use crate::i18n::Catalog;
 
@@ -71,6 +72,17 @@ pub fn guesses_line(state: &ClassState, answers: &[Answer]) -> String {
     };
     let revealed = state.revealed.as_ref().map_or("none".to_string(), Answer::text);
     format!("chapter {:?}: {} answers [{counts}], revealed {revealed}", state.chapter, answers.len())
+}
+
+/// The middle guess (the mean of the two middle ones for an even count); NaN for none.
+pub fn median(values: &[f64]) -> f64 {
+    let mut v: Vec<f64> = values.iter().copied().filter(|x| x.is_finite()).collect();
+    v.sort_by(f64::total_cmp);
+    match v.len() {
+        0 => f64::NAN,
+        n if n % 2 == 1 => v[n / 2],
+        n => (v[n / 2 - 1] + v[n / 2]) / 2.0,
+    }
 }
 
 fn numbers(answers: &[Answer]) -> Vec<f64> {
@@ -221,7 +233,21 @@ impl Classroom {
                 };
                 let bars: Vec<Bar> =
                     bins.into_iter().map(|(x, w, c)| Bar::new(x, f64::from(c)).width(w * 0.95)).collect();
-                plot.x_axis_label(t.text("class-axis-guess")).show(ui, |p| {
+                let values: Vec<f64> = numbers(&self.answers).into_iter().filter(|x| x.is_finite()).collect();
+                let description =
+                    match (values.iter().copied().reduce(f64::min), values.iter().copied().reduce(f64::max)) {
+                        (Some(low), Some(high)) => t.format(
+                            "chart-class-number",
+                            &[
+                                ("count", values.len().to_string().into()),
+                                ("low", format!("{low:.2}{unit}").into()),
+                                ("high", format!("{high:.2}{unit}").into()),
+                                ("median", format!("{:.2}{unit}", median(&values)).into()),
+                            ],
+                        ),
+                        _ => t.text("class-no-guesses"),
+                    };
+                let shown = plot.x_axis_label(t.text("class-axis-guess")).show(ui, |p| {
                     p.bar_chart(BarChart::new(t.text("class-guesses"), bars).color(Color32::from_rgb(70, 130, 200)));
                     if let Some(x) = truth {
                         p.vline(
@@ -229,6 +255,7 @@ impl Classroom {
                         );
                     }
                 });
+                views::describe_chart(&shown.response, &description);
                 if let Some(x) = truth {
                     ui.strong(t.format("class-revealed", &[("answer", format!("{x:.2}{unit}").into())]));
                 }
@@ -245,15 +272,19 @@ impl Classroom {
                     })
                     .collect();
                 let names: Vec<String> = options.iter().map(|o| label(o)).collect();
-                plot.x_axis_formatter(move |mark, _| {
-                    let i = mark.value.round();
-                    if (mark.value - i).abs() < 1e-6 && i >= 0.0 {
-                        names.get(i as usize).cloned().unwrap_or_default()
-                    } else {
-                        String::new()
-                    }
-                })
-                .show(ui, |p| p.bar_chart(BarChart::new(t.text("class-guesses"), bars)));
+                let each = names.iter().zip(&counts).map(|(n, c)| format!("{n}: {c}")).collect::<Vec<_>>();
+                let description = t.format("chart-class-choice", &[("counts", each.join("; ").into())]);
+                let shown = plot
+                    .x_axis_formatter(move |mark, _| {
+                        let i = mark.value.round();
+                        if (mark.value - i).abs() < 1e-6 && i >= 0.0 {
+                            names.get(i as usize).cloned().unwrap_or_default()
+                        } else {
+                            String::new()
+                        }
+                    })
+                    .show(ui, |p| p.bar_chart(BarChart::new(t.text("class-guesses"), bars)));
+                views::describe_chart(&shown.response, &description);
                 if let Some(Answer::Choice(key)) = answer {
                     ui.strong(t.format("class-revealed", &[("answer", label(key).into())]));
                 }

@@ -3,7 +3,7 @@
 use egui::{Color32, RichText, Ui};
 
 use super::drawn::{Drawn, MapDrawn, SegmentDrawn, record};
-use super::{Source, category_color, op_label, size};
+use super::{Source, category_color, category_name, op_label, size};
 use crate::i18n::Catalog;
 use crate::memory::StepMemory;
 use crate::memory::device::DeviceMemory;
@@ -43,6 +43,7 @@ pub fn allocator_map(
     );
     ui.label(&summary);
     let widest = segments.iter().map(|s| s.size).max().unwrap_or(1).max(1);
+    let mut labels: Vec<Vec<String>> = Vec::new();
     egui::ScrollArea::vertical().max_height(260.0).id_salt("segments").show(ui, |ui| {
         for s in &segments {
             let spans: Vec<Span> = s
@@ -52,6 +53,8 @@ pub fn allocator_map(
                     offset: b.offset,
                     size: b.size,
                     color: b.tensor.map(|t| category_color(plan.tensor(t).category)),
+                    // Named where it fits, so that no category is told by its colour alone.
+                    label: b.tensor.map(|id| category_name(t, plan.tensor(id).category)),
                     hover: match b.tensor {
                         Some(id) => t.format(
                             "al-block",
@@ -61,7 +64,7 @@ pub fn allocator_map(
                     },
                 })
                 .collect();
-            bar_of_spans(ui, s.size, widest, 18.0, Color32::from_gray(40), &spans);
+            labels.push(bar_of_spans(ui, s.size, widest, 18.0, Color32::from_gray(40), &spans));
         }
     });
     if let Some(d) = device {
@@ -69,7 +72,9 @@ pub fn allocator_map(
     }
     let drawn_segments = segments
         .iter()
-        .map(|s| SegmentDrawn {
+        .zip(labels.into_iter().chain(std::iter::repeat(Vec::new())))
+        .map(|(s, labels)| SegmentDrawn {
+            labels,
             segment: s.segment.0,
             size_bytes: s.size,
             allocated_bytes: s.allocated_bytes(),
@@ -120,6 +125,7 @@ pub fn driver_blocks(ui: &mut Ui, t: &Catalog, d: &DeviceMemory) {
                 offset: a.offset_bytes,
                 size: a.size_bytes,
                 color: Some(if ours(&a.name) { Color32::from_rgb(76, 114, 176) } else { Color32::from_gray(110) }),
+                label: None,
                 hover: format!(
                     "{} — {} @ {}",
                     if a.name.is_empty() { t.text("al-unnamed") } else { a.name.clone() },
@@ -138,12 +144,16 @@ struct Span {
     size: u64,
     /// None: drawn as the background (free).
     color: Option<Color32>,
+    /// Written inside the span where it fits.
+    label: Option<String>,
     hover: String,
 }
 
 /// One labelled bar of `total` bytes (its width relative to `widest`), with `spans` drawn at
-/// their offsets and named on hover.
-fn bar_of_spans(ui: &mut Ui, total: u64, widest: u64, height: f32, background: Color32, spans: &[Span]) {
+/// their offsets, labelled inside where the label fits and named on hover. Returns the labels
+/// written.
+fn bar_of_spans(ui: &mut Ui, total: u64, widest: u64, height: f32, background: Color32, spans: &[Span]) -> Vec<String> {
+    let mut written = Vec::new();
     ui.horizontal(|ui| {
         ui.label(RichText::new(format!("{:>9}", format_bytes(total))).monospace());
         let width = (ui.available_width() - 8.0).max(50.0) * (total as f32 / widest.max(1) as f32).max(0.05);
@@ -158,6 +168,14 @@ fn bar_of_spans(ui: &mut Ui, total: u64, widest: u64, height: f32, background: C
             if let Some(c) = s.color {
                 painter.rect_filled(r.shrink(0.5), 0.0, c);
             }
+            if let (Some(label), Some(c)) = (&s.label, s.color) {
+                let ink = if c.intensity() > 0.5 { Color32::BLACK } else { Color32::WHITE };
+                let galley = painter.layout_no_wrap(label.clone(), egui::FontId::proportional(11.0), ink);
+                if galley.size().x + 6.0 <= r.width() && galley.size().y <= r.height() {
+                    painter.galley(egui::pos2(r.left() + 3.0, r.center().y - galley.size().y / 2.0), galley, ink);
+                    written.push(label.clone());
+                }
+            }
             if response.hover_pos().is_some_and(|p| r.contains(p)) {
                 hovered = Some(s);
             }
@@ -166,4 +184,5 @@ fn bar_of_spans(ui: &mut Ui, total: u64, widest: u64, height: f32, background: C
             response.on_hover_text(&s.hover);
         }
     });
+    written
 }

@@ -75,6 +75,8 @@ pub struct SegmentDrawn {
     pub allocated_bytes: u64,
     /// The tensors in its allocated blocks, in address order.
     pub tensors: Vec<String>,
+    /// The category names written inside its blocks (those wide enough), in address order.
+    pub labels: Vec<String>,
 }
 
 /// The allocator map at one op.

@@ -157,13 +157,32 @@ pub fn describe(t: &Catalog, tech: &crate::plan::Techniques) -> String {
 /// A chart's legend as a row of swatches above it, never over the data (egui_plot's own legend
 /// sits inside the plot and covered the tallest bars).
 pub fn legend(ui: &mut Ui, items: &[(String, Color32)]) {
+    ui.horizontal_wrapped(|ui| legend_items(ui, items));
+}
+
+/// A stacked chart's legend: "Stacked from the bottom:" and its first `stacked` items in the
+/// order the bars stack them, then the rest — so that the order tells the categories apart, not
+/// their colour alone.
+pub fn stacked_legend(ui: &mut Ui, t: &Catalog, items: &[(String, Color32)], stacked: usize) {
+    let stacked = stacked.min(items.len());
     ui.horizontal_wrapped(|ui| {
-        for (name, color) in items {
-            swatch(ui, *color);
-            ui.label(RichText::new(name).small());
-            ui.add_space(6.0);
+        if stacked > 0 {
+            ui.label(RichText::new(t.text("legend-stacked")).small().strong());
         }
+        legend_items(ui, &items[..stacked]);
+        if stacked < items.len() {
+            ui.label(RichText::new("|").small());
+        }
+        legend_items(ui, &items[stacked..]);
     });
+}
+
+fn legend_items(ui: &mut Ui, items: &[(String, Color32)]) {
+    for (name, color) in items {
+        swatch(ui, *color);
+        ui.label(RichText::new(name).small());
+        ui.add_space(6.0);
+    }
 }
 
 /// Records where widget `id` was drawn this frame, for a lesson to highlight it; scrolls it into

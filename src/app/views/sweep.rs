@@ -4,7 +4,7 @@ use egui::{Color32, Ui};
 use egui_plot::{Bar, BarChart, HLine, Line, Plot, PlotPoints, Points, VLine};
 
 use super::drawn::{Drawn, SeriesDrawn, SweepDrawn, record};
-use super::{category_color, category_name, chart_height, describe_chart, legend, size};
+use super::{category_color, category_name, chart_height, describe_chart, size, stacked_legend};
 use crate::i18n::Catalog;
 use crate::memory::StepMemory;
 use crate::plan::Category;
@@ -88,6 +88,7 @@ pub fn batch_chart(ui: &mut Ui, t: &Catalog, chart: BatchChart<'_>) {
         }
         charts.push(bc);
     }
+    let stacked = items.len();
     // The first line in the text colour: white on a dark theme, black on a light one.
     let colors = [ui.visuals().strong_text_color(), Color32::from_rgb(255, 200, 0), Color32::from_rgb(0, 200, 255)];
     let (capacity_label, capacity) = chart.capacity;
@@ -100,7 +101,7 @@ pub fn batch_chart(ui: &mut Ui, t: &Catalog, chart: BatchChart<'_>) {
             items.push((format!("× {label}"), colors[k % colors.len()]));
         }
     }
-    legend(ui, &items);
+    stacked_legend(ui, t, &items, stacked);
     let mut plot = Plot::new(chart.id);
     if super::fit_requested(ui) {
         plot = plot.reset();

@@ -4,7 +4,7 @@ use egui::{Color32, Ui};
 use egui_plot::{Bar, BarChart, Line, Plot, PlotPoints, VLine};
 
 use super::drawn::{Drawn, TimelineDrawn, record};
-use super::{Source, category_color, category_name, chart_height, describe_chart, legend, mib, size, swatch};
+use super::{Source, category_color, category_name, chart_height, describe_chart, mib, size, stacked_legend, swatch};
 use crate::i18n::Catalog;
 use crate::memory::StepMemory;
 use crate::plan::{Category, Lifetime, Plan};
@@ -63,12 +63,13 @@ pub fn timeline(ui: &mut Ui, t: &Catalog, plan: &Plan, memory: &StepMemory, sour
         memory.timeline.iter().enumerate().map(|(i, p)| [i as f64, mib(p.reserved_bytes)]).collect();
     *scrub = (*scrub).min(n - 1);
     let at = *scrub;
+    let stacked = items.len();
     items.extend([
         (t.text("tl-reserved"), Color32::GRAY),
         (t.text("tl-peak"), Color32::RED),
         (t.text("tl-scrubber"), ui.visuals().strong_text_color()),
     ]);
-    legend(ui, &items);
+    stacked_legend(ui, t, &items, stacked);
     // The scrubber in the text colour, so that it shows on a light theme too.
     let scrubber = ui.visuals().strong_text_color();
     let mut plot = Plot::new("timeline");

@@ -392,6 +392,8 @@ keys-batch-up = B — double the batch
 keys-batch-down = Shift+B — halve the batch
 keys-fit = F — fit the charts to their data
 keys-present = P — present mode (large type, high contrast, colour-blind-safe colours)
+keys-display = Display, under the controls: high contrast, reduced motion, text size up to 200 % (kept with the settings; a link can switch them on)
+keys-reader = Screen readers find every control, text and chart description (in the browser the page mirrors them for the reader); a finished step, an out-of-memory error and a revealed answer are announced
 keys-close = Close
 
 ## Lessons

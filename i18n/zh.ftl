@@ -389,6 +389,8 @@ keys-batch-up = B —— batch 加倍
 keys-batch-down = Shift+B —— batch 减半
 keys-fit = F —— 让图表适配数据
 keys-present = P —— 演示模式（大字体、高对比度、色盲友好的配色）
+keys-display = 显示（在控件下方）：高对比度、减少动画、文字大小最大 200 %（随设置保存；链接可以开启它们）
+keys-reader = 屏幕阅读器能读到每个控件、文字和图表说明（在浏览器中由页面为阅读器镜像）；一步完成、显存溢出错误和揭晓的答案都会被播报
 keys-close = 关闭
 
 ## 课程

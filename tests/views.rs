@@ -517,11 +517,11 @@ fn the_language_is_remembered_and_a_link_wins() {
     let mut app = OomlabApp::headless(Settings::default());
     let mut storage = Memory::default();
     app.save(&mut storage);
-    assert_eq!(oomlab::app::chrome::Chrome::stored_lang(&storage), Some(Lang::En));
+    assert_eq!(oomlab::app::store::stored_lang(&storage), Some(Lang::En));
     app.set_lang(Lang::Zh);
     app.save(&mut storage);
-    assert_eq!(oomlab::app::chrome::Chrome::stored_lang(&storage), Some(Lang::Zh));
-    let stored = oomlab::app::chrome::Chrome::stored_lang(&storage);
+    assert_eq!(oomlab::app::store::stored_lang(&storage), Some(Lang::Zh));
+    let stored = oomlab::app::store::stored_lang(&storage);
     assert_eq!(choose_lang(None, stored, Some(Lang::En)), Lang::Zh, "remembered over the system's");
     assert_eq!(choose_lang(Some(Lang::En), stored, None), Lang::En, "a link over the remembered");
     assert_eq!(choose_lang(None, None, Some(Lang::Zh)), Lang::Zh, "the system's (LANG, navigator.language)");

@@ -6,6 +6,10 @@
 // (so that a reader's highlight and touch exploration land where the widget is drawn). The
 // elements take no pointer events: the mouse still reaches the canvas.
 //
+// The keyboard has two ways in. On the canvas (where the page starts), Tab, the arrows, Enter and
+// Space are egui's own: its focus moves from widget to widget and is drawn there, and the canvas's
+// aria-activedescendant names the focused widget's element. On the mirror (where a screen
+// reader's cursor goes), each element takes the keys itself, as below.
 // What assistive technology or the keyboard does to an element goes back to the app through
 // window.oomlabA11yAction(id, action, value), set by the page's module script:
 //   focus -> "focus" (egui moves its focus there, and draws its focus ring);
@@ -69,6 +73,7 @@
     el.style.cssText = "position:absolute;margin:0;padding:0;border:0;opacity:0;overflow:hidden;white-space:nowrap;font-size:1px;";
     el.dataset.id = e.id;
     el.dataset.role = e.role;
+    el.id = `oomlab_a11y_${e.id}`;
     return el;
   }
 
@@ -91,6 +96,10 @@
     else if (e.role === "tab") set(el, "aria-selected", e.checked === undefined ? undefined : String(e.checked));
     else if (e.role === "button") set(el, "aria-pressed", e.checked === undefined ? undefined : String(e.checked));
     set(el, "aria-disabled", e.disabled ? "true" : undefined);
+    // egui's own focus (Tab on the canvas moves it): the canvas, which keeps the page's focus,
+    // points a reader at the focused widget's element.
+    set(el, "data-focused", e.focused ? "true" : undefined);
+    if (e.focused) set(document.getElementById("oomlab_canvas"), "aria-activedescendant", el.id);
     const [x, y, w, h] = e.rect;
     const css = `${x}px,${y}px,${w}px,${h}px`;
     if (el._rect !== css) {

@@ -21,6 +21,9 @@ node web/browser-test.mjs webgl
 node web/browser-test.mjs zh
 node web/browser-test.mjs phone
 node web/browser-test.mjs teacher
+# What a screen reader and the keyboard get: the accessible mirror, read from Chromium's own
+# accessibility tree (web/a11y-test.mjs).
+node web/a11y-test.mjs
 # A class: `oomlab serve` (the debug binary, which reads dist/ from disk) and two pages, a
 # teacher's and a student's.
 [ -x "${CARGO_TARGET_DIR:-target}/debug/oomlab" ] || cargo build --bin oomlab

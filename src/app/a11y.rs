@@ -291,6 +291,7 @@ pub(super) fn announce(
     t: &crate::i18n::Catalog,
     run: &super::run::Run,
     lesson: Option<&super::lesson_panel::LessonState>,
+    ctx: &egui::Context,
 ) {
     let step_line = || {
         let peak = run.measured.as_ref().map_or(0, crate::memory::StepMemory::peak_allocated_bytes);
@@ -308,5 +309,10 @@ pub(super) fn announce(
         let v = l.verdict.as_ref()?;
         Some(super::lesson_panel::verdict_text(t, v, &super::lessons::chapters()[l.chapter].question))
     });
+    let before = announcer.line.clone();
     announcer.observe(run.steps_done(), run.training, step_line, error, revealed);
+    // The line is drawn before it is updated: a new one needs a frame of its own.
+    if announcer.line != before {
+        ctx.request_repaint();
+    }
 }

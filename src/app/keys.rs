@@ -6,7 +6,7 @@
 use super::settings::MAX_BATCH;
 
 /// The shortcuts' catalog messages, in the order the "?" list shows them.
-pub const SHORTCUTS: [&str; 9] = [
+pub const SHORTCUTS: [&str; 11] = [
     "keys-help",
     "keys-focus",
     "keys-chapters",
@@ -16,6 +16,8 @@ pub const SHORTCUTS: [&str; 9] = [
     "keys-batch-down",
     "keys-fit",
     "keys-present",
+    "keys-display",
+    "keys-reader",
 ];
 
 /// The shortcuts pressed this frame (none while a text field has the keyboard).

@@ -36,7 +36,7 @@ impl Chrome {
     /// The language to start in: a shared link's `lang=` (web), else the one chosen last time,
     /// else the system's (`LANG` on the desktop, `navigator.language` in a browser), else English.
     pub(super) fn initial_lang(cc: &eframe::CreationContext<'_>) -> Lang {
-        let stored = cc.storage.and_then(Self::stored_lang);
+        let stored = super::store::get::<Lang>(cc, "lang");
         #[cfg(not(target_arch = "wasm32"))]
         let (linked, system) = (None, Lang::from_env());
         #[cfg(target_arch = "wasm32")]
@@ -48,11 +48,6 @@ impl Chrome {
             )
         };
         choose_lang(linked, stored, system)
-    }
-
-    /// The language a storage remembers (`save` writes it under "lang").
-    pub fn stored_lang(storage: &dyn eframe::Storage) -> Option<Lang> {
-        eframe::get_value::<Lang>(storage, "lang")
     }
 
     /// Switches the language shown; whether it changed now. Chinese waits for its font (web:

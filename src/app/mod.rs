@@ -34,6 +34,7 @@ pub mod settings;
 pub mod shown;
 mod slot;
 pub mod snapshot_view;
+pub mod store;
 pub mod teacher;
 pub mod teaching;
 mod toy;
@@ -120,7 +121,7 @@ impl OomlabApp {
         let mut notices = Vec::new();
         let run = Run::for_render_state(cc.wgpu_render_state.as_ref(), &mut notices);
         let vocab = run.vocab();
-        let mut settings: Settings = cc.storage.and_then(|s| eframe::get_value(s, "settings")).unwrap_or_default();
+        let mut settings: Settings = store::get(cc, "settings").unwrap_or_default();
         if settings.clone().clamped() != settings || settings.plan(vocab).is_err() {
             settings = Settings::default();
         }
@@ -135,10 +136,9 @@ impl OomlabApp {
         }
         let mut app = Self::with(settings, run, notices);
         app.set_lang(Chrome::initial_lang(cc));
-        app.teaching.challenges_done =
-            cc.storage.and_then(|s| eframe::get_value(s, "challenges_done")).unwrap_or_default();
+        app.teaching.challenges_done = store::get(cc, "challenges_done").unwrap_or_default();
         // A newcomer without a link gets the welcome; a link opens where it points.
-        app.teaching.welcomed = cc.storage.and_then(|s| eframe::get_value(s, "welcomed")).unwrap_or(false);
+        app.teaching.welcomed = store::get(cc, "welcomed").unwrap_or(false);
         #[cfg(not(target_arch = "wasm32"))]
         let linked = ["OOMLAB_TRAIN_STEPS", "OOMLAB_TAB"].iter().any(|v| std::env::var(v).is_ok());
         #[cfg(target_arch = "wasm32")]
@@ -421,7 +421,9 @@ impl OomlabApp {
             self.shown.tab = Tab::Snapshot;
         }
         self.class_frame(ui.ctx());
-        a11y::announce(&mut self.chrome.announcer, &self.chrome.catalog, &self.run, self.teaching.lesson.as_ref());
+        let (lesson, ctx) = (self.teaching.lesson.as_ref(), ui.ctx());
+        a11y::announce(&mut self.chrome.announcer, &self.chrome.catalog, &self.run, lesson, ctx);
+        store::autosave(self);
         self.chrome.shortcuts_window(ui.ctx());
         self.teaching.share_window(ui.ctx(), &self.chrome.catalog, &self.settings);
         self.teaching.highlight(ui.ctx());
@@ -591,10 +593,8 @@ impl eframe::App for OomlabApp {
         self.show(ui);
     }
 
+    #[cfg(not(target_arch = "wasm32"))]
     fn save(&mut self, storage: &mut dyn eframe::Storage) {
-        eframe::set_value(storage, "settings", &self.settings);
-        eframe::set_value(storage, "lang", &self.lang());
-        eframe::set_value(storage, "challenges_done", &self.teaching.challenges_done);
-        eframe::set_value(storage, "welcomed", &self.teaching.welcomed);
+        store::save(storage, self);
     }
 }

@@ -73,6 +73,12 @@ fn charts<S>(harness: &Harness<'_, S>) -> Vec<String> {
         .collect()
 }
 
+/// A small PyTorch snapshot, for the Snapshot tab.
+fn snapshot_fixture() -> Vec<u8> {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/snapshot/minimal_p5.pickle");
+    std::fs::read(path).expect("fixture")
+}
+
 fn app(settings: Settings, lang: Lang) -> Harness<'static, OomlabApp> {
     let mut harness =
         Harness::builder().with_size([1400.0, 1000.0]).build_ui_state(|ui, app: &mut OomlabApp| app.show(ui), {
@@ -101,10 +107,7 @@ fn step(harness: &mut Harness<'_, OomlabApp>) {
 #[test]
 fn every_interactive_node_has_a_name_in_both_languages() {
     xdg();
-    let snapshot = std::fs::read(
-        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/snapshot/minimal_p5.pickle"),
-    )
-    .expect("fixture");
+    let snapshot = snapshot_fixture();
     for lang in [Lang::En, Lang::Zh] {
         let mut missing = Vec::new();
         let mut walked = 0;
@@ -193,10 +196,7 @@ fn an_unnamed_control_is_found() {
 #[test]
 fn every_chart_is_described() {
     xdg();
-    let snapshot = std::fs::read(
-        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/snapshot/minimal_p5.pickle"),
-    )
-    .expect("fixture");
+    let snapshot = snapshot_fixture();
     for lang in [Lang::En, Lang::Zh] {
         let mut harness = app(Settings::default(), lang);
         harness.state_mut().open_snapshot_bytes("minimal_p5.pickle", &snapshot);
@@ -289,6 +289,17 @@ fn the_mirror_holds_the_lesson_controls_and_charts_and_its_actions_work() {
     assert_eq!(live.len(), 1, "one live line: {live:?}");
     let line = live[0]["name"].as_str().unwrap_or_default();
     assert!(line.starts_with(&said) && line.contains("Step 1 finished"), "{line:?}: the answer and its step");
+    // The breakdown table's figures, and an out-of-memory message, are in the mirror as text.
+    harness.state_mut().shown.tab = Tab::Breakdown;
+    harness.run_steps(3);
+    let total =
+        oomlab::app::views::size(&en, harness.state().run.measured.as_ref().expect("a step").peak_allocated_bytes());
+    find(&entries(&got), "text", &total);
+    harness.state_mut().settings.budget_bytes = 8 << 20;
+    harness.state_mut().settings.batch = 64;
+    harness.run_steps(3);
+    let oom = harness.state().shown.derived.predicted.clone().and_then(|p| p.err()).expect("out of memory");
+    find(&entries(&got), "text", oom.message.lines().next().unwrap_or_default());
     // Nonsense from the page is refused, never a crash.
     assert!(!queue_action("not a number", "click", None));
     assert!(!queue_action(&id, "explode", None));
@@ -333,5 +344,72 @@ fn lessons_and_challenges_keep_the_display_preferences() {
     for i in 0..oomlab::app::challenges::challenges().len() {
         app.start_challenge(i);
         assert_eq!(app.settings.prefs, prefs, "challenge {i}");
+    }
+}
+
+/// The display preferences, set from the controls: reduced motion stops egui's animations and
+/// smooth scrolling, high contrast switches the theme, text size zooms; each undone too.
+#[test]
+fn the_display_preferences_apply_and_undo() {
+    xdg();
+    let mut harness = app(Settings::default(), Lang::En);
+    let usual = harness.ctx.global_style().animation_time;
+    assert!(usual > 0.0);
+    let panel = harness.ctx.global_style().visuals.panel_fill;
+    harness.get_by_label("reduced motion").click();
+    harness.get_by_label("high contrast").click();
+    harness.run_steps(2);
+    assert!(harness.state().settings.prefs.reduced_motion && harness.state().settings.prefs.high_contrast);
+    let style = harness.ctx.global_style();
+    assert_eq!(style.animation_time, 0.0);
+    assert_eq!(style.scroll_animation, egui::style::ScrollAnimation::none());
+    // An opening panel is open at once.
+    let id = egui::Id::unique("a11y-probe");
+    harness.ctx.animate_bool(id, false);
+    assert_eq!(harness.ctx.animate_bool(id, true), 1.0, "no animation");
+    assert_eq!(style.visuals.panel_fill, egui::Color32::BLACK);
+    assert_eq!(style.visuals.override_text_color, Some(egui::Color32::WHITE));
+    harness.state_mut().settings.prefs.text_percent = 150;
+    harness.run_steps(2);
+    assert_eq!(harness.ctx.zoom_factor(), 1.5);
+    // Undone: the usual look and motion again.
+    harness.state_mut().settings.prefs = Default::default();
+    harness.run_steps(2);
+    let style = harness.ctx.global_style();
+    assert_eq!((style.animation_time, style.visuals.panel_fill), (usual, panel));
+    assert_eq!(harness.ctx.zoom_factor(), 1.0);
+}
+
+/// Never by colour alone: a stacked chart's legend says "Stacked from the bottom:" and names its
+/// categories in the order the bars stack them (the plan's category order), on the timeline and
+/// on the memory-vs-batch chart. (The allocator map writes each block's category inside it where
+/// it fits: checked in tests/audit.rs.)
+#[test]
+fn stacked_charts_name_their_categories_in_stack_order() {
+    use oomlab::plan::Category;
+    xdg();
+    let en = oomlab::i18n::Catalog::new(Lang::En);
+    let mut harness = app(Settings::default(), Lang::En);
+    let memory = harness.state().shown.derived.predicted.clone().and_then(|p| p.ok()).expect("fits");
+    for tab in [Tab::Timeline, Tab::Sweep] {
+        harness.state_mut().shown.tab = tab;
+        harness.run_steps(3);
+        let texts: Vec<String> = harness
+            .root()
+            .children_recursive()
+            .filter(|n| n.accesskit_node().role() == Role::Label)
+            .filter_map(|n| n.accesskit_node().value())
+            .collect();
+        let at = texts.iter().position(|t| t == "Stacked from the bottom:").expect("the stacked legend");
+        // The timeline stacks what the step holds at some point; the sweep, what it holds at
+        // its peak.
+        let held = |c: Category| match tab {
+            Tab::Timeline => memory.timeline.iter().any(|p| p.allocated.get(c) > 0),
+            _ => memory.peak_allocated.get(c) > 0,
+        };
+        let want: Vec<String> =
+            Category::ALL.iter().filter(|&&c| held(c)).map(|&c| oomlab::app::views::category_name(&en, c)).collect();
+        assert!(want.len() >= 4, "{want:?}");
+        assert_eq!(texts[at + 1..at + 1 + want.len()], want[..], "{tab:?}: the legend in stack order");
     }
 }

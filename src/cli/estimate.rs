@@ -15,7 +15,8 @@ use super::{EXIT_USAGE, Failure};
 #[derive(Args, Debug, Clone)]
 pub struct EstimateArgs {
     /// Model preset: gpt2, gpt2-medium, gpt2-large, gpt2-xl, llama2-7b, llama2-13b, llama2-70b,
-    /// mistral-7b; or custom (GPT-2 small's shape, changed with --hidden, --layers, …).
+    /// mistral-7b; or custom (GPT-2 small's shape, changed with --hidden, --layers, …); or a
+    /// Hugging Face config.json, or a folder holding one (gpt2, llama and mistral families).
     #[arg(long, default_value = "llama2-7b")]
     model: String,
     /// GPU preset (t4, rtx4090, a100-40, a100-80, h100-80, h200) or a size such as 48GiB.
@@ -175,8 +176,29 @@ fn positive(name: &str, v: i64) -> Result<u64, Failure> {
     u64::try_from(v).ok().filter(|&v| v > 0).ok_or_else(|| usage(format!("{name} must be at least 1 (got {v})")))
 }
 
+/// A Hugging Face config.json that `--model` names (a file, or a folder holding one); None when
+/// `--model` names no file or folder.
+fn config_model(model: &str) -> Result<Option<oomlab::estimate::hf::HfModel>, Failure> {
+    let path = std::path::Path::new(model);
+    let file = if path.is_dir() { path.join("config.json") } else { path.to_path_buf() };
+    if !path.exists() {
+        return Ok(None);
+    }
+    let too_big = |n: u64| n > oomlab::estimate::hf::MAX_CONFIG_BYTES as u64;
+    if std::fs::metadata(&file).is_ok_and(|m| too_big(m.len())) {
+        return Err(usage(format!("{}: larger than a config.json", file.display())));
+    }
+    let text = std::fs::read_to_string(&file).map_err(|e| usage(format!("{}: {e}", file.display())))?;
+    // The model's name: its folder's (a Hub snapshot's folder is the model's), else the file's.
+    let named = if path.is_dir() { path } else { path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(path) };
+    let name = named.file_name().map_or_else(|| model.to_string(), |n| n.to_string_lossy().into_owned());
+    oomlab::estimate::hf::from_config(&text, &name).map(Some).map_err(|e| usage(format!("{}: {e}", file.display())))
+}
+
 fn architecture(a: &EstimateArgs) -> Result<Architecture, Failure> {
-    let mut arch = if a.model.eq_ignore_ascii_case("custom") {
+    let mut arch = if let Some(m) = config_model(&a.model)? {
+        m.arch
+    } else if a.model.eq_ignore_ascii_case("custom") {
         let mut g = presets::model("gpt2").ok_or_else(|| usage("no gpt2 preset"))?;
         g.name = "custom".into();
         g
@@ -242,7 +264,9 @@ fn setup(a: &EstimateArgs) -> Result<Setup, Failure> {
         let keys: Vec<_> = presets::gpus().into_iter().map(|(k, _)| k).collect();
         usage(format!("unknown GPU {:?}: expected one of {} or a size such as 48GiB", a.gpu, keys.join(", ")))
     })?;
-    let context = if arch.positions > 0 { arch.positions } else { 4096 };
+    // A config's context (RoPE models train at up to 128k): the default sequence is at most 4096.
+    let trained = config_model(&a.model)?.map(|m| m.context.min(4096));
+    let context = trained.unwrap_or(if arch.positions > 0 { arch.positions } else { 4096 });
     let seq = match a.seq_len {
         Some(s) => positive("--seq-len", s)?,
         None => context,

@@ -14,6 +14,7 @@
 pub mod activations;
 pub mod arch;
 pub mod claims;
+pub mod hf;
 pub mod presets;
 pub mod setup;
 pub mod states;

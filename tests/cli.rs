@@ -425,7 +425,19 @@ fn estimate_text_sweep_claims_and_bad_input() {
     let j: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
     let (h, l, v, t) = (1024u64, 4u64, 50257u64, 1024u64);
     assert_eq!(j["parameters"], 12 * l * h * h + 13 * l * h + v * h + t * h + 2 * h);
+    // GPT-3's shape at its own context: the position table is set with --positions (2048 rows;
+    // without it, sequence 2048 is longer than the 1024-row table).
+    let gpt3 = ["estimate", "--model", "custom", "--hidden", "12288", "--layers", "96", "--heads", "96", "--json"];
+    let out = oomlab(&[&gpt3[..], &["--positions", "2048", "--seq-len", "2048"]].concat());
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let j: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    let (h, l, t) = (12288u64, 96u64, 2048u64);
+    assert_eq!(j["parameters"], 12 * l * h * h + 13 * l * h + v * h + t * h + 2 * h, "a 2048-row table");
+    assert_eq!(j["seq_len"], 2048);
+    let out = oomlab(&[&gpt3[..], &["--seq-len", "2048"]].concat());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("position table (1024)"));
     let cases: &[(&[&str], &str)] = &[
+        (&["estimate", "--model", "custom", "--positions", "-1"], "--positions must be 0 or more"),
         (&["estimate", "--model", "gpt5"], "unknown model"),
         (&["estimate", "--gpu", "abacus"], "unknown GPU"),
         (&["estimate", "--batch", "0"], "--batch must be at least 1"),

@@ -105,6 +105,10 @@ pub struct EstimateArgs {
     /// Custom architecture: vocabulary V.
     #[arg(long, allow_hyphen_values = true)]
     vocab: Option<i64>,
+    /// Custom architecture: the learned position table's rows, the longest sequence it takes
+    /// (GPT-2 1024; GPT-3 2048); 0 for rotary positions, which have no table.
+    #[arg(long, allow_hyphen_values = true)]
+    positions: Option<i64>,
     /// Custom architecture: gelu or swiglu.
     #[arg(long, value_enum, ignore_case = true)]
     mlp: Option<MlpArg>,
@@ -208,7 +212,7 @@ fn architecture(a: &EstimateArgs) -> Result<Architecture, Failure> {
             usage(format!("unknown model {:?}: expected one of {} or custom", a.model, keys.join(", ")))
         })?
     };
-    let customised = [a.hidden, a.layers, a.heads, a.kv_heads, a.ffn, a.vocab].iter().any(Option::is_some)
+    let customised = [a.hidden, a.layers, a.heads, a.kv_heads, a.ffn, a.vocab, a.positions].iter().any(Option::is_some)
         || a.mlp.is_some()
         || a.norm.is_some()
         || a.dropout.is_some_and(|p| p != arch.dropout);
@@ -239,6 +243,9 @@ fn architecture(a: &EstimateArgs) -> Result<Architecture, Failure> {
     }
     if let Some(v) = a.vocab {
         arch.vocab = positive("--vocab", v)?;
+    }
+    if let Some(v) = a.positions {
+        arch.positions = u64::try_from(v).map_err(|_| usage(format!("--positions must be 0 or more (got {v})")))?;
     }
     if let Some(m) = a.mlp {
         arch.mlp = match m {

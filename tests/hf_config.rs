@@ -38,7 +38,7 @@ fn parameter_counts_equal_transformers() {
             Err(e) => assert!(e.to_string().contains("is not modelled yet"), "{name}: {e}"),
         }
     }
-    assert!(checked >= 5, "only {checked} configs checked");
+    assert_eq!(checked, counts.len() - 1, "every config counted (all but the note on who counted)");
 }
 
 #[test]
@@ -47,6 +47,10 @@ fn the_families_are_mapped_as_their_models_are_built() {
     assert_eq!((m.arch.kv_heads, m.arch.tied_embeddings, m.context), (8, false, 131072));
     let m = from_config(&config("llama-3.2-1b"), "llama-3.2-1b").expect("reads");
     assert!(m.arch.tied_embeddings, "Llama-3.2-1B ties its lm_head");
+    // Qwen2: biases on q, k and v alone (transformers' count, 494,032,768, needs exactly those),
+    // the lm_head tied.
+    let m = from_config(&config("qwen2.5-0.5b"), "qwen2.5-0.5b").expect("reads");
+    assert!(m.arch.qkv_bias && !m.arch.biases && m.arch.tied_embeddings);
     let m = from_config(&config("gpt2"), "gpt2").expect("reads");
     assert_eq!((m.arch.positions, m.arch.ffn, m.arch.dropout), (1024, 3072, 0.1));
     assert!(m.arch.fused_qkv && m.arch.biases);
@@ -55,7 +59,7 @@ fn the_families_are_mapped_as_their_models_are_built() {
 #[test]
 fn what_it_cannot_model_it_names() {
     let cases = [
-        (config("qwen2.5-0.5b"), "model_type \"qwen2\" is not modelled yet"),
+        (config("qwen2.5-0.5b").replace("\"qwen2\"", "\"qwen2_moe\""), "model_type \"qwen2_moe\" is not modelled yet"),
         (r#"{"hidden_size": 8}"#.to_string(), "no model_type"),
         ("[1, 2]".to_string(), "not a JSON object"),
         ("{".to_string(), "not JSON"),
@@ -84,7 +88,10 @@ fn the_cli_reads_a_config_or_its_folder() {
         assert_eq!(v["parameters"], counts["mistral-7b-v0.1"], "{v}");
         assert_eq!(v["seq_len"], 4096, "the context, at most 4096 by default");
     }
-    let out = support_cli::oomlab(&["estimate", "--model", &fixtures().join("qwen2.5-0.5b").to_string_lossy()]);
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let moe = config("qwen2.5-0.5b").replace("\"qwen2\"", "\"qwen2_moe\"");
+    std::fs::write(dir.path().join("config.json"), moe).expect("written");
+    let out = support_cli::oomlab(&["estimate", "--model", &dir.path().to_string_lossy()]);
     assert!(!out.status.success());
-    assert!(String::from_utf8_lossy(&out.stderr).contains("qwen2"), "the refusal names the family");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("qwen2_moe"), "the refusal names the family");
 }

@@ -16,7 +16,7 @@ use super::{EXIT_USAGE, Failure};
 pub struct EstimateArgs {
     /// Model preset: gpt2, gpt2-medium, gpt2-large, gpt2-xl, llama2-7b, llama2-13b, llama2-70b,
     /// mistral-7b; or custom (GPT-2 small's shape, changed with --hidden, --layers, …); or a
-    /// Hugging Face config.json, or a folder holding one (gpt2, llama and mistral families).
+    /// Hugging Face config.json, or a folder holding one (gpt2, llama, mistral and qwen2 families).
     #[arg(long, default_value = "llama2-7b")]
     model: String,
     /// GPU preset (t4, rtx4090, a100-40, a100-80, h100-80, h200) or a size such as 48GiB.

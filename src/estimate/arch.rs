@@ -48,6 +48,9 @@ pub struct Architecture {
     pub tied_embeddings: bool,
     /// Linear layers have biases.
     pub biases: bool,
+    /// Only q, k and v have biases (Qwen2's attention); with `biases`, every linear has them.
+    #[serde(default)]
+    pub qkv_bias: bool,
     /// q, k and v come from one matrix (GPT-2's `c_attn`) rather than three.
     pub fused_qkv: bool,
     /// The dropout probability in training (GPT-2's recipe 0.1, LLaMA's 0). Above 0, each
@@ -108,6 +111,7 @@ impl Architecture {
             mlp: Mlp::Gelu,
             tied_embeddings: true,
             biases: true,
+            qkv_bias: false,
             fused_qkv: true,
             dropout: 0.0,
         }
@@ -201,7 +205,7 @@ impl Architecture {
                     norm(&mut v); // the second norm sits between attention and the MLP
                 }
                 v.push((Role::Linear(target, k, n), k * n));
-                if self.biases {
+                if self.has_bias(target) {
                     v.push((Role::Bias, n));
                 }
             }
@@ -219,10 +223,16 @@ impl Architecture {
         self.parameter_tensors().iter().map(|(_, n)| n).sum()
     }
 
+    /// Whether a block's linear layer for `target` has a bias.
+    fn has_bias(&self, target: Target) -> bool {
+        self.biases || (self.qkv_bias && target == Target::Qkv)
+    }
+
     /// One block's parameters (what ZeRO-3 gathers at a time).
     pub(crate) fn layer_parameters(&self) -> u64 {
         let norms = if self.norm == Norm::LayerNorm { 4 } else { 2 } * self.hidden;
-        let linears: u64 = self.block_linears().iter().map(|(_, k, n)| k * n + if self.biases { *n } else { 0 }).sum();
+        let linears: u64 =
+            self.block_linears().iter().map(|(t, k, n)| k * n + if self.has_bias(*t) { *n } else { 0 }).sum();
         norms + linears
     }
 }

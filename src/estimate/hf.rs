@@ -1,5 +1,5 @@
 //! A Hugging Face `config.json` as an [`Architecture`]: the families whose every byte the
-//! estimator models exactly — `gpt2`, `llama` and `mistral` so far. A `model_type` it does not
+//! estimator models exactly — `gpt2`, `llama`, `mistral` and `qwen2` so far. A `model_type` it does not
 //! know, or a field that changes memory in a way it does not model (biases on the attention
 //! alone, a head size other than hidden / heads, an activation other than the family's), is an
 //! error that names it: never a silent guess. Fields that change no byte of a training step
@@ -17,7 +17,7 @@ use super::{Architecture, EstimateError, Mlp, Norm};
 pub const MAX_CONFIG_BYTES: usize = 1 << 20;
 
 /// The families read, by `model_type`.
-pub const FAMILIES: [&str; 3] = ["gpt2", "llama", "mistral"];
+pub const FAMILIES: [&str; 4] = ["gpt2", "llama", "mistral", "qwen2"];
 
 /// A config read: the architecture, and the context it was trained for (`n_positions`,
 /// `max_position_embeddings`).
@@ -44,7 +44,7 @@ pub fn from_config(text: &str, name: &str) -> Result<HfModel, EstimateError> {
     let c = Config { fields, model_type };
     let model = match model_type {
         "gpt2" => gpt2(&c, name)?,
-        "llama" | "mistral" => llama(&c, name)?,
+        "llama" | "mistral" | "qwen2" => llama(&c, name)?,
         "" => return Err(invalid("config.json has no model_type".into())),
         other => {
             return Err(invalid(format!(
@@ -142,14 +142,16 @@ fn gpt2(c: &Config<'_>, name: &str) -> Result<HfModel, EstimateError> {
         mlp: Mlp::Gelu,
         tied_embeddings: true,
         biases: true,
+        qkv_bias: false,
         fused_qkv: true,
         dropout: p,
     };
     Ok(HfModel { arch, context: positions })
 }
 
-/// LLaMA 1–3.x and Mistral (`LlamaForCausalLM`, `MistralForCausalLM`): rotary positions,
-/// RMSNorm, a SwiGLU MLP, no biases, q/k/v as three matrices with grouped-query attention.
+/// LLaMA 1–3.x, Mistral and Qwen2 (`LlamaForCausalLM`, `MistralForCausalLM`,
+/// `Qwen2ForCausalLM`): rotary positions, RMSNorm, a SwiGLU MLP, q/k/v as three matrices with
+/// grouped-query attention; no biases, but for Qwen2's on q, k and v.
 fn llama(c: &Config<'_>, name: &str) -> Result<HfModel, EstimateError> {
     let hidden = c.count("hidden_size")?;
     let heads = c.count("num_attention_heads")?;
@@ -166,6 +168,8 @@ fn llama(c: &Config<'_>, name: &str) -> Result<HfModel, EstimateError> {
             return Err(c.not_modelled(key, "biases on some linear layers and not others"));
         }
     }
+    // Qwen2's q, k and v projections have biases whatever the config says.
+    let qkv_bias = c.model_type == "qwen2";
     if c.probability("attention_dropout")? > 0.0 {
         return Err(c.not_modelled("attention_dropout", "dropout on the attention probabilities alone"));
     }
@@ -183,6 +187,7 @@ fn llama(c: &Config<'_>, name: &str) -> Result<HfModel, EstimateError> {
         mlp: Mlp::SwiGlu,
         tied_embeddings: c.flag("tie_word_embeddings", false)?,
         biases: false,
+        qkv_bias,
         fused_qkv: false,
         dropout: 0.0,
     };

@@ -22,6 +22,7 @@ fn gpt2(name: &str, hidden: u64, layers: u64, heads: u64) -> Architecture {
         mlp: Mlp::Gelu,
         tied_embeddings: true,
         biases: true,
+        qkv_bias: false,
         fused_qkv: true,
         dropout: 0.1,
     }
@@ -44,6 +45,7 @@ fn llama(name: &str, vocab: u64, hidden: u64, layers: u64, heads: u64, kv_heads:
         mlp: Mlp::SwiGlu,
         tied_embeddings: false,
         biases: false,
+        qkv_bias: false,
         fused_qkv: false,
         dropout: 0.0,
     }

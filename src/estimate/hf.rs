@@ -11,7 +11,7 @@
 
 use serde_json::Value;
 
-use super::{Architecture, EstimateError, Mlp, Norm};
+use super::{Architecture, EstimateError, presets};
 
 /// The largest config.json read (real ones are a few kB).
 pub const MAX_CONFIG_BYTES: usize = 1 << 20;
@@ -129,22 +129,13 @@ fn gpt2(c: &Config<'_>, name: &str) -> Result<HfModel, EstimateError> {
             return Err(c.not_modelled(key, "dropouts that differ from resid_pdrop"));
         }
     }
+    let heads = c.count("n_head")?;
     let arch = Architecture {
-        name: name.into(),
         vocab: c.count("vocab_size")?,
-        hidden,
-        layers: c.count("n_layer")?,
-        heads: c.count("n_head")?,
-        kv_heads: c.count("n_head")?,
         ffn: c.count_or("n_inner", 4 * hidden)?,
         positions,
-        norm: Norm::LayerNorm,
-        mlp: Mlp::Gelu,
-        tied_embeddings: true,
-        biases: true,
-        qkv_bias: false,
-        fused_qkv: true,
         dropout: p,
+        ..presets::gpt2(name, hidden, c.count("n_layer")?, heads)
     };
     Ok(HfModel { arch, context: positions })
 }
@@ -174,22 +165,12 @@ fn llama(c: &Config<'_>, name: &str) -> Result<HfModel, EstimateError> {
         return Err(c.not_modelled("attention_dropout", "dropout on the attention probabilities alone"));
     }
     let context = c.count_or("max_position_embeddings", 4096)?;
+    let (vocab, layers, ffn) = (c.count("vocab_size")?, c.count("num_hidden_layers")?, c.count("intermediate_size")?);
+    let kv_heads = c.count_or("num_key_value_heads", heads)?;
     let arch = Architecture {
-        name: name.into(),
-        vocab: c.count("vocab_size")?,
-        hidden,
-        layers: c.count("num_hidden_layers")?,
-        heads,
-        kv_heads: c.count_or("num_key_value_heads", heads)?,
-        ffn: c.count("intermediate_size")?,
-        positions: 0,
-        norm: Norm::RmsNorm,
-        mlp: Mlp::SwiGlu,
         tied_embeddings: c.flag("tie_word_embeddings", false)?,
-        biases: false,
         qkv_bias,
-        fused_qkv: false,
-        dropout: 0.0,
+        ..presets::llama(name, vocab, hidden, layers, heads, kv_heads, ffn)
     };
     Ok(HfModel { arch, context })
 }

@@ -8,7 +8,7 @@ use super::{Architecture, Mlp, Norm};
 
 /// GPT-2 (Radford et al. 2019; HF `gpt2`, `gpt2-medium`, `gpt2-large`, `gpt2-xl`): LayerNorm,
 /// GELU MLP of width 4h, learned positions (1024), tied embeddings, biases, dropout 0.1.
-fn gpt2(name: &str, hidden: u64, layers: u64, heads: u64) -> Architecture {
+pub(crate) fn gpt2(name: &str, hidden: u64, layers: u64, heads: u64) -> Architecture {
     Architecture {
         name: name.to_string(),
         vocab: 50257,
@@ -31,7 +31,15 @@ fn gpt2(name: &str, hidden: u64, layers: u64, heads: u64) -> Architecture {
 /// LLaMA-2 (Touvron et al. 2023; HF `meta-llama/Llama-2-*-hf`) and Mistral (Jiang et al. 2023;
 /// `mistralai/Mistral-7B-v0.1`): RMSNorm, SwiGLU MLP, rotary positions (no position table),
 /// untied lm_head, no biases, no dropout; grouped-query attention where `kv_heads < heads`.
-fn llama(name: &str, vocab: u64, hidden: u64, layers: u64, heads: u64, kv_heads: u64, ffn: u64) -> Architecture {
+pub(crate) fn llama(
+    name: &str,
+    vocab: u64,
+    hidden: u64,
+    layers: u64,
+    heads: u64,
+    kv_heads: u64,
+    ffn: u64,
+) -> Architecture {
     Architecture {
         name: name.to_string(),
         vocab,

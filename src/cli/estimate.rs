@@ -199,8 +199,12 @@ fn config_model(model: &str) -> Result<Option<oomlab::estimate::hf::HfModel>, Fa
     oomlab::estimate::hf::from_config(&text, &name).map(Some).map_err(|e| usage(format!("{}: {e}", file.display())))
 }
 
-fn architecture(a: &EstimateArgs) -> Result<Architecture, Failure> {
-    let mut arch = if let Some(m) = config_model(&a.model)? {
+/// The architecture `--model` and the custom flags give, and the context a config.json says it
+/// was trained for (None for a preset).
+fn architecture(a: &EstimateArgs) -> Result<(Architecture, Option<u64>), Failure> {
+    let config = config_model(&a.model)?;
+    let trained = config.as_ref().map(|m| m.context);
+    let mut arch = if let Some(m) = config {
         m.arch
     } else if a.model.eq_ignore_ascii_case("custom") {
         let mut g = presets::model("gpt2").ok_or_else(|| usage("no gpt2 preset"))?;
@@ -262,18 +266,17 @@ fn architecture(a: &EstimateArgs) -> Result<Architecture, Failure> {
     if customised && !arch.name.starts_with("custom") {
         arch.name = format!("{} (customised)", arch.name);
     }
-    Ok(arch)
+    Ok((arch, trained))
 }
 
 fn setup(a: &EstimateArgs) -> Result<Setup, Failure> {
-    let arch = architecture(a)?;
+    let (arch, trained) = architecture(a)?;
     let gpu = presets::gpu(&a.gpu).ok_or_else(|| {
         let keys: Vec<_> = presets::gpus().into_iter().map(|(k, _)| k).collect();
         usage(format!("unknown GPU {:?}: expected one of {} or a size such as 48GiB", a.gpu, keys.join(", ")))
     })?;
     // A config's context (RoPE models train at up to 128k): the default sequence is at most 4096.
-    let trained = config_model(&a.model)?.map(|m| m.context.min(4096));
-    let context = trained.unwrap_or(if arch.positions > 0 { arch.positions } else { 4096 });
+    let context = trained.map(|c| c.min(4096)).unwrap_or(if arch.positions > 0 { arch.positions } else { 4096 });
     let seq = match a.seq_len {
         Some(s) => positive("--seq-len", s)?,
         None => context,

@@ -569,6 +569,30 @@ saved-silu-gate = silu(gate)
 saved-silu-gate-up-the-down-projections-input = silu(gate) · up (the down projection's input)
 saved-up-projection-output = up projection output
 saved-value-repeated-to-every-head-as-the-output-matmul-keeps-it = value, repeated to every head (as the output matmul keeps it)
+saved-gemma-rmsnorms-normalised-input-fp32 = Gemma RMSNorm's normalised input (fp32)
+saved-gemma-rmsnorms-scale-one-plus-weight-fp32 = Gemma RMSNorm's scale, 1 + weight (fp32)
+saved-query-and-key-norms-fp32 = query and key norms: fp32 copies and rsqrt
+saved-query-and-key-norms-normalised = query and key norms: normalised query and key
+saved-attention-scores-tanh-softcap = attention scores' tanh (soft-capping)
+saved-sandwich-norms = norms on the attention's and the MLP's outputs (fp32)
+saved-gate-projection-output-gelus-input = gate projection output (GELU's input)
+saved-gelu-gate = gelu(gate)
+saved-gelu-gate-up-the-down-projections-input = gelu(gate) · up (the down projection's input)
+saved-gate-and-up-outputs-gelu-gate = gate and up outputs, gelu(gate)
+saved-router-probabilities-fp32 = router probabilities (softmax, fp32)
+saved-router-top-k-indices-int64 = router's top-k expert indices (int64)
+saved-router-top-k-weights-fp32 = router's top-k weights and their sum (fp32)
+saved-expert-sort-indices = tokens sorted by expert: indices and offsets
+saved-tokens-gathered-for-their-experts = tokens copied to their k experts (the experts' input)
+saved-expert-gate-and-up-outputs = experts' gate and up outputs
+saved-expert-activation-gate = experts' activation of the gate
+saved-expert-gate-up-the-down-projections-input = experts' act(gate) · up (the down projection's input)
+saved-routing-weights = routing weights (fp32)
+saved-expert-outputs-for-the-weighted-sum = experts' outputs (for the weighted sum)
+saved-shared-expert-mlp = shared expert's MLP: gate, act(gate), up, product
+saved-shared-expert-gate-and-output = shared expert's sigmoid gate and output
+saved-final-norm-gemma = final Gemma RMSNorm: fp32 copy, rsqrt, normalised input, scale
+src-all-to-all = expert parallelism's all-to-all (GShard, Lepikhin et al. 2020): send and receive buffers of each GPU's s·b·k token copies
 
 ## The Snapshot tab: a PyTorch memory snapshot
 

@@ -566,6 +566,30 @@ saved-silu-gate = silu(gate) 的结果
 saved-silu-gate-up-the-down-projections-input = silu(gate) · up（down 投影的输入）
 saved-up-projection-output = up 投影的输出
 saved-value-repeated-to-every-head-as-the-output-matmul-keeps-it = value，复制到每个头（输出 matmul 保存的形式）
+saved-gemma-rmsnorms-normalised-input-fp32 = Gemma RMSNorm 的归一化输入（fp32）
+saved-gemma-rmsnorms-scale-one-plus-weight-fp32 = Gemma RMSNorm 的缩放 1 + weight（fp32）
+saved-query-and-key-norms-fp32 = query 和 key 的归一化：fp32 副本和 rsqrt
+saved-query-and-key-norms-normalised = query 和 key 的归一化：归一化后的 query 和 key
+saved-attention-scores-tanh-softcap = 注意力分数的 tanh（软上限）
+saved-sandwich-norms = 注意力和 MLP 输出上的归一化（fp32）
+saved-gate-projection-output-gelus-input = gate 投影输出（GELU 的输入）
+saved-gelu-gate = gelu(gate) 的结果
+saved-gelu-gate-up-the-down-projections-input = gelu(gate) · up（down 投影的输入）
+saved-gate-and-up-outputs-gelu-gate = gate 和 up 的输出，gelu(gate)
+saved-router-probabilities-fp32 = 路由器概率（softmax，fp32）
+saved-router-top-k-indices-int64 = 路由器选出的 top-k 专家索引（int64）
+saved-router-top-k-weights-fp32 = 路由器的 top-k 权重及其和（fp32）
+saved-expert-sort-indices = 按专家排序的 token：索引和偏移
+saved-tokens-gathered-for-their-experts = 复制给各自 k 个专家的 token（专家的输入）
+saved-expert-gate-and-up-outputs = 专家的 gate 和 up 输出
+saved-expert-activation-gate = 专家对 gate 的激活
+saved-expert-gate-up-the-down-projections-input = 专家的 act(gate) · up（down 投影的输入）
+saved-routing-weights = 路由权重（fp32）
+saved-expert-outputs-for-the-weighted-sum = 专家的输出（用于加权求和）
+saved-shared-expert-mlp = 共享专家的 MLP：gate、act(gate)、up、乘积
+saved-shared-expert-gate-and-output = 共享专家的 sigmoid 门和输出
+saved-final-norm-gemma = 最后的 Gemma RMSNorm：fp32 副本、rsqrt、归一化输入、缩放
+src-all-to-all = 专家并行的 all-to-all（GShard，Lepikhin 等 2020）：每块 GPU 的 s·b·k 个 token 副本的发送和接收缓冲区
 
 ## 快照标签页：PyTorch 显存快照
 

@@ -43,7 +43,7 @@ fn parameter_counts_are_exact() {
         assert_eq!(arch.parameters(), published, "{key}");
         assert_eq!(formula, published, "{key}: the hand formula");
     }
-    assert_eq!(presets::models().len(), 8);
+    assert_eq!(presets::models().len(), 8 + oomlab::estimate::catalog::CONFIGS.len(), "the presets and the catalog");
     assert!(presets::model("Llama-2-7B").is_some() && presets::model("no-such").is_none());
     // The toy: the same count as its parameter layout, without padding.
     let toy = ModelConfig::toy(58);
@@ -347,7 +347,7 @@ fn memory_never_falls_as_the_batch_grows_nor_rises_with_sharding() {
                 s.attention = attention;
                 setups.push(s.clone());
                 let tensor = if s.arch.heads.is_multiple_of(4) { 4 } else { 1 };
-                s.parallel = Parallel { data: 8, tensor, sequence: true, zero: 2 };
+                s.parallel = Parallel { data: 8, tensor, sequence: true, zero: 2, expert: 1 };
                 s.precision = StatePrecision::PureBf16;
                 setups.push(s.clone());
                 s.lora = Some(Adapters { rank: 16, qkv: true, proj: true, mlp: true, quantized: true });
@@ -572,7 +572,7 @@ fn claims_compute_every_number_they_print() {
 #[test]
 fn every_preset_per_layer_by_hand() {
     let (s, b) = (512u64, 2u64);
-    for (key, arch) in presets::models() {
+    for (key, arch) in presets::models().into_iter().take(8) {
         let (h, a, kv, f) = (arch.hidden, arch.heads, arch.kv_hidden(), arch.ffn);
         let expected = if key.starts_with("gpt2") {
             // Korthikanti et al.: sbh(34 + 5as/h), + two LayerNorms' fp32 mean and 1/std.
@@ -583,6 +583,47 @@ fn every_preset_per_layer_by_hand() {
         };
         assert_eq!(per_layer(&setup(key, "h200", b, s)), expected, "{key}");
     }
+}
+
+/// The later families' layers, by hand, in the fused (Korthikanti) profile: Mixtral's experts,
+/// Gemma 2's wide heads, four norms and soft-capping, Qwen3's query/key norms.
+#[test]
+fn later_families_per_layer_by_hand() {
+    let (s, b) = (512u64, 2u64);
+    let (sb, sbs) = (s * b, s * s * b);
+    // Mixtral 8x7B: LLaMA's attention, then a router over 8 experts, 2 per token, width f.
+    let m = setup("mixtral-8x7b", "h200", b, s);
+    let (h, a, kv, f) = (4096, 32, 1024, 14336);
+    let attention_and_norms = llama_layer(s, b, h, a, kv, f) - 8 * sb * f;
+    let (e, k) = (8, 2);
+    let experts = 4 * sb * e // router probabilities, fp32
+        + 8 * sb * k // top-k indices, int64
+        + 4 * sb + 4 * sb * k // the renormalised top-k weights and their sum, fp32
+        + 3 * 8 * sb * k + 4 * e // sorting: three int64 index lists, int32 offsets
+        + 2 * sb * k * h // the gathered tokens
+        + 2 * sb * k * 4 * f // gate, up, act(gate), the product
+        + 4 * sb * k // the routing weights, fp32
+        + 2 * sb * k * h; // the experts' outputs
+    assert_eq!(per_layer(&m), attention_and_norms + experts, "Mixtral");
+    // Gemma 2 9B: q is 16 heads of 256 (4096 wide, h 3584), k/v 8 heads; two more norms (input
+    // and statistics), the scores' tanh; GeGLU counts as SwiGLU.
+    let g = setup("gemma-2-9b", "h200", b, s);
+    let (h, a, q, kv, f) = (3584, 16, 4096, 2048, 14336);
+    let sbh = sb * h;
+    let layer = 2 * sbh + 4 * sb + 2 * sbh // norm 1: input, statistic, output
+        + 2 * sb * (q + 2 * kv) // q, k, v
+        + 2 * a * sbs * 2 // tanh(scores), softmax
+        + 2 * sb * q // the attention output
+        + 2 * (2 * sbh + 4 * sb) // the two sandwich norms
+        + 2 * sbh + 4 * sb + 2 * sbh // norm 2
+        + 8 * sb * f;
+    assert_eq!(per_layer(&g), layer, "Gemma 2");
+    // Qwen3 8B: LLaMA's layer with 128-wide heads (h / a = 128 too) and q/k norms: their
+    // statistics (one per head and row) and their outputs.
+    let q3 = setup("qwen3-8b", "h200", b, s);
+    let (h, a, kv, f) = (4096, 32, 1024, 12288);
+    let qk = 4 * sb * (a + 8) + 2 * sb * (h + kv);
+    assert_eq!(per_layer(&q3), llama_layer(s, b, h, a, kv, f) + qk, "Qwen3");
 }
 
 #[test]
@@ -606,7 +647,7 @@ fn communication_buffers_by_hand() {
     assert_eq!(comm(&s), 2 * 500_000_000 + 3 * 2 * layer);
     // Sequence parallelism all-gathers one layer's input: s·b·h bf16 values (no data parallel).
     let mut sp = setup("llama2-7b", "h100-80", 2, 2048);
-    sp.parallel = Parallel { data: 1, tensor: 4, sequence: true, zero: 0 };
+    sp.parallel = Parallel { data: 1, tensor: 4, sequence: true, zero: 0, expert: 1 };
     assert_eq!(comm(&sp), 2 * 2048 * 2 * 4096);
     // The workspace follows the GPU generation: Hopper's 32 MiB.
     assert_eq!(est(&s).get("workspace"), 32 << 20);

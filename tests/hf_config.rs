@@ -17,6 +17,11 @@ fn config(name: &str) -> String {
     std::fs::read_to_string(fixtures().join(name).join("config.json")).expect("a fixture")
 }
 
+fn catalog_text(key: &str) -> String {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("data/models").join(format!("{key}.json"));
+    std::fs::read_to_string(path).expect("a catalog file")
+}
+
 fn transformers_counts() -> serde_json::Map<String, serde_json::Value> {
     let text = std::fs::read_to_string(fixtures().join("params.json")).expect("params.json");
     serde_json::from_str(&text).expect("JSON")
@@ -28,7 +33,10 @@ fn parameter_counts_equal_transformers() {
     let mut checked = 0;
     for (name, want) in &counts {
         let Some(want) = want.as_u64() else { continue };
-        let text = config(name);
+        let text = match name.strip_prefix("catalog/") {
+            Some(key) => catalog_text(key),
+            None => config(name),
+        };
         match from_config(&text, name) {
             Ok(m) => {
                 assert_eq!(m.arch.parameters(), want, "{name}: oomlab's count against transformers'");
@@ -50,7 +58,7 @@ fn the_families_are_mapped_as_their_models_are_built() {
     // Qwen2: biases on q, k and v alone (transformers' count, 494,032,768, needs exactly those),
     // the lm_head tied.
     let m = from_config(&config("qwen2.5-0.5b"), "qwen2.5-0.5b").expect("reads");
-    assert!(m.arch.qkv_bias && !m.arch.biases && m.arch.tied_embeddings);
+    assert!(m.arch.block.qkv_bias && !m.arch.biases && m.arch.tied_embeddings);
     let m = from_config(&config("gpt2"), "gpt2").expect("reads");
     assert_eq!((m.arch.positions, m.arch.ffn, m.arch.dropout), (1024, 3072, 0.1));
     assert!(m.arch.fused_qkv && m.arch.biases);
@@ -59,13 +67,39 @@ fn the_families_are_mapped_as_their_models_are_built() {
 #[test]
 fn what_it_cannot_model_it_names() {
     let cases = [
-        (config("qwen2.5-0.5b").replace("\"qwen2\"", "\"qwen2_moe\""), "model_type \"qwen2_moe\" is not modelled yet"),
+        (config("qwen2.5-0.5b").replace("\"qwen2\"", "\"falcon\""), "model_type \"falcon\" is not modelled yet"),
+        (config("qwen2.5-0.5b").replace("\"qwen2\"", "\"deepseek_v3\""), "multi-head latent attention"),
+        (
+            catalog_text("qwen3-30b-a3b").replace("\"mlp_only_layers\": []", "\"mlp_only_layers\": [0]"),
+            "mlp_only_layers",
+        ),
+        (
+            catalog_text("qwen3-30b-a3b").replace("\"decoder_sparse_step\": 1", "\"decoder_sparse_step\": 2"),
+            "decoder_sparse_step",
+        ),
+        (
+            catalog_text("mixtral-8x7b").replace("\"output_router_logits\": false", "\"output_router_logits\": true"),
+            "output_router_logits",
+        ),
+        (catalog_text("mixtral-8x7b").replace("\"num_experts_per_tok\": 2", "\"num_experts_per_tok\": 9"), "top_k"),
+        (
+            catalog_text("gemma-2-9b")
+                .replace("\"final_logit_softcapping\": 30.0", "\"final_logit_softcapping\": null"),
+            "attn_logit_softcapping",
+        ),
+        (
+            catalog_text("gemma-2-9b")
+                .replace("\"hidden_activation\": \"gelu_pytorch_tanh\"", "\"hidden_activation\": \"relu\""),
+            "hidden_activation",
+        ),
+        (catalog_text("pythia-160m").replace("\"rotary_pct\": 0.25", "\"rotary_pct\": 1.5"), "partial_rotary_factor"),
+        (catalog_text("pythia-160m").replace("\"hidden_dropout\": 0.0", "\"hidden_dropout\": 0.1"), "hidden_dropout"),
+        (catalog_text("phi-3-mini-4k").replace("\"resid_pdrop\": 0.0", "\"resid_pdrop\": 0.1"), "resid_pdrop"),
         (r#"{"hidden_size": 8}"#.to_string(), "no model_type"),
         ("[1, 2]".to_string(), "not a JSON object"),
         ("{".to_string(), "not JSON"),
         (config("llama-3.1-8b").replace("\"attention_bias\": false", "\"attention_bias\": true"), "attention_bias"),
         (config("llama-3.1-8b").replace("\"hidden_act\": \"silu\"", "\"hidden_act\": \"gelu\""), "hidden_act"),
-        (config("llama-3.2-1b").replace("\"head_dim\": 64", "\"head_dim\": 128"), "head_dim"),
         (config("gpt2").replace("\"attn_pdrop\": 0.1", "\"attn_pdrop\": 0.0"), "attn_pdrop"),
         (config("gpt2").replace("\"n_embd\": 768", "\"n_embd\": -1"), "n_embd must be a positive whole number"),
         (config("mistral-7b-v0.1").replace("\"num_key_value_heads\": 8", "\"num_key_value_heads\": 5"), "kv_heads"),
@@ -89,9 +123,75 @@ fn the_cli_reads_a_config_or_its_folder() {
         assert_eq!(v["seq_len"], 4096, "the context, at most 4096 by default");
     }
     let dir = tempfile::tempdir().expect("a temporary directory");
-    let moe = config("qwen2.5-0.5b").replace("\"qwen2\"", "\"qwen2_moe\"");
-    std::fs::write(dir.path().join("config.json"), moe).expect("written");
+    let unknown = config("qwen2.5-0.5b").replace("\"qwen2\"", "\"falcon\"");
+    std::fs::write(dir.path().join("config.json"), unknown).expect("written");
     let out = support_cli::oomlab(&["estimate", "--model", &dir.path().to_string_lossy()]);
     assert!(!out.status.success());
-    assert!(String::from_utf8_lossy(&out.stderr).contains("qwen2_moe"), "the refusal names the family");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("falcon"), "the refusal names the family");
+}
+
+#[test]
+fn every_catalog_file_reads_and_is_listed() {
+    use oomlab::estimate::catalog;
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("data/models");
+    let mut files: Vec<String> = std::fs::read_dir(dir)
+        .expect("data/models")
+        .filter_map(|e| e.ok()?.path().file_stem().map(|s| s.to_string_lossy().into_owned()))
+        .collect();
+    files.sort();
+    let mut keys: Vec<String> = catalog::CONFIGS.iter().map(|(k, _)| k.to_string()).collect();
+    keys.sort();
+    assert_eq!(files, keys, "every file in data/models is in the catalog, and only those");
+    assert_eq!(catalog::entries().len(), catalog::CONFIGS.len(), "every catalog config reads");
+    assert!(catalog::CONFIGS.len() >= 25);
+    // GPT-2's four sizes are presets (the same published configs), not catalog files.
+    for family in oomlab::estimate::hf::FAMILIES.into_iter().filter(|f| *f != "gpt2") {
+        let has = catalog::CONFIGS.iter().any(|(_, text)| text.contains(&format!("\"model_type\": \"{family}\"")));
+        assert!(has, "the catalog has a {family} model");
+    }
+    // Picked by key or by name, as the app lists them.
+    let e = catalog::find("Mixtral 8x7B").expect("by name");
+    assert_eq!(e.key, "mixtral-8x7b");
+    assert!(oomlab::estimate::presets::models().iter().any(|(k, _)| *k == "qwen3-30b-a3b"));
+}
+
+#[test]
+fn the_families_features_are_read() {
+    use oomlab::estimate::catalog::find;
+    let arch = |key: &str| find(key).expect(key).model.arch.clone();
+    let m = arch("mixtral-8x7b");
+    let moe = m.block.moe.expect("a mixture");
+    assert_eq!((moe.experts, moe.top_k, moe.shared_ffn, m.ffn), (8, 2, 0, 14336));
+    // 47 B parameters, 13 B of them per token (Jiang et al. 2024: 46.7 B and 12.9 B).
+    assert_eq!((m.parameters() / 100_000_000, m.active_parameters() / 100_000_000), (467, 128));
+    let q = arch("qwen1.5-moe-a2.7b");
+    assert_eq!(q.block.moe.map(|m| (m.shared_ffn, m.renormalise)), Some((5632, false)));
+    assert!(q.block.qkv_bias);
+    let q3 = arch("qwen3-8b");
+    assert!(q3.block.qk_norm && !q3.block.sandwich_norms && q3.head_dim() == 128);
+    let g = arch("gemma-7b");
+    assert_eq!((g.head_dim(), g.q_hidden(), g.hidden), (256, 4096, 3072), "Gemma 7B's heads are wider than h / a");
+    assert!(g.tied_embeddings && g.mlp == oomlab::estimate::Mlp::GeGlu);
+    let g2 = arch("gemma-2-9b");
+    assert!(g2.block.sandwich_norms && g2.block.softcap && !g2.block.qk_norm);
+    let g3 = arch("gemma-3-1b");
+    assert!(g3.block.sandwich_norms && g3.block.qk_norm && !g3.block.softcap);
+    let p = arch("pythia-160m");
+    assert!(p.block.parallel_residual && p.biases && p.fused_qkv && !p.tied_embeddings);
+    assert_eq!(p.block.rotary_dims, 16, "a quarter of a 64-wide head");
+    assert!(arch("phi-3-mini-4k").fused_qkv);
+}
+
+#[test]
+fn the_cli_names_a_catalog_model() {
+    let out = support_cli::oomlab(&["estimate", "--model", "qwen3-30b-a3b", "--json"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    assert_eq!(v["parameters"], transformers_counts()["catalog/qwen3-30b-a3b"]);
+    assert_eq!(v["seq_len"], 4096, "its context (40960), at most 4096 by default");
+    let out = support_cli::oomlab(&["estimate", "--list-models", "--json"]);
+    let list: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    let mixtral = list.as_array().and_then(|l| l.iter().find(|m| m["key"] == "mixtral-8x7b")).expect("listed");
+    assert_eq!(mixtral["parameters"], 46_702_792_704u64);
+    assert_eq!(mixtral["active_parameters"], 12_879_925_248u64);
 }

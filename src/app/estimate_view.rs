@@ -42,7 +42,7 @@ impl Default for EstimateSettings {
     fn default() -> Self {
         let mut s = Setup::new(presets::default_model(), presets::default_gpu(), 1, 2048);
         s.accum = 8;
-        s.parallel = Parallel { data: 8, tensor: 1, sequence: false, zero: 3 };
+        s.parallel = Parallel { data: 8, zero: 3, ..Parallel::default() };
         Self(s)
     }
 }

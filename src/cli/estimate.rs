@@ -15,8 +15,9 @@ use super::{EXIT_USAGE, Failure};
 #[derive(Args, Debug, Clone)]
 pub struct EstimateArgs {
     /// Model preset: gpt2, gpt2-medium, gpt2-large, gpt2-xl, llama2-7b, llama2-13b, llama2-70b,
-    /// mistral-7b; or custom (GPT-2 small's shape, changed with --hidden, --layers, …); or a
-    /// Hugging Face config.json, or a folder holding one (gpt2, llama, mistral and qwen2 families).
+    /// mistral-7b; a catalog model (llama-3.1-8b, mixtral-8x7b, qwen3-30b-a3b, gemma-2-9b, …:
+    /// `oomlab estimate --list-models`); or custom (GPT-2 small's shape, changed with --hidden,
+    /// --layers, …); or a Hugging Face config.json, or a folder holding one.
     #[arg(long, default_value = "llama2-7b")]
     model: String,
     /// GPU preset (t4, rtx4090, a100-40, a100-80, h100-80, h200) or a size such as 48GiB.
@@ -49,6 +50,10 @@ pub struct EstimateArgs {
     /// Sequence parallelism (with --tp).
     #[arg(long)]
     sp: bool,
+    /// Expert parallelism: a mixture of experts' experts divided over this many of the --gpus
+    /// data-parallel GPUs, which exchange tokens all-to-all.
+    #[arg(long, default_value_t = 1, allow_hyphen_values = true)]
+    ep: i64,
     /// off, selective, blocks (full recomputation) or every:K.
     #[arg(long, default_value = "off")]
     checkpoint: String,
@@ -121,6 +126,10 @@ pub struct EstimateArgs {
     /// Also list one layer's saved tensors by name, with the function that saves each.
     #[arg(long)]
     saved: bool,
+    /// List the model presets and the catalog (key, name, parameters, those a token uses) and
+    /// stop.
+    #[arg(long)]
+    list_models: bool,
     /// Machine-readable output on stdout.
     #[arg(long)]
     json: bool,
@@ -202,7 +211,12 @@ fn config_model(model: &str) -> Result<Option<oomlab::estimate::hf::HfModel>, Fa
 /// The architecture `--model` and the custom flags give, and the context a config.json says it
 /// was trained for (None for a preset).
 fn architecture(a: &EstimateArgs) -> Result<(Architecture, Option<u64>), Failure> {
-    let config = config_model(&a.model)?;
+    // A catalog model is read like a config.json, its context with it (no catalog key or name
+    // is a preset's).
+    let config = match config_model(&a.model)? {
+        None => oomlab::estimate::catalog::find(&a.model).map(|e| e.model.clone()),
+        some => some,
+    };
     let trained = config.as_ref().map(|m| m.context);
     let mut arch = if let Some(m) = config {
         m.arch
@@ -302,7 +316,13 @@ fn setup(a: &EstimateArgs) -> Result<Setup, Failure> {
         AttentionArg::Fused => AttentionKind::Fused,
     };
     let zero = u8::try_from(a.zero).map_err(|_| usage(format!("--zero takes 0, 1, 2 or 3 (got {})", a.zero)))?;
-    s.parallel = Parallel { data: positive("--gpus", a.gpus)?, tensor: positive("--tp", a.tp)?, sequence: a.sp, zero };
+    s.parallel = Parallel {
+        data: positive("--gpus", a.gpus)?,
+        tensor: positive("--tp", a.tp)?,
+        sequence: a.sp,
+        zero,
+        expert: positive("--ep", a.ep)?,
+    };
     s.offload = Offload::default();
     for part in a.offload.as_deref().unwrap_or("none").split(',').map(|p| p.trim().to_ascii_lowercase()) {
         match part.as_str() {
@@ -370,6 +390,10 @@ pub fn claims_command(json: bool) -> Result<(), Failure> {
 }
 
 pub fn run(a: &EstimateArgs) -> Result<(), Failure> {
+    if a.list_models {
+        print!("{}", model_list(a.json).map_err(|e| usage(e.to_string()))?);
+        return Ok(());
+    }
     let s = setup(a)?;
     let e = estimate::estimate(&s).map_err(|e| usage(e.to_string()))?;
     let max = estimate::max_micro_batch(&s).map_err(|e| usage(e.to_string()))?;
@@ -388,6 +412,36 @@ pub fn run(a: &EstimateArgs) -> Result<(), Failure> {
         }
     }
     Ok(())
+}
+
+/// The presets and the catalog: key, name, parameters and active parameters (a mixture's,
+/// per token), as text or as a JSON list.
+fn model_list(json: bool) -> Result<String, serde_json::Error> {
+    let models = presets::models();
+    if json {
+        let list: Vec<_> = models
+            .iter()
+            .map(|(key, a)| {
+                serde_json::json!({
+                    "key": key,
+                    "name": a.name,
+                    "parameters": a.parameters(),
+                    "active_parameters": a.active_parameters(),
+                })
+            })
+            .collect();
+        return Ok(serde_json::to_string_pretty(&list)? + "\n");
+    }
+    let mut out = String::new();
+    for (key, a) in &models {
+        let active = if a.active_parameters() == a.parameters() {
+            String::new()
+        } else {
+            format!(" ({} active per token)", group_digits(a.active_parameters()))
+        };
+        out += &format!("{key:<20} {:<20} {:>17} parameters{active}\n", a.name, group_digits(a.parameters()));
+    }
+    Ok(out)
 }
 
 /// One layer's saved tensors by name, and those outside the layers, for the setup's profile.

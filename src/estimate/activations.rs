@@ -2,7 +2,7 @@
 //! backward pass's working sets.
 
 use super::states::words;
-use super::{Checkpoint, Mlp, Norm, Runtime, Setup, Target};
+use super::{Checkpoint, Mlp, Moe, Norm, Runtime, Setup, Target};
 use crate::plan::AttentionKind;
 
 /// Saved activations: their peak over the step, and at the moments the peak can be.
@@ -47,9 +47,10 @@ pub(super) struct Acts {
 /// The step's sizes, in u128 so that no product overflows, and how a tensor splits over the
 /// tensor-parallel GPUs.
 pub(super) struct Sizes {
-    /// s, h, a (heads), the key/value width, f, t.
+    /// s, h, the query width (heads · head size), a (heads), the key/value width, f, t.
     pub(super) sq: u128,
     pub(super) h: u128,
+    pub(super) q: u128,
     pub(super) heads: u128,
     pub(super) kv: u128,
     pub(super) f: u128,
@@ -70,6 +71,7 @@ impl Sizes {
         Self {
             sq,
             h: a.hidden as u128,
+            q: a.q_hidden() as u128,
             heads: a.heads as u128,
             kv: a.kv_hidden() as u128,
             f: a.ffn as u128,
@@ -155,18 +157,26 @@ const HF_DROPOUT: &str = "nn.functional.dropout → torch.native_dropout (CUDA: 
 const HF_GELU_NEW: &str = "NewGELUActivation.forward: 0.5 * x * (1 + tanh(√(2/π)(x + 0.044715 x³)))";
 const HF_SWIGLU: &str = "LlamaMLP.forward: down_proj(act_fn(gate_proj(x)) * up_proj(x))";
 const HF_LINEAR: &str = "nn.Linear / Conv1D: addmm keeps its input";
+const HF_GEMMA_NORM: &str = "GemmaRMSNorm.forward: x.float(), rsqrt, output * (1.0 + self.weight.float())";
+const HF_QK_NORM: &str = "Qwen3Attention / Gemma3Attention: q_norm and k_norm over each head";
+const HF_SOFTCAP: &str = "Gemma2's eager_attention_forward: tanh(scores / softcap) * softcap";
+const HF_GELU: &str = "nn.GELU / GELUActivation: one op, keeps its input";
+const HF_GEGLU: &str = "GemmaMLP.forward: down_proj(act_fn(gate_proj(x)) * up_proj(x))";
+const HF_MOE: &str = "MixtralSparseMoeBlock / Qwen3MoeSparseMoeBlock: router softmax and top-k, grouped_mm experts";
+const MEGATRON_MOE: &str = "Megatron-Core MoE: router, token permutation, grouped-GEMM experts, unpermutation";
 
 /// The saved tensors of one layer on one GPU, by name, for the setup's runtime profile: what the
 /// activations count per layer (LoRA's adapters aside), and what the app lists.
 pub fn saved_per_layer(s: &Setup) -> Vec<Saved> {
     let a = &s.arch;
     let z = Sizes::new(s);
-    let Sizes { sq, h, heads, kv, f, p, sb, .. } = z;
+    let Sizes { sq, h, q, heads, kv, f, p, sb, .. } = z;
     let (tp, rep) = (|n, bytes| z.tp(n, bytes), |n, bytes| z.rep(n, bytes));
     let lora = s.lora;
     let trained = |target: Target| lora.is_none_or(|l| l.targets(target));
     let fused = s.attention == AttentionKind::Fused;
     let drop = a.dropout > 0.0;
+    let hf = s.runtime() == Runtime::HfEager;
     let mut out = Vec::new();
     let mut add = |name, source, bytes: u128, part| {
         if bytes > 0 {
@@ -174,58 +184,66 @@ pub fn saved_per_layer(s: &Setup) -> Vec<Saved> {
         }
     };
     let probs = heads * sq * sb;
-    if s.runtime() == Runtime::HfEager {
-        // A norm whose output a linear consumes, as transformers' modules save it.
-        let norm = |add: &mut dyn FnMut(&'static str, &'static str, u128, Part), first: bool, consumer: bool| {
-            match a.norm {
-                Norm::LayerNorm => {
-                    add(
-                        "saved-layernorm-input",
-                        HF_LAYER_NORM,
-                        rep(sb * h, p),
-                        if first { Part::BlockInput } else { Part::AfterCore },
-                    );
-                    add(
-                        "saved-layernorm-mean-and-rstd-fp32-on-cuda",
-                        HF_LAYER_NORM,
-                        2 * rep(sb, 4),
-                        if first { Part::BeforeCore } else { Part::AfterCore },
-                    );
+    let kv_heads = kv / (q / heads).max(1);
+    if hf {
+        // A norm whose output a linear consumes (if `consumer`), as transformers' modules save
+        // it; `input`: its input is not the block's input already saved (a parallel residual's
+        // second norm reads the block's input).
+        let norm =
+            |add: &mut dyn FnMut(&'static str, &'static str, u128, Part), first: bool, input: bool, consumer: bool| {
+                let rest = if first { Part::BeforeCore } else { Part::AfterCore };
+                match a.norm {
+                    Norm::LayerNorm => {
+                        if input {
+                            add(
+                                "saved-layernorm-input",
+                                HF_LAYER_NORM,
+                                rep(sb * h, p),
+                                if first { Part::BlockInput } else { Part::AfterCore },
+                            );
+                        }
+                        add("saved-layernorm-mean-and-rstd-fp32-on-cuda", HF_LAYER_NORM, 2 * rep(sb, 4), rest);
+                    }
+                    Norm::RmsNorm | Norm::GemmaRmsNorm => {
+                        let gemma = a.norm == Norm::GemmaRmsNorm;
+                        let source = if gemma { HF_GEMMA_NORM } else { HF_RMS_NORM };
+                        // In fp32 the up-cast is the input itself.
+                        let part = if first && p == 4 { Part::BlockInput } else { rest };
+                        add("saved-rmsnorms-fp32-copy-of-its-input", source, rep(sb * h, 4), part);
+                        add("saved-rmsnorms-rsqrt-fp32", source, rep(sb, 4), rest);
+                        if gemma {
+                            add("saved-gemma-rmsnorms-normalised-input-fp32", source, rep(sb * h, 4), rest);
+                            add("saved-gemma-rmsnorms-scale-one-plus-weight-fp32", source, words(h, 4), rest);
+                        } else {
+                            add(
+                                "saved-rmsnorms-normalised-input-cast-back-for-the-weights-gradient",
+                                source,
+                                rep(sb * h, p),
+                                rest,
+                            );
+                        }
+                    }
                 }
-                Norm::RmsNorm => {
-                    // In fp32 the up-cast is the input itself.
-                    let part = if first && p == 4 {
-                        Part::BlockInput
-                    } else if first {
-                        Part::BeforeCore
-                    } else {
-                        Part::AfterCore
-                    };
-                    add("saved-rmsnorms-fp32-copy-of-its-input", HF_RMS_NORM, rep(sb * h, 4), part);
-                    let rest = if first { Part::BeforeCore } else { Part::AfterCore };
-                    add("saved-rmsnorms-rsqrt-fp32", HF_RMS_NORM, rep(sb, 4), rest);
-                    add(
-                        "saved-rmsnorms-normalised-input-cast-back-for-the-weights-gradient",
-                        HF_RMS_NORM,
-                        rep(sb * h, p),
-                        rest,
-                    );
+                if consumer {
+                    add("saved-norm-output-the-next-linears-input", HF_LINEAR, rep(sb * h, p), rest);
                 }
-            }
-            if consumer {
-                add(
-                    "saved-norm-output-the-next-linears-input",
-                    HF_LINEAR,
-                    rep(sb * h, p),
-                    if first { Part::BeforeCore } else { Part::AfterCore },
-                );
-            }
-        };
-        norm(&mut add, true, trained(Target::Qkv));
+            };
+        norm(&mut add, true, true, trained(Target::Qkv));
         let rotary = a.positions == 0;
+        if a.block.qk_norm {
+            // Each head's query and key through the architecture's norm (in fp32).
+            let rows = (q + kv) * sb;
+            let (fp32, back) = match a.norm {
+                Norm::GemmaRmsNorm => (2 * tp(rows, 4) + words(2 * (q / heads), 4), 0),
+                _ => (tp(rows, 4), tp(rows, p)),
+            };
+            let stats = tp((heads + kv_heads) * sb, 4);
+            add("saved-query-and-key-norms-fp32", HF_QK_NORM, fp32 + stats, Part::BeforeCore);
+            add("saved-query-and-key-norms-normalised", HF_QK_NORM, back, Part::BeforeCore);
+        }
         let qkv_source = if rotary { HF_ROPE } else { HF_ATTENTION };
         if fused {
-            add("saved-query-key-value-full-heads", qkv_source, 3 * tp(sb * h, p), Part::BeforeCore);
+            add("saved-query-key-value-full-heads", qkv_source, 3 * tp(sb * q, p), Part::BeforeCore);
             add("saved-row-logsumexp-fp32", FLASH, tp(heads * sb, 4), Part::Core);
         } else {
             // The matmuls keep contiguous copies; repeat_kv copies the key/value heads up to
@@ -234,22 +252,25 @@ pub fn saved_per_layer(s: &Setup) -> Vec<Saved> {
             // whole output (no copy needed), which that view keeps alive.
             if a.fused_qkv && !rotary && s.micro_batch == 1 {
                 let name = "saved-query-a-view-keeping-c-attns-whole-output-micro-batch-1";
-                add(name, qkv_source, tp(sb * (h + 2 * kv), p), Part::BeforeCore);
+                add(name, qkv_source, tp(sb * (q + 2 * kv), p), Part::BeforeCore);
             } else {
-                add("saved-query-as-the-score-matmul-keeps-it", qkv_source, tp(sb * h, p), Part::BeforeCore);
+                add("saved-query-as-the-score-matmul-keeps-it", qkv_source, tp(sb * q, p), Part::BeforeCore);
             }
             add(
                 "saved-key-repeated-to-every-head-as-the-score-matmul-keeps-it",
                 qkv_source,
-                tp(sb * h, p),
+                tp(sb * q, p),
                 Part::BeforeCore,
             );
             add(
                 "saved-value-repeated-to-every-head-as-the-output-matmul-keeps-it",
                 qkv_source,
-                tp(sb * h, p),
+                tp(sb * q, p),
                 Part::BeforeCore,
             );
+            if a.block.softcap {
+                add("saved-attention-scores-tanh-softcap", HF_SOFTCAP, tp(probs, p), Part::Core);
+            }
             // LLaMA/Mistral take the softmax in fp32 and cast it back for the next matmul.
             let soft = if rotary { 4 } else { p };
             add("saved-attention-probabilities-softmax-output", HF_SOFTMAX, tp(probs, soft), Part::Core);
@@ -263,37 +284,24 @@ pub fn saved_per_layer(s: &Setup) -> Vec<Saved> {
         add(
             "saved-attention-output-the-output-projections-input",
             HF_LINEAR,
-            if trained(Target::Proj) || fused { tp(sb * h, p) } else { 0 },
+            if trained(Target::Proj) || fused { tp(sb * q, p) } else { 0 },
             Part::AfterCore,
         );
         if drop {
             add("saved-residual-dropout-mask", HF_DROPOUT, rep(sb * h, 1), Part::AfterCore);
         }
-        norm(&mut add, false, trained(Target::Mlp));
-        // The MLP's saved intermediates, then the down projection's input (if it trains).
-        let (inner, source, down, down_source): (&[&'static str], _, _, _) = match a.mlp {
-            Mlp::Gelu => (
-                &[
-                    "saved-gelu-news-x-the-first-linears-output",
-                    "saved-gelu-news-tanh",
-                    "saved-gelu-news-0-5-x",
-                    "saved-gelu-news-1-tanh",
-                ],
-                HF_GELU_NEW,
-                "saved-gelu-output-the-second-linears-input",
-                HF_LINEAR,
-            ),
-            Mlp::SwiGlu => (
-                &["saved-gate-projection-output-silus-input", "saved-silu-gate", "saved-up-projection-output"],
-                HF_SWIGLU,
-                "saved-silu-gate-up-the-down-projections-input",
-                HF_SWIGLU,
-            ),
-        };
-        for &key in inner {
-            add(key, source, tp(sb * f, p), Part::AfterCore);
+        // Gemma 2/3's norms on the attention's and the MLP's outputs: their input copies, rsqrt,
+        // normalised input and scale, two per block; no linear reads them.
+        let sandwich = 2 * (2 * rep(sb * h, 4) + rep(sb, 4) + words(h, 4));
+        if a.block.sandwich_norms {
+            add("saved-sandwich-norms", HF_GEMMA_NORM, sandwich, Part::AfterCore);
         }
-        add(down, down_source, if trained(Target::Mlp) { tp(sb * f, p) } else { 0 }, Part::DownInput);
+        norm(&mut add, false, !a.block.parallel_residual, trained(Target::Mlp));
+        if let Some(m) = a.block.moe {
+            moe_saved(s, m, &mut add, HF_MOE);
+        } else {
+            mlp_saved(s, f, true, &mut add);
+        }
         if drop {
             add("saved-mlp-dropout-mask", HF_DROPOUT, rep(sb * h, 1), Part::AfterCore);
         }
@@ -309,11 +317,18 @@ pub fn saved_per_layer(s: &Setup) -> Vec<Saved> {
         if_(trained(Target::Qkv), rep(sb * h, p)),
         Part::BeforeCore,
     );
-    let qkv = if a.fused_qkv { tp(sb * (h + 2 * kv), p) } else { tp(sb * h, p) + 2 * tp(sb * kv, p) };
+    if a.block.qk_norm {
+        // Each head's query and key norm keeps its input and its statistics.
+        let fp32 = tp((heads + kv_heads) * sb, 4) * stats;
+        add("saved-query-and-key-norms-fp32", KORTHIKANTI, fp32, Part::BeforeCore);
+        add("saved-query-and-key-norms-normalised", KORTHIKANTI, tp(sb * (q + kv), p), Part::BeforeCore);
+    }
+    let qkv = if a.fused_qkv { tp(sb * (q + 2 * kv), p) } else { tp(sb * q, p) + 2 * tp(sb * kv, p) };
     add("saved-query-key-value", KORTHIKANTI, qkv, Part::BeforeCore);
     if fused {
         add("saved-row-logsumexp-fp32", FLASH, tp(heads * sb, 4), Part::Core);
     } else {
+        add("saved-attention-scores-tanh-softcap", KORTHIKANTI, if_(a.block.softcap, tp(probs, p)), Part::Core);
         add("saved-attention-probabilities-softmax-output", KORTHIKANTI, tp(probs, p), Part::Core);
         add("saved-attention-dropout-mask", KORTHIKANTI, if_(drop, tp(probs, 1)), Part::Core);
         add("saved-dropped-probabilities", KORTHIKANTI, if_(drop, tp(probs, p)), Part::Core);
@@ -321,35 +336,108 @@ pub fn saved_per_layer(s: &Setup) -> Vec<Saved> {
     add(
         "saved-attention-output-the-output-projections-input",
         KORTHIKANTI,
-        if_(trained(Target::Proj) || fused, tp(sb * h, p)),
+        if_(trained(Target::Proj) || fused, tp(sb * q, p)),
         Part::AfterCore,
     );
     add("saved-residual-dropout-mask", KORTHIKANTI, if_(drop, rep(sb * h, 1)), Part::AfterCore);
-    add("saved-second-norms-input-the-residual-sum", KORTHIKANTI, rep(sb * h, p), Part::AfterCore);
+    let sandwich = 2 * (rep(sb * h, p) + stats * rep(sb, 4));
+    add("saved-sandwich-norms", KORTHIKANTI, if_(a.block.sandwich_norms, sandwich), Part::AfterCore);
+    add(
+        "saved-second-norms-input-the-residual-sum",
+        KORTHIKANTI,
+        if_(!a.block.parallel_residual, rep(sb * h, p)),
+        Part::AfterCore,
+    );
     add("saved-norm-statistics-fp32", KORTHIKANTI, stats * rep(sb, 4), Part::AfterCore);
     add("saved-norm-output-the-mlps-input", KORTHIKANTI, if_(trained(Target::Mlp), rep(sb * h, p)), Part::AfterCore);
-    match a.mlp {
-        Mlp::Gelu => {
-            add("saved-gelu-input", KORTHIKANTI, tp(sb * f, p), Part::AfterCore);
-            add(
-                "saved-gelu-output-the-second-linears-input",
-                KORTHIKANTI,
-                if_(trained(Target::Mlp), tp(sb * f, p)),
-                Part::DownInput,
-            );
-        }
-        Mlp::SwiGlu => {
-            add("saved-gate-and-up-outputs-silu-gate", KORTHIKANTI, 3 * tp(sb * f, p), Part::AfterCore);
-            add(
-                "saved-silu-gate-up-the-down-projections-input",
-                KORTHIKANTI,
-                if_(trained(Target::Mlp), tp(sb * f, p)),
-                Part::DownInput,
-            );
-        }
+    if let Some(m) = a.block.moe {
+        moe_saved(s, m, &mut add, MEGATRON_MOE);
+    } else {
+        mlp_saved(s, f, false, &mut add);
     }
     add("saved-mlp-dropout-mask", KORTHIKANTI, if_(drop, rep(sb * h, 1)), Part::AfterCore);
     out
+}
+
+/// A dense MLP of width `f` (over `rows` rows): what its activation keeps and the down
+/// projection's input (if that projection trains), as transformers' modules save them (`hf`)
+/// or as Korthikanti et al. count them.
+fn mlp_saved(s: &Setup, f: u128, hf: bool, add: &mut dyn FnMut(&'static str, &'static str, u128, Part)) {
+    let z = Sizes::new(s);
+    let trained = s.lora.is_none_or(|l| l.targets(Target::Mlp));
+    let down = |bytes: u128| if trained { bytes } else { 0 };
+    let n = z.sb * f;
+    let (inner, source, down_key): (&[&'static str], _, _) = match (s.arch.mlp, hf) {
+        (Mlp::Gelu, true) => (
+            &[
+                "saved-gelu-news-x-the-first-linears-output",
+                "saved-gelu-news-tanh",
+                "saved-gelu-news-0-5-x",
+                "saved-gelu-news-1-tanh",
+            ],
+            HF_GELU_NEW,
+            "saved-gelu-output-the-second-linears-input",
+        ),
+        (Mlp::Gelu | Mlp::TorchGelu, _) => (
+            &["saved-gelu-input"],
+            if hf { HF_GELU } else { KORTHIKANTI },
+            "saved-gelu-output-the-second-linears-input",
+        ),
+        (Mlp::SwiGlu, _) => (
+            &["saved-gate-projection-output-silus-input", "saved-silu-gate", "saved-up-projection-output"],
+            if hf { HF_SWIGLU } else { KORTHIKANTI },
+            "saved-silu-gate-up-the-down-projections-input",
+        ),
+        (Mlp::GeGlu, _) => (
+            &["saved-gate-projection-output-gelus-input", "saved-gelu-gate", "saved-up-projection-output"],
+            if hf { HF_GEGLU } else { KORTHIKANTI },
+            "saved-gelu-gate-up-the-down-projections-input",
+        ),
+    };
+    if !hf && s.arch.mlp.gated() {
+        // Korthikanti's list: the gate's and up's outputs and the activation, as one entry.
+        let key = if s.arch.mlp == Mlp::GeGlu {
+            "saved-gate-and-up-outputs-gelu-gate"
+        } else {
+            "saved-gate-and-up-outputs-silu-gate"
+        };
+        add(key, source, 3 * z.tp(n, z.p), Part::AfterCore);
+    } else {
+        for &key in inner {
+            add(key, source, z.tp(n, z.p), Part::AfterCore);
+        }
+    }
+    let down_source = if hf { HF_LINEAR } else { KORTHIKANTI };
+    add(down_key, down_source, down(z.tp(n, z.p)), Part::DownInput);
+}
+
+/// A mixture of experts in place of the MLP, over T = s·b tokens (dropless routing: every token
+/// reaches its k experts; with expert parallelism, balanced, so each GPU's experts see T·k
+/// token copies on average). The router's fp32 probabilities and top-k choice; the tokens
+/// sorted and copied to their experts; each copy through a gated MLP of width f (gate and up
+/// outputs, the activation, the down projection's input); the routing weights and the experts'
+/// outputs for the weighted sum; a shared expert's MLP, its sigmoid gate and its output.
+fn moe_saved(s: &Setup, m: Moe, add: &mut dyn FnMut(&'static str, &'static str, u128, Part), source: &'static str) {
+    let z = Sizes::new(s);
+    let (sb, h, p, f) = (z.sb, z.h, z.p, z.f);
+    let (e, k) = (m.experts as u128, m.top_k as u128);
+    let copies = sb * k;
+    add("saved-router-probabilities-fp32", source, words(sb * e, 4), Part::AfterCore);
+    add("saved-router-top-k-indices-int64", source, words(copies, 8), Part::AfterCore);
+    if m.renormalise {
+        add("saved-router-top-k-weights-fp32", source, words(sb, 4) + words(copies, 4), Part::AfterCore);
+    }
+    add("saved-expert-sort-indices", source, 3 * words(copies, 8) + words(e, 4), Part::AfterCore);
+    add("saved-tokens-gathered-for-their-experts", source, words(copies * h, p), Part::AfterCore);
+    add("saved-expert-gate-and-up-outputs", source, 2 * z.tp(copies * f, p), Part::AfterCore);
+    add("saved-expert-activation-gate", source, z.tp(copies * f, p), Part::AfterCore);
+    add("saved-expert-gate-up-the-down-projections-input", source, z.tp(copies * f, p), Part::DownInput);
+    add("saved-routing-weights", source, words(copies, 4), Part::AfterCore);
+    add("saved-expert-outputs-for-the-weighted-sum", source, words(copies * h, p), Part::AfterCore);
+    if m.shared_ffn > 0 {
+        add("saved-shared-expert-mlp", source, 4 * z.tp(sb * m.shared_ffn as u128, p), Part::AfterCore);
+        add("saved-shared-expert-gate-and-output", source, words(sb, p) + words(sb * h, p), Part::AfterCore);
+    }
 }
 
 /// What the model keeps outside its layers: the embedding dropout mask, the final norm's saved
@@ -358,8 +446,9 @@ pub fn saved_per_layer(s: &Setup) -> Vec<Saved> {
 pub fn saved_outside(s: &Setup) -> Vec<Saved> {
     let a = &s.arch;
     let z = Sizes::new(s);
-    let Sizes { sq, h, heads, p, sb, .. } = z;
+    let Sizes { sq, h, p, sb, .. } = z;
     let rep = |n, bytes| z.rep(n, bytes);
+    let rotary_dims = if a.block.rotary_dims > 0 { a.block.rotary_dims } else { a.head_dim() } as u128;
     let drop = a.dropout > 0.0;
     let lm_head = s.lora.is_none();
     let mut out = Vec::new();
@@ -383,17 +472,17 @@ pub fn saved_outside(s: &Setup) -> Vec<Saved> {
                 add("saved-final-rmsnorms-rsqrt", HF_RMS_NORM, rep(sb, 4));
                 add("saved-final-rmsnorms-normalised-input-cast-back", HF_RMS_NORM, rep(sb * h, p));
             }
+            Norm::GemmaRmsNorm => {
+                let bytes = 2 * rep(sb * h, 4) + rep(sb, 4) + words(h, 4);
+                add("saved-final-norm-gemma", HF_GEMMA_NORM, bytes);
+            }
         }
         if lm_head {
             add("saved-final-norm-output-lm-heads-input", HF_LINEAR, rep(sb * h, p));
         }
         if a.positions == 0 {
             // LlamaRotaryEmbedding's cos and sin, (1, s, head_dim) each, shared by the layers.
-            add(
-                "saved-rotary-cos-and-sin-tables",
-                "LlamaRotaryEmbedding.forward",
-                2 * words(sq * (h / heads.max(1)), p),
-            );
+            add("saved-rotary-cos-and-sin-tables", "LlamaRotaryEmbedding.forward", 2 * words(sq * rotary_dims, p));
         } else {
             add(
                 "saved-position-ids-the-position-embeddings-indices-int64",
@@ -514,7 +603,9 @@ pub(super) fn logits(s: &Setup) -> (u128, u128) {
     let z = Sizes::new(s);
     let n = (z.sb * s.arch.vocab as u128).div_ceil(z.t);
     let loss = if s.runtime().fp32_loss() { 4 } else { z.p };
-    (words(n, z.p) + words(n, loss) + words(z.sb, 4) + 4, words(n, loss))
+    // Gemma 2's final soft-capping keeps its tanh output (logits-sized) too.
+    let softcap = if s.arch.block.softcap { words(n, z.p) } else { 0 };
+    (words(n, z.p) + softcap + words(n, loss) + words(z.sb, 4) + 4, words(n, loss))
 }
 
 /// The backward pass's gradient buffers (the toy's plan allocates each once and reuses it layer
@@ -528,11 +619,17 @@ pub(super) fn logits(s: &Setup) -> (u128, u128) {
 pub(super) fn working_sets(s: &Setup) -> (u128, u128, u128) {
     let a = &s.arch;
     let z = Sizes::new(s);
-    let Sizes { sq, h, heads, kv, f, p, sb, .. } = z;
+    let Sizes { sq, h, q, heads, kv, f, p, sb, .. } = z;
     let (tp, rep) = (|n, bytes| z.tp(n, bytes), |n, bytes| z.rep(n, bytes));
-    let mlp = match a.mlp {
-        Mlp::Gelu => 2,
-        Mlp::SwiGlu => 3,
+    let mlp = if a.mlp.gated() { 3 } else { 2 };
+    // A mixture's MLP gradients are its token copies' (T·k rows of width f), with the gradients
+    // of the gathered tokens and of the experts' outputs (T·k rows of h), and a shared expert's.
+    let mlp_grads = match a.block.moe {
+        None => mlp * tp(sb * f, p),
+        Some(m) => {
+            let copies = sb * m.top_k as u128;
+            mlp * tp(copies * f, p) + 2 * words(copies * h, p) + mlp * tp(sb * m.shared_ffn as u128, p)
+        }
     };
     let core = if s.attention == AttentionKind::Fused { tp(heads * sb, 4) } else { tp(heads * sq * sb, p) };
     // LoRA: one buffer for the gradient of an adapter's rank-r intermediate, reused by every
@@ -540,8 +637,8 @@ pub(super) fn working_sets(s: &Setup) -> (u128, u128, u128) {
     // projection, MLP) ran its backward first.
     let lora_grad = |on: bool| s.lora.filter(|_| on).map_or(0, |l| words(sb * l.rank as u128, p));
     let (mlp_adapted, proj_adapted) = s.lora.map_or((false, false), |l| (l.mlp, l.proj));
-    let at_mlp = 3 * rep(sb * h, p) + mlp * tp(sb * f, p);
-    let all = at_mlp + tp(sb * h, p) + tp(sb * (h + 2 * kv), p) + core;
+    let at_mlp = 3 * rep(sb * h, p) + mlp_grads;
+    let all = at_mlp + tp(sb * q, p) + tp(sb * (q + 2 * kv), p) + core;
     // (c) every gradient buffer, the adapters' included (an earlier segment's recomputation).
     (at_mlp, all + lora_grad(proj_adapted || mlp_adapted), all + lora_grad(true))
 }

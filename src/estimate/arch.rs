@@ -12,6 +12,9 @@ pub enum Norm {
     LayerNorm,
     /// Weight only (Zhang & Sennrich 2019); saves its input and one fp32 statistic per row.
     RmsNorm,
+    /// Gemma's RMSNorm: scales by (1 + weight) and keeps the normalised input in fp32 until the
+    /// scaling (`GemmaRMSNorm`); the same parameters as RMSNorm.
+    GemmaRmsNorm,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -21,6 +24,57 @@ pub enum Mlp {
     Gelu,
     /// `W_down·(silu(W_gate x) ⊙ W_up x)` (Shazeer 2020), three matrices.
     SwiGlu,
+    /// `W_down·(gelu(W_gate x) ⊙ W_up x)` (Shazeer 2020; Gemma), three matrices.
+    GeGlu,
+    /// `W₂·gelu(W₁x)` with PyTorch's own GELU, one op that keeps only its input (GPT-NeoX's
+    /// `gelu`); [`Mlp::Gelu`] is GPT-2's `gelu_new`, a chain of element-wise ops.
+    TorchGelu,
+}
+
+impl Mlp {
+    /// A gated MLP: three matrices, the first two of width f.
+    pub fn gated(self) -> bool {
+        matches!(self, Mlp::SwiGlu | Mlp::GeGlu)
+    }
+}
+
+/// A mixture of experts in place of each block's MLP (Shazeer et al. 2017; Fedus et al. 2021):
+/// a router picks `top_k` of `experts` MLPs (each of the architecture's `ffn` width) per token.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Moe {
+    pub experts: u64,
+    /// k, the experts each token is sent to.
+    pub top_k: u64,
+    /// The width of a shared expert every token goes through (Qwen2-MoE's, with its sigmoid
+    /// gate); 0 for none.
+    #[serde(default)]
+    pub shared_ffn: u64,
+    /// The router renormalises its top-k weights to sum to 1 (Mixtral; Qwen's `norm_topk_prob`).
+    #[serde(default)]
+    pub renormalise: bool,
+}
+
+/// What later families change in the GPT-2/LLaMA block; all off by default, so older links read.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Block {
+    /// Only q, k and v have biases (Qwen2's attention); with `biases`, every linear has them.
+    pub qkv_bias: bool,
+    /// The size of a head when it is not hidden / heads (Gemma: 256, Qwen3: 128); 0: hidden / heads.
+    pub head_dim: u64,
+    /// A norm over each head's query and key (Qwen3, Gemma 3), of the architecture's kind.
+    pub qk_norm: bool,
+    /// Norms on the attention's and the MLP's outputs too, four per block (Gemma 2 and 3).
+    pub sandwich_norms: bool,
+    /// Attention and MLP both read the block's input: x + attn(ln₁ x) + mlp(ln₂ x) (GPT-J,
+    /// GPT-NeoX/Pythia).
+    pub parallel_residual: bool,
+    /// The rotated dimensions of each head when not all (GPT-NeoX's `rotary_pct`); 0: all.
+    pub rotary_dims: u64,
+    /// Gemma 2's tanh soft-capping of the attention scores and of the final logits.
+    pub softcap: bool,
+    /// A mixture of experts in place of the MLP.
+    pub moe: Option<Moe>,
 }
 
 /// A decoder-only transformer, as far as memory is concerned.
@@ -38,7 +92,8 @@ pub struct Architecture {
     /// Key/value heads: `heads` for multi-head attention, fewer for grouped-query attention
     /// (Ainslie et al. 2023).
     pub kv_heads: u64,
-    /// f, the MLP's inner width (4h in GPT-2; 11008 in LLaMA-2 7B).
+    /// f, the MLP's inner width (4h in GPT-2; 11008 in LLaMA-2 7B); in a mixture of experts,
+    /// each expert's.
     pub ffn: u64,
     /// Rows of a learned position table (GPT-2: 1024); 0 for rotary positions.
     pub positions: u64,
@@ -48,9 +103,6 @@ pub struct Architecture {
     pub tied_embeddings: bool,
     /// Linear layers have biases.
     pub biases: bool,
-    /// Only q, k and v have biases (Qwen2's attention); with `biases`, every linear has them.
-    #[serde(default)]
-    pub qkv_bias: bool,
     /// q, k and v come from one matrix (GPT-2's `c_attn`) rather than three.
     pub fused_qkv: bool,
     /// The dropout probability in training (GPT-2's recipe 0.1, LLaMA's 0). Above 0, each
@@ -59,6 +111,9 @@ pub struct Architecture {
     /// Older links held a yes/no here: yes reads as 0.1.
     #[serde(deserialize_with = "dropout_probability")]
     pub dropout: f64,
+    /// What later families change in the block (head size, extra norms, experts, …).
+    #[serde(default)]
+    pub block: Block,
 }
 
 /// A dropout probability, or an older link's yes/no (yes: GPT-2's 0.1).
@@ -84,6 +139,8 @@ pub enum Role {
     Bias,
     /// A linear layer inside a block, with its LoRA target and (in, out) features.
     Linear(Target, u64, u64),
+    /// One of a mixture's expert matrices, all experts' together (expert parallelism shards them).
+    Experts,
 }
 
 /// The projections LoRA can adapt, named as in the toy (`--lora-targets qkv,proj,mlp`).
@@ -111,14 +168,20 @@ impl Architecture {
             mlp: Mlp::Gelu,
             tied_embeddings: true,
             biases: true,
-            qkv_bias: false,
             fused_qkv: true,
             dropout: 0.0,
+            block: Block::default(),
         }
     }
 
     pub fn head_dim(&self) -> u64 {
-        self.hidden / self.heads.max(1)
+        if self.block.head_dim > 0 { self.block.head_dim } else { self.hidden / self.heads.max(1) }
+    }
+
+    /// Width of q (and of the attention's output): heads · head size (h, but for Gemma's and
+    /// Qwen3's head sizes).
+    pub fn q_hidden(&self) -> u64 {
+        self.heads * self.head_dim()
     }
 
     /// Width of k (and of v): kv_heads · head size.
@@ -127,6 +190,8 @@ impl Architecture {
     }
 
     pub fn validate(&self) -> Result<(), EstimateError> {
+        let invalid = |m: String| Err(EstimateError::Invalid(m));
+        let moe = self.block.moe;
         let dims = [
             ("vocab", self.vocab, 1 << 24),
             ("hidden", self.hidden, 1 << 18),
@@ -134,85 +199,141 @@ impl Architecture {
             ("heads", self.heads, 1 << 12),
             ("kv_heads", self.kv_heads, 1 << 12),
             ("ffn", self.ffn, 1 << 20),
+            ("experts", moe.map_or(1, |m| m.experts), 1 << 12),
+            ("top_k", moe.map_or(1, |m| m.top_k), 1 << 12),
         ];
         for (name, value, max) in dims {
             if value == 0 || value > max {
-                return Err(EstimateError::Invalid(format!("{name} must be between 1 and {max} (got {value})")));
+                return invalid(format!("{name} must be between 1 and {max} (got {value})"));
             }
         }
-        if self.positions > 1 << 24 {
-            return Err(EstimateError::Invalid(format!(
-                "positions must be at most {} (got {})",
-                1 << 24,
-                self.positions
-            )));
+        for (name, value, max) in [
+            ("positions", self.positions, 1 << 24),
+            ("head_dim", self.block.head_dim, 1 << 14),
+            ("rotary_dims", self.block.rotary_dims, 1 << 14),
+            ("shared expert width", moe.map_or(0, |m| m.shared_ffn), 1 << 20),
+        ] {
+            if value > max {
+                return invalid(format!("{name} must be at most {max} (got {value})"));
+            }
         }
         if !(0.0..1.0).contains(&self.dropout) {
-            return Err(EstimateError::Invalid(format!(
-                "dropout is a probability from 0 up to (not including) 1 (got {})",
-                self.dropout
-            )));
+            return invalid(format!("dropout is a probability from 0 up to (not including) 1 (got {})", self.dropout));
         }
-        if !self.hidden.is_multiple_of(self.heads) {
-            return Err(EstimateError::Invalid(format!(
-                "hidden ({}) must be divisible by heads ({})",
-                self.hidden, self.heads
-            )));
+        if self.block.head_dim == 0 && !self.hidden.is_multiple_of(self.heads) {
+            return invalid(format!("hidden ({}) must be divisible by heads ({})", self.hidden, self.heads));
         }
         if !self.heads.is_multiple_of(self.kv_heads) {
-            return Err(EstimateError::Invalid(format!(
+            return invalid(format!(
                 "heads ({}) must be a multiple of kv_heads ({}) for grouped-query attention",
                 self.heads, self.kv_heads
-            )));
+            ));
+        }
+        if let Some(m) = moe {
+            if m.top_k > m.experts {
+                return invalid(format!("top_k ({}) cannot be more than the experts ({})", m.top_k, m.experts));
+            }
+            if !self.mlp.gated() {
+                return invalid("the estimator's experts are gated MLPs (SwiGLU or GeGLU)".into());
+            }
         }
         Ok(())
     }
 
-    /// One block's linear layers: (role, in features, out features), in order.
+    /// A dense MLP's linear layers: (in, out) features.
+    fn mlp_linears(&self, f: u64) -> Vec<(u64, u64)> {
+        let h = self.hidden;
+        if self.mlp.gated() { vec![(h, f), (h, f), (f, h)] } else { vec![(h, f), (f, h)] }
+    }
+
+    /// One block's linear layers outside a mixture's experts and router: (role, in features,
+    /// out features), in order (a mixture's shared expert is its MLP's).
     pub(crate) fn block_linears(&self) -> Vec<(Target, u64, u64)> {
-        let (h, kv, f) = (self.hidden, self.kv_hidden(), self.ffn);
+        let (h, q, kv) = (self.hidden, self.q_hidden(), self.kv_hidden());
         let mut v = if self.fused_qkv {
-            vec![(Target::Qkv, h, h + 2 * kv)]
+            vec![(Target::Qkv, h, q + 2 * kv)]
         } else {
-            vec![(Target::Qkv, h, h), (Target::Qkv, h, kv), (Target::Qkv, h, kv)]
+            vec![(Target::Qkv, h, q), (Target::Qkv, h, kv), (Target::Qkv, h, kv)]
         };
-        v.push((Target::Proj, h, h));
-        match self.mlp {
-            Mlp::Gelu => v.extend([(Target::Mlp, h, f), (Target::Mlp, f, h)]),
-            Mlp::SwiGlu => v.extend([(Target::Mlp, h, f), (Target::Mlp, h, f), (Target::Mlp, f, h)]),
+        v.push((Target::Proj, q, h));
+        let f = match self.block.moe {
+            None => self.ffn,
+            Some(m) => m.shared_ffn,
+        };
+        if f > 0 {
+            v.extend(self.mlp_linears(f).into_iter().map(|(k, n)| (Target::Mlp, k, n)));
         }
         v
     }
 
     /// Every parameter tensor: (role, elements). Counted from the architecture: embeddings, each
-    /// block's norms, linear weights and biases, the final norm and an untied lm_head.
+    /// block's norms, linear weights and biases (a mixture's router, experts and shared expert),
+    /// the final norm and an untied lm_head.
     pub fn parameter_tensors(&self) -> Vec<(Role, u64)> {
         let h = self.hidden;
-        let norm = |v: &mut Vec<(Role, u64)>| {
-            v.push((Role::Norm, h));
-            if self.norm == Norm::LayerNorm {
-                v.push((Role::Norm, h));
-            }
-        };
         let mut v = vec![(Role::Embedding, self.vocab * h)];
         if self.positions > 0 {
             v.push((Role::Embedding, self.positions * h));
         }
+        let block = self.block_tensors();
         for _ in 0..self.layers {
-            norm(&mut v);
-            for (i, (target, k, n)) in self.block_linears().into_iter().enumerate() {
-                if i == if self.fused_qkv { 1 } else { 3 } {
-                    norm(&mut v); // the second norm sits between attention and the MLP
-                }
-                v.push((Role::Linear(target, k, n), k * n));
-                if self.has_bias(target) {
-                    v.push((Role::Bias, n));
-                }
-            }
+            v.extend_from_slice(&block);
         }
-        norm(&mut v);
+        self.norm_tensors(&mut v, h);
         if !self.tied_embeddings {
             v.push((Role::Embedding, self.vocab * h));
+        }
+        v
+    }
+
+    /// A norm's parameters over `width` values: a weight, and LayerNorm's bias.
+    fn norm_tensors(&self, v: &mut Vec<(Role, u64)>, width: u64) {
+        v.push((Role::Norm, width));
+        if self.norm == Norm::LayerNorm {
+            v.push((Role::Norm, width));
+        }
+    }
+
+    /// One block's parameter tensors, in the order the model runs them.
+    fn block_tensors(&self) -> Vec<(Role, u64)> {
+        let (h, b) = (self.hidden, &self.block);
+        let mut v = Vec::new();
+        let linear = |v: &mut Vec<(Role, u64)>, (target, k, n): (Target, u64, u64)| {
+            v.push((Role::Linear(target, k, n), k * n));
+            if self.has_bias(target) {
+                v.push((Role::Bias, n));
+            }
+        };
+        let linears = self.block_linears();
+        let attention = if self.fused_qkv { 2 } else { 4 };
+        self.norm_tensors(&mut v, h);
+        for (i, &l) in linears.iter().enumerate().take(attention) {
+            if i == attention - 1 && b.qk_norm {
+                self.norm_tensors(&mut v, self.head_dim());
+                self.norm_tensors(&mut v, self.head_dim());
+            }
+            linear(&mut v, l);
+        }
+        // The norms between the attention and the MLP.
+        if b.sandwich_norms {
+            self.norm_tensors(&mut v, h);
+        }
+        self.norm_tensors(&mut v, h);
+        if let Some(m) = b.moe {
+            v.push((Role::Linear(Target::Mlp, h, m.experts), h * m.experts));
+            for (k, n) in self.mlp_linears(self.ffn) {
+                v.push((Role::Experts, m.experts * k * n));
+            }
+        }
+        for &l in &linears[attention.min(linears.len())..] {
+            linear(&mut v, l);
+        }
+        if b.moe.is_some_and(|m| m.shared_ffn > 0) {
+            // Qwen2-MoE's shared expert gate: sigmoid(x·w), one value per token.
+            v.push((Role::Linear(Target::Mlp, h, 1), h));
+        }
+        if b.sandwich_norms {
+            self.norm_tensors(&mut v, h);
         }
         v
     }
@@ -223,16 +344,24 @@ impl Architecture {
         self.parameter_tensors().iter().map(|(_, n)| n).sum()
     }
 
-    /// Whether a block's linear layer for `target` has a bias.
-    fn has_bias(&self, target: Target) -> bool {
-        self.biases || (self.qkv_bias && target == Target::Qkv)
+    /// The parameters one token passes through: all of them but the experts it is not routed
+    /// to (Mixtral 8x7B: 46.7 B in all, 12.9 B active).
+    pub fn active_parameters(&self) -> u64 {
+        let idle = self.block.moe.map_or(0, |m| {
+            let expert: u64 = self.mlp_linears(self.ffn).iter().map(|(k, n)| k * n).sum();
+            self.layers * (m.experts - m.top_k.min(m.experts)) * expert
+        });
+        self.parameters() - idle
     }
 
-    /// One block's parameters (what ZeRO-3 gathers at a time).
-    pub(crate) fn layer_parameters(&self) -> u64 {
-        let norms = if self.norm == Norm::LayerNorm { 4 } else { 2 } * self.hidden;
-        let linears: u64 =
-            self.block_linears().iter().map(|(t, k, n)| k * n + if self.has_bias(*t) { *n } else { 0 }).sum();
-        norms + linears
+    /// Whether a block's linear layer for `target` has a bias.
+    fn has_bias(&self, target: Target) -> bool {
+        self.biases || (self.block.qkv_bias && target == Target::Qkv)
+    }
+
+    /// One block's parameters (what ZeRO-3 gathers at a time), its experts divided over `ep`
+    /// GPUs.
+    pub(crate) fn layer_parameters(&self, ep: u64) -> u64 {
+        self.block_tensors().iter().map(|&(r, n)| if r == Role::Experts { n.div_ceil(ep.max(1)) } else { n }).sum()
     }
 }

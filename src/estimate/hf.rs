@@ -1,23 +1,43 @@
 //! A Hugging Face `config.json` as an [`Architecture`]: the families whose every byte the
-//! estimator models exactly — `gpt2`, `llama`, `mistral` and `qwen2` so far. A `model_type` it does not
-//! know, or a field that changes memory in a way it does not model (biases on the attention
-//! alone, a head size other than hidden / heads, an activation other than the family's), is an
-//! error that names it: never a silent guess. Fields that change no byte of a training step
-//! (the RoPE base and scaling, norm epsilons, token ids) are read past.
+//! estimator models exactly (see [`FAMILIES`]). A `model_type` it does not know, or a field that
+//! changes memory in a way it does not model (biases on some linear layers and not others, an
+//! activation other than the family's, dense layers among a mixture's sparse ones, dropout where
+//! the estimator keeps none), is an error that names it: never a silent guess. Fields that change
+//! no byte of a training step (the RoPE base and scaling, norm epsilons, token ids, Gemma's
+//! `query_pre_attn_scalar`) are read past.
 //!
-//! Mistral's `sliding_window` limits which keys a query attends to, but eager attention still
-//! builds and keeps the whole s × s score matrix (masked), and fused kernels keep none: what is
-//! saved is the same as without a window, so the field changes nothing here.
+//! Sliding windows (Mistral, Qwen2, Gemma 2/3, Phi-3) limit which keys a query attends to, but
+//! eager attention still builds and keeps the whole s × s score matrix (masked), and fused
+//! kernels keep none: what is saved is the same as without a window, so the field changes
+//! nothing here.
+//!
+//! DeepSeek-V3's multi-head latent attention is refused: its compressed key/value cache is an
+//! inference saving, but what its training step keeps (the low-rank projections, the decoupled
+//! rotary keys, the dense first layers among the experts) is not modelled yet.
 
 use serde_json::Value;
 
-use super::{Architecture, EstimateError, presets};
+use super::{Architecture, Block, EstimateError, Mlp, Moe, Norm, presets};
 
 /// The largest config.json read (real ones are a few kB).
 pub const MAX_CONFIG_BYTES: usize = 1 << 20;
 
 /// The families read, by `model_type`.
-pub const FAMILIES: [&str; 4] = ["gpt2", "llama", "mistral", "qwen2"];
+pub const FAMILIES: [&str; 13] = [
+    "gpt2",
+    "gpt_neox",
+    "llama",
+    "mistral",
+    "mixtral",
+    "qwen2",
+    "qwen2_moe",
+    "qwen3",
+    "qwen3_moe",
+    "gemma",
+    "gemma2",
+    "gemma3_text",
+    "phi3",
+];
 
 /// A config read: the architecture, and the context it was trained for (`n_positions`,
 /// `max_position_embeddings`).
@@ -44,7 +64,16 @@ pub fn from_config(text: &str, name: &str) -> Result<HfModel, EstimateError> {
     let c = Config { fields, model_type };
     let model = match model_type {
         "gpt2" => gpt2(&c, name)?,
-        "llama" | "mistral" | "qwen2" => llama(&c, name)?,
+        "gpt_neox" => gpt_neox(&c, name)?,
+        "llama" | "mistral" | "mixtral" | "qwen2" | "qwen2_moe" | "qwen3" | "qwen3_moe" | "phi3" | "gemma"
+        | "gemma2" | "gemma3_text" => llama(&c, name)?,
+        "deepseek_v3" => {
+            return Err(invalid(
+                "model_type \"deepseek_v3\" is not modelled: its multi-head latent attention and its dense \
+                 first layers among the experts are not in the estimator yet"
+                    .into(),
+            ));
+        }
         "" => return Err(invalid("config.json has no model_type".into())),
         other => {
             return Err(invalid(format!(
@@ -98,6 +127,26 @@ impl Config<'_> {
         }
     }
 
+    /// The rotated dimensions of a head of `head_dim`: `partial_rotary_factor` (at the top
+    /// level or in `rope_parameters`/`rope_scaling`) or GPT-NeoX's `rotary_pct`; 0 when all.
+    fn rotary_dims(&self, head_dim: u64, default: f64) -> Result<u64, EstimateError> {
+        let nested =
+            |outer: &str| self.get(outer).and_then(|v| v.get("partial_rotary_factor")).filter(|v| !v.is_null());
+        let value = self
+            .get("partial_rotary_factor")
+            .or_else(|| self.get("rotary_pct"))
+            .or_else(|| nested("rope_parameters"))
+            .or_else(|| nested("rope_scaling"));
+        let factor = match value {
+            None => default,
+            Some(v) => v.as_f64().filter(|f| *f > 0.0 && *f <= 1.0).ok_or_else(|| {
+                invalid(format!("{}: partial_rotary_factor must be above 0 and at most 1 (got {v})", self.model_type))
+            })?,
+        };
+        let dims = (head_dim as f64 * factor) as u64;
+        Ok(if dims >= head_dim { 0 } else { dims })
+    }
+
     fn text(&self, key: &str) -> Option<&str> {
         self.get(key).and_then(Value::as_str)
     }
@@ -114,10 +163,12 @@ impl Config<'_> {
 fn gpt2(c: &Config<'_>, name: &str) -> Result<HfModel, EstimateError> {
     let hidden = c.count("n_embd")?;
     let positions = c.count("n_positions")?;
-    match c.text("activation_function").unwrap_or("gelu_new") {
-        "gelu_new" | "gelu" | "gelu_pytorch_tanh" | "gelu_fast" => {}
+    // gelu_new is a chain of element-wise ops (each keeps its input); PyTorch's own GELU one op.
+    let mlp = match c.text("activation_function").unwrap_or("gelu_new") {
+        "gelu_new" | "gelu_fast" => Mlp::Gelu,
+        "gelu" | "gelu_pytorch_tanh" => Mlp::TorchGelu,
         _ => return Err(c.not_modelled("activation_function", "the estimator's GPT-2 MLP is GELU")),
-    }
+    };
     if !c.flag("tie_word_embeddings", true)? {
         return Err(c.not_modelled("tie_word_embeddings", "GPT2LMHeadModel ties its lm_head whatever this says"));
     }
@@ -135,42 +186,161 @@ fn gpt2(c: &Config<'_>, name: &str) -> Result<HfModel, EstimateError> {
         ffn: c.count_or("n_inner", 4 * hidden)?,
         positions,
         dropout: p,
+        mlp,
         ..presets::gpt2(name, hidden, c.count("n_layer")?, heads)
     };
     Ok(HfModel { arch, context: positions })
 }
 
-/// LLaMA 1–3.x, Mistral and Qwen2 (`LlamaForCausalLM`, `MistralForCausalLM`,
-/// `Qwen2ForCausalLM`): rotary positions, RMSNorm, a SwiGLU MLP, q/k/v as three matrices with
-/// grouped-query attention; no biases, but for Qwen2's on q, k and v.
-fn llama(c: &Config<'_>, name: &str) -> Result<HfModel, EstimateError> {
+/// GPT-NeoX and Pythia (`GPTNeoXForCausalLM`): rotary positions on part of each head,
+/// LayerNorm, a GELU MLP, biases everywhere, q/k/v in one matrix, a parallel residual, an untied
+/// lm_head (`embed_out`).
+fn gpt_neox(c: &Config<'_>, name: &str) -> Result<HfModel, EstimateError> {
     let hidden = c.count("hidden_size")?;
     let heads = c.count("num_attention_heads")?;
-    if let Some(d) = c.get("head_dim")
-        && d.as_u64() != Some(hidden / heads)
-    {
-        return Err(c.not_modelled("head_dim", "a head size other than hidden_size / num_attention_heads"));
+    let mlp = match c.text("hidden_act").unwrap_or("gelu") {
+        "gelu" | "gelu_pytorch_tanh" | "gelu_fast" => Mlp::TorchGelu,
+        "gelu_new" => Mlp::Gelu,
+        _ => return Err(c.not_modelled("hidden_act", "the estimator's GPT-NeoX MLP is GELU")),
+    };
+    if !c.flag("attention_bias", true)? {
+        return Err(c.not_modelled("attention_bias", "biases on the MLP and not on the attention"));
     }
-    if c.text("hidden_act").unwrap_or("silu") != "silu" {
-        return Err(c.not_modelled("hidden_act", "the estimator's gated MLP is SwiGLU (silu)"));
+    for key in ["hidden_dropout", "attention_dropout"] {
+        if c.probability(key)? > 0.0 {
+            return Err(c.not_modelled(key, "GPT-NeoX's dropouts (the estimator's GPT-NeoX keeps none)"));
+        }
     }
+    let context = c.count_or("max_position_embeddings", 2048)?;
+    let head_dim = hidden / heads;
+    let arch = Architecture {
+        name: name.to_string(),
+        vocab: c.count("vocab_size")?,
+        hidden,
+        layers: c.count("num_hidden_layers")?,
+        heads,
+        kv_heads: heads,
+        ffn: c.count("intermediate_size")?,
+        positions: 0,
+        norm: Norm::LayerNorm,
+        mlp,
+        tied_embeddings: c.flag("tie_word_embeddings", false)?,
+        biases: true,
+        fused_qkv: true,
+        dropout: 0.0,
+        block: Block {
+            parallel_residual: c.flag("use_parallel_residual", true)?,
+            rotary_dims: c.rotary_dims(head_dim, 0.25)?,
+            ..Block::default()
+        },
+    };
+    Ok(HfModel { arch, context })
+}
+
+/// The LLaMA lineage: LLaMA 1–3.x, Mistral, Qwen2/3, Phi-3 and Gemma 1–3, and the mixtures of
+/// experts built on it (Mixtral, Qwen2-MoE, Qwen3-MoE). Rotary positions, RMSNorm, a gated MLP,
+/// grouped-query attention. What each family adds:
+/// - Qwen2 (and Qwen2-MoE): biases on q, k and v;
+/// - Qwen3 and Gemma 3: a norm over each head's query and key; Qwen3, Gemma and Mistral-Nemo a
+///   head size other than hidden / heads (`head_dim`);
+/// - Phi-3: q/k/v in one matrix and gate/up in one (the same parameters; the same saved bytes
+///   as three matrices here: the split halves are views of one output), partial rotary;
+/// - Gemma: a GeGLU MLP, RMSNorm scaling by (1 + weight), the lm_head tied; Gemma 2/3: norms
+///   on the attention's and the MLP's outputs; Gemma 2 soft-caps the scores and the logits;
+/// - Mixtral, Qwen2-MoE, Qwen3-MoE: a router and experts in place of the MLP (Qwen2-MoE: a
+///   shared expert with a sigmoid gate).
+fn llama(c: &Config<'_>, name: &str) -> Result<HfModel, EstimateError> {
+    let t = c.model_type;
+    let gemma = t.starts_with("gemma");
+    let hidden = c.count("hidden_size")?;
+    let heads = c.count("num_attention_heads")?;
+    let default_head = if gemma { 256 } else { hidden / heads };
+    let head_dim = c.count_or("head_dim", default_head)?;
+    let act_key = if gemma && c.get("hidden_activation").is_some() { "hidden_activation" } else { "hidden_act" };
+    let mlp = match (gemma, c.text(act_key).unwrap_or(if gemma { "gelu_pytorch_tanh" } else { "silu" })) {
+        (false, "silu" | "swish") => Mlp::SwiGlu,
+        (true, "gelu_pytorch_tanh" | "gelu") => Mlp::GeGlu,
+        _ => return Err(c.not_modelled(act_key, "the estimator's gated MLPs are SwiGLU (silu) and Gemma's GeGLU")),
+    };
     for key in ["attention_bias", "mlp_bias"] {
         if c.flag(key, false)? {
             return Err(c.not_modelled(key, "biases on some linear layers and not others"));
         }
     }
-    // Qwen2's q, k and v projections have biases whatever the config says.
-    let qkv_bias = c.model_type == "qwen2";
-    if c.probability("attention_dropout")? > 0.0 {
-        return Err(c.not_modelled("attention_dropout", "dropout on the attention probabilities alone"));
+    for key in ["attention_dropout", "resid_pdrop", "embd_pdrop"] {
+        if c.probability(key)? > 0.0 {
+            return Err(c.not_modelled(key, "dropout in this family (the estimator's keeps none)"));
+        }
     }
+    let moe = moe(c)?;
+    let softcap = match (c.get("attn_logit_softcapping"), c.get("final_logit_softcapping")) {
+        (None, None) => false,
+        (Some(_), Some(_)) => true,
+        (Some(_), None) => return Err(c.not_modelled("attn_logit_softcapping", "soft-capping the scores alone")),
+        (None, Some(_)) => return Err(c.not_modelled("final_logit_softcapping", "soft-capping the logits alone")),
+    };
     let context = c.count_or("max_position_embeddings", 4096)?;
-    let (vocab, layers, ffn) = (c.count("vocab_size")?, c.count("num_hidden_layers")?, c.count("intermediate_size")?);
+    let (vocab, layers) = (c.count("vocab_size")?, c.count("num_hidden_layers")?);
+    let ffn = match moe {
+        Some(_) if t == "mixtral" => c.count("intermediate_size")?,
+        Some(_) => c.count("moe_intermediate_size")?,
+        None => c.count("intermediate_size")?,
+    };
     let kv_heads = c.count_or("num_key_value_heads", heads)?;
+    let block = Block {
+        qkv_bias: matches!(t, "qwen2" | "qwen2_moe"),
+        head_dim: if head_dim == hidden / heads && hidden.is_multiple_of(heads) { 0 } else { head_dim },
+        qk_norm: matches!(t, "qwen3" | "qwen3_moe" | "gemma3_text"),
+        sandwich_norms: matches!(t, "gemma2" | "gemma3_text"),
+        parallel_residual: false,
+        rotary_dims: c.rotary_dims(head_dim, 1.0)?,
+        softcap,
+        moe,
+    };
     let arch = Architecture {
-        tied_embeddings: c.flag("tie_word_embeddings", false)?,
-        qkv_bias,
+        tied_embeddings: c.flag("tie_word_embeddings", gemma)?,
+        norm: if gemma { Norm::GemmaRmsNorm } else { Norm::RmsNorm },
+        mlp,
+        fused_qkv: t == "phi3",
+        block,
         ..presets::llama(name, vocab, hidden, layers, heads, kv_heads, ffn)
     };
     Ok(HfModel { arch, context })
+}
+
+/// A mixture of experts' fields (Mixtral's `num_local_experts`, Qwen's `num_experts`), if the
+/// family has one.
+fn moe(c: &Config<'_>) -> Result<Option<Moe>, EstimateError> {
+    let t = c.model_type;
+    if !matches!(t, "mixtral" | "qwen2_moe" | "qwen3_moe") {
+        return Ok(None);
+    }
+    if c.flag("output_router_logits", false)? {
+        return Err(c.not_modelled("output_router_logits", "the load-balancing loss's saved router logits"));
+    }
+    if t == "mixtral" {
+        if c.get("router_jitter_noise").and_then(Value::as_f64).is_some_and(|x| x > 0.0) {
+            return Err(c.not_modelled("router_jitter_noise", "jitter on the router's input"));
+        }
+        let m = Moe {
+            experts: c.count("num_local_experts")?,
+            top_k: c.count("num_experts_per_tok")?,
+            shared_ffn: 0,
+            renormalise: true,
+        };
+        return Ok(Some(m));
+    }
+    if c.count_or("decoder_sparse_step", 1)? != 1 {
+        return Err(c.not_modelled("decoder_sparse_step", "dense MLP layers among the mixture's"));
+    }
+    if c.get("mlp_only_layers").and_then(Value::as_array).is_some_and(|l| !l.is_empty()) {
+        return Err(c.not_modelled("mlp_only_layers", "dense MLP layers among the mixture's"));
+    }
+    let shared_ffn = if t == "qwen2_moe" { c.count("shared_expert_intermediate_size")? } else { 0 };
+    Ok(Some(Moe {
+        experts: c.count("num_experts")?,
+        top_k: c.count("num_experts_per_tok")?,
+        shared_ffn,
+        renormalise: c.flag("norm_topk_prob", false)?,
+    }))
 }

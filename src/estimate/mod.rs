@@ -13,6 +13,7 @@
 
 pub mod activations;
 pub mod arch;
+pub mod catalog;
 pub mod claims;
 pub mod hf;
 pub mod presets;
@@ -22,7 +23,7 @@ pub mod states;
 use serde::Serialize;
 
 pub use activations::{Part, Saved, saved_outside, saved_per_layer};
-pub use arch::{Architecture, Mlp, Norm, Role, Target};
+pub use arch::{Architecture, Block, Mlp, Moe, Norm, Role, Target};
 pub use presets::Gpu;
 pub use setup::{
     Adapters, EstimateError, MAX_BATCH, MAX_ESTIMATE_BYTES, Measured, Offload, Optimizer, Parallel, Runtime, Setup,
@@ -160,6 +161,7 @@ pub mod source {
     pub const FRAGMENTATION_MEASURED: &str = "src-fragmentation-measured";
     pub const FOUND_INF: &str = "src-found-inf";
     pub const OFFLOAD: &str = "src-offload";
+    pub const ALL_TO_ALL: &str = "src-all-to-all";
 }
 
 /// The estimate for `setup` on each of its GPUs. A valid setup whose bytes pass
@@ -297,6 +299,14 @@ pub fn estimate(setup: &Setup) -> Result<Estimate, EstimateError> {
                 comm_source = source::SP;
             }
         }
+        if let Some(m) = setup.arch.block.moe
+            && setup.parallel.expert > 1
+        {
+            // Expert parallelism's all-to-all: the send and receive buffers of each GPU's s·b·k
+            // token copies (dispatch, and the combine the same size on the way back).
+            comm += 2 * words(rows * m.top_k as u128 * setup.arch.hidden as u128, p);
+            comm_source = source::ALL_TO_ALL;
+        }
         let allocated: u64 = lines.iter().map(|l| l.bytes).fold(0, u64::saturating_add);
         let allocated = allocated.saturating_add(checked("communication", comm));
         lines.extend([
@@ -431,6 +441,8 @@ pub struct EstimateReport {
     pub lora: Option<Adapters>,
     pub parameters: u64,
     pub trainable_parameters: u64,
+    /// The parameters one token passes through (a mixture of experts': its k experts, not all).
+    pub active_parameters: u64,
     /// Bytes per GPU by category (lines of one category summed).
     pub per_gpu_bytes: std::collections::BTreeMap<String, u64>,
     /// The formula behind each category.
@@ -511,6 +523,7 @@ impl EstimateReport {
             lora: s.lora,
             parameters: e.parameters,
             trainable_parameters: e.trainable_parameters,
+            active_parameters: s.arch.active_parameters(),
             per_gpu_bytes: per_gpu,
             sources,
             peak_bytes: e.peak_bytes,

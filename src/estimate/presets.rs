@@ -4,7 +4,7 @@
 //! GPU capacities are the totals CUDA reports (`nvidia-smi` "Total", `cudaMemGetInfo`), which are
 //! a little under the marketing figure where ECC or firmware reserve memory.
 
-use super::{Architecture, Mlp, Norm};
+use super::{Architecture, Block, Mlp, Norm};
 
 /// GPT-2 (Radford et al. 2019; HF `gpt2`, `gpt2-medium`, `gpt2-large`, `gpt2-xl`): LayerNorm,
 /// GELU MLP of width 4h, learned positions (1024), tied embeddings, biases, dropout 0.1.
@@ -22,9 +22,9 @@ pub(crate) fn gpt2(name: &str, hidden: u64, layers: u64, heads: u64) -> Architec
         mlp: Mlp::Gelu,
         tied_embeddings: true,
         biases: true,
-        qkv_bias: false,
         fused_qkv: true,
         dropout: 0.1,
+        block: Block::default(),
     }
 }
 
@@ -53,9 +53,9 @@ pub(crate) fn llama(
         mlp: Mlp::SwiGlu,
         tied_embeddings: false,
         biases: false,
-        qkv_bias: false,
         fused_qkv: false,
         dropout: 0.0,
+        block: Block::default(),
     }
 }
 
@@ -64,8 +64,16 @@ pub fn default_model() -> Architecture {
     llama("LLaMA-2 7B", 32000, 4096, 32, 32, 32, 11008)
 }
 
-/// The model presets: (key for the CLI, architecture).
+/// The model presets, then the catalog's models ([`super::catalog`]): (key for the CLI,
+/// architecture).
 pub fn models() -> Vec<(&'static str, Architecture)> {
+    let mut v = presets();
+    v.extend(super::catalog::entries().iter().map(|e| (e.key, e.model.arch.clone())));
+    v
+}
+
+/// The hand-written presets (the published papers' models).
+fn presets() -> Vec<(&'static str, Architecture)> {
     vec![
         ("gpt2", gpt2("GPT-2 small", 768, 12, 12)),
         ("gpt2-medium", gpt2("GPT-2 medium", 1024, 24, 16)),

@@ -153,11 +153,19 @@ pub struct Parallel {
     pub sequence: bool,
     /// ZeRO stage 0–3 (Rajbhandari et al. 2020) over the N_d GPUs.
     pub zero: u8,
+    /// Expert parallelism (GShard, Lepikhin et al. 2020): a mixture's experts are divided over
+    /// this many of the N_d data-parallel GPUs, which exchange tokens all-to-all.
+    #[serde(default = "one")]
+    pub expert: u64,
+}
+
+fn one() -> u64 {
+    1
 }
 
 impl Default for Parallel {
     fn default() -> Self {
-        Self { data: 1, tensor: 1, sequence: false, zero: 0 }
+        Self { data: 1, tensor: 1, sequence: false, zero: 0, expert: 1 }
     }
 }
 
@@ -355,6 +363,23 @@ impl Setup {
                 "tensor parallelism {t} must divide the heads ({}), the key/value heads ({}) and the MLP width ({})",
                 self.arch.heads, self.arch.kv_heads, self.arch.ffn
             ));
+        }
+        let ep = self.parallel.expert;
+        match self.arch.block.moe {
+            None if ep != 1 => return bad(format!("expert parallelism {ep} needs a mixture of experts")),
+            Some(m) if ep == 0 || !m.experts.is_multiple_of(ep) || !self.parallel.data.is_multiple_of(ep) => {
+                return bad(format!(
+                    "expert parallelism {ep} must divide the experts ({}) and the data-parallel GPUs ({}): \
+                     its GPUs are data-parallel ones",
+                    m.experts, self.parallel.data
+                ));
+            }
+            _ => {}
+        }
+        if let (Some(_), Some(l)) = (self.arch.block.moe, self.lora)
+            && l.mlp
+        {
+            return bad("LoRA on a mixture's experts is not modelled: adapt the attention (qkv, proj)".into());
         }
         if self.parallel.sequence && !self.seq.is_multiple_of(t) {
             return bad(format!(

@@ -45,8 +45,16 @@ pub(super) fn model_states(s: &Setup) -> States {
     // GPUs; norms and biases of row-parallel layers are replicated — small, so the estimator
     // divides everything but the norms by t.
     let t = s.parallel.tensor as u128;
-    let split = |role: Role, n: u128| if matches!(role, Role::Norm) { n } else { n.div_ceil(t) };
+    // Expert parallelism divides a mixture's experts over its GPUs (and tensor parallelism
+    // each expert's matrices, as Megatron-Core's expert tensor parallelism does by default).
+    let ep = s.parallel.expert.max(1) as u128;
+    let split = |role: Role, n: u128| match role {
+        Role::Norm => n,
+        Role::Experts => n.div_ceil(t * ep),
+        _ => n.div_ceil(t),
+    };
     let base: u128 = tensors.iter().map(|&(r, n)| split(r, align(n))).sum();
+    let experts: u128 = tensors.iter().filter(|(r, _)| *r == Role::Experts).map(|&(r, n)| split(r, align(n))).sum();
     let (stored, trainable) = match s.lora {
         None => (words(base, w), base),
         Some(l) => {
@@ -58,13 +66,13 @@ pub(super) fn model_states(s: &Setup) -> States {
                 .map(|n| n.div_ceil(t))
                 .sum();
             let base_bytes = if l.quantized {
-                // QLoRA: NF4 (4 bits) for the blocks' linear weights, with double-quantized
-                // constants: 0.127 bits per parameter (Dettmers et al. 2023, §3) ≈ 8-bit absmax
-                // per 64 weights plus an fp32 constant per 256 blocks. Embeddings, norms and
-                // biases stay 16-bit.
+                // QLoRA: NF4 (4 bits) for the blocks' linear weights (experts too), with
+                // double-quantized constants: 0.127 bits per parameter (Dettmers et al. 2023,
+                // §3) ≈ 8-bit absmax per 64 weights plus an fp32 constant per 256 blocks.
+                // Embeddings, norms and biases stay 16-bit.
                 let quantized: u128 = tensors
                     .iter()
-                    .filter(|(r, _)| matches!(r, Role::Linear(..)))
+                    .filter(|(r, _)| matches!(r, Role::Linear(..) | Role::Experts))
                     .map(|&(r, n)| split(r, align(n)))
                     .sum();
                 let rest = base - quantized;
@@ -75,7 +83,23 @@ pub(super) fn model_states(s: &Setup) -> States {
             (base_bytes + words(adapters, w), adapters)
         }
     };
-    let mut states = partition(stored, trainable, s.precision, s.optimizer, s.parallel);
+    // The experts' states are partitioned over the data-parallel GPUs that hold the same
+    // experts (N_d / EP); the rest over all N_d.
+    let trained_experts = if s.lora.is_none() { experts } else { 0 };
+    let mut states = partition(
+        stored - words(trained_experts, w),
+        trainable - trained_experts,
+        s.precision,
+        s.optimizer,
+        s.parallel,
+    );
+    let expert_group = Parallel { data: (s.parallel.data / s.parallel.expert.max(1)).max(1), ..s.parallel };
+    let e = partition(words(trained_experts, w), trained_experts, s.precision, s.optimizer, expert_group);
+    states.parameters += e.parameters;
+    states.gradients += e.gradients;
+    states.optimizer += e.optimizer;
+    states.master += e.master;
+    states.trainable += e.trainable;
     if s.offload.optimizer {
         // The fp32 state moves to the host with an fp32 copy of the gradients; each step the
         // 16-bit gradients go down and the updated 16-bit weights come back: 4Ψ over PCIe with
@@ -96,7 +120,7 @@ pub(super) fn model_states(s: &Setup) -> States {
         states.pcie += 2 * states.parameters;
         states.parameters = 0;
     }
-    states.layer_params = a.layer_parameters().div_ceil(s.parallel.tensor) as u128;
+    states.layer_params = a.layer_parameters(s.parallel.expert).div_ceil(s.parallel.tensor) as u128;
     states
 }
 

@@ -1,0 +1,77 @@
+//! The catalog: popular models' published `config.json`s (`data/models/`), embedded, read by
+//! [`super::hf`] like a user's own. Each file keeps the fields of its model's Hugging Face config
+//! that the estimator reads, with `_name` (how the views name it) and `_source` (where the
+//! config is published). Their parameter counts equal what transformers builds from the same
+//! files (tests/hf_config.rs, counted by scripts/check_params.py).
+
+use std::sync::OnceLock;
+
+use super::hf::{HfModel, from_config};
+
+/// (key, config.json), in the order the views list them: by family, then size.
+pub const CONFIGS: [(&str, &str); 31] = [
+    ("llama-3.1-8b", include_str!("../../data/models/llama-3.1-8b.json")),
+    ("llama-3.1-70b", include_str!("../../data/models/llama-3.1-70b.json")),
+    ("llama-3.2-1b", include_str!("../../data/models/llama-3.2-1b.json")),
+    ("llama-3.2-3b", include_str!("../../data/models/llama-3.2-3b.json")),
+    ("tinyllama-1.1b", include_str!("../../data/models/tinyllama-1.1b.json")),
+    ("mistral-7b-v0.1", include_str!("../../data/models/mistral-7b-v0.1.json")),
+    ("mixtral-8x7b", include_str!("../../data/models/mixtral-8x7b.json")),
+    ("mixtral-8x22b", include_str!("../../data/models/mixtral-8x22b.json")),
+    ("qwen2.5-0.5b", include_str!("../../data/models/qwen2.5-0.5b.json")),
+    ("qwen2.5-1.5b", include_str!("../../data/models/qwen2.5-1.5b.json")),
+    ("qwen2.5-3b", include_str!("../../data/models/qwen2.5-3b.json")),
+    ("qwen2.5-7b", include_str!("../../data/models/qwen2.5-7b.json")),
+    ("qwen2.5-14b", include_str!("../../data/models/qwen2.5-14b.json")),
+    ("qwen2.5-32b", include_str!("../../data/models/qwen2.5-32b.json")),
+    ("qwen2.5-72b", include_str!("../../data/models/qwen2.5-72b.json")),
+    ("qwen1.5-moe-a2.7b", include_str!("../../data/models/qwen1.5-moe-a2.7b.json")),
+    ("qwen3-0.6b", include_str!("../../data/models/qwen3-0.6b.json")),
+    ("qwen3-8b", include_str!("../../data/models/qwen3-8b.json")),
+    ("qwen3-30b-a3b", include_str!("../../data/models/qwen3-30b-a3b.json")),
+    ("qwen3-235b-a22b", include_str!("../../data/models/qwen3-235b-a22b.json")),
+    ("gemma-2b", include_str!("../../data/models/gemma-2b.json")),
+    ("gemma-7b", include_str!("../../data/models/gemma-7b.json")),
+    ("gemma-2-2b", include_str!("../../data/models/gemma-2-2b.json")),
+    ("gemma-2-9b", include_str!("../../data/models/gemma-2-9b.json")),
+    ("gemma-2-27b", include_str!("../../data/models/gemma-2-27b.json")),
+    ("gemma-3-1b", include_str!("../../data/models/gemma-3-1b.json")),
+    ("phi-3-mini-4k", include_str!("../../data/models/phi-3-mini-4k.json")),
+    ("phi-3-medium-4k", include_str!("../../data/models/phi-3-medium-4k.json")),
+    ("pythia-160m", include_str!("../../data/models/pythia-160m.json")),
+    ("pythia-1.4b", include_str!("../../data/models/pythia-1.4b.json")),
+    ("pythia-6.9b", include_str!("../../data/models/pythia-6.9b.json")),
+];
+
+/// A catalog model: its key, and the architecture and context its config gives.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Entry {
+    pub key: &'static str,
+    pub model: HfModel,
+}
+
+/// Every catalog model, read once. A file that did not read would be a defect of the catalog
+/// (tests/hf_config.rs reads every one); it is left out rather than taking the views down.
+pub fn entries() -> &'static [Entry] {
+    static ENTRIES: OnceLock<Vec<Entry>> = OnceLock::new();
+    ENTRIES.get_or_init(|| {
+        CONFIGS
+            .iter()
+            .filter_map(|&(key, text)| {
+                let name = serde_json::from_str::<serde_json::Value>(text)
+                    .ok()
+                    .and_then(|v| v.get("_name").and_then(|n| n.as_str()).map(str::to_string))
+                    .unwrap_or_else(|| key.to_string());
+                from_config(text, &name).ok().map(|model| Entry { key, model })
+            })
+            .collect()
+    })
+}
+
+/// The catalog model called `key` or by its name (case-insensitive; `-`, `_`, `.` and spaces
+/// ignored, so `Mixtral-8x7B` and `mixtral_8x7b` both work).
+pub fn find(key: &str) -> Option<&'static Entry> {
+    let norm = |s: &str| s.to_ascii_lowercase().replace(['-', '_', '.', ' '], "");
+    let want = norm(key);
+    entries().iter().find(|e| norm(e.key) == want || norm(&e.model.arch.name) == want)
+}

@@ -268,7 +268,7 @@ explain-real = The same accounting as the toy, in closed form for a real model: 
 
 ## Real models: where each line's formula comes from
 
-src-params = exact count from the architecture (GPT-2: 12Lh² + 13Lh + Vh + Th + 2h)
+src-params = exact count from the architecture: { $formula }
 src-zero = Rajbhandari et al. 2020 (ZeRO), §3: 2Ψ + 2Ψ + KΨ, partitioned over N_d by stage
 src-activations = Korthikanti et al. 2022, §4: sbh(34 + 5as/h) per layer, tensor by tensor (GQA, SwiGLU, RMSNorm derived)
 src-logits = the lm_head output, the softmax kept for backward (fp32: Korthikanti's 4sbv) and the losses

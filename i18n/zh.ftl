@@ -265,7 +265,7 @@ explain-real = 与玩具模型相同的记账方式，用闭式公式套到真�
 
 ## 真实模型：每一行公式的出处
 
-src-params = 由架构精确计数（GPT-2：12Lh² + 13Lh + Vh + Th + 2h）
+src-params = 由架构精确计数：{ $formula }
 src-zero = Rajbhandari 等 2020（ZeRO），§3：2Ψ + 2Ψ + KΨ，按阶段分摊到 N_d 个 GPU
 src-activations = Korthikanti 等 2022，§4：每层 sbh(34 + 5as/h)，逐个张量推导（GQA、SwiGLU、RMSNorm）
 src-logits = lm_head 的输出、为反向传播保存的 softmax（fp32：Korthikanti 的 4sbv）以及各个 loss

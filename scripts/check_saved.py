@@ -12,6 +12,12 @@ value, the CPU one in the tensor's dtype; at 0 PyTorch's dropout keeps nothing).
 difference left: for bf16 input the CPU's LayerNorm keeps mean and rstd in bf16, CUDA's in fp32
 (2·s·b·2 bytes per LayerNorm, well under 0.1 % here).
 
+For each family the estimator reads from a config.json (mistral, qwen2, qwen2_moe, qwen3,
+qwen3_moe, mixtral, gemma, gemma2, gemma3_text, phi3, gpt_neox), a tiny random instance
+(tests/fixtures/hf/tiny-*/config.json) is counted the same way, fp32 and bf16, against
+`oomlab estimate --model <that config> --runtime hf-eager`. The mixtures run their router's real
+choices (dropless: each token reaches its k experts, so the count does not depend on which).
+
 It also counts the toy's architecture (d 64, L 2, 4 heads, T 64, B 16, vocabulary 65, fp32) and
 compares PyTorch's saved activations with the toy's plan (`oomlab measure --backend cpu --json`).
 
@@ -26,7 +32,9 @@ import sys
 
 import torch
 import transformers
-from transformers import AutoModelForCausalLM, GPT2Config, LlamaConfig
+import pathlib
+
+from transformers import AutoConfig, AutoModelForCausalLM, GPT2Config, LlamaConfig
 
 OOMLAB = "target/debug/oomlab"
 LLAMA = "llama2-7b"
@@ -44,13 +52,22 @@ CASES = [
 ]
 
 
+# The tiny instances: (fixture folder, dtype, batch, seq).
+FAMILY_CASES = [(f"tiny-{t}", dtype, 2, 256) for t in
+                ["mistral", "qwen2", "qwen2-moe", "qwen3", "qwen3-moe", "mixtral", "gemma", "gemma2",
+                 "gemma3-text", "phi3", "gpt-neox"] for dtype in ["fp32", "bf16"]]
+
+
 def model(kind, dims, positions):
-    h, layers, heads, kv, ffn, vocab = dims
-    if kind == "gpt2":
+    if kind == "config":
+        cfg = AutoConfig.for_model(**json.loads(dims.read_text()))
+    elif kind == "gpt2":
+        h, layers, heads, kv, ffn, vocab = dims
         cfg = GPT2Config(n_positions=positions, n_embd=h, n_layer=layers, n_head=heads, n_inner=ffn,
                          vocab_size=vocab, activation_function="gelu_new",
                          resid_pdrop=0.0, embd_pdrop=0.0, attn_pdrop=0.0)
-    else:
+    elif kind == "llama":
+        h, layers, heads, kv, ffn, vocab = dims
         cfg = LlamaConfig(vocab_size=vocab, hidden_size=h, intermediate_size=ffn, num_hidden_layers=layers,
                           num_attention_heads=heads, num_key_value_heads=kv, max_position_embeddings=positions,
                           attention_dropout=0.0, tie_word_embeddings=False)
@@ -81,7 +98,7 @@ def count(kind, dims, dtype, batch, seq, positions):
                 activations[ptr] = s.nbytes()
         return t
 
-    vocab = dims[5]
+    vocab = m.config.vocab_size
     x = torch.randint(0, vocab, (batch, seq))
     with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
         out = m(input_ids=x, labels=x.clone())
@@ -112,6 +129,21 @@ def main():
                "fused_bytes": fused["saved_for_backward_bytes"],
                "hf_eager_error_percent": round(100 * (predicted - pytorch) / pytorch, 3)}
         print(f"{name} {dtype} b{batch} s{seq}: PyTorch {pytorch}, hf-eager {predicted} "
+              f"({row['hf_eager_error_percent']:+.2f} %), fused {row['fused_bytes']}", file=sys.stderr)
+        rows.append(row)
+    for folder, dtype, batch, seq in FAMILY_CASES:
+        path = pathlib.Path("tests/fixtures/hf") / folder / "config.json"
+        args = ["estimate", "--model", str(path.parent), "--batch", str(batch), "--seq-len", str(seq),
+                "--precision", "fp32" if dtype == "fp32" else "pure-bf16", "--runtime", "hf-eager", "--json"]
+        pytorch, _ = count("config", path, dtype, batch, seq, None)
+        predicted = oomlab(args)["saved_for_backward_bytes"]
+        fused = oomlab([a for a in args if a not in ("--runtime", "hf-eager")] + ["--runtime", "fused"])
+        family = json.loads(path.read_text())["model_type"]
+        row = {"name": f"family {family}", "dtype": dtype, "batch": batch, "seq": seq, "args": args[:-1],
+               "pytorch_bytes": pytorch, "hf_eager_bytes": predicted,
+               "fused_bytes": fused["saved_for_backward_bytes"],
+               "hf_eager_error_percent": round(100 * (predicted - pytorch) / pytorch, 3)}
+        print(f"{folder} {dtype}: PyTorch {pytorch}, hf-eager {predicted} "
               f"({row['hf_eager_error_percent']:+.2f} %), fused {row['fused_bytes']}", file=sys.stderr)
         rows.append(row)
     # The toy: its plan's saved activations against PyTorch's for the same architecture.

@@ -195,3 +195,36 @@ fn the_cli_names_a_catalog_model() {
     assert_eq!(mixtral["parameters"], 46_702_792_704u64);
     assert_eq!(mixtral["active_parameters"], 12_879_925_248u64);
 }
+
+/// The parameters line cites its own family's formula, and the formula is the count: each one
+/// here is evaluated by hand for its model.
+#[test]
+fn each_family_cites_its_own_formula() {
+    use oomlab::estimate::catalog::find;
+    use oomlab::estimate::presets::model;
+    let gpt2 = model("gpt2").expect("gpt2");
+    assert_eq!(gpt2.formula(), "12Lh² + 13Lh + Vh + Th + 2h");
+    let (l, h, v, t) = (12u64, 768u64, 50257u64, 1024u64);
+    assert_eq!(12 * l * h * h + 13 * l * h + v * h + t * h + 2 * h, gpt2.parameters());
+    let llama = model("llama2-7b").expect("llama2-7b");
+    assert_eq!(llama.formula(), "L(4h² + 3hf + 2h) + 2Vh + h");
+    let (l, h, f, v) = (32u64, 4096u64, 11008u64, 32000u64);
+    assert_eq!(l * (4 * h * h + 3 * h * f + 2 * h) + 2 * v * h + h, llama.parameters());
+    let mixtral = find("mixtral-8x7b").expect("mixtral").model.arch.clone();
+    assert_eq!(mixtral.formula(), "L(h(q + 2kv) + qh + E·3hf + Eh + 2h) + 2Vh + h");
+    let (l, h, q, kv, e, f, v) = (32u64, 4096u64, 4096u64, 1024u64, 8u64, 14336u64, 32000u64);
+    assert_eq!(l * (h * (q + 2 * kv) + q * h + e * 3 * h * f + e * h + 2 * h) + 2 * v * h + h, mixtral.parameters());
+    let gemma2 = find("gemma-2-9b").expect("gemma").model.arch.clone();
+    assert_eq!(gemma2.formula(), "L(h(q + 2kv) + qh + 3hf + 4h) + Vh + h");
+    let (l, h, q, kv, f, v) = (42u64, 3584u64, 4096u64, 2048u64, 14336u64, 256000u64);
+    assert_eq!(l * (h * (q + 2 * kv) + q * h + 3 * h * f + 4 * h) + v * h + h, gemma2.parameters());
+    let qwen = find("qwen1.5-moe-a2.7b").expect("qwen").model.arch.clone();
+    assert_eq!(qwen.formula(), "L(4h² + 3h + E·3hf + Eh + 3hfₛ + h + 2h) + 2Vh + h");
+    let (l, h, e, f, fs, v) = (24u64, 2048u64, 60u64, 1408u64, 5632u64, 151936u64);
+    assert_eq!(
+        l * (4 * h * h + 3 * h + e * 3 * h * f + e * h + 3 * h * fs + h + 2 * h) + 2 * v * h + h,
+        qwen.parameters()
+    );
+    let pythia = find("pythia-160m").expect("pythia").model.arch.clone();
+    assert_eq!(pythia.formula(), "L(4h² + 4h + 2hf + f + h + 4h) + 2Vh + 2h");
+}

@@ -1,8 +1,9 @@
 //! The estimator's runtime profiles against what PyTorch really keeps (issue 15).
 //!
 //! `tests/fixtures/hf_saved.json` holds PyTorch's own counts, made by `scripts/check_saved.py` in
-//! a throwaway venv with torch + transformers (CI has no torch): for GPT-2 (gelu_new) at three
-//! sizes and LLaMA-style models (MHA and GQA), fp32 and pure bf16, every storage autograd saves in
+//! a throwaway venv with torch + transformers (CI has no torch; the fixture names the versions):
+//! for GPT-2 (gelu_new) at three sizes and LLaMA-style models (MHA and GQA), and a tiny random
+//! instance of every other family read from a config.json (within ±1 %), fp32 and pure bf16, every storage autograd saves in
 //! one training forward with the loss, once, parameters excluded, plus the logits. Here
 //! `oomlab estimate --runtime hf-eager` must land within 0.5 % of each (the issue asks ±3 %), and
 //! the fused profile must count less (it is the idealised set).
@@ -36,7 +37,15 @@ fn hf_eager_matches_what_pytorch_saves() {
             );
         }
     }
+    // A tiny instance of every family read from a config.json (scripts/check_saved.py).
+    for family in oomlab::estimate::hf::FAMILIES.into_iter().filter(|f| !matches!(*f, "gpt2" | "llama")) {
+        for dtype in ["fp32", "bf16"] {
+            let name = format!("family {family}");
+            assert!(cases.iter().any(|c| c["name"] == name.as_str() && c["dtype"] == dtype), "no {name} {dtype} case");
+        }
+    }
     for c in cases {
+        let family = c["name"].as_str().is_some_and(|n| n.starts_with("family "));
         let args: Vec<String> =
             c["args"].as_array().expect("args").iter().map(|a| a.as_str().expect("arg").to_string()).collect();
         let pytorch = c["pytorch_bytes"].as_u64().expect("PyTorch's count") as f64;
@@ -44,10 +53,17 @@ fn hf_eager_matches_what_pytorch_saves() {
         assert_eq!(report["runtime"], "hf-eager");
         let ours = report["saved_for_backward_bytes"].as_u64().expect("saved_for_backward_bytes") as f64;
         let off = 100.0 * (ours - pytorch) / pytorch;
-        assert!(off.abs() < 0.5, "{} {}: hf-eager {ours} vs PyTorch {pytorch} ({off:+.2} %)", c["name"], c["dtype"]);
+        // The issue's bounds: ±3 % for GPT-2 and LLaMA (held to 0.5 %), ±1 % for each family.
+        let bound = if family { 1.0 } else { 0.5 };
+        assert!(off.abs() < bound, "{} {}: hf-eager {ours} vs PyTorch {pytorch} ({off:+.2} %)", c["name"], c["dtype"]);
         let fused_args: Vec<String> =
             args.iter().map(|a| if a == "hf-eager" { "fused".into() } else { a.clone() }).collect();
         let fused = oomlab(&fused_args)["saved_for_backward_bytes"].as_u64().expect("fused") as f64;
+        // A mixture's experts keep the same tensors in both profiles; the rest is idealised.
+        if family {
+            assert!(fused < ours, "{} {}: fused {fused} should count less than hf-eager {ours}", c["name"], c["dtype"]);
+            continue;
+        }
         assert!(
             fused < 0.97 * pytorch,
             "{} {}: fused {fused} should be the idealised, smaller set",

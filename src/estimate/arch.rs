@@ -354,6 +354,50 @@ impl Architecture {
         self.parameters() - idle
     }
 
+    /// The parameter count's formula for this architecture's family, in its symbols (L layers,
+    /// h hidden, f MLP width, V vocabulary, T positions, q = heads · head size, kv the key/value
+    /// width, d the head size, E experts, fₛ a shared expert's width): what the parameters line
+    /// cites. GPT-2: 12Lh² + 13Lh + Vh + Th + 2h; LLaMA-2: L(4h² + 3hf + 2h) + 2Vh + h.
+    pub fn formula(&self) -> String {
+        let b = &self.block;
+        let ln = self.norm == Norm::LayerNorm;
+        let mha = self.q_hidden() == self.hidden && self.kv_hidden() == self.hidden;
+        let gpt2_shape = ln && mha && !self.mlp.gated() && self.ffn == 4 * self.hidden && self.biases;
+        let (positions, vocab) =
+            (if self.positions > 0 { " + Th" } else { "" }, if self.tied_embeddings { "Vh" } else { "2Vh" });
+        let final_norm = if ln { "2h" } else { "h" };
+        if gpt2_shape && b == &Block::default() {
+            return format!("12Lh² + 13Lh + {vocab}{positions} + {final_norm}");
+        }
+        let mut t: Vec<String> = vec![if mha { "4h²".into() } else { "h(q + 2kv) + qh".into() }];
+        if self.biases {
+            t.push(if mha { "4h".into() } else { "q + 2kv + h".into() });
+        } else if b.qkv_bias {
+            t.push(if mha { "3h".into() } else { "q + 2kv".into() });
+        }
+        if b.qk_norm {
+            t.push(if ln { "4d" } else { "2d" }.into());
+        }
+        let (mats, mlp_bias) = if self.mlp.gated() { ("3hf", "2f + h") } else { ("2hf", "f + h") };
+        match b.moe {
+            None => {
+                t.push(mats.into());
+                if self.biases {
+                    t.push(mlp_bias.into());
+                }
+            }
+            Some(m) => {
+                t.push(format!("E·{mats} + Eh"));
+                if m.shared_ffn > 0 {
+                    t.push("3hfₛ + h".into());
+                }
+            }
+        }
+        let norms = (if b.sandwich_norms { 4 } else { 2 }) * if ln { 2 } else { 1 };
+        t.push(format!("{norms}h"));
+        format!("L({}) + {vocab}{positions} + {final_norm}", t.join(" + "))
+    }
+
     /// Whether a block's linear layer for `target` has a bias.
     fn has_bias(&self, target: Target) -> bool {
         self.biases || (self.block.qkv_bias && target == Target::Qkv)

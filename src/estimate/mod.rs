@@ -226,7 +226,7 @@ pub fn estimate(setup: &Setup) -> Result<Estimate, EstimateError> {
             category: "parameters",
             bytes: checked("parameters", st.parameters),
             per_batch: false,
-            source: Cite::new(source::PARAMS),
+            source: Cite::with(source::PARAMS, &[("formula", setup.arch.formula())]),
         },
         Line {
             category: "gradients",

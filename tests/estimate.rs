@@ -652,3 +652,65 @@ fn communication_buffers_by_hand() {
     // The workspace follows the GPU generation: Hopper's 32 MiB.
     assert_eq!(est(&s).get("workspace"), 32 << 20);
 }
+
+/// A mixture of experts: every expert's states, k experts' activations; expert parallelism
+/// divides the experts' states and adds the all-to-all buffers; the sweep and the largest
+/// micro-batch work; what cannot be asked is refused.
+#[test]
+fn mixture_of_experts_states_activations_and_expert_parallelism() {
+    let m = |ep: u64| {
+        let mut s = setup("mixtral-8x7b", "h200", 1, 1024);
+        s.parallel = Parallel { data: 8, zero: 1, expert: ep, ..Parallel::default() };
+        s
+    };
+    let one = est(&m(1));
+    let psi = 46_702_792_704u64;
+    assert_eq!(one.parameters, psi);
+    assert_eq!(one.get("parameters"), 2 * psi, "all 47 B parameters, in bf16");
+    // Expert parallelism over 8: each GPU keeps 1 expert of 8 per layer.
+    let eight = est(&m(8));
+    let arch = &m(1).arch;
+    let experts = arch.layers * 8 * 3 * arch.hidden * arch.ffn;
+    assert_eq!(eight.get("parameters"), 2 * (psi - experts + experts / 8));
+    // ZeRO-1 partitions the experts' optimizer state over the 8 / 8 = 1 GPU holding the same
+    // expert, the rest over all 8.
+    assert_eq!(eight.get("optimizer_state"), 8 * (psi - experts) / 8 + 8 * (experts / 8));
+    // Activations do not depend on how the experts are placed (balanced routing)...
+    assert_eq!(eight.get("activations"), one.get("activations"));
+    // ...and the all-to-all adds a send and a receive buffer of s·b·k token copies.
+    let a2a = 2 * 2 * 1024 * 2 * arch.hidden;
+    assert_eq!(eight.get("communication") - one.get("communication"), a2a);
+    // A mixture's activations are those of its k experts, not its E: twice the dense MLP's.
+    let mut dense = m(1);
+    dense.arch.block.moe = None;
+    let per = |s: &Setup| per_layer(s);
+    let mlp_dense = 8 * 1024 * dense.arch.ffn;
+    let moe_mlp = per(&m(1)) - (per(&dense) - mlp_dense);
+    assert!(moe_mlp > 2 * mlp_dense && moe_mlp < 3 * mlp_dense, "{moe_mlp} against the dense {mlp_dense}");
+    // The sweep and the largest micro-batch that fits.
+    let max = estimate::max_micro_batch(&m(8)).expect("bisects");
+    assert!(max >= 1);
+    let sweep = estimate::sweep(&m(8), &estimate::sweep_batches(max)).expect("sweeps");
+    assert!(sweep.windows(2).all(|w| w[0].1.peak_bytes <= w[1].1.peak_bytes));
+    let mut next = m(8);
+    next.micro_batch = max + 1;
+    assert!(
+        est(&next).peak_bytes > est(&next).capacity_bytes
+            && est(&{
+                let mut s = m(8);
+                s.micro_batch = max;
+                s
+            })
+            .fits()
+    );
+    // Refused: EP without a mixture, EP not dividing the experts or the GPUs, LoRA on experts.
+    let mut bad = setup("llama2-7b", "h200", 1, 1024);
+    bad.parallel.expert = 2;
+    assert!(estimate::estimate(&bad).is_err());
+    let mut bad = m(3);
+    bad.parallel.data = 9;
+    assert!(estimate::estimate(&bad).unwrap_err().to_string().contains("divide the experts"));
+    let mut bad = m(1);
+    bad.lora = Some(estimate::Adapters { rank: 8, qkv: true, proj: false, mlp: true, quantized: false });
+    assert!(estimate::estimate(&bad).unwrap_err().to_string().contains("experts"));
+}

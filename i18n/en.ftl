@@ -593,6 +593,11 @@ saved-shared-expert-mlp = shared expert's MLP: gate, act(gate), up, product
 saved-shared-expert-gate-and-output = shared expert's sigmoid gate and output
 saved-final-norm-gemma = final Gemma RMSNorm: fp32 copy, rsqrt, normalised input, scale
 src-all-to-all = expert parallelism's all-to-all (GShard, Lepikhin et al. 2020): send and receive buffers of each GPU's s·b·k token copies
+src-pytorch-amp = PyTorch AMP (torch.autocast + GradScaler): the model stays fp32, 4 + 4 + 8 bytes per parameter with Adam, no master copy
+src-deepspeed = DeepSpeed's ZeRO optimizer (stage_1_and_2.py, stage3.py): 16-bit weights and gradients, an fp32 partition of the weights and Adam's state on it
+src-megatron = Megatron-LM (theoretical_memory_usage.py): fp32 main gradients beside bf16 weights, 18 bytes per parameter; its distributed optimizer 6 + 12/DP
+src-fsdp2 = PyTorch FSDP2 (fully_shard, MixedPrecisionPolicy bf16/fp32): fp32 parameter and gradient shards, Adam on them, 16 bytes per parameter over the GPUs
+src-autocast = torch.autocast caches each linear weight's 16-bit copy for the forward pass and the matmul saves it for the backward: 2 bytes per linear weight
 
 ## The Snapshot tab: a PyTorch memory snapshot
 

@@ -590,6 +590,11 @@ saved-shared-expert-mlp = 共享专家的 MLP：gate、act(gate)、up、乘积
 saved-shared-expert-gate-and-output = 共享专家的 sigmoid 门和输出
 saved-final-norm-gemma = 最后的 Gemma RMSNorm：fp32 副本、rsqrt、归一化输入、缩放
 src-all-to-all = 专家并行的 all-to-all（GShard，Lepikhin 等 2020）：每块 GPU 的 s·b·k 个 token 副本的发送和接收缓冲区
+src-pytorch-amp = PyTorch AMP（torch.autocast + GradScaler）：模型保持 fp32，用 Adam 时每个参数 4 + 4 + 8 字节，没有主权重副本
+src-deepspeed = DeepSpeed 的 ZeRO 优化器（stage_1_and_2.py、stage3.py）：16 位权重和梯度，权重的 fp32 分片及其上的 Adam 状态
+src-megatron = Megatron-LM（theoretical_memory_usage.py）：bf16 权重旁的 fp32 主梯度，每个参数 18 字节；其分布式优化器为 6 + 12/DP
+src-fsdp2 = PyTorch FSDP2（fully_shard，MixedPrecisionPolicy bf16/fp32）：fp32 参数和梯度分片，Adam 在分片上更新，每个参数 16 字节分到各 GPU
+src-autocast = torch.autocast 在前向中缓存每个线性层权重的 16 位副本，矩阵乘法把它保存到反向：每个线性层权重 2 字节
 
 ## 快照标签页：PyTorch 显存快照
 

@@ -714,3 +714,122 @@ fn mixture_of_experts_states_activations_and_expert_parallelism() {
     bad.lora = Some(estimate::Adapters { rank: 8, qkv: true, proj: false, mlp: true, quantized: false });
     assert!(estimate::estimate(&bad).unwrap_err().to_string().contains("experts"));
 }
+
+/// Megatron-LM's own theoretical memory report (`megatron/training/theoretical_memory_usage.py`,
+/// `compute_weight_and_optimizer_memory`), ported for dense and mixture-of-experts layers without
+/// pipeline parallelism: (parameters on the most loaded shard) × (18, or 6 + 12/DP with the
+/// distributed optimizer). It leaves out the linear layers' biases, a learned position table and
+/// a mixture's router.
+fn megatron_formula(a: &oomlab::estimate::Architecture, tp: u64, dp: u64, distributed: bool) -> f64 {
+    let (h, l, v) = (a.hidden as f64, a.layers as f64, a.vocab as f64);
+    let ratio = a.q_hidden() as f64 / h;
+    let groups = a.kv_heads as f64 / a.heads as f64;
+    let gated = if a.mlp.gated() { 1.5 } else { 1.0 };
+    let norm = if a.norm == oomlab::estimate::Norm::LayerNorm { 2.0 } else { 1.0 };
+    let attention = 2.0 * h * h * (1.0 + groups) * ratio;
+    let mlp = match a.block.moe {
+        None => a.ffn as f64 * gated,
+        Some(m) => a.ffn as f64 * m.experts as f64 * gated + m.shared_ffn as f64 * gated,
+    };
+    let layer = 2.0 * h * (mlp + norm) + attention;
+    let block = layer * l + norm * h;
+    let embedding = h * v;
+    let mut shard = (block + embedding) / tp as f64;
+    if !a.tied_embeddings {
+        shard += embedding / tp as f64;
+    }
+    let per_parameter = if distributed { 6.0 + 12.0 / dp as f64 } else { 18.0 };
+    shard * per_parameter
+}
+
+/// The Megatron profile against Megatron's formula: exact where the model has nothing the
+/// formula leaves out, and off by exactly what it leaves out where it does.
+#[test]
+fn the_megatron_profile_matches_megatrons_formula() {
+    let states = |s: &Setup| {
+        let e = est(s);
+        ["parameters", "gradients", "optimizer_state", "master_weights"].iter().map(|c| e.get(c)).sum::<u64>() as f64
+    };
+    let megatron = |model: &str, dp: u64, zero: u8| {
+        let mut s = setup(model, "h200", 1, 1024);
+        s.framework = oomlab::estimate::Framework::Megatron;
+        s.parallel = Parallel { data: dp, zero, ..Parallel::default() };
+        s
+    };
+    // LLaMA-2 7B: no biases, no position table: 18 bytes per parameter, exactly.
+    let s = megatron("llama2-7b", 1, 0);
+    assert_eq!(states(&s), megatron_formula(&s.arch, 1, 1, false));
+    assert_eq!(states(&s), 18.0 * 6_738_415_616.0);
+    // The distributed optimizer over 8 GPUs: 6 + 12/8 bytes.
+    let s = megatron("llama2-7b", 8, 1);
+    assert_eq!(states(&s), megatron_formula(&s.arch, 1, 8, true));
+    // The ZeRO paper's convention keeps 16-bit gradients: 2 bytes less per parameter.
+    let mut zero = megatron("llama2-7b", 1, 0);
+    zero.framework = oomlab::estimate::Framework::Zero;
+    assert_eq!(states(&megatron("llama2-7b", 1, 0)) - states(&zero), 2.0 * 6_738_415_616.0);
+    // Mixtral: the formula leaves out the routers (E·h per layer).
+    let s = megatron("mixtral-8x7b", 1, 0);
+    let router = (s.arch.layers * 8 * s.arch.hidden) as f64;
+    assert_eq!(states(&s) - megatron_formula(&s.arch, 1, 1, false), 18.0 * router);
+    // GPT-3 175B's shape (the issue's): the formula leaves out the biases and the position table.
+    let mut s = setup("gpt2", "h200", 1, 1024);
+    s.arch = oomlab::estimate::Architecture {
+        hidden: 12288,
+        layers: 96,
+        heads: 96,
+        kv_heads: 96,
+        ffn: 4 * 12288,
+        vocab: 51200,
+        positions: 2048,
+        dropout: 0.0,
+        ..s.arch
+    };
+    s.framework = oomlab::estimate::Framework::Megatron;
+    let (h, l, f) = (12288f64, 96f64, 4.0 * 12288.0);
+    let biases = l * (3.0 * h + h + f + h);
+    let positions = 2048.0 * h;
+    assert_eq!(states(&s) - megatron_formula(&s.arch, 1, 1, false), 18.0 * (biases + positions));
+    // With tensor parallelism 8 the formula divides the norms too (oomlab keeps them whole on
+    // each GPU, as Megatron does): within 0.1 %.
+    s.parallel = Parallel { data: 1, tensor: 8, sequence: true, zero: 0, expert: 1 };
+    let (ours, theirs) = (states(&s), megatron_formula(&s.arch, 8, 1, false));
+    assert!((ours - theirs).abs() / theirs < 1e-3, "{ours} against Megatron's {theirs}");
+}
+
+/// The framework profiles' bytes per parameter with Adam in bf16, and what each refuses.
+#[test]
+fn framework_profiles_keep_their_own_dtypes() {
+    use oomlab::estimate::Framework;
+    let psi = 6_738_415_616u64;
+    let with = |f: Framework, dp: u64, zero: u8| {
+        let mut s = setup("llama2-7b", "h200", 1, 1024);
+        s.framework = f;
+        s.parallel = Parallel { data: dp, zero, ..Parallel::default() };
+        s
+    };
+    let per = |s: &Setup| {
+        let e = est(s);
+        [e.get("parameters"), e.get("gradients"), e.get("optimizer_state"), e.get("master_weights")]
+    };
+    assert_eq!(per(&with(Framework::Zero, 1, 0)), [2 * psi, 2 * psi, 8 * psi, 4 * psi]);
+    assert_eq!(per(&with(Framework::Deepspeed, 1, 0)), per(&with(Framework::Zero, 1, 0)));
+    assert_eq!(per(&with(Framework::Megatron, 1, 0)), [2 * psi, 4 * psi, 8 * psi, 4 * psi]);
+    // AMP: an fp32 model, and autocast's 16-bit copies of every linear weight and the lm_head.
+    let amp = with(Framework::PytorchAmp, 1, 0);
+    let a = &amp.arch;
+    let linear = a.layers * (4 * a.hidden * a.hidden + 3 * a.hidden * a.ffn) + a.vocab * a.hidden;
+    assert_eq!(per(&amp), [4 * psi + 2 * linear, 4 * psi, 8 * psi, 0]);
+    // FSDP2 over 8 GPUs: fp32 shards of everything, no master copy.
+    assert_eq!(per(&with(Framework::Fsdp2, 8, 3)), [4 * psi / 8, 4 * psi / 8, 8 * psi / 8, 0]);
+    for (f, dp, zero, why) in [
+        (Framework::Megatron, 8, 2, "distributed optimizer"),
+        (Framework::Fsdp2, 8, 1, "ZeRO stage 3"),
+        (Framework::PytorchAmp, 8, 1, "plain data parallelism"),
+    ] {
+        let e = estimate::estimate(&with(f, dp, zero)).expect_err(why);
+        assert!(e.to_string().contains(why), "{e}");
+    }
+    let mut pure = with(Framework::PytorchAmp, 1, 0);
+    pure.precision = StatePrecision::PureBf16;
+    assert!(estimate::estimate(&pure).is_err(), "AMP is mixed precision");
+}

@@ -2,8 +2,8 @@
 
 use clap::Args;
 use oomlab::estimate::{
-    self, Adapters, Architecture, Estimate, Mlp, Norm, Offload, Optimizer, Parallel, Runtime, Setup, StatePrecision,
-    claims, presets,
+    self, Adapters, Architecture, Estimate, Framework, Mlp, Norm, Offload, Optimizer, Parallel, Runtime, Setup,
+    StatePrecision, claims, presets,
 };
 use oomlab::plan::{AttentionKind, Checkpoint};
 use oomlab::units::{format_bytes, group_digits};
@@ -50,6 +50,12 @@ pub struct EstimateArgs {
     /// Sequence parallelism (with --tp).
     #[arg(long)]
     sp: bool,
+    /// The framework whose dtypes the model states are kept in: zero (the ZeRO paper's 16 bytes
+    /// per parameter with Adam), pytorch-amp (fp32 model, autocast's 16-bit weight copies),
+    /// deepspeed, megatron (fp32 main gradients: 18 bytes; --zero 1 its distributed optimizer)
+    /// or fsdp2 (fp32 shards, ZeRO-3).
+    #[arg(long, value_enum, ignore_case = true, default_value_t = FrameworkArg::Zero)]
+    framework: FrameworkArg,
     /// Expert parallelism: a mixture of experts' experts divided over this many of the --gpus
     /// data-parallel GPUs, which exchange tokens all-to-all.
     #[arg(long, default_value_t = 1, allow_hyphen_values = true)]
@@ -165,6 +171,17 @@ enum RuntimeArg {
     Fused,
     #[value(alias = "hf")]
     HfEager,
+}
+
+/// `estimate --framework`.
+#[derive(clap::ValueEnum, Clone, Copy, Debug)]
+enum FrameworkArg {
+    Zero,
+    #[value(alias = "amp")]
+    PytorchAmp,
+    Deepspeed,
+    Megatron,
+    Fsdp2,
 }
 
 /// `estimate --mlp`.
@@ -323,6 +340,17 @@ fn setup(a: &EstimateArgs) -> Result<Setup, Failure> {
         zero,
         expert: positive("--ep", a.ep)?,
     };
+    s.framework = match a.framework {
+        FrameworkArg::Zero => Framework::Zero,
+        FrameworkArg::PytorchAmp => Framework::PytorchAmp,
+        FrameworkArg::Deepspeed => Framework::Deepspeed,
+        FrameworkArg::Megatron => Framework::Megatron,
+        FrameworkArg::Fsdp2 => Framework::Fsdp2,
+    };
+    // FSDP2 shards everything: it is ZeRO-3 (unless asked otherwise, refused by the setup).
+    if s.framework == Framework::Fsdp2 && a.zero == 0 {
+        s.parallel.zero = 3;
+    }
     s.offload = Offload::default();
     for part in a.offload.as_deref().unwrap_or("none").split(',').map(|p| p.trim().to_ascii_lowercase()) {
         match part.as_str() {

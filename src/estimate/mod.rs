@@ -27,8 +27,8 @@ pub use activations::{Part, Saved, saved_outside, saved_per_layer};
 pub use arch::{Architecture, Block, Mlp, Moe, Norm, Role, Target};
 pub use presets::Gpu;
 pub use setup::{
-    Adapters, EstimateError, MAX_BATCH, MAX_ESTIMATE_BYTES, Measured, Offload, Optimizer, Parallel, Runtime, Setup,
-    StatePrecision,
+    Adapters, EstimateError, Framework, MAX_BATCH, MAX_ESTIMATE_BYTES, Measured, Offload, Optimizer, Parallel, Runtime,
+    Setup, StatePrecision,
 };
 pub use states::{
     CUDA_CONTEXT_BYTES, FRAGMENTATION_PERCENT, ZERO_BUCKET_ELEMS, cublas_workspace_bytes, zero_model_states,
@@ -163,6 +163,11 @@ pub mod source {
     pub const FOUND_INF: &str = "src-found-inf";
     pub const OFFLOAD: &str = "src-offload";
     pub const ALL_TO_ALL: &str = "src-all-to-all";
+    pub const PYTORCH_AMP: &str = "src-pytorch-amp";
+    pub const DEEPSPEED: &str = "src-deepspeed";
+    pub const MEGATRON: &str = "src-megatron";
+    pub const FSDP2: &str = "src-fsdp2";
+    pub const AUTOCAST: &str = "src-autocast";
 }
 
 /// The estimate for `setup` on each of its GPUs. A valid setup whose bytes pass
@@ -222,6 +227,14 @@ pub fn estimate(setup: &Setup) -> Result<Estimate, EstimateError> {
         // The loss itself (one fp32 value) stays until the step ends.
         (layer_acts, 4 + earlier_losses, working, freed(), source::WORKING_SET)
     };
+    // The framework's own dtypes, where it is not the ZeRO paper's convention.
+    let states_source = match setup.framework {
+        Framework::Zero => source::ZERO,
+        Framework::PytorchAmp => source::PYTORCH_AMP,
+        Framework::Deepspeed => source::DEEPSPEED,
+        Framework::Megatron => source::MEGATRON,
+        Framework::Fsdp2 => source::FSDP2,
+    };
     let mut lines = vec![
         Line {
             category: "parameters",
@@ -233,19 +246,19 @@ pub fn estimate(setup: &Setup) -> Result<Estimate, EstimateError> {
             category: "gradients",
             bytes: checked("gradients", st.gradients),
             per_batch: false,
-            source: Cite::new(source::ZERO),
+            source: Cite::new(states_source),
         },
         Line {
             category: "optimizer_state",
             bytes: checked("optimizer state", st.optimizer),
             per_batch: false,
-            source: Cite::new(source::ZERO),
+            source: Cite::new(states_source),
         },
         Line {
             category: "master_weights",
             bytes: checked("master weights", st.master),
             per_batch: false,
-            source: Cite::new(source::ZERO),
+            source: Cite::new(states_source),
         },
         Line {
             category: "activations",
@@ -270,6 +283,17 @@ pub fn estimate(setup: &Setup) -> Result<Estimate, EstimateError> {
             source: Cite::new(source::INPUT),
         },
     ];
+    if st.autocast > 0 {
+        lines.insert(
+            1,
+            Line {
+                category: "parameters",
+                bytes: checked("autocast's weight copies", st.autocast),
+                per_batch: false,
+                source: Cite::new(source::AUTOCAST),
+            },
+        );
+    }
     if setup.runtime() == Runtime::Oomlab && setup.precision == StatePrecision::MixedFp16 {
         lines.push(Line { category: "workspace", bytes: 4, per_batch: false, source: Cite::new(source::FOUND_INF) });
     }
@@ -435,6 +459,8 @@ pub struct EstimateReport {
     pub accum: u64,
     pub precision: &'static str,
     pub optimizer: &'static str,
+    /// The framework profile whose dtypes the model states count.
+    pub framework: &'static str,
     pub parallel: Parallel,
     pub offload: Offload,
     pub checkpoint: String,
@@ -517,6 +543,7 @@ impl EstimateReport {
             accum: s.accum,
             precision: s.precision.name(),
             optimizer: s.optimizer.name(),
+            framework: s.framework.name(),
             parallel: s.parallel,
             offload: s.offload,
             checkpoint: s.checkpoint.label(),

@@ -71,6 +71,64 @@ impl From<crate::plan::Precision> for StatePrecision {
     }
 }
 
+/// The training framework, by the dtypes it really keeps its model states in (a *framework
+/// profile*). Each one's bytes per parameter with Adam and bf16, and where that comes from:
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Framework {
+    /// The ZeRO paper's convention (Rajbhandari et al. 2020, §3.1): 16-bit weights and
+    /// gradients, fp32 master weights and Adam state, 2 + 2 + 12 = 16 bytes.
+    #[default]
+    Zero,
+    /// PyTorch's automatic mixed precision (`torch.autocast` + `GradScaler`): the model stays
+    /// fp32 (weights 4, gradients 4, Adam 8: 16 bytes, no master copy); autocast casts each
+    /// linear's weight to 16 bits per forward, caches the copy (`cache_enabled=True`) and the
+    /// matmul saves it for the backward pass: 2 bytes more per linear weight while the step runs.
+    PytorchAmp,
+    /// DeepSpeed's ZeRO optimizer (`deepspeed/runtime/zero/stage_1_and_2.py`, `stage3.py`):
+    /// 16-bit weights and gradients, an fp32 partition of the weights and the Adam state on
+    /// it: the ZeRO paper's 16 bytes, partitioned by stage.
+    Deepspeed,
+    /// Megatron-LM in bf16: fp32 main gradients (`accumulate_allreduce_grads_in_fp32`, which
+    /// bf16 forces) beside bf16 weights, fp32 main weights and Adam state: 2 + 4 + 12 = 18 bytes
+    /// (`megatron/training/theoretical_memory_usage.py`); its distributed optimizer (`--zero 1`
+    /// here) shards the 12 over the data-parallel GPUs: 6 + 12/DP.
+    Megatron,
+    /// PyTorch FSDP2 (`fully_shard` with `MixedPrecisionPolicy(param_dtype=bf16,
+    /// reduce_dtype=fp32)`): the sharded parameters stay fp32 and are what Adam updates (no
+    /// separate master copy), gradients are reduced to fp32 shards, and each layer's bf16
+    /// parameters are gathered for its compute: 4 + 4 + 8 = 16 bytes, all sharded (ZeRO-3).
+    Fsdp2,
+}
+
+impl Framework {
+    pub const ALL: [Framework; 5] =
+        [Framework::Zero, Framework::PytorchAmp, Framework::Deepspeed, Framework::Megatron, Framework::Fsdp2];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Framework::Zero => "zero",
+            Framework::PytorchAmp => "pytorch-amp",
+            Framework::Deepspeed => "deepspeed",
+            Framework::Megatron => "megatron",
+            Framework::Fsdp2 => "fsdp2",
+        }
+    }
+
+    /// Bytes per trained parameter of (weight, gradient, master weight, one optimizer state).
+    pub(crate) fn state_bytes(self, p: StatePrecision) -> [u64; 4] {
+        let mixed = p.master_bytes() > 0;
+        match self {
+            Framework::Zero | Framework::Deepspeed => {
+                [p.value_bytes(), p.value_bytes(), p.master_bytes(), p.state_bytes()]
+            }
+            Framework::Megatron => [p.value_bytes(), 4, p.master_bytes(), p.state_bytes()],
+            Framework::PytorchAmp | Framework::Fsdp2 if mixed => [4, 4, 0, 4],
+            Framework::PytorchAmp | Framework::Fsdp2 => [p.value_bytes(), p.value_bytes(), 0, p.state_bytes()],
+        }
+    }
+}
+
 /// The optimizer, by the state it keeps per trained parameter.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -276,6 +334,9 @@ pub struct Setup {
     /// Count the CUDA context, cuBLAS workspace, communication buffers and fragmentation
     /// margin (off for the toy, whose plan has none of them).
     pub fixed_costs: bool,
+    /// The framework whose dtypes the model states are kept in.
+    #[serde(default)]
+    pub framework: Framework,
 }
 
 impl Setup {
@@ -298,6 +359,7 @@ impl Setup {
             runtime: None,
             measured: Measured::default(),
             fixed_costs: true,
+            framework: Framework::default(),
         }
     }
 
@@ -412,6 +474,33 @@ impl Setup {
             && (k == 0 || k as u64 > self.arch.layers)
         {
             return bad(format!("checkpoint every:{k} needs 1 <= K <= the number of layers ({})", self.arch.layers));
+        }
+        let f = self.framework;
+        if f != Framework::Zero && f != Framework::Deepspeed {
+            let name = f.name();
+            if self.lora.is_some() || self.offload != Offload::default() {
+                return bad(format!(
+                    "the {name} profile models full training without offload (LoRA and offload: zero or deepspeed)"
+                ));
+            }
+            if f == Framework::PytorchAmp
+                && !matches!(self.precision, StatePrecision::MixedBf16 | StatePrecision::MixedFp16)
+            {
+                return bad("pytorch-amp is mixed precision: choose bf16 or fp16".into());
+            }
+            if f == Framework::PytorchAmp && self.parallel.zero > 0 {
+                return bad("pytorch-amp is plain data parallelism: ZeRO stages are deepspeed's or fsdp2's".into());
+            }
+            if f == Framework::Megatron && self.parallel.zero > 1 {
+                return bad(
+                    "Megatron's distributed optimizer shards the optimizer state and master weights (--zero 1); \
+                     for ZeRO-2 or 3 choose deepspeed or fsdp2"
+                        .into(),
+                );
+            }
+            if f == Framework::Fsdp2 && self.parallel.zero != 3 {
+                return bad("fsdp2 shards parameters, gradients and optimizer state: ZeRO stage 3".into());
+            }
         }
         if let Some(l) = self.lora {
             if l.rank == 0 || l.rank >= self.arch.hidden {

@@ -1,6 +1,6 @@
 //! Model states per GPU (ZeRO's partitioning, offload, LoRA/QLoRA) and the fixed costs.
 
-use super::{Optimizer, Parallel, Role, Setup, StatePrecision};
+use super::{Framework, Optimizer, Parallel, Role, Setup, StatePrecision};
 
 /// The CUDA context, per GPU process ([`source::CONTEXT`]).
 pub const CUDA_CONTEXT_BYTES: u64 = 500 << 20;
@@ -33,13 +33,17 @@ pub(super) struct States {
     pub(super) trainable: u128,
     /// The largest bucket-able gradient count (for communication buffers).
     pub(super) layer_params: u128,
+    /// PyTorch AMP's cached 16-bit copies of the linear weights (and the lm_head's), alive from
+    /// the forward pass to their backward.
+    pub(super) autocast: u128,
 }
 
 pub(super) fn model_states(s: &Setup) -> States {
     let a = &s.arch;
     let pad = s.runtime().param_align();
     let align = |n: u64| n.div_ceil(pad) as u128 * pad as u128;
-    let (w, g) = (s.precision.value_bytes() as u128, s.precision.value_bytes() as u128);
+    let bytes = s.framework.state_bytes(s.precision);
+    let (w, g) = (bytes[0] as u128, bytes[1] as u128);
     let tensors = a.parameter_tensors();
     // Tensor parallelism splits the blocks' linear layers (and vocab-parallel embeddings) over t
     // GPUs; norms and biases of row-parallel layers are replicated — small, so the estimator
@@ -86,15 +90,10 @@ pub(super) fn model_states(s: &Setup) -> States {
     // The experts' states are partitioned over the data-parallel GPUs that hold the same
     // experts (N_d / EP); the rest over all N_d.
     let trained_experts = if s.lora.is_none() { experts } else { 0 };
-    let mut states = partition(
-        stored - words(trained_experts, w),
-        trainable - trained_experts,
-        s.precision,
-        s.optimizer,
-        s.parallel,
-    );
+    let mut states =
+        partition(stored - words(trained_experts, w), trainable - trained_experts, bytes, s.optimizer, s.parallel);
     let expert_group = Parallel { data: (s.parallel.data / s.parallel.expert.max(1)).max(1), ..s.parallel };
-    let e = partition(words(trained_experts, w), trained_experts, s.precision, s.optimizer, expert_group);
+    let e = partition(words(trained_experts, w), trained_experts, bytes, s.optimizer, expert_group);
     states.parameters += e.parameters;
     states.gradients += e.gradients;
     states.optimizer += e.optimizer;
@@ -121,6 +120,18 @@ pub(super) fn model_states(s: &Setup) -> States {
         states.parameters = 0;
     }
     states.layer_params = a.layer_parameters(s.parallel.expert).div_ceil(s.parallel.tensor) as u128;
+    if s.framework == Framework::PytorchAmp {
+        // torch.autocast casts a linear's fp32 weight to 16 bits when the op runs, caches the copy
+        // for the rest of the forward (`cache_enabled=True`) and the matmul saves it for the
+        // backward pass; the lm_head's weight (tied or not) is a linear's too.
+        let linear: u128 = tensors
+            .iter()
+            .filter(|(r, _)| matches!(r, Role::Linear(..) | Role::Experts))
+            .map(|&(r, n)| split(r, align(n)))
+            .sum();
+        let lm_head = (a.vocab as u128 * a.hidden as u128).div_ceil(t);
+        states.autocast = words(linear + lm_head, s.precision.value_bytes() as u128);
+    }
     states
 }
 
@@ -131,23 +142,24 @@ pub(super) fn model_states(s: &Setup) -> States {
 pub(super) fn partition(
     stored: u128,
     trainable: u128,
-    precision: StatePrecision,
+    bytes: [u64; 4],
     optimizer: Optimizer,
     parallel: Parallel,
 ) -> States {
     let n_d = parallel.data as u128;
     let zero = parallel.zero;
     let shard = |bytes: u128, on: bool| if on { bytes.div_ceil(n_d) } else { bytes };
-    let p = precision;
+    let [_, grad, master, state] = bytes.map(u128::from);
     States {
         parameters: shard(stored, zero >= 3),
-        gradients: shard(words(trainable, p.value_bytes() as u128), zero >= 2),
-        optimizer: shard(optimizer.states() as u128 * words(trainable, p.state_bytes() as u128), zero >= 1),
-        master: shard(words(trainable, p.master_bytes() as u128), zero >= 1),
+        gradients: shard(words(trainable, grad), zero >= 2),
+        optimizer: shard(optimizer.states() as u128 * words(trainable, state), zero >= 1),
+        master: shard(words(trainable, master), zero >= 1),
         host: 0,
         pcie: 0,
         trainable,
         layer_params: 0,
+        autocast: 0,
     }
 }
 
@@ -161,7 +173,8 @@ pub fn zero_model_states(
     parallel: Parallel,
 ) -> [u64; 4] {
     let n = parameters as u128;
-    let s = partition(words(n, precision.value_bytes() as u128), n, precision, optimizer, parallel);
+    let bytes = Framework::Zero.state_bytes(precision);
+    let s = partition(words(n, precision.value_bytes() as u128), n, bytes, optimizer, parallel);
     [sat(s.parameters), sat(s.gradients), sat(s.optimizer), sat(s.master)]
 }
 

@@ -242,6 +242,16 @@ real-offload-parameters = offload parameters
 real-lora = LoRA rank (0 = off)
 real-qlora = QLoRA (4-bit base)
 real-fixed-costs = fixed costs
+real-framework = framework
+real-expert-parallel = expert-parallel
+real-moe = A mixture of experts: { $experts } experts, { $k } per token. Its weights, gradients and optimizer state are those of all { $all } parameters; its activations are those of the { $active } a token passes through.
+real-own-model = Your own model (a Hugging Face config.json)
+real-own-how = Paste a model's config.json, open it, or drop it on the window: the estimate uses the architecture it describes, and a shared link carries that architecture.
+real-own-paste = paste a config.json here
+real-own-read-button = Use this config
+real-own-path = path to config.json or its folder
+real-own-drop = or drop a config.json on the window
+real-own-read = Read { $name }: { $parameters } parameters.
 
 ## Real models: the estimate
 

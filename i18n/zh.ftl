@@ -239,6 +239,16 @@ real-offload-parameters = 卸载参数
 real-lora = LoRA 秩（0 = 关闭）
 real-qlora = QLoRA（4 位量化基座）
 real-fixed-costs = 固定开销
+real-framework = 框架
+real-expert-parallel = 专家并行
+real-moe = 混合专家模型：{ $experts } 个专家，每个 token 用 { $k } 个。它的权重、梯度和优化器状态是全部 { $all } 个参数的；它的激活只是一个 token 经过的 { $active } 个参数的。
+real-own-model = 你自己的模型（Hugging Face 的 config.json）
+real-own-how = 粘贴、打开或把模型的 config.json 拖到窗口上：估算使用它描述的架构，分享的链接也带着这个架构。
+real-own-paste = 在这里粘贴 config.json
+real-own-read-button = 使用这个配置
+real-own-path = config.json 或其文件夹的路径
+real-own-drop = 或把 config.json 拖到窗口上
+real-own-read = 已读取 { $name }：{ $parameters } 个参数。
 
 ## 真实模型：估算
 

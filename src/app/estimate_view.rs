@@ -2,13 +2,15 @@
 //! Mistral or a custom architecture on a real GPU — the same categories and the same
 //! memory-vs-batch chart as the toy, predicted in closed form.
 
+pub mod model_config;
+
 use egui::{Color32, RichText, Ui};
 use serde::{Deserialize, Serialize};
 
 use super::views::drawn::{Drawn, RealDrawn, record};
 use super::views::{BatchChart, batch_chart, category_color, category_name, size, swatch};
 use crate::estimate::{
-    self, Adapters, Estimate, EstimateError, Mlp, Norm, Optimizer, Parallel, Setup, StatePrecision,
+    self, Adapters, Estimate, EstimateError, Framework, Mlp, Norm, Optimizer, Parallel, Setup, StatePrecision,
     claims::{Claim, Part},
     presets,
 };
@@ -149,6 +151,7 @@ pub fn controls(ui: &mut Ui, t: &Catalog, s: &mut EstimateSettings) {
             }
         }
     });
+    model_config::ui(ui, t, s);
     let a = &s.arch;
     let heading = t.format(
         "real-architecture",
@@ -218,6 +221,14 @@ pub fn controls(ui: &mut Ui, t: &Catalog, s: &mut EstimateSettings) {
                 }
             },
         );
+        egui::ComboBox::new("real_framework", t.text("real-framework")).selected_text(s.framework.name()).show_ui(
+            ui,
+            |ui| {
+                for f in Framework::ALL {
+                    ui.selectable_value(&mut s.framework, f, f.name());
+                }
+            },
+        );
         egui::ComboBox::new("real_optimizer", t.text("real-optimizer")).selected_text(s.optimizer.name()).show_ui(
             ui,
             |ui| {
@@ -248,6 +259,14 @@ pub fn controls(ui: &mut Ui, t: &Catalog, s: &mut EstimateSettings) {
         ui.add(egui::Slider::new(&mut s.parallel.zero, 0..=3).text(t.text("real-zero")));
         ui.add(egui::DragValue::new(&mut s.parallel.tensor).range(1..=64).prefix(prefix("real-tensor-parallel")));
         ui.checkbox(&mut s.parallel.sequence, t.text("real-sequence-parallel"));
+        if let Some(m) = s.arch.block.moe {
+            let ep = egui::DragValue::new(&mut s.parallel.expert)
+                .range(1..=m.experts)
+                .prefix(prefix("real-expert-parallel"));
+            ui.add(ep);
+        } else {
+            s.parallel.expert = 1;
+        }
     });
     ui.horizontal_wrapped(|ui| {
         ui.checkbox(&mut s.offload.optimizer, t.text("real-offload-optimizer"));
@@ -262,7 +281,9 @@ pub fn controls(ui: &mut Ui, t: &Catalog, s: &mut EstimateSettings) {
         let mut quantized = s.lora.is_some_and(|l| l.quantized);
         ui.add(egui::DragValue::new(&mut rank).range(0..=1024).prefix(prefix("real-lora")));
         ui.add_enabled(rank > 0, egui::Checkbox::new(&mut quantized, t.text("real-qlora")));
-        s.lora = (rank > 0).then_some(Adapters { rank, qkv: true, proj: true, mlp: true, quantized });
+        // A mixture's experts take no adapters (not modelled): the attention's do.
+        let mlp = s.arch.block.moe.is_none();
+        s.lora = (rank > 0).then_some(Adapters { rank, qkv: true, proj: true, mlp, quantized });
         ui.checkbox(&mut s.fixed_costs, t.text("real-fixed-costs"));
     });
     super::estimate_runtime::controls(ui, t, s);
@@ -328,6 +349,17 @@ pub fn view(ui: &mut Ui, t: &Catalog, s: &EstimateSettings, d: &EstimateDerived)
             &[("all", all.into()), ("trained", group_digits(e.trainable_parameters).into())],
         )
     };
+    if let Some(m) = s.arch.block.moe {
+        // Why a mixture needs the memory of all its parameters for its states, but the
+        // activations of the ones a token passes through.
+        let args = [
+            ("experts", m.experts.to_string().into()),
+            ("k", m.top_k.to_string().into()),
+            ("all", group_digits(e.parameters).into()),
+            ("active", group_digits(s.arch.active_parameters()).into()),
+        ];
+        ui.label(t.format("real-moe", &args));
+    }
     ui.label(t.format(
         "real-summary",
         &[

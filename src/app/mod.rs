@@ -417,8 +417,8 @@ impl OomlabApp {
             self.apply_settings();
             self.main_area(ui, narrow, key_step);
         }
-        if self.snapshot.poll(ui.ctx()) {
-            self.shown.tab = Tab::Snapshot;
+        if let Some(tab) = self.snapshot.poll(ui.ctx(), &self.chrome.catalog, &mut self.settings.estimate) {
+            self.shown.tab = tab;
         }
         self.class_frame(ui.ctx());
         let (lesson, ctx) = (self.teaching.lesson.as_ref(), ui.ctx());

@@ -124,10 +124,22 @@ impl SnapshotState {
         self.rx = Some(rx);
     }
 
-    /// Takes dropped files and finished reads (each frame); whether a file was dropped (the
-    /// app then shows this tab).
-    pub fn poll(&mut self, ctx: &egui::Context) -> bool {
-        let dropped = ctx.input(|i| i.raw.dropped_files.clone());
+    /// Takes dropped files and finished reads (each frame); the tab to show when a file was
+    /// dropped: this one for a snapshot, Real models for a model's config.json (read into
+    /// `model` by [`super::estimate_view::model_config`]).
+    pub fn poll(
+        &mut self,
+        ctx: &egui::Context,
+        t: &Catalog,
+        model: &mut super::estimate_view::EstimateSettings,
+    ) -> Option<super::Tab> {
+        let (configs, dropped): (Vec<_>, Vec<_>) = ctx
+            .input(|i| i.raw.dropped_files.clone())
+            .into_iter()
+            .partition(super::estimate_view::model_config::is_config);
+        for f in &configs {
+            super::estimate_view::model_config::dropped(ctx, t, f, model);
+        }
         let any_dropped = !dropped.is_empty();
         for f in dropped {
             #[cfg(not(target_arch = "wasm32"))]
@@ -165,7 +177,13 @@ impl SnapshotState {
                 self.open_bytes(&name, &b);
             }
         }
-        any_dropped
+        if any_dropped {
+            Some(super::Tab::Snapshot)
+        } else if !configs.is_empty() {
+            Some(super::Tab::RealModels)
+        } else {
+            None
+        }
     }
 
     /// The Snapshot tab, beside the toy's current step (`toy`: its memory and where that comes
@@ -187,7 +205,10 @@ impl SnapshotState {
             }
             #[cfg(target_arch = "wasm32")]
             if ui.button(t.text("snap-choose")).clicked() {
-                pick_file(&self.picked, ui.ctx());
+                let picked = self.picked.clone();
+                pick_file(".pickle,.pkl,.json", ui.ctx(), move |name, bytes| {
+                    *picked.borrow_mut() = Some((name, bytes))
+                });
             }
             ui.label(RichText::new(t.text("snap-drop")).weak());
         });
@@ -433,24 +454,24 @@ fn map(ui: &mut Ui, t: &Catalog, l: &Loaded, device: i64) {
     }
 }
 
-/// The browser's file picker: an `<input type=file>` whose file's bytes land in `picked`.
+/// The browser's file picker: an `<input type=file>` accepting `accept`, whose file's name and
+/// bytes go to `land` (and the next frame is drawn).
 #[cfg(target_arch = "wasm32")]
-fn pick_file(picked: &Picked, ctx: &egui::Context) {
+pub fn pick_file(accept: &str, ctx: &egui::Context, land: impl FnOnce(String, Vec<u8>) + 'static) {
     use wasm_bindgen::JsCast;
     let Some(document) = web_sys::window().and_then(|w| w.document()) else { return };
     let Ok(input) = document.create_element("input") else { return };
     let Ok(input) = input.dyn_into::<web_sys::HtmlInputElement>() else { return };
     input.set_type("file");
-    input.set_accept(".pickle,.pkl,.json");
-    let (picked, ctx, target) = (picked.clone(), ctx.clone(), input.clone());
+    input.set_accept(accept);
+    let (ctx, target) = (ctx.clone(), input.clone());
     let on_change = wasm_bindgen::closure::Closure::once_into_js(move || {
         target.remove();
         let Some(file) = target.files().and_then(|f| f.get(0)) else { return };
         let name = file.name();
         wasm_bindgen_futures::spawn_local(async move {
             if let Ok(buffer) = wasm_bindgen_futures::JsFuture::from(file.array_buffer()).await {
-                let bytes = js_sys::Uint8Array::new(&buffer).to_vec();
-                *picked.borrow_mut() = Some((name, bytes));
+                land(name, js_sys::Uint8Array::new(&buffer).to_vec());
                 ctx.request_repaint();
             }
         });

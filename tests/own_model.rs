@@ -1,0 +1,109 @@
+//! Your own model in the app: a Hugging Face config.json pasted into the Real models view, or
+//! dropped on the window, becomes the estimator's architecture; the view then shows that model's
+//! estimate (its record equals the estimator's for the same setup); a config the estimator
+//! cannot model leaves the model as it was and says why; a shared link carries the
+//! architecture.
+
+#[path = "support/xdg.rs"]
+mod support_xdg;
+
+use std::path::Path;
+use std::sync::Arc;
+
+use egui_kittest::Harness;
+use egui_kittest::kittest::Queryable;
+use oomlab::app::settings::Settings;
+use oomlab::app::views::{self, drawn::Drawn};
+use oomlab::app::{OomlabApp, Tab};
+
+fn harness() -> Harness<'static, OomlabApp> {
+    support_xdg::xdg();
+    let mut h = Harness::builder()
+        .with_size([1280.0, 1000.0])
+        .build_ui_state(|ui, app: &mut OomlabApp| app.show(ui), OomlabApp::headless(Settings::default()));
+    h.state_mut().shown.tab = Tab::RealModels;
+    h.run_steps(3);
+    h
+}
+
+fn mixtral() -> String {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("data/models/mixtral-8x7b.json");
+    std::fs::read_to_string(path).expect("the catalog's Mixtral")
+}
+
+/// The Real models view's record agrees with the estimator on the app's own setup.
+fn shows_its_estimate(h: &mut Harness<'_, OomlabApp>) {
+    h.run_steps(3);
+    let setup = h.state().settings.estimate.setup().expect("a setup");
+    let Some(Drawn::RealModels(r)) = views::drawn(&h.ctx, "real-models") else { panic!("no record") };
+    let e = oomlab::estimate::estimate(&setup).expect("an estimate");
+    assert_eq!((r.peak_bytes, r.fits), (e.peak_bytes, e.fits()));
+}
+
+#[test]
+fn a_pasted_config_becomes_the_model() {
+    let mut h = harness();
+    h.get_by_label("Your own model (a Hugging Face config.json)").click();
+    h.run_steps(2);
+    paste_replacing(&mut h, &mixtral());
+    h.get_by_label("Use this config").click();
+    h.run_steps(3);
+    let arch = h.state().settings.estimate.arch.clone();
+    assert_eq!(arch.parameters(), 46_702_792_704, "Mixtral 8x7B's count, as transformers builds it");
+    assert_eq!(arch.name, "Mixtral 8x7B", "named after the config");
+    h.get_by_label("Read Mixtral 8x7B: 46,702,792,704 parameters.");
+    // Why a mixture's states and activations differ, in the view's words.
+    assert!(h.query_by_label_contains("8 experts, 2 per token").is_some());
+    shows_its_estimate(&mut h);
+    // The link carries the architecture itself (no file path), and opens to the same model.
+    let link = h.state().settings.to_url_hash();
+    let (opened, notice) = Settings::from_url_hash(&link, 58);
+    assert!(notice.is_none(), "the link opens cleanly");
+    assert_eq!(opened.estimate.arch, arch);
+
+    // A family the estimator cannot model honestly: refused by name, the model unchanged.
+    paste_replacing(&mut h, &mixtral().replace("\"mixtral\"", "\"deepseek_v3\""));
+    h.get_by_label("Use this config").click();
+    h.run_steps(3);
+    assert!(h.query_by_label_contains("multi-head latent attention").is_some(), "the refusal is shown");
+    assert_eq!(h.state().settings.estimate.arch, arch, "the model is unchanged");
+}
+
+/// Replaces the paste field's text (select all, then type).
+fn paste_replacing(h: &mut Harness<'_, OomlabApp>, text: &str) {
+    let field = h.get_by_role(egui::Role::MultilineTextInput);
+    field.focus();
+    h.run_steps(1);
+    h.key_press_modifiers(egui::Modifiers::COMMAND, egui::Key::A);
+    h.run_steps(1);
+    h.get_by_role(egui::Role::MultilineTextInput).type_text(text);
+    h.run_steps(2);
+}
+
+/// A file dropped on the window, as the desktop integration hands it over.
+#[derive(Debug)]
+struct Dropped(std::path::PathBuf);
+
+impl egui::DroppedFile for Dropped {
+    fn path(&self) -> &Path {
+        &self.0
+    }
+    fn bytes(&self) -> Result<Vec<u8>, String> {
+        std::fs::read(&self.0).map_err(|e| e.to_string())
+    }
+}
+
+#[test]
+fn a_dropped_config_opens_in_real_models() {
+    let mut h = harness();
+    h.state_mut().shown.tab = Tab::Breakdown;
+    h.run_steps(2);
+    let dir = tempfile::tempdir().expect("a folder");
+    let path = dir.path().join("config.json");
+    std::fs::write(&path, mixtral().replace("Mixtral 8x7B", "")).expect("written");
+    h.input_mut().dropped_files.push(Arc::new(Dropped(path)));
+    h.run_steps(3);
+    assert_eq!(h.state().shown.tab, Tab::RealModels, "a config goes to Real models, not to the snapshot view");
+    assert_eq!(h.state().settings.estimate.arch.parameters(), 46_702_792_704);
+    shows_its_estimate(&mut h);
+}

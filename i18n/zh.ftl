@@ -241,7 +241,7 @@ real-qlora = QLoRA（4 位量化基座）
 real-fixed-costs = 固定开销
 real-framework = 框架
 real-expert-parallel = 专家并行
-real-moe = 混合专家模型：{ $experts } 个专家，每个 token 用 { $k } 个。它的权重、梯度和优化器状态是全部 { $all } 个参数的；它的激活只是一个 token 经过的 { $active } 个参数的。
+real-moe = 混合专家模型：{ $experts } 个专家，每个 token 用 { $k } 个。它的权重、梯度和优化器状态是全部 { $all } 个参数的；它的激活值只对应一个 token 经过的 { $active } 个参数。
 real-own-model = 你自己的模型（Hugging Face 的 config.json）
 real-own-how = 粘贴、打开或把模型的 config.json 拖到窗口上：估算使用它描述的架构，分享的链接也带着这个架构。
 real-own-paste = 在这里粘贴 config.json
@@ -602,7 +602,7 @@ saved-final-norm-gemma = 最后的 Gemma RMSNorm：fp32 副本、rsqrt、归一�
 src-all-to-all = 专家并行的 all-to-all（GShard，Lepikhin 等 2020）：每块 GPU 的 s·b·k 个 token 副本的发送和接收缓冲区
 src-pytorch-amp = PyTorch AMP（torch.autocast + GradScaler）：模型保持 fp32，用 Adam 时每个参数 4 + 4 + 8 字节，没有主权重副本
 src-deepspeed = DeepSpeed 的 ZeRO 优化器（stage_1_and_2.py、stage3.py）：16 位权重和梯度，权重的 fp32 分片及其上的 Adam 状态
-src-megatron = Megatron-LM（theoretical_memory_usage.py）：bf16 权重旁的 fp32 主梯度，每个参数 18 字节；其分布式优化器为 6 + 12/DP
+src-megatron = Megatron-LM 的理论显存报告（theoretical_memory_usage.py）：bf16 权重旁的 fp32 主梯度，每个参数 18 字节；其分布式优化器为 6 + 12/DP
 src-fsdp2 = PyTorch FSDP2（fully_shard，MixedPrecisionPolicy bf16/fp32）：fp32 参数和梯度分片，Adam 在分片上更新，每个参数 16 字节分到各 GPU
 src-autocast = torch.autocast 在前向中缓存每个线性层权重的 16 位副本，矩阵乘法把它保存到反向：每个线性层权重 2 字节
 

@@ -179,7 +179,7 @@ fn leftovers<S>(
         let pytorch_part = pytorch.is_some_and(|m| m.contains(text.trim()));
         // A link's settings are base64, whose runs of letters are no words (a line of a
         // wrapped link is one long run).
-        let link = text.contains("#s=") || (text.len() > 24 && !text.contains(' '));
+        let link = text.contains("#s=") || (!text.contains(' ') && (text.len() > 24 || text.contains("&lang=")));
         if pytorch_part || link || EGUI_ONLY.contains(&text.as_str()) || !seen.insert(text.clone()) {
             continue;
         }

@@ -77,6 +77,13 @@ pub struct Block {
     pub moe: Option<Moe>,
 }
 
+impl Block {
+    /// GPT-2's and LLaMA's block: nothing changed.
+    pub fn is_plain(&self) -> bool {
+        *self == Block::default()
+    }
+}
+
 /// A decoder-only transformer, as far as memory is concerned.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Architecture {
@@ -111,8 +118,9 @@ pub struct Architecture {
     /// Older links held a yes/no here: yes reads as 0.1.
     #[serde(deserialize_with = "dropout_probability")]
     pub dropout: f64,
-    /// What later families change in the block (head size, extra norms, experts, …).
-    #[serde(default)]
+    /// What later families change in the block (head size, extra norms, experts, …); left out
+    /// of links and JSON when it changes nothing.
+    #[serde(default, skip_serializing_if = "Block::is_plain")]
     pub block: Block,
 }
 

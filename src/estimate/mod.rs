@@ -163,10 +163,6 @@ pub mod source {
     pub const FOUND_INF: &str = "src-found-inf";
     pub const OFFLOAD: &str = "src-offload";
     pub const ALL_TO_ALL: &str = "src-all-to-all";
-    pub const PYTORCH_AMP: &str = "src-pytorch-amp";
-    pub const DEEPSPEED: &str = "src-deepspeed";
-    pub const MEGATRON: &str = "src-megatron";
-    pub const FSDP2: &str = "src-fsdp2";
     pub const AUTOCAST: &str = "src-autocast";
 }
 
@@ -227,14 +223,7 @@ pub fn estimate(setup: &Setup) -> Result<Estimate, EstimateError> {
         // The loss itself (one fp32 value) stays until the step ends.
         (layer_acts, 4 + earlier_losses, working, freed(), source::WORKING_SET)
     };
-    // The framework's own dtypes, where it is not the ZeRO paper's convention.
-    let states_source = match setup.framework {
-        Framework::Zero => source::ZERO,
-        Framework::PytorchAmp => source::PYTORCH_AMP,
-        Framework::Deepspeed => source::DEEPSPEED,
-        Framework::Megatron => source::MEGATRON,
-        Framework::Fsdp2 => source::FSDP2,
-    };
+    let states_source = setup.framework.source();
     let mut lines = vec![
         Line {
             category: "parameters",

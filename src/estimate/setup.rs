@@ -102,8 +102,23 @@ pub enum Framework {
 }
 
 impl Framework {
+    pub fn is_default(&self) -> bool {
+        *self == Framework::Zero
+    }
+
     pub const ALL: [Framework; 5] =
         [Framework::Zero, Framework::PytorchAmp, Framework::Deepspeed, Framework::Megatron, Framework::Fsdp2];
+
+    /// The catalog key of the source its gradients, master weights and optimizer state cite.
+    pub fn source(self) -> &'static str {
+        match self {
+            Framework::Zero => super::source::ZERO,
+            Framework::PytorchAmp => "src-pytorch-amp",
+            Framework::Deepspeed => "src-deepspeed",
+            Framework::Megatron => "src-megatron",
+            Framework::Fsdp2 => "src-fsdp2",
+        }
+    }
 
     pub fn name(self) -> &'static str {
         match self {
@@ -213,12 +228,16 @@ pub struct Parallel {
     pub zero: u8,
     /// Expert parallelism (GShard, Lepikhin et al. 2020): a mixture's experts are divided over
     /// this many of the N_d data-parallel GPUs, which exchange tokens all-to-all.
-    #[serde(default = "one")]
+    #[serde(default = "one", skip_serializing_if = "is_one")]
     pub expert: u64,
 }
 
 fn one() -> u64 {
     1
+}
+
+fn is_one(n: &u64) -> bool {
+    *n == 1
 }
 
 impl Default for Parallel {
@@ -335,7 +354,7 @@ pub struct Setup {
     /// margin (off for the toy, whose plan has none of them).
     pub fixed_costs: bool,
     /// The framework whose dtypes the model states are kept in.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Framework::is_default")]
     pub framework: Framework,
 }
 

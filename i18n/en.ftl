@@ -470,6 +470,11 @@ lesson-diagnose-body = This step needs more than its { $budget } budget. The OOM
 lesson-diagnose-question = The message names the tensor that did not fit. Which category is it?
 lesson-diagnose-answer = '{ $tensor }', asked for by { $op }, is { $category }.
 
+lesson-moe-title = A mixture of experts: Mixtral 8x7B
+lesson-moe-body = Mixtral has { $experts } expert MLPs in each layer, and its router sends each token to { $k } of them: { $parameters } parameters in all, of which { $active } touch any one token.
+lesson-moe-question = How many times more memory do Mixtral's model states take than those of the same model with only the { $k } experts a token uses?
+lesson-moe-answer = Mixtral's states take { $states } per GPU, with only the routed experts { $routed_states }: every expert has its weights, gradients and optimizer state, used or not. The activations barely differ, { $activations } against { $routed_activations }: a token's activations are kept only for the experts it visits. The memory of 47 B parameters for the states, the activations of a 13 B model.
+
 ## Challenges
 
 challenges = Challenges

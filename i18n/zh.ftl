@@ -467,6 +467,11 @@ lesson-diagnose-body = 这一步需要的显存超过了 { $budget } 的预算�
 lesson-diagnose-question = 消息里点名了放不下的张量。它属于哪一类？
 lesson-diagnose-answer = 由 { $op } 申请的「{ $tensor }」属于{ $category }。
 
+lesson-moe-title = 混合专家模型：Mixtral 8x7B
+lesson-moe-body = Mixtral 每层有 { $experts } 个专家 MLP，路由器把每个 token 送到其中 { $k } 个：总共 { $parameters } 个参数，其中任何一个 token 只经过 { $active } 个。
+lesson-moe-question = Mixtral 的模型状态占用的显存，是只有一个 token 所用的 { $k } 个专家的同一模型的多少倍？
+lesson-moe-answer = Mixtral 的状态每块 GPU 占 { $states }，只有所用专家的模型占 { $routed_states }：每个专家都有自己的权重、梯度和优化器状态，不管用没用到。激活值几乎一样，{ $activations } 对 { $routed_activations }：一个 token 的激活值只为它经过的专家保存。状态是 470 亿参数的显存，激活值是 130 亿参数模型的。
+
 ## 挑战
 
 challenges = 挑战

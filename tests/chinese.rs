@@ -222,7 +222,10 @@ fn the_whole_app_speaks_chinese() {
     let names: BTreeSet<String> = {
         let plan = harness.state().shown.derived.plan.clone().expect("a plan");
         let labels = (0..plan.ops.len()).filter_map(|i| plan.op_label(i));
-        let words: Vec<String> = plan.tensors.iter().map(|t| t.name.clone()).chain(labels).collect();
+        // Models' names (Mixtral 8x7B) and their parameter formulas' symbols are the same in
+        // both languages.
+        let models = oomlab::estimate::presets::models().into_iter().flat_map(|(_, a)| [a.formula(), a.name]);
+        let words: Vec<String> = plan.tensors.iter().map(|t| t.name.clone()).chain(labels).chain(models).collect();
         words.iter().flat_map(|w| w.split(|c: char| !c.is_ascii_alphanumeric())).map(str::to_string).collect()
     };
     let message = harness.state().shown.derived.predicted.clone().and_then(|p| p.err()).map(|o| o.message.clone());

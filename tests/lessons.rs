@@ -72,6 +72,24 @@ fn expected(id: &str, s: &Settings) -> Result<f64, usize> {
             };
             Ok(states(0) as f64 / states(3) as f64)
         }
+        "moe" => {
+            // Mixtral's model states against the same model with only the k experts a token
+            // uses (k of k).
+            let states = |routed: bool| {
+                let mut setup = s.estimate.0.clone();
+                let m = setup.arch.block.moe.as_mut().expect("a mixture");
+                assert_eq!((m.experts, m.top_k), (8, 2), "Mixtral 8x7B");
+                if routed {
+                    m.experts = m.top_k;
+                }
+                let e = oomlab::estimate::estimate(&setup).expect("an estimate");
+                ["parameters", "gradients", "optimizer_state", "master_weights"].iter().map(|c| e.get(c)).sum::<u64>()
+            };
+            let ratio = states(false) as f64 / states(true) as f64;
+            // About 46.7 B against 12.9 B parameters.
+            assert!((3.5..3.7).contains(&ratio), "{ratio}");
+            Ok(ratio)
+        }
         "diagnose" => {
             let oom = simulate(&s.plan(VOCAB).expect("a plan"), s.budget_bytes).expect_err("out of memory");
             let options = [

@@ -366,7 +366,65 @@ pub fn chapters() -> Vec<Chapter> {
                 None => vec![arg("tensor", "—"), arg("op", "—"), arg("category", "—")],
             },
         },
+        Chapter {
+            id: "moe",
+            tab: Tab::RealModels,
+            target: "real-models",
+            setup: moe_setup,
+            args: |f, _| {
+                let a = &f.settings.estimate.0.arch;
+                let moe = a.block.moe.unwrap_or(crate::estimate::Moe {
+                    experts: 1,
+                    top_k: 1,
+                    shared_ffn: 0,
+                    renormalise: false,
+                });
+                vec![
+                    arg("experts", moe.experts),
+                    arg("k", moe.top_k),
+                    arg("parameters", crate::units::group_digits(a.parameters())),
+                    arg("active", crate::units::group_digits(a.active_parameters())),
+                ]
+            },
+            question: Question::Ratio {
+                answer: |f| Some(moe_figure(f, false, STATES)? as f64 / moe_figure(f, true, STATES)?.max(1) as f64),
+                tolerance: 0.15,
+            },
+            answer_args: |f, t| {
+                let figure = |routed, of| size(t, moe_figure(f, routed, of).unwrap_or(0));
+                vec![
+                    arg("states", figure(false, STATES)),
+                    arg("routed_states", figure(true, STATES)),
+                    arg("activations", figure(false, &["activations"])),
+                    arg("routed_activations", figure(true, &["activations"])),
+                ]
+            },
+        },
     ]
+}
+
+/// The model states' categories in an estimate.
+const STATES: &[&str] = &["parameters", "gradients", "optimizer_state", "master_weights"];
+
+/// The mixture-of-experts chapter: Mixtral 8x7B in the Real models view.
+fn moe_setup(s: &mut Settings) {
+    *s = Settings::default();
+    if let Some(e) = crate::estimate::catalog::find("mixtral-8x7b") {
+        s.estimate.0.arch = e.model.arch.clone();
+    }
+}
+
+/// The estimate's bytes in `categories` for the chapter's mixture, or (`routed`) for the same
+/// model with only the experts a token is routed to (k of k): what its states would be if the
+/// idle experts cost nothing.
+fn moe_figure(f: &Facts, routed: bool, categories: &[&str]) -> Option<u64> {
+    let mut setup = f.settings.estimate.0.clone();
+    if routed && let Some(m) = &mut setup.arch.block.moe {
+        m.experts = m.top_k;
+        setup.parallel.expert = 1;
+    }
+    let e = crate::estimate::estimate(&setup).ok()?;
+    Some(categories.iter().fold(0u64, |a, c| a.saturating_add(e.get(c))))
 }
 
 /// The learner's answer before the reveal.

@@ -498,6 +498,18 @@ pub fn text(s: &Setup, e: &Estimate, max: u64, sweep: &[(u64, Estimate)]) -> Str
         e.parameters_text(),
         s.gpu.name
     ));
+    if let Some(m) = s.arch.block.moe {
+        out.push_str(&format!(
+            "a mixture of experts: {} experts, {} per token ({} parameters active per token), expert parallelism {}\n",
+            m.experts,
+            m.top_k,
+            group_digits(s.arch.active_parameters()),
+            p.expert
+        ));
+    }
+    if !s.framework.is_default() {
+        out.push_str(&format!("framework profile: {}\n", s.framework.name()));
+    }
     out.push_str(&format!(
         "micro-batch {} × seq {} × accum {} × {} GPU(s); {} {}, ZeRO {}, TP {}{}, checkpoint {}, {} attention; runtime {}{}\n\n",
         s.micro_batch,

@@ -107,3 +107,23 @@ fn a_dropped_config_opens_in_real_models() {
     assert_eq!(h.state().settings.estimate.arch.parameters(), 46_702_792_704);
     shows_its_estimate(&mut h);
 }
+
+#[test]
+fn the_catalog_is_in_the_apps_model_list() {
+    let mut h = harness();
+    let combo = h.query_all_by_role(egui::Role::ComboBox).find(|n| {
+        use egui_kittest::kittest::NodeT;
+        n.accesskit_node().label().as_deref() == Some("model")
+    });
+    combo.expect("the model list").click();
+    h.run_steps(2);
+    // The list scrolls; the first catalog models follow the eight presets.
+    h.get_by_label("Llama 3.1 70B").scroll_to_me();
+    h.run_steps(3);
+    h.get_by_label("Llama 3.1 70B").click();
+    h.run_steps(3);
+    let arch = h.state().settings.estimate.arch.clone();
+    assert_eq!(arch.parameters(), 70_553_706_496, "transformers' count for Llama-3.1-70B");
+    h.get_by_label_contains("Llama 3.1 70B: 70,553,706,496 parameters");
+    shows_its_estimate(&mut h);
+}

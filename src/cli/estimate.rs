@@ -83,8 +83,8 @@ pub struct EstimateArgs {
     #[arg(long)]
     no_fixed_costs: bool,
     /// The runtime profile whose saved tensors are counted: fused (Megatron-style kernels, the
-    /// published numbers' convention) or hf-eager (Hugging Face transformers' eager GPT-2 and
-    /// LLaMA/Mistral code on CUDA). Without it: fused, with hf-eager shown beside it.
+    /// published numbers' convention) or hf-eager (Hugging Face transformers' eager code for
+    /// each family it reads, on CUDA). Without it: fused, with hf-eager shown beside it.
     #[arg(long, value_enum, ignore_case = true)]
     runtime: Option<RuntimeArg>,
     /// Dropout probability in training (GPT-2 presets 0.1, LLaMA/Mistral 0; 0 also models eval

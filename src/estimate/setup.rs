@@ -271,8 +271,9 @@ pub enum Runtime {
     #[default]
     #[serde(alias = "py_torch")]
     Fused,
-    /// Hugging Face transformers' eager implementations of GPT-2 and LLaMA/Mistral, as they run
-    /// on CUDA: what `modeling_gpt2.py` / `modeling_llama.py` leave for autograd, op by op
+    /// Hugging Face transformers' eager implementations (GPT-2, LLaMA and every family
+    /// [`super::hf`] reads), as they run on CUDA: what `modeling_gpt2.py`, `modeling_llama.py`,
+    /// `modeling_gemma2.py`, `modeling_mixtral.py`, … leave for autograd, op by op
     /// ([`super::activations::saved_per_layer`] names each tensor and its source function).
     HfEager,
     /// The toy (oomlab's plan): the loss in the activation dtype; token ids, targets and the

@@ -398,3 +398,41 @@ fn long_traces_are_decimated_without_losing_the_peak() {
     assert_eq!(top, 64.0, "the spike (64 MiB) survives");
     assert_eq!(l.replays[0].peak_allocated, 64 << 20);
 }
+
+/// Hostile pickles: 200,000 nested lists (about 400 KB, which used to overflow the stack when
+/// the value was dropped), built both ways a pickle nests (APPEND into a list, and MARK … LIST),
+/// are refused for their depth; a pickle that calls `os.system` is refused as Python objects,
+/// never run; nesting a real snapshot's depth still reads.
+#[test]
+fn hostile_pickles_are_refused_without_a_crash() {
+    let n = 200_000;
+    let mut appended = vec![0x80, 2];
+    appended.extend(std::iter::repeat_n(b']', n));
+    appended.extend(std::iter::repeat_n(b'a', n - 1));
+    appended.push(b'.');
+    let mut marked = vec![0x80, 2];
+    marked.extend(std::iter::repeat_n(b'(', n));
+    marked.extend(std::iter::repeat_n(b'l', n));
+    marked.push(b'.');
+    for (what, bytes) in [("appended", appended), ("marked", marked)] {
+        assert!(bytes.len() >= 400_000);
+        let e = read::from_bytes(&bytes).expect_err(what);
+        assert!(e.to_string().contains("nested more than"), "{what}: {e}");
+    }
+    // pickle.dumps of an object whose __reduce__ is (os.system, ("echo hacked",)).
+    let mut system = vec![0x80, 2, b'c'];
+    system.extend_from_slice(b"posix\nsystem\n");
+    system.extend_from_slice(&[b'q', 0, 0x8c, 11]);
+    system.extend_from_slice(b"echo hacked");
+    system.extend_from_slice(&[0x85, b'R', b'.']);
+    let e = read::from_bytes(&system).expect_err("os.system");
+    assert!(matches!(e, SnapshotError::Foreign(_)) && e.to_string().contains("Python objects"), "{e}");
+    // 100 levels (a snapshot nests about 6) read as values; the file is then simply not a
+    // snapshot.
+    let mut deep = vec![0x80, 2];
+    deep.extend(std::iter::repeat_n(b']', 100));
+    deep.extend(std::iter::repeat_n(b'a', 99));
+    deep.push(b'.');
+    let e = read::from_bytes(&deep).expect_err("a list is not a snapshot");
+    assert!(!e.to_string().contains("nested"), "{e}");
+}

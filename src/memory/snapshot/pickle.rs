@@ -4,6 +4,11 @@
 //! counted), so a large dump is not copied once per reference — serde-pickle clones each
 //! reference and fails on values shared inside shared values ("recursive structure found").
 //! Python objects (GLOBAL, REDUCE, …) are refused: a snapshot has none.
+//!
+//! Nothing here recurses: the reader is a stack machine, a value's containers are dropped one
+//! by one ([`Py`]'s `Drop`), and nesting deeper than [`MAX_DEPTH`] is refused (a real snapshot
+//! nests six levels; a hostile one of 200,000 nested lists would otherwise overflow the stack
+//! when its value is dropped).
 
 use std::cell::RefCell;
 use std::collections::HashMap;
@@ -77,6 +82,78 @@ impl Py {
     }
 }
 
+/// The deepest nesting read (a snapshot's is about 6: snapshot, segments, segment, blocks,
+/// block, frames, frame).
+pub const MAX_DEPTH: u32 = 256;
+
+impl Drop for Py {
+    /// Drops a value's containers one at a time (a deep value would overflow the stack dropped
+    /// recursively): the children of a container this value owns alone are moved out first.
+    fn drop(&mut self) {
+        let mut pending = Vec::new();
+        take_children(self, &mut pending);
+        while let Some(mut p) = pending.pop() {
+            take_children(&mut p, &mut pending);
+        }
+    }
+}
+
+/// Moves the children of a container owned by `p` alone into `out`.
+fn take_children(p: &mut Py, out: &mut Vec<Py>) {
+    match p {
+        Py::List(l) if Rc::strong_count(l) == 1 => {
+            if let Ok(mut v) = l.try_borrow_mut() {
+                out.append(&mut v);
+            }
+        }
+        Py::Tuple(t) => {
+            if let Some(v) = Rc::get_mut(t) {
+                out.append(v);
+            }
+        }
+        Py::Dict(d) if Rc::strong_count(d) == 1 => {
+            if let Ok(mut v) = d.try_borrow_mut() {
+                for (k, x) in v.drain(..) {
+                    out.push(k);
+                    out.push(x);
+                }
+            }
+        }
+        _ => {}
+    }
+}
+
+/// How deep each container nests (leaves 0, an empty container 1), by identity, to refuse a
+/// value nested deeper than [`MAX_DEPTH`]. A container changed after it was put in another
+/// does not update that one's depth: the figure bounds what the reader builds, and nothing
+/// walks a value recursively anyway.
+#[derive(Default)]
+struct Depths(HashMap<usize, u32>);
+
+impl Depths {
+    fn of(&self, p: &Py) -> u32 {
+        p.identity().map_or(0, |id| self.0.get(&id).copied().unwrap_or(1))
+    }
+    /// Records that `parent` now holds `children`.
+    fn holds<'p>(&mut self, parent: &Py, children: impl IntoIterator<Item = &'p Py>) -> Result<(), SnapshotError> {
+        let Some(id) = parent.identity() else { return Ok(()) };
+        let deepest = children.into_iter().map(|c| self.of(c)).max().unwrap_or(0);
+        let depth = self.0.get(&id).copied().unwrap_or(1).max(deepest + 1);
+        self.set(parent, depth)
+    }
+    /// A container's depth, new or grown (an address may be reused after a value is dropped,
+    /// so a new container always sets its own).
+    fn set(&mut self, p: &Py, depth: u32) -> Result<(), SnapshotError> {
+        if depth > MAX_DEPTH {
+            return Err(corrupt(format!("values nested more than {MAX_DEPTH} levels deep (a snapshot nests about 6)")));
+        }
+        if let Some(id) = p.identity() {
+            self.0.insert(id, depth);
+        }
+        Ok(())
+    }
+}
+
 struct Reader<'a> {
     bytes: &'a [u8],
     pos: usize,
@@ -146,6 +223,7 @@ pub fn parse(bytes: &[u8]) -> Result<Py, SnapshotError> {
     let mut stack: Vec<Py> = Vec::new();
     let mut marks: Vec<usize> = Vec::new();
     let mut memo: HashMap<u64, Py> = HashMap::new();
+    let mut depths = Depths::default();
     let pop = |stack: &mut Vec<Py>| stack.pop().ok_or_else(|| corrupt("an operation on an empty stack"));
     let pop_mark = |stack: &mut Vec<Py>, marks: &mut Vec<usize>| -> Result<Vec<Py>, SnapshotError> {
         let m = marks.pop().ok_or_else(|| corrupt("a missing mark"))?;
@@ -178,21 +256,25 @@ pub fn parse(bytes: &[u8]) -> Result<Py, SnapshotError> {
                 let top = stack.last().cloned().ok_or_else(|| corrupt("DUP on an empty stack"))?;
                 stack.push(top);
             }
-            b'}' => stack.push(Py::Dict(Rc::new(RefCell::new(Vec::new())))),
-            b']' => stack.push(Py::List(Rc::new(RefCell::new(Vec::new())))),
-            b')' => stack.push(Py::Tuple(Rc::new(Vec::new()))),
-            0x8f => stack.push(Py::List(Rc::new(RefCell::new(Vec::new())))),
-            b'd' => {
-                let items = pop_mark(&mut stack, &mut marks)?;
-                stack.push(Py::Dict(Rc::new(RefCell::new(pairs(items)?))));
+            b'}' | b']' | b')' | 0x8f => {
+                let empty = match op {
+                    b'}' => Py::Dict(Rc::new(RefCell::new(Vec::new()))),
+                    b')' => Py::Tuple(Rc::new(Vec::new())),
+                    _ => Py::List(Rc::new(RefCell::new(Vec::new()))),
+                };
+                depths.set(&empty, 1)?;
+                stack.push(empty);
             }
-            b'l' => {
+            b'd' | b'l' | b't' | 0x91 => {
                 let items = pop_mark(&mut stack, &mut marks)?;
-                stack.push(Py::List(Rc::new(RefCell::new(items))));
-            }
-            b't' | 0x91 => {
-                let items = pop_mark(&mut stack, &mut marks)?;
-                stack.push(Py::Tuple(Rc::new(items)));
+                let deepest = items.iter().map(|c| depths.of(c)).max().unwrap_or(0);
+                let value = match op {
+                    b'd' => Py::Dict(Rc::new(RefCell::new(pairs(items)?))),
+                    b'l' => Py::List(Rc::new(RefCell::new(items))),
+                    _ => Py::Tuple(Rc::new(items)),
+                };
+                depths.set(&value, deepest + 1)?;
+                stack.push(value);
             }
             0x85..=0x87 => {
                 let n = usize::from(op - 0x84);
@@ -200,34 +282,49 @@ pub fn parse(bytes: &[u8]) -> Result<Py, SnapshotError> {
                     return Err(corrupt("a tuple of missing items"));
                 }
                 let items = stack.split_off(stack.len() - n);
-                stack.push(Py::Tuple(Rc::new(items)));
+                let deepest = items.iter().map(|c| depths.of(c)).max().unwrap_or(0);
+                let value = Py::Tuple(Rc::new(items));
+                depths.set(&value, deepest + 1)?;
+                stack.push(value);
             }
             b's' => {
                 let v = pop(&mut stack)?;
                 let k = pop(&mut stack)?;
                 match stack.last() {
-                    Some(Py::Dict(d)) => d.borrow_mut().push((k, v)),
+                    Some(parent @ Py::Dict(d)) => {
+                        depths.holds(parent, [&k, &v])?;
+                        d.borrow_mut().push((k, v));
+                    }
                     _ => return Err(corrupt("SETITEM without a dict")),
                 }
             }
             b'u' => {
                 let items = pop_mark(&mut stack, &mut marks)?;
                 match stack.last() {
-                    Some(Py::Dict(d)) => d.borrow_mut().extend(pairs(items)?),
+                    Some(parent @ Py::Dict(d)) => {
+                        depths.holds(parent, &items)?;
+                        d.borrow_mut().extend(pairs(items)?);
+                    }
                     _ => return Err(corrupt("SETITEMS without a dict")),
                 }
             }
             b'a' => {
                 let v = pop(&mut stack)?;
                 match stack.last() {
-                    Some(Py::List(l)) => l.borrow_mut().push(v),
+                    Some(parent @ Py::List(l)) => {
+                        depths.holds(parent, [&v])?;
+                        l.borrow_mut().push(v);
+                    }
                     _ => return Err(corrupt("APPEND without a list")),
                 }
             }
             b'e' | 0x90 => {
                 let items = pop_mark(&mut stack, &mut marks)?;
                 match stack.last() {
-                    Some(Py::List(l)) => l.borrow_mut().extend(items),
+                    Some(parent @ Py::List(l)) => {
+                        depths.holds(parent, &items)?;
+                        l.borrow_mut().extend(items);
+                    }
                     _ => return Err(corrupt("APPENDS without a list")),
                 }
             }

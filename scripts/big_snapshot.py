@@ -1,0 +1,85 @@
+#!/usr/bin/env python3
+"""Writes a large synthetic PyTorch memory snapshot, in the shape torch.cuda.memory._snapshot()
+returns (segments with blocks, one device trace of alloc/free events, each with its own Python
+stack of 18 frames), and times reading it: Python's pickle.load against `oomlab snapshot show`,
+in the same run. No torch needed. Not for CI (a benchmark):
+    python3 scripts/big_snapshot.py --events 444000 --out /tmp/big.pickle [--oomlab target/debug/oomlab]
+"""
+import argparse
+import pickle
+import random
+import resource
+import subprocess
+import sys
+import time
+
+
+NAMES = ["forward", "_call_impl", "_wrapped_call_impl", "linear", "main", "train_step"]
+
+
+def frames(rng, depth):
+    files = [f"/opt/conda/lib/python3.11/site-packages/torch/nn/modules/{m}.py" for m in
+             ("linear", "module", "activation", "normalization", "container", "sparse")]
+    user = ["/home/me/train.py", "/home/me/model.py"]
+    out = []
+    for i in range(depth):
+        name = rng.choice(files if i < depth - 3 else user)
+        # A fresh dict per frame; the strings are shared objects (pickle memoizes them once), as
+        # in a real dump, where the same few thousand file and function names repeat.
+        out.append({"filename": name, "line": rng.randrange(1, 2000), "name": rng.choice(NAMES)})
+    return out
+
+
+def snapshot(events, depth, seed=0):
+    rng = random.Random(seed)
+    trace, live, addr = [], [], 0x7f0000000000
+    for _ in range(events):
+        if live and rng.random() < 0.48:
+            a, size = live.pop(rng.randrange(len(live)))
+            trace.append({"action": "free_completed", "addr": a, "size": size, "stream": 0,
+                          "frames": frames(rng, depth)})
+        else:
+            size = rng.choice([512, 4096, 1 << 20, 6 << 20]) * rng.randrange(1, 8)
+            trace.append({"action": "alloc", "addr": addr, "size": size, "stream": 0, "frames": frames(rng, depth)})
+            live.append((addr, size))
+            addr += size
+    total = sum(s for _, s in live) or 512
+    blocks = [{"address": a, "size": s, "requested_size": s, "state": "active_allocated",
+               "frames": frames(rng, depth)} for a, s in live]
+    segments = [{"device": 0, "address": 0x7f0000000000, "total_size": addr - 0x7f0000000000 or total,
+                 "allocated_size": total, "active_size": total, "requested_size": total, "stream": 0,
+                 "segment_type": "large", "blocks": blocks}]
+    return {"segments": segments, "device_traces": [trace]}
+
+
+def peak_rss_mb(children=False):
+    who = resource.RUSAGE_CHILDREN if children else resource.RUSAGE_SELF
+    return resource.getrusage(who).ru_maxrss / 1024
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--events", type=int, default=100_000)
+    p.add_argument("--depth", type=int, default=18)
+    p.add_argument("--out", default="/tmp/big.pickle")
+    p.add_argument("--oomlab", default=None)
+    a = p.parse_args()
+    with open(a.out, "wb") as f:
+        pickle.dump(snapshot(a.events, a.depth), f, protocol=4)
+    size = __import__("os").path.getsize(a.out)
+    print(f"{a.out}: {size / 1e6:.1f} MB, {a.events} events of {a.depth} frames", file=sys.stderr)
+    t = time.perf_counter()
+    with open(a.out, "rb") as f:
+        pickle.load(f)
+    py = time.perf_counter() - t
+    print(f"pickle.load: {py:.2f} s, peak RSS {peak_rss_mb():.0f} MB", file=sys.stderr)
+    if a.oomlab:
+        t = time.perf_counter()
+        subprocess.run([a.oomlab, "snapshot", "show", a.out], check=True, stdout=subprocess.DEVNULL)
+        ours = time.perf_counter() - t
+        print(f"oomlab snapshot show: {ours:.2f} s ({ours / py:.2f}× pickle.load), "
+              f"peak RSS {peak_rss_mb(True):.0f} MB ({peak_rss_mb(True) * 1e6 / size:.1f}× the file)", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()

@@ -427,6 +427,9 @@ fn hostile_pickles_are_refused_without_a_crash() {
     system.extend_from_slice(&[0x85, b'R', b'.']);
     let e = read::from_bytes(&system).expect_err("os.system");
     assert!(matches!(e, SnapshotError::Foreign(_)) && e.to_string().contains("Python objects"), "{e}");
+    // A memo id of 4 billion (LONG_BINPUT) is no pickler's: refused, never allocated.
+    let e = read::from_bytes(&[0x80, 2, b']', b'r', 0xff, 0xff, 0xff, 0xff, b'.']).expect_err("memo id");
+    assert!(e.to_string().contains("memo id"), "{e}");
     // 100 levels (a snapshot nests about 6) read as values; the file is then simply not a
     // snapshot.
     let mut deep = vec![0x80, 2];

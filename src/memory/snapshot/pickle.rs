@@ -11,7 +11,6 @@
 //! when its value is dropped).
 
 use std::cell::RefCell;
-use std::collections::HashMap;
 use std::rc::Rc;
 
 use super::SnapshotError;
@@ -88,31 +87,44 @@ pub const MAX_DEPTH: u32 = 256;
 
 impl Drop for Py {
     /// Drops a value's containers one at a time (a deep value would overflow the stack dropped
-    /// recursively): the children of a container this value owns alone are moved out first.
+    /// recursively): a container this value owns alone whose children are containers too hands
+    /// them over first; one that holds only numbers and strings (a frame, the common case)
+    /// drops as usual.
     fn drop(&mut self) {
         let mut pending = Vec::new();
-        take_children(self, &mut pending);
+        take_nested(self, &mut pending);
         while let Some(mut p) = pending.pop() {
-            take_children(&mut p, &mut pending);
+            take_nested(&mut p, &mut pending);
         }
     }
 }
 
-/// Moves the children of a container owned by `p` alone into `out`.
-fn take_children(p: &mut Py, out: &mut Vec<Py>) {
+fn is_container(p: &Py) -> bool {
+    matches!(p, Py::List(_) | Py::Tuple(_) | Py::Dict(_))
+}
+
+/// Moves the children of a container owned by `p` alone into `out`, if any of them is a
+/// container.
+fn take_nested(p: &mut Py, out: &mut Vec<Py>) {
     match p {
         Py::List(l) if Rc::strong_count(l) == 1 => {
-            if let Ok(mut v) = l.try_borrow_mut() {
+            if let Ok(mut v) = l.try_borrow_mut()
+                && v.iter().any(is_container)
+            {
                 out.append(&mut v);
             }
         }
         Py::Tuple(t) => {
-            if let Some(v) = Rc::get_mut(t) {
+            if let Some(v) = Rc::get_mut(t)
+                && v.iter().any(is_container)
+            {
                 out.append(v);
             }
         }
         Py::Dict(d) if Rc::strong_count(d) == 1 => {
-            if let Ok(mut v) = d.try_borrow_mut() {
+            if let Ok(mut v) = d.try_borrow_mut()
+                && v.iter().any(|(k, x)| is_container(k) || is_container(x))
+            {
                 for (k, x) in v.drain(..) {
                     out.push(k);
                     out.push(x);
@@ -120,37 +132,6 @@ fn take_children(p: &mut Py, out: &mut Vec<Py>) {
             }
         }
         _ => {}
-    }
-}
-
-/// How deep each container nests (leaves 0, an empty container 1), by identity, to refuse a
-/// value nested deeper than [`MAX_DEPTH`]. A container changed after it was put in another
-/// does not update that one's depth: the figure bounds what the reader builds, and nothing
-/// walks a value recursively anyway.
-#[derive(Default)]
-struct Depths(HashMap<usize, u32>);
-
-impl Depths {
-    fn of(&self, p: &Py) -> u32 {
-        p.identity().map_or(0, |id| self.0.get(&id).copied().unwrap_or(1))
-    }
-    /// Records that `parent` now holds `children`.
-    fn holds<'p>(&mut self, parent: &Py, children: impl IntoIterator<Item = &'p Py>) -> Result<(), SnapshotError> {
-        let Some(id) = parent.identity() else { return Ok(()) };
-        let deepest = children.into_iter().map(|c| self.of(c)).max().unwrap_or(0);
-        let depth = self.0.get(&id).copied().unwrap_or(1).max(deepest + 1);
-        self.set(parent, depth)
-    }
-    /// A container's depth, new or grown (an address may be reused after a value is dropped,
-    /// so a new container always sets its own).
-    fn set(&mut self, p: &Py, depth: u32) -> Result<(), SnapshotError> {
-        if depth > MAX_DEPTH {
-            return Err(corrupt(format!("values nested more than {MAX_DEPTH} levels deep (a snapshot nests about 6)")));
-        }
-        if let Some(id) = p.identity() {
-            self.0.insert(id, depth);
-        }
-        Ok(())
     }
 }
 
@@ -217,21 +198,40 @@ fn long(b: &[u8]) -> Py {
     Py::Int(i64::from_le_bytes(a))
 }
 
-/// Reads one pickle of builtins.
+/// A value on the reader's stack with how deep it nests (leaves 0, an empty container 1).
+type Entry = (Py, u32);
+
+fn too_deep() -> SnapshotError {
+    corrupt(format!("values nested more than {MAX_DEPTH} levels deep (a snapshot nests about 6)"))
+}
+
+/// The depth of a container holding `items`.
+fn over(items: &[Entry]) -> Result<u32, SnapshotError> {
+    let depth = items.iter().map(|(_, d)| *d).max().unwrap_or(0) + 1;
+    if depth > MAX_DEPTH { Err(too_deep()) } else { Ok(depth) }
+}
+
+/// Reads one pickle of builtins. Each value's nesting depth travels with it on the stack (and
+/// into the memo), so deep nesting is refused without a lookup per value. A container changed
+/// after it was memoized keeps the memo's older figure: the limit bounds what the reader
+/// builds, and nothing walks a value recursively anyway.
 pub fn parse(bytes: &[u8]) -> Result<Py, SnapshotError> {
     let mut r = Reader { bytes, pos: 0 };
-    let mut stack: Vec<Py> = Vec::new();
+    let mut stack: Vec<Entry> = Vec::new();
     let mut marks: Vec<usize> = Vec::new();
-    let mut memo: HashMap<u64, Py> = HashMap::new();
-    let mut depths = Depths::default();
-    let pop = |stack: &mut Vec<Py>| stack.pop().ok_or_else(|| corrupt("an operation on an empty stack"));
-    let pop_mark = |stack: &mut Vec<Py>, marks: &mut Vec<usize>| -> Result<Vec<Py>, SnapshotError> {
+    // The memo by id: picklers number it 0, 1, 2, … (MEMOIZE always, PUT in practice), so a
+    // vector indexed by id, not a hash map (a quarter of the reading time went to hashing).
+    let mut memo: Vec<Option<Entry>> = Vec::new();
+    let pop = |stack: &mut Vec<Entry>| stack.pop().ok_or_else(|| corrupt("an operation on an empty stack"));
+    let pop_mark = |stack: &mut Vec<Entry>, marks: &mut Vec<usize>| -> Result<Vec<Entry>, SnapshotError> {
         let m = marks.pop().ok_or_else(|| corrupt("a missing mark"))?;
         if m > stack.len() {
             return Err(corrupt("a mark beyond the stack"));
         }
         Ok(stack.split_off(m))
     };
+    let values = |items: Vec<Entry>| items.into_iter().map(|(v, _)| v).collect::<Vec<Py>>();
+    let leaf = |v: Py| (v, 0);
     loop {
         let op = r.u8()?;
         match op {
@@ -244,8 +244,13 @@ pub fn parse(bytes: &[u8]) -> Result<Py, SnapshotError> {
             0x95 => {
                 r.u64()?;
             }
-            b'.' => return pop(&mut stack),
-            b'(' => marks.push(stack.len()),
+            b'.' => return pop(&mut stack).map(|(v, _)| v),
+            b'(' => {
+                if marks.len() >= MAX_DEPTH as usize {
+                    return Err(too_deep());
+                }
+                marks.push(stack.len());
+            }
             b'0' => {
                 pop(&mut stack)?;
             }
@@ -256,25 +261,23 @@ pub fn parse(bytes: &[u8]) -> Result<Py, SnapshotError> {
                 let top = stack.last().cloned().ok_or_else(|| corrupt("DUP on an empty stack"))?;
                 stack.push(top);
             }
-            b'}' | b']' | b')' | 0x8f => {
-                let empty = match op {
-                    b'}' => Py::Dict(Rc::new(RefCell::new(Vec::new()))),
-                    b')' => Py::Tuple(Rc::new(Vec::new())),
-                    _ => Py::List(Rc::new(RefCell::new(Vec::new()))),
-                };
-                depths.set(&empty, 1)?;
-                stack.push(empty);
-            }
-            b'd' | b'l' | b't' | 0x91 => {
+            b'}' => stack.push((Py::Dict(Rc::new(RefCell::new(Vec::new()))), 1)),
+            b']' | 0x8f => stack.push((Py::List(Rc::new(RefCell::new(Vec::new()))), 1)),
+            b')' => stack.push((Py::Tuple(Rc::new(Vec::new())), 1)),
+            b'd' => {
                 let items = pop_mark(&mut stack, &mut marks)?;
-                let deepest = items.iter().map(|c| depths.of(c)).max().unwrap_or(0);
-                let value = match op {
-                    b'd' => Py::Dict(Rc::new(RefCell::new(pairs(items)?))),
-                    b'l' => Py::List(Rc::new(RefCell::new(items))),
-                    _ => Py::Tuple(Rc::new(items)),
-                };
-                depths.set(&value, deepest + 1)?;
-                stack.push(value);
+                let depth = over(&items)?;
+                stack.push((Py::Dict(Rc::new(RefCell::new(pairs(values(items))?))), depth));
+            }
+            b'l' => {
+                let items = pop_mark(&mut stack, &mut marks)?;
+                let depth = over(&items)?;
+                stack.push((Py::List(Rc::new(RefCell::new(values(items)))), depth));
+            }
+            b't' | 0x91 => {
+                let items = pop_mark(&mut stack, &mut marks)?;
+                let depth = over(&items)?;
+                stack.push((Py::Tuple(Rc::new(values(items))), depth));
             }
             0x85..=0x87 => {
                 let n = usize::from(op - 0x84);
@@ -282,130 +285,113 @@ pub fn parse(bytes: &[u8]) -> Result<Py, SnapshotError> {
                     return Err(corrupt("a tuple of missing items"));
                 }
                 let items = stack.split_off(stack.len() - n);
-                let deepest = items.iter().map(|c| depths.of(c)).max().unwrap_or(0);
-                let value = Py::Tuple(Rc::new(items));
-                depths.set(&value, deepest + 1)?;
-                stack.push(value);
+                let depth = over(&items)?;
+                stack.push((Py::Tuple(Rc::new(values(items))), depth));
             }
-            b's' => {
-                let v = pop(&mut stack)?;
-                let k = pop(&mut stack)?;
-                match stack.last() {
-                    Some(parent @ Py::Dict(d)) => {
-                        depths.holds(parent, [&k, &v])?;
-                        d.borrow_mut().push((k, v));
+            b's' | b'u' => {
+                let items = if op == b's' {
+                    let v = pop(&mut stack)?;
+                    let k = pop(&mut stack)?;
+                    vec![k, v]
+                } else {
+                    pop_mark(&mut stack, &mut marks)?
+                };
+                let depth = over(&items)?;
+                match stack.last_mut() {
+                    Some((Py::Dict(d), held)) => {
+                        *held = (*held).max(depth);
+                        d.borrow_mut().extend(pairs(values(items))?);
                     }
-                    _ => return Err(corrupt("SETITEM without a dict")),
+                    _ => return Err(corrupt("SETITEM(S) without a dict")),
                 }
             }
-            b'u' => {
-                let items = pop_mark(&mut stack, &mut marks)?;
-                match stack.last() {
-                    Some(parent @ Py::Dict(d)) => {
-                        depths.holds(parent, &items)?;
-                        d.borrow_mut().extend(pairs(items)?);
+            b'a' | b'e' | 0x90 => {
+                let items = if op == b'a' { vec![pop(&mut stack)?] } else { pop_mark(&mut stack, &mut marks)? };
+                let depth = over(&items)?;
+                match stack.last_mut() {
+                    Some((Py::List(l), held)) => {
+                        *held = (*held).max(depth);
+                        l.borrow_mut().extend(items.into_iter().map(|(v, _)| v));
                     }
-                    _ => return Err(corrupt("SETITEMS without a dict")),
+                    _ => return Err(corrupt("APPEND(S) without a list")),
                 }
             }
-            b'a' => {
-                let v = pop(&mut stack)?;
-                match stack.last() {
-                    Some(parent @ Py::List(l)) => {
-                        depths.holds(parent, [&v])?;
-                        l.borrow_mut().push(v);
-                    }
-                    _ => return Err(corrupt("APPEND without a list")),
-                }
-            }
-            b'e' | 0x90 => {
-                let items = pop_mark(&mut stack, &mut marks)?;
-                match stack.last() {
-                    Some(parent @ Py::List(l)) => {
-                        depths.holds(parent, &items)?;
-                        l.borrow_mut().extend(items);
-                    }
-                    _ => return Err(corrupt("APPENDS without a list")),
-                }
-            }
-            b'N' => stack.push(Py::None),
-            0x88 => stack.push(Py::Bool(true)),
-            0x89 => stack.push(Py::Bool(false)),
+            b'N' => stack.push(leaf(Py::None)),
+            0x88 => stack.push(leaf(Py::Bool(true))),
+            0x89 => stack.push(leaf(Py::Bool(false))),
             b'J' => {
                 let v = r.u32()? as i32;
-                stack.push(Py::Int(i64::from(v)));
+                stack.push(leaf(Py::Int(i64::from(v))));
             }
             b'K' => {
                 let v = r.u8()?;
-                stack.push(Py::Int(i64::from(v)));
+                stack.push(leaf(Py::Int(i64::from(v))));
             }
             b'M' => {
                 let b = r.take(2)?;
-                stack.push(Py::Int(i64::from(u16::from_le_bytes([b[0], b[1]]))));
+                stack.push(leaf(Py::Int(i64::from(u16::from_le_bytes([b[0], b[1]])))));
             }
             0x8a => {
                 let n = usize::from(r.u8()?);
                 let b = r.take(n)?;
-                stack.push(long(b));
+                stack.push(leaf(long(b)));
             }
             0x8b => {
                 let n = r.u32()?;
                 let n = r.len(u64::from(n))?;
                 let b = r.take(n)?;
-                stack.push(long(b));
+                stack.push(leaf(long(b)));
             }
             b'G' => {
                 let b = r.take(8)?;
                 let mut a = [0u8; 8];
                 a.copy_from_slice(b);
-                stack.push(Py::Float(f64::from_be_bytes(a)));
+                stack.push(leaf(Py::Float(f64::from_be_bytes(a))));
             }
             0x8c => {
                 let n = usize::from(r.u8()?);
-                stack.push(r.string(n)?);
+                stack.push(leaf(r.string(n)?));
             }
             b'X' => {
                 let n = r.u32()?;
                 let n = r.len(u64::from(n))?;
-                stack.push(r.string(n)?);
+                stack.push(leaf(r.string(n)?));
             }
             0x8d => {
                 let n = r.u64()?;
                 let n = r.len(n)?;
-                stack.push(r.string(n)?);
+                stack.push(leaf(r.string(n)?));
             }
-            b'C' => {
-                let n = usize::from(r.u8()?);
-                r.take(n)?;
-                stack.push(Py::Bytes);
-            }
-            b'B' => {
-                let n = r.u32()?;
-                let n = r.len(u64::from(n))?;
-                r.take(n)?;
-                stack.push(Py::Bytes);
-            }
-            0x8e => {
-                let n = r.u64()?;
+            b'C' | b'B' | 0x8e => {
+                let n = match op {
+                    b'C' => u64::from(r.u8()?),
+                    b'B' => u64::from(r.u32()?),
+                    _ => r.u64()?,
+                };
                 let n = r.len(n)?;
                 r.take(n)?;
-                stack.push(Py::Bytes);
+                stack.push(leaf(Py::Bytes));
             }
             0x94 => {
                 let top = stack.last().cloned().ok_or_else(|| corrupt("MEMOIZE on an empty stack"))?;
-                let id = memo.len() as u64;
-                memo.insert(id, top);
+                memo.push(Some(top));
             }
             b'q' | b'r' => {
-                let id = if op == b'q' { u64::from(r.u8()?) } else { u64::from(r.u32()?) };
+                let id = if op == b'q' { usize::from(r.u8()?) } else { r.u32()? as usize };
                 let top = stack.last().cloned().ok_or_else(|| corrupt("PUT on an empty stack"))?;
-                memo.insert(id, top);
+                // Each memo entry takes at least one opcode byte: a larger id is no pickler's.
+                if id > bytes.len() {
+                    return Err(corrupt(format!("a memo id ({id}) beyond the file's size")));
+                }
+                if id >= memo.len() {
+                    memo.resize_with(id + 1, || None);
+                }
+                memo[id] = Some(top);
             }
             b'h' | b'j' => {
-                let id = if op == b'h' { u64::from(r.u8()?) } else { u64::from(r.u32()?) };
-                stack.push(
-                    memo.get(&id).cloned().ok_or_else(|| corrupt(format!("a reference to a missing memo {id}")))?,
-                );
+                let id = if op == b'h' { usize::from(r.u8()?) } else { r.u32()? as usize };
+                let found = memo.get(id).and_then(Option::as_ref).cloned();
+                stack.push(found.ok_or_else(|| corrupt(format!("a reference to a missing memo {id}")))?);
             }
             b'c' | 0x93 | b'R' | b'b' | 0x81 | 0x92 | b'i' | b'o' => {
                 return Err(SnapshotError::Foreign(

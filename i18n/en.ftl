@@ -252,6 +252,7 @@ real-own-read-button = Use this config
 real-own-path = path to config.json or its folder
 real-own-drop = or drop a config.json on the window
 real-own-read = Read { $name }: { $parameters } parameters.
+real-catalog = Published configs (Hugging Face)
 
 ## Real models: the estimate
 

@@ -249,6 +249,7 @@ real-own-read-button = 使用这个配置
 real-own-path = config.json 或其文件夹的路径
 real-own-drop = 或把 config.json 拖到窗口上
 real-own-read = 已读取 { $name }：{ $parameters } 个参数。
+real-catalog = 已发布的配置（Hugging Face）
 
 ## 真实模型：估算
 

@@ -117,7 +117,8 @@ fn the_catalog_is_in_the_apps_model_list() {
     });
     combo.expect("the model list").click();
     h.run_steps(2);
-    // The list scrolls; the first catalog models follow the eight presets.
+    // The list scrolls; the catalog follows the eight presets, under its own heading.
+    h.get_by_label("Published configs (Hugging Face)");
     h.get_by_label("Llama 3.1 70B").scroll_to_me();
     h.run_steps(3);
     h.get_by_label("Llama 3.1 70B").click();

@@ -123,7 +123,13 @@ pub fn controls(ui: &mut Ui, t: &Catalog, s: &mut EstimateSettings) {
         egui::ComboBox::new("real_model", t.text("real-model")).selected_text(model_name(t, &s.arch.name)).show_ui(
             ui,
             |ui| {
-                for (_, arch) in presets::models() {
+                let first_catalog = crate::estimate::catalog::entries().first().map(|e| e.key);
+                for (key, arch) in presets::models() {
+                    // The papers' presets, then the catalog of published configs.
+                    if Some(key) == first_catalog {
+                        ui.separator();
+                        ui.label(RichText::new(t.text("real-catalog")).weak());
+                    }
                     if ui.selectable_label(s.arch == arch, arch.name.clone()).clicked() {
                         if arch.positions > 0 {
                             s.seq = s.seq.min(arch.positions);

@@ -81,6 +81,19 @@ fn products_past_two_to_the_64_are_refused() {
         Err(e @ EstimateError::TooLarge { .. }) => assert!(e.to_string().contains("more than oomlab counts")),
         other => panic!("expected TooLarge, got {:?}", other.map(|e| e.peak_bytes)),
     }
+    // A mixture of the most experts at the largest sizes: refused before any count is
+    // multiplied out in u64 (it would pass 2⁶⁴), here and on wasm32.
+    let mut moe = arch_small();
+    moe.layers = 4096;
+    moe.hidden = 1 << 18;
+    moe.ffn = 1 << 20;
+    moe.mlp = estimate::Mlp::SwiGlu;
+    moe.block.moe = Some(estimate::Moe { experts: 4096, top_k: 8, shared_ffn: 1 << 20, renormalise: true });
+    let e = estimate::estimate(&Setup::new(moe.clone(), estimate::presets::gpu("h200").expect("h200"), 1, 1))
+        .expect_err("too many parameters");
+    assert!(e.to_string().contains("2^56 parameters"), "{e}");
+    moe.layers = 1;
+    assert!(moe.validate().is_err(), "4096 experts of 2^38 each still pass 2^56");
     // The largest micro-batch and the sweep stop where the sizes stop being countable.
     assert_eq!(estimate::max_micro_batch(&s), Ok(0));
     let sweep = estimate::sweep(&s, &estimate::sweep_batches(0)).expect("valid setup");

@@ -242,9 +242,8 @@ impl Architecture {
         // (the largest allowed sizes would otherwise wrap u64).
         let (h, f, l) = (self.hidden as u128, self.ffn as u128, self.layers as u128);
         let heads = (self.heads + 2 * self.kv_heads) as u128 * self.head_dim().max(1) as u128;
-        let mlps =
-            moe.map_or(1, |m| m.experts as u128) * 3 + moe.map_or(0, |m| m.shared_ffn as u128 * 3 * h / f.max(1));
-        let per_layer = 2 * h * heads + mlps * h * f + moe.map_or(0, |m| m.experts as u128 * h);
+        let (experts, shared) = moe.map_or((1, 0), |m| (m.experts as u128, m.shared_ffn as u128));
+        let per_layer = 2 * h * heads + 3 * experts * h * f + 3 * h * shared + experts * h;
         if l * per_layer + 2 * self.vocab as u128 * h > 1 << 56 {
             return invalid(format!("{} has more than 2^56 parameters: beyond what oomlab counts", self.name));
         }

@@ -252,6 +252,8 @@ real-own-read-button = Use this config
 real-own-path = path to config.json or its folder
 real-own-drop = or drop a config.json on the window
 real-own-read = Read { $name }: { $parameters } parameters.
+real-own-cannot = This config cannot be estimated: { $error }
+real-own-not-text = { $name } is not a text file (a config.json is UTF-8 text).
 real-catalog = Published configs (Hugging Face)
 
 ## Real models: the estimate

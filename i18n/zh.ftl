@@ -249,6 +249,8 @@ real-own-read-button = 使用这个配置
 real-own-path = config.json 或其文件夹的路径
 real-own-drop = 或把 config.json 拖到窗口上
 real-own-read = 已读取 { $name }：{ $parameters } 个参数。
+real-own-cannot = 这个配置无法估算：{ $error }
+real-own-not-text = { $name } 不是文本文件（config.json 是 UTF-8 文本）。
 real-catalog = 已发布的配置（Hugging Face）
 
 ## 真实模型：估算

@@ -45,6 +45,12 @@ fn a_pasted_config_becomes_the_model() {
     let mut h = harness();
     h.get_by_label("Your own model (a Hugging Face config.json)").click();
     h.run_steps(2);
+    // A screen reader names the field by the sentence above it.
+    let named = {
+        use egui_kittest::kittest::NodeT;
+        h.get_by_role(egui::Role::MultilineTextInput).accesskit_node().label().unwrap_or_default()
+    };
+    assert!(named.starts_with("Paste a model's config.json"), "{named:?}");
     paste_replacing(&mut h, &mixtral());
     h.get_by_label("Use this config").click();
     h.run_steps(3);
@@ -106,6 +112,15 @@ fn a_dropped_config_opens_in_real_models() {
     assert_eq!(h.state().shown.tab, Tab::RealModels, "a config goes to Real models, not to the snapshot view");
     assert_eq!(h.state().settings.estimate.arch.parameters(), 46_702_792_704);
     shows_its_estimate(&mut h);
+    // A binary file named like a config: a message, the model unchanged.
+    let binary = dir.path().join("model_config.json");
+    std::fs::write(&binary, [0xff, 0xfe, 0x00, 0x81]).expect("written");
+    h.input_mut().dropped_files.push(Arc::new(Dropped(binary)));
+    h.run_steps(3);
+    h.get_by_label("Your own model (a Hugging Face config.json)").click();
+    h.run_steps(2);
+    assert!(h.query_by_label_contains("is not a text file").is_some(), "the message is shown");
+    assert_eq!(h.state().settings.estimate.arch.parameters(), 46_702_792_704);
 }
 
 #[test]

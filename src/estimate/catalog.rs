@@ -6,7 +6,7 @@
 
 use std::sync::OnceLock;
 
-use super::hf::{HfModel, from_config};
+use super::hf::{HfModel, from_config_named};
 
 /// (key, config.json), in the order the views list them: by family, then size.
 pub const CONFIGS: [(&str, &str); 31] = [
@@ -57,13 +57,7 @@ pub fn entries() -> &'static [Entry] {
     ENTRIES.get_or_init(|| {
         CONFIGS
             .iter()
-            .filter_map(|&(key, text)| {
-                let name = serde_json::from_str::<serde_json::Value>(text)
-                    .ok()
-                    .and_then(|v| v.get("_name").and_then(|n| n.as_str()).map(str::to_string))
-                    .unwrap_or_else(|| key.to_string());
-                from_config(text, &name).ok().map(|model| Entry { key, model })
-            })
+            .filter_map(|&(key, text)| from_config_named(text, key).ok().map(|model| Entry { key, model }))
             .collect()
     })
 }

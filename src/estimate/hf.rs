@@ -53,6 +53,19 @@ fn invalid(message: String) -> EstimateError {
 
 /// Reads a config.json's text; `name` names the model (the folder's or file's name).
 pub fn from_config(text: &str, name: &str) -> Result<HfModel, EstimateError> {
+    read(text, |_| name.to_string())
+}
+
+/// Reads a config.json's text, named by the name it carries (`_name_or_path`, as transformers
+/// saves it, or the catalog's `_name`), else `fallback`.
+pub fn from_config_named(text: &str, fallback: &str) -> Result<HfModel, EstimateError> {
+    read(text, |fields| {
+        let carried = |key: &str| fields.get(key).and_then(Value::as_str).filter(|n| !n.trim().is_empty());
+        carried("_name_or_path").or_else(|| carried("_name")).unwrap_or(fallback).to_string()
+    })
+}
+
+fn read(text: &str, name: impl Fn(&serde_json::Map<String, Value>) -> String) -> Result<HfModel, EstimateError> {
     if text.len() > MAX_CONFIG_BYTES {
         return Err(invalid(format!("config.json is {} bytes, more than the {MAX_CONFIG_BYTES} read", text.len())));
     }
@@ -60,6 +73,7 @@ pub fn from_config(text: &str, name: &str) -> Result<HfModel, EstimateError> {
     let Some(fields) = v.as_object() else {
         return Err(invalid("config.json is not a JSON object".into()));
     };
+    let name = &name(fields);
     let model_type = fields.get("model_type").and_then(Value::as_str).unwrap_or("");
     let c = Config { fields, model_type };
     let model = match model_type {

@@ -24,6 +24,7 @@ fn input_id() -> Id {
 }
 
 /// A file the browser read (picked or dropped), waiting for the next frame.
+#[cfg(target_arch = "wasm32")]
 fn picked_id() -> Id {
     Id::unique("oomlab-model-config-picked")
 }
@@ -35,48 +36,28 @@ pub fn is_config(file: &egui::DroppedFileHandle) -> bool {
     name.ends_with(".json") && name.contains("config")
 }
 
-/// Reads a config's text into the settings: the architecture (named after the config's
-/// `_name_or_path` or the catalog's `_name`, else `name`), the sequence clamped to a learned position table. A config
-/// the estimator cannot model honestly leaves the settings as they were and says why.
-pub fn apply(ctx: &egui::Context, t: &Catalog, name: &str, text: &str, s: &mut Setup) {
-    let named = serde_json::from_str::<serde_json::Value>(text)
-        .ok()
-        .and_then(|v| {
-            let name = |key: &str| v.get(key).and_then(|n| n.as_str()).map(str::to_string);
-            name("_name_or_path").or_else(|| name("_name"))
-        })
-        .filter(|n| !n.trim().is_empty())
-        .unwrap_or_else(|| name.to_string());
-    let message = match crate::estimate::hf::from_config(text, &named) {
-        Ok(model) => {
-            let parameters = crate::units::group_digits(model.arch.parameters());
-            s.arch = model.arch;
-            if s.arch.positions > 0 {
-                s.seq = s.seq.min(s.arch.positions);
-            }
-            // LoRA on a mixture's experts is not modelled: the adapters keep to the attention.
-            if s.arch.block.moe.is_some()
-                && let Some(l) = &mut s.lora
-            {
-                l.mlp = false;
-            }
-            Ok(t.format("real-own-read", &[("name", named.into()), ("parameters", parameters.into())]))
-        }
-        Err(e) => Err(e.to_string()),
-    };
-    log::info!("oomlab: config {name}: {message:?}");
-    ctx.data_mut(|d| d.get_temp_mut_or_default::<Input>(input_id()).message = Some(message));
-}
-
-/// Reads a file's bytes as a config (at most [`crate::estimate::hf::MAX_CONFIG_BYTES`]).
-pub fn apply_bytes(ctx: &egui::Context, t: &Catalog, name: &str, bytes: &[u8], s: &mut Setup) {
-    match std::str::from_utf8(bytes) {
-        Ok(text) => apply(ctx, t, name, text, s),
-        Err(_) => {
-            let message = Err(format!("{name}: not a UTF-8 text file"));
-            ctx.data_mut(|d| d.get_temp_mut_or_default::<Input>(input_id()).message = Some(message));
-        }
+/// Reads a config file's bytes into the settings: the architecture (named after the name the
+/// config carries, else `name`), the sequence clamped to a learned position table. A config the
+/// estimator cannot model honestly leaves the settings as they were; the message says why.
+fn read(t: &Catalog, name: &str, bytes: &[u8], s: &mut Setup) -> Result<String, String> {
+    let cannot = |error: String| t.format("real-own-cannot", &[("error", error.into())]);
+    let text = std::str::from_utf8(bytes).map_err(|_| t.format("real-own-not-text", &[("name", name.into())]))?;
+    let model = crate::estimate::hf::from_config_named(text, name).map_err(|e| cannot(e.to_string()))?;
+    let parameters = crate::units::group_digits(model.arch.parameters());
+    let read =
+        t.format("real-own-read", &[("name", model.arch.name.clone().into()), ("parameters", parameters.into())]);
+    s.arch = model.arch;
+    if s.arch.positions > 0 {
+        s.seq = s.seq.min(s.arch.positions);
     }
+    // LoRA on a mixture's experts is not modelled: the adapters keep to the attention.
+    if s.arch.block.moe.is_some()
+        && let Some(l) = &mut s.lora
+    {
+        l.mlp = false;
+    }
+    log::info!("oomlab: config {name}: {read}");
+    Ok(read)
 }
 
 /// A config dropped on the window: the desktop reads it now; the browser reads it
@@ -85,15 +66,8 @@ pub fn dropped(ctx: &egui::Context, t: &Catalog, file: &egui::DroppedFileHandle,
     let name = file.path().display().to_string();
     #[cfg(not(target_arch = "wasm32"))]
     {
-        let max = crate::estimate::hf::MAX_CONFIG_BYTES as u64;
-        let bytes = match std::fs::metadata(file.path()) {
-            Ok(m) if m.len() > max => Err(format!("{name}: {} bytes, larger than a config.json", m.len())),
-            _ => file.bytes(),
-        };
-        match bytes {
-            Ok(b) => apply_bytes(ctx, t, &name, &b, s),
-            Err(e) => ctx.data_mut(|d| d.get_temp_mut_or_default::<Input>(input_id()).message = Some(Err(e))),
-        }
+        let message = read_path(t, file.path()).and_then(|b| read(t, &name, &b, s));
+        ctx.data_mut(|d| d.get_temp_mut_or_default::<Input>(input_id()).message = Some(message));
     }
     #[cfg(target_arch = "wasm32")]
     {
@@ -108,41 +82,43 @@ pub fn dropped(ctx: &egui::Context, t: &Catalog, file: &egui::DroppedFileHandle,
     }
 }
 
-/// A config file's bytes, refused if larger than any config.json.
+/// A config file's bytes (a folder's config.json), refused if larger than any config.json.
 #[cfg(not(target_arch = "wasm32"))]
-fn read_path(path: &std::path::Path) -> Result<Vec<u8>, String> {
+fn read_path(t: &Catalog, path: &std::path::Path) -> Result<Vec<u8>, String> {
     let path = if path.is_dir() { path.join("config.json") } else { path.to_path_buf() };
+    let cannot =
+        |error: String| t.format("real-own-cannot", &[("error", format!("{}: {error}", path.display()).into())]);
     let max = crate::estimate::hf::MAX_CONFIG_BYTES as u64;
     match std::fs::metadata(&path) {
-        Ok(m) if m.len() > max => Err(format!("{}: {} bytes, larger than a config.json", path.display(), m.len())),
-        Ok(_) => std::fs::read(&path).map_err(|e| format!("{}: {e}", path.display())),
-        Err(e) => Err(format!("{}: {e}", path.display())),
+        Ok(m) if m.len() > max => Err(cannot(format!("{} bytes, more than the {max} read", m.len()))),
+        Ok(_) => std::fs::read(&path).map_err(|e| cannot(e.to_string())),
+        Err(e) => Err(cannot(e.to_string())),
     }
 }
 
 /// The "Your own model" section: paste, open or drop a config.json; what was read, or why not.
 pub fn ui(ui: &mut Ui, t: &Catalog, s: &mut Setup) {
     let ctx = ui.ctx().clone();
+    // Taken out of egui's memory for the frame and put back after it (never copied per frame).
+    let mut input = ctx.data_mut(|d| d.remove_temp::<Input>(input_id())).unwrap_or_default();
+    #[cfg(target_arch = "wasm32")]
     if let Some(Some((name, bytes))) = ctx.data_mut(|d| d.remove_temp::<Option<(String, Vec<u8>)>>(picked_id())) {
-        apply_bytes(&ctx, t, &name, &bytes, s);
+        input.message = Some(read(t, &name, &bytes, s));
     }
-    let mut input = ctx.data_mut(|d| d.get_temp::<Input>(input_id())).unwrap_or_default();
     let open = input.message.is_some();
     egui::CollapsingHeader::new(t.text("real-own-model")).id_salt("real_own_model").default_open(open).show(ui, |ui| {
-        ui.label(RichText::new(t.text("real-own-how")).weak());
+        let how = ui.label(RichText::new(t.text("real-own-how")).weak());
         let field = egui::TextEdit::multiline(&mut input.text)
             .hint_text(t.text("real-own-paste"))
             .desired_rows(3)
             .code_editor()
             .desired_width(f32::INFINITY);
-        ui.add(field);
-        let mut read = None;
+        // A screen reader names the field by the sentence above it.
+        ui.add(field).labelled_by(how.id);
         ui.horizontal_wrapped(|ui| {
-            if ui
-                .add_enabled(!input.text.trim().is_empty(), egui::Button::new(t.text("real-own-read-button")))
-                .clicked()
-            {
-                read = Some(("config.json".to_string(), input.text.clone().into_bytes()));
+            let paste = egui::Button::new(t.text("real-own-read-button"));
+            if ui.add_enabled(!input.text.trim().is_empty(), paste).clicked() {
+                input.message = Some(read(t, "config.json", input.text.as_bytes(), s));
             }
             #[cfg(not(target_arch = "wasm32"))]
             {
@@ -151,10 +127,8 @@ pub fn ui(ui: &mut Ui, t: &Catalog, s: &mut Setup) {
                     || (path.lost_focus() && ui.input(|i| i.key_pressed(egui::Key::Enter)));
                 if go && !input.path.trim().is_empty() {
                     let path = std::path::PathBuf::from(input.path.trim());
-                    match read_path(&path) {
-                        Ok(bytes) => read = Some((path.display().to_string(), bytes)),
-                        Err(e) => input.message = Some(Err(e)),
-                    }
+                    let name = path.display().to_string();
+                    input.message = Some(read_path(t, &path).and_then(|b| read(t, &name, &b, s)));
                 }
             }
             #[cfg(target_arch = "wasm32")]
@@ -166,11 +140,7 @@ pub fn ui(ui: &mut Ui, t: &Catalog, s: &mut Setup) {
             }
             ui.label(RichText::new(t.text("real-own-drop")).weak());
         });
-        ctx.data_mut(|d| d.insert_temp(input_id(), input.clone()));
-        if let Some((name, bytes)) = read {
-            apply_bytes(&ctx, t, &name, &bytes, s);
-        }
-        match ctx.data_mut(|d| d.get_temp::<Input>(input_id())).and_then(|i| i.message) {
+        match &input.message {
             Some(Ok(text)) => {
                 ui.label(text);
             }
@@ -180,4 +150,5 @@ pub fn ui(ui: &mut Ui, t: &Catalog, s: &mut Setup) {
             None => {}
         }
     });
+    ctx.data_mut(|d| d.insert_temp(input_id(), input));
 }

@@ -351,7 +351,7 @@ fn hostile_snapshot_lengths_are_refused() {
     // Two segments of i64::MAX / 2 bytes each: the sums saturate, never wrap to negative.
     let big = Segment { total_size: i64::MAX / 2 + 1, ..Segment::default() };
     let snap = Snapshot { segments: vec![big.clone(), big], ..Snapshot::default() };
-    let r = replay::replay(&snap, 0, 1);
+    let r = replay::replay(&oomlab::memory::snapshot::dump::Dump::from_wire(&snap), 0, 1);
     assert_eq!(r.final_state.reserved, i64::MAX);
     let back = read::from_bytes(&export::to_pickle(&snap).expect("pickle")).expect("reads back");
     assert_eq!(back.segments[0].total_size, i64::MAX / 2 + 1);

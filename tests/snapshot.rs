@@ -7,6 +7,7 @@ use oomlab::backend::Trainer;
 use oomlab::backend::cpu::CpuExecutor;
 use oomlab::data::Dataset;
 use oomlab::memory::allocator::Event;
+use oomlab::memory::snapshot::dump::Dump;
 use oomlab::memory::snapshot::{Snapshot, SnapshotError, export, read, replay};
 use oomlab::memory::step::{StepAllocator, TensorTag};
 use oomlab::model::{ModelConfig, StepShape};
@@ -47,8 +48,13 @@ fn round_trip(plan: &Plan, capacity: u64) -> (Snapshot, Vec<Event<TensorTag>>) {
     let snap = export::snapshot(plan, &events, capacity);
     let bytes = export::to_pickle(&snap).expect("pickle");
     let back = read::from_bytes(&bytes).expect("reads back");
-    assert_eq!(back, snap, "export → pickle → import is the identity");
-    (back, events)
+    assert_eq!(back.to_wire(), dump(&snap).to_wire(), "export → pickle → import is the identity");
+    assert_eq!(back.events(), snap.device_traces.iter().map(Vec::len).sum::<usize>());
+    (snap, events)
+}
+
+fn dump(s: &Snapshot) -> Dump {
+    Dump::from_wire(s)
 }
 
 /// Export, import, compare: the timeline equals oomlab's own at every event (a free is two
@@ -64,7 +70,7 @@ fn the_export_replays_into_oomlabs_own_allocator() {
     for (batch, techniques) in cases {
         let plan = toy_plan(batch, techniques);
         let (snap, events) = round_trip(&plan, BUDGET);
-        let r = replay::replay(&snap, 0, 5);
+        let r = replay::replay(&dump(&snap), 0, 5);
         assert!(!r.truncated(), "an export starts from an empty allocator");
         let ours = own_timeline(&events, &plan);
         let theirs: Vec<(i64, i64)> = snap.device_traces[0]
@@ -102,7 +108,7 @@ fn the_export_replays_into_oomlabs_own_allocator() {
         }
         assert_eq!(r.final_state.reserved as u64, sa.allocator.stats().reserved_bytes);
         assert_eq!(r.largest_free_block as u64, sa.allocator.largest_free_block());
-        replay::check_consistency(&snap).expect("the viewer's rules hold");
+        replay::check_consistency(&dump(&snap)).expect("the viewer's rules hold");
     }
 }
 
@@ -131,8 +137,8 @@ fn an_oom_ends_the_trace() {
     assert_eq!(last.action, "oom");
     assert_eq!(last.addr, None);
     assert!(last.size > 0 && last.device_free.is_some());
-    replay::check_consistency(&snap).expect("consistent up to the OOM");
-    let r = replay::replay(&snap, 0, 3);
+    replay::check_consistency(&dump(&snap)).expect("consistent up to the OOM");
+    let r = replay::replay(&dump(&snap), 0, 3);
     assert_eq!(r.ooms.len(), 1);
     assert!(r.ooms[0].frame.contains("oomlab/"), "the OOM names the tensor: {}", r.ooms[0].frame);
 }
@@ -146,14 +152,14 @@ fn the_consistency_check_catches_broken_snapshots() {
     let mut a = snap.clone();
     let i = a.device_traces[0].iter().position(|e| e.action == "free_completed").expect("a free");
     a.device_traces[0].remove(i);
-    assert!(replay::check_consistency(&a).is_err());
+    assert!(replay::check_consistency(&dump(&a)).is_err());
     let mut b = snap.clone();
     b.segments[0].blocks[0].size += 512;
-    assert!(replay::check_consistency(&b).is_err());
+    assert!(replay::check_consistency(&dump(&b)).is_err());
     let mut c = snap.clone();
     let i = c.device_traces[0].iter().position(|e| e.action == "alloc").expect("an alloc");
     c.device_traces[0].remove(i);
-    assert!(replay::check_consistency(&c).is_err());
+    assert!(replay::check_consistency(&dump(&c)).is_err());
 }
 
 /// Python's `_format_size`, as PyTorch's CLI prints sizes.
@@ -245,15 +251,15 @@ fn foreign_shapes_are_read() {
     assert!(!r.truncated());
 
     let legacy = read::from_bytes(&fixture("legacy_segments.pickle")).expect("legacy list");
-    assert!(legacy.device_traces.is_empty());
+    assert!(legacy.traces.is_empty());
     let r = replay::replay(&legacy, 0, 5);
     assert_eq!(r.final_state.allocated, 1_000_000, "history's real_size is the request");
     assert_eq!(r.live_at_peak[0].frame, "train.py:42:forward");
     assert_eq!(r.largest_free_block, 1048576);
 
     // The same snapshot as JSON (the newest viewer's other input).
-    let json = serde_json::to_vec(&s).expect("json");
-    assert_eq!(read::from_bytes(&json).expect("JSON"), s);
+    let json = serde_json::to_vec(&s.to_wire()).expect("json");
+    assert_eq!(read::from_bytes(&json).expect("JSON").to_wire(), s.to_wire());
 }
 
 /// A ring buffer that dropped the oldest events: the trace is replayed from the state it implies,
@@ -262,9 +268,9 @@ fn foreign_shapes_are_read() {
 fn a_truncated_trace_is_read_and_said_so() {
     let plan = toy_plan(16, Techniques::default());
     let (mut snap, _) = round_trip(&plan, BUDGET);
-    let full = replay::replay(&snap, 0, 0);
+    let full = replay::replay(&dump(&snap), 0, 0);
     snap.device_traces[0].drain(..40);
-    let r = replay::replay(&snap, 0, 0);
+    let r = replay::replay(&dump(&snap), 0, 0);
     assert!(r.truncated());
     assert!(r.initial.allocated > 0 && r.initial.reserved > 0);
     assert_eq!(r.final_state, full.final_state);

@@ -11,7 +11,8 @@ use egui_plot::{Line, Plot, PlotPoints, VLine};
 use super::views::drawn::{Drawn, SnapshotDrawn, record};
 use super::views::{self, Source, size};
 use crate::i18n::Catalog;
-use crate::memory::snapshot::{Snapshot, read, replay};
+use crate::memory::snapshot::dump::Dump;
+use crate::memory::snapshot::{read, replay};
 
 /// At most this many points per chart line (the largest value of each bucket is kept, so no
 /// peak is lost).
@@ -25,7 +26,7 @@ pub type Series = Vec<[f64; 2]>;
 /// A read snapshot and what the views draw from it.
 pub struct Loaded {
     pub name: String,
-    pub snapshot: Snapshot,
+    pub snapshot: Dump,
     pub replays: Vec<replay::Replay>,
     /// Each replay's chart lines, allocated and reserved, decimated once (not every frame).
     pub series: Vec<(Series, Series)>,
@@ -433,7 +434,7 @@ fn map(ui: &mut Ui, t: &Catalog, l: &Loaded, device: i64) {
             let x0 = rect.left() + rect.width() * at as f32 / g.total_size.max(1) as f32;
             at += b.size;
             let x1 = rect.left() + rect.width() * at as f32 / g.total_size.max(1) as f32;
-            if b.is_allocated() {
+            if b.allocated {
                 let r = egui::Rect::from_min_max(
                     egui::pos2(x0, rect.top() + 1.0),
                     egui::pos2(x1.max(x0 + 0.5), rect.bottom() - 1.0),
@@ -441,7 +442,7 @@ fn map(ui: &mut Ui, t: &Catalog, l: &Loaded, device: i64) {
                 painter.rect_filled(r, 0.0, Color32::from_rgb(90, 160, 230));
             }
         }
-        let allocated: i64 = g.blocks.iter().filter(|b| b.is_allocated()).map(|b| b.size).sum();
+        let allocated: i64 = g.blocks.iter().filter(|b| b.allocated).map(|b| b.size).sum();
         response.on_hover_text(t.format(
             "snap-segment",
             &[

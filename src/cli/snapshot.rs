@@ -2,7 +2,8 @@
 //! executed step, and a text summary of any snapshot.
 
 use clap::Subcommand;
-use oomlab::memory::snapshot::{Snapshot, export, read, replay};
+use oomlab::memory::snapshot::dump::Dump;
+use oomlab::memory::snapshot::{export, read, replay};
 
 use super::*;
 
@@ -66,7 +67,7 @@ fn export_step(out: &std::path::Path, config: &ConfigArgs) -> Result<(), Failure
     let snap = export::snapshot(&plan, &events, r.budget_bytes);
     let bytes = export::to_pickle(&snap).map_err(failure)?;
     std::fs::write(out, &bytes).map_err(|e| failure(format!("cannot write {}: {e}", out.display())))?;
-    let replay = replay::replay(&snap, 0, 0);
+    let replay = replay::replay(&Dump::from_wire(&snap), 0, 0);
     println!(
         "wrote {} ({} bytes): {} segments, {} trace events; peak {} allocated, {} reserved — {how}",
         out.display(),
@@ -105,8 +106,10 @@ fn size(v: i64) -> String {
 }
 
 fn show(file: &std::path::Path, top: usize, json: bool) -> Result<(), Failure> {
-    let bytes = std::fs::read(file).map_err(|e| failure(format!("cannot read {}: {e}", file.display())))?;
-    let snap: Snapshot = read::from_bytes(&bytes).map_err(|e| failure(format!("{}: {e}", file.display())))?;
+    // Streamed from the file: a 200 MB dump is never in memory whole.
+    let f = std::fs::File::open(file).map_err(|e| failure(format!("cannot read {}: {e}", file.display())))?;
+    let length = f.metadata().ok().map(|m| m.len());
+    let snap = read::from_reader(f, length, &mut |_| {}).map_err(|e| failure(format!("{}: {e}", file.display())))?;
     let devices: Vec<ShowDevice> = replay::devices(&snap)
         .into_iter()
         .map(|d| {

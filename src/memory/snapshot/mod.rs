@@ -5,13 +5,16 @@
 //! - [`export`]: one step of oomlab's caching allocator as a snapshot: the final segments and
 //!   blocks in address order, and a device trace that replays exactly into them.
 //! - [`read`]: a snapshot from a file (pickle protocol 2–5 or JSON; legacy shapes accepted;
-//!   unknown keys ignored); a corrupt or foreign file is an error with a message, never a panic.
+//!   unknown keys ignored) into a compact [`dump::Dump`], streamed ([`pickle`]); a corrupt or
+//!   foreign file is an error with a message, never a panic.
+//! - The types below are the format's own (serde): what oomlab writes, and JSON read in.
 //! - [`replay`]: what the views and `oomlab snapshot show` need: allocated and reserved bytes over
 //!   the trace, the peaks, the final fragmentation, the OOM events, what was alive at the peak.
 //!
 //! Every integer is an `i64`, as the format wants (serde-pickle writes a `u64` ≥ 2³¹ as a 9-byte
 //! long, which the web viewer cannot read).
 
+pub mod dump;
 pub mod export;
 pub mod pickle;
 pub mod read;

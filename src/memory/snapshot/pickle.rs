@@ -1,81 +1,128 @@
-//! A reader for the pickles snapshots are: protocols 2–5 holding only builtins (dict, list,
-//! tuple, str, int, float, bool, None). Python memoizes every container and PyTorch's dumps share
-//! one frame list between many entries; this reader keeps shared values shared (reference
-//! counted), so a large dump is not copied once per reference — serde-pickle clones each
-//! reference and fails on values shared inside shared values ("recursive structure found").
-//! Python objects (GLOBAL, REDUCE, …) are refused: a snapshot has none.
+//! A streaming reader for the pickles snapshots are: protocols 2–5 holding only builtins (dict,
+//! list, tuple, str, int, float, bool, None). It reads from any `Read` in chunks (the whole file
+//! is never in memory), and never builds a tree of owned values: each value placed into a
+//! container goes through a [`Sink`], which may replace it by a compact record (a frame dict by a
+//! frame id, a list of frames by a stack id, a trace entry by an event). Strings are interned as
+//! they are read.
+//!
+//! Python memoizes every container and PyTorch's dumps share one frame list between many entries:
+//! containers are reference counted while they are built, and when the sink replaces one, the
+//! memo's entry is replaced too, so a later reference gets the compact record and the container
+//! is freed. A pickler fills each container right after creating it; a container changed after
+//! it was placed somewhere (no pickler of plain data does that) keeps its earlier record there.
+//! Python objects (GLOBAL, REDUCE, …) are refused, as `torch.load`'s weights-only mode does: a
+//! snapshot has none.
 //!
 //! Nothing here recurses: the reader is a stack machine, a value's containers are dropped one
-//! by one ([`Py`]'s `Drop`), and nesting deeper than [`MAX_DEPTH`] is refused (a real snapshot
+//! by one ([`V`]'s `Drop`), and nesting deeper than [`MAX_DEPTH`] is refused (a real snapshot
 //! nests six levels; a hostile one of 200,000 nested lists would otherwise overflow the stack
-//! when its value is dropped).
+//! when its value is dropped). Nothing is allocated beyond what the file's bytes hold: a length
+//! is read as data arrives, a memo id is at most the bytes read so far.
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
+use std::io::Read;
 use std::rc::Rc;
 
 use super::SnapshotError;
 
-/// A Python value.
+/// A Python value, or a compact record that replaced one.
 #[derive(Clone, Debug)]
-pub enum Py {
+pub enum V {
     None,
     Bool(bool),
     Int(i64),
     /// An integer beyond i64 (kept as "too large").
     Huge,
     Float(f64),
-    Str(Rc<str>),
+    /// An interned string.
+    Str(u32),
     Bytes,
-    List(Rc<RefCell<Vec<Py>>>),
-    Tuple(Rc<Vec<Py>>),
-    Dict(Rc<RefCell<Vec<(Py, Py)>>>),
+    /// Records a [`Sink`] made of a container: a frame (its line, file and function) before it
+    /// is looked up in the table (a stack's frames are looked up together: their table slots
+    /// are fetched from memory at once, not one after another), and after.
+    RawFrame(u32, u32, u32),
+    Frame(u32),
+    Stack(u32),
+    Event(u32),
+    List(Rc<Node<V>>),
+    Tuple(Rc<Tuple>),
+    Dict(Rc<Node<(V, V)>>),
 }
 
-impl Py {
-    /// The value under string key `key` of a dict.
-    pub fn get(&self, key: &str) -> Option<Py> {
+/// A list or dict being built.
+#[derive(Debug, Default)]
+pub struct Node<T> {
+    /// The memo id it was first stored under (`u32::MAX`: none).
+    memo: Cell<u32>,
+    /// How deep it nests (an empty container is 1).
+    depth: Cell<u32>,
+    pub items: RefCell<Vec<T>>,
+}
+
+#[derive(Debug, Default)]
+pub struct Tuple {
+    depth: u32,
+    pub items: Vec<V>,
+}
+
+const NO_MEMO: u32 = u32::MAX;
+
+fn node<T>() -> Rc<Node<T>> {
+    Rc::new(Node { memo: Cell::new(NO_MEMO), depth: Cell::new(1), items: RefCell::new(Vec::new()) })
+}
+
+impl V {
+    fn depth(&self) -> u32 {
         match self {
-            Py::Dict(d) => {
-                d.borrow().iter().find(|(k, _)| matches!(k, Py::Str(s) if &**s == key)).map(|(_, v)| v.clone())
-            }
+            V::List(l) => l.depth.get(),
+            V::Dict(d) => d.depth.get(),
+            V::Tuple(t) => t.depth,
+            V::Frame(_) | V::RawFrame(..) => 1,
+            V::Stack(_) => 2,
+            V::Event(_) => 3,
+            _ => 0,
+        }
+    }
+    /// The container's identity and memo id.
+    fn handle(&self) -> Option<(*const (), u32)> {
+        match self {
+            V::List(l) => Some((Rc::as_ptr(l).cast(), l.memo.get())),
+            V::Dict(d) => Some((Rc::as_ptr(d).cast(), d.memo.get())),
             _ => None,
         }
+    }
+    fn is_container(&self) -> bool {
+        matches!(self, V::List(_) | V::Tuple(_) | V::Dict(_))
     }
     pub fn int(&self) -> Option<i64> {
         match self {
-            Py::Int(i) => Some(*i),
-            Py::Bool(b) => Some(i64::from(*b)),
-            Py::Float(f) if f.is_finite() => Some(*f as i64),
-            _ => None,
-        }
-    }
-    pub fn str(&self) -> Option<Rc<str>> {
-        match self {
-            Py::Str(s) => Some(s.clone()),
+            V::Int(i) => Some(*i),
+            V::Bool(b) => Some(i64::from(*b)),
+            V::Float(f) if f.is_finite() => Some(*f as i64),
             _ => None,
         }
     }
     pub fn bool(&self) -> Option<bool> {
         match self {
-            Py::Bool(b) => Some(*b),
-            Py::Int(i) => Some(*i != 0),
+            V::Bool(b) => Some(*b),
+            V::Int(i) => Some(*i != 0),
+            _ => None,
+        }
+    }
+    /// The value under the key whose interned string is `key`, in a dict.
+    pub fn get(&self, key: u32) -> Option<V> {
+        match self {
+            V::Dict(d) => {
+                d.items.borrow().iter().find(|(k, _)| matches!(k, V::Str(s) if *s == key)).map(|(_, v)| v.clone())
+            }
             _ => None,
         }
     }
     /// The items of a list or tuple (a copy of the handles, not of the values).
-    pub fn items(&self) -> Option<Vec<Py>> {
+    pub fn items(&self) -> Option<Vec<V>> {
         match self {
-            Py::List(l) => Some(l.borrow().clone()),
-            Py::Tuple(t) => Some(t.to_vec()),
-            _ => None,
-        }
-    }
-    /// An identity for shared containers (to convert a shared value once).
-    pub fn identity(&self) -> Option<usize> {
-        match self {
-            Py::List(l) => Some(Rc::as_ptr(l) as usize),
-            Py::Tuple(t) => Some(Rc::as_ptr(t) as *const u8 as usize),
-            Py::Dict(d) => Some(Rc::as_ptr(d) as usize),
+            V::List(l) => Some(l.items.borrow().clone()),
+            V::Tuple(t) => Some(t.items.clone()),
             _ => None,
         }
     }
@@ -85,46 +132,46 @@ impl Py {
 /// block, frames, frame).
 pub const MAX_DEPTH: u32 = 256;
 
-impl Drop for Py {
+impl Drop for V {
     /// Drops a value's containers one at a time (a deep value would overflow the stack dropped
     /// recursively): a container this value owns alone whose children are containers too hands
-    /// them over first; one that holds only numbers and strings (a frame, the common case)
-    /// drops as usual.
+    /// them over first; one that holds only numbers, strings and records drops as usual.
+    #[inline]
     fn drop(&mut self) {
-        let mut pending = Vec::new();
-        take_nested(self, &mut pending);
-        while let Some(mut p) = pending.pop() {
-            take_nested(&mut p, &mut pending);
+        if self.is_container() {
+            drop_nested(self);
         }
     }
 }
 
-fn is_container(p: &Py) -> bool {
-    matches!(p, Py::List(_) | Py::Tuple(_) | Py::Dict(_))
+fn drop_nested(v: &mut V) {
+    let mut pending = Vec::new();
+    take_nested(v, &mut pending);
+    while let Some(mut p) = pending.pop() {
+        take_nested(&mut p, &mut pending);
+    }
 }
 
 /// Moves the children of a container owned by `p` alone into `out`, if any of them is a
 /// container.
-fn take_nested(p: &mut Py, out: &mut Vec<Py>) {
+fn take_nested(p: &mut V, out: &mut Vec<V>) {
     match p {
-        Py::List(l) if Rc::strong_count(l) == 1 => {
-            if let Ok(mut v) = l.try_borrow_mut()
-                && v.iter().any(is_container)
-            {
+        V::List(l) if Rc::strong_count(l) == 1 => {
+            let mut v = l.items.borrow_mut();
+            if v.iter().any(V::is_container) {
                 out.append(&mut v);
             }
         }
-        Py::Tuple(t) => {
-            if let Some(v) = Rc::get_mut(t)
-                && v.iter().any(is_container)
+        V::Tuple(t) => {
+            if let Some(t) = Rc::get_mut(t)
+                && t.items.iter().any(V::is_container)
             {
-                out.append(v);
+                out.append(&mut t.items);
             }
         }
-        Py::Dict(d) if Rc::strong_count(d) == 1 => {
-            if let Ok(mut v) = d.try_borrow_mut()
-                && v.iter().any(|(k, x)| is_container(k) || is_container(x))
-            {
+        V::Dict(d) if Rc::strong_count(d) == 1 => {
+            let mut v = d.items.borrow_mut();
+            if v.iter().any(|(k, x)| k.is_container() || x.is_container()) {
                 for (k, x) in v.drain(..) {
                     out.push(k);
                     out.push(x);
@@ -135,27 +182,83 @@ fn take_nested(p: &mut Py, out: &mut Vec<Py>) {
     }
 }
 
-struct Reader<'a> {
-    bytes: &'a [u8],
-    pos: usize,
+/// What the reader hands each value placed into a container, and its strings.
+pub trait Sink {
+    /// Interns a string.
+    fn string(&mut self, s: &str) -> u32;
+    /// A value being placed into a container: itself, or a compact record that replaces it
+    /// (also in the memo).
+    fn settle(&mut self, v: V) -> Result<V, SnapshotError>;
+    /// A dict of numbers and strings (keys and values in turn), just read: its record, if it
+    /// makes one (a frame), or `None` to keep it a dict.
+    fn flat_dict(&mut self, items: &[V]) -> Option<V>;
 }
 
 fn corrupt(what: impl Into<String>) -> SnapshotError {
     SnapshotError::Corrupt(what.into())
 }
 
-impl<'a> Reader<'a> {
-    fn take(&mut self, n: usize) -> Result<&'a [u8], SnapshotError> {
-        let end = self
-            .pos
-            .checked_add(n)
-            .filter(|&e| e <= self.bytes.len())
-            .ok_or_else(|| corrupt("the file ends mid-value"))?;
-        let out = &self.bytes[self.pos..end];
-        self.pos = end;
+/// The bytes read at a time.
+const CHUNK: usize = 1 << 20;
+
+/// A buffered reader that hands out slices and counts what it read.
+pub struct Input<'p, R> {
+    src: R,
+    buf: Vec<u8>,
+    pos: usize,
+    end: usize,
+    /// Bytes read before `buf[0]`.
+    before: u64,
+    progress: &'p mut dyn FnMut(u64),
+}
+
+impl<'p, R: Read> Input<'p, R> {
+    /// `progress` hears the bytes read so far, about every megabyte.
+    pub fn new(src: R, progress: &'p mut dyn FnMut(u64)) -> Self {
+        Input { src, buf: Vec::new(), pos: 0, end: 0, before: 0, progress }
+    }
+    /// The bytes consumed so far.
+    pub fn position(&self) -> u64 {
+        self.before + self.pos as u64
+    }
+    /// Makes `n` bytes available, growing the buffer only as data arrives (a claimed length
+    /// beyond the file never allocates more than the file holds).
+    #[cold]
+    fn fill(&mut self, n: usize) -> Result<(), SnapshotError> {
+        self.buf.copy_within(self.pos..self.end, 0);
+        self.before += self.pos as u64;
+        self.end -= self.pos;
+        self.pos = 0;
+        while self.end < n {
+            if self.end == self.buf.len() {
+                let grow = self.buf.len().clamp(CHUNK, 64 * CHUNK);
+                self.buf.resize(self.buf.len() + grow, 0);
+            }
+            match self.src.read(&mut self.buf[self.end..]) {
+                Ok(0) => return Err(corrupt("the file ends mid-value (is it cut short?)")),
+                Ok(k) => self.end += k,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(corrupt(format!("reading failed: {e}"))),
+            }
+        }
+        (self.progress)(self.before + self.end as u64);
+        Ok(())
+    }
+    #[inline]
+    fn take(&mut self, n: usize) -> Result<&[u8], SnapshotError> {
+        if self.end - self.pos < n {
+            self.fill(n)?;
+        }
+        let out = &self.buf[self.pos..self.pos + n];
+        self.pos += n;
         Ok(out)
     }
+    #[inline]
     fn u8(&mut self) -> Result<u8, SnapshotError> {
+        if self.pos < self.end {
+            self.pos += 1;
+            return Ok(self.buf[self.pos - 1]);
+        }
         Ok(self.take(1)?[0])
     }
     fn u32(&mut self) -> Result<u32, SnapshotError> {
@@ -169,19 +272,19 @@ impl<'a> Reader<'a> {
         Ok(u64::from_le_bytes(a))
     }
     fn len(&mut self, n: u64) -> Result<usize, SnapshotError> {
-        usize::try_from(n).ok().filter(|&n| n <= self.bytes.len()).ok_or_else(|| corrupt("a length beyond the file"))
+        usize::try_from(n).map_err(|_| corrupt("a length beyond what this machine addresses"))
     }
-    fn string(&mut self, n: usize) -> Result<Py, SnapshotError> {
+    fn string(&mut self, n: usize, sink: &mut impl Sink) -> Result<V, SnapshotError> {
         let b = self.take(n)?;
         let s = std::str::from_utf8(b).map_err(|_| corrupt("a string that is not UTF-8"))?;
-        Ok(Py::Str(Rc::from(s)))
+        Ok(V::Str(sink.string(s)))
     }
 }
 
 /// A little-endian two's-complement integer (LONG1/LONG4).
-fn long(b: &[u8]) -> Py {
+fn long(b: &[u8]) -> V {
     if b.is_empty() {
-        return Py::Int(0);
+        return V::Int(0);
     }
     if b.len() > 8 {
         let negative = b[b.len() - 1] & 0x80 != 0;
@@ -190,227 +293,452 @@ fn long(b: &[u8]) -> Py {
         if b[8..].iter().all(|&x| x == fill) && ((b[7] & 0x80 != 0) == negative) {
             return long(&b[..8]);
         }
-        return Py::Huge;
+        return V::Huge;
     }
     let negative = b[b.len() - 1] & 0x80 != 0;
     let mut a = [if negative { 0xff } else { 0 }; 8];
     a[..b.len()].copy_from_slice(b);
-    Py::Int(i64::from_le_bytes(a))
+    V::Int(i64::from_le_bytes(a))
 }
-
-/// A value on the reader's stack with how deep it nests (leaves 0, an empty container 1).
-type Entry = (Py, u32);
 
 fn too_deep() -> SnapshotError {
     corrupt(format!("values nested more than {MAX_DEPTH} levels deep (a snapshot nests about 6)"))
 }
 
-/// The depth of a container holding `items`.
-fn over(items: &[Entry]) -> Result<u32, SnapshotError> {
-    let depth = items.iter().map(|(_, d)| *d).max().unwrap_or(0) + 1;
-    if depth > MAX_DEPTH { Err(too_deep()) } else { Ok(depth) }
+/// The reader's state: its stack, marks and memo.
+struct Machine<'s, S> {
+    stack: Vec<V>,
+    marks: Vec<usize>,
+    /// The memo by id: picklers number it 0, 1, 2, … (MEMOIZE always, PUT in practice), so a
+    /// vector indexed by id, not a hash map.
+    memo: Vec<Option<V>>,
+    sink: &'s mut S,
+    /// The fast path's items (kept to reuse its allocation).
+    flat: Vec<V>,
 }
 
-/// Reads one pickle of builtins. Each value's nesting depth travels with it on the stack (and
-/// into the memo), so deep nesting is refused without a lookup per value. A container changed
-/// after it was memoized keeps the memo's older figure: the limit bounds what the reader
-/// builds, and nothing walks a value recursively anyway.
-pub fn parse(bytes: &[u8]) -> Result<Py, SnapshotError> {
-    let mut r = Reader { bytes, pos: 0 };
-    let mut stack: Vec<Entry> = Vec::new();
-    let mut marks: Vec<usize> = Vec::new();
-    // The memo by id: picklers number it 0, 1, 2, … (MEMOIZE always, PUT in practice), so a
-    // vector indexed by id, not a hash map (a quarter of the reading time went to hashing).
-    let mut memo: Vec<Option<Entry>> = Vec::new();
-    let pop = |stack: &mut Vec<Entry>| stack.pop().ok_or_else(|| corrupt("an operation on an empty stack"));
-    let pop_mark = |stack: &mut Vec<Entry>, marks: &mut Vec<usize>| -> Result<Vec<Entry>, SnapshotError> {
-        let m = marks.pop().ok_or_else(|| corrupt("a missing mark"))?;
-        if m > stack.len() {
+/// The most keys and values the fast path reads into a dict.
+const FLAT: usize = 32;
+
+/// Where the fast path stopped.
+enum Flat {
+    /// The dict was read whole, up to its SETITEMS.
+    Whole,
+    /// At an operation it leaves to the machine; `mark`: whether MARK was read.
+    Partial { mark: bool },
+}
+
+impl<S: Sink> Machine<'_, S> {
+    fn pop(&mut self) -> Result<V, SnapshotError> {
+        self.stack.pop().ok_or_else(|| corrupt("an operation on an empty stack"))
+    }
+    fn mark(&mut self) -> Result<usize, SnapshotError> {
+        let m = self.marks.pop().ok_or_else(|| corrupt("a missing mark"))?;
+        if m > self.stack.len() {
             return Err(corrupt("a mark beyond the stack"));
         }
-        Ok(stack.split_off(m))
-    };
-    let values = |items: Vec<Entry>| items.into_iter().map(|(v, _)| v).collect::<Vec<Py>>();
-    let leaf = |v: Py| (v, 0);
+        Ok(m)
+    }
+    /// A value placed into a container: the sink's record for it, which replaces the container
+    /// in the memo too.
+    fn settle(&mut self, v: V) -> Result<V, SnapshotError> {
+        let handle = v.handle();
+        let out = self.sink.settle(v)?;
+        if let Some((ptr, id)) = handle
+            && out.handle().is_none()
+            && let Some(Some(slot)) = self.memo.get_mut(id as usize)
+            && slot.handle().is_some_and(|(p, _)| p == ptr)
+        {
+            *slot = out.clone();
+        }
+        Ok(out)
+    }
+    /// Settles the items from `from` to the top in place; the depth of a container holding them.
+    fn settle_top(&mut self, from: usize) -> Result<u32, SnapshotError> {
+        let mut depth = 1;
+        for i in from..self.stack.len() {
+            if matches!(self.stack[i], V::List(_) | V::Dict(_)) {
+                let v = std::mem::replace(&mut self.stack[i], V::None);
+                self.stack[i] = self.settle(v)?;
+            }
+            depth = depth.max(self.stack[i].depth() + 1);
+        }
+        if depth > MAX_DEPTH { Err(too_deep()) } else { Ok(depth) }
+    }
+    /// The items from `from` to the top, settled, and the depth of a container holding them.
+    fn settled(&mut self, from: usize) -> Result<(Vec<V>, u32), SnapshotError> {
+        let depth = self.settle_top(from)?;
+        Ok((self.stack.drain(from..).collect(), depth))
+    }
+    /// The items from `from` to the top, settled, as key–value pairs.
+    fn settled_pairs(&mut self, from: usize) -> Result<(Vec<(V, V)>, u32), SnapshotError> {
+        if !(self.stack.len() - from).is_multiple_of(2) {
+            return Err(corrupt("a dict with a key and no value"));
+        }
+        let depth = self.settle_top(from)?;
+        let mut out = Vec::with_capacity((self.stack.len() - from) / 2);
+        let mut it = self.stack.drain(from..);
+        while let (Some(k), Some(v)) = (it.next(), it.next()) {
+            out.push((k, v));
+        }
+        Ok((out, depth))
+    }
+    /// After EMPTY_DICT: the common dict of a snapshot (a frame: three keys, strings and a
+    /// number) read without building a dict. Picklers write `} MEMOIZE ( k v k v … SETITEMS`;
+    /// this reads those operations from the buffer while they are leaves, with the machine's own
+    /// effects (the memo, interned strings). At anything else (a nested value, the buffer's end,
+    /// a second SETITEMS) it hands the machine exactly the state it would have had: the dict,
+    /// memoized, the mark and the items read so far, and the operation not yet read.
+    fn flat_dict<R: Read>(&mut self, input: &mut Input<'_, R>) -> Result<(), SnapshotError> {
+        let at = input.position();
+        let b = &input.buf[input.pos..input.end];
+        let mut flat = std::mem::take(&mut self.flat);
+        flat.clear();
+        let (mut c, mut done) = (0usize, 0usize);
+        let mut dict_memo: Option<usize> = None;
+        let u32_at = |c: usize| b.get(c..c + 4).map(|x| u32::from_le_bytes([x[0], x[1], x[2], x[3]]) as usize);
+        // Its memo entry, then MARK.
+        let id = match b.first() {
+            Some(0x94) => Some((self.memo.len(), 1)),
+            Some(b'q') => b.get(1).map(|&n| (usize::from(n), 2)),
+            Some(b'r') => u32_at(1).map(|n| (n, 5)),
+            _ => None,
+        };
+        if let Some((id, len)) = id {
+            if id as u64 > at + len as u64 {
+                return Err(corrupt(format!("a memo id ({id}) beyond the bytes read")));
+            }
+            self.memo_slot(id);
+            dict_memo = Some(id);
+            c = len;
+            done = c;
+        }
+        let mut end = Flat::Partial { mark: false };
+        if b.get(c) == Some(&b'(') && self.marks.len() < MAX_DEPTH as usize {
+            c += 1;
+            done = c;
+            end = Flat::Partial { mark: true };
+            while flat.len() <= FLAT {
+                let Some(&op) = b.get(c) else { break };
+                let (v, len) = match op {
+                    0x8c => {
+                        let Some(&n) = b.get(c + 1) else { break };
+                        let Some(text) = b.get(c + 2..c + 2 + usize::from(n)) else { break };
+                        let Ok(text) = std::str::from_utf8(text) else { break };
+                        (Some(V::Str(self.sink.string(text))), 2 + usize::from(n))
+                    }
+                    b'K' => match b.get(c + 1) {
+                        Some(&n) => (Some(V::Int(i64::from(n))), 2),
+                        None => break,
+                    },
+                    b'M' => match b.get(c + 1..c + 3) {
+                        Some(x) => (Some(V::Int(i64::from(u16::from_le_bytes([x[0], x[1]])))), 3),
+                        None => break,
+                    },
+                    b'J' => match u32_at(c + 1) {
+                        Some(n) => (Some(V::Int(i64::from(n as u32 as i32))), 5),
+                        None => break,
+                    },
+                    b'N' => (Some(V::None), 1),
+                    b'h' | b'j' => {
+                        let (id, len) = if op == b'h' {
+                            let Some(&n) = b.get(c + 1) else { break };
+                            (usize::from(n), 2)
+                        } else {
+                            let Some(n) = u32_at(c + 1) else { break };
+                            (n, 5)
+                        };
+                        match self.memo.get(id).and_then(Option::as_ref) {
+                            Some(v) if !v.is_container() && dict_memo != Some(id) => (Some(v.clone()), len),
+                            _ => break,
+                        }
+                    }
+                    0x94 | b'q' | b'r' => {
+                        let (id, len) = match op {
+                            0x94 => (self.memo.len(), 1),
+                            b'q' => match b.get(c + 1) {
+                                Some(&n) => (usize::from(n), 2),
+                                None => break,
+                            },
+                            _ => match u32_at(c + 1) {
+                                Some(n) => (n, 5),
+                                None => break,
+                            },
+                        };
+                        let Some(top) = flat.last() else { break };
+                        if id as u64 > at + (c + len) as u64 || dict_memo == Some(id) {
+                            break;
+                        }
+                        self.memo_slot(id);
+                        self.memo[id] = Some(top.clone());
+                        (None, len)
+                    }
+                    b'u' => {
+                        // A second batch of items (a dict of over 1,000) is the machine's.
+                        if flat.len().is_multiple_of(2) && b.get(c + 1) != Some(&b'(') {
+                            c += 1;
+                            done = c;
+                            end = Flat::Whole;
+                        }
+                        break;
+                    }
+                    _ => break,
+                };
+                c += len;
+                done = c;
+                if let Some(v) = v {
+                    flat.push(v);
+                }
+            }
+        }
+        input.pos += done;
+        let record = match end {
+            Flat::Whole => self.sink.flat_dict(&flat),
+            Flat::Partial { .. } => None,
+        };
+        let value = match record {
+            Some(r) => r,
+            None => {
+                let d = node();
+                if let Some(id) = dict_memo {
+                    d.memo.set(u32::try_from(id).unwrap_or(NO_MEMO));
+                }
+                if let Flat::Whole = end {
+                    d.depth.set(flat.iter().map(|v| v.depth() + 1).max().unwrap_or(1));
+                    let mut it = flat.drain(..);
+                    let mut items = d.items.borrow_mut();
+                    while let (Some(k), Some(v)) = (it.next(), it.next()) {
+                        items.push((k, v));
+                    }
+                }
+                V::Dict(d)
+            }
+        };
+        if let Some(id) = dict_memo {
+            self.memo[id] = Some(value.clone());
+        }
+        self.stack.push(value);
+        if let Flat::Partial { mark: true } = end {
+            self.marks.push(self.stack.len());
+            self.stack.append(&mut flat);
+        }
+        self.flat = flat;
+        Ok(())
+    }
+
+    /// Makes room for memo `id` (picklers number them in order: usually one more).
+    #[inline]
+    fn memo_slot(&mut self, id: usize) {
+        if id == self.memo.len() {
+            self.memo.push(None);
+        } else if id > self.memo.len() {
+            self.memo.resize(id + 1, None);
+        }
+    }
+    fn memoize(&mut self, id: usize, limit: u64) -> Result<(), SnapshotError> {
+        let top = self.stack.last().cloned().ok_or_else(|| corrupt("PUT on an empty stack"))?;
+        // Each memo entry takes at least one opcode byte: a larger id is no pickler's.
+        if id as u64 > limit {
+            return Err(corrupt(format!("a memo id ({id}) beyond the bytes read")));
+        }
+        if let V::List(l) = &top
+            && l.memo.get() == NO_MEMO
+        {
+            l.memo.set(id as u32);
+        }
+        if let V::Dict(d) = &top
+            && d.memo.get() == NO_MEMO
+        {
+            d.memo.set(id as u32);
+        }
+        self.memo_slot(id);
+        self.memo[id] = Some(top);
+        Ok(())
+    }
+}
+
+/// Reads one pickle of builtins from `input`, its containers' values through `sink`. Returns the
+/// top value (not settled: the caller reads it). `size`: the file's size if known (the memo's
+/// room is reserved for it, not grown and copied step by step: a large dump memoizes millions
+/// of values; reserved, not touched, it takes no memory until used).
+pub fn parse<R: Read, S: Sink>(input: &mut Input<'_, R>, sink: &mut S, size: Option<u64>) -> Result<V, SnapshotError> {
+    let mut memo = Vec::new();
+    // A frame dict, the most common memoized value, takes about 30 bytes of a pickle.
+    memo.reserve(size.and_then(|s| usize::try_from(s / 32).ok()).unwrap_or(0));
+    let mut m = Machine { stack: Vec::new(), marks: Vec::new(), memo, sink, flat: Vec::new() };
     loop {
-        let op = r.u8()?;
+        let op = input.u8()?;
         match op {
             0x80 => {
-                let p = r.u8()?;
+                let p = input.u8()?;
                 if !(2..=5).contains(&p) {
                     return Err(SnapshotError::Foreign(format!("a pickle of protocol {p} (snapshots use 2 to 5)")));
                 }
             }
             0x95 => {
-                r.u64()?;
+                input.u64()?;
             }
-            b'.' => return pop(&mut stack).map(|(v, _)| v),
+            b'.' => return m.pop(),
             b'(' => {
-                if marks.len() >= MAX_DEPTH as usize {
+                if m.marks.len() >= MAX_DEPTH as usize {
                     return Err(too_deep());
                 }
-                marks.push(stack.len());
+                m.marks.push(m.stack.len());
             }
             b'0' => {
-                pop(&mut stack)?;
+                m.pop()?;
             }
             b'1' => {
-                pop_mark(&mut stack, &mut marks)?;
+                let at = m.mark()?;
+                m.stack.truncate(at);
             }
             b'2' => {
-                let top = stack.last().cloned().ok_or_else(|| corrupt("DUP on an empty stack"))?;
-                stack.push(top);
+                let top = m.stack.last().cloned().ok_or_else(|| corrupt("DUP on an empty stack"))?;
+                m.stack.push(top);
             }
-            b'}' => stack.push((Py::Dict(Rc::new(RefCell::new(Vec::new()))), 1)),
-            b']' | 0x8f => stack.push((Py::List(Rc::new(RefCell::new(Vec::new()))), 1)),
-            b')' => stack.push((Py::Tuple(Rc::new(Vec::new())), 1)),
+            b'}' => m.flat_dict(input)?,
+            b']' | 0x8f => m.stack.push(V::List(node())),
+            b')' => m.stack.push(V::Tuple(Rc::new(Tuple { depth: 1, items: Vec::new() }))),
             b'd' => {
-                let items = pop_mark(&mut stack, &mut marks)?;
-                let depth = over(&items)?;
-                stack.push((Py::Dict(Rc::new(RefCell::new(pairs(values(items))?))), depth));
+                let at = m.mark()?;
+                let (items, depth) = m.settled_pairs(at)?;
+                let d = node();
+                d.depth.set(depth);
+                *d.items.borrow_mut() = items;
+                m.stack.push(V::Dict(d));
             }
             b'l' => {
-                let items = pop_mark(&mut stack, &mut marks)?;
-                let depth = over(&items)?;
-                stack.push((Py::List(Rc::new(RefCell::new(values(items)))), depth));
+                let at = m.mark()?;
+                let (items, depth) = m.settled(at)?;
+                let l = node();
+                l.depth.set(depth);
+                *l.items.borrow_mut() = items;
+                m.stack.push(V::List(l));
             }
-            b't' | 0x91 => {
-                let items = pop_mark(&mut stack, &mut marks)?;
-                let depth = over(&items)?;
-                stack.push((Py::Tuple(Rc::new(values(items))), depth));
-            }
-            0x85..=0x87 => {
-                let n = usize::from(op - 0x84);
-                if stack.len() < n {
-                    return Err(corrupt("a tuple of missing items"));
-                }
-                let items = stack.split_off(stack.len() - n);
-                let depth = over(&items)?;
-                stack.push((Py::Tuple(Rc::new(values(items))), depth));
-            }
-            b's' | b'u' => {
-                let items = if op == b's' {
-                    let v = pop(&mut stack)?;
-                    let k = pop(&mut stack)?;
-                    vec![k, v]
-                } else {
-                    pop_mark(&mut stack, &mut marks)?
+            b't' | 0x91 | 0x85..=0x87 => {
+                let at = match op {
+                    0x85..=0x87 => {
+                        let n = usize::from(op - 0x84);
+                        m.stack.len().checked_sub(n).ok_or_else(|| corrupt("a tuple of missing items"))?
+                    }
+                    _ => m.mark()?,
                 };
-                let depth = over(&items)?;
-                match stack.last_mut() {
-                    Some((Py::Dict(d), held)) => {
-                        *held = (*held).max(depth);
-                        d.borrow_mut().extend(pairs(values(items))?);
-                    }
-                    _ => return Err(corrupt("SETITEM(S) without a dict")),
-                }
+                let (items, depth) = m.settled(at)?;
+                m.stack.push(V::Tuple(Rc::new(Tuple { depth, items })));
             }
-            b'a' | b'e' | 0x90 => {
-                let items = if op == b'a' { vec![pop(&mut stack)?] } else { pop_mark(&mut stack, &mut marks)? };
-                let depth = over(&items)?;
-                match stack.last_mut() {
-                    Some((Py::List(l), held)) => {
-                        *held = (*held).max(depth);
-                        l.borrow_mut().extend(items.into_iter().map(|(v, _)| v));
-                    }
-                    _ => return Err(corrupt("APPEND(S) without a list")),
+            b's' | b'u' | b'a' | b'e' | 0x90 => {
+                let at = match op {
+                    b's' => m.stack.len().checked_sub(2).ok_or_else(|| corrupt("SETITEM on a short stack"))?,
+                    b'a' => m.stack.len().checked_sub(1).ok_or_else(|| corrupt("APPEND on an empty stack"))?,
+                    _ => m.mark()?,
+                };
+                if at == 0 {
+                    return Err(corrupt("SETITEM(S) or APPEND(S) without a container"));
                 }
+                let depth = m.settle_top(at)?;
+                let (below, top) = m.stack.split_at_mut(at);
+                match &below[at - 1] {
+                    V::Dict(d) if matches!(op, b's' | b'u') => {
+                        if !top.len().is_multiple_of(2) {
+                            return Err(corrupt("a dict with a key and no value"));
+                        }
+                        d.depth.set(d.depth.get().max(depth));
+                        let mut items = d.items.borrow_mut();
+                        let mut it = top.iter_mut().map(|v| std::mem::replace(v, V::None));
+                        while let (Some(k), Some(v)) = (it.next(), it.next()) {
+                            items.push((k, v));
+                        }
+                    }
+                    V::List(l) if matches!(op, b'a' | b'e' | 0x90) => {
+                        l.depth.set(l.depth.get().max(depth));
+                        l.items.borrow_mut().extend(top.iter_mut().map(|v| std::mem::replace(v, V::None)));
+                    }
+                    _ => return Err(corrupt("SETITEM(S) without a dict, or APPEND(S) without a list")),
+                }
+                m.stack.truncate(at);
             }
-            b'N' => stack.push(leaf(Py::None)),
-            0x88 => stack.push(leaf(Py::Bool(true))),
-            0x89 => stack.push(leaf(Py::Bool(false))),
+            b'N' => m.stack.push(V::None),
+            0x88 => m.stack.push(V::Bool(true)),
+            0x89 => m.stack.push(V::Bool(false)),
             b'J' => {
-                let v = r.u32()? as i32;
-                stack.push(leaf(Py::Int(i64::from(v))));
+                let v = input.u32()? as i32;
+                m.stack.push(V::Int(i64::from(v)));
             }
             b'K' => {
-                let v = r.u8()?;
-                stack.push(leaf(Py::Int(i64::from(v))));
+                let v = input.u8()?;
+                m.stack.push(V::Int(i64::from(v)));
             }
             b'M' => {
-                let b = r.take(2)?;
-                stack.push(leaf(Py::Int(i64::from(u16::from_le_bytes([b[0], b[1]])))));
+                let b = input.take(2)?;
+                m.stack.push(V::Int(i64::from(u16::from_le_bytes([b[0], b[1]]))));
             }
             0x8a => {
-                let n = usize::from(r.u8()?);
-                let b = r.take(n)?;
-                stack.push(leaf(long(b)));
+                let n = usize::from(input.u8()?);
+                let v = long(input.take(n)?);
+                m.stack.push(v);
             }
             0x8b => {
-                let n = r.u32()?;
-                let n = r.len(u64::from(n))?;
-                let b = r.take(n)?;
-                stack.push(leaf(long(b)));
+                let n = input.u32()?;
+                let n = input.len(u64::from(n))?;
+                let v = long(input.take(n)?);
+                m.stack.push(v);
             }
             b'G' => {
-                let b = r.take(8)?;
+                let b = input.take(8)?;
                 let mut a = [0u8; 8];
                 a.copy_from_slice(b);
-                stack.push(leaf(Py::Float(f64::from_be_bytes(a))));
+                m.stack.push(V::Float(f64::from_be_bytes(a)));
             }
-            0x8c => {
-                let n = usize::from(r.u8()?);
-                stack.push(leaf(r.string(n)?));
-            }
-            b'X' => {
-                let n = r.u32()?;
-                let n = r.len(u64::from(n))?;
-                stack.push(leaf(r.string(n)?));
-            }
-            0x8d => {
-                let n = r.u64()?;
-                let n = r.len(n)?;
-                stack.push(leaf(r.string(n)?));
+            0x8c | b'X' | 0x8d => {
+                let n = match op {
+                    0x8c => u64::from(input.u8()?),
+                    b'X' => u64::from(input.u32()?),
+                    _ => input.u64()?,
+                };
+                let n = input.len(n)?;
+                let v = input.string(n, m.sink)?;
+                m.stack.push(v);
             }
             b'C' | b'B' | 0x8e => {
                 let n = match op {
-                    b'C' => u64::from(r.u8()?),
-                    b'B' => u64::from(r.u32()?),
-                    _ => r.u64()?,
+                    b'C' => u64::from(input.u8()?),
+                    b'B' => u64::from(input.u32()?),
+                    _ => input.u64()?,
                 };
-                let n = r.len(n)?;
-                r.take(n)?;
-                stack.push(leaf(Py::Bytes));
+                let n = input.len(n)?;
+                // Skipped a chunk at a time (bytes are nothing a snapshot needs).
+                let mut left = n;
+                while left > 0 {
+                    let k = left.min(CHUNK);
+                    input.take(k)?;
+                    left -= k;
+                }
+                m.stack.push(V::Bytes);
             }
             0x94 => {
-                let top = stack.last().cloned().ok_or_else(|| corrupt("MEMOIZE on an empty stack"))?;
-                memo.push(Some(top));
+                let id = m.memo.len();
+                m.memoize(id, input.position())?;
             }
             b'q' | b'r' => {
-                let id = if op == b'q' { usize::from(r.u8()?) } else { r.u32()? as usize };
-                let top = stack.last().cloned().ok_or_else(|| corrupt("PUT on an empty stack"))?;
-                // Each memo entry takes at least one opcode byte: a larger id is no pickler's.
-                if id > bytes.len() {
-                    return Err(corrupt(format!("a memo id ({id}) beyond the file's size")));
-                }
-                if id >= memo.len() {
-                    memo.resize_with(id + 1, || None);
-                }
-                memo[id] = Some(top);
+                let id = if op == b'q' { usize::from(input.u8()?) } else { input.u32()? as usize };
+                m.memoize(id, input.position())?;
             }
             b'h' | b'j' => {
-                let id = if op == b'h' { usize::from(r.u8()?) } else { r.u32()? as usize };
-                let found = memo.get(id).and_then(Option::as_ref).cloned();
-                stack.push(found.ok_or_else(|| corrupt(format!("a reference to a missing memo {id}")))?);
+                let id = if op == b'h' { usize::from(input.u8()?) } else { input.u32()? as usize };
+                let found = m.memo.get(id).and_then(Option::as_ref).cloned();
+                m.stack.push(found.ok_or_else(|| corrupt(format!("a reference to a missing memo {id}")))?);
             }
             b'c' | 0x93 | b'R' | b'b' | 0x81 | 0x92 | b'i' | b'o' => {
                 return Err(SnapshotError::Foreign(
                     "a pickle of Python objects (a snapshot holds only dicts, lists, strings and numbers)".into(),
                 ));
             }
-            other => return Err(corrupt(format!("an unknown pickle opcode {other:#04x} at byte {}", r.pos - 1))),
+            other => {
+                return Err(corrupt(format!(
+                    "an unknown pickle opcode {other:#04x} at byte {}",
+                    input.position().saturating_sub(1)
+                )));
+            }
         }
     }
-}
-
-fn pairs(items: Vec<Py>) -> Result<Vec<(Py, Py)>, SnapshotError> {
-    if !items.len().is_multiple_of(2) {
-        return Err(corrupt("a dict with a key and no value"));
-    }
-    let mut it = items.into_iter();
-    let mut out = Vec::new();
-    while let (Some(k), Some(v)) = (it.next(), it.next()) {
-        out.push((k, v));
-    }
-    Ok(out)
 }

@@ -1,182 +1,408 @@
 //! Reading a snapshot: a pickle (protocols 2–5, as `_dump_snapshot` writes on any Python) or the
-//! JSON the newest web viewer also takes. Unknown keys are ignored; the legacy shapes are read
-//! (a top-level list of segments, no `device_traces`, blocks with `history`, no
-//! `requested_size`). Anything else is a [`SnapshotError`] that says what the file is not.
-//! Pickles are read by [`pickle::parse`], which keeps Python's shared values shared.
+//! JSON the newest web viewer also takes, into a compact [`Dump`]. Unknown keys are ignored (a
+//! newer PyTorch's fields), unknown actions kept and skipped; the legacy shapes are read (a
+//! top-level list of segments, no `device_traces`, blocks with `history`, no `requested_size`).
+//! Anything else is a [`SnapshotError`] that says what the file is not.
+//!
+//! A pickle is streamed ([`pickle::parse`]) into the dump's tables: each frame dict becomes a
+//! frame id as soon as it is placed in its stack, each stack a stack id, each trace entry a
+//! 48-byte [`Event`]. What is left as Python values (the root, segments, blocks) is small.
 
-use std::collections::HashMap;
+use std::io::Read;
 
-use super::pickle::{self, Py};
-use super::{AllocatorSettings, Block, Frame, Frames, History, Segment, Snapshot, SnapshotError, TraceEntry};
+use super::dump::{Action, Dump, DumpBlock, DumpSegment, Event, FrameRec, Tables};
+use super::pickle::{self, Input, Sink, V};
+use super::{AllocatorSettings, Snapshot, SnapshotError};
 
 /// The first bytes of a pickle with a protocol header (`PROTO n`).
 const PICKLE: u8 = 0x80;
 
-/// At most this many frames are kept per block and event (the innermost: the allocation site
-/// and its callers); a deep Python stack repeated on every entry would otherwise dominate memory.
-pub const MAX_FRAMES: usize = 16;
-
 /// Reads a snapshot from a file's bytes.
-pub fn from_bytes(bytes: &[u8]) -> Result<Snapshot, SnapshotError> {
-    let first = bytes.iter().copied().find(|b| !b.is_ascii_whitespace());
-    let snapshot = match first {
-        None => return Err(SnapshotError::Foreign("the file is empty".into())),
-        Some(PICKLE) => Convert::default().snapshot(&pickle::parse(bytes)?)?,
-        Some(b'{') => serde_json::from_slice(bytes).map_err(|e| SnapshotError::Corrupt(e.to_string()))?,
-        Some(b'[') => Snapshot {
-            segments: serde_json::from_slice(bytes).map_err(|e| SnapshotError::Corrupt(e.to_string()))?,
-            ..Snapshot::default()
-        },
-        Some(_) => {
+pub fn from_bytes(bytes: &[u8]) -> Result<Dump, SnapshotError> {
+    from_reader(bytes, Some(bytes.len() as u64), &mut |_| {})
+}
+
+/// Reads a snapshot from a stream (a file, a browser's file in chunks) of `size` bytes if known;
+/// `progress` hears the bytes read so far, about every megabyte.
+pub fn from_reader(
+    mut src: impl Read,
+    size: Option<u64>,
+    progress: &mut dyn FnMut(u64),
+) -> Result<Dump, SnapshotError> {
+    let io = |e: std::io::Error| SnapshotError::Corrupt(format!("reading failed: {e}"));
+    // The first byte that is not white space says what the file is.
+    let mut first = [0u8; 1];
+    let first = loop {
+        match src.read(&mut first) {
+            Ok(0) => return Err(SnapshotError::Foreign("the file is empty".into())),
+            Ok(_) if first[0].is_ascii_whitespace() => {}
+            Ok(_) => break first[0],
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(io(e)),
+        }
+    };
+    let head = [first];
+    let mut src = std::io::Read::chain(&head[..], src);
+    let dump = match first {
+        PICKLE => {
+            let mut sink = Collect::new();
+            let mut input = Input::new(&mut src, progress);
+            let root = pickle::parse(&mut input, &mut sink, size)?;
+            sink.dump(&root)?
+        }
+        b'{' | b'[' => {
+            let mut text = Vec::new();
+            src.read_to_end(&mut text).map_err(io)?;
+            let corrupt = |e: serde_json::Error| SnapshotError::Corrupt(e.to_string());
+            let wire: Snapshot = if first == b'{' {
+                serde_json::from_slice(&text).map_err(corrupt)?
+            } else {
+                Snapshot { segments: serde_json::from_slice(&text).map_err(corrupt)?, ..Snapshot::default() }
+            };
+            Dump::from_wire(&wire)
+        }
+        _ => {
             return Err(SnapshotError::Foreign(
                 "neither a pickle nor JSON (a snapshot is what torch.cuda.memory._dump_snapshot() writes)".into(),
             ));
         }
     };
-    if snapshot.segments.is_empty() && snapshot.device_traces.iter().all(Vec::is_empty) {
+    if dump.segments.is_empty() && dump.traces.iter().all(Vec::is_empty) {
         return Err(SnapshotError::Foreign("it has no segments and no device trace".into()));
     }
-    Ok(snapshot)
+    Ok(dump)
 }
 
-/// Python values to the snapshot's types, leniently: a missing key is its default, an unknown
-/// key is ignored; a shared frame list is converted once.
-#[derive(Default)]
-struct Convert {
-    frames: HashMap<usize, Frames>,
+/// The keys a snapshot's dicts use, interned once.
+struct Keys {
+    filename: u32,
+    line: u32,
+    name: u32,
+    action: u32,
+    addr: u32,
+    size: u32,
+    stream: u32,
+    time_us: u32,
+    device_free: u32,
+    frames: u32,
 }
 
-fn num(p: &Py, key: &str) -> Result<i64, SnapshotError> {
-    match p.get(key) {
-        None | Some(Py::None) => Ok(0),
-        Some(Py::Huge) => Err(SnapshotError::Corrupt(format!("{key} is an integer beyond 64 bits"))),
+/// The sink: interns strings, frames and stacks, and keeps trace entries as events.
+struct Collect {
+    t: Tables,
+    k: Keys,
+    events: Vec<Event>,
+    /// Scratch for a stack's frames.
+    raw: Vec<FrameRec>,
+    ids: Vec<u32>,
+}
+
+fn num_of(v: Option<&V>, key: &str) -> Result<i64, SnapshotError> {
+    match v {
+        None | Some(V::None) => Ok(0),
+        Some(V::Huge) => Err(SnapshotError::Corrupt(format!("{key} is an integer beyond 64 bits"))),
         Some(v) => v.int().ok_or_else(|| SnapshotError::Foreign(format!("{key} is not a number"))),
     }
 }
 
-fn opt_num(p: &Py, key: &str) -> Result<Option<i64>, SnapshotError> {
-    match p.get(key) {
-        None | Some(Py::None) => Ok(None),
-        Some(_) => num(p, key).map(Some),
+impl Collect {
+    fn new() -> Collect {
+        let mut t = Tables::new();
+        let mut k = |s| t.string(s);
+        let k = Keys {
+            filename: k("filename"),
+            line: k("line"),
+            name: k("name"),
+            action: k("action"),
+            addr: k("addr"),
+            size: k("size"),
+            stream: k("stream"),
+            time_us: k("time_us"),
+            device_free: k("device_free"),
+            frames: k("frames"),
+        };
+        Collect { t, k, events: Vec::new(), raw: Vec::new(), ids: Vec::new() }
+    }
+
+    /// A frame from a dict that is not the usual shape (a line that is not a number is an error).
+    fn loose_frame(&mut self, d: &V) -> Result<u32, SnapshotError> {
+        let text = |v: Option<V>| match v {
+            Some(V::Str(s)) => s,
+            _ => 0,
+        };
+        let filename = text(d.get(self.k.filename));
+        let name = text(d.get(self.k.name));
+        let line = num_of(d.get(self.k.line).as_ref(), "line")?;
+        Ok(self.t.frame(FrameRec { line, filename, name }))
+    }
+
+    /// A stack from a value under `frames`.
+    fn stack_of(&mut self, v: Option<&V>) -> Result<u32, SnapshotError> {
+        match v {
+            None | Some(V::None) => Ok(0),
+            Some(V::Stack(id)) => Ok(*id),
+            Some(v @ (V::List(_) | V::Tuple(_))) => {
+                let mut ids = Vec::new();
+                for f in v.items().unwrap_or_default() {
+                    ids.push(match f {
+                        V::Frame(id) => id,
+                        V::RawFrame(line, filename, name) => {
+                            self.t.frame(FrameRec { line: i64::from(line), filename, name })
+                        }
+                        d @ V::Dict(_) => self.loose_frame(&d)?,
+                        _ => return Err(SnapshotError::Foreign("a frame is not a dict".into())),
+                    });
+                }
+                Ok(self.t.stack(&ids))
+            }
+            Some(_) => Err(SnapshotError::Foreign("frames is not a list".into())),
+        }
+    }
+
+    fn event(&mut self, items: &[(V, V)], action: u32) -> Result<V, SnapshotError> {
+        let k = &self.k;
+        let (mut addr, mut size, mut stream, mut time_us, mut free, mut frames) = (None, None, None, None, None, None);
+        for (key, x) in items {
+            let V::Str(key) = key else { continue };
+            let slot = match *key {
+                s if s == k.addr => &mut addr,
+                s if s == k.size => &mut size,
+                s if s == k.stream => &mut stream,
+                s if s == k.time_us => &mut time_us,
+                s if s == k.device_free => &mut free,
+                s if s == k.frames => &mut frames,
+                _ => continue,
+            };
+            *slot = Some(x);
+        }
+        let addr = match addr {
+            None | Some(V::None) => None,
+            a => Some(num_of(a, "addr")?),
+        };
+        let action = Action::parse(self.t.stacks.string(action));
+        let mut e = Event::new(action, addr, num_of(size, "size")?, self.stack_of(frames)?);
+        e.stream = num_of(stream, "stream")?;
+        e.time_us = num_of(time_us, "time_us")?;
+        e.device_free = num_of(free, "device_free")?;
+        let id = u32::try_from(self.events.len()).map_err(|_| SnapshotError::Corrupt("too many events".into()))?;
+        self.events.push(e);
+        Ok(V::Event(id))
     }
 }
 
-fn text(p: &Py, key: &str) -> String {
-    p.get(key).and_then(|v| v.str()).map(|s| s.to_string()).unwrap_or_default()
-}
+impl Sink for Collect {
+    fn string(&mut self, s: &str) -> u32 {
+        self.t.string(s)
+    }
 
-fn list(p: &Py, key: &str) -> Result<Vec<Py>, SnapshotError> {
-    match p.get(key) {
-        None | Some(Py::None) => Ok(Vec::new()),
-        Some(v) => v.items().ok_or_else(|| SnapshotError::Foreign(format!("{key} is not a list"))),
+    fn flat_dict(&mut self, items: &[V]) -> Option<V> {
+        let k = &self.k;
+        let (mut filename, mut line, mut name) = (None, None, 0);
+        for pair in items.chunks_exact(2) {
+            match (&pair[0], &pair[1]) {
+                (V::Str(key), V::Str(s)) if *key == k.filename => filename = Some(*s),
+                (V::Str(key), V::Int(l)) if *key == k.line => line = Some(*l),
+                (V::Str(key), V::Str(s)) if *key == k.name => name = *s,
+                // A trace entry is never flat (its frames are a list).
+                (V::Str(key), _) if *key == k.action => return None,
+                _ => {}
+            }
+        }
+        let (line, filename) = (line?, filename?);
+        Some(match u32::try_from(line) {
+            Ok(l) => V::RawFrame(l, filename, name),
+            Err(_) => V::Frame(self.t.frame(FrameRec { line, filename, name })),
+        })
+    }
+
+    fn settle(&mut self, v: V) -> Result<V, SnapshotError> {
+        match &v {
+            V::Dict(d) => {
+                let items = d.items.borrow();
+                let k = &self.k;
+                let (mut filename, mut line, mut name, mut action) = (None, None, 0, None);
+                for (key, x) in items.iter() {
+                    match (key, x) {
+                        (V::Str(key), V::Str(s)) if *key == k.filename => filename = Some(*s),
+                        (V::Str(key), V::Int(l)) if *key == k.line => line = Some(*l),
+                        (V::Str(key), V::Str(s)) if *key == k.name => name = *s,
+                        (V::Str(key), V::Str(s)) if *key == k.action => action = Some(*s),
+                        _ => {}
+                    }
+                }
+                if let Some(action) = action {
+                    return self.event(&items, action);
+                }
+                if let (Some(filename), Some(line)) = (filename, line) {
+                    return Ok(V::Frame(self.t.frame(FrameRec { line, filename, name })));
+                }
+            }
+            V::List(l) => {
+                let items = l.items.borrow();
+                if !items.is_empty() && items.iter().all(|f| matches!(f, V::Frame(_) | V::RawFrame(..))) {
+                    let (raw, ids) = (&mut self.raw, &mut self.ids);
+                    raw.clear();
+                    raw.extend(items.iter().filter_map(|f| match *f {
+                        V::RawFrame(line, filename, name) => Some(FrameRec { line: i64::from(line), filename, name }),
+                        _ => None,
+                    }));
+                    ids.clear();
+                    self.t.frames(raw, ids);
+                    let mut looked_up = ids.drain(..);
+                    let stack: Vec<u32> = items
+                        .iter()
+                        .map(|f| match f {
+                            V::Frame(id) => *id,
+                            _ => looked_up.next().unwrap_or(0),
+                        })
+                        .collect();
+                    drop(looked_up);
+                    return Ok(V::Stack(self.t.stack(&stack)));
+                }
+            }
+            _ => {}
+        }
+        Ok(v)
     }
 }
 
-impl Convert {
-    fn snapshot(&mut self, root: &Py) -> Result<Snapshot, SnapshotError> {
-        match root {
-            Py::Dict(_) => {
-                let segments = list(root, "segments")?.iter().map(|g| self.segment(g)).collect::<Result<_, _>>()?;
-                let mut device_traces = Vec::new();
-                for trace in list(root, "device_traces")? {
+/// The root's parts, read leniently: a missing key is its default, an unknown key is ignored.
+impl Collect {
+    fn key(&mut self, s: &str) -> u32 {
+        self.t.string(s)
+    }
+    fn num(&mut self, p: &V, key: &str) -> Result<i64, SnapshotError> {
+        let k = self.key(key);
+        num_of(p.get(k).as_ref(), key)
+    }
+    fn text(&mut self, p: &V, key: &str) -> String {
+        let k = self.key(key);
+        match p.get(k) {
+            Some(V::Str(s)) => self.t.stacks.string(s).to_string(),
+            _ => String::new(),
+        }
+    }
+    fn list(&mut self, p: &V, key: &str) -> Result<Vec<V>, SnapshotError> {
+        let k = self.key(key);
+        match p.get(k) {
+            None | Some(V::None) => Ok(Vec::new()),
+            Some(v) => v.items().ok_or_else(|| SnapshotError::Foreign(format!("{key} is not a list"))),
+        }
+    }
+
+    fn dump(mut self, root: &V) -> Result<Dump, SnapshotError> {
+        let (segments, traces, allocator_settings) = match root {
+            V::Dict(_) => {
+                let mut segments = Vec::new();
+                for g in self.list(root, "segments")? {
+                    segments.push(self.segment(&g)?);
+                }
+                let mut traces = Vec::new();
+                for trace in self.list(root, "device_traces")? {
                     let entries =
                         trace.items().ok_or_else(|| SnapshotError::Foreign("a device trace is not a list".into()))?;
-                    device_traces.push(entries.iter().map(|e| self.entry(e)).collect::<Result<_, _>>()?);
+                    traces.push(self.trace(entries)?);
                 }
-                let allocator_settings =
-                    root.get("allocator_settings").filter(|s| matches!(s, Py::Dict(_))).map(|s| AllocatorSettings {
-                        alloc_conf: text(&s, "PYTORCH_CUDA_ALLOC_CONF"),
-                        expandable_segments: s.get("expandable_segments").and_then(|v| v.bool()).unwrap_or(false),
-                    });
-                Ok(Snapshot { segments, device_traces, allocator_settings })
+                let key = self.key("allocator_settings");
+                let settings = match root.get(key) {
+                    Some(s @ V::Dict(_)) => {
+                        let expandable = self.key("expandable_segments");
+                        Some(AllocatorSettings {
+                            alloc_conf: self.text(&s, "PYTORCH_CUDA_ALLOC_CONF"),
+                            expandable_segments: s.get(expandable).and_then(|v| v.bool()).unwrap_or(false),
+                        })
+                    }
+                    _ => None,
+                };
+                (segments, traces, settings)
             }
             // Old torch: the segments alone.
-            Py::List(_) | Py::Tuple(_) => {
-                let items = root.items().unwrap_or_default();
-                let segments = items.iter().map(|g| self.segment(g)).collect::<Result<_, _>>()?;
-                Ok(Snapshot { segments, ..Snapshot::default() })
+            V::List(_) | V::Tuple(_) => {
+                let mut segments = Vec::new();
+                for g in root.items().unwrap_or_default() {
+                    segments.push(self.segment(&g)?);
+                }
+                (segments, Vec::new(), None)
             }
-            _ => Err(SnapshotError::Foreign(
-                "a pickle of something else (a snapshot is a dict of segments and traces)".into(),
-            )),
-        }
-    }
-
-    fn frames(&mut self, p: &Py, key: &str) -> Result<Frames, SnapshotError> {
-        let Some(v) = p.get(key) else { return Ok(Frames::from([])) };
-        let id = v.identity();
-        if let Some(f) = id.and_then(|id| self.frames.get(&id)) {
-            return Ok(f.clone());
-        }
-        let items = match &v {
-            Py::None => Vec::new(),
-            other => other.items().ok_or_else(|| SnapshotError::Foreign(format!("{key} is not a list")))?,
+            _ => {
+                return Err(SnapshotError::Foreign(
+                    "a pickle of something else (a snapshot is a dict of segments and traces)".into(),
+                ));
+            }
         };
-        let out: Frames = items
-            .iter()
-            .take(MAX_FRAMES)
-            .map(|f| Ok(Frame { filename: text(f, "filename"), line: num(f, "line")?, name: text(f, "name") }))
-            .collect::<Result<Vec<Frame>, SnapshotError>>()?
-            .into();
-        if let Some(id) = id {
-            self.frames.insert(id, out.clone());
-        }
-        Ok(out)
+        Ok(Dump { segments, traces, allocator_settings, stacks: self.t.stacks })
     }
 
-    fn segment(&mut self, g: &Py) -> Result<Segment, SnapshotError> {
-        if !matches!(g, Py::Dict(_)) {
+    /// A device trace's events (moved, not copied, when they are the whole of the events read).
+    fn trace(&mut self, entries: Vec<V>) -> Result<Vec<Event>, SnapshotError> {
+        let mut ids = Vec::with_capacity(entries.len());
+        for e in entries {
+            let id = match self.settle(e)? {
+                V::Event(id) => id,
+                d @ V::Dict(_) => match self.settle_as_event(&d)? {
+                    V::Event(id) => id,
+                    _ => continue,
+                },
+                _ => return Err(SnapshotError::Foreign("a trace entry is not a dict".into())),
+            };
+            ids.push(id);
+        }
+        let whole = ids.len() == self.events.len() && ids.iter().enumerate().all(|(i, &id)| id as usize == i);
+        if whole {
+            return Ok(std::mem::take(&mut self.events));
+        }
+        Ok(ids.iter().filter_map(|&id| self.events.get(id as usize).copied()).collect())
+    }
+
+    /// A trace entry without an action (kept as an unknown event).
+    fn settle_as_event(&mut self, d: &V) -> Result<V, SnapshotError> {
+        let V::Dict(d) = d else { return Ok(V::None) };
+        let items = d.items.borrow();
+        let other = self.key("");
+        self.event(&items, other)
+    }
+
+    fn segment(&mut self, g: &V) -> Result<DumpSegment, SnapshotError> {
+        if !matches!(g, V::Dict(_)) {
             return Err(SnapshotError::Foreign("a segment is not a dict".into()));
         }
-        let blocks = list(g, "blocks")?.iter().map(|b| self.block(b)).collect::<Result<_, _>>()?;
-        Ok(Segment {
-            device: num(g, "device")?,
-            address: num(g, "address")?,
-            total_size: num(g, "total_size")?,
-            stream: num(g, "stream")?,
-            allocated_size: num(g, "allocated_size")?,
-            active_size: num(g, "active_size")?,
-            requested_size: num(g, "requested_size")?,
-            segment_type: text(g, "segment_type"),
-            segment_pool_id: list(g, "segment_pool_id")?.iter().filter_map(Py::int).collect(),
-            is_expandable: g.get("is_expandable").and_then(|v| v.bool()).unwrap_or(false),
-            frames: self.frames(g, "frames")?,
+        let mut blocks = Vec::new();
+        for b in self.list(g, "blocks")? {
+            blocks.push(self.block(&b)?);
+        }
+        Ok(DumpSegment {
+            device: self.num(g, "device")?,
+            address: self.num(g, "address")?,
+            total_size: self.num(g, "total_size")?,
+            stream: self.num(g, "stream")?,
             blocks,
         })
     }
 
-    fn block(&mut self, b: &Py) -> Result<Block, SnapshotError> {
-        let mut history = Vec::new();
-        for h in list(b, "history")? {
-            history.push(History {
-                addr: num(&h, "addr")?,
-                real_size: num(&h, "real_size")?,
-                frames: self.frames(&h, "frames")?,
-            });
+    fn block(&mut self, b: &V) -> Result<DumpBlock, SnapshotError> {
+        let size = self.num(b, "size")?;
+        // Old PyTorch: the allocation's history instead of frames (the first entry counts).
+        let first = self.list(b, "history")?.into_iter().next();
+        let k = self.key("requested_size");
+        let requested = match b.get(k) {
+            None | Some(V::None) => match &first {
+                Some(h) => self.num(h, "real_size")?,
+                None => size,
+            },
+            v => num_of(v.as_ref(), "requested_size")?,
+        };
+        let mut stack = self.stack_of(b.get(self.k.frames).as_ref())?;
+        if stack == 0
+            && let Some(h) = &first
+        {
+            stack = self.stack_of(h.get(self.k.frames).as_ref())?;
         }
-        Ok(Block {
-            address: num(b, "address")?,
-            size: num(b, "size")?,
-            requested_size: opt_num(b, "requested_size")?,
-            state: text(b, "state"),
-            frames: self.frames(b, "frames")?,
-            history,
-        })
-    }
-
-    fn entry(&mut self, e: &Py) -> Result<TraceEntry, SnapshotError> {
-        if !matches!(e, Py::Dict(_)) {
-            return Err(SnapshotError::Foreign("a trace entry is not a dict".into()));
-        }
-        Ok(TraceEntry {
-            action: text(e, "action"),
-            addr: opt_num(e, "addr")?,
-            device_free: opt_num(e, "device_free")?,
-            size: num(e, "size")?,
-            stream: num(e, "stream")?,
-            time_us: num(e, "time_us")?,
-            frames: self.frames(e, "frames")?,
-            category: e.get("category").and_then(|c| c.str()).map(|s| s.to_string()),
+        Ok(DumpBlock {
+            address: self.num(b, "address")?,
+            size,
+            requested,
+            allocated: self.text(b, "state").starts_with("active"),
+            stack,
         })
     }
 }

@@ -2,11 +2,11 @@
 //! the state before the first event, then forwards. Allocated bytes are the requests' (the
 //! trace's sizes), reserved bytes the segments'.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 
 use serde::Serialize;
 
-use super::{Frame, Frames, Snapshot, TraceEntry};
+use super::dump::{Action, Dump, Event};
 
 /// Allocated and reserved bytes after one event.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
@@ -59,6 +59,9 @@ pub struct Replay {
     pub ooms: Vec<OomEvent>,
     /// The largest allocations alive at the peak, largest first.
     pub live_at_peak: Vec<Live>,
+    /// Every allocation's life over the trace (what is alive at any event).
+    #[serde(skip)]
+    pub lifetimes: Vec<Lifetime>,
 }
 
 impl Replay {
@@ -78,24 +81,41 @@ pub fn fragmentation_percent(largest: i64, free: i64) -> f64 {
     if free <= 0 { 0.0 } else { 100.0 * (1.0 - largest as f64 / free as f64) }
 }
 
-fn first_frame(frames: &[Frame]) -> String {
-    frames.first().map(Frame::text).unwrap_or_default()
+/// One allocation's life over the trace: alive after event `i` (0-based) when
+/// `from <= i + 1 < to`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Lifetime {
+    pub addr: i64,
+    pub size: i64,
+    /// The alloc's index + 1 (0: alive before the first event).
+    pub from: u32,
+    /// The free's index + 1 (`u32::MAX`: alive at the dump).
+    pub to: u32,
+    pub stack: u32,
 }
 
-fn grows(e: &TraceEntry) -> (i64, i64) {
-    match e.action.as_str() {
-        "alloc" => (e.size, 0),
-        "free_completed" => (-e.size, 0),
-        "segment_alloc" | "segment_map" => (0, e.size),
-        "segment_free" | "segment_unmap" => (0, -e.size),
+impl Lifetime {
+    /// Whether it is alive after event `i` (`None`: before the first event).
+    pub fn alive_after(&self, i: Option<usize>) -> bool {
+        let at = i.map_or(0, |i| u32::try_from(i).unwrap_or(u32::MAX - 1).saturating_add(1));
+        self.from <= at && at < self.to
+    }
+}
+
+fn grows(e: &Event) -> (i64, i64) {
+    match e.action() {
+        Action::Alloc => (e.size, 0),
+        Action::FreeCompleted => (-e.size, 0),
+        Action::SegmentAlloc | Action::SegmentMap => (0, e.size),
+        Action::SegmentFree | Action::SegmentUnmap => (0, -e.size),
         _ => (0, 0),
     }
 }
 
 /// The devices a snapshot has events or segments for, in order.
-pub fn devices(s: &Snapshot) -> Vec<i64> {
-    let mut out: Vec<i64> = (0..s.device_traces.len())
-        .filter(|&d| !s.device_traces[d].is_empty())
+pub fn devices(s: &Dump) -> Vec<i64> {
+    let mut out: Vec<i64> = (0..s.traces.len())
+        .filter(|&d| !s.traces[d].is_empty())
         .map(|d| i64::try_from(d).unwrap_or(i64::MAX))
         .collect();
     out.extend(s.segments.iter().map(|g| g.device));
@@ -104,23 +124,35 @@ pub fn devices(s: &Snapshot) -> Vec<i64> {
     out
 }
 
+/// A device's trace.
+pub fn trace(s: &Dump, device: i64) -> &[Event] {
+    usize::try_from(device).ok().and_then(|d| s.traces.get(d)).map_or(&[], |t| t.as_slice())
+}
+
+/// The allocations alive after event `at` (`None`: before the first), largest first, at most
+/// `top` of them (all with `usize::MAX`).
+pub fn alive(s: &Dump, lifetimes: &[Lifetime], at: Option<usize>, top: usize) -> Vec<Live> {
+    let mut out: Vec<&Lifetime> = lifetimes.iter().filter(|l| l.alive_after(at)).collect();
+    out.sort_by(|a, b| b.size.cmp(&a.size).then(a.addr.cmp(&b.addr)));
+    out.truncate(top);
+    out.into_iter().map(|l| Live { address: l.addr, size: l.size, frame: s.stacks.first_text(l.stack) }).collect()
+}
+
 /// Replays device `device`'s trace from its final segments. `top` bounds the live list.
-pub fn replay(s: &Snapshot, device: i64, top: usize) -> Replay {
-    let trace: &[TraceEntry] =
-        usize::try_from(device).ok().and_then(|d| s.device_traces.get(d)).map_or(&[], |t| t.as_slice());
-    let segments = s.segments.iter().filter(|g| g.device == device);
+pub fn replay(s: &Dump, device: i64, top: usize) -> Replay {
+    let trace = trace(s, device);
     let mut final_state = Point::default();
     let (mut free, mut largest) = (0i64, 0i64);
-    // The allocations alive at the end, by address: (request, frame).
-    let mut live: BTreeMap<i64, (i64, Frames)> = BTreeMap::new();
-    for g in segments {
+    // The allocations alive at the end, by address: (request, stack).
+    let mut live: BTreeMap<i64, (i64, u32)> = BTreeMap::new();
+    for g in s.segments.iter().filter(|g| g.device == device) {
         final_state.reserved = final_state.reserved.saturating_add(g.total_size);
         // The viewer recomputes block addresses from the segment's start.
         let mut at = g.address;
         for b in &g.blocks {
-            if b.is_allocated() {
-                final_state.allocated = final_state.allocated.saturating_add(b.requested());
-                live.insert(at, (b.requested(), b.frames().into()));
+            if b.allocated {
+                final_state.allocated = final_state.allocated.saturating_add(b.requested);
+                live.insert(at, (b.requested, b.stack));
             } else {
                 free = free.saturating_add(b.size);
                 largest = largest.max(b.size);
@@ -134,17 +166,21 @@ pub fn replay(s: &Snapshot, device: i64, top: usize) -> Replay {
         let (a, r) = grows(e);
         initial.allocated = initial.allocated.saturating_sub(a);
         initial.reserved = initial.reserved.saturating_sub(r);
-        match (e.action.as_str(), e.addr) {
-            ("alloc", Some(addr)) => {
+        match (e.action(), e.addr()) {
+            (Action::Alloc, Some(addr)) => {
                 live.remove(&addr);
             }
-            ("free_completed", Some(addr)) => {
-                live.insert(addr, (e.size, e.frames.clone()));
+            (Action::FreeCompleted, Some(addr)) => {
+                live.insert(addr, (e.size, e.stack));
             }
             _ => {}
         }
     }
-    // Forwards: the totals after each event, the peaks and the OOMs…
+    // Forwards: the totals after each event, the peaks, the OOMs and each allocation's life.
+    let mut lifetimes: Vec<Lifetime> =
+        live.iter().map(|(&addr, &(size, stack))| Lifetime { addr, size, from: 0, to: u32::MAX, stack }).collect();
+    let mut open: HashMap<i64, usize> = live.keys().enumerate().map(|(i, &a)| (a, i)).collect();
+    drop(live);
     let mut now = initial;
     let mut timeline = Vec::with_capacity(trace.len());
     let (mut peak_allocated, mut peak_index, mut peak_reserved) = (initial.allocated, None, initial.reserved);
@@ -153,13 +189,26 @@ pub fn replay(s: &Snapshot, device: i64, top: usize) -> Replay {
         let (a, r) = grows(e);
         now.allocated = now.allocated.saturating_add(a);
         now.reserved = now.reserved.saturating_add(r);
-        if e.action == "oom" {
-            ooms.push(OomEvent {
+        let at = u32::try_from(i + 1).unwrap_or(u32::MAX - 1);
+        match (e.action(), e.addr()) {
+            (Action::Alloc, Some(addr)) => {
+                if let Some(old) = open.insert(addr, lifetimes.len()) {
+                    lifetimes[old].to = lifetimes[old].to.min(at);
+                }
+                lifetimes.push(Lifetime { addr, size: e.size, from: at, to: u32::MAX, stack: e.stack });
+            }
+            (Action::FreeCompleted, Some(addr)) => {
+                if let Some(l) = open.remove(&addr) {
+                    lifetimes[l].to = at;
+                }
+            }
+            (Action::Oom, _) => ooms.push(OomEvent {
                 index: i,
                 size: e.size,
-                device_free: e.device_free.unwrap_or(0),
-                frame: first_frame(&e.frames),
-            });
+                device_free: e.device_free,
+                frame: s.stacks.first_text(e.stack),
+            }),
+            _ => {}
         }
         if now.allocated > peak_allocated {
             peak_allocated = now.allocated;
@@ -168,23 +217,7 @@ pub fn replay(s: &Snapshot, device: i64, top: usize) -> Replay {
         peak_reserved = peak_reserved.max(now.reserved);
         timeline.push(now);
     }
-    // …then the allocations alive at the peak, by replaying up to it once (copying the live set
-    // at every new peak made a growing trace quadratic).
-    for e in trace.iter().take(peak_index.map_or(0, |i| i + 1)) {
-        match (e.action.as_str(), e.addr) {
-            ("alloc", Some(addr)) => {
-                live.insert(addr, (e.size, e.frames.clone()));
-            }
-            ("free_completed", Some(addr)) => {
-                live.remove(&addr);
-            }
-            _ => {}
-        }
-    }
-    let mut live_at_peak: Vec<Live> =
-        live.into_iter().map(|(address, (size, frames))| Live { address, size, frame: first_frame(&frames) }).collect();
-    live_at_peak.sort_by(|a, b| b.size.cmp(&a.size).then(a.address.cmp(&b.address)));
-    live_at_peak.truncate(top);
+    let live_at_peak = alive(s, &lifetimes, peak_index, top);
     Replay {
         device,
         events: trace.len(),
@@ -198,6 +231,7 @@ pub fn replay(s: &Snapshot, device: i64, top: usize) -> Replay {
         largest_free_block: largest,
         ooms,
         live_at_peak,
+        lifetimes,
     }
 }
 
@@ -205,7 +239,7 @@ pub fn replay(s: &Snapshot, device: i64, top: usize) -> Replay {
 /// `free_requested` is followed at once by its `free_completed`; undoing the trace from the final
 /// segments never meets an unknown block or segment, never leaves a block outside every segment,
 /// and ends with nothing allocated and nothing reserved.
-pub fn check_consistency(s: &Snapshot) -> Result<(), String> {
+pub fn check_consistency(s: &Dump) -> Result<(), String> {
     for g in &s.segments {
         let sum: i64 = g.blocks.iter().map(|b| b.size).sum();
         if sum != g.total_size {
@@ -219,12 +253,12 @@ pub fn check_consistency(s: &Snapshot) -> Result<(), String> {
             at += b.size;
         }
     }
-    for (d, trace) in s.device_traces.iter().enumerate() {
+    for (d, trace) in s.traces.iter().enumerate() {
         let device = i64::try_from(d).unwrap_or(i64::MAX);
         for (i, e) in trace.iter().enumerate() {
-            if e.action == "free_requested" {
+            if e.action() == Action::FreeRequested {
                 let next = trace.get(i + 1);
-                if !next.is_some_and(|n| n.action == "free_completed" && n.addr == e.addr) {
+                if !next.is_some_and(|n| n.action() == Action::FreeCompleted && n.addr() == e.addr()) {
                     return Err(format!("device {d}, event {i}: free_requested without its free_completed"));
                 }
             }
@@ -233,20 +267,20 @@ pub fn check_consistency(s: &Snapshot) -> Result<(), String> {
             s.segments.iter().filter(|g| g.device == device).map(|g| (g.address, g.total_size)).collect();
         let mut blocks: BTreeMap<i64, i64> = BTreeMap::new();
         for g in s.segments.iter().filter(|g| g.device == device) {
-            for b in g.blocks.iter().filter(|b| b.is_allocated()) {
+            for b in g.blocks.iter().filter(|b| b.allocated) {
                 blocks.insert(b.address, b.size);
             }
         }
         for (i, e) in trace.iter().enumerate().rev() {
-            let addr = e.addr.unwrap_or(0);
-            match e.action.as_str() {
-                "alloc" if blocks.remove(&addr).is_none() => {
+            let addr = e.addr().unwrap_or(0);
+            match e.action() {
+                Action::Alloc if blocks.remove(&addr).is_none() => {
                     return Err(format!("device {d}, event {i}: undoing an alloc of an unknown block {addr:#x}"));
                 }
-                "free_completed" if blocks.insert(addr, e.size).is_some() => {
+                Action::FreeCompleted if blocks.insert(addr, e.size).is_some() => {
                     return Err(format!("device {d}, event {i}: a free of a block still allocated {addr:#x}"));
                 }
-                "segment_alloc" => {
+                Action::SegmentAlloc => {
                     if segments.remove(&addr).is_none() {
                         return Err(format!("device {d}, event {i}: undoing an unknown segment {addr:#x}"));
                     }
@@ -256,7 +290,7 @@ pub fn check_consistency(s: &Snapshot) -> Result<(), String> {
                         ));
                     }
                 }
-                "segment_free" => {
+                Action::SegmentFree => {
                     segments.insert(addr, e.size);
                 }
                 _ => {}

@@ -1,0 +1,475 @@
+//! A snapshot as oomlab keeps it once read: compact records, every string, frame and stack
+//! stored once. A real dump has hundreds of thousands of events, each with its own Python stack
+//! of a dozen or more frames, but only a few thousand distinct frames: an event here is 48 bytes
+//! and a stack id, not a tree of owned strings (which took 19 times the file's size).
+//!
+//! The tables ([`Tables`]) intern as the reader goes ([`super::pickle`] streams a pickle straight
+//! into them); [`Dump::from_wire`] converts the serde types (JSON, oomlab's own exports).
+
+use bytemuck::{Pod, Zeroable};
+use hashbrown::{DefaultHashBuilder, HashTable};
+use std::hash::BuildHasher;
+
+use super::{AllocatorSettings, Frame, Snapshot, TraceEntry};
+
+/// At most this many frames of a stack are kept (the innermost): a deeper stack is cut.
+pub const MAX_STACK: usize = 128;
+
+/// An event's action. Unknown actions (a newer PyTorch's) are kept as [`Action::Other`] and
+/// change nothing.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[repr(u8)]
+pub enum Action {
+    Alloc,
+    FreeRequested,
+    FreeCompleted,
+    SegmentAlloc,
+    SegmentFree,
+    SegmentMap,
+    SegmentUnmap,
+    Snapshot,
+    Oom,
+    Other,
+}
+
+impl Action {
+    pub const ALL: [Action; 10] = [
+        Action::Alloc,
+        Action::FreeRequested,
+        Action::FreeCompleted,
+        Action::SegmentAlloc,
+        Action::SegmentFree,
+        Action::SegmentMap,
+        Action::SegmentUnmap,
+        Action::Snapshot,
+        Action::Oom,
+        Action::Other,
+    ];
+    pub fn parse(s: &str) -> Action {
+        match s {
+            "alloc" => Action::Alloc,
+            "free_requested" => Action::FreeRequested,
+            "free_completed" => Action::FreeCompleted,
+            "segment_alloc" => Action::SegmentAlloc,
+            "segment_free" => Action::SegmentFree,
+            "segment_map" => Action::SegmentMap,
+            "segment_unmap" => Action::SegmentUnmap,
+            "snapshot" => Action::Snapshot,
+            "oom" => Action::Oom,
+            _ => Action::Other,
+        }
+    }
+    /// The action as the format spells it (`other` for one oomlab does not know).
+    pub fn name(self) -> &'static str {
+        match self {
+            Action::Alloc => "alloc",
+            Action::FreeRequested => "free_requested",
+            Action::FreeCompleted => "free_completed",
+            Action::SegmentAlloc => "segment_alloc",
+            Action::SegmentFree => "segment_free",
+            Action::SegmentMap => "segment_map",
+            Action::SegmentUnmap => "segment_unmap",
+            Action::Snapshot => "snapshot",
+            Action::Oom => "oom",
+            Action::Other => "other",
+        }
+    }
+    fn from_u8(b: u8) -> Action {
+        Action::ALL.get(usize::from(b)).copied().unwrap_or(Action::Other)
+    }
+}
+
+/// One trace event: 48 bytes.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Pod, Zeroable)]
+#[repr(C)]
+pub struct Event {
+    pub addr: i64,
+    /// The requested bytes (alloc and free), the segment's (segment_*), the request (oom).
+    pub size: i64,
+    pub time_us: i64,
+    pub stream: i64,
+    /// `oom` only: the bytes the driver reported free.
+    pub device_free: i64,
+    pub stack: u32,
+    action: u8,
+    /// Bit 0: the event has an address.
+    flags: u8,
+    _pad: [u8; 2],
+}
+
+impl Event {
+    pub fn new(action: Action, addr: Option<i64>, size: i64, stack: u32) -> Event {
+        Event {
+            addr: addr.unwrap_or(0),
+            size,
+            stack,
+            action: action as u8,
+            flags: u8::from(addr.is_some()),
+            ..Event::default()
+        }
+    }
+    pub fn action(&self) -> Action {
+        Action::from_u8(self.action)
+    }
+    pub fn addr(&self) -> Option<i64> {
+        (self.flags & 1 != 0).then_some(self.addr)
+    }
+}
+
+/// A frame: its file and function (string ids) and line.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Pod, Zeroable)]
+#[repr(C)]
+pub struct FrameRec {
+    pub line: i64,
+    pub filename: u32,
+    pub name: u32,
+}
+
+/// A segment at dump time, its blocks in address order.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct DumpSegment {
+    pub device: i64,
+    pub address: i64,
+    pub total_size: i64,
+    pub stream: i64,
+    pub blocks: Vec<DumpBlock>,
+}
+
+/// A block of a segment.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct DumpBlock {
+    pub address: i64,
+    pub size: i64,
+    /// The unrounded request (the size when the snapshot does not say).
+    pub requested: i64,
+    /// `active_allocated` or `active_pending_free` (a live tensor), not cached free space.
+    pub allocated: bool,
+    pub stack: u32,
+}
+
+/// Strings, frames and stacks, each stored once.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Stacks {
+    pub strings: Vec<Box<str>>,
+    pub frames: Vec<FrameRec>,
+    /// The frames of every stack, one after another; stack `i` is `flat[starts[i]..starts[i+1]]`.
+    pub flat: Vec<u32>,
+    pub starts: Vec<u32>,
+}
+
+impl Default for Stacks {
+    fn default() -> Self {
+        // Stack 0 is the empty stack; string 0 the empty string.
+        Stacks { strings: vec!["".into()], frames: Vec::new(), flat: Vec::new(), starts: vec![0, 0] }
+    }
+}
+
+/// A frame, borrowed from the tables.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FrameRef<'a> {
+    pub filename: &'a str,
+    pub line: i64,
+    pub name: &'a str,
+}
+
+impl FrameRef<'_> {
+    /// `filename:line:name`, as PyTorch's viewer prints a frame.
+    pub fn text(&self) -> String {
+        format!("{}:{}:{}", self.filename, self.line, self.name)
+    }
+}
+
+impl Stacks {
+    pub fn string(&self, id: u32) -> &str {
+        self.strings.get(id as usize).map_or("", |s| s)
+    }
+    pub fn frame(&self, id: u32) -> FrameRef<'_> {
+        let f = self.frames.get(id as usize).copied().unwrap_or_default();
+        FrameRef { filename: self.string(f.filename), line: f.line, name: self.string(f.name) }
+    }
+    /// A stack's frame ids, innermost first.
+    pub fn stack(&self, id: u32) -> &[u32] {
+        let i = id as usize;
+        match (self.starts.get(i), self.starts.get(i + 1)) {
+            (Some(&a), Some(&b)) if a <= b => self.flat.get(a as usize..b as usize).unwrap_or(&[]),
+            _ => &[],
+        }
+    }
+    /// A stack's frames, innermost first.
+    pub fn frames(&self, id: u32) -> impl Iterator<Item = FrameRef<'_>> {
+        self.stack(id).iter().map(|&f| self.frame(f))
+    }
+    /// The innermost frame as the viewer prints it, or "" without one.
+    pub fn first_text(&self, id: u32) -> String {
+        self.frames(id).next().map(|f| f.text()).unwrap_or_default()
+    }
+    pub fn len(&self) -> usize {
+        self.starts.len().saturating_sub(1)
+    }
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+/// A multiply–fold mix (the 128-bit product's halves, xored): cheap and well spread.
+fn fold(a: u64, b: u64) -> u64 {
+    let p = u128::from(a) * u128::from(b);
+    (p as u64) ^ ((p >> 64) as u64)
+}
+
+const SEED: [u64; 2] = [0x243f_6a88_85a3_08d3, 0x1319_8a2e_0370_7344];
+
+fn frame_hash(f: &FrameRec) -> u64 {
+    let h = fold(f.line as u64 ^ SEED[0], (u64::from(f.filename) << 32 | u64::from(f.name)) ^ SEED[1]);
+    // Again, so that the low bits (the slot) depend on every input bit.
+    fold(h ^ SEED[1], SEED[0])
+}
+
+fn stack_hash(frames: &[u32]) -> u64 {
+    let mut h = SEED[0] ^ frames.len() as u64;
+    for pair in frames.chunks(2) {
+        let v = u64::from(pair[0]) << 32 | pair.get(1).map_or(0, |&x| u64::from(x));
+        h = fold(h ^ v, SEED[1]);
+    }
+    fold(h ^ SEED[1], SEED[0])
+}
+
+/// Frames to their ids: open addressing with the frame in the slot, so a lookup (millions of
+/// them, one per frame dict of a large dump) touches one cache line, not three.
+#[derive(Default)]
+struct FrameTable {
+    slots: Vec<(FrameRec, u32)>,
+    len: usize,
+}
+
+const EMPTY: u32 = u32::MAX;
+
+impl FrameTable {
+    fn get_or_insert(&mut self, f: FrameRec, new: impl FnOnce() -> u32) -> u32 {
+        if (self.len + 1) * 2 > self.slots.len() {
+            self.grow();
+        }
+        let mask = self.slots.len() - 1;
+        let mut i = frame_hash(&f) as usize & mask;
+        loop {
+            let (g, id) = self.slots[i];
+            if id == EMPTY {
+                let id = new();
+                self.slots[i] = (f, id);
+                self.len += 1;
+                return id;
+            }
+            if g == f {
+                return id;
+            }
+            i = (i + 1) & mask;
+        }
+    }
+    /// Reads the slot a frame hashes to (a prefetch: the value is nothing).
+    fn peek(&self, f: &FrameRec) -> u32 {
+        match self.slots.len() {
+            0 => 0,
+            n => self.slots[frame_hash(f) as usize & (n - 1)].1,
+        }
+    }
+    fn grow(&mut self) {
+        let size = (self.slots.len() * 2).max(1024);
+        let old = std::mem::replace(&mut self.slots, vec![(FrameRec::default(), EMPTY); size]);
+        for (f, id) in old.into_iter().filter(|&(_, id)| id != EMPTY) {
+            let mut i = frame_hash(&f) as usize & (size - 1);
+            while self.slots[i].1 != EMPTY {
+                i = (i + 1) & (size - 1);
+            }
+            self.slots[i] = (f, id);
+        }
+    }
+}
+
+/// The tables while reading, with their lookups (dropped once the snapshot is read).
+#[derive(Default)]
+pub struct Tables {
+    pub stacks: Stacks,
+    hasher: DefaultHashBuilder,
+    string_ids: HashTable<u32>,
+    frame_ids: FrameTable,
+    /// (hash, stack id): rehashing reads the stored hash, not the stack.
+    stack_ids: HashTable<(u64, u32)>,
+}
+
+impl Tables {
+    pub fn new() -> Tables {
+        let mut t = Tables::default();
+        let hash = t.hasher.hash_one("");
+        t.string_ids.insert_unique(hash, 0, |_| hash);
+        t
+    }
+    pub fn string(&mut self, s: &str) -> u32 {
+        let Tables { stacks, hasher, string_ids, .. } = self;
+        let hash = hasher.hash_one(s);
+        if let Some(&id) = string_ids.find(hash, |&id| &*stacks.strings[id as usize] == s) {
+            return id;
+        }
+        let id = u32::try_from(stacks.strings.len()).unwrap_or(u32::MAX);
+        stacks.strings.push(s.into());
+        string_ids.insert_unique(hash, id, |&id| hasher.hash_one(&*stacks.strings[id as usize]));
+        id
+    }
+    pub fn frame(&mut self, f: FrameRec) -> u32 {
+        let frames = &mut self.stacks.frames;
+        self.frame_ids.get_or_insert(f, || {
+            let id = u32::try_from(frames.len()).unwrap_or(u32::MAX - 1);
+            frames.push(f);
+            id
+        })
+    }
+    /// Many frames' ids, into `out`: the table's slots for all of them are read first (the
+    /// loads overlap), then each is looked up in a warm cache.
+    pub fn frames(&mut self, frames: &[FrameRec], out: &mut Vec<u32>) {
+        let mut touched = 0u32;
+        for f in frames {
+            touched ^= self.frame_ids.peek(f);
+        }
+        std::hint::black_box(touched);
+        out.extend(frames.iter().map(|&f| self.frame(f)));
+    }
+    /// A stack of frame ids (innermost first; cut at [`MAX_STACK`]); the empty stack is 0.
+    pub fn stack(&mut self, frames: &[u32]) -> u32 {
+        let frames = &frames[..frames.len().min(MAX_STACK)];
+        if frames.is_empty() {
+            return 0;
+        }
+        let Tables { stacks, stack_ids, .. } = self;
+        let hash = stack_hash(frames);
+        if let Some(&(_, id)) = stack_ids.find(hash, |&(h, id)| h == hash && stacks.stack(id) == frames) {
+            return id;
+        }
+        let id = u32::try_from(stacks.len()).unwrap_or(u32::MAX);
+        stacks.flat.extend_from_slice(frames);
+        stacks.starts.push(u32::try_from(stacks.flat.len()).unwrap_or(u32::MAX));
+        stack_ids.insert_unique(hash, (hash, id), |&(h, _)| h);
+        id
+    }
+    fn wire_stack(&mut self, frames: &[Frame]) -> u32 {
+        let ids: Vec<u32> = frames
+            .iter()
+            .take(MAX_STACK)
+            .map(|f| {
+                let (filename, name) = (self.string(&f.filename), self.string(&f.name));
+                self.frame(FrameRec { line: f.line, filename, name })
+            })
+            .collect();
+        self.stack(&ids)
+    }
+}
+
+/// A snapshot as read: segments at dump time, each device's trace oldest first, and the tables
+/// their stacks point into.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Dump {
+    pub segments: Vec<DumpSegment>,
+    pub traces: Vec<Vec<Event>>,
+    pub allocator_settings: Option<AllocatorSettings>,
+    pub stacks: Stacks,
+}
+
+impl Dump {
+    /// The serde types (a JSON file, oomlab's own export) as a dump.
+    pub fn from_wire(s: &Snapshot) -> Dump {
+        let mut t = Tables::new();
+        let segments = s
+            .segments
+            .iter()
+            .map(|g| DumpSegment {
+                device: g.device,
+                address: g.address,
+                total_size: g.total_size,
+                stream: g.stream,
+                blocks: g
+                    .blocks
+                    .iter()
+                    .map(|b| DumpBlock {
+                        address: b.address,
+                        size: b.size,
+                        requested: b.requested(),
+                        allocated: b.is_allocated(),
+                        stack: t.wire_stack(b.frames()),
+                    })
+                    .collect(),
+            })
+            .collect();
+        let mut event = |e: &TraceEntry| {
+            let mut ev = Event::new(Action::parse(&e.action), e.addr, e.size, t.wire_stack(&e.frames));
+            ev.time_us = e.time_us;
+            ev.stream = e.stream;
+            ev.device_free = e.device_free.unwrap_or(0);
+            ev
+        };
+        let traces = s.device_traces.iter().map(|tr| tr.iter().map(&mut event).collect()).collect();
+        Dump { segments, traces, allocator_settings: s.allocator_settings.clone(), stacks: t.stacks }
+    }
+
+    /// Back to the format's own types (what a dump keeps: a segment's type and pool, a block's
+    /// history and an unknown action's name are not kept).
+    pub fn to_wire(&self) -> Snapshot {
+        let frames = |id: u32| -> super::Frames {
+            self.stacks
+                .frames(id)
+                .map(|f| Frame { filename: f.filename.to_string(), line: f.line, name: f.name.to_string() })
+                .collect::<Vec<_>>()
+                .into()
+        };
+        let segments = self
+            .segments
+            .iter()
+            .map(|g| super::Segment {
+                device: g.device,
+                address: g.address,
+                total_size: g.total_size,
+                stream: g.stream,
+                blocks: g
+                    .blocks
+                    .iter()
+                    .map(|b| super::Block {
+                        address: b.address,
+                        size: b.size,
+                        requested_size: Some(b.requested),
+                        state: if b.allocated { "active_allocated" } else { "inactive" }.into(),
+                        frames: frames(b.stack),
+                        history: Vec::new(),
+                    })
+                    .collect(),
+                ..super::Segment::default()
+            })
+            .collect();
+        let device_traces = self
+            .traces
+            .iter()
+            .map(|t| {
+                t.iter()
+                    .map(|e| TraceEntry {
+                        action: e.action().name().into(),
+                        addr: e.addr(),
+                        device_free: (e.action() == Action::Oom).then_some(e.device_free),
+                        size: e.size,
+                        stream: e.stream,
+                        time_us: e.time_us,
+                        frames: frames(e.stack),
+                        category: None,
+                    })
+                    .collect()
+            })
+            .collect();
+        Snapshot { segments, device_traces, allocator_settings: self.allocator_settings.clone() }
+    }
+
+    /// Whether oomlab wrote it (its frames are `oomlab/<category>`): then its numbers are oomlab's
+    /// allocator's account of a step, not a PyTorch measurement.
+    pub fn from_oomlab(&self) -> bool {
+        self.stacks.frames.iter().any(|f| self.stacks.string(f.filename).starts_with("oomlab/"))
+    }
+
+    /// The number of events over all devices.
+    pub fn events(&self) -> usize {
+        self.traces.iter().map(Vec::len).sum()
+    }
+}

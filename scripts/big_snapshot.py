@@ -6,6 +6,7 @@ in the same run. No torch needed. Not for CI (a benchmark):
     python3 scripts/big_snapshot.py --events 444000 --out /tmp/big.pickle [--oomlab target/debug/oomlab]
 """
 import argparse
+import os
 import pickle
 import random
 import resource
@@ -44,8 +45,16 @@ def snapshot(events, depth, seed=0):
             live.append((addr, size))
             addr += size
     total = sum(s for _, s in live) or 512
-    blocks = [{"address": a, "size": s, "requested_size": s, "state": "active_allocated",
-               "frames": frames(rng, depth)} for a, s in live]
+    # Blocks tile the segment: the live allocations, and the freed space between them.
+    blocks, at = [], 0x7f0000000000
+    for a, s in sorted(live):
+        if a > at:
+            blocks.append({"address": at, "size": a - at, "requested_size": 0, "state": "inactive", "frames": []})
+        blocks.append({"address": a, "size": s, "requested_size": s, "state": "active_allocated",
+                       "frames": frames(rng, depth)})
+        at = a + s
+    if addr > at:
+        blocks.append({"address": at, "size": addr - at, "requested_size": 0, "state": "inactive", "frames": []})
     segments = [{"device": 0, "address": 0x7f0000000000, "total_size": addr - 0x7f0000000000 or total,
                  "allocated_size": total, "active_size": total, "requested_size": total, "stream": 0,
                  "segment_type": "large", "blocks": blocks}]
@@ -66,7 +75,7 @@ def main():
     a = p.parse_args()
     with open(a.out, "wb") as f:
         pickle.dump(snapshot(a.events, a.depth), f, protocol=4)
-    size = __import__("os").path.getsize(a.out)
+    size = os.path.getsize(a.out)
     print(f"{a.out}: {size / 1e6:.1f} MB, {a.events} events of {a.depth} frames", file=sys.stderr)
     t = time.perf_counter()
     with open(a.out, "rb") as f:
@@ -74,12 +83,16 @@ def main():
     py = time.perf_counter() - t
     print(f"pickle.load: {py:.2f} s, peak RSS {peak_rss_mb():.0f} MB", file=sys.stderr)
     if a.oomlab:
+        # Peak RSS from /usr/bin/time (GNU time): a child forked from this large Python process
+        # would report the parent's RSS through getrusage.
+        timer = ["/usr/bin/time", "-f", "%M"] if os.path.exists("/usr/bin/time") else []
         t = time.perf_counter()
-        subprocess.run([a.oomlab, "snapshot", "show", a.out], check=True, stdout=subprocess.DEVNULL)
+        done = subprocess.run(timer + [a.oomlab, "snapshot", "show", a.out], check=True,
+                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
         ours = time.perf_counter() - t
+        rss = int(done.stderr.strip().splitlines()[-1]) / 1024 if timer else peak_rss_mb(True)
         print(f"oomlab snapshot show: {ours:.2f} s ({ours / py:.2f}× pickle.load), "
-              f"peak RSS {peak_rss_mb(True):.0f} MB ({peak_rss_mb(True) * 1e6 / size:.1f}× the file)", file=sys.stderr)
-
+              f"peak RSS {rss:.0f} MB ({rss * 1e6 / size:.2f}× the file)", file=sys.stderr)
 
 if __name__ == "__main__":
     main()

@@ -3,6 +3,7 @@
 
 use clap::Subcommand;
 use oomlab::memory::snapshot::dump::Dump;
+use oomlab::memory::snapshot::explain::{self, Advice, Holding};
 use oomlab::memory::snapshot::{export, read, replay};
 
 use super::*;
@@ -99,6 +100,11 @@ struct ShowDevice {
     fragmentation_percent: f64,
     ooms: Vec<replay::OomEvent>,
     live_at_peak: Vec<replay::Live>,
+    /// What held the memory at the peak, by place (categories guessed from the stacks).
+    at_peak: Holding,
+    /// The same just before the first OOM, if there is one.
+    at_oom: Option<Holding>,
+    advice: Vec<Advice>,
 }
 
 fn size(v: i64) -> String {
@@ -114,6 +120,10 @@ fn show(file: &std::path::Path, top: usize, json: bool) -> Result<(), Failure> {
         .into_iter()
         .map(|d| {
             let r = replay::replay(&snap, d, top);
+            let at_peak = explain::holding(&snap, &r.lifetimes, r.peak_index, top);
+            // Just before the failed request: what was alive when it could not be served.
+            let at_oom = r.ooms.first().map(|o| explain::holding(&snap, &r.lifetimes, o.index.checked_sub(1), top));
+            let advice = explain::diagnose(&snap, &r, at_oom.as_ref().unwrap_or(&at_peak));
             ShowDevice {
                 device: d,
                 events: r.events,
@@ -131,6 +141,9 @@ fn show(file: &std::path::Path, top: usize, json: bool) -> Result<(), Failure> {
                 fragmentation_percent: r.fragmentation_percent(),
                 ooms: r.ooms,
                 live_at_peak: r.live_at_peak,
+                at_peak,
+                at_oom,
+                advice,
             }
         })
         .collect();
@@ -184,6 +197,64 @@ fn show(file: &std::path::Path, top: usize, json: bool) -> Result<(), Failure> {
                 println!("    {:>12}  {:#x}  {}", size(l.size), l.address, l.frame);
             }
         }
+        print_holding("at the peak", &d.at_peak);
+        if let Some(h) = &d.at_oom {
+            print_holding("when the OOM struck", h);
+        }
+        print_advice(&d.advice);
     }
     Ok(())
+}
+
+/// What held the memory at a moment: by category, then by place.
+fn print_holding(when: &str, h: &Holding) {
+    if h.count == 0 {
+        return;
+    }
+    let known = h.groups.iter().all(|g| g.known);
+    println!(
+        "  what held the memory {when}: {} in {} allocations{}",
+        size(h.bytes),
+        h.count,
+        if known {
+            ""
+        } else {
+            " (categories are guesses from the stacks: where memory was asked for, not what it holds)"
+        }
+    );
+    let parts: Vec<String> = h
+        .by_guess
+        .iter()
+        .filter(|(_, b)| *b > 0)
+        .map(|(g, b)| format!("{} {} ({:.0} %)", g.name(), size(*b), 100.0 * *b as f64 / h.bytes.max(1) as f64))
+        .collect();
+    println!("    {}", parts.join(", "));
+    for g in &h.groups {
+        let guess = if g.known { g.guess.name().to_string() } else { format!("{}?", g.guess.name()) };
+        println!("    {:>12}  {:>6}×  {:<18} {}  [{}]", size(g.bytes), g.count, guess, g.site, g.module);
+    }
+}
+
+/// The diagnostic workflow, step by step.
+fn print_advice(advice: &[Advice]) {
+    for a in advice {
+        match a {
+            Advice::Capacity { peak, capacity } => println!(
+                "  the peak ({}) is {:.0} % of the device's {} (reserved + free at the OOM){}",
+                size(*peak),
+                100.0 * *peak as f64 / (*capacity).max(1) as f64,
+                size(*capacity),
+                if *peak as f64 > 0.9 * *capacity as f64 { ": above 90 %, profile by module (below)" } else { "" }
+            ),
+            Advice::Fragmented { free_in_segments, request } => println!(
+                "  {} was free inside the cached segments, more than the {} asked for, but not in one piece: fragmentation (try PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True)",
+                size(*free_in_segments),
+                size(*request)
+            ),
+            Advice::Grew { guess, bytes } => {
+                println!("  what grew most since the trace began: {} (+{})", guess.name(), size(*bytes))
+            }
+            Advice::Fix { guess } => println!("  fixes that act on {}: {}", guess.name(), explain::fixes(*guess)),
+        }
+    }
 }

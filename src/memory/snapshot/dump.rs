@@ -196,7 +196,7 @@ impl Stacks {
         }
     }
     /// A stack's frames, innermost first.
-    pub fn frames(&self, id: u32) -> impl Iterator<Item = FrameRef<'_>> {
+    pub fn frames(&self, id: u32) -> impl Iterator<Item = FrameRef<'_>> + Clone {
         self.stack(id).iter().map(|&f| self.frame(f))
     }
     /// The innermost frame as the viewer prints it, or "" without one.

@@ -8,6 +8,8 @@
 //!   unknown keys ignored) into a compact [`dump::Dump`], streamed ([`pickle`]); a corrupt or
 //!   foreign file is an error with a message, never a panic.
 //! - The types below are the format's own (serde): what oomlab writes, and JSON read in.
+//! - [`explain`]: what holds the memory at the peak or an OOM, by place and guessed category,
+//!   and the diagnostic workflow on it.
 //! - [`replay`]: what the views and `oomlab snapshot show` need: allocated and reserved bytes over
 //!   the trace, the peaks, the final fragmentation, the OOM events, what was alive at the peak.
 //!
@@ -15,6 +17,7 @@
 //! long, which the web viewer cannot read).
 
 pub mod dump;
+pub mod explain;
 pub mod export;
 pub mod pickle;
 pub mod read;

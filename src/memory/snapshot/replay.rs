@@ -149,10 +149,14 @@ pub fn replay(s: &Dump, device: i64, top: usize) -> Replay {
         final_state.reserved = final_state.reserved.saturating_add(g.total_size);
         // The viewer recomputes block addresses from the segment's start.
         let mut at = g.address;
+        let end = g.address.saturating_add(g.total_size);
         for b in &g.blocks {
             if b.allocated {
                 final_state.allocated = final_state.allocated.saturating_add(b.requested);
-                live.insert(at, (b.requested, b.stack));
+                // A block's own address when it lies in its segment (blocks that do not tile
+                // their segment, as some producers write, would otherwise be misplaced).
+                let addr = if (g.address..end).contains(&b.address) { b.address } else { at };
+                live.insert(addr, (b.requested, b.stack));
             } else {
                 free = free.saturating_add(b.size);
                 largest = largest.max(b.size);

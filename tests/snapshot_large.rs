@@ -1,0 +1,113 @@
+//! Real snapshots at real size: a generated dump of over 100,000 trace events, written as
+//! Python's pickler writes (shared and fresh frame objects, batches, unknown actions and fields a
+//! newer PyTorch writes), read by the streaming reader, and its summary checked against the
+//! generator's own count: the peak and where, what was alive there by category and by place, the
+//! OOM — and the same from its JSON, read by the other decoder.
+
+#[path = "support/pickle_gen.rs"]
+mod pickle_gen;
+
+use oomlab::memory::snapshot::explain::{self, Advice, Guess};
+use oomlab::memory::snapshot::{read, replay};
+use pickle_gen::Kind;
+
+fn guess_of(k: Kind) -> Guess {
+    match k {
+        Kind::Parameters => Guess::Parameters,
+        Kind::Optimizer => Guess::OptimizerState,
+        Kind::Gradients => Guess::Gradients,
+        Kind::Activations => Guess::Activations,
+        Kind::Other => Guess::Other,
+    }
+}
+
+#[test]
+fn a_large_snapshot_matches_its_own_count() {
+    let g = pickle_gen::generate(120_000, 7);
+    assert!(g.events > 100_000, "{} events", g.events);
+    let mut heard = Vec::new();
+    let d = read::from_reader(&g.bytes[..], None, &mut |n| heard.push(n)).expect("reads");
+    assert!(heard.len() >= 2 && heard.windows(2).all(|w| w[0] < w[1]), "progress as it reads: {heard:?}");
+    assert_eq!(heard.last().copied(), Some(g.bytes.len() as u64), "the whole file read");
+    assert_eq!(d.events(), g.events);
+    // Thousands of stacks, a few dozen frames: each stored once.
+    assert!(d.stacks.frames.len() <= 100, "{} frames interned", d.stacks.frames.len());
+    assert!(d.stacks.len() <= 300, "{} stacks interned", d.stacks.len());
+
+    let r = replay::replay(&d, 0, 10);
+    assert_eq!(r.events, g.events);
+    assert_eq!(r.peak_allocated, g.peak);
+    assert_eq!(r.peak_index, Some(g.peak_index));
+    assert_eq!(r.ooms.len(), g.ooms);
+    assert_eq!((r.ooms[0].size, r.ooms[0].device_free), (1 << 30, 1 << 20));
+    assert!(!r.truncated(), "the trace starts from nothing");
+
+    // What held the memory at the peak: by category and by place, as the generator counted.
+    let h = explain::holding(&d, &r.lifetimes, r.peak_index, usize::MAX);
+    assert_eq!(h.bytes, g.peak);
+    for (kind, bytes) in &g.at_peak {
+        let ours = h.by_guess.iter().find(|(x, _)| *x == guess_of(*kind)).map_or(0, |x| x.1);
+        assert_eq!(ours, *bytes, "{kind:?} at the peak");
+    }
+    let mut sites = std::collections::BTreeMap::new();
+    for grp in &h.groups {
+        assert!(!grp.known, "a PyTorch snapshot's categories are guesses");
+        *sites.entry(grp.site.clone()).or_insert(0i64) += grp.bytes;
+    }
+    assert_eq!(sites, g.sites, "bytes by user frame");
+    assert!(h.groups.iter().any(|x| x.module == "torch.nn.modules.linear"), "the module path of the innermost frame");
+
+    // The workflow: the peak against the device the OOM implies, what grew most, its fixes.
+    let advice = explain::diagnose(&d, &r, &h);
+    let (most, _) = g.at_peak.iter().max_by_key(|(_, b)| **b).expect("something alive");
+    assert!(advice.contains(&Advice::Grew { guess: guess_of(*most), bytes: g.at_peak[most] }), "{advice:?}");
+    assert!(advice.contains(&Advice::Fix { guess: guess_of(*most) }));
+    assert!(advice.iter().any(|a| matches!(a, Advice::Capacity { peak, .. } if *peak == g.peak)));
+
+    // Scrubbing: at any event, what is alive is what the replay's totals say.
+    for at in [0, g.events / 3, g.events / 2, g.events - 2] {
+        let alive = explain::holding(&d, &r.lifetimes, Some(at), 0);
+        assert_eq!(alive.bytes, r.timeline[at].allocated, "after event {at}");
+    }
+
+    // The same snapshot as JSON, read by serde: the same summary.
+    let json = serde_json::to_vec(&d.to_wire()).expect("json");
+    let j = read::from_bytes(&json).expect("JSON reads");
+    let rj = replay::replay(&j, 0, 10);
+    assert_eq!((rj.peak_allocated, rj.peak_index, rj.events), (r.peak_allocated, r.peak_index, r.events));
+}
+
+/// The guesses, frame by frame: which stacks mean which category.
+#[test]
+fn stacks_are_mapped_to_categories() {
+    use oomlab::memory::snapshot::dump::FrameRef;
+    let f = |filename: &'static str, name: &'static str| FrameRef { filename, line: 1, name };
+    let torch = "/opt/conda/lib/python3.11/site-packages/torch";
+    let cases: Vec<(Vec<FrameRef>, Guess, bool)> = vec![
+        (vec![f("oomlab/optimizer_state", "adam_m")], Guess::OptimizerState, true),
+        (
+            vec![f(format!("{torch}/optim/adamw.py").leak(), "_init_group"), f("/me/train.py", "main")],
+            Guess::OptimizerState,
+            false,
+        ),
+        (vec![f(format!("{torch}/autograd/graph.py").leak(), "_engine_run_backward")], Guess::Gradients, false),
+        (
+            vec![f(format!("{torch}/nn/modules/module.py").leak(), "_apply"), f("/me/train.py", "main")],
+            Guess::Parameters,
+            false,
+        ),
+        (
+            vec![f(format!("{torch}/nn/functional.py").leak(), "gelu"), f("/me/model.py", "forward")],
+            Guess::Activations,
+            false,
+        ),
+        (vec![f("/me/train.py", "main")], Guess::Other, false),
+        (vec![], Guess::Other, false),
+    ];
+    for (frames, want, known) in cases {
+        assert_eq!(explain::guess(frames.iter().copied()), (want, known), "{frames:?}");
+    }
+    assert_eq!(explain::module_of(&format!("{torch}/nn/modules/linear.py")), "torch.nn.modules.linear");
+    assert_eq!(explain::module_of("/home/me/train.py"), "train");
+    assert!(explain::is_library(&format!("{torch}/nn/modules/linear.py")) && !explain::is_library("/home/me/train.py"));
+}

@@ -654,6 +654,33 @@ snap-oom-line = out of memory
 snap-axis-event = event
 snap-map = The allocator's segments at the dump ({ $shown } of { $count }, largest first): allocated blocks filled, free space empty
 snap-segment = segment { $address }: { $size }, { $allocated } allocated in { $blocks } blocks
+snap-scrub = Scrub to an event
+snap-alive-at = After event { $index }: { $bytes } alive in { $count } allocations
+snap-holding-peak = What filled the GPU at the peak (event { $index })
+snap-holding-oom = What filled the GPU when the OOM struck (event { $index })
+snap-holding-at = What is alive after event { $index }
+snap-holding-guess = Grouped by where the memory was asked for: the innermost frame of your own code, and the Python module of the innermost frame. The categories are guesses from the stacks: a stack says where memory was asked for, not what it holds (marked with ?).
+snap-holding-known = oomlab's own export names each block's category: these are not guesses.
+snap-holding-total = { $bytes } in { $count } allocations
+snap-holding-row = { $bytes } in { $count }: { $guess } — { $site } [{ $module }]
+guess-parameters = parameters
+guess-optimizer = optimizer state
+guess-gradients = gradients
+guess-activations = activations
+guess-other = other
+guess-mark = { $what }?
+snap-advice-heading = The diagnostic workflow
+advice-capacity = The peak ({ $peak }) is { $percent } % of the device's { $capacity } (reserved plus what the driver had free at the OOM).
+advice-capacity-over = Above 90 %: profile by module (the table above), then act on what grew.
+advice-fragmented = { $free } was free inside the cached segments, more than the { $request } asked for, but not in one piece: fragmentation, not size (try PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True).
+advice-grew = What grew most since the trace began: { $what } (+{ $bytes }).
+fix-parameters = Fixes that act on parameters: mixed precision or bf16 weights, FSDP or ZeRO-3 sharding, LoRA or QLoRA (a frozen, smaller base).
+fix-optimizer = Fixes that act on optimizer state: ZeRO-1/2 or FSDP to shard it, ZeRO-Offload to move it to the CPU, an 8-bit or factored optimizer.
+fix-gradients = Fixes that act on gradients: ZeRO-2 or FSDP to shard them, gradients in bf16, accumulating into one buffer.
+fix-activations = Fixes that act on activations: activation checkpointing on the blocks, a smaller micro-batch with gradient accumulation, fused (flash) attention, a shorter sequence.
+fix-other = Look at the frames listed: inputs kept alive, a growing list of tensors, a cache.
+snap-progress = Reading { $name }: { $done } of { $total }
+snap-too-large = { $name } is { $size }: more than the { $limit } a browser tab can read. Summarise it on the desktop with: oomlab snapshot show { $name }
 
 ## The class: the students' page (oomlab serve, /join)
 

@@ -651,6 +651,33 @@ snap-oom-line = 显存溢出
 snap-axis-event = 事件
 snap-map = 导出时分配器的段（显示 { $shown } / { $count } 个，从大到小）：已分配的块为实心，空闲部分为空
 snap-segment = 段 { $address }：{ $size }，{ $allocated } 已分配，共 { $blocks } 个块
+snap-scrub = 拖动到某个事件
+snap-alive-at = 第 { $index } 个事件之后：{ $count } 个分配中存活 { $bytes }
+snap-holding-peak = 峰值时是什么占满了显存（第 { $index } 个事件）
+snap-holding-oom = 显存溢出时是什么占满了显存（第 { $index } 个事件）
+snap-holding-at = 第 { $index } 个事件之后存活的内容
+snap-holding-guess = 按申请显存的位置分组：你自己代码中最内层的帧，以及最内层帧所在的 Python 模块。类别是根据调用栈的猜测：调用栈只说明显存在哪里申请，不说明其中存的是什么（标有 ?）。
+snap-holding-known = oomlab 自己导出的快照标明了每个块的类别：这些不是猜测。
+snap-holding-total = { $count } 个分配共 { $bytes }
+snap-holding-row = { $count } 个共 { $bytes }：{ $guess } — { $site } [{ $module }]
+guess-parameters = 参数
+guess-optimizer = 优化器状态
+guess-gradients = 梯度
+guess-activations = 激活值
+guess-other = 其他
+guess-mark = { $what }？
+snap-advice-heading = 诊断流程
+advice-capacity = 峰值（{ $peak }）占设备 { $capacity } 的 { $percent } %（预留量加上显存溢出时驱动报告的空闲量）。
+advice-capacity-over = 超过 90 %：先按模块分析（见上表），再针对增长最多的部分下手。
+advice-fragmented = 缓存的段中有 { $free } 空闲，多于申请的 { $request }，但不是连续的一块：问题是碎片，而不是大小（可试 PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True）。
+advice-grew = 自记录开始以来增长最多的是：{ $what }（+{ $bytes }）。
+fix-parameters = 针对参数的办法：混合精度或 bf16 权重、FSDP 或 ZeRO-3 分片、LoRA 或 QLoRA（冻结的、更小的基座）。
+fix-optimizer = 针对优化器状态的办法：用 ZeRO-1/2 或 FSDP 分片、用 ZeRO-Offload 移到 CPU、8 位或因子化的优化器。
+fix-gradients = 针对梯度的办法：用 ZeRO-2 或 FSDP 分片、用 bf16 存梯度、累加到同一个缓冲区。
+fix-activations = 针对激活值的办法：对各块做梯度检查点、更小的微批次配合梯度累积、融合（flash）注意力、更短的序列。
+fix-other = 查看列出的帧：被保留的输入、不断增长的张量列表、缓存。
+snap-progress = 正在读取 { $name }：{ $done } / { $total }
+snap-too-large = { $name } 有 { $size }：超过浏览器标签页能读取的 { $limit }。请在桌面上用以下命令汇总：oomlab snapshot show { $name }
 
 ## 课堂：学生页面（oomlab serve，/join）
 

@@ -6,30 +6,35 @@
 //! a large dump never freezes a frame.
 
 use egui::{Color32, RichText, Ui};
-use egui_plot::{Line, Plot, PlotPoints, VLine};
+
+mod holding;
+mod timeline;
+
+pub use timeline::Envelope;
 
 use super::views::drawn::{Drawn, SnapshotDrawn, record};
-use super::views::{self, Source, size};
+use super::views::{Source, size};
 use crate::i18n::Catalog;
 use crate::memory::snapshot::dump::Dump;
+use crate::memory::snapshot::explain;
 use crate::memory::snapshot::{read, replay};
 
-/// At most this many points per chart line (the largest value of each bucket is kept, so no
-/// peak is lost).
-const CHART_POINTS: usize = 4000;
 /// The largest segments drawn in the map.
 const MAP_SEGMENTS: usize = 64;
-
-/// A chart line: (event index, MiB).
-pub type Series = Vec<[f64; 2]>;
 
 /// A read snapshot and what the views draw from it.
 pub struct Loaded {
     pub name: String,
     pub snapshot: Dump,
     pub replays: Vec<replay::Replay>,
-    /// Each replay's chart lines, allocated and reserved, decimated once (not every frame).
-    pub series: Vec<(Series, Series)>,
+    /// Each replay's chart lines, allocated and reserved, as min/max pyramids (drawn per pixel).
+    pub lines: Vec<(Envelope, Envelope)>,
+    /// The event scrubbed to (the chart's click, the slider).
+    pub selected: Option<usize>,
+    /// What is alive at the moments shown.
+    pub holdings: holding::Holdings,
+    /// Each replay's diagnostic workflow (at its first OOM, else its peak).
+    pub advice: Vec<Vec<explain::Advice>>,
     /// Whether oomlab wrote it (found once: it scans every block and event).
     pub from_oomlab: bool,
     /// The device shown (index into `replays`).
@@ -55,40 +60,46 @@ pub struct SnapshotState {
     picked: Picked,
 }
 
-/// Reads and replays a snapshot (milliseconds for the toy's, seconds for a 100 MB dump).
+/// Reads and replays a snapshot (milliseconds for the toy's, seconds for a 200 MB dump).
 pub fn load(name: &str, bytes: &[u8]) -> Result<Loaded, String> {
-    let snapshot = read::from_bytes(bytes).map_err(|e| e.to_string())?;
+    read::from_bytes(bytes).map(|d| from_dump(name, d)).map_err(|e| e.to_string())
+}
+
+/// Replays a snapshot already read (each device), and prepares its views.
+pub fn from_dump(name: &str, snapshot: Dump) -> Loaded {
     let replays: Vec<replay::Replay> =
         replay::devices(&snapshot).into_iter().map(|d| replay::replay(&snapshot, d, 20)).collect();
-    let series = replays
+    let lines = replays
         .iter()
-        .map(|r| (decimate(r.timeline.iter().map(|p| p.allocated)), decimate(r.timeline.iter().map(|p| p.reserved))))
+        .map(|r| {
+            (
+                Envelope::new(r.timeline.iter().map(|p| p.allocated)),
+                Envelope::new(r.timeline.iter().map(|p| p.reserved)),
+            )
+        })
+        .collect();
+    let advice = replays
+        .iter()
+        .map(|r| {
+            let at = r.ooms.first().map_or(r.peak_index, |o| o.index.checked_sub(1));
+            explain::diagnose(&snapshot, r, &explain::holding(&snapshot, &r.lifetimes, at, 0))
+        })
         .collect();
     let from_oomlab = snapshot.from_oomlab();
-    Ok(Loaded { name: name.to_string(), snapshot, replays, series, from_oomlab, device: 0 })
-}
-
-/// Points for a chart line: (event index, MiB), at most [`CHART_POINTS`], each the bucket's
-/// largest value.
-fn decimate(values: impl ExactSizeIterator<Item = i64>) -> Vec<[f64; 2]> {
-    let n = values.len();
-    let per = n.div_ceil(CHART_POINTS).max(1);
-    let mut out = Vec::with_capacity(n.min(CHART_POINTS) + 1);
-    let mut best: Option<(usize, i64)> = None;
-    for (i, v) in values.enumerate() {
-        if best.is_none_or(|(_, b)| v > b) {
-            best = Some((i, v));
-        }
-        if ((i + 1).is_multiple_of(per) || i + 1 == n)
-            && let Some((at, b)) = best.take()
-        {
-            out.push([at as f64, b as f64 / (1u64 << 20) as f64]);
-        }
+    Loaded {
+        name: name.to_string(),
+        snapshot,
+        replays,
+        lines,
+        selected: None,
+        holdings: holding::Holdings::default(),
+        advice,
+        from_oomlab,
+        device: 0,
     }
-    out
 }
 
-fn bytes(v: i64) -> u64 {
+pub(super) fn bytes(v: i64) -> u64 {
     u64::try_from(v).unwrap_or(0)
 }
 
@@ -238,13 +249,15 @@ impl SnapshotState {
                 }
             });
         }
-        let Some(r) = l.replays.get(l.device) else { return };
+        let Loaded { name, snapshot, replays, lines, selected, holdings, advice, from_oomlab, device } = l;
+        let dev = *device;
+        let Some(r) = replays.get(dev) else { return };
         // oomlab's own export is its allocator's account, not a PyTorch measurement.
-        let source = if l.from_oomlab { t.text("source-oomlab-export") } else { Source::PyTorch.word(t) };
+        let source = if *from_oomlab { t.text("source-oomlab-export") } else { Source::PyTorch.word(t) };
         ui.label(
             RichText::new(t.format(
                 "snap-source",
-                &[("name", l.name.as_str().into()), ("device", r.device.to_string().into()), ("source", source.into())],
+                &[("name", name.as_str().into()), ("device", r.device.to_string().into()), ("source", source.into())],
             ))
             .strong(),
         );
@@ -261,11 +274,11 @@ impl SnapshotState {
             );
         }
         summary(ui, t, r, toy);
-        let segments = l.snapshot.segments.iter().filter(|g| g.device == r.device).count();
+        let segments = snapshot.segments.iter().filter(|g| g.device == r.device).count();
         record(
             ui,
             Drawn::Snapshot(SnapshotDrawn {
-                name: l.name.clone(),
+                name: name.clone(),
                 peak_allocated_bytes: bytes(r.peak_allocated),
                 peak_reserved_bytes: bytes(r.peak_reserved),
                 events: r.events,
@@ -300,10 +313,29 @@ impl SnapshotState {
                 ));
             });
         }
-        if let Some((allocated, reserved)) = l.series.get(l.device) {
-            chart(ui, t, r, allocated, reserved);
+        if let Some(lines) = lines.get(dev) {
+            timeline::chart(ui, t, r, lines, selected);
         }
-        map(ui, t, l, r.device);
+        if let Some(at) = *selected {
+            let h = holdings.at(snapshot, r, Some(at));
+            let heading = t.format("snap-holding-at", &[("index", at.to_string().into())]);
+            ui.group(|ui| holding::panel(ui, t, heading, h));
+        }
+        if let Some(o) = r.ooms.first() {
+            let h = holdings.at(snapshot, r, o.index.checked_sub(1));
+            let heading = t.format("snap-holding-oom", &[("index", o.index.to_string().into())]);
+            ui.group(|ui| holding::panel(ui, t, heading, h));
+        }
+        // The peak, unless it is the moment the OOM struck (shown above).
+        if r.ooms.first().is_none_or(|o| o.index.checked_sub(1) != r.peak_index) {
+            let h = holdings.at(snapshot, r, r.peak_index);
+            let heading = t.format("snap-holding-peak", &[("index", r.peak_index.unwrap_or(0).to_string().into())]);
+            ui.group(|ui| holding::panel(ui, t, heading, h));
+        }
+        if let Some(a) = advice.get(dev) {
+            holding::advice(ui, t, a);
+        }
+        map(ui, t, snapshot, r.device);
         egui::CollapsingHeader::new(t.format("snap-live", &[("count", r.live_at_peak.len().to_string().into())]))
             .id_salt("snap_live")
             .default_open(true)
@@ -361,62 +393,9 @@ fn summary(ui: &mut Ui, t: &Catalog, r: &replay::Replay, toy: Option<(&crate::me
     });
 }
 
-/// Allocated and reserved over the trace, with the peak and the OOM events.
-fn chart(ui: &mut Ui, t: &Catalog, r: &replay::Replay, allocated: &[[f64; 2]], reserved: &[[f64; 2]]) {
-    if r.timeline.is_empty() {
-        ui.label(t.text("snap-no-trace"));
-        return;
-    }
-    views::legend(
-        ui,
-        &[
-            (t.text("snap-allocated"), Color32::from_rgb(90, 160, 230)),
-            (t.text("tl-reserved"), Color32::GRAY),
-            (t.text("tl-peak"), Color32::RED),
-            (t.text("snap-oom-line"), Color32::from_rgb(240, 160, 60)),
-        ],
-    );
-    let mut plot = Plot::new("snap_timeline");
-    if views::fit_requested(ui) {
-        plot = plot.reset();
-    }
-    let drawn = plot
-        .height(views::chart_height(ui).min(360.0))
-        .x_axis_label(t.text("snap-axis-event"))
-        .y_axis_label("MiB")
-        .include_y(0.0)
-        .allow_scroll(false)
-        .show(ui, |p| {
-            p.line(
-                Line::new(t.text("snap-allocated"), PlotPoints::from(allocated.to_vec()))
-                    .color(Color32::from_rgb(90, 160, 230)),
-            );
-            p.line(Line::new(t.text("tl-reserved"), PlotPoints::from(reserved.to_vec())).color(Color32::GRAY));
-            if let Some(i) = r.peak_index {
-                p.vline(VLine::new(t.text("tl-peak"), i as f64).color(Color32::RED));
-            }
-            for o in &r.ooms {
-                p.vline(VLine::new(t.text("snap-oom-line"), o.index as f64).color(Color32::from_rgb(240, 160, 60)));
-            }
-        });
-    views::mark(ui, "snapshot-timeline", drawn.response.rect);
-    // The chart's description: the trace's length, its peak and where, its OOMs.
-    let description = t.format(
-        "chart-snapshot",
-        &[
-            ("events", r.timeline.len().to_string().into()),
-            ("peak", size(t, bytes(r.peak_allocated)).into()),
-            ("at", r.peak_index.map_or(0, |i| i + 1).to_string().into()),
-            ("reserved", size(t, bytes(r.peak_reserved)).into()),
-            ("ooms", r.ooms.len().to_string().into()),
-        ],
-    );
-    views::describe_chart(&drawn.response, &description);
-}
-
 /// The final segments, largest first: one bar each, allocated blocks filled, free ones outlined.
-fn map(ui: &mut Ui, t: &Catalog, l: &Loaded, device: i64) {
-    let mut segments: Vec<_> = l.snapshot.segments.iter().filter(|g| g.device == device).collect();
+fn map(ui: &mut Ui, t: &Catalog, snapshot: &Dump, device: i64) {
+    let mut segments: Vec<_> = snapshot.segments.iter().filter(|g| g.device == device).collect();
     segments.sort_by(|a, b| b.total_size.cmp(&a.total_size).then(a.address.cmp(&b.address)));
     let shown = segments.len().min(MAP_SEGMENTS);
     ui.strong(

@@ -111,3 +111,27 @@ fn stacks_are_mapped_to_categories() {
     assert_eq!(explain::module_of("/home/me/train.py"), "train");
     assert!(explain::is_library(&format!("{torch}/nn/modules/linear.py")) && !explain::is_library("/home/me/train.py"));
 }
+
+/// The worker's hand-over (the browser reads a large snapshot in a Web Worker and sends the page
+/// the dump as one buffer): the dump comes back equal, and a cut or foreign buffer is an error.
+#[test]
+fn the_workers_buffer_carries_the_dump() {
+    use oomlab::memory::snapshot::transfer;
+    let g = pickle_gen::generate(5_000, 11);
+    let d = read::from_bytes(&g.bytes).expect("reads");
+    let bytes = transfer::to_bytes(&d);
+    assert_eq!(transfer::from_bytes(&bytes).expect("back"), d);
+    for cut in [0, 7, 8, 100, bytes.len() / 2, bytes.len() - 1] {
+        assert!(transfer::from_bytes(&bytes[..cut]).is_err(), "cut at {cut}");
+    }
+    let mut foreign = bytes.clone();
+    foreign[0] ^= 1;
+    assert!(transfer::from_bytes(&foreign).is_err());
+    // A length field claiming more than the buffer holds is refused before anything is made.
+    let mut huge = bytes[..8].to_vec();
+    huge.extend(u64::MAX.to_le_bytes());
+    assert!(transfer::from_bytes(&huge).is_err());
+    // The browser's limit: a file larger than a tab can read is refused with a message.
+    use oomlab::app::snapshot_view::{BROWSER_LIMIT, fits_in_browser};
+    assert!(fits_in_browser(200 << 20) && fits_in_browser(BROWSER_LIMIT) && !fits_in_browser(BROWSER_LIMIT + 1));
+}

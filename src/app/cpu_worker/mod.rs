@@ -58,6 +58,15 @@ pub enum Reply {
         generation: u64,
         error: WireError,
     },
+    /// A snapshot being read in the worker (the browser's import): bytes read of `total`.
+    SnapshotProgress {
+        done: u64,
+        total: u64,
+    },
+    /// A snapshot the worker could not read, and why.
+    SnapshotFailed {
+        error: String,
+    },
 }
 
 /// A [`BackendError`] as it crosses: each kind the CPU backend can fail with, as itself

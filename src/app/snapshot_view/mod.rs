@@ -8,6 +8,8 @@
 use egui::{Color32, RichText, Ui};
 
 mod holding;
+#[cfg(target_arch = "wasm32")]
+mod import;
 mod timeline;
 
 pub use timeline::Envelope;
@@ -41,9 +43,19 @@ pub struct Loaded {
     pub device: usize,
 }
 
-/// Where the browser puts a picked or dropped file (its name and bytes) for the next frame.
+/// Where the browser puts a picked file for the next frame.
 #[cfg(target_arch = "wasm32")]
-type Picked = std::rc::Rc<std::cell::RefCell<Option<(String, Vec<u8>)>>>;
+type Picked = std::rc::Rc<std::cell::RefCell<Option<web_sys::File>>>;
+
+/// The largest snapshot the browser opens. A wasm32 tab has at most 4 GiB; the worker needs
+/// about the file's size while it reads (0.85× for a dump of 444,000 events), the page the dump
+/// and its replay (about half the file's size). A larger file gets a message, not a crashed tab.
+pub const BROWSER_LIMIT: u64 = 1 << 30;
+
+/// Whether the browser opens a file of `size` bytes.
+pub fn fits_in_browser(size: u64) -> bool {
+    size <= BROWSER_LIMIT
+}
 
 /// The tab's state.
 #[derive(Default)]
@@ -52,12 +64,20 @@ pub struct SnapshotState {
     pub path: String,
     pub loaded: Option<Loaded>,
     pub error: Option<String>,
-    /// The file being read (the desktop reads on a thread).
+    /// The file being read (the desktop reads on a thread, the browser in a worker).
     pub loading: Option<String>,
+    /// Bytes read of the file's size, while it is read.
+    pub progress: Option<(u64, u64)>,
+    /// A file too large for the browser: its name and size.
+    pub too_large: Option<(String, u64)>,
     #[cfg(not(target_arch = "wasm32"))]
     rx: Option<std::sync::mpsc::Receiver<(String, Result<Loaded, String>)>>,
+    #[cfg(not(target_arch = "wasm32"))]
+    read: std::sync::Arc<std::sync::atomic::AtomicU64>,
     #[cfg(target_arch = "wasm32")]
     picked: Picked,
+    #[cfg(target_arch = "wasm32")]
+    import: Option<import::Import>,
 }
 
 /// Reads and replays a snapshot (milliseconds for the toy's, seconds for a 200 MB dump).
@@ -104,36 +124,65 @@ pub(super) fn bytes(v: i64) -> u64 {
 }
 
 impl SnapshotState {
-    /// Opens a snapshot from its bytes (drag and drop in the browser, the file picker, tests).
+    /// Opens a snapshot from its bytes (tests, small files).
     pub fn open_bytes(&mut self, name: &str, bytes: &[u8]) {
         match load(name, bytes) {
-            Ok(l) => {
-                log::info!(
-                    "oomlab: snapshot {name}: {} devices, {} segments",
-                    l.replays.len(),
-                    l.snapshot.segments.len()
-                );
-                (self.loaded, self.error) = (Some(l), None);
-            }
+            Ok(l) => self.land(l),
             Err(e) => self.error = Some(format!("{name}: {e}")),
         }
         self.loading = None;
     }
 
-    /// Opens a snapshot file: on a thread on the desktop (a large file never freezes a frame).
+    /// Shows a snapshot read and replayed.
+    fn land(&mut self, l: Loaded) {
+        log::info!("oomlab: snapshot {}: {} devices, {} segments", l.name, l.replays.len(), l.snapshot.segments.len());
+        (self.loaded, self.error, self.too_large) = (Some(l), None, None);
+    }
+
+    /// Opens a snapshot file: streamed on a thread on the desktop (a large file never freezes a
+    /// frame, and is never in memory whole), with its progress.
     #[cfg(not(target_arch = "wasm32"))]
     pub fn open_path(&mut self, path: std::path::PathBuf, ctx: &egui::Context) {
+        use std::sync::atomic::Ordering;
         let name = path.file_name().map_or_else(|| path.display().to_string(), |n| n.to_string_lossy().into_owned());
         let (tx, rx) = std::sync::mpsc::channel();
         let ctx = ctx.clone();
         let label = name.clone();
+        let total = std::fs::metadata(&path).map(|m| m.len()).ok();
+        let read = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
+        self.read = read.clone();
         std::thread::spawn(move || {
-            let result = std::fs::read(&path).map_err(|e| e.to_string()).and_then(|b| load(&label, &b));
+            let result = std::fs::File::open(&path).map_err(|e| e.to_string()).and_then(|f| {
+                let mut progress = |n| {
+                    read.store(n, Ordering::Relaxed);
+                    ctx.request_repaint();
+                };
+                read::from_reader(f, total, &mut progress).map(|d| from_dump(&label, d)).map_err(|e| e.to_string())
+            });
             let _ = tx.send((label, result));
             ctx.request_repaint();
         });
         self.loading = Some(name);
+        self.progress = total.map(|t| (0, t));
         self.rx = Some(rx);
+    }
+
+    /// Opens a browser file: read in a worker of its own, if it is not too large.
+    #[cfg(target_arch = "wasm32")]
+    pub fn open_file(&mut self, file: web_sys::File, ctx: &egui::Context) {
+        let (name, size) = (file.name(), file.size() as u64);
+        if !fits_in_browser(size) {
+            log::warn!("oomlab: snapshot {name} is {size} bytes, over the browser's limit");
+            self.too_large = Some((name, size));
+            return;
+        }
+        match import::Import::start(file, ctx) {
+            Ok(i) => {
+                self.import = Some(i);
+                (self.loading, self.progress, self.error, self.too_large) = (Some(name), Some((0, size)), None, None);
+            }
+            Err(e) => self.error = Some(format!("{name}: {e}")),
+        }
     }
 
     /// Takes dropped files and finished reads (each frame); the tab to show when a file was
@@ -157,36 +206,42 @@ impl SnapshotState {
             #[cfg(not(target_arch = "wasm32"))]
             self.open_path(f.path().to_path_buf(), ctx);
             #[cfg(target_arch = "wasm32")]
-            {
-                // The browser reads a dropped file asynchronously; it lands where a picked one does.
-                let (picked, ctx) = (self.picked.clone(), ctx.clone());
-                let name = f.path().display().to_string();
-                self.loading = Some(name.clone());
-                wasm_bindgen_futures::spawn_local(async move {
-                    match f.bytes_async().await {
-                        Ok(bytes) => *picked.borrow_mut() = Some((name, bytes)),
-                        Err(e) => log::warn!("oomlab: could not read the dropped file {name}: {e}"),
-                    }
-                    ctx.request_repaint();
-                });
+            if let Some(file) = f.web_file() {
+                self.open_file(file.clone(), ctx);
             }
         }
         #[cfg(not(target_arch = "wasm32"))]
-        if let Some(rx) = &self.rx
-            && let Ok((name, result)) = rx.try_recv()
         {
-            self.rx = None;
-            self.loading = None;
-            match result {
-                Ok(l) => (self.loaded, self.error) = (Some(l), None),
-                Err(e) => self.error = Some(format!("{name}: {e}")),
+            if let Some((_, total)) = &mut self.progress {
+                let done = self.read.load(std::sync::atomic::Ordering::Relaxed);
+                self.progress = Some((done, *total));
+            }
+            if let Some(rx) = &self.rx
+                && let Ok((name, result)) = rx.try_recv()
+            {
+                (self.rx, self.loading, self.progress) = (None, None, None);
+                match result {
+                    Ok(l) => self.land(l),
+                    Err(e) => self.error = Some(format!("{name}: {e}")),
+                }
             }
         }
         #[cfg(target_arch = "wasm32")]
         {
             let picked = self.picked.borrow_mut().take();
-            if let Some((name, b)) = picked {
-                self.open_bytes(&name, &b);
+            if let Some(file) = picked {
+                self.open_file(file, ctx);
+            }
+            if let Some(i) = &self.import {
+                self.progress = Some((i.done(), i.total));
+                if let Some(result) = i.take() {
+                    let name = self.loading.take().unwrap_or_default();
+                    (self.import, self.progress) = (None, None);
+                    match result {
+                        Ok(d) => self.land(from_dump(&name, d)),
+                        Err(e) => self.error = Some(format!("{name}: {e}")),
+                    }
+                }
             }
         }
         if any_dropped {
@@ -218,9 +273,7 @@ impl SnapshotState {
             #[cfg(target_arch = "wasm32")]
             if ui.button(t.text("snap-choose")).clicked() {
                 let picked = self.picked.clone();
-                pick_file(".pickle,.pkl,.json", ui.ctx(), move |name, bytes| {
-                    *picked.borrow_mut() = Some((name, bytes))
-                });
+                pick_file_handle(".pickle,.pkl,.json", ui.ctx(), move |file| *picked.borrow_mut() = Some(file));
             }
             ui.label(RichText::new(t.text("snap-drop")).weak());
         });
@@ -233,6 +286,26 @@ impl SnapshotState {
                 ui.spinner();
                 ui.label(t.format("snap-reading", &[("name", name.as_str().into())]));
             });
+            if let Some((done, total)) = self.progress {
+                let text = t.format(
+                    "snap-progress",
+                    &[("name", name.as_str().into()), ("done", size(t, done).into()), ("total", size(t, total).into())],
+                );
+                ui.add(egui::ProgressBar::new(done as f32 / total.max(1) as f32).text(text));
+            }
+        }
+        if let Some((name, bytes)) = &self.too_large {
+            ui.colored_label(
+                Color32::RED,
+                t.format(
+                    "snap-too-large",
+                    &[
+                        ("name", name.as_str().into()),
+                        ("size", size(t, *bytes).into()),
+                        ("limit", size(t, BROWSER_LIMIT).into()),
+                    ],
+                ),
+            );
         }
         if let Some(e) = &self.error {
             ui.colored_label(Color32::RED, t.format("snap-error", &[("error", e.as_str().into())]));
@@ -438,6 +511,22 @@ fn map(ui: &mut Ui, t: &Catalog, snapshot: &Dump, device: i64) {
 /// bytes go to `land` (and the next frame is drawn).
 #[cfg(target_arch = "wasm32")]
 pub fn pick_file(accept: &str, ctx: &egui::Context, land: impl FnOnce(String, Vec<u8>) + 'static) {
+    let repaint = ctx.clone();
+    pick_file_handle(accept, ctx, move |file| {
+        let name = file.name();
+        wasm_bindgen_futures::spawn_local(async move {
+            if let Ok(buffer) = wasm_bindgen_futures::JsFuture::from(file.array_buffer()).await {
+                land(name, js_sys::Uint8Array::new(&buffer).to_vec());
+                repaint.request_repaint();
+            }
+        });
+    });
+}
+
+/// The browser's file picker: the chosen file itself goes to `land` (a large one is read where
+/// and as it is needed, never copied into the page's memory whole).
+#[cfg(target_arch = "wasm32")]
+pub fn pick_file_handle(accept: &str, ctx: &egui::Context, land: impl FnOnce(web_sys::File) + 'static) {
     use wasm_bindgen::JsCast;
     let Some(document) = web_sys::window().and_then(|w| w.document()) else { return };
     let Ok(input) = document.create_element("input") else { return };
@@ -448,13 +537,8 @@ pub fn pick_file(accept: &str, ctx: &egui::Context, land: impl FnOnce(String, Ve
     let on_change = wasm_bindgen::closure::Closure::once_into_js(move || {
         target.remove();
         let Some(file) = target.files().and_then(|f| f.get(0)) else { return };
-        let name = file.name();
-        wasm_bindgen_futures::spawn_local(async move {
-            if let Ok(buffer) = wasm_bindgen_futures::JsFuture::from(file.array_buffer()).await {
-                land(name, js_sys::Uint8Array::new(&buffer).to_vec());
-                ctx.request_repaint();
-            }
-        });
+        land(file);
+        ctx.request_repaint();
     });
     input.set_onchange(Some(on_change.unchecked_ref()));
     // Attached (hidden) while it is open: some browsers ignore a detached input's click.

@@ -22,6 +22,7 @@ pub mod export;
 pub mod pickle;
 pub mod read;
 pub mod replay;
+pub mod transfer;
 
 use std::sync::Arc;
 

@@ -562,9 +562,9 @@ impl<S: Sink> Machine<'_, S> {
 /// room is reserved for it, not grown and copied step by step: a large dump memoizes millions
 /// of values; reserved, not touched, it takes no memory until used).
 pub fn parse<R: Read, S: Sink>(input: &mut Input<'_, R>, sink: &mut S, size: Option<u64>) -> Result<V, SnapshotError> {
-    let mut memo = Vec::new();
     // A frame dict, the most common memoized value, takes about 30 bytes of a pickle.
-    memo.reserve(size.and_then(|s| usize::try_from(s / 32).ok()).unwrap_or(0));
+    // (At most 16 Mi entries up front: a wasm32 heap commits what it reserves.)
+    let memo = Vec::with_capacity(size.and_then(|s| usize::try_from(s / 32).ok()).unwrap_or(0).min(1 << 24));
     let mut m = Machine { stack: Vec::new(), marks: Vec::new(), memo, sink, flat: Vec::new() };
     loop {
         let op = input.u8()?;

@@ -55,6 +55,9 @@ def snapshot(events, depth, seed=0):
         at = a + s
     if addr > at:
         blocks.append({"address": at, "size": addr - at, "requested_size": 0, "state": "inactive", "frames": []})
+    # The segment was made before the first allocation (the trace starts from nothing).
+    trace.insert(0, {"action": "segment_alloc", "addr": 0x7f0000000000, "size": addr - 0x7f0000000000 or total,
+                     "stream": 0, "frames": []})
     segments = [{"device": 0, "address": 0x7f0000000000, "total_size": addr - 0x7f0000000000 or total,
                  "allocated_size": total, "active_size": total, "requested_size": total, "stream": 0,
                  "segment_type": "large", "blocks": blocks}]
@@ -72,11 +75,14 @@ def main():
     p.add_argument("--depth", type=int, default=18)
     p.add_argument("--out", default="/tmp/big.pickle")
     p.add_argument("--oomlab", default=None)
+    p.add_argument("--no-time", action="store_true", help="only write the file (the browser test's)")
     a = p.parse_args()
     with open(a.out, "wb") as f:
         pickle.dump(snapshot(a.events, a.depth), f, protocol=4)
     size = os.path.getsize(a.out)
     print(f"{a.out}: {size / 1e6:.1f} MB, {a.events} events of {a.depth} frames", file=sys.stderr)
+    if a.no_time:
+        return
     t = time.perf_counter()
     with open(a.out, "rb") as f:
         pickle.load(f)

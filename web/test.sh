@@ -18,6 +18,8 @@ oomlab_install "${need[@]}"
 web/build.sh
 node web/browser-test.mjs webgpu
 node web/browser-test.mjs webgl
+# A generated 55 MB PyTorch memory snapshot opened through the import worker (web/snapshot-test.mjs).
+node web/snapshot-test.mjs
 node web/browser-test.mjs zh
 node web/browser-test.mjs phone
 node web/browser-test.mjs teacher

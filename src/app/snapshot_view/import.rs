@@ -24,6 +24,8 @@ struct Inbox {
 
 pub struct Import {
     worker: web_sys::Worker,
+    /// The last tenth of the file logged.
+    logged: std::cell::Cell<u64>,
     inbox: Rc<RefCell<Inbox>>,
     pub total: u64,
     _on_message: Closure<dyn FnMut(web_sys::MessageEvent)>,
@@ -72,12 +74,21 @@ impl Import {
         });
         worker.set_onmessage(Some(on_message.as_ref().unchecked_ref()));
         worker.set_onerror(Some(on_error.as_ref().unchecked_ref()));
-        Ok(Import { worker, inbox, total, _on_message: on_message, _on_error: on_error })
+        Ok(Import { worker, logged: 0.into(), inbox, total, _on_message: on_message, _on_error: on_error })
     }
 
     /// Bytes read so far.
     pub fn done(&self) -> u64 {
         self.inbox.borrow().done
+    }
+
+    /// The percentage read, when it passes another tenth of the file (for the log).
+    pub fn tenth(&self) -> Option<u64> {
+        let pct = 100 * self.done() / self.total.max(1);
+        (pct / 10 > self.logged.get()).then(|| {
+            self.logged.set(pct / 10);
+            pct
+        })
     }
 
     /// The dump or why not, once the worker is done.

@@ -234,6 +234,9 @@ impl SnapshotState {
             }
             if let Some(i) = &self.import {
                 self.progress = Some((i.done(), i.total));
+                if let Some(pct) = i.tenth() {
+                    log::info!("oomlab: reading {}: {pct} %", self.loading.as_deref().unwrap_or_default());
+                }
                 if let Some(result) = i.take() {
                     let name = self.loading.take().unwrap_or_default();
                     (self.import, self.progress) = (None, None);

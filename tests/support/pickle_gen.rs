@@ -187,7 +187,8 @@ fn stack(kind: Kind, site: usize, frames: &mut Shared, fresh: bool) -> (P, Strin
         ],
         Kind::Other => vec![],
     };
-    let user = (format!("/home/me/{}.py", if site.is_multiple_of(2) { "model" } else { "train" }), 10 + site as i64, "step");
+    let user =
+        (format!("/home/me/{}.py", if site.is_multiple_of(2) { "model" } else { "train" }), 10 + site as i64, "step");
     let site_text = format!("{}:{}:{}", user.0, user.1, user.2);
     let mut list = Vec::new();
     for (file, line, name) in lib.into_iter().chain([user]) {

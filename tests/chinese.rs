@@ -33,6 +33,8 @@ const KEPT: &[&str] = &[
     "Offload",
     "FlashAttention",
     "PyTorch",
+    // The language a snapshot's stacks are in (its modules, `torch.nn.modules.linear`).
+    "Python",
     "CUDA",
     "PCIe",
     "WebGPU",

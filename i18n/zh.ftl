@@ -665,14 +665,14 @@ guess-optimizer = 优化器状态
 guess-gradients = 梯度
 guess-activations = 激活值
 guess-other = 其他
-guess-mark = { $what }？
+guess-mark = { $what }（猜测）
 snap-advice-heading = 诊断流程
 advice-capacity = 峰值（{ $peak }）占设备 { $capacity } 的 { $percent } %（预留量加上显存溢出时驱动报告的空闲量）。
 advice-capacity-over = 超过 90 %：先按模块分析（见上表），再针对增长最多的部分下手。
 advice-fragmented = 缓存的段中有 { $free } 空闲，多于申请的 { $request }，但不是连续的一块：问题是碎片，而不是大小（可试 PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True）。
 advice-grew = 自记录开始以来增长最多的是：{ $what }（+{ $bytes }）。
 fix-parameters = 针对参数的办法：混合精度或 bf16 权重、FSDP 或 ZeRO-3 分片、LoRA 或 QLoRA（冻结的、更小的基座）。
-fix-optimizer = 针对优化器状态的办法：用 ZeRO-1/2 或 FSDP 分片、用 ZeRO-Offload 移到 CPU、8 位或因子化的优化器。
+fix-optimizer = 针对优化器状态的办法：用 ZeRO-1/2 或 FSDP 分片、用 ZeRO-Offload 卸载到 CPU、8 位或因子化的优化器。
 fix-gradients = 针对梯度的办法：用 ZeRO-2 或 FSDP 分片、用 bf16 存梯度、累加到同一个缓冲区。
 fix-activations = 针对激活值的办法：对各块做梯度检查点、更小的微批次配合梯度累积、融合（flash）注意力、更短的序列。
 fix-other = 查看列出的帧：被保留的输入、不断增长的张量列表、缓存。

@@ -70,7 +70,7 @@ try {
   else if (size < 50e6) why = `the snapshot is only ${size} bytes (at least 50 MB)`;
   else if (seconds > 15) why = `it took ${seconds.toFixed(1)} s (at most 15)`;
   else if (tenths.length < 3) why = `the page did not report the worker's progress: ${tenths}`;
-  else if (frames < 2 * seconds) why = `the page drew ${frames} frames in ${seconds.toFixed(1)} s while the worker read`;
+  else if (frames < seconds) why = `the page drew ${frames} frames in ${seconds.toFixed(1)} s while the worker read`;
   await page.waitForTimeout(500);
   await page.screenshot({ path: path.join(root, "target", "browser-snapshot.png") });
 } catch (e) {

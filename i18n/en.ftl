@@ -765,6 +765,7 @@ chart-batch-range = { $name }, peak memory against batch size: the { $capacity_n
 chart-loss = Loss over { $steps } steps: { $first } at the first, { $last } at the last.
 chart-loss-none = Loss curve: no step yet.
 chart-snapshot = Memory over the { $events } events of the trace: allocated peaks at { $peak } at event { $at }, reserved at { $reserved }; { $ooms } out-of-memory events.
+chart-snapshot-scrub = Marked: after event { $index }, { $bytes } allocated.
 chart-class-number = The class's guesses: { $count } of them, from { $low } to { $high }, the middle one { $median }.
 chart-class-choice = The class's guesses, students per option: { $counts }.
 live-step = Step { $n } finished: { $peak } allocated at the peak ({ $source }).

@@ -759,6 +759,7 @@ chart-batch-range = { $name }，峰值显存与 batch 大小：batch { $oom } �
 chart-loss = { $steps } 步的损失：第一步 { $first }，最后一步 { $last }。
 chart-loss-none = 损失曲线：还没有训练步。
 chart-snapshot = 跟踪中 { $events } 个事件的显存：已分配峰值 { $peak }，在第 { $at } 个事件；预留峰值 { $reserved }；{ $ooms } 次显存溢出。
+chart-snapshot-scrub = 标记处：第 { $index } 个事件之后，已分配 { $bytes }。
 chart-class-number = 全班的猜测：共 { $count } 个，从 { $low } 到 { $high }，中位数 { $median }。
 chart-class-choice = 全班的猜测，每个选项的学生人数：{ $counts }。
 live-step = 第 { $n } 步完成：峰值已分配 { $peak }（{ $source }）。

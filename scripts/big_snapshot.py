@@ -3,7 +3,9 @@
 returns (segments with blocks, one device trace of alloc/free events, each with its own Python
 stack of 18 frames), and times reading it: Python's pickle.load against `oomlab snapshot show`,
 in the same run. No torch needed. Not for CI (a benchmark):
-    python3 scripts/big_snapshot.py --events 444000 --out /tmp/big.pickle [--oomlab target/debug/oomlab]
+    python3 scripts/big_snapshot.py --events 444000 --out /tmp/big.pickle [--oomlab target/release/oomlab] [--reuse]
+pickle.load is timed in a fresh Python process (not this one, whose heap already holds the
+snapshot it wrote and whose garbage collector would scan it), then oomlab, one after the other.
 """
 import argparse
 import os
@@ -18,15 +20,23 @@ import time
 NAMES = ["forward", "_call_impl", "_wrapped_call_impl", "linear", "main", "train_step"]
 
 
-def frames(rng, depth):
+def file_names():
     files = [f"/opt/conda/lib/python3.11/site-packages/torch/nn/modules/{m}.py" for m in
              ("linear", "module", "activation", "normalization", "container", "sparse")]
-    user = ["/home/me/train.py", "/home/me/model.py"]
+    return files, ["/home/me/train.py", "/home/me/model.py"]
+
+
+# With --shared-strings, one set of file name objects for the whole snapshot (pickle memoizes
+# each once: a smaller file, and the same number of frame dicts); without, fresh ones per event.
+SHARED = None
+
+
+def frames(rng, depth):
+    files, user = SHARED or file_names()
     out = []
     for i in range(depth):
         name = rng.choice(files if i < depth - 3 else user)
-        # A fresh dict per frame; the strings are shared objects (pickle memoizes them once), as
-        # in a real dump, where the same few thousand file and function names repeat.
+        # A fresh dict per frame (the function names are shared objects: pickle memoizes them).
         out.append({"filename": name, "line": rng.randrange(1, 2000), "name": rng.choice(NAMES)})
     return out
 
@@ -76,18 +86,26 @@ def main():
     p.add_argument("--out", default="/tmp/big.pickle")
     p.add_argument("--oomlab", default=None)
     p.add_argument("--no-time", action="store_true", help="only write the file (the browser test's)")
+    p.add_argument("--reuse", action="store_true", help="time the file at --out if it is there")
+    p.add_argument("--shared-strings", action="store_true", help="one file name object per file")
     a = p.parse_args()
-    with open(a.out, "wb") as f:
-        pickle.dump(snapshot(a.events, a.depth), f, protocol=4)
+    if a.shared_strings:
+        global SHARED
+        SHARED = file_names()
+    if not (a.reuse and os.path.exists(a.out)):
+        with open(a.out, "wb") as f:
+            pickle.dump(snapshot(a.events, a.depth), f, protocol=4)
     size = os.path.getsize(a.out)
-    print(f"{a.out}: {size / 1e6:.1f} MB, {a.events} events of {a.depth} frames", file=sys.stderr)
+    print(f"{a.out}: {size / 1e6:.1f} MB", file=sys.stderr)
     if a.no_time:
         return
-    t = time.perf_counter()
-    with open(a.out, "rb") as f:
-        pickle.load(f)
-    py = time.perf_counter() - t
-    print(f"pickle.load: {py:.2f} s, peak RSS {peak_rss_mb():.0f} MB", file=sys.stderr)
+    load = ("import pickle, resource, sys, time\n"
+            "t = time.perf_counter()\n"
+            "with open(sys.argv[1], 'rb') as f: pickle.load(f)\n"
+            "print(time.perf_counter() - t, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)")
+    done = subprocess.run([sys.executable, "-c", load, a.out], check=True, stdout=subprocess.PIPE, text=True)
+    py, py_rss = (float(x) for x in done.stdout.split())
+    print(f"pickle.load: {py:.2f} s, peak RSS {py_rss / 1024:.0f} MB", file=sys.stderr)
     if a.oomlab:
         # Peak RSS from /usr/bin/time (GNU time): a child forked from this large Python process
         # would report the parent's RSS through getrusage.

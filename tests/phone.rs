@@ -210,3 +210,30 @@ fn at_200_percent_text_nothing_is_cut_off() {
         assert!(cut.is_empty(), "{lang:?}: the lessons are cut off: {cut:?}");
     }
 }
+
+/// The Snapshot tab with a snapshot open (an OOM, a scrubbed event, its panels and advice) fits
+/// a phone, in English and in Chinese: the summary's columns wrap, the long frames wrap.
+#[test]
+fn on_a_phone_an_open_snapshot_is_not_cut_off() {
+    use oomlab::app::Tab;
+    use oomlab::i18n::Lang;
+    xdg();
+    let bytes = std::fs::read(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/snapshot/toy_oom.pickle"))
+        .expect("the fixture");
+    for lang in [Lang::En, Lang::Zh] {
+        let mut app = OomlabApp::headless(Settings::default());
+        app.set_lang(lang);
+        app.open_snapshot_bytes("toy_oom.pickle", &bytes);
+        app.shown.tab = Tab::Snapshot;
+        let mut harness = Harness::builder()
+            .with_size([PHONE[0], 3000.0])
+            .build_ui_state(|ui, app: &mut OomlabApp| app.show(ui), app);
+        harness.run();
+        harness.state_mut().snapshot.loaded.as_mut().expect("open").selected = Some(20);
+        harness.run();
+        // The panels are there: the scrubbed moment's, the OOM's, the advice.
+        assert!(harness.query_all_by_label_contains("oomlab/activations").count() >= 4, "{lang:?}: the groups");
+        let cut = cut_off(&harness);
+        assert!(cut.is_empty(), "{lang:?}: cut off at the right edge: {cut:?}");
+    }
+}

@@ -338,6 +338,14 @@ fn the_app_shows_a_snapshot() {
     harness.get_by_label_contains("the toy's step");
     harness.get_by_label("The 2 largest allocations alive at the peak");
     assert_eq!(harness.query_all_by_label("train.py:42:forward").count(), 2, "both allocations alive at the peak");
+    // Scrubbed: the chart's description says where the marked line is, as the panel does.
+    let allocated = harness.state().snapshot.loaded.as_ref().expect("loaded").replays[0].timeline[2].allocated;
+    harness.state_mut().snapshot.loaded.as_mut().expect("loaded").selected = Some(2);
+    harness.run();
+    let said = format!("Marked: after event 2, {} allocated.", oomlab::units::format_bytes(allocated as u64));
+    harness.get_by_label_contains(&said);
+    harness.get_by_label_contains("What is alive after event 2");
+    harness.state_mut().snapshot.loaded.as_mut().expect("loaded").selected = None;
 
     harness.state_mut().set_lang(Lang::Zh);
     harness.run();

@@ -30,6 +30,10 @@ fn a_large_snapshot_matches_its_own_count() {
     assert!(heard.len() >= 2 && heard.windows(2).all(|w| w[0] < w[1]), "progress as it reads: {heard:?}");
     assert_eq!(heard.last().copied(), Some(g.bytes.len() as u64), "the whole file read");
     assert_eq!(d.events(), g.events);
+    // Stacks interned on a second thread (a file of unknown size) or in line: the same dump, ids
+    // and all.
+    let inline = read::from_reader_with(&g.bytes[..], None, &mut |_| {}, read::Interning::InLine).expect("in line");
+    assert_eq!(inline, d);
     // Thousands of stacks, a few dozen frames: each stored once.
     assert!(d.stacks.frames.len() <= 100, "{} frames interned", d.stacks.frames.len());
     assert!(d.stacks.len() <= 300, "{} stacks interned", d.stacks.len());
@@ -134,4 +138,51 @@ fn the_workers_buffer_carries_the_dump() {
     // The browser's limit: a file larger than a tab can read is refused with a message.
     use oomlab::app::snapshot_view::{BROWSER_LIMIT, fits_in_browser};
     assert!(fits_in_browser(200 << 20) && fits_in_browser(BROWSER_LIMIT) && !fits_in_browser(BROWSER_LIMIT + 1));
+}
+
+/// `oomlab snapshot show` on a generated dump: what held the memory at the peak and at the OOM,
+/// the workflow's fix in the catalog's words, and the same numbers as JSON.
+#[test]
+fn the_cli_says_what_filled_the_gpu() {
+    use oomlab::i18n::{Catalog, Lang};
+    let g = pickle_gen::generate(6_000, 3);
+    assert!(g.ooms > 0, "the generator ends in an OOM");
+    let file = std::env::temp_dir().join(format!("oomlab-show-{}.pickle", std::process::id()));
+    std::fs::write(&file, &g.bytes).expect("written");
+    let run = |json: bool| {
+        let mut c = std::process::Command::new(env!("CARGO_BIN_EXE_oomlab"));
+        c.args(["snapshot", "show"]).arg(&file);
+        if json {
+            c.arg("--json");
+        }
+        let out = c.output().expect("oomlab runs");
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        String::from_utf8(out.stdout).expect("UTF-8")
+    };
+    let (text, json) = (run(false), run(true));
+    let _ = std::fs::remove_file(&file);
+
+    // The library's own answer, for the CLI to print.
+    let d = read::from_bytes(&g.bytes).expect("reads");
+    let r = replay::replay(&d, 0, 10);
+    let at_oom = explain::holding(&d, &r.lifetimes, r.ooms[0].index.checked_sub(1), 10);
+    let fix = explain::diagnose(&d, &r, &at_oom)
+        .into_iter()
+        .find_map(|a| match a {
+            Advice::Fix { guess } => Some(guess),
+            _ => None,
+        })
+        .expect("a fix");
+    let words = Catalog::new(Lang::En).text(&format!("fix-{}", fix.key()));
+    assert!(text.contains(&words), "the fix as the app words it: {words}\n{text}");
+    assert!(text.contains("what held the memory at the peak"), "{text}");
+    assert!(text.contains("what held the memory when the OOM struck"), "{text}");
+    assert!(text.contains("categories are guesses"), "a PyTorch dump's categories are said to be guesses");
+
+    let doc: serde_json::Value = serde_json::from_str(&json).expect("JSON");
+    let dev = &doc["devices"][0];
+    assert_eq!(dev["peak_allocated_bytes"], g.peak);
+    assert_eq!(dev["at_peak"]["bytes"], g.peak);
+    assert_eq!(dev["at_oom"]["bytes"], at_oom.bytes);
+    assert_eq!(dev["events"], g.events);
 }

@@ -20,7 +20,7 @@ import fs from "node:fs";
 import path from "node:path";
 import os from "node:os";
 import { fileURLToPath } from "node:url";
-import { chromiumArgs, chromiumPath, serveDist } from "./harness.mjs";
+import { chromiumArgs, chromiumPath, mirroredButton, serveDist } from "./harness.mjs";
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 const { server, origin } = await serveDist(path.join(root, "dist"));
@@ -112,11 +112,7 @@ try {
   console.log(`reveal: announced "${said}"`);
 
   // The mouse still reaches the canvas: a click where the mirrored Training tab lies opens it.
-  const rect = await page.evaluate((n) => {
-    const el = [...document.querySelectorAll("#oomlab_a11y button")].find((b) => b.getAttribute("aria-label") === n);
-    const r = el?.getBoundingClientRect();
-    return r && { x: r.x + r.width / 2, y: r.y + r.height / 2 };
-  }, en["tab-training"]);
+  const rect = await mirroredButton(page, en["tab-training"]);
   if (!rect) throw new Error("no mirrored Training tab");
   await page.mouse.click(rect.x, rect.y);
   await until("the Training view", () => lines.some((l) => l.includes("oomlab: training drawn: ")), 10_000);

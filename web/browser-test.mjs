@@ -28,7 +28,7 @@ import fs from "node:fs";
 import path from "node:path";
 import os from "node:os";
 import { fileURLToPath } from "node:url";
-import { chromiumArgs, chromiumPath, serveDist } from "./harness.mjs";
+import { chromiumArgs, chromiumPath, openFileChooser, serveDist } from "./harness.mjs";
 
 const mode = process.argv[2] || "webgpu";
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
@@ -96,24 +96,7 @@ try {
   if (mode === "webgl" && step) {
     // The tab's file picker first: the Snapshot tab, then its "Choose a file…" button, clicked
     // with the mouse where the accessible mirror (web/a11y.js) says they are drawn.
-    // (A frame of this page takes 100+ ms to draw on SwiftShader, and a click that lands while
-    // the tab is still being laid out is lost — as, now and then, the picker's own opening: so up
-    // to five tries, each waiting a little longer.)
-    const at = (name) => page.evaluate((n) => {
-      const el = [...document.querySelectorAll("#oomlab_a11y button")].find((b) => b.getAttribute("aria-label") === n);
-      const r = el?.getBoundingClientRect();
-      return r ? { x: r.x + r.width / 2, y: r.y + r.height / 2 } : null;
-    }, name);
-    let fc = null;
-    for (let attempt = 0; attempt < 5 && !fc; attempt++) {
-      const tab = await at("Snapshot");
-      if (tab) await page.mouse.click(tab.x, tab.y);
-      await page.waitForTimeout(1000 + 500 * attempt);
-      const chooser = page.waitForEvent("filechooser", { timeout: 5_000 }).catch(() => null);
-      const button = await at("Choose a file…");
-      if (button) await page.mouse.click(button.x, button.y);
-      fc = await chooser;
-    }
+    const fc = await openFileChooser(page, "Choose a file…", "Snapshot");
     console.log(`file chooser: ${fc ? "opened" : "none"}`);
     if (fc) {
       await fc.setFiles(path.join(root, "tests/fixtures/snapshot/toy_oom.pickle"));

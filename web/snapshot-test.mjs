@@ -10,7 +10,7 @@ import fs from "node:fs";
 import path from "node:path";
 import { spawnSync } from "node:child_process";
 import { fileURLToPath } from "node:url";
-import { chromiumArgs, chromiumPath, serveDist } from "./harness.mjs";
+import { chromiumArgs, chromiumPath, openFileChooser, serveDist } from "./harness.mjs";
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 const events = Number(process.env.OOMLAB_SNAPSHOT_EVENTS || 70_000);
@@ -34,21 +34,8 @@ try {
   await page.goto(`${origin}/#tab=snapshot`);
   const ready = Date.now() + 120_000;
   while (Date.now() < ready && !lines.some((l) => l.includes("oomlab: first frame"))) await page.waitForTimeout(250);
-  const at = (label) => page.evaluate((n) => {
-    const el = [...document.querySelectorAll("#oomlab_a11y button")].find((b) => b.getAttribute("aria-label") === n);
-    const r = el?.getBoundingClientRect();
-    return r ? { x: r.x + r.width / 2, y: r.y + r.height / 2 } : null;
-  }, label);
-  // The picker's button, clicked where the accessible mirror says it is (a few tries: a click
-  // while the tab is still being laid out is lost).
-  let chooser = null;
-  for (let attempt = 0; attempt < 5 && !chooser; attempt++) {
-    await page.waitForTimeout(1000 + 500 * attempt);
-    const waiting = page.waitForEvent("filechooser", { timeout: 5_000 }).catch(() => null);
-    const button = await at("Choose a file…");
-    if (button) await page.mouse.click(button.x, button.y);
-    chooser = await waiting;
-  }
+  // The picker's button, clicked where the accessible mirror says it is.
+  const chooser = await openFileChooser(page, "Choose a file…");
   if (!chooser) throw new Error("the file picker did not open");
   // The page's own animation frames while the worker reads: the page must keep drawing.
   await page.evaluate(() => { window.oomlabFrames = 0; const tick = () => { window.oomlabFrames++; requestAnimationFrame(tick); }; requestAnimationFrame(tick); });

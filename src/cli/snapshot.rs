@@ -237,6 +237,7 @@ fn print_holding(when: &str, h: &Holding) {
 
 /// The diagnostic workflow, step by step.
 fn print_advice(advice: &[Advice]) {
+    let catalog = oomlab::i18n::Catalog::new(oomlab::i18n::Lang::En);
     for a in advice {
         match a {
             Advice::Capacity { peak, capacity } => println!(
@@ -254,7 +255,8 @@ fn print_advice(advice: &[Advice]) {
             Advice::Grew { guess, bytes } => {
                 println!("  what grew most since the trace began: {} (+{})", guess.name(), size(*bytes))
             }
-            Advice::Fix { guess } => println!("  fixes that act on {}: {}", guess.name(), explain::fixes(*guess)),
+            // The app's words for it (one catalog, not a second English copy).
+            Advice::Fix { guess } => println!("  {}", catalog.text(&format!("fix-{}", guess.key()))),
         }
     }
 }

@@ -57,22 +57,21 @@ pub fn panel(ui: &mut Ui, t: &Catalog, heading: String, h: &Holding) {
             ui.label(format!("{} {} ({share:.0} %)", guess_word(t, *g, known), size(*b)));
         }
     });
-    egui::Grid::new(ui.next_auto_id()).striped(true).num_columns(1).show(ui, |ui| {
-        for g in &h.groups {
-            let site = if g.site.is_empty() { t.text("snap-no-frame") } else { g.site.clone() };
-            ui.label(t.format(
-                "snap-holding-row",
-                &[
-                    ("bytes", size(g.bytes).into()),
-                    ("count", g.count.to_string().into()),
-                    ("guess", guess_word(t, g.guess, g.known).into()),
-                    ("site", site.into()),
-                    ("module", g.module.as_str().into()),
-                ],
-            ));
-            ui.end_row();
-        }
-    });
+    // Plain wrapped lines, not a grid: a grid's cells do not wrap, and a long frame would widen
+    // the whole tab past a phone's screen.
+    for g in &h.groups {
+        let site = if g.site.is_empty() { t.text("snap-no-frame") } else { g.site.clone() };
+        ui.label(t.format(
+            "snap-holding-row",
+            &[
+                ("bytes", size(g.bytes).into()),
+                ("count", g.count.to_string().into()),
+                ("guess", guess_word(t, g.guess, g.known).into()),
+                ("site", site.into()),
+                ("module", g.module.as_str().into()),
+            ],
+        ));
+    }
 }
 
 /// The workflow's steps, in words.

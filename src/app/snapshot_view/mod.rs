@@ -5,7 +5,7 @@
 //! browser), a path (desktop) or a file picker (browser); the desktop reads them on a thread, so
 //! a large dump never freezes a frame.
 
-use egui::{Color32, RichText, Ui};
+use egui::{Color32, RichText, Ui, WidgetText};
 
 mod holding;
 #[cfg(target_arch = "wasm32")]
@@ -98,11 +98,13 @@ pub fn from_dump(name: &str, snapshot: Dump) -> Loaded {
             )
         })
         .collect();
+    // The moment the advice reads is one the panels show: computed once, kept for them.
+    let mut holdings = holding::Holdings::default();
     let advice = replays
         .iter()
         .map(|r| {
             let at = r.ooms.first().map_or(r.peak_index, |o| o.index.checked_sub(1));
-            explain::diagnose(&snapshot, r, &explain::holding(&snapshot, &r.lifetimes, at, 0))
+            explain::diagnose(&snapshot, r, holdings.at(&snapshot, r, at))
         })
         .collect();
     let from_oomlab = snapshot.from_oomlab();
@@ -112,7 +114,7 @@ pub fn from_dump(name: &str, snapshot: Dump) -> Loaded {
         replays,
         lines,
         selected: None,
-        holdings: holding::Holdings::default(),
+        holdings,
         advice,
         from_oomlab,
         device: 0,
@@ -437,13 +439,26 @@ fn summary(ui: &mut Ui, t: &Catalog, r: &replay::Replay, toy: Option<(&crate::me
         );
         format!("{p:.1} %")
     };
-    egui::Grid::new("snap_summary").striped(true).num_columns(3).show(ui, |ui| {
+    // On a narrow screen (a phone) the columns share the width and their words wrap: a wider
+    // grid would widen the whole tab, and every line after it would be cut at the screen's edge.
+    let mut grid = egui::Grid::new("snap_summary").striped(true).num_columns(3);
+    let width = ui.available_width();
+    let narrow = width < 600.0;
+    if narrow {
+        grid = grid.max_col_width(((width - 2.0 * ui.spacing().item_spacing.x) / 3.0 - 1.0).max(40.0));
+    }
+    let cell = |ui: &mut Ui, text: WidgetText| {
+        let label = egui::Label::new(text);
+        _ = ui.add(if narrow { label.wrap() } else { label.extend() })
+    };
+    grid.show(ui, |ui| {
         ui.strong("");
-        ui.strong(t.text("snap-col-snapshot"));
-        ui.strong(toy.map_or_else(
+        cell(ui, RichText::new(t.text("snap-col-snapshot")).strong().into());
+        let toy_heading = toy.map_or_else(
             || t.text("snap-col-toy"),
             |(_, s)| t.format("snap-col-toy-source", &[("source", s.word(t).into())]),
-        ));
+        );
+        cell(ui, RichText::new(toy_heading).strong().into());
         ui.end_row();
         let rows: [(&str, u64, Option<u64>); 4] = [
             ("snap-peak-allocated", bytes(r.peak_allocated), toy.map(|(m, _)| m.peak_allocated_bytes())),
@@ -452,18 +467,18 @@ fn summary(ui: &mut Ui, t: &Catalog, r: &replay::Replay, toy: Option<(&crate::me
             ("snap-free", bytes(r.free_in_segments), toy_free),
         ];
         for (key, ours, theirs) in rows {
-            ui.label(t.text(key));
-            ui.label(size(t, ours));
-            ui.label(theirs.map_or_else(String::new, |v| size(t, v)));
+            cell(ui, t.text(key).into());
+            cell(ui, size(t, ours).into());
+            cell(ui, theirs.map_or_else(String::new, |v| size(t, v)).into());
             ui.end_row();
         }
-        ui.label(t.text("snap-fragmentation"));
-        ui.label(format!("{:.1} %", r.fragmentation_percent()));
-        ui.label(toy.map_or_else(String::new, |(m, _)| frag(m.largest_free_block, toy_free.unwrap_or(0))));
+        cell(ui, t.text("snap-fragmentation").into());
+        cell(ui, format!("{:.1} %", r.fragmentation_percent()).into());
+        cell(ui, toy.map_or_else(String::new, |(m, _)| frag(m.largest_free_block, toy_free.unwrap_or(0))).into());
         ui.end_row();
         // (The toy's log holds only its step's events, not its setup's: no like-for-like count.)
-        ui.label(t.text("snap-events"));
-        ui.label(r.events.to_string());
+        cell(ui, t.text("snap-events").into());
+        cell(ui, r.events.to_string().into());
         ui.label("");
         ui.end_row();
     });

@@ -156,6 +156,17 @@ pub fn chart(ui: &mut Ui, t: &Catalog, r: &replay::Replay, lines: &(Envelope, En
             ("ooms", r.ooms.len().to_string().into()),
         ],
     );
+    // The scrubbed event too: what a screen reader hears is what the marked line shows.
+    let description = match selected.and_then(|i| r.timeline.get(i).map(|p| (i, p.allocated))) {
+        Some((i, allocated)) => {
+            let scrub = t.format(
+                "chart-snapshot-scrub",
+                &[("index", i.to_string().into()), ("bytes", super::size(t, super::bytes(allocated)).into())],
+            );
+            format!("{description} {scrub}")
+        }
+        None => description,
+    };
     views::describe_chart(&drawn.response, &description);
     // The slider: the keyboard's way to scrub.
     let mut at = selected.or(r.peak_index).unwrap_or(0).min(n - 1);

@@ -3,8 +3,8 @@
 //! of a dozen or more frames, but only a few thousand distinct frames: an event here is 48 bytes
 //! and a stack id, not a tree of owned strings (which took 19 times the file's size).
 //!
-//! The tables ([`Tables`]) intern as the reader goes ([`super::pickle`] streams a pickle straight
-//! into them); [`Dump::from_wire`] converts the serde types (JSON, oomlab's own exports).
+//! The tables ([`Strings`], [`FrameTables`]) intern as the reader goes ([`super::pickle`] streams
+//! a pickle straight into them); [`Dump::from_wire`] converts the serde types (JSON, oomlab's own exports).
 
 use bytemuck::{Pod, Zeroable};
 use hashbrown::{DefaultHashBuilder, HashTable};
@@ -285,52 +285,91 @@ impl FrameTable {
     }
 }
 
-/// The tables while reading, with their lookups (dropped once the snapshot is read).
-#[derive(Default)]
-pub struct Tables {
-    pub stacks: Stacks,
+/// Strings to their ids (string 0 is the empty string).
+pub struct Strings {
+    pub list: Vec<Box<str>>,
     hasher: DefaultHashBuilder,
-    string_ids: HashTable<u32>,
+    ids: HashTable<u32>,
+}
+
+impl Default for Strings {
+    fn default() -> Self {
+        let mut t = Strings { list: vec!["".into()], hasher: DefaultHashBuilder::default(), ids: HashTable::new() };
+        let hash = t.hasher.hash_one("");
+        t.ids.insert_unique(hash, 0, |_| hash);
+        t
+    }
+}
+
+impl Strings {
+    pub fn intern(&mut self, s: &str) -> u32 {
+        let Strings { list, hasher, ids } = self;
+        let hash = hasher.hash_one(s);
+        if let Some(&id) = ids.find(hash, |&id| &*list[id as usize] == s) {
+            return id;
+        }
+        let id = u32::try_from(list.len()).unwrap_or(u32::MAX);
+        list.push(s.into());
+        ids.insert_unique(hash, id, |&id| hasher.hash_one(&*list[id as usize]));
+        id
+    }
+    pub fn get(&self, id: u32) -> &str {
+        self.list.get(id as usize).map_or("", |s| s)
+    }
+}
+
+/// Frames and stacks to their ids, with the tables a [`Stacks`] keeps (stack 0 is the empty
+/// stack). They need no strings: a frame's are ids.
+pub struct FrameTables {
+    frames: Vec<FrameRec>,
+    flat: Vec<u32>,
+    starts: Vec<u32>,
     frame_ids: FrameTable,
     /// (hash, stack id): rehashing reads the stored hash, not the stack.
     stack_ids: HashTable<(u64, u32)>,
+    /// Scratch for a stack's frame ids.
+    ids: Vec<u32>,
 }
 
-impl Tables {
-    pub fn new() -> Tables {
-        let mut t = Tables::default();
-        let hash = t.hasher.hash_one("");
-        t.string_ids.insert_unique(hash, 0, |_| hash);
-        t
-    }
-    pub fn string(&mut self, s: &str) -> u32 {
-        let Tables { stacks, hasher, string_ids, .. } = self;
-        let hash = hasher.hash_one(s);
-        if let Some(&id) = string_ids.find(hash, |&id| &*stacks.strings[id as usize] == s) {
-            return id;
+impl Default for FrameTables {
+    fn default() -> Self {
+        let Stacks { frames, flat, starts, .. } = Stacks::default();
+        FrameTables {
+            frames,
+            flat,
+            starts,
+            frame_ids: FrameTable::default(),
+            stack_ids: HashTable::new(),
+            ids: Vec::new(),
         }
-        let id = u32::try_from(stacks.strings.len()).unwrap_or(u32::MAX);
-        stacks.strings.push(s.into());
-        string_ids.insert_unique(hash, id, |&id| hasher.hash_one(&*stacks.strings[id as usize]));
-        id
     }
+}
+
+impl FrameTables {
     pub fn frame(&mut self, f: FrameRec) -> u32 {
-        let frames = &mut self.stacks.frames;
+        let frames = &mut self.frames;
         self.frame_ids.get_or_insert(f, || {
             let id = u32::try_from(frames.len()).unwrap_or(u32::MAX - 1);
             frames.push(f);
             id
         })
     }
-    /// Many frames' ids, into `out`: the table's slots for all of them are read first (the
-    /// loads overlap), then each is looked up in a warm cache.
-    pub fn frames(&mut self, frames: &[FrameRec], out: &mut Vec<u32>) {
+    /// A stack of frames (innermost first; cut at [`MAX_STACK`]); the empty stack is 0. The
+    /// table's slots for all its frames are read first (the loads overlap), then each frame is
+    /// looked up in a warm cache.
+    pub fn stack_of(&mut self, frames: &[FrameRec]) -> u32 {
+        let frames = &frames[..frames.len().min(MAX_STACK)];
         let mut touched = 0u32;
         for f in frames {
             touched ^= self.frame_ids.peek(f);
         }
         std::hint::black_box(touched);
-        out.extend(frames.iter().map(|&f| self.frame(f)));
+        let mut ids = std::mem::take(&mut self.ids);
+        ids.clear();
+        ids.extend(frames.iter().map(|&f| self.frame(f)));
+        let id = self.stack(&ids);
+        self.ids = ids;
+        id
     }
     /// A stack of frame ids (innermost first; cut at [`MAX_STACK`]); the empty stack is 0.
     pub fn stack(&mut self, frames: &[u32]) -> u32 {
@@ -338,27 +377,50 @@ impl Tables {
         if frames.is_empty() {
             return 0;
         }
-        let Tables { stacks, stack_ids, .. } = self;
+        let FrameTables { flat, starts, stack_ids, .. } = self;
         let hash = stack_hash(frames);
-        if let Some(&(_, id)) = stack_ids.find(hash, |&(h, id)| h == hash && stacks.stack(id) == frames) {
+        let at = |id: u32| &flat[starts[id as usize] as usize..starts[id as usize + 1] as usize];
+        if let Some(&(_, id)) = stack_ids.find(hash, |&(h, id)| h == hash && at(id) == frames) {
             return id;
         }
-        let id = u32::try_from(stacks.len()).unwrap_or(u32::MAX);
-        stacks.flat.extend_from_slice(frames);
-        stacks.starts.push(u32::try_from(stacks.flat.len()).unwrap_or(u32::MAX));
+        let id = u32::try_from(starts.len() - 1).unwrap_or(u32::MAX);
+        flat.extend_from_slice(frames);
+        starts.push(u32::try_from(flat.len()).unwrap_or(u32::MAX));
         stack_ids.insert_unique(hash, (hash, id), |&(h, _)| h);
         id
     }
+    /// The number of stacks (the empty one included).
+    pub fn len(&self) -> usize {
+        self.starts.len() - 1
+    }
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+    /// The tables, with their strings.
+    pub fn into_stacks(self, strings: Strings) -> Stacks {
+        Stacks { strings: strings.list, frames: self.frames, flat: self.flat, starts: self.starts }
+    }
+}
+
+/// The tables while reading, with their lookups (dropped once the snapshot is read).
+#[derive(Default)]
+pub struct Tables {
+    pub strings: Strings,
+    pub frames: FrameTables,
+}
+
+impl Tables {
     fn wire_stack(&mut self, frames: &[Frame]) -> u32 {
-        let ids: Vec<u32> = frames
+        let recs: Vec<FrameRec> = frames
             .iter()
             .take(MAX_STACK)
-            .map(|f| {
-                let (filename, name) = (self.string(&f.filename), self.string(&f.name));
-                self.frame(FrameRec { line: f.line, filename, name })
+            .map(|f| FrameRec {
+                line: f.line,
+                filename: self.strings.intern(&f.filename),
+                name: self.strings.intern(&f.name),
             })
             .collect();
-        self.stack(&ids)
+        self.frames.stack_of(&recs)
     }
 }
 
@@ -375,7 +437,7 @@ pub struct Dump {
 impl Dump {
     /// The serde types (a JSON file, oomlab's own export) as a dump.
     pub fn from_wire(s: &Snapshot) -> Dump {
-        let mut t = Tables::new();
+        let mut t = Tables::default();
         let segments = s
             .segments
             .iter()
@@ -405,7 +467,8 @@ impl Dump {
             ev
         };
         let traces = s.device_traces.iter().map(|tr| tr.iter().map(&mut event).collect()).collect();
-        Dump { segments, traces, allocator_settings: s.allocator_settings.clone(), stacks: t.stacks }
+        let stacks = t.frames.into_stacks(t.strings);
+        Dump { segments, traces, allocator_settings: s.allocator_settings.clone(), stacks }
     }
 
     /// Back to the format's own types (what a dump keeps: a segment's type and pool, a block's

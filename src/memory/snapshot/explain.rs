@@ -10,7 +10,7 @@
 //! Then the seed's diagnostic workflow, applied to what grew: measure the peak, see which
 //! category grew, and the fixes that act on it.
 
-use std::collections::HashMap;
+use hashbrown::HashMap;
 
 use serde::Serialize;
 
@@ -217,23 +217,4 @@ pub fn diagnose(s: &Dump, r: &Replay, moment: &Holding) -> Vec<Advice> {
         out.push(Advice::Fix { guess });
     }
     out
-}
-
-/// The fixes for a category, in English (the app's are in the catalogs: `fix-<key>`).
-pub fn fixes(g: Guess) -> &'static str {
-    match g {
-        Guess::Activations => {
-            "activation checkpointing on the blocks, a smaller micro-batch with gradient accumulation, fused (flash) attention, a shorter sequence"
-        }
-        Guess::OptimizerState => {
-            "ZeRO-1/2 or FSDP to shard it, ZeRO-Offload to move it to the CPU, an 8-bit or factored optimizer"
-        }
-        Guess::Gradients => {
-            "ZeRO-2 or FSDP to shard them, gradients in bf16, accumulating into one buffer (no per-step copies)"
-        }
-        Guess::Parameters => {
-            "mixed precision or bf16 weights, FSDP/ZeRO-3 sharding, LoRA or QLoRA (a frozen, smaller base)"
-        }
-        Guess::Other => "look at the user frames listed: inputs kept alive, a growing list of tensors, a cache",
-    }
 }

@@ -6,7 +6,8 @@
 //!   blocks in address order, and a device trace that replays exactly into them.
 //! - [`read`]: a snapshot from a file (pickle protocol 2–5 or JSON; legacy shapes accepted;
 //!   unknown keys ignored) into a compact [`dump::Dump`], streamed ([`pickle`]); a corrupt or
-//!   foreign file is an error with a message, never a panic.
+//!   foreign file is an error with a message, never a panic. [`stacker`] interns its stacks on a
+//!   second thread.
 //! - The types below are the format's own (serde): what oomlab writes, and JSON read in.
 //! - [`explain`]: what holds the memory at the peak or an OOM, by place and guessed category,
 //!   and the diagnostic workflow on it.
@@ -22,6 +23,7 @@ pub mod export;
 pub mod pickle;
 pub mod read;
 pub mod replay;
+pub mod stacker;
 pub mod transfer;
 
 use std::sync::Arc;

@@ -27,6 +27,10 @@ use super::SnapshotError;
 
 /// The fast path for a snapshot's commonest value, a frame dict.
 mod flat;
+/// The memo, 8 bytes an entry.
+mod memo;
+
+use memo::Memo;
 
 /// A Python value, or a compact record that replaced one.
 #[derive(Clone, Debug)]
@@ -40,9 +44,8 @@ pub enum V {
     /// An interned string.
     Str(u32),
     Bytes,
-    /// Records a [`Sink`] made of a container: a frame (its line, file and function) before it
-    /// is looked up in the table (a stack's frames are looked up together: their table slots
-    /// are fetched from memory at once, not one after another), and after.
+    /// Records a [`Sink`] made of a container: a frame (its line, file and function), and a
+    /// frame of an unusual shape (an id of the sink's).
     RawFrame(u32, u32, u32),
     Frame(u32),
     Stack(u32),
@@ -314,7 +317,7 @@ struct Machine<'s, S> {
     marks: Vec<usize>,
     /// The memo by id: picklers number it 0, 1, 2, … (MEMOIZE always, PUT in practice), so a
     /// vector indexed by id, not a hash map.
-    memo: Vec<Option<V>>,
+    memo: Memo,
     sink: &'s mut S,
     /// The fast path's items (kept to reuse its allocation).
     flat: Vec<V>,
@@ -338,10 +341,9 @@ impl<S: Sink> Machine<'_, S> {
         let out = self.sink.settle(v)?;
         if let Some((ptr, id)) = handle
             && out.handle().is_none()
-            && let Some(Some(slot)) = self.memo.get_mut(id as usize)
-            && slot.handle().is_some_and(|(p, _)| p == ptr)
+            && self.memo.holds(id as usize, ptr)
         {
-            *slot = out.clone();
+            self.memo.set(id as usize, out.clone());
         }
         Ok(out)
     }
@@ -375,15 +377,6 @@ impl<S: Sink> Machine<'_, S> {
         }
         Ok((out, depth))
     }
-    /// Makes room for memo `id` (picklers number them in order: usually one more).
-    #[inline]
-    fn memo_slot(&mut self, id: usize) {
-        if id == self.memo.len() {
-            self.memo.push(None);
-        } else if id > self.memo.len() {
-            self.memo.resize(id + 1, None);
-        }
-    }
     fn memoize(&mut self, id: usize, limit: u64) -> Result<(), SnapshotError> {
         let top = self.stack.last().cloned().ok_or_else(|| corrupt("PUT on an empty stack"))?;
         // Each memo entry takes at least one opcode byte: a larger id is no pickler's.
@@ -400,8 +393,7 @@ impl<S: Sink> Machine<'_, S> {
         {
             d.memo.set(id as u32);
         }
-        self.memo_slot(id);
-        self.memo[id] = Some(top);
+        self.memo.set(id, top);
         Ok(())
     }
 }
@@ -411,9 +403,9 @@ impl<S: Sink> Machine<'_, S> {
 /// room is reserved for it, not grown and copied step by step: a large dump memoizes millions
 /// of values; reserved, not touched, it takes no memory until used).
 pub fn parse<R: Read, S: Sink>(input: &mut Input<'_, R>, sink: &mut S, size: Option<u64>) -> Result<V, SnapshotError> {
-    // A frame dict, the most common memoized value, takes about 30 bytes of a pickle.
-    // (At most 16 Mi entries up front: a wasm32 heap commits what it reserves.)
-    let memo = Vec::with_capacity(size.and_then(|s| usize::try_from(s / 32).ok()).unwrap_or(0).min(1 << 24));
+    // A frame dict, the most common memoized value, takes 20 to 40 bytes of a pickle.
+    // (At most 32 Mi entries up front: a wasm32 heap commits what it reserves.)
+    let memo = Memo::with_capacity(size.and_then(|s| usize::try_from(s / 20).ok()).unwrap_or(0).min(1 << 25));
     let mut m = Machine { stack: Vec::new(), marks: Vec::new(), memo, sink, flat: Vec::new() };
     loop {
         let op = input.u8()?;
@@ -574,7 +566,7 @@ pub fn parse<R: Read, S: Sink>(input: &mut Input<'_, R>, sink: &mut S, size: Opt
             }
             b'h' | b'j' => {
                 let id = if op == b'h' { usize::from(input.u8()?) } else { input.u32()? as usize };
-                let found = m.memo.get(id).and_then(Option::as_ref).cloned();
+                let found = m.memo.get(id);
                 m.stack.push(found.ok_or_else(|| corrupt(format!("a reference to a missing memo {id}")))?);
             }
             b'c' | 0x93 | b'R' | b'b' | 0x81 | 0x92 | b'i' | b'o' => {

@@ -10,8 +10,9 @@
 
 use std::io::Read;
 
-use super::dump::{Action, Dump, DumpBlock, DumpSegment, Event, FrameRec, Tables};
+use super::dump::{Action, Dump, DumpBlock, DumpSegment, Event, FrameRec, Strings};
 use super::pickle::{self, Input, Sink, V};
+use super::stacker::Stacker;
 use super::{AllocatorSettings, Snapshot, SnapshotError};
 
 /// The first bytes of a pickle with a protocol header (`PROTO n`).
@@ -22,12 +23,31 @@ pub fn from_bytes(bytes: &[u8]) -> Result<Dump, SnapshotError> {
     from_reader(bytes, Some(bytes.len() as u64), &mut |_| {})
 }
 
+/// Where a pickle's stacks are interned while it is read.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Interning {
+    /// On the reading thread.
+    InLine,
+    /// On a second thread (in line where none can be started, as in a browser).
+    Thread,
+}
+
+/// Files smaller than this intern in line (a thread is not worth starting).
+const THREAD_FROM: u64 = 1 << 20;
+
 /// Reads a snapshot from a stream (a file, a browser's file in chunks) of `size` bytes if known;
 /// `progress` hears the bytes read so far, about every megabyte.
-pub fn from_reader(
+pub fn from_reader(src: impl Read, size: Option<u64>, progress: &mut dyn FnMut(u64)) -> Result<Dump, SnapshotError> {
+    let interning = if size.is_some_and(|s| s < THREAD_FROM) { Interning::InLine } else { Interning::Thread };
+    from_reader_with(src, size, progress, interning)
+}
+
+/// [`from_reader`], interning stacks as asked (the result is the same either way).
+pub fn from_reader_with(
     mut src: impl Read,
     size: Option<u64>,
     progress: &mut dyn FnMut(u64),
+    interning: Interning,
 ) -> Result<Dump, SnapshotError> {
     let io = |e: std::io::Error| SnapshotError::Corrupt(format!("reading failed: {e}"));
     // The first byte that is not white space says what the file is.
@@ -45,7 +65,7 @@ pub fn from_reader(
     let mut src = std::io::Read::chain(&head[..], src);
     let dump = match first {
         PICKLE => {
-            let mut sink = Collect::new();
+            let mut sink = Collect::new(interning == Interning::Thread);
             let mut input = Input::new(&mut src, progress);
             let root = pickle::parse(&mut input, &mut sink, size)?;
             sink.dump(&root)?
@@ -87,14 +107,17 @@ struct Keys {
     frames: u32,
 }
 
-/// The sink: interns strings, frames and stacks, and keeps trace entries as events.
+/// The sink: interns strings and stacks, and keeps trace entries as events.
 struct Collect {
-    t: Tables,
+    strings: Strings,
+    stacks: Stacker,
+    /// Frames read from dicts of an unusual shape (a [`V::Frame`] is an index here), until they
+    /// are placed in a stack.
+    loose: Vec<FrameRec>,
     k: Keys,
     events: Vec<Event>,
     /// Scratch for a stack's frames.
     raw: Vec<FrameRec>,
-    ids: Vec<u32>,
 }
 
 fn num_of(v: Option<&V>, key: &str) -> Result<i64, SnapshotError> {
@@ -106,9 +129,9 @@ fn num_of(v: Option<&V>, key: &str) -> Result<i64, SnapshotError> {
 }
 
 impl Collect {
-    fn new() -> Collect {
-        let mut t = Tables::new();
-        let mut k = |s| t.string(s);
+    fn new(threaded: bool) -> Collect {
+        let mut t = Strings::default();
+        let mut k = |s| t.intern(s);
         let k = Keys {
             filename: k("filename"),
             line: k("line"),
@@ -121,11 +144,24 @@ impl Collect {
             device_free: k("device_free"),
             frames: k("frames"),
         };
-        Collect { t, k, events: Vec::new(), raw: Vec::new(), ids: Vec::new() }
+        Collect {
+            strings: t,
+            stacks: Stacker::new(threaded),
+            loose: Vec::new(),
+            k,
+            events: Vec::new(),
+            raw: Vec::new(),
+        }
+    }
+
+    /// A frame kept until it is placed in a stack.
+    fn loose(&mut self, f: FrameRec) -> V {
+        self.loose.push(f);
+        V::Frame(u32::try_from(self.loose.len() - 1).unwrap_or(u32::MAX))
     }
 
     /// A frame from a dict that is not the usual shape (a line that is not a number is an error).
-    fn loose_frame(&mut self, d: &V) -> Result<u32, SnapshotError> {
+    fn loose_frame(&mut self, d: &V) -> Result<FrameRec, SnapshotError> {
         let text = |v: Option<V>| match v {
             Some(V::Str(s)) => s,
             _ => 0,
@@ -133,7 +169,29 @@ impl Collect {
         let filename = text(d.get(self.k.filename));
         let name = text(d.get(self.k.name));
         let line = num_of(d.get(self.k.line).as_ref(), "line")?;
-        Ok(self.t.frame(FrameRec { line, filename, name }))
+        Ok(FrameRec { line, filename, name })
+    }
+
+    /// A list of frames as its stack record (`None`: it is not one).
+    fn stack(&mut self, items: &[V]) -> Option<V> {
+        if items.is_empty() || !items.iter().all(|f| matches!(f, V::Frame(_) | V::RawFrame(..))) {
+            return None;
+        }
+        let mut raw = std::mem::take(&mut self.raw);
+        raw.clear();
+        raw.extend(items.iter().filter_map(|f| self.frame_rec(f)));
+        let id = self.stacks.stack(&raw);
+        self.raw = raw;
+        Some(V::Stack(id))
+    }
+
+    /// A frame record as it will be placed in a stack.
+    fn frame_rec(&self, f: &V) -> Option<FrameRec> {
+        match *f {
+            V::RawFrame(line, filename, name) => Some(FrameRec { line: i64::from(line), filename, name }),
+            V::Frame(i) => self.loose.get(i as usize).copied(),
+            _ => None,
+        }
     }
 
     /// A stack from a value under `frames`.
@@ -142,18 +200,15 @@ impl Collect {
             None | Some(V::None) => Ok(0),
             Some(V::Stack(id)) => Ok(*id),
             Some(v @ (V::List(_) | V::Tuple(_))) => {
-                let mut ids = Vec::new();
+                let mut recs = Vec::new();
                 for f in v.items().unwrap_or_default() {
-                    ids.push(match f {
-                        V::Frame(id) => id,
-                        V::RawFrame(line, filename, name) => {
-                            self.t.frame(FrameRec { line: i64::from(line), filename, name })
-                        }
-                        d @ V::Dict(_) => self.loose_frame(&d)?,
-                        _ => return Err(SnapshotError::Foreign("a frame is not a dict".into())),
+                    recs.push(match self.frame_rec(&f) {
+                        Some(r) => r,
+                        None if matches!(f, V::Dict(_)) => self.loose_frame(&f)?,
+                        None => return Err(SnapshotError::Foreign("a frame is not a dict".into())),
                     });
                 }
-                Ok(self.t.stack(&ids))
+                Ok(self.stacks.stack(&recs))
             }
             Some(_) => Err(SnapshotError::Foreign("frames is not a list".into())),
         }
@@ -179,7 +234,7 @@ impl Collect {
             None | Some(V::None) => None,
             a => Some(num_of(a, "addr")?),
         };
-        let action = Action::parse(self.t.stacks.string(action));
+        let action = Action::parse(self.strings.get(action));
         let mut e = Event::new(action, addr, num_of(size, "size")?, self.stack_of(frames)?);
         e.stream = num_of(stream, "stream")?;
         e.time_us = num_of(time_us, "time_us")?;
@@ -192,7 +247,7 @@ impl Collect {
 
 impl Sink for Collect {
     fn string(&mut self, s: &str) -> u32 {
-        self.t.string(s)
+        self.strings.intern(s)
     }
 
     fn flat_dict(&mut self, items: &[V]) -> Option<V> {
@@ -211,7 +266,7 @@ impl Sink for Collect {
         let (line, filename) = (line?, filename?);
         Some(match u32::try_from(line) {
             Ok(l) => V::RawFrame(l, filename, name),
-            Err(_) => V::Frame(self.t.frame(FrameRec { line, filename, name })),
+            Err(_) => self.loose(FrameRec { line, filename, name }),
         })
     }
 
@@ -234,30 +289,13 @@ impl Sink for Collect {
                     return self.event(&items, action);
                 }
                 if let (Some(filename), Some(line)) = (filename, line) {
-                    return Ok(V::Frame(self.t.frame(FrameRec { line, filename, name })));
+                    return Ok(self.loose(FrameRec { line, filename, name }));
                 }
             }
             V::List(l) => {
                 let items = l.items.borrow();
-                if !items.is_empty() && items.iter().all(|f| matches!(f, V::Frame(_) | V::RawFrame(..))) {
-                    let (raw, ids) = (&mut self.raw, &mut self.ids);
-                    raw.clear();
-                    raw.extend(items.iter().filter_map(|f| match *f {
-                        V::RawFrame(line, filename, name) => Some(FrameRec { line: i64::from(line), filename, name }),
-                        _ => None,
-                    }));
-                    ids.clear();
-                    self.t.frames(raw, ids);
-                    let mut looked_up = ids.drain(..);
-                    let stack: Vec<u32> = items
-                        .iter()
-                        .map(|f| match f {
-                            V::Frame(id) => *id,
-                            _ => looked_up.next().unwrap_or(0),
-                        })
-                        .collect();
-                    drop(looked_up);
-                    return Ok(V::Stack(self.t.stack(&stack)));
+                if let Some(stack) = self.stack(&items) {
+                    return Ok(stack);
                 }
             }
             _ => {}
@@ -269,7 +307,7 @@ impl Sink for Collect {
 /// The root's parts, read leniently: a missing key is its default, an unknown key is ignored.
 impl Collect {
     fn key(&mut self, s: &str) -> u32 {
-        self.t.string(s)
+        self.strings.intern(s)
     }
     fn num(&mut self, p: &V, key: &str) -> Result<i64, SnapshotError> {
         let k = self.key(key);
@@ -278,7 +316,7 @@ impl Collect {
     fn text(&mut self, p: &V, key: &str) -> String {
         let k = self.key(key);
         match p.get(k) {
-            Some(V::Str(s)) => self.t.stacks.string(s).to_string(),
+            Some(V::Str(s)) => self.strings.get(s).to_string(),
             _ => String::new(),
         }
     }
@@ -330,7 +368,18 @@ impl Collect {
                 ));
             }
         };
-        Ok(Dump { segments, traces, allocator_settings, stacks: self.t.stacks })
+        // The stacks' ids were provisional if a thread interned them.
+        let (mut segments, mut traces) = (segments, traces);
+        let interned = self.stacks.finish()?;
+        if interned.ids.is_some() {
+            for e in traces.iter_mut().flatten() {
+                e.stack = interned.stack(e.stack);
+            }
+            for b in segments.iter_mut().flat_map(|g| g.blocks.iter_mut()) {
+                b.stack = interned.stack(b.stack);
+            }
+        }
+        Ok(Dump { segments, traces, allocator_settings, stacks: interned.tables.into_stacks(self.strings) })
     }
 
     /// A device trace's events (moved, not copied, when they are the whole of the events read).

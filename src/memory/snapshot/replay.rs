@@ -2,7 +2,9 @@
 //! the state before the first event, then forwards. Allocated bytes are the requests' (the
 //! trace's sizes), reserved bytes the segments'.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
+
+use hashbrown::HashMap;
 
 use serde::Serialize;
 

@@ -43,7 +43,7 @@ impl<S: Sink> Machine<'_, S> {
             if id as u64 > at + len as u64 {
                 return Err(corrupt(format!("a memo id ({id}) beyond the bytes read")));
             }
-            self.memo_slot(id);
+            self.memo.slot(id);
             dict_memo = Some(id);
             c = len;
             done = c;
@@ -83,8 +83,8 @@ impl<S: Sink> Machine<'_, S> {
                             let Some(n) = u32_at(c + 1) else { break };
                             (n, 5)
                         };
-                        match self.memo.get(id).and_then(Option::as_ref) {
-                            Some(v) if !v.is_container() && dict_memo != Some(id) => (Some(v.clone()), len),
+                        match self.memo.get(id) {
+                            Some(v) if !v.is_container() && dict_memo != Some(id) => (Some(v), len),
                             _ => break,
                         }
                     }
@@ -104,8 +104,7 @@ impl<S: Sink> Machine<'_, S> {
                         if id as u64 > at + (c + len) as u64 || dict_memo == Some(id) {
                             break;
                         }
-                        self.memo_slot(id);
-                        self.memo[id] = Some(top.clone());
+                        self.memo.set(id, top.clone());
                         (None, len)
                     }
                     b'u' => {
@@ -150,7 +149,7 @@ impl<S: Sink> Machine<'_, S> {
             }
         };
         if let Some(id) = dict_memo {
-            self.memo[id] = Some(value.clone());
+            self.memo.set(id, value.clone());
         }
         self.stack.push(value);
         if let Flat::Partial { mark: true } = end {

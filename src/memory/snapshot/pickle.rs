@@ -198,6 +198,11 @@ pub trait Sink {
     /// A dict of numbers and strings (keys and values in turn), just read: its record, if it
     /// makes one (a frame), or `None` to keep it a dict.
     fn flat_dict(&mut self, items: &[V]) -> Option<V>;
+    /// The keys (file, line, function) of the dicts [`Sink::flat_dict`] makes frames of, if it
+    /// makes any: such a dict is then read by a faster path, to the same record.
+    fn frame_keys(&self) -> Option<[u32; 3]> {
+        None
+    }
 }
 
 fn corrupt(what: impl Into<String>) -> SnapshotError {

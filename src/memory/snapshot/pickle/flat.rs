@@ -53,6 +53,18 @@ impl<S: Sink> Machine<'_, S> {
             c += 1;
             done = c;
             end = Flat::Partial { mark: true };
+            // The commonest frame, read with no value built.
+            if let Some(keys) = self.sink.frame_keys()
+                && let Some((record, len)) = self.frame(&b[c..], keys, dict_memo)
+            {
+                input.pos += c + len;
+                if let Some(id) = dict_memo {
+                    self.memo.set(id, record.clone());
+                }
+                self.stack.push(record);
+                self.flat = flat;
+                return Ok(());
+            }
             while flat.len() <= FLAT {
                 let Some(&op) = b.get(c) else { break };
                 let (v, len) = match op {
@@ -158,5 +170,73 @@ impl<S: Sink> Machine<'_, S> {
         }
         self.flat = flat;
         Ok(())
+    }
+
+    /// After `} MEMOIZE (`: the commonest frame, `k v k v k v SETITEMS` with the sink's three
+    /// keys (file, line, function; fetched from the memo, in any order), a string, a small number
+    /// and a string, read with no value built: the record [`Sink::flat_dict`] would make and the
+    /// bytes it took. `None` at anything else, with nothing changed but strings interned (the
+    /// strings it memoizes are memoized only once the frame is read whole).
+    fn frame(&mut self, b: &[u8], keys: [u32; 3], dict_memo: Option<usize>) -> Option<(V, usize)> {
+        let memo_ref = |c: usize| -> Option<(usize, usize)> {
+            match *b.get(c)? {
+                b'h' => Some((usize::from(*b.get(c + 1)?), 2)),
+                b'j' => {
+                    let x = b.get(c + 1..c + 5)?;
+                    Some((u32::from_le_bytes([x[0], x[1], x[2], x[3]]) as usize, 5))
+                }
+                _ => None,
+            }
+        };
+        let (mut got, mut pending, mut new, mut c) = ([None::<u32>; 3], [0u32; 3], 0usize, 0usize);
+        for _ in 0..3 {
+            let (key, len) = memo_ref(c)?;
+            c += len;
+            let Some(V::Str(key)) = self.memo.get(key) else { return None };
+            let which = keys.iter().position(|&k| k == key)?;
+            if got[which].is_some() {
+                return None;
+            }
+            let value = match (which, *b.get(c)?) {
+                (1, b'K') => {
+                    c += 2;
+                    u32::from(*b.get(c - 1)?)
+                }
+                (1, b'M') => {
+                    let x = b.get(c + 1..c + 3)?;
+                    c += 3;
+                    u32::from(u16::from_le_bytes([x[0], x[1]]))
+                }
+                (0 | 2, b'h' | b'j') => {
+                    let (id, len) = memo_ref(c)?;
+                    let Some(V::Str(s)) = self.memo.get(id).filter(|_| dict_memo != Some(id)) else { return None };
+                    c += len;
+                    s
+                }
+                // A string met for the first time, memoized.
+                (0 | 2, 0x8c) => {
+                    let n = usize::from(*b.get(c + 1)?);
+                    let text = std::str::from_utf8(b.get(c + 2..c + 2 + n)?).ok()?;
+                    if b.get(c + 2 + n) != Some(&0x94) {
+                        return None;
+                    }
+                    let s = self.sink.string(text);
+                    pending[new] = s;
+                    new += 1;
+                    c += 3 + n;
+                    s
+                }
+                _ => return None,
+            };
+            got[which] = Some(value);
+        }
+        // SETITEMS, and no second batch after it.
+        if b.get(c) != Some(&b'u') || b.get(c + 1) == Some(&b'(') {
+            return None;
+        }
+        for &s in &pending[..new] {
+            self.memo.set(self.memo.len(), V::Str(s));
+        }
+        Some((V::RawFrame(got[1]?, got[0]?, got[2]?), c + 1))
     }
 }

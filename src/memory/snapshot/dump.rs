@@ -318,12 +318,11 @@ impl Strings {
     }
 }
 
-/// Frames and stacks to their ids, with the tables a [`Stacks`] keeps (stack 0 is the empty
-/// stack). They need no strings: a frame's are ids.
+/// Frames and stacks to their ids, into a [`Stacks`] without strings (a frame's strings are
+/// ids: the thread that interns stacks needs none; [`FrameTables::into_stacks`] adds them).
+#[derive(Default)]
 pub struct FrameTables {
-    frames: Vec<FrameRec>,
-    flat: Vec<u32>,
-    starts: Vec<u32>,
+    stacks: Stacks,
     frame_ids: FrameTable,
     /// (hash, stack id): rehashing reads the stored hash, not the stack.
     stack_ids: HashTable<(u64, u32)>,
@@ -331,23 +330,9 @@ pub struct FrameTables {
     ids: Vec<u32>,
 }
 
-impl Default for FrameTables {
-    fn default() -> Self {
-        let Stacks { frames, flat, starts, .. } = Stacks::default();
-        FrameTables {
-            frames,
-            flat,
-            starts,
-            frame_ids: FrameTable::default(),
-            stack_ids: HashTable::new(),
-            ids: Vec::new(),
-        }
-    }
-}
-
 impl FrameTables {
     pub fn frame(&mut self, f: FrameRec) -> u32 {
-        let frames = &mut self.frames;
+        let frames = &mut self.stacks.frames;
         self.frame_ids.get_or_insert(f, || {
             let id = u32::try_from(frames.len()).unwrap_or(u32::MAX - 1);
             frames.push(f);
@@ -377,28 +362,20 @@ impl FrameTables {
         if frames.is_empty() {
             return 0;
         }
-        let FrameTables { flat, starts, stack_ids, .. } = self;
+        let FrameTables { stacks, stack_ids, .. } = self;
         let hash = stack_hash(frames);
-        let at = |id: u32| &flat[starts[id as usize] as usize..starts[id as usize + 1] as usize];
-        if let Some(&(_, id)) = stack_ids.find(hash, |&(h, id)| h == hash && at(id) == frames) {
+        if let Some(&(_, id)) = stack_ids.find(hash, |&(h, id)| h == hash && stacks.stack(id) == frames) {
             return id;
         }
-        let id = u32::try_from(starts.len() - 1).unwrap_or(u32::MAX);
-        flat.extend_from_slice(frames);
-        starts.push(u32::try_from(flat.len()).unwrap_or(u32::MAX));
+        let id = u32::try_from(stacks.len()).unwrap_or(u32::MAX);
+        stacks.flat.extend_from_slice(frames);
+        stacks.starts.push(u32::try_from(stacks.flat.len()).unwrap_or(u32::MAX));
         stack_ids.insert_unique(hash, (hash, id), |&(h, _)| h);
         id
     }
-    /// The number of stacks (the empty one included).
-    pub fn len(&self) -> usize {
-        self.starts.len() - 1
-    }
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
     /// The tables, with their strings.
     pub fn into_stacks(self, strings: Strings) -> Stacks {
-        Stacks { strings: strings.list, frames: self.frames, flat: self.flat, starts: self.starts }
+        Stacks { strings: strings.list, ..self.stacks }
     }
 }
 

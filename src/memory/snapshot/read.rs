@@ -333,7 +333,7 @@ impl Collect {
     }
 
     fn dump(mut self, root: &V) -> Result<Dump, SnapshotError> {
-        let (segments, traces, allocator_settings) = match root {
+        let (mut segments, mut traces, allocator_settings) = match root {
             V::Dict(_) => {
                 let mut segments = Vec::new();
                 for g in self.list(root, "segments")? {
@@ -373,7 +373,6 @@ impl Collect {
             }
         };
         // The stacks' ids were provisional if a thread interned them.
-        let (mut segments, mut traces) = (segments, traces);
         let interned = self.stacks.finish()?;
         if interned.ids.is_some() {
             for e in traces.iter_mut().flatten() {

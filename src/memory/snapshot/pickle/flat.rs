@@ -88,13 +88,7 @@ impl<S: Sink> Machine<'_, S> {
                     },
                     b'N' => (Some(V::None), 1),
                     b'h' | b'j' => {
-                        let (id, len) = if op == b'h' {
-                            let Some(&n) = b.get(c + 1) else { break };
-                            (usize::from(n), 2)
-                        } else {
-                            let Some(n) = u32_at(c + 1) else { break };
-                            (n, 5)
-                        };
+                        let Some((id, len)) = memo_ref(b, c) else { break };
                         match self.memo.get(id) {
                             Some(v) if !v.is_container() && dict_memo != Some(id) => (Some(v), len),
                             _ => break,
@@ -178,19 +172,9 @@ impl<S: Sink> Machine<'_, S> {
     /// bytes it took. `None` at anything else, with nothing changed but strings interned (the
     /// strings it memoizes are memoized only once the frame is read whole).
     fn frame(&mut self, b: &[u8], keys: [u32; 3], dict_memo: Option<usize>) -> Option<(V, usize)> {
-        let memo_ref = |c: usize| -> Option<(usize, usize)> {
-            match *b.get(c)? {
-                b'h' => Some((usize::from(*b.get(c + 1)?), 2)),
-                b'j' => {
-                    let x = b.get(c + 1..c + 5)?;
-                    Some((u32::from_le_bytes([x[0], x[1], x[2], x[3]]) as usize, 5))
-                }
-                _ => None,
-            }
-        };
         let (mut got, mut pending, mut new, mut c) = ([None::<u32>; 3], [0u32; 3], 0usize, 0usize);
         for _ in 0..3 {
-            let (key, len) = memo_ref(c)?;
+            let (key, len) = memo_ref(b, c)?;
             c += len;
             let Some(V::Str(key)) = self.memo.get(key) else { return None };
             let which = keys.iter().position(|&k| k == key)?;
@@ -208,7 +192,7 @@ impl<S: Sink> Machine<'_, S> {
                     u32::from(u16::from_le_bytes([x[0], x[1]]))
                 }
                 (0 | 2, b'h' | b'j') => {
-                    let (id, len) = memo_ref(c)?;
+                    let (id, len) = memo_ref(b, c)?;
                     let Some(V::Str(s)) = self.memo.get(id).filter(|_| dict_memo != Some(id)) else { return None };
                     c += len;
                     s
@@ -238,5 +222,18 @@ impl<S: Sink> Machine<'_, S> {
             self.memo.set(self.memo.len(), V::Str(s));
         }
         Some((V::RawFrame(got[1]?, got[0]?, got[2]?), c + 1))
+    }
+}
+
+/// BINGET or LONG_BINGET at `c`: the memo id it fetches and the bytes it takes (`None`: neither,
+/// or the buffer ends within it).
+fn memo_ref(b: &[u8], c: usize) -> Option<(usize, usize)> {
+    match *b.get(c)? {
+        b'h' => Some((usize::from(*b.get(c + 1)?), 2)),
+        b'j' => {
+            let x = b.get(c + 1..c + 5)?;
+            Some((u32::from_le_bytes([x[0], x[1], x[2], x[3]]) as usize, 5))
+        }
+        _ => None,
     }
 }

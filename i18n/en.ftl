@@ -709,6 +709,11 @@ student-too-fast = Too many guesses at once: wait a moment, then send again.
 student-revealed-already = The answer is already shown: this question takes no more guesses.
 student-offline = The connection to the class was lost; trying again…
 student-refused = The class server refused this ({ $status }).
+student-locked = The class is locked: your teacher lets no one else join now.
+student-join-busy = Too many joins from this network at once: wait a minute, then try again.
+student-name-invalid = This name cannot be used: letters, digits, emoji and single spaces only, at most 40 characters.
+student-let-in = You are waiting to be let in: the class is full for now, and your teacher decides.
+student-removed = Your teacher removed you from the class. You can join again if the class is open.
 
 ## The welcome: three ways in
 
@@ -756,6 +761,30 @@ class-moved-on = The class server refused this: the class is on another question
 class-invalid = The class server found this question invalid.
 class-busy = The class server is busy or stopping: try again in a moment.
 class-failed = The class server failed ({ $status }).
+class-key = Teacher key
+class-key-note = Only for a class server on another computer: the key it printed when it started. On the server's own computer, leave it empty.
+class-expected = Expected class size
+class-expected-note = 0: anyone may join. Past this size, students wait until you let them in.
+class-key-needed = This class server lets only its own computer, or a teacher with its key, start a class: enter the key it printed when it started.
+class-flood = Joins are arriving faster than a class can type: { $joins } in { $seconds } s. If you did not expect them, lock the class and check its students.
+class-lock = Lock the class: no one else joins
+class-waiting = { $waiting ->
+        [one] 1 student waits
+       *[other] { $waiting } students wait
+    } to be let in.
+class-admit-all = Let everyone in
+class-remove-waiting = Remove everyone waiting
+class-students = Students, with their names (not for the projector)
+class-no-students = No students yet.
+class-student = { $number }. { $name }
+class-no-name = (no name)
+class-student-waiting = waits to be let in
+class-student-answers = { $answers ->
+        [one] 1 answer
+       *[other] { $answers } answers
+    }
+class-admit = Let in
+class-remove = Remove
 
 ## Charts' descriptions, for screen readers (computed from what each chart draws)
 chart-batch = { $name }, peak memory against batch size: { $peak } at batch { $batch }, { $largest } { $share } % of it; the { $capacity_name } of { $capacity } is reached at batch { $oom }.

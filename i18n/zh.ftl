@@ -706,6 +706,11 @@ student-too-fast = 提交太频繁：请稍等片刻再提交。
 student-revealed-already = 答案已公布：这道题不再接受猜测。
 student-offline = 与课堂的连接已断开，正在重试…
 student-refused = 课堂服务器拒绝了这个请求（{ $status }）。
+student-locked = 课堂已锁定：老师现在不允许其他人加入。
+student-join-busy = 这个网络同时加入的次数太多：请等一分钟再试。
+student-name-invalid = 这个名字不能使用：只能有文字、数字、表情符号和单个空格，最多 40 个字符。
+student-let-in = 请等待老师允许你进入：课堂暂时已满，由老师决定。
+student-removed = 老师已将你移出课堂。如果课堂仍开放，你可以重新加入。
 
 ## 欢迎页：三种开始方式
 
@@ -750,6 +755,24 @@ class-moved-on = 课堂服务器拒绝了这个请求：课堂已在另一道题
 class-invalid = 课堂服务器认为这道题无效。
 class-busy = 课堂服务器正忙或正在停止：请稍后再试。
 class-failed = 课堂服务器出错（{ $status }）。
+class-key = 教师密钥
+class-key-note = 仅当课堂服务器运行在另一台电脑上时需要：填写它启动时打印的密钥。在服务器所在的电脑上请留空。
+class-expected = 预计人数
+class-expected-note = 0：任何人都可以加入。超过这个人数后，学生需要等你允许才能进入。
+class-key-needed = 这个课堂服务器只允许它所在的电脑，或持有其密钥的老师开始课堂：请填写它启动时打印的密钥。
+class-flood = 加入的速度比一个班级打字还快：{ $seconds } 秒内 { $joins } 次。如果这不是你预料的，请锁定课堂并检查学生名单。
+class-lock = 锁定课堂：不再允许其他人加入
+class-waiting = { $waiting } 名学生正在等待你允许进入。
+class-admit-all = 全部允许进入
+class-remove-waiting = 移除所有等待中的学生
+class-students = 学生及其名字（不要投影）
+class-no-students = 还没有学生。
+class-student = { $number } 号：{ $name }
+class-no-name = （无名字）
+class-student-waiting = 等待允许进入
+class-student-answers = { $answers } 个答案
+class-admit = 允许进入
+class-remove = 移除
 
 ## 图表的描述，供屏幕阅读器使用（由图表所画的数字算出）
 chart-batch = { $name }，峰值显存与 batch 大小：batch { $batch } 时为 { $peak }，其中{ $largest }占 { $share } %；batch { $oom } 时达到 { $capacity } 的{ $capacity_name }。

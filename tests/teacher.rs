@@ -168,37 +168,50 @@ fn the_welcome_offers_three_ways_in() {
     assert!(!harness.state().teaching.welcome && harness.state().teaching.lesson.is_none(), "Escape explores");
 }
 
+/// A class server on loopback, and the app on its Teach panel (`setup` first) with a class
+/// being started: the server, the harness and the server's address.
+fn teaching(
+    dir: &tempfile::TempDir,
+    size: [f32; 2],
+    setup: impl FnOnce(&mut OomlabApp),
+) -> (oomlab::serve::Server, Harness<'static, OomlabApp>, String) {
+    use oomlab::serve::{self, Config};
+    xdg();
+    let server = serve::start(&Config::loopback(dir.path().join("c.sqlite"))).expect("the server starts");
+    let base = format!("http://{}", server.addr);
+    let mut app = OomlabApp::headless(Settings::default());
+    app.classroom.server = base.clone();
+    app.choose_way(oomlab::app::welcome::Way::Teach);
+    setup(&mut app);
+    let mut harness = Harness::builder().with_size(size).build_ui_state(|ui, app: &mut OomlabApp| app.show(ui), app);
+    harness.run();
+    let start = oomlab::i18n::Catalog::new(oomlab::i18n::Lang::En).text("class-start");
+    harness.get_by_label(&start).click();
+    (server, harness, base)
+}
+
+/// Runs frames until `done` (at most 30 s), then a few more.
+fn settle(harness: &mut Harness<'_, OomlabApp>, what: &str, done: &dyn Fn(&OomlabApp) -> bool) {
+    let start = std::time::Instant::now();
+    while !done(harness.state()) {
+        assert!(start.elapsed().as_secs() < 30, "waited too long for {what}: {:?}", harness.state().classroom.failure);
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        // Frames, not "until settled": the panel repaints while it waits on the server.
+        harness.run_steps(2);
+    }
+    harness.run_steps(6);
+}
+
 /// The projector with a live class on a real server: the code, the join address and QR code,
 /// the counts, the question, the guesses (never a name) and, after the lesson's reveal and its
 /// real step, the true answer; in both languages.
 #[test]
 fn the_projector_shows_a_live_class() {
-    use oomlab::app::welcome::Way;
     use oomlab::class::{AnswerBody, Joined};
     use oomlab::i18n::{Catalog, Lang};
-    use oomlab::serve::{self, Config};
-    xdg();
     let dir = tempfile::tempdir().expect("a temporary directory");
-    let server = serve::start(&Config::loopback(dir.path().join("c.sqlite"))).expect("the server starts");
-    let base = format!("http://{}", server.addr);
-    let mut app = OomlabApp::headless(Settings::default());
-    app.classroom.server = base.clone();
-    app.choose_way(Way::Teach);
-    let mut harness =
-        Harness::builder().with_size([1500.0, 1000.0]).build_ui_state(|ui, app: &mut OomlabApp| app.show(ui), app);
-    harness.run();
+    let (server, mut harness, base) = teaching(&dir, [1500.0, 1000.0], |_| {});
     let en = Catalog::new(Lang::En);
-    harness.get_by_label(&en.text("class-start")).click();
-    let settle = |harness: &mut Harness<'_, OomlabApp>, what: &str, done: &dyn Fn(&OomlabApp) -> bool| {
-        let start = std::time::Instant::now();
-        while !done(harness.state()) {
-            assert!(start.elapsed().as_secs() < 30, "waited too long for {what}");
-            std::thread::sleep(std::time::Duration::from_millis(20));
-            // Frames, not "until settled": the panel repaints while it waits on the server.
-            harness.run_steps(2);
-        }
-        harness.run_steps(6);
-    };
     settle(&mut harness, "the class", &|a| a.classroom.state.as_ref().is_some_and(|s| s.chapter.is_some()));
     let class = harness.state().classroom.class().cloned().expect("a class");
     harness.get_by_label(&format!("Class code: {}", class.code));
@@ -241,5 +254,82 @@ fn the_projector_shows_a_live_class() {
     harness.get_by_label(&format!("真实的一步给出的答案：{answer:.2}×"));
     harness.get_by_label_contains("第 2 题：");
     snapshot_class(&mut harness, "class_projector_zh");
+    server.stop();
+}
+
+/// The teacher keeps the class its own: started with an expected size, the students past it
+/// wait and are let in with a click; the list with names stays folded away until opened, and
+/// removes a student (their answer leaves the histogram); the lock turns newcomers away; joins
+/// faster than a class types are announced on the projector.
+#[test]
+fn the_teacher_lets_in_removes_and_locks() {
+    use oomlab::class::{AnswerBody, Joined};
+    use oomlab::i18n::{Catalog, Lang};
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let (server, mut harness, base) = teaching(&dir, [1500.0, 1400.0], |app| app.classroom.start.expected = 2);
+    let en = Catalog::new(Lang::En);
+    let state = |a: &OomlabApp| a.classroom.state.clone();
+    settle(&mut harness, "the class", &|a| state(a).is_some_and(|s| s.chapter.is_some()));
+    let class = harness.state().classroom.class().cloned().expect("a class");
+    let post = |path: &str, body: serde_json::Value| {
+        let url = format!("{base}/api/classes/{}/{path}", class.code);
+        ehttp::fetch_blocking(&ehttp::Request::post_json(url, &body).expect("JSON")).expect("the server answers")
+    };
+    let chapter = state(harness.state()).and_then(|s| s.chapter).expect("a chapter");
+    let mut ids = Vec::new();
+    for name in ["Ada Lovelace", "Grace Hopper", "Alan Turing"] {
+        let joined: Joined = post("join", serde_json::json!({ "name": name })).json().expect("joined");
+        ids.push(joined);
+    }
+    assert!(ids[2].waiting && !ids[1].waiting, "past the expected 2, the third waits");
+    settle(&mut harness, "the waiting student", &|a| state(a).is_some_and(|s| s.waiting == 1));
+    harness.get_by_label("1 student waits to be let in.");
+    for name in ["Ada Lovelace", "Grace Hopper", "Alan Turing"] {
+        assert!(harness.query_by_label_contains(name).is_none(), "no name until the list is opened: {name}");
+    }
+    harness.get_by_label(&en.text("class-admit-all")).click();
+    settle(&mut harness, "everyone in", &|a| state(a).is_some_and(|s| s.waiting == 0 && s.students == 3));
+
+    // Everyone answers chapter 1 (a choice): three guesses on the projector.
+    let question = state(harness.state()).and_then(|s| s.question).expect("a question");
+    let option = match question {
+        oomlab::class::Question::Choice { options } => oomlab::class::Answer::Choice(options[0].clone()),
+        oomlab::class::Question::Number => oomlab::class::Answer::Number(2.0),
+    };
+    for j in &ids {
+        let body = AnswerBody { student: j.student.clone(), chapter, answer: option.clone() };
+        assert_eq!(post("answers", serde_json::to_value(&body).expect("JSON")).status, 200);
+    }
+    settle(&mut harness, "the guesses", &|a| a.classroom.answers.len() == 3);
+
+    // The list, opened: names, and a Remove for each.
+    harness.get_by_label(&en.text("class-students")).click();
+    settle(&mut harness, "the list", &|a| a.classroom.students.roster.as_ref().is_some_and(|r| r.students.len() == 3));
+    harness.get_by_label("1. Ada Lovelace");
+    harness.get_by_label("3. Alan Turing");
+    let remove = en.text("class-remove");
+    let removes: Vec<_> = harness.query_all_by_label(&remove).collect();
+    assert_eq!(removes.len(), 3);
+    removes[0].click();
+    settle(&mut harness, "the removal", &|a| {
+        state(a).is_some_and(|s| s.students == 2) && a.classroom.answers.len() == 2
+    });
+    assert!(harness.query_by_label("1. Ada Lovelace").is_none());
+    harness.get_by_label("1. Grace Hopper");
+
+    // Locked: a newcomer is turned away.
+    harness.get_by_label(&en.text("class-lock")).click();
+    settle(&mut harness, "the lock", &|a| state(a).is_some_and(|s| s.locked));
+    assert_eq!(post("join", serde_json::json!({})).status, 423);
+    // A burst of joins (refused or not) is announced.
+    for _ in 0..25 {
+        post("join", serde_json::json!({}));
+    }
+    settle(&mut harness, "the warning", &|a| state(a).is_some_and(|s| s.join_flood));
+    harness.get_by_label_contains("Joins are arriving faster than a class can type");
+    harness.state_mut().set_lang(Lang::Zh);
+    harness.run();
+    harness.get_by_label_contains("加入的速度比一个班级打字还快");
+    harness.get_by_label(&Catalog::new(Lang::Zh).text("class-lock"));
     server.stop();
 }

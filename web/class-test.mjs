@@ -53,7 +53,10 @@ try {
   const [, code, joinUrl] = started.match(/class started: (\S+) at (\S+)/);
   await waitFor("question 2 on the projector", () => lines.some((l) => l.includes("class guesses: chapter Some(2): 0 answers")), 60000);
 
-  const student = await browser.newPage({ viewport: { width: 390, height: 844 }, isMobile: true, hasTouch: true, locale: "en-US" });
+  const phone = { viewport: { width: 390, height: 844 }, isMobile: true, hasTouch: true, locale: "en-US" };
+  const student = await browser.newPage(phone);
+  student.on("console", (m) => lines.push(`student: ${m.text()}`));
+  student.on("pageerror", (e) => lines.push(`pageerror: ${e.message}`));
   await student.goto(joinUrl);
   await student.waitForFunction(() => document.getElementById("join-button").textContent === "Join the class");
   if (await student.inputValue("#code") !== code) throw new Error("the join page did not read its code");
@@ -86,6 +89,47 @@ try {
   await zh.goto(`${joinUrl}?lang=zh`);
   await zh.waitForFunction(() => document.getElementById("join-button").textContent === "加入课堂");
   if ((await zh.getAttribute("html", "lang")) !== "zh-CN") throw new Error("the page's language is not zh-CN");
+
+  // A second class, as the teacher's machine makes one (this script speaks from 127.0.0.1).
+  const api = async (method, p, body, token) => {
+    const headers = { "Content-Type": "application/json" };
+    if (token) headers.Authorization = `Bearer ${token}`;
+    const r = await fetch(`${origin}${p}`, { method, headers, body: body ? JSON.stringify(body) : undefined });
+    return { status: r.status, json: await r.json().catch(() => null) };
+  };
+  const second = (await api("POST", "/api/classes", { expected: 1 })).json;
+  const teach = (action, body) => api("POST", `/api/classes/${second.code}/${action}`, body, second.teacher_token);
+  await teach("chapter", { chapter: 1, question: { kind: "number" } });
+  if ((await api("POST", `/api/classes/${second.code}/join`, {})).status !== 201) throw new Error("the first student");
+  const late = await browser.newPage(phone);
+  late.on("console", (m) => lines.push(`late: ${m.text()}`));
+  late.on("pageerror", (e) => lines.push(`pageerror: ${e.message}`));
+  await late.goto(`${origin}/join/${second.code}`);
+  await late.waitForFunction(() => document.getElementById("join-button").textContent === "Join the class");
+  await late.click("#join-button");
+  await late.waitForFunction(() => document.getElementById("prompt").textContent.includes("waiting to be let in"), null, { timeout: 10000 });
+  if (!(await late.isHidden("#number"))) throw new Error("a waiting student is asked to guess");
+  await teach("admit", { all_waiting: true });
+  await late.waitForFunction(() => !document.getElementById("number").hidden, null, { timeout: 10000 });
+  const roster = (await api("GET", `/api/classes/${second.code}/students`, null, second.teacher_token)).json;
+  await teach("remove", { students: [roster.students[1].student] });
+  await late.fill("#guess", "3");
+  await late.click("#send");
+  await late.waitForFunction(() => !document.getElementById("join").hidden
+    && document.getElementById("status").textContent.includes("removed you"), null, { timeout: 10000 });
+  await teach("lock", { locked: true });
+  await late.click("#join-button");
+  await late.waitForFunction(() => document.getElementById("status").textContent.includes("locked"), null, { timeout: 10000 });
+  // A mangled address: the code form, not a blank page.
+  const mangled = await browser.newPage(phone);
+  mangled.on("pageerror", (e) => lines.push(`pageerror: ${e.message}`));
+  await mangled.goto(`${origin}/join/%E0%A4%A`);
+  await mangled.waitForFunction(() => !document.getElementById("join").hidden
+    && document.getElementById("join-button").textContent === "Join the class", null, { timeout: 10000 });
+
+  // Nothing refused by the policy (Chromium logs each refusal on the console).
+  const refused = lines.filter((l) => /Content Security Policy|Refused to/.test(l));
+  if (refused.length) throw new Error(`the Content-Security-Policy refused: ${refused.join(" | ")}`);
   ok = !lines.some((l) => l.startsWith("pageerror"));
   if (!ok) why = "a page error";
 } catch (e) {
@@ -99,4 +143,5 @@ if (!ok) {
   console.error(`class test failed: ${why}`);
   process.exit(1);
 }
-console.log("class test: ok (a student's guess reached the projector's histogram; the reveal reached the student)");
+console.log("class test: ok (a student's guess reached the projector's histogram; the reveal reached the student; "
+  + "waiting, removal, the lock and a mangled address reached the students' page; nothing refused by the policy)");

@@ -5,8 +5,8 @@
 // The app puts the Chinese font into this cache itself (src/app/lang.rs, SW_CACHE: keep the two
 // equal), since on a first visit this worker may not control the page when the font is fetched.
 const CACHE = "oomlab-v1";
-const SHELL = ["./", "./index.html", "./oomlab.js", "./oomlab_bg.wasm", "./web/manifest.json",
-  "./web/a11y.js", "./web/icon-192.png", "./web/icon-512.png"];
+const SHELL = ["./", "./index.html", "./oomlab.js", "./oomlab_bg.wasm", "./start.js", "./web/manifest.json",
+  "./web/a11y.js", "./web/boot.js", "./web/icon-192.png", "./web/icon-512.png"];
 
 self.addEventListener("install", (event) => {
   // Precache the app shell; a file missing from this build (e.g. under `trunk serve`, whose file
@@ -24,7 +24,10 @@ self.addEventListener("activate", (event) => {
 
 self.addEventListener("fetch", (event) => {
   const request = event.request;
-  if (request.method !== "GET" || new URL(request.url).origin !== self.location.origin) return;
+  const url = new URL(request.url);
+  // The class API is never cached: its answers hold students' names, a class's state is only
+  // true live, and a live stream never ends (a copy of it would grow forever).
+  if (request.method !== "GET" || url.origin !== self.location.origin || url.pathname.startsWith("/api/")) return;
   event.respondWith((async () => {
     const cache = await caches.open(CACHE);
     try {

@@ -147,6 +147,7 @@ impl OomlabApp {
         // The teacher's address `oomlab serve` prints (`/#teach`): a class starts at once.
         #[cfg(target_arch = "wasm32")]
         if hash.split(['#', '&']).any(|kv| kv == "teach") {
+            app.classroom.take_key_from_link(&hash);
             app.choose_way(welcome::Way::Teach);
             app.classroom.start(Some(&cc.egui_ctx));
         }
@@ -279,9 +280,8 @@ impl OomlabApp {
         self.teaching.teacher_link(&self.settings, self.lang(), lock, hide)
     }
 
-    /// The page's own link: the settings, the language, the open chapter or challenge, and
-    /// what a teacher's link locks or hides — so that a reload keeps a teacher's locks and a
-    /// copied link opens the same view.
+    /// The page's own link: the settings, the language, the open chapter or challenge, what a
+    /// teacher's link locks or hides; a reload keeps the locks, a copied link the same view.
     pub fn page_link(&self) -> String {
         let r = &self.teaching.restrictions;
         self.teacher_link(&r.locked, &r.hidden)

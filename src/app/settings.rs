@@ -283,7 +283,7 @@ impl Settings {
             // `teach`: the teacher's address `oomlab serve` prints starts a class.
             !kv.trim().is_empty()
                 && kv != "teach"
-                && !["train=", "lang=", "challenge=", "lock=", "hide=", "lesson=", "tab="]
+                && !["train=", "lang=", "challenge=", "lock=", "hide=", "lesson=", "tab=", "key="]
                     .iter()
                     .any(|f| kv.starts_with(f))
         })
@@ -381,6 +381,8 @@ mod tests {
         assert_eq!(Settings::from_url_hash("#lang=zh&train=2", V), (Settings::default(), None));
         assert!(!Settings::url_hash_carries_settings("#lang=zh&train=2"));
         assert_eq!(Settings::from_url_hash("#teach&lesson=2", V), (Settings::default(), None), "a class");
+        let keyed = "#teach&key=0123456789abcdef0123456789abcdef";
+        assert_eq!(Settings::from_url_hash(keyed, V), (Settings::default(), None), "the server's key is no setting");
         assert!(Settings::url_hash_carries_settings(&format!("{}&lang=zh", s.to_url_hash())));
         let (back, notice) = Settings::from_url_hash(&format!("{}&lang=zh", s.to_url_hash()), V);
         assert_eq!((back, notice), (s.clone(), None));

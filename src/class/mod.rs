@@ -4,18 +4,26 @@
 //! share one definition. The book's "Teaching a class" chapter documents the routes.
 //!
 //! Routes (JSON bodies; errors are `{"error": "…"}` with a 4xx or 5xx status):
-//! - `POST /api/classes` → `201` [`Created`] (with the students' join address and its QR code).
+//! - `POST /api/classes` [`Create`] → `201` [`Created`] (with the students' join address and its
+//!   QR code). Only the server's own machine (127.0.0.1 or ::1) or a request with the server's
+//!   teacher key (`Authorization: Bearer <key>`, printed when the server starts) creates a class.
 //! - `GET /api/classes/{code}` → `200` [`ClassState`] (public: no names, no answers).
 //! - `GET /api/classes/{code}/events` → Server-Sent Events, `event: state`, data [`ClassState`],
 //!   whenever it changes; the stream ends after a closed state.
-//! - `POST /api/classes/{code}/join` [`Join`] → `201` [`Joined`].
+//! - `POST /api/classes/{code}/join` [`Join`] → `201` [`Joined`] (`waiting` past the class's
+//!   expected size, until the teacher lets the student in); `423` when the class is locked.
+//! - `POST /api/classes/{code}/me` [`Me`] → `200` [`Membership`]: whether this student waits.
 //! - `POST /api/classes/{code}/answers` [`AnswerBody`] → `200` [`Accepted`].
 //! - With `Authorization: Bearer <teacher_token>` (401 without, 403 with a wrong one):
 //!   - `POST /api/classes/{code}/chapter` [`SetChapter`] → `200` [`ClassState`];
 //!   - `POST /api/classes/{code}/reveal` [`Reveal`] → `200` [`ClassState`];
 //!   - `POST /api/classes/{code}/close` → `200` [`ClassState`];
 //!   - `GET /api/classes/{code}/results?chapter=N` → `200` [`Results`];
-//!   - `GET /api/classes/{code}/answers.csv` → `200` CSV, every chapter's answers.
+//!   - `GET /api/classes/{code}/answers.csv` → `200` CSV, every chapter's answers;
+//!   - `GET /api/classes/{code}/students` → `200` [`Roster`];
+//!   - `POST /api/classes/{code}/lock` [`Lock`] → `200` [`ClassState`];
+//!   - `POST /api/classes/{code}/admit` and `…/remove` [`Pick`] → `200` [`ClassState`]: lets
+//!     waiting students in, or removes students with their answers.
 //! - `GET /api/strings?lang=en|zh` → `200` the student page's words from the catalogs.
 //! - `GET /join/{code}`: the student page (plain HTML, no WebGPU, no wasm: a phone on a school
 //!   network loads a few kilobytes).
@@ -26,8 +34,14 @@ use serde::{Deserialize, Serialize};
 
 /// The largest request body the server reads (bytes).
 pub const MAX_BODY_BYTES: usize = 16 * 1024;
-/// The longest display name (characters).
+/// The longest display name, in grapheme clusters (what a reader counts as characters: "é" or
+/// "👩‍🔬" is one).
 pub const MAX_NAME_CHARS: usize = 40;
+/// The most combining marks stacked on one character of a name (Vietnamese needs 2).
+pub const MAX_NAME_MARKS: usize = 4;
+/// The most distinct chapters one class may open: with one round of answers per chapter, a
+/// student stores at most this many answers.
+pub const MAX_CHAPTERS_PER_CLASS: usize = 64;
 /// The most options a choice question may have, and the longest option key (characters).
 pub const MAX_OPTIONS: usize = 16;
 pub const MAX_OPTION_CHARS: usize = 64;
@@ -84,6 +98,12 @@ pub enum Invalid {
     NameTooLong,
     #[error("the name has control characters")]
     NameControl,
+    #[error("the name has characters that change the direction of text")]
+    NameBidi,
+    #[error("the name has invisible characters")]
+    NameInvisible,
+    #[error("the name stacks more than {MAX_NAME_MARKS} marks on one character")]
+    NameStacked,
     #[error("a choice question needs 2 to {MAX_OPTIONS} options of 1 to {MAX_OPTION_CHARS} characters, all different")]
     BadOptions,
     #[error("chapter {0} is past the last one ({MAX_CHAPTER})")]
@@ -92,6 +112,8 @@ pub enum Invalid {
         "a prompt needs its question in en or zh (at most {MAX_PROMPT_CHARS} characters), and one label of at most {MAX_LABEL_CHARS} characters per option, in the same languages"
     )]
     BadPrompt,
+    #[error("an expected class size is a whole number from 1 up")]
+    ExpectedSize,
 }
 
 impl Prompt {
@@ -155,19 +177,6 @@ fn shorten(s: &str) -> String {
     out
 }
 
-/// A display name, trimmed; `None` when empty. Names are optional and never shown on the
-/// projector; they appear only in the teacher's results and CSV.
-pub fn clean_name(name: Option<&str>) -> Result<Option<String>, Invalid> {
-    let Some(name) = name.map(str::trim).filter(|n| !n.is_empty()) else { return Ok(None) };
-    if name.chars().count() > MAX_NAME_CHARS {
-        return Err(Invalid::NameTooLong);
-    }
-    if name.chars().any(char::is_control) {
-        return Err(Invalid::NameControl);
-    }
-    Ok(Some(name.to_string()))
-}
-
 /// Whether `code` has a class code's shape (the server answers 404 to anything else).
 pub fn is_code(code: &str) -> bool {
     code.len() == CODE_LEN && code.bytes().all(|b| CODE_ALPHABET.contains(&b))
@@ -176,6 +185,15 @@ pub fn is_code(code: &str) -> bool {
 /// A class code as a person typed it: upper case, without spaces or dashes.
 pub fn normalize_code(typed: &str) -> String {
     typed.chars().filter(|c| c.is_ascii_alphanumeric()).map(|c| c.to_ascii_uppercase()).collect()
+}
+
+/// `POST /api/classes`: the class's expected size, if the teacher gave one. Past it, students
+/// who join wait until the teacher lets them in (a second step that a script flooding the class
+/// cannot take).
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
+pub struct Create {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expected: Option<u32>,
 }
 
 /// `POST /api/classes` → 201.
@@ -221,14 +239,36 @@ pub struct ClassState {
     /// The true answer, once the teacher revealed the chapter.
     pub revealed: Option<Answer>,
     pub closed: bool,
-    /// Students who joined.
+    /// Students in the class (who joined and were let in).
     pub students: u32,
     /// Distinct students who answered the current chapter.
     pub answered: u32,
     pub expires_at: i64,
+    /// No one else may join.
+    #[serde(default)]
+    pub locked: bool,
+    /// The size the teacher expects; students past it wait to be let in.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expected: Option<u32>,
+    /// Students waiting to be let in.
+    #[serde(default)]
+    pub waiting: u32,
+    /// Attempts to join in the last [`JOIN_WINDOW_SECS`] seconds, refused ones included.
+    #[serde(default)]
+    pub joins_recent: u32,
+    /// Whether those attempts came faster than a class types ([`FLOOD_JOINS`] or more).
+    #[serde(default)]
+    pub join_flood: bool,
 }
 
-/// `POST /api/classes/{code}/join`: an optional display name.
+/// The window over which joins are counted, and the count in it that no class reaches by
+/// typing: a student needs several seconds to type a code and a name, so even a class of 60
+/// that starts at once spreads its joins over half a minute or more.
+pub const JOIN_WINDOW_SECS: u64 = 10;
+pub const FLOOD_JOINS: u32 = 20;
+
+/// `POST /api/classes/{code}/join`: an optional display name (see `serve::names` for what a
+/// name may hold).
 #[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
 pub struct Join {
     #[serde(default)]
@@ -241,6 +281,55 @@ pub struct Join {
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
 pub struct Joined {
     pub student: String,
+    /// The class is past its expected size: the student waits until the teacher lets them in.
+    #[serde(default)]
+    pub waiting: bool,
+}
+
+/// `POST /api/classes/{code}/me`: a student asks where they stand.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+pub struct Me {
+    pub student: String,
+}
+
+/// Whether the student is still waiting to be let in (a removed student gets 403 instead).
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+pub struct Membership {
+    pub waiting: bool,
+}
+
+/// `POST /api/classes/{code}/lock` (teacher): lock the class (no one else joins), or open it.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+pub struct Lock {
+    pub locked: bool,
+}
+
+/// `POST /api/classes/{code}/admit` or `…/remove` (teacher): these students, and with
+/// `all_waiting` every student who waits. A removed student's answers leave the results.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
+pub struct Pick {
+    #[serde(default)]
+    pub students: Vec<String>,
+    #[serde(default)]
+    pub all_waiting: bool,
+}
+
+/// One student as the teacher sees them.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+pub struct StudentInfo {
+    pub student: String,
+    pub name: Option<String>,
+    /// When they joined (seconds since the Unix epoch).
+    pub joined_at: i64,
+    pub waiting: bool,
+    /// Chapters they answered.
+    pub answered: u32,
+}
+
+/// `GET /api/classes/{code}/students` (teacher): every student, in the order they joined.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+pub struct Roster {
+    pub students: Vec<StudentInfo>,
 }
 
 /// `POST /api/classes/{code}/answers`: one answer per student and chapter; the latest counts.
@@ -303,7 +392,8 @@ pub struct ErrorBody {
 }
 
 /// The answers as CSV (RFC 4180: every cell quoted, quotes doubled), one row per student and
-/// chapter. A cell that a spreadsheet would read as a formula gets a leading apostrophe.
+/// chapter. A cell that a spreadsheet would read as a formula gets a leading apostrophe. The file
+/// starts with a UTF-8 byte-order mark, without which Excel reads Chinese names as Latin-1.
 pub fn csv(answers: &[StoredAnswer]) -> String {
     fn cell(s: &str) -> String {
         let guarded = if s.starts_with(['=', '+', '-', '@', '\t', '\r']) && s.parse::<f64>().is_err() {
@@ -313,7 +403,7 @@ pub fn csv(answers: &[StoredAnswer]) -> String {
         };
         format!("\"{}\"", guarded.replace('"', "\"\""))
     }
-    let mut out = String::from("chapter,student,name,answer,at_ms\r\n");
+    let mut out = String::from("\u{feff}chapter,student,name,answer,at_ms\r\n");
     for a in answers {
         let row = [
             a.chapter.to_string(),
@@ -401,16 +491,6 @@ mod tests {
     }
 
     #[test]
-    fn names_are_trimmed_capped_and_optional() {
-        assert_eq!(clean_name(None), Ok(None));
-        assert_eq!(clean_name(Some("  ")), Ok(None));
-        assert_eq!(clean_name(Some(" 小明 ")), Ok(Some("小明".into())));
-        assert_eq!(clean_name(Some(&"名".repeat(40))), Ok(Some("名".repeat(40))));
-        assert_eq!(clean_name(Some(&"名".repeat(41))), Err(Invalid::NameTooLong));
-        assert_eq!(clean_name(Some("a\u{7}b")), Err(Invalid::NameControl));
-    }
-
-    #[test]
     fn codes_have_one_shape() {
         assert!(is_code("ABC234"));
         assert!(!is_code("ABC10O"));
@@ -430,7 +510,7 @@ mod tests {
         }];
         assert_eq!(
             csv(&rows),
-            "chapter,student,name,answer,at_ms\r\n\"3\",\"s1\",\"'=HYPERLINK(\"\"x\"\")\",\"-1.5\",\"7\"\r\n"
+            "\u{feff}chapter,student,name,answer,at_ms\r\n\"3\",\"s1\",\"'=HYPERLINK(\"\"x\"\")\",\"-1.5\",\"7\"\r\n"
         );
     }
 }

@@ -1,13 +1,15 @@
-//! The class API over HTTP (axum), the live stream (Server-Sent Events), the guards (body size,
-//! same origin) and the web app's files. Every handler asks the keeper and turns its answer
-//! into JSON; nothing here holds state of its own.
+//! The class API over HTTP (axum), the live stream (Server-Sent Events) and the web app's files.
+//! Every handler asks the keeper and turns its answer into JSON; nothing here holds state of its
+//! own but the counts that shield the keeper: requests for unknown classes per address, and
+//! live streams. The guards every request passes first are in [`super::guard`].
 
 use std::convert::Infallible;
+use std::net::IpAddr;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc::Sender;
-use std::time::Duration;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
-use axum::Json;
-use axum::Router;
 use axum::extract::rejection::{JsonRejection, QueryRejection};
 use axum::extract::{DefaultBodyLimit, Path, Query, Request as HttpRequest, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
@@ -15,19 +17,31 @@ use axum::middleware::{self, Next};
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
+use axum::{Extension, Json, Router};
 use serde::Deserialize;
+use subtle::ConstantTimeEq;
 use tokio::sync::{oneshot, watch};
 
-use super::keeper::{Refusal, Request, TeacherAction};
+use super::conn::Peer;
+use super::guard::{self, Hosts};
+use super::keeper::{Body, Refusal, Request, TeacherAction};
+use super::limiter::PerAddress;
 use super::{assets, student};
-use crate::class::{self, AnswerBody, ClassState, ErrorBody, Join, Reveal, SetChapter};
+use crate::class::{self, AnswerBody, ClassState, Create, ErrorBody, Join, Lock, Me, Pick, Reveal, SetChapter};
 
-/// The handlers' state: the way to the keeper.
+/// The handlers' state.
 #[derive(Clone)]
 pub struct Api {
     pub keeper: Sender<Request>,
     /// The address students open (`http://host:port`), for each class's join link.
-    pub public: std::sync::Arc<str>,
+    pub public: Arc<str>,
+    /// The key that lets a teacher on another machine start a class.
+    pub teacher_key: Arc<str>,
+    /// Requests for unknown classes, per address.
+    pub misses: Arc<Mutex<PerAddress>>,
+    /// Live streams open, and the most at once (of all classes).
+    pub streams: Arc<AtomicUsize>,
+    pub most_streams: usize,
 }
 
 /// An error answer: a status and a message, as `{"error": …}`.
@@ -38,7 +52,7 @@ pub struct ApiError {
 }
 
 impl ApiError {
-    fn new(status: u16, message: impl Into<String>) -> ApiError {
+    pub fn new(status: u16, message: impl Into<String>) -> ApiError {
         ApiError { status: StatusCode::from_u16(status).unwrap_or(StatusCode::BAD_REQUEST), message: message.into() }
     }
 }
@@ -49,29 +63,38 @@ impl From<Refusal> for ApiError {
     }
 }
 
-impl From<JsonRejection> for ApiError {
-    fn from(r: JsonRejection) -> ApiError {
-        let status = r.status();
-        let message = if status == StatusCode::PAYLOAD_TOO_LARGE {
-            format!("the body is larger than {} bytes", class::MAX_BODY_BYTES)
-        } else {
-            r.body_text()
-        };
-        ApiError { status, message }
-    }
+/// A body that did not read, as the refusal the keeper reports once the token is checked.
+fn body_refusal(status: StatusCode, text: String) -> Refusal {
+    let message = if status == StatusCode::PAYLOAD_TOO_LARGE {
+        format!("the body is larger than {} bytes", class::MAX_BODY_BYTES)
+    } else {
+        text
+    };
+    Refusal::Body { status: status.as_u16(), message }
 }
 
-impl From<QueryRejection> for ApiError {
-    fn from(r: QueryRejection) -> ApiError {
-        ApiError { status: r.status(), message: r.body_text() }
+fn body<T>(b: Result<Json<T>, JsonRejection>) -> Body<T> {
+    b.map(|Json(b)| b).map_err(|r| body_refusal(r.status(), r.body_text()))
+}
+
+impl From<JsonRejection> for ApiError {
+    fn from(r: JsonRejection) -> ApiError {
+        ApiError::from(body_refusal(r.status(), r.body_text()))
     }
 }
 
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         let mut response = (self.status, Json(ErrorBody { error: self.message })).into_response();
-        if self.status == StatusCode::UNAUTHORIZED {
-            response.headers_mut().insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+        let h = response.headers_mut();
+        match self.status {
+            StatusCode::UNAUTHORIZED => {
+                h.insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+            }
+            StatusCode::TOO_MANY_REQUESTS | StatusCode::SERVICE_UNAVAILABLE => {
+                h.insert(header::RETRY_AFTER, HeaderValue::from_static("5"));
+            }
+            _ => {}
         }
         response
     }
@@ -96,72 +119,126 @@ fn bearer(headers: &HeaderMap) -> Option<String> {
     scheme.eq_ignore_ascii_case("bearer").then(|| token.trim().to_string())
 }
 
-/// The router: the API under `/api`, the web app everywhere else.
-pub fn router(api: Api) -> Router {
+/// The router: the API under `/api`, the students' page under `/join`, the web app everywhere
+/// else; every request passes the host check and gets the security headers.
+pub fn router(api: Api, hosts: Arc<Hosts>, body_timeout: Duration) -> Router {
     let classes = Router::new()
         .route("/api/classes", post(create))
         .route("/api/classes/{code}", get(state))
         .route("/api/classes/{code}/events", get(events))
         .route("/api/classes/{code}/join", post(join))
+        .route("/api/classes/{code}/me", post(me))
         .route("/api/classes/{code}/answers", post(answer))
         .route("/api/classes/{code}/chapter", post(set_chapter))
         .route("/api/classes/{code}/reveal", post(reveal))
         .route("/api/classes/{code}/close", post(close))
+        .route("/api/classes/{code}/lock", post(lock))
+        .route("/api/classes/{code}/admit", post(admit))
+        .route("/api/classes/{code}/remove", post(remove))
         .route("/api/classes/{code}/results", get(results))
         .route("/api/classes/{code}/answers.csv", get(answers_csv))
+        .route("/api/classes/{code}/students", get(roster))
         .route("/api/strings", get(student::strings))
         .fallback(|| async { ApiError::new(404, "no such API route") })
-        .layer(middleware::from_fn(same_origin_only))
+        .layer(middleware::from_fn_with_state(body_timeout, guard::bounded_body))
+        .layer(middleware::from_fn_with_state(api.clone(), misses_limited))
+        .layer(middleware::from_fn(guard::same_origin_only))
         .layer(DefaultBodyLimit::max(class::MAX_BODY_BYTES))
         .with_state(api);
     Router::new()
         .merge(classes)
         .route("/join", get(student::page))
         .route("/join/{code}", get(student::page))
+        .route("/join.js", get(student::script))
         .fallback(assets::serve)
+        .layer(middleware::from_fn_with_state(hosts, guard::own_hosts_only))
+        .layer(middleware::from_fn(guard::security_headers))
 }
 
-/// Refuses a request from a page of another origin. Browsers send `Origin` with cross-origin
-/// requests, including the "simple" POSTs that CORS never preflights, so this refuses what a
-/// CORS policy would only hide; the preflight itself is refused too. A client that is not a
-/// browser (the desktop app, the tests) sends no `Origin`.
-async fn same_origin_only(request: HttpRequest, next: Next) -> Response {
-    let headers = request.headers();
-    if let Some(origin) = headers.get(header::ORIGIN) {
-        let host = headers.get(header::HOST).and_then(|h| h.to_str().ok()).unwrap_or("");
-        let origin = origin.to_str().unwrap_or("");
-        let origin_host = origin.split_once("://").map_or("", |(_, rest)| rest);
-        if host.is_empty() || !origin_host.eq_ignore_ascii_case(host) {
-            return ApiError::new(403, format!("requests from another site ({origin}) are refused")).into_response();
-        }
+/// The address a request came from.
+fn address(request: &HttpRequest) -> Option<IpAddr> {
+    request.extensions().get::<Peer>().map(|p| p.remote.ip())
+}
+
+/// Unknown class codes and API routes, per address: past the allowance a request is refused
+/// before it reaches the keeper, so that guessing codes at thousands a second costs the class
+/// nothing and finds nothing.
+async fn misses_limited(State(api): State<Api>, request: HttpRequest, next: Next) -> Response {
+    let Some(ip) = address(&request) else { return next.run(request).await };
+    let allowed = api.misses.lock().map(|mut m| m.allows(ip, Instant::now())).unwrap_or(true);
+    if !allowed {
+        return ApiError::from(Refusal::TooManyMisses).into_response();
     }
-    next.run(request).await
+    let response = next.run(request).await;
+    if response.status() == StatusCode::NOT_FOUND
+        && let Ok(mut m) = api.misses.lock()
+    {
+        m.take(ip, Instant::now());
+    }
+    response
 }
 
-async fn create(State(api): State<Api>) -> Result<(StatusCode, Json<class::Created>), ApiError> {
-    let mut created = ask(&api, Request::Create).await?;
+/// Whether the request comes from the machine the server runs on (127.0.0.1 or ::1 exactly:
+/// other loopback addresses are other programs' as much as anyone's) or carries the key.
+fn from_the_teacher(api: &Api, peer: &Peer, headers: &HeaderMap) -> bool {
+    let ip = peer.remote.ip().to_canonical();
+    let here = ip == IpAddr::from([127, 0, 0, 1]) || ip == IpAddr::from(std::net::Ipv6Addr::LOCALHOST);
+    let keyed = bearer(headers).is_some_and(|k| bool::from(k.as_bytes().ct_eq(api.teacher_key.as_bytes())));
+    here || keyed
+}
+
+async fn create(
+    State(api): State<Api>,
+    Extension(peer): Extension<Peer>,
+    headers: HeaderMap,
+    body: axum::body::Bytes,
+) -> Result<(StatusCode, Json<class::Created>), ApiError> {
+    if !from_the_teacher(&api, &peer, &headers) {
+        return Err(Refusal::NotTeacher.into());
+    }
+    // An empty body (older clients) is a class without an expected size.
+    let create: Create = if body.iter().all(u8::is_ascii_whitespace) {
+        Create::default()
+    } else {
+        serde_json::from_slice(&body).map_err(|e| ApiError::new(422, format!("the body: {e}")))?
+    };
+    let mut created = ask(&api, |tx| Request::Create(create, tx)).await?;
     created.join_url = format!("{}/join/{}", api.public, created.code);
     created.qr = super::qr_rows(&created.join_url);
     Ok((StatusCode::CREATED, Json(created)))
 }
 
-async fn subscribe(api: &Api, code: String) -> Result<watch::Receiver<ClassState>, ApiError> {
-    ask(api, |tx| Request::Subscribe(code, tx)).await
-}
-
 async fn state(State(api): State<Api>, Path(c): Path<String>) -> Result<Json<ClassState>, ApiError> {
-    let rx = subscribe(&api, code(c)?).await?;
-    let state = rx.borrow().clone();
-    Ok(Json(state))
+    let c = code(c)?;
+    Ok(Json(ask(&api, |tx| Request::State(c, tx)).await?))
 }
 
 /// The least time between two events of one stream: a burst of answers reaches each follower as
 /// a few states rather than hundreds, and the last state always arrives.
 const EVENT_SPACING: Duration = Duration::from_millis(200);
 
+/// A live stream's place among [`Api::most_streams`]; given back when the stream ends.
+struct StreamSlot(Arc<AtomicUsize>);
+
+impl StreamSlot {
+    fn take(api: &Api) -> Option<StreamSlot> {
+        let taken =
+            api.streams.fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| (n < api.most_streams).then_some(n + 1));
+        taken.is_ok().then(|| StreamSlot(api.streams.clone()))
+    }
+}
+
+impl Drop for StreamSlot {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
 async fn events(State(api): State<Api>, Path(c): Path<String>) -> Result<Response, ApiError> {
-    let rx = subscribe(&api, code(c)?).await?;
-    let stream = futures_util::stream::unfold((rx, true, false), |(mut rx, first, done)| async move {
+    let c = code(c)?;
+    let slot = StreamSlot::take(&api).ok_or(ApiError::from(Refusal::TooManyFollowers))?;
+    let rx: watch::Receiver<ClassState> = ask(&api, |tx| Request::Follow(c, tx)).await?;
+    let stream = futures_util::stream::unfold((rx, true, false, slot), |(mut rx, first, done, slot)| async move {
         if done {
             return None;
         }
@@ -170,8 +247,9 @@ async fn events(State(api): State<Api>, Path(c): Path<String>) -> Result<Respons
             rx.changed().await.ok()?;
         }
         let state = rx.borrow_and_update().clone();
-        let event = Event::default().event("state").json_data(&state).ok()?;
-        Some((Ok::<_, Infallible>(event), (rx, false, state.closed)))
+        // `retry`: how long a browser's EventSource waits before it reconnects.
+        let event = Event::default().event("state").retry(Duration::from_secs(3)).json_data(&state).ok()?;
+        Some((Ok::<_, Infallible>(event), (rx, false, state.closed, slot)))
     });
     let mut response = Sse::new(stream).keep_alive(KeepAlive::default()).into_response();
     response.headers_mut().insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
@@ -180,13 +258,24 @@ async fn events(State(api): State<Api>, Path(c): Path<String>) -> Result<Respons
 
 async fn join(
     State(api): State<Api>,
+    Extension(peer): Extension<Peer>,
     Path(c): Path<String>,
     body: Result<Json<Join>, JsonRejection>,
 ) -> Result<(StatusCode, Json<class::Joined>), ApiError> {
     let c = code(c)?;
     let Json(body) = body?;
-    let joined = ask(&api, |tx| Request::Join(c, body, tx)).await?;
+    let joined = ask(&api, |tx| Request::Join(c, body, peer.remote.ip(), tx)).await?;
     Ok((StatusCode::CREATED, Json(joined)))
+}
+
+async fn me(
+    State(api): State<Api>,
+    Path(c): Path<String>,
+    body: Result<Json<Me>, JsonRejection>,
+) -> Result<Json<class::Membership>, ApiError> {
+    let c = code(c)?;
+    let Json(body) = body?;
+    Ok(Json(ask(&api, |tx| Request::Me(c, body, tx)).await?))
 }
 
 async fn answer(
@@ -199,6 +288,7 @@ async fn answer(
     Ok(Json(ask(&api, |tx| Request::Answer(c, body, tx)).await?))
 }
 
+/// A teacher's action: the keeper checks the class, then the token, then the body.
 async fn teacher<T>(
     api: &Api,
     c: String,
@@ -210,24 +300,33 @@ async fn teacher<T>(
     ask(api, |tx| Request::Teacher(c, token, action(tx))).await
 }
 
-async fn set_chapter(
-    State(api): State<Api>,
-    Path(c): Path<String>,
-    headers: HeaderMap,
-    body: Result<Json<SetChapter>, JsonRejection>,
-) -> Result<Json<ClassState>, ApiError> {
-    let Json(body) = body?;
-    Ok(Json(teacher(&api, c, &headers, |tx| TeacherAction::SetChapter(body, tx)).await?))
+/// A teacher's action with a JSON body, answered with the class's state: the body goes to the
+/// keeper as it was read, to be judged after the token.
+macro_rules! teacher_with_body {
+    ($($(#[$doc:meta])* $name:ident: $body:ty => $action:path;)*) => {$(
+        $(#[$doc])*
+        async fn $name(
+            State(api): State<Api>,
+            Path(c): Path<String>,
+            headers: HeaderMap,
+            b: Result<Json<$body>, JsonRejection>,
+        ) -> Result<Json<ClassState>, ApiError> {
+            Ok(Json(teacher(&api, c, &headers, |tx| $action(body(b), tx)).await?))
+        }
+    )*};
 }
 
-async fn reveal(
-    State(api): State<Api>,
-    Path(c): Path<String>,
-    headers: HeaderMap,
-    body: Result<Json<Reveal>, JsonRejection>,
-) -> Result<Json<ClassState>, ApiError> {
-    let Json(body) = body?;
-    Ok(Json(teacher(&api, c, &headers, |tx| TeacherAction::Reveal(body, tx)).await?))
+teacher_with_body! {
+    /// `POST …/chapter`: the class moves to a chapter and its question.
+    set_chapter: SetChapter => TeacherAction::SetChapter;
+    /// `POST …/reveal`: the true answer; answers close.
+    reveal: Reveal => TeacherAction::Reveal;
+    /// `POST …/lock`: no one else joins (or they may again).
+    lock: Lock => TeacherAction::Lock;
+    /// `POST …/admit`: waiting students are let in.
+    admit: Pick => TeacherAction::Admit;
+    /// `POST …/remove`: students leave with their answers.
+    remove: Pick => TeacherAction::Remove;
 }
 
 async fn close(
@@ -249,8 +348,16 @@ async fn results(
     headers: HeaderMap,
     query: Result<Query<ChapterQuery>, QueryRejection>,
 ) -> Result<Json<class::Results>, ApiError> {
-    let Query(q) = query?;
-    Ok(Json(teacher(&api, c, &headers, |tx| TeacherAction::Results(q.chapter, tx)).await?))
+    let chapter = query.map(|Query(q)| q.chapter).map_err(|r| body_refusal(r.status(), r.body_text()));
+    Ok(Json(teacher(&api, c, &headers, |tx| TeacherAction::Results(chapter, tx)).await?))
+}
+
+async fn roster(
+    State(api): State<Api>,
+    Path(c): Path<String>,
+    headers: HeaderMap,
+) -> Result<Json<class::Roster>, ApiError> {
+    Ok(Json(teacher(&api, c, &headers, TeacherAction::Roster).await?))
 }
 
 async fn answers_csv(State(api): State<Api>, Path(c): Path<String>, headers: HeaderMap) -> Result<Response, ApiError> {

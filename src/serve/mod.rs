@@ -2,21 +2,29 @@
 //! port, classes and answers in SQLite. Native only. Its parts:
 //! - [`store`]: the store's interface and SQLite;
 //! - [`keeper`]: the thread that owns the store and the live classes;
-//! - [`rules`]: the limits and refusals;
-//! - [`http`]: the routes, the live stream and the guards;
+//! - [`rules`]: the limits and refusals; [`limiter`]: rate limits per address;
+//! - [`names`]: what a student's name may hold;
+//! - [`conn`]: connections, their timeouts, TLS and the descriptor budget;
+//! - [`guard`]: host names, other sites, bodies and the security headers;
+//! - [`http`]: the routes and the live stream;
 //! - [`student`]: the students' page and its words;
 //! - [`assets`]: the embedded web app.
 
 pub mod assets;
+pub mod conn;
+pub mod guard;
 pub mod http;
 pub mod keeper;
+pub mod limiter;
+pub mod names;
 pub mod rules;
 pub mod store;
 pub mod student;
 
 use std::net::{IpAddr, Ipv4Addr, SocketAddr, UdpSocket};
 use std::path::PathBuf;
-use std::sync::mpsc;
+use std::sync::atomic::AtomicUsize;
+use std::sync::{Arc, Mutex, mpsc};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
@@ -24,6 +32,13 @@ use tokio::sync::oneshot;
 
 pub use keeper::{Limits, Refusal};
 use store::{SqliteStore, StoreError};
+
+/// A certificate chain and its private key, PEM files, for HTTPS.
+#[derive(Clone, Debug)]
+pub struct TlsFiles {
+    pub cert: PathBuf,
+    pub key: PathBuf,
+}
 
 /// How to run the server.
 #[derive(Clone, Debug)]
@@ -33,8 +48,14 @@ pub struct Config {
     pub limits: Limits,
     /// The address students' phones open (`http://host:port`), for the join link and its QR
     /// code. `None`: this machine's network address when listening on all of them, else the
-    /// address listened on.
+    /// address listened on. Its host is one of the names the server answers to.
     pub public: Option<String>,
+    /// The key a teacher on another machine starts a class with; `None`: a new random one.
+    pub teacher_key: Option<String>,
+    /// Other names the server answers to (a school's DNS name for the laptop).
+    pub allowed_hosts: Vec<String>,
+    /// HTTPS instead of HTTP.
+    pub tls: Option<TlsFiles>,
 }
 
 impl Default for Config {
@@ -44,6 +65,9 @@ impl Default for Config {
             db: PathBuf::from("oomlab-classes.sqlite"),
             limits: Limits::default(),
             public: None,
+            teacher_key: None,
+            allowed_hosts: Vec::new(),
+            tls: None,
         }
     }
 }
@@ -65,6 +89,10 @@ pub enum ServeError {
     Bind { addr: SocketAddr, source: std::io::Error },
     #[error("cannot start the server's threads: {0}")]
     Runtime(std::io::Error),
+    #[error("cannot use the certificate {cert} and key {key} for HTTPS: {why}")]
+    Tls { cert: PathBuf, key: PathBuf, why: String },
+    #[error("no random numbers for the teacher key: {0}")]
+    Random(Refusal),
 }
 
 /// A running server. [`Server::stop`] (or dropping it) stops it and closes the database.
@@ -73,13 +101,56 @@ pub struct Server {
     pub addr: SocketAddr,
     /// The address students open (no trailing slash).
     pub public: String,
+    /// The key that lets a teacher on another machine start a class.
+    pub teacher_key: String,
+    /// Whether it speaks HTTPS.
+    pub https: bool,
+    /// The most connections it takes at once, and the descriptor limit that came from.
+    pub max_connections: usize,
+    pub descriptor_limit: Option<u64>,
+    register: Arc<conn::Register>,
     runtime: Option<tokio::runtime::Runtime>,
     shutdown: Option<oneshot::Sender<()>>,
     keeper: Option<JoinHandle<()>>,
 }
 
+/// Reads a PEM certificate chain and private key into a TLS acceptor (HTTP/1.1 only).
+fn tls_acceptor(files: &TlsFiles) -> Result<tokio_rustls::TlsAcceptor, ServeError> {
+    use rustls::pki_types::pem::PemObject;
+    use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+    let failed = |why: String| ServeError::Tls { cert: files.cert.clone(), key: files.key.clone(), why };
+    let certs: Vec<CertificateDer<'static>> = CertificateDer::pem_file_iter(&files.cert)
+        .and_then(|certs| certs.collect::<Result<_, _>>())
+        .map_err(|e| failed(format!("the certificate: {e}")))?;
+    if certs.is_empty() {
+        return Err(failed("the certificate file holds no certificate".into()));
+    }
+    let key = PrivateKeyDer::from_pem_file(&files.key).map_err(|e| failed(format!("the key: {e}")))?;
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let mut config = rustls::ServerConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .and_then(|b| b.with_no_client_auth().with_single_cert(certs, key))
+        .map_err(|e| failed(e.to_string()))?;
+    config.alpn_protocols = vec![b"http/1.1".to_vec()];
+    Ok(tokio_rustls::TlsAcceptor::from(Arc::new(config)))
+}
+
+/// The host of a URL (`https://oomlab.school.example:8443/x` → `oomlab.school.example:8443`).
+fn url_host(url: &str) -> Option<String> {
+    let rest = url.split_once("://").map_or(url, |(_, rest)| rest);
+    let host = rest.split(['/', '?', '#']).next()?;
+    let host = host.rsplit_once('@').map_or(host, |(_, h)| h);
+    (!host.is_empty()).then(|| host.to_string())
+}
+
 /// Opens the database, binds the port and starts serving on background threads.
 pub fn start(config: &Config) -> Result<Server, ServeError> {
+    let descriptor_limit = conn::raise_descriptor_limit();
+    let tls = config.tls.as_ref().map(tls_acceptor).transpose()?;
+    let teacher_key = match &config.teacher_key {
+        Some(k) => k.clone(),
+        None => rules::random_hex(16).map_err(ServeError::Random)?,
+    };
     let store = SqliteStore::open(&config.db)
         .and_then(|s| keeper::Keeper::open(s, config.limits.clone()))
         .map_err(|source| ServeError::Database { path: config.db.clone(), source })?;
@@ -92,26 +163,57 @@ pub fn start(config: &Config) -> Result<Server, ServeError> {
         .block_on(tokio::net::TcpListener::bind(config.bind))
         .map_err(|source| ServeError::Bind { addr: config.bind, source })?;
     let addr = listener.local_addr().map_err(|source| ServeError::Bind { addr: config.bind, source })?;
-    let public = config.public.clone().unwrap_or_else(|| public_address(addr));
+    let public = config.public.clone().unwrap_or_else(|| public_address(addr, tls.is_some()));
+    let public = public.trim_end_matches('/').to_string();
+    let hosts = guard::Hosts::new(
+        config.allowed_hosts.iter().cloned().chain(url_host(&public)),
+        [Some(addr.ip()), lan_address()].into_iter().flatten(),
+    );
     let (requests, inbox) = mpsc::channel();
     let keeper = std::thread::Builder::new()
         .name("oomlab-class-keeper".into())
         .spawn(move || store.run(inbox))
         .map_err(ServeError::Runtime)?;
-    let router = http::router(http::Api { keeper: requests, public: public.as_str().into() });
+    let max_connections = conn::connection_budget(&config.limits, descriptor_limit);
+    let api = http::Api {
+        keeper: requests,
+        public: public.as_str().into(),
+        teacher_key: teacher_key.as_str().into(),
+        misses: Arc::new(Mutex::new(limiter::PerAddress::new(config.limits.misses))),
+        streams: Arc::new(AtomicUsize::new(0)),
+        // A quarter of the connections stays for requests, whatever the streams hold.
+        most_streams: (max_connections * 3 / 4).max(1),
+    };
+    let router = http::router(api, Arc::new(hosts), config.limits.body_timeout);
+    let register = conn::Register::new(max_connections);
+    let serving = conn::Serving {
+        router,
+        register: register.clone(),
+        tls: tls.clone(),
+        header_timeout: config.limits.header_timeout,
+    };
     let (shutdown, stopped) = oneshot::channel::<()>();
-    runtime.spawn(async move {
-        let served = axum::serve(listener, router).with_graceful_shutdown(async {
-            let _ = stopped.await;
-        });
-        if let Err(e) = served.await {
-            log::error!("class server: {e}");
-        }
-    });
-    Ok(Server { addr, public, runtime: Some(runtime), shutdown: Some(shutdown), keeper: Some(keeper) })
+    runtime.spawn(conn::accept_loop(listener, serving, stopped));
+    Ok(Server {
+        addr,
+        public,
+        teacher_key,
+        https: tls.is_some(),
+        max_connections,
+        descriptor_limit,
+        register,
+        runtime: Some(runtime),
+        shutdown: Some(shutdown),
+        keeper: Some(keeper),
+    })
 }
 
 impl Server {
+    /// Connections open now, and those closed to make room since the start.
+    pub fn connections(&self) -> (usize, u64) {
+        (self.register.len(), self.register.evicted())
+    }
+
     /// Blocks until Ctrl-C.
     pub fn wait_for_ctrl_c(&self) {
         if let Some(rt) = &self.runtime {
@@ -130,7 +232,9 @@ impl Server {
             let _ = s.send(());
         }
         if let Some(rt) = self.runtime.take() {
-            // Live streams never finish on their own: give requests a moment, then drop them.
+            // Requests in flight get a moment; live streams never finish on their own, so the
+            // runtime's end drops them.
+            rt.block_on(async { tokio::time::sleep(Duration::from_millis(100)).await });
             rt.shutdown_timeout(Duration::from_millis(500));
         }
         // The router held the keeper's only sender; with the runtime gone, the keeper ends.
@@ -157,10 +261,11 @@ pub fn lan_address() -> Option<IpAddr> {
 
 /// The address phones in the room reach a server listening on `addr` by: this machine's network
 /// address when it listens on all of them (localhost when offline), else `addr` itself.
-pub fn public_address(addr: SocketAddr) -> String {
+pub fn public_address(addr: SocketAddr, https: bool) -> String {
     let ip =
         if addr.ip().is_unspecified() { lan_address().unwrap_or(IpAddr::V4(Ipv4Addr::LOCALHOST)) } else { addr.ip() };
-    format!("http://{}", SocketAddr::new(ip, addr.port()))
+    let scheme = if https { "https" } else { "http" };
+    format!("{scheme}://{}", SocketAddr::new(ip, addr.port()))
 }
 
 /// A QR code of `text` as rows of modules, `1` dark and `0` light, with the four-module quiet
@@ -221,9 +326,19 @@ mod tests {
     #[test]
     fn the_public_address_is_the_listened_one_unless_it_is_all_of_them() {
         let addr: SocketAddr = "127.0.0.1:8123".parse().unwrap_or(SocketAddr::from(([127, 0, 0, 1], 8123)));
-        assert_eq!(public_address(addr), "http://127.0.0.1:8123");
+        assert_eq!(public_address(addr, false), "http://127.0.0.1:8123");
+        assert_eq!(public_address(addr, true), "https://127.0.0.1:8123");
         let all = SocketAddr::from(([0, 0, 0, 0], 8080));
-        let public = public_address(all);
+        let public = public_address(all, false);
         assert!(public.starts_with("http://") && public.ends_with(":8080") && !public.contains("0.0.0.0"), "{public}");
+    }
+
+    #[test]
+    fn a_public_urls_host_is_its_name_and_port() {
+        assert_eq!(url_host("https://oomlab.school.example:8443/x?y").as_deref(), Some("oomlab.school.example:8443"));
+        assert_eq!(url_host("http://[::1]:8080").as_deref(), Some("[::1]:8080"));
+        assert_eq!(url_host("http://user@class.local/").as_deref(), Some("class.local"));
+        assert_eq!(url_host("class.local:8080").as_deref(), Some("class.local:8080"));
+        assert_eq!(url_host("http://"), None);
     }
 }

@@ -3,6 +3,7 @@
 //! keeper ([`super::keeper`]) is the only caller, from one thread, inside transactions it opens
 //! and commits, so an implementation needs no locking of its own.
 
+use std::collections::HashMap;
 use std::path::Path;
 
 use rusqlite::{Connection, params};
@@ -13,7 +14,8 @@ use crate::class::{Answer, Prompt, Question, StoredAnswer};
 #[derive(Clone, Debug, PartialEq)]
 pub struct ClassRow {
     pub code: String,
-    pub token: String,
+    /// The teacher token's hash ([`super::rules::token_hash`]); the token itself is never stored.
+    pub token_hash: String,
     pub created_at: i64,
     pub expires_at: i64,
     pub chapter: Option<u32>,
@@ -22,6 +24,13 @@ pub struct ClassRow {
     pub prompt: Option<Prompt>,
     pub revealed: Option<Answer>,
     pub closed: bool,
+    /// When it was closed (seconds since the Unix epoch): closed classes are kept a while for
+    /// the teacher's CSV, then deleted.
+    pub closed_at: Option<i64>,
+    /// No one else may join.
+    pub locked: bool,
+    /// The expected size: students past it wait to be let in.
+    pub expected: Option<u32>,
 }
 
 /// A student as stored.
@@ -31,6 +40,8 @@ pub struct StudentRow {
     pub id: String,
     pub name: Option<String>,
     pub joined_at: i64,
+    /// Waits for the teacher to let them in.
+    pub waiting: bool,
 }
 
 /// A store's failure: the disk, or a row that does not read back.
@@ -40,6 +51,8 @@ pub enum StoreError {
     Sqlite(#[from] rusqlite::Error),
     #[error("the class database holds a value that does not read back: {0}")]
     Corrupt(#[from] serde_json::Error),
+    #[error("the class database's file: {0}")]
+    File(std::io::Error),
 }
 
 /// The store's interface. Writes happen between [`Store::begin`] and [`Store::commit`]; a commit
@@ -56,15 +69,23 @@ pub trait Store: Send {
     fn put_answer(&mut self, code: &str, answer: &StoredAnswer) -> Result<(), StoreError>;
     /// Deletes a class with its students and answers.
     fn delete_class(&mut self, code: &str) -> Result<(), StoreError>;
+    /// Deletes a student with their answers.
+    fn delete_student(&mut self, code: &str, id: &str) -> Result<(), StoreError>;
     /// Every class, and every class's students.
     fn classes(&mut self) -> Result<Vec<ClassRow>, StoreError>;
     fn students(&mut self) -> Result<Vec<StudentRow>, StoreError>;
     /// A class's answers, one chapter's or all, in chapter order then by time.
     fn answers(&mut self, code: &str, chapter: Option<u32>) -> Result<Vec<StoredAnswer>, StoreError>;
+    /// How many chapters each of a class's students answered.
+    fn answer_counts(&mut self, code: &str) -> Result<HashMap<String, u32>, StoreError>;
+    /// The chapters a class has answers for.
+    fn chapters(&mut self, code: &str) -> Result<Vec<u32>, StoreError>;
 }
 
 /// SQLite, in WAL mode with `synchronous=FULL`: a committed transaction survives the process
-/// being killed (and the machine losing power).
+/// being killed (and the machine losing power). The file holds students' names, so it is created
+/// readable by its owner only (0600; SQLite gives its `-wal` and `-shm` files the same mode), and
+/// an older, wider file is narrowed when opened.
 pub struct SqliteStore {
     db: Connection,
 }
@@ -79,13 +100,17 @@ CREATE TABLE IF NOT EXISTS classes (
     question TEXT,
     revealed TEXT,
     closed INTEGER NOT NULL DEFAULT 0,
-    prompt TEXT
+    prompt TEXT,
+    closed_at INTEGER,
+    locked INTEGER NOT NULL DEFAULT 0,
+    expected INTEGER
 );
 CREATE TABLE IF NOT EXISTS students (
     code TEXT NOT NULL REFERENCES classes(code) ON DELETE CASCADE,
     id TEXT NOT NULL,
     name TEXT,
     joined_at INTEGER NOT NULL,
+    waiting INTEGER NOT NULL DEFAULT 0,
     PRIMARY KEY (code, id)
 );
 CREATE TABLE IF NOT EXISTS answers (
@@ -99,18 +124,77 @@ CREATE TABLE IF NOT EXISTS answers (
 );
 ";
 
+/// Columns added since the first schema: a database from before gains them (its rows take the
+/// default).
+const ADDED_COLUMNS: [(&str, &str, &str); 5] = [
+    ("classes", "prompt", "TEXT"),
+    ("classes", "closed_at", "INTEGER"),
+    ("classes", "locked", "INTEGER NOT NULL DEFAULT 0"),
+    ("classes", "expected", "INTEGER"),
+    ("students", "waiting", "INTEGER NOT NULL DEFAULT 0"),
+];
+
+/// Creates the file for its owner only, or narrows an existing one to that.
+#[cfg(unix)]
+fn owner_only(path: &Path) -> std::io::Result<()> {
+    use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+    match std::fs::OpenOptions::new().write(true).create_new(true).mode(0o600).open(path) {
+        Ok(_) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+            for file in [path.to_path_buf(), beside(path, "-wal"), beside(path, "-shm")] {
+                if let Ok(meta) = std::fs::metadata(&file)
+                    && meta.permissions().mode() & 0o077 != 0
+                {
+                    std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o600))?;
+                }
+            }
+            Ok(())
+        }
+        Err(e) => Err(e),
+    }
+}
+
+#[cfg(not(unix))]
+fn owner_only(_path: &Path) -> std::io::Result<()> {
+    Ok(())
+}
+
+/// SQLite's `-wal` or `-shm` file beside the database at `path`.
+#[cfg(unix)]
+fn beside(path: &Path, suffix: &str) -> std::path::PathBuf {
+    let mut name = path.as_os_str().to_owned();
+    name.push(suffix);
+    name.into()
+}
+
 impl SqliteStore {
     pub fn open(path: &Path) -> Result<SqliteStore, StoreError> {
+        owner_only(path).map_err(StoreError::File)?;
         let db = Connection::open(path)?;
         // journal_mode answers with a row, so it is read rather than executed.
         let _mode: String = db.query_row("PRAGMA journal_mode=WAL", [], |r| r.get(0))?;
         db.execute_batch("PRAGMA synchronous=FULL; PRAGMA foreign_keys=ON; PRAGMA busy_timeout=5000;")?;
         db.execute_batch(SCHEMA)?;
-        // A database from before prompts existed gains their column (its classes have none).
-        let has_prompt: bool =
-            db.query_row("SELECT COUNT(*) FROM pragma_table_info('classes') WHERE name = 'prompt'", [], |r| r.get(0))?;
-        if !has_prompt {
-            db.execute_batch("ALTER TABLE classes ADD COLUMN prompt TEXT")?;
+        for (table, column, decl) in ADDED_COLUMNS {
+            let has: bool = db.query_row(
+                "SELECT COUNT(*) FROM pragma_table_info(?1) WHERE name = ?2",
+                params![table, column],
+                |r| r.get(0),
+            )?;
+            if !has {
+                db.execute_batch(&format!("ALTER TABLE {table} ADD COLUMN {column} {decl}"))?;
+            }
+        }
+        // Tokens stored in the clear by an older server are replaced by their hashes.
+        let plain: Vec<(String, String)> = {
+            let mut q = db.prepare("SELECT code, token FROM classes WHERE token NOT LIKE 'sha256:%'")?;
+            q.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?.collect::<Result<_, _>>()?
+        };
+        for (code, token) in plain {
+            db.execute(
+                "UPDATE classes SET token = ?2 WHERE code = ?1",
+                params![code, super::rules::token_hash(&token)],
+            )?;
         }
         Ok(SqliteStore { db })
     }
@@ -149,20 +233,25 @@ impl Store for SqliteStore {
 
     fn put_class(&mut self, c: &ClassRow) -> Result<(), StoreError> {
         self.db.execute(
-            "INSERT INTO classes (code, token, created_at, expires_at, chapter, question, revealed, closed, prompt)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)
+            "INSERT INTO classes (code, token, created_at, expires_at, chapter, question, revealed, closed, prompt,
+                 closed_at, locked, expected)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)
              ON CONFLICT(code) DO UPDATE SET token = ?2, created_at = ?3, expires_at = ?4, chapter = ?5,
-                 question = ?6, revealed = ?7, closed = ?8, prompt = ?9",
+                 question = ?6, revealed = ?7, closed = ?8, prompt = ?9, closed_at = ?10, locked = ?11,
+                 expected = ?12",
             params![
                 c.code,
-                c.token,
+                c.token_hash,
                 c.created_at,
                 c.expires_at,
                 c.chapter,
                 json_opt(&c.question)?,
                 json_opt(&c.revealed)?,
                 c.closed,
-                json_opt(&c.prompt)?
+                json_opt(&c.prompt)?,
+                c.closed_at,
+                c.locked,
+                c.expected
             ],
         )?;
         Ok(())
@@ -170,8 +259,8 @@ impl Store for SqliteStore {
 
     fn put_student(&mut self, s: &StudentRow) -> Result<(), StoreError> {
         self.db.execute(
-            "INSERT OR REPLACE INTO students (code, id, name, joined_at) VALUES (?1, ?2, ?3, ?4)",
-            params![s.code, s.id, s.name, s.joined_at],
+            "INSERT OR REPLACE INTO students (code, id, name, joined_at, waiting) VALUES (?1, ?2, ?3, ?4, ?5)",
+            params![s.code, s.id, s.name, s.joined_at, s.waiting],
         )?;
         Ok(())
     }
@@ -193,46 +282,65 @@ impl Store for SqliteStore {
         Ok(())
     }
 
+    fn delete_student(&mut self, code: &str, id: &str) -> Result<(), StoreError> {
+        self.db.execute("DELETE FROM answers WHERE code = ?1 AND student = ?2", params![code, id])?;
+        self.db.execute("DELETE FROM students WHERE code = ?1 AND id = ?2", params![code, id])?;
+        Ok(())
+    }
+
     fn classes(&mut self) -> Result<Vec<ClassRow>, StoreError> {
         let mut q = self.db.prepare(
-            "SELECT code, token, created_at, expires_at, chapter, question, revealed, closed, prompt FROM classes",
+            "SELECT code, token, created_at, expires_at, chapter, question, revealed, closed, prompt, closed_at, locked,
+                 expected FROM classes",
         )?;
         let rows = q.query_map([], |r| {
-            Ok((
-                r.get::<_, String>(0)?,
-                r.get::<_, String>(1)?,
-                r.get::<_, i64>(2)?,
-                r.get::<_, i64>(3)?,
-                r.get::<_, Option<u32>>(4)?,
-                r.get::<_, Option<String>>(5)?,
-                r.get::<_, Option<String>>(6)?,
-                r.get::<_, bool>(7)?,
-                r.get::<_, Option<String>>(8)?,
-            ))
+            let row = ClassRow {
+                code: r.get(0)?,
+                token_hash: r.get(1)?,
+                created_at: r.get(2)?,
+                expires_at: r.get(3)?,
+                chapter: r.get(4)?,
+                question: None,
+                prompt: None,
+                revealed: None,
+                closed: r.get(7)?,
+                closed_at: r.get(9)?,
+                locked: r.get(10)?,
+                expected: r.get(11)?,
+            };
+            Ok((row, r.get::<_, Option<String>>(5)?, r.get::<_, Option<String>>(6)?, r.get::<_, Option<String>>(8)?))
         })?;
         let mut out = Vec::new();
         for row in rows {
-            let (code, token, created_at, expires_at, chapter, question, revealed, closed, prompt) = row?;
+            let (row, question, revealed, prompt) = row?;
             out.push(ClassRow {
-                code,
-                token,
-                created_at,
-                expires_at,
-                chapter,
                 question: from_json_opt(question)?,
                 prompt: from_json_opt(prompt)?,
                 revealed: from_json_opt(revealed)?,
-                closed,
+                ..row
             });
         }
         Ok(out)
     }
 
     fn students(&mut self) -> Result<Vec<StudentRow>, StoreError> {
-        let mut q = self.db.prepare("SELECT code, id, name, joined_at FROM students")?;
+        let mut q =
+            self.db.prepare("SELECT code, id, name, joined_at, waiting FROM students ORDER BY joined_at, rowid")?;
         let rows = q.query_map([], |r| {
-            Ok(StudentRow { code: r.get(0)?, id: r.get(1)?, name: r.get(2)?, joined_at: r.get(3)? })
+            Ok(StudentRow { code: r.get(0)?, id: r.get(1)?, name: r.get(2)?, joined_at: r.get(3)?, waiting: r.get(4)? })
         })?;
+        Ok(rows.collect::<Result<_, _>>()?)
+    }
+
+    fn answer_counts(&mut self, code: &str) -> Result<HashMap<String, u32>, StoreError> {
+        let mut q = self.db.prepare("SELECT student, COUNT(*) FROM answers WHERE code = ?1 GROUP BY student")?;
+        let rows = q.query_map(params![code], |r| Ok((r.get::<_, String>(0)?, r.get::<_, u32>(1)?)))?;
+        Ok(rows.collect::<Result<_, _>>()?)
+    }
+
+    fn chapters(&mut self, code: &str) -> Result<Vec<u32>, StoreError> {
+        let mut q = self.db.prepare("SELECT DISTINCT chapter FROM answers WHERE code = ?1 ORDER BY chapter")?;
+        let rows = q.query_map(params![code], |r| r.get::<_, u32>(0))?;
         Ok(rows.collect::<Result<_, _>>()?)
     }
 
@@ -274,7 +382,7 @@ mod tests {
     fn class(code: &str) -> ClassRow {
         ClassRow {
             code: code.into(),
-            token: "t".into(),
+            token_hash: super::super::rules::token_hash("t"),
             created_at: 1,
             expires_at: 2,
             chapter: Some(3),
@@ -289,6 +397,9 @@ mod tests {
             }),
             revealed: None,
             closed: false,
+            closed_at: None,
+            locked: true,
+            expected: Some(30),
         }
     }
 
@@ -297,16 +408,46 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("old.sqlite");
         let old = Connection::open(&path).unwrap();
-        let before = SCHEMA.replace(",\n    prompt TEXT", "");
-        assert!(!before.contains("prompt"));
+        // The first schema: none of the added columns.
+        let mut before = SCHEMA.to_string();
+        for (_, column, decl) in ADDED_COLUMNS {
+            before = before.replace(&format!(",\n    {column} {decl}"), "");
+        }
+        assert!(!before.contains("prompt") && !before.contains("waiting"), "{before}");
         old.execute_batch(&before).unwrap();
         old.execute("INSERT INTO classes (code, token, created_at, expires_at) VALUES ('CCCCCC', 't', 1, 2)", [])
             .unwrap();
+        old.execute("INSERT INTO students (code, id, name, joined_at) VALUES ('CCCCCC', 's1', NULL, 1)", []).unwrap();
         drop(old);
         let mut s = SqliteStore::open(&path).unwrap();
-        assert_eq!(s.classes().unwrap()[0].prompt, None);
+        let loaded = s.classes().unwrap();
+        assert_eq!((loaded[0].prompt.as_ref(), loaded[0].locked, loaded[0].expected), (None, false, None));
+        // The old token in the clear is now its hash, which still checks the same token.
+        assert_eq!(loaded[0].token_hash, super::super::rules::token_hash("t"));
+        assert!(!s.students().unwrap()[0].waiting);
         s.put_class(&class("CCCCCC")).unwrap();
         assert_eq!(s.classes().unwrap(), vec![class("CCCCCC")]);
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn the_database_is_readable_by_its_owner_only() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("c.sqlite");
+        let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+        let mut s = SqliteStore::open(&path).unwrap();
+        s.begin().unwrap();
+        s.put_class(&class("DDDDDD")).unwrap();
+        s.commit().unwrap();
+        for file in ["c.sqlite", "c.sqlite-wal", "c.sqlite-shm"] {
+            assert_eq!(mode(&dir.path().join(file)), 0o600, "{file}");
+        }
+        drop(s);
+        // A file an older server made world-readable is narrowed.
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o644)).unwrap();
+        drop(SqliteStore::open(&path).unwrap());
+        assert_eq!(mode(&path), 0o600);
     }
 
     #[test]
@@ -316,8 +457,15 @@ mod tests {
         let mut s = SqliteStore::open(&path).unwrap();
         s.begin().unwrap();
         s.put_class(&class("AAAAAA")).unwrap();
-        s.put_student(&StudentRow { code: "AAAAAA".into(), id: "s1".into(), name: Some("Ada".into()), joined_at: 5 })
-            .unwrap();
+        let ada = StudentRow {
+            code: "AAAAAA".into(),
+            id: "s1".into(),
+            name: Some("Ada".into()),
+            joined_at: 5,
+            waiting: false,
+        };
+        s.put_student(&ada).unwrap();
+        s.put_student(&StudentRow { id: "s2".into(), name: None, waiting: true, ..ada.clone() }).unwrap();
         let a = StoredAnswer {
             student: "s1".into(),
             name: Some("Ada".into()),
@@ -332,11 +480,20 @@ mod tests {
         // Reopened: what was committed is there, the latest answer only.
         let mut s = SqliteStore::open(&path).unwrap();
         assert_eq!(s.classes().unwrap(), vec![class("AAAAAA")]);
-        assert_eq!(s.students().unwrap().len(), 1);
+        assert_eq!(s.students().unwrap().len(), 2);
         let answers = s.answers("AAAAAA", Some(3)).unwrap();
         assert_eq!(answers.len(), 1);
         assert_eq!(answers[0].answer, Answer::Number(2.5));
         assert!(s.answers("AAAAAA", Some(4)).unwrap().is_empty());
+        assert_eq!(s.answer_counts("AAAAAA").unwrap(), HashMap::from([("s1".to_string(), 1)]));
+        assert_eq!(s.chapters("AAAAAA").unwrap(), vec![3]);
+        // A removed student takes their answers along.
+        s.begin().unwrap();
+        s.delete_student("AAAAAA", "s1").unwrap();
+        s.commit().unwrap();
+        assert!(s.answers("AAAAAA", None).unwrap().is_empty());
+        let left = s.students().unwrap();
+        assert_eq!((left.len(), left[0].id.as_str(), left[0].waiting), (1, "s2", true));
         s.begin().unwrap();
         s.delete_class("AAAAAA").unwrap();
         s.commit().unwrap();

@@ -1,8 +1,9 @@
 //! The students' page (`/join/{code}`, and `/join` to type a code) and its words
 //! (`/api/strings?lang=…`).
 //!
-//! The page is plain HTML with a little JavaScript (`web/join.html`, embedded here), not the
-//! app: a phone on a school network over plain HTTP loads a few kilobytes instead of the app's
+//! The page is plain HTML with a little JavaScript (`web/join.html` and `web/join.js`, embedded
+//! here; the script is a file of its own, since the page's Content-Security-Policy allows no
+//! inline script), not the app: a phone on a school network over plain HTTP loads a few kilobytes instead of the app's
 //! 2.5 MB module and its fonts, needs no WebGPU and no service worker, and its buttons and text
 //! are real DOM that a screen reader reads. Students never run a step; the teacher's machine
 //! does. Its words come from the app's catalogs, rendered here: an argument becomes `{name}`,
@@ -21,8 +22,9 @@ use serde::Deserialize;
 
 use crate::i18n::{Catalog, Lang};
 
-/// The page itself.
+/// The page itself, and its script.
 pub const PAGE: &str = include_str!("../../web/join.html");
+pub const SCRIPT: &str = include_str!("../../web/join.js");
 
 /// Every message the page shows or a screen reader speaks there, with its arguments' names.
 pub const KEYS: &[(&str, &[&str])] = &[
@@ -51,12 +53,25 @@ pub const KEYS: &[(&str, &[&str])] = &[
     ("student-revealed-already", &[]),
     ("student-offline", &[]),
     ("student-refused", &["status"]),
+    ("student-locked", &[]),
+    ("student-join-busy", &[]),
+    ("student-name-invalid", &[]),
+    ("student-let-in", &[]),
+    ("student-removed", &[]),
 ];
 
 /// `GET /join`, `GET /join/{code}`: the page (the code is read from the address by the page).
 pub async fn page() -> Response {
     let mut response =
         ([(header::CONTENT_TYPE, HeaderValue::from_static("text/html; charset=utf-8"))], PAGE).into_response();
+    response.headers_mut().insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+    response
+}
+
+/// `GET /join.js`: the page's script.
+pub async fn script() -> Response {
+    let mut response =
+        ([(header::CONTENT_TYPE, HeaderValue::from_static("text/javascript; charset=utf-8"))], SCRIPT).into_response();
     response.headers_mut().insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
     response
 }
@@ -117,16 +132,20 @@ mod tests {
                 }
             }
         }
-        // The page asks for exactly these keys, and no other.
+        // The page's script asks for exactly these keys, and no other.
         // Calls of the page's `t`, not of `split(` or `createElement(`.
-        let called =
-            |i: usize| PAGE[..i].chars().next_back().is_none_or(|c| !(c.is_ascii_alphanumeric() || "._$".contains(c)));
-        let asked: std::collections::BTreeSet<&str> = PAGE
+        let called = |i: usize| {
+            SCRIPT[..i].chars().next_back().is_none_or(|c| !(c.is_ascii_alphanumeric() || "._$".contains(c)))
+        };
+        let asked: std::collections::BTreeSet<&str> = SCRIPT
             .match_indices("t(\"")
             .filter(|(i, _)| called(*i))
-            .filter_map(|(i, _)| PAGE[i + 3..].split('"').next())
+            .filter_map(|(i, _)| SCRIPT[i + 3..].split('"').next())
             .collect();
         let known: std::collections::BTreeSet<&str> = KEYS.iter().map(|(k, _)| *k).collect();
-        assert_eq!(asked, known, "web/join.html's t(\"…\") calls and KEYS differ");
+        assert_eq!(asked, known, "web/join.js's t(\"…\") calls and KEYS differ");
+        // No inline script: the policy would block it.
+        assert!(PAGE.contains("<script src=\"/join.js\"></script>"));
+        assert_eq!(PAGE.matches("<script").count(), 1, "one script element, the file");
     }
 }

@@ -10,7 +10,9 @@ pub mod projector;
 use std::collections::BTreeMap;
 use std::sync::mpsc::{Receiver, Sender, channel};
 
-use crate::class::{Answer, ClassState, Created, Prompt, Question as Asked, Reveal, SetChapter};
+use crate::class::{
+    Answer, ClassState, Create, Created, Lock, Pick, Prompt, Question as Asked, Reveal, Roster, SetChapter,
+};
 use crate::i18n::{Catalog, Lang};
 
 use super::lesson_panel::LessonState;
@@ -36,6 +38,8 @@ pub struct Classroom {
     pub open: bool,
     /// The class server's address (`http://host:port`, no trailing slash).
     pub server: String,
+    /// How the next class starts: the server's key, its expected size.
+    pub start: StartOptions,
     pub phase: Phase,
     /// The class as the server last said.
     pub state: Option<ClassState>,
@@ -43,6 +47,34 @@ pub struct Classroom {
     pub answers: Vec<Answer>,
     /// The last failure, to show until the next success.
     pub failure: Option<Failure>,
+    /// What of the lesson the class was sent.
+    sync: LessonSync,
+    /// A results request is on its way (`Some`), and another is wanted after it (`Some(true)`).
+    fetching: Option<bool>,
+    /// The guesses last logged (the browser test reads the log).
+    pub(super) logged: String,
+    /// The answers file the teacher asked for, when it arrives.
+    pub csv: Option<Vec<u8>>,
+    /// The students with their names, while the teacher's list is open.
+    pub students: StudentList,
+    stream: Option<net::Stream>,
+    inbox: Receiver<Msg>,
+    outbox: Sender<Msg>,
+}
+
+/// How the teacher starts a class.
+#[derive(Debug, Default)]
+pub struct StartOptions {
+    /// The server's teacher key, for a server on another computer (its own computer needs
+    /// none). The web app takes it from the teacher's link (`#teach&key=…`).
+    pub key: String,
+    /// The class's expected size (0: none): past it, students wait to be let in.
+    pub expected: u32,
+}
+
+/// What of the lesson the class was sent.
+#[derive(Debug, Default)]
+struct LessonSync {
     /// The chapter and question last sent, so a change (another chapter, new numbers, another
     /// language) is sent once.
     sent: Option<SetChapter>,
@@ -50,15 +82,16 @@ pub struct Classroom {
     revealed: Option<u32>,
     /// The settings the last question was computed for, and the chapter index.
     asked_for: Option<(usize, Settings)>,
-    /// A results request is on its way (`Some`), and another is wanted after it (`Some(true)`).
-    fetching: Option<bool>,
-    /// The guesses last logged (the browser test reads the log).
-    pub(super) logged: String,
-    /// The answers file the teacher asked for, when it arrives.
-    pub csv: Option<Vec<u8>>,
-    stream: Option<net::Stream>,
-    inbox: Receiver<Msg>,
-    outbox: Sender<Msg>,
+}
+
+/// The teacher's list of students with their names: fetched only while it is open (it is
+/// folded away by default, since names are not for the projector).
+#[derive(Debug, Default)]
+pub struct StudentList {
+    pub open: bool,
+    pub roster: Option<Roster>,
+    /// The class's (students, waiting) counts the list was fetched for.
+    fetched_for: Option<(u32, u32)>,
 }
 
 /// Where a client with no address of its own finds the class server.
@@ -76,16 +109,16 @@ impl Default for Classroom {
         Classroom {
             open: false,
             server: default_server(),
+            start: StartOptions::default(),
             phase: Phase::Off,
             state: None,
             answers: Vec::new(),
             failure: None,
-            sent: None,
-            revealed: None,
-            asked_for: None,
+            sync: LessonSync::default(),
             fetching: None,
             logged: String::new(),
             csv: None,
+            students: StudentList::default(),
             stream: None,
             inbox,
             outbox,
@@ -151,12 +184,58 @@ impl Classroom {
         }
     }
 
+    /// Takes the server's teacher key out of a teacher's link (`#teach&key=…`, what
+    /// `oomlab serve` prints for another computer): the next class starts with it, and the link
+    /// goes into the address bar without it (the projector shows that bar to the room), and is
+    /// returned. `None` when the link has no key.
+    pub fn take_key_from_link(&mut self, hash: &str) -> Option<String> {
+        let fields: Vec<&str> = hash.trim_start_matches('#').split('&').collect();
+        let key = fields.iter().find_map(|kv| kv.strip_prefix("key="))?;
+        self.start.key = key.to_string();
+        let rest: Vec<&str> = fields.into_iter().filter(|kv| !kv.starts_with("key=")).collect();
+        let rest = format!("#{}", rest.join("&"));
+        super::lang::set_page_link(&rest);
+        Some(rest)
+    }
+
     /// Asks the server for a class.
     pub fn start(&mut self, ctx: Option<&egui::Context>) {
         self.server = self.server.trim().trim_end_matches('/').to_string();
         self.failure = None;
         self.phase = Phase::Creating;
-        net::create(&self.server, self.reply(ctx));
+        let key = self.start.key.trim();
+        let expected = self.start.expected;
+        let create = Create { expected: (expected > 0).then_some(expected) };
+        net::create(&self.server, (!key.is_empty()).then_some(key), &create, self.reply(ctx));
+    }
+
+    /// Locks the class (no one else joins) or opens it again.
+    pub fn lock(&mut self, locked: bool, ctx: Option<&egui::Context>) {
+        self.act("lock", &Lock { locked }, ctx);
+    }
+
+    /// Lets these students in (and with `all_waiting`, everyone who waits).
+    pub fn admit(&mut self, pick: Pick, ctx: Option<&egui::Context>) {
+        self.act("admit", &pick, ctx);
+        self.students.fetched_for = None;
+    }
+
+    /// Removes these students with their answers (and with `all_waiting`, everyone who waits).
+    pub fn remove(&mut self, pick: Pick, ctx: Option<&egui::Context>) {
+        self.act("remove", &pick, ctx);
+        self.students.fetched_for = None;
+    }
+
+    /// Asks for the students' list when it is open and the class's counts changed since.
+    pub fn refresh_roster(&mut self, ctx: Option<&egui::Context>) {
+        let counts = self.state.as_ref().map(|s| (s.students, s.waiting));
+        if !self.students.open || counts.is_none() || self.students.fetched_for == counts {
+            return;
+        }
+        if let Some(class) = self.class() {
+            net::roster(&self.server, class, self.reply(ctx));
+            self.students.fetched_for = counts;
+        }
     }
 
     /// A teacher's action on the running class.
@@ -186,7 +265,8 @@ impl Classroom {
                     log::info!("oomlab: class started: {} at {}", created.code, created.join_url);
                     self.stream = Some(net::Stream::follow(&self.server, &created.code, self.reply(ctx)));
                     self.phase = Phase::Live(Box::new(created));
-                    (self.sent, self.revealed, self.state, self.answers) = (None, None, None, Vec::new());
+                    (self.sync, self.state, self.answers) = (LessonSync::default(), None, Vec::new());
+                    (self.students.roster, self.students.fetched_for) = (None, None);
                 }
                 Msg::Created(Err(f)) => {
                     self.phase = Phase::Off;
@@ -203,7 +283,8 @@ impl Classroom {
                     }
                 }
                 Msg::Csv(Ok(bytes)) => self.csv = Some(bytes),
-                Msg::Acted(Err(f)) | Msg::Csv(Err(f)) => self.failure = Some(f),
+                Msg::Roster(Ok(roster)) => self.students.roster = Some(roster),
+                Msg::Acted(Err(f)) | Msg::Csv(Err(f)) | Msg::Roster(Err(f)) => self.failure = Some(f),
                 Msg::Results(Err(f)) => {
                     self.fetching = None;
                     self.failure = Some(f);
@@ -222,17 +303,23 @@ impl Classroom {
     }
 
     fn take_state(&mut self, state: ClassState, ctx: Option<&egui::Context>) {
-        let before = self.state.as_ref().map(|s| (s.chapter, s.answered));
+        // A removed student's answers leave the results: the count of students changes too.
+        let before = self.state.as_ref().map(|s| (s.chapter, s.answered, s.students));
         if self.state.as_ref().map(|s| s.chapter) != Some(state.chapter) {
             self.answers.clear();
         }
-        let changed = before != Some((state.chapter, state.answered));
+        let changed = before != Some((state.chapter, state.answered, state.students));
         let counted = state.chapter.is_some() && state.answered > 0;
+        if state.answered == 0 {
+            // The last answer was removed (or none came yet).
+            self.answers.clear();
+        }
         self.state = Some(state);
         self.failure = None;
         if changed && counted {
             self.fetch_results(ctx);
         }
+        self.refresh_roster(ctx);
     }
 
     fn fetch_results(&mut self, ctx: Option<&egui::Context>) {
@@ -264,31 +351,31 @@ impl Classroom {
         if self.class().is_none() || self.state.as_ref().is_some_and(|s| s.closed) {
             return;
         }
-        let fresh = self.asked_for.as_ref().is_some_and(|(i, s)| *i == lesson.chapter && s == settings);
+        let fresh = self.sync.asked_for.as_ref().is_some_and(|(i, s)| *i == lesson.chapter && s == settings);
         let revealing = lesson.verdict.is_some() && step_done;
         let number = u32::try_from(lesson.chapter + 1).unwrap_or(u32::MAX);
-        if fresh && (!revealing || self.revealed == Some(number)) {
+        if fresh && (!revealing || self.sync.revealed == Some(number)) {
             return;
         }
         let Some(facts) = Facts::new(settings, vocab) else { return };
         if !fresh {
-            self.asked_for = Some((lesson.chapter, settings.clone()));
+            self.sync.asked_for = Some((lesson.chapter, settings.clone()));
             if let Some(set) = chapter_question(lesson.chapter, &facts)
-                && self.sent.as_ref() != Some(&set)
+                && self.sync.sent.as_ref() != Some(&set)
             {
-                if self.sent.as_ref().map(|s| s.chapter) != Some(set.chapter) {
-                    self.revealed = None;
+                if self.sync.sent.as_ref().map(|s| s.chapter) != Some(set.chapter) {
+                    self.sync.revealed = None;
                 }
                 self.act("chapter", &set, ctx);
-                self.sent = Some(set);
+                self.sync.sent = Some(set);
             }
         }
         if revealing
-            && self.revealed != Some(number)
+            && self.sync.revealed != Some(number)
             && let Some(answer) = chapter_answer(lesson.chapter, &facts)
         {
             self.act("reveal", &Reveal { chapter: number, answer }, ctx);
-            self.revealed = Some(number);
+            self.sync.revealed = Some(number);
         }
     }
 
@@ -302,6 +389,8 @@ impl Classroom {
                 t.format("class-unreachable", &[("server", self.server.as_str().into())])
             }
             Failure::Refused(404, _) => t.text("class-gone"),
+            // Refused a class: this computer is not the server's and has no (right) key.
+            Failure::Refused(403, _) if self.class().is_none() => t.text("class-key-needed"),
             Failure::Refused(401 | 403, _) => t.text("class-not-yours"),
             Failure::Refused(409, _) => t.text("class-moved-on"),
             Failure::Refused(422, _) => t.text("class-invalid"),

@@ -5,7 +5,7 @@
 
 use std::sync::mpsc::Sender;
 
-use crate::class::{ClassState, Created, ErrorBody, Results};
+use crate::class::{ClassState, Create, Created, ErrorBody, Results, Roster};
 
 /// What a request or the stream brought back.
 #[derive(Debug)]
@@ -15,6 +15,8 @@ pub enum Msg {
     Acted(Result<ClassState, Failure>),
     Results(Result<Results, Failure>),
     Csv(Result<Vec<u8>, Failure>),
+    /// The class's students, with their names (the teacher's list).
+    Roster(Result<Roster, Failure>),
     /// The live stream's newest state.
     State(ClassState),
     /// The live stream ended (the server went away, or the class closed).
@@ -76,13 +78,14 @@ fn post(url: String, body: &impl serde::Serialize, token: Option<&str>) -> ehttp
     with_token(request, token)
 }
 
-/// `POST /api/classes`.
-pub fn create(server: &str, reply: Reply) {
-    let request = post(format!("{server}/api/classes"), &serde_json::json!({}), None);
+/// `POST /api/classes`, with the server's teacher key when there is one (a server on another
+/// computer asks for it).
+pub fn create(server: &str, key: Option<&str>, create: &Create, reply: Reply) {
+    let request = post(format!("{server}/api/classes"), create, key);
     ehttp::fetch(request, move |r| reply.send(Msg::Created(json(r))));
 }
 
-/// A teacher's action (`chapter`, `reveal`, `close`) with its body.
+/// A teacher's action (`chapter`, `reveal`, `close`, `lock`, `admit`, `remove`) with its body.
 pub fn act(server: &str, class: &Created, action: &str, body: &impl serde::Serialize, reply: Reply) {
     let url = format!("{server}/api/classes/{}/{action}", class.code);
     let request = post(url, body, Some(&class.teacher_token));
@@ -94,6 +97,13 @@ pub fn results(server: &str, class: &Created, chapter: u32, reply: Reply) {
     let url = format!("{server}/api/classes/{}/results?chapter={chapter}", class.code);
     let request = with_token(ehttp::Request::get(url), Some(&class.teacher_token));
     ehttp::fetch(request, move |r| reply.send(Msg::Results(json(r))));
+}
+
+/// `GET …/students`.
+pub fn roster(server: &str, class: &Created, reply: Reply) {
+    let url = format!("{server}/api/classes/{}/students", class.code);
+    let request = with_token(ehttp::Request::get(url), Some(&class.teacher_token));
+    ehttp::fetch(request, move |r| reply.send(Msg::Roster(json(r))));
 }
 
 /// `GET …/answers.csv`.

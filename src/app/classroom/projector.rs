@@ -8,7 +8,7 @@ use egui_plot::{Bar, BarChart, Plot, VLine};
 
 use super::{Classroom, Phase};
 use crate::app::views;
-use crate::class::{Answer, ClassState, Question};
+use crate::class::{Answer, ClassState, JOIN_WINDOW_SECS, Pick, Question};
 use crate::i18n::Catalog;
 
 /// What the panel asks of the app.
@@ -135,6 +135,16 @@ impl Classroom {
                 let label = ui.label(t.text("class-server"));
                 ui.text_edit_singleline(&mut self.server).labelled_by(label.id);
             });
+            ui.horizontal(|ui| {
+                let label = ui.label(t.text("class-key"));
+                let field = egui::TextEdit::singleline(&mut self.start.key).password(true);
+                ui.add(field).labelled_by(label.id).on_hover_text(t.text("class-key-note"));
+            });
+            ui.horizontal(|ui| {
+                let label = ui.label(t.text("class-expected"));
+                let size = egui::DragValue::new(&mut self.start.expected).range(0..=1000);
+                ui.add(size).labelled_by(label.id).on_hover_text(t.text("class-expected-note"));
+            });
             let creating = matches!(self.phase, Phase::Creating);
             if ui.add_enabled(!creating, egui::Button::new(t.text("class-start"))).clicked() {
                 self.start(Some(&ctx));
@@ -159,6 +169,8 @@ impl Classroom {
         ui.label(RichText::new(t.format("class-joined", &counts)).size(18.0));
         if state.closed {
             ui.label(t.text("class-ended"));
+        } else {
+            self.admission(ui, t, &state, &ctx);
         }
         match (&state.chapter, &state.question) {
             (Some(chapter), Some(question)) => {
@@ -183,6 +195,68 @@ impl Classroom {
             }
         });
         asks
+    }
+
+    /// Who may join: the warning when joins come faster than a class types, the lock, the
+    /// students who wait, and the list of students with their names (closed by default: names
+    /// are not for the projector).
+    fn admission(&mut self, ui: &mut egui::Ui, t: &Catalog, state: &ClassState, ctx: &egui::Context) {
+        if state.join_flood {
+            let args = [("joins", f64::from(state.joins_recent).into()), ("seconds", (JOIN_WINDOW_SECS as f64).into())];
+            let warning = RichText::new(t.format("class-flood", &args)).size(18.0).strong();
+            ui.label(warning.color(Color32::from_rgb(180, 60, 0)));
+        }
+        let mut locked = state.locked;
+        if ui.checkbox(&mut locked, t.text("class-lock")).changed() {
+            self.lock(locked, Some(ctx));
+        }
+        if state.waiting > 0 {
+            ui.label(
+                RichText::new(t.format("class-waiting", &[("waiting", f64::from(state.waiting).into())])).size(18.0),
+            );
+            ui.horizontal_wrapped(|ui| {
+                if ui.button(t.text("class-admit-all")).clicked() {
+                    self.admit(Pick { students: Vec::new(), all_waiting: true }, Some(ctx));
+                }
+                if ui.button(t.text("class-remove-waiting")).clicked() {
+                    self.remove(Pick { students: Vec::new(), all_waiting: true }, Some(ctx));
+                }
+            });
+        }
+        let list = egui::CollapsingHeader::new(t.text("class-students")).id_salt("class_students").show(ui, |ui| {
+            let Some(roster) = self.students.roster.clone() else { return };
+            if roster.students.is_empty() {
+                ui.label(t.text("class-no-students"));
+            }
+            for (i, s) in roster.students.iter().enumerate() {
+                ui.horizontal_wrapped(|ui| {
+                    let name = s.name.clone().unwrap_or_else(|| t.text("class-no-name"));
+                    ui.label(
+                        t.format("class-student", &[("number", (i + 1).to_string().into()), ("name", name.into())]),
+                    );
+                    if s.waiting {
+                        ui.weak(t.text("class-student-waiting"));
+                        if ui.button(t.text("class-admit")).clicked() {
+                            self.admit(Pick { students: vec![s.student.clone()], all_waiting: false }, Some(ctx));
+                        }
+                    } else {
+                        ui.weak(t.format("class-student-answers", &[("answers", f64::from(s.answered).into())]));
+                    }
+                    if ui.button(t.text("class-remove")).clicked() {
+                        self.remove(Pick { students: vec![s.student.clone()], all_waiting: false }, Some(ctx));
+                    }
+                });
+            }
+        });
+        let open = list.body_returned.is_some();
+        if open != self.students.open {
+            self.students.open = open;
+            self.students.fetched_for = None;
+            if !open {
+                self.students.roster = None;
+            }
+        }
+        self.refresh_roster(Some(ctx));
     }
 
     /// The class's guesses for the current question, and the true answer once revealed.

@@ -158,7 +158,8 @@ fn failures_read_as_the_catalogs_words() {
         room.failure.clone().map(|_| t.format("class-unreachable", &[("server", "http://10.0.0.9:8080".into())]))
     );
     for (status, key) in [
-        (403, "class-not-yours"),
+        // No class yet: the server refused to start one for this computer.
+        (403, "class-key-needed"),
         (409, "class-moved-on"),
         (422, "class-invalid"),
         (429, "class-busy"),
@@ -169,6 +170,16 @@ fn failures_read_as_the_catalogs_words() {
         assert_eq!(text, Catalog::new(Lang::Zh).text(key), "{status}");
         assert!(!text.contains("English reason"), "the server's English never reaches the screen");
     }
+    // With a class, a 403 is the class's token refused.
+    room.phase = Phase::Live(Box::new(Created {
+        code: "ABCDEF".into(),
+        teacher_token: "t".into(),
+        expires_at: 0,
+        join_url: String::new(),
+        qr: Vec::new(),
+    }));
+    room.failure = Some(Failure::Refused(403, "English reason".into()));
+    assert_eq!(room.failure_text(&t), Some(t.text("class-not-yours")));
 }
 
 /// The projector counts in words a class reads aloud: "1 student", "30 students".
@@ -180,4 +191,15 @@ fn the_counts_agree_with_their_numbers() {
     };
     assert_eq!(joined(1), "1 student joined · 0 answered this question");
     assert_eq!(joined(30), "30 students joined · 0 answered this question");
+}
+
+/// The key in a teacher's link starts the class and leaves the address.
+#[test]
+fn the_links_key_is_taken_and_leaves_the_address() {
+    let mut room = Classroom::default();
+    assert_eq!(room.take_key_from_link("#teach&lesson=2"), None);
+    assert_eq!(room.start.key, "");
+    let rest = room.take_key_from_link("#teach&key=0123abcd&lesson=2");
+    assert_eq!(rest.as_deref(), Some("#teach&lesson=2"));
+    assert_eq!(room.start.key, "0123abcd");
 }

@@ -1,0 +1,331 @@
+//! Connections: the accept loop, each connection's HTTP/1.1 (hyper) with its timeouts, TLS when
+//! configured, and the register that keeps the server answering when sockets run short.
+//!
+//! What a room of laptops and phones can do to a server is mostly a matter of sockets:
+//! - **Timeouts.** A connection has [`Limits::header_timeout`] to send each request's headers,
+//!   which is also how long it may sit idle (hyper's header timer runs whenever the connection
+//!   waits for a request). The body's own timeout is the HTTP layer's ([`super::guard`]).
+//! - **Descriptors.** At start the soft limit on open files is raised to the hard one
+//!   ([`raise_descriptor_limit`]); the server then takes at most that many connections, less a
+//!   reserve for the database and the runtime (and no more than [`MOST_CONNECTIONS`]).
+//! - **Eviction.** When the register is full, a new connection makes room by closing an idle
+//!   one (no request in progress): from the address that holds the most connections, the one
+//!   idle longest. So a thousand idle sockets from one machine cost each other their places, not
+//!   the class's. When nothing is idle, the newcomer gets a 503 and is closed.
+
+use std::collections::HashMap;
+use std::net::{IpAddr, SocketAddr};
+use std::pin::Pin;
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll};
+use std::time::{Duration, Instant};
+
+use axum::Router;
+use axum::body::{Body, Bytes};
+use hyper::body::Incoming;
+use hyper_util::rt::{TokioIo, TokioTimer};
+use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::oneshot;
+use tower::Service;
+
+use super::Limits;
+
+/// The most connections the server takes, whatever its descriptor limit: a classroom of 1000
+/// students with a live stream each and a request in flight fits with room to spare.
+pub const MOST_CONNECTIONS: usize = 4096;
+/// Descriptors kept for the database, its journal, the runtime and the standard streams.
+const RESERVED_DESCRIPTORS: u64 = 64;
+
+/// Who is on the other end of a request, and on which of this machine's addresses it arrived
+/// (what the host check compares with). A request extension.
+#[derive(Clone, Copy, Debug)]
+pub struct Peer {
+    pub remote: SocketAddr,
+    pub local: SocketAddr,
+}
+
+/// Raises the soft limit on open files to the hard limit, and returns the limit now in force
+/// (`None` where there is none to read).
+#[cfg(unix)]
+pub fn raise_descriptor_limit() -> Option<u64> {
+    let mut limit = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
+    // SAFETY: getrlimit and setrlimit read and write only the struct passed to them.
+    if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) } != 0 {
+        return None;
+    }
+    if limit.rlim_cur < limit.rlim_max {
+        // macOS refuses a soft limit above OPEN_MAX (10240) however high the hard one is.
+        for wanted in [limit.rlim_max, limit.rlim_max.min(10240)] {
+            let raised = libc::rlimit { rlim_cur: wanted, rlim_max: limit.rlim_max };
+            // SAFETY: as above.
+            if unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &raised) } == 0 {
+                limit.rlim_cur = wanted;
+                break;
+            }
+        }
+    }
+    // rlim_t is u64 on 64-bit Linux and macOS, but not on every Unix.
+    #[allow(clippy::useless_conversion)]
+    u64::try_from(limit.rlim_cur).ok()
+}
+
+#[cfg(not(unix))]
+pub fn raise_descriptor_limit() -> Option<u64> {
+    None
+}
+
+/// Descriptors this process has open now (Linux; elsewhere none are counted).
+fn descriptors_open() -> u64 {
+    std::fs::read_dir("/proc/self/fd").map_or(0, |d| d.count() as u64)
+}
+
+/// How many connections the server takes: the configured number, or what the descriptor limit
+/// leaves after the reserve and what is open already; at least 16, at most [`MOST_CONNECTIONS`].
+pub fn connection_budget(limits: &Limits, descriptor_limit: Option<u64>) -> usize {
+    let from_limit = descriptor_limit
+        .map_or(MOST_CONNECTIONS as u64, |n| n.saturating_sub(RESERVED_DESCRIPTORS).saturating_sub(descriptors_open()));
+    let budget = usize::try_from(from_limit).unwrap_or(MOST_CONNECTIONS).clamp(16, MOST_CONNECTIONS);
+    limits.max_connections.map_or(budget, |n| n.clamp(1, MOST_CONNECTIONS))
+}
+
+struct Entry {
+    ip: IpAddr,
+    /// Requests in progress (a response still being sent counts, a live stream included).
+    busy: usize,
+    idle_since: Instant,
+    close: Option<oneshot::Sender<()>>,
+}
+
+/// The register of open connections.
+pub struct Register {
+    most: usize,
+    inner: Mutex<Inner>,
+}
+
+#[derive(Default)]
+struct Inner {
+    next: u64,
+    open: HashMap<u64, Entry>,
+    evicted: u64,
+}
+
+impl Register {
+    pub fn new(most: usize) -> Arc<Register> {
+        Arc::new(Register { most, inner: Mutex::new(Inner::default()) })
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Inner> {
+        self.inner.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Connections open now.
+    pub fn len(&self) -> usize {
+        self.lock().open.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Connections closed to make room, since the start.
+    pub fn evicted(&self) -> u64 {
+        self.lock().evicted
+    }
+
+    /// Makes room for one more if the register is full: closes the idle connection of the
+    /// address with the most connections that has been idle longest. `false` when the register
+    /// is full and nothing is idle.
+    fn make_room(&self) -> bool {
+        let mut inner = self.lock();
+        if inner.open.len() < self.most {
+            return true;
+        }
+        Self::evict(&mut inner)
+    }
+
+    fn evict(inner: &mut Inner) -> bool {
+        let mut per_address: HashMap<IpAddr, usize> = HashMap::new();
+        for e in inner.open.values() {
+            *per_address.entry(e.ip).or_default() += 1;
+        }
+        let victim = inner
+            .open
+            .iter()
+            .filter(|(_, e)| e.busy == 0 && e.close.is_some())
+            .max_by_key(|(_, e)| (per_address.get(&e.ip).copied().unwrap_or(0), std::cmp::Reverse(e.idle_since)))
+            .map(|(id, _)| *id);
+        let Some(id) = victim else { return false };
+        if let Some(close) = inner.open.get_mut(&id).and_then(|e| e.close.take()) {
+            let _ = close.send(());
+        }
+        // Its task removes it once closed; until then it no longer counts.
+        inner.open.remove(&id);
+        inner.evicted += 1;
+        true
+    }
+
+    /// Closes an idle connection when the process runs out of descriptors.
+    fn shed(&self) -> bool {
+        Self::evict(&mut self.lock())
+    }
+
+    fn enter(&self, ip: IpAddr) -> (u64, oneshot::Receiver<()>) {
+        let (close, closed) = oneshot::channel();
+        let mut inner = self.lock();
+        inner.next += 1;
+        let id = inner.next;
+        inner.open.insert(id, Entry { ip, busy: 0, idle_since: Instant::now(), close: Some(close) });
+        (id, closed)
+    }
+
+    fn leave(&self, id: u64) {
+        self.lock().open.remove(&id);
+    }
+
+    fn busy(self: &Arc<Self>, id: u64) -> Busy {
+        if let Some(e) = self.lock().open.get_mut(&id) {
+            e.busy += 1;
+        }
+        Busy { register: self.clone(), id }
+    }
+}
+
+/// A request in progress on a connection: while one lives, the connection is not idle.
+struct Busy {
+    register: Arc<Register>,
+    id: u64,
+}
+
+impl Drop for Busy {
+    fn drop(&mut self) {
+        if let Some(e) = self.register.lock().open.get_mut(&self.id) {
+            e.busy = e.busy.saturating_sub(1);
+            if e.busy == 0 {
+                e.idle_since = Instant::now();
+            }
+        }
+    }
+}
+
+/// A response body that keeps its connection busy until it is sent (or dropped).
+struct Tracked {
+    inner: Body,
+    _busy: Busy,
+}
+
+impl http_body::Body for Tracked {
+    type Data = Bytes;
+    type Error = axum::Error;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<http_body::Frame<Self::Data>, Self::Error>>> {
+        Pin::new(&mut self.inner).poll_frame(cx)
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.inner.is_end_stream()
+    }
+
+    fn size_hint(&self) -> http_body::SizeHint {
+        self.inner.size_hint()
+    }
+}
+
+/// What a connection needs.
+#[derive(Clone)]
+pub struct Serving {
+    pub router: Router,
+    pub register: Arc<Register>,
+    pub tls: Option<tokio_rustls::TlsAcceptor>,
+    pub header_timeout: Duration,
+}
+
+/// A 503 for a connection that found no room, written straight to its socket.
+const NO_ROOM: &[u8] = b"HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\nRetry-After: 5\r\n\
+Connection: close\r\nContent-Length: 66\r\n\r\n{\"error\":\"the class server has no room for another connection now\"}";
+
+fn out_of_descriptors(e: &std::io::Error) -> bool {
+    #[cfg(unix)]
+    {
+        matches!(e.raw_os_error(), Some(libc::EMFILE | libc::ENFILE | libc::ENOBUFS | libc::ENOMEM))
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = e;
+        false
+    }
+}
+
+/// Accepts connections until `stop` fires.
+pub async fn accept_loop(listener: TcpListener, serving: Serving, mut stop: oneshot::Receiver<()>) {
+    loop {
+        let accepted = tokio::select! {
+            a = listener.accept() => a,
+            _ = &mut stop => return,
+        };
+        let (stream, remote) = match accepted {
+            Ok(a) => a,
+            Err(e) if out_of_descriptors(&e) => {
+                // The process is out of descriptors: close an idle connection, and give the
+                // kernel a moment before trying again.
+                serving.register.shed();
+                tokio::time::sleep(Duration::from_millis(10)).await;
+                continue;
+            }
+            Err(_) => continue,
+        };
+        if !serving.register.make_room() {
+            if serving.tls.is_none() {
+                tokio::spawn(async move {
+                    let mut stream = stream;
+                    let _ = tokio::time::timeout(Duration::from_secs(1), stream.write_all(NO_ROOM)).await;
+                });
+            }
+            continue;
+        }
+        let local = stream.local_addr().unwrap_or(remote);
+        let peer = Peer { remote, local };
+        tokio::spawn(serve_connection(stream, peer, serving.clone()));
+    }
+}
+
+async fn serve_connection(stream: TcpStream, peer: Peer, serving: Serving) {
+    let _ = stream.set_nodelay(true);
+    let (id, closed) = serving.register.enter(peer.remote.ip());
+    match serving.tls.clone() {
+        Some(acceptor) => {
+            let handshake = tokio::time::timeout(serving.header_timeout, acceptor.accept(stream));
+            if let Ok(Ok(tls)) = handshake.await {
+                http(tls, peer, id, closed, &serving).await;
+            }
+        }
+        None => http(stream, peer, id, closed, &serving).await,
+    }
+    serving.register.leave(id);
+}
+
+async fn http<I>(io: I, peer: Peer, id: u64, closed: oneshot::Receiver<()>, serving: &Serving)
+where
+    I: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+{
+    let (router, register) = (serving.router.clone(), serving.register.clone());
+    let service = hyper::service::service_fn(move |mut request: hyper::Request<Incoming>| {
+        request.extensions_mut().insert(peer);
+        let busy = register.busy(id);
+        let mut router = router.clone();
+        async move {
+            let response = router.call(request.map(Body::new)).await?;
+            Ok::<_, std::convert::Infallible>(response.map(|inner| Tracked { inner, _busy: busy }))
+        }
+    });
+    let mut builder = hyper::server::conn::http1::Builder::new();
+    builder.timer(TokioTimer::new()).header_read_timeout(serving.header_timeout).keep_alive(true);
+    let connection = builder.serve_connection(TokioIo::new(io), service);
+    tokio::select! {
+        _ = connection => {}
+        _ = closed => {}
+    }
+}

@@ -137,7 +137,8 @@ fn a_join_flood_is_held_to_its_allowance_and_the_teacher_locks_and_removes_it() 
             flood.push(r.json::<Joined>().student);
         }
     }
-    assert!((58..=64).contains(&flood.len()), "one address joined {} times: {statuses:?}", flood.len());
+    // 60 at once, then one a second while the flood lasts.
+    assert!((58..=70).contains(&flood.len()), "one address joined {} times: {statuses:?}", flood.len());
     assert!(statuses.iter().all(|s| *s == 201 || *s == 429), "{statuses:?}");
     let seen = state(&t, &class.code);
     assert!(seen.join_flood && seen.joins_recent >= 20, "the projector is told: {seen:?}");
@@ -382,7 +383,7 @@ fn a_thousand_idle_sockets_under_a_low_descriptor_limit_leave_room_for_an_answer
     )
     .expect("the answer lands");
     assert_eq!(r.status, 200, "{}", r.text());
-    assert!(asked.elapsed() < Duration::from_secs(5), "{:?}", asked.elapsed());
+    assert!(asked.elapsed() < Duration::from_secs(10), "{:?}", asked.elapsed());
     let late = Client::new(server.addr, loopback(0, 4));
     assert_eq!(join(&late, &class.code, json!({})).status, 201, "and a new student joins");
     drop(sockets);
@@ -436,6 +437,42 @@ fn the_descriptor_limit_is_raised_and_live_streams_leave_room_for_answers() {
     let r = student.post(&format!("/api/classes/{}/answers", class.code), &body, None);
     assert_eq!(r.status, 200, "{}", r.text());
     drop(followers);
+}
+
+/// Past a class's most live followers, the next is told to retry (503, `Retry-After`); when one
+/// leaves, there is room again; another class is not affected.
+#[test]
+fn a_class_caps_its_live_followers() {
+    let dir = tempfile::tempdir().expect("a directory");
+    let limits = Limits { followers_per_class: 3, ..Limits::default() };
+    let server = start(&dir.path().join("c.sqlite"), limits);
+    let t = teacher(server.addr);
+    let (class, other) = (create(&t, json!({})), create(&t, json!({})));
+    let follow = |code: &str| {
+        let request = format!("GET /api/classes/{code}/events HTTP/1.1\r\nHost: {}\r\n\r\n", server.addr);
+        let mut s = open(server.addr, loopback(0, 3), request.as_bytes());
+        s.set_read_timeout(Some(Duration::from_secs(5))).expect("a timeout");
+        let mut head = vec![0u8; 512];
+        let n = s.read(&mut head).unwrap_or(0);
+        (s, String::from_utf8_lossy(&head[..n]).into_owned())
+    };
+    let mut followers: Vec<TcpStream> = (0..3)
+        .map(|_| {
+            let (s, head) = follow(&class.code);
+            assert!(head.starts_with("HTTP/1.1 200"), "{head}");
+            s
+        })
+        .collect();
+    let (_, refused) = follow(&class.code);
+    assert!(
+        refused.starts_with("HTTP/1.1 503") && refused.to_ascii_lowercase().contains("retry-after: 5"),
+        "{refused}"
+    );
+    assert!(follow(&other.code).1.starts_with("HTTP/1.1 200"), "another class has its own room");
+    drop(followers.pop());
+    std::thread::sleep(Duration::from_millis(300));
+    assert!(follow(&class.code).1.starts_with("HTTP/1.1 200"), "room again once one left");
+    server.stop();
 }
 
 /// A page on the internet that points its own name at the server (DNS rebinding) is refused
@@ -542,7 +579,8 @@ fn a_class_is_gone_the_second_it_expires() {
         std::thread::sleep(Duration::from_millis(50));
     }
     let gone_at = gone_at.expect("the class expired");
-    assert!(gone_at - expires_ms < 300, "404 came {} ms after the second it expired", gone_at - expires_ms);
+    // Polled every 50 ms (plus a busy machine's latency), against a sweep every 60 s.
+    assert!(gone_at - expires_ms < 1000, "404 came {} ms after the second it expired", gone_at - expires_ms);
     // The follower saw it closed, and its stream ended.
     follower.set_read_timeout(Some(Duration::from_secs(2))).expect("a timeout");
     let mut seen = String::new();

@@ -785,6 +785,8 @@ class-student-answers = { $answers ->
     }
 class-admit = Let in
 class-remove = Remove
+class-remove-student = Remove { $student }
+class-admit-student = Let { $student } in
 
 ## Charts' descriptions, for screen readers (computed from what each chart draws)
 chart-batch = { $name }, peak memory against batch size: { $peak } at batch { $batch }, { $largest } { $share } % of it; the { $capacity_name } of { $capacity } is reached at batch { $oom }.

@@ -773,6 +773,8 @@ class-student-waiting = 等待允许进入
 class-student-answers = { $answers } 个答案
 class-admit = 允许进入
 class-remove = 移除
+class-remove-student = 移除 { $student }
+class-admit-student = 允许 { $student } 进入
 
 ## 图表的描述，供屏幕阅读器使用（由图表所画的数字算出）
 chart-batch = { $name }，峰值显存与 batch 大小：batch { $batch } 时为 { $peak }，其中{ $largest }占 { $share } %；batch { $oom } 时达到 { $capacity } 的{ $capacity_name }。

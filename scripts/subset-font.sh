@@ -5,6 +5,10 @@
 #   characters of the Chinese catalog (i18n/zh.ftl, but for the students' page's student-*), printable ASCII and common CJK punctuation —
 #   egui's own fonts have no CJK glyphs. Run this after changing zh.ftl; tests/i18n.rs fails while
 #   a character of the catalog is missing from the font.
+# - NotoSansSC-names-oomlab.otf: the same Noto Sans CJK SC cut to what students' names are
+#   written in — GB2312's 6,763 hanzi, Latin with its extensions, Greek, Cyrillic, kana and the
+#   CJK and full-width punctuation. Only the teacher's list of students draws it (a name is any
+#   text a student types): the desktop embeds it, the web build fetches it when the list opens.
 # - UbuntuLight-derivative-oomlab.ttf and Hack-oomlab.ttf: egui's two default fonts (Ubuntu Light,
 #   Ubuntu Font Licence 1.0, UFL.txt; Hack, MIT + Bitstream Vera licence, Hack-LICENSE.txt) cut to
 #   Latin-1, Greek, and the punctuation, arrows, super/subscripts, math and shapes blocks (Hack,
@@ -38,6 +42,14 @@ printf '%s\n' '，。、：；！？（）《》「」『』“”‘’——�
 # Face 2 of the collection is Simplified Chinese (0 JP, 1 KR, 2 SC, 3 TC, 4 HK).
 "$python" -m fontTools.subset "$src" --font-number=2 --text-file="$text" \
     --output-file=$out/NotoSansSC-oomlab.otf --no-hinting --desubroutinize --name-IDs='*' --name-languages='*'
+
+# Students' names: GB2312's hanzi (rows 0xB0-0xF7) and the scripts names come in besides.
+names=$(mktemp)
+trap 'rm -f "$text" "$names"' EXIT
+"$python" -c "import sys; sys.stdout.write(''.join(bytes([h, l]).decode('gb2312', 'ignore') for h in range(0xB0, 0xF8) for l in range(0xA1, 0xFF)))" > "$names"
+"$python" -m fontTools.subset "$src" --font-number=2 --text-file="$names" \
+    --unicodes='U+0020-007E,U+00A0-024F,U+0300-036F,U+0370-03FF,U+0400-04FF,U+1E00-1EFF,U+2000-206F,U+3000-303F,U+3040-30FF,U+FF00-FFEF' \
+    --output-file=$out/NotoSansSC-names-oomlab.otf --no-hinting --desubroutinize --name-IDs='*' --name-languages='*'
 
 latin='U+0020-007E,U+00A0-00FF,U+0300-036F,U+0391-03C9,U+1D00-1DBF,U+2000-206F,U+2070-209F,U+20AC,U+2190-21FF,U+2200-22FF,U+25A0-25FF,U+FFFD'
 # The monospace font draws only sizes, addresses and PyTorch's OOM message (ASCII); anything else

@@ -239,3 +239,13 @@ fn the_high_contrast_theme_meets_wcag_contrast() {
     let dark = egui::Visuals::dark();
     assert!(contrast(dark.widgets.noninteractive.bg_stroke.color, dark.panel_fill) < 3.0);
 }
+
+/// Warnings drawn in the theme's warning colour (a class's join flood on the projector) read as
+/// text, at least 4.5:1, on the usual dark panel and on high contrast's.
+#[test]
+fn warnings_read_on_every_theme() {
+    for (theme, v) in [("dark", egui::Visuals::dark()), ("high contrast", high_contrast_visuals())] {
+        let ratio = contrast(v.warn_fg_color, v.panel_fill);
+        assert!(ratio >= 4.5, "{theme}: the warning colour on the panel is {ratio:.2}:1");
+    }
+}

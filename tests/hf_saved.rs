@@ -252,7 +252,7 @@ fn the_view_shows_both_profiles_and_the_saved_tensors() {
     assert!(e.fits() && !other.fits, "the case parts the profiles");
     let en = Catalog::new(Lang::En);
     // The app's own fonts (its Latin subset has the sources' arrows and math; the CJK one).
-    let fonts = || oomlab::app::fonts::definitions(oomlab::app::fonts::embedded_cjk());
+    let fonts = || oomlab::app::fonts::embedded();
     // Fonts take effect from the next frame: the first frame only installs them.
     let shown = |t: &Catalog, real: &EstimateSettings, d: &EstimateDerived, ui: &mut egui::Ui| {
         if ui.ctx().cumulative_frame_nr() == 0 {

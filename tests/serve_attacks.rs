@@ -44,8 +44,13 @@ fn binary() -> PathBuf {
 /// Starts `oomlab serve` on a free loopback port with its classes in `db`; `files`: the open-file
 /// limit (soft, hard) it starts with.
 fn spawn(db: &Path, files: Option<(u64, u64)>) -> Spawned {
+    spawn_with(db, files, &[])
+}
+
+/// [`spawn`] with more of `oomlab serve`'s options.
+fn spawn_with(db: &Path, files: Option<(u64, u64)>, options: &[&str]) -> Spawned {
     let mut command = Command::new(binary());
-    command.args(["serve", "--bind", "127.0.0.1", "--port", "0", "--db"]).arg(db).stdout(Stdio::piped());
+    command.args(["serve", "--bind", "127.0.0.1", "--port", "0", "--db"]).arg(db).args(options).stdout(Stdio::piped());
     if let Some((soft, hard)) = files {
         use std::os::unix::process::CommandExt;
         // SAFETY: setrlimit is async-signal-safe and touches only the child's own limits.
@@ -242,6 +247,14 @@ fn only_the_teacher_starts_classes() {
     assert_eq!(attacker.post("/api/classes", &json!({}), Some(&server.key)).status, 201);
     assert_eq!(teacher(server.addr).post("/api/classes", &json!({}), None).status, 201);
     assert_eq!(teacher(server.addr).post("/api/classes", &json!({ "expected": 0 }), None).status, 422);
+    // A body is judged only once the asker may start a class: to anyone else, 403 whatever it is.
+    let raw = |from: IpAddr, body: &[u8]| {
+        raw_http::request(server.addr, from, "POST", "/api/classes", &[], body).expect("an answer").status
+    };
+    assert_eq!(raw(loopback(0, 2), b"{"), 403);
+    assert_eq!(raw(loopback(0, 1), b"{"), 422);
+    assert_eq!(raw(loopback(0, 1), b"{\"expected\": \"thirty\"}"), 422);
+    assert_eq!(raw(loopback(0, 1), format!("{{\"x\": \"{}\"}}", "x".repeat(20_000)).as_bytes()), 413);
 }
 
 /// A closed class frees its place at once; closed classes are kept for their CSV, but no more
@@ -272,6 +285,51 @@ fn closing_a_class_frees_its_place_and_what_is_kept_is_bounded() {
     assert_eq!(act(&t, &c, "close", json!({})).status, 200);
     assert_eq!(t.post("/api/classes", &json!({}), None).status, 201);
     assert!(!state(&t, &d.code).closed);
+    server.stop();
+}
+
+/// What one class stores is bounded: students (those waiting included) and chapters; a chapter
+/// already opened may be opened again.
+#[test]
+fn what_a_class_stores_is_bounded() {
+    let dir = tempfile::tempdir().expect("a directory");
+    let server = start(&dir.path().join("c.sqlite"), Limits { max_students: 3, ..Limits::default() });
+    let t = teacher(server.addr);
+    let class = create(&t, json!({ "expected": 1 }));
+    let joins: Vec<u16> =
+        (3..7).map(|b| join(&Client::new(server.addr, loopback(0, b)), &class.code, json!({})).status).collect();
+    assert_eq!(joins, [201, 201, 201, 409], "three students, two of them waiting, are the most");
+    let set =
+        |chapter: u32| act(&t, &class, "chapter", json!({ "chapter": chapter, "question": { "kind": "number" } }));
+    for chapter in 1..=oomlab::class::MAX_CHAPTERS_PER_CLASS as u32 {
+        assert_eq!(set(chapter).status, 200, "chapter {chapter}");
+    }
+    let past = set(oomlab::class::MAX_CHAPTERS_PER_CLASS as u32 + 1);
+    assert_eq!(past.status, 409, "{}", past.text());
+    assert_eq!(set(1).status, 200, "back to an opened chapter");
+    server.stop();
+}
+
+/// A restart keeps what the teacher decided: the lock, the expected size, who waits.
+#[test]
+fn a_restart_keeps_the_lock_and_who_waits() {
+    let dir = tempfile::tempdir().expect("a directory");
+    let db = dir.path().join("c.sqlite");
+    let server = start(&db, Limits::default());
+    let t = teacher(server.addr);
+    let class = create(&t, json!({ "expected": 1 }));
+    let ids: Vec<Joined> =
+        (3..5).map(|b| join(&Client::new(server.addr, loopback(0, b)), &class.code, json!({})).json()).collect();
+    assert!(ids[1].waiting);
+    assert!(act(&t, &class, "lock", json!({ "locked": true })).json::<ClassState>().locked);
+    server.stop();
+    let server = start(&db, Limits::default());
+    let t = teacher(server.addr);
+    let s = state(&t, &class.code);
+    assert_eq!((s.locked, s.expected, s.students, s.waiting), (true, Some(1), 1, 1));
+    let me = t.post(&format!("/api/classes/{}/me", class.code), &json!({ "student": ids[1].student }), None);
+    assert!(me.json::<Membership>().waiting);
+    assert_eq!(join(&Client::new(server.addr, loopback(0, 5)), &class.code, json!({})).status, 423);
     server.stop();
 }
 
@@ -503,6 +561,24 @@ fn a_rebinding_host_name_is_refused() {
     }
     let own = format!("localhost:{port}");
     assert_eq!(ask("POST", "/api/classes", &own, Some(&format!("http://{own}"))), 201);
+    drop(server);
+
+    // A school's names for the server: --allow-host and --public-url's host, and no other.
+    let named = spawn_with(
+        &dir.path().join("d.sqlite"),
+        None,
+        &["--allow-host", "class.local", "--public-url", "http://oomlab.school.example:9999/"],
+    );
+    assert!(named.printed.contains("Students: open http://oomlab.school.example:9999/join "), "{}", named.printed);
+    let status = |host: &str| {
+        let headers = [("Host", host)];
+        raw_http::request(named.addr, from, "GET", "/api/strings", &headers, b"").expect("an answer").status
+    };
+    assert_eq!(status("class.local"), 200);
+    assert_eq!(status("CLASS.LOCAL:8080"), 200);
+    assert_eq!(status("oomlab.school.example:9999"), 200);
+    assert_eq!(status("evil.class.local"), 403);
+    assert_eq!(status("school.example"), 403);
 }
 
 /// Every answer carries `nosniff` and `no-referrer`; pages carry a Content-Security-Policy with

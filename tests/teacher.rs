@@ -2,8 +2,11 @@
 //! round trip through "Share this setup"; locked values stay pinned whatever tries to change
 //! them; an unknown control name is ignored with a notice.
 
+#[path = "support/focus.rs"]
+mod support_focus;
 #[path = "support/xdg.rs"]
 mod support_xdg;
+use support_focus::tab_to;
 use support_xdg::xdg;
 
 use egui_kittest::Harness;
@@ -277,14 +280,14 @@ fn the_teacher_lets_in_removes_and_locks() {
     };
     let chapter = state(harness.state()).and_then(|s| s.chapter).expect("a chapter");
     let mut ids = Vec::new();
-    for name in ["Ada Lovelace", "Grace Hopper", "Alan Turing"] {
+    for name in ["Ada Lovelace", "Grace Hopper", "韩梅梅"] {
         let joined: Joined = post("join", serde_json::json!({ "name": name })).json().expect("joined");
         ids.push(joined);
     }
     assert!(ids[2].waiting && !ids[1].waiting, "past the expected 2, the third waits");
     settle(&mut harness, "the waiting student", &|a| state(a).is_some_and(|s| s.waiting == 1));
     harness.get_by_label("1 student waits to be let in.");
-    for name in ["Ada Lovelace", "Grace Hopper", "Alan Turing"] {
+    for name in ["Ada Lovelace", "Grace Hopper", "韩梅梅"] {
         assert!(harness.query_by_label_contains(name).is_none(), "no name until the list is opened: {name}");
     }
     harness.get_by_label(&en.text("class-admit-all")).click();
@@ -302,15 +305,17 @@ fn the_teacher_lets_in_removes_and_locks() {
     }
     settle(&mut harness, "the guesses", &|a| a.classroom.answers.len() == 3);
 
-    // The list, opened: names, and a Remove for each.
+    // The list, opened: names (in any script: a Chinese name is drawn with the names font, not
+    // as boxes), and a Remove for each.
     harness.get_by_label(&en.text("class-students")).click();
     settle(&mut harness, "the list", &|a| a.classroom.students.roster.as_ref().is_some_and(|r| r.students.len() == 3));
     harness.get_by_label("1. Ada Lovelace");
-    harness.get_by_label("3. Alan Turing");
-    let remove = en.text("class-remove");
-    let removes: Vec<_> = harness.query_all_by_label(&remove).collect();
-    assert_eq!(removes.len(), 3);
-    removes[0].click();
+    harness.get_by_label("3. 韩梅梅");
+    // Each row's button says whose it is to a screen reader.
+    let remove = en.format("class-remove-student", &[("student", "1. Ada Lovelace".into())]);
+    assert_eq!(remove, "Remove 1. Ada Lovelace");
+    assert_eq!(harness.query_all_by_label_contains("Remove 2. ").count(), 1);
+    harness.get_by_label(&remove).click();
     settle(&mut harness, "the removal", &|a| {
         state(a).is_some_and(|s| s.students == 2) && a.classroom.answers.len() == 2
     });
@@ -331,5 +336,42 @@ fn the_teacher_lets_in_removes_and_locks() {
     harness.run();
     harness.get_by_label_contains("加入的速度比一个班级打字还快");
     harness.get_by_label(&Catalog::new(Lang::Zh).text("class-lock"));
+    server.stop();
+}
+
+/// Keyboard only, as a screen reader names them: the key and the expected size, starting the
+/// class, the lock and the list of students.
+#[test]
+fn the_class_controls_are_reached_by_keyboard() {
+    use oomlab::i18n::{Catalog, Lang};
+    use oomlab::serve::{self, Config};
+    xdg();
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let server = serve::start(&Config::loopback(dir.path().join("c.sqlite"))).expect("the server starts");
+    let mut app = OomlabApp::headless(Settings::default());
+    app.classroom.server = format!("http://{}", server.addr);
+    app.choose_way(oomlab::app::welcome::Way::Teach);
+    let mut harness =
+        Harness::builder().with_size([1280.0, 800.0]).build_ui_state(|ui, app: &mut OomlabApp| app.show(ui), app);
+    harness.run();
+    let en = Catalog::new(Lang::En);
+    tab_to(&mut harness, &en.text("class-key"));
+    harness.get_by_label(&en.text("class-key")).type_text("0123abcd");
+    harness.run();
+    tab_to(&mut harness, &en.text("class-expected"));
+    harness.get_by_label(&en.text("class-expected")).type_text("2");
+    harness.run();
+    let start = &harness.state().classroom.start;
+    assert_eq!((start.key.as_str(), start.expected), ("0123abcd", 2), "typed into the focused fields");
+    tab_to(&mut harness, &en.text("class-start"));
+    harness.key_press(egui::Key::Enter);
+    settle(&mut harness, "the class", &|a| a.classroom.state.is_some());
+    tab_to(&mut harness, &en.text("class-lock"));
+    harness.key_press(egui::Key::Space);
+    settle(&mut harness, "the lock", &|a| a.classroom.state.as_ref().is_some_and(|s| s.locked));
+    tab_to(&mut harness, &en.text("class-students"));
+    harness.key_press(egui::Key::Enter);
+    settle(&mut harness, "the list", &|a| a.classroom.students.roster.is_some());
+    harness.get_by_label(&en.text("class-no-students"));
     server.stop();
 }

@@ -154,7 +154,7 @@ fn sweep_names_the_largest_batch_that_fits_and_the_first_oom() {
         // The app's fonts (the CJK one too), which take effect from the next frame.
         let mut harness = Harness::builder().with_size([900.0, 400.0]).build_ui(|ui| {
             if ui.ctx().cumulative_frame_nr() == 0 {
-                ui.ctx().set_fonts(oomlab::app::fonts::definitions(oomlab::app::fonts::embedded_cjk()));
+                ui.ctx().set_fonts(oomlab::app::fonts::embedded());
             } else {
                 views::sweep_chart(ui, &t, &series, &[], budget, 16);
             }

@@ -66,8 +66,9 @@ mkdir -p dist/web
 cp web/manifest.json web/icon-192.png web/icon-512.png web/a11y.js web/boot.js dist/web/
 # The service worker sits at the top so that its scope covers index.html.
 cp web/sw.js dist/sw.js
-# The Chinese font, fetched by the app only when Chinese is chosen or detected (issue 13).
-cp i18n/fonts/NotoSansSC-oomlab.otf i18n/fonts/OFL.txt dist/
+# The Chinese font, fetched by the app only when Chinese is chosen or detected (issue 13), and
+# the names font, fetched only when a teacher opens the list of students (issue 40).
+cp i18n/fonts/NotoSansSC-oomlab.otf i18n/fonts/NotoSansSC-names-oomlab.otf i18n/fonts/OFL.txt dist/
 raw=$(stat -c %s dist/oomlab_bg.wasm)
 gz=$(gzip -9 -c dist/oomlab_bg.wasm | wc -c)
 echo "wasm: $raw bytes, $gz bytes gzipped ($(awk "BEGIN{printf \"%.2f\", $gz/1e6}") MB; target ≤ 2.5 MB)"

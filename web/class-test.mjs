@@ -14,12 +14,14 @@ import os from "node:os";
 import path from "node:path";
 import readline from "node:readline";
 import { fileURLToPath } from "node:url";
-import { chromiumArgs, chromiumPath } from "./harness.mjs";
+import { chromiumArgs, chromiumPath, mirroredButton } from "./harness.mjs";
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 const bin = process.env.OOMLAB_BIN || path.join(root, process.env.CARGO_TARGET_DIR || "target", "debug", "oomlab");
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), "oomlab-class-"));
-const server = spawn(bin, ["serve", "--port", "0", "--bind", "127.0.0.1", "--db", path.join(tmp, "class.sqlite")], {
+// Two live followers a class: the teacher's app and one student's page in the first class; the
+// second class's are taken by this script, so that its student's page falls back to polling.
+const server = spawn(bin, ["serve", "--port", "0", "--bind", "127.0.0.1", "--followers-per-class", "2", "--db", path.join(tmp, "class.sqlite")], {
   stdio: ["ignore", "pipe", "inherit"],
 });
 const origin = await new Promise((resolve, reject) => {
@@ -81,6 +83,13 @@ try {
   if (!result.includes(`The answer: ${two}×`) || !result.includes("Your guess: 2.5×")) {
     throw new Error(`the student's result: ${result} (revealed ${answer})`);
   }
+  // The teacher opens the list of students: its font for names (any script) is fetched then.
+  const fonts = [];
+  teacher.on("request", (r) => { if (r.url().endsWith("NotoSansSC-names-oomlab.otf")) fonts.push(r.url()); });
+  const list = await waitFor("the list of students' header", () => mirroredButton(teacher, "Students, with their names (not for the projector)"), 30000);
+  await teacher.mouse.click(list.x, list.y);
+  await waitFor("the names font", () => lines.some((l) => l.includes("oomlab: names font fetched")), 60000);
+  if (fonts.length !== 1) throw new Error(`the names font was asked for ${fonts.length} times`);
   await student.screenshot({ path: path.join(root, "target", "browser-class-student.png") });
   await teacher.screenshot({ path: path.join(root, "target", "browser-class-teacher.png") });
 
@@ -101,7 +110,15 @@ try {
   const teach = (action, body) => api("POST", `/api/classes/${second.code}/${action}`, body, second.teacher_token);
   await teach("chapter", { chapter: 1, question: { kind: "number" } });
   if ((await api("POST", `/api/classes/${second.code}/join`, {})).status !== 201) throw new Error("the first student");
+  // Both of the second class's live streams taken: the next page is told to retry and polls.
+  const holding = new AbortController();
+  for (let i = 0; i < 2; i++) {
+    const r = await fetch(`${origin}/api/classes/${second.code}/events`, { signal: holding.signal });
+    if (r.status !== 200) throw new Error(`a held stream: ${r.status}`);
+  }
   const late = await browser.newPage(phone);
+  const polled = [];
+  late.on("request", (r) => { if (r.url().endsWith(`/api/classes/${second.code}`)) polled.push(r.url()); });
   late.on("console", (m) => lines.push(`late: ${m.text()}`));
   late.on("pageerror", (e) => lines.push(`pageerror: ${e.message}`));
   await late.goto(`${origin}/join/${second.code}`);
@@ -110,7 +127,9 @@ try {
   await late.waitForFunction(() => document.getElementById("prompt").textContent.includes("waiting to be let in"), null, { timeout: 10000 });
   if (!(await late.isHidden("#number"))) throw new Error("a waiting student is asked to guess");
   await teach("admit", { all_waiting: true });
-  await late.waitForFunction(() => !document.getElementById("number").hidden, null, { timeout: 10000 });
+  await late.waitForFunction(() => !document.getElementById("number").hidden, null, { timeout: 15000 });
+  if (polled.length === 0) throw new Error("the page did not fall back to polling the class's state");
+  holding.abort();
   const roster = (await api("GET", `/api/classes/${second.code}/students`, null, second.teacher_token)).json;
   await teach("remove", { students: [roster.students[1].student] });
   await late.fill("#guess", "3");

@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex};
 use egui::Color32;
 
 use super::Notice;
-use super::lang::CjkFont;
+use super::lang::OnDemandFonts;
 use super::settings::Prefs;
 use crate::i18n::{Catalog, Lang};
 
@@ -22,8 +22,8 @@ pub(super) type ScreenshotSlot = Arc<Mutex<Option<Arc<egui::ColorImage>>>>;
 pub struct Chrome {
     /// The words of the language the user reads (`i18n/`).
     pub catalog: Catalog,
-    /// The Chinese font: embedded (desktop) or fetched on demand (web).
-    pub(super) cjk: CjkFont,
+    /// The Chinese font and the names font: embedded (desktop) or fetched on demand (web).
+    pub(super) fonts: OnDemandFonts,
     /// A language chosen while its font is still on its way.
     pub(super) pending_lang: Option<Lang>,
     /// The fonts must be (re)installed: the first frame, and when the Chinese font arrives.
@@ -54,7 +54,7 @@ impl Chrome {
     pub fn new(notices: Vec<Notice>) -> Self {
         Self {
             catalog: Catalog::new(Lang::En),
-            cjk: CjkFont::initial(),
+            fonts: OnDemandFonts::initial(),
             pending_lang: None,
             fonts_stale: true,
             notices,
@@ -209,7 +209,7 @@ mod tests {
         let mut chrome = Chrome::new(Vec::new());
         assert_eq!(chrome.lang(), Lang::En);
         assert!(!chrome.set_lang(Lang::En), "already English");
-        let had_font = matches!(chrome.cjk, CjkFont::Ready(_));
+        let had_font = matches!(chrome.fonts.cjk, super::super::lang::FetchedFont::Ready(_));
         // The desktop embeds the Chinese font: it switches at once.
         assert_eq!(chrome.set_lang(Lang::Zh), had_font);
         assert_eq!(chrome.lang() == Lang::Zh, had_font);

@@ -14,21 +14,88 @@ use super::fonts;
 /// Where a fetch leaves the font's bytes, or why it failed.
 type FetchSlot = Arc<Mutex<Option<Result<Vec<u8>, String>>>>;
 
-/// Where the Chinese font stands.
-pub(super) enum CjkFont {
+/// Where a font fetched on demand stands: the Chinese one, or the names one.
+pub(super) enum FetchedFont {
     /// In memory: the desktop's embedded copy, or the web's fetched one.
     Ready(Arc<egui::FontData>),
     /// Not fetched yet (web).
     NotLoaded,
     /// A fetch in flight; its result lands in the slot.
     Fetching(FetchSlot),
-    /// The fetch failed; the app stays in the language it had.
+    /// The fetch failed; the app stays in the language it had (or draws names as it can).
     Failed,
 }
 
-impl CjkFont {
+impl FetchedFont {
+    fn from(embedded: Option<Arc<egui::FontData>>) -> Self {
+        embedded.map_or(FetchedFont::NotLoaded, FetchedFont::Ready)
+    }
+
+    fn ready(&self) -> Option<Arc<egui::FontData>> {
+        match self {
+            FetchedFont::Ready(f) => Some(Arc::clone(f)),
+            _ => None,
+        }
+    }
+
+    /// Starts fetching the font from `url` if it is not here yet (web; the desktop embeds it).
+    /// The service worker caches the response, so a classroom's second visit works offline too.
+    fn fetch(&mut self, url: &'static str) {
+        if !matches!(self, FetchedFont::NotLoaded) {
+            return;
+        }
+        let slot: FetchSlot = Arc::new(Mutex::new(None));
+        #[cfg(target_arch = "wasm32")]
+        {
+            let out = Arc::clone(&slot);
+            wasm_bindgen_futures::spawn_local(async move {
+                let result = fetch_bytes(url).await;
+                if let Ok(mut s) = out.lock() {
+                    *s = Some(result);
+                }
+            });
+        }
+        #[cfg(not(target_arch = "wasm32"))]
+        if let Ok(mut s) = slot.lock() {
+            *s = Some(Err(format!("this build has no font to fetch ({url})")));
+        }
+        *self = FetchedFont::Fetching(slot);
+    }
+
+    /// Takes a finished fetch: `Some(Ok)` when the font arrived, `Some(Err)` when it failed,
+    /// `None` while there is nothing new.
+    fn arrived(&mut self, what: &str) -> Option<Result<(), String>> {
+        let FetchedFont::Fetching(slot) = self else { return None };
+        let done = slot.lock().ok().and_then(|mut s| s.take())?;
+        Some(match done {
+            Ok(bytes) => {
+                log::info!("oomlab: {what} font fetched ({} bytes)", bytes.len());
+                *self = FetchedFont::Ready(Arc::new(egui::FontData::from_owned(bytes)));
+                Ok(())
+            }
+            Err(e) => {
+                log::warn!("oomlab: {what} font not fetched: {e}");
+                *self = FetchedFont::Failed;
+                Err(e)
+            }
+        })
+    }
+}
+
+/// The fonts the app fetches on demand.
+pub(super) struct OnDemandFonts {
+    /// The Chinese catalog's font: for the language.
+    pub(super) cjk: FetchedFont,
+    /// The names font: for the teacher's list of students.
+    pub(super) names: FetchedFont,
+}
+
+impl OnDemandFonts {
     pub(super) fn initial() -> Self {
-        fonts::embedded_cjk().map_or(CjkFont::NotLoaded, CjkFont::Ready)
+        OnDemandFonts {
+            cjk: FetchedFont::from(fonts::embedded_cjk()),
+            names: FetchedFont::from(fonts::embedded_names()),
+        }
     }
 }
 
@@ -53,9 +120,9 @@ impl Chrome {
     /// Switches the language shown; whether it changed now. Chinese waits for its font (web:
     /// fetched now if it is not here yet).
     pub fn set_lang(&mut self, lang: Lang) -> bool {
-        if lang == Lang::Zh && !matches!(self.cjk, CjkFont::Ready(_)) {
+        if lang == Lang::Zh && !matches!(self.fonts.cjk, FetchedFont::Ready(_)) {
             self.pending_lang = Some(lang);
-            self.fetch_cjk_font();
+            self.fonts.cjk.fetch(fonts::CJK_URL);
             return false;
         }
         self.pending_lang = None;
@@ -76,38 +143,43 @@ impl Chrome {
         self.catalog.text(key)
     }
 
-    /// Installs the fonts on the first frame and again once the Chinese font has arrived;
+    /// Asks for the font students' names are drawn with when `wanted` (the teacher's list of
+    /// students is open; web: fetched now if it is not here yet, and installed when it arrives).
+    pub fn want_names_font(&mut self, wanted: bool) {
+        if wanted {
+            self.fonts.names.fetch(fonts::NAMES_URL);
+        }
+    }
+
+    /// Installs the fonts on the first frame and again once a fetched font has arrived;
     /// applies a language that was waiting for it (whether the language changed).
     pub(super) fn poll_fonts(&mut self, ctx: &egui::Context) -> bool {
-        if let CjkFont::Fetching(slot) = &self.cjk {
-            let done = slot.lock().ok().and_then(|mut s| s.take());
-            match done {
-                Some(Ok(bytes)) => {
-                    log::info!("oomlab: Chinese font fetched ({} bytes)", bytes.len());
-                    self.cjk = CjkFont::Ready(Arc::new(egui::FontData::from_owned(bytes)));
-                    self.fonts_stale = true;
-                }
-                Some(Err(e)) => {
-                    log::warn!("oomlab: Chinese font not fetched: {e}");
-                    self.notices.push(super::Notice::msg("notice-font-failed", &[("error", e.into())]));
-                    self.cjk = CjkFont::Failed;
-                    self.pending_lang = None;
-                }
-                None => ctx.request_repaint_after(std::time::Duration::from_millis(100)),
+        let mut waiting = false;
+        match self.fonts.cjk.arrived("Chinese") {
+            Some(Ok(())) => self.fonts_stale = true,
+            Some(Err(e)) => {
+                self.notices.push(super::Notice::msg("notice-font-failed", &[("error", e.into())]));
+                self.pending_lang = None;
             }
+            None => waiting |= matches!(self.fonts.cjk, FetchedFont::Fetching(_)),
+        }
+        match self.fonts.names.arrived("names") {
+            Some(Ok(())) => self.fonts_stale = true,
+            // Names are then drawn with the fonts there are; the list still works.
+            Some(Err(_)) => {}
+            None => waiting |= matches!(self.fonts.names, FetchedFont::Fetching(_)),
+        }
+        if waiting {
+            ctx.request_repaint_after(std::time::Duration::from_millis(100));
         }
         if self.fonts_stale {
             self.fonts_stale = false;
-            let cjk = match &self.cjk {
-                CjkFont::Ready(f) => Some(Arc::clone(f)),
-                _ => None,
-            };
-            ctx.set_fonts(fonts::definitions(cjk));
+            ctx.set_fonts(fonts::definitions(self.fonts.cjk.ready(), self.fonts.names.ready()));
             // The new fonts take effect from the next frame: show the waiting language then.
             if self.pending_lang.is_some() {
                 ctx.request_repaint();
             }
-        } else if let Some(lang) = self.pending_lang.filter(|_| matches!(self.cjk, CjkFont::Ready(_))) {
+        } else if let Some(lang) = self.pending_lang.filter(|_| matches!(self.fonts.cjk, FetchedFont::Ready(_))) {
             let changed = self.set_lang(lang);
             self.report_coverage(ctx);
             return changed;
@@ -135,30 +207,6 @@ impl Chrome {
             missing.len(),
             missing.iter().take(20).collect::<String>()
         );
-    }
-
-    /// Starts fetching the Chinese font (web; the desktop has it embedded). The service worker
-    /// caches the response, so a classroom's second visit works offline too.
-    fn fetch_cjk_font(&mut self) {
-        if !matches!(self.cjk, CjkFont::NotLoaded) {
-            return;
-        }
-        let slot: FetchSlot = Arc::new(Mutex::new(None));
-        #[cfg(target_arch = "wasm32")]
-        {
-            let out = Arc::clone(&slot);
-            wasm_bindgen_futures::spawn_local(async move {
-                let result = fetch_bytes(fonts::CJK_URL).await;
-                if let Ok(mut s) = out.lock() {
-                    *s = Some(result);
-                }
-            });
-        }
-        #[cfg(not(target_arch = "wasm32"))]
-        if let Ok(mut s) = slot.lock() {
-            *s = Some(Err("this build has no font to fetch".to_string()));
-        }
-        self.cjk = CjkFont::Fetching(slot);
     }
 
     /// The language switch of the top bar; whether the language changed.

@@ -228,8 +228,7 @@ impl OomlabApp {
         self.chrome.lang()
     }
 
-    /// Switches the language the app shows; the settings, the step in flight and the results
-    /// stay as they are. Chinese waits for its font (web: fetched now if it is not here yet).
+    /// Switches the language shown, nothing else; Chinese waits for its font (web: fetched now).
     pub fn set_lang(&mut self, lang: Lang) {
         if self.chrome.set_lang(lang) {
             self.update_link();
@@ -440,12 +439,13 @@ impl OomlabApp {
         }
     }
 
-    /// The class follows the lesson (its reveal once the real step ran), an answers file the
-    /// teacher asked for is saved, and a newcomer gets the welcome.
+    /// The class follows the lesson (its reveal once the real step ran), the list of students
+    /// gets its font, an answers file asked for is saved, and a newcomer gets the welcome.
     fn class_frame(&mut self, ctx: &egui::Context) {
         let done = self.run.is_idle() && !self.teaching.step_asked;
         let (lesson, vocab) = (self.teaching.lesson.as_ref(), self.run.vocab());
         self.classroom.follow_lesson(lesson, &self.settings, vocab, done, Some(ctx));
+        self.chrome.want_names_font(self.classroom.students.open);
         if let (Some(bytes), Some(class)) = (self.classroom.csv.take(), self.classroom.class()) {
             let name = format!("oomlab-class-{}.csv", class.code);
             let saved = export::save(self.chrome.export_dir.as_deref(), &name, &bytes, "text/csv");

@@ -38,6 +38,10 @@ pub(super) struct ServeArgs {
     /// class behind one school address; raise it for a lecture hall behind one.
     #[arg(long, default_value_t = 60, value_parser = clap::value_parser!(u32).range(1..=100_000))]
     joins_per_minute: u32,
+    /// Live-event streams of one class; more are told to retry, and the students' page then
+    /// asks for the state every few seconds instead.
+    #[arg(long, default_value_t = 600, value_parser = clap::value_parser!(u32).range(1..=100_000))]
+    followers_per_class: u32,
     /// HTTPS: the certificate chain (PEM). Needs --tls-key.
     #[arg(long, value_name = "PEM", requires = "tls_key")]
     tls_cert: Option<PathBuf>,
@@ -57,6 +61,7 @@ pub(super) fn run(args: &ServeArgs) -> Result<(), Failure> {
         limits: Limits {
             class_lifetime: Duration::from_secs(u64::from(args.expire_hours) * 3600),
             joins: Rate::per_minute(args.joins_per_minute),
+            followers_per_class: usize::try_from(args.followers_per_class).unwrap_or(usize::MAX),
             ..Limits::default()
         },
         public: args.public_url.clone(),

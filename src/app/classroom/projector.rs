@@ -204,7 +204,9 @@ impl Classroom {
         if state.join_flood {
             let args = [("joins", f64::from(state.joins_recent).into()), ("seconds", (JOIN_WINDOW_SECS as f64).into())];
             let warning = RichText::new(t.format("class-flood", &args)).size(18.0).strong();
-            ui.label(warning.color(Color32::from_rgb(180, 60, 0)));
+            // The theme's warning colour: 7.5:1 on the dark panel, and on high contrast's black.
+            let colour = ui.visuals().warn_fg_color;
+            ui.label(warning.color(colour));
         }
         let mut locked = state.locked;
         if ui.checkbox(&mut locked, t.text("class-lock")).changed() {
@@ -229,21 +231,30 @@ impl Classroom {
                 ui.label(t.text("class-no-students"));
             }
             for (i, s) in roster.students.iter().enumerate() {
+                let name = s.name.clone().unwrap_or_else(|| t.text("class-no-name"));
+                let who = t.format("class-student", &[("number", (i + 1).to_string().into()), ("name", name.into())]);
+                // A button's short word on screen; its whole name, with the student's, for a screen
+                // reader, which reads a row's buttons apart from the row.
+                let button = |ui: &mut egui::Ui, key: &str, spoken: &str| {
+                    let b = ui.button(t.text(key));
+                    let spoken = t.format(spoken, &[("student", who.as_str().into())]);
+                    b.widget_info(|| egui::WidgetInfo::labeled(egui::Role::Button, true, &spoken));
+                    b.clicked()
+                };
+                // The buttons first, so that they line up down the list on a narrow panel.
                 ui.horizontal_wrapped(|ui| {
-                    let name = s.name.clone().unwrap_or_else(|| t.text("class-no-name"));
-                    ui.label(
-                        t.format("class-student", &[("number", (i + 1).to_string().into()), ("name", name.into())]),
-                    );
+                    let pick = Pick { students: vec![s.student.clone()], all_waiting: false };
+                    if button(ui, "class-remove", "class-remove-student") {
+                        self.remove(pick.clone(), Some(ctx));
+                    }
+                    if s.waiting && button(ui, "class-admit", "class-admit-student") {
+                        self.admit(pick, Some(ctx));
+                    }
+                    ui.label(&who);
                     if s.waiting {
                         ui.weak(t.text("class-student-waiting"));
-                        if ui.button(t.text("class-admit")).clicked() {
-                            self.admit(Pick { students: vec![s.student.clone()], all_waiting: false }, Some(ctx));
-                        }
                     } else {
                         ui.weak(t.format("class-student-answers", &[("answers", f64::from(s.answered).into())]));
-                    }
-                    if ui.button(t.text("class-remove")).clicked() {
-                        self.remove(Pick { students: vec![s.student.clone()], all_waiting: false }, Some(ctx));
                     }
                 });
             }

@@ -227,7 +227,7 @@ pub struct Prompt {
 }
 
 /// A class as everyone may see it.
-#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
 pub struct ClassState {
     pub code: String,
     /// The chapter the teacher is on, and its question; `None` before the first.

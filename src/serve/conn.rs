@@ -107,7 +107,6 @@ pub struct Register {
 struct Inner {
     next: u64,
     open: HashMap<u64, Entry>,
-    evicted: u64,
 }
 
 impl Register {
@@ -117,20 +116,6 @@ impl Register {
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Inner> {
         self.inner.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
-    }
-
-    /// Connections open now.
-    pub fn len(&self) -> usize {
-        self.lock().open.len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
-
-    /// Connections closed to make room, since the start.
-    pub fn evicted(&self) -> u64 {
-        self.lock().evicted
     }
 
     /// Makes room for one more if the register is full: closes the idle connection of the
@@ -161,7 +146,6 @@ impl Register {
         }
         // Its task removes it once closed; until then it no longer counts.
         inner.open.remove(&id);
-        inner.evicted += 1;
         true
     }
 

@@ -108,7 +108,6 @@ pub struct Server {
     /// The most connections it takes at once, and the descriptor limit that came from.
     pub max_connections: usize,
     pub descriptor_limit: Option<u64>,
-    register: Arc<conn::Register>,
     runtime: Option<tokio::runtime::Runtime>,
     shutdown: Option<oneshot::Sender<()>>,
     keeper: Option<JoinHandle<()>>,
@@ -186,12 +185,7 @@ pub fn start(config: &Config) -> Result<Server, ServeError> {
     };
     let router = http::router(api, Arc::new(hosts), config.limits.body_timeout);
     let register = conn::Register::new(max_connections);
-    let serving = conn::Serving {
-        router,
-        register: register.clone(),
-        tls: tls.clone(),
-        header_timeout: config.limits.header_timeout,
-    };
+    let serving = conn::Serving { router, register, tls: tls.clone(), header_timeout: config.limits.header_timeout };
     let (shutdown, stopped) = oneshot::channel::<()>();
     runtime.spawn(conn::accept_loop(listener, serving, stopped));
     Ok(Server {
@@ -201,7 +195,6 @@ pub fn start(config: &Config) -> Result<Server, ServeError> {
         https: tls.is_some(),
         max_connections,
         descriptor_limit,
-        register,
         runtime: Some(runtime),
         shutdown: Some(shutdown),
         keeper: Some(keeper),
@@ -209,11 +202,6 @@ pub fn start(config: &Config) -> Result<Server, ServeError> {
 }
 
 impl Server {
-    /// Connections open now, and those closed to make room since the start.
-    pub fn connections(&self) -> (usize, u64) {
-        (self.register.len(), self.register.evicted())
-    }
-
     /// Blocks until Ctrl-C.
     pub fn wait_for_ctrl_c(&self) {
         if let Some(rt) = &self.runtime {

@@ -97,20 +97,5 @@ pub(super) fn live_in<'a>(classes: &'a mut HashMap<String, Live>, code: &str) ->
 }
 
 pub(super) fn placeholder(code: &str) -> ClassState {
-    ClassState {
-        code: code.to_string(),
-        chapter: None,
-        question: None,
-        prompt: None,
-        revealed: None,
-        closed: false,
-        students: 0,
-        answered: 0,
-        expires_at: 0,
-        locked: false,
-        expected: None,
-        waiting: 0,
-        joins_recent: 0,
-        join_flood: false,
-    }
+    ClassState { code: code.to_string(), ..ClassState::default() }
 }

@@ -157,7 +157,7 @@ impl<S: Store> Keeper<S> {
     /// stream ends) and closed ones past their keeping, and publishes join counts that fell.
     fn tick(&mut self) -> Result<(), StoreError> {
         let (now, now_secs) = (Instant::now(), now_s());
-        let keep = i64::try_from(self.limits.keep_closed.as_secs()).unwrap_or(i64::MAX);
+        let keep = self.keep_closed_secs();
         let gone: Vec<String> = self
             .classes
             .values()
@@ -167,11 +167,16 @@ impl<S: Store> Keeper<S> {
             .map(|l| l.row.code.clone())
             .collect();
         self.delete(&gone)?;
+        // A class whose burst of joins left the window has a new count to show; the others'
+        // states did not change with time.
         for live in self.classes.values_mut() {
+            let before = live.joins.len();
             while live.joins.front().is_some_and(|t| now.saturating_duration_since(*t) >= JOIN_WINDOW) {
                 live.joins.pop_front();
             }
-            live.publish(now);
+            if live.joins.len() != before {
+                live.publish(now);
+            }
         }
         Ok(())
     }
@@ -199,9 +204,21 @@ impl<S: Store> Keeper<S> {
         Ok(())
     }
 
+    /// How long a closed class is kept, in seconds.
+    fn keep_closed_secs(&self) -> i64 {
+        i64::try_from(self.limits.keep_closed.as_secs()).unwrap_or(i64::MAX)
+    }
+
+    /// [`Self::tick`], its failure logged (the requests go on being served).
+    fn tick_logged(&mut self) {
+        if let Err(e) = self.tick() {
+            log::error!("class server: deleting old classes failed: {e}");
+        }
+    }
+
     /// When something next changes with time alone.
     fn next_deadline(&self, now: Instant) -> Option<Instant> {
-        let keep = i64::try_from(self.limits.keep_closed.as_secs()).unwrap_or(i64::MAX);
+        let keep = self.keep_closed_secs();
         self.classes
             .values()
             .flat_map(|l| {
@@ -225,9 +242,7 @@ impl<S: Store> Keeper<S> {
             let first = match requests.recv_timeout(wake) {
                 Ok(r) => r,
                 Err(RecvTimeoutError::Timeout) => {
-                    if let Err(e) = self.tick() {
-                        log::error!("class server: deleting old classes failed: {e}");
-                    }
+                    self.tick_logged();
                     continue;
                 }
                 Err(RecvTimeoutError::Disconnected) => return,
@@ -240,10 +255,9 @@ impl<S: Store> Keeper<S> {
                 }
             }
             self.handle_batch(batch);
-            if self.next_deadline(Instant::now()).is_some_and(|d| d <= Instant::now())
-                && let Err(e) = self.tick()
-            {
-                log::error!("class server: deleting old classes failed: {e}");
+            // Under steady traffic the wait never times out: what is due is done between batches.
+            if self.next_deadline(Instant::now()).is_some_and(|d| d <= Instant::now()) {
+                self.tick_logged();
             }
         }
     }

@@ -464,7 +464,7 @@ lesson-fixes-question = Which single technique lowers this step's peak the most?
 lesson-fixes-answer = { $best } does: the peak falls from { $before } to { $after }, for { $flops } % more FLOPs per step (checkpointing every block would cost { $checkpoint_flops } %).
 
 lesson-real-title = From the toy to LLaMA-2 7B, and ZeRO
-lesson-real-body = The same accounting in closed form for a real model: LLaMA-2 7B has { $parameters } parameters, and full training with Adam in bf16 mixed precision keeps 16 bytes of model states for each — { $states } per GPU before a single activation, more than an A100's 80 GB. ZeRO shards those states over the data-parallel GPUs.
+lesson-real-body = The same accounting in closed form for a real model: LLaMA-2 7B has { $parameters } parameters, and full training with Adam in bf16 mixed precision keeps 16 bytes of model states for each: on one GPU, more than an A100's 80 GB before a single activation. ZeRO shards those states over the data-parallel GPUs.
 lesson-real-question = ZeRO-3 over 8 GPUs: how many times smaller are the model states on each GPU?
 lesson-real-answer = The model states per GPU go from { $before } to { $after }.
 
@@ -474,7 +474,7 @@ lesson-diagnose-question = The message names the tensor that did not fit. Which 
 lesson-diagnose-answer = '{ $tensor }', asked for by { $op }, is { $category }.
 
 lesson-moe-title = A mixture of experts: Mixtral 8x7B
-lesson-moe-body = Mixtral has { $experts } expert MLPs in each layer, and its router sends each token to { $k } of them: { $parameters } parameters in all, of which { $active } touch any one token.
+lesson-moe-body = Mixtral has { $experts } expert MLPs in each layer, and its router sends each token to { $k } of them: { $parameters } parameters in all.
 lesson-moe-question = How many times more memory do Mixtral's model states take than those of the same model with only the { $k } experts a token uses?
 lesson-moe-answer = Mixtral's states take { $states } per GPU, with only the routed experts { $routed_states }: every expert has its weights, gradients and optimizer state, used or not. The activations barely differ, { $activations } against { $routed_activations }: a token's activations are kept only for the experts it visits. The memory of 47 B parameters for the states, the activations of a 13 B model.
 
@@ -520,6 +520,10 @@ share-link = The link:
 link-unknown-controls = The link names controls oomlab does not know ({ $names }); they are ignored.
 
 lesson-source = Figures: { $source }.
+veil-after-guess = shown after your guess, at the reveal
+veil-chart = This chart appears after your guess.
+veil-note = Figures marked ? appear when the chapter's answer is revealed: guess first.
+real-veiled = { $model } on the { $gpu }: the estimate appears after your guess.
 
 ## Real models: runtime profiles and the saved tensors of one layer
 

@@ -461,7 +461,7 @@ lesson-fixes-question = 哪一种技术单独使用时，最能降低这一步�
 lesson-fixes-answer = 是“{ $best }”：峰值从 { $before } 降到 { $after }，每步 FLOPs 多 { $flops } %（每个块设梯度检查点要多 { $checkpoint_flops } %）。
 
 lesson-real-title = 从玩具模型到 LLaMA-2 7B，以及 ZeRO
-lesson-real-body = 同样的记账方式，用闭式公式套到真实模型上：LLaMA-2 7B 有 { $parameters } 个参数，用 Adam 和 bf16 混合精度全量训练时，每个参数要保存 16 字节的模型状态——还没有任何激活值，每个 GPU 就要 { $states }，超过 A100 的 80 GB。ZeRO（零冗余优化器）把这些状态分片到各个数据并行的 GPU 上。
+lesson-real-body = 同样的记账方式，用闭式公式套到真实模型上：LLaMA-2 7B 有 { $parameters } 个参数，用 Adam 和 bf16 混合精度全量训练时，每个参数要保存 16 字节的模型状态——还没有任何激活值，单个 GPU 就放不下，超过 A100 的 80 GB。ZeRO（零冗余优化器）把这些状态分片到各个数据并行的 GPU 上。
 lesson-real-question = 在 8 个 GPU 上用 ZeRO-3：每个 GPU 上的模型状态缩小为原来的几分之一？
 lesson-real-answer = 每个 GPU 上的模型状态从 { $before } 变为 { $after }。
 
@@ -471,7 +471,7 @@ lesson-diagnose-question = 消息里点名了放不下的张量。它属于哪�
 lesson-diagnose-answer = 由 { $op } 申请的「{ $tensor }」属于{ $category }。
 
 lesson-moe-title = 混合专家模型：Mixtral 8x7B
-lesson-moe-body = Mixtral 每层有 { $experts } 个专家 MLP，路由器把每个 token 送到其中 { $k } 个：总共 { $parameters } 个参数，其中任何一个 token 只经过 { $active } 个。
+lesson-moe-body = Mixtral 每层有 { $experts } 个专家 MLP，路由器把每个 token 送到其中 { $k } 个：总共 { $parameters } 个参数。
 lesson-moe-question = Mixtral 的模型状态占用的显存，是只有一个 token 所用的 { $k } 个专家的同一模型的多少倍？
 lesson-moe-answer = Mixtral 的状态每块 GPU 占 { $states }，只有所用专家的模型占 { $routed_states }：每个专家都有自己的权重、梯度和优化器状态，不管用没用到。激活值几乎一样，{ $activations } 对 { $routed_activations }：一个 token 的激活值只为它经过的专家保存。状态是 470 亿参数的显存，激活值是 130 亿参数模型的。
 
@@ -517,6 +517,10 @@ share-link = 链接：
 link-unknown-controls = 链接中有 oomlab 不认识的控件（{ $names }），已忽略。
 
 lesson-source = 数字来源：{ $source }。
+veil-after-guess = 猜测之后、揭晓答案时显示
+veil-chart = 先猜一猜：揭晓答案后显示此图。
+veil-note = 标有 ? 的数字在揭晓本章答案时显示：请先猜测。
+real-veiled = { $model }，{ $gpu }：估算结果在你猜测之后显示。
 
 ## 真实模型：运行时配置与一层保存的张量
 

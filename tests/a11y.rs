@@ -257,7 +257,9 @@ fn the_mirror_holds_the_lesson_controls_and_charts_and_its_actions_work() {
         &en,
         harness.state().shown.derived.predicted.clone().and_then(|p| p.ok()).expect("fits").peak_allocated_bytes(),
     );
-    find(&list, "img", &peak);
+    // Before the reveal the chart is veiled (guess first): it says so, and not its peak.
+    find(&list, "img", &en.text("veil-chart"));
+    assert!(!list.iter().any(|e| e["name"].as_str().is_some_and(|n| n.contains(&peak))), "{peak} before the reveal");
     find(&list, "button", "Reveal");
     find(&list, "button", "One step");
     // Every entry is somewhere on the screen, in CSS pixels.
@@ -289,6 +291,9 @@ fn the_mirror_holds_the_lesson_controls_and_charts_and_its_actions_work() {
     assert_eq!(live.len(), 1, "one live line: {live:?}");
     let line = live[0]["name"].as_str().unwrap_or_default();
     assert!(line.starts_with(&said) && line.contains("Step 1 finished"), "{line:?}: the answer and its step");
+    // Revealed, the chart is described with its peak (the batch moved: the real step's).
+    let stepped = harness.state().run.measured.as_ref().expect("a step").peak_allocated_bytes();
+    find(&entries(&got), "img", &oomlab::app::views::size(&en, stepped));
     // The breakdown table's figures, and an out-of-memory message, are in the mirror as text.
     harness.state_mut().shown.tab = Tab::Breakdown;
     harness.run_steps(3);

@@ -280,8 +280,12 @@ fn the_whole_app_speaks_chinese() {
     for i in 0..oomlab::app::lessons::chapters().len() {
         harness.state_mut().open_chapter(i);
         harness.run();
-        // A chapter that runs out of memory shows PyTorch's message, which stays in English.
-        let message = harness.state().shown.derived.predicted.clone().and_then(|p| p.err()).map(|o| o.message.clone());
+        // A chapter that runs out of memory shows PyTorch's message, which stays in English
+        // (before the diagnosing chapter's reveal, with the tensor's category veiled as "?").
+        let message = harness.state().shown.derived.predicted.clone().and_then(|p| p.err()).map(|o| {
+            let named = format!("{} '{}'", o.category.name(), o.tensor_name);
+            format!("{}\n{}", o.message, o.message.replace(&named, &format!("? '{}'", o.tensor_name)))
+        });
         left.extend(leftovers(&harness, message.as_deref(), &names, &mut seen));
         harness.state_mut().reveal();
         harness.run_steps(300);

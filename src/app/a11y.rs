@@ -239,6 +239,8 @@ pub struct Announcer {
     /// The step count when the shown answer was revealed (None: no answer shown).
     revealed_at: Option<usize>,
     error: Option<String>,
+    /// Whether a chapter's question veiled the step when the line was last updated.
+    veiled: bool,
 }
 
 impl Announcer {
@@ -293,13 +295,15 @@ pub(super) fn announce(
     lesson: Option<&super::lesson_panel::LessonState>,
     ctx: &egui::Context,
 ) {
+    // A chapter's open question veils the step's figures here too.
+    let veiled = super::views::veil(ctx).step;
     let step_line = || {
         let peak = run.measured.as_ref().map_or(0, crate::memory::StepMemory::peak_allocated_bytes);
         t.format(
             "live-step",
             &[
                 ("n", run.steps_done().to_string().into()),
-                ("peak", super::views::size(t, peak).into()),
+                ("peak", super::views::veil::or_hidden(t, veiled, || super::views::size(t, peak)).into()),
                 ("source", super::views::Source::Allocator.word(t).into()),
             ],
         )
@@ -309,6 +313,13 @@ pub(super) fn announce(
         let v = l.verdict.as_ref()?;
         Some(super::lesson_panel::verdict_text(t, v, &super::lessons::chapters()[l.chapter].question))
     });
+    // A question that opens veils what the line said before it (the last chapter's answer, a
+    // step's peak).
+    let veiled = super::views::veil(ctx).any();
+    if veiled && !announcer.veiled {
+        announcer.line.clear();
+    }
+    announcer.veiled = veiled;
     let before = announcer.line.clone();
     announcer.observe(run.steps_done(), run.training, step_line, error, revealed);
     // The line is drawn before it is updated: a new one needs a frame of its own.

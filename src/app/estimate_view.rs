@@ -309,6 +309,13 @@ pub fn view(ui: &mut Ui, t: &Catalog, s: &EstimateSettings, d: &EstimateDerived)
         return;
     };
     ui.label(RichText::new(t.text("real-predicted-note")).italics());
+    // A chapter's open question veils the estimate's figures; the setup (model, GPU, batch,
+    // parallelism) stays.
+    let veiled = super::views::veil(ui.ctx()).real;
+    if veiled {
+        veiled_view(ui, t, s, setup, e);
+        return;
+    }
     let verdict = if e.fits() {
         let percent = format!("{:.0}", 100.0 * e.peak_bytes as f64 / e.capacity_bytes.max(1) as f64);
         let text = t.format(
@@ -340,6 +347,7 @@ pub fn view(ui: &mut Ui, t: &Catalog, s: &EstimateSettings, d: &EstimateDerived)
             lines: e.lines.iter().map(|l| (l.category.to_string(), l.bytes)).collect(),
             max_micro_batch: d.max_micro_batch,
             verdict: verdict.text().to_string(),
+            veiled: false,
         }),
     );
     ui.heading(verdict);
@@ -460,12 +468,53 @@ pub fn view(ui: &mut Ui, t: &Catalog, s: &EstimateSettings, d: &EstimateDerived)
             lines: vec![(model_name(t, &s.arch.name), fitting, first_oom)],
             capacity: (t.text("real-capacity"), e.capacity_bytes),
             current_batch: setup.micro_batch as usize,
+            veiled: false,
         },
     );
     ui.label(t.format(
         "real-max",
         &[("max", d.max_micro_batch.to_string().into()), ("oom", (d.max_micro_batch + 1).to_string().into())],
     ));
+}
+
+/// The estimate while a chapter's question veils it: the rows named, their figures "?", the
+/// chart's place without bars.
+fn veiled_view(ui: &mut Ui, t: &Catalog, s: &EstimateSettings, setup: &Setup, e: &crate::estimate::Estimate) {
+    use super::views::veil::{hidden_cell, hidden_chart, note};
+    let args = [("model", model_name(t, &s.arch.name).into()), ("gpu", gpu_name(t, &setup.gpu.name).into())];
+    let verdict = t.format("real-veiled", &args);
+    record(
+        ui,
+        Drawn::RealModels(RealDrawn {
+            peak_bytes: 0,
+            capacity_bytes: e.capacity_bytes,
+            fits: false,
+            lines: e.lines.iter().map(|l| (l.category.to_string(), 0)).collect(),
+            max_micro_batch: 0,
+            verdict: verdict.clone(),
+            veiled: true,
+        }),
+    );
+    ui.heading(verdict);
+    note(ui, t);
+    egui::Grid::new("real_breakdown").striped(true).num_columns(3).show(ui, |ui| {
+        ui.strong(t.text("real-per-gpu"));
+        ui.strong(t.text("real-predicted"));
+        ui.strong("%");
+        ui.end_row();
+        for l in &e.lines {
+            ui.horizontal(|ui| {
+                swatch(ui, estimate_color(l.category));
+                ui.label(line_name(t, l.category));
+            });
+            hidden_cell(ui, t);
+            hidden_cell(ui, t);
+            ui.end_row();
+        }
+    });
+    ui.separator();
+    ui.strong(t.text("real-mem-vs-micro"));
+    hidden_chart(ui, t, super::views::chart_height(ui));
 }
 
 /// A model's name: a preset's as it is; an edited one ("custom (llama2-7b)", as the settings
@@ -535,6 +584,10 @@ pub fn page(ui: &mut Ui, t: &Catalog, settings: &mut EstimateSettings, shown: &m
     let drawn = ui.scope(|ui| view(ui, t, settings, &shown.estimate));
     super::views::mark(ui, "real-models", drawn.response.rect);
     super::views::explain(ui, t, "explain-real");
+    // The published claims are figures of the same estimates: after the reveal.
+    if super::views::veil(ui.ctx()).real {
+        return;
+    }
     egui::CollapsingHeader::new(t.text("main-claims")).id_salt("claims").default_open(true).show(ui, |ui| {
         claims_view(ui, t, shown.claims());
     });

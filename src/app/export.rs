@@ -161,7 +161,11 @@ pub fn buttons_ui(ui: &mut egui::Ui, t: &Catalog, real_models: bool, status: Opt
             if ask == ExportAsk::EstimateJson && !real_models {
                 continue;
             }
-            if ui.button(t.text(key)).clicked() {
+            // A file of the step's figures would hold what a chapter's open question veils:
+            // the exports wait for its reveal (sharing the setup does not).
+            let veiled = ask != ExportAsk::Share && super::views::veil(ui.ctx()).any();
+            let button = ui.add_enabled(!veiled, egui::Button::new(t.text(key)));
+            if button.on_disabled_hover_text(t.text("veil-after-guess")).clicked() {
                 asked = Some(ask);
             }
         }
@@ -170,6 +174,16 @@ pub fn buttons_ui(ui: &mut egui::Ui, t: &Catalog, real_models: bool, status: Opt
         }
     });
     asked
+}
+
+/// Saves a window screenshot the integration delivered as PNG, and says so in the status line.
+pub(super) fn save_screenshot(chrome: &mut super::chrome::Chrome) {
+    let taken = chrome.screenshot.lock().ok().and_then(|mut s| s.take());
+    if let Some(image) = taken {
+        let dir = chrome.export_dir.as_deref();
+        let saved = png(&image).map_err(Notice::from).and_then(|b| save(dir, "oomlab.png", &b, "image/png"));
+        chrome.status = Some(saved.unwrap_or_else(|e| e));
+    }
 }
 
 /// Carries out an export button (Share is the teaching's: it opens its window): the file saved

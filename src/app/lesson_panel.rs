@@ -75,6 +75,14 @@ impl Teaching {
         Asks { tab: Some(chapter.tab), open_drawer: false }
     }
 
+    /// What the views veil now: the open chapter's figures until its reveal, else nothing.
+    pub fn veil(&self) -> views::Veil {
+        match &self.lesson {
+            Some(l) if l.verdict.is_none() => chapters().get(l.chapter).map_or(views::Veil::NONE, |c| c.veils),
+            _ => views::Veil::NONE,
+        }
+    }
+
     /// Sets the learner's guess (the panel's widgets, and the tests).
     pub fn guess(&mut self, guess: Guess) {
         if let Some(l) = &mut self.lesson {

@@ -10,7 +10,7 @@ use std::sync::Arc;
 use super::Tab;
 use super::settings::{Settings, Suggestion};
 use super::teacher::Control;
-use super::views::{self, size};
+use super::views::{self, Veil, size};
 use crate::i18n::Catalog;
 use crate::memory::{Budget, StepMemory, simulate};
 use crate::plan::{Category, Phase, Plan};
@@ -37,7 +37,14 @@ pub struct Chapter {
     pub question: Question,
     /// The answer's arguments, from the state.
     pub answer_args: fn(&Facts, &Catalog) -> Vec<(&'static str, String)>,
+    /// What the views veil until the reveal: every figure the answer follows from.
+    pub veils: Veil,
 }
+
+/// The toy chapters veil the step's figures everywhere: its sizes, shares, charts and peak.
+const STEP: Veil = Veil { step: true, ..Veil::NONE };
+/// The real-model chapters veil the estimate's figures.
+const REAL: Veil = Veil { real: true, ..Veil::NONE };
 
 /// What the chapters compute from: the settings and the plan's prediction for them.
 pub struct Facts {
@@ -202,6 +209,7 @@ pub fn chapters() -> Vec<Chapter> {
                     arg("activations", size(t, f.activations())),
                 ]
             },
+            veils: STEP,
         },
         Chapter {
             id: "batch",
@@ -227,6 +235,7 @@ pub fn chapters() -> Vec<Chapter> {
                     arg("activations_after", size(t, doubled.as_ref().map_or(0, Facts::activations))),
                 ]
             },
+            veils: STEP,
         },
         Chapter {
             id: "sequence",
@@ -253,6 +262,7 @@ pub fn chapters() -> Vec<Chapter> {
                     arg("attention_after", size(t, d.as_ref().map_or(0, Facts::attention_probs))),
                 ]
             },
+            veils: STEP,
         },
         Chapter {
             id: "peak",
@@ -275,6 +285,7 @@ pub fn chapters() -> Vec<Chapter> {
                 let op = f.memory.timeline.get(f.memory.peak_index).and_then(|p| p.op);
                 vec![arg("peak", size(t, f.memory.peak_allocated_bytes())), arg("op", views::op_label(t, &f.plan, op))]
             },
+            veils: STEP,
         },
         Chapter {
             id: "allocator",
@@ -294,6 +305,7 @@ pub fn chapters() -> Vec<Chapter> {
                     arg("cached", size(t, reserved.saturating_sub(allocated))),
                 ]
             },
+            veils: STEP,
         },
         Chapter {
             id: "fixes",
@@ -320,18 +332,17 @@ pub fn chapters() -> Vec<Chapter> {
                     arg("checkpoint_flops", extra_flops(f, Suggestion::Checkpointing)),
                 ]
             },
+            veils: STEP,
         },
         Chapter {
             id: "real",
             tab: Tab::RealModels,
             target: "real-models",
             setup: real_setup,
-            args: |f, t| {
+            // Not the states per GPU without ZeRO: they are the answer's numerator.
+            args: |f, _| {
                 let parameters = crate::estimate::estimate(&f.settings.estimate.0).map_or(0, |e| e.parameters);
-                vec![
-                    arg("parameters", crate::units::group_digits(parameters)),
-                    arg("states", size(t, real_states(f, 0, 1).unwrap_or(0))),
-                ]
+                vec![arg("parameters", crate::units::group_digits(parameters))]
             },
             question: Question::Ratio {
                 answer: |f| Some(real_states(f, 0, 8)? as f64 / real_states(f, 3, 8)?.max(1) as f64),
@@ -343,6 +354,7 @@ pub fn chapters() -> Vec<Chapter> {
                     arg("after", size(t, real_states(f, 3, 8).unwrap_or(0))),
                 ]
             },
+            veils: REAL,
         },
         Chapter {
             id: "diagnose",
@@ -365,6 +377,7 @@ pub fn chapters() -> Vec<Chapter> {
                 ],
                 None => vec![arg("tensor", "—"), arg("op", "—"), arg("category", "—")],
             },
+            veils: Veil { oom_category: true, ..STEP },
         },
         Chapter {
             id: "moe",
@@ -383,7 +396,7 @@ pub fn chapters() -> Vec<Chapter> {
                     arg("experts", moe.experts),
                     arg("k", moe.top_k),
                     arg("parameters", crate::units::group_digits(a.parameters())),
-                    arg("active", crate::units::group_digits(a.active_parameters())),
+                    // Not the parameters a token touches: the states' ratio follows from them.
                 ]
             },
             question: Question::Ratio {
@@ -399,6 +412,7 @@ pub fn chapters() -> Vec<Chapter> {
                     arg("routed_activations", figure(true, &["activations"])),
                 ]
             },
+            veils: REAL,
         },
     ]
 }

@@ -520,7 +520,7 @@ impl OomlabApp {
             if let Some(ask) = export::buttons_ui(ui, &self.chrome.catalog, real_models, self.chrome.status.as_ref()) {
                 self.export(ask, ui.ctx());
             }
-            self.save_screenshot();
+            export::save_screenshot(&mut self.chrome);
             // The selected view gets the room: its chart takes what the window has left below
             // the tabs and the lines around the chart.
             self.tabs(ui);
@@ -547,18 +547,6 @@ impl OomlabApp {
         }
     }
 
-    /// Saves a window screenshot the integration delivered as PNG.
-    fn save_screenshot(&mut self) {
-        let taken = self.chrome.screenshot.lock().ok().and_then(|mut s| s.take());
-        if let Some(image) = taken {
-            let dir = self.chrome.export_dir.as_deref();
-            let saved = export::png(&image)
-                .map_err(Notice::from)
-                .and_then(|b| export::save(dir, "oomlab.png", &b, "image/png"));
-            self.chrome.status = Some(saved.unwrap_or_else(|e| e));
-        }
-    }
-
     /// The tabs, above the scrolling view so that they stay in reach.
     fn tabs(&mut self, ui: &mut egui::Ui) {
         ui.horizontal_wrapped(|ui| {
@@ -573,12 +561,13 @@ impl OomlabApp {
     fn views(&mut self, ui: &mut egui::Ui) {
         // Touch-sized controls (a phone) stop at the tabs: a view's rows keep their height.
         ui.spacing_mut().interact_size.y = ui.ctx().global_style().spacing.interact_size.y;
+        views::set_veil(ui.ctx(), self.teaching.veil());
         match self.shown.tab {
             Tab::RealModels => {
                 estimate_view::page(ui, &self.chrome.catalog, &mut self.settings.estimate, &mut self.shown)
             }
             Tab::Snapshot => {
-                let toy = self.shown.memory(&self.run.measured);
+                let toy = self.shown.memory(&self.run.measured).filter(|_| !views::veil(ui.ctx()).step);
                 self.snapshot.tab_ui(ui, &self.chrome.catalog, toy);
             }
             _ => {

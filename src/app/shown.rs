@@ -24,6 +24,9 @@ pub struct Shown {
     pub tab: Tab,
     /// The timeline point under the scrubber (also the allocator map's op).
     pub scrub: usize,
+    /// A chapter's question veils the step: the scrubber starts at the step's start, not at the
+    /// peak (where it starts would say where the peak is).
+    scrub_from_start: bool,
 }
 
 impl Shown {
@@ -37,6 +40,7 @@ impl Shown {
             claims: None,
             tab: Tab::Breakdown,
             scrub,
+            scrub_from_start: false,
         }
     }
 
@@ -52,9 +56,18 @@ impl Shown {
         }
         self.derived = Derived::reusing(settings, vocab, Some((&self.applied, &mut self.derived)));
         self.applied = settings.clone();
-        // The scrubber starts at the peak.
-        self.scrub = peak_index(&self.derived);
+        // The scrubber starts at the peak (at the start while a question veils the step).
+        self.scrub = if self.scrub_from_start { 0 } else { peak_index(&self.derived) };
         true
+    }
+
+    /// Follows the veil: the scrubber goes to the step's start when a question veils the step,
+    /// and to the peak at its reveal.
+    pub fn follow_veil(&mut self, veiled: bool) {
+        if veiled != self.scrub_from_start {
+            self.scrub_from_start = veiled;
+            self.scrub = if veiled { 0 } else { peak_index(&self.derived) };
+        }
     }
 
     /// Whether `settings` are the ones shown (a step that ran for others is stale).

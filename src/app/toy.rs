@@ -59,6 +59,7 @@ pub(super) fn toy_views(
             settings.apply(s);
         }
     }
+    shown.follow_veil(views::veil(ui.ctx()).step);
     // Borrowed field by field: the scrubber is moved while the memory is drawn.
     let Shown { derived, tab, scrub, .. } = shown;
     let (memory, source) = match shown::memory(&run.measured, derived) {
@@ -67,11 +68,13 @@ pub(super) fn toy_views(
     };
     // The chart tabs fold the breakdown into one line, so the chart gets the room.
     if let (Some(m), false) = (memory, *tab == Tab::Breakdown) {
+        let veiled = views::veil(ui.ctx()).step;
+        let hide = |bytes| views::veil::or_hidden(t, veiled, || views::size(t, bytes));
         ui.label(t.format(
             "main-peak-line",
             &[
-                ("allocated", views::size(t, m.peak_allocated_bytes()).into()),
-                ("reserved", views::size(t, m.peak_reserved_bytes()).into()),
+                ("allocated", hide(m.peak_allocated_bytes()).into()),
+                ("reserved", hide(m.peak_reserved_bytes()).into()),
                 ("source", source.word(t).into()),
                 ("budget", views::size(t, settings.budget_bytes).into()),
             ],

@@ -30,18 +30,37 @@ pub fn allocator_map(
     let allocated: u64 = segments.iter().map(SegmentState::allocated_bytes).sum();
     let largest_free = segments.iter().map(SegmentState::largest_free_block).max().unwrap_or(0);
     let op_text = op_label(t, plan, op);
+    // A chapter's open question veils the step: the segments are not drawn, the figures say "?".
+    let veiled = super::veil(ui.ctx()).step;
+    let hide = |figure: String| super::veil::or_hidden(t, veiled, || figure);
     let summary = t.format(
         "al-summary",
         &[
             ("op", op_text.as_str().into()),
-            ("segments", segments.len().to_string().into()),
-            ("reserved", format_bytes(reserved).into()),
-            ("allocated", format_bytes(allocated).into()),
-            ("free", format_bytes(reserved.saturating_sub(allocated)).into()),
-            ("largest", format_bytes(largest_free).into()),
+            ("segments", hide(segments.len().to_string()).into()),
+            ("reserved", hide(format_bytes(reserved)).into()),
+            ("allocated", hide(format_bytes(allocated)).into()),
+            ("free", hide(format_bytes(reserved.saturating_sub(allocated))).into()),
+            ("largest", hide(format_bytes(largest_free)).into()),
         ],
     );
     ui.label(&summary);
+    if veiled {
+        super::veil::hidden_chart(ui, t, 120.0);
+        super::veil::note(ui, t);
+        let figures = MapDrawn {
+            source,
+            op: op_text,
+            segments: Vec::new(),
+            reserved_bytes: 0,
+            allocated_bytes: 0,
+            driver_blocks: None,
+            summary,
+            veiled,
+        };
+        record(ui, Drawn::AllocatorMap(figures));
+        return;
+    }
     let widest = segments.iter().map(|s| s.size).max().unwrap_or(1).max(1);
     let mut labels: Vec<Vec<String>> = Vec::new();
     egui::ScrollArea::vertical().max_height(260.0).id_salt("segments").show(ui, |ui| {
@@ -92,6 +111,7 @@ pub fn allocator_map(
             allocated_bytes: allocated,
             driver_blocks: driver,
             summary,
+            veiled,
         }),
     );
 }

@@ -3,6 +3,7 @@
 use egui::{Color32, RichText, Ui};
 
 use super::drawn::{BreakdownDrawn, Drawn, record};
+use super::veil::{hidden_cell, or_hidden};
 use super::{Source, category_color, category_name, size, swatch};
 use crate::i18n::Catalog;
 use crate::memory::StepMemory;
@@ -22,6 +23,15 @@ pub fn breakdown(
     device: &DeviceFigures,
 ) {
     let format_bytes = |b| size(t, b);
+    // A chapter's open question veils every figure here (`veil`): the rows stay, the cells say "?".
+    let veiled = super::veil(ui.ctx()).step;
+    let cell = |ui: &mut Ui, text: String| {
+        if veiled {
+            hidden_cell(ui, t);
+        } else {
+            ui.label(text);
+        }
+    };
     let total_p = predicted.peak_allocated_bytes().max(1);
     let reported = allocator.and(device.reported());
     // On a phone (a browser: the device never reports) the empty device column would push the
@@ -35,6 +45,9 @@ pub fn breakdown(
         device_reserved_bytes: reported.map(|d| d.peak_segment_bytes),
         ..BreakdownDrawn::default()
     };
+    if veiled {
+        figures = BreakdownDrawn { veiled: true, ..BreakdownDrawn::default() };
+    }
     egui::Grid::new("breakdown").striped(true).num_columns(if device_column { 5 } else { 4 }).show(ui, |ui| {
         ui.strong(t.text("bd-at-peak"));
         ui.strong(Source::Predicted.word(t));
@@ -50,14 +63,15 @@ pub fn breakdown(
             if p == 0 && m.unwrap_or(0) == 0 {
                 continue;
             }
-            figures.rows.push((c.name().to_string(), p, m));
+            let row = if veiled { (0, None) } else { (p, m) };
+            figures.rows.push((c.name().to_string(), row.0, row.1));
             ui.horizontal(|ui| {
                 swatch(ui, category_color(c));
                 ui.label(category_name(t, c));
             });
-            ui.label(format_bytes(p));
-            ui.label(format!("{:.1}%", 100.0 * p as f64 / total_p as f64));
-            ui.label(m.map_or("—".into(), format_bytes));
+            cell(ui, format_bytes(p));
+            cell(ui, format!("{:.1}%", 100.0 * p as f64 / total_p as f64));
+            cell(ui, m.map_or("—".into(), format_bytes));
             // The driver sees buffers, not tensors: no categories.
             if device_column {
                 ui.label("");
@@ -65,25 +79,27 @@ pub fn breakdown(
             ui.end_row();
         }
         ui.strong(t.text("bd-total"));
-        ui.strong(format_bytes(predicted.peak_allocated_bytes()));
+        cell(ui, format_bytes(predicted.peak_allocated_bytes()));
         ui.label("100%");
-        ui.strong(allocator.map_or("—".into(), |m| format_bytes(m.peak_allocated_bytes())));
+        cell(ui, allocator.map_or("—".into(), |m| format_bytes(m.peak_allocated_bytes())));
         if device_column {
             ui.label("");
         }
         ui.end_row();
         ui.label(t.text("bd-reserved"));
-        ui.label(format_bytes(predicted.peak_reserved_bytes()));
+        cell(ui, format_bytes(predicted.peak_reserved_bytes()));
         ui.label("");
-        ui.label(allocator.map_or("—".into(), |m| format_bytes(m.peak_reserved_bytes())));
+        cell(ui, allocator.map_or("—".into(), |m| format_bytes(m.peak_reserved_bytes())));
         if device_column {
-            ui.label(reported.map_or("—".into(), |d| format_bytes(d.peak_segment_bytes)));
+            cell(ui, reported.map_or("—".into(), |d| format_bytes(d.peak_segment_bytes)));
         }
         ui.end_row();
     });
     record(ui, Drawn::Breakdown(figures));
     ui.add_space(4.0);
     match (allocator, device) {
+        // The driver's figures are the step's too: after the reveal.
+        _ if veiled => super::veil::note(ui, t),
         (None, _) => {
             ui.label(RichText::new(t.text("bd-no-step")).small());
         }
@@ -150,8 +166,8 @@ pub fn breakdown(
             "bd-group-line",
             &[
                 ("name", t.text(key).into()),
-                ("bytes", format_bytes(bytes).into()),
-                ("percent", format!("{:.0}", 100.0 * bytes as f64 / total_p as f64).into()),
+                ("bytes", or_hidden(t, veiled, || format_bytes(bytes)).into()),
+                ("percent", or_hidden(t, veiled, || format!("{:.0}", 100.0 * bytes as f64 / total_p as f64)).into()),
             ],
         ));
     }
@@ -172,6 +188,7 @@ fn not_reported(t: &Catalog, reason: &str) -> String {
 /// The model state tensor by tensor: each optimizer state is its own tensor (its own row), so
 /// AdamW's two extra copies of the weights — three with fp32 master weights — are visible.
 pub fn model_state(ui: &mut Ui, t: &Catalog, plan: &Plan) {
+    let veiled = super::veil(ui.ctx()).step;
     let trainable = plan.tensor(plan.handles.trainable).size_bytes();
     let rows: Vec<(String, Category, u64)> = plan
         .tensors
@@ -189,8 +206,13 @@ pub fn model_state(ui: &mut Ui, t: &Catalog, plan: &Plan) {
                 swatch(ui, category_color(*c));
                 ui.label(name.trim_start_matches("optimizer."));
             });
-            ui.label(size(t, *bytes));
-            ui.label(format!("{:.2}×", *bytes as f64 / trainable.max(1) as f64));
+            if veiled {
+                hidden_cell(ui, t);
+                hidden_cell(ui, t);
+            } else {
+                ui.label(size(t, *bytes));
+                ui.label(format!("{:.2}×", *bytes as f64 / trainable.max(1) as f64));
+            }
             ui.end_row();
         }
     });
@@ -205,7 +227,7 @@ pub fn model_state(ui: &mut Ui, t: &Catalog, plan: &Plan) {
             ("optimizer", plan.optimizer.kind.name().into()),
             ("count", plan.optimizer.state_names().len().to_string().into()),
             ("master", if plan.handles.master.is_some() { t.text("ms-master") } else { String::new() }.into()),
-            ("copies", format!("{copies:.1}").into()),
+            ("copies", or_hidden(t, veiled, || format!("{copies:.1}")).into()),
         ],
     ));
 }

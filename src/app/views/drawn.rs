@@ -32,6 +32,9 @@ pub struct BreakdownDrawn {
     pub allocator_reserved_bytes: Option<u64>,
     /// The driver's segment bytes at the peak, when it reported.
     pub device_reserved_bytes: Option<u64>,
+    /// A chapter's open question veiled the figures: the rows are named, every cell drew "?"
+    /// (and holds 0 or None here).
+    pub veiled: bool,
 }
 
 /// The timeline: its source, its peak and the op under the scrubber.
@@ -47,6 +50,9 @@ pub struct TimelineDrawn {
     pub scrub_reserved_bytes: u64,
     /// The summary line above the chart, word for word.
     pub summary: String,
+    /// A chapter's open question veiled the step: no bars were drawn, the figures said "?"
+    /// (and are 0 here), the tensors alive were not listed.
+    pub veiled: bool,
 }
 
 /// One series of the memory-vs-batch chart.
@@ -65,6 +71,8 @@ pub struct SweepDrawn {
     pub series: Vec<SeriesDrawn>,
     pub budget_bytes: u64,
     pub current_batch: usize,
+    /// A chapter's open question veiled the sweep: the series are named, without their points.
+    pub veiled: bool,
 }
 
 /// One segment of the allocator map.
@@ -92,6 +100,8 @@ pub struct MapDrawn {
     pub driver_blocks: Option<usize>,
     /// The summary line above the bars, word for word.
     pub summary: String,
+    /// A chapter's open question veiled the step: no segments were drawn, the figures said "?".
+    pub veiled: bool,
 }
 
 /// The training view.
@@ -114,6 +124,9 @@ pub struct RealDrawn {
     pub max_micro_batch: u64,
     /// The verdict heading, word for word.
     pub verdict: String,
+    /// A chapter's open question veiled the estimate: the rows are named, their bytes drew "?"
+    /// (0 here), the chart drew no bars.
+    pub veiled: bool,
 }
 
 /// The Snapshot tab: the snapshot's figures beside the toy's.

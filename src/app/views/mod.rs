@@ -10,6 +10,7 @@ mod oom;
 mod sweep;
 mod timeline;
 mod training;
+pub mod veil;
 
 use egui::{Color32, RichText, Ui};
 
@@ -24,6 +25,7 @@ pub use oom::{Suggestion, oom_panel};
 pub use sweep::{BatchChart, SweepSeries, batch_chart, sweep_chart};
 pub use timeline::{live_tensors, op_label, timeline};
 pub use training::training;
+pub use veil::{Veil, set_veil, veil};
 
 /// A colour per category, the same in every view. Present mode uses Okabe and Ito's palette,
 /// which people with the common colour-vision deficiencies tell apart.

@@ -26,14 +26,23 @@ impl Suggestion {
 /// word in English, as users meet it in their terminals; the explanation is the reader's language.
 pub fn oom_panel(ui: &mut Ui, t: &Catalog, oom: &StepOom, available: &[Suggestion]) -> Option<Suggestion> {
     ui.colored_label(Color32::from_rgb(255, 90, 90), RichText::new(t.text("oom-title")).strong().size(18.0));
-    ui.label(RichText::new(&oom.message).monospace());
+    // The diagnosing chapter asks for the tensor's category: until its reveal neither the message
+    // (which names it before the tensor, "activations 'h.0.attn.probs'") nor the plain words do.
+    let veiled = super::veil(ui.ctx()).oom_category;
+    let message = if veiled {
+        let named = format!("{} '{}'", oom.category.name(), oom.tensor_name);
+        oom.message.replace(&named, &format!("{} '{}'", super::veil::hidden(t), oom.tensor_name))
+    } else {
+        oom.message.clone()
+    };
+    ui.label(RichText::new(message).monospace());
     let e = &oom.error;
     ui.label(t.format(
         "oom-explain",
         &[
             ("requested", size(t, e.requested_bytes).into()),
             ("tensor", oom.tensor_name.as_str().into()),
-            ("category", category_name(t, oom.category).into()),
+            ("category", super::veil::or_hidden(t, veiled, || category_name(t, oom.category)).into()),
             ("op", oom.op_label.as_str().into()),
             ("tried", size(t, e.tried_bytes).into()),
             ("free", size(t, e.free_bytes).into()),

@@ -28,6 +28,8 @@ pub struct BatchChart<'a> {
     /// (label, bytes) of the horizontal capacity line.
     pub capacity: (String, u64),
     pub current_batch: usize,
+    /// A chapter's open question veils its figures: the legend stays, the chart does not draw.
+    pub veiled: bool,
 }
 
 /// A batch chart's description, from what it draws: its first line's peak at the current
@@ -65,6 +67,12 @@ fn batch_description(t: &Catalog, chart: &BatchChart<'_>) -> String {
 
 /// Draws a batch chart; its description names it for a screen reader.
 pub fn batch_chart(ui: &mut Ui, t: &Catalog, chart: BatchChart<'_>) {
+    if chart.veiled {
+        let names: Vec<(String, Color32)> = chart.stacks.iter().map(|(n, c, _)| (n.clone(), *c)).collect();
+        stacked_legend(ui, t, &names, names.len());
+        super::veil::hidden_chart(ui, t, chart_height(ui));
+        return;
+    }
     let description = batch_description(t, &chart);
     let (per_unit, unit) = chart.unit;
     let y = move |bytes: u64| bytes as f64 / per_unit;
@@ -180,7 +188,8 @@ pub fn sweep_chart(
             (name(i), points, s.first_oom())
         })
         .collect();
-    let figures = SweepDrawn {
+    let veiled = super::veil(ui.ctx()).step;
+    let mut figures = SweepDrawn {
         series: lines
             .iter()
             .zip(series)
@@ -193,7 +202,14 @@ pub fn sweep_chart(
             .collect(),
         budget_bytes: budget,
         current_batch,
+        veiled,
     };
+    if veiled {
+        // The series keep their names; what each reaches is the question's.
+        for s in &mut figures.series {
+            (s.points, s.largest_fitting, s.first_oom) = (Vec::new(), None, None);
+        }
+    }
     batch_chart(
         ui,
         t,
@@ -204,13 +220,19 @@ pub fn sweep_chart(
             lines,
             capacity: (t.text("sw-budget"), budget),
             current_batch,
+            veiled,
         },
     );
     record(ui, Drawn::Sweep(figures));
+    let hide = |figure: String| super::veil::or_hidden(t, veiled, || figure);
     for (i, s) in series.iter().enumerate() {
         let fits = s.largest_fitting().map_or(t.text("sw-fits-none"), |b| b.to_string());
-        let mut args = vec![("name", name(i).into()), ("fits", fits.into())];
+        let mut args = vec![("name", name(i).into()), ("fits", hide(fits).into())];
         let key = match s.first_oom() {
+            _ if veiled => {
+                args.push(("oom", super::veil::hidden(t).into()));
+                "sw-summary"
+            }
             Some(b) => {
                 args.push(("oom", b.to_string().into()));
                 "sw-summary"

@@ -18,13 +18,16 @@ pub fn timeline(ui: &mut Ui, t: &Catalog, plan: &Plan, memory: &StepMemory, sour
         return;
     }
     let peak = memory.peak_index;
-    let peak_op = op_label(t, plan, memory.timeline.get(peak).and_then(|p| p.op));
+    // A chapter's open question veils the step's figures: no heights, no peak, no live tensors.
+    let veiled = super::veil(ui.ctx()).step;
+    let hide = |figure: String| super::veil::or_hidden(t, veiled, || figure);
+    let peak_op = hide(op_label(t, plan, memory.timeline.get(peak).and_then(|p| p.op)));
     let summary = t.format(
         "tl-summary",
         &[
             ("source", source.word(t).into()),
             ("ops", plan.ops.len().to_string().into()),
-            ("peak", size(t, memory.peak_allocated_bytes()).into()),
+            ("peak", hide(size(t, memory.peak_allocated_bytes())).into()),
             ("op", peak_op.as_str().into()),
         ],
     );
@@ -76,21 +79,24 @@ pub fn timeline(ui: &mut Ui, t: &Catalog, plan: &Plan, memory: &StepMemory, sour
     if super::fit_requested(ui) {
         plot = plot.reset();
     }
-    let response = plot
-        .height(chart_height(ui))
-        .x_axis_label(t.text("tl-axis-op"))
-        .y_axis_label("MiB")
-        .include_y(0.0)
-        .allow_scroll(false)
-        .show(ui, |p| {
-            for chart in charts {
-                p.bar_chart(chart);
-            }
-            p.line(Line::new(t.text("tl-reserved"), reserved).color(Color32::GRAY));
-            p.vline(VLine::new(t.text("tl-peak"), peak as f64).color(Color32::RED));
-            p.vline(VLine::new(t.text("tl-scrubber"), at as f64).color(scrubber));
-        })
-        .response;
+    let response = if veiled {
+        super::veil::hidden_chart(ui, t, chart_height(ui))
+    } else {
+        plot.height(chart_height(ui))
+            .x_axis_label(t.text("tl-axis-op"))
+            .y_axis_label("MiB")
+            .include_y(0.0)
+            .allow_scroll(false)
+            .show(ui, |p| {
+                for chart in charts {
+                    p.bar_chart(chart);
+                }
+                p.line(Line::new(t.text("tl-reserved"), reserved).color(Color32::GRAY));
+                p.vline(VLine::new(t.text("tl-peak"), peak as f64).color(Color32::RED));
+                p.vline(VLine::new(t.text("tl-scrubber"), at as f64).color(scrubber));
+            })
+            .response
+    };
     ui.add(egui::Slider::new(scrub, 0..=n - 1).text(t.text("tl-op")));
     let point = &memory.timeline[at];
     // The chart's description: the summary above it and the scrubber's figures below it.
@@ -98,25 +104,32 @@ pub fn timeline(ui: &mut Ui, t: &Catalog, plan: &Plan, memory: &StepMemory, sour
         "tl-at",
         &[
             ("op", op_label(t, plan, point.op).into()),
-            ("allocated", size(t, point.allocated_bytes).into()),
-            ("reserved", size(t, point.reserved_bytes).into()),
+            ("allocated", hide(size(t, point.allocated_bytes)).into()),
+            ("reserved", hide(size(t, point.reserved_bytes)).into()),
         ],
     );
-    describe_chart(&response, &format!("{summary} {at_text}"));
+    if !veiled {
+        describe_chart(&response, &format!("{summary} {at_text}"));
+    }
     record(
         ui,
         Drawn::Timeline(TimelineDrawn {
             source,
             points: n,
-            peak_allocated_bytes: memory.peak_allocated_bytes(),
+            peak_allocated_bytes: if veiled { 0 } else { memory.peak_allocated_bytes() },
             peak_op,
             scrub_op: op_label(t, plan, point.op),
-            scrub_allocated_bytes: point.allocated_bytes,
-            scrub_reserved_bytes: point.reserved_bytes,
+            scrub_allocated_bytes: if veiled { 0 } else { point.allocated_bytes },
+            scrub_reserved_bytes: if veiled { 0 } else { point.reserved_bytes },
             summary,
+            veiled,
         }),
     );
     ui.label(&at_text);
+    if veiled {
+        super::veil::note(ui, t);
+        return;
+    }
     let live = live_tensors(plan, point.op);
     let heading = t.format("tl-alive", &[("count", live.len().to_string().into())]);
     egui::CollapsingHeader::new(heading).id_salt("live").show(ui, |ui| {

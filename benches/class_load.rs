@@ -53,7 +53,8 @@ fn main() {
                 let at = go + Duration::from_micros(1_000_000 * i as u64 / u64::from(students));
                 std::thread::sleep(at.saturating_duration_since(Instant::now()));
                 let t = Instant::now();
-                let body = AnswerBody { student, chapter: 1, answer: oomlab::class::Answer::Number(i as f64) };
+                let body =
+                    AnswerBody { student, chapter: 1, answer: oomlab::class::Answer::Number(i as f64), round: 1 };
                 let body = serde_json::to_value(&body).expect("serialisable");
                 let status = phone.post(&path, &body, None).status;
                 (status, t.elapsed())

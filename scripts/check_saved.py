@@ -18,8 +18,9 @@ qwen3_moe, mixtral, gemma, gemma2, gemma3_text, phi3, gpt_neox), a tiny random i
 `oomlab estimate --model <that config> --runtime hf-eager`. The mixtures run their router's real
 choices (dropless: each token reaches its k experts, so the count does not depend on which).
 
-It also counts the toy's architecture (d 64, L 2, 4 heads, T 64, B 16, vocabulary 65, fp32) and
-compares PyTorch's saved activations with the toy's plan (`oomlab measure --backend cpu --json`).
+It also counts the toy's architecture and compares PyTorch's saved activations with the toy's plan
+(`oomlab measure --backend cpu --json`, whose `model` gives the architecture: d 64, L 2, 4 heads,
+T 64, the built-in corpus's vocabulary of 58 characters; B 16, fp32).
 
 Not for CI (needs torch + transformers; run it in a throwaway venv):
     python3 -m venv /tmp/torchvenv && /tmp/torchvenv/bin/pip install torch transformers
@@ -147,10 +148,19 @@ def main():
               f"({row['hf_eager_error_percent']:+.2f} %), fused {row['fused_bytes']}", file=sys.stderr)
         rows.append(row)
     # The toy: its plan's saved activations against PyTorch's for the same architecture.
+    # The architecture from what oomlab ran, never assumed: an oomlab whose measure JSON has no
+    # `model` (older than this script) stops here rather than count another model.
     toy = oomlab(["measure", "--backend", "cpu", "--json"])
-    _, pytorch_acts = count("gpt2", (64, 2, 4, 4, 256, toy.get("vocab", 65)), "fp32", 16, 64, 64)
+    if "model" not in toy:
+        sys.exit(f"{OOMLAB} measure --json gives no `model`: rebuild oomlab (cargo build)")
+    if toy["techniques"]["precision"] != "fp32":
+        sys.exit(f"the toy's default step is {toy['techniques']['precision']}: this comparison is fp32")
+    cfg, batch, seq = toy["model"], toy["micro_batch"], toy["seq_len"]
+    h, layers, heads, vocab = cfg["d_model"], cfg["n_layers"], cfg["n_heads"], cfg["vocab"]
+    _, pytorch_acts = count("gpt2", (h, layers, heads, heads, 4 * h, vocab), "fp32", batch, seq, cfg["seq_len"])
     plan = toy["predicted_activation_formula_bytes"]
-    toy_row = {"architecture": "d 64, L 2, 4 heads, T 64, B 16, fp32, gelu_new, vocabulary 65",
+    toy_row = {"architecture": f"d {h}, L {layers}, {heads} heads, T {seq}, B {batch}, fp32, gelu_new, "
+                               f"vocabulary {vocab}",
                "pytorch_activation_bytes": pytorch_acts, "plan_activation_bytes": plan,
                "plan_over_pytorch": round(plan / pytorch_acts, 4)}
     print(f"toy: plan {plan}, PyTorch {pytorch_acts} ({toy_row['plan_over_pytorch']})", file=sys.stderr)

@@ -86,7 +86,7 @@ impl Client {
     }
 
     fn answer(&self, code: &str, student: &str, chapter: u32, answer: Answer) -> Reply {
-        let body = AnswerBody { student: student.into(), chapter, answer };
+        let body = AnswerBody { student: student.into(), chapter, answer, round: 1 };
         self.post(&format!("/api/classes/{code}/answers"), &body, None)
     }
 
@@ -435,6 +435,44 @@ fn a_killed_server_loses_no_acknowledged_answer() {
     assert_eq!(acknowledged, 20);
     child.kill().unwrap();
     child.wait().unwrap();
+}
+
+/// What `oomlab serve` prints up to the line about its database, for these arguments.
+fn serve_prints(args: &[&str]) -> String {
+    let dir = tempfile::tempdir().unwrap();
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_oomlab"))
+        .args(["serve", "--port", "0", "--db"])
+        .arg(dir.path().join("class.sqlite"))
+        .args(args)
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut out = BufReader::new(child.stdout.take().unwrap());
+    let mut printed = String::new();
+    while !printed.contains("Classes and answers") && out.read_line(&mut printed).unwrap_or(0) > 0 {}
+    child.kill().unwrap();
+    child.wait().unwrap();
+    printed
+}
+
+/// A students' address that is this laptop itself (localhost, 127.x, ::1) never goes out without
+/// a warning that says what to pass instead: on a phone it opens the phone.
+#[test]
+fn the_terminal_warns_when_the_students_address_is_loopback() {
+    let warned = |printed: &str| printed.contains("WARNING: students cannot reach");
+    // Listening on loopback only: the students' address is 127.0.0.1.
+    let printed = serve_prints(&["--bind", "127.0.0.1"]);
+    assert!(printed.contains("Students: open http://127.0.0.1:"), "{printed}");
+    assert!(warned(&printed) && printed.contains("--bind"), "{printed}");
+    // A --public-url that names localhost.
+    let printed = serve_prints(&["--bind", "127.0.0.1", "--public-url", "http://localhost:8080"]);
+    assert!(printed.contains("Students: open http://localhost:8080/join"), "{printed}");
+    assert!(warned(&printed), "{printed}");
+    let printed = serve_prints(&["--bind", "127.0.0.1", "--public-url", "http://[::1]:8080"]);
+    assert!(warned(&printed), "{printed}");
+    // A real address: no warning.
+    let printed = serve_prints(&["--bind", "127.0.0.1", "--public-url", "http://192.168.1.5:8080"]);
+    assert!(printed.contains("Students: open http://192.168.1.5:8080/join") && !warned(&printed), "{printed}");
 }
 
 /// A hundred students, each a phone with an address of its own (so that the per-address join

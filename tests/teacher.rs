@@ -232,7 +232,8 @@ fn the_projector_shows_a_live_class() {
     for (name, guess) in [("Ada Lovelace", 1.5), ("Grace Hopper", 2.0), ("Alan Turing", 2.0)] {
         let reply = post("join", serde_json::json!({ "name": name }));
         let joined: Joined = reply.json().unwrap_or_else(|e| panic!("{e}: {:?}", reply.text()));
-        let body = AnswerBody { student: joined.student, chapter: 2, answer: oomlab::class::Answer::Number(guess) };
+        let body =
+            AnswerBody { student: joined.student, chapter: 2, answer: oomlab::class::Answer::Number(guess), round: 1 };
         assert_eq!(post("answers", serde_json::to_value(&body).expect("json")).status, 200);
     }
     settle(&mut harness, "the guesses", &|a| a.classroom.answers.len() == 3);
@@ -300,7 +301,7 @@ fn the_teacher_lets_in_removes_and_locks() {
         oomlab::class::Question::Number => oomlab::class::Answer::Number(2.0),
     };
     for j in &ids {
-        let body = AnswerBody { student: j.student.clone(), chapter, answer: option.clone() };
+        let body = AnswerBody { student: j.student.clone(), chapter, answer: option.clone(), round: 1 };
         assert_eq!(post("answers", serde_json::to_value(&body).expect("JSON")).status, 200);
     }
     settle(&mut harness, "the guesses", &|a| a.classroom.answers.len() == 3);

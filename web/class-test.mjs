@@ -2,9 +2,12 @@
 // serves dist/ from disk): the teacher's — the app at /#teach&lesson=2, which starts a class at
 // once and sends chapter 2's number question — and a student's — the plain page at the join
 // address, on a phone-sized screen. The student joins and guesses; the teacher's app must log the
-// guess in its histogram ("oomlab: class guesses: chapter Some(2): 1 answers …"); the teacher
-// presses R, the real step answers, and the student's page shows the answer and the distance. A second
-// student opens the page in Chinese. Screenshots: target/browser-class-teacher.png and
+// guesses in its histogram ("oomlab: class guesses: chapter Some(2) round 1: 3 answers …"). Three
+// students vote; the teacher starts a second round (the projector keeps round 1's spread, without
+// the answer), one student reloads between the rounds and keeps their session, all vote again; the
+// teacher presses R, the real step answers, the projector shows both rounds against it, each
+// student's page shows their two votes and how far off each was, and the answers file holds both
+// rounds. Another student opens the page in Chinese. Screenshots: target/browser-class-teacher.png and
 // target/browser-class-student.png.
 // Usage: node web/class-test.mjs   (after web/build.sh and a build of the oomlab binary)
 import { chromium } from "playwright-core";
@@ -19,8 +22,9 @@ import { chromiumArgs, chromiumPath, mirroredButton } from "./harness.mjs";
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 const bin = process.env.OOMLAB_BIN || path.join(root, process.env.CARGO_TARGET_DIR || "target", "debug", "oomlab");
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), "oomlab-class-"));
-// Two live followers a class: the teacher's app and one student's page in the first class; the
-// second class's are taken by this script, so that its student's page falls back to polling.
+// Two live followers a class: the teacher's app and one student's page in the first class (the
+// other students' pages poll its state); the second class's are taken by this script, so that its
+// student's page falls back to polling.
 const server = spawn(bin, ["serve", "--port", "0", "--bind", "127.0.0.1", "--followers-per-class", "2", "--db", path.join(tmp, "class.sqlite")], {
   stdio: ["ignore", "pipe", "inherit"],
 });
@@ -53,35 +57,79 @@ try {
   await teacher.goto(`${origin}/#teach&lesson=2`);
   const started = await waitFor("the class to start", () => lines.find((l) => l.includes("oomlab: class started: ")), 180000);
   const [, code, joinUrl] = started.match(/class started: (\S+) at (\S+)/);
-  await waitFor("question 2 on the projector", () => lines.some((l) => l.includes("class guesses: chapter Some(2): 0 answers")), 60000);
+  await waitFor("question 2 on the projector", () => lines.some((l) => l.includes("class guesses: chapter Some(2) round 1: 0 answers")), 60000);
 
+  // Three students join from phones and vote (round 1).
   const phone = { viewport: { width: 390, height: 844 }, isMobile: true, hasTouch: true, locale: "en-US" };
-  const student = await browser.newPage(phone);
-  student.on("console", (m) => lines.push(`student: ${m.text()}`));
-  student.on("pageerror", (e) => lines.push(`pageerror: ${e.message}`));
-  await student.goto(joinUrl);
-  await student.waitForFunction(() => document.getElementById("join-button").textContent === "Join the class");
-  if (await student.inputValue("#code") !== code) throw new Error("the join page did not read its code");
-  await student.fill("#name", "Test Student");
-  await student.click("#join-button");
-  await student.waitForFunction(() => !document.getElementById("number").hidden, null, { timeout: 30000 });
+  const joinAs = async (name, who) => {
+    const page = await browser.newPage(phone);
+    page.on("console", (m) => lines.push(`${who}: ${m.text()}`));
+    page.on("pageerror", (e) => lines.push(`pageerror: ${e.message}`));
+    await page.goto(joinUrl);
+    await page.waitForFunction(() => document.getElementById("join-button").textContent === "Join the class");
+    if (await page.inputValue("#code") !== code) throw new Error("the join page did not read its code");
+    await page.fill("#name", name);
+    await page.click("#join-button");
+    await page.waitForFunction(() => !document.getElementById("number").hidden, null, { timeout: 30000 });
+    return page;
+  };
+  const vote = async (page, guess) => {
+    await page.fill("#guess", guess);
+    await page.click("#send");
+    await page.waitForFunction((g) => document.getElementById("sent").textContent.startsWith(`Sent: ${g}`), guess, { timeout: 10000 });
+  };
+  const student = await joinAs("Test Student", "student");
   const prompt = await student.textContent("#prompt");
   if (!prompt.includes("how many times more memory")) throw new Error(`the question: ${prompt}`);
-  await student.fill("#guess", "2.5");
-  await student.click("#send");
-  await student.waitForFunction(() => document.getElementById("sent").textContent.startsWith("Sent: 2.5"), null, { timeout: 10000 });
-  await waitFor("the guess on the projector", () => lines.some((l) => l.includes("class guesses: chapter Some(2): 1 answers")), 30000);
+  const secondStudent = await joinAs("Second Student", "second");
+  const third = await joinAs("Third Student", "third");
+  await vote(student, "2.5");
+  await vote(secondStudent, "1.2");
+  await vote(third, "8");
+  await waitFor("round 1's guesses on the projector", () => lines.some((l) => /class guesses: chapter Some\(2\) round 1: 3 answers .*revealed none/.test(l)), 30000);
+
+  // The second round: the projector keeps round 1's spread, without the answer.
+  const again = await waitFor("the Second round button", () => mirroredButton(teacher, "Second round"), 30000);
+  await teacher.mouse.click(again.x, again.y);
+  await waitFor("round 2 on the projector", () => lines.some((l) => /class guesses: chapter Some\(2\) round 2: 0 answers \[.*\], round 1: 3 answers \[[^\]]*\d[^\]]*\], revealed none/.test(l)), 30000);
+  await student.waitForFunction(() => document.getElementById("round").textContent.includes("discuss the question with a neighbour")
+    && document.getElementById("round").textContent.includes("Your vote in round 1: 2.5"), null, { timeout: 15000 });
+  // A student reloads between the rounds: the same session, not a second join.
+  const idBefore = await secondStudent.evaluate((c) => localStorage.getItem(`oomlab-class-${c}`), code);
+  await secondStudent.reload();
+  await secondStudent.waitForFunction(() => !document.getElementById("number").hidden
+    && document.getElementById("round").textContent.includes("Your vote in round 1: 1.2"), null, { timeout: 30000 });
+  const idAfter = await secondStudent.evaluate((c) => localStorage.getItem(`oomlab-class-${c}`), code);
+  const counted = await (await fetch(`${origin}/api/classes/${code}`)).json();
+  if (!idBefore || idBefore !== idAfter || counted.students !== 3) {
+    throw new Error(`a reload joined again: ${idBefore} → ${idAfter}, ${counted.students} students`);
+  }
+  await vote(student, "3");
+  await vote(secondStudent, "3.2");
+  await vote(third, "3.5");
+  await waitFor("round 2's guesses on the projector", () => lines.some((l) => /round 2: 3 answers .*round 1: 3 answers .*revealed none/.test(l)), 30000);
   // The teacher reveals with R (a presenter's clicker): the real step runs in the teacher's
-  // browser, its answer reaches the projector and the student, who sees how far off the guess was.
+  // browser, its answer reaches the projector (both rounds against it) and the students, who see
+  // how far off each of their votes was.
   await teacher.locator("canvas").first().focus();
   await teacher.keyboard.press("r");
-  const revealed = await waitFor("the answer on the projector", () => lines.find((l) => /class guesses: chapter Some\(2\): 1 answers .*revealed \d/.test(l)), 180000);
+  const revealed = await waitFor("the answer on the projector", () => lines.find((l) => /class guesses: chapter Some\(2\) round 2: 3 answers .*round 1: 3 answers .*revealed \d/.test(l)), 180000);
   await student.waitForFunction(() => document.getElementById("result").textContent.includes("% away from it"), null, { timeout: 30000 });
   const result = await student.textContent("#result");
   const answer = revealed.match(/revealed (\S+)/)[1];
   const two = Number(answer).toLocaleString("en", { maximumFractionDigits: 2 });
-  if (!result.includes(`The answer: ${two}×`) || !result.includes("Your guess: 2.5×")) {
+  if (!result.includes(`The answer: ${two}×`) || !result.includes("Your vote in round 1: 2.5×") || !result.includes("Your vote in round 2: 3×")) {
     throw new Error(`the student's result: ${result} (revealed ${answer})`);
+  }
+  // The answers file: both rounds, a round column.
+  const csvButton = await waitFor("the CSV button", () => mirroredButton(teacher, "Download the answers (CSV)"), 30000);
+  const download = teacher.waitForEvent("download", { timeout: 30000 });
+  await teacher.mouse.click(csvButton.x, csvButton.y);
+  const csv = fs.readFileSync(await (await download).path(), "utf8");
+  const rows = csv.replace(/^\uFEFF/, "").trim().split("\r\n");
+  const round = (r) => rows.filter((l) => l.startsWith(`"2","${r}",`)).length;
+  if (rows[0] !== "chapter,round,student,name,answer,at_ms" || round(1) !== 3 || round(2) !== 3) {
+    throw new Error(`the answers file: ${csv}`);
   }
   // The teacher opens the list of students: its font for names (any script) is fetched then.
   const fonts = [];
@@ -162,5 +210,6 @@ if (!ok) {
   console.error(`class test failed: ${why}`);
   process.exit(1);
 }
-console.log("class test: ok (a student's guess reached the projector's histogram; the reveal reached the student; "
+console.log("class test: ok (three students voted in two rounds; the projector kept round 1 without the answer, a reload kept its session, "
+  + "the reveal reached each student with both votes, the answers file holds both rounds; "
   + "waiting, removal, the lock and a mangled address reached the students' page; nothing refused by the policy)");

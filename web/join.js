@@ -14,7 +14,7 @@ let words = {};
 let code = normalize(pathCode);
 let student = null;
 let state = null;
-let mine = {}; // chapter -> the answer this page sent
+let mine = {}; // "chapter:round" -> the answer this page sent (kept across a reload)
 let source = null;
 let polling = null; // the timer asking for the state while the live stream is refused
 let waiting = false; // joined past the class's expected size: the teacher has not let us in yet
@@ -29,7 +29,15 @@ function normalize(typed) { return (typed || "").toUpperCase().replace(/[^A-Z0-9
 function say(text, cls) { const s = $("status"); s.textContent = text || ""; s.className = cls || ""; }
 function remember() { try { localStorage.setItem("oomlab-class-" + code, student); } catch (e) { /* private mode */ } }
 function recall() { try { return localStorage.getItem("oomlab-class-" + code); } catch (e) { return null; } }
-function forget() { try { localStorage.removeItem("oomlab-class-" + code); } catch (e) { /* private mode */ } }
+function forget() {
+  try { localStorage.removeItem("oomlab-class-" + code); localStorage.removeItem("oomlab-answers-" + code); } catch (e) { /* private mode */ }
+}
+function keepAnswers() { try { localStorage.setItem("oomlab-answers-" + code, JSON.stringify(mine)); } catch (e) { /* private mode */ } }
+function recallAnswers() {
+  try { return JSON.parse(localStorage.getItem("oomlab-answers-" + code) || "{}") || {}; } catch (e) { return {}; }
+}
+// The round a state is in (1 for a server from before rounds).
+function roundOf(s) { return (s && s.round) || 1; }
 
 async function loadWords() {
   const r = await fetch("/api/strings?lang=" + encodeURIComponent(lang));
@@ -170,6 +178,7 @@ function render() {
     $("number").hidden = true;
     $("sent").textContent = "";
     $("result").replaceChildren();
+    $("round").replaceChildren();
     return;
   }
   if (waiting || !q || state.chapter === null || state.chapter === undefined) {
@@ -179,11 +188,22 @@ function render() {
     $("number").hidden = true;
     $("sent").textContent = "";
     $("result").replaceChildren();
+    $("round").replaceChildren();
     return;
   }
   $("heading").textContent = t("student-question", { chapter: state.chapter });
   $("prompt").textContent = inLang(state.prompt && state.prompt.question);
-  const sent = mine[state.chapter];
+  const round = roundOf(state);
+  const sent = mine[state.chapter + ":" + round];
+  const first = round > 1 ? mine[state.chapter + ":1"] : undefined;
+  const steps = [];
+  if (round > 1 && !revealed) {
+    const p = document.createElement("p"); p.className = "ok"; p.textContent = t("student-round-two"); steps.push(p);
+  }
+  if (first !== undefined && !revealed) {
+    const p = document.createElement("p"); p.className = "muted"; p.textContent = t("student-vote", { round: 1, answer: shown(first) }); steps.push(p);
+  }
+  $("round").replaceChildren(...steps);
   const buttons = [];
   if (q.kind === "choice") {
     for (const key of q.options) {
@@ -204,15 +224,17 @@ function render() {
   if (revealed) {
     const line = (text, cls) => { const p = document.createElement("p"); p.textContent = text; if (cls) p.className = cls; result.push(p); };
     line(t("student-answer", { answer: shown(state.revealed) }), "ok");
-    if (sent === undefined) {
-      line(t("student-none"), "muted");
-    } else {
-      line(t("student-yours", { answer: shown(sent) }));
+    // Each of this student's votes on the chapter, how far each was from the answer.
+    const votes = [];
+    for (let r = 1; r <= round; r++) if (mine[state.chapter + ":" + r] !== undefined) votes.push([r, mine[state.chapter + ":" + r]]);
+    if (votes.length === 0) line(t("student-none"), "muted");
+    for (const [r, vote] of votes) {
+      line(round > 1 ? t("student-vote", { round: r, answer: shown(vote) }) : t("student-yours", { answer: shown(vote) }));
       if (typeof state.revealed === "number") {
-        const away = state.revealed === 0 ? Math.abs(sent) * 100 : Math.abs(sent - state.revealed) / Math.abs(state.revealed) * 100;
+        const away = state.revealed === 0 ? Math.abs(vote) * 100 : Math.abs(vote - state.revealed) / Math.abs(state.revealed) * 100;
         line(t("student-off-by", { percent: away.toLocaleString(lang === "zh" ? "zh-CN" : "en", { maximumFractionDigits: 1 }) }));
       } else {
-        line(sent === state.revealed ? t("student-right") : t("student-wrong"), sent === state.revealed ? "ok" : "bad");
+        line(vote === state.revealed ? t("student-right") : t("student-wrong"), vote === state.revealed ? "ok" : "bad");
       }
     }
   }
@@ -222,9 +244,11 @@ function render() {
 async function send(answer) {
   if (!state || state.chapter === null) return;
   const chapter = state.chapter;
-  const r = await post("/answers", { student, chapter, answer });
+  const round = roundOf(state);
+  const r = await post("/answers", { student, chapter, answer, round });
   if (r.status === 200) {
-    mine[chapter] = r.json.answer;
+    mine[chapter + ":" + (r.json.round || round)] = r.json.answer;
+    keepAnswers();
     say(t("student-sent", { answer: shown(r.json.answer) }), "ok");
     render();
   } else if (r.status === 403) {
@@ -261,6 +285,7 @@ $("language").addEventListener("click", (e) => {
 loadWords().then(async () => {
   student = code ? recall() : null;
   if (!student) { showJoin(); return; }
+  mine = recallAnswers();
   // A remembered session: still in the class, still waiting, or removed?
   const r = await post("/me", { student });
   if (r.status === 403) { removed(); return; }

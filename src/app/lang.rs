@@ -238,6 +238,19 @@ pub(super) fn set_page_link(link: &str) {
     #[cfg(not(target_arch = "wasm32"))]
     let _ = link;
 }
+/// The address of the page the web app runs in, without its fragment (`https://host/path/`):
+/// what a shared link starts with. `None` on the desktop, which has no address of its own.
+pub(super) fn page_address() -> Option<String> {
+    #[cfg(target_arch = "wasm32")]
+    {
+        let location = web_sys::window()?.location();
+        let (origin, path) = (location.origin().ok()?, location.pathname().ok()?);
+        origin.starts_with("http").then(|| format!("{origin}{path}"))
+    }
+    #[cfg(not(target_arch = "wasm32"))]
+    None
+}
+
 /// The first language: a link's over the remembered one over the system's, else English.
 pub fn choose_lang(linked: Option<Lang>, stored: Option<Lang>, system: Option<Lang>) -> Lang {
     linked.or(stored).or(system).unwrap_or_default()

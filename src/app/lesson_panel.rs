@@ -3,7 +3,7 @@
 
 use fluent_bundle::FluentValue;
 
-use super::lessons::{CONTROL_TARGETS, Chapter, Facts, Guess, Question, Verdict, chapters, judge};
+use super::lessons::{CONTROL_TARGETS, Chapter, Facts, Guess, Question, StepRecord, Verdict, chapters, judge};
 use super::settings::Settings;
 use super::teaching::{Asks, Teaching};
 use super::views;
@@ -14,7 +14,13 @@ use crate::i18n::Catalog;
 pub struct LessonState {
     pub chapter: usize,
     pub guess: Guess,
+    /// The revealed answer and how the guess fares against it: the plan's at the reveal, then
+    /// the real step's once it ran ([`Teaching::settle`]).
     pub verdict: Option<Verdict>,
+    /// The plan's verdict, kept beside the step's.
+    pub planned: Option<Verdict>,
+    /// Whether the reveal's real step ran and the verdict was read from it.
+    pub from_step: bool,
 }
 
 impl LessonState {
@@ -23,7 +29,7 @@ impl LessonState {
             Question::Ratio { .. } => Guess::Ratio(1.0),
             Question::Choice { .. } => Guess::Choice(None),
         };
-        LessonState { chapter: index, guess, verdict: None }
+        LessonState { chapter: index, guess, verdict: None, planned: None, from_step: false }
     }
 }
 
@@ -96,7 +102,30 @@ impl Teaching {
         let all = chapters();
         let Some(facts) = Facts::new(settings, vocab) else { return };
         lesson.verdict = judge(&all[lesson.chapter], &facts, &lesson.guess);
+        (lesson.planned, lesson.from_step) = (lesson.verdict.clone(), false);
         self.step_asked = true;
+    }
+
+    /// Once the reveal's real step ran: the verdict read again from what the step left (its
+    /// allocator record, or its out-of-memory error), the plan's kept beside it. `record`: the
+    /// step of these settings, if one ran (none: a chapter that runs no step, or a failed one —
+    /// the plan's verdict stands).
+    pub fn settle(&mut self, settings: &Settings, vocab: usize, record: Option<StepRecord<'_>>) {
+        let Some(lesson) = &mut self.lesson else { return };
+        if lesson.verdict.is_none() || lesson.planned.is_none() || lesson.from_step || self.step_asked {
+            return;
+        }
+        lesson.from_step = true;
+        let all = chapters();
+        let chapter = &all[lesson.chapter];
+        let facts = record.filter(|_| chapter.reads_step).and_then(|r| Facts::from_step(settings, vocab, r));
+        if let Some(facts) = facts {
+            lesson.verdict = judge(chapter, &facts, &lesson.guess);
+        } else {
+            // Nothing read from a step: the plan's (or the estimator's) answer is the answer.
+            lesson.from_step = false;
+            lesson.planned = None;
+        }
     }
 
     /// The lessons panel: the chapter's title, text, question and, once revealed, the answer.
@@ -172,6 +201,12 @@ impl Teaching {
         if let Some(v) = &lesson.verdict {
             let text = verdict_text(t, v, &chapter.question);
             ui.strong(text);
+            if let Some(line) = step_and_plan(t, &lesson, &chapter.question) {
+                ui.label(line);
+            }
+            if lesson.from_step && lesson.planned.as_ref().is_some_and(|p| !agree(p, v)) {
+                ui.colored_label(ui.visuals().warn_fg_color, t.text("lesson-step-differs"));
+            }
             if let Some((_, _, Some(answer))) = words {
                 ui.label(answer);
             }
@@ -210,6 +245,38 @@ impl Teaching {
         let stroke = egui::Stroke::new(3.0, egui::Color32::from_rgb(255, 200, 0));
         painter.rect_stroke(rect.expand(4.0), 6.0, stroke, egui::StrokeKind::Outside);
     }
+}
+
+/// Whether the step's verdict and the plan's give the same answer (to a part in 10⁹).
+pub fn agree(a: &Verdict, b: &Verdict) -> bool {
+    match (a, b) {
+        (Verdict::Ratio { answer: x, .. }, Verdict::Ratio { answer: y, .. }) => {
+            (x - y).abs() <= 1e-9 * x.abs().max(y.abs()).max(f64::MIN_POSITIVE)
+        }
+        (Verdict::Choice { answer: x, .. }, Verdict::Choice { answer: y, .. }) => x == y,
+        _ => false,
+    }
+}
+
+/// Where the answer comes from, once the reveal's step ran: the step's allocator record and the
+/// plan's prediction side by side ("The real step: × 7.23 (allocator); the plan: × 7.23").
+pub fn step_and_plan(t: &Catalog, lesson: &LessonState, question: &Question) -> Option<String> {
+    let (step, plan) = (lesson.verdict.as_ref()?, lesson.planned.as_ref()?);
+    if !lesson.from_step {
+        return None;
+    }
+    let said = |v: &Verdict| match (v, question) {
+        (Verdict::Ratio { answer, .. }, _) => format!("× {answer:.2}"),
+        (Verdict::Choice { answer, .. }, Question::Choice { options, .. }) => {
+            options.get(*answer).map_or(String::new(), |k| t.text(k))
+        }
+        (Verdict::Choice { .. }, _) => String::new(),
+    };
+    let source = views::Source::Allocator.word(t);
+    Some(t.format(
+        "lesson-from-step",
+        &[("step", said(step).into()), ("source", source.into()), ("plan", said(plan).into())],
+    ))
 }
 
 /// A revealed answer in words: the number and how close the guess was, or whether the choice

@@ -39,6 +39,10 @@ pub struct Chapter {
     pub answer_args: fn(&Facts, &Catalog) -> Vec<(&'static str, String)>,
     /// What the views veil until the reveal: every figure the answer follows from.
     pub veils: Veil,
+    /// Whether the answer reads the step the reveal runs (the toy's chapters but the fixes,
+    /// whose answer compares steps that did not run); otherwise it is the plan's or the
+    /// estimator's alone.
+    pub reads_step: bool,
 }
 
 /// The toy chapters veil the step's figures everywhere: its sizes, shares, charts and peak.
@@ -46,12 +50,22 @@ const STEP: Veil = Veil { step: true, ..Veil::NONE };
 /// The real-model chapters veil the estimate's figures.
 const REAL: Veil = Veil { real: true, ..Veil::NONE };
 
-/// What the chapters compute from: the settings and the plan's prediction for them.
+/// What the chapters compute from: the settings and the plan's prediction for them, or (after
+/// the reveal's step) the allocator's record of the step that ran.
 pub struct Facts {
     pub settings: Settings,
     pub vocab: usize,
     pub plan: Arc<Plan>,
+    /// The step's memory: the plan's prediction, or the allocator's live record of a real step.
     pub memory: StepMemory,
+    /// The real step ran out of memory: its error (the diagnosing chapter's answer reads it).
+    pub step_oom: Option<crate::memory::StepOom>,
+}
+
+/// What a real step left: its allocator record, or its out-of-memory error.
+pub enum StepRecord<'a> {
+    Ran(&'a StepMemory),
+    OutOfMemory(&'a crate::memory::StepOom),
 }
 
 impl Facts {
@@ -59,7 +73,19 @@ impl Facts {
         let plan = Arc::new(settings.plan(vocab).ok()?);
         // No budget: the answers are about memory needed, not about fitting.
         let memory = simulate(&plan, Budget::Unlimited).ok()?;
-        Some(Facts { settings: settings.clone(), vocab, plan, memory })
+        Some(Facts { settings: settings.clone(), vocab, plan, memory, step_oom: None })
+    }
+
+    /// The facts a real step of `settings` gives: the allocator's record in place of the plan's
+    /// prediction (a chapter's other settings, a doubled batch for one, are still predicted: that
+    /// step did not run), or the step's own out-of-memory error.
+    pub fn from_step(settings: &Settings, vocab: usize, record: StepRecord<'_>) -> Option<Facts> {
+        let mut facts = Facts::new(settings, vocab)?;
+        match record {
+            StepRecord::Ran(m) => facts.memory = m.clone(),
+            StepRecord::OutOfMemory(oom) => facts.step_oom = Some(oom.clone()),
+        }
+        Some(facts)
     }
 
     /// The prediction for the settings changed by `change`.
@@ -140,9 +166,10 @@ fn real_setup(s: &mut Settings) {
     s.estimate.0.parallel.data = 1;
 }
 
-/// The step under its own budget: the OOM the "diagnose" chapter reads.
+/// The step under its own budget: the OOM the "diagnose" chapter reads — the real step's, once
+/// it ran.
 fn oom(f: &Facts) -> Option<crate::memory::StepOom> {
-    simulate(&f.plan, f.settings.budget_bytes).err().map(|o| *o)
+    f.step_oom.clone().or_else(|| simulate(&f.plan, f.settings.budget_bytes).err().map(|o| *o))
 }
 
 /// The "diagnose" chapter's options' words.
@@ -210,6 +237,7 @@ pub fn chapters() -> Vec<Chapter> {
                 ]
             },
             veils: STEP,
+            reads_step: true,
         },
         Chapter {
             id: "batch",
@@ -236,6 +264,7 @@ pub fn chapters() -> Vec<Chapter> {
                 ]
             },
             veils: STEP,
+            reads_step: true,
         },
         Chapter {
             id: "sequence",
@@ -263,6 +292,7 @@ pub fn chapters() -> Vec<Chapter> {
                 ]
             },
             veils: STEP,
+            reads_step: true,
         },
         Chapter {
             id: "peak",
@@ -286,6 +316,7 @@ pub fn chapters() -> Vec<Chapter> {
                 vec![arg("peak", size(t, f.memory.peak_allocated_bytes())), arg("op", views::op_label(t, &f.plan, op))]
             },
             veils: STEP,
+            reads_step: true,
         },
         Chapter {
             id: "allocator",
@@ -306,6 +337,7 @@ pub fn chapters() -> Vec<Chapter> {
                 ]
             },
             veils: STEP,
+            reads_step: true,
         },
         Chapter {
             id: "fixes",
@@ -333,6 +365,7 @@ pub fn chapters() -> Vec<Chapter> {
                 ]
             },
             veils: STEP,
+            reads_step: false,
         },
         Chapter {
             id: "real",
@@ -355,6 +388,7 @@ pub fn chapters() -> Vec<Chapter> {
                 ]
             },
             veils: REAL,
+            reads_step: false,
         },
         Chapter {
             id: "diagnose",
@@ -378,6 +412,7 @@ pub fn chapters() -> Vec<Chapter> {
                 None => vec![arg("tensor", "—"), arg("op", "—"), arg("category", "—")],
             },
             veils: Veil { oom_category: true, ..STEP },
+            reads_step: true,
         },
         Chapter {
             id: "moe",
@@ -413,6 +448,7 @@ pub fn chapters() -> Vec<Chapter> {
                 ]
             },
             veils: REAL,
+            reads_step: false,
         },
     ]
 }

@@ -443,6 +443,11 @@ impl OomlabApp {
     /// gets its font, an answers file asked for is saved, and a newcomer gets the welcome.
     fn class_frame(&mut self, ctx: &egui::Context) {
         let done = self.run.is_idle() && !self.teaching.step_asked;
+        // A revealed chapter's answer is read again from the step its reveal ran.
+        let record = self.run.record().filter(|_| done && self.shown.is_for(&self.settings));
+        if done {
+            self.teaching.settle(&self.settings, self.run.vocab(), record);
+        }
         let (lesson, vocab) = (self.teaching.lesson.as_ref(), self.run.vocab());
         self.classroom.follow_lesson(lesson, &self.settings, vocab, done, Some(ctx));
         self.chrome.want_names_font(self.classroom.students.open);

@@ -204,6 +204,12 @@ impl Run {
         self.losses.len()
     }
 
+    /// What the last real step left: its out-of-memory error, else the allocator's record.
+    pub fn record(&self) -> Option<super::lessons::StepRecord<'_>> {
+        use super::lessons::StepRecord;
+        self.oom.as_deref().map(StepRecord::OutOfMemory).or(self.measured.as_ref().map(StepRecord::Ran))
+    }
+
     /// Whether no step is running or waiting to run.
     pub fn is_idle(&self) -> bool {
         self.step_started.is_none() && !self.queued_step && !self.training

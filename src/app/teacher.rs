@@ -262,8 +262,14 @@ impl Teaching {
                     ui.end_row();
                 }
             });
-            let link = self.teacher_link(settings, t.lang(), &lock, &hide);
-            let label = ui.label(t.text("share-link"));
+            // In the browser the whole address, ready to send; the desktop has no address of its
+            // own, so it gives the part that goes after the web app's.
+            let fragment = self.teacher_link(settings, t.lang(), &lock, &hide);
+            let (link, key) = match super::lang::page_address() {
+                Some(address) => (format!("{address}{fragment}"), "share-link"),
+                None => (fragment, "share-link-fragment"),
+            };
+            let label = ui.label(t.text(key));
             ui.add(egui::TextEdit::multiline(&mut link.as_str()).desired_rows(3).desired_width(f32::INFINITY))
                 .labelled_by(label.id);
         });

@@ -259,6 +259,19 @@ pub struct ClassState {
     /// Whether those attempts came faster than a class types ([`FLOOD_JOINS`] or more).
     #[serde(default)]
     pub join_flood: bool,
+    /// The voting round of the current chapter: 1, or [`LAST_ROUND`] once the teacher started
+    /// the second vote (peer instruction: vote, discuss, vote again, then the reveal). 0 before
+    /// the first chapter.
+    #[serde(default)]
+    pub round: u32,
+}
+
+/// The rounds a chapter may be voted in.
+pub const LAST_ROUND: u32 = 2;
+
+/// The round of an answer that names none: what clients from before rounds send.
+pub fn first_round() -> u32 {
+    1
 }
 
 /// The window over which joins are counted, and the count in it that no class reaches by
@@ -332,18 +345,23 @@ pub struct Roster {
     pub students: Vec<StudentInfo>,
 }
 
-/// `POST /api/classes/{code}/answers`: one answer per student and chapter; the latest counts.
+/// `POST /api/classes/{code}/answers`: one answer per student, chapter and round; the latest counts.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
 pub struct AnswerBody {
     pub student: String,
     pub chapter: u32,
     pub answer: Answer,
+    /// The round it is for (1 when absent): an answer to a round that is over is refused.
+    #[serde(default = "first_round")]
+    pub round: u32,
 }
 
 /// The server's receipt: the answer is on disk.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
 pub struct Accepted {
     pub chapter: u32,
+    #[serde(default = "first_round")]
+    pub round: u32,
     pub answer: Answer,
     /// Distinct students who answered this chapter so far.
     pub answered: u32,
@@ -356,6 +374,13 @@ pub struct SetChapter {
     pub question: Question,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub prompt: Option<Prompt>,
+}
+
+/// `POST /api/classes/{code}/round` (teacher): the current chapter's second vote opens. The
+/// first round's answers stay; each student answers again.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+pub struct SecondRound {
+    pub chapter: u32,
 }
 
 /// The teacher reveals the current chapter's true answer; answers close.
@@ -371,16 +396,18 @@ pub struct StoredAnswer {
     pub student: String,
     pub name: Option<String>,
     pub chapter: u32,
+    #[serde(default = "first_round")]
+    pub round: u32,
     pub answer: Answer,
     /// When it was last changed (milliseconds since the Unix epoch).
     pub at_ms: i64,
 }
 
-/// `GET /api/classes/{code}/results?chapter=N`.
+/// `GET /api/classes/{code}/results?chapter=N`: both rounds' answers, each with its round.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
 pub struct Results {
     pub chapter: u32,
-    /// Distinct students who answered.
+    /// Distinct students who answered (in any round).
     pub count: u32,
     pub answers: Vec<StoredAnswer>,
 }
@@ -391,8 +418,8 @@ pub struct ErrorBody {
     pub error: String,
 }
 
-/// The answers as CSV (RFC 4180: every cell quoted, quotes doubled), one row per student and
-/// chapter. A cell that a spreadsheet would read as a formula gets a leading apostrophe. The file
+/// The answers as CSV (RFC 4180: every cell quoted, quotes doubled), one row per student,
+/// chapter and round. A cell that a spreadsheet would read as a formula gets a leading apostrophe. The file
 /// starts with a UTF-8 byte-order mark, without which Excel reads Chinese names as Latin-1.
 pub fn csv(answers: &[StoredAnswer]) -> String {
     fn cell(s: &str) -> String {
@@ -403,10 +430,11 @@ pub fn csv(answers: &[StoredAnswer]) -> String {
         };
         format!("\"{}\"", guarded.replace('"', "\"\""))
     }
-    let mut out = String::from("\u{feff}chapter,student,name,answer,at_ms\r\n");
+    let mut out = String::from("\u{feff}chapter,round,student,name,answer,at_ms\r\n");
     for a in answers {
         let row = [
             a.chapter.to_string(),
+            a.round.to_string(),
             a.student.clone(),
             a.name.clone().unwrap_or_default(),
             a.answer.text(),
@@ -502,6 +530,7 @@ mod tests {
     #[test]
     fn csv_quotes_every_cell_and_defuses_formulas() {
         let rows = [StoredAnswer {
+            round: 1,
             student: "s1".into(),
             name: Some("=HYPERLINK(\"x\")".into()),
             chapter: 3,
@@ -510,7 +539,7 @@ mod tests {
         }];
         assert_eq!(
             csv(&rows),
-            "\u{feff}chapter,student,name,answer,at_ms\r\n\"3\",\"s1\",\"'=HYPERLINK(\"\"x\"\")\",\"-1.5\",\"7\"\r\n"
+            "\u{feff}chapter,round,student,name,answer,at_ms\r\n\"3\",\"1\",\"s1\",\"'=HYPERLINK(\"\"x\"\")\",\"-1.5\",\"7\"\r\n"
         );
     }
 }

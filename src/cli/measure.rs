@@ -49,6 +49,9 @@ pub(super) fn measure(config: &ConfigArgs) -> Result<(), Failure> {
 #[derive(serde::Serialize)]
 pub(super) struct MeasureReport {
     sources: serde_json::Value,
+    /// The model that ran: `vocab`, `seq_len` (the positions it has), `d_model`, `n_layers`,
+    /// `n_heads` (scripts/check_saved.py builds PyTorch's twin from it).
+    model: oomlab::model::ModelConfig,
     backend: String,
     batch: usize,
     micro_batch: usize,
@@ -93,6 +96,7 @@ impl MeasureReport {
         let RealStep { memory: m, loss, backend, device } = real;
         Self {
             sources: sources_json(&backend),
+            model: *r.model(),
             batch: r.batch_shape().batch,
             micro_batch: r.shape().batch,
             accum: r.techniques().accum,

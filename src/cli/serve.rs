@@ -90,6 +90,13 @@ pub(super) fn run(args: &ServeArgs) -> Result<(), Failure> {
     if let Some(qr) = serve::terminal_qr(&students) {
         println!("{qr}");
     }
+    // Offline (no default route), or bound to loopback: the address above is this laptop to
+    // itself only, and a phone opening it reaches the phone. Say so, with what to pass instead.
+    if let Some(warning) =
+        serve::students_address_warning(&server.public, server.addr, server.https, args.public_url.is_some())
+    {
+        println!("{warning}");
+    }
     if !serve::assets::has_web_app() {
         println!("  Note: this build has no web app (run web/build.sh, then build oomlab again); the API works.");
     }

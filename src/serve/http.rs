@@ -131,6 +131,7 @@ pub fn router(api: Api, hosts: Arc<Hosts>, body_timeout: Duration) -> Router {
         .route("/api/classes/{code}/answers", post(answer))
         .route("/api/classes/{code}/chapter", post(set_chapter))
         .route("/api/classes/{code}/reveal", post(reveal))
+        .route("/api/classes/{code}/round", post(second_round))
         .route("/api/classes/{code}/close", post(close))
         .route("/api/classes/{code}/lock", post(lock))
         .route("/api/classes/{code}/admit", post(admit))
@@ -321,6 +322,8 @@ teacher_with_body! {
     set_chapter: SetChapter => TeacherAction::SetChapter;
     /// `POST …/reveal`: the true answer; answers close.
     reveal: Reveal => TeacherAction::Reveal;
+    /// `POST …/round`: the chapter's second vote opens.
+    second_round: class::SecondRound => TeacherAction::SecondRound;
     /// `POST …/lock`: no one else joins (or they may again).
     lock: Lock => TeacherAction::Lock;
     /// `POST …/admit`: waiting students are let in.

@@ -248,12 +248,72 @@ pub fn lan_address() -> Option<IpAddr> {
 }
 
 /// The address phones in the room reach a server listening on `addr` by: this machine's network
-/// address when it listens on all of them (localhost when offline), else `addr` itself.
+/// address when it listens on all of them (127.0.0.1 when offline, which no phone reaches:
+/// [`students_address_warning`] says so), else `addr` itself.
 pub fn public_address(addr: SocketAddr, https: bool) -> String {
     let ip =
         if addr.ip().is_unspecified() { lan_address().unwrap_or(IpAddr::V4(Ipv4Addr::LOCALHOST)) } else { addr.ip() };
     let scheme = if https { "https" } else { "http" };
     format!("{scheme}://{}", SocketAddr::new(ip, addr.port()))
+}
+
+/// Whether a URL's host is this machine to whoever opens it: `localhost` (or a name under it),
+/// a loopback address (127.0.0.0/8, `::1`, `::ffff:127.x.y.z`) or the unspecified address. On a
+/// phone such an address is the phone itself, so students can never open it.
+pub fn is_loopback_url(url: &str) -> bool {
+    let Some(host) = url_host(url) else { return false };
+    let name = if let Some(v6) = host.strip_prefix('[') {
+        v6.split(']').next().unwrap_or_default().to_string()
+    } else {
+        match host.rsplit_once(':') {
+            Some((name, port)) if port.bytes().all(|b| b.is_ascii_digit()) => name.to_string(),
+            _ => host,
+        }
+    };
+    let name = name.trim_end_matches('.').to_ascii_lowercase();
+    if name == "localhost" || name.ends_with(".localhost") {
+        return true;
+    }
+    match name.parse::<IpAddr>() {
+        Ok(IpAddr::V4(ip)) => ip.is_loopback() || ip.is_unspecified(),
+        Ok(IpAddr::V6(ip)) => {
+            ip.is_loopback() || ip.is_unspecified() || ip.to_ipv4_mapped().is_some_and(|v4| v4.is_loopback())
+        }
+        Err(_) => false,
+    }
+}
+
+/// The terminal's warning when the students' address `public` is one no phone can open (see
+/// [`is_loopback_url`]), saying why and what to pass instead; `None` when phones can reach it.
+/// `bind` is the address the server listens on; `given`: `public` came from `--public-url`.
+pub fn students_address_warning(public: &str, bind: SocketAddr, https: bool, given: bool) -> Option<String> {
+    if !is_loopback_url(public) {
+        return None;
+    }
+    let host = url_host(public).unwrap_or_else(|| public.to_string());
+    let scheme = if https { "https" } else { "http" };
+    let port = bind.port();
+    let pass = format!("--public-url {scheme}://<this laptop's address>:{port}");
+    let why = if bind.ip().is_loopback() {
+        format!(
+            "The server listens on {} only, which no other device reaches: start it without --bind\n  \
+             (it then listens on every address), or with --bind <this laptop's address>.",
+            bind.ip()
+        )
+    } else if given {
+        format!("--public-url names this laptop itself: pass {pass} instead.")
+    } else {
+        format!(
+            "This laptop has no network address now (no Wi-Fi or cable, or no default route): join the\n  \
+             class's network (or a phone's hotspot) and start again, or pass {pass}."
+        )
+    };
+    Some(format!(
+        "  WARNING: students cannot reach {host}: on a phone, that address is the phone itself, so the\n  \
+         students' address, its QR code and the other-computer link above will not work for them.\n  \
+         {why}\n  \
+         This laptop's address: `ip -4 addr` (Linux), `ipconfig getifaddr en0` (macOS), `ipconfig` (Windows)."
+    ))
 }
 
 /// A QR code of `text` as rows of modules, `1` dark and `0` light, with the four-module quiet
@@ -319,6 +379,51 @@ mod tests {
         let all = SocketAddr::from(([0, 0, 0, 0], 8080));
         let public = public_address(all, false);
         assert!(public.starts_with("http://") && public.ends_with(":8080") && !public.contains("0.0.0.0"), "{public}");
+    }
+
+    #[test]
+    fn loopback_addresses_are_told_from_ones_a_phone_reaches() {
+        for url in [
+            "http://localhost:8080",
+            "http://LOCALHOST.:8080/join",
+            "http://class.localhost:8080",
+            "http://127.0.0.1:8080",
+            "https://127.8.9.10",
+            "http://[::1]:8080",
+            "http://[::ffff:127.0.0.1]:8080",
+            "http://0.0.0.0:8080",
+            "localhost",
+        ] {
+            assert!(is_loopback_url(url), "{url} is this machine");
+        }
+        for url in [
+            "http://192.168.1.5:8080",
+            "http://10.0.0.2",
+            "https://oomlab.school.example",
+            "http://[fe80::1]:8080",
+            "http://localhost.school.example:8080",
+            "http://",
+        ] {
+            assert!(!is_loopback_url(url), "{url} is not");
+        }
+    }
+
+    #[test]
+    fn a_loopback_students_address_comes_with_a_warning_and_what_to_pass() {
+        let all = SocketAddr::from(([0, 0, 0, 0], 8080));
+        let offline = students_address_warning("http://127.0.0.1:8080", all, false, false).unwrap_or_default();
+        assert!(offline.contains("students cannot reach 127.0.0.1:8080"), "{offline}");
+        assert!(offline.contains("--public-url http://<this laptop's address>:8080"), "{offline}");
+        assert!(offline.contains("no network address"), "{offline}");
+        let given =
+            students_address_warning("https://localhost:9000", SocketAddr::from(([0, 0, 0, 0], 9000)), true, true)
+                .unwrap_or_default();
+        assert!(given.contains("--public-url https://<this laptop's address>:9000"), "{given}");
+        let local = SocketAddr::from(([127, 0, 0, 1], 8080));
+        let bound = students_address_warning("http://127.0.0.1:8080", local, false, false).unwrap_or_default();
+        assert!(bound.contains("listens on 127.0.0.1 only") && bound.contains("--bind"), "{bound}");
+        assert_eq!(students_address_warning("http://192.168.1.5:8080", all, false, false), None);
+        assert_eq!(students_address_warning("https://oomlab.school.example", all, true, true), None);
     }
 
     #[test]

@@ -81,6 +81,8 @@ pub enum Refusal {
     NotCurrentChapter { asked: u32, current: Option<u32> },
     #[error("chapter {0} is revealed: answers are closed")]
     Revealed(u32),
+    #[error("chapter {chapter} is in round {current}: round {asked} is not open")]
+    NotCurrentRound { chapter: u32, asked: u32, current: u32 },
     #[error("too many answers too fast: wait a moment")]
     TooFast,
     #[error("the class is full ({0} students)")]
@@ -124,6 +126,7 @@ impl Refusal {
             Refusal::Closed
             | Refusal::NotCurrentChapter { .. }
             | Refusal::Revealed(_)
+            | Refusal::NotCurrentRound { .. }
             | Refusal::ClassFull(_)
             | Refusal::Waiting
             | Refusal::TooManyChapters(_) => 409,

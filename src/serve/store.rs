@@ -31,6 +31,8 @@ pub struct ClassRow {
     pub locked: bool,
     /// The expected size: students past it wait to be let in.
     pub expected: Option<u32>,
+    /// The current chapter's voting round (1 or 2).
+    pub round: u32,
 }
 
 /// A student as stored.
@@ -103,7 +105,8 @@ CREATE TABLE IF NOT EXISTS classes (
     prompt TEXT,
     closed_at INTEGER,
     locked INTEGER NOT NULL DEFAULT 0,
-    expected INTEGER
+    expected INTEGER,
+    round INTEGER NOT NULL DEFAULT 1
 );
 CREATE TABLE IF NOT EXISTS students (
     code TEXT NOT NULL REFERENCES classes(code) ON DELETE CASCADE,
@@ -116,22 +119,43 @@ CREATE TABLE IF NOT EXISTS students (
 CREATE TABLE IF NOT EXISTS answers (
     code TEXT NOT NULL,
     chapter INTEGER NOT NULL,
+    round INTEGER NOT NULL DEFAULT 1,
     student TEXT NOT NULL,
     answer TEXT NOT NULL,
     at_ms INTEGER NOT NULL,
-    PRIMARY KEY (code, chapter, student),
+    PRIMARY KEY (code, chapter, round, student),
     FOREIGN KEY (code, student) REFERENCES students(code, id) ON DELETE CASCADE
 );
 ";
 
+/// A database from before voting rounds keys its answers by (code, chapter, student): the table
+/// is rebuilt with the round in its key, every answer in round 1.
+const ANSWERS_WITH_ROUNDS: &str = "
+ALTER TABLE answers RENAME TO answers_before_rounds;
+CREATE TABLE answers (
+    code TEXT NOT NULL,
+    chapter INTEGER NOT NULL,
+    round INTEGER NOT NULL DEFAULT 1,
+    student TEXT NOT NULL,
+    answer TEXT NOT NULL,
+    at_ms INTEGER NOT NULL,
+    PRIMARY KEY (code, chapter, round, student),
+    FOREIGN KEY (code, student) REFERENCES students(code, id) ON DELETE CASCADE
+);
+INSERT INTO answers (code, chapter, round, student, answer, at_ms)
+    SELECT code, chapter, 1, student, answer, at_ms FROM answers_before_rounds;
+DROP TABLE answers_before_rounds;
+";
+
 /// Columns added since the first schema: a database from before gains them (its rows take the
 /// default).
-const ADDED_COLUMNS: [(&str, &str, &str); 5] = [
+const ADDED_COLUMNS: [(&str, &str, &str); 6] = [
     ("classes", "prompt", "TEXT"),
     ("classes", "closed_at", "INTEGER"),
     ("classes", "locked", "INTEGER NOT NULL DEFAULT 0"),
     ("classes", "expected", "INTEGER"),
     ("students", "waiting", "INTEGER NOT NULL DEFAULT 0"),
+    ("classes", "round", "INTEGER NOT NULL DEFAULT 1"),
 ];
 
 /// Creates the file for its owner only, or narrows an existing one to that.
@@ -185,6 +209,11 @@ impl SqliteStore {
                 db.execute_batch(&format!("ALTER TABLE {table} ADD COLUMN {column} {decl}"))?;
             }
         }
+        let rounds: bool =
+            db.query_row("SELECT COUNT(*) FROM pragma_table_info('answers') WHERE name = 'round'", [], |r| r.get(0))?;
+        if !rounds {
+            db.execute_batch(&format!("BEGIN; {ANSWERS_WITH_ROUNDS} COMMIT;"))?;
+        }
         // Tokens stored in the clear by an older server are replaced by their hashes.
         let plain: Vec<(String, String)> = {
             let mut q = db.prepare("SELECT code, token FROM classes WHERE token NOT LIKE 'sha256:%'")?;
@@ -234,11 +263,11 @@ impl Store for SqliteStore {
     fn put_class(&mut self, c: &ClassRow) -> Result<(), StoreError> {
         self.db.execute(
             "INSERT INTO classes (code, token, created_at, expires_at, chapter, question, revealed, closed, prompt,
-                 closed_at, locked, expected)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)
+                 closed_at, locked, expected, round)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)
              ON CONFLICT(code) DO UPDATE SET token = ?2, created_at = ?3, expires_at = ?4, chapter = ?5,
                  question = ?6, revealed = ?7, closed = ?8, prompt = ?9, closed_at = ?10, locked = ?11,
-                 expected = ?12",
+                 expected = ?12, round = ?13",
             params![
                 c.code,
                 c.token_hash,
@@ -251,7 +280,8 @@ impl Store for SqliteStore {
                 json_opt(&c.prompt)?,
                 c.closed_at,
                 c.locked,
-                c.expected
+                c.expected,
+                c.round
             ],
         )?;
         Ok(())
@@ -267,9 +297,9 @@ impl Store for SqliteStore {
 
     fn put_answer(&mut self, code: &str, a: &StoredAnswer) -> Result<(), StoreError> {
         self.db.execute(
-            "INSERT INTO answers (code, chapter, student, answer, at_ms) VALUES (?1, ?2, ?3, ?4, ?5)
-             ON CONFLICT(code, chapter, student) DO UPDATE SET answer = ?4, at_ms = ?5",
-            params![code, a.chapter, a.student, serde_json::to_string(&a.answer)?, a.at_ms],
+            "INSERT INTO answers (code, chapter, round, student, answer, at_ms) VALUES (?1, ?2, ?3, ?4, ?5, ?6)
+             ON CONFLICT(code, chapter, round, student) DO UPDATE SET answer = ?5, at_ms = ?6",
+            params![code, a.chapter, a.round, a.student, serde_json::to_string(&a.answer)?, a.at_ms],
         )?;
         Ok(())
     }
@@ -291,7 +321,7 @@ impl Store for SqliteStore {
     fn classes(&mut self) -> Result<Vec<ClassRow>, StoreError> {
         let mut q = self.db.prepare(
             "SELECT code, token, created_at, expires_at, chapter, question, revealed, closed, prompt, closed_at, locked,
-                 expected FROM classes",
+                 expected, round FROM classes",
         )?;
         let rows = q.query_map([], |r| {
             let row = ClassRow {
@@ -307,6 +337,7 @@ impl Store for SqliteStore {
                 closed_at: r.get(9)?,
                 locked: r.get(10)?,
                 expected: r.get(11)?,
+                round: r.get(12)?,
             };
             Ok((row, r.get::<_, Option<String>>(5)?, r.get::<_, Option<String>>(6)?, r.get::<_, Option<String>>(8)?))
         })?;
@@ -333,7 +364,8 @@ impl Store for SqliteStore {
     }
 
     fn answer_counts(&mut self, code: &str) -> Result<HashMap<String, u32>, StoreError> {
-        let mut q = self.db.prepare("SELECT student, COUNT(*) FROM answers WHERE code = ?1 GROUP BY student")?;
+        let mut q =
+            self.db.prepare("SELECT student, COUNT(DISTINCT chapter) FROM answers WHERE code = ?1 GROUP BY student")?;
         let rows = q.query_map(params![code], |r| Ok((r.get::<_, String>(0)?, r.get::<_, u32>(1)?)))?;
         Ok(rows.collect::<Result<_, _>>()?)
     }
@@ -346,10 +378,10 @@ impl Store for SqliteStore {
 
     fn answers(&mut self, code: &str, chapter: Option<u32>) -> Result<Vec<StoredAnswer>, StoreError> {
         let mut q = self.db.prepare(
-            "SELECT a.student, s.name, a.chapter, a.answer, a.at_ms FROM answers a
+            "SELECT a.student, s.name, a.chapter, a.answer, a.at_ms, a.round FROM answers a
              JOIN students s ON s.code = a.code AND s.id = a.student
              WHERE a.code = ?1 AND (?2 IS NULL OR a.chapter = ?2)
-             ORDER BY a.chapter, a.at_ms, a.student",
+             ORDER BY a.chapter, a.round, a.at_ms, a.student",
         )?;
         let rows = q.query_map(params![code, chapter], |r| {
             Ok((
@@ -358,12 +390,14 @@ impl Store for SqliteStore {
                 r.get::<_, u32>(2)?,
                 r.get::<_, String>(3)?,
                 r.get::<_, i64>(4)?,
+                r.get::<_, u32>(5)?,
             ))
         })?;
         let mut out = Vec::new();
         for row in rows {
-            let (student, name, chapter, answer, at_ms) = row?;
-            out.push(StoredAnswer { student, name, chapter, answer: serde_json::from_str(&answer)?, at_ms });
+            let (student, name, chapter, answer, at_ms, round) = row?;
+            let answer = serde_json::from_str(&answer)?;
+            out.push(StoredAnswer { student, name, chapter, round, answer, at_ms });
         }
         Ok(out)
     }
@@ -385,6 +419,7 @@ mod tests {
             token_hash: super::super::rules::token_hash("t"),
             created_at: 1,
             expires_at: 2,
+            round: 1,
             chapter: Some(3),
             question: Some(Question::Choice { options: vec!["a".into(), "b".into()] }),
             prompt: Some(Prompt {
@@ -413,11 +448,14 @@ mod tests {
         for (_, column, decl) in ADDED_COLUMNS {
             before = before.replace(&format!(",\n    {column} {decl}"), "");
         }
-        assert!(!before.contains("prompt") && !before.contains("waiting"), "{before}");
+        // Before voting rounds, answers were keyed without one.
+        before = before.replace("PRIMARY KEY (code, chapter, round, student)", "PRIMARY KEY (code, chapter, student)");
+        assert!(!before.contains("prompt") && !before.contains("waiting") && !before.contains("round"), "{before}");
         old.execute_batch(&before).unwrap();
         old.execute("INSERT INTO classes (code, token, created_at, expires_at) VALUES ('CCCCCC', 't', 1, 2)", [])
             .unwrap();
         old.execute("INSERT INTO students (code, id, name, joined_at) VALUES ('CCCCCC', 's1', NULL, 1)", []).unwrap();
+        old.execute("INSERT INTO answers VALUES ('CCCCCC', 4, 's1', '2.5', 7)", []).unwrap();
         drop(old);
         let mut s = SqliteStore::open(&path).unwrap();
         let loaded = s.classes().unwrap();
@@ -425,6 +463,14 @@ mod tests {
         // The old token in the clear is now its hash, which still checks the same token.
         assert_eq!(loaded[0].token_hash, super::super::rules::token_hash("t"));
         assert!(!s.students().unwrap()[0].waiting);
+        // The old answer is the first round's; a second round's answer sits beside it.
+        let old_answer = s.answers("CCCCCC", Some(4)).unwrap();
+        assert_eq!(old_answer.len(), 1);
+        assert_eq!((old_answer[0].round, &old_answer[0].answer), (1, &Answer::Number(2.5)));
+        s.put_answer("CCCCCC", &StoredAnswer { round: 2, answer: Answer::Number(3.0), ..old_answer[0].clone() })
+            .unwrap();
+        let rounds: Vec<u32> = s.answers("CCCCCC", Some(4)).unwrap().iter().map(|a| a.round).collect();
+        assert_eq!(rounds, [1, 2]);
         s.put_class(&class("CCCCCC")).unwrap();
         assert_eq!(s.classes().unwrap(), vec![class("CCCCCC")]);
     }
@@ -470,6 +516,7 @@ mod tests {
             student: "s1".into(),
             name: Some("Ada".into()),
             chapter: 3,
+            round: 1,
             answer: Answer::Choice("b".into()),
             at_ms: 9,
         };

@@ -58,6 +58,8 @@ pub const KEYS: &[(&str, &[&str])] = &[
     ("student-name-invalid", &[]),
     ("student-let-in", &[]),
     ("student-removed", &[]),
+    ("student-round-two", &[]),
+    ("student-vote", &["round", "answer"]),
 ];
 
 /// `GET /join`, `GET /join/{code}`: the page (the code is read from the address by the page).

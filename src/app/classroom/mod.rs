@@ -11,12 +11,12 @@ use std::collections::BTreeMap;
 use std::sync::mpsc::{Receiver, Sender, channel};
 
 use crate::class::{
-    Answer, ClassState, Create, Created, Lock, Pick, Prompt, Question as Asked, Reveal, Roster, SetChapter,
+    Answer, ClassState, Create, Created, Lock, Pick, Prompt, Question as Asked, Reveal, Roster, SecondRound, SetChapter,
 };
 use crate::i18n::{Catalog, Lang};
 
-use super::lesson_panel::LessonState;
-use super::lessons::{Facts, Question, chapters};
+use super::lesson_panel::{LessonState, agree};
+use super::lessons::{Facts, Question, Verdict, chapters};
 use super::settings::Settings;
 pub use net::{Failure, Msg};
 
@@ -43,8 +43,9 @@ pub struct Classroom {
     pub phase: Phase,
     /// The class as the server last said.
     pub state: Option<ClassState>,
-    /// The current chapter's answers (no names are kept): what the histogram draws.
-    pub answers: Vec<Answer>,
+    /// The current chapter's answers with their voting round (no names are kept): what the
+    /// distributions draw.
+    pub answers: Vec<(u32, Answer)>,
     /// The last failure, to show until the next success.
     pub failure: Option<Failure>,
     /// What of the lesson the class was sent.
@@ -82,6 +83,10 @@ struct LessonSync {
     revealed: Option<u32>,
     /// The settings the last question was computed for, and the chapter index.
     asked_for: Option<(usize, Settings)>,
+    /// The plan's answer to the revealed chapter, beside the step's that was sent (None when
+    /// the answer read no step), and whether the two differ.
+    planned: Option<Answer>,
+    differs: bool,
 }
 
 /// The teacher's list of students with their names: fetched only while it is open (it is
@@ -160,6 +165,19 @@ pub fn chapter_question(index: usize, facts: &Facts) -> Option<SetChapter> {
     };
     let chapter_number = u32::try_from(index + 1).ok()?;
     Some(SetChapter { chapter: chapter_number, question: asked, prompt: Some(Prompt { question, options, unit }) })
+}
+
+/// A verdict's answer, as the class contract writes it.
+pub fn answer_of(question: &Question, verdict: &Verdict) -> Option<Answer> {
+    match (question, verdict) {
+        (Question::Ratio { .. }, Verdict::Ratio { answer, .. }) => {
+            answer.is_finite().then_some(Answer::Number(*answer))
+        }
+        (Question::Choice { options, .. }, Verdict::Choice { answer, .. }) => {
+            options.get(*answer).map(|k| Answer::Choice(k.to_string()))
+        }
+        _ => None,
+    }
 }
 
 /// A chapter's true answer for these facts, as the class contract writes it.
@@ -245,6 +263,19 @@ impl Classroom {
         }
     }
 
+    /// Opens the current chapter's second vote: the first round's spread stays on the projector
+    /// (without the answer), each student votes again.
+    pub fn second_round(&mut self, ctx: Option<&egui::Context>) {
+        if let Some(chapter) = self.state.as_ref().and_then(|s| s.chapter) {
+            self.act("round", &SecondRound { chapter }, ctx);
+        }
+    }
+
+    /// The current chapter's answers in `round`.
+    pub fn round_answers(&self, round: u32) -> Vec<Answer> {
+        self.answers.iter().filter(|(r, _)| *r == round).map(|(_, a)| a.clone()).collect()
+    }
+
     /// Ends the class for everyone (its answers stay on the server until it expires).
     pub fn close(&mut self, ctx: Option<&egui::Context>) {
         self.act("close", &serde_json::json!({}), ctx);
@@ -276,7 +307,7 @@ impl Classroom {
                 Msg::Results(Ok(results)) => {
                     let again = self.fetching.take() == Some(true);
                     if self.state.as_ref().and_then(|s| s.chapter) == Some(results.chapter) {
-                        self.answers = results.answers.into_iter().map(|a| a.answer).collect();
+                        self.answers = results.answers.into_iter().map(|a| (a.round, a.answer)).collect();
                     }
                     if again {
                         self.fetch_results(ctx);
@@ -304,15 +335,17 @@ impl Classroom {
 
     fn take_state(&mut self, state: ClassState, ctx: Option<&egui::Context>) {
         // A removed student's answers leave the results: the count of students changes too.
-        let before = self.state.as_ref().map(|s| (s.chapter, s.answered, s.students));
+        let key = |s: &ClassState| (s.chapter, s.round, s.answered, s.students);
+        let before = self.state.as_ref().map(key);
         if self.state.as_ref().map(|s| s.chapter) != Some(state.chapter) {
             self.answers.clear();
         }
-        let changed = before != Some((state.chapter, state.answered, state.students));
-        let counted = state.chapter.is_some() && state.answered > 0;
+        let changed = before != Some(key(&state));
+        // In the second round the first round's answers are still to be drawn.
+        let counted = state.chapter.is_some() && (state.answered > 0 || state.round > 1);
         if state.answered == 0 {
-            // The last answer was removed (or none came yet).
-            self.answers.clear();
+            // The round's last answer was removed (or none came yet).
+            self.answers.retain(|(r, _)| *r != state.round);
         }
         self.state = Some(state);
         self.failure = None;
@@ -370,12 +403,19 @@ impl Classroom {
                 self.sync.sent = Some(set);
             }
         }
+        // The answer sent is the lesson's: read from the reveal's real step where the chapter
+        // reads one; the plan's is kept beside it for the projector.
+        let question = &chapters()[lesson.chapter].question;
         if revealing
             && self.sync.revealed != Some(number)
-            && let Some(answer) = chapter_answer(lesson.chapter, &facts)
+            && let Some(answer) = lesson.verdict.as_ref().and_then(|v| answer_of(question, v))
         {
             self.act("reveal", &Reveal { chapter: number, answer }, ctx);
             self.sync.revealed = Some(number);
+            self.sync.planned =
+                lesson.planned.as_ref().filter(|_| lesson.from_step).and_then(|v| answer_of(question, v));
+            self.sync.differs = lesson.from_step
+                && lesson.planned.as_ref().zip(lesson.verdict.as_ref()).is_some_and(|(p, v)| !agree(p, v));
         }
     }
 

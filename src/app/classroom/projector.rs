@@ -59,19 +59,62 @@ pub fn choice_counts(options: &[String], answers: &[Answer]) -> Vec<u32> {
     options.iter().map(|o| answers.iter().filter(|a| matches!(a, Answer::Choice(c) if c == o)).count() as u32).collect()
 }
 
-/// The line the log and the screen reader get for the guesses drawn.
-pub fn guesses_line(state: &ClassState, answers: &[Answer]) -> String {
-    let counts = match &state.question {
-        Some(Question::Choice { options }) => choice_counts(options, answers)
-            .iter()
-            .zip(options)
-            .map(|(c, o)| format!("{o}={c}"))
-            .collect::<Vec<_>>()
-            .join(" "),
-        _ => histogram(&numbers(answers), None).iter().map(|(_, _, c)| c.to_string()).collect::<Vec<_>>().join(" "),
+/// The line the log gets for the guesses drawn: the current round's, and in the second round
+/// the first's too ("chapter Some(2) round 2: 3 answers [a=1 b=2], round 1: 3 answers [a=3 b=0],
+/// revealed none").
+pub fn guesses_line(state: &ClassState, answers: &[(u32, Answer)]) -> String {
+    let counts = |round: u32| {
+        let these: Vec<Answer> = answers.iter().filter(|(r, _)| *r == round).map(|(_, a)| a.clone()).collect();
+        let counts = match &state.question {
+            Some(Question::Choice { options }) => choice_counts(options, &these)
+                .iter()
+                .zip(options)
+                .map(|(c, o)| format!("{o}={c}"))
+                .collect::<Vec<_>>()
+                .join(" "),
+            _ => histogram(&numbers(&these), None).iter().map(|(_, _, c)| c.to_string()).collect::<Vec<_>>().join(" "),
+        };
+        format!("{} answers [{counts}]", these.len())
     };
+    let round = state.round.max(1);
+    let mut line = format!("chapter {:?} round {round}: {}", state.chapter, counts(round));
+    if round > 1 {
+        line.push_str(&format!(", round 1: {}", counts(1)));
+    }
     let revealed = state.revealed.as_ref().map_or("none".to_string(), Answer::text);
-    format!("chapter {:?}: {} answers [{counts}], revealed {revealed}", state.chapter, answers.len())
+    format!("{line}, revealed {revealed}")
+}
+
+/// The `q`-quantile of the finite `values` (linear between the two nearest), NaN for none.
+pub fn quantile(values: &[f64], q: f64) -> f64 {
+    let mut v: Vec<f64> = values.iter().copied().filter(|x| x.is_finite()).collect();
+    v.sort_by(f64::total_cmp);
+    if v.is_empty() {
+        return f64::NAN;
+    }
+    let at = q.clamp(0.0, 1.0) * (v.len() - 1) as f64;
+    let (lo, hi) = (at.floor() as usize, at.ceil() as usize);
+    v[lo] + (v[hi] - v[lo]) * (at - lo as f64)
+}
+
+/// Whether the class is split enough that discussing is worth a second round (Crouch and
+/// Mazur's rule of thumb): for a choice, the commonest answer holds 30 to 70 % (two answers or
+/// more); for a number, the middle half of the guesses spans more than a factor of 2 (four
+/// guesses or more; a middle half that reaches zero or below spans every factor).
+pub fn split(question: &Question, answers: &[Answer]) -> bool {
+    match question {
+        Question::Choice { options } => {
+            let counts = choice_counts(options, answers);
+            let n: u32 = counts.iter().sum();
+            let top = counts.iter().copied().max().unwrap_or(0);
+            n >= 2 && (0.3..=0.7).contains(&(f64::from(top) / f64::from(n)))
+        }
+        Question::Number => {
+            let values: Vec<f64> = numbers(answers).into_iter().filter(|x| x.is_finite()).collect();
+            let (q1, q3) = (quantile(&values, 0.25), quantile(&values, 0.75));
+            values.len() >= 4 && (q1 <= 0.0 || q3 / q1 > 2.0)
+        }
+    }
 }
 
 /// The middle guess (the mean of the two middle ones for an even count); NaN for none.
@@ -270,110 +313,171 @@ impl Classroom {
         self.refresh_roster(Some(ctx));
     }
 
-    /// The class's guesses for the current question, and the true answer once revealed.
+    /// The class's guesses for the current question: the round's, and in the second round the
+    /// first round's beside them (both against the true answer once revealed). In the first
+    /// round, the second is offered, and suggested when the class is split.
     fn guesses(&mut self, ui: &mut egui::Ui, t: &Catalog, state: &ClassState, question: &Question) {
         let line = guesses_line(state, &self.answers);
         if line != self.logged {
             log::info!("oomlab: class guesses: {line}");
             self.logged = line;
         }
-        ui.label(t.text("class-guesses"));
-        if self.answers.is_empty() {
-            ui.label(t.text("class-no-guesses"));
+        let ctx = ui.ctx().clone();
+        let round = state.round.max(1);
+        let current = self.round_answers(round);
+        if !state.closed && state.revealed.is_none() {
+            if round == 1 {
+                if split(question, &current) {
+                    let colour = ui.visuals().warn_fg_color;
+                    ui.label(RichText::new(t.text("class-split")).size(18.0).strong().color(colour));
+                }
+                let button = egui::Button::new(t.text("class-second-round"));
+                let asked =
+                    ui.add_enabled(!current.is_empty(), button).on_hover_text(t.text("class-second-round-note"));
+                if asked.clicked() {
+                    self.second_round(Some(&ctx));
+                }
+            } else {
+                ui.label(RichText::new(t.text("class-round-two")).size(18.0).strong());
+            }
         }
-        let label = |key: &str| {
-            let i = match question {
-                Question::Choice { options } => options.iter().position(|o| o == key),
-                Question::Number => None,
-            };
-            let words = i.and_then(|i| state.prompt.as_ref()?.options.get(i)?.get(t.lang().code()).cloned());
-            words.unwrap_or_else(|| key.to_string())
-        };
-        let answer = state.revealed.as_ref();
+        ui.label(t.text("class-guesses"));
+        if round > 1 {
+            for (r, answers) in [(1, self.round_answers(1)), (round, current)] {
+                let heading = t.format("class-round", &[("round", f64::from(r).into())]);
+                ui.strong(heading);
+                distribution(ui, t, state, question, &answers, r);
+            }
+        } else {
+            distribution(ui, t, state, question, &current, 1);
+        }
         let unit = state.prompt.as_ref().and_then(|p| p.unit.clone()).unwrap_or_default();
-        let plot = Plot::new("class_guesses")
-            .height(180.0)
-            .allow_drag(false)
-            .allow_zoom(false)
-            .allow_scroll(false)
-            .y_axis_label(t.text("class-axis-students"));
-        match question {
-            Question::Number => {
-                let truth = match answer {
-                    Some(Answer::Number(x)) => Some(*x),
-                    _ => None,
-                };
-                let bins = histogram(&numbers(&self.answers), truth);
-                let plot = match (bins.first(), bins.last()) {
-                    (Some(first), Some(last)) => {
-                        // Ticks on the bins' edges, read to the bins' precision.
-                        let w = first.1;
-                        let decimals = (-w.log10().floor()).clamp(0.0, 6.0) as usize;
-                        plot.x_grid_spacer(egui_plot::uniform_grid_spacer(move |_| [w, 2.0 * w, 4.0 * w]))
-                            .x_axis_formatter(move |mark, _| format!("{:.*}", decimals, mark.value))
-                            .include_x(first.0 - w)
-                            .include_x(last.0 + w)
-                    }
-                    _ => plot,
-                };
-                let bars: Vec<Bar> =
-                    bins.into_iter().map(|(x, w, c)| Bar::new(x, f64::from(c)).width(w * 0.95)).collect();
-                let values: Vec<f64> = numbers(&self.answers).into_iter().filter(|x| x.is_finite()).collect();
-                let description =
-                    match (values.iter().copied().reduce(f64::min), values.iter().copied().reduce(f64::max)) {
-                        (Some(low), Some(high)) => t.format(
-                            "chart-class-number",
-                            &[
-                                ("count", values.len().to_string().into()),
-                                ("low", format!("{low:.2}{unit}").into()),
-                                ("high", format!("{high:.2}{unit}").into()),
-                                ("median", format!("{:.2}{unit}", median(&values)).into()),
-                            ],
-                        ),
-                        _ => t.text("class-no-guesses"),
-                    };
-                let shown = plot.x_axis_label(t.text("class-axis-guess")).show(ui, |p| {
-                    p.bar_chart(BarChart::new(t.text("class-guesses"), bars).color(Color32::from_rgb(70, 130, 200)));
-                    if let Some(x) = truth {
-                        p.vline(
-                            VLine::new(t.text("class-axis-answer"), x).color(Color32::from_rgb(220, 120, 0)).width(3.0),
-                        );
-                    }
-                });
-                views::describe_chart(&shown.response, &description);
+        match &state.revealed {
+            Some(Answer::Number(x)) => {
+                ui.strong(t.format("class-revealed", &[("answer", format!("{x:.2}{unit}").into())]));
+            }
+            Some(Answer::Choice(key)) => {
+                ui.strong(t.format("class-revealed", &[("answer", option_label(t, state, question, key).into())]));
+            }
+            None => {}
+        }
+        // The answer is the real step's; the plan's prediction beside it, and a disagreement
+        // said rather than hidden.
+        if state.revealed.is_some()
+            && let Some(planned) = &self.sync.planned
+        {
+            let said = match planned {
+                Answer::Number(x) => format!("{x:.2}{unit}"),
+                Answer::Choice(key) => option_label(t, state, question, key),
+            };
+            ui.label(t.format("class-planned", &[("answer", said.into())]));
+            if self.sync.differs {
+                ui.colored_label(ui.visuals().warn_fg_color, t.text("lesson-step-differs"));
+            }
+        }
+    }
+}
+
+/// A choice's words in the reader's language (the key itself when the prompt has none).
+fn option_label(t: &Catalog, state: &ClassState, question: &Question, key: &str) -> String {
+    let i = match question {
+        Question::Choice { options } => options.iter().position(|o| o == key),
+        Question::Number => None,
+    };
+    let words = i.and_then(|i| state.prompt.as_ref()?.options.get(i)?.get(t.lang().code()).cloned());
+    words.unwrap_or_else(|| key.to_string())
+}
+
+/// One round's guesses: a histogram (numbers) or bars (choices), with the true answer once
+/// revealed; described for a screen reader.
+fn distribution(
+    ui: &mut egui::Ui,
+    t: &Catalog,
+    state: &ClassState,
+    question: &Question,
+    answers: &[Answer],
+    round: u32,
+) {
+    if answers.is_empty() {
+        ui.label(t.text("class-no-guesses"));
+    }
+    let label = |key: &str| option_label(t, state, question, key);
+    let answer = state.revealed.as_ref();
+    let unit = state.prompt.as_ref().and_then(|p| p.unit.clone()).unwrap_or_default();
+    let plot = Plot::new(("class_guesses", round))
+        .height(if state.round > 1 { 140.0 } else { 180.0 })
+        .allow_drag(false)
+        .allow_zoom(false)
+        .allow_scroll(false)
+        .y_axis_label(t.text("class-axis-students"));
+    match question {
+        Question::Number => {
+            let truth = match answer {
+                Some(Answer::Number(x)) => Some(*x),
+                _ => None,
+            };
+            let bins = histogram(&numbers(answers), truth);
+            let plot = match (bins.first(), bins.last()) {
+                (Some(first), Some(last)) => {
+                    // Ticks on the bins' edges, read to the bins' precision.
+                    let w = first.1;
+                    let decimals = (-w.log10().floor()).clamp(0.0, 6.0) as usize;
+                    plot.x_grid_spacer(egui_plot::uniform_grid_spacer(move |_| [w, 2.0 * w, 4.0 * w]))
+                        .x_axis_formatter(move |mark, _| format!("{:.*}", decimals, mark.value))
+                        .include_x(first.0 - w)
+                        .include_x(last.0 + w)
+                }
+                _ => plot,
+            };
+            let bars: Vec<Bar> = bins.into_iter().map(|(x, w, c)| Bar::new(x, f64::from(c)).width(w * 0.95)).collect();
+            let values: Vec<f64> = numbers(answers).into_iter().filter(|x| x.is_finite()).collect();
+            let description = match (values.iter().copied().reduce(f64::min), values.iter().copied().reduce(f64::max)) {
+                (Some(low), Some(high)) => t.format(
+                    "chart-class-number",
+                    &[
+                        ("count", values.len().to_string().into()),
+                        ("low", format!("{low:.2}{unit}").into()),
+                        ("high", format!("{high:.2}{unit}").into()),
+                        ("median", format!("{:.2}{unit}", median(&values)).into()),
+                    ],
+                ),
+                _ => t.text("class-no-guesses"),
+            };
+            let shown = plot.x_axis_label(t.text("class-axis-guess")).show(ui, |p| {
+                p.bar_chart(BarChart::new(t.text("class-guesses"), bars).color(Color32::from_rgb(70, 130, 200)));
                 if let Some(x) = truth {
-                    ui.strong(t.format("class-revealed", &[("answer", format!("{x:.2}{unit}").into())]));
+                    p.vline(
+                        VLine::new(t.text("class-axis-answer"), x).color(Color32::from_rgb(220, 120, 0)).width(3.0),
+                    );
                 }
-            }
-            Question::Choice { options } => {
-                let counts = choice_counts(options, &self.answers);
-                let bars: Vec<Bar> = counts
-                    .iter()
-                    .enumerate()
-                    .map(|(i, c)| {
-                        let right = answer == Some(&Answer::Choice(options[i].clone()));
-                        let fill = if right { Color32::from_rgb(220, 120, 0) } else { Color32::from_rgb(70, 130, 200) };
-                        Bar::new(i as f64, f64::from(*c)).width(0.7).fill(fill).name(label(&options[i]))
-                    })
-                    .collect();
-                let names: Vec<String> = options.iter().map(|o| label(o)).collect();
-                let each = names.iter().zip(&counts).map(|(n, c)| format!("{n}: {c}")).collect::<Vec<_>>();
-                let description = t.format("chart-class-choice", &[("counts", each.join("; ").into())]);
-                let shown = plot
-                    .x_axis_formatter(move |mark, _| {
-                        let i = mark.value.round();
-                        if (mark.value - i).abs() < 1e-6 && i >= 0.0 {
-                            names.get(i as usize).cloned().unwrap_or_default()
-                        } else {
-                            String::new()
-                        }
-                    })
-                    .show(ui, |p| p.bar_chart(BarChart::new(t.text("class-guesses"), bars)));
-                views::describe_chart(&shown.response, &description);
-                if let Some(Answer::Choice(key)) = answer {
-                    ui.strong(t.format("class-revealed", &[("answer", label(key).into())]));
-                }
-            }
+            });
+            views::describe_chart(&shown.response, &description);
+        }
+        Question::Choice { options } => {
+            let counts = choice_counts(options, answers);
+            let bars: Vec<Bar> = counts
+                .iter()
+                .enumerate()
+                .map(|(i, c)| {
+                    let right = answer == Some(&Answer::Choice(options[i].clone()));
+                    let fill = if right { Color32::from_rgb(220, 120, 0) } else { Color32::from_rgb(70, 130, 200) };
+                    Bar::new(i as f64, f64::from(*c)).width(0.7).fill(fill).name(label(&options[i]))
+                })
+                .collect();
+            let names: Vec<String> = options.iter().map(|o| label(o)).collect();
+            let each = names.iter().zip(&counts).map(|(n, c)| format!("{n}: {c}")).collect::<Vec<_>>();
+            let description = t.format("chart-class-choice", &[("counts", each.join("; ").into())]);
+            let shown = plot
+                .x_axis_formatter(move |mark, _| {
+                    let i = mark.value.round();
+                    if (mark.value - i).abs() < 1e-6 && i >= 0.0 {
+                        names.get(i as usize).cloned().unwrap_or_default()
+                    } else {
+                        String::new()
+                    }
+                })
+                .show(ui, |p| p.bar_chart(BarChart::new(t.text("class-guesses"), bars)));
+            views::describe_chart(&shown.response, &description);
         }
     }
 }

@@ -1,4 +1,4 @@
-use super::projector::{choice_counts, histogram};
+use super::projector::{self, choice_counts, histogram, quantile, split};
 use super::*;
 use crate::app::lessons::{Guess, Verdict, judge};
 
@@ -103,27 +103,50 @@ fn the_teacher_follows_a_real_class() {
     let index = 1;
     let mut settings = Settings::default();
     (chapters()[index].setup)(&mut settings);
-    let mut lesson = LessonState { chapter: index, guess: Guess::Ratio(1.0), verdict: None };
+    let mut lesson =
+        LessonState { chapter: index, guess: Guess::Ratio(1.0), verdict: None, planned: None, from_step: false };
     room.follow_lesson(Some(&lesson), &settings, 58, true, None);
     wait(&mut room, "the chapter", &|r| r.state.as_ref().is_some_and(|s| s.chapter == Some(2)));
     assert!(room.state.as_ref().is_some_and(|s| s.prompt.is_some()));
 
-    // Two students guess; the teacher sees both guesses, and no names.
+    // Two students guess, as a client from before rounds does (no round: the first); the teacher
+    // sees both guesses, and no names.
+    let base = format!("{}/api/classes/{}", room.server, class.code);
+    let post = |path: &str, body: &serde_json::Value| {
+        let request = ehttp::Request::post_json(format!("{base}/{path}"), body);
+        ehttp::fetch_blocking(&request.expect("json")).expect("an answer")
+    };
+    let mut students = Vec::new();
     for (name, guess) in [("Ada", 1.5), ("Grace", 2.0)] {
-        let join = ehttp::Request::post_json(
-            format!("{}/api/classes/{}/join", room.server, class.code),
-            &serde_json::json!({ "name": name }),
-        );
-        let joined: crate::class::Joined =
-            ehttp::fetch_blocking(&join.expect("json")).expect("joined").json().expect("a student");
-        let body = crate::class::AnswerBody { student: joined.student, chapter: 2, answer: Answer::Number(guess) };
-        let answer = ehttp::Request::post_json(format!("{}/api/classes/{}/answers", room.server, class.code), &body);
-        assert_eq!(ehttp::fetch_blocking(&answer.expect("json")).expect("answered").status, 200);
+        let joined: crate::class::Joined = post("join", &serde_json::json!({ "name": name })).json().expect("joined");
+        let body = serde_json::json!({ "student": joined.student, "chapter": 2, "answer": guess });
+        assert_eq!(post("answers", &body).status, 200);
+        students.push(joined.student);
     }
     wait(&mut room, "the guesses", &|r| r.answers.len() == 2);
-    let mut guesses: Vec<String> = room.answers.iter().map(Answer::text).collect();
+    let mut guesses: Vec<String> = room.round_answers(1).iter().map(Answer::text).collect();
     guesses.sort();
     assert_eq!(guesses, ["1.5", "2"]);
+
+    // The second round: the first round's answers stay and close; each student votes again.
+    room.second_round(None);
+    wait(&mut room, "round 2", &|r| r.state.as_ref().is_some_and(|s| s.round == 2 && s.answered == 0));
+    let late = serde_json::json!({ "student": students[0], "chapter": 2, "answer": 9.0 });
+    assert_eq!(post("answers", &late).status, 409, "the first round is over");
+    for (student, guess) in students.iter().zip([3.0, 3.5]) {
+        let body =
+            crate::class::AnswerBody { student: student.clone(), chapter: 2, answer: Answer::Number(guess), round: 2 };
+        assert_eq!(post("answers", &serde_json::to_value(&body).expect("json")).status, 200);
+    }
+    wait(&mut room, "both rounds", &|r| r.answers.len() == 4);
+    let texts = |round| {
+        let mut v: Vec<String> = room.round_answers(round).iter().map(Answer::text).collect();
+        v.sort();
+        v
+    };
+    assert_eq!((texts(1), texts(2)), (vec!["1.5".to_string(), "2".into()], vec!["3".to_string(), "3.5".into()]));
+    let line = projector::guesses_line(room.state.as_ref().expect("state"), &room.answers);
+    assert!(line.starts_with("chapter Some(2) round 2: 2 answers") && line.contains("round 1: 2 answers"), "{line}");
 
     // Revealed, but the step still running: nothing sent yet. Once it ran: the true answer.
     let facts = Facts::new(&settings, 58).expect("facts");
@@ -138,7 +161,9 @@ fn the_teacher_follows_a_real_class() {
     room.download_csv(None);
     wait(&mut room, "the CSV", &|r| r.csv.is_some());
     let csv = String::from_utf8(room.csv.take().unwrap_or_default()).unwrap_or_default();
-    assert!(csv.contains("\"Ada\"") && csv.contains("\"1.5\""), "{csv}");
+    assert!(csv.starts_with("\u{feff}chapter,round,student,name,answer,at_ms\r\n"), "{csv}");
+    assert!(csv.contains("\"2\",\"1\",") && csv.contains("\"Ada\",\"1.5\""), "{csv}");
+    assert!(csv.contains("\"2\",\"2\",") && csv.contains("\"Ada\",\"3\""), "{csv}");
 
     room.close(None);
     wait(&mut room, "the end", &|r| r.state.as_ref().is_some_and(|s| s.closed));
@@ -202,4 +227,26 @@ fn the_links_key_is_taken_and_leaves_the_address() {
     let rest = room.take_key_from_link("#teach&key=0123abcd&lesson=2");
     assert_eq!(rest.as_deref(), Some("#teach&lesson=2"));
     assert_eq!(room.start.key, "0123abcd");
+}
+
+/// A class is split (worth a second round) when the commonest choice holds 30–70 %, or when the
+/// middle half of the number guesses spans more than a factor of 2.
+#[test]
+fn a_split_class_is_told_apart_from_one_that_agrees() {
+    let options: Vec<String> = ["a", "b", "c"].iter().map(|s| s.to_string()).collect();
+    let choice = Asked::Choice { options };
+    let picks = |s: &str| s.chars().map(|c| Answer::Choice(c.to_string())).collect::<Vec<_>>();
+    assert!(split(&choice, &picks("aabb")), "50 %");
+    assert!(split(&choice, &picks("aaabbbbccc")), "40 %");
+    assert!(!split(&choice, &picks("aaaaaaaabc")), "80 % agree");
+    assert!(split(&choice, &picks("abc")), "a third each");
+    assert!(!split(&choice, &picks("a")), "one answer");
+    let numbers = |v: &[f64]| v.iter().map(|x| Answer::Number(*x)).collect::<Vec<_>>();
+    assert!(!split(&Asked::Number, &numbers(&[2.0, 2.2, 2.5, 3.0, 3.5])), "within × 2");
+    assert!(split(&Asked::Number, &numbers(&[1.0, 1.5, 4.0, 8.0, 10.0])), "× 5");
+    assert!(!split(&Asked::Number, &numbers(&[1.0, 10.0, 100.0])), "three guesses");
+    assert!(split(&Asked::Number, &numbers(&[-1.0, 0.0, 2.0, 3.0])), "reaching zero");
+    assert_eq!(quantile(&[1.0, 2.0, 3.0, 4.0, 5.0], 0.25), 2.0);
+    assert_eq!(quantile(&[1.0, 2.0], 0.5), 1.5);
+    assert!(quantile(&[], 0.5).is_nan());
 }

@@ -58,6 +58,7 @@ impl Live {
             waiting: count(waiting),
             joins_recent,
             join_flood: joins_recent >= class::FLOOD_JOINS,
+            round: if self.row.chapter.is_some() { self.row.round } else { 0 },
         }
     }
 

@@ -40,6 +40,7 @@ pub type Body<T> = Result<T, Refusal>;
 pub enum TeacherAction {
     SetChapter(Body<class::SetChapter>, Reply<ClassState>),
     Reveal(Body<class::Reveal>, Reply<ClassState>),
+    SecondRound(Body<class::SecondRound>, Reply<ClassState>),
     Close(Reply<ClassState>),
     Lock(Body<Lock>, Reply<ClassState>),
     Admit(Body<Pick>, Reply<ClassState>),
@@ -117,7 +118,10 @@ impl<S: Store> Keeper<S> {
         let now = Instant::now();
         for row in self.store.classes()? {
             let answered = match row.chapter {
-                Some(ch) => self.store.answers(&row.code, Some(ch))?.into_iter().map(|a| a.student).collect(),
+                Some(ch) => {
+                    let stored = self.store.answers(&row.code, Some(ch))?.into_iter();
+                    stored.filter(|a| a.round == row.round).map(|a| a.student).collect()
+                }
                 None => HashSet::new(),
             };
             let mut chapters: BTreeSet<u32> = self.store.chapters(&row.code)?.into_iter().collect();
@@ -386,6 +390,7 @@ impl<S: Store> Keeper<S> {
             closed_at: None,
             locked: false,
             expected: create.expected.map(|n| n.min(most)),
+            round: 1,
         };
         self.store.put_class(&row)?;
         let expires_at = row.expires_at;
@@ -464,6 +469,11 @@ impl<S: Store> Keeper<S> {
         if live.row.revealed.is_some() {
             return Ok(Err(Refusal::Revealed(body.chapter)));
         }
+        // A round that is over keeps its answers: a student who discussed votes in the next.
+        if body.round != live.row.round {
+            let (chapter, asked, current) = (body.chapter, body.round, live.row.round);
+            return Ok(Err(Refusal::NotCurrentRound { chapter, asked, current }));
+        }
         let Some(question) = &live.row.question else {
             return Ok(Err(Refusal::NotCurrentChapter { asked: body.chapter, current: None }));
         };
@@ -474,13 +484,14 @@ impl<S: Store> Keeper<S> {
             student: body.student.clone(),
             name: student.name.clone(),
             chapter: body.chapter,
+            round: body.round,
             answer: body.answer.clone(),
             at_ms: now_ms(),
         };
         self.store.put_answer(code, &stored)?;
         live.answered.insert(body.student);
         let answered = live.answered.len().try_into().unwrap_or(u32::MAX);
-        Ok(Ok(Accepted { chapter: body.chapter, answer: body.answer, answered }))
+        Ok(Ok(Accepted { chapter: body.chapter, round: body.round, answer: body.answer, answered }))
     }
 
     /// Changes a live class's row (refused when closed) and writes it.
@@ -523,6 +534,7 @@ fn refuse_teacher(action: TeacherAction, r: Refusal) -> Settle {
     match action {
         TeacherAction::SetChapter(_, reply)
         | TeacherAction::Reveal(_, reply)
+        | TeacherAction::SecondRound(_, reply)
         | TeacherAction::Close(reply)
         | TeacherAction::Lock(_, reply)
         | TeacherAction::Admit(_, reply)

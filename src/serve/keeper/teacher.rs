@@ -44,9 +44,10 @@ impl<S: Store> Keeper<S> {
             TeacherAction::SetChapter(set, reply) => {
                 let set = body!(set, reply);
                 // A chapter the class goes back to keeps its stored answers (the latest of each
-                // student counts), so its count starts from them, as it does after a restart.
+                // student counts), so its count starts from them, as it does after a restart. It
+                // starts again at round 1.
                 let before: HashSet<String> = match self.store.answers(&code, Some(set.chapter)) {
-                    Ok(stored) => stored.into_iter().map(|a| a.student).collect(),
+                    Ok(stored) => stored.into_iter().filter(|a| a.round == 1).map(|a| a.student).collect(),
                     Err(e) => return Err((settle(reply, Err(Refusal::Stopping)), e)),
                 };
                 let result = self.update(&code, |live| {
@@ -65,6 +66,7 @@ impl<S: Store> Keeper<S> {
                         live.row.chapter = Some(set.chapter);
                         live.row.question = Some(set.question);
                         live.row.revealed = None;
+                        live.row.round = 1;
                         live.answered = before;
                     }
                     // The same question in other words (a language switch, new numbers) keeps
@@ -84,6 +86,24 @@ impl<S: Store> Keeper<S> {
                         q.check_answer(&reveal.answer)?;
                     }
                     live.row.revealed = Some(reveal.answer);
+                    Ok(())
+                });
+                outcome(reply, result, touched)
+            }
+            TeacherAction::SecondRound(round, reply) => {
+                let round = body!(round, reply);
+                let result = self.update(&code, |live| {
+                    if live.row.chapter != Some(round.chapter) {
+                        return Err(Refusal::NotCurrentChapter { asked: round.chapter, current: live.row.chapter });
+                    }
+                    if live.row.revealed.is_some() {
+                        return Err(Refusal::Revealed(round.chapter));
+                    }
+                    // Asked twice (a retry), the second round stays as it is.
+                    if live.row.round < class::LAST_ROUND {
+                        live.row.round = class::LAST_ROUND;
+                        live.answered.clear();
+                    }
                     Ok(())
                 });
                 outcome(reply, result, touched)
@@ -119,7 +139,8 @@ impl<S: Store> Keeper<S> {
             TeacherAction::Results(chapter, reply) => {
                 let chapter = body!(chapter, reply);
                 let result = self.store.answers(&code, Some(chapter)).map(|answers| {
-                    let count = answers.len().try_into().unwrap_or(u32::MAX);
+                    let students: HashSet<&str> = answers.iter().map(|a| a.student.as_str()).collect();
+                    let count = students.len().try_into().unwrap_or(u32::MAX);
                     Ok(Results { chapter, count, answers })
                 });
                 outcome(reply, result, None)

@@ -81,7 +81,7 @@ fn a_failed_commit_refills_no_rate_limit() {
     let from = IpAddr::from([127, 0, 0, 3]);
     let student = ask(&mut keeper, |tx| Request::Join(code.clone(), Join::default(), from, tx)).expect("joined");
     let answer = |keeper: &mut Keeper<Flaky>| {
-        let body = AnswerBody { student: student.student.clone(), chapter: 1, answer: Answer::Number(1.0) };
+        let body = AnswerBody { student: student.student.clone(), chapter: 1, answer: Answer::Number(1.0), round: 1 };
         ask(keeper, |tx| Request::Answer(code.clone(), body, tx))
     };
     assert!(answer(&mut keeper).is_ok() && answer(&mut keeper).is_ok());

@@ -89,6 +89,15 @@ impl Teaching {
         }
     }
 
+    /// How close a guess to the open chapter's number must be to count as close (a fraction of
+    /// the answer); `None` for a choice, or no lesson.
+    pub fn tolerance(&self) -> Option<f64> {
+        match chapters().get(self.lesson.as_ref()?.chapter)?.question {
+            Question::Ratio { tolerance, .. } => Some(tolerance),
+            Question::Choice { .. } => None,
+        }
+    }
+
     /// Sets the learner's guess (the panel's widgets, and the tests).
     pub fn guess(&mut self, guess: Guess) {
         if let Some(l) = &mut self.lesson {

@@ -376,15 +376,26 @@ impl OomlabApp {
                 if ui.button(self.chrome.tr("drawer-close")).clicked() {
                     self.chrome.drawer_open = false;
                 }
-                egui::ScrollArea::vertical().show(ui, |ui| self.controls(ui, vocab));
+                egui::ScrollArea::vertical()
+                    .show(ui, |ui| self.teaching.controls(ui, &self.chrome.catalog, &mut self.settings, vocab));
             });
             self.apply_settings();
             // A step in flight goes on while the drawer is open.
             self.drive(ui.input(|i| i.time), key_step);
+        } else if self.classroom.projection.full && self.classroom.class().is_some() {
+            // The projector's view of the class, full screen: its buttons reveal and start rounds.
+            let (t, tolerance) = (&self.chrome.catalog, self.teaching.tolerance());
+            let asks = egui::CentralPanel::default().show(ui, |ui| self.classroom.full_view(ui, t, tolerance)).inner;
+            if asks.reveal {
+                self.reveal();
+            }
+            let step = key_step || self.teaching.take_step_request();
+            self.drive(ui.input(|i| i.time), step);
         } else {
             if !narrow {
                 egui::Panel::left("controls").resizable(true).default_size(300.0).show(ui, |ui| {
-                    egui::ScrollArea::vertical().show(ui, |ui| self.controls(ui, vocab));
+                    egui::ScrollArea::vertical()
+                        .show(ui, |ui| self.teaching.controls(ui, &self.chrome.catalog, &mut self.settings, vocab));
                 });
             }
             if self.teaching.panel_open() || self.classroom.open {
@@ -461,19 +472,6 @@ impl OomlabApp {
         {
             self.choose_way(way);
         }
-    }
-
-    /// The toy's controls, gated by a teacher link.
-    fn controls(&mut self, ui: &mut egui::Ui, vocab: usize) {
-        let t = &mut self.teaching;
-        controls::controls_ui(
-            ui,
-            &self.chrome.catalog,
-            &mut self.settings,
-            vocab,
-            &t.restrictions,
-            &mut t.drawn_controls,
-        );
     }
 
     /// The views' side: the top bar, notices, run buttons, exports and the selected view.

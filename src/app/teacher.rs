@@ -220,6 +220,11 @@ impl Teaching {
         log::info!("oomlab: teacher link drawn: {}", all.join(", "));
     }
 
+    /// The toy's controls, gated by a teacher link.
+    pub fn controls(&mut self, ui: &mut egui::Ui, t: &Catalog, settings: &mut Settings, vocab: usize) {
+        super::controls::controls_ui(ui, t, settings, vocab, &self.restrictions, &mut self.drawn_controls);
+    }
+
     /// The link for `settings` in `lang`, with the open lesson chapter or challenge, and the
     /// controls the teacher chose to lock or hide.
     pub fn teacher_link(&self, settings: &Settings, lang: Lang, lock: &[Control], hide: &[Control]) -> String {

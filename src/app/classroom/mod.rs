@@ -4,6 +4,7 @@
 //! back live, and the lesson's reveal — once its real step has run — sends the true answer. The
 //! projector shows the guesses without names ([`projector`]); [`net`] talks to the server.
 
+pub mod full;
 pub mod net;
 pub mod projector;
 
@@ -52,8 +53,8 @@ pub struct Classroom {
     sync: LessonSync,
     /// A results request is on its way (`Some`), and another is wanted after it (`Some(true)`).
     fetching: Option<bool>,
-    /// The guesses last logged (the browser test reads the log).
-    pub(super) logged: String,
+    /// What the projector shows: the side panel or the full-screen view.
+    pub projection: Projection,
     /// The answers file the teacher asked for, when it arrives.
     pub csv: Option<Vec<u8>>,
     /// The students with their names, while the teacher's list is open.
@@ -61,6 +62,15 @@ pub struct Classroom {
     stream: Option<net::Stream>,
     inbox: Receiver<Msg>,
     outbox: Sender<Msg>,
+}
+
+/// What the projector shows of the class.
+#[derive(Debug, Default)]
+pub struct Projection {
+    /// The full-screen view for the back of the room ([`full`]), instead of the side panel.
+    pub full: bool,
+    /// The guesses last logged (the browser test reads the log).
+    logged: String,
 }
 
 /// How the teacher starts a class.
@@ -121,7 +131,7 @@ impl Default for Classroom {
             failure: None,
             sync: LessonSync::default(),
             fetching: None,
-            logged: String::new(),
+            projection: Projection::default(),
             csv: None,
             students: StudentList::default(),
             stream: None,

@@ -138,8 +138,21 @@ fn numbers(answers: &[Answer]) -> Vec<f64> {
         .collect()
 }
 
+/// Whether a join address names this machine to itself (localhost, 127.x, [::1], 0.0.0.0).
+pub fn loopback(url: &str) -> bool {
+    let rest = url.split("://").nth(1).unwrap_or(url);
+    let host = rest.split('/').next().unwrap_or("");
+    let host = if host.starts_with('[') {
+        host.split(']').next().unwrap_or("").trim_start_matches('[')
+    } else {
+        host.split(':').next().unwrap_or("")
+    };
+    host.eq_ignore_ascii_case("localhost")
+        || host.parse::<std::net::IpAddr>().is_ok_and(|ip| ip.is_loopback() || ip.is_unspecified())
+}
+
 /// Draws a QR code (rows of `1` dark / `0` light) as a square of `side` points.
-fn qr(ui: &mut egui::Ui, rows: &[String], side: f32) {
+pub(super) fn qr(ui: &mut egui::Ui, rows: &[String], side: f32) {
     let (rect, _) = ui.allocate_exact_size(egui::vec2(side, side), egui::Sense::hover());
     let n = rows.len().max(1) as f32;
     let module = side / n;
@@ -198,6 +211,13 @@ impl Classroom {
             }
             return asks;
         };
+        if ui.button(t.text("class-projector")).on_hover_text(t.text("class-projector-note")).clicked() {
+            self.projection.full = true;
+        }
+        if loopback(&class.join_url) {
+            // A phone given this machine's loopback address reaches itself, not the class.
+            ui.colored_label(ui.visuals().warn_fg_color, t.text("class-loopback"));
+        }
         ui.label(RichText::new(t.format("class-code", &[("code", class.code.as_str().into())])).size(28.0).strong());
         ui.label(RichText::new(t.format("class-join-at", &[("url", class.join_url.as_str().into())])).size(18.0));
         if !class.qr.is_empty() {
@@ -318,9 +338,9 @@ impl Classroom {
     /// round, the second is offered, and suggested when the class is split.
     fn guesses(&mut self, ui: &mut egui::Ui, t: &Catalog, state: &ClassState, question: &Question) {
         let line = guesses_line(state, &self.answers);
-        if line != self.logged {
+        if line != self.projection.logged {
             log::info!("oomlab: class guesses: {line}");
-            self.logged = line;
+            self.projection.logged = line;
         }
         let ctx = ui.ctx().clone();
         let round = state.round.max(1);

@@ -250,3 +250,22 @@ fn a_split_class_is_told_apart_from_one_that_agrees() {
     assert_eq!(quantile(&[1.0, 2.0], 0.5), 1.5);
     assert!(quantile(&[], 0.5).is_nan());
 }
+
+/// A join address that names the teacher's machine to itself is said to be unreachable.
+#[test]
+fn a_loopback_join_address_is_told_apart() {
+    use super::projector::loopback;
+    for url in [
+        "http://localhost:8080/join/ABCDEF",
+        "http://127.0.0.1:8080/join",
+        "http://[::1]:8080/join",
+        "http://0.0.0.0/join",
+    ] {
+        assert!(loopback(url), "{url}");
+    }
+    for url in
+        ["http://192.168.1.20:8080/join/ABCDEF", "https://class.school.example/join", "http://[fe80::1]:8080/join"]
+    {
+        assert!(!loopback(url), "{url}");
+    }
+}

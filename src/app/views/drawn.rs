@@ -19,6 +19,38 @@ pub enum Drawn {
     Training(TrainingDrawn),
     RealModels(RealDrawn),
     Snapshot(SnapshotDrawn),
+    /// The class's full-screen projector view (`classroom::full`).
+    Projector(Box<ProjectorDrawn>),
+}
+
+/// One round's distribution as the full view drew it.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct RoundDrawn {
+    pub round: u32,
+    pub answers: usize,
+    /// The slots' labels and counts, left to right (numbers: below, the bins, above).
+    pub slots: Vec<(String, u32)>,
+    pub log: bool,
+    pub median: Option<f64>,
+    pub middle_half: Option<(f64, f64)>,
+    pub truth: Option<String>,
+    /// Guesses within the chapter's tolerance of the true value (numbers), or right (choices).
+    pub within: Option<u32>,
+    /// The size the slots' labels were drawn at.
+    pub label_px: f32,
+}
+
+/// The full view's record.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct ProjectorDrawn {
+    pub question: String,
+    pub question_px: f32,
+    pub label_px: f32,
+    /// The distributions' height over the screen's.
+    pub chart_share: f32,
+    pub rounds: Vec<RoundDrawn>,
+    /// The code and QR code: in a corner (students have joined) or large in the middle.
+    pub join_in_corner: bool,
 }
 
 /// The breakdown at the peak: a row per category, from each source.
@@ -152,6 +184,7 @@ impl Drawn {
             Drawn::Training(_) => "training",
             Drawn::RealModels(_) => "real-models",
             Drawn::Snapshot(_) => "snapshot",
+            Drawn::Projector(_) => "projector",
         }
     }
 

@@ -82,6 +82,7 @@ fn room(stage: u8) -> Classroom {
             ),
             options: Vec::new(),
             unit: Some("×".into()),
+            ..Prompt::default()
         }),
         revealed: (stage == 2).then_some(Answer::Number(1.8785)),
         students: 24,
@@ -168,6 +169,7 @@ fn a_choice_shows_each_options_share() {
             question: words("Where is the peak?", "峰值在哪里？"),
             options: vec![words("forward", "前向传播"), words("backward", "反向传播"), words("optimizer", "优化器")],
             unit: None,
+            ..Prompt::default()
         });
         s.revealed = Some(Answer::Choice("bwd".into()));
     }

@@ -158,11 +158,22 @@ fn a_class_answers_and_the_teacher_reads_the_results() {
     assert_eq!((state.chapter, state.answered, state.students), (Some(2), 0, 3));
     assert_eq!(c.answer(&class.code, &ada, 2, Answer::Choice("backward".into())).status, 200);
     assert_eq!(c.answer(&class.code, &bo, 2, Answer::Choice("sideways".into())).status, 422);
-    // Reveal: answers close, everyone sees the answer.
-    let reveal = Reveal { chapter: 2, answer: Answer::Choice("backward".into()) };
+    // Reveal: answers close, everyone sees the answer and its explanation. An explanation in an
+    // unknown language, or longer than a prompt, is refused first.
+    let because = |lang: &str, text: &str| std::collections::BTreeMap::from([(lang.to_string(), text.to_string())]);
+    for bad in [because("tlh", "Because."), because("en", &"x".repeat(601)), because("en", "ring\u{7}")] {
+        let reveal = Reveal { chapter: 2, answer: Answer::Choice("backward".into()), explanation: bad };
+        let r = c.post(&format!("/api/classes/{}/reveal", class.code), &reveal, Some(&class.teacher_token));
+        assert_eq!(r.status, 422);
+    }
+    let state: ClassState = c.get(&format!("/api/classes/{}", class.code), None).json();
+    assert!(state.revealed.is_none() && state.explanation.is_empty(), "nothing revealed yet");
+    let explanation = because("en", "The backward pass holds every activation and the first gradients.");
+    let reveal = Reveal { chapter: 2, answer: Answer::Choice("backward".into()), explanation: explanation.clone() };
     let r = c.post(&format!("/api/classes/{}/reveal", class.code), &reveal, Some(&class.teacher_token));
     assert_eq!(r.status, 200);
-    assert_eq!(r.json::<ClassState>().revealed, Some(Answer::Choice("backward".into())));
+    let state = r.json::<ClassState>();
+    assert_eq!((state.revealed, state.explanation), (Some(Answer::Choice("backward".into())), explanation));
     assert_eq!(c.answer(&class.code, &bo, 2, Answer::Choice("forward".into())).status, 409);
 
     // The CSV: every chapter's answers, names included, one row each.
@@ -299,7 +310,11 @@ fn followers_see_each_change_live() {
     c.answer(&class.code, &s, 4, Answer::Number(1.25));
     std::thread::sleep(Duration::from_millis(400));
     let token = Some(class.teacher_token.as_str());
-    c.post(&format!("/api/classes/{}/reveal", class.code), &Reveal { chapter: 4, answer: Answer::Number(1.5) }, token);
+    c.post(
+        &format!("/api/classes/{}/reveal", class.code),
+        &Reveal { chapter: 4, answer: Answer::Number(1.5), explanation: Default::default() },
+        token,
+    );
     std::thread::sleep(Duration::from_millis(400));
     c.post(&format!("/api/classes/{}/close", class.code), &serde_json::json!({}), token);
     let seen = follower.join().unwrap();
@@ -567,6 +582,14 @@ fn the_student_page_its_words_and_the_teachers_prompt() {
     assert!(script.header("content-type").is_some_and(|t| t.starts_with("text/javascript")));
     let js = String::from_utf8_lossy(&script.body);
     assert!(js.contains("new EventSource(") && js.contains("/api/strings?lang="), "the page follows the class");
+    // Small enough for a phone on a school's Wi-Fi: the page, its script and its words together
+    // under 30 KB, in either language.
+    for lang in ["en", "zh"] {
+        let words = c.get(&format!("/api/strings?lang={lang}"), None).body.len();
+        let page = c.get("/join", None).body.len();
+        let total = page + script.body.len() + words;
+        assert!(total < 30 * 1024, "the students' page in {lang} is {total} bytes");
+    }
     let zh: serde_json::Value = c.get("/api/strings?lang=zh-CN", None).json();
     assert_eq!(zh["lang"], "zh");
     assert_eq!(zh["words"]["student-join"], "加入课堂");
@@ -584,6 +607,7 @@ fn the_student_page_its_words_and_the_teachers_prompt() {
         question: words("In which part of the step is memory highest?", "显存在哪一部分最高？"),
         options: vec![words("forward", "前向"), words("backward", "反向"), words("optimizer", "优化器")],
         unit: None,
+        ..Prompt::default()
     };
     let set = SetChapter { chapter: 4, question: choices(), prompt: Some(prompt.clone()) };
     let chapter = format!("/api/classes/{}/chapter", class.code);

@@ -81,6 +81,9 @@ try {
   const student = await joinAs("Test Student", "student");
   const prompt = await student.textContent("#prompt");
   if (!prompt.includes("how many times more memory")) throw new Error(`the question: ${prompt}`);
+  // The setting the question is about, in words, above it.
+  const setting = await student.textContent("#setting");
+  if (!/toy GPT-2 \(tiny\), batch 16, sequence 64, budget 64\.00 MiB/.test(setting)) throw new Error(`the setting: ${setting}`);
   const secondStudent = await joinAs("Second Student", "second");
   const third = await joinAs("Third Student", "third");
   await vote(student, "2.5");
@@ -118,9 +121,14 @@ try {
   const result = await student.textContent("#result");
   const answer = revealed.match(/revealed (\S+)/)[1];
   const two = Number(answer).toLocaleString("en", { maximumFractionDigits: 2 });
-  if (!result.includes(`The answer: ${two}×`) || !result.includes("Your vote in round 1: 2.5×") || !result.includes("Your vote in round 2: 3×")) {
-    throw new Error(`the student's result: ${result} (revealed ${answer})`);
+  if (!result.includes(`The answer: ${two}×`) || !result.includes("Your vote in round 1: 2.5×") || !result.includes("Your vote in round 2: 3×")
+    || !result.includes("The peak goes from")) {
+    throw new Error(`the student's result (with the chapter's explanation): ${result} (revealed ${answer})`);
   }
+  // The answers so far, kept across a reload, with how far off the last vote was.
+  await student.reload();
+  await student.waitForFunction(() => !document.getElementById("history").hidden
+    && document.getElementById("history-list").textContent.includes("Chapter 2: you said 3×"), null, { timeout: 30000 });
   // The answers file: both rounds, a round column.
   const csvButton = await waitFor("the CSV button", () => mirroredButton(teacher, "Download the answers (CSV)"), 30000);
   const download = teacher.waitForEvent("download", { timeout: 30000 });

@@ -30,7 +30,15 @@ function say(text, cls) { const s = $("status"); s.textContent = text || ""; s.c
 function remember() { try { localStorage.setItem("oomlab-class-" + code, student); } catch (e) { /* private mode */ } }
 function recall() { try { return localStorage.getItem("oomlab-class-" + code); } catch (e) { return null; } }
 function forget() {
-  try { localStorage.removeItem("oomlab-class-" + code); localStorage.removeItem("oomlab-answers-" + code); } catch (e) { /* private mode */ }
+  try {
+    for (const k of ["oomlab-class-", "oomlab-answers-", "oomlab-history-"]) localStorage.removeItem(k + code);
+  } catch (e) { /* private mode */ }
+}
+// What each revealed chapter left: "chapter" -> { yours, answer, away (a number's %) or right }.
+let history = {};
+function keepHistory() { try { localStorage.setItem("oomlab-history-" + code, JSON.stringify(history)); } catch (e) { /* private mode */ } }
+function recallHistory() {
+  try { return JSON.parse(localStorage.getItem("oomlab-history-" + code) || "{}") || {}; } catch (e) { return {}; }
 }
 function keepAnswers() { try { localStorage.setItem("oomlab-answers-" + code, JSON.stringify(mine)); } catch (e) { /* private mode */ } }
 function recallAnswers() {
@@ -56,6 +64,7 @@ async function loadWords() {
   $("joined").textContent = t("student-joined");
   $("guess-label").textContent = t("student-number");
   $("send").textContent = t("student-send");
+  $("history-heading").textContent = t("student-history");
   if (state) render();
 }
 
@@ -179,6 +188,7 @@ function render() {
     $("sent").textContent = "";
     $("result").replaceChildren();
     $("round").replaceChildren();
+    $("setting").hidden = true;
     return;
   }
   if (waiting || !q || state.chapter === null || state.chapter === undefined) {
@@ -189,9 +199,13 @@ function render() {
     $("sent").textContent = "";
     $("result").replaceChildren();
     $("round").replaceChildren();
+    $("setting").hidden = true;
     return;
   }
   $("heading").textContent = t("student-question", { chapter: state.chapter });
+  const setting = inLang(state.prompt && state.prompt.setting);
+  $("setting").textContent = setting;
+  $("setting").hidden = !setting;
   $("prompt").textContent = inLang(state.prompt && state.prompt.question);
   const round = roundOf(state);
   const sent = mine[state.chapter + ":" + round];
@@ -238,7 +252,43 @@ function render() {
       }
     }
   }
+  if (revealed) {
+    const why = inLang(state.explanation);
+    if (why) { const p = document.createElement("p"); p.textContent = why; result.push(p); }
+    remember_reveal(round);
+  }
   $("result").replaceChildren(...result);
+  showHistory();
+}
+
+// Keeps what a revealed chapter left for the list of answers so far (its own words: a later
+// chapter's state no longer has this one's options).
+function remember_reveal(round) {
+  let last;
+  for (let r = round; r >= 1 && last === undefined; r--) last = mine[state.chapter + ":" + r];
+  if (last === undefined) return;
+  const entry = { yours: shown(last), answer: shown(state.revealed) };
+  if (typeof state.revealed === "number") {
+    const away = state.revealed === 0 ? Math.abs(last) * 100 : Math.abs(last - state.revealed) / Math.abs(state.revealed) * 100;
+    entry.away = away.toLocaleString(lang === "zh" ? "zh-CN" : "en", { maximumFractionDigits: 1 });
+  } else {
+    entry.right = last === state.revealed;
+  }
+  if (JSON.stringify(history[state.chapter]) !== JSON.stringify(entry)) { history[state.chapter] = entry; keepHistory(); }
+}
+
+// Every revealed chapter's answer so far, with how far off it was.
+function showHistory() {
+  const items = Object.keys(history).map(Number).sort((a, b) => a - b).map((chapter) => {
+    const h = history[chapter];
+    const li = document.createElement("li");
+    li.textContent = h.away !== undefined
+      ? t("student-history-number", { chapter, yours: h.yours, answer: h.answer, percent: h.away })
+      : t("student-history-choice", { chapter, yours: h.yours, answer: h.answer, verdict: h.right ? t("student-right") : t("student-wrong") });
+    return li;
+  });
+  $("history-list").replaceChildren(...items);
+  $("history").hidden = items.length === 0;
 }
 
 async function send(answer) {
@@ -286,6 +336,7 @@ loadWords().then(async () => {
   student = code ? recall() : null;
   if (!student) { showJoin(); return; }
   mine = recallAnswers();
+  history = recallHistory();
   // A remembered session: still in the class, still waiting, or removed?
   const r = await post("/me", { student });
   if (r.status === 403) { removed(); return; }

@@ -133,7 +133,9 @@ impl Prompt {
                 && m.values().all(|t| text_ok(t, max))
         };
         let unit_ok = self.unit.as_deref().is_none_or(|u| u.chars().count() <= 8 && !u.chars().any(char::is_control));
+        let setting_ok = self.setting.is_empty() || langs_ok(&self.setting, MAX_PROMPT_CHARS);
         let ok = langs_ok(&self.question, MAX_PROMPT_CHARS)
+            && setting_ok
             && self.options.len() == options
             && self.options.iter().all(|o| langs_ok(o, MAX_LABEL_CHARS))
             && unit_ok;
@@ -224,6 +226,10 @@ pub struct Prompt {
     pub options: Vec<BTreeMap<String, String>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub unit: Option<String>,
+    /// The setting the question is about, in words per language ("tiny GPT-2, batch 16,
+    /// sequence 64, budget 64 MiB"): never a figure the answer follows from.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub setting: BTreeMap<String, String>,
 }
 
 /// A class as everyone may see it.
@@ -238,6 +244,9 @@ pub struct ClassState {
     pub prompt: Option<Prompt>,
     /// The true answer, once the teacher revealed the chapter.
     pub revealed: Option<Answer>,
+    /// The chapter's explanation in words, sent with the reveal (none before it).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub explanation: BTreeMap<String, String>,
     pub closed: bool,
     /// Students in the class (who joined and were let in).
     pub students: u32,
@@ -388,6 +397,23 @@ pub struct SecondRound {
 pub struct Reveal {
     pub chapter: u32,
     pub answer: Answer,
+    /// The chapter's explanation in words per language (at most [`MAX_PROMPT_CHARS`] each), for
+    /// the students' phones once revealed.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub explanation: BTreeMap<String, String>,
+}
+
+impl Reveal {
+    /// Checks the explanation's languages and lengths (a teacher's request).
+    pub fn check(&self) -> Result<(), Invalid> {
+        let ok = self.explanation.iter().all(|(lang, text)| {
+            PROMPT_LANGS.contains(&lang.as_str())
+                && !text.trim().is_empty()
+                && text.chars().count() <= MAX_PROMPT_CHARS
+                && !text.chars().any(|c| c.is_control() && c != '\n')
+        });
+        if ok { Ok(()) } else { Err(Invalid::BadPrompt) }
+    }
 }
 
 /// One stored answer, as the teacher sees it.
@@ -472,6 +498,7 @@ mod tests {
             question: words("Which?", "哪个？"),
             options: vec![words("A", "甲"), words("B", "乙")],
             unit: None,
+            ..Prompt::default()
         };
         assert_eq!(good.check(&choice), Ok(()));
         // One label per option, in the question's languages.
@@ -485,7 +512,7 @@ mod tests {
             Prompt { question: BTreeMap::from([("tlh".to_string(), "nuq?".to_string())]), ..Prompt::default() };
         assert_eq!(klingon.check(&Question::Number), Err(Invalid::BadPrompt));
         let number =
-            Prompt { question: words("How many times?", "多少倍？"), options: vec![], unit: Some("×".into()) };
+            Prompt { question: words("How many times?", "多少倍？"), unit: Some("×".into()), ..Prompt::default() };
         assert_eq!(number.check(&Question::Number), Ok(()));
         assert_eq!(number.check(&choice), Err(Invalid::BadPrompt), "a choice question needs its labels");
         let long = Prompt { question: words(&"x".repeat(MAX_PROMPT_CHARS + 1), "长"), ..number.clone() };
@@ -500,7 +527,7 @@ mod tests {
         let set = SetChapter {
             chapter: MAX_CHAPTER,
             question: Question::Choice { options: options.clone() },
-            prompt: Some(Prompt { question: big, options: vec![label; MAX_OPTIONS], unit: None }),
+            prompt: Some(Prompt { question: big, options: vec![label; MAX_OPTIONS], ..Prompt::default() }),
         };
         assert!(set.prompt.as_ref().is_some_and(|p| p.check(&set.question).is_ok()));
         let json = serde_json::to_string(&set).unwrap_or_default();

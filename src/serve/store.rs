@@ -3,7 +3,7 @@
 //! keeper ([`super::keeper`]) is the only caller, from one thread, inside transactions it opens
 //! and commits, so an implementation needs no locking of its own.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
 
 use rusqlite::{Connection, params};
@@ -23,6 +23,8 @@ pub struct ClassRow {
     /// The question's words for the students (JSON), when the teacher sent them.
     pub prompt: Option<Prompt>,
     pub revealed: Option<Answer>,
+    /// The revealed chapter's explanation in words (per language).
+    pub explanation: BTreeMap<String, String>,
     pub closed: bool,
     /// When it was closed (seconds since the Unix epoch): closed classes are kept a while for
     /// the teacher's CSV, then deleted.
@@ -106,7 +108,8 @@ CREATE TABLE IF NOT EXISTS classes (
     closed_at INTEGER,
     locked INTEGER NOT NULL DEFAULT 0,
     expected INTEGER,
-    round INTEGER NOT NULL DEFAULT 1
+    round INTEGER NOT NULL DEFAULT 1,
+    explanation TEXT
 );
 CREATE TABLE IF NOT EXISTS students (
     code TEXT NOT NULL REFERENCES classes(code) ON DELETE CASCADE,
@@ -149,13 +152,14 @@ DROP TABLE answers_before_rounds;
 
 /// Columns added since the first schema: a database from before gains them (its rows take the
 /// default).
-const ADDED_COLUMNS: [(&str, &str, &str); 6] = [
+const ADDED_COLUMNS: [(&str, &str, &str); 7] = [
     ("classes", "prompt", "TEXT"),
     ("classes", "closed_at", "INTEGER"),
     ("classes", "locked", "INTEGER NOT NULL DEFAULT 0"),
     ("classes", "expected", "INTEGER"),
     ("students", "waiting", "INTEGER NOT NULL DEFAULT 0"),
     ("classes", "round", "INTEGER NOT NULL DEFAULT 1"),
+    ("classes", "explanation", "TEXT"),
 ];
 
 /// Creates the file for its owner only, or narrows an existing one to that.
@@ -263,11 +267,11 @@ impl Store for SqliteStore {
     fn put_class(&mut self, c: &ClassRow) -> Result<(), StoreError> {
         self.db.execute(
             "INSERT INTO classes (code, token, created_at, expires_at, chapter, question, revealed, closed, prompt,
-                 closed_at, locked, expected, round)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)
+                 closed_at, locked, expected, round, explanation)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)
              ON CONFLICT(code) DO UPDATE SET token = ?2, created_at = ?3, expires_at = ?4, chapter = ?5,
                  question = ?6, revealed = ?7, closed = ?8, prompt = ?9, closed_at = ?10, locked = ?11,
-                 expected = ?12, round = ?13",
+                 expected = ?12, round = ?13, explanation = ?14",
             params![
                 c.code,
                 c.token_hash,
@@ -281,7 +285,8 @@ impl Store for SqliteStore {
                 c.closed_at,
                 c.locked,
                 c.expected,
-                c.round
+                c.round,
+                serde_json::to_string(&c.explanation)?
             ],
         )?;
         Ok(())
@@ -321,7 +326,7 @@ impl Store for SqliteStore {
     fn classes(&mut self) -> Result<Vec<ClassRow>, StoreError> {
         let mut q = self.db.prepare(
             "SELECT code, token, created_at, expires_at, chapter, question, revealed, closed, prompt, closed_at, locked,
-                 expected, round FROM classes",
+                 expected, round, explanation FROM classes",
         )?;
         let rows = q.query_map([], |r| {
             let row = ClassRow {
@@ -338,16 +343,20 @@ impl Store for SqliteStore {
                 locked: r.get(10)?,
                 expected: r.get(11)?,
                 round: r.get(12)?,
+                explanation: BTreeMap::new(),
             };
-            Ok((row, r.get::<_, Option<String>>(5)?, r.get::<_, Option<String>>(6)?, r.get::<_, Option<String>>(8)?))
+            let texts =
+                (r.get::<_, Option<String>>(5)?, r.get::<_, Option<String>>(6)?, r.get::<_, Option<String>>(8)?);
+            Ok((row, texts, r.get::<_, Option<String>>(13)?))
         })?;
         let mut out = Vec::new();
         for row in rows {
-            let (row, question, revealed, prompt) = row?;
+            let (row, (question, revealed, prompt), explanation) = row?;
             out.push(ClassRow {
                 question: from_json_opt(question)?,
                 prompt: from_json_opt(prompt)?,
                 revealed: from_json_opt(revealed)?,
+                explanation: from_json_opt(explanation)?.unwrap_or_default(),
                 ..row
             });
         }
@@ -429,8 +438,10 @@ mod tests {
                     [("en".to_string(), "B".to_string())].into(),
                 ],
                 unit: None,
+                ..Prompt::default()
             }),
             revealed: None,
+            explanation: [("en".to_string(), "Because.".to_string())].into(),
             closed: false,
             closed_at: None,
             locked: true,

@@ -60,6 +60,9 @@ pub const KEYS: &[(&str, &[&str])] = &[
     ("student-removed", &[]),
     ("student-round-two", &[]),
     ("student-vote", &["round", "answer"]),
+    ("student-history", &[]),
+    ("student-history-number", &["chapter", "yours", "answer", "percent"]),
+    ("student-history-choice", &["chapter", "yours", "answer", "verdict"]),
 ];
 
 /// `GET /join`, `GET /join/{code}`: the page (the code is read from the address by the page).

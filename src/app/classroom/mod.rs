@@ -174,7 +174,44 @@ pub fn chapter_question(index: usize, facts: &Facts) -> Option<SetChapter> {
         ),
     };
     let chapter_number = u32::try_from(index + 1).ok()?;
-    Some(SetChapter { chapter: chapter_number, question: asked, prompt: Some(Prompt { question, options, unit }) })
+    let setting = words("class-setting", &|t| setting_args(chapter, facts, t), &catalogs);
+    let prompt = Prompt { question, options, unit, setting };
+    Some(SetChapter { chapter: chapter_number, question: asked, prompt: Some(prompt) })
+}
+
+/// The setting a chapter's question is about, in words: the toy's model, batch, sequence, budget
+/// and techniques, or the real model and its GPUs — what the students' phones show above the
+/// question (the lesson's settings, never a figure the answer follows from).
+fn setting_args(chapter: &super::lessons::Chapter, facts: &Facts, t: &Catalog) -> Vec<(&'static str, String)> {
+    let s = &facts.settings;
+    if chapter.tab == super::Tab::RealModels {
+        let e = &s.estimate.0;
+        let model = e.arch.name.clone();
+        let gpus = format!("{} × {}", e.parallel.data, e.gpu.name);
+        return vec![("what", t.format("class-setting-real", &[("model", model.into()), ("gpus", gpus.into())]))];
+    }
+    let args = [
+        ("model", t.text(&format!("preset-{}", s.preset.name())).into()),
+        ("batch", s.batch.to_string().into()),
+        ("seq", s.seq.to_string().into()),
+        ("budget", super::views::size(t, s.budget_bytes).into()),
+        ("techniques", super::views::describe(t, &s.techniques()).into()),
+    ];
+    vec![("what", t.format("class-setting-toy", &args))]
+}
+
+/// The chapter's explanation (its revealed answer's words) in both languages, for the phones.
+fn explanation(index: usize, facts: &Facts) -> BTreeMap<String, String> {
+    let Some(chapter) = chapters().into_iter().nth(index) else { return BTreeMap::new() };
+    let catalogs: Vec<Catalog> = Lang::ALL.iter().map(|l| Catalog::new(*l)).collect();
+    let mut out = words(&format!("lesson-{}-answer", chapter.id), &|t| (chapter.answer_args)(facts, t), &catalogs);
+    // Bounded as the contract bounds it: a long one is cut at a word.
+    for text in out.values_mut() {
+        if text.chars().count() > crate::class::MAX_PROMPT_CHARS {
+            *text = text.chars().take(crate::class::MAX_PROMPT_CHARS - 1).collect::<String>() + "…";
+        }
+    }
+    out
 }
 
 /// A verdict's answer, as the class contract writes it.
@@ -420,7 +457,8 @@ impl Classroom {
             && self.sync.revealed != Some(number)
             && let Some(answer) = lesson.verdict.as_ref().and_then(|v| answer_of(question, v))
         {
-            self.act("reveal", &Reveal { chapter: number, answer }, ctx);
+            let explanation = explanation(lesson.chapter, &facts);
+            self.act("reveal", &Reveal { chapter: number, answer, explanation }, ctx);
             self.sync.revealed = Some(number);
             self.sync.planned =
                 lesson.planned.as_ref().filter(|_| lesson.from_step).and_then(|v| answer_of(question, v));

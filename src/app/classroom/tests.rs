@@ -107,7 +107,11 @@ fn the_teacher_follows_a_real_class() {
         LessonState { chapter: index, guess: Guess::Ratio(1.0), verdict: None, planned: None, from_step: false };
     room.follow_lesson(Some(&lesson), &settings, 58, true, None);
     wait(&mut room, "the chapter", &|r| r.state.as_ref().is_some_and(|s| s.chapter == Some(2)));
-    assert!(room.state.as_ref().is_some_and(|s| s.prompt.is_some()));
+    // The setting in words goes with the question; no explanation before the reveal.
+    let setting = room.state.as_ref().and_then(|s| s.prompt.as_ref()).map(|p| p.setting.clone()).unwrap_or_default();
+    assert!(setting["en"].contains("batch 16") && setting["en"].contains("sequence 64"), "{setting:?}");
+    assert!(setting["zh"].contains("batch 16"), "{setting:?}");
+    assert!(room.state.as_ref().is_some_and(|s| s.explanation.is_empty()));
 
     // Two students guess, as a client from before rounds does (no round: the first); the teacher
     // sees both guesses, and no names.
@@ -157,6 +161,9 @@ fn the_teacher_follows_a_real_class() {
     room.follow_lesson(Some(&lesson), &settings, 58, true, None);
     wait(&mut room, "the reveal", &|r| r.state.as_ref().is_some_and(|s| s.revealed.is_some()));
     assert_eq!(room.state.as_ref().and_then(|s| s.revealed.clone()), chapter_answer(index, &facts));
+    // With the answer, the chapter's explanation in both languages.
+    let why = room.state.as_ref().map(|s| s.explanation.clone()).unwrap_or_default();
+    assert!(why["en"].starts_with("The peak goes from") && why.contains_key("zh"), "{why:?}");
 
     room.download_csv(None);
     wait(&mut room, "the CSV", &|r| r.csv.is_some());

@@ -49,6 +49,7 @@ impl Live {
             question: self.row.question.clone(),
             prompt: self.row.prompt.clone(),
             revealed: self.row.revealed.clone(),
+            explanation: self.row.explanation.clone(),
             closed: self.row.closed,
             students: count(self.students.len() - waiting),
             answered: count(self.answered.len()),

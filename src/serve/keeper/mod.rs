@@ -386,6 +386,7 @@ impl<S: Store> Keeper<S> {
             question: None,
             prompt: None,
             revealed: None,
+            explanation: Default::default(),
             closed: false,
             closed_at: None,
             locked: false,

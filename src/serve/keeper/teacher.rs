@@ -66,6 +66,7 @@ impl<S: Store> Keeper<S> {
                         live.row.chapter = Some(set.chapter);
                         live.row.question = Some(set.question);
                         live.row.revealed = None;
+                        live.row.explanation.clear();
                         live.row.round = 1;
                         live.answered = before;
                     }
@@ -85,7 +86,9 @@ impl<S: Store> Keeper<S> {
                     if let Some(q) = &live.row.question {
                         q.check_answer(&reveal.answer)?;
                     }
+                    reveal.check()?;
                     live.row.revealed = Some(reveal.answer);
+                    live.row.explanation = reveal.explanation;
                     Ok(())
                 });
                 outcome(reply, result, touched)

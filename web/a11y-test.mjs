@@ -68,11 +68,32 @@ try {
   const batch = slider.value?.value;
   if (batch !== 16) throw new Error(`the batch slider's value is ${JSON.stringify(slider.value)}`);
   if (!find(nodes, "button", en["run-one-step"])) throw new Error("no One step button");
-  const peak = mib(timeline().peak_allocated_bytes);
-  if (!find(nodes, "image", peak)) throw new Error(`no chart description with the peak ${peak}: ${nodes.filter((n) => n.role?.value === "image").map(nameOf)}`);
-  console.log(`tree: the question, 3 choices, slider batch = ${batch}, chart with peak ${peak}`);
+  // Guess first: before the reveal the chart is veiled, and the mirror says so without a figure.
+  const veiled = en["veil-chart"];
+  if (!find(nodes, "image", veiled)) throw new Error(`no veiled chart: ${nodes.filter((n) => n.role?.value === "image").map(nameOf)}`);
+  if (nodes.some((n) => / MiB/.test(nameOf(n)) && n.role?.value === "image")) throw new Error("a chart's figures before the reveal");
+  console.log(`tree: the question, 3 choices, slider batch = ${batch}, the chart veiled until the reveal`);
 
-  // Keyboard only, as the page starts (the canvas has the focus): Tab moves egui's focus, which
+  // Assistive technology activates an option, then Reveal.
+  const click = (selector) => page.evaluate((s) => { const el = document.querySelector(s); if (el) el.click(); return !!el; }, selector);
+  if (!await click(`#oomlab_a11y [role="radio"][aria-label="${en["lesson-peak-backward"]}"]`)) throw new Error("no mirrored option");
+  await until("the option picked", () => page.evaluate((n) => document.querySelector(`#oomlab_a11y [role="radio"][aria-label="${n}"]`)?.getAttribute("aria-checked") === "true", en["lesson-peak-backward"]), 10_000);
+  if (!await click(`#oomlab_a11y button[aria-label="${en["lesson-reveal"]}"]`)) throw new Error("no mirrored Reveal");
+  await until("the revealed answer and its step, announced", () => page.evaluate(() => document.getElementById("oomlab_live_polite")?.textContent ?? "").then((t) => /Step 1 finished/.test(t)));
+  const said = await page.evaluate(() => document.getElementById("oomlab_live_polite").textContent);
+  if (!said.startsWith(en["lesson-choice-right"]) && !said.startsWith("Not this one")) throw new Error(`the live region said ${said}`);
+  nodes = await ax();
+  if (!nodes.some((n) => nameOf(n).startsWith(said.split(" Step")[0]))) throw new Error("the verdict is not in the tree");
+  if (!lines.some((l) => l.includes("oomlab: step 1 on"))) throw new Error("the reveal ran no step");
+  console.log(`reveal: announced "${said}"`);
+
+  // Revealed: the chart is described with its peak.
+  await until("the unveiled timeline", () => timeline()?.peak_allocated_bytes > 0, 20_000);
+  const peak = mib(timeline().peak_allocated_bytes);
+  await until("the chart's peak in the tree", async () => !!find(await ax(), "image", peak), 10_000);
+  console.log(`tree after the reveal: chart with peak ${peak}`);
+
+  // Keyboard only (the canvas has the focus): Tab moves egui's focus, which
   // the mirror reports (data-focused, and the canvas's aria-activedescendant), to the batch
   // slider; an arrow key moves it and the peak shown changes.
   const focusedName = () => page.evaluate(() => {
@@ -97,19 +118,6 @@ try {
   await page.keyboard.press("ArrowRight");
   await until("the mirrored slider's arrow key", () => mib(timeline().peak_allocated_bytes) !== after, 20_000);
   console.log(`mirror: → on the mirrored slider moved the peak to ${mib(timeline().peak_allocated_bytes)}`);
-
-  // Assistive technology activates an option, then Reveal.
-  const click = (selector) => page.evaluate((s) => { const el = document.querySelector(s); if (el) el.click(); return !!el; }, selector);
-  if (!await click(`#oomlab_a11y [role="radio"][aria-label="${en["lesson-peak-backward"]}"]`)) throw new Error("no mirrored option");
-  await until("the option picked", () => page.evaluate((n) => document.querySelector(`#oomlab_a11y [role="radio"][aria-label="${n}"]`)?.getAttribute("aria-checked") === "true", en["lesson-peak-backward"]), 10_000);
-  if (!await click(`#oomlab_a11y button[aria-label="${en["lesson-reveal"]}"]`)) throw new Error("no mirrored Reveal");
-  await until("the revealed answer and its step, announced", () => page.evaluate(() => document.getElementById("oomlab_live_polite")?.textContent ?? "").then((t) => /Step 1 finished/.test(t)));
-  const said = await page.evaluate(() => document.getElementById("oomlab_live_polite").textContent);
-  if (!said.startsWith(en["lesson-choice-right"]) && !said.startsWith("Not this one")) throw new Error(`the live region said ${said}`);
-  nodes = await ax();
-  if (!nodes.some((n) => nameOf(n).startsWith(said.split(" Step")[0]))) throw new Error("the verdict is not in the tree");
-  if (!lines.some((l) => l.includes("oomlab: step 1 on"))) throw new Error("the reveal ran no step");
-  console.log(`reveal: announced "${said}"`);
 
   // The mouse still reaches the canvas: a click where the mirrored Training tab lies opens it.
   const rect = await mirroredButton(page, en["tab-training"]);

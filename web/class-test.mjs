@@ -107,6 +107,10 @@ try {
   if (!idBefore || idBefore !== idAfter || counted.students !== 3) {
     throw new Error(`a reload joined again: ${idBefore} → ${idAfter}, ${counted.students} students`);
   }
+  // Each page hears of the second round (two of them by polling, every 4 s) before voting.
+  for (const page of [student, secondStudent, third]) {
+    await page.waitForFunction(() => document.getElementById("round").textContent.includes("discuss the question"), null, { timeout: 30000 });
+  }
   await vote(student, "3");
   await vote(secondStudent, "3.2");
   await vote(third, "3.5");
@@ -130,10 +134,21 @@ try {
   await student.waitForFunction(() => !document.getElementById("history").hidden
     && document.getElementById("history-list").textContent.includes("Chapter 2: you said 3×"), null, { timeout: 30000 });
   // The answers file: both rounds, a round column.
-  const csvButton = await waitFor("the CSV button", () => mirroredButton(teacher, "Download the answers (CSV)"), 30000);
-  const download = teacher.waitForEvent("download", { timeout: 30000 });
-  await teacher.mouse.click(csvButton.x, csvButton.y);
-  const csv = fs.readFileSync(await (await download).path(), "utf8");
+  // A click that lands while a software-rendered frame is still being laid out can be lost (as
+  // in harness.mjs's openFileChooser): up to five tries.
+  let download = null;
+  for (let attempt = 0; attempt < 5 && !download; attempt++) {
+    await teacher.waitForTimeout(500 + 500 * attempt);
+    await waitFor("the CSV button", () => mirroredButton(teacher, "Download the answers (CSV)"), 30000);
+    const waiting = teacher.waitForEvent("download", { timeout: 8000 }).catch(() => null);
+    // Through the mirror, as a screen reader presses it: the button may sit below the class
+    // panel's fold, where a mouse would have to scroll first.
+    await teacher.evaluate(() => [...document.querySelectorAll("#oomlab_a11y button")]
+      .find((b) => b.getAttribute("aria-label") === "Download the answers (CSV)")?.click());
+    download = await waiting;
+  }
+  if (!download) throw new Error("the answers file was not downloaded");
+  const csv = fs.readFileSync(await download.path(), "utf8");
   const rows = csv.replace(/^\uFEFF/, "").trim().split("\r\n");
   const round = (r) => rows.filter((l) => l.startsWith(`"2","${r}",`)).length;
   if (rows[0] !== "chapter,round,student,name,answer,at_ms" || round(1) !== 3 || round(2) !== 3) {

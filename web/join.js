@@ -35,8 +35,8 @@ function forget() {
   } catch (e) { /* private mode */ }
 }
 // What each revealed chapter left: "chapter" -> { yours, answer, away (a number's %) or right }.
-let history = {};
-function keepHistory() { try { localStorage.setItem("oomlab-history-" + code, JSON.stringify(history)); } catch (e) { /* private mode */ } }
+let soFar = {};
+function keepHistory() { try { localStorage.setItem("oomlab-history-" + code, JSON.stringify(soFar)); } catch (e) { /* private mode */ } }
 function recallHistory() {
   try { return JSON.parse(localStorage.getItem("oomlab-history-" + code) || "{}") || {}; } catch (e) { return {}; }
 }
@@ -274,13 +274,13 @@ function remember_reveal(round) {
   } else {
     entry.right = last === state.revealed;
   }
-  if (JSON.stringify(history[state.chapter]) !== JSON.stringify(entry)) { history[state.chapter] = entry; keepHistory(); }
+  if (JSON.stringify(soFar[state.chapter]) !== JSON.stringify(entry)) { soFar[state.chapter] = entry; keepHistory(); }
 }
 
 // Every revealed chapter's answer so far, with how far off it was.
 function showHistory() {
-  const items = Object.keys(history).map(Number).sort((a, b) => a - b).map((chapter) => {
-    const h = history[chapter];
+  const items = Object.keys(soFar).map(Number).sort((a, b) => a - b).map((chapter) => {
+    const h = soFar[chapter];
     const li = document.createElement("li");
     li.textContent = h.away !== undefined
       ? t("student-history-number", { chapter, yours: h.yours, answer: h.answer, percent: h.away })
@@ -305,6 +305,13 @@ async function send(answer) {
     removed();
   } else if (r.status === 409 && waiting) {
     render();
+  } else if (r.status === 409 && !state.closed) {
+    // The class moved on (a new round or chapter) before this page heard: catch up, and the
+    // student answers what is asked now.
+    const now = await fetch("/api/classes/" + code);
+    if (now.status === 200) await take(await now.json());
+    if (roundOf(state) !== round || state.chapter !== chapter) say(t("student-round-two"), "bad");
+    else say(refusal(r.status), "bad");
   } else {
     say(refusal(r.status), "bad");
   }
@@ -336,7 +343,7 @@ loadWords().then(async () => {
   student = code ? recall() : null;
   if (!student) { showJoin(); return; }
   mine = recallAnswers();
-  history = recallHistory();
+  soFar = recallHistory();
   // A remembered session: still in the class, still waiting, or removed?
   const r = await post("/me", { student });
   if (r.status === 403) { removed(); return; }

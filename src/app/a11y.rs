@@ -287,12 +287,20 @@ impl Announcer {
     }
 }
 
-/// The live line follows what happened: a step, an error, a revealed answer.
+/// Names a window's title bar (egui leaves the area that moves the window unnamed) after the
+/// window, for a screen reader.
+pub fn name_title_bar(ctx: &egui::Context, window: egui::Id, title: &str) {
+    ctx.accesskit_node_builder(window.with("__title_click"), |node| node.set_label(title));
+}
+
+/// The live line follows what happened: a step, an error, a revealed answer (`revealed`: the
+/// open chapter's verdict in words, which the teaching hands over; the announcer reads no
+/// lesson of its own).
 pub(super) fn announce(
     announcer: &mut Announcer,
     t: &crate::i18n::Catalog,
     run: &super::run::Run,
-    lesson: Option<&super::lesson_panel::LessonState>,
+    revealed: Option<String>,
     ctx: &egui::Context,
 ) {
     // A chapter's open question veils the step's figures here too.
@@ -309,10 +317,6 @@ pub(super) fn announce(
         )
     };
     let error = run.error.as_ref().map(|e| e.text(t));
-    let revealed = lesson.and_then(|l| {
-        let v = l.verdict.as_ref()?;
-        Some(super::lesson_panel::verdict_text(t, v, &super::lessons::chapters()[l.chapter].question))
-    });
     // A question that opens veils what the line said before it (the last chapter's answer, a
     // step's peak).
     let veiled = super::views::veil(ctx).any();

@@ -154,15 +154,9 @@ impl Chrome {
                 ui.label(self.tr(key));
             }
         });
-        name_title_bar(ctx, id, &title);
+        super::a11y::name_title_bar(ctx, id, &title);
         self.show_shortcuts = open;
     }
-}
-
-/// Names a window's title bar (egui leaves the area that moves the window unnamed) after the
-/// window, for a screen reader.
-pub fn name_title_bar(ctx: &egui::Context, window: egui::Id, title: &str) {
-    ctx.accesskit_node_builder(window.with("__title_click"), |node| node.set_label(title));
 }
 
 /// The high-contrast theme, also present mode's, for the back of the room: white text on black,

@@ -98,6 +98,12 @@ impl Teaching {
         }
     }
 
+    /// The open chapter's revealed verdict in words (what the live line says), if revealed.
+    pub fn revealed_text(&self, t: &Catalog) -> Option<String> {
+        let lesson = self.lesson.as_ref()?;
+        Some(verdict_text(t, lesson.verdict.as_ref()?, &chapters().get(lesson.chapter)?.question))
+    }
+
     /// Sets the learner's guess (the panel's widgets, and the tests).
     pub fn guess(&mut self, guess: Guess) {
         if let Some(l) = &mut self.lesson {

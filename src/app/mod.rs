@@ -431,8 +431,8 @@ impl OomlabApp {
             self.shown.tab = tab;
         }
         self.class_frame(ui.ctx());
-        let (lesson, ctx) = (self.teaching.lesson.as_ref(), ui.ctx());
-        a11y::announce(&mut self.chrome.announcer, &self.chrome.catalog, &self.run, lesson, ctx);
+        let revealed = self.teaching.revealed_text(&self.chrome.catalog);
+        a11y::announce(&mut self.chrome.announcer, &self.chrome.catalog, &self.run, revealed, ui.ctx());
         store::autosave(self);
         self.chrome.shortcuts_window(ui.ctx());
         self.teaching.share_window(ui.ctx(), &self.chrome.catalog, &self.settings);

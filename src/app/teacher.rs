@@ -278,7 +278,7 @@ impl Teaching {
             ui.add(egui::TextEdit::multiline(&mut link.as_str()).desired_rows(3).desired_width(f32::INFINITY))
                 .labelled_by(label.id);
         });
-        super::chrome::name_title_bar(ctx, id, &title);
+        super::a11y::name_title_bar(ctx, id, &title);
         self.share = open.then_some((lock, hide));
     }
 }

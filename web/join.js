@@ -245,8 +245,7 @@ function render() {
     for (const [r, vote] of votes) {
       line(round > 1 ? t("student-vote", { round: r, answer: shown(vote) }) : t("student-yours", { answer: shown(vote) }));
       if (typeof state.revealed === "number") {
-        const away = state.revealed === 0 ? Math.abs(vote) * 100 : Math.abs(vote - state.revealed) / Math.abs(state.revealed) * 100;
-        line(t("student-off-by", { percent: away.toLocaleString(lang === "zh" ? "zh-CN" : "en", { maximumFractionDigits: 1 }) }));
+        line(t("student-off-by", { percent: awayFrom(vote) }));
       } else {
         line(vote === state.revealed ? t("student-right") : t("student-wrong"), vote === state.revealed ? "ok" : "bad");
       }
@@ -261,6 +260,12 @@ function render() {
   showHistory();
 }
 
+// How far a number vote is from the revealed answer, in %, as this page's language writes it.
+function awayFrom(vote) {
+  const away = state.revealed === 0 ? Math.abs(vote) * 100 : Math.abs(vote - state.revealed) / Math.abs(state.revealed) * 100;
+  return away.toLocaleString(lang === "zh" ? "zh-CN" : "en", { maximumFractionDigits: 1 });
+}
+
 // Keeps what a revealed chapter left for the list of answers so far (its own words: a later
 // chapter's state no longer has this one's options).
 function remember_reveal(round) {
@@ -269,8 +274,7 @@ function remember_reveal(round) {
   if (last === undefined) return;
   const entry = { yours: shown(last), answer: shown(state.revealed) };
   if (typeof state.revealed === "number") {
-    const away = state.revealed === 0 ? Math.abs(last) * 100 : Math.abs(last - state.revealed) / Math.abs(state.revealed) * 100;
-    entry.away = away.toLocaleString(lang === "zh" ? "zh-CN" : "en", { maximumFractionDigits: 1 });
+    entry.away = awayFrom(last);
   } else {
     entry.right = last === state.revealed;
   }

@@ -94,7 +94,24 @@ pub struct SqliteStore {
     db: Connection,
 }
 
-const SCHEMA: &str = "
+/// The answers table's columns and keys: the schema's, and the rounds migration's rebuilt table.
+macro_rules! answers_columns {
+    () => {
+        "(
+    code TEXT NOT NULL,
+    chapter INTEGER NOT NULL,
+    round INTEGER NOT NULL DEFAULT 1,
+    student TEXT NOT NULL,
+    answer TEXT NOT NULL,
+    at_ms INTEGER NOT NULL,
+    PRIMARY KEY (code, chapter, round, student),
+    FOREIGN KEY (code, student) REFERENCES students(code, id) ON DELETE CASCADE
+)"
+    };
+}
+
+const SCHEMA: &str = concat!(
+    "
 CREATE TABLE IF NOT EXISTS classes (
     code TEXT PRIMARY KEY,
     token TEXT NOT NULL,
@@ -119,36 +136,22 @@ CREATE TABLE IF NOT EXISTS students (
     waiting INTEGER NOT NULL DEFAULT 0,
     PRIMARY KEY (code, id)
 );
-CREATE TABLE IF NOT EXISTS answers (
-    code TEXT NOT NULL,
-    chapter INTEGER NOT NULL,
-    round INTEGER NOT NULL DEFAULT 1,
-    student TEXT NOT NULL,
-    answer TEXT NOT NULL,
-    at_ms INTEGER NOT NULL,
-    PRIMARY KEY (code, chapter, round, student),
-    FOREIGN KEY (code, student) REFERENCES students(code, id) ON DELETE CASCADE
+CREATE TABLE IF NOT EXISTS answers ",
+    answers_columns!(),
+    ";\n"
 );
-";
 
 /// A database from before voting rounds keys its answers by (code, chapter, student): the table
 /// is rebuilt with the round in its key, every answer in round 1.
-const ANSWERS_WITH_ROUNDS: &str = "
-ALTER TABLE answers RENAME TO answers_before_rounds;
-CREATE TABLE answers (
-    code TEXT NOT NULL,
-    chapter INTEGER NOT NULL,
-    round INTEGER NOT NULL DEFAULT 1,
-    student TEXT NOT NULL,
-    answer TEXT NOT NULL,
-    at_ms INTEGER NOT NULL,
-    PRIMARY KEY (code, chapter, round, student),
-    FOREIGN KEY (code, student) REFERENCES students(code, id) ON DELETE CASCADE
-);
+const ANSWERS_WITH_ROUNDS: &str = concat!(
+    "ALTER TABLE answers RENAME TO answers_before_rounds;\nCREATE TABLE answers ",
+    answers_columns!(),
+    ";
 INSERT INTO answers (code, chapter, round, student, answer, at_ms)
     SELECT code, chapter, 1, student, answer, at_ms FROM answers_before_rounds;
 DROP TABLE answers_before_rounds;
-";
+"
+);
 
 /// Columns added since the first schema: a database from before gains them (its rows take the
 /// default).

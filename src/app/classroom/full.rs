@@ -326,11 +326,12 @@ fn distribution(ui: &Ui, t: &Catalog, rect: Rect, chart: RoundChart<'_>) -> Roun
         }
         Question::Choice { options } => {
             let counts = choice_counts(options, answers);
-            let labels = (0..options.len()).map(|i| labels_of(state, t, options, i)).collect();
+            let labels =
+                (0..options.len()).map(|i| super::projector::option_label(t, state, question, &options[i])).collect();
             if let Some(Answer::Choice(right)) = &state.revealed {
                 let i = options.iter().position(|o| o == right);
                 drawn.within = i.map(|i| counts[i]);
-                drawn.truth = i.map(|i| labels_of(state, t, options, i));
+                drawn.truth = i.map(|i| super::projector::option_label(t, state, question, &options[i]));
             }
             (counts, labels, None)
         }
@@ -410,10 +411,4 @@ fn backed(painter: &egui::Painter, at: Pos2, text: String, font: &FontId, colour
     let plate = Rect::from_min_size(at, galley.size()).expand(3.0);
     painter.rect_filled(plate, 4.0, Color32::from_black_alpha(200));
     painter.galley(at, galley, colour);
-}
-
-/// A choice's words in the reader's language.
-fn labels_of(state: &ClassState, t: &Catalog, options: &[String], i: usize) -> String {
-    let words = state.prompt.as_ref().and_then(|p| p.options.get(i)?.get(t.lang().code()).cloned());
-    words.unwrap_or_else(|| options[i].clone())
 }

@@ -119,13 +119,7 @@ pub fn split(question: &Question, answers: &[Answer]) -> bool {
 
 /// The middle guess (the mean of the two middle ones for an even count); NaN for none.
 pub fn median(values: &[f64]) -> f64 {
-    let mut v: Vec<f64> = values.iter().copied().filter(|x| x.is_finite()).collect();
-    v.sort_by(f64::total_cmp);
-    match v.len() {
-        0 => f64::NAN,
-        n if n % 2 == 1 => v[n / 2],
-        n => (v[n / 2 - 1] + v[n / 2]) / 2.0,
-    }
+    quantile(values, 0.5)
 }
 
 fn numbers(answers: &[Answer]) -> Vec<f64> {
@@ -399,7 +393,7 @@ impl Classroom {
 }
 
 /// A choice's words in the reader's language (the key itself when the prompt has none).
-fn option_label(t: &Catalog, state: &ClassState, question: &Question, key: &str) -> String {
+pub(super) fn option_label(t: &Catalog, state: &ClassState, question: &Question, key: &str) -> String {
     let i = match question {
         Question::Choice { options } => options.iter().position(|o| o == key),
         Question::Number => None,

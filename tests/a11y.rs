@@ -145,7 +145,7 @@ fn every_interactive_node_has_a_name_in_both_languages() {
             harness.run_steps(2);
         }
         // Every lesson chapter, before and after its reveal.
-        for i in 0..oomlab::app::lessons::chapters().len() {
+        for i in 0..oomlab::app::teaching::chapters().len() {
             harness.state_mut().open_chapter(i);
             harness.run_steps(2);
             missing.extend(unnamed(&harness, &format!("{lang:?} lesson {i}")));
@@ -153,14 +153,16 @@ fn every_interactive_node_has_a_name_in_both_languages() {
             harness.run_steps(300);
             missing.extend(unnamed(&harness, &format!("{lang:?} lesson {i}, revealed")));
         }
-        harness.state_mut().teaching.lesson = None;
+        harness.state_mut().teaching.close_lesson();
         // The challenges.
-        for i in 0..oomlab::app::challenges::challenges().len() {
+        for i in 0..oomlab::app::teaching::challenges().len() {
             harness.state_mut().start_challenge(i);
             harness.run_steps(2);
             missing.extend(unnamed(&harness, &format!("{lang:?} challenge {i}")));
         }
-        harness.state_mut().teaching.show_challenges = false;
+        if harness.state().teaching.challenges_open() {
+            harness.state_mut().teaching.toggle_challenges();
+        }
         // The class panel, the share window, the keys window and the welcome.
         harness.state_mut().classroom.open = true;
         harness.run_steps(2);
@@ -171,7 +173,7 @@ fn every_interactive_node_has_a_name_in_both_languages() {
         harness.run_steps(2);
         missing.extend(unnamed(&harness, &format!("{lang:?} share and keys windows")));
         harness.state_mut().chrome.show_shortcuts = false;
-        harness.state_mut().teaching.welcome = true;
+        harness.state_mut().teaching.show_welcome();
         harness.run_steps(2);
         missing.extend(unnamed(&harness, &format!("{lang:?} welcome")));
         assert!(walked == 2 * Tab::ALL.len(), "{lang:?}: walked every view");
@@ -244,9 +246,9 @@ fn the_mirror_holds_the_lesson_controls_and_charts_and_its_actions_work() {
     };
     let list = entries(&got);
     let en = oomlab::i18n::Catalog::new(Lang::En);
-    let chapter = &oomlab::app::lessons::chapters()[3];
+    let chapter = &oomlab::app::teaching::chapters()[3];
     find(&list, "text", &en.text(&format!("lesson-{}-question", chapter.id)));
-    let oomlab::app::lessons::Question::Choice { options, .. } = &chapter.question else { panic!("a choice") };
+    let oomlab::app::teaching::Question::Choice { options, .. } = &chapter.question else { panic!("a choice") };
     for key in options.iter() {
         let option = find(&list, "radio", &en.text(key));
         assert_eq!(option["checked"], false, "{key}: not picked yet");
@@ -283,10 +285,10 @@ fn the_mirror_holds_the_lesson_controls_and_charts_and_its_actions_work() {
     let reveal = find(&entries(&got), "button", "Reveal");
     assert!(queue_action(reveal["id"].as_str().expect("id"), "click", None));
     harness.run_steps(300);
-    let lesson = harness.state().teaching.lesson.as_ref().expect("the lesson");
+    let lesson = harness.state().teaching.lesson().expect("the lesson");
     let verdict = lesson.verdict.clone().expect("revealed");
     assert!(harness.state().steps_done() >= 1, "the reveal ran a real step");
-    let said = oomlab::app::lesson_panel::verdict_text(&en, &verdict, &chapter.question);
+    let said = oomlab::app::teaching::verdict_text(&en, &verdict, &chapter.question);
     let live: Vec<serde_json::Value> = entries(&got).into_iter().filter(|e| e["live"] == "polite").collect();
     assert_eq!(live.len(), 1, "one live line: {live:?}");
     let line = live[0]["name"].as_str().unwrap_or_default();
@@ -342,11 +344,11 @@ fn lessons_and_challenges_keep_the_display_preferences() {
     use oomlab::app::settings::Prefs;
     let prefs = Prefs { projector: false, reduced_motion: true, high_contrast: true, text_percent: 175 };
     let mut app = OomlabApp::headless(Settings { prefs, ..Settings::default() });
-    for i in 0..oomlab::app::lessons::chapters().len() {
+    for i in 0..oomlab::app::teaching::chapters().len() {
         app.open_chapter(i);
         assert_eq!(app.settings.prefs, prefs, "chapter {i}");
     }
-    for i in 0..oomlab::app::challenges::challenges().len() {
+    for i in 0..oomlab::app::teaching::challenges().len() {
         app.start_challenge(i);
         assert_eq!(app.settings.prefs, prefs, "challenge {i}");
     }

@@ -9,8 +9,8 @@ use support_xdg::xdg;
 
 use egui_kittest::Harness;
 use oomlab::app::OomlabApp;
-use oomlab::app::challenges::{challenges, from_url_hash};
 use oomlab::app::settings::Settings;
+use oomlab::app::teaching::{challenge_from_url_hash as from_url_hash, challenges};
 use oomlab::memory::simulate;
 use oomlab::plan::Checkpoint;
 
@@ -21,7 +21,7 @@ fn attempt(harness: &mut Harness<'_, OomlabApp>, change: impl FnOnce(&mut Settin
     change(&mut harness.state_mut().settings);
     harness.run_steps(3);
     let before = harness.state().steps_done();
-    harness.state_mut().teaching.challenge.as_mut().expect("a challenge").last = None;
+    let checks = harness.state().teaching.challenge().map_or(0, |c| c.checks);
     harness.key_press(egui::Key::Space);
     for _ in 0..20_000 {
         harness.step();
@@ -30,7 +30,9 @@ fn attempt(harness: &mut Harness<'_, OomlabApp>, change: impl FnOnce(&mut Settin
         }
     }
     assert!(harness.state().steps_done() > before, "the step did not run");
-    harness.state().teaching.challenge.as_ref().and_then(|c| c.last.clone()).expect("checked")
+    let state = harness.state().teaching.challenge().expect("a challenge");
+    assert!(state.checks > checks, "the step was not checked");
+    state.last.clone().expect("checked")
 }
 
 /// A change a learner makes to the settings.
@@ -74,9 +76,9 @@ fn play(mut harness: Harness<'_, OomlabApp>) {
         harness.state_mut().settings = start.clone();
         let (passed, why) = attempt(&mut harness, pass);
         assert!(passed, "{id}: the solution failed: {why}");
-        let state = harness.state().teaching.challenge.clone().expect("a challenge");
+        let state = harness.state().teaching.challenge().cloned().expect("a challenge");
         assert!(state.best.is_some_and(|(peak, _, flops)| peak > 0 && flops > 0), "{id}: no best result");
-        assert!(harness.state().teaching.challenges_done.iter().any(|d| d == id), "{id}: not remembered as done");
+        assert!(harness.state().teaching.challenges_done().iter().any(|d| d == id), "{id}: not remembered as done");
     }
 }
 
@@ -126,7 +128,7 @@ fn a_link_names_a_challenge() {
 /// lighter optimizer or shorter sequences fit a larger batch than the task's.
 #[test]
 fn shortcuts_that_change_the_task_do_not_pass() {
-    use oomlab::app::challenges::Run;
+    use oomlab::app::teaching::ChallengeRun as Run;
     use oomlab::i18n::{Catalog, Lang};
     use oomlab::plan::OptimizerKind;
     let en = Catalog::new(Lang::En);
@@ -178,7 +180,7 @@ fn a_challenge_works_from_the_keyboard_alone() {
     tab_to(&mut harness, "Start");
     harness.key_press(Key::Enter);
     harness.run();
-    assert!(harness.state().teaching.challenge.is_some(), "Enter started a challenge");
+    assert!(harness.state().teaching.challenge().is_some(), "Enter started a challenge");
     assert_eq!(challenges()[0].id, "accum128");
     press_until(&mut harness, Key::B, 8, |app| app.settings.batch >= 128);
     assert_eq!(harness.state().settings.batch, 128, "B doubled the batch");
@@ -193,6 +195,6 @@ fn a_challenge_works_from_the_keyboard_alone() {
             break;
         }
     }
-    let last = harness.state().teaching.challenge.as_ref().and_then(|c| c.last.clone());
+    let last = harness.state().teaching.challenge().and_then(|c| c.last.clone());
     assert!(matches!(last, Some((true, _))), "{last:?}");
 }

@@ -277,7 +277,7 @@ fn the_whole_app_speaks_chinese() {
     // Every lesson chapter, its question and its revealed answer.
     harness.get_by_label("课程").click();
     harness.run();
-    for i in 0..oomlab::app::lessons::chapters().len() {
+    for i in 0..oomlab::app::teaching::chapters().len() {
         harness.state_mut().open_chapter(i);
         harness.run();
         // A chapter that runs out of memory shows PyTorch's message, which stays in English
@@ -291,12 +291,12 @@ fn the_whole_app_speaks_chinese() {
         harness.run_steps(300);
         left.extend(leftovers(&harness, message.as_deref(), &names, &mut seen));
     }
-    harness.state_mut().teaching.lesson = None;
+    harness.state_mut().teaching.close_lesson();
     harness.run();
     // The challenges: each started and checked against a step.
     harness.get_by_label("挑战").click();
     harness.run();
-    for i in 0..oomlab::app::challenges::challenges().len() {
+    for i in 0..oomlab::app::teaching::challenges().len() {
         harness.state_mut().start_challenge(i);
         harness.state_mut().settings.accum = 8;
         harness.run();
@@ -312,7 +312,7 @@ fn the_whole_app_speaks_chinese() {
     harness.run();
     left.extend(leftovers(&harness, None, &names, &mut seen));
     harness.get_by_label_contains("链接中有 oomlab 不认识的控件（x_9）");
-    harness.state_mut().teaching.restrictions = Default::default();
+    harness.state_mut().teaching.clear_restrictions();
     assert!(seen.len() > 100, "the sweep saw only {} texts", seen.len());
     assert!(left.is_empty(), "English left in the Chinese app:\n{}", left.join("\n"));
 

@@ -8,7 +8,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
-use oomlab::app::lessons::{Question, chapters};
+use oomlab::app::teaching::{Question, chapters};
 use oomlab::i18n::{Catalog, Lang};
 
 fn root() -> PathBuf {

@@ -7,8 +7,8 @@ use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
 use oomlab::app::Settings;
-use oomlab::app::lessons::{Facts, Guess, Question, Verdict, chapters, judge};
-use oomlab::app::teacher::Control;
+use oomlab::app::teaching::Control;
+use oomlab::app::teaching::{Facts, Guess, Question, Verdict, chapters, judge};
 use oomlab::i18n::{Catalog, Lang};
 
 fn root() -> PathBuf {

@@ -163,3 +163,346 @@ fn comments_stand_on_their_own() {
         }
     }
 }
+
+/// `code` with comments removed and the insides of string and character literals blanked, so
+/// that only code is read for paths.
+fn code_only(text: &str) -> String {
+    let c: Vec<char> = text.chars().collect();
+    let (mut out, mut i) = (String::with_capacity(text.len()), 0);
+    while i < c.len() {
+        let next = c.get(i + 1).copied();
+        if c[i] == '/' && next == Some('/') {
+            while i < c.len() && c[i] != '\n' {
+                i += 1;
+            }
+        } else if c[i] == '/' && next == Some('*') {
+            i += 2;
+            while i < c.len() && !(c[i] == '*' && c.get(i + 1) == Some(&'/')) {
+                i += 1;
+            }
+            i += 2;
+        } else if c[i] == 'r' && (next == Some('"') || next == Some('#')) && (i == 0 || !is_ident(c[i - 1])) {
+            let hashes = c[i + 1..].iter().take_while(|&&h| h == '#').count();
+            if c.get(i + 1 + hashes) != Some(&'"') {
+                out.push(c[i]);
+                i += 1;
+                continue;
+            }
+            i += hashes + 2;
+            while i < c.len()
+                && !(c[i] == '"' && c[i + 1..].iter().take(hashes).filter(|&&h| h == '#').count() == hashes)
+            {
+                i += 1;
+            }
+            i += hashes + 1;
+            out.push_str("\"\"");
+        } else if c[i] == '"' {
+            i += 1;
+            while i < c.len() && c[i] != '"' {
+                i += if c[i] == '\\' { 2 } else { 1 };
+            }
+            i += 1;
+            out.push_str("\"\"");
+        } else if c[i] == '\'' && (next == Some('\\') || c.get(i + 2) == Some(&'\'')) {
+            // A character literal ('x', '\n', '\u{..}'); a lifetime ('a) is left as it is.
+            i += 2;
+            while i < c.len() && c[i] != '\'' {
+                i += 1;
+            }
+            i += 1;
+            out.push_str("' '");
+        } else {
+            out.push(c[i]);
+            i += 1;
+        }
+    }
+    out
+}
+
+fn is_ident(ch: char) -> bool {
+    ch.is_alphanumeric() || ch == '_'
+}
+
+/// Every module under src/app: its path (`app::teaching::lessons`) and its code.
+fn app_modules() -> Vec<(Vec<String>, String)> {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut files = Vec::new();
+    rust_files(&src.join("app"), &mut files);
+    files
+        .into_iter()
+        .map(|p| {
+            let rel = p.strip_prefix(&src).expect("under src").with_extension("");
+            let mut module: Vec<String> = rel.iter().map(|s| s.to_string_lossy().into_owned()).collect();
+            if module.last().is_some_and(|m| m == "mod") {
+                module.pop();
+            }
+            (module, code_only(&std::fs::read_to_string(&p).expect("a source file")))
+        })
+        .collect()
+}
+
+/// The modules `code` (the file of module `here`) names by a path: `crate::…`, `super::…`,
+/// `self::…`, a `use` group's items, and its own child modules (`mod x;` then `x::…`) — inline
+/// modules (`mod tests { use super::*; }`) counted from where they sit. Each path is given as
+/// module segments from the crate root, before resolving to a file.
+fn named_paths(here: &[String], code: &str) -> Vec<Vec<String>> {
+    let tokens = tokenize(code);
+    let children: Vec<&str> =
+        tokens.windows(3).filter(|w| w[0] == "mod" && w[2] == ";").map(|w| w[1].as_str()).collect();
+    let (mut out, mut depth, mut inline): (Vec<Vec<String>>, usize, Vec<(String, usize)>) = (Vec::new(), 0, Vec::new());
+    let mut i = 0;
+    while i < tokens.len() {
+        let t = tokens[i].as_str();
+        match t {
+            "{" => depth += 1,
+            "}" => {
+                depth = depth.saturating_sub(1);
+                if inline.last().is_some_and(|(_, d)| *d == depth) {
+                    inline.pop();
+                }
+            }
+            "mod" if tokens.get(i + 2).is_some_and(|b| b == "{") => inline.push((tokens[i + 1].clone(), depth)),
+            _ => {}
+        }
+        let after_colons = i > 0 && tokens[i - 1] == "::";
+        let child = children.contains(&t);
+        if (matches!(t, "crate" | "super" | "self") || child)
+            && !after_colons
+            && tokens.get(i + 1).is_some_and(|n| n == "::")
+        {
+            let mut base: Vec<String> = here.iter().cloned().chain(inline.iter().map(|(m, _)| m.clone())).collect();
+            let mut j = i;
+            let mut segs = Vec::new();
+            loop {
+                match tokens[j].as_str() {
+                    "crate" if j == i => base.clear(),
+                    "super" => {
+                        base.pop();
+                    }
+                    "self" => {}
+                    s => segs.push(s.to_string()),
+                }
+                if tokens.get(j + 1).is_some_and(|n| n == "::") && tokens.get(j + 2).is_some_and(|n| is_ident_token(n))
+                {
+                    j += 2;
+                } else {
+                    break;
+                }
+            }
+            let path: Vec<String> = base.into_iter().chain(segs).collect();
+            // A group: `path::{a, b::C}` names each item's first segments too.
+            if tokens.get(j + 1).is_some_and(|n| n == "::") && tokens.get(j + 2).is_some_and(|n| n == "{") {
+                let mut k = j + 3;
+                let mut item = Vec::new();
+                while k < tokens.len() && tokens[k] != "}" {
+                    match tokens[k].as_str() {
+                        "," => out.push(path.iter().cloned().chain(item.drain(..)).collect()),
+                        "::" | "{" => {}
+                        s if is_ident_token(s) && tokens[k - 1] != "as" && s != "as" => item.push(s.to_string()),
+                        _ => {}
+                    }
+                    k += 1;
+                }
+                out.push(path.iter().cloned().chain(item).collect());
+            }
+            out.push(path);
+            i = j + 1;
+            continue;
+        }
+        i += 1;
+    }
+    out
+}
+
+fn is_ident_token(t: &str) -> bool {
+    t.chars().next().is_some_and(|c| c.is_alphabetic() || c == '_') && t.chars().all(is_ident)
+}
+
+/// Identifiers, `::` and single punctuation characters.
+fn tokenize(code: &str) -> Vec<String> {
+    let c: Vec<char> = code.chars().collect();
+    let (mut out, mut i) = (Vec::new(), 0);
+    while i < c.len() {
+        if is_ident(c[i]) {
+            let start = i;
+            while i < c.len() && is_ident(c[i]) {
+                i += 1;
+            }
+            out.push(c[start..i].iter().collect());
+        } else if c[i] == ':' && c.get(i + 1) == Some(&':') {
+            out.push("::".into());
+            i += 2;
+        } else {
+            if !c[i].is_whitespace() {
+                out.push(c[i].to_string());
+            }
+            i += 1;
+        }
+    }
+    out
+}
+
+/// The modules each module under src/app imports, resolved to files: a path names the deepest
+/// module of it that is a file.
+fn app_imports() -> Vec<(String, Vec<String>)> {
+    let modules = app_modules();
+    let known: Vec<Vec<String>> = modules.iter().map(|(m, _)| m.clone()).collect();
+    modules
+        .iter()
+        .map(|(here, code)| {
+            let mut to: Vec<String> = named_paths(here, code)
+                .into_iter()
+                .filter_map(|path| (0..=path.len()).rev().map(|k| path[..k].to_vec()).find(|p| known.contains(p)))
+                .filter(|m| m != here)
+                .map(|m| m.join("::"))
+                .collect();
+            to.sort();
+            to.dedup();
+            (here.join("::"), to)
+        })
+        .collect()
+}
+
+/// The groups of modules that import each other in a loop (Tarjan's strongly connected
+/// components of more than one module), among `nodes`.
+fn loops(edges: &[(String, Vec<String>)], nodes: &[String]) -> Vec<Vec<String>> {
+    struct Tarjan<'a> {
+        graph: &'a [Vec<usize>],
+        index: Vec<Option<usize>>,
+        low: Vec<usize>,
+        stack: Vec<usize>,
+        on_stack: Vec<bool>,
+        next: usize,
+        groups: Vec<Vec<usize>>,
+    }
+    impl Tarjan<'_> {
+        fn visit(&mut self, v: usize) {
+            (self.index[v], self.low[v]) = (Some(self.next), self.next);
+            self.next += 1;
+            self.stack.push(v);
+            self.on_stack[v] = true;
+            for &w in self.graph[v].iter() {
+                match self.index[w] {
+                    None => {
+                        self.visit(w);
+                        self.low[v] = self.low[v].min(self.low[w]);
+                    }
+                    Some(iw) if self.on_stack[w] => self.low[v] = self.low[v].min(iw),
+                    Some(_) => {}
+                }
+            }
+            if Some(self.low[v]) == self.index[v] {
+                let mut group = Vec::new();
+                while let Some(w) = self.stack.pop() {
+                    self.on_stack[w] = false;
+                    group.push(w);
+                    if w == v {
+                        break;
+                    }
+                }
+                if group.len() > 1 {
+                    self.groups.push(group);
+                }
+            }
+        }
+    }
+    let graph: Vec<Vec<usize>> = nodes
+        .iter()
+        .map(|n| {
+            let to = edges.iter().find(|(m, _)| m == n).map(|(_, t)| t.clone()).unwrap_or_default();
+            to.iter().filter_map(|t| nodes.iter().position(|x| x == t)).collect()
+        })
+        .collect();
+    let n = nodes.len();
+    let mut t = Tarjan {
+        graph: &graph,
+        index: vec![None; n],
+        low: vec![0; n],
+        stack: Vec::new(),
+        on_stack: vec![false; n],
+        next: 0,
+        groups: Vec::new(),
+    };
+    for v in 0..n {
+        if t.index[v].is_none() {
+            t.visit(v);
+        }
+    }
+    t.groups.into_iter().map(|group| group.into_iter().map(|v| nodes[v].clone()).collect()).collect()
+}
+
+/// The module graph of src/app less its root (every module's parent, which names each child
+/// in its `mod` lines and re-exports).
+fn app_graph() -> (Vec<(String, Vec<String>)>, Vec<String>) {
+    let edges = app_imports();
+    let nodes = edges.iter().map(|(m, _)| m.clone()).filter(|m| m != "app").collect();
+    (edges, nodes)
+}
+
+#[test]
+fn the_import_graph_is_read_right() {
+    // The resolver sees what the files say: `super::Teaching` from a panel, a `pub use` of a
+    // child, and `crate::app::run::StepRecord`.
+    let (edges, nodes) = app_graph();
+    let to = |m: &str| edges.iter().find(|(n, _)| n == m).map(|(_, t)| t.clone()).unwrap_or_default();
+    assert!(nodes.len() > 40, "only {} modules found under src/app", nodes.len());
+    assert!(to("app::teaching::lesson_panel").contains(&"app::teaching".to_string()));
+    assert!(to("app::teaching").contains(&"app::teaching::lessons".to_string()));
+    assert!(to("app::teaching").contains(&"app::run".to_string()));
+    // And a loop, where there is one, is found.
+    let made = vec![
+        ("a".to_string(), vec!["b".to_string()]),
+        ("b".to_string(), vec!["c".to_string()]),
+        ("c".to_string(), vec!["a".to_string()]),
+        ("d".to_string(), vec!["a".to_string()]),
+    ];
+    let names: Vec<String> = ["a", "b", "c", "d"].iter().map(|s| s.to_string()).collect();
+    let found = loops(&made, &names);
+    assert_eq!(found.len(), 1);
+    let mut group = found[0].clone();
+    group.sort();
+    assert_eq!(group, ["a", "b", "c"]);
+}
+
+#[test]
+fn no_teaching_file_is_in_an_import_loop() {
+    let (edges, nodes) = app_graph();
+    let teaching: Vec<String> = nodes.iter().filter(|m| m.starts_with("app::teaching")).cloned().collect();
+    assert!(teaching.len() >= 10, "the teaching files are not under src/app/teaching: {teaching:?}");
+    assert_eq!(loops(&edges, &teaching), Vec::<Vec<String>>::new(), "the teaching files import each other in a loop");
+    // Nor through the rest of the app: the announcer, the title bar and the languages included.
+    let room =
+        |m: &String| m.starts_with("app::teaching") || ["app::a11y", "app::chrome", "app::lang"].contains(&m.as_str());
+    for group in loops(&edges, &nodes) {
+        assert!(!group.iter().any(room), "an import loop runs through the teaching: {group:?}");
+    }
+    // The announcer is handed the revealed text; it does not read the lesson.
+    let a11y = edges.iter().find(|(m, _)| m == "app::a11y").map(|(_, t)| t.clone()).unwrap_or_default();
+    assert!(!a11y.iter().any(|m| m.starts_with("app::teaching")), "a11y imports {a11y:?}");
+    for (m, to) in &edges {
+        if m.starts_with("app::teaching") {
+            assert!(!to.contains(&"app::chrome".to_string()), "{m} borrows from the title bar");
+        }
+    }
+}
+
+#[test]
+fn the_rest_of_the_app_sees_the_teaching_through_one_file() {
+    let read = |p: &str| std::fs::read_to_string(p).unwrap_or_else(|e| panic!("{p}: {e}"));
+    let facade = code_only(&read("src/app/teaching/mod.rs"));
+    let tokens = tokenize(&facade);
+    let mods: Vec<&[String]> = tokens.windows(3).filter(|w| w[1] == "mod" && w[2] != "{").collect();
+    assert!(mods.len() >= 9, "teaching/mod.rs declares {} modules", mods.len());
+    for w in tokens.windows(4).filter(|w| w[2] == "mod") {
+        assert!(w[1] != "pub" && w[0] != "pub", "teaching/mod.rs makes a module public: {w:?}");
+    }
+    // Its state is its own: no field of `Teaching` is public.
+    let start = facade.find("pub struct Teaching {").expect("teaching/mod.rs defines Teaching");
+    let body = &facade[start..];
+    let body = &body[..body.find('}').unwrap_or(body.len())];
+    let fields = body.lines().skip(1).filter(|l| l.contains(':')).count();
+    assert!(fields >= 10, "Teaching has {fields} fields");
+    for line in body.lines().skip(1) {
+        assert!(!line.trim_start().starts_with("pub"), "Teaching's field is public: {line}");
+    }
+}

@@ -12,8 +12,8 @@ use support_xdg::xdg;
 use egui_kittest::Harness;
 use egui_kittest::kittest::Queryable;
 use oomlab::app::OomlabApp;
-use oomlab::app::lessons::{Guess, Question, Verdict, chapters};
 use oomlab::app::settings::Settings;
+use oomlab::app::teaching::{Guess, Question, Verdict, chapters};
 use oomlab::app::views;
 use oomlab::i18n::Lang;
 use oomlab::memory::simulate;
@@ -124,7 +124,7 @@ fn walk(lang: Lang) {
             harness.get_by_label(if lang == Lang::Zh { "下一章 ›" } else { "Next ›" }).click();
             harness.run();
         }
-        assert_eq!(harness.state().teaching.lesson.as_ref().map(|l| l.chapter), Some(i));
+        assert_eq!(harness.state().teaching.lesson().map(|l| l.chapter), Some(i));
         assert_eq!(harness.state().shown.tab, chapter.tab, "{}", chapter.id);
         // The highlighted widget exists and is on screen.
         let rect = views::marked(&harness.ctx, chapter.target)
@@ -147,7 +147,7 @@ fn walk(lang: Lang) {
         harness.get_by_label(if lang == Lang::Zh { "揭晓答案" } else { "Reveal" }).click();
         // The reveal runs a real step over frames.
         harness.run_steps(300);
-        let verdict = harness.state().teaching.lesson.as_ref().and_then(|l| l.verdict.clone()).expect("revealed");
+        let verdict = harness.state().teaching.lesson().and_then(|l| l.verdict.clone()).expect("revealed");
         match (verdict, want) {
             (Verdict::Ratio { answer, close, .. }, Ok(w)) => {
                 assert!((answer - w).abs() < 1e-12, "{}: {answer} vs {w}", chapter.id);
@@ -159,7 +159,7 @@ fn walk(lang: Lang) {
         harness.state_mut().guess(right);
         harness.state_mut().reveal();
         harness.run_steps(300);
-        let verdict = harness.state().teaching.lesson.as_ref().and_then(|l| l.verdict.clone()).expect("revealed");
+        let verdict = harness.state().teaching.lesson().and_then(|l| l.verdict.clone()).expect("revealed");
         assert!(
             matches!(verdict, Verdict::Ratio { close: true, .. } | Verdict::Choice { right: true, .. }),
             "{}",
@@ -201,7 +201,7 @@ fn walk(lang: Lang) {
     assert!(harness.query_by_label(if lang == Lang::Zh { "关闭课程" } else { "Close the lessons" }).is_some());
     harness.get_by_label(if lang == Lang::Zh { "关闭课程" } else { "Close the lessons" }).click();
     harness.run();
-    assert!(harness.state().teaching.lesson.is_none());
+    assert!(harness.state().teaching.lesson().is_none());
 }
 
 #[test]
@@ -220,7 +220,7 @@ fn every_chapter_teaches_in_chinese() {
 /// else the answer is worked out from, and not the answer itself.
 #[test]
 fn no_chapter_tells_its_answer_before_the_reveal() {
-    use oomlab::app::lessons::Facts;
+    use oomlab::app::teaching::Facts;
     use oomlab::i18n::Catalog;
     fn fluent<'a>(args: &'a [(&'static str, String)]) -> Vec<(&'static str, fluent_bundle::FluentValue<'a>)> {
         args.iter().map(|(k, v)| (*k, v.as_str().into())).collect()
@@ -289,44 +289,44 @@ fn a_lesson_works_from_the_keyboard_alone() {
     tab_to(&mut harness, "Lessons");
     harness.key_press(Key::Enter);
     harness.run();
-    assert_eq!(harness.state().teaching.lesson.as_ref().map(|l| l.chapter), Some(0), "Enter opened the lessons");
+    assert_eq!(harness.state().teaching.lesson().map(|l| l.chapter), Some(0), "Enter opened the lessons");
     tab_to(&mut harness, "Your guess");
-    let before = harness.state().teaching.lesson.as_ref().map(|l| l.guess.clone());
+    let before = harness.state().teaching.lesson().map(|l| l.guess.clone());
     harness.key_press(Key::ArrowUp);
     harness.run();
-    let after = harness.state().teaching.lesson.as_ref().map(|l| l.guess.clone());
+    let after = harness.state().teaching.lesson().map(|l| l.guess.clone());
     assert_ne!(before, after, "the arrow key changed the guess");
     tab_to(&mut harness, "Reveal");
     harness.key_press(Key::Enter);
     harness.run_steps(200);
-    let lesson = harness.state().teaching.lesson.as_ref().expect("the lesson");
+    let lesson = harness.state().teaching.lesson().expect("the lesson");
     assert!(lesson.verdict.is_some(), "Enter revealed");
     assert!(harness.state().steps_done() >= 1, "the reveal ran a real step");
     // The letter shortcuts still work with a button focused: R reveals again. Space and the
     // arrows belong to the focused button, so the chapters change through "Next ›".
-    harness.state_mut().teaching.lesson.as_mut().expect("the lesson").verdict = None;
+    harness.state_mut().open_chapter(0);
     harness.key_press(Key::R);
     harness.run_steps(50);
-    assert!(harness.state().teaching.lesson.as_ref().is_some_and(|l| l.verdict.is_some()), "R with focus");
+    assert!(harness.state().teaching.lesson().is_some_and(|l| l.verdict.is_some()), "R with focus");
     harness.key_press(Key::ArrowRight);
     harness.run();
-    assert_eq!(harness.state().teaching.lesson.as_ref().map(|l| l.chapter), Some(0), "→ stayed with the button");
+    assert_eq!(harness.state().teaching.lesson().map(|l| l.chapter), Some(0), "→ stayed with the button");
     // A choice: "Next ›" to chapter 4, Tab to an option, Space picks it, Enter on Reveal judges it.
     for _ in 0..3 {
         tab_to(&mut harness, "Next ›");
         harness.key_press(Key::Enter);
         harness.run();
     }
-    assert_eq!(harness.state().teaching.lesson.as_ref().map(|l| l.chapter), Some(3));
+    assert_eq!(harness.state().teaching.lesson().map(|l| l.chapter), Some(3));
     tab_to(&mut harness, "during the backward pass");
     harness.key_press(Key::Space);
     harness.run();
-    let guess = harness.state().teaching.lesson.as_ref().map(|l| l.guess.clone());
+    let guess = harness.state().teaching.lesson().map(|l| l.guess.clone());
     assert_eq!(guess, Some(Guess::Choice(Some(1))), "Space picked the option");
     tab_to(&mut harness, "Reveal");
     harness.key_press(Key::Enter);
     harness.run_steps(200);
-    let verdict = harness.state().teaching.lesson.as_ref().and_then(|l| l.verdict.clone());
+    let verdict = harness.state().teaching.lesson().and_then(|l| l.verdict.clone());
     assert!(matches!(verdict, Some(Verdict::Choice { .. })), "{verdict:?}");
     // The controls too: an arrow key on the focused batch slider moves it; Enter on One step
     // runs a step.

@@ -100,7 +100,7 @@ fn on_a_phone_a_chapter_opens_the_drawer_at_its_control() {
         .with_size(PHONE)
         .build_ui_state(|ui, app: &mut OomlabApp| app.show(ui), OomlabApp::headless(Settings::default()));
     harness.run();
-    let chapters = oomlab::app::lessons::chapters();
+    let chapters = oomlab::app::teaching::chapters();
     let timeline = chapters.iter().position(|c| c.target == "timeline-chart").expect("a timeline chapter");
     harness.state_mut().open_chapter(timeline);
     harness.run();
@@ -160,7 +160,7 @@ fn present_mode_fits_1280_by_720() {
 fn on_a_phone_the_welcome_fits() {
     xdg();
     let mut app = OomlabApp::headless(Settings::default());
-    app.teaching.welcome = true;
+    app.teaching.show_welcome();
     let mut harness = Harness::builder().with_size(PHONE).build_ui_state(|ui, app: &mut OomlabApp| app.show(ui), app);
     harness.run();
     for way in ["Start the lessons", "Explore freely", "Teach a class"] {

@@ -13,8 +13,8 @@ use std::collections::BTreeMap;
 
 use egui_kittest::Harness;
 use egui_kittest::kittest::Queryable;
-use oomlab::app::classroom::full::{LABEL_PX, QUESTION_PX, bins, short};
-use oomlab::app::classroom::{Classroom, Phase};
+use oomlab::app::teaching::{Classroom, Phase};
+use oomlab::app::teaching::{LABEL_PX, QUESTION_PX, bins, short};
 use oomlab::app::views::{self, drawn::Drawn, drawn::ProjectorDrawn};
 use oomlab::class::{Answer, ClassState, Created, Prompt, Question};
 use oomlab::i18n::{Catalog, Lang};

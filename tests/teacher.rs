@@ -13,7 +13,7 @@ use egui_kittest::Harness;
 use egui_kittest::kittest::{NodeT, Queryable};
 use oomlab::app::OomlabApp;
 use oomlab::app::settings::Settings;
-use oomlab::app::teacher::{Control, Restrictions};
+use oomlab::app::teaching::{Control, Restrictions};
 
 #[test]
 fn a_teacher_link_locks_hides_and_opens_a_chapter() {
@@ -25,7 +25,7 @@ fn a_teacher_link_locks_hides_and_opens_a_chapter() {
     harness.state_mut().apply_teacher_link("#lock=batch,budget&hide=checkpointing,precision,nonsense&lesson=2");
     harness.run();
     // The chapter it names is open (counted from 1).
-    assert_eq!(harness.state().teaching.lesson.as_ref().map(|l| l.chapter), Some(1));
+    assert_eq!(harness.state().teaching.lesson().map(|l| l.chapter), Some(1));
     // Hidden: not drawn. Locked: drawn, disabled.
     assert!(harness.query_by_label("checkpointing").is_none() && harness.query_by_label("precision").is_none());
     harness.get_by_label("attention");
@@ -69,8 +69,8 @@ fn share_this_setup_round_trips() {
     // A fresh app opened with the link shows the same.
     let mut student = OomlabApp::headless(settings_from(&link));
     student.apply_teacher_link(&link);
-    assert_eq!(student.teaching.restrictions.locked, vec![Control::Batch, Control::Model]);
-    assert_eq!(student.teaching.lesson.as_ref().map(|l| l.chapter), Some(3));
+    assert_eq!(student.teaching.restrictions().locked, vec![Control::Batch, Control::Model]);
+    assert_eq!(student.teaching.lesson().map(|l| l.chapter), Some(3));
 }
 
 fn settings_from(link: &str) -> Settings {
@@ -104,7 +104,7 @@ fn snapshot<S>(harness: &mut Harness<'_, S>, name: &str) {
 /// server draws a random code and the test's port is free, so neither repeats from run to run.
 /// The real class comes back after the frame.
 fn snapshot_class(harness: &mut Harness<'_, OomlabApp>, name: &str) {
-    use oomlab::app::classroom::Phase;
+    use oomlab::app::teaching::Phase;
     let real = harness.state().classroom.class().cloned().expect("a live class");
     let url = "http://192.0.2.10:8080/join/ABC234";
     let shown = oomlab::class::Created {
@@ -124,7 +124,7 @@ fn snapshot_class(harness: &mut Harness<'_, OomlabApp>, name: &str) {
 /// Escape explores.
 #[test]
 fn the_welcome_offers_three_ways_in() {
-    use oomlab::app::welcome::Way;
+    use oomlab::app::teaching::Way;
     use oomlab::i18n::{Catalog, Lang};
     xdg();
     // One harness per language: their snapshots' results are gathered and checked together.
@@ -132,7 +132,7 @@ fn the_welcome_offers_three_ways_in() {
     for lang in Lang::ALL {
         let mut app = OomlabApp::headless(Settings::default());
         app.set_lang(lang);
-        app.teaching.welcome = true;
+        app.teaching.show_welcome();
         let mut harness =
             Harness::builder().with_size([1280.0, 800.0]).build_ui_state(|ui, app: &mut OomlabApp| app.show(ui), app);
         harness.run();
@@ -149,26 +149,29 @@ fn the_welcome_offers_three_ways_in() {
         [(Way::Lessons, "welcome-lessons"), (Way::Explore, "welcome-explore"), (Way::Teach, "welcome-teach")]
     {
         let mut app = OomlabApp::headless(Settings::default());
-        app.teaching.welcome = true;
+        app.teaching.show_welcome();
         let mut harness =
             Harness::builder().with_size([1280.0, 800.0]).build_ui_state(|ui, app: &mut OomlabApp| app.show(ui), app);
         harness.run();
         harness.get_by_label(&t.text(key)).click();
         harness.run();
         let app = harness.state();
-        assert!(!app.teaching.welcome && app.teaching.welcomed, "{way:?}: chosen and remembered");
-        assert_eq!(app.teaching.lesson.is_some(), way != Way::Explore, "{way:?}: the lessons");
+        assert!(!app.teaching.welcome_showing() && app.teaching.welcomed(), "{way:?}: chosen and remembered");
+        assert_eq!(app.teaching.lesson().is_some(), way != Way::Explore, "{way:?}: the lessons");
         assert_eq!(app.classroom.open, way == Way::Teach, "{way:?}: the class panel");
         assert!(harness.query_by_label(&t.text("welcome-title")).is_none(), "{way:?}: the welcome is gone");
     }
     let mut app = OomlabApp::headless(Settings::default());
-    app.teaching.welcome = true;
+    app.teaching.show_welcome();
     let mut harness =
         Harness::builder().with_size([1280.0, 800.0]).build_ui_state(|ui, app: &mut OomlabApp| app.show(ui), app);
     harness.run();
     harness.key_press(egui::Key::Escape);
     harness.run();
-    assert!(!harness.state().teaching.welcome && harness.state().teaching.lesson.is_none(), "Escape explores");
+    assert!(
+        !harness.state().teaching.welcome_showing() && harness.state().teaching.lesson().is_none(),
+        "Escape explores"
+    );
 }
 
 /// A class server on loopback, and the app on its Teach panel (`setup` first) with a class
@@ -184,7 +187,7 @@ fn teaching(
     let base = format!("http://{}", server.addr);
     let mut app = OomlabApp::headless(Settings::default());
     app.classroom.server = base.clone();
-    app.choose_way(oomlab::app::welcome::Way::Teach);
+    app.choose_way(oomlab::app::teaching::Way::Teach);
     setup(&mut app);
     let mut harness = Harness::builder().with_size(size).build_ui_state(|ui, app: &mut OomlabApp| app.show(ui), app);
     harness.run();
@@ -351,7 +354,7 @@ fn the_class_controls_are_reached_by_keyboard() {
     let server = serve::start(&Config::loopback(dir.path().join("c.sqlite"))).expect("the server starts");
     let mut app = OomlabApp::headless(Settings::default());
     app.classroom.server = format!("http://{}", server.addr);
-    app.choose_way(oomlab::app::welcome::Way::Teach);
+    app.choose_way(oomlab::app::teaching::Way::Teach);
     let mut harness =
         Harness::builder().with_size([1280.0, 800.0]).build_ui_state(|ui, app: &mut OomlabApp| app.show(ui), app);
     harness.run();

@@ -12,8 +12,8 @@ use support_xdg::xdg;
 
 use egui_kittest::Harness;
 use egui_kittest::kittest::NodeT;
-use oomlab::app::lessons::{Guess, Question, chapters};
 use oomlab::app::settings::Settings;
+use oomlab::app::teaching::{Guess, Question, chapters};
 use oomlab::app::{OomlabApp, Tab, views};
 use oomlab::i18n::{Catalog, Lang};
 use oomlab::memory::{Budget, StepMemory, simulate};

@@ -527,7 +527,7 @@ fn the_language_is_remembered_and_a_link_wins() {
     assert_eq!(choose_lang(None, None, Some(Lang::Zh)), Lang::Zh, "the system's (LANG, navigator.language)");
     assert_eq!(choose_lang(None, None, None), Lang::En);
     // The challenges passed are remembered beside it.
-    app.teaching.challenges_done = vec!["halve".into()];
+    app.teaching.remembered(vec!["halve".into()], true, true);
     app.save(&mut storage);
     let done: Option<Vec<String>> = eframe::get_value(&storage, "challenges_done");
     assert_eq!(done, Some(vec!["halve".to_string()]));
@@ -584,11 +584,11 @@ fn keyboard_shortcuts_drive_the_app() {
     harness.run();
     harness.key_press(Key::ArrowRight);
     harness.run();
-    assert_eq!(harness.state().teaching.lesson.as_ref().map(|l| l.chapter), Some(1));
+    assert_eq!(harness.state().teaching.lesson().map(|l| l.chapter), Some(1));
     harness.key_press(Key::R);
     harness.run_steps(200);
-    assert!(harness.state().teaching.lesson.as_ref().is_some_and(|l| l.verdict.is_some()), "R revealed");
+    assert!(harness.state().teaching.lesson().is_some_and(|l| l.verdict.is_some()), "R revealed");
     harness.key_press(Key::ArrowLeft);
     harness.run();
-    assert_eq!(harness.state().teaching.lesson.as_ref().map(|l| l.chapter), Some(0));
+    assert_eq!(harness.state().teaching.lesson().map(|l| l.chapter), Some(0));
 }

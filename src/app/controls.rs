@@ -4,7 +4,7 @@ use egui::RichText;
 
 use super::run::Engine;
 use super::settings::{BUDGET_PRESETS, MAX_BATCH, Prefs, Preset, Settings};
-use super::teacher::{Control, Restrictions};
+use super::teaching::{Control, Restrictions};
 use super::views::Suggestion;
 use crate::i18n::Catalog;
 use crate::plan::{AttentionKind, Checkpoint, OptimizerKind, Precision, Techniques, micro_batch};

@@ -6,9 +6,8 @@
 
 use std::sync::{Arc, Mutex};
 
-use crate::i18n::{Catalog, Lang};
+use crate::i18n::Lang;
 
-use super::chrome::Chrome;
 use super::fonts;
 
 /// Where a fetch leaves the font's bytes, or why it failed.
@@ -31,7 +30,7 @@ impl FetchedFont {
         embedded.map_or(FetchedFont::NotLoaded, FetchedFont::Ready)
     }
 
-    fn ready(&self) -> Option<Arc<egui::FontData>> {
+    pub(super) fn ready(&self) -> Option<Arc<egui::FontData>> {
         match self {
             FetchedFont::Ready(f) => Some(Arc::clone(f)),
             _ => None,
@@ -40,7 +39,7 @@ impl FetchedFont {
 
     /// Starts fetching the font from `url` if it is not here yet (web; the desktop embeds it).
     /// The service worker caches the response, so a classroom's second visit works offline too.
-    fn fetch(&mut self, url: &'static str) {
+    pub(super) fn fetch(&mut self, url: &'static str) {
         if !matches!(self, FetchedFont::NotLoaded) {
             return;
         }
@@ -64,7 +63,7 @@ impl FetchedFont {
 
     /// Takes a finished fetch: `Some(Ok)` when the font arrived, `Some(Err)` when it failed,
     /// `None` while there is nothing new.
-    fn arrived(&mut self, what: &str) -> Option<Result<(), String>> {
+    pub(super) fn arrived(&mut self, what: &str) -> Option<Result<(), String>> {
         let FetchedFont::Fetching(slot) = self else { return None };
         let done = slot.lock().ok().and_then(|mut s| s.take())?;
         Some(match done {
@@ -96,135 +95,6 @@ impl OnDemandFonts {
             cjk: FetchedFont::from(fonts::embedded_cjk()),
             names: FetchedFont::from(fonts::embedded_names()),
         }
-    }
-}
-
-impl Chrome {
-    /// The language to start in: a shared link's `lang=` (web), else the one chosen last time,
-    /// else the system's (`LANG` on the desktop, `navigator.language` in a browser), else English.
-    pub(super) fn initial_lang(cc: &eframe::CreationContext<'_>) -> Lang {
-        let stored = super::store::get::<Lang>(cc, "lang");
-        #[cfg(not(target_arch = "wasm32"))]
-        let (linked, system) = (None, Lang::from_env());
-        #[cfg(target_arch = "wasm32")]
-        let (linked, system) = {
-            let window = web_sys::window();
-            (
-                window.as_ref().and_then(|w| w.location().hash().ok()).and_then(|h| Lang::from_url_hash(&h)),
-                window.and_then(|w| w.navigator().language()).and_then(|l| Lang::from_locale(&l)),
-            )
-        };
-        choose_lang(linked, stored, system)
-    }
-
-    /// Switches the language shown; whether it changed now. Chinese waits for its font (web:
-    /// fetched now if it is not here yet).
-    pub fn set_lang(&mut self, lang: Lang) -> bool {
-        if lang == Lang::Zh && !matches!(self.fonts.cjk, FetchedFont::Ready(_)) {
-            self.pending_lang = Some(lang);
-            self.fonts.cjk.fetch(fonts::CJK_URL);
-            return false;
-        }
-        self.pending_lang = None;
-        if self.catalog.lang() == lang {
-            return false;
-        }
-        self.catalog = Catalog::new(lang);
-        true
-    }
-
-    /// The language shown now (a language waiting for its font is not shown yet).
-    pub fn lang(&self) -> Lang {
-        self.catalog.lang()
-    }
-
-    /// A message of the current language's catalog.
-    pub(super) fn tr(&self, key: &str) -> String {
-        self.catalog.text(key)
-    }
-
-    /// Asks for the font students' names are drawn with when `wanted` (the teacher's list of
-    /// students is open; web: fetched now if it is not here yet, and installed when it arrives).
-    pub fn want_names_font(&mut self, wanted: bool) {
-        if wanted {
-            self.fonts.names.fetch(fonts::NAMES_URL);
-        }
-    }
-
-    /// Installs the fonts on the first frame and again once a fetched font has arrived;
-    /// applies a language that was waiting for it (whether the language changed).
-    pub(super) fn poll_fonts(&mut self, ctx: &egui::Context) -> bool {
-        let mut waiting = false;
-        match self.fonts.cjk.arrived("Chinese") {
-            Some(Ok(())) => self.fonts_stale = true,
-            Some(Err(e)) => {
-                self.notices.push(super::Notice::msg("notice-font-failed", &[("error", e.into())]));
-                self.pending_lang = None;
-            }
-            None => waiting |= matches!(self.fonts.cjk, FetchedFont::Fetching(_)),
-        }
-        match self.fonts.names.arrived("names") {
-            Some(Ok(())) => self.fonts_stale = true,
-            // Names are then drawn with the fonts there are; the list still works.
-            Some(Err(_)) => {}
-            None => waiting |= matches!(self.fonts.names, FetchedFont::Fetching(_)),
-        }
-        if waiting {
-            ctx.request_repaint_after(std::time::Duration::from_millis(100));
-        }
-        if self.fonts_stale {
-            self.fonts_stale = false;
-            ctx.set_fonts(fonts::definitions(self.fonts.cjk.ready(), self.fonts.names.ready()));
-            // The new fonts take effect from the next frame: show the waiting language then.
-            if self.pending_lang.is_some() {
-                ctx.request_repaint();
-            }
-        } else if let Some(lang) = self.pending_lang.filter(|_| matches!(self.fonts.cjk, FetchedFont::Ready(_))) {
-            let changed = self.set_lang(lang);
-            self.report_coverage(ctx);
-            return changed;
-        }
-        false
-    }
-
-    /// Logs how many of the catalog's characters the installed fonts lack (the browser test
-    /// reads this line: it must say 0).
-    fn report_coverage(&self, ctx: &egui::Context) {
-        // Not the students' page's words (student-*): that page is HTML with the phone's fonts,
-        // and scripts/subset-font.sh leaves them out of the app's.
-        let text = crate::i18n::ZH_FTL.lines().filter(|l| !l.starts_with("student-"));
-        let font = egui::FontId::proportional(14.0);
-        let missing = ctx.fonts_mut(|f| {
-            let mut missing: Vec<char> =
-                text.flat_map(str::chars).filter(|c| !c.is_control() && !f.has_glyph(&font, *c)).collect();
-            missing.sort_unstable();
-            missing.dedup();
-            missing
-        });
-        log::info!(
-            "oomlab: showing {}; characters of its catalog missing from the fonts: {} {:?}",
-            self.lang().native_name(),
-            missing.len(),
-            missing.iter().take(20).collect::<String>()
-        );
-    }
-
-    /// The language switch of the top bar; whether the language changed.
-    pub(super) fn language_switch(&mut self, ui: &mut egui::Ui) -> bool {
-        let mut lang = self.pending_lang.unwrap_or(self.lang());
-        egui::ComboBox::from_id_salt("language")
-            .selected_text(lang.native_name())
-            .show_ui(ui, |ui| {
-                for l in Lang::ALL {
-                    ui.selectable_value(&mut lang, l, l.native_name());
-                }
-            })
-            .response
-            .on_hover_text(self.tr("language"));
-        if self.pending_lang.is_some() {
-            ui.label(self.tr("font-loading"));
-        }
-        lang != self.pending_lang.unwrap_or(self.lang()) && self.set_lang(lang)
     }
 }
 

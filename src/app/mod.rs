@@ -8,15 +8,13 @@
 //! - [`teaching::Teaching`]: lessons, challenges and teacher links;
 //! - [`chrome::Chrome`]: language and fonts, notices, the drawer, present mode;
 //! - [`snapshot_view::SnapshotState`]: the PyTorch snapshot the Snapshot tab shows;
-//! - [`classroom::Classroom`]: a class taught with `oomlab serve` (the welcome's third way in).
+//! - [`Classroom`]: a class taught with `oomlab serve` (the welcome's third way in).
 //!
 //! [`OomlabApp`] holds them and runs the frame: it hands each part what it needs of the others
 //! and carries out what they ask ([`teaching::Asks`], [`keys::Keys`], [`export::ExportAsk`]).
 
 pub mod a11y;
-pub mod challenges;
 pub mod chrome;
-pub mod classroom;
 mod controls;
 pub mod cpu_worker;
 mod derived;
@@ -26,8 +24,6 @@ pub mod export;
 pub mod fonts;
 mod keys;
 pub mod lang;
-pub mod lesson_panel;
-pub mod lessons;
 mod notice;
 pub mod run;
 pub mod settings;
@@ -35,11 +31,9 @@ pub mod shown;
 mod slot;
 pub mod snapshot_view;
 pub mod store;
-pub mod teacher;
 pub mod teaching;
 mod toy;
 pub mod views;
-pub mod welcome;
 
 pub use chrome::{NARROW_WIDTH, TOUCH_SIZE};
 pub use derived::{Derived, SWEEP_BATCHES, sweep_batches};
@@ -56,12 +50,10 @@ use crate::memory::Budget;
 use chrome::Chrome;
 use export::ExportAsk;
 use keys::Keys;
-use lessons::Guess;
 use run::Run;
 use shown::Shown;
 use snapshot_view::SnapshotState;
-use teacher::Control;
-use teaching::{Asks, Teaching};
+use teaching::{Asks, Classroom, Control, Guess, Teaching, Way};
 use views::Suggestion;
 
 /// How often the page looks for the CPU worker's replies while a step runs there.
@@ -113,7 +105,7 @@ pub struct OomlabApp {
     pub teaching: Teaching,
     pub chrome: Chrome,
     pub snapshot: SnapshotState,
-    pub classroom: classroom::Classroom,
+    pub classroom: Classroom,
 }
 
 impl OomlabApp {
@@ -136,28 +128,27 @@ impl OomlabApp {
         }
         let mut app = Self::with(settings, run, notices);
         app.set_lang(Chrome::initial_lang(cc));
-        app.teaching.challenges_done = store::get(cc, "challenges_done").unwrap_or_default();
         // A newcomer without a link gets the welcome; a link opens where it points.
-        app.teaching.welcomed = store::get(cc, "welcomed").unwrap_or(false);
         #[cfg(not(target_arch = "wasm32"))]
         let linked = ["OOMLAB_TRAIN_STEPS", "OOMLAB_TAB"].iter().any(|v| std::env::var(v).is_ok());
         #[cfg(target_arch = "wasm32")]
-        let linked = welcome::link_points_somewhere(&hash);
-        app.teaching.welcome = !app.teaching.welcomed && !linked;
+        let linked = teaching::link_points_somewhere(&hash);
+        let (done, welcomed) = (store::get(cc, "challenges_done"), store::get(cc, "welcomed"));
+        app.teaching.remembered(done.unwrap_or_default(), welcomed.unwrap_or(false), linked);
         // The teacher's address `oomlab serve` prints (`/#teach`): a class starts at once.
         #[cfg(target_arch = "wasm32")]
         if hash.split(['#', '&']).any(|kv| kv == "teach") {
             app.classroom.take_key_from_link(&hash);
-            app.choose_way(welcome::Way::Teach);
+            app.choose_way(Way::Teach);
             app.classroom.start(Some(&cc.egui_ctx));
         }
         // A shared challenge link opens the challenge; a teacher link its chapter and the
         // controls it locks or hides.
         #[cfg(target_arch = "wasm32")]
         {
-            if let Some(i) = challenges::from_url_hash(&hash) {
+            if let Some(i) = teaching::challenge_from_url_hash(&hash) {
                 app.start_challenge(i);
-                app.teaching.show_challenges = true;
+                app.teaching.open_challenges();
             }
             app.apply_teacher_link(&hash);
             // A link's own tab wins over its chapter's.
@@ -188,7 +179,7 @@ impl OomlabApp {
             teaching: Teaching::default(),
             chrome: Chrome::new(notices),
             snapshot: SnapshotState::default(),
-            classroom: classroom::Classroom::default(),
+            classroom: Classroom::default(),
         }
     }
 
@@ -237,12 +228,12 @@ impl OomlabApp {
 
     /// Takes a way in from the welcome: the lessons, the app as it is, or a class (with the
     /// lessons beside it, whose chapters the class follows).
-    pub fn choose_way(&mut self, way: welcome::Way) {
-        (self.teaching.welcome, self.teaching.welcomed) = (false, true);
-        if way == welcome::Way::Teach {
+    pub fn choose_way(&mut self, way: Way) {
+        self.teaching.chose_way();
+        if way == Way::Teach {
             self.classroom.open = true;
         }
-        if way != welcome::Way::Explore && self.teaching.lesson.is_none() {
+        if way != Way::Explore && self.teaching.lesson().is_none() {
             self.open_chapter(0);
         }
     }
@@ -282,7 +273,7 @@ impl OomlabApp {
     /// The page's own link: the settings, the language, the open chapter or challenge, what a
     /// teacher's link locks or hides; a reload keeps the locks, a copied link the same view.
     pub fn page_link(&self) -> String {
-        let r = &self.teaching.restrictions;
+        let r = self.teaching.restrictions();
         self.teacher_link(&r.locked, &r.hidden)
     }
 
@@ -321,7 +312,7 @@ impl OomlabApp {
     /// the run starts over and the page's link follows.
     fn apply_settings(&mut self) {
         // A teacher link's locked and hidden controls keep their values, whatever changed them.
-        self.teaching.restrictions.enforce(&mut self.settings);
+        self.teaching.restrictions().enforce(&mut self.settings);
         if self.shown.update(&self.settings, self.run.vocab()) {
             self.run.settings_changed();
             self.update_link();
@@ -341,7 +332,7 @@ impl OomlabApp {
         if keys.help {
             self.chrome.show_shortcuts = !self.chrome.show_shortcuts;
         }
-        if let Some(chapter) = self.teaching.lesson.as_ref().map(|l| l.chapter) {
+        if let Some(chapter) = self.teaching.lesson().map(|l| l.chapter) {
             if keys.previous_chapter && chapter > 0 {
                 self.open_chapter(chapter - 1);
             } else if keys.next_chapter {
@@ -412,15 +403,15 @@ impl OomlabApp {
                             open_lessons = self.classroom.panel(ui, t).open_lessons;
                             ui.separator();
                         }
-                        if self.teaching.show_challenges {
+                        if self.teaching.challenges_open() {
                             self.teaching.challenges_panel(ui, t, &mut self.settings, vocab);
-                        } else if self.teaching.lesson.is_some() {
+                        } else if self.teaching.lesson().is_some() {
                             asks = self.teaching.lessons_panel(ui, t, &mut self.settings, vocab, narrow);
                         }
                     });
                 });
                 self.carry_out(asks);
-                if open_lessons && self.teaching.lesson.is_none() {
+                if open_lessons && self.teaching.lesson().is_none() {
                     self.open_chapter(0);
                 }
             }
@@ -453,13 +444,13 @@ impl OomlabApp {
     /// The class follows the lesson (its reveal once the real step ran), the list of students
     /// gets its font, an answers file asked for is saved, and a newcomer gets the welcome.
     fn class_frame(&mut self, ctx: &egui::Context) {
-        let done = self.run.is_idle() && !self.teaching.step_asked;
+        let done = self.run.is_idle() && !self.teaching.step_pending();
         // A revealed chapter's answer is read again from the step its reveal ran.
         let record = self.run.record().filter(|_| done && self.shown.is_for(&self.settings));
         if done {
             self.teaching.settle(&self.settings, self.run.vocab(), record);
         }
-        let (lesson, vocab) = (self.teaching.lesson.as_ref(), self.run.vocab());
+        let (lesson, vocab) = (self.teaching.lesson(), self.run.vocab());
         self.classroom.follow_lesson(lesson, &self.settings, vocab, done, Some(ctx));
         self.chrome.want_names_font(self.classroom.students.open);
         if let (Some(bytes), Some(class)) = (self.classroom.csv.take(), self.classroom.class()) {
@@ -467,8 +458,8 @@ impl OomlabApp {
             let saved = export::save(self.chrome.export_dir.as_deref(), &name, &bytes, "text/csv");
             self.chrome.status = Some(saved.unwrap_or_else(|e| e));
         }
-        if self.teaching.welcome
-            && let Some(way) = welcome::welcome_ui(ctx, &self.chrome.catalog)
+        if self.teaching.welcome_showing()
+            && let Some(way) = teaching::welcome_ui(ctx, &self.chrome.catalog)
         {
             self.choose_way(way);
         }
@@ -495,11 +486,11 @@ impl OomlabApp {
                 if self.chrome.language_switch(ui) {
                     self.update_link();
                 }
-                if ui.selectable_label(self.teaching.lesson.is_some(), self.chrome.tr("lessons")).clicked() {
+                if ui.selectable_label(self.teaching.lesson().is_some(), self.chrome.tr("lessons")).clicked() {
                     let asks = self.teaching.toggle_lessons(&mut self.settings);
                     self.carry_out(asks);
                 }
-                if ui.selectable_label(self.teaching.show_challenges, self.chrome.tr("challenges")).clicked() {
+                if ui.selectable_label(self.teaching.challenges_open(), self.chrome.tr("challenges")).clicked() {
                     self.teaching.toggle_challenges();
                 }
                 if ui.selectable_label(self.classroom.open, self.chrome.tr("class-toggle")).clicked() {

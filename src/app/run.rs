@@ -205,8 +205,7 @@ impl Run {
     }
 
     /// What the last real step left: its out-of-memory error, else the allocator's record.
-    pub fn record(&self) -> Option<super::lessons::StepRecord<'_>> {
-        use super::lessons::StepRecord;
+    pub fn record(&self) -> Option<StepRecord<'_>> {
         self.oom.as_deref().map(StepRecord::OutOfMemory).or(self.measured.as_ref().map(StepRecord::Ran))
     }
 
@@ -507,6 +506,13 @@ fn clock_secs() -> f64 {
     {
         web_sys::window().and_then(|w| w.performance()).map_or(0.0, |p| p.now() / 1e3)
     }
+}
+
+/// What a real step left: its allocator record, or its out-of-memory error (what a lesson's
+/// reveal reads its answer from).
+pub enum StepRecord<'a> {
+    Ran(&'a crate::memory::StepMemory),
+    OutOfMemory(&'a crate::memory::StepOom),
 }
 
 #[cfg(all(test, not(target_arch = "wasm32")))]

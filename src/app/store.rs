@@ -28,8 +28,8 @@ pub fn get<T: DeserializeOwned>(cc: &eframe::CreationContext<'_>, key: &str) -> 
 pub fn save(storage: &mut dyn eframe::Storage, app: &super::OomlabApp) {
     eframe::set_value(storage, "settings", &app.settings);
     eframe::set_value(storage, "lang", &app.lang());
-    eframe::set_value(storage, "challenges_done", &app.teaching.challenges_done);
-    eframe::set_value(storage, "welcomed", &app.teaching.welcomed);
+    eframe::set_value(storage, "challenges_done", &app.teaching.challenges_done());
+    eframe::set_value(storage, "welcomed", &app.teaching.welcomed());
 }
 
 /// The language a desktop storage remembers ([`save`] writes it under "lang").
@@ -52,8 +52,8 @@ pub fn autosave(app: &super::OomlabApp) {
         let now = [
             ("settings", json(&app.settings)),
             ("lang", json(&app.lang())),
-            ("challenges_done", json(&app.teaching.challenges_done)),
-            ("welcomed", json(&app.teaching.welcomed)),
+            ("challenges_done", json(&app.teaching.challenges_done())),
+            ("welcomed", json(&app.teaching.welcomed())),
         ];
         let Ok(mut last) = LAST.lock() else { return };
         if last.len() == now.len() && last.iter().zip(&now).all(|(a, (_, b))| a == b) {

@@ -45,7 +45,7 @@ pub(super) fn toy_views(
     ));
     let predicted_oom = shown.derived.predicted.as_ref().and_then(|p| p.as_ref().err());
     if let Some(oom) = run.oom.clone().or_else(|| predicted_oom.cloned()) {
-        let suggestions = controls::suggestions(settings, run.vocab(), &teaching.restrictions);
+        let suggestions = controls::suggestions(settings, run.vocab(), teaching.restrictions());
         let real = run.oom.is_some();
         let panel = ui.group(|ui| {
             let picked = views::oom_panel(ui, t, &oom, &suggestions);

@@ -2,7 +2,7 @@
 //! veiled in every view — table cells, shares, summary lines, charts, hover texts and the
 //! accessible descriptions — until the reveal. A veiled figure keeps its place as a "?" that
 //! says it appears after the guess; the setting (model, batch, sequence, budget, techniques)
-//! stays in view. Each chapter declares what it veils (`lessons::Chapter::veils`); the app sets
+//! stays in view. Each chapter declares what it veils (`teaching::Chapter::veils`); the app sets
 //! the frame's veil before the views draw ([`set_veil`]) and each view asks [`veil`].
 
 use egui::{RichText, Ui};

@@ -4,10 +4,8 @@
 //! reproducible scenario: `#s=…&lock=batch,budget&hide=precision&lesson=2&lang=zh`. The teacher
 //! builds one in the app ("Share this setup"). An unknown control name is ignored with a notice.
 
-use super::Notice;
-use super::settings::Settings;
-use super::teaching::{Asks, Teaching};
-use crate::i18n::{Catalog, Lang};
+use crate::app::Notice;
+use crate::app::settings::Settings;
 
 /// A control a link can lock or hide.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -173,112 +171,4 @@ impl Restrictions {
 pub fn lesson_from_url_hash(hash: &str) -> Option<usize> {
     let n: usize = hash.trim_start_matches('#').split('&').find_map(|kv| kv.strip_prefix("lesson="))?.parse().ok()?;
     n.checked_sub(1)
-}
-
-impl Teaching {
-    /// Applies a link's teaching parts: the lesson chapter it opens (its settings written into
-    /// `settings`), and the controls it locks or hides, pinned at `settings` as they are then
-    /// (the link's own). A notice names anything it did not know.
-    pub fn apply_teacher_link(&mut self, hash: &str, settings: &mut Settings, notices: &mut Vec<Notice>) -> Asks {
-        let asks = match lesson_from_url_hash(hash) {
-            Some(chapter) => self.open_chapter(chapter, settings),
-            None => Asks::default(),
-        };
-        let (mut restrictions, notice) = Restrictions::from_url_hash(hash);
-        restrictions.pinned = Some(settings.clone());
-        if !restrictions.locked.is_empty() || !restrictions.hidden.is_empty() {
-            let ids = |cs: &[Control]| cs.iter().map(|c| c.id()).collect::<Vec<_>>().join(", ");
-            log::info!(
-                "oomlab: teacher link: locked [{}]; hidden [{}]",
-                ids(&restrictions.locked),
-                ids(&restrictions.hidden)
-            );
-        }
-        self.restrictions = restrictions;
-        self.drawn_logged = false;
-        if let Some(n) = notice {
-            log::warn!("oomlab: {}", n.text(&Catalog::new(Lang::En)));
-            notices.push(n);
-        }
-        asks
-    }
-
-    /// Once the controls panel has been drawn under a teacher link's restrictions, logs what it
-    /// held: each control enabled, disabled or absent, as the widgets were drawn.
-    pub fn log_drawn_controls(&mut self) {
-        let r = &self.restrictions;
-        if self.drawn_logged || self.drawn_controls.is_empty() || (r.locked.is_empty() && r.hidden.is_empty()) {
-            return;
-        }
-        self.drawn_logged = true;
-        let state = |c: Control| match self.drawn_controls.iter().find(|(d, _)| *d == c) {
-            Some((_, true)) => "enabled",
-            Some((_, false)) => "disabled",
-            None => "absent",
-        };
-        let all: Vec<String> = Control::ALL.iter().map(|&c| format!("{} {}", c.id(), state(c))).collect();
-        log::info!("oomlab: teacher link drawn: {}", all.join(", "));
-    }
-
-    /// The toy's controls, gated by a teacher link.
-    pub fn controls(&mut self, ui: &mut egui::Ui, t: &Catalog, settings: &mut Settings, vocab: usize) {
-        super::controls::controls_ui(ui, t, settings, vocab, &self.restrictions, &mut self.drawn_controls);
-    }
-
-    /// The link for `settings` in `lang`, with the open lesson chapter or challenge, and the
-    /// controls the teacher chose to lock or hide.
-    pub fn teacher_link(&self, settings: &Settings, lang: Lang, lock: &[Control], hide: &[Control]) -> String {
-        let mut link = format!("{}&lang={}", settings.to_url_hash(), lang.code());
-        if let Some(l) = &self.lesson {
-            link.push_str(&format!("&lesson={}", l.chapter + 1));
-        }
-        if let Some(c) = &self.challenge {
-            link.push_str(&format!("&challenge={}", super::challenges::challenges()[c.index].id));
-        }
-        let r = Restrictions { locked: lock.to_vec(), hidden: hide.to_vec(), pinned: None };
-        link.push_str(&r.to_url_fields());
-        link
-    }
-
-    /// "Share this setup": choose what to lock or hide, copy the link.
-    pub fn share_window(&mut self, ctx: &egui::Context, t: &Catalog, settings: &Settings) {
-        let Some((mut lock, mut hide)) = self.share.clone() else { return };
-        let mut open = true;
-        let (id, title) = (egui::Id::unique("oomlab_share_window"), t.text("share-title"));
-        egui::Window::new(&title).id(id).open(&mut open).show(ctx, |ui| {
-            ui.label(egui::RichText::new(t.text("share-help")).small());
-            egui::Grid::new("share").num_columns(3).show(ui, |ui| {
-                for c in Control::ALL {
-                    ui.label(t.text(c.label_key()));
-                    for (list, word) in [(&mut lock, "share-lock"), (&mut hide, "share-hide")] {
-                        let mut on = list.contains(&c);
-                        let response = ui.checkbox(&mut on, t.text(word));
-                        // Read as "batch: lock", not a column of "lock"s.
-                        let name = format!("{}: {}", t.text(c.label_key()), t.text(word));
-                        ui.ctx().accesskit_node_builder(response.id, |node| node.set_label(name));
-                        if response.changed() {
-                            if on {
-                                list.push(c);
-                            } else {
-                                list.retain(|x| *x != c);
-                            }
-                        }
-                    }
-                    ui.end_row();
-                }
-            });
-            // In the browser the whole address, ready to send; the desktop has no address of its
-            // own, so it gives the part that goes after the web app's.
-            let fragment = self.teacher_link(settings, t.lang(), &lock, &hide);
-            let (link, key) = match super::lang::page_address() {
-                Some(address) => (format!("{address}{fragment}"), "share-link"),
-                None => (fragment, "share-link-fragment"),
-            };
-            let label = ui.label(t.text(key));
-            ui.add(egui::TextEdit::multiline(&mut link.as_str()).desired_rows(3).desired_width(f32::INFINITY))
-                .labelled_by(label.id);
-        });
-        super::a11y::name_title_bar(ctx, id, &title);
-        self.share = open.then_some((lock, hide));
-    }
 }

@@ -113,7 +113,9 @@ pub fn csv(server: &str, class: &Created, reply: Reply) {
     ehttp::fetch(request, move |r| reply.send(Msg::Csv(checked(r).map(|r| r.bytes))));
 }
 
-/// Reads Server-Sent Events from bytes as they arrive: the `data:` of each `state` event.
+/// Reads Server-Sent Events from bytes as they arrive: the `data:` of each `state` event. The
+/// desktop's stream reads them itself; the browser's `EventSource` parses its own.
+#[cfg(any(not(target_arch = "wasm32"), test))]
 #[derive(Default)]
 pub struct SseParser {
     line: Vec<u8>,
@@ -121,6 +123,7 @@ pub struct SseParser {
     data: String,
 }
 
+#[cfg(any(not(target_arch = "wasm32"), test))]
 impl SseParser {
     /// Feeds bytes; returns the data of each complete `state` event among them.
     pub fn feed(&mut self, bytes: &[u8]) -> Vec<String> {

@@ -1,6 +1,6 @@
+use super::super::lessons::{Guess, Verdict, judge};
 use super::projector::{self, choice_counts, histogram, quantile, split};
 use super::*;
-use crate::app::lessons::{Guess, Verdict, judge};
 
 fn facts_for(index: usize) -> Facts {
     let mut settings = Settings::default();

@@ -16,9 +16,9 @@ use crate::class::{
 };
 use crate::i18n::{Catalog, Lang};
 
-use super::lesson_panel::{LessonState, agree};
+use super::lesson_state::{LessonState, agree};
 use super::lessons::{Facts, Question, Verdict, chapters};
-use super::settings::Settings;
+use crate::app::settings::Settings;
 pub use net::{Failure, Msg};
 
 /// Where the class is.
@@ -184,7 +184,7 @@ pub fn chapter_question(index: usize, facts: &Facts) -> Option<SetChapter> {
 /// question (the lesson's settings, never a figure the answer follows from).
 fn setting_args(chapter: &super::lessons::Chapter, facts: &Facts, t: &Catalog) -> Vec<(&'static str, String)> {
     let s = &facts.settings;
-    if chapter.tab == super::Tab::RealModels {
+    if chapter.tab == crate::app::Tab::RealModels {
         let e = &s.estimate.0;
         let model = e.arch.name.clone();
         let gpus = format!("{} × {}", e.parallel.data, e.gpu.name);
@@ -194,8 +194,8 @@ fn setting_args(chapter: &super::lessons::Chapter, facts: &Facts, t: &Catalog) -
         ("model", t.text(&format!("preset-{}", s.preset.name())).into()),
         ("batch", s.batch.to_string().into()),
         ("seq", s.seq.to_string().into()),
-        ("budget", super::views::size(t, s.budget_bytes).into()),
-        ("techniques", super::views::describe(t, &s.techniques()).into()),
+        ("budget", crate::app::views::size(t, s.budget_bytes).into()),
+        ("techniques", crate::app::views::describe(t, &s.techniques()).into()),
     ];
     vec![("what", t.format("class-setting-toy", &args))]
 }
@@ -227,7 +227,9 @@ pub fn answer_of(question: &Question, verdict: &Verdict) -> Option<Answer> {
     }
 }
 
-/// A chapter's true answer for these facts, as the class contract writes it.
+/// A chapter's true answer for these facts, as the class contract writes it (what the tests
+/// compare the reveal's with).
+#[cfg(test)]
 pub fn chapter_answer(index: usize, facts: &Facts) -> Option<Answer> {
     let all = chapters();
     match &all.get(index)?.question {
@@ -259,7 +261,7 @@ impl Classroom {
         self.start.key = key.to_string();
         let rest: Vec<&str> = fields.into_iter().filter(|kv| !kv.starts_with("key=")).collect();
         let rest = format!("#{}", rest.join("&"));
-        super::lang::set_page_link(&rest);
+        crate::app::lang::set_page_link(&rest);
         Some(rest)
     }
 

@@ -7,10 +7,11 @@
 
 use std::sync::Arc;
 
-use super::Tab;
-use super::settings::{Settings, Suggestion};
-use super::teacher::Control;
-use super::views::{self, Veil, size};
+use super::links::Control;
+use crate::app::Tab;
+use crate::app::run::StepRecord;
+use crate::app::settings::{Settings, Suggestion};
+use crate::app::views::{self, Veil, size};
 use crate::i18n::Catalog;
 use crate::memory::{Budget, StepMemory, simulate};
 use crate::plan::{Category, Phase, Plan};
@@ -60,12 +61,6 @@ pub struct Facts {
     pub memory: StepMemory,
     /// The real step ran out of memory: its error (the diagnosing chapter's answer reads it).
     pub step_oom: Option<crate::memory::StepOom>,
-}
-
-/// What a real step left: its allocator record, or its out-of-memory error.
-pub enum StepRecord<'a> {
-    Ran(&'a StepMemory),
-    OutOfMemory(&'a crate::memory::StepOom),
 }
 
 impl Facts {

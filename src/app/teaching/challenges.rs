@@ -5,15 +5,14 @@
 //! are remembered, and a challenge travels in a link (`challenge=<id>`). The words are catalog
 //! messages (`challenge-<id>-title`, `-goal`, `-pass`, `-fail`).
 
-use super::settings::{ModelDims, Preset, Settings};
-use super::teaching::Teaching;
-use super::views::size;
+use crate::app::settings::{ModelDims, Preset, Settings};
+use crate::app::views::size;
 use crate::i18n::Catalog;
 use crate::memory::{Budget, StepMemory, simulate};
 use crate::plan::{AttentionKind, Checkpoint, Precision};
 
 /// What a check reads: the executed step and what it was started from.
-pub struct Run<'a> {
+pub struct ChallengeRun<'a> {
     /// The settings the step ran with.
     pub settings: &'a Settings,
     /// The allocator's live account of the step.
@@ -23,7 +22,7 @@ pub struct Run<'a> {
     pub vocab: usize,
 }
 
-impl Run<'_> {
+impl ChallengeRun<'_> {
     /// The step's floating-point operations, from its plan.
     fn flops(&self, s: &Settings) -> u64 {
         s.plan(self.vocab).map_or(u64::MAX, |p| p.flops().0)
@@ -41,14 +40,14 @@ pub struct Challenge {
     pub start: fn(&mut Settings),
     /// The goal's arguments, from the starting settings.
     pub goal_args: fn(&Settings, usize, &Catalog) -> Vec<(&'static str, String)>,
-    pub check: fn(&Run<'_>, &Catalog) -> Check,
+    pub check: fn(&ChallengeRun<'_>, &Catalog) -> Check,
 }
 
 fn arg(name: &'static str, value: impl ToString) -> (&'static str, String) {
     (name, value.to_string())
 }
 
-fn gflop(flops: u64) -> String {
+pub(super) fn gflop(flops: u64) -> String {
     format!("{:.2}", flops as f64 / 1e9)
 }
 
@@ -148,6 +147,8 @@ pub struct ChallengeState {
     pub start: Settings,
     /// The last check: passed, and its words.
     pub last: Option<(bool, String)>,
+    /// How many executed steps were checked.
+    pub checks: u32,
     /// The best executed step so far: (peak bytes, tokens/s, FLOPs).
     pub best: Option<(u64, f64, u64)>,
     /// The goal in words, for the language it was written in: it needs a plan and a
@@ -155,104 +156,46 @@ pub struct ChallengeState {
     pub goal: Option<(crate::i18n::Lang, String)>,
 }
 
-impl Teaching {
-    /// Starts challenge `index` from its setup (written into `settings`).
-    pub fn start_challenge(&mut self, index: usize, settings: &mut Settings) {
+impl ChallengeState {
+    /// Challenge `index` started from its setup (written into `settings`); none past the list.
+    pub fn start(index: usize, settings: &mut Settings) -> Option<ChallengeState> {
         let all = challenges();
-        let Some(c) = all.get(index) else { return };
-        settings.keeping_prefs(c.start);
-        self.lesson = None;
-        self.challenge = Some(ChallengeState { index, start: settings.clone(), last: None, best: None, goal: None });
+        settings.keeping_prefs(all.get(index)?.start);
+        Some(ChallengeState { index, start: settings.clone(), last: None, checks: 0, best: None, goal: None })
     }
 
-    /// Checks the active challenge against the step that just executed with `settings`: the
-    /// allocator's account of it (`memory`) and its time.
-    pub fn check_challenge(&mut self, settings: &Settings, memory: &StepMemory, secs: f64, t: &Catalog, vocab: usize) {
-        let Some(state) = &mut self.challenge else { return };
+    /// Checks the step that just executed with `settings` — the allocator's account of it
+    /// (`memory`) and its time — keeping the words and the best result; the challenge's id when
+    /// it passed.
+    pub fn check(
+        &mut self,
+        settings: &Settings,
+        memory: &StepMemory,
+        secs: f64,
+        t: &Catalog,
+        vocab: usize,
+    ) -> Option<&'static str> {
         let all = challenges();
-        let c = &all[state.index];
-        let run = Run { settings, memory, start: &state.start, vocab };
+        let c = all.get(self.index)?;
+        let run = ChallengeRun { settings, memory, start: &self.start, vocab };
         let check = (c.check)(&run, t);
         let args: Vec<(&str, fluent_bundle::FluentValue<'_>)> =
             check.args.iter().map(|(k, v)| (*k, v.as_str().into())).collect();
         let key = format!("challenge-{}-{}", c.id, if check.passed { "pass" } else { "fail" });
-        state.last = Some((check.passed, t.format(&key, &args)));
+        self.last = Some((check.passed, t.format(&key, &args)));
+        self.checks = self.checks.saturating_add(1);
         let tokens = (settings.batch * settings.seq) as f64 / secs.max(1e-9);
         let flops = run.flops(settings);
         let peak = memory.peak_allocated_bytes();
-        if check.passed && state.best.is_none_or(|(p, _, _)| peak < p) {
-            state.best = Some((peak, tokens, flops));
+        if check.passed && self.best.is_none_or(|(p, _, _)| peak < p) {
+            self.best = Some((peak, tokens, flops));
         }
-        if check.passed && !self.challenges_done.iter().any(|d| d == c.id) {
-            self.challenges_done.push(c.id.to_string());
-        }
-    }
-
-    /// The challenges panel: the list, and the active one's goal, check and best result.
-    pub fn challenges_panel(&mut self, ui: &mut egui::Ui, t: &Catalog, settings: &mut Settings, vocab: usize) {
-        let all = challenges();
-        let mut start = None;
-        if ui.button(t.text("challenges-close")).clicked() {
-            self.show_challenges = false;
-            self.challenge = None;
-            return;
-        }
-        for (i, c) in all.iter().enumerate() {
-            ui.horizontal_wrapped(|ui| {
-                if ui.button(t.text("challenge-start")).clicked() {
-                    start = Some(i);
-                }
-                ui.label(t.text(&format!("challenge-{}-title", c.id)));
-                if self.challenges_done.iter().any(|d| d == c.id) {
-                    ui.colored_label(egui::Color32::from_rgb(90, 200, 90), t.text("challenge-done"));
-                }
-            });
-        }
-        if let Some(state) = &mut self.challenge {
-            let c = &all[state.index];
-            ui.separator();
-            let title = t.text(&format!("challenge-{}-title", c.id));
-            ui.heading(t.format("challenge-active", &[("title", title.into())]));
-            if state.goal.as_ref().is_none_or(|(lang, _)| *lang != t.lang()) {
-                let goal = (c.goal_args)(&state.start, vocab, t);
-                let args: Vec<(&str, fluent_bundle::FluentValue<'_>)> =
-                    goal.iter().map(|(k, v)| (*k, v.as_str().into())).collect();
-                state.goal = Some((t.lang(), t.format(&format!("challenge-{}-goal", c.id), &args)));
-            }
-            if let Some((_, goal)) = &state.goal {
-                ui.label(goal.as_str());
-            }
-            ui.label(egui::RichText::new(t.text("challenge-run")).small());
-            if let Some((passed, why)) = &state.last {
-                let key = if *passed { "challenge-passed" } else { "challenge-failed" };
-                let color =
-                    if *passed { egui::Color32::from_rgb(90, 200, 90) } else { egui::Color32::from_rgb(240, 80, 80) };
-                ui.colored_label(color, t.format(key, &[("why", why.as_str().into())]));
-            }
-            if let Some((peak, rate, flops)) = state.best {
-                ui.label(t.format(
-                    "challenge-best",
-                    &[
-                        ("peak", size(t, peak).into()),
-                        ("source", super::views::Source::Allocator.word(t).into()),
-                        ("rate", format!("{rate:.0}").into()),
-                        ("flops", gflop(flops).into()),
-                    ],
-                ));
-            }
-            ui.label(egui::RichText::new(t.text("challenge-share")).small());
-            let link = format!("{}&challenge={}&lang={}", state.start.to_url_hash(), c.id, t.lang().code());
-            // Read-only and wrapped, so a phone shows all of it.
-            ui.add(egui::TextEdit::multiline(&mut link.as_str()).desired_rows(2).desired_width(f32::INFINITY));
-        }
-        if let Some(i) = start {
-            self.start_challenge(i, settings);
-        }
+        check.passed.then_some(c.id)
     }
 }
 
 /// The challenge a link names (`challenge=<id>`), if it is one.
-pub fn from_url_hash(hash: &str) -> Option<usize> {
+pub fn challenge_from_url_hash(hash: &str) -> Option<usize> {
     let id = hash.trim_start_matches('#').split('&').find_map(|kv| kv.strip_prefix("challenge="))?;
     challenges().iter().position(|c| c.id == id)
 }

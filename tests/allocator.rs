@@ -3,7 +3,7 @@
 #[cfg(target_arch = "wasm32")]
 use wasm_bindgen_test::wasm_bindgen_test as test;
 
-use oomlab::memory::allocator::{CachingAllocator, LARGE_BUFFER, Pool, SMALL_BUFFER};
+use oomlab::memory::allocator::{AllocatorConfig, CachingAllocator, Event, LARGE_BUFFER, Pool, SMALL_BUFFER};
 use oomlab::model::init::Rng;
 
 const MIB: u64 = 1 << 20;
@@ -51,8 +51,32 @@ fn small_blocks_split_and_merge_back() {
 #[test]
 fn random_sequences_keep_every_invariant() {
     for seed in 0..8u64 {
+        random_sequence(seed, AllocatorConfig::default());
+    }
+}
+
+#[test]
+fn random_sequences_keep_every_invariant_with_each_option() {
+    for (i, conf) in [
+        "expandable_segments:True",
+        "max_split_size_mb:21",
+        "garbage_collection_threshold:0.5",
+        "max_split_size_mb:24,garbage_collection_threshold:0.7",
+    ]
+    .iter()
+    .enumerate()
+    {
+        let config = AllocatorConfig::parse(conf).expect("valid");
+        for seed in 0..3u64 {
+            random_sequence(seed * 4 + i as u64, config);
+        }
+    }
+}
+
+fn random_sequence(seed: u64, config: AllocatorConfig) {
+    {
         let capacity = [48, 64, 100, 256][seed as usize % 4] * MIB;
-        let mut a = CachingAllocator::new(capacity);
+        let mut a = CachingAllocator::new(capacity).with_config(config);
         let mut rng = Rng::new(seed);
         let mut live: Vec<oomlab::memory::Placement> = Vec::new();
         let mut ooms = 0;
@@ -79,7 +103,7 @@ fn random_sequences_keep_every_invariant() {
                 assert!(a.free(live.swap_remove(i)));
             }
             if step % 50 == 0 {
-                a.check_invariants().unwrap_or_else(|e| panic!("seed {seed} step {step}: {e}"));
+                a.check_invariants().unwrap_or_else(|e| panic!("{config:?} seed {seed} step {step}: {e}"));
                 // no two live blocks overlap
                 let mut spans: Vec<_> = live.iter().map(|p| (p.segment, p.offset, p.offset + p.size)).collect();
                 spans.sort();
@@ -136,4 +160,151 @@ fn cached_segments_are_released_before_oom() {
     assert_eq!(q.size, 40 * MIB);
     assert_eq!(a.stats().segment_releases, 1);
     a.check_invariants().expect("invariants");
+}
+
+/// Three 20 MiB segments, each holding three 6 MiB blocks; the third block of the first and the
+/// first of the second freed: 12 MiB lie free side by side in memory, but across a segment's
+/// edge. Returns the allocator and the 12 MiB request's result.
+fn across_an_edge(
+    config: AllocatorConfig,
+) -> (CachingAllocator<u32>, Result<oomlab::memory::Placement, oomlab::memory::OutOfMemory>) {
+    let mut a = CachingAllocator::new(60 * MIB).with_config(config);
+    let blocks: Vec<_> = (0..9).map(|i| a.malloc(6 * MIB, i).expect("fits")).collect();
+    assert_eq!(a.stats().reserved_bytes, 60 * MIB);
+    a.free(blocks[2]);
+    a.free(blocks[3]);
+    let got = a.malloc(12 * MIB, 99);
+    a.check_invariants().expect("invariants");
+    (a, got)
+}
+
+#[test]
+fn expandable_segments_prevent_a_fragmentation_oom() {
+    // Without the option: 18 MiB free in all, no block of 12 MiB, and an OOM that says so.
+    let (a, got) = across_an_edge(AllocatorConfig::default());
+    let oom = got.expect_err("fragmented");
+    assert_eq!(oom.cached_free_bytes, 18 * MIB);
+    assert_eq!(oom.largest_free_block, 8 * MIB);
+    let msg = oom.message("a 12 MiB tensor");
+    assert!(msg.contains("fragmented") && msg.contains("expandable_segments:True"), "{msg}");
+    assert_eq!(a.stats().segments, 3);
+    // With it: one segment of three 20 MiB pages, the two blocks side by side, merged on free.
+    let (a, got) = across_an_edge(AllocatorConfig::parse("expandable_segments:True").expect("valid"));
+    let p = got.expect("the freed 12 MiB are contiguous");
+    assert_eq!((p.offset, p.size), (12 * MIB, 12 * MIB));
+    assert_eq!((a.stats().segments, a.stats().reserved_bytes), (1, 60 * MIB));
+    let seg = a.segments().next().expect("one segment");
+    assert!(seg.expandable);
+    // It grew a page at a time, each growth an event of its own.
+    let maps: Vec<(u64, u64)> = a
+        .events()
+        .iter()
+        .filter_map(|e| match e {
+            Event::SegmentMap { offset, size, .. } => Some((*offset, *size)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(maps, [(20 * MIB, 20 * MIB), (40 * MIB, 20 * MIB)]);
+}
+
+#[test]
+fn an_expandable_segment_gives_back_its_free_end() {
+    let mut a =
+        CachingAllocator::new(1 << 30).with_config(AllocatorConfig::parse("expandable_segments:True").expect("valid"));
+    let blocks: Vec<_> = (0..4).map(|i| a.malloc(6 * MIB, i).expect("fits")).collect();
+    assert_eq!(a.stats().reserved_bytes, 40 * MIB, "24 MiB in pages of 20 MiB");
+    a.free(blocks[2]);
+    a.free(blocks[3]);
+    assert_eq!(a.stats().reserved_bytes, 40 * MIB, "freed memory stays mapped until empty_cache");
+    assert_eq!(a.empty_cache(), 20 * MIB, "the whole free page at the end is unmapped");
+    assert_eq!(a.stats().reserved_bytes, 20 * MIB);
+    assert!(
+        matches!(a.events().last(), Some(Event::SegmentUnmap { offset, size, .. }) if (*offset, *size) == (20 * MIB, 20 * MIB))
+    );
+    a.check_invariants().expect("invariants");
+    a.free(blocks[0]);
+    a.free(blocks[1]);
+    assert_eq!(a.empty_cache(), 20 * MIB);
+    assert_eq!((a.stats().reserved_bytes, a.stats().segments), (0, 0), "nothing mapped: the segment is gone");
+    a.check_invariants().expect("invariants");
+    // Small requests grow their own pool's segment, in 2 MiB pages.
+    let s = a.malloc(3000, 7).expect("fits");
+    assert_eq!(a.stats().reserved_bytes, SMALL_BUFFER);
+    assert_eq!(a.segments().find(|g| g.id == s.segment).map(|g| (g.pool, g.expandable)), Some((Pool::Small, true)));
+}
+
+#[test]
+fn max_split_size_keeps_oversize_blocks_whole() {
+    let split = AllocatorConfig::parse("max_split_size_mb:32").expect("valid");
+    // A small request does not take a cached oversize block (without the option it splits it).
+    for (config, reserved) in [(AllocatorConfig::default(), 40 * MIB), (split, 60 * MIB)] {
+        let mut a = CachingAllocator::new(1 << 30).with_config(config);
+        let big = a.malloc(40 * MIB, 0).expect("fits");
+        a.free(big);
+        a.malloc(4 * MIB, 1).expect("fits");
+        assert_eq!(a.stats().reserved_bytes, reserved, "{config:?}");
+        a.check_invariants().expect("invariants");
+    }
+    // An oversize request takes an oversize block whole, unsplit...
+    let mut a = CachingAllocator::new(1 << 30).with_config(split);
+    let big = a.malloc(40 * MIB, 0).expect("fits");
+    a.free(big);
+    assert_eq!(a.malloc(36 * MIB, 1).expect("fits").size, 40 * MIB, "not split");
+    // ...unless the block is 20 MiB or more larger than it: then a segment of its own.
+    let mut a = CachingAllocator::new(1 << 30).with_config(split);
+    let big = a.malloc(80 * MIB, 0).expect("fits");
+    a.free(big);
+    assert_eq!(a.malloc(40 * MIB, 1).expect("fits").size, 40 * MIB);
+    assert_eq!(a.stats().reserved_bytes, 120 * MIB);
+}
+
+#[test]
+fn max_split_size_releases_oversize_blocks_before_the_rest() {
+    // 110 MiB: three cached-or-held 30 MiB segments and a 20 MiB one for a 5 MiB block.
+    // Freed: two of the 30s and the 5 MiB. A 50 MiB request needs 50 MiB released.
+    let run = |config: AllocatorConfig| {
+        let mut a = CachingAllocator::new(110 * MIB).with_config(config);
+        let p: Vec<_> = [30, 30, 30, 5].iter().enumerate().map(|(i, m)| a.malloc(m * MIB, i).expect("fits")).collect();
+        for i in [0, 1, 3] {
+            a.free(p[i]);
+        }
+        a.malloc(50 * MIB, 9).expect("fits after a release");
+        a.check_invariants().expect("invariants");
+        (a.stats().reserved_bytes, a.stats().segment_releases)
+    };
+    // The option releases the oversize ones, largest first, until 50 MiB: the two 30s.
+    assert_eq!(run(AllocatorConfig::parse("max_split_size_mb:21").expect("valid")), (100 * MIB, 2));
+    // Without it, every cached segment goes, the small one too.
+    assert_eq!(run(AllocatorConfig::default()), (80 * MIB, 3));
+    // One cached oversize block large enough is released alone.
+    let mut a =
+        CachingAllocator::new(100 * MIB).with_config(AllocatorConfig::parse("max_split_size_mb:21").expect("valid"));
+    let big = a.malloc(80 * MIB, 0).expect("fits");
+    a.free(big);
+    a.malloc(40 * MIB, 1).expect("fits");
+    assert_eq!((a.stats().reserved_bytes, a.stats().segment_releases), (40 * MIB, 1));
+}
+
+#[test]
+fn the_garbage_collector_releases_the_oldest_cached_segments_first() {
+    let gc = AllocatorConfig::parse("garbage_collection_threshold:0.5").expect("valid");
+    let run = |config: AllocatorConfig, capacity: u64| {
+        let mut a = CachingAllocator::new(capacity).with_config(config);
+        let older = a.malloc(30 * MIB, 0).expect("fits");
+        a.free(older);
+        let younger = a.malloc(40 * MIB, 1).expect("fits");
+        a.free(younger);
+        // 70 MiB reserved, past half of 100 MiB: the collector releases the older segment
+        // (searched past twice since it was freed, against once), which is enough.
+        a.malloc(44 * MIB, 2).expect("fits");
+        a.check_invariants().expect("invariants");
+        let sizes: Vec<u64> = a.segments().map(|s| s.size / MIB).collect();
+        (a.stats().reserved_bytes / MIB, sizes)
+    };
+    assert_eq!(run(gc, 100 * MIB), (84, vec![40, 44]));
+    // Without it, nothing is released until the capacity is reached: then everything cached.
+    assert_eq!(run(AllocatorConfig::default(), 100 * MIB), (44, vec![44]));
+    assert_eq!(run(AllocatorConfig::default(), 200 * MIB), (114, vec![30, 40, 44]));
+    // Without a budget there is no threshold to pass (PyTorch's needs a memory fraction).
+    assert_eq!(run(gc, oomlab::plan::MAX_BUDGET_BYTES), (114, vec![30, 40, 44]));
 }

@@ -606,3 +606,60 @@ fn snapshot_show_refuses_bad_files() {
         (&["snapshot", "show", &missing], "cannot read"),
     ]);
 }
+
+#[test]
+fn the_allocator_options_reach_the_real_step() {
+    // The toy at 48 × 64 in 54 MiB runs out of memory although more than enough is cached
+    // (tests/allocator_options.rs); with expandable segments it fits, on both backends.
+    let args = |backend: &'static str, conf: &'static str| {
+        vec![
+            "measure",
+            "--batch",
+            "48",
+            "--seq-len",
+            "64",
+            "--budget",
+            "54MiB",
+            "--backend",
+            backend,
+            "--json",
+            "--alloc-conf",
+            conf,
+        ]
+    };
+    for backend in ["cpu", "gpu"] {
+        let out = oomlab(&args(backend, ""));
+        assert_eq!(out.status.code(), Some(3), "{backend}: {}", String::from_utf8_lossy(&out.stderr));
+        let doc: serde_json::Value = serde_json::from_slice(&out.stdout).expect("one JSON document");
+        let msg = doc["oom"]["message"].as_str().expect("oom.message");
+        assert!(msg.contains("fragmented"), "{msg}");
+        let out = oomlab(&args(backend, "expandable_segments:True"));
+        assert!(out.status.success(), "{backend}: {}", String::from_utf8_lossy(&out.stderr));
+        let doc: serde_json::Value = serde_json::from_slice(&out.stdout).expect("one JSON document");
+        assert_eq!(doc["techniques"]["allocator"]["expandable_segments"], true, "{doc}");
+        assert!(doc["allocator_stats"]["segments"].as_u64().expect("segments") <= 2, "one segment per pool");
+        assert!(doc["allocator_peak_reserved_bytes"].as_u64().expect("peak") <= 54 << 20);
+    }
+    let out = oomlab(&[
+        "measure",
+        "--batch",
+        "4",
+        "--seq-len",
+        "16",
+        "--backend",
+        "cpu",
+        "--alloc-conf",
+        "max_split_size_mb:64",
+    ]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("allocator max_split_size_mb:64"),
+        "the text report names it"
+    );
+    assert_usage_errors(&[
+        (&["measure", "--alloc-conf", "max_split_size_mb:8"], "greater than 20"),
+        (&["sweep", "--alloc-conf", "garbage_collection_threshold:1.5"], "between 0 and 1"),
+        (&["measure", "--alloc-conf", "roundup_power2_divisions:4"], "unknown allocator option"),
+        (&["compare", "--alloc-conf", "expandable_segments:maybe"], "True or False"),
+    ]);
+}

@@ -288,7 +288,8 @@ fn calibration_matches_the_toy_plan_to_the_byte() {
                         for optimizer in [OptimizerKind::Sgd, OptimizerKind::Momentum, OptimizerKind::AdamW] {
                             let lora = lora.map(|t| LoraConfig::new(4).with_targets(t).expect("targets"));
                             for (batch, accum) in [(1, 1), (3, 1), (2, 2)] {
-                                let techniques = Techniques { checkpoint, attention, precision, lora, accum };
+                                let techniques =
+                                    Techniques { checkpoint, attention, precision, lora, accum, ..Default::default() };
                                 if techniques.validate(&model).is_err() {
                                     continue;
                                 }

@@ -190,6 +190,7 @@ fn combinations_run_on_both_backends() {
             accum: 2,
             precision: Precision::Fp16,
             lora: None,
+            ..Default::default()
         },
         Techniques {
             checkpoint: Checkpoint::Selective,
@@ -197,6 +198,7 @@ fn combinations_run_on_both_backends() {
             accum: 3,
             precision: Precision::Bf16,
             lora: Some(lora),
+            ..Default::default()
         },
         Techniques {
             checkpoint: Checkpoint::Every(2),
@@ -204,6 +206,7 @@ fn combinations_run_on_both_backends() {
             accum: 1,
             precision: Precision::Fp16,
             lora: Some(lora),
+            ..Default::default()
         },
     ];
     for t in combos {

@@ -33,7 +33,8 @@ fn own_timeline(events: &[Event<TensorTag>], plan: &Plan) -> Vec<(i64, i64)> {
     for e in events {
         match e {
             Event::SegmentAlloc { size, .. } => r += *size as i64,
-            Event::SegmentFree { size, .. } => r -= *size as i64,
+            Event::SegmentFree { size, .. } | Event::SegmentUnmap { size, .. } => r -= *size as i64,
+            Event::SegmentMap { size, .. } => r += *size as i64,
             Event::Alloc { requested, .. } => a += *requested as i64,
             Event::Free { tag, .. } => a -= plan.tensor(tag.tensor).size_bytes() as i64,
             Event::Oom { .. } => {}

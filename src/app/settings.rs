@@ -170,6 +170,9 @@ impl Settings {
             accum: self.accum.max(1),
             lora: (self.lora_rank > 0).then(|| LoraConfig::new(self.lora_rank).with_targets("all").ok()).flatten(),
             precision: self.precision,
+            // The allocator's options are the CLI's for now (`--alloc-conf`); the app's
+            // controls do not offer them yet.
+            allocator: Default::default(),
         }
     }
 

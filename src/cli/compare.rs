@@ -30,7 +30,10 @@ pub(super) fn compare_variants(r: &Resolved) -> Result<Vec<(String, StepRequest)
     let batch = r.batch_shape();
     let model = *r.model();
     let optimizer = *r.optimizer();
-    let with = |t: Techniques| StepRequest::with_batch(model, batch, optimizer, t);
+    // Every row keeps the allocator's options (`--alloc-conf`): they are the device's, not a
+    // technique compared here.
+    let allocator = r.techniques().allocator;
+    let with = |t: Techniques| StepRequest::with_batch(model, batch, optimizer, Techniques { allocator, ..t });
     let base = with(Techniques::default())?;
     let mut out = vec![("baseline".to_string(), base)];
     let l = model.n_layers;
@@ -79,6 +82,7 @@ pub(super) fn compare_variants(r: &Resolved) -> Result<Vec<(String, StepRequest)
         accum: accum.unwrap_or(1),
         lora: None,
         precision: Precision::Fp32,
+        allocator: base.techniques.allocator,
     };
     let mut parts = vec!["blocks".to_string()];
     if all.attention == AttentionKind::Fused {

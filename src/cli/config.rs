@@ -54,6 +54,11 @@ pub(super) struct ConfigArgs {
     /// The virtual GPU's memory: a preset (32MiB, 64MiB, 256MiB, 1GiB) or any size.
     #[arg(long, value_parser = oomlab::units::parse_bytes, default_value = "1GiB")]
     budget: u64,
+    /// The caching allocator's options, written as PyTorch's PYTORCH_CUDA_ALLOC_CONF:
+    /// expandable_segments:True, max_split_size_mb:N (N > 20), garbage_collection_threshold:T
+    /// (0 < T < 1, a share of --budget), comma-separated.
+    #[arg(long, value_parser = alloc_conf, default_value = "", hide_default_value = true)]
+    alloc_conf: oomlab::plan::AllocatorConfig,
     /// Vocabulary size; defaults to the built-in corpus's character count.
     #[arg(long, value_parser = count, allow_hyphen_values = true)]
     vocab: Option<usize>,
@@ -278,6 +283,7 @@ impl ConfigArgs {
                 AttentionArg::Fused => AttentionKind::Fused,
             },
             accum,
+            allocator: self.alloc_conf,
             precision: match self.precision {
                 PrecisionArg::Fp32 => Precision::Fp32,
                 PrecisionArg::Fp16 => Precision::Fp16,
@@ -395,4 +401,9 @@ pub(super) fn open_gpu(r: &Resolved) -> Result<Option<Gpu>, Failure> {
 /// GPU backend on `gpu`, from [`open_gpu`]).
 pub(super) fn make_trainer(r: &Resolved, plan: Plan, gpu: Option<&Gpu>) -> Result<Executor, Failure> {
     Ok(pollster::block_on(oomlab::backend::open(r.backend, gpu, plan, r.seed, r.budget()))?)
+}
+
+/// `--alloc-conf`: PyTorch's syntax, checked as PyTorch checks it.
+fn alloc_conf(text: &str) -> Result<oomlab::plan::AllocatorConfig, String> {
+    oomlab::plan::AllocatorConfig::parse(text).map_err(|e| e.to_string())
 }

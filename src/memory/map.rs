@@ -90,9 +90,26 @@ pub fn segments_at(before: &[SegmentState], events: &[Event<TensorTag>], op: Opt
             }
             // A segment reserved, or a cached one released, for a later op's allocation is past
             // the point too.
-            Event::SegmentAlloc { .. } | Event::SegmentFree { .. } if for_alloc_after(&events[k..]) => break,
+            Event::SegmentAlloc { .. }
+            | Event::SegmentFree { .. }
+            | Event::SegmentMap { .. }
+            | Event::SegmentUnmap { .. }
+                if for_alloc_after(&events[k..]) =>
+            {
+                break;
+            }
             Event::SegmentAlloc { segment, size, .. } => segments.push((*segment, *size, Vec::new())),
             Event::SegmentFree { segment, .. } => segments.retain(|s| s.0 != *segment),
+            Event::SegmentMap { segment, offset, size } => {
+                if let Some(s) = segments.iter_mut().find(|s| s.0 == *segment) {
+                    s.1 = offset + size;
+                }
+            }
+            Event::SegmentUnmap { segment, offset, .. } => {
+                if let Some(s) = segments.iter_mut().find(|s| s.0 == *segment) {
+                    s.1 = *offset;
+                }
+            }
             Event::Oom { .. } => {}
         }
     }

@@ -191,13 +191,15 @@ pub struct StepAllocator {
 }
 
 /// A plan's tensors and ops as the allocator sees them, sizes aside.
-#[derive(Debug, PartialEq, Eq)]
+#[derive(Debug, PartialEq)]
 pub struct Schedule {
     categories: Vec<Category>,
     lifetimes: Vec<Lifetime>,
     /// Tensors first touched by op i, and last touched by op i.
     starts: Vec<Vec<TensorId>>,
     ends: Vec<Vec<TensorId>>,
+    /// The allocator's options the plan's techniques ask for.
+    allocator: crate::plan::AllocatorConfig,
 }
 
 impl Schedule {
@@ -211,7 +213,13 @@ impl Schedule {
                 ends[last].push(TensorId(i));
             }
         }
-        Self { categories: plan.tensors.iter().map(|t| t.category).collect(), lifetimes, starts, ends }
+        Self {
+            categories: plan.tensors.iter().map(|t| t.category).collect(),
+            lifetimes,
+            starts,
+            ends,
+            allocator: plan.techniques.allocator,
+        }
     }
 }
 
@@ -224,7 +232,7 @@ impl StepAllocator {
     /// An allocator for a plan with `shape`'s tensors and ops and these sizes (a sweep's other
     /// batch sizes), without building that plan.
     pub fn with_schedule(shape: Arc<Schedule>, sizes: Vec<u64>, budget: Budget, record_events: bool) -> Self {
-        let allocator = CachingAllocator::new(budget.capacity_bytes());
+        let allocator = CachingAllocator::new(budget.capacity_bytes()).with_config(shape.allocator);
         let allocator = if record_events { allocator } else { allocator.without_events() };
         let n = sizes.len();
         Self {

@@ -67,6 +67,8 @@ pub enum ConfigError {
     LoraRankNotLow { rank: usize, d_model: usize },
     #[error("LoRA alpha must be positive (got {alpha})")]
     LoraAlpha { alpha: f32 },
+    #[error("{0}")]
+    AllocatorOption(String),
     #[error("LoRA needs at least one target projection")]
     LoraNoTargets,
     #[error(

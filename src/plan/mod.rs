@@ -4,6 +4,7 @@
 //! and write them. The CPU and GPU backends execute it op by op; memory accounting, the CLI and
 //! the views read it. It is pure Rust and needs no GPU.
 
+pub mod allocator;
 pub mod build;
 pub mod op;
 pub mod optimizer;
@@ -11,6 +12,7 @@ pub mod request;
 pub mod techniques;
 pub mod tensor;
 
+pub use allocator::AllocatorConfig;
 pub use build::{MAX_BUDGET_BYTES, MAX_PLAN_OPS, MAX_TENSOR_ELEMS};
 pub use op::{Op, OpNode, Phase};
 pub use optimizer::{AdamWStep, OptimizerConfig, OptimizerKind};

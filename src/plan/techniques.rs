@@ -199,6 +199,9 @@ pub struct Techniques {
     /// Low-rank adapters on frozen base weights.
     pub lora: Option<LoraConfig>,
     pub precision: Precision,
+    /// The caching allocator's options (PyTorch's `PYTORCH_CUDA_ALLOC_CONF`).
+    #[serde(default)]
+    pub allocator: super::AllocatorConfig,
 }
 
 impl Default for Techniques {
@@ -209,6 +212,7 @@ impl Default for Techniques {
             accum: 1,
             lora: None,
             precision: Precision::Fp32,
+            allocator: super::AllocatorConfig::default(),
         }
     }
 }
@@ -217,6 +221,7 @@ impl Techniques {
     /// Refuses combinations that cannot be built or make no sense, with the reason.
     pub fn validate(&self, model: &ModelConfig) -> Result<(), ConfigError> {
         crate::model::check_dim("accumulation steps", self.accum as i64)?;
+        self.allocator.validate().map_err(|e| ConfigError::AllocatorOption(e.to_string()))?;
         if let Checkpoint::Every(k) = self.checkpoint
             && (k == 0 || k > model.n_layers)
         {
@@ -268,6 +273,10 @@ impl Techniques {
         if let Some(l) = self.lora {
             let targets: Vec<&str> = l.targets().iter().map(|t| t.module()).collect();
             parts.push(format!("LoRA r={} α={} on {}", l.rank, l.alpha, targets.join(", ")));
+        }
+        let conf = self.allocator.to_conf_string();
+        if !conf.is_empty() {
+            parts.push(format!("allocator {conf}"));
         }
         if parts.is_empty() { "baseline".into() } else { parts.join(", ") }
     }

@@ -152,6 +152,15 @@ impl<F: ops::Real> CpuExecutor<F> {
                 Event::SegmentFree { segment, .. } => {
                     self.segments.remove(&segment);
                 }
+                // An expandable segment's end unmapped: its host memory there goes too (a
+                // segment that grows needs nothing: its host buffer grows as tensors land).
+                Event::SegmentUnmap { segment, offset, .. } => {
+                    let keep = usize::try_from(offset / self.slot_bytes).unwrap_or(usize::MAX);
+                    if let Some(s) = self.segments.get_mut(&segment) {
+                        s.floats.truncate(keep);
+                        s.ints.truncate(keep);
+                    }
+                }
                 _ => {}
             }
         }

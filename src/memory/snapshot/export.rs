@@ -45,7 +45,7 @@ fn frame(plan: &Plan, tag: &TensorTag) -> Frame {
 pub fn snapshot(plan: &Plan, events: &[Event<TensorTag>], capacity: u64) -> Snapshot {
     let mut next = BASE_ADDRESS;
     // Live segments: id → (address, size, pool); live blocks: address → (size, requested, tag).
-    let mut segments: BTreeMap<SegmentId, (i64, i64, Pool)> = BTreeMap::new();
+    let mut segments: BTreeMap<SegmentId, (i64, i64, Pool, bool)> = BTreeMap::new();
     let mut blocks: BTreeMap<i64, (i64, i64, TensorTag)> = BTreeMap::new();
     let mut reserved: i64 = 0;
     let mut trace = Vec::with_capacity(events.len() + events.len() / 2);
@@ -57,13 +57,26 @@ pub fn snapshot(plan: &Plan, events: &[Event<TensorTag>], capacity: u64) -> Snap
     };
     for e in events {
         match e {
-            Event::SegmentAlloc { segment, pool, size } => {
+            Event::SegmentAlloc { segment, pool, size, expandable } => {
                 let size = int(*size);
-                segments.insert(*segment, (next, size, *pool));
+                segments.insert(*segment, (next, size, *pool, *expandable));
                 let entry = TraceEntry { action: "segment_alloc".into(), addr: Some(next), size, ..unknown() };
                 push(&mut trace, entry);
-                next = next.saturating_add((size.max(1) + SEGMENT_ALIGN - 1) / SEGMENT_ALIGN * SEGMENT_ALIGN);
+                // An expandable segment's address range is reserved for all it may grow to, as
+                // PyTorch reserves 1⅛ of the device's memory for it.
+                let span = if *expandable { size.max(int(capacity).saturating_add(int(capacity) / 8)) } else { size };
+                next = next.saturating_add((span.max(1) + SEGMENT_ALIGN - 1) / SEGMENT_ALIGN * SEGMENT_ALIGN);
                 reserved += size;
+            }
+            Event::SegmentMap { segment, offset, size } | Event::SegmentUnmap { segment, offset, size } => {
+                let map = matches!(e, Event::SegmentMap { .. });
+                let Some(s) = segments.get_mut(segment) else { continue };
+                s.1 = if map { int(*offset) + int(*size) } else { int(*offset) };
+                let action = if map { "segment_map" } else { "segment_unmap" };
+                let entry =
+                    TraceEntry { action: action.into(), addr: Some(s.0 + int(*offset)), size: int(*size), ..unknown() };
+                push(&mut trace, entry);
+                reserved += if map { int(*size) } else { -int(*size) };
             }
             Event::SegmentFree { segment, size } => {
                 let addr = segments.remove(segment).map_or(0, |s| s.0);
@@ -99,7 +112,7 @@ pub fn snapshot(plan: &Plan, events: &[Event<TensorTag>], capacity: u64) -> Snap
     }
     let segments = segments
         .values()
-        .map(|&(address, size, pool)| {
+        .map(|&(address, size, pool, expandable)| {
             let mut out = Vec::new();
             let mut at = address;
             let (mut allocated, mut requested) = (0, 0);
@@ -136,7 +149,7 @@ pub fn snapshot(plan: &Plan, events: &[Event<TensorTag>], capacity: u64) -> Snap
                 }
                 .into(),
                 segment_pool_id: vec![0, 0],
-                is_expandable: false,
+                is_expandable: expandable,
                 frames: Frames::from([]),
                 blocks: out,
             }

@@ -62,18 +62,15 @@ impl GpuExecutor {
                     if let Some(b) = self.buffers.remove(&segment) {
                         b.destroy();
                     }
-                    // Bind groups of the released segment can never be used again.
-                    for slot in &mut self.bound {
-                        if slot.as_ref().is_some_and(|b| b.key.iter().flatten().any(|k| k.0 == segment)) {
-                            *slot = None;
-                        }
-                    }
+                    self.unbind(segment);
                     #[cfg(not(target_arch = "wasm32"))]
                     self.ctx
                         .device
                         .poll(wgpu::PollType::wait_indefinitely())
                         .map_err(|e| GpuError::DeviceLost(e.to_string()))?;
                 }
+                Event::SegmentMap { segment, offset, size } => self.resize_segment(segment, offset + size, chunk)?,
+                Event::SegmentUnmap { segment, offset, .. } => self.resize_segment(segment, offset, chunk)?,
                 Event::SegmentAlloc { segment, size, .. } => {
                     let reserved_before = self.reserved_buffer_bytes();
                     let made = self.check_segment_limit(size).map_err(BackendError::from).and_then(|()| {
@@ -105,6 +102,53 @@ impl GpuExecutor {
                 _ => {}
             }
         }
+        Ok(())
+    }
+
+    /// Bind groups of a released or replaced segment buffer can never be used again.
+    fn unbind(&mut self, segment: SegmentId) {
+        for slot in &mut self.bound {
+            if slot.as_ref().is_some_and(|b| b.key.iter().flatten().any(|k| k.0 == segment)) {
+                *slot = None;
+            }
+        }
+    }
+
+    /// An expandable segment grew or shrank: wgpu cannot map pages into a buffer, so a buffer of
+    /// the new size takes the old one's place, its contents copied over after the commands
+    /// recorded so far (which use the old one) are submitted. While the copy runs both buffers
+    /// exist; the allocator's figures are the segment's.
+    fn resize_segment(&mut self, segment: SegmentId, size: u64, chunk: &mut Vec<usize>) -> Result<(), BackendError> {
+        let Some(old) = self.buffers.remove(&segment) else { return Ok(()) };
+        if !chunk.is_empty() {
+            let cmd = self.encode_chunk(chunk, false);
+            self.ctx.queue.submit([cmd]);
+            chunk.clear();
+        }
+        let reserved_before = self.reserved_buffer_bytes() + old.size();
+        let made = self.check_segment_limit(size).map_err(BackendError::from).and_then(|()| {
+            self.create_segment(segment, size).map_err(|detail| {
+                BackendError::OutOfMemory(Box::new(self.device_oom(segment, size, reserved_before, &detail)))
+            })
+        });
+        let new = match made {
+            Ok(b) => b,
+            Err(e) => {
+                self.buffers.insert(segment, old);
+                self.allocator.release_step();
+                self.allocator.allocator.release_cached_segments();
+                self.sync_buffers(&mut Vec::new())?;
+                return Err(e);
+            }
+        };
+        let mut encoder =
+            self.ctx.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("segment resize") });
+        encoder.copy_buffer_to_buffer(&old, 0, &new, 0, old.size().min(new.size()));
+        self.ctx.queue.submit([encoder.finish()]);
+        old.destroy();
+        self.unbind(segment);
+        self.buffers.insert(segment, new);
+        self.observe_device();
         Ok(())
     }
 
@@ -200,6 +244,7 @@ pub fn device_oom(
         reserved_bytes: reserved_before,
         cached_free_bytes: 0,
         largest_free_block: 0,
+        expandable_segments: false,
     };
     let note = format!(
         "The wgpu device itself refused the segment ({detail}): the budget is larger than this GPU's free memory."

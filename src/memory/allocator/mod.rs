@@ -1,6 +1,5 @@
 //! A caching allocator with the rules of PyTorch's CUDA caching allocator
-//! (`c10/cuda/CUDACachingAllocator.cpp`), for one stream and without expandable
-//! segments:
+//! (`c10/cuda/CUDACachingAllocator.cpp`), for one stream:
 //!
 //! - requests round up to multiples of 512 B (`kMinBlockSize`);
 //! - requests ≤ 1 MiB (`kSmallSize`) use the small pool, whose segments are 2 MiB
@@ -12,7 +11,14 @@
 //! - freed blocks merge with free neighbours and stay cached: reserved, not returned;
 //! - when a new segment would exceed the capacity, every cached segment with no allocated block is
 //!   released and the segment is tried again; if it still does not fit, the request fails with
-//!   an out-of-memory error worded like PyTorch's.
+//!   an out-of-memory error worded like PyTorch's;
+//! - its options ([`AllocatorConfig`], PyTorch's `PYTORCH_CUDA_ALLOC_CONF`) follow PyTorch's
+//!   code: `max_split_size_mb` (oversize blocks are never split, small requests never take
+//!   them, and they are released one by one before everything cached is),
+//!   `garbage_collection_threshold` (past that share of the budget, whole cached large
+//!   segments are released oldest first before a new one is reserved) and
+//!   `expandable_segments` (one segment per pool, grown in pages of 2 MiB or 20 MiB at its end;
+//!   `expand.rs`). [`CachingAllocator::empty_cache`] is `torch.cuda.empty_cache()`.
 //!
 //! The allocator only does the bookkeeping; it reports the segments it creates and releases so
 //! a backend can back each one with real memory (a wgpu buffer, or a host vector).
@@ -22,6 +28,11 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde::Serialize;
 
 use crate::units::format_bytes;
+
+mod check;
+mod expand;
+mod options;
+pub use crate::plan::allocator::{AllocatorConfig, AllocatorConfigError};
 
 pub const MIN_BLOCK_SIZE: u64 = 512;
 pub const SMALL_SIZE: u64 = 1 << 20;
@@ -95,7 +106,11 @@ pub struct Block<T> {
 pub struct Segment<T> {
     pub id: SegmentId,
     pub pool: Pool,
+    /// Its bytes (for an expandable segment: the pages mapped so far).
     pub size: u64,
+    /// An expandable segment: it grows and shrinks in pages at its end.
+    #[serde(default)]
+    pub expandable: bool,
     /// Blocks by offset; they tile the segment exactly.
     pub blocks: BTreeMap<u64, Block<T>>,
 }
@@ -140,11 +155,43 @@ impl Stats {
 #[derive(Clone, Debug, PartialEq, Serialize, serde::Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum Event<T> {
-    SegmentAlloc { segment: SegmentId, pool: Pool, size: u64 },
-    SegmentFree { segment: SegmentId, size: u64 },
-    Alloc { tag: T, placement: Placement, requested: u64 },
-    Free { tag: T, placement: Placement },
-    Oom { tag: T, requested: u64 },
+    SegmentAlloc {
+        segment: SegmentId,
+        pool: Pool,
+        size: u64,
+        /// An expandable segment (it may grow and shrink after).
+        #[serde(default)]
+        expandable: bool,
+    },
+    SegmentFree {
+        segment: SegmentId,
+        size: u64,
+    },
+    /// An expandable segment grew: pages mapped at `offset`, its old end.
+    SegmentMap {
+        segment: SegmentId,
+        offset: u64,
+        size: u64,
+    },
+    /// An expandable segment shrank: its pages from `offset` to its end unmapped.
+    SegmentUnmap {
+        segment: SegmentId,
+        offset: u64,
+        size: u64,
+    },
+    Alloc {
+        tag: T,
+        placement: Placement,
+        requested: u64,
+    },
+    Free {
+        tag: T,
+        placement: Placement,
+    },
+    Oom {
+        tag: T,
+        requested: u64,
+    },
 }
 
 /// A failed request, with everything PyTorch's message has.
@@ -162,6 +209,9 @@ pub struct OutOfMemory {
     /// Total free bytes inside segments when the request failed.
     pub cached_free_bytes: u64,
     pub largest_free_block: u64,
+    /// The allocator already had expandable segments (its advice is then not to set them).
+    #[serde(default)]
+    pub expandable_segments: bool,
 }
 
 impl OutOfMemory {
@@ -177,7 +227,7 @@ impl OutOfMemory {
             format_bytes(self.allocated_bytes),
             format_bytes(self.reserved_bytes - self.allocated_bytes),
         );
-        if self.cached_free_bytes >= self.requested_bytes {
+        if self.cached_free_bytes >= self.requested_bytes && !self.expandable_segments {
             msg.push_str(&format!(
                 " The cached free memory ({}) would hold the request, but its largest free block is {}: the memory is fragmented. (PyTorch's remedy: PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True.)",
                 format_bytes(self.cached_free_bytes),
@@ -202,6 +252,16 @@ pub struct CachingAllocator<T> {
     /// The segments, with their blocks, when `events` began (empty for a new allocator): the
     /// log alone cannot say what was reserved before it, so whoever replays it starts here.
     events_base: Vec<Segment<T>>,
+    config: AllocatorConfig,
+    /// Whether the capacity is a budget (the garbage collector's threshold is a share of it).
+    limited: bool,
+    /// Searches of the large pool for a free block, while the garbage collector is on: a
+    /// cached block's age is how many there were since it became free (PyTorch's `gc_count`).
+    gc_calls: u64,
+    /// Each whole free segment, and the search count when it became free.
+    free_since: BTreeMap<SegmentId, u64>,
+    /// The expandable segment of each pool, once it exists.
+    expandable: BTreeMap<Pool, SegmentId>,
 }
 
 impl<T: Clone> CachingAllocator<T> {
@@ -218,7 +278,23 @@ impl<T: Clone> CachingAllocator<T> {
             events: Vec::new(),
             record_events: true,
             events_base: Vec::new(),
+            config: AllocatorConfig::default(),
+            limited: capacity < crate::plan::MAX_BUDGET_BYTES,
+            gc_calls: 0,
+            free_since: BTreeMap::new(),
+            expandable: BTreeMap::new(),
         }
+    }
+
+    /// The same allocator with these options (set before its first request, as PyTorch reads
+    /// them once).
+    pub fn with_config(mut self, config: AllocatorConfig) -> Self {
+        self.config = config;
+        self
+    }
+
+    pub fn config(&self) -> AllocatorConfig {
+        self.config
     }
 
     /// Stops recording events (sweeps need only the stats).
@@ -264,15 +340,20 @@ impl<T: Clone> CachingAllocator<T> {
         }
     }
 
-    /// Allocates `bytes` for `tag`.
+    /// Allocates `bytes` for `tag`: PyTorch's `malloc`. A cached free block first; else, after
+    /// the garbage collector (when on), a new segment (or an expandable segment's new pages);
+    /// else, oversize cached blocks released (with `max_split_size_mb`) and again; else every
+    /// cached segment released and again; else out of memory.
     pub fn malloc(&mut self, bytes: u64, tag: T) -> Result<Placement, OutOfMemory> {
         let size = round_size(bytes);
         let pool = Pool::for_size(size);
-        let found = self.best_fit(pool, size).or_else(|| {
-            let seg_size = segment_size_for(size);
-            self.new_segment(pool, seg_size)
-                .or_else(|| if self.release_cached_segments() > 0 { self.new_segment(pool, seg_size) } else { None })
-                .and_then(|_| self.best_fit(pool, size))
+        let found = self.get_free_block(pool, size).or_else(|| {
+            self.garbage_collect();
+            self.alloc_block(pool, size)
+                .or_else(|| {
+                    if self.release_available_cached_blocks(pool, size) { self.alloc_block(pool, size) } else { None }
+                })
+                .or_else(|| if self.release_cached_segments() > 0 { self.alloc_block(pool, size) } else { None })
         });
         let Some((segment, offset)) = found else {
             let oom = self.oom(bytes, size);
@@ -296,11 +377,53 @@ impl<T: Clone> CachingAllocator<T> {
             reserved_bytes: self.stats.reserved_bytes,
             cached_free_bytes: cached_free,
             largest_free_block: self.largest_free_block(),
+            expandable_segments: self.config.expandable_segments,
         }
     }
 
-    fn best_fit(&self, pool: Pool, size: u64) -> Option<(SegmentId, u64)> {
-        self.free.get(&pool)?.range((size, SegmentId(0), 0)..).next().map(|&(_, seg, off)| (seg, off))
+    /// `get_free_block`: the best-fitting free block (smallest, then lowest address), which a
+    /// request under `max_split_size_mb` may not take when it is that large, nor a request over
+    /// it when it is 20 MiB or more larger than the request. With expandable segments, the free
+    /// end of the pool's segment gives way to the next fitting block (PyTorch keeps that end
+    /// for growth).
+    fn get_free_block(&mut self, pool: Pool, size: u64) -> Option<(SegmentId, u64)> {
+        if pool == Pool::Large && self.gc_on() {
+            self.gc_calls += 1;
+        }
+        let mut fits = self.free.get(&pool)?.range((size, SegmentId(0), 0)..);
+        let mut best = *fits.next()?;
+        if self.is_expandable_end(best)
+            && let Some(&next) = fits.next()
+        {
+            best = next;
+        }
+        let (block, segment, offset) = best;
+        let limit = self.config.split_limit();
+        if (size < limit && block >= limit) || (size >= limit && block >= size.saturating_add(LARGE_BUFFER)) {
+            return None;
+        }
+        Some((segment, offset))
+    }
+
+    /// `should_split`: whether a free block of `block` bytes serving `size` is split — always
+    /// where the remainder is at least 512 B in the small pool or with expandable segments;
+    /// in the large pool where the remainder is over 1 MiB and the request is under
+    /// `max_split_size_mb`.
+    fn should_split(&self, pool: Pool, block: u64, size: u64) -> bool {
+        if pool == Pool::Small || self.config.expandable_segments {
+            block - size >= MIN_BLOCK_SIZE
+        } else {
+            size < self.config.split_limit() && pool.should_split(block, size)
+        }
+    }
+
+    /// `alloc_block`: a new segment for the request (or, with expandable segments, the pool's
+    /// segment grown to hold it); its block's place.
+    fn alloc_block(&mut self, pool: Pool, size: u64) -> Option<(SegmentId, u64)> {
+        if self.config.expandable_segments {
+            return self.expand(pool, size);
+        }
+        self.new_segment(pool, segment_size_for(size)).map(|id| (id, 0))
     }
 
     /// Reserves a new segment if it fits the capacity; returns its id.
@@ -311,31 +434,54 @@ impl<T: Clone> CachingAllocator<T> {
         let id = SegmentId(self.next_segment);
         self.next_segment += 1;
         let block = Block { offset: 0, size, requested: 0, tag: None };
-        self.segments.insert(id, Segment { id, pool, size, blocks: BTreeMap::from([(0, block)]) });
+        let expandable = self.config.expandable_segments;
+        self.segments.insert(id, Segment { id, pool, size, expandable, blocks: BTreeMap::from([(0, block)]) });
         self.free.entry(pool).or_default().insert((size, id, 0));
+        self.free_since.insert(id, self.gc_calls);
         self.stats.reserved_bytes += size;
         self.stats.peak_reserved_bytes = self.stats.peak_reserved_bytes.max(self.stats.reserved_bytes);
         self.stats.segments += 1;
         self.stats.segment_allocs += 1;
-        self.push(Event::SegmentAlloc { segment: id, pool, size });
+        self.push(Event::SegmentAlloc { segment: id, pool, size, expandable });
         Some(id)
     }
 
-    /// `release_cached_blocks`: frees every segment with no allocated block. Returns the count.
-    pub fn release_cached_segments(&mut self) -> usize {
-        let free: Vec<(SegmentId, Pool, u64)> =
-            self.segments.values().filter(|s| s.is_free()).map(|s| (s.id, s.pool, s.size)).collect();
-        for &(id, pool, size) in &free {
-            self.segments.remove(&id);
-            if let Some(set) = self.free.get_mut(&pool) {
-                set.remove(&(size, id, 0));
+    /// Releases one segment, which holds no allocated block.
+    fn release_segment(&mut self, id: SegmentId) {
+        let Some(seg) = self.segments.remove(&id) else { return };
+        if let Some(set) = self.free.get_mut(&seg.pool) {
+            for b in seg.blocks.values() {
+                set.remove(&(b.size, id, b.offset));
             }
-            self.stats.reserved_bytes -= size;
-            self.stats.segments -= 1;
-            self.stats.segment_releases += 1;
-            self.push(Event::SegmentFree { segment: id, size });
         }
-        free.len()
+        self.free_since.remove(&id);
+        if self.expandable.get(&seg.pool) == Some(&id) {
+            self.expandable.remove(&seg.pool);
+        }
+        self.stats.reserved_bytes -= seg.size;
+        self.stats.segments -= 1;
+        self.stats.segment_releases += 1;
+        self.push(Event::SegmentFree { segment: id, size: seg.size });
+    }
+
+    /// `release_cached_blocks`: frees every segment with no allocated block, and unmaps the
+    /// free pages at the end of each expandable segment. Returns how many segments were
+    /// released or shrunk.
+    pub fn release_cached_segments(&mut self) -> usize {
+        let free: Vec<SegmentId> =
+            self.segments.values().filter(|s| s.is_free() && !s.expandable).map(|s| s.id).collect();
+        for &id in &free {
+            self.release_segment(id);
+        }
+        free.len() + self.unmap_free_ends()
+    }
+
+    /// `torch.cuda.empty_cache()`: gives back what [`Self::release_cached_segments`] can.
+    /// Returns the bytes no longer reserved.
+    pub fn empty_cache(&mut self) -> u64 {
+        let before = self.stats.reserved_bytes;
+        self.release_cached_segments();
+        before - self.stats.reserved_bytes
     }
 
     fn take_block(
@@ -347,13 +493,15 @@ impl<T: Clone> CachingAllocator<T> {
         requested: u64,
         tag: T,
     ) -> Placement {
+        let block_size = self.segments.get(&segment).and_then(|s| s.blocks.get(&offset)).map_or(size, |b| b.size);
+        let split = self.should_split(pool, block_size, size);
+        self.free_since.remove(&segment);
         let seg = self.segments.get_mut(&segment);
         let Some(seg) = seg else { return Placement { segment, offset, size } };
-        let block_size = seg.blocks.get(&offset).map_or(size, |b| b.size);
         let set = self.free.entry(pool).or_default();
         set.remove(&(block_size, segment, offset));
         let mut taken = block_size;
-        if pool.should_split(block_size, size) {
+        if split {
             let rest = Block { offset: offset + size, size: block_size - size, requested: 0, tag: None };
             set.insert((rest.size, segment, rest.offset));
             seg.blocks.insert(rest.offset, rest);
@@ -408,65 +556,10 @@ impl<T: Clone> CachingAllocator<T> {
         }
         seg.blocks.insert(offset, Block { offset, size, requested: 0, tag: None });
         set.insert((size, placement.segment, offset));
+        if offset == 0 && size == seg.size {
+            self.free_since.insert(placement.segment, self.gc_calls);
+        }
         self.push(Event::Free { tag: by.unwrap_or(tag), placement });
         true
-    }
-
-    /// Checks every invariant; returns the first violation. Used by tests.
-    pub fn check_invariants(&self) -> Result<(), String> {
-        let mut allocated = 0;
-        let mut reserved = 0;
-        let mut active = 0;
-        for seg in self.segments.values() {
-            reserved += seg.size;
-            let mut end = 0;
-            let mut prev_free = false;
-            for (&off, b) in &seg.blocks {
-                if off != end {
-                    return Err(format!("segment {:?}: gap or overlap at {off} (expected {end})", seg.id));
-                }
-                if b.size == 0 || off != b.offset {
-                    return Err(format!("segment {:?}: bad block at {off}", seg.id));
-                }
-                let free = b.tag.is_none();
-                if free && prev_free {
-                    return Err(format!("segment {:?}: two adjacent free blocks at {off}", seg.id));
-                }
-                let in_free_set = self.free.get(&seg.pool).is_some_and(|s| s.contains(&(b.size, seg.id, off)));
-                if free != in_free_set {
-                    return Err(format!("segment {:?}: free-set mismatch at {off}", seg.id));
-                }
-                if !free {
-                    allocated += b.size;
-                    active += 1;
-                }
-                prev_free = free;
-                end = off + b.size;
-            }
-            if end != seg.size {
-                return Err(format!("segment {:?}: blocks cover {end} of {}", seg.id, seg.size));
-            }
-        }
-        let free_entries: usize = self.free.values().map(BTreeSet::len).sum();
-        let free_blocks = self.segments.values().flat_map(|s| s.blocks.values()).filter(|b| b.tag.is_none()).count();
-        if free_entries != free_blocks {
-            return Err(format!("{free_entries} free-set entries for {free_blocks} free blocks"));
-        }
-        let s = self.stats;
-        if s.allocated_bytes != allocated || s.reserved_bytes != reserved || s.active_blocks != active {
-            return Err(format!(
-                "stats {s:?} disagree with blocks (allocated {allocated}, reserved {reserved}, active {active})"
-            ));
-        }
-        if !(s.requested_bytes <= s.allocated_bytes
-            && s.allocated_bytes <= s.reserved_bytes
-            && s.reserved_bytes <= self.capacity)
-        {
-            return Err(format!("requested ≤ allocated ≤ reserved ≤ capacity violated: {s:?}"));
-        }
-        if s.segments != self.segments.len() as u64 {
-            return Err("segment count".into());
-        }
-        Ok(())
     }
 }

@@ -44,6 +44,15 @@ controls-parameters = { $count } parameters
 controls-batch = batch
 controls-sequence = sequence
 controls-budget = Budget
+controls-allocator = Allocator options
+controls-alloc-expandable = Expandable segments
+controls-alloc-expandable-hint = One segment per pool that grows in pages, so that memory freed on both sides of a segment's edge joins up (expandable_segments:True).
+controls-alloc-max-split = Max split size
+controls-alloc-max-split-hint = Cached blocks this large or larger are never split, and smaller requests never take them (max_split_size_mb).
+controls-alloc-gc = Garbage collection threshold
+controls-alloc-gc-hint = Past this share of the budget, cached segments nothing uses are released, the oldest first (garbage_collection_threshold).
+controls-alloc-max-split-value = MiB and larger
+controls-alloc-gc-value = of the budget
 controls-techniques = Techniques
 controls-checkpointing = checkpointing
 checkpoint-off = off
@@ -116,6 +125,7 @@ suggest-fused = Use fused attention
 suggest-accumulation = Accumulate: half the micro-batch, twice the steps
 suggest-mixed = Mixed precision (bf16)
 suggest-smaller = Halve the batch
+suggest-expandable = Expandable segments (the memory is fragmented)
 
 ## Training
 

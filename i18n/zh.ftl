@@ -41,6 +41,15 @@ controls-parameters = { $count } 个参数
 controls-batch = batch 大小
 controls-sequence = 序列长度
 controls-budget = 显存预算
+controls-allocator = 分配器选项
+controls-alloc-expandable = 可扩展段
+controls-alloc-expandable-hint = 每个池只用一个按页增长的段，段边界两侧释放的显存可以连成一块（expandable_segments:True）。
+controls-alloc-max-split = 最大拆分大小
+controls-alloc-max-split-hint = 不小于这个大小的缓存块永不拆分，较小的请求也不会占用它们（max_split_size_mb）。
+controls-alloc-gc = 垃圾回收阈值
+controls-alloc-gc-hint = 保留的显存超过预算的这一比例时，释放无人使用的缓存段，空闲最久的先释放（garbage_collection_threshold）。
+controls-alloc-max-split-value = MiB 及以上
+controls-alloc-gc-value = 占预算的比例
 controls-techniques = 优化技术
 controls-checkpointing = 梯度检查点
 checkpoint-off = 关闭
@@ -113,6 +122,7 @@ suggest-fused = 使用融合注意力
 suggest-accumulation = 梯度累积：micro-batch 减半，步数加倍
 suggest-mixed = 混合精度（bf16）
 suggest-smaller = batch 减半
+suggest-expandable = 可扩展段（显存已碎片化）
 
 ## 训练
 

@@ -112,7 +112,8 @@ fn every_interactive_node_has_a_name_in_both_languages() {
         let mut missing = Vec::new();
         let mut walked = 0;
         // An out-of-memory setup: the OOM panel's suggestion buttons.
-        let oom = Settings { budget_bytes: 8 << 20, batch: 64, ..Settings::default() };
+        let oom =
+            Settings { device: oomlab::app::DeviceSettings::with_budget(8 << 20), batch: 64, ..Settings::default() };
         let mut harness = app(oom, lang);
         missing.extend(unnamed(&harness, "OOM"));
         harness.state_mut().settings = Settings::default();
@@ -302,7 +303,7 @@ fn the_mirror_holds_the_lesson_controls_and_charts_and_its_actions_work() {
     let total =
         oomlab::app::views::size(&en, harness.state().run.measured.as_ref().expect("a step").peak_allocated_bytes());
     find(&entries(&got), "text", &total);
-    harness.state_mut().settings.budget_bytes = 8 << 20;
+    harness.state_mut().settings.device.budget_bytes = 8 << 20;
     harness.state_mut().settings.batch = 64;
     harness.run_steps(3);
     let oom = harness.state().shown.derived.predicted.clone().and_then(|p| p.err()).expect("out of memory");

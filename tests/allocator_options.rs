@@ -4,6 +4,8 @@
 //! fragmentation fits with expandable segments.
 
 mod common;
+#[path = "support/xdg.rs"]
+mod support_xdg;
 
 use common::gpu;
 use oomlab::backend::cpu::CpuExecutor;
@@ -109,4 +111,72 @@ fn a_fragmented_step_fits_with_expandable_segments() {
         pollster::block_on(GpuExecutor::with_budget(&g.ctx, &g.kernels, expandable, 0, budget)).expect("gpu");
     assert!(gpu_exec.train_step(&batch).expect("the real step fits").is_finite());
     same("gpu expandable", &predicted, gpu_exec.memory().expect("a step ran"));
+}
+
+/// The app: a fragmented out-of-memory offers expandable segments first; one click switches them
+/// on, the step fits, and a real step runs with one segment per pool. The options sit under the
+/// budget, in both languages, and show the variable PyTorch would read.
+#[test]
+fn the_app_offers_expandable_segments_for_a_fragmented_oom() {
+    use egui_kittest::Harness;
+    use egui_kittest::kittest::Queryable;
+    use oomlab::app::OomlabApp;
+    use oomlab::app::settings::{DeviceSettings, Settings, Suggestion};
+    use oomlab::i18n::{Catalog, Lang};
+
+    let en = Catalog::new(Lang::En);
+    let settings =
+        Settings { batch: 48, seq: 64, device: DeviceSettings::with_budget(54 << 20), ..Settings::default() };
+    let mut harness = Harness::builder()
+        .with_size([1280.0, 1000.0])
+        .build_ui_state(|ui, app: &mut OomlabApp| app.show(ui), OomlabApp::headless(settings));
+    harness.run();
+    harness.get_by_label(&en.text("oom-title"));
+    harness.get_by_label_contains("its largest free block is");
+    harness.get_by_label(&Suggestion::ExpandableSegments.label(&en)).click();
+    harness.run();
+    assert!(harness.state().settings.device.allocator.expandable_segments);
+    assert!(harness.query_by_label(&en.text("oom-title")).is_none(), "the step fits now");
+    harness.get_by_label("One step").click();
+    harness.run_steps(400);
+    assert!(harness.state().is_idle(), "the step finished");
+    let measured = harness.state().run.measured.clone().expect("a real step ran");
+    assert!(measured.stats.segments <= 2, "one segment per pool");
+
+    // The options, opened under the budget: each a control with its catalog's words.
+    harness.get_by_label(&en.text("controls-allocator")).click();
+    harness.run();
+    harness.get_by_label_contains("PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True");
+    harness.get_by_label(&en.text("controls-alloc-max-split")).click();
+    harness.run();
+    assert_eq!(harness.state().settings.device.allocator.max_split_size, Some(64 << 20));
+    harness.get_by_label_contains("max_split_size_mb:64");
+    assert_eq!(harness.state().settings.techniques().allocator, harness.state().settings.device.allocator);
+
+    let zh = Catalog::new(Lang::Zh);
+    harness.state_mut().set_lang(Lang::Zh);
+    harness.run();
+    harness.get_by_label(&zh.text("controls-alloc-expandable"));
+    harness.get_by_label(&zh.text("controls-alloc-gc"));
+    support_xdg::xdg();
+    let options = egui_kittest::SnapshotOptions::new().threshold(2.0).max_failed_pixels(2000);
+    harness.snapshot_options("allocator_options_zh", &options);
+}
+
+#[test]
+fn a_plain_oom_is_not_offered_the_allocators_remedy() {
+    use oomlab::app::settings::{DeviceSettings, Settings, Suggestion};
+    use oomlab::app::teaching::Restrictions;
+    // A plain out-of-memory (too big, not fragmented) is not offered the allocator's remedy.
+    let s = Settings { batch: 256, device: DeviceSettings::with_budget(32 << 20), ..Settings::default() };
+    let oom = simulate(&s.plan(58).expect("plan"), s.device.budget_bytes).expect_err("too big");
+    assert!(oom.error.cached_free_bytes < oom.error.requested_bytes, "{}", oom.message);
+    let offered = oomlab::app::suggestions(&s, 58, &Restrictions::default(), &oom);
+    assert!(!offered.contains(&Suggestion::ExpandableSegments), "{offered:?}");
+    let frag = Settings { batch: 48, seq: 64, device: DeviceSettings::with_budget(54 << 20), ..Settings::default() };
+    let oom = simulate(&frag.plan(58).expect("plan"), 54 << 20).expect_err("fragmented");
+    assert_eq!(
+        oomlab::app::suggestions(&frag, 58, &Restrictions::default(), &oom).first(),
+        Some(&Suggestion::ExpandableSegments)
+    );
 }

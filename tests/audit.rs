@@ -81,8 +81,9 @@ impl Truth {
         let settings = Settings::default();
         let dataset = Dataset::builtin();
         let plan = settings.plan(dataset.tokenizer.vocab_size()).expect("the default plan");
-        let predicted = simulate(&plan, settings.budget_bytes).expect("the default setup fits");
-        let mut cpu = CpuExecutor::<f32>::with_budget(plan.clone(), settings.seed, settings.budget_bytes).expect("cpu");
+        let predicted = simulate(&plan, settings.device.budget_bytes).expect("the default setup fits");
+        let mut cpu =
+            CpuExecutor::<f32>::with_budget(plan.clone(), settings.seed, settings.device.budget_bytes).expect("cpu");
         let cpu_losses = (0..2)
             .map(|i| {
                 let batch = dataset.batch(plan.batch_shape(), settings.seed, i).expect("batch");
@@ -215,7 +216,7 @@ fn timeline(harness: &mut Harness<'_, OomlabApp>, truth: &Truth, memory: &StepMe
 fn sweep(harness: &mut Harness<'_, OomlabApp>, truth: &Truth, what: &str) {
     let Drawn::Sweep(s) = view(harness, Tab::Sweep, "sweep") else { panic!("{what}: sweep") };
     let settings = Settings::default();
-    assert_eq!((s.budget_bytes, s.current_batch), (settings.budget_bytes, settings.batch), "{what}");
+    assert_eq!((s.budget_bytes, s.current_batch), (settings.device.budget_bytes, settings.batch), "{what}");
     assert_eq!(s.series.len(), 1, "{what}: no overlays");
     let series = &s.series[0];
     // The current batch's point is the step's prediction; others are their own plans'.
@@ -224,14 +225,14 @@ fn sweep(harness: &mut Harness<'_, OomlabApp>, truth: &Truth, what: &str) {
     let vocab = Dataset::builtin().tokenizer.vocab_size();
     for b in [1, 7, 24] {
         let plan = settings.plan_with(vocab, b, &settings.techniques()).expect("builds");
-        let want = simulate_peak(&plan, settings.budget_bytes).ok().map(|m| m.peak_allocated_bytes());
+        let want = simulate_peak(&plan, settings.device.budget_bytes).ok().map(|m| m.peak_allocated_bytes());
         assert_eq!(at(b), want, "{what}: batch {b}");
     }
     let (fits, oom) = (series.largest_fitting.expect("some fit"), series.first_oom.expect("some do not"));
     assert_eq!(fits + 1, oom, "{what}: the largest batch that fits is just below the first that does not");
     let plan_at = |b| settings.plan_with(vocab, b, &settings.techniques()).expect("builds");
-    assert!(simulate_peak(&plan_at(fits), settings.budget_bytes).is_ok(), "{what}");
-    assert!(simulate_peak(&plan_at(oom), settings.budget_bytes).is_err(), "{what}");
+    assert!(simulate_peak(&plan_at(fits), settings.device.budget_bytes).is_ok(), "{what}");
+    assert!(simulate_peak(&plan_at(oom), settings.device.budget_bytes).is_err(), "{what}");
 }
 
 fn allocator_map(harness: &mut Harness<'_, OomlabApp>, truth: &Truth, memory: &StepMemory, source: Source, what: &str) {

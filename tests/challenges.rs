@@ -43,7 +43,7 @@ fn largest_fp16_batch(start: &Settings) -> usize {
     (1..=1024)
         .take_while(|&b| {
             let s = Settings { batch: b, ..start.clone() };
-            s.plan(VOCAB).is_ok_and(|p| simulate(&p, s.budget_bytes).is_ok())
+            s.plan(VOCAB).is_ok_and(|p| simulate(&p, s.device.budget_bytes).is_ok())
         })
         .last()
         .expect("batch 1 fits")
@@ -137,7 +137,7 @@ fn shortcuts_that_change_the_task_do_not_pass() {
         let mut start = Settings::default();
         (all[index].start)(&mut start);
         let plan = settings.plan(VOCAB).expect("a plan");
-        let memory = simulate(&plan, settings.budget_bytes).expect("the step fits its budget");
+        let memory = simulate(&plan, settings.device.budget_bytes).expect("the step fits its budget");
         let run = Run { settings, memory: &memory, start: &start, vocab: VOCAB };
         (all[index].check)(&run, &en).passed
     };
@@ -146,7 +146,7 @@ fn shortcuts_that_change_the_task_do_not_pass() {
     // The honest fix passes; 128 sequences a quarter as long, all at once, fit 32 MiB but do not.
     assert!(check(0, &Settings { accum: 8, ..accum128.clone() }), "eight micro-batches of 16");
     let short = Settings { seq: accum128.seq / 4, ..accum128.clone() };
-    assert!(simulate(&short.plan(VOCAB).expect("a plan"), short.budget_bytes).is_ok(), "the shortcut fits");
+    assert!(simulate(&short.plan(VOCAB).expect("a plan"), short.device.budget_bytes).is_ok(), "the shortcut fits");
     assert!(!check(0, &short), "shorter sequences change the task");
     let mut largest = Settings::default();
     (all[2].start)(&mut largest);

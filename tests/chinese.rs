@@ -213,7 +213,7 @@ fn the_whole_app_speaks_chinese() {
     let mut left = Vec::new();
 
     // An out-of-memory setup: the OOM panel and its suggestions.
-    let oom = Settings { budget_bytes: 8 << 20, batch: 64, ..Settings::default() };
+    let oom = Settings { device: oomlab::app::DeviceSettings::with_budget(8 << 20), batch: 64, ..Settings::default() };
     let mut harness = Harness::builder()
         .with_size([1400.0, 1000.0])
         .build_ui_state(|ui, app: &mut OomlabApp| app.show(ui), OomlabApp::headless(oom));

@@ -91,7 +91,7 @@ fn expected(id: &str, s: &Settings) -> Result<f64, usize> {
             Ok(ratio)
         }
         "diagnose" => {
-            let oom = simulate(&s.plan(VOCAB).expect("a plan"), s.budget_bytes).expect_err("out of memory");
+            let oom = simulate(&s.plan(VOCAB).expect("a plan"), s.device.budget_bytes).expect_err("out of memory");
             let options = [
                 Category::Parameters,
                 Category::Gradients,

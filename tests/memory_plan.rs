@@ -181,7 +181,11 @@ fn the_apps_sweep_has_every_batch_size_and_survives_a_batch_drag() {
     use oomlab::plan::Techniques;
     let vocab = 65;
     let overlay = Techniques { accum: 4, ..Techniques::default() };
-    let s1 = Settings { budget_bytes: 64 << 20, overlays: vec![overlay], ..Settings::default() };
+    let s1 = Settings {
+        device: oomlab::app::DeviceSettings::with_budget(64 << 20),
+        overlays: vec![overlay],
+        ..Settings::default()
+    };
     let mut d1 = Derived::new(&s1, vocab);
     let batches: Vec<usize> = d1.sweep[0].points.iter().map(|(b, _)| *b).collect();
     assert_eq!(batches, (1..=MAX_BATCH).collect::<Vec<_>>(), "every batch size, in order");
@@ -194,7 +198,7 @@ fn the_apps_sweep_has_every_batch_size_and_survives_a_batch_drag() {
     // Each point is what building that batch's plan and replaying it predicts.
     for &(b, ref m) in d1.sweep[0].points.iter().filter(|(b, _)| [1, 7, fits, oom, 1000].contains(b)) {
         let plan = s1.plan_with(vocab, b, &s1.techniques()).expect("builds");
-        let want = oomlab::memory::simulate_peak(&plan, s1.budget_bytes).map_err(|e| e.message);
+        let want = oomlab::memory::simulate_peak(&plan, s1.device.budget_bytes).map_err(|e| e.message);
         match (m, want) {
             (Ok(m), Ok(w)) => assert_eq!(m.stats, w.stats, "batch {b}"),
             (Err(m), Err(w)) => assert_eq!(*m, w, "batch {b}"),
@@ -207,7 +211,7 @@ fn the_apps_sweep_has_every_batch_size_and_survives_a_batch_drag() {
     let mut d2 = Derived::reusing(&s2, vocab, Some((&s1, &mut d1)));
     assert_eq!(d2.sweep.as_ptr(), kept);
     // The budget changes: predicted again, and the out-of-memory batch moves.
-    let s3 = Settings { budget_bytes: 256 << 20, ..s2.clone() };
+    let s3 = Settings { device: oomlab::app::DeviceSettings::with_budget(256 << 20), ..s2.clone() };
     let d3 = Derived::reusing(&s3, vocab, Some((&s2, &mut d2)));
     assert!(d3.sweep[0].first_oom().is_none_or(|b| b > oom));
 }

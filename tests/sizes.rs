@@ -316,7 +316,7 @@ fn the_apps_sweep_grows_with_the_batch_past_four_gib() {
         dims: ModelDims { d_model: 1024, n_layers: 2, n_heads: 32, max_seq: 4096 },
         seq: 4096,
         batch: 2,
-        budget_bytes: TIB,
+        device: oomlab::app::DeviceSettings::with_budget(TIB),
         ..Settings::default()
     }
     .clamped();

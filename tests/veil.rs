@@ -194,7 +194,7 @@ fn leaks(harness: &Harness<'_, OomlabApp>, secrets: &Secrets) -> Vec<String> {
 /// The OOM panel's words about the tensor that did not fit name no category before the reveal
 /// (the diagnosing chapter's question). Returns the texts that do.
 fn oom_category_leaks(harness: &Harness<'_, OomlabApp>, lang: Lang, s: &Settings) -> Vec<String> {
-    let oom = simulate(&s.plan(VOCAB).expect("a plan"), s.budget_bytes).expect_err("out of memory");
+    let oom = simulate(&s.plan(VOCAB).expect("a plan"), s.device.budget_bytes).expect_err("out of memory");
     let t = Catalog::new(lang);
     let names = [views::category_name(&t, oom.category), oom.category.name().to_string()];
     let quoted = format!("'{}'", oom.tensor_name);
@@ -262,7 +262,7 @@ fn walk(lang: Lang) {
             // What the question asks about stays: the message names the tensor.
             harness.state_mut().shown.tab = chapter.tab;
             harness.run_steps(3);
-            let oom = simulate(&settings.plan(VOCAB).expect("a plan"), settings.budget_bytes).expect_err("OOM");
+            let oom = simulate(&settings.plan(VOCAB).expect("a plan"), settings.device.budget_bytes).expect_err("OOM");
             let quoted = format!("'{}'", oom.tensor_name);
             assert!(spoken(&harness).iter().any(|x| x.contains(&quoted)), "{what}: the message names {quoted}");
         }

@@ -242,7 +242,8 @@ fn oom_panel_explains_and_offers_suggestions() {
 #[test]
 fn the_app_runs_a_step_and_a_suggestion_applies() {
     // A budget the default batch does not fit: the OOM panel shows, and one click fixes it.
-    let settings = Settings { budget_bytes: 8 << 20, batch: 64, ..Settings::default() };
+    let settings =
+        Settings { device: oomlab::app::DeviceSettings::with_budget(8 << 20), batch: 64, ..Settings::default() };
     let mut harness = Harness::builder()
         .with_size([1280.0, 900.0])
         .build_ui_state(|ui, app: &mut OomlabApp| app.show(ui), OomlabApp::headless(settings));

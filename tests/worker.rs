@@ -21,7 +21,7 @@ fn a_worker_step_shows_progress_while_the_page_keeps_drawing() {
         dims: ModelDims { d_model: 256, n_layers: 4, n_heads: 4, max_seq: 128 },
         seq: 128,
         batch: 16,
-        budget_bytes: 1 << 30,
+        device: oomlab::app::DeviceSettings::with_budget(1 << 30),
         ..Settings::default()
     };
     let app = OomlabApp::headless_worker(settings, Box::new(ThreadTransport::spawn()));

@@ -7,11 +7,17 @@ use super::settings::{BUDGET_PRESETS, MAX_BATCH, Prefs, Preset, Settings};
 use super::teaching::{Control, Restrictions};
 use super::views::Suggestion;
 use crate::i18n::Catalog;
+use crate::memory::StepOom;
 use crate::plan::{AttentionKind, Checkpoint, OptimizerKind, Precision, Techniques, micro_batch};
 
 /// The fixes the OOM panel offers for `s`: those that apply, and that a teacher link allows.
-pub fn suggestions(s: &Settings, vocab: usize, restrictions: &Restrictions) -> Vec<Suggestion> {
+pub fn suggestions(s: &Settings, vocab: usize, restrictions: &Restrictions, oom: &StepOom) -> Vec<Suggestion> {
     let mut out = Vec::new();
+    // Fragmentation: the memory cached free would hold the request, were it one block. The
+    // remedy PyTorch's message names comes first.
+    if !s.device.allocator.expandable_segments && oom.error.cached_free_bytes >= oom.error.requested_bytes {
+        out.push(Suggestion::ExpandableSegments);
+    }
     if s.checkpoint == Checkpoint::Off {
         out.push(Suggestion::Checkpointing);
     }
@@ -37,6 +43,7 @@ pub fn suggestions(s: &Settings, vocab: usize, restrictions: &Restrictions) -> V
             Suggestion::Accumulation => Control::Accumulation,
             Suggestion::MixedPrecision => Control::Precision,
             Suggestion::SmallerBatch => Control::Batch,
+            Suggestion::ExpandableSegments => Control::Allocator,
         })
     });
     out
@@ -108,14 +115,15 @@ pub fn controls_ui(
         ui.horizontal_wrapped(|ui| {
             ui.label(tr("controls-budget"));
             for (name, bytes) in BUDGET_PRESETS {
-                ui.selectable_value(&mut s.budget_bytes, bytes, name);
+                ui.selectable_value(&mut s.device.budget_bytes, bytes, name);
             }
         });
-        let mut mib = (s.budget_bytes >> 20) as usize;
+        let mut mib = (s.device.budget_bytes >> 20) as usize;
         if ui.add(egui::Slider::new(&mut mib, 1..=4096).logarithmic(true).step_by(1.0).text("MiB")).changed() {
-            s.budget_bytes = (mib as u64) << 20;
+            s.device.budget_bytes = (mib as u64) << 20;
         }
     });
+    gate(ui, Control::Allocator, &mut |ui| allocator_ui(ui, &mut s.device.allocator, &tr));
     ui.separator();
     let techniques_top = ui.heading(tr("controls-techniques")).rect.min;
     let checkpoint = match s.checkpoint {
@@ -251,4 +259,38 @@ pub fn run_buttons_ui(
         }
     });
     step
+}
+
+/// The caching allocator's options (PyTorch's `PYTORCH_CUDA_ALLOC_CONF`), folded under the
+/// budget: each a checkbox, the two numbers a slider once on, and the variable as PyTorch
+/// would read it.
+fn allocator_ui(ui: &mut egui::Ui, a: &mut crate::plan::AllocatorConfig, tr: &dyn Fn(&str) -> String) {
+    egui::CollapsingHeader::new(tr("controls-allocator")).id_salt("allocator-options").show(ui, |ui| {
+        ui.checkbox(&mut a.expandable_segments, tr("controls-alloc-expandable"))
+            .on_hover_text(tr("controls-alloc-expandable-hint"));
+        let mut split = a.max_split_size.is_some();
+        ui.horizontal_wrapped(|ui| {
+            ui.checkbox(&mut split, tr("controls-alloc-max-split")).on_hover_text(tr("controls-alloc-max-split-hint"));
+            // PyTorch's floor: more than kLargeBuffer (20 MiB).
+            let mut mib = a.max_split_size.map_or(64, |b| b >> 20).clamp(21, 4096);
+            if split {
+                let slider = egui::Slider::new(&mut mib, 21..=4096).logarithmic(true);
+                ui.add(slider.text(tr("controls-alloc-max-split-value")));
+            }
+            a.max_split_size = split.then_some(mib << 20);
+        });
+        let mut gc = a.garbage_collection_threshold.is_some();
+        ui.horizontal_wrapped(|ui| {
+            ui.checkbox(&mut gc, tr("controls-alloc-gc")).on_hover_text(tr("controls-alloc-gc-hint"));
+            let mut share = a.garbage_collection_threshold.unwrap_or(0.6).clamp(0.05, 0.95);
+            if gc {
+                ui.add(egui::Slider::new(&mut share, 0.05..=0.95).step_by(0.05).text(tr("controls-alloc-gc-value")));
+            }
+            a.garbage_collection_threshold = gc.then_some(share);
+        });
+        let conf = a.to_conf_string();
+        if !conf.is_empty() {
+            ui.label(RichText::new(format!("PYTORCH_CUDA_ALLOC_CONF={conf}")).small().monospace());
+        }
+    });
 }

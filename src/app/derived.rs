@@ -41,7 +41,7 @@ impl Derived {
     /// marker without predicting ~1000 steps again.
     pub fn reusing(settings: &Settings, vocab: usize, previous: Option<(&Settings, &mut Derived)>) -> Self {
         let plan = settings.plan(vocab).map(Arc::new);
-        let predicted = plan.as_ref().ok().map(|p| simulate(p, settings.budget_bytes));
+        let predicted = plan.as_ref().ok().map(|p| simulate(p, settings.device.budget_bytes));
         let sweep = match previous {
             Some((before, d)) if Settings { batch: settings.batch, ..before.clone() } == *settings => {
                 std::mem::take(&mut d.sweep)
@@ -58,7 +58,7 @@ impl Derived {
             .into_iter()
             .map(|(name, t)| SweepSeries {
                 name,
-                points: predict(&sweep_batches(t.accum), settings.budget_bytes, |b| {
+                points: predict(&sweep_batches(t.accum), settings.device.budget_bytes, |b| {
                     settings.plan_with(vocab, b, &t).ok()
                 }),
             })

@@ -36,11 +36,12 @@ mod toy;
 pub mod views;
 
 pub use chrome::{NARROW_WIDTH, TOUCH_SIZE};
+pub use controls::suggestions;
 pub use derived::{Derived, SWEEP_BATCHES, sweep_batches};
 pub use notice::Notice;
 #[cfg(not(target_arch = "wasm32"))]
 pub use run::wgpu_configuration;
-pub use settings::Settings;
+pub use settings::{DeviceSettings, Settings};
 
 use egui::Color32;
 
@@ -346,7 +347,7 @@ impl OomlabApp {
 
     /// Advances the run one frame; a finished step is checked against the challenge.
     fn drive(&mut self, now: f64, want_step: bool) {
-        let (seed, budget) = (self.settings.seed, Budget::Bytes(self.settings.budget_bytes));
+        let (seed, budget) = (self.settings.seed, Budget::Bytes(self.settings.device.budget_bytes));
         let finished = self.run.drive(now, want_step, &self.shown.derived.plan, seed, budget, &mut self.chrome.notices);
         if let (Some(done), Some(memory)) = (finished, &self.run.measured) {
             let (t, vocab) = (&self.chrome.catalog, self.run.vocab());
@@ -535,7 +536,7 @@ impl OomlabApp {
             self.teaching.open_share();
         }
         let (shown, measured) = (&self.shown, &self.run.measured);
-        let status = export::carry_out(ask, &self.chrome, shown, measured, self.settings.budget_bytes, ctx);
+        let status = export::carry_out(ask, &self.chrome, shown, measured, self.settings.device.budget_bytes, ctx);
         if let Some(s) = status {
             self.chrome.status = Some(s.unwrap_or_else(|e| e));
         }

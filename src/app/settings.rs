@@ -9,7 +9,8 @@ use super::Notice;
 use crate::model::params::LoraConfig;
 use crate::model::{ConfigError, ModelConfig, StepShape};
 use crate::plan::{
-    AttentionKind, Checkpoint, OptimizerConfig, OptimizerKind, Plan, Precision, StepRequest, Techniques,
+    AllocatorConfig, AttentionKind, Checkpoint, OptimizerConfig, OptimizerKind, Plan, Precision, StepRequest,
+    Techniques,
 };
 
 /// The toy configurations the controls start from (each then editable).
@@ -95,6 +96,28 @@ impl Prefs {
     }
 }
 
+/// The virtual GPU: how much memory it has, and the caching allocator's options (PyTorch's
+/// `PYTORCH_CUDA_ALLOC_CONF`), which the step's techniques carry to every backend.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct DeviceSettings {
+    pub budget_bytes: u64,
+    pub allocator: AllocatorConfig,
+}
+
+impl DeviceSettings {
+    /// A virtual GPU of `bytes`, its allocator as PyTorch's by default.
+    pub fn with_budget(bytes: u64) -> Self {
+        Self { budget_bytes: bytes, ..Self::default() }
+    }
+}
+
+impl Default for DeviceSettings {
+    fn default() -> Self {
+        Self { budget_bytes: 64 << 20, allocator: AllocatorConfig::default() }
+    }
+}
+
 /// All settings. Missing fields (an older link) take the defaults.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
@@ -104,7 +127,10 @@ pub struct Settings {
     /// Sequences per optimizer step (the effective batch).
     pub batch: usize,
     pub seq: usize,
-    pub budget_bytes: u64,
+    /// The virtual GPU's memory and its allocator's options (flattened: a link's JSON has
+    /// `budget_bytes` at its top, as before the options were added).
+    #[serde(flatten)]
+    pub device: DeviceSettings,
     pub optimizer: OptimizerKind,
     pub checkpoint: Checkpoint,
     pub precision: Precision,
@@ -132,7 +158,7 @@ impl Default for Settings {
             dims: Preset::Tiny.dims(),
             batch: 16,
             seq: 64,
-            budget_bytes: 64 << 20,
+            device: DeviceSettings::default(),
             optimizer: OptimizerKind::AdamW,
             checkpoint: Checkpoint::Off,
             precision: Precision::Fp32,
@@ -170,9 +196,7 @@ impl Settings {
             accum: self.accum.max(1),
             lora: (self.lora_rank > 0).then(|| LoraConfig::new(self.lora_rank).with_targets("all").ok()).flatten(),
             precision: self.precision,
-            // The allocator's options are the CLI's for now (`--alloc-conf`); the app's
-            // controls do not offer them yet.
-            allocator: Default::default(),
+            allocator: self.device.allocator,
         }
     }
 
@@ -228,6 +252,7 @@ impl Settings {
             }
             Suggestion::Accumulation => self.accum = self.accum.saturating_mul(2),
             Suggestion::MixedPrecision => self.precision = Precision::Bf16,
+            Suggestion::ExpandableSegments => self.device.allocator.expandable_segments = true,
             Suggestion::SmallerBatch => {
                 self.batch = (self.batch / 2).max(1);
                 self.normalize();
@@ -246,7 +271,7 @@ impl Settings {
         self.dims.n_heads = self.dims.n_heads.clamp(1, 64);
         self.accum = self.accum.clamp(1, MAX_BATCH);
         self.lora_rank = self.lora_rank.min(256);
-        self.budget_bytes = self.budget_bytes.clamp(1 << 20, 1 << 40);
+        self.device.budget_bytes = self.device.budget_bytes.clamp(1 << 20, 1 << 40);
         self.overlays.truncate(2);
         let p = &mut self.prefs.text_percent;
         *p = (*p).clamp(*Prefs::TEXT_PERCENT.start(), *Prefs::TEXT_PERCENT.end()) / 25 * 25;
@@ -392,6 +417,29 @@ mod tests {
     }
 
     #[test]
+    fn the_device_travels_in_a_link_and_older_links_keep_their_budget() {
+        let allocator =
+            AllocatorConfig::parse("expandable_segments:True,garbage_collection_threshold:0.6").expect("valid");
+        let s = Settings { device: DeviceSettings { budget_bytes: 48 << 20, allocator }, ..Settings::default() };
+        let (back, notice) = Settings::from_url_hash(&s.to_url_hash(), V);
+        assert_eq!((back.device, notice), (s.device, None));
+        assert_eq!(back.techniques().allocator, allocator, "the step's techniques carry the options");
+        // The budget stays at the JSON's top level, where links made before the options put it.
+        let json = serde_json::to_value(&s).expect("json");
+        assert_eq!(json["budget_bytes"], 48 << 20);
+        let old = serde_json::json!({ "batch": 32, "budget_bytes": 32u64 << 20 });
+        let hash = format!("#s={}", base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(old.to_string()));
+        let (back, notice) = Settings::from_url_hash(&hash, V);
+        assert_eq!((back.batch, back.device, notice), (32, DeviceSettings::with_budget(32 << 20), None));
+        // An option out of range in a tampered link: the defaults, and a notice saying why.
+        let bad = serde_json::json!({ "allocator": { "garbage_collection_threshold": 4.0 } });
+        let hash = format!("#s={}", base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(bad.to_string()));
+        let (back, notice) = Settings::from_url_hash(&hash, V);
+        assert_eq!(back, Settings::default());
+        assert!(notice.is_some_and(|n| format!("{n:?}").contains("garbage_collection_threshold")));
+    }
+
+    #[test]
     fn tampered_hashes_fall_back_with_a_notice() {
         let good = Settings::default().to_url_hash();
         let mut cases = vec![
@@ -514,4 +562,6 @@ pub enum Suggestion {
     Accumulation,
     MixedPrecision,
     SmallerBatch,
+    /// The allocator's expandable segments: for an out-of-memory caused by fragmentation.
+    ExpandableSegments,
 }

@@ -40,12 +40,12 @@ pub(super) fn toy_views(
             ("micro", plan.shape.batch.to_string().into()),
             ("accum", s.accum.to_string().into()),
             ("seq", s.seq.to_string().into()),
-            ("budget", views::size(t, s.budget_bytes).into()),
+            ("budget", views::size(t, s.device.budget_bytes).into()),
         ],
     ));
     let predicted_oom = shown.derived.predicted.as_ref().and_then(|p| p.as_ref().err());
     if let Some(oom) = run.oom.clone().or_else(|| predicted_oom.cloned()) {
-        let suggestions = controls::suggestions(settings, run.vocab(), teaching.restrictions());
+        let suggestions = controls::suggestions(settings, run.vocab(), teaching.restrictions(), &oom);
         let real = run.oom.is_some();
         let panel = ui.group(|ui| {
             let picked = views::oom_panel(ui, t, &oom, &suggestions);
@@ -76,7 +76,7 @@ pub(super) fn toy_views(
                 ("allocated", hide(m.peak_allocated_bytes()).into()),
                 ("reserved", hide(m.peak_reserved_bytes()).into()),
                 ("source", source.word(t).into()),
-                ("budget", views::size(t, settings.budget_bytes).into()),
+                ("budget", views::size(t, settings.device.budget_bytes).into()),
             ],
         ));
     }
@@ -104,7 +104,7 @@ pub(super) fn toy_views(
             let names: Vec<String> = std::iter::once(t.text("tech-this-setup"))
                 .chain(settings.overlays.iter().map(|o| views::describe(t, o)))
                 .collect();
-            let (budget, batch) = (settings.budget_bytes, settings.batch);
+            let (budget, batch) = (settings.device.budget_bytes, settings.batch);
             views::sweep_chart(ui, t, &derived.sweep, &names, budget, batch);
             views::explain(ui, t, "explain-sweep");
         }

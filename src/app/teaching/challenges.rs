@@ -5,7 +5,7 @@
 //! are remembered, and a challenge travels in a link (`challenge=<id>`). The words are catalog
 //! messages (`challenge-<id>-title`, `-goal`, `-pass`, `-fail`).
 
-use crate::app::settings::{ModelDims, Preset, Settings};
+use crate::app::settings::{DeviceSettings, ModelDims, Preset, Settings};
 use crate::app::views::size;
 use crate::i18n::Catalog;
 use crate::memory::{Budget, StepMemory, simulate};
@@ -64,21 +64,23 @@ fn predicted_peak(s: &Settings, vocab: usize) -> Option<u64> {
 
 /// Whether `s` fits its budget, by the plan.
 fn fits(s: &Settings, vocab: usize) -> bool {
-    s.plan(vocab).is_ok_and(|p| simulate(&p, s.budget_bytes).is_ok())
+    s.plan(vocab).is_ok_and(|p| simulate(&p, s.device.budget_bytes).is_ok())
 }
 
 pub fn challenges() -> Vec<Challenge> {
     vec![
         Challenge {
             id: "accum128",
-            start: |s| *s = Settings { batch: 128, budget_bytes: 32 << 20, ..Settings::default() },
+            start: |s| {
+                *s = Settings { batch: 128, device: DeviceSettings::with_budget(32 << 20), ..Settings::default() }
+            },
             goal_args: |_, _, _| Vec::new(),
             check: |r, t| {
                 let s = r.settings;
                 // The same model and the same sequences: 128 short ones are less work, not a fix.
                 let same = s.dims == tiny() && s.lora_rank == 0 && s.seq == r.start.seq;
-                let passed = s.batch == 128 && s.budget_bytes <= 32 << 20 && same;
-                Check { passed, args: vec![arg("batch", s.batch), arg("budget", size(t, s.budget_bytes))] }
+                let passed = s.batch == 128 && s.device.budget_bytes <= 32 << 20 && same;
+                Check { passed, args: vec![arg("batch", s.batch), arg("budget", size(t, s.device.budget_bytes))] }
             },
         },
         Challenge {
@@ -110,13 +112,19 @@ pub fn challenges() -> Vec<Challenge> {
         },
         Challenge {
             id: "largest",
-            start: |s| *s = Settings { precision: Precision::Fp16, budget_bytes: 64 << 20, ..Settings::default() },
+            start: |s| {
+                *s = Settings {
+                    precision: Precision::Fp16,
+                    device: DeviceSettings::with_budget(64 << 20),
+                    ..Settings::default()
+                }
+            },
             goal_args: |_, _, _| Vec::new(),
             check: |r, _| {
                 let s = r.settings;
                 // Shorter sequences or a lighter optimizer would fit more: the start's are kept.
                 let plain = s.precision == Precision::Fp16
-                    && s.budget_bytes == 64 << 20
+                    && s.device.budget_bytes == 64 << 20
                     && s.seq == r.start.seq
                     && s.optimizer == r.start.optimizer
                     && s.checkpoint == Checkpoint::Off

@@ -10,7 +10,7 @@ use std::sync::Arc;
 use super::links::Control;
 use crate::app::Tab;
 use crate::app::run::StepRecord;
-use crate::app::settings::{Settings, Suggestion};
+use crate::app::settings::{DeviceSettings, Settings, Suggestion};
 use crate::app::views::{self, Veil, size};
 use crate::i18n::Catalog;
 use crate::memory::{Budget, StepMemory, simulate};
@@ -164,7 +164,7 @@ fn real_setup(s: &mut Settings) {
 /// The step under its own budget: the OOM the "diagnose" chapter reads — the real step's, once
 /// it ran.
 fn oom(f: &Facts) -> Option<crate::memory::StepOom> {
-    f.step_oom.clone().or_else(|| simulate(&f.plan, f.settings.budget_bytes).err().map(|o| *o))
+    f.step_oom.clone().or_else(|| simulate(&f.plan, f.settings.device.budget_bytes).err().map(|o| *o))
 }
 
 /// The "diagnose" chapter's options' words.
@@ -181,7 +181,7 @@ const DIAGNOSE_OPTIONS: [Category; 5] =
 
 /// A setup that does not fit its budget.
 fn out_of_memory(s: &mut Settings) {
-    *s = Settings { batch: 64, budget_bytes: 8 << 20, ..Settings::default() };
+    *s = Settings { batch: 64, device: DeviceSettings::with_budget(8 << 20), ..Settings::default() };
 }
 
 const FILL_OPTIONS: [Category; 4] =
@@ -342,7 +342,7 @@ pub fn chapters() -> Vec<Chapter> {
             args: |f, t| {
                 vec![
                     arg("peak", size(t, f.memory.peak_allocated_bytes())),
-                    arg("budget", size(t, f.settings.budget_bytes)),
+                    arg("budget", size(t, f.settings.device.budget_bytes)),
                 ]
             },
             question: Question::Choice {
@@ -390,7 +390,7 @@ pub fn chapters() -> Vec<Chapter> {
             tab: Tab::Breakdown,
             target: "oom-panel",
             setup: out_of_memory,
-            args: |f, t| vec![arg("budget", size(t, f.settings.budget_bytes))],
+            args: |f, t| vec![arg("budget", size(t, f.settings.device.budget_bytes))],
             question: Question::Choice {
                 options: &CATEGORY_KEYS,
                 answer: |f| {

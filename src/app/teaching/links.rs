@@ -14,6 +14,7 @@ pub enum Control {
     Batch,
     Sequence,
     Budget,
+    Allocator,
     Checkpointing,
     Precision,
     Attention,
@@ -26,11 +27,12 @@ pub enum Control {
 }
 
 impl Control {
-    pub const ALL: [Control; 13] = [
+    pub const ALL: [Control; 14] = [
         Control::Model,
         Control::Batch,
         Control::Sequence,
         Control::Budget,
+        Control::Allocator,
         Control::Checkpointing,
         Control::Precision,
         Control::Attention,
@@ -49,6 +51,7 @@ impl Control {
             Control::Batch => "batch",
             Control::Sequence => "sequence",
             Control::Budget => "budget",
+            Control::Allocator => "allocator",
             Control::Checkpointing => "checkpointing",
             Control::Precision => "precision",
             Control::Attention => "attention",
@@ -68,6 +71,7 @@ impl Control {
             Control::Batch => "controls-batch",
             Control::Sequence => "controls-sequence",
             Control::Budget => "controls-budget",
+            Control::Allocator => "controls-allocator",
             Control::Checkpointing => "controls-checkpointing",
             Control::Precision => "controls-precision",
             Control::Attention => "controls-attention",
@@ -86,7 +90,8 @@ impl Control {
             Control::Model => (s.preset, s.dims) = (pinned.preset, pinned.dims),
             Control::Batch => s.batch = pinned.batch,
             Control::Sequence => s.seq = pinned.seq,
-            Control::Budget => s.budget_bytes = pinned.budget_bytes,
+            Control::Budget => s.device.budget_bytes = pinned.device.budget_bytes,
+            Control::Allocator => s.device.allocator = pinned.device.allocator,
             Control::Checkpointing => s.checkpoint = pinned.checkpoint,
             Control::Precision => s.precision = pinned.precision,
             Control::Attention => s.attention = pinned.attention,

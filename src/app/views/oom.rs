@@ -17,6 +17,7 @@ impl Suggestion {
             Suggestion::Accumulation => "suggest-accumulation",
             Suggestion::MixedPrecision => "suggest-mixed",
             Suggestion::SmallerBatch => "suggest-smaller",
+            Suggestion::ExpandableSegments => "suggest-expandable",
         })
     }
 }

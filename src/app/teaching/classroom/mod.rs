@@ -194,7 +194,7 @@ fn setting_args(chapter: &super::lessons::Chapter, facts: &Facts, t: &Catalog) -
         ("model", t.text(&format!("preset-{}", s.preset.name())).into()),
         ("batch", s.batch.to_string().into()),
         ("seq", s.seq.to_string().into()),
-        ("budget", crate::app::views::size(t, s.budget_bytes).into()),
+        ("budget", crate::app::views::size(t, s.device.budget_bytes).into()),
         ("techniques", crate::app::views::describe(t, &s.techniques()).into()),
     ];
     vec![("what", t.format("class-setting-toy", &args))]

@@ -490,6 +490,19 @@ lesson-moe-body = Mixtral has { $experts } expert MLPs in each layer, and its ro
 lesson-moe-question = How many times more memory do Mixtral's model states take than those of the same model with only the { $k } experts a token uses?
 lesson-moe-answer = Mixtral's states take { $states } per GPU, with only the routed experts { $routed_states }: every expert has its weights, gradients and optimizer state, used or not. The activations barely differ, { $activations } against { $routed_activations }: a token's activations are kept only for the experts it visits. The memory of 47 B parameters for the states, the activations of a 13 B model.
 
+lesson-fragment-title = Will the next batch fit?
+lesson-fragment-body = Batch { $batch } at sequence { $seq } needs { $peak } at its peak, and the budget is { $budget }. But the caching allocator does not hand out loose bytes: it carves blocks out of segments — tensors up to 1 MiB out of 2 MiB small segments, larger ones out of large segments — and a freed block stays cached in its own segment, in its own pool.
+lesson-fragment-question = Does this step fit in { $budget }?
+lesson-fragment-fits = Yes: it needs less than the budget
+lesson-fragment-fragmented = No, although enough is free in total: in the wrong pieces
+lesson-fragment-full = No: the memory really is full
+lesson-fragment-answer = The real step says: { $outcome }
+lesson-fragment-outcome-fits = It fits: the allocator reserves { $peak } at the peak, within the budget.
+lesson-fragment-outcome-fragmented = Out of memory. The step asked for { $requested } more while { $cached } sat free in cached segments — but the largest free block was { $largest }, or in the other pool, and a new segment does not fit beside the { $reserved } reserved. That is fragmentation. { $expandable }
+lesson-fragment-outcome-full = Out of memory: only { $cached } sat free in cached segments, less than the { $requested } asked for, with { $reserved } reserved. The memory really is full. { $expandable }
+lesson-fragment-expandable-fits = With Expandable segments, under Allocator options (PyTorch's expandable_segments:True), segments grow in pages and freed memory joins up: the same step fits, { $reserved } reserved at its peak.
+lesson-fragment-expandable-oom = Expandable segments would not save this step: it needs a smaller batch or a technique.
+
 ## Challenges
 
 challenges = Challenges
@@ -534,6 +547,7 @@ link-unknown-controls = The link names controls oomlab does not know ({ $names }
 
 lesson-source = Figures: { $source }.
 veil-after-guess = shown after your guess, at the reveal
+veil-fits = Does this step fit its budget? The answer comes with the reveal.
 veil-chart = This chart appears after your guess.
 veil-note = Figures marked ? appear when the chapter's answer is revealed: guess first.
 real-veiled = { $model } on the { $gpu }: the estimate appears after your guess.
@@ -742,7 +756,7 @@ student-removed = Your teacher removed you from the class. You can join again if
 welcome-title = Welcome to oomlab
 welcome-intro = Why does a large batch run out of GPU memory? oomlab trains a small GPT on this computer's GPU and accounts for every byte of each training step.
 welcome-lessons = Start the lessons
-welcome-lessons-note = Nine short chapters: guess first, then a real step answers.
+welcome-lessons-note = Ten short chapters: guess first, then a real step answers.
 welcome-explore = Explore freely
 welcome-explore-note = Every control and view, from a sensible starting setup.
 welcome-teach = Teach a class

@@ -487,6 +487,19 @@ lesson-moe-body = Mixtral 每层有 { $experts } 个专家 MLP，路由器把每
 lesson-moe-question = Mixtral 的模型状态占用的显存，是只有一个 token 所用的 { $k } 个专家的同一模型的多少倍？
 lesson-moe-answer = Mixtral 的状态每块 GPU 占 { $states }，只有所用专家的模型占 { $routed_states }：每个专家都有自己的权重、梯度和优化器状态，不管用没用到。激活值几乎一样，{ $activations } 对 { $routed_activations }：一个 token 的激活值只为它经过的专家保存。状态是 470 亿参数的显存，激活值是 130 亿参数模型的。
 
+lesson-fragment-title = 下一个 batch 放得下吗？
+lesson-fragment-body = batch { $batch }、序列 { $seq } 的峰值需要 { $peak }，预算是 { $budget }。但缓存分配器并不按散的字节分配：它从段里切出块——不超过 1 MiB 的张量从 2 MiB 的小段里切，更大的从大段里切——而释放的块留在原来的段里、原来的池里缓存着。
+lesson-fragment-question = 这一步放得进 { $budget } 吗？
+lesson-fragment-fits = 放得下：它需要的比预算少
+lesson-fragment-fragmented = 放不下，虽然空闲的总量够：碎成了用不上的块
+lesson-fragment-full = 放不下：显存确实满了
+lesson-fragment-answer = 真实的一步给出的答案：{ $outcome }
+lesson-fragment-outcome-fits = 放得下：分配器在峰值预留 { $peak }，在预算之内。
+lesson-fragment-outcome-fragmented = 显存溢出。这一步还要 { $requested }，而缓存的段里空着 { $cached }——但最大的空闲块只有 { $largest }，或者在另一个池里；已预留 { $reserved }，旁边再放不下一个新段。这就是碎片。{ $expandable }
+lesson-fragment-outcome-full = 显存溢出：缓存的段里只空着 { $cached }，比申请的 { $requested } 少，已预留 { $reserved }。显存确实满了。{ $expandable }
+lesson-fragment-expandable-fits = 在分配器选项里打开可扩展段（PyTorch 的 expandable_segments:True），段按页增长，释放的显存能连成一块：同一步就放得下了，峰值预留 { $reserved }。
+lesson-fragment-expandable-oom = 可扩展段救不了这一步：需要更小的 batch 或某种优化技术。
+
 ## 挑战
 
 challenges = 挑战
@@ -531,6 +544,7 @@ link-unknown-controls = 链接中有 oomlab 不认识的控件（{ $names }）�
 
 lesson-source = 数字来源：{ $source }。
 veil-after-guess = 猜测之后、揭晓答案时显示
+veil-fits = 这一步放得进预算吗？答案在揭晓时给出。
 veil-chart = 先猜一猜：揭晓答案后显示此图。
 veil-note = 标有 ? 的数字在揭晓本章答案时显示：请先猜测。
 real-veiled = { $model }，{ $gpu }：估算结果在你猜测之后显示。
@@ -739,7 +753,7 @@ student-removed = 老师已将你移出课堂。如果课堂仍开放，你可�
 welcome-title = 欢迎使用 oomlab
 welcome-intro = batch 过大为何会导致显存溢出？oomlab 在这台电脑的 GPU 上训练一个小型 GPT，并统计每个训练步的每一个字节。
 welcome-lessons = 开始课程
-welcome-lessons-note = 九个短章节：先猜，再由真实的一步给出答案。
+welcome-lessons-note = 十个短章节：先猜，再由真实的一步给出答案。
 welcome-explore = 自由探索
 welcome-explore-note = 所有控件和视图，从一个合理的初始设置开始。
 welcome-teach = 课堂教学

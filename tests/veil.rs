@@ -136,6 +136,19 @@ fn secrets(id: &str, s: &Settings) -> Secrets {
         }
         // The diagnosing chapter's answer is a category: checked on the OOM panel's own words.
         "diagnose" => {}
+        // Whether the step fits: no out-of-memory panel, message or figure of it, and not what
+        // the allocator would reserve without a budget.
+        "fragment" => {
+            let oom = simulate(&s.plan(VOCAB).expect("a plan"), s.device.budget_bytes).expect_err("out of memory");
+            out.words.push("GPU out of memory".into());
+            out.words.push(Catalog::new(Lang::En).text("oom-title"));
+            // (The Chinese title alone is in the app's own title, which asks why memory runs out.)
+            out.words.push(Catalog::new(Lang::Zh).text("main-oom-predicted"));
+            out.words.push(Catalog::new(Lang::En).text("main-oom-predicted"));
+            out.bytes(oom.error.cached_free_bytes);
+            out.bytes(oom.error.largest_free_block);
+            out.bytes(memory(s).peak_reserved_bytes());
+        }
         other => panic!("no secrets for chapter {other}: add them"),
     }
     out

@@ -325,7 +325,10 @@ pub(super) fn announce(
     }
     announcer.veiled = veiled;
     let before = announcer.line.clone();
-    announcer.observe(run.steps_done(), run.training, step_line, error, revealed);
+    // Whether the step fits is the open question: a step the student runs is not said (a
+    // failed one says nothing either) until the reveal says it with the answer.
+    let steps = if super::views::veil(ctx).fits { announcer.steps } else { run.steps_done() };
+    announcer.observe(steps, run.training, step_line, error, revealed);
     // The line is drawn before it is updated: a new one needs a frame of its own.
     if announcer.line != before {
         ctx.request_repaint();

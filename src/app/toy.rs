@@ -44,7 +44,12 @@ pub(super) fn toy_views(
         ],
     ));
     let predicted_oom = shown.derived.predicted.as_ref().and_then(|p| p.as_ref().err());
-    if let Some(oom) = run.oom.clone().or_else(|| predicted_oom.cloned()) {
+    // A chapter that asks whether the step fits veils the answer, OOM or not, the same way.
+    let fits_veiled = views::veil(ui.ctx()).fits;
+    if fits_veiled {
+        ui.label(RichText::new(t.text("veil-fits")).italics());
+    }
+    if let Some(oom) = run.oom.clone().or_else(|| predicted_oom.cloned()).filter(|_| !fits_veiled) {
         let suggestions = controls::suggestions(settings, run.vocab(), teaching.restrictions(), &oom);
         let real = run.oom.is_some();
         let panel = ui.group(|ui| {

@@ -445,7 +445,77 @@ pub fn chapters() -> Vec<Chapter> {
             veils: REAL,
             reads_step: false,
         },
+        Chapter {
+            id: "fragment",
+            // The memory-vs-batch chart and the batch control: the allocator's map has nothing
+            // to draw for a step that does not fit.
+            tab: Tab::Sweep,
+            target: "batch",
+            setup: |s| {
+                *s = Settings {
+                    batch: 48,
+                    seq: 64,
+                    device: DeviceSettings::with_budget(54 << 20),
+                    ..Settings::default()
+                }
+            },
+            // The peak it needs, which is under the budget; not what the allocator reserves.
+            args: |f, t| {
+                vec![
+                    arg("batch", f.settings.batch),
+                    arg("seq", f.settings.seq),
+                    arg("peak", size(t, f.memory.peak_allocated_bytes())),
+                    arg("budget", size(t, f.settings.device.budget_bytes)),
+                ]
+            },
+            question: Question::Choice {
+                options: &["lesson-fragment-fits", "lesson-fragment-fragmented", "lesson-fragment-full"],
+                answer: |f| Some(fit_outcome(f)),
+            },
+            answer_args: |f, t| vec![arg("outcome", fit_words(f, t))],
+            veils: Veil { fits: true, ..STEP },
+            reads_step: true,
+        },
     ]
+}
+
+/// Whether the step fits its budget: 0 it fits; 1 out of memory although the cached free memory
+/// would hold the request (fragmentation); 2 out of memory, really full.
+fn fit_outcome(f: &Facts) -> usize {
+    match oom(f) {
+        None => 0,
+        Some(o) if o.error.cached_free_bytes >= o.error.requested_bytes => 1,
+        Some(_) => 2,
+    }
+}
+
+/// The fragmentation chapter's answer in words, for its outcome: the allocator's figures when
+/// the step failed, and what expandable segments make of it.
+fn fit_words(f: &Facts, t: &Catalog) -> String {
+    let Some(o) = oom(f) else {
+        return t.format("lesson-fragment-outcome-fits", &[("peak", size(t, f.memory.peak_reserved_bytes()).into())]);
+    };
+    let mut expandable = f.settings.clone();
+    expandable.device.allocator.expandable_segments = true;
+    let with = expandable.plan(f.vocab).ok().and_then(|p| simulate(&p, expandable.device.budget_bytes).ok());
+    let after = match with {
+        Some(m) => {
+            t.format("lesson-fragment-expandable-fits", &[("reserved", size(t, m.peak_reserved_bytes()).into())])
+        }
+        None => t.text("lesson-fragment-expandable-oom"),
+    };
+    let e = &o.error;
+    let key = if fit_outcome(f) == 1 { "lesson-fragment-outcome-fragmented" } else { "lesson-fragment-outcome-full" };
+    t.format(
+        key,
+        &[
+            ("requested", size(t, e.requested_bytes).into()),
+            ("cached", size(t, e.cached_free_bytes).into()),
+            ("largest", size(t, e.largest_free_block).into()),
+            ("reserved", size(t, e.reserved_bytes).into()),
+            ("expandable", after.into()),
+        ],
+    )
 }
 
 /// The model states' categories in an estimate.

@@ -18,13 +18,17 @@ pub struct Veil {
     /// The category the OOM panel names for the tensor that did not fit (the tensor's name and
     /// PyTorch's message stay: the question is asked about them).
     pub oom_category: bool,
+    /// Whether the step fits its budget: the out-of-memory panel (predicted, or a real step's)
+    /// gives way to a line saying that the answer comes with the reveal, and a step the student
+    /// runs is not announced.
+    pub fits: bool,
     /// The real-model estimate's figures, and the published claims checked against it.
     pub real: bool,
 }
 
 impl Veil {
     /// Nothing veiled: explore mode, or a chapter already revealed.
-    pub const NONE: Veil = Veil { step: false, oom_category: false, real: false };
+    pub const NONE: Veil = Veil { step: false, oom_category: false, fits: false, real: false };
 
     pub fn any(self) -> bool {
         self != Veil::NONE

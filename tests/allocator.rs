@@ -234,6 +234,23 @@ fn an_expandable_segment_gives_back_its_free_end() {
 }
 
 #[test]
+fn expandable_segments_with_max_split_size_map_nothing_they_do_not_need() {
+    // The free end of the large pool's segment is oversize (≥ 21 MiB): a small request may not
+    // take it as a cached block, and takes it as the segment's end instead, mapping no page.
+    let conf = AllocatorConfig::parse("expandable_segments:True,max_split_size_mb:21").expect("valid");
+    let mut a = CachingAllocator::new(1 << 30).with_config(conf);
+    let big = a.malloc(50 * MIB, 0).expect("fits");
+    let small = a.malloc(2 * MIB, 1).expect("fits");
+    a.free(big);
+    let maps = |a: &CachingAllocator<i32>| a.events().iter().filter(|e| matches!(e, Event::SegmentMap { .. })).count();
+    let before = (a.stats().reserved_bytes, maps(&a));
+    let again = a.malloc(3 * MIB, 2).expect("fits");
+    assert_eq!((a.stats().reserved_bytes, maps(&a)), before, "no page mapped for what is already there");
+    assert!(again.segment == small.segment);
+    a.check_invariants().expect("invariants");
+}
+
+#[test]
 fn max_split_size_keeps_oversize_blocks_whole() {
     let split = AllocatorConfig::parse("max_split_size_mb:32").expect("valid");
     // A small request does not take a cached oversize block (without the option it splits it).

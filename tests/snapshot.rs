@@ -67,12 +67,23 @@ fn the_export_replays_into_oomlabs_own_allocator() {
         (16, Techniques::default()),
         (8, Techniques { checkpoint: Checkpoint::BLOCKS, ..Techniques::default() }),
         (16, Techniques { accum: 4, precision: Precision::Fp16, ..Techniques::default() }),
+        // Expandable segments: the export's segments grow with segment_map entries, and
+        // PyTorch's format marks them is_expandable.
+        (
+            48,
+            Techniques {
+                allocator: oomlab::plan::AllocatorConfig::parse("expandable_segments:True").expect("valid"),
+                ..Techniques::default()
+            },
+        ),
     ];
     for (batch, techniques) in cases {
         let plan = toy_plan(batch, techniques);
         let (snap, events) = round_trip(&plan, BUDGET);
         let r = replay::replay(&dump(&snap), 0, 5);
         assert!(!r.truncated(), "an export starts from an empty allocator");
+        let maps = snap.device_traces[0].iter().filter(|e| e.action == "segment_map").count();
+        assert_eq!(maps > 0, techniques.allocator.expandable_segments, "{techniques:?}: {maps} segment_map entries");
         let ours = own_timeline(&events, &plan);
         let theirs: Vec<(i64, i64)> = snap.device_traces[0]
             .iter()
@@ -95,6 +106,7 @@ fn the_export_replays_into_oomlabs_own_allocator() {
             assert!(s.address > previous, "segments in address order");
             previous = s.address;
             assert_eq!(s.total_size as u64, g.size);
+            assert_eq!(s.is_expandable, g.expandable);
             let blocks: Vec<(u64, u64, bool)> =
                 g.blocks.values().map(|b| (b.offset, b.size, b.tag.is_some())).collect();
             let exported: Vec<(u64, u64, bool)> =

@@ -44,6 +44,10 @@ impl<T: Clone> CachingAllocator<T> {
             _ => (old_end, 0),
         };
         let grow = size.saturating_sub(end_free).div_ceil(page).checked_mul(page)?;
+        // The free end already holds it (a block `max_split_size_mb` kept the request from).
+        if grow == 0 {
+            return Some((id, end_offset));
+        }
         if self.stats.reserved_bytes.checked_add(grow).is_none_or(|r| r > self.capacity) {
             return None;
         }

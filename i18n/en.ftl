@@ -173,6 +173,7 @@ main-export = Export:
 main-baseline = { $name } · batch { $batch } ({ $micro } × { $accum } micro-batches) × sequence { $seq } · budget { $budget }
 main-cannot-build = This setup cannot be built: { $error }
 main-oom-predicted = (predicted by the plan; a real step would fail the same way)
+alloc-at-oom = The allocator at the moment '{ $tensor }' did not fit ({ $op }), as the plan predicts it:
 main-at-peak = At the peak
 main-model-state = Model state, tensor by tensor
 main-why = Why?

@@ -170,6 +170,7 @@ main-export = 导出：
 main-baseline = { $name } · batch { $batch }（{ $micro } × { $accum } 个 micro-batch）× 序列 { $seq } · 预算 { $budget }
 main-cannot-build = 无法构建这一设置：{ $error }
 main-oom-predicted = （由计划预测；真正运行一步也会以同样方式失败）
+alloc-at-oom = 「{ $tensor }」放不下的那一刻（{ $op }）分配器的状态，按计划的预测：
 main-at-peak = 峰值时
 main-model-state = 模型状态，逐个张量
 main-why = 为什么？

@@ -133,6 +133,18 @@ fn the_app_offers_expandable_segments_for_a_fragmented_oom() {
     harness.run();
     harness.get_by_label(&en.text("oom-title"));
     harness.get_by_label_contains("its largest free block is");
+    // The allocator map of the moment it failed: the cached free memory the message names, in
+    // segments that could not take the tensor.
+    harness.state_mut().shown.tab = oomlab::app::Tab::Allocator;
+    harness.run();
+    let oom = simulate(&harness.state().settings.plan(58).expect("plan"), 54 << 20).expect_err("fragmented");
+    let Some(oomlab::app::views::Drawn::AllocatorMap(map)) = oomlab::app::views::drawn(&harness.ctx, "allocator-map")
+    else {
+        panic!("no allocator map for the failed step")
+    };
+    assert_eq!(map.reserved_bytes, oom.error.reserved_bytes, "the segments reserved when it failed");
+    assert_eq!(map.reserved_bytes - map.allocated_bytes, oom.error.cached_free_bytes, "{}", map.summary);
+    harness.get_by_label_contains(&format!("did not fit ({})", oom.op_label));
     harness.get_by_label(&Suggestion::ExpandableSegments.label(&en)).click();
     harness.run();
     assert!(harness.state().settings.device.allocator.expandable_segments);

@@ -120,6 +120,20 @@ pub(super) fn toy_views(
                 let device = (source == Source::Allocator).then(|| run.device.reported()).flatten();
                 let drawn = ui.scope(|ui| views::allocator_map(ui, t, &plan, m, source, op, device));
                 views::mark(ui, "allocator-map", drawn.response.rect);
+            } else if let Some((oom, m)) = derived
+                .predicted
+                .as_ref()
+                .and_then(|p| p.as_ref().err())
+                .and_then(|o| o.at_failure.as_deref().map(|m| (o, m)))
+            {
+                // A step that does not fit: the segments as they stood when it failed — where
+                // the free memory was, and why none of it would do.
+                if !views::veil(ui.ctx()).fits {
+                    let args = [("tensor", oom.tensor_name.clone().into()), ("op", oom.op_label.clone().into())];
+                    ui.label(t.format("alloc-at-oom", &args));
+                }
+                let drawn = ui.scope(|ui| views::allocator_map(ui, t, &plan, m, Source::Predicted, oom.op, None));
+                views::mark(ui, "allocator-map", drawn.response.rect);
             }
             views::explain(ui, t, "explain-allocator");
         }

@@ -132,6 +132,11 @@ pub struct StepOom {
     pub op_label: String,
     pub error: OutOfMemory,
     pub message: String,
+    /// The prediction's record of the step up to the failing allocation — the allocator's
+    /// segments as they stood, which an allocator map draws — when it was kept (a prediction
+    /// with its event log; not sent across the worker boundary).
+    #[serde(skip)]
+    pub at_failure: Option<Box<StepMemory>>,
 }
 
 impl StepOom {
@@ -151,7 +156,16 @@ impl StepOom {
             message.push(' ');
             message.push_str(note);
         }
-        Self { tensor, tensor_name: info.name.clone(), category: info.category, op, op_label, error, message }
+        Self {
+            tensor,
+            tensor_name: info.name.clone(),
+            category: info.category,
+            op,
+            op_label,
+            error,
+            message,
+            at_failure: None,
+        }
     }
 }
 
@@ -501,7 +515,13 @@ pub(super) fn simulate_on(plan: &Plan, mut sa: StepAllocator, events: bool) -> R
     let mut trace = if events { Trace::detailed() } else { Trace::default() };
     trace.record(&sa, None);
     for i in 0..plan.ops.len() {
-        if let Err(oom) = sa.before_op(plan, i) {
+        if let Err(mut oom) = sa.before_op(plan, i) {
+            // With the event log: the record up to the failure, the op's allocations so far
+            // in place, for the allocator map of the moment it failed.
+            if events {
+                trace.record(&sa, Some(i));
+                oom.at_failure = Some(Box::new(trace.finish(&sa)));
+            }
             sa.release_step();
             return Err(oom);
         }

@@ -447,10 +447,9 @@ pub fn chapters() -> Vec<Chapter> {
         },
         Chapter {
             id: "fragment",
-            // The memory-vs-batch chart and the batch control: the allocator's map has nothing
-            // to draw for a step that does not fit.
-            tab: Tab::Sweep,
-            target: "batch",
+            // The allocator map: after the reveal, the segments as they stood when the step failed.
+            tab: Tab::Allocator,
+            target: "allocator-map",
             setup: |s| {
                 *s = Settings {
                     batch: 48,

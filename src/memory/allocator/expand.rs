@@ -58,7 +58,7 @@ impl<T: Clone> CachingAllocator<T> {
         set.insert((block.size, id, end_offset));
         seg.blocks.insert(end_offset, block);
         seg.size += grow;
-        if end_offset == 0 {
+        if end_offset == 0 && self.gc_on() {
             self.free_since.insert(id, self.gc_calls);
         }
         self.stats.reserved_bytes += grow;

@@ -392,7 +392,8 @@ impl<T: Clone> CachingAllocator<T> {
         }
         let mut fits = self.free.get(&pool)?.range((size, SegmentId(0), 0)..);
         let mut best = *fits.next()?;
-        if self.is_expandable_end(best)
+        if self.config.expandable_segments
+            && self.is_expandable_end(best)
             && let Some(&next) = fits.next()
         {
             best = next;
@@ -437,7 +438,9 @@ impl<T: Clone> CachingAllocator<T> {
         let expandable = self.config.expandable_segments;
         self.segments.insert(id, Segment { id, pool, size, expandable, blocks: BTreeMap::from([(0, block)]) });
         self.free.entry(pool).or_default().insert((size, id, 0));
-        self.free_since.insert(id, self.gc_calls);
+        if self.gc_on() {
+            self.free_since.insert(id, self.gc_calls);
+        }
         self.stats.reserved_bytes += size;
         self.stats.peak_reserved_bytes = self.stats.peak_reserved_bytes.max(self.stats.reserved_bytes);
         self.stats.segments += 1;
@@ -526,6 +529,8 @@ impl<T: Clone> CachingAllocator<T> {
     /// the allocation's tag.
     pub fn free_as(&mut self, placement: Placement, tag: Option<T>) -> bool {
         let by = tag;
+        // Only the garbage collector reads when a segment became free.
+        let gc = self.gc_on();
         let Some(seg) = self.segments.get_mut(&placement.segment) else { return false };
         let pool = seg.pool;
         let Some(block) = seg.blocks.get_mut(&placement.offset) else { return false };
@@ -556,7 +561,7 @@ impl<T: Clone> CachingAllocator<T> {
         }
         seg.blocks.insert(offset, Block { offset, size, requested: 0, tag: None });
         set.insert((size, placement.segment, offset));
-        if offset == 0 && size == seg.size {
+        if gc && offset == 0 && size == seg.size {
             self.free_since.insert(placement.segment, self.gc_calls);
         }
         self.push(Event::Free { tag: by.unwrap_or(tag), placement });

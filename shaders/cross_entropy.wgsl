@@ -1,9 +1,11 @@
-// Softmax cross-entropy over the vocabulary, mean over all positions.
+// Softmax cross-entropy over the vocabulary, mean over the counted positions. A target of
+// IGNORE (0xFFFFFFFF, PyTorch's ignore_index: a padded position) has loss 0, no gradient, and
+// is not counted.
 //   forward    — one thread per row: probs = softmax(logits) (max subtracted first),
 //                losses[r] = logsumexp − logits[r, target]
-//   loss_mean  — one workgroup: loss[0] = mean(losses) by a tree reduction
+//   loss_mean  — one workgroup: loss[0] = mean of the counted losses by a tree reduction
 //   backward   — one thread per element: dlogits = (probs − onehot(target)) · scale, where
-//                scale = 1/rows of the effective batch (rows · micro-batches when accumulating)
+//                scale = 1/counted targets of the effective batch (all micro-batches')
 // All storage bindings are read_write (see matmul.wgsl for why).
 
 struct Params {
@@ -39,28 +41,41 @@ fn forward(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: v
     for (var i = 0u; i < p.v; i = i + 1u) {
         probs[base + i] = probs[base + i] * inv;
     }
+    if (targets[r] == IGNORE) {
+        losses[r] = 0.0;
+        return;
+    }
     let tgt = min(targets[r], p.v - 1u);
     losses[r] = mx + log(sum) - logits[base + tgt];
 }
 
+const IGNORE: u32 = 0xFFFFFFFFu;
+
 var<workgroup> partial: array<f32, 256>;
+var<workgroup> counted: array<u32, 256>;
 
 @compute @workgroup_size(256, 1, 1)
 fn loss_mean(@builtin(local_invocation_id) lid: vec3<u32>) {
     var sum = 0.0;
+    var n = 0u;
     for (var r = lid.x; r < p.rows; r = r + 256u) {
-        sum = sum + losses[r];
+        if (targets[r] != IGNORE) {
+            sum = sum + losses[r];
+            n = n + 1u;
+        }
     }
     partial[lid.x] = sum;
+    counted[lid.x] = n;
     workgroupBarrier();
     for (var stride = 128u; stride > 0u; stride = stride / 2u) {
         if (lid.x < stride) {
             partial[lid.x] = partial[lid.x] + partial[lid.x + stride];
+            counted[lid.x] = counted[lid.x] + counted[lid.x + stride];
         }
         workgroupBarrier();
     }
     if (lid.x == 0u) {
-        loss[0] = partial[0] / f32(p.rows);
+        loss[0] = partial[0] / f32(max(counted[0], 1u));
     }
 }
 
@@ -72,6 +87,10 @@ fn backward(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: 
     }
     let r = idx / p.v;
     let i = idx % p.v;
+    if (targets[r] == IGNORE) {
+        dlogits[idx] = 0.0;
+        return;
+    }
     var onehot = 0.0;
     if (i == targets[r]) {
         onehot = 1.0;

@@ -93,8 +93,19 @@ pub struct Batch {
     pub targets: Vec<u32>,
 }
 
+/// A target that takes no part in the loss (PyTorch's `ignore_index`, which is −100 there): a
+/// padded position. Its loss is 0, its logits get no gradient, and the step's mean loss and
+/// gradient scale count only the other targets.
+pub const IGNORE: u32 = u32::MAX;
+
 impl Batch {
-    /// Checks shapes and that every id is below the model's vocabulary.
+    /// The targets that count in the loss (not [`IGNORE`]).
+    pub fn counted_targets(&self) -> usize {
+        self.targets.iter().filter(|&&t| t != IGNORE).count()
+    }
+
+    /// Checks shapes and that every id is below the model's vocabulary (a target may also be
+    /// [`IGNORE`]).
     pub fn validate(&self, model: &ModelConfig) -> Result<(), ConfigError> {
         self.shape.validate(model)?;
         let n = self.shape.rows();
@@ -105,8 +116,11 @@ impl Batch {
                 expected: n,
             });
         }
-        for (position, &id) in self.inputs.iter().chain(&self.targets).enumerate() {
-            if id as usize >= model.vocab {
+        let ignored = self.targets.iter().map(|&t| t == IGNORE);
+        for (position, (&id, ignore)) in
+            self.inputs.iter().zip(std::iter::repeat(false)).chain(self.targets.iter().zip(ignored)).enumerate()
+        {
+            if id as usize >= model.vocab && !ignore {
                 return Err(ConfigError::TokenOutOfRange {
                     id: id as i64,
                     position: position % self.inputs.len().max(1),

@@ -305,10 +305,13 @@ fn embedding_backward_is_correct_with_repeated_tokens() {
 
 #[test]
 fn cross_entropy_matches_cpu() {
-    for &(rows, v) in &[(37, 23), (300, 65), (1, 2)] {
+    // (rows, vocabulary, every how many rows a target is ignored — padding; 0: none)
+    for &(rows, v, ignore) in &[(37, 23, 0), (300, 65, 0), (1, 2, 0), (300, 65, 3), (37, 23, 2)] {
         let mut case = Case::new(model(v, 8, 8, 1), StepShape { batch: 1, seq: 8 }, rows as u64);
         let logits = case.input("logits", &[rows, v], 3.0);
-        let ids: Vec<u32> = (0..rows).map(|i| ((i * 7 + 3) % v) as u32).collect();
+        let ids: Vec<u32> = (0..rows)
+            .map(|i| if ignore > 0 && i % ignore == 0 { oomlab::data::IGNORE } else { ((i * 7 + 3) % v) as u32 })
+            .collect();
         let targets = case.input_u32("targets", ids);
         let probs = case.output("probs", &[rows, v]);
         let losses = case.output("losses", &[rows]);
@@ -319,11 +322,26 @@ fn cross_entropy_matches_cpu() {
         let scale = 1.0 / (3 * rows) as f64;
         case.op(Op::CrossEntropyBackward(op::CrossEntropyBackward { probs, targets, dlogits, scale }));
         let (cpu, gpu) = case.run(OptimizerConfig::default(), 1);
-        let tag = format!("cross-entropy {rows}x{v}");
+        let tag = format!("cross-entropy {rows}x{v} ignoring every {ignore}");
         compare(&format!("{tag} probs"), &cpu, &gpu, probs, TOL);
         compare(&format!("{tag} losses"), &cpu, &gpu, losses, TOL);
         compare(&format!("{tag} mean loss"), &cpu, &gpu, loss, TOL);
         compare(&format!("{tag} dlogits"), &cpu, &gpu, dlogits, TOL);
+        if ignore > 0 {
+            // The twin itself: an ignored row has no loss and no gradient, and the mean is over
+            // the counted rows only.
+            let (l, d) = (cpu.tensor(losses.tensor), cpu.tensor(dlogits.tensor));
+            let counted: Vec<f32> = (0..rows).filter(|i| i % ignore != 0).map(|i| l[i]).collect();
+            let mean = counted.iter().sum::<f32>() / counted.len() as f32;
+            assert!(
+                (cpu.tensor(loss.tensor)[0] - mean).abs() <= 1e-5 * mean.abs(),
+                "{tag}: the mean over counted rows"
+            );
+            for r in (0..rows).step_by(ignore) {
+                assert_eq!(l[r], 0.0, "{tag}: row {r}'s loss");
+                assert!(d[r * v..(r + 1) * v].iter().all(|x| *x == 0.0), "{tag}: row {r}'s gradient");
+            }
+        }
     }
 }
 

@@ -76,13 +76,29 @@ pub struct StepState {
     pub steps_taken: u32,
     pub scaler: Option<crate::plan::LossScaler>,
     pub backward_scale: f32,
+    /// The cross-entropy gradient's scale when the batch ignores some targets (padding): 1 over
+    /// the targets it counts, in place of the plan's 1 over all rows. None: every target counts.
+    pub counted_scale: Option<f64>,
 }
 
 impl StepState {
     /// No step taken; a loss scaler only where the plan's precision scales the loss (fp16).
     pub fn new(plan: &Plan) -> Self {
         let scaler = plan.techniques.precision.scales_loss().then(crate::plan::LossScaler::default);
-        Self { steps_taken: 0, scaler, backward_scale: 1.0 }
+        Self { steps_taken: 0, scaler, backward_scale: 1.0, counted_scale: None }
+    }
+
+    /// A batch was uploaded: the gradient's scale follows the targets it counts, so that a
+    /// padded batch's gradients are the mean over its real tokens (over every micro-batch's,
+    /// as one batch of them would be).
+    pub fn count_targets(&mut self, batch: &Batch) {
+        let counted = batch.counted_targets();
+        self.counted_scale = (counted < batch.targets.len()).then(|| 1.0 / counted.max(1) as f64);
+    }
+
+    /// The cross-entropy backward's scale: the plan's, or the batch's counted one.
+    pub fn cross_entropy_scale(&self, plan_scale: f64) -> f64 {
+        self.counted_scale.unwrap_or(plan_scale)
     }
 
     /// The loss scale of the next step (1 without fp16).

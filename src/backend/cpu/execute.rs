@@ -182,8 +182,8 @@ impl<F: super::ops::Real> CpuExecutor<F> {
                 })
             }
             Op::CrossEntropyBackward(op::CrossEntropyBackward { probs, targets, dlogits, scale }) => {
-                // fp16 scales the loss, so every gradient.
-                let scale = scale * self.loss_scale();
+                // fp16 scales the loss, so every gradient; padding counts no target.
+                let scale = self.state.cross_entropy_scale(scale) * self.loss_scale();
                 self.with_new_outputs([dlogits], |s, [d]| {
                     ops::cross_entropy_backward(d, s.f(probs), s.u(targets), vocab, scale);
                 })

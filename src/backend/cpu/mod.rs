@@ -341,7 +341,9 @@ impl<F: ops::Real> CpuExecutor<F> {
 
     /// Uploads the batch (tokens, targets and the token index).
     pub fn upload_batch(&mut self, batch: &Batch) -> Result<(), BackendError> {
-        for m in micro_uploads(&self.plan, batch)? {
+        let uploads = micro_uploads(&self.plan, batch)?;
+        self.state.count_targets(batch);
+        for m in uploads {
             let h = m.handles;
             self.write_tensor_u32(h.tokens, m.tokens);
             self.write_tensor_u32(h.targets, m.targets);

@@ -488,9 +488,11 @@ pub fn residual_backward<F: Real>(da: &mut [F], dout: &[F]) {
     da.copy_from_slice(dout);
 }
 
-/// probs (rows,V) = softmax(logits); losses (rows) = logsumexp − logit[target]; returns the mean.
+/// probs (rows,V) = softmax(logits); losses (rows) = logsumexp − logit[target]; returns the mean
+/// over the counted targets (an [`crate::data::IGNORE`] target's loss is 0 and not counted).
 pub fn cross_entropy_forward<F: Real>(probs: &mut [F], losses: &mut [F], logits: &[F], targets: &[u32], v: usize) -> F {
     let mut total = F::zero();
+    let mut counted = 0usize;
     for (r, &tgt) in targets.iter().enumerate() {
         let row = &logits[r * v..(r + 1) * v];
         let max = row.iter().fold(F::neg_infinity(), |m, &x| m.max(x));
@@ -498,16 +500,26 @@ pub fn cross_entropy_forward<F: Real>(probs: &mut [F], losses: &mut [F], logits:
         for i in 0..v {
             probs[r * v + i] = (row[i] - max).exp() / sum;
         }
-        losses[r] = max + sum.ln() - row[tgt as usize];
+        if tgt == crate::data::IGNORE {
+            losses[r] = F::zero();
+            continue;
+        }
+        losses[r] = max + sum.ln() - row[(tgt as usize).min(v - 1)];
         total = total + losses[r];
+        counted += 1;
     }
-    total / f(targets.len() as f64)
+    total / f(counted.max(1) as f64)
 }
 
-/// dlogits = (probs − onehot(target)) · scale (1/rows of the effective batch).
+/// dlogits = (probs − onehot(target)) · scale (1/counted targets of the effective batch); 0 for
+/// an ignored target's row.
 pub fn cross_entropy_backward<F: Real>(dlogits: &mut [F], probs: &[F], targets: &[u32], v: usize, scale: f64) {
     let inv = f::<F>(scale);
     for (r, &tgt) in targets.iter().enumerate() {
+        if tgt == crate::data::IGNORE {
+            dlogits[r * v..(r + 1) * v].fill(F::zero());
+            continue;
+        }
         for i in 0..v {
             let onehot = if i == tgt as usize { F::one() } else { F::zero() };
             dlogits[r * v + i] = (probs[r * v + i] - onehot) * inv;

@@ -281,8 +281,10 @@ impl GpuExecutor {
     }
 
     /// Validates and uploads a batch: tokens, targets and the per-token position index.
-    pub fn upload_batch(&self, batch: &Batch) -> Result<(), BackendError> {
-        for m in crate::backend::micro_uploads(&self.plan, batch)? {
+    pub fn upload_batch(&mut self, batch: &Batch) -> Result<(), BackendError> {
+        let uploads = crate::backend::micro_uploads(&self.plan, batch)?;
+        self.state.count_targets(batch);
+        for m in uploads {
             let h = m.handles;
             self.write_tensor(h.tokens, bytemuck::cast_slice(m.tokens));
             self.write_tensor(h.targets, bytemuck::cast_slice(m.targets));
@@ -401,7 +403,8 @@ impl GpuExecutor {
         let scale = self.state.loss_scale();
         let queue = &self.ctx.queue;
         for (offset, p) in &self.dynamic.cross_entropy {
-            let p = CrossEntropyParams { scale: p.scale * scale, ..*p };
+            let base = self.state.counted_scale.map_or(p.scale, |s| s as f32);
+            let p = CrossEntropyParams { scale: base * scale, ..*p };
             queue.write_buffer(&self.uniform_buffer, *offset, bytemuck::bytes_of(&p));
         }
         if let Some((offset, n, copy, flag)) = self.dynamic.adamw {

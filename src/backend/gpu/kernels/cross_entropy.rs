@@ -36,7 +36,7 @@ impl CrossEntropy {
         let [forward, loss_mean, backward] = build_entries(
             device,
             "cross_entropy.wgsl",
-            [("forward", &[1, 2, 3, 4]), ("loss_mean", &[4, 5]), ("backward", &[2, 3, 6])],
+            [("forward", &[1, 2, 3, 4]), ("loss_mean", &[2, 4, 5]), ("backward", &[2, 3, 6])],
         );
         Self { forward, loss_mean, backward }
     }
@@ -47,7 +47,7 @@ impl CrossEntropy {
         let p = CrossEntropyParams { rows: u(rows), v: u(vocab), scale: 0.0, _pad: 0 };
         let v = Binding::View;
         rec.dispatch(&self.forward, &p, &[v(logits), v(targets), v(probs), v(losses)], rec.grid_1d(rows, 64))?;
-        rec.dispatch(&self.loss_mean, &p, &[v(losses), v(loss)], [1, 1, 1])
+        rec.dispatch(&self.loss_mean, &p, &[v(targets), v(losses), v(loss)], [1, 1, 1])
     }
 
     pub fn backward(

@@ -74,3 +74,31 @@ fn progress_line(harness: &Harness<'_, OomlabApp>) -> Option<String> {
         })
         .find(|t| t.starts_with("step running: op "))
 }
+
+/// The allocator's options cross the worker boundary with the step's techniques: the fragmented
+/// toy (48 × 64 in 54 MiB) fits with expandable segments in the worker too, and the worker's
+/// allocator record is the prediction's.
+#[test]
+fn the_allocators_options_reach_the_worker() {
+    xdg();
+    let mut device = oomlab::app::DeviceSettings::with_budget(54 << 20);
+    device.allocator.expandable_segments = true;
+    let settings = Settings { batch: 48, seq: 64, device, ..Settings::default() };
+    let app = OomlabApp::headless_worker(settings, Box::new(ThreadTransport::spawn()));
+    let mut harness =
+        Harness::builder().with_size([1280.0, 900.0]).build_ui_state(|ui, app: &mut OomlabApp| app.show(ui), app);
+    harness.run_steps(2);
+    harness.key_press(egui::Key::Space);
+    for _ in 0..200_000 {
+        harness.step();
+        if harness.state().steps_done() > 0 || harness.state().run.oom.is_some() {
+            break;
+        }
+    }
+    assert!(harness.state().run.oom.is_none(), "the worker ran out of memory: its allocator lacked the option");
+    assert_eq!(harness.state().steps_done(), 1, "the worker's step came back");
+    let measured = harness.state().run.measured.clone().expect("the worker's record");
+    let predicted = harness.state().shown.derived.predicted.clone().expect("a plan").expect("fits");
+    assert_eq!(measured.timeline, predicted.timeline, "the worker's allocator is the prediction's");
+    assert!(measured.stats.segments <= 2, "one segment per pool");
+}

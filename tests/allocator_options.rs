@@ -192,3 +192,46 @@ fn a_plain_oom_is_not_offered_the_allocators_remedy() {
         Some(&Suggestion::ExpandableSegments)
     );
 }
+
+/// Opening the options draws them without changing them: values from a link or the CLI outside
+/// the sliders' ranges stay as they are, at 1280×800 and at a phone's width.
+#[test]
+fn drawing_the_options_changes_none_of_them_at_1280_by_800() {
+    drawn_unchanged([1280.0, 800.0], "allocator_options_en");
+}
+
+#[test]
+fn drawing_the_options_changes_none_of_them_at_a_phones_width() {
+    drawn_unchanged([390.0, 844.0], "allocator_options_phone");
+}
+
+fn drawn_unchanged(size: [f32; 2], name: &str) {
+    use egui_kittest::Harness;
+    use egui_kittest::kittest::Queryable;
+    use oomlab::app::OomlabApp;
+    use oomlab::app::settings::{DeviceSettings, Settings};
+    use oomlab::i18n::{Catalog, Lang};
+
+    let allocator = AllocatorConfig::parse("max_split_size_mb:8192,garbage_collection_threshold:0.99").expect("valid");
+    let device = DeviceSettings { allocator, ..DeviceSettings::default() };
+    {
+        let settings = Settings { device, ..Settings::default() };
+        let mut harness = Harness::builder()
+            .with_size(size)
+            .build_ui_state(|ui, app: &mut OomlabApp| app.show(ui), OomlabApp::headless(settings));
+        harness.run();
+        let en = Catalog::new(Lang::En);
+        if harness.query_by_label(&en.text("controls-allocator")).is_none() {
+            // A phone: the controls are in the drawer.
+            harness.state_mut().chrome.drawer_open = true;
+            harness.run();
+        }
+        harness.get_by_label(&en.text("controls-allocator")).click();
+        harness.run_steps(3);
+        harness.get_by_label_contains("max_split_size_mb:8192,garbage_collection_threshold:0.99");
+        assert_eq!(harness.state().settings.device.allocator, allocator, "{name}: drawn, not changed");
+        support_xdg::xdg();
+        let options = egui_kittest::SnapshotOptions::new().threshold(2.0).max_failed_pixels(2000);
+        harness.snapshot_options(name, &options);
+    }
+}

@@ -145,6 +145,7 @@ fn secrets(id: &str, s: &Settings) -> Secrets {
             // (The Chinese title alone is in the app's own title, which asks why memory runs out.)
             out.words.push(Catalog::new(Lang::Zh).text("main-oom-predicted"));
             out.words.push(Catalog::new(Lang::En).text("main-oom-predicted"));
+            out.words.push(oom.op_label.clone());
             out.bytes(oom.error.cached_free_bytes);
             out.bytes(oom.error.largest_free_block);
             out.bytes(memory(s).peak_reserved_bytes());

@@ -268,26 +268,34 @@ fn allocator_ui(ui: &mut egui::Ui, a: &mut crate::plan::AllocatorConfig, tr: &dy
     egui::CollapsingHeader::new(tr("controls-allocator")).id_salt("allocator-options").show(ui, |ui| {
         ui.checkbox(&mut a.expandable_segments, tr("controls-alloc-expandable"))
             .on_hover_text(tr("controls-alloc-expandable-hint"));
+        // Drawing changes nothing: a value from a link or the CLI outside the sliders' ranges
+        // stays as it is until the student moves the slider (only edits are clamped).
+        // Each slider on its own line under its checkbox: a phone's drawer has no room for both.
         let mut split = a.max_split_size.is_some();
-        ui.horizontal_wrapped(|ui| {
-            ui.checkbox(&mut split, tr("controls-alloc-max-split")).on_hover_text(tr("controls-alloc-max-split-hint"));
+        let check = ui.checkbox(&mut split, tr("controls-alloc-max-split"));
+        if check.on_hover_text(tr("controls-alloc-max-split-hint")).changed() {
+            a.max_split_size = split.then_some(64 << 20);
+        }
+        if let Some(mut mib) = a.max_split_size.map(|b| b >> 20) {
             // PyTorch's floor: more than kLargeBuffer (20 MiB).
-            let mut mib = a.max_split_size.map_or(64, |b| b >> 20).clamp(21, 4096);
-            if split {
-                let slider = egui::Slider::new(&mut mib, 21..=4096).logarithmic(true);
-                ui.add(slider.text(tr("controls-alloc-max-split-value")));
+            let slider = egui::Slider::new(&mut mib, 21..=4096).logarithmic(true);
+            let slider = slider.clamping(egui::SliderClamping::Edits).text(tr("controls-alloc-max-split-value"));
+            if ui.add(slider).changed() {
+                a.max_split_size = Some(mib << 20);
             }
-            a.max_split_size = split.then_some(mib << 20);
-        });
+        }
         let mut gc = a.garbage_collection_threshold.is_some();
-        ui.horizontal_wrapped(|ui| {
-            ui.checkbox(&mut gc, tr("controls-alloc-gc")).on_hover_text(tr("controls-alloc-gc-hint"));
-            let mut share = a.garbage_collection_threshold.unwrap_or(0.6).clamp(0.05, 0.95);
-            if gc {
-                ui.add(egui::Slider::new(&mut share, 0.05..=0.95).step_by(0.05).text(tr("controls-alloc-gc-value")));
+        let check = ui.checkbox(&mut gc, tr("controls-alloc-gc"));
+        if check.on_hover_text(tr("controls-alloc-gc-hint")).changed() {
+            a.garbage_collection_threshold = gc.then_some(0.6);
+        }
+        if let Some(mut share) = a.garbage_collection_threshold {
+            let slider = egui::Slider::new(&mut share, 0.05..=0.95).step_by(0.05);
+            let slider = slider.clamping(egui::SliderClamping::Edits).text(tr("controls-alloc-gc-value"));
+            if ui.add(slider).changed() {
+                a.garbage_collection_threshold = Some(share);
             }
-            a.garbage_collection_threshold = gc.then_some(share);
-        });
+        }
         let conf = a.to_conf_string();
         if !conf.is_empty() {
             ui.label(RichText::new(format!("PYTORCH_CUDA_ALLOC_CONF={conf}")).small().monospace());

@@ -128,11 +128,16 @@ pub(super) fn toy_views(
             {
                 // A step that does not fit: the segments as they stood when it failed — where
                 // the free memory was, and why none of it would do.
-                if !views::veil(ui.ctx()).fits {
+                // While a question asks whether it fits, the map stands at the scrubber like any
+                // step's: the failing op would say that it failed.
+                let op = if views::veil(ui.ctx()).fits {
+                    m.timeline.get((*scrub).min(m.timeline.len().saturating_sub(1))).and_then(|p| p.op)
+                } else {
                     let args = [("tensor", oom.tensor_name.clone().into()), ("op", oom.op_label.clone().into())];
                     ui.label(t.format("alloc-at-oom", &args));
-                }
-                let drawn = ui.scope(|ui| views::allocator_map(ui, t, &plan, m, Source::Predicted, oom.op, None));
+                    oom.op
+                };
+                let drawn = ui.scope(|ui| views::allocator_map(ui, t, &plan, m, Source::Predicted, op, None));
                 views::mark(ui, "allocator-map", drawn.response.rect);
             }
             views::explain(ui, t, "explain-allocator");

@@ -15,7 +15,7 @@ pub fn suggestions(s: &Settings, vocab: usize, restrictions: &Restrictions, oom:
     let mut out = Vec::new();
     // Fragmentation: the memory cached free would hold the request, were it one block. The
     // remedy PyTorch's message names comes first.
-    if !s.device.allocator.expandable_segments && oom.error.cached_free_bytes >= oom.error.requested_bytes {
+    if !s.device.allocator.expandable_segments && oom.error.is_fragmented() {
         out.push(Suggestion::ExpandableSegments);
     }
     if s.checkpoint == Checkpoint::Off {

@@ -483,7 +483,7 @@ pub fn chapters() -> Vec<Chapter> {
 fn fit_outcome(f: &Facts) -> usize {
     match oom(f) {
         None => 0,
-        Some(o) if o.error.cached_free_bytes >= o.error.requested_bytes => 1,
+        Some(o) if o.error.is_fragmented() => 1,
         Some(_) => 2,
     }
 }
@@ -504,7 +504,7 @@ fn fit_words(f: &Facts, t: &Catalog) -> String {
         None => t.text("lesson-fragment-expandable-oom"),
     };
     let e = &o.error;
-    let key = if fit_outcome(f) == 1 { "lesson-fragment-outcome-fragmented" } else { "lesson-fragment-outcome-full" };
+    let key = if e.is_fragmented() { "lesson-fragment-outcome-fragmented" } else { "lesson-fragment-outcome-full" };
     t.format(
         key,
         &[

@@ -215,6 +215,12 @@ pub struct OutOfMemory {
 }
 
 impl OutOfMemory {
+    /// Whether the memory cached free would have held the request, had it been one block:
+    /// fragmentation rather than a full device.
+    pub fn is_fragmented(&self) -> bool {
+        self.cached_free_bytes >= self.requested_bytes
+    }
+
     /// PyTorch's wording ("CUDA out of memory. Tried to allocate …"), with oomlab in place of
     /// PyTorch. `what` names the tensor, its category and the op that asked.
     pub fn message(&self, what: &str) -> String {
@@ -227,7 +233,7 @@ impl OutOfMemory {
             format_bytes(self.allocated_bytes),
             format_bytes(self.reserved_bytes - self.allocated_bytes),
         );
-        if self.cached_free_bytes >= self.requested_bytes && !self.expandable_segments {
+        if self.is_fragmented() && !self.expandable_segments {
             msg.push_str(&format!(
                 " The cached free memory ({}) would hold the request, but its largest free block is {}: the memory is fragmented. (PyTorch's remedy: PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True.)",
                 format_bytes(self.cached_free_bytes),

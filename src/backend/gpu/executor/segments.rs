@@ -73,30 +73,12 @@ impl GpuExecutor {
                 Event::SegmentUnmap { segment, offset, .. } => self.resize_segment(segment, offset, chunk)?,
                 Event::SegmentAlloc { segment, size, .. } => {
                     let reserved_before = self.reserved_buffer_bytes();
-                    let made = self.check_segment_limit(size).map_err(BackendError::from).and_then(|()| {
-                        self.create_segment(segment, size).map_err(|detail| {
-                            BackendError::OutOfMemory(Box::new(self.device_oom(
-                                segment,
-                                size,
-                                reserved_before,
-                                &detail,
-                            )))
-                        })
-                    });
-                    match made {
+                    match self.segment_buffer(segment, size, reserved_before) {
                         Ok(b) => {
                             self.buffers.insert(segment, b);
                             self.observe_device();
                         }
-                        Err(e) => {
-                            // The allocator holds a segment without a buffer: give the step's
-                            // memory back and release every unused segment, that one too, so
-                            // the allocator and the device agree again.
-                            self.allocator.release_step();
-                            self.allocator.allocator.release_cached_segments();
-                            self.sync_buffers(&mut Vec::new())?;
-                            return Err(e);
-                        }
+                        Err(e) => return Err(self.give_back(e)),
                     }
                 }
                 _ => {}
@@ -126,19 +108,11 @@ impl GpuExecutor {
             chunk.clear();
         }
         let reserved_before = self.reserved_buffer_bytes() + old.size();
-        let made = self.check_segment_limit(size).map_err(BackendError::from).and_then(|()| {
-            self.create_segment(segment, size).map_err(|detail| {
-                BackendError::OutOfMemory(Box::new(self.device_oom(segment, size, reserved_before, &detail)))
-            })
-        });
-        let new = match made {
+        let new = match self.segment_buffer(segment, size, reserved_before) {
             Ok(b) => b,
             Err(e) => {
                 self.buffers.insert(segment, old);
-                self.allocator.release_step();
-                self.allocator.allocator.release_cached_segments();
-                self.sync_buffers(&mut Vec::new())?;
-                return Err(e);
+                return Err(self.give_back(e));
             }
         };
         let mut encoder =
@@ -150,6 +124,29 @@ impl GpuExecutor {
         self.buffers.insert(segment, new);
         self.observe_device();
         Ok(())
+    }
+
+    /// A buffer of `size` bytes for `segment`, within the adapter's limit; a real out-of-memory
+    /// from the device in the allocator's words.
+    fn segment_buffer(
+        &self,
+        segment: SegmentId,
+        size: u64,
+        reserved_before: u64,
+    ) -> Result<wgpu::Buffer, BackendError> {
+        self.check_segment_limit(size)?;
+        self.create_segment(segment, size).map_err(|detail| {
+            BackendError::OutOfMemory(Box::new(self.device_oom(segment, size, reserved_before, &detail)))
+        })
+    }
+
+    /// The allocator holds a segment without the buffer it needs: give the step's memory back
+    /// and release every unused segment, that one too, so the allocator and the device agree
+    /// again. Returns `e` (or the error that releasing ran into).
+    fn give_back(&mut self, e: BackendError) -> BackendError {
+        self.allocator.release_step();
+        self.allocator.allocator.release_cached_segments();
+        self.sync_buffers(&mut Vec::new()).err().unwrap_or(e)
     }
 
     /// A segment's buffer, checked for a real out-of-memory. Native wgpu reports the error at

@@ -20,6 +20,7 @@ category-master-weights = fp32 master weights
 category-activations = activations
 category-temporaries = temporaries
 category-workspace = workspace
+category-communication = communication
 
 ## Where a number comes from
 

@@ -20,6 +20,7 @@ category-master-weights = fp32 主权重
 category-activations = 激活值
 category-temporaries = 临时张量
 category-workspace = 工作区
+category-communication = 通信缓冲区
 
 ## 数字的来源
 

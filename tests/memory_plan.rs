@@ -81,7 +81,7 @@ fn lifetimes_follow_an_eager_framework() {
     let lifetimes = p.lifetimes();
     for (t, l) in p.tensors.iter().zip(&lifetimes) {
         match t.category {
-            c if c.is_persistent() => assert_eq!(*l, Lifetime::Persistent, "{}", t.name),
+            _ if t.persistent => assert_eq!(*l, Lifetime::Persistent, "{}", t.name),
             Category::Input => assert_eq!(*l, Lifetime::Step, "{}", t.name),
             _ if t.name == "loss" => assert_eq!(*l, Lifetime::Step, "the loop reads the loss after the step"),
             _ => assert!(matches!(l, Lifetime::Ops { first, last } if first <= last), "{}: {l:?}", t.name),

@@ -169,6 +169,12 @@ fn random_techniques(rng: &mut Rng, layers: usize) -> Techniques {
             garbage_collection_threshold: (rng.below(6) == 0)
                 .then(|| if rng.below(4) == 0 { 1.0 + rng.uniform() } else { rng.uniform() }),
         },
+        // Data parallelism, sometimes beyond 8 GPUs, stage 3 or a bucket off the alignment.
+        parallel: oomlab::plan::Parallel {
+            gpus: if rng.below(8) == 0 { small(rng, 10) } else { 1 },
+            zero: if rng.below(50) == 0 { 4 } else { rng.below(4) as u8 },
+            bucket_elems: if rng.below(50) == 0 { dim(rng, 30) as u64 } else { 128 * (1 + small(rng, 256)) as u64 },
+        },
     }
 }
 
@@ -261,11 +267,11 @@ fn ten_thousand_random_configurations_never_panic() {
     }
     println!("{planned} planned ({fitted} fit, {oom} out of memory), {refused} refused; digest {:#x}", digest.0);
     assert_eq!(digest.0, FUZZ_DIGEST, "the numbers differ from the reference platform's");
-    assert!(planned > 1000 && refused > 1000 && fitted > 500 && oom > 100, "the cases reach every outcome");
+    assert!(planned > 900 && refused > 1000 && fitted > 500 && oom > 100, "the cases reach every outcome");
 }
 
 /// The digest of every number the fuzz computes, on x86-64 Linux (and asserted on wasm32 too).
-const FUZZ_DIGEST: u64 = 0xd0dc_c540_f3bc_a4dc;
+const FUZZ_DIGEST: u64 = 0xa05f_2bd6_5145_e561;
 
 /// FNV-1a over the numbers and messages a test computes.
 struct Digest(u64);

@@ -103,6 +103,8 @@ impl Prefs {
 pub struct DeviceSettings {
     pub budget_bytes: u64,
     pub allocator: AllocatorConfig,
+    /// Data parallelism over simulated GPUs (each with this budget) and its ZeRO stage.
+    pub parallel: crate::plan::Parallel,
 }
 
 impl DeviceSettings {
@@ -114,7 +116,7 @@ impl DeviceSettings {
 
 impl Default for DeviceSettings {
     fn default() -> Self {
-        Self { budget_bytes: 64 << 20, allocator: AllocatorConfig::default() }
+        Self { budget_bytes: 64 << 20, allocator: AllocatorConfig::default(), parallel: crate::plan::Parallel::default() }
     }
 }
 
@@ -197,6 +199,7 @@ impl Settings {
             lora: (self.lora_rank > 0).then(|| LoraConfig::new(self.lora_rank).with_targets("all").ok()).flatten(),
             precision: self.precision,
             allocator: self.device.allocator,
+            parallel: self.device.parallel,
         }
     }
 
@@ -420,7 +423,8 @@ mod tests {
     fn the_device_travels_in_a_link_and_older_links_keep_their_budget() {
         let allocator =
             AllocatorConfig::parse("expandable_segments:True,garbage_collection_threshold:0.6").expect("valid");
-        let s = Settings { device: DeviceSettings { budget_bytes: 48 << 20, allocator }, ..Settings::default() };
+        let device = DeviceSettings { budget_bytes: 48 << 20, allocator, ..DeviceSettings::default() };
+        let s = Settings { device, ..Settings::default() };
         let (back, notice) = Settings::from_url_hash(&s.to_url_hash(), V);
         assert_eq!((back.device, notice), (s.device, None));
         assert_eq!(back.techniques().allocator, allocator, "the step's techniques carry the options");

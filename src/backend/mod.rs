@@ -1,5 +1,6 @@
 //! Backends execute a [`Plan`]: `cpu` with plain-Rust twins, `gpu` with WGSL kernels.
 
+pub mod cluster;
 pub mod cpu;
 pub mod gpu;
 mod open;

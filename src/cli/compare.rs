@@ -83,6 +83,7 @@ pub(super) fn compare_variants(r: &Resolved) -> Result<Vec<(String, StepRequest)
         lora: None,
         precision: Precision::Fp32,
         allocator: base.techniques.allocator,
+        parallel: base.techniques.parallel,
     };
     let mut parts = vec!["blocks".to_string()];
     if all.attention == AttentionKind::Fused {

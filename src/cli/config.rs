@@ -59,6 +59,20 @@ pub(super) struct ConfigArgs {
     /// (0 < T < 1, a share of --budget), comma-separated.
     #[arg(long, value_parser = alloc_conf, default_value = "", hide_default_value = true)]
     alloc_conf: oomlab::plan::AllocatorConfig,
+    /// Data parallelism over N simulated GPUs (1 to 8): each rank has its own --budget, its own
+    /// allocator and --batch sequences of its own (the global batch is N times --batch); the
+    /// gradients are reduced through real buffers. Simulated, unlike a real cluster: the ranks
+    /// take turns on this one device (or the CPU), and no network exists.
+    #[arg(long, default_value_t = 1, value_parser = count, allow_hyphen_values = true)]
+    gpus: usize,
+    /// ZeRO stage over --gpus: 0 (plain data parallelism, DDP), 1 (shards the optimizer state
+    /// and master weights), 2 (and the gradients), 3 (and the parameters).
+    #[arg(long, default_value_t = 0)]
+    zero: u8,
+    /// The communication bucket the gradient reductions pass through, in elements (a multiple
+    /// of 128; PyTorch DDP's 25 MB and DeepSpeed's 5e8 elements, scaled to the toy).
+    #[arg(long, default_value_t = oomlab::plan::parallel::DEFAULT_BUCKET_ELEMS)]
+    bucket: u64,
     /// Vocabulary size; defaults to the built-in corpus's character count.
     #[arg(long, value_parser = count, allow_hyphen_values = true)]
     vocab: Option<usize>,
@@ -284,6 +298,7 @@ impl ConfigArgs {
             },
             accum,
             allocator: self.alloc_conf,
+            parallel: oomlab::plan::Parallel { gpus: self.gpus, zero: self.zero, bucket_elems: self.bucket },
             precision: match self.precision {
                 PrecisionArg::Fp32 => Precision::Fp32,
                 PrecisionArg::Fp16 => Precision::Fp16,

@@ -194,8 +194,8 @@ pub struct StepAllocator {
     /// Each tensor's placement while it is allocated.
     current: Vec<Option<Placement>>,
     /// Running sums per category (indexed by `Category::index`): block bytes and tensor bytes.
-    live_allocated: [u64; 9],
-    live_requested: [u64; 9],
+    live_allocated: [u64; Category::ALL.len()],
+    live_requested: [u64; Category::ALL.len()],
     /// What the allocator may reserve (its capacity is this budget's).
     budget: Budget,
     /// Every allocation (true) and free (false) since [`Self::clear_log`], in order: a trace
@@ -255,8 +255,8 @@ impl StepAllocator {
             allocator,
             placements: vec![None; n],
             current: vec![None; n],
-            live_allocated: [0; 9],
-            live_requested: [0; 9],
+            live_allocated: [0; Category::ALL.len()],
+            live_requested: [0; Category::ALL.len()],
             budget,
             log: Vec::new(),
         }
@@ -284,7 +284,8 @@ impl StepAllocator {
                 self.log.push((tensor, true));
                 Ok(p)
             }
-            Err(error) => {
+            Err(mut error) => {
+                error.device = plan.rank;
                 let op_label = op.and_then(|i| plan.op_label(i)).unwrap_or_else(|| "before the step".to_string());
                 Err(Box::new(StepOom::new(tensor, plan.tensor(tensor), op, op_label, error, "")))
             }

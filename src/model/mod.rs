@@ -69,6 +69,16 @@ pub enum ConfigError {
     LoraAlpha { alpha: f32 },
     #[error("{0}")]
     AllocatorOption(String),
+    /// Data parallelism simulates between 1 and [`crate::plan::MAX_GPUS`] GPUs.
+    #[error("data parallelism simulates 1 to {max} GPUs (got {gpus})")]
+    Gpus { gpus: usize, max: usize },
+    #[error("ZeRO has stages 0 to 3 (got {stage})")]
+    ZeroStage { stage: u8 },
+    #[error("the communication bucket must hold between {min} and {max} elements (got {elems})")]
+    Bucket { elems: u64, min: u64, max: u64 },
+    /// A technique the simulated GPUs do not run together with data parallelism.
+    #[error("{what} is not simulated over several GPUs: use one GPU for it")]
+    NotWithSeveralGpus { what: Cow<'static, str> },
     #[error("LoRA needs at least one target projection")]
     LoraNoTargets,
     #[error(

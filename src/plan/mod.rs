@@ -8,6 +8,7 @@ pub mod allocator;
 pub mod build;
 pub mod op;
 pub mod optimizer;
+pub mod parallel;
 pub mod request;
 pub mod techniques;
 pub mod tensor;
@@ -16,6 +17,7 @@ pub use allocator::AllocatorConfig;
 pub use build::{MAX_BUDGET_BYTES, MAX_PLAN_OPS, MAX_TENSOR_ELEMS};
 pub use op::{Op, OpNode, Phase};
 pub use optimizer::{AdamWStep, OptimizerConfig, OptimizerKind};
+pub use parallel::{MAX_GPUS, Parallel};
 pub use request::{StepRequest, ValidRequest, micro_batch};
 pub use techniques::{AttentionKind, Checkpoint, LossScaler, Precision, Techniques};
 pub use tensor::{Category, DType, Lifetime, TensorId, TensorInfo, View};
@@ -63,6 +65,8 @@ pub struct Plan {
     pub tensors: Vec<TensorInfo>,
     pub ops: Vec<OpNode>,
     pub handles: Handles,
+    /// The data-parallel rank this plan is (0 on one GPU; see [`parallel`]).
+    pub rank: usize,
 }
 
 impl Plan {
@@ -98,7 +102,7 @@ impl Plan {
             .enumerate()
             .map(|(i, (t, span))| {
                 let span = if held[i] { None } else { span };
-                if t.category.is_persistent() {
+                if t.persistent {
                     Lifetime::Persistent
                 } else {
                     // The batch, and the loss (and overflow flag) the training loop reads after
@@ -135,9 +139,35 @@ impl Plan {
         self.ops.get(i).map(|n| format!("{} ({})", n.label, n.op.name()))
     }
 
+    /// The flat elements this rank's shards hold (under ZeRO), or None where it holds no shard.
+    pub fn shard_range(&self) -> Option<std::ops::Range<u64>> {
+        let p = self.techniques.parallel;
+        if !p.is_distributed() {
+            return None;
+        }
+        let s = p.shard_len(self.trainable_layout().flat_len);
+        let start = s.saturating_mul(self.rank as u64);
+        Some(start..start.saturating_add(s))
+    }
+
+    /// The flat element a tensor of flat values (parameters, gradients, master weights,
+    /// optimizer state) starts at: its shard's start when it is a shard, else 0.
+    pub fn flat_start(&self, id: TensorId) -> u64 {
+        match self.shard_range() {
+            Some(r) if self.tensor(id).numel() == r.end - r.start => r.start,
+            _ => 0,
+        }
+    }
+
     /// AdamW's scalars for optimizer step `step` (from 1): what both backends hand their AdamW.
     pub fn adamw_step(&self, step: u32) -> AdamWStep {
         let o = self.optimizer;
+        // Under ZeRO a rank updates its shard, whose first element is flat element `start`.
+        let decay_end = self.trainable_layout().decay_end;
+        let decay_end = match self.shard_range().filter(|_| self.techniques.parallel.stage() >= 1) {
+            Some(r) => decay_end.saturating_sub(r.start).min(r.end - r.start),
+            None => decay_end,
+        };
         AdamWStep {
             lr: o.lr,
             beta1: o.beta1,
@@ -145,7 +175,7 @@ impl Plan {
             eps: o.eps,
             weight_decay: o.weight_decay,
             step,
-            decay_end: self.trainable_layout().decay_end,
+            decay_end,
         }
     }
 

@@ -39,6 +39,9 @@ pub enum Op {
     CheckFinite(CheckFinite),
     AdamW(AdamW),
     Sgd(Sgd),
+    AllReduce(AllReduce),
+    ReduceScatter(ReduceScatter),
+    AllGather(AllGather),
 }
 
 /// Zero a tensor (gradients are accumulated with `+=`).
@@ -274,7 +277,44 @@ pub struct Sgd {
     pub found_inf: Option<View>,
 }
 
+/// Data parallelism's all-reduce of a bucket of gradients (PyTorch DDP): each rank copies
+/// `data` into its `bucket`, the buckets are summed over the ranks and divided by their number
+/// (the mean of the ranks' gradients), and each rank copies the result back into `data`.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct AllReduce {
+    pub data: View,
+    pub bucket: View,
+}
+
+/// ZeRO's reduce-scatter of a bucket of gradients, the flat elements `[start, start + data.len)`:
+/// each rank copies `data` into its `bucket`; the mean over the ranks lands in the shards, rank
+/// k's part (flat `[k·S, (k+1)·S)`, S the shard length) in its `shard` — added to what the shard
+/// holds when `accumulate` (ZeRO-2 and 3 reduce every micro-batch), written over it otherwise.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct ReduceScatter {
+    pub data: View,
+    pub start: u64,
+    pub bucket: View,
+    /// The rank's shard, rank k's flat element k·S at its start.
+    pub shard: View,
+    pub accumulate: bool,
+}
+
+/// ZeRO's all-gather: every rank's `full` receives the flat elements `[start, start +
+/// full.len)` from the ranks whose shards hold them (rank k's `shard` starts at flat k·S).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct AllGather {
+    pub shard: View,
+    pub full: View,
+    pub start: u64,
+}
+
 impl Op {
+    /// Whether the op is a collective: it needs every rank (see `backend::cluster`).
+    pub fn is_collective(&self) -> bool {
+        matches!(self, Op::AllReduce(_) | Op::ReduceScatter(_) | Op::AllGather(_))
+    }
+
     /// The views this op reads (accumulated outputs count as read) and the views it writes.
     pub fn reads_writes(&self) -> (Vec<View>, Vec<View>) {
         match *self {
@@ -341,6 +381,15 @@ impl Op {
                 [params, grads].into_iter().chain(momentum).chain(found_inf).collect(),
                 std::iter::once(params).chain(momentum).chain(copy).collect(),
             ),
+            Op::AllReduce(AllReduce { data, bucket }) => (vec![data, bucket], vec![data, bucket]),
+            Op::ReduceScatter(ReduceScatter { data, bucket, shard, accumulate, .. }) => {
+                let mut reads = vec![data, bucket];
+                if accumulate {
+                    reads.push(shard);
+                }
+                (reads, vec![bucket, shard])
+            }
+            Op::AllGather(AllGather { shard, full, .. }) => (vec![shard], vec![full]),
         }
     }
 
@@ -369,6 +418,9 @@ impl Op {
             Op::CheckFinite(CheckFinite { .. }) => "check_finite",
             Op::AdamW(AdamW { .. }) => "adamw",
             Op::Sgd(Sgd { .. }) => "sgd",
+            Op::AllReduce(AllReduce { .. }) => "all_reduce",
+            Op::ReduceScatter(ReduceScatter { .. }) => "reduce_scatter",
+            Op::AllGather(AllGather { .. }) => "all_gather",
         }
     }
 
@@ -414,6 +466,10 @@ impl Op {
             Op::CheckFinite(CheckFinite { grads, .. }) => len(grads),
             Op::AdamW(AdamW { params, .. }) => mul(&[12, len(params)]),
             Op::Sgd(Sgd { params, .. }) => mul(&[4, len(params)]),
+            // The sum over the ranks: one add per element and rank (counted once, per rank).
+            Op::AllReduce(AllReduce { data, .. }) => len(data),
+            Op::ReduceScatter(ReduceScatter { data, .. }) => len(data),
+            Op::AllGather(AllGather { .. }) => 0,
         }
     }
 }

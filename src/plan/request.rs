@@ -90,7 +90,13 @@ impl ValidRequest {
     }
     /// The step's plan.
     pub fn plan(&self) -> Plan {
-        super::build::build(self)
+        super::build::build(self, 0)
+    }
+
+    /// Every data-parallel rank's plan (one on one GPU): the same ops in the same order, each
+    /// rank's own shards.
+    pub fn rank_plans(&self) -> Vec<Plan> {
+        (0..self.request.techniques.parallel.gpus.max(1)).map(|rank| super::build::build(self, rank)).collect()
     }
 }
 

@@ -202,6 +202,9 @@ pub struct Techniques {
     /// The caching allocator's options (PyTorch's `PYTORCH_CUDA_ALLOC_CONF`).
     #[serde(default)]
     pub allocator: super::AllocatorConfig,
+    /// Data parallelism over simulated GPUs, and its ZeRO stage.
+    #[serde(default)]
+    pub parallel: super::Parallel,
 }
 
 impl Default for Techniques {
@@ -213,6 +216,7 @@ impl Default for Techniques {
             lora: None,
             precision: Precision::Fp32,
             allocator: super::AllocatorConfig::default(),
+            parallel: super::Parallel::default(),
         }
     }
 }
@@ -222,6 +226,7 @@ impl Techniques {
     pub fn validate(&self, model: &ModelConfig) -> Result<(), ConfigError> {
         crate::model::check_dim("accumulation steps", self.accum as i64)?;
         self.allocator.validate().map_err(|e| ConfigError::AllocatorOption(e.to_string()))?;
+        self.parallel.validate(self)?;
         if let Checkpoint::Every(k) = self.checkpoint
             && (k == 0 || k > model.n_layers)
         {
@@ -273,6 +278,9 @@ impl Techniques {
         if let Some(l) = self.lora {
             let targets: Vec<&str> = l.targets().iter().map(|t| t.module()).collect();
             parts.push(format!("LoRA r={} α={} on {}", l.rank, l.alpha, targets.join(", ")));
+        }
+        if self.parallel.gpus > 1 {
+            parts.push(self.parallel.describe());
         }
         let conf = self.allocator.to_conf_string();
         if !conf.is_empty() {

@@ -17,6 +17,9 @@ pub enum Category {
     Input,
     Logits,
     Workspace,
+    /// Buffers the collectives of data parallelism pass through: DDP's gradient buckets,
+    /// ZeRO's reduce buckets and the parameters ZeRO-3 gathers for one layer.
+    Communication,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -66,6 +69,9 @@ pub struct TensorInfo {
     pub category: Category,
     /// The block it belongs to, for per-layer views.
     pub layer: Option<usize>,
+    /// Kept across steps (see [`Lifetime::Persistent`]): the model states and the
+    /// communication buffers, but not what ZeRO gathers or produces for one layer at a time.
+    pub persistent: bool,
 }
 
 impl TensorInfo {
@@ -103,7 +109,7 @@ pub enum Lifetime {
 }
 
 impl Category {
-    pub const ALL: [Category; 9] = [
+    pub const ALL: [Category; 10] = [
         Category::Parameters,
         Category::Gradients,
         Category::OptimizerState,
@@ -113,6 +119,7 @@ impl Category {
         Category::Input,
         Category::Logits,
         Category::Workspace,
+        Category::Communication,
     ];
 
     /// Position in [`Category::ALL`].
@@ -132,11 +139,20 @@ impl Category {
             Category::Input => "input",
             Category::Logits => "logits",
             Category::Workspace => "workspace",
+            Category::Communication => "communication",
         }
     }
 
-    /// Whether tensors of this category outlive a step.
+    /// Whether tensors of this category outlive a step, unless the plan says otherwise (ZeRO's
+    /// gathered parameters and one layer's gradients are made and freed within the step).
     pub fn is_persistent(self) -> bool {
-        matches!(self, Category::Parameters | Category::Gradients | Category::OptimizerState | Category::MasterWeights)
+        matches!(
+            self,
+            Category::Parameters
+                | Category::Gradients
+                | Category::OptimizerState
+                | Category::MasterWeights
+                | Category::Communication
+        )
     }
 }

@@ -104,6 +104,7 @@ impl Case {
             // afterwards (a temporary would be freed, and its memory reused, after its last use).
             category: Category::Input,
             layer: None,
+            persistent: false,
         });
         View { tensor: id, offset: 0, len: shape.iter().product::<usize>() as u64 }
     }
@@ -151,6 +152,7 @@ impl Case {
             tensors: self.tensors.clone(),
             ops: self.ops.clone(),
             handles,
+            rank: 0,
         }
     }
 

@@ -193,7 +193,7 @@ pub fn model_state(ui: &mut Ui, t: &Catalog, plan: &Plan) {
     let rows: Vec<(String, Category, u64)> = plan
         .tensors
         .iter()
-        .filter(|t| t.category.is_persistent())
+        .filter(|t| t.persistent)
         .map(|t| (t.name.clone(), t.category, t.size_bytes()))
         .collect();
     egui::Grid::new("model_state").striped(true).num_columns(3).show(ui, |ui| {

@@ -41,6 +41,7 @@ pub fn category_color(c: Category) -> Color32 {
             Category::Input => Color32::from_rgb(240, 228, 66),
             Category::Logits => Color32::from_rgb(255, 255, 255),
             Category::Workspace => Color32::from_rgb(150, 150, 150),
+            Category::Communication => Color32::from_rgb(170, 68, 153),
         };
     }
     match c {
@@ -56,6 +57,7 @@ pub fn category_color(c: Category) -> Color32 {
         Category::Input => Color32::from_rgb(147, 120, 96),
         Category::Logits => Color32::from_rgb(204, 185, 116),
         Category::Workspace => Color32::from_rgb(140, 140, 140),
+        Category::Communication => Color32::from_rgb(100, 181, 205),
     }
 }
 
@@ -112,6 +114,7 @@ pub fn category_name(t: &Catalog, c: Category) -> String {
         Category::Input => "category-input",
         Category::Logits => "category-logits",
         Category::Workspace => "category-workspace",
+        Category::Communication => "category-communication",
     })
 }
 

@@ -218,6 +218,9 @@ impl<F: super::ops::Real> CpuExecutor<F> {
                 }
                 self.copy_weights(params, copy);
             }
+            // Every rank at once: the cluster runs them (`backend::cluster`), which the run
+            // hands each collective to.
+            Op::AllReduce(_) | Op::ReduceScatter(_) | Op::AllGather(_) => {}
         }
     }
 }

@@ -51,6 +51,16 @@ pub struct CpuExecutor<F> {
     scratch: Vec<Vec<F>>,
 }
 
+/// How far [`CpuExecutor::advance`] got.
+pub(crate) enum Advance<F> {
+    /// The op budget ran out; ops remain.
+    Paused,
+    /// Stopped at collective op `i`, placed but not run.
+    Collective(usize),
+    /// The run ended: its loss, or why it stopped.
+    Finished(Result<F, BackendError>),
+}
+
 /// Where a run of some phases has got to.
 struct Running {
     phases: Vec<Phase>,
@@ -135,9 +145,16 @@ impl<F: ops::Real> CpuExecutor<F> {
         };
         // Mixed precision: the master weights hold the unrounded fp32 values.
         if let Some(master) = exec.plan.handles.master {
-            exec.write_tensor(master, &trainable);
+            exec.write_flat(master, &trainable);
         }
         Ok(exec)
+    }
+
+    /// Writes the flat values `flat` (the whole layout) into tensor `id`: all of them, or under
+    /// ZeRO the rank's shard of them.
+    pub fn write_flat(&mut self, id: TensorId, flat: &[F]) {
+        let start = usize::try_from(self.plan.flat_start(id)).unwrap_or(usize::MAX);
+        self.write_tensor(id, flat.get(start..).unwrap_or(&[]));
     }
 
     /// Creates and drops host segments as the allocator reserved and released them. A new
@@ -261,12 +278,13 @@ impl<F: ops::Real> CpuExecutor<F> {
 
     pub fn set_params_f32(&mut self, flat: &[f32]) {
         let values: Vec<F> = flat.iter().map(|&x| cast(x)).collect();
-        self.write_tensor(self.plan.handles.params, &values);
+        self.write_flat(self.plan.handles.params, &values);
     }
 
-    /// Sets the parameters in the executor's own precision.
+    /// Sets the parameters in the executor's own precision (under ZeRO-3 the rank's shard of
+    /// `flat`).
     pub fn set_params(&mut self, flat: &[F]) {
-        self.write_tensor(self.plan.handles.params, flat);
+        self.write_flat(self.plan.handles.params, flat);
     }
 
     pub fn params(&self) -> &[F] {
@@ -402,15 +420,46 @@ impl<F: ops::Real> CpuExecutor<F> {
     }
 
     /// Runs up to `max_ops` more ops of the current run; the loss once it is finished (None
-    /// while ops remain, or when nothing runs).
+    /// while ops remain, or when nothing runs). A plan with collectives runs through
+    /// [`crate::backend::cluster`], not here.
     pub fn resume(&mut self, max_ops: usize) -> Option<Result<F, BackendError>> {
-        let mut run = self.running.take()?;
+        match self.advance(max_ops) {
+            Advance::Paused => None,
+            Advance::Finished(result) => Some(result),
+            Advance::Collective(i) => {
+                self.running = None;
+                self.release_leftovers();
+                let label = self.plan.op_label(i).unwrap_or_default();
+                Some(Err(BackendError::Internal(format!("{label} needs every rank: run the step on the cluster"))))
+            }
+        }
+    }
+
+    /// Runs the current run's ops up to its next collective, which it places (its buffers
+    /// allocated) and leaves for the cluster to carry out and then [`Self::finish_collective`].
+    pub(crate) fn run_to_collective(&mut self) -> Advance<F> {
+        self.advance(usize::MAX)
+    }
+
+    /// After the cluster carried out collective `i`: frees what it was the last to use.
+    pub(crate) fn finish_collective(&mut self, i: usize) {
+        for t in self.allocator.ending_at(i) {
+            self.poison(t);
+        }
+        self.allocator.after_op(i);
+        self.sync_segments();
+    }
+
+    fn advance(&mut self, max_ops: usize) -> Advance<F> {
+        let Some(mut run) = self.running.take() else {
+            return Advance::Finished(Err(BackendError::Internal("no step is running".into())));
+        };
         let mut done = 0;
         while run.next < self.plan.ops.len() {
             let i = run.next;
             if done == max_ops {
                 self.running = Some(run);
-                return None;
+                return Advance::Paused;
             }
             run.next += 1;
             if !run.phases.contains(&self.plan.ops[i].phase) {
@@ -422,19 +471,23 @@ impl<F: ops::Real> CpuExecutor<F> {
                     for (t, _) in placed {
                         if let Err(e) = self.materialize(t) {
                             self.release_leftovers();
-                            return Some(Err(e));
+                            return Advance::Finished(Err(e));
                         }
                     }
                 }
                 Err(oom) => {
                     self.release_leftovers();
-                    return Some(Err(BackendError::OutOfMemory(oom)));
+                    return Advance::Finished(Err(BackendError::OutOfMemory(oom)));
                 }
             }
             run.trace.record(&self.allocator, Some(i));
             let op = self.plan.ops[i].op.clone();
             if let Err(e) = self.check_memory(i, &op) {
-                return Some(Err(e));
+                return Advance::Finished(Err(e));
+            }
+            if op.is_collective() {
+                self.running = Some(run);
+                return Advance::Collective(i);
             }
             self.execute(&op);
             for t in self.allocator.ending_at(i) {
@@ -448,7 +501,34 @@ impl<F: ops::Real> CpuExecutor<F> {
             let found_inf = self.plan.handles.found_inf.is_some_and(|f| self.u(self.plan.whole(f)).first() == Some(&1));
             self.state.finish_optimizer(found_inf);
         }
-        Some(Ok(self.step_loss()))
+        Advance::Finished(Ok(self.step_loss()))
+    }
+
+    /// A view's values (empty where its tensor is not allocated): what the cluster reads.
+    pub(crate) fn view(&self, v: View) -> &[F] {
+        self.f(v)
+    }
+
+    /// Writes `values` into a view, rounded to its tensor's precision: what the cluster writes.
+    pub(crate) fn store_view(&mut self, v: View, values: &[F]) {
+        let dtype = self.plan.tensors[v.tensor.0].dtype;
+        if let Some(dst) = self.f_mut(v) {
+            store_rounded(dtype, dst, values);
+        }
+    }
+
+    /// Copies one view into another of this rank (a collective's copy into or out of its bucket).
+    pub(crate) fn copy_view(&mut self, from: View, to: View) {
+        let values = self.f(from).to_vec();
+        self.store_view(to, &values);
+    }
+
+    /// Stops the current run (another rank failed) and frees what it had allocated.
+    pub(crate) fn abandon(&mut self) {
+        if let Some(run) = self.running.take() {
+            self.state.cancel(&run.phases);
+        }
+        self.release_leftovers();
     }
 
     /// Frees the op-lifetime tensors a previous run left allocated.

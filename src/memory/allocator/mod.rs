@@ -212,6 +212,9 @@ pub struct OutOfMemory {
     /// The allocator already had expandable segments (its advice is then not to set them).
     #[serde(default)]
     pub expandable_segments: bool,
+    /// The (simulated) GPU that ran out: the data-parallel rank, as PyTorch's "GPU k".
+    #[serde(default)]
+    pub device: usize,
 }
 
 impl OutOfMemory {
@@ -225,9 +228,10 @@ impl OutOfMemory {
     /// PyTorch. `what` names the tensor, its category and the op that asked.
     pub fn message(&self, what: &str) -> String {
         let mut msg = format!(
-            "GPU out of memory. Tried to allocate {} ({what}, {} requested). GPU 0 has a total capacity of {} of which {} is free. Of the allocated memory {} is allocated by oomlab, and {} is reserved by oomlab but unallocated.",
+            "GPU out of memory. Tried to allocate {} ({what}, {} requested). GPU {} has a total capacity of {} of which {} is free. Of the allocated memory {} is allocated by oomlab, and {} is reserved by oomlab but unallocated.",
             format_bytes(self.tried_bytes),
             format_bytes(self.requested_bytes),
+            self.device,
             format_bytes(self.capacity_bytes),
             format_bytes(self.free_bytes),
             format_bytes(self.allocated_bytes),
@@ -384,6 +388,7 @@ impl<T: Clone> CachingAllocator<T> {
             cached_free_bytes: cached_free,
             largest_free_block: self.largest_free_block(),
             expandable_segments: self.config.expandable_segments,
+            device: 0,
         }
     }
 

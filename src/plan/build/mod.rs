@@ -1,6 +1,7 @@
 //! The builder: the tensors and ops of one training step, as an eager framework runs it.
 
 mod block;
+mod shard;
 
 use super::{
     AttentionKind, Category, Checkpoint, DType, Handles, MicroHandles, Op, OpNode, OptimizerConfig, OptimizerKind,
@@ -61,7 +62,17 @@ pub(super) fn check_sizes(model: &ModelConfig, shape: StepShape, techniques: &Te
     // An upper bound on the ops: per layer 9 forward and 9 backward ops, 8 + 8 more for LoRA's
     // branches, one for selective recomputation and 17 for a recomputed forward pass; 9 outside
     // the layers; the optimizer's 3.
-    let ops = accum * (60 * l + 16) + 3;
+    let mut ops = accum * (60 * l + 16) + 3;
+    let parallel = techniques.parallel;
+    if parallel.is_distributed() {
+        // A reduction per bucket of each unit (every micro-batch from ZeRO-2 on); ZeRO-3's
+        // gathers and each unit's zeroed gradients (at most 8 per layer and 8 more per
+        // micro-batch); the gather after the update.
+        let units = 2 * l + 2;
+        let buckets = params / parallel.bucket_elems.max(1) as u128 + units;
+        let reductions = if parallel.stage() >= 2 { accum * buckets } else { buckets };
+        ops += reductions + accum * (8 * l + 8) + 1;
+    }
     if ops > MAX_PLAN_OPS as u128 {
         let what = format!("a step of {} layers × {} micro-batches", model.n_layers, techniques.accum);
         return Err(ConfigError::SizeLimit { what, amount: ops, limit: MAX_PLAN_OPS, unit: "ops".into() });
@@ -69,9 +80,9 @@ pub(super) fn check_sizes(model: &ModelConfig, shape: StepShape, techniques: &Te
     Ok(())
 }
 
-/// The plan of a validated request (its sizes checked too).
-pub(super) fn build(request: &super::ValidRequest) -> Plan {
-    Builder::new(request.model(), request.micro_shape(), request.optimizer(), request.techniques()).build()
+/// The plan of a validated request (its sizes checked too) for one rank (0 on one GPU).
+pub(super) fn build(request: &super::ValidRequest, rank: usize) -> Plan {
+    Builder::new(request.model(), request.micro_shape(), request.optimizer(), request.techniques(), rank).build()
 }
 
 /// How a block's forward pass keeps its intermediates.
@@ -140,10 +151,19 @@ struct Builder {
     /// The micro-batch being built (names get a prefix when there are several).
     micro: usize,
     mode: Mode,
+    rank: usize,
+    /// This rank's share of data parallelism (None on one GPU).
+    dp: Option<shard::Dp>,
 }
 
 impl Builder {
-    fn new(model: &ModelConfig, shape: StepShape, optimizer: &OptimizerConfig, techniques: &Techniques) -> Self {
+    fn new(
+        model: &ModelConfig,
+        shape: StepShape,
+        optimizer: &OptimizerConfig,
+        techniques: &Techniques,
+        rank: usize,
+    ) -> Self {
         let layout = ParamLayout::new(model);
         let flat = layout.flat_len;
         let lora = techniques.lora.map(|l| ParamLayout::lora(model, &l));
@@ -164,9 +184,15 @@ impl Builder {
             lora,
             micro: 0,
             mode: Mode::Saved,
+            rank,
+            dp: None,
         };
+        b.dp = shard::Dp::new(&b, rank);
         let dt = b.dt;
-        b.params = b.tensor("parameters", &[flat], dt, Category::Parameters, None);
+        // With ZeRO a rank holds shards of some states (`shard::state_lens`).
+        let (params_len, grads_len, state_len) = b.state_lens(flat);
+        let shard_name = |name: &str, len: u64| if len < flat { format!("{name} (shard)") } else { name.to_string() };
+        b.params = b.tensor(shard_name("parameters", params_len), &[params_len], dt, Category::Parameters, None);
         match b.lora.as_ref().map(|l| l.flat_len) {
             // LoRA: the base parameters are frozen, with neither gradients nor optimizer state.
             Some(n) => {
@@ -175,14 +201,16 @@ impl Builder {
             }
             None => {
                 b.trainable = b.params;
-                b.grads = b.tensor("gradients", &[flat], dt, Category::Gradients, None);
+                let name = shard_name("gradients", grads_len);
+                b.grads = b.tensor(name, &[grads_len], dt, Category::Gradients, None);
             }
         }
         if dt.is_half() {
-            let n = b.trainable.len;
-            let name = if b.lora.is_some() { "lora.master_weights" } else { "master_weights" };
+            let n = if b.lora.is_some() { b.trainable.len } else { state_len };
+            let name = if b.lora.is_some() { "lora.master_weights".into() } else { shard_name("master_weights", n) };
             b.master = Some(b.tensor(name, &[n], DType::F32, Category::MasterWeights, None));
         }
+        b.communication_buffers();
         b
     }
 
@@ -195,7 +223,8 @@ impl Builder {
         layer: Option<usize>,
     ) -> View {
         let id = TensorId(self.tensors.len());
-        self.tensors.push(TensorInfo { name: name.into(), shape: shape.to_vec(), dtype, category, layer });
+        let persistent = category.is_persistent();
+        self.tensors.push(TensorInfo { name: name.into(), shape: shape.to_vec(), dtype, category, layer, persistent });
         View { tensor: id, offset: 0, len: shape.iter().fold(1u64, |n, &d| n.saturating_mul(d)) }
     }
 
@@ -231,8 +260,7 @@ impl Builder {
     }
 
     fn p(&self, kind: ParamKind) -> View {
-        let r = self.layout.range(kind);
-        View { tensor: self.params.tensor, offset: r.start, len: r.end - r.start }
+        self.param_view(kind)
     }
 
     /// The gradient of a base parameter; None when it is frozen (LoRA).
@@ -240,8 +268,7 @@ impl Builder {
         if self.lora.is_some() {
             return None;
         }
-        let r = self.layout.range(kind);
-        Some(View { tensor: self.grads.tensor, offset: r.start, len: r.end - r.start })
+        Some(self.grad_view(kind))
     }
 
     /// A LoRA adapter matrix, and its gradient.
@@ -256,7 +283,10 @@ impl Builder {
     }
 
     fn build(mut self) -> Plan {
-        let flat = self.trainable.len;
+        let flat = match self.lora {
+            Some(_) => self.trainable.len,
+            None => self.state_lens(self.layout.flat_len).2,
+        };
         let opt_state: Vec<View> = self
             .optimizer
             .state_names()
@@ -276,8 +306,7 @@ impl Builder {
         self.techniques.accum = 1; // the optimizer's labels carry no micro-batch prefix
         // Mixed precision: the optimizer updates the fp32 master weights and writes the 16-bit
         // working copy; fp16 first checks the (scaled) gradients for overflow.
-        let (params, grads) = (self.master.unwrap_or(self.trainable), self.grads);
-        let copy = self.master.map(|_| self.trainable);
+        let (params, grads, copy) = self.optimizer_views();
         let found_inf = self.techniques.precision.scales_loss().then(|| {
             let flag = self.tensor("found_inf", &[1], DType::U32, Category::Workspace, None);
             self.push(Phase::Optimizer, "unscale", Op::Zero(op::Zero { dst: flag }));
@@ -294,6 +323,7 @@ impl Builder {
             OptimizerKind::Sgd => Op::Sgd(op::Sgd { params, grads, momentum: None, copy, found_inf }),
         };
         self.push(Phase::Optimizer, self.optimizer.kind.name(), op);
+        self.gather_updated();
         self.techniques.accum = accum;
 
         // "Saved for backward" means read by the backward pass: what the forward pass keeps but no
@@ -327,6 +357,7 @@ impl Builder {
             tensors: self.tensors,
             ops: self.ops,
             handles,
+            rank: self.rank,
         }
     }
 
@@ -350,6 +381,9 @@ impl Builder {
         // ---- forward ----
         use Category::{Activations as A, Temporaries as Tmp};
         let encoded = self.act("embed.out", &[b, t, c], A, None);
+        let (embeddings, ln_f) = (0, 1 + 2 * l);
+        let block_units = |i: usize| [1 + 2 * i, 2 + 2 * i];
+        self.gather(&[embeddings], Phase::Forward);
         self.push(
             Phase::Forward,
             "embed",
@@ -375,6 +409,7 @@ impl Builder {
                 None => (Mode::Saved, A),
             };
             block_inputs.push(x);
+            self.gather(&block_units(i), Phase::Forward);
             self.mode = mode;
             let (s, out) = self.block_forward(i, x, out_cat);
             self.mode = Mode::Saved;
@@ -384,6 +419,7 @@ impl Builder {
         let lnf = self.act("ln_f.out", &[b, t, c], A, None);
         let lnf_mean = self.act32("ln_f.mean", &[b, t], A, None);
         let lnf_rstd = self.act32("ln_f.rstd", &[b, t], A, None);
+        self.gather(&[ln_f], Phase::Forward);
         self.push(
             Phase::Forward,
             "ln_f",
@@ -397,6 +433,7 @@ impl Builder {
             }),
         );
         let logits = self.act("logits", &[b, t, v], Category::Logits, None);
+        self.gather(&[embeddings], Phase::Forward);
         self.push(
             Phase::Forward,
             "lm_head",
@@ -434,6 +471,8 @@ impl Builder {
             Op::CrossEntropyBackward(op::CrossEntropyBackward { probs, targets, dlogits, scale }),
         );
         let dln = self.act("grad.ln_out", &[b, t, c], Tmp, None);
+        self.gather(&[embeddings], Phase::Backward);
+        self.unit_grads(&[embeddings]);
         self.push(
             Phase::Backward,
             "lm_head",
@@ -453,6 +492,8 @@ impl Builder {
         );
         let dres_a = self.act("grad.residual_a", &[b, t, c], Tmp, None);
         let dres_b = self.act("grad.residual_b", &[b, t, c], Tmp, None);
+        self.gather(&[ln_f], Phase::Backward);
+        self.unit_grads(&[ln_f]);
         self.push(
             Phase::Backward,
             "ln_f",
@@ -468,6 +509,7 @@ impl Builder {
                 accumulate: false,
             }),
         );
+        self.reduce(&[ln_f]);
         let datt_shape: &[u64] = match self.techniques.attention {
             AttentionKind::Standard => &[b, nh, t, t],
             AttentionKind::Fused => &[b, nh, t],
@@ -489,7 +531,10 @@ impl Builder {
         match segment {
             None => {
                 for (i, s) in saved.iter().enumerate().rev() {
+                    self.gather(&block_units(i), Phase::Backward);
+                    self.unit_grads(&block_units(i));
                     self.block_backward(i, s, &scratch);
+                    self.reduce(&block_units(i));
                 }
             }
             Some(k) => {
@@ -502,6 +547,7 @@ impl Builder {
                     let mut x = block_inputs[s0];
                     let mut recomputed = Vec::with_capacity(s1 - s0);
                     for i in s0..s1 {
+                        self.gather(&block_units(i), Phase::Backward);
                         // Inside the segment a block's output is the next block's saved input;
                         // the last block's output is recomputed but not needed.
                         let (s, out) = self.block_forward(i, x, if i + 1 < s1 { A } else { Tmp });
@@ -510,7 +556,10 @@ impl Builder {
                     }
                     self.mode = Mode::Saved;
                     for (i, s) in (s0..s1).zip(&recomputed).rev() {
+                        self.gather(&block_units(i), Phase::Backward);
+                        self.unit_grads(&block_units(i));
                         self.block_backward(i, s, &scratch);
+                        self.reduce(&block_units(i));
                     }
                 }
             }
@@ -530,6 +579,7 @@ impl Builder {
                 }),
             );
         }
+        self.reduce(&[embeddings]);
         MicroHandles {
             tokens: tokens.tensor,
             targets: targets.tensor,

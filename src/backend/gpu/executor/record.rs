@@ -56,6 +56,8 @@ fn record_op(
     {
         rec.set_context(node.phase, &node.label);
         match node.op {
+            // Every rank at once: the cluster runs them between the ranks' ops.
+            Op::AllReduce(_) | Op::ReduceScatter(_) | Op::AllGather(_) => {}
             Op::Zero(op::Zero { dst }) => rec.clear(dst),
             Op::Embedding(o) => k.embedding.forward(rec, &o, t, c, v)?,
             Op::EmbeddingBackward(o) => k.embedding.backward(rec, &o, t, c, v)?,

@@ -242,6 +242,7 @@ pub fn device_oom(
         cached_free_bytes: 0,
         largest_free_block: 0,
         expandable_segments: false,
+        device: plan.rank,
     };
     let note = format!(
         "The wgpu device itself refused the segment ({detail}): the budget is larger than this GPU's free memory."

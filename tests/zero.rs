@@ -150,3 +150,50 @@ fn an_out_of_memory_names_its_gpu() {
     let e = simulate(&ddp[2], budget).expect_err("rank 2 overflows too");
     assert!(e.message.contains("GPU 2 has"), "{}", e.message);
 }
+
+/// The estimator's ZeRO formula on the toy's own architecture (`Setup::toy`, the oomlab runtime)
+/// against each rank's plan, category by category: the sharded model states, the communication
+/// buffers, the activations; and for stages 0 and 1, whose collectives allocate nothing during
+/// the step, the peak itself.
+#[test]
+fn the_estimators_zero_formula_is_each_ranks_plan() {
+    use oomlab::estimate::{Setup, estimate};
+    use oomlab::plan::OptimizerKind;
+    let mut checked = 0;
+    for gpus in [2, 3, 4, 8] {
+        for zero in 0..=3u8 {
+            for precision in [Precision::Fp32, Precision::Bf16] {
+                for kind in [OptimizerKind::AdamW, OptimizerKind::Momentum, OptimizerKind::Sgd] {
+                    for bucket_elems in [1024, 16 * 1024, 1 << 20] {
+                        let parallel = Parallel { gpus, zero, bucket_elems };
+                        let t = Techniques { precision, parallel, ..Techniques::default() };
+                        let opt = OptimizerConfig { kind, ..OptimizerConfig::default() };
+                        let shape = StepShape { batch: 2, seq: SEQ };
+                        let request = StepRequest { model: model(), micro: shape, optimizer: opt, techniques: t };
+                        let plans = request.validate().expect("valid").rank_plans();
+                        let e = estimate(&Setup::toy(&model(), shape, kind, &t, 1 << 30)).expect("estimate");
+                        let what = format!("{gpus} GPUs ZeRO-{zero} {precision:?} {kind:?} bucket {bucket_elems}");
+                        for p in &plans {
+                            for (c, name) in [
+                                (Category::Parameters, "parameters"),
+                                (Category::Gradients, "gradients"),
+                                (Category::OptimizerState, "optimizer_state"),
+                                (Category::MasterWeights, "master_weights"),
+                                (Category::Communication, "communication"),
+                            ] {
+                                assert_eq!(e.get(name), bytes(p, c, true), "{name}: {what}, rank {}", p.rank);
+                            }
+                            let m = simulate(p, 1 << 30).expect("fits");
+                            assert_eq!(e.activations_peak, m.activation_peak_bytes, "activations: {what}");
+                            if zero <= 1 {
+                                assert_eq!(e.peak_bytes, m.peak_requested.total(), "peak: {what}");
+                            }
+                        }
+                        checked += 1;
+                    }
+                }
+            }
+        }
+    }
+    assert_eq!(checked, 4 * 4 * 2 * 3 * 3);
+}

@@ -271,3 +271,59 @@ impl<F: Real> CpuCluster<F> {
         self.ranks.iter().map(|e| e.grads().to_vec()).collect()
     }
 }
+
+impl CpuCluster<f32> {
+    /// Writes the whole flat parameters into every rank (each its shard under ZeRO-3).
+    pub fn write_params(&mut self, flat: &[f32]) {
+        for exec in &mut self.ranks {
+            exec.set_params(flat);
+        }
+    }
+}
+
+/// The CPU backend's name with the simulated GPUs.
+fn cluster_name(backend: &str, ranks: usize, stage: u8) -> String {
+    format!("{backend}, {ranks} simulated GPUs, ZeRO-{stage}")
+}
+
+impl super::Trainer for CpuCluster<f32> {
+    fn backend_name(&self) -> String {
+        let stage = self.plan().map_or(0, |p| p.techniques.parallel.stage());
+        cluster_name(super::cpu::CPU_NAME, self.ranks.len(), stage)
+    }
+    fn plan(&self) -> &Plan {
+        // A cluster always has at least one rank: `new` builds one per GPU (at least 1).
+        self.ranks[0].plan()
+    }
+    fn train_step(&mut self, batch: &Batch) -> Result<f32, BackendError> {
+        CpuCluster::train_step(self, batch)
+    }
+    fn compute_grads(&mut self, batch: &Batch) -> Result<f32, BackendError> {
+        self.forward_backward(batch)
+    }
+    fn read_params(&mut self) -> Result<Vec<f32>, BackendError> {
+        Ok(self.params())
+    }
+    fn read_grads(&mut self) -> Result<Vec<f32>, BackendError> {
+        Ok(self.grads())
+    }
+    fn write_params(&mut self, flat: &[f32]) -> Result<(), BackendError> {
+        CpuCluster::write_params(self, flat);
+        Ok(())
+    }
+    fn memory(&self) -> Option<&StepMemory> {
+        self.ranks.first().and_then(CpuExecutor::memory)
+    }
+    fn rank_memories(&self) -> Vec<&StepMemory> {
+        self.ranks.iter().filter_map(CpuExecutor::memory).collect()
+    }
+    fn device_figures(&self) -> crate::memory::device::DeviceFigures {
+        crate::memory::device::DeviceFigures::NotReported { reason: crate::memory::device::NOT_REPORTED_CPU.into() }
+    }
+    fn loss_scaler(&self) -> Option<&crate::plan::LossScaler> {
+        None
+    }
+    fn loss_scaler_mut(&mut self) -> Option<&mut crate::plan::LossScaler> {
+        None
+    }
+}

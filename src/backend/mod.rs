@@ -47,6 +47,9 @@ pub enum BackendError {
     /// The CPU worker was asked for a step of settings it has no executor for.
     #[error("the CPU worker has no executor for these settings")]
     WorkerHasNoExecutor,
+    /// A setting the GPU backend does not run yet.
+    #[error("{0} runs on the CPU backend only, so far: choose the CPU backend")]
+    NotOnGpu(String),
     /// Something being built in the background was dropped before it finished.
     #[error("building was cancelled")]
     Cancelled,
@@ -151,6 +154,10 @@ pub trait Trainer {
     /// The caching allocator's account of the last step, recorded live as it ran (the
     /// "allocator" figures), once a step has run.
     fn memory(&self) -> Option<&crate::memory::StepMemory>;
+    /// Each simulated GPU's account of the last step, in rank order (one on one GPU).
+    fn rank_memories(&self) -> Vec<&crate::memory::StepMemory> {
+        self.memory().into_iter().collect()
+    }
     /// What the driver layer reported after the last step (the "device" figures), or why
     /// there is no report.
     fn device_figures(&self) -> crate::memory::device::DeviceFigures;

@@ -36,13 +36,15 @@ impl Gpu {
 pub enum Executor {
     Cpu(Box<CpuExecutor<f32>>),
     Gpu(Box<GpuExecutor>),
+    /// Data parallelism: the ranks of a distributed plan, on the CPU.
+    CpuCluster(Box<super::cluster::CpuCluster<f32>>),
 }
 
 impl Executor {
     /// Which backend it is.
     pub fn kind(&self) -> BackendKind {
         match self {
-            Executor::Cpu(_) => BackendKind::Cpu,
+            Executor::Cpu(_) | Executor::CpuCluster(_) => BackendKind::Cpu,
             Executor::Gpu(_) => BackendKind::Gpu,
         }
     }
@@ -59,6 +61,16 @@ pub async fn open(
     seed: u64,
     budget: Budget,
 ) -> Result<Executor, BackendError> {
+    if plan.techniques.parallel.is_distributed() {
+        // Every rank's plan, from the request this one was built from.
+        let request = plan.request().validate()?;
+        return match kind {
+            BackendKind::Cpu => {
+                Ok(Executor::CpuCluster(Box::new(super::cluster::CpuCluster::new(&request, seed, budget)?)))
+            }
+            BackendKind::Gpu => Err(BackendError::NotOnGpu("data parallelism over simulated GPUs".into())),
+        };
+    }
     match (kind, gpu) {
         (BackendKind::Cpu, _) => Ok(Executor::Cpu(Box::new(CpuExecutor::with_budget(plan, seed, budget)?))),
         (BackendKind::Gpu, Some(g)) => {
@@ -106,6 +118,9 @@ impl super::Trainer for Executor {
     fn memory(&self) -> Option<&crate::memory::StepMemory> {
         self.as_trainer().memory()
     }
+    fn rank_memories(&self) -> Vec<&crate::memory::StepMemory> {
+        self.as_trainer().rank_memories()
+    }
     fn device_figures(&self) -> crate::memory::device::DeviceFigures {
         self.as_trainer().device_figures()
     }
@@ -123,12 +138,14 @@ impl Executor {
         match self {
             Executor::Cpu(e) => e.as_ref(),
             Executor::Gpu(e) => e.as_ref(),
+            Executor::CpuCluster(e) => e.as_ref(),
         }
     }
     fn as_trainer_mut(&mut self) -> &mut dyn super::Trainer {
         match self {
             Executor::Cpu(e) => e.as_mut(),
             Executor::Gpu(e) => e.as_mut(),
+            Executor::CpuCluster(e) => e.as_mut(),
         }
     }
 }

@@ -11,6 +11,9 @@ pub(super) struct BenchRow {
     /// The config in words ("d 64 L 2 T 64 B 16").
     pub(super) config: String,
     pub(super) backend: String,
+    /// Simulated GPUs (data-parallel ranks) and the ZeRO stage.
+    pub(super) gpus: usize,
+    pub(super) zero: u8,
     /// The first step, including pipeline creation on a GPU.
     pub(super) first_step_secs: f64,
     /// Each phase submitted and waited for on its own, per step.
@@ -67,7 +70,7 @@ pub(super) fn bench(
             pollster::block_on(oomlab::backend::open(cfg.backend, gpu.as_ref(), plan, cfg.seed, Budget::Unlimited))?;
         let row = match exec {
             Executor::Gpu(mut exec) => {
-                let batch = dataset.batch(cfg.batch_shape(), cfg.seed, 0)?;
+                let batch = dataset.batch(cfg.global_batch_shape(), cfg.seed, 0)?;
                 exec.upload_batch(&batch)?;
                 pollster::block_on(exec.run_phases(&[Phase::Forward, Phase::Backward, Phase::Optimizer]))?;
                 let first = t0.elapsed().as_secs_f64() + first_extra;
@@ -81,7 +84,7 @@ pub(super) fn bench(
                 }
                 let t = Instant::now();
                 for i in 0..steps {
-                    let batch = dataset.batch(cfg.batch_shape(), cfg.seed, i as u64)?;
+                    let batch = dataset.batch(cfg.global_batch_shape(), cfg.seed, i as u64)?;
                     pollster::block_on(exec.train_step_async(&batch))?;
                 }
                 let step = t.elapsed().as_secs_f64() / steps as f64;
@@ -91,7 +94,7 @@ pub(super) fn bench(
                 row(name, cfg, exec.backend_name(), first, phase_secs, steps, step)
             }
             Executor::Cpu(mut exec) => {
-                let batch = dataset.batch(cfg.batch_shape(), cfg.seed, 0)?;
+                let batch = dataset.batch(cfg.global_batch_shape(), cfg.seed, 0)?;
                 exec.upload_batch(&batch)?;
                 exec.run_phases(&[Phase::Forward, Phase::Backward, Phase::Optimizer])?;
                 let first = t0.elapsed().as_secs_f64();
@@ -105,6 +108,22 @@ pub(super) fn bench(
                 }
                 let total: f64 = phase_secs.iter().sum::<f64>() / steps as f64;
                 row(name, cfg, oomlab::backend::cpu::CPU_NAME.into(), first, phase_secs, steps, total)
+            }
+            Executor::CpuCluster(mut exec) => {
+                let batch = dataset.batch(cfg.global_batch_shape(), cfg.seed, 0)?;
+                exec.upload_batch(&batch)?;
+                exec.run_phases(&[Phase::Forward, Phase::Backward, Phase::Optimizer])?;
+                let first = t0.elapsed().as_secs_f64();
+                let mut phase_secs = [0.0f64; 3];
+                for _ in 0..steps {
+                    for (i, phase) in [Phase::Forward, Phase::Backward, Phase::Optimizer].into_iter().enumerate() {
+                        let t = Instant::now();
+                        exec.run_phases(&[phase])?;
+                        phase_secs[i] += t.elapsed().as_secs_f64();
+                    }
+                }
+                let total: f64 = phase_secs.iter().sum::<f64>() / steps as f64;
+                row(name, cfg, oomlab::backend::Trainer::backend_name(exec.as_ref()), first, phase_secs, steps, total)
             }
         };
         rows.push(row);
@@ -206,10 +225,18 @@ pub(super) fn row(
 ) -> BenchRow {
     let per = |s: f64| s / steps as f64 * 1e3;
     let (m, shape) = (cfg.model(), cfg.shape());
+    let parallel = cfg.techniques().parallel;
+    let ranks = if parallel.is_distributed() {
+        format!(" × {} GPUs ZeRO-{}", parallel.gpus, parallel.stage())
+    } else {
+        String::new()
+    };
     BenchRow {
         name: name.into(),
-        config: format!("d {} L {} T {} B {}", m.d_model, m.n_layers, shape.seq, shape.batch),
+        config: format!("d {} L {} T {} B {}{ranks}", m.d_model, m.n_layers, shape.seq, shape.batch),
         backend,
+        gpus: parallel.gpus,
+        zero: parallel.stage(),
         first_step_secs: first,
         fwd_ms: per(phase_secs[0]),
         bwd_ms: per(phase_secs[1]),

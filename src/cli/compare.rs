@@ -125,7 +125,7 @@ pub(super) fn compare(steps: usize, config: &ConfigArgs) -> Result<(), Failure> 
         let outcome = (|| -> Result<(), Failure> {
             let mut trainer = make_trainer(&v, plan, gpu.as_ref())?;
             backend_name = trainer.backend_name();
-            let batch = dataset.batch(v.batch_shape(), v.seed, 0)?;
+            let batch = dataset.batch(v.global_batch_shape(), v.seed, 0)?;
             row.loss = Some(trainer.compute_grads(&batch)?);
             let grads = trainer.read_grads()?;
             match &baseline_grads {
@@ -136,11 +136,11 @@ pub(super) fn compare(steps: usize, config: &ConfigArgs) -> Result<(), Failure> 
             }
             let start = Instant::now();
             for i in 0..steps {
-                trainer.train_step(&dataset.batch(v.batch_shape(), v.seed, i as u64)?)?;
+                trainer.train_step(&dataset.batch(v.global_batch_shape(), v.seed, i as u64)?)?;
             }
             let secs = start.elapsed().as_secs_f64() / steps as f64;
             row.step_ms = Some(secs * 1e3);
-            row.tokens_per_sec = Some(v.batch_shape().rows() as f64 / secs.max(1e-9));
+            row.tokens_per_sec = Some(v.global_batch_shape().rows() as f64 / secs.max(1e-9));
             if let Some(m) = trainer.memory() {
                 row.peak_allocated_bytes = Some(m.peak_allocated_bytes());
                 row.peak_reserved_bytes = Some(m.peak_reserved_bytes());

@@ -225,6 +225,10 @@ impl Resolved {
     pub(super) fn batch_shape(&self) -> StepShape {
         self.request.batch_shape()
     }
+    /// The batch of data one step reads: every simulated GPU's share.
+    pub(super) fn global_batch_shape(&self) -> StepShape {
+        self.request.global_batch_shape()
+    }
     pub(super) fn techniques(&self) -> &Techniques {
         self.request.techniques()
     }

@@ -15,7 +15,11 @@ pub(super) fn measure(config: &ConfigArgs) -> Result<(), Failure> {
         .filter(|t| t.category == Category::OptimizerState)
         .map(|t| (t.name.trim_start_matches("optimizer.").to_string(), t.size_bytes()))
         .collect();
-    let predicted = simulate(&plan, r.budget_bytes);
+    // Every rank's prediction (one on one GPU); the first rank that runs out is the step's OOM.
+    let rank_plans = r.request.rank_plans();
+    let rank_predictions: Result<Vec<StepMemory>, _> =
+        rank_plans.iter().map(|p| simulate(p, r.budget_bytes).map_err(|e| *e)).collect();
+    let predicted = rank_predictions.clone().map(|mut all| all.swap_remove(0)).map_err(Box::new);
     let gpu = open_gpu(&r)?;
     let real = match real_step(&r, plan, &dataset, gpu.as_ref()) {
         Ok(m) => Ok(m),
@@ -24,7 +28,9 @@ pub(super) fn measure(config: &ConfigArgs) -> Result<(), Failure> {
     };
     match (real, predicted) {
         (Ok(real), Ok(p)) => {
-            let report = MeasureReport::new(&r, real, p, formula, (flops, recomputed_flops), optimizer_states);
+            let ranks = rank_reports(&real.ranks, &rank_predictions.unwrap_or_default());
+            let mut report = MeasureReport::new(&r, real, p, formula, (flops, recomputed_flops), optimizer_states);
+            report.ranks = ranks;
             print_report(&report, r.json, MeasureReport::text)
         }
         (Err(f), predicted) => {
@@ -44,6 +50,37 @@ pub(super) fn measure(config: &ConfigArgs) -> Result<(), Failure> {
     }
 }
 
+/// One simulated GPU's figures in `measure`'s JSON.
+#[derive(serde::Serialize)]
+pub(super) struct RankReport {
+    rank: usize,
+    /// The allocator's peak of allocated bytes on this rank (live).
+    peak_bytes: u64,
+    peak_reserved_bytes: u64,
+    predicted_peak_bytes: u64,
+    allocator: oomlab::memory::CategoryBytes,
+    predicted: oomlab::memory::CategoryBytes,
+    allocator_tensor_bytes: oomlab::memory::CategoryBytes,
+    predicted_tensor_bytes: oomlab::memory::CategoryBytes,
+}
+
+fn rank_reports(real: &[StepMemory], predicted: &[StepMemory]) -> Vec<RankReport> {
+    real.iter()
+        .zip(predicted)
+        .enumerate()
+        .map(|(rank, (m, p))| RankReport {
+            rank,
+            peak_bytes: m.peak_allocated_bytes(),
+            peak_reserved_bytes: m.peak_reserved_bytes(),
+            predicted_peak_bytes: p.peak_allocated_bytes(),
+            allocator: m.peak_allocated.clone(),
+            predicted: p.peak_allocated.clone(),
+            allocator_tensor_bytes: m.peak_requested.clone(),
+            predicted_tensor_bytes: p.peak_requested.clone(),
+        })
+        .collect()
+}
+
 /// What `measure` reports: the JSON document (its fields, by name) and, for the text, the step's
 /// memory and the device's figures.
 #[derive(serde::Serialize)]
@@ -56,6 +93,11 @@ pub(super) struct MeasureReport {
     batch: usize,
     micro_batch: usize,
     accum: usize,
+    /// Simulated GPUs, and the batch of all of them together.
+    gpus: usize,
+    global_batch: usize,
+    /// Each simulated GPU (one on one GPU); the figures above are rank 0's.
+    ranks: Vec<RankReport>,
     seq_len: usize,
     techniques: Techniques,
     flops: u64,
@@ -93,13 +135,16 @@ impl MeasureReport {
         (flops, recomputed_flops): (u64, u64),
         optimizer_states: std::collections::BTreeMap<String, u64>,
     ) -> Self {
-        let RealStep { memory: m, loss, backend, device } = real;
+        let RealStep { memory: m, loss, backend, device, .. } = real;
         Self {
             sources: sources_json(&backend),
             model: *r.model(),
             batch: r.batch_shape().batch,
             micro_batch: r.shape().batch,
             accum: r.techniques().accum,
+            gpus: r.techniques().parallel.gpus,
+            global_batch: r.global_batch_shape().batch,
+            ranks: Vec::new(),
             seq_len: r.shape().seq,
             techniques: *r.techniques(),
             flops,
@@ -147,6 +192,15 @@ impl MeasureReport {
             self.loss
         );
         let _ = writeln!(out, "techniques: {}", self.techniques.describe());
+        if self.ranks.len() > 1 {
+            let _ = writeln!(
+                out,
+                "{} simulated GPUs, a global batch of {} (figures below: GPU 0). Each GPU's peak, allocated: {}",
+                self.ranks.len(),
+                self.global_batch,
+                self.ranks.iter().map(|k| format!("GPU {} {}", k.rank, format_bytes(k.peak_bytes))).collect::<Vec<_>>().join(", ")
+            );
+        }
         row(&mut out, "at the peak", "allocator (live)".into(), "predicted (plan)".into());
         for c in Category::ALL {
             let (a, b) = (self.allocator.get(c), self.predicted.get(c));

@@ -6,6 +6,8 @@ use super::*;
 /// figures.
 pub(super) struct RealStep {
     pub(super) memory: StepMemory,
+    /// Every simulated GPU's record (rank 0's is `memory`).
+    pub(super) ranks: Vec<StepMemory>,
     pub(super) loss: f32,
     pub(super) backend: String,
     pub(super) device: DeviceFigures,
@@ -14,11 +16,12 @@ pub(super) struct RealStep {
 /// Runs one real step on the configured backend (the GPU one on `gpu`).
 pub(super) fn real_step(r: &Resolved, plan: Plan, dataset: &Dataset, gpu: Option<&Gpu>) -> Result<RealStep, Failure> {
     let mut trainer = make_trainer(r, plan, gpu)?;
-    let batch = dataset.batch(r.batch_shape(), r.seed, 0)?;
+    let batch = dataset.batch(r.global_batch_shape(), r.seed, 0)?;
     let loss = trainer.train_step(&batch)?;
     let memory =
         trainer.memory().cloned().ok_or_else(|| Failure { code: EXIT_FAILURE, message: "no step ran".into() })?;
-    Ok(RealStep { memory, loss, backend: trainer.backend_name(), device: trainer.device_figures() })
+    let ranks = trainer.rank_memories().into_iter().cloned().collect();
+    Ok(RealStep { memory, ranks, loss, backend: trainer.backend_name(), device: trainer.device_figures() })
 }
 
 /// Prints a subcommand's report: its JSON document (keys sorted, through a JSON value) with

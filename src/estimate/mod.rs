@@ -286,6 +286,17 @@ pub fn estimate(setup: &Setup) -> Result<Estimate, EstimateError> {
     if setup.runtime() == Runtime::Oomlab && setup.precision == StatePrecision::MixedFp16 {
         lines.push(Line { category: "workspace", bytes: 4, per_batch: false, source: Cite::new(source::FOUND_INF) });
     }
+    if setup.runtime() == Runtime::Oomlab && !setup.fixed_costs && setup.parallel.data > 1 {
+        // The toy's own buckets (with fixed costs the framework's are counted below instead).
+        let comm = states::oomlab_communication(setup, st.trainable);
+        let cite = if setup.parallel.zero == 0 { source::DDP } else { source::ZERO_BUCKETS };
+        lines.push(Line {
+            category: "communication",
+            bytes: checked("communication", comm),
+            per_batch: false,
+            source: Cite::new(cite),
+        });
+    }
     if setup.fixed_costs {
         let p = setup.precision.value_bytes() as u128;
         let n_d = setup.parallel.data;

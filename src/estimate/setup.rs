@@ -357,6 +357,10 @@ pub struct Setup {
     /// The framework whose dtypes the model states are kept in.
     #[serde(default, skip_serializing_if = "Framework::is_default")]
     pub framework: Framework,
+    /// The communication bucket, in elements, where the run sets its own (the toy's); None:
+    /// the framework's default.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bucket_elems: Option<u64>,
 }
 
 impl Setup {
@@ -380,6 +384,7 @@ impl Setup {
             measured: Measured::default(),
             fixed_costs: true,
             framework: Framework::default(),
+            bucket_elems: None,
         }
     }
 
@@ -406,6 +411,9 @@ impl Setup {
             mlp: l.mlp,
             quantized: false,
         });
+        let p = techniques.parallel;
+        s.parallel = Parallel { data: p.gpus as u64, zero: p.stage(), ..Parallel::default() };
+        s.bucket_elems = Some(p.bucket_elems);
         s.runtime = Some(Runtime::Oomlab);
         s.fixed_costs = false;
         s

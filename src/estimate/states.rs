@@ -119,6 +119,9 @@ pub(super) fn model_states(s: &Setup) -> States {
         states.pcie += 2 * states.parameters;
         states.parameters = 0;
     }
+    if s.runtime() == super::Runtime::Oomlab && s.parallel.data > 1 && s.lora.is_none() {
+        oomlab_shards(&mut states, trainable, bytes, s);
+    }
     states.layer_params = a.layer_parameters(s.parallel.expert).div_ceil(s.parallel.tensor) as u128;
     if s.framework == Framework::PytorchAmp {
         // torch.autocast casts a linear's fp32 weight to 16 bits when the op runs, caches the copy
@@ -160,6 +163,36 @@ pub(super) fn partition(
         trainable,
         layer_params: 0,
         autocast: 0,
+    }
+}
+
+/// The toy's own sharding (`plan::parallel`): each shard a whole number of alignment units
+/// (`ceil(Ψ / (N_d·128))·128` elements) and the unsharded flat tensors padded to N_d shards, so
+/// that every shard starts where a GPU can bind it. What the toy's plan holds, to the byte.
+fn oomlab_shards(states: &mut States, trainable: u128, bytes: [u64; 4], s: &Setup) {
+    let n = s.parallel.data as u128;
+    let align = crate::model::params::PARAM_ALIGN_ELEMS as u128;
+    let shard = trainable.div_ceil(n * align) * align;
+    let len = |sharded: bool| if sharded { shard } else { shard * n };
+    let zero = s.parallel.zero;
+    let [w, g, master, state] = bytes.map(u128::from);
+    states.parameters = words(len(zero >= 3), w);
+    states.gradients = words(len(zero >= 2), g);
+    states.master = if master == 0 { 0 } else { words(len(zero >= 1), master) };
+    states.optimizer = s.optimizer.states() as u128 * words(len(zero >= 1), state);
+}
+
+/// The toy's communication buffers (`plan::parallel`): DDP's buckets, a copy of every gradient;
+/// ZeRO's two reduce buckets. ZeRO-3's gathered parameters are made and freed layer by layer
+/// (at most one unit's at a time, counted where they are alive, not here).
+pub(super) fn oomlab_communication(s: &Setup, trainable: u128) -> u128 {
+    if s.parallel.data <= 1 {
+        return 0;
+    }
+    let g = s.framework.state_bytes(s.precision)[1] as u128;
+    match s.parallel.zero {
+        0 => words(trainable, g),
+        _ => 2 * words(trainable.min(s.bucket_elems.unwrap_or(ZERO_BUCKET_ELEMS) as u128), g),
     }
 }
 

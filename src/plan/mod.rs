@@ -195,6 +195,13 @@ impl Plan {
         StepShape { batch: self.shape.batch.saturating_mul(self.techniques.accum), seq: self.shape.seq }
     }
 
+    /// The batch one optimizer step consumes over every data-parallel rank (N times
+    /// [`Self::batch_shape`]; the same on one GPU).
+    pub fn global_batch_shape(&self) -> StepShape {
+        let b = self.batch_shape();
+        StepShape { batch: b.batch.saturating_mul(self.techniques.parallel.gpus.max(1)), seq: b.seq }
+    }
+
     /// Floating-point operations of the whole step (multiply-adds count 2), and of the ops that
     /// recompute activations (checkpointing's extra compute).
     pub fn flops(&self) -> (u64, u64) {

@@ -53,7 +53,9 @@ impl StepRequest {
         self.micro.validate(model)?;
         self.optimizer.validate()?;
         self.techniques.validate(model)?;
-        check_dim("effective batch", (self.micro.batch as i64).saturating_mul(self.techniques.accum as i64))?;
+        let effective = (self.micro.batch as i64).saturating_mul(self.techniques.accum as i64);
+        check_dim("effective batch", effective)?;
+        check_dim("global batch (every GPU's)", effective.saturating_mul(self.techniques.parallel.gpus as i64))?;
         check_sizes(model, self.micro, &self.techniques)?;
         Ok(ValidRequest { request: *self })
     }
@@ -81,6 +83,11 @@ impl ValidRequest {
     pub fn batch_shape(&self) -> StepShape {
         let micro = self.request.micro;
         StepShape { batch: micro.batch.saturating_mul(self.request.techniques.accum), seq: micro.seq }
+    }
+    /// The batch one optimizer step consumes over every data-parallel rank: N times a rank's.
+    pub fn global_batch_shape(&self) -> StepShape {
+        let b = self.batch_shape();
+        StepShape { batch: b.batch.saturating_mul(self.request.techniques.parallel.gpus.max(1)), seq: b.seq }
     }
     pub fn optimizer(&self) -> &OptimizerConfig {
         &self.request.optimizer

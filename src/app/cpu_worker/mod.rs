@@ -101,6 +101,7 @@ impl From<BackendError> for WireError {
             BackendError::Internal(m) => WireError::Internal(m),
             other @ (BackendError::Gpu(_)
             | BackendError::NoGpu(_)
+            | BackendError::NotOnGpu(_)
             | BackendError::WorkerLost(_)
             | BackendError::Cancelled) => WireError::Internal(other.to_string()),
         }
@@ -150,6 +151,9 @@ impl Handler {
                         Some(Ok(Executor::Cpu(exec))) => Ok(*exec),
                         Some(Ok(Executor::Gpu(_))) | None => {
                             Err(BackendError::Internal("the CPU backend did not open at once".into()))
+                        }
+                        Some(Ok(Executor::CpuCluster(_))) => {
+                            Err(BackendError::Internal("the CPU worker runs one GPU's step".into()))
                         }
                         Some(Err(e)) => Err(e),
                     }

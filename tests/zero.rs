@@ -2,13 +2,15 @@
 //! gradients (and, after the optimizer, the parameters) of one GPU stepping over the same global
 //! batch; each stage holds what it shards as shards; an OOM names its GPU.
 
+mod common;
+
 use oomlab::backend::BackendError;
 use oomlab::backend::cluster::CpuCluster;
 use oomlab::backend::cpu::CpuExecutor;
 use oomlab::data::Dataset;
 use oomlab::memory::{Budget, simulate};
 use oomlab::model::{ModelConfig, StepShape};
-use oomlab::plan::{Category, Checkpoint, Phase, OptimizerConfig, Parallel, Plan, Precision, StepRequest, Techniques};
+use oomlab::plan::{Category, Checkpoint, OptimizerConfig, Parallel, Phase, Plan, Precision, StepRequest, Techniques};
 
 const SEQ: usize = 16;
 
@@ -196,4 +198,56 @@ fn the_estimators_zero_formula_is_each_ranks_plan() {
         }
     }
     assert_eq!(checked, 4 * 4 * 2 * 3 * 3);
+}
+
+/// The GPU backend's ranks: each stage on 2 and 4 simulated GPUs gives one GPU's gradients, and
+/// its parameters after two steps, within fp32's rounding (the sums run in another order). The
+/// parameters are compared under SGD with momentum and weight decay, whose update is linear in
+/// the gradients: AdamW's first steps turn fp32 noise in a near-zero gradient into a whole
+/// step of ±lr (its shards' arithmetic is checked exactly in f64 on the CPU above).
+#[test]
+fn the_gpu_backend_runs_every_stage_like_one_gpu() {
+    use oomlab::backend::Trainer;
+    use oomlab::backend::gpu::GpuExecutor;
+    use oomlab::backend::gpu::cluster::GpuCluster;
+    let g = common::gpu();
+    let ds = Dataset::builtin();
+    let widen = |v: Vec<f32>| v.into_iter().map(f64::from).collect::<Vec<f64>>();
+    for gpus in [2, 4] {
+        let global = StepShape { batch: 2 * gpus, seq: SEQ };
+        let batches = [ds.batch(global, 5, 0).expect("batch"), ds.batch(global, 5, 1).expect("batch")];
+        let sgd = OptimizerConfig { kind: oomlab::plan::OptimizerKind::Momentum, ..OptimizerConfig::default() };
+        let with_sgd = |per_gpu: usize, t: Techniques| {
+            StepRequest { model: model(), micro: StepShape { batch: per_gpu, seq: SEQ }, optimizer: sgd, techniques: t }
+                .validate()
+                .expect("valid")
+        };
+        let single = with_sgd(2 * gpus, Techniques::default()).plan();
+        let mut one = pollster::block_on(GpuExecutor::new(&g.ctx, &g.kernels, single, 7)).expect("one GPU");
+        let flat = one.plan().layout.flat_len as usize;
+        one.compute_grads(&batches[0]).expect("one");
+        let g1 = widen(one.read_grads().expect("grads")[..flat].to_vec());
+        for b in &batches {
+            one.train_step(b).expect("step");
+        }
+        let p1 = widen(one.read_params().expect("params")[..flat].to_vec());
+        for zero in 0..=3 {
+            let parallel = Parallel { gpus, zero, bucket_elems: 4096 };
+            let valid = with_sgd(2, Techniques { parallel, ..Techniques::default() });
+            let mut cluster =
+                pollster::block_on(GpuCluster::new(&g.ctx, &g.kernels, &valid, 7, Budget::Unlimited)).expect("cluster");
+            let what = format!("gpu, {gpus} GPUs ZeRO-{zero}");
+            cluster.compute_grads(&batches[0]).expect("cluster");
+            close(&format!("{what}: gradients"), &widen(cluster.read_grads().expect("grads")), &g1, 1e-5);
+            for b in &batches {
+                Trainer::train_step(&mut cluster, b).expect("cluster step");
+            }
+            close(&format!("{what}: parameters"), &widen(cluster.read_params().expect("params")), &p1, 1e-5);
+            // Each rank's buffers are its allocator's segments.
+            for (r, exec) in cluster.ranks().iter().enumerate() {
+                let reserved = exec.memory().expect("a step ran").stats.reserved_bytes;
+                assert_eq!(exec.reserved_buffer_bytes(), reserved, "{what}: rank {r}'s buffers");
+            }
+        }
+    }
 }

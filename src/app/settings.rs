@@ -116,7 +116,11 @@ impl DeviceSettings {
 
 impl Default for DeviceSettings {
     fn default() -> Self {
-        Self { budget_bytes: 64 << 20, allocator: AllocatorConfig::default(), parallel: crate::plan::Parallel::default() }
+        Self {
+            budget_bytes: 64 << 20,
+            allocator: AllocatorConfig::default(),
+            parallel: crate::plan::Parallel::default(),
+        }
     }
 }
 

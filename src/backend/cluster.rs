@@ -41,6 +41,14 @@ pub fn rank_batch(batch: &Batch, rank: usize, ranks: usize) -> Result<Batch, Bac
     }
 }
 
+/// The (alpha, beta) of each rank's `scale_add` into the first rank's buffer, in rank order:
+/// rank 0's is not added (its buffer is the sum), every other adds with (1, 1), the last with
+/// (1/N, 1/N), which makes the sum the mean. Both backends add in this order.
+pub fn mean_order(ranks: usize) -> Vec<(f64, f64)> {
+    let inv = 1.0 / ranks.max(1) as f64;
+    (0..ranks).map(|r| if r + 1 == ranks && r > 0 { (inv, inv) } else { (1.0, 1.0) }).collect()
+}
+
 /// N CPU executors in lockstep.
 pub struct CpuCluster<F> {
     ranks: Vec<CpuExecutor<F>>,
@@ -213,18 +221,21 @@ impl<F: Real> CpuCluster<F> {
         }
     }
 
-    /// The mean over the ranks of each rank's `views[r]`, summed in rank order.
-    fn mean(&self, views: &[View], n: F) -> Vec<F> {
+    /// The mean over the ranks of each rank's `views[r]`: summed in rank order, the last
+    /// addition divided by N ([`mean_order`], the GPU's order too).
+    fn mean(&self, views: &[View], _n: F) -> Vec<F> {
         let mut sum: Vec<F> = Vec::new();
-        for (exec, v) in self.ranks.iter().zip(views) {
+        for (exec, v, (alpha, beta)) in
+            self.ranks.iter().zip(views).zip(mean_order(views.len())).map(|((e, v), ab)| (e, v, ab))
+        {
             let x = exec.view(*v);
             if sum.is_empty() {
                 sum = x.to_vec();
             } else {
-                sum.iter_mut().zip(x).for_each(|(a, &b)| *a = *a + b);
+                let (a, b) = (F::from(alpha).unwrap_or_else(F::one), F::from(beta).unwrap_or_else(F::one));
+                super::cpu::ops::scale_add(&mut sum, x, a, b);
             }
         }
-        sum.iter_mut().for_each(|a| *a = *a / n);
         sum
     }
 

@@ -38,6 +38,8 @@ pub enum Executor {
     Gpu(Box<GpuExecutor>),
     /// Data parallelism: the ranks of a distributed plan, on the CPU.
     CpuCluster(Box<super::cluster::CpuCluster<f32>>),
+    /// Data parallelism on the GPU: the ranks' executors on the one device.
+    GpuCluster(Box<super::gpu::cluster::GpuCluster>),
 }
 
 impl Executor {
@@ -45,7 +47,7 @@ impl Executor {
     pub fn kind(&self) -> BackendKind {
         match self {
             Executor::Cpu(_) | Executor::CpuCluster(_) => BackendKind::Cpu,
-            Executor::Gpu(_) => BackendKind::Gpu,
+            Executor::Gpu(_) | Executor::GpuCluster(_) => BackendKind::Gpu,
         }
     }
 }
@@ -68,7 +70,12 @@ pub async fn open(
             BackendKind::Cpu => {
                 Ok(Executor::CpuCluster(Box::new(super::cluster::CpuCluster::new(&request, seed, budget)?)))
             }
-            BackendKind::Gpu => Err(BackendError::NotOnGpu("data parallelism over simulated GPUs".into())),
+            BackendKind::Gpu => match gpu {
+                Some(g) => Ok(Executor::GpuCluster(Box::new(
+                    super::gpu::cluster::GpuCluster::new(&g.ctx, &g.kernels, &request, seed, budget).await?,
+                ))),
+                None => Err(BackendError::NoGpu(None)),
+            },
         };
     }
     match (kind, gpu) {
@@ -139,6 +146,7 @@ impl Executor {
             Executor::Cpu(e) => e.as_ref(),
             Executor::Gpu(e) => e.as_ref(),
             Executor::CpuCluster(e) => e.as_ref(),
+            Executor::GpuCluster(e) => e.as_ref(),
         }
     }
     fn as_trainer_mut(&mut self) -> &mut dyn super::Trainer {
@@ -146,6 +154,7 @@ impl Executor {
             Executor::Cpu(e) => e.as_mut(),
             Executor::Gpu(e) => e.as_mut(),
             Executor::CpuCluster(e) => e.as_mut(),
+            Executor::GpuCluster(e) => e.as_mut(),
         }
     }
 }

@@ -109,6 +109,27 @@ pub(super) fn bench(
                 let total: f64 = phase_secs.iter().sum::<f64>() / steps as f64;
                 row(name, cfg, oomlab::backend::cpu::CPU_NAME.into(), first, phase_secs, steps, total)
             }
+            Executor::GpuCluster(mut exec) => {
+                let batch = dataset.batch(cfg.global_batch_shape(), cfg.seed, 0)?;
+                exec.upload_batch(&batch)?;
+                pollster::block_on(exec.run_phases(&[Phase::Forward, Phase::Backward, Phase::Optimizer]))?;
+                let first = t0.elapsed().as_secs_f64() + first_extra;
+                let mut phase_secs = [0.0f64; 3];
+                for _ in 0..steps {
+                    for (i, phase) in [Phase::Forward, Phase::Backward, Phase::Optimizer].into_iter().enumerate() {
+                        let t = Instant::now();
+                        pollster::block_on(exec.run_phases(&[phase]))?;
+                        phase_secs[i] += t.elapsed().as_secs_f64();
+                    }
+                }
+                let t = Instant::now();
+                for i in 0..steps {
+                    let batch = dataset.batch(cfg.global_batch_shape(), cfg.seed, i as u64)?;
+                    pollster::block_on(exec.train_step(&batch))?;
+                }
+                let step = t.elapsed().as_secs_f64() / steps as f64;
+                row(name, cfg, oomlab::backend::Trainer::backend_name(exec.as_ref()), first, phase_secs, steps, step)
+            }
             Executor::CpuCluster(mut exec) => {
                 let batch = dataset.batch(cfg.global_batch_shape(), cfg.seed, 0)?;
                 exec.upload_batch(&batch)?;

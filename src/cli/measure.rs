@@ -17,9 +17,8 @@ pub(super) fn measure(config: &ConfigArgs) -> Result<(), Failure> {
         .collect();
     // Every rank's prediction (one on one GPU); the first rank that runs out is the step's OOM.
     let rank_plans = r.request.rank_plans();
-    let rank_predictions: Result<Vec<StepMemory>, _> =
-        rank_plans.iter().map(|p| simulate(p, r.budget_bytes).map_err(|e| *e)).collect();
-    let predicted = rank_predictions.clone().map(|mut all| all.swap_remove(0)).map_err(Box::new);
+    let rank_predictions: Result<Vec<StepMemory>, _> = rank_plans.iter().map(|p| simulate(p, r.budget_bytes)).collect();
+    let predicted = rank_predictions.clone().map(|mut all| all.swap_remove(0));
     let gpu = open_gpu(&r)?;
     let real = match real_step(&r, plan, &dataset, gpu.as_ref()) {
         Ok(m) => Ok(m),
@@ -198,7 +197,11 @@ impl MeasureReport {
                 "{} simulated GPUs, a global batch of {} (figures below: GPU 0). Each GPU's peak, allocated: {}",
                 self.ranks.len(),
                 self.global_batch,
-                self.ranks.iter().map(|k| format!("GPU {} {}", k.rank, format_bytes(k.peak_bytes))).collect::<Vec<_>>().join(", ")
+                self.ranks
+                    .iter()
+                    .map(|k| format!("GPU {} {}", k.rank, format_bytes(k.peak_bytes)))
+                    .collect::<Vec<_>>()
+                    .join(", ")
             );
         }
         row(&mut out, "at the peak", "allocator (live)".into(), "predicted (plan)".into());

@@ -74,7 +74,7 @@ impl Parallel {
             return Err(ConfigError::ZeroStage { stage: self.zero });
         }
         let b = self.bucket_elems;
-        if b < PARAM_ALIGN_ELEMS || b > MAX_BUCKET_ELEMS || !b.is_multiple_of(PARAM_ALIGN_ELEMS) {
+        if !(PARAM_ALIGN_ELEMS..=MAX_BUCKET_ELEMS).contains(&b) || !b.is_multiple_of(PARAM_ALIGN_ELEMS) {
             return Err(ConfigError::Bucket { elems: b, min: PARAM_ALIGN_ELEMS, max: MAX_BUCKET_ELEMS });
         }
         if self.is_distributed() {

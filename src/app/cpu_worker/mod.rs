@@ -24,7 +24,7 @@ use crate::plan::{Phase, StepRequest};
 pub enum Request {
     /// Make an executor for this step (the previous one is dropped). The worker checks the
     /// request itself, as it would any input, and builds the same plan the page has.
-    Start { generation: u64, request: StepRequest, seed: u64, budget: Budget },
+    Start { generation: u64, request: Box<StepRequest>, seed: u64, budget: Budget },
     /// Run one step on the built-in corpus's batch `index` (the app's own batch).
     Step { generation: u64, seed: u64, index: u64 },
 }
@@ -149,7 +149,7 @@ impl Handler {
                     let opening = crate::backend::open(BackendKind::Cpu, None, valid.plan(), seed, budget);
                     match crate::backend::ready_now(opening) {
                         Some(Ok(Executor::Cpu(exec))) => Ok(*exec),
-                        Some(Ok(Executor::Gpu(_))) | None => {
+                        Some(Ok(Executor::Gpu(_) | Executor::GpuCluster(_))) | None => {
                             Err(BackendError::Internal("the CPU backend did not open at once".into()))
                         }
                         Some(Ok(Executor::CpuCluster(_))) => {
@@ -304,7 +304,7 @@ impl CpuWorker {
         if self.started.as_ref() != Some(&want) {
             self.reset();
             let (request, seed, budget) = want;
-            self.send(Request::Start { generation: self.generation, request, seed, budget })?;
+            self.send(Request::Start { generation: self.generation, request: Box::new(request), seed, budget })?;
             self.started = Some(want);
         }
         self.poll_replies()?;

@@ -83,7 +83,8 @@ fn the_worker_reports_progress_before_the_result() {
     let small = plan(2);
     let mut h = Handler::default();
     let mut replies = Vec::new();
-    let start = Request::Start { generation: 1, request: small.request(), seed: 0, budget: Budget::Bytes(1 << 30) };
+    let start =
+        Request::Start { generation: 1, request: Box::new(small.request()), seed: 0, budget: Budget::Bytes(1 << 30) };
     h.handle(start, &|| 0.0, &mut |r| replies.push(r));
     assert!(matches!(replies.as_slice(), [Reply::Ready { generation: 1 }]));
     replies.clear();

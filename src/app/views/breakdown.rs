@@ -190,12 +190,8 @@ fn not_reported(t: &Catalog, reason: &str) -> String {
 pub fn model_state(ui: &mut Ui, t: &Catalog, plan: &Plan) {
     let veiled = super::veil(ui.ctx()).step;
     let trainable = plan.tensor(plan.handles.trainable).size_bytes();
-    let rows: Vec<(String, Category, u64)> = plan
-        .tensors
-        .iter()
-        .filter(|t| t.persistent)
-        .map(|t| (t.name.clone(), t.category, t.size_bytes()))
-        .collect();
+    let rows: Vec<(String, Category, u64)> =
+        plan.tensors.iter().filter(|t| t.persistent).map(|t| (t.name.clone(), t.category, t.size_bytes())).collect();
     egui::Grid::new("model_state").striped(true).num_columns(3).show(ui, |ui| {
         ui.strong(t.text("ms-heading"));
         ui.strong(t.text("ms-bytes"));

@@ -483,6 +483,13 @@ pub fn residual_forward<F: Real>(out: &mut [F], a: &[F], b: &[F]) {
     }
 }
 
+/// dst = alpha·dst + beta·src: the collectives' arithmetic (`shaders/reduce.wgsl`).
+pub fn scale_add<F: Real>(dst: &mut [F], src: &[F], alpha: F, beta: F) {
+    for (d, &s) in dst.iter_mut().zip(src) {
+        *d = alpha * *d + beta * s;
+    }
+}
+
 /// da = dout (the other addend's gradient is dout itself).
 pub fn residual_backward<F: Real>(da: &mut [F], dout: &[F]) {
     da.copy_from_slice(dout);

@@ -6,6 +6,7 @@
 
 #[cfg(not(target_arch = "wasm32"))]
 pub mod bench;
+pub mod cluster;
 pub mod context;
 pub mod executor;
 pub mod kernels;

@@ -74,7 +74,9 @@ impl Builder {
         } else {
             // DeepSpeed's `ipg_buffer`: two reduce buckets, filled in turn.
             let len = bucket.min(flat);
-            (0..2).map(|i| self.tensor(format!("zero.reduce_bucket.{i}"), &[len], dt, Category::Communication, None)).collect()
+            (0..2)
+                .map(|i| self.tensor(format!("zero.reduce_bucket.{i}"), &[len], dt, Category::Communication, None))
+                .collect()
         };
         if let Some(dp) = self.dp.as_mut() {
             dp.buckets = buckets;

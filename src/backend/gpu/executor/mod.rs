@@ -36,6 +36,7 @@ mod segments;
 use bind::{Bound, placeholder_buffer, uniform_buffer};
 use readback::{decode, encode, read_buffer};
 use record::{DynamicUniforms, record_plan};
+pub(in crate::backend::gpu) use segments::RecordStop;
 use segments::new_segments;
 pub(in crate::backend::gpu) use segments::storage_buffer;
 
@@ -79,6 +80,8 @@ pub struct GpuExecutor {
     state: StepState,
     /// The readback of a step submitted by [`GpuExecutor::submit_step`], not yet complete.
     pending: Option<futures_channel::oneshot::Receiver<Result<(), wgpu::BufferAsyncError>>>,
+    /// A run being recorded op by op (the cluster's runs pause at each collective).
+    recording: Option<segments::Recording>,
 }
 
 pub(in crate::backend::gpu) fn bytes(elems: usize) -> u64 {
@@ -169,6 +172,7 @@ impl GpuExecutor {
             loss_staging,
             state,
             pending: None,
+            recording: None,
         };
         // The persistent tensors' segments, each in its own error scope (awaited: this is the
         // one place a real device out-of-memory can be caught on the web too).
@@ -202,7 +206,7 @@ impl GpuExecutor {
         };
         // Mixed precision: the master weights hold the unrounded fp32 values.
         if let Some(master) = exec.plan.handles.master {
-            exec.write_values(master, &trainable);
+            exec.write_flat(master, &trainable);
         }
         Ok(exec)
     }
@@ -237,9 +241,17 @@ impl GpuExecutor {
         self.instance
     }
 
-    /// Overwrites the flat parameter tensor (rounded to its precision).
+    /// Overwrites the flat parameter tensor (rounded to its precision); under ZeRO-3 the rank's
+    /// shard of `flat`.
     pub fn write_params(&self, flat: &[f32]) {
-        self.write_values(self.plan.handles.params, flat);
+        self.write_flat(self.plan.handles.params, flat);
+    }
+
+    /// Writes the flat values `flat` (the whole layout) into tensor `id`: all of them, or under
+    /// ZeRO the rank's shard of them.
+    pub fn write_flat(&self, id: TensorId, flat: &[f32]) {
+        let start = usize::try_from(self.plan.flat_start(id)).unwrap_or(usize::MAX);
+        self.write_values(id, flat.get(start..).unwrap_or(&[]));
     }
 
     /// Overwrites the start of a float tensor with `values`, encoded in its dtype (16-bit
@@ -313,6 +325,29 @@ impl GpuExecutor {
         let data = read_buffer(&self.ctx, &self.loss_staging, bytes(n + 1)).await?;
         self.after_step();
         Ok(self.finish(&data, phases.contains(&Phase::Optimizer)))
+    }
+
+    /// Starts a run of `phases` whose collectives the cluster carries out: the step's uniforms,
+    /// then recording (see `segments::record_to_collective`).
+    pub(in crate::backend::gpu) fn begin_cluster_run(&mut self, phases: &[Phase]) -> Result<(), BackendError> {
+        self.state.begin(phases);
+        self.write_dynamic_uniforms();
+        self.start_recording(phases).inspect_err(|_| self.state.cancel(phases))
+    }
+
+    /// The loss of a run the cluster submitted to its end (`optimizer`: the run had the
+    /// optimizer phase).
+    pub(in crate::backend::gpu) async fn collect_run(&mut self, optimizer: bool) -> Result<f32, BackendError> {
+        let n = self.plan.handles.micro.len();
+        let data = read_buffer(&self.ctx, &self.loss_staging, bytes(n + 1)).await?;
+        self.after_step();
+        Ok(self.finish(&data, optimizer))
+    }
+
+    /// A view's buffer, byte offset and bytes, while its tensor is placed.
+    pub(in crate::backend::gpu) fn locate_view(&self, v: View) -> Option<(&wgpu::Buffer, u64, u64)> {
+        let (buffer, offset) = self.locate(v)?;
+        Some((buffer, offset, self.view_bytes(v)))
     }
 
     /// The device figures once a step has run.

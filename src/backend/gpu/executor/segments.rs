@@ -168,8 +168,22 @@ impl GpuExecutor {
     /// frees them, binding each op's commands to where its tensors are placed at that moment,
     /// and returns the command buffers to submit (more than one when a segment was released
     /// mid-step). A run that includes the forward pass starts a new step. An allocation beyond
-    /// the budget is [`BackendError::OutOfMemory`]; the step's memory is released.
+    /// the budget is [`BackendError::OutOfMemory`]; the step's memory is released. A plan with
+    /// collectives is recorded by the cluster instead (`gpu::cluster`).
     pub(super) fn record_step(&mut self, phases: &[Phase]) -> Result<Vec<wgpu::CommandBuffer>, BackendError> {
+        self.start_recording(phases)?;
+        match self.record_to_collective()? {
+            RecordStop::Done(cmd) => Ok(vec![cmd]),
+            RecordStop::Collective(i) => {
+                self.abandon_recording();
+                let label = self.plan.op_label(i).unwrap_or_default();
+                Err(BackendError::Internal(format!("{label} needs every rank: run the step on the cluster")))
+            }
+        }
+    }
+
+    /// Starts recording a run of `phases` (see [`Self::record_to_collective`]).
+    pub(in crate::backend::gpu) fn start_recording(&mut self, phases: &[Phase]) -> Result<(), BackendError> {
         self.ctx.check_alive()?;
         if self.pending.is_some() {
             return Err(GpuError::Readback("a step is still running".into()).into());
@@ -185,28 +199,83 @@ impl GpuExecutor {
         self.allocator.clear_log();
         let mut trace = Trace::detailed();
         trace.record(&self.allocator, None);
-        for i in 0..self.plan.ops.len() {
-            if !phases.contains(&self.plan.ops[i].phase) {
+        self.recording = Some(Recording { phases: phases.to_vec(), next: 0, trace, chunk });
+        Ok(())
+    }
+
+    /// Records the started run up to its next collective, whose tensors it places, submitting
+    /// the commands recorded before it (the queue keeps their order); or to its end, returning
+    /// the last commands with the losses' readback, unsubmitted.
+    pub(in crate::backend::gpu) fn record_to_collective(&mut self) -> Result<RecordStop, BackendError> {
+        let Some(mut run) = self.recording.take() else {
+            return Err(BackendError::Internal("no step is being recorded".into()));
+        };
+        while run.next < self.plan.ops.len() {
+            let i = run.next;
+            run.next += 1;
+            if !run.phases.contains(&self.plan.ops[i].phase) {
                 continue;
             }
             if let Err(oom) = self.allocator.before_op(&self.plan, i) {
                 self.allocator.release_step();
-                self.sync_buffers(&mut chunk)?;
+                self.sync_buffers(&mut run.chunk)?;
                 return Err(BackendError::OutOfMemory(oom));
             }
-            self.sync_buffers(&mut chunk)?;
-            trace.record(&self.allocator, Some(i));
+            self.sync_buffers(&mut run.chunk)?;
+            run.trace.record(&self.allocator, Some(i));
+            if self.plan.ops[i].op.is_collective() {
+                if !run.chunk.is_empty() {
+                    let cmd = self.encode_chunk(&run.chunk, false);
+                    self.ctx.queue.submit([cmd]);
+                    run.chunk.clear();
+                }
+                self.recording = Some(run);
+                return Ok(RecordStop::Collective(i));
+            }
             let commands = self.op_commands.get(i).cloned().unwrap_or(0..0);
             for c in commands {
                 self.bind(c);
-                chunk.push(c);
+                run.chunk.push(c);
             }
             self.allocator.after_op(i);
-            self.sync_buffers(&mut chunk)?;
+            self.sync_buffers(&mut run.chunk)?;
         }
-        self.memory = Some(trace.finish(&self.allocator));
-        Ok(vec![self.encode_chunk(&chunk, true)])
+        self.memory = Some(run.trace.finish(&self.allocator));
+        Ok(RecordStop::Done(self.encode_chunk(&run.chunk, true)))
     }
+
+    /// After the cluster encoded collective `i`: frees what it was the last to use.
+    pub(in crate::backend::gpu) fn finish_collective(&mut self, i: usize) -> Result<(), BackendError> {
+        self.allocator.after_op(i);
+        let mut chunk = Vec::new();
+        self.sync_buffers(&mut chunk)
+    }
+
+    /// Drops the run being recorded (another rank failed) and frees the step's memory.
+    pub(in crate::backend::gpu) fn abandon_recording(&mut self) {
+        if let Some(run) = self.recording.take() {
+            self.state.cancel(&run.phases);
+        }
+        self.allocator.release_step();
+        let _ = self.sync_buffers(&mut Vec::new());
+    }
+}
+
+/// A run being recorded: its phases, the next op, the allocator's trace and the commands bound
+/// since the last submission.
+pub(in crate::backend::gpu) struct Recording {
+    phases: Vec<Phase>,
+    next: usize,
+    trace: Trace,
+    chunk: Vec<usize>,
+}
+
+/// Where [`GpuExecutor::record_to_collective`] stopped.
+pub(in crate::backend::gpu) enum RecordStop {
+    /// At collective op `i`, placed but not run.
+    Collective(usize),
+    /// At the end: the last commands, with the losses' readback.
+    Done(wgpu::CommandBuffer),
 }
 
 pub(in crate::backend::gpu) fn storage_buffer(device: &wgpu::Device, label: &str, size: u64) -> wgpu::Buffer {

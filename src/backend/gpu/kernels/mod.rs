@@ -11,6 +11,7 @@ mod flash_attention;
 mod gelu;
 mod layernorm;
 pub mod matmul;
+mod reduce;
 mod residual;
 pub mod sgd;
 pub mod storage;
@@ -24,6 +25,7 @@ pub use flash_attention::FlashAttention;
 pub use gelu::Gelu;
 pub use layernorm::LayerNorm;
 pub use matmul::{Gemm, GemmKind, Matmul};
+pub use reduce::{Encoding, Reduce, ReduceTarget};
 pub use residual::Residual;
 pub use sgd::{Sgd, SgdParams, SgdViews};
 pub use storage::Storage;
@@ -91,6 +93,10 @@ pub const SHADERS: &[(&str, &str)] = &[
             include_str!("../../../../shaders/matmul.wgsl"),
             include_str!("../../../../shaders/matmul_sg8.wgsl")
         ),
+    ),
+    (
+        "reduce.wgsl",
+        concat!(include_str!("../../../../shaders/common.wgsl"), include_str!("../../../../shaders/reduce.wgsl")),
     ),
     (
         "residual.wgsl",
@@ -341,6 +347,7 @@ pub struct Kernels {
     pub adamw: AdamW,
     pub sgd: Sgd,
     pub check_finite: CheckFinite,
+    pub reduce: Reduce,
     variants: Variants,
 }
 
@@ -361,6 +368,7 @@ impl Kernels {
             adamw: AdamW::new(device),
             sgd: Sgd::new(device),
             check_finite: CheckFinite::new(device),
+            reduce: Reduce::new(device),
             variants: Variants::default(),
         }
     }

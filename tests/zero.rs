@@ -251,3 +251,31 @@ fn the_gpu_backend_runs_every_stage_like_one_gpu() {
         }
     }
 }
+
+/// The app spreads a step over frames: a few ops at a time, rank by rank, give the step run in
+/// one go, and the progress counts every rank's ops.
+#[test]
+fn a_cluster_step_in_slices_is_the_step_in_one_go() {
+    let parallel = Parallel { gpus: 2, zero: 2, bucket_elems: 4096 };
+    let valid = request(2, Techniques { parallel, ..Techniques::default() });
+    let batch = Dataset::builtin().batch(StepShape { batch: 4, seq: SEQ }, 3, 0).expect("batch");
+    let mut whole = CpuCluster::<f32>::new(&valid, 1, Budget::Unlimited).expect("cluster");
+    let loss = whole.train_step(&batch).expect("step");
+    let mut sliced = CpuCluster::<f32>::new(&valid, 1, Budget::Unlimited).expect("cluster");
+    sliced.upload_batch(&batch).expect("batch");
+    sliced.start_phases(&[Phase::Forward, Phase::Backward, Phase::Optimizer]);
+    let (mut calls, mut last) = (0, 0);
+    let got = loop {
+        calls += 1;
+        if let Some(r) = sliced.resume(3) {
+            break r.expect("step");
+        }
+        let (done, total) = sliced.progress().expect("running");
+        assert!(done >= last && done < total, "{done} of {total}");
+        last = done;
+    };
+    assert!(calls > 10, "in slices ({calls} calls)");
+    assert!(!sliced.running() && sliced.progress().is_none());
+    assert_eq!(got, loss);
+    assert_eq!(sliced.params(), whole.params());
+}

@@ -106,8 +106,11 @@ pub struct Run {
     step_started: Option<f64>,
     /// The settings changed while a GPU step was in flight: its result belongs to the old ones.
     stale: bool,
-    /// The allocator's live account of the last step run (the "allocator" figures).
+    /// The allocator's live account of the last step run (the "allocator" figures); with
+    /// several simulated GPUs, GPU 0's.
     pub measured: Option<StepMemory>,
+    /// The other simulated GPUs' accounts of the last step (GPU 1, 2, …; empty on one GPU).
+    pub other_ranks: Vec<StepMemory>,
     /// What the driver layer reported after the last step (the "device" figures).
     pub device: DeviceFigures,
     /// The engine's out-of-memory, when a real step did not fit; any other failure.
@@ -138,6 +141,7 @@ impl Run {
             step_started: None,
             stale: false,
             measured: None,
+            other_ranks: Vec::new(),
             device: not_reported_yet(),
             oom: None,
             error: None,
@@ -246,6 +250,7 @@ impl Run {
         match &mut self.compute {
             Compute::Here { exec, .. } => match exec {
                 Slot::Ready(Executor::Gpu(e)) if e.step_in_flight() => self.stale = true,
+                Slot::Ready(Executor::GpuCluster(e)) if e.step_in_flight() => self.stale = true,
                 _ => {
                     *exec = Slot::Empty;
                     self.step_started = None;
@@ -361,10 +366,17 @@ impl Run {
         let cpu_figures = || DeviceFigures::NotReported { reason: crate::memory::device::NOT_REPORTED_CPU.into() };
         let result = match &mut self.compute {
             Compute::Here { exec: Slot::Ready(Executor::Gpu(exec)), .. } => {
-                exec.poll_step().map(|r| (r, exec.memory().cloned(), exec.device_figures().clone()))
+                exec.poll_step().map(|r| (r, exec.memory().cloned(), exec.device_figures().clone(), Vec::new()))
             }
-            Compute::Here { exec: slot @ Slot::Ready(Executor::Cpu(_)), .. } => {
-                let Slot::Ready(Executor::Cpu(exec)) = slot else { return None };
+            Compute::Here { exec: Slot::Ready(Executor::GpuCluster(exec)), .. } => exec.poll_step().map(|r| {
+                let mut ranks: Vec<StepMemory> = exec.memories().into_iter().cloned().collect();
+                let first = (!ranks.is_empty()).then(|| ranks.remove(0));
+                let device = exec.ranks().first().map_or_else(cpu_figures, |e| e.device_figures().clone());
+                (r, first, device, ranks)
+            }),
+            Compute::Here { exec: slot @ Slot::Ready(Executor::Cpu(_) | Executor::CpuCluster(_)), .. } => {
+                let Slot::Ready(ready) = slot else { return None };
+                let exec = ready.sliced()?;
                 if !exec.running() {
                     return None;
                 }
@@ -376,17 +388,23 @@ impl Run {
                     while out.is_none() && clock_secs() - start < CPU_SLICE_SECS {
                         out = exec.resume(1);
                     }
-                    out.map(|r| (r, exec.memory().cloned(), exec.device_figures()))
+                    out.map(|r| {
+                        let mut ranks: Vec<StepMemory> = exec.rank_memories().into_iter().cloned().collect();
+                        let first = (!ranks.is_empty()).then(|| ranks.remove(0));
+                        (r, first, cpu_figures(), ranks)
+                    })
                 });
                 sliced.unwrap_or_else(|e| {
                     *slot = Slot::Empty;
-                    Some((Err(e), None, cpu_figures()))
+                    Some((Err(e), None, cpu_figures(), Vec::new()))
                 })
             }
             Compute::Worker { worker } if worker.step_in_flight() => match worker.poll() {
                 Ok(Polled::Nothing) => None,
-                Ok(Polled::Finished(Ok((loss, memory)))) => Some((Ok(loss), memory.map(|m| *m), cpu_figures())),
-                Ok(Polled::Finished(Err(e))) => Some((Err(e), None, cpu_figures())),
+                Ok(Polled::Finished(Ok((loss, memory, ranks)))) => {
+                    Some((Ok(loss), memory.map(|m| *m), cpu_figures(), ranks))
+                }
+                Ok(Polled::Finished(Err(e))) => Some((Err(e), None, cpu_figures(), Vec::new())),
                 Err(e) => {
                     self.lose_worker(&e.to_string());
                     None
@@ -394,7 +412,7 @@ impl Run {
             },
             _ => None,
         };
-        let (result, memory, device) = result?;
+        let (result, memory, device, ranks) = result?;
         let started = self.step_started.take();
         if std::mem::take(&mut self.stale) {
             // A step of settings that have changed since: its executor and result go.
@@ -414,6 +432,7 @@ impl Run {
         self.losses.push(loss);
         self.step_secs.push(secs);
         self.measured = memory;
+        self.other_ranks = ranks;
         self.device = device;
         let inside = match &self.compute {
             Compute::Worker { worker } => {
@@ -471,15 +490,21 @@ impl Run {
             }
             return;
         }
-        let batch = match self.dataset.batch(plan.batch_shape(), seed, index) {
+        let batch = match self.dataset.batch(plan.global_batch_shape(), seed, index) {
             Ok(b) => b,
             Err(e) => return self.fail(e.into()),
         };
         let started = match &mut self.compute {
             Compute::Here { exec: Slot::Ready(Executor::Gpu(exec)), .. } => exec.submit_step(&batch),
-            Compute::Here { exec: Slot::Ready(Executor::Cpu(exec)), .. } => exec.upload_batch(&batch).map(|()| {
-                exec.start_phases(&[Phase::Forward, Phase::Backward, Phase::Optimizer]);
-            }),
+            Compute::Here { exec: Slot::Ready(Executor::GpuCluster(exec)), .. } => exec.submit_step(&batch),
+            Compute::Here { exec: Slot::Ready(ready @ (Executor::Cpu(_) | Executor::CpuCluster(_))), .. } => {
+                match ready.sliced() {
+                    Some(exec) => exec.upload(&batch).map(|()| {
+                        exec.start(&[Phase::Forward, Phase::Backward, Phase::Optimizer]);
+                    }),
+                    None => return,
+                }
+            }
             _ => return,
         };
         match started {

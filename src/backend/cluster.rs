@@ -52,6 +52,16 @@ pub fn mean_order(ranks: usize) -> Vec<(f64, f64)> {
 /// N CPU executors in lockstep.
 pub struct CpuCluster<F> {
     ranks: Vec<CpuExecutor<F>>,
+    /// Where each rank of the current run stands: going (None), at a collective, or done.
+    stops: Vec<Option<RankStop<F>>>,
+    running: bool,
+}
+
+/// Where a rank of a cluster's run has stopped.
+#[derive(Clone, Copy, Debug)]
+enum RankStop<F> {
+    At(usize),
+    Done(F),
 }
 
 impl<F: Real> CpuCluster<F> {
@@ -64,7 +74,7 @@ impl<F: Real> CpuCluster<F> {
             .into_iter()
             .map(|plan| CpuExecutor::with_budget(plan, seed, budget))
             .collect::<Result<Vec<_>, _>>()?;
-        Ok(Self { ranks })
+        Ok(Self { ranks, stops: Vec::new(), running: false })
     }
 
     pub fn ranks(&self) -> &[CpuExecutor<F>] {
@@ -106,37 +116,96 @@ impl<F: Real> CpuCluster<F> {
     /// Runs `phases` on every rank in lockstep, carrying out each collective when all ranks
     /// reached it. The first rank that fails stops the step on every rank.
     pub fn run_phases(&mut self, phases: &[Phase]) -> Result<F, BackendError> {
+        self.start_phases(phases);
+        // A run was just started, so `resume` without a limit finishes it.
+        self.resume(usize::MAX).unwrap_or_else(|| Err(BackendError::Internal("a started run had no step".into())))
+    }
+
+    /// Starts a run of `phases` on every rank, which [`Self::resume`] carries out a few ops at
+    /// a time (the app spreads a step over frames).
+    pub fn start_phases(&mut self, phases: &[Phase]) {
         for exec in &mut self.ranks {
             exec.start_phases(phases);
         }
+        self.stops = vec![None; self.ranks.len()];
+        self.running = true;
+    }
+
+    /// Whether a run is unfinished.
+    pub fn running(&self) -> bool {
+        self.running
+    }
+
+    /// How far the run has got, over every rank: (ops looked at, ops in the plans).
+    pub fn progress(&self) -> Option<(usize, usize)> {
+        if !self.running {
+            return None;
+        }
+        let all: Vec<(usize, usize)> = self
+            .ranks
+            .iter()
+            .zip(&self.stops)
+            .map(|(e, stop)| match stop {
+                Some(RankStop::Done(_)) => (e.plan().ops.len(), e.plan().ops.len()),
+                _ => e.progress().unwrap_or((0, e.plan().ops.len())),
+            })
+            .collect();
+        Some(all.iter().fold((0, 0), |(a, b), (x, y)| (a + x, b + y)))
+    }
+
+    /// Runs up to `max_ops` more ops, rank by rank, and the collectives every rank has reached;
+    /// the mean of the ranks' losses once the run is finished (None while ops remain, or when
+    /// nothing runs).
+    pub fn resume(&mut self, max_ops: usize) -> Option<Result<F, BackendError>> {
+        if !self.running {
+            return None;
+        }
+        let mut budget = max_ops;
         loop {
-            let mut at: Option<usize> = None;
-            let mut losses = Vec::with_capacity(self.ranks.len());
+            // Each rank that is neither at a collective nor finished goes on.
             for r in 0..self.ranks.len() {
-                let outcome = self.ranks[r].run_to_collective();
-                match outcome {
-                    Advance::Collective(i) => at = Some(i),
-                    Advance::Finished(Ok(loss)) => losses.push(loss),
-                    Advance::Finished(Err(e)) => return Err(self.abandon(e)),
-                    Advance::Paused => {}
+                if self.stops[r].is_some() {
+                    continue;
                 }
+                if budget == 0 {
+                    return None;
+                }
+                let before = self.ranks[r].progress().map_or(0, |p| p.0);
+                match self.ranks[r].advance(budget) {
+                    Advance::Paused => return None,
+                    Advance::Collective(i) => self.stops[r] = Some(RankStop::At(i)),
+                    Advance::Finished(Ok(loss)) => self.stops[r] = Some(RankStop::Done(loss)),
+                    Advance::Finished(Err(e)) => return Some(Err(self.abandon(e))),
+                }
+                let after = self.ranks[r].progress().map_or(before, |p| p.0);
+                budget = budget.saturating_sub(after.saturating_sub(before).max(1));
             }
-            match at {
-                Some(i) if losses.is_empty() => {
-                    self.collective(i);
-                    for exec in &mut self.ranks {
-                        exec.finish_collective(i);
-                    }
+            let at: Vec<Option<usize>> =
+                self.stops.iter().map(|s| if let Some(RankStop::At(i)) = s { Some(*i) } else { None }).collect();
+            if let Some(Some(i)) = at.first() {
+                let i = *i;
+                if at.iter().any(|x| *x != Some(i)) {
+                    return Some(Err(self.abandon(BackendError::Internal("the ranks' plans went out of step".into()))));
                 }
-                Some(_) => {
-                    let e = BackendError::Internal("the ranks' plans went out of step".into());
-                    return Err(self.abandon(e));
+                self.collective(i);
+                for exec in &mut self.ranks {
+                    exec.finish_collective(i);
                 }
-                None => {
-                    let n = F::from(losses.len().max(1)).unwrap_or_else(F::one);
-                    return Ok(losses.into_iter().fold(F::zero(), |a, l| a + l) / n);
-                }
+                self.stops.iter_mut().for_each(|s| *s = None);
+                continue;
             }
+            let losses: Vec<F> = self
+                .stops
+                .iter()
+                .filter_map(|s| if let Some(RankStop::Done(l)) = s { Some(*l) } else { None })
+                .collect();
+            if losses.len() != self.ranks.len() {
+                let e = BackendError::Internal("the ranks' plans went out of step".into());
+                return Some(Err(self.abandon(e)));
+            }
+            self.running = false;
+            let n = F::from(losses.len().max(1)).unwrap_or_else(F::one);
+            return Some(Ok(losses.into_iter().fold(F::zero(), |a, l| a + l) / n));
         }
     }
 
@@ -145,6 +214,7 @@ impl<F: Real> CpuCluster<F> {
         for exec in &mut self.ranks {
             exec.abandon();
         }
+        self.running = false;
         e
     }
 

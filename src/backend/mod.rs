@@ -4,6 +4,7 @@ pub mod cluster;
 pub mod cpu;
 pub mod gpu;
 mod open;
+pub mod sliced;
 
 pub use open::{Executor, Gpu, open, ready_now};
 

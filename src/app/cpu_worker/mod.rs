@@ -10,7 +10,6 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::backend::cpu::CpuExecutor;
 use crate::backend::{BackendError, BackendKind, Executor};
 use crate::data::Dataset;
 use crate::memory::allocator::Event;
@@ -53,6 +52,9 @@ pub enum Reply {
         events: Vec<Event<TensorTag>>,
         /// The step's time in the worker, from the request to the result (seconds).
         compute_secs: f64,
+        /// The other simulated GPUs' accounts (GPU 1, 2, …), their events apart likewise.
+        #[serde(default)]
+        ranks: Vec<(StepMemory, Vec<Event<TensorTag>>)>,
     },
     Failed {
         generation: u64,
@@ -124,7 +126,8 @@ impl From<WireError> for BackendError {
 
 /// The worker's end: an executor and the corpus, driven by requests.
 pub struct Handler {
-    exec: Option<(u64, CpuExecutor<f32>)>,
+    /// The CPU backend's executor: one GPU's, or the simulated GPUs' cluster.
+    exec: Option<(u64, Executor)>,
     dataset: Dataset,
 }
 
@@ -148,12 +151,9 @@ impl Handler {
                     // The CPU backend opens at once: its future is complete on the first poll.
                     let opening = crate::backend::open(BackendKind::Cpu, None, valid.plan(), seed, budget);
                     match crate::backend::ready_now(opening) {
-                        Some(Ok(Executor::Cpu(exec))) => Ok(*exec),
+                        Some(Ok(exec @ (Executor::Cpu(_) | Executor::CpuCluster(_)))) => Ok(exec),
                         Some(Ok(Executor::Gpu(_) | Executor::GpuCluster(_))) | None => {
                             Err(BackendError::Internal("the CPU backend did not open at once".into()))
-                        }
-                        Some(Ok(Executor::CpuCluster(_))) => {
-                            Err(BackendError::Internal("the CPU worker runs one GPU's step".into()))
                         }
                         Some(Err(e)) => Err(e),
                     }
@@ -167,26 +167,41 @@ impl Handler {
                 }
             }
             Request::Step { generation, seed, index } => {
-                let Some((_, exec)) = self.exec.as_mut().filter(|(g, _)| *g == generation) else {
+                let Some(exec) = self.exec.as_mut().filter(|(g, _)| *g == generation).and_then(|(_, e)| e.sliced())
+                else {
                     return send(Reply::Failed { generation, error: WireError::NoExecutor });
                 };
-                let batch = match self.dataset.batch(exec.plan().batch_shape(), seed, index) {
+                let batch = match self.dataset.batch(exec.plan().global_batch_shape(), seed, index) {
                     Ok(b) => b,
                     Err(e) => return send(Reply::Failed { generation, error: BackendError::from(e).into() }),
                 };
-                if let Err(e) = exec.upload_batch(&batch) {
+                if let Err(e) = exec.upload(&batch) {
                     return send(Reply::Failed { generation, error: e.into() });
                 }
-                exec.start_phases(&[Phase::Forward, Phase::Backward, Phase::Optimizer]);
+                exec.start(&[Phase::Forward, Phase::Backward, Phase::Optimizer]);
                 let began = clock();
                 let mut last = began;
                 loop {
                     if let Some(result) = exec.resume(4) {
                         send(match result {
                             Ok(loss) => {
-                                let mut memory = exec.memory().cloned().map(Box::new);
-                                let events = memory.as_mut().map(|m| std::mem::take(&mut m.events)).unwrap_or_default();
-                                Reply::Done { generation, loss, memory, events, compute_secs: clock() - began }
+                                let mut all: Vec<(StepMemory, Vec<Event<TensorTag>>)> = exec
+                                    .rank_memories()
+                                    .into_iter()
+                                    .map(|m| {
+                                        let mut m = m.clone();
+                                        let events = std::mem::take(&mut m.events);
+                                        (m, events)
+                                    })
+                                    .collect();
+                                let (memory, events) = if all.is_empty() {
+                                    (None, Vec::new())
+                                } else {
+                                    let (m, events) = all.remove(0);
+                                    (Some(Box::new(m)), events)
+                                };
+                                let compute_secs = clock() - began;
+                                Reply::Done { generation, loss, memory, events, compute_secs, ranks: all }
                             }
                             Err(e) => Reply::Failed { generation, error: e.into() },
                         });
@@ -242,7 +257,8 @@ fn lost(e: String) -> BackendError {
 }
 
 /// A finished step: its loss and the allocator's account of it, or why it failed.
-pub type StepResult = Result<(f32, Option<Box<StepMemory>>), BackendError>;
+/// A finished step: its loss, GPU 0's account of it and the other simulated GPUs'.
+pub type StepResult = Result<(f32, Option<Box<StepMemory>>, Vec<StepMemory>), BackendError>;
 
 /// What [`CpuWorker::poll`] found.
 pub enum Polled {
@@ -350,11 +366,12 @@ impl CpuWorker {
                 Reply::Progress { generation, done, total } if current(generation) && self.running.is_some() => {
                     self.running = Some((done, total));
                 }
-                Reply::Done { generation, loss, memory, events, compute_secs } if current(generation) => {
+                Reply::Done { generation, loss, memory, events, compute_secs, ranks } if current(generation) => {
                     self.running = None;
                     self.last_compute_secs = Some(compute_secs);
                     let memory = memory.map(|m| Box::new(StepMemory { events, ..*m }));
-                    return Ok(Some(Ok((loss, memory))));
+                    let ranks = ranks.into_iter().map(|(m, events)| StepMemory { events, ..m }).collect();
+                    return Ok(Some(Ok((loss, memory, ranks))));
                 }
                 Reply::Failed { generation, error } if current(generation) => {
                     if self.running.take().is_some() {

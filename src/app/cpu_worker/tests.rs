@@ -1,6 +1,7 @@
 //! The worker protocol, both ends, without a browser.
 
 use super::*;
+use crate::backend::cpu::CpuExecutor;
 use crate::model::ModelConfig;
 use crate::plan::{OptimizerConfig, Plan, Techniques};
 use std::collections::VecDeque;
@@ -56,7 +57,7 @@ fn a_step_in_the_worker_is_the_same_step_as_on_the_page() {
         w.step(seed, index).expect("sent");
         assert!(w.step_in_flight());
         let Polled::Finished(result) = w.poll().expect("poll") else { panic!("the step came back") };
-        let (loss, memory) = result.expect("a step");
+        let (loss, memory, _) = result.expect("a step");
         let batch = dataset.batch(plan.batch_shape(), seed, index).expect("batch");
         direct.upload_batch(&batch).expect("upload");
         direct.start_phases(&[Phase::Forward, Phase::Backward, Phase::Optimizer]);
@@ -131,10 +132,24 @@ fn the_page_shows_progress_drops_stale_replies_and_reports_failures() {
         None,
         Some(Reply::Progress { generation: 1, done: 7, total: 20 }),
         None,
-        Some(Reply::Done { generation: 1, loss: 4.0, memory: None, events: Vec::new(), compute_secs: 0.25 }),
+        Some(Reply::Done {
+            generation: 1,
+            loss: 4.0,
+            memory: None,
+            events: Vec::new(),
+            compute_secs: 0.25,
+            ranks: Vec::new(),
+        }),
         None,
         // After a reset (generation 2), generation 1's replies are dropped.
-        Some(Reply::Done { generation: 1, loss: 9.0, memory: None, events: Vec::new(), compute_secs: 0.5 }),
+        Some(Reply::Done {
+            generation: 1,
+            loss: 9.0,
+            memory: None,
+            events: Vec::new(),
+            compute_secs: 0.5,
+            ranks: Vec::new(),
+        }),
         None,
     ];
     let mut w = CpuWorker::new(Box::new(Scripted(script.into_iter().collect())));
@@ -146,7 +161,7 @@ fn the_page_shows_progress_drops_stale_replies_and_reports_failures() {
     assert!(matches!(w.poll().expect("poll"), Polled::Nothing));
     assert_eq!(w.progress(), Some((7, 20)));
     match w.poll().expect("poll") {
-        Polled::Finished(Ok((loss, None))) => assert_eq!(loss, 4.0),
+        Polled::Finished(Ok((loss, None, _))) => assert_eq!(loss, 4.0),
         _ => panic!("the step's result"),
     }
     assert_eq!(w.progress(), None);
@@ -177,4 +192,32 @@ fn the_page_shows_progress_drops_stale_replies_and_reports_failures() {
     let err = silent.ensure(&small.request(), 0, Budget::Bytes(1 << 30), 101.0 + ALIVE_WITHIN_SECS).expect_err("lost");
     assert!(matches!(err, BackendError::WorkerLost(_)), "{err}");
     assert!(err.to_string().starts_with("the CPU worker stopped"), "{err}");
+}
+
+/// Two simulated GPUs in the worker: the same step as the cluster on the page, each GPU's
+/// account crossing with its events.
+#[test]
+fn zero_on_two_simulated_gpus_runs_in_the_worker() {
+    use crate::backend::cluster::CpuCluster;
+    let model = ModelConfig::toy(Dataset::builtin().tokenizer.vocab_size());
+    let parallel = crate::plan::Parallel { gpus: 2, zero: 2, ..crate::plan::Parallel::default() };
+    let t = Techniques { parallel, ..Techniques::default() };
+    let plan =
+        Plan::build_with(&model, StepShape { batch: 2, seq: 32 }, &OptimizerConfig::default(), &t).expect("plan");
+    let (seed, budget) = (3, Budget::from(1u64 << 30));
+    let mut w = worker();
+    while !w.ensure(&plan.request(), seed, budget, 0.0).expect("ready") {}
+    w.step(seed, 0).expect("sent");
+    let Polled::Finished(result) = w.poll().expect("poll") else { panic!("the step came back") };
+    let (loss, memory, ranks) = result.expect("a step");
+    let valid = plan.request().validate().expect("valid");
+    let mut direct = CpuCluster::<f32>::new(&valid, seed, budget).expect("cluster");
+    let batch = Dataset::builtin().batch(plan.global_batch_shape(), seed, 0).expect("batch");
+    let want = direct.train_step(&batch).expect("direct step");
+    assert_eq!(loss.to_bits(), want.to_bits());
+    assert_eq!(ranks.len(), 1, "GPU 1's account beside GPU 0's");
+    let memories = direct.memories();
+    assert_eq!(memory.expect("GPU 0").timeline, memories[0].expect("GPU 0").timeline);
+    assert_eq!(ranks[0].events, memories[1].expect("GPU 1").events, "GPU 1's events cross too");
+    assert!(ranks[0].peak_allocated.get(crate::plan::Category::Communication) > 0, "its buckets");
 }

@@ -435,12 +435,6 @@ impl<F: ops::Real> CpuExecutor<F> {
         }
     }
 
-    /// Runs the current run's ops up to its next collective, which it places (its buffers
-    /// allocated) and leaves for the cluster to carry out and then [`Self::finish_collective`].
-    pub(crate) fn run_to_collective(&mut self) -> Advance<F> {
-        self.advance(usize::MAX)
-    }
-
     /// After the cluster carried out collective `i`: frees what it was the last to use.
     pub(crate) fn finish_collective(&mut self, i: usize) {
         for t in self.allocator.ending_at(i) {
@@ -450,7 +444,10 @@ impl<F: ops::Real> CpuExecutor<F> {
         self.sync_segments();
     }
 
-    fn advance(&mut self, max_ops: usize) -> Advance<F> {
+    /// Runs up to `max_ops` more ops of the current run, stopping at a collective, which it
+    /// places (its buffers allocated) and leaves for the cluster to carry out and then
+    /// [`Self::finish_collective`].
+    pub(crate) fn advance(&mut self, max_ops: usize) -> Advance<F> {
         let Some(mut run) = self.running.take() else {
             return Advance::Finished(Err(BackendError::Internal("no step is running".into())));
         };

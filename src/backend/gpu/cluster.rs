@@ -24,6 +24,8 @@ pub struct GpuCluster {
     ctx: GpuContext,
     kernels: Arc<Kernels>,
     ranks: Vec<GpuExecutor>,
+    /// The losses of a submitted step that are back, rank by rank.
+    polled: Vec<Option<f32>>,
 }
 
 impl GpuCluster {
@@ -43,7 +45,7 @@ impl GpuCluster {
         for plan in request.rank_plans() {
             ranks.push(GpuExecutor::with_budget(ctx, kernels, plan, seed, budget).await?);
         }
-        Ok(Self { ctx: ctx.clone(), kernels: kernels.clone(), ranks })
+        Ok(Self { ctx: ctx.clone(), kernels: kernels.clone(), ranks, polled: Vec::new() })
     }
 
     pub fn ranks(&self) -> &[GpuExecutor] {
@@ -75,9 +77,63 @@ impl GpuCluster {
         self.run_phases(&[Phase::Forward, Phase::Backward, Phase::Optimizer]).await
     }
 
+    /// Starts a whole step on `batch` without waiting for it (the app's path, which never blocks
+    /// a frame on the GPU): every rank's work and the collectives are submitted;
+    /// [`Self::poll_step`] says when the losses are back.
+    pub fn submit_step(&mut self, batch: &Batch) -> Result<(), BackendError> {
+        self.upload_batch(batch)?;
+        let done = self.record(&[Phase::Forward, Phase::Backward, Phase::Optimizer])?;
+        self.ctx.queue.submit(done);
+        for exec in &mut self.ranks {
+            exec.arm_readback();
+        }
+        self.polled = vec![None; self.ranks.len()];
+        Ok(())
+    }
+
+    /// Whether a submitted step is still running.
+    pub fn step_in_flight(&self) -> bool {
+        self.ranks.iter().any(GpuExecutor::step_in_flight)
+    }
+
+    /// The mean loss of the step [`Self::submit_step`] started, once every rank's is back.
+    pub fn poll_step(&mut self) -> Option<Result<f32, BackendError>> {
+        for (exec, slot) in self.ranks.iter_mut().zip(self.polled.iter_mut()) {
+            if slot.is_none() && exec.step_in_flight() {
+                match exec.poll_step() {
+                    Some(Ok(loss)) => *slot = Some(loss),
+                    Some(Err(e)) => {
+                        self.polled.clear();
+                        return Some(Err(e));
+                    }
+                    None => {}
+                }
+            }
+        }
+        if self.polled.is_empty() || self.polled.iter().any(Option::is_none) {
+            return None;
+        }
+        let losses: Vec<f32> = self.polled.drain(..).flatten().collect();
+        Some(Ok(losses.iter().sum::<f32>() / losses.len().max(1) as f32))
+    }
+
     /// Runs `phases` on every rank in lockstep, encoding each collective once every rank
     /// reached it. The first rank that fails stops the step on every rank.
     pub async fn run_phases(&mut self, phases: &[Phase]) -> Result<f32, BackendError> {
+        let done = self.record(phases)?;
+        self.ctx.scoped("running the step", || self.ctx.queue.submit(done)).await?;
+        let optimizer = phases.contains(&Phase::Optimizer);
+        let mut sum = 0.0;
+        for exec in &mut self.ranks {
+            sum += exec.collect_run(optimizer).await?;
+        }
+        Ok(sum / self.ranks.len().max(1) as f32)
+    }
+
+    /// Records `phases` on every rank in lockstep, submitting each rank's ops up to a collective
+    /// and then the collective; returns every rank's last commands (with its losses' readback),
+    /// unsubmitted.
+    fn record(&mut self, phases: &[Phase]) -> Result<Vec<wgpu::CommandBuffer>, BackendError> {
         for r in 0..self.ranks.len() {
             if let Err(e) = self.ranks[r].begin_cluster_run(phases) {
                 return Err(self.abandon(e));
@@ -105,15 +161,7 @@ impl GpuCluster {
                 Some(_) => {
                     return Err(self.abandon(BackendError::Internal("the ranks' plans went out of step".into())));
                 }
-                None => {
-                    self.ctx.scoped("running the step", || self.ctx.queue.submit(done)).await?;
-                    let optimizer = phases.contains(&Phase::Optimizer);
-                    let mut sum = 0.0;
-                    for exec in &mut self.ranks {
-                        sum += exec.collect_run(optimizer).await?;
-                    }
-                    return Ok(sum / self.ranks.len().max(1) as f32);
-                }
+                None => return Ok(done),
             }
         }
     }

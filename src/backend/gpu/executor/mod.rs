@@ -366,13 +366,19 @@ impl GpuExecutor {
         self.upload_batch(batch)?;
         let cmds = self.prepare(&[Phase::Forward, Phase::Backward, Phase::Optimizer])?;
         self.ctx.queue.submit(cmds);
+        self.arm_readback();
+        Ok(())
+    }
+
+    /// Maps the losses' staging buffer once the submitted work is done ([`Self::poll_step`]
+    /// collects them).
+    pub(in crate::backend::gpu) fn arm_readback(&mut self) {
         let (tx, rx) = futures_channel::oneshot::channel();
         let n = self.plan.handles.micro.len();
         self.loss_staging.slice(..bytes(n + 1)).map_async(wgpu::MapMode::Read, move |r| {
             let _ = tx.send(r);
         });
         self.pending = Some(rx);
-        Ok(())
     }
 
     /// Whether a submitted step is still running.

@@ -54,6 +54,14 @@ controls-alloc-gc = Garbage collection threshold
 controls-alloc-gc-hint = Past this share of the budget, cached segments nothing uses are released, the oldest first (garbage_collection_threshold).
 controls-alloc-max-split-value = MiB and larger
 controls-alloc-gc-value = of the budget
+controls-gpus = Simulated GPUs (data parallelism)
+controls-gpus-count = GPUs
+controls-gpus-hint = Each simulated GPU has the budget above, its own allocator and its own batch of the size above: the global batch is this many times larger.
+controls-zero = ZeRO stage
+controls-zero-hint = DDP: every GPU keeps everything. ZeRO-1 shards the optimizer state across the GPUs, ZeRO-2 the gradients too, ZeRO-3 the parameters too.
+controls-zero-0 = DDP (no sharding)
+controls-bucket = communication bucket (elements)
+controls-gpus-simulated = Simulated: the GPUs take turns on this one device, and there is no network.
 controls-techniques = Techniques
 controls-checkpointing = checkpointing
 checkpoint-off = off
@@ -205,6 +213,8 @@ tech-checkpoint-every = checkpoint every:{ $k }
 tech-checkpoint-selective = checkpoint selective
 tech-fused = fused attention
 tech-accum = accumulation ×{ $k }
+tech-gpus-ddp = { $gpus } GPUs, data parallel
+tech-gpus-zero = { $gpus } GPUs, ZeRO-{ $stage }
 tech-lora = LoRA r={ $rank } α={ $alpha } on { $targets }
 
 ## Exports

@@ -51,6 +51,14 @@ controls-alloc-gc = 垃圾回收阈值
 controls-alloc-gc-hint = 保留的显存超过预算的这一比例时，释放无人使用的缓存段，空闲最久的先释放（garbage_collection_threshold）。
 controls-alloc-max-split-value = MiB 及以上
 controls-alloc-gc-value = 占预算的比例
+controls-gpus = 模拟 GPU（数据并行）
+controls-gpus-count = GPU 数
+controls-gpus-hint = 每块模拟 GPU 都有上面的预算、自己的分配器和上面那么大的一批数据：全局批次是它的这么多倍。
+controls-zero = ZeRO 阶段
+controls-zero-hint = DDP：每块 GPU 保存全部。ZeRO-1 把优化器状态切分到各块 GPU 上，ZeRO-2 再切分梯度，ZeRO-3 再切分参数。
+controls-zero-0 = DDP（不切分）
+controls-bucket = 通信桶（元素）
+controls-gpus-simulated = 模拟：这些 GPU 轮流使用这一台设备，并不存在网络。
 controls-techniques = 优化技术
 controls-checkpointing = 梯度检查点
 checkpoint-off = 关闭
@@ -202,6 +210,8 @@ tech-checkpoint-every = 每 { $k } 个块设梯度检查点
 tech-checkpoint-selective = 选择性梯度检查点
 tech-fused = 融合注意力
 tech-accum = 梯度累积 ×{ $k }
+tech-gpus-ddp = { $gpus } 块 GPU，数据并行
+tech-gpus-zero = { $gpus } 块 GPU，ZeRO-{ $stage }
 tech-lora = LoRA r={ $rank } α={ $alpha }，作用于 { $targets }
 
 ## 导出

@@ -124,6 +124,7 @@ pub fn controls_ui(
         }
     });
     gate(ui, Control::Allocator, &mut |ui| allocator_ui(ui, &mut s.device.allocator, &tr));
+    gate(ui, Control::Gpus, &mut |ui| gpus_ui(ui, &mut s.device.parallel, &tr));
     ui.separator();
     let techniques_top = ui.heading(tr("controls-techniques")).rect.min;
     let checkpoint = match s.checkpoint {
@@ -299,6 +300,35 @@ fn allocator_ui(ui: &mut egui::Ui, a: &mut crate::plan::AllocatorConfig, tr: &dy
         let conf = a.to_conf_string();
         if !conf.is_empty() {
             ui.label(RichText::new(format!("PYTORCH_CUDA_ALLOC_CONF={conf}")).small().monospace());
+        }
+    });
+}
+
+/// Data parallelism over simulated GPUs, folded under the budget: how many, the ZeRO stage, the
+/// communication bucket, and what the simulation is not.
+fn gpus_ui(ui: &mut egui::Ui, p: &mut crate::plan::Parallel, tr: &dyn Fn(&str) -> String) {
+    egui::CollapsingHeader::new(tr("controls-gpus")).id_salt("simulated-gpus").show(ui, |ui| {
+        let gpus = egui::Slider::new(&mut p.gpus, 1..=crate::plan::MAX_GPUS).clamping(egui::SliderClamping::Edits);
+        ui.add(gpus.text(tr("controls-gpus-count"))).on_hover_text(tr("controls-gpus-hint"));
+        ui.horizontal_wrapped(|ui| {
+            ui.label(tr("controls-zero")).on_hover_text(tr("controls-zero-hint"));
+            ui.selectable_value(&mut p.zero, 0, tr("controls-zero-0"));
+            for stage in 1..=3u8 {
+                ui.selectable_value(&mut p.zero, stage, format!("ZeRO-{stage}"));
+            }
+        });
+        // In units of the parameter alignment (128 elements), so that every value is one the
+        // plan takes; a link's value outside the range stays until the slider moves.
+        let unit = crate::model::params::PARAM_ALIGN_ELEMS;
+        let mut units = p.bucket_elems / unit;
+        let slider = egui::Slider::new(&mut units, 1..=8192).logarithmic(true).step_by(1.0);
+        let slider =
+            slider.clamping(egui::SliderClamping::Edits).custom_formatter(|v, _| format!("{}", v as u64 * unit));
+        if ui.add(slider.text(tr("controls-bucket"))).changed() {
+            p.bucket_elems = units.max(1) * unit;
+        }
+        if p.gpus > 1 {
+            ui.label(RichText::new(tr("controls-gpus-simulated")).small());
         }
     });
 }

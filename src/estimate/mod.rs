@@ -288,14 +288,9 @@ pub fn estimate(setup: &Setup) -> Result<Estimate, EstimateError> {
     }
     if setup.runtime() == Runtime::Oomlab && !setup.fixed_costs && setup.parallel.data > 1 {
         // The toy's own buckets (with fixed costs the framework's are counted below instead).
-        let comm = states::oomlab_communication(setup, st.trainable);
-        let cite = if setup.parallel.zero == 0 { source::DDP } else { source::ZERO_BUCKETS };
-        lines.push(Line {
-            category: "communication",
-            bytes: checked("communication", comm),
-            per_batch: false,
-            source: Cite::new(cite),
-        });
+        let (bytes, cite) = (checked("communication", states::oomlab_communication(setup, st.trainable)), source::DDP);
+        let source = Cite::new(if setup.parallel.zero == 0 { cite } else { source::ZERO_BUCKETS });
+        lines.push(Line { category: "communication", bytes, per_batch: false, source });
     }
     if setup.fixed_costs {
         let p = setup.precision.value_bytes() as u128;

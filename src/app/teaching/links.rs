@@ -15,6 +15,7 @@ pub enum Control {
     Sequence,
     Budget,
     Allocator,
+    Gpus,
     Checkpointing,
     Precision,
     Attention,
@@ -27,12 +28,13 @@ pub enum Control {
 }
 
 impl Control {
-    pub const ALL: [Control; 14] = [
+    pub const ALL: [Control; 15] = [
         Control::Model,
         Control::Batch,
         Control::Sequence,
         Control::Budget,
         Control::Allocator,
+        Control::Gpus,
         Control::Checkpointing,
         Control::Precision,
         Control::Attention,
@@ -52,6 +54,7 @@ impl Control {
             Control::Sequence => "sequence",
             Control::Budget => "budget",
             Control::Allocator => "allocator",
+            Control::Gpus => "gpus",
             Control::Checkpointing => "checkpointing",
             Control::Precision => "precision",
             Control::Attention => "attention",
@@ -72,6 +75,7 @@ impl Control {
             Control::Sequence => "controls-sequence",
             Control::Budget => "controls-budget",
             Control::Allocator => "controls-allocator",
+            Control::Gpus => "controls-gpus",
             Control::Checkpointing => "controls-checkpointing",
             Control::Precision => "controls-precision",
             Control::Attention => "controls-attention",
@@ -92,6 +96,7 @@ impl Control {
             Control::Sequence => s.seq = pinned.seq,
             Control::Budget => s.device.budget_bytes = pinned.device.budget_bytes,
             Control::Allocator => s.device.allocator = pinned.device.allocator,
+            Control::Gpus => s.device.parallel = pinned.device.parallel,
             Control::Checkpointing => s.checkpoint = pinned.checkpoint,
             Control::Precision => s.precision = pinned.precision,
             Control::Attention => s.attention = pinned.attention,

@@ -159,9 +159,11 @@ pub fn breakdown(
         ("bd-group-states", g(Category::Gradients) + g(Category::OptimizerState) + g(Category::MasterWeights)),
         ("category-parameters", g(Category::Parameters)),
         ("bd-group-buffers", g(Category::Input) + g(Category::Logits) + g(Category::Workspace)),
+        ("category-communication", g(Category::Communication)),
     ];
     ui.add_space(4.0);
-    for (key, bytes) in groups {
+    // Communication buffers exist only with several simulated GPUs.
+    for (key, bytes) in groups.into_iter().filter(|&(key, b)| key != "category-communication" || b > 0) {
         ui.label(t.format(
             "bd-group-line",
             &[

@@ -144,6 +144,13 @@ pub fn describe(t: &Catalog, tech: &crate::plan::Techniques) -> String {
     if tech.accum > 1 {
         parts.push(t.format("tech-accum", &[("k", tech.accum.to_string().into())]));
     }
+    if tech.parallel.is_distributed() {
+        let gpus = tech.parallel.gpus.to_string();
+        parts.push(match tech.parallel.stage() {
+            0 => t.format("tech-gpus-ddp", &[("gpus", gpus.into())]),
+            stage => t.format("tech-gpus-zero", &[("gpus", gpus.into()), ("stage", stage.to_string().into())]),
+        });
+    }
     if let Some(l) = tech.lora {
         let targets: Vec<&str> = l.targets().iter().map(|t| t.module()).collect();
         parts.push(t.format(

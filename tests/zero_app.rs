@@ -1,0 +1,101 @@
+//! The simulated GPUs in the app: the controls, a real step on each engine (this thread's CPU,
+//! the CPU worker, the GPU), GPU 0's account in the views and every other GPU's kept beside it.
+
+#[path = "support/xdg.rs"]
+mod support_xdg;
+
+use egui_kittest::Harness;
+use egui_kittest::kittest::Queryable;
+use oomlab::app::settings::{DeviceSettings, Settings};
+use oomlab::app::views::{self, drawn::Drawn};
+use oomlab::app::{OomlabApp, Tab};
+use oomlab::backend::cluster::CpuCluster;
+use oomlab::data::Dataset;
+use oomlab::i18n::{Catalog, Lang};
+use oomlab::memory::simulate;
+use oomlab::plan::{Category, Parallel};
+
+fn settings() -> Settings {
+    let parallel = Parallel { gpus: 2, zero: 3, bucket_elems: 4096 };
+    Settings {
+        batch: 4,
+        seq: 32,
+        device: DeviceSettings { parallel, ..DeviceSettings::default() },
+        ..Settings::default()
+    }
+}
+
+/// Runs one step, as the One step button does, and waits for it.
+fn step(harness: &mut Harness<'_, OomlabApp>) {
+    let before = harness.state().steps_done();
+    harness.get_by_label("One step").click();
+    for _ in 0..200_000 {
+        harness.step();
+        if harness.state().is_idle() && harness.state().steps_done() > before {
+            break;
+        }
+    }
+    let state = harness.state();
+    let error = state.run.error.as_ref().map(|e| e.text(&Catalog::new(Lang::En)));
+    assert_eq!(state.steps_done(), before + 1, "the step finished ({error:?})");
+}
+
+/// GPU 0's account is the cluster's, run directly; the other GPU's is kept; the breakdown shows
+/// GPU 0's communication buckets next to the prediction.
+fn check(harness: &mut Harness<'_, OomlabApp>, what: &str) {
+    let s = settings();
+    let vocab = Dataset::builtin().tokenizer.vocab_size();
+    let plan = s.plan(vocab).expect("plan");
+    let valid = plan.request().validate().expect("valid");
+    let mut direct = CpuCluster::<f32>::new(&valid, s.seed, s.device.budget_bytes).expect("cluster");
+    let batch = Dataset::builtin().batch(plan.global_batch_shape(), s.seed, 0).expect("batch");
+    direct.train_step(&batch).expect("direct");
+    let memories = direct.memories();
+    let run = &harness.state().run;
+    let measured = run.measured.as_ref().expect("GPU 0's account");
+    assert_eq!(measured.timeline, memories[0].expect("GPU 0").timeline, "{what}: GPU 0");
+    assert_eq!(run.other_ranks.len(), 1, "{what}: GPU 1's account is kept");
+    assert_eq!(run.other_ranks[0].timeline, memories[1].expect("GPU 1").timeline, "{what}: GPU 1");
+    let comm = measured.peak_allocated.get(Category::Communication);
+    assert!(comm > 0, "{what}: the reduce buckets and a gathered unit");
+    harness.state_mut().shown.tab = Tab::Breakdown;
+    harness.run_steps(3);
+    let Some(Drawn::Breakdown(b)) = views::drawn(&harness.ctx, "breakdown") else { panic!("{what}: breakdown") };
+    let predicted = simulate(&plan, s.device.budget_bytes).expect("fits");
+    let row = b.rows.iter().find(|r| r.0 == "communication").expect("a communication row");
+    assert_eq!((row.1, row.2), (predicted.peak_allocated.get(Category::Communication), Some(comm)), "{what}");
+}
+
+#[test]
+fn a_zero_step_runs_in_the_app_on_the_cpu() {
+    let mut harness = Harness::builder()
+        .with_size([1280.0, 800.0])
+        .build_ui_state(|ui, app: &mut OomlabApp| app.show(ui), OomlabApp::headless(settings()));
+    harness.run();
+    let en = Catalog::new(Lang::En);
+    harness.get_by_label(&en.text("controls-gpus")).click();
+    harness.run_steps(3);
+    harness.get_by_label_contains(&en.text("controls-gpus-simulated"));
+    step(&mut harness);
+    check(&mut harness, "this thread's CPU");
+    // A teacher's link keeps the GPUs: a locked control's values stay.
+    assert_eq!(harness.state().settings.device.parallel, settings().device.parallel, "drawn, not changed");
+    support_xdg::xdg();
+    let options = egui_kittest::SnapshotOptions::new().threshold(2.0).max_failed_pixels(2000);
+    harness.snapshot_options("zero_app_en", &options);
+    harness.state_mut().set_lang(Lang::Zh);
+    harness.run_steps(3);
+    harness.get_by_label(&Catalog::new(Lang::Zh).text("controls-gpus"));
+    harness.snapshot_options("zero_app_zh", &options);
+}
+
+#[test]
+fn a_zero_step_runs_in_the_cpu_worker() {
+    let transport = oomlab::app::cpu_worker::ThreadTransport::spawn();
+    let app = OomlabApp::headless_worker(settings(), Box::new(transport));
+    let mut harness =
+        Harness::builder().with_size([1280.0, 800.0]).build_ui_state(|ui, app: &mut OomlabApp| app.show(ui), app);
+    harness.run();
+    step(&mut harness);
+    check(&mut harness, "the CPU worker");
+}

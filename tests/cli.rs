@@ -663,3 +663,94 @@ fn the_allocator_options_reach_the_real_step() {
         (&["compare", "--alloc-conf", "expandable_segments:maybe"], "True or False"),
     ]);
 }
+
+#[test]
+fn the_simulated_gpus_reach_every_command() {
+    let measure = |backend: &str, zero: &str, budget: &str| {
+        oomlab(&[
+            "measure",
+            "--batch",
+            "2",
+            "--seq-len",
+            "16",
+            "--gpus",
+            "4",
+            "--zero",
+            zero,
+            "--bucket",
+            "4096",
+            "--budget",
+            budget,
+            "--backend",
+            backend,
+            "--json",
+        ])
+    };
+    for backend in ["cpu", "gpu"] {
+        let mut params = Vec::new();
+        for zero in ["0", "1", "2", "3"] {
+            let out = measure(backend, zero, "1GiB");
+            assert!(out.status.success(), "{backend} ZeRO-{zero}: {}", String::from_utf8_lossy(&out.stderr));
+            let doc: serde_json::Value = serde_json::from_slice(&out.stdout).expect("one JSON document");
+            assert_eq!((doc["gpus"].as_u64(), doc["global_batch"].as_u64()), (Some(4), Some(8)), "{doc}");
+            assert_eq!(doc["techniques"]["parallel"]["zero"], zero.parse::<u64>().expect("stage"));
+            let ranks = doc["ranks"].as_array().expect("ranks");
+            assert_eq!(ranks.len(), 4);
+            for (k, r) in ranks.iter().enumerate() {
+                assert_eq!(r["rank"], k as u64);
+                assert_eq!(r["peak_bytes"], r["predicted_peak_bytes"], "{backend} ZeRO-{zero} GPU {k}: live = plan");
+                assert!(r["allocator"]["communication"].as_u64().expect("communication") > 0, "its buckets");
+            }
+            params.push(ranks[0]["allocator"]["parameters"].as_u64().expect("parameters"));
+        }
+        assert!(params[3] * 3 < params[0], "{backend}: ZeRO-3 shards the parameters: {params:?}");
+        // Between ZeRO-3's peak and plain data parallelism's, only ZeRO-3 fits; the OOM names
+        // the simulated GPU that ran out.
+        let out = measure(backend, "0", "2MiB");
+        assert_eq!(out.status.code(), Some(3), "{backend}: {}", String::from_utf8_lossy(&out.stderr));
+        assert!(String::from_utf8_lossy(&out.stderr).contains("GPU 0 has a total capacity"));
+    }
+    let out = oomlab(&[
+        "bench",
+        "--backend",
+        "cpu",
+        "--only",
+        "default",
+        "--steps",
+        "1",
+        "--batch",
+        "2",
+        "--seq-len",
+        "16",
+        "--gpus",
+        "2",
+        "--zero",
+        "3",
+        "--json",
+    ]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).expect("one JSON document");
+    assert_eq!((doc["configs"][0]["gpus"].as_u64(), doc["configs"][0]["zero"].as_u64()), (Some(2), Some(3)), "{doc}");
+    // The gradients dump-step writes are gathered to full size: one GPU's file's size.
+    let dir = std::env::temp_dir().join(format!("oomlab-zero-dump-{}", std::process::id()));
+    let size = |extra: &[&str]| {
+        let out_dir = dir.join(extra.len().to_string());
+        let mut args = vec!["dump-step", "--out", out_dir.to_str().expect("utf-8"), "--batch", "2", "--seq-len", "16"];
+        args.extend(["--backend", "cpu"]);
+        args.extend(extra);
+        let out = oomlab(&args);
+        assert!(out.status.success(), "{extra:?}: {}", String::from_utf8_lossy(&out.stderr));
+        std::fs::metadata(out_dir.join("grads.safetensors")).expect("grads written").len()
+    };
+    assert_eq!(size(&["--gpus", "2", "--zero", "3"]), size(&[]));
+    let _ = std::fs::remove_dir_all(&dir);
+    assert_usage_errors(&[
+        (&["measure", "--gpus", "9"], "1 to 8 GPUs"),
+        (&["measure", "--gpus", "0"], "at least 1"),
+        (&["measure", "--gpus", "2", "--zero", "4"], "stages 0 to 3"),
+        (&["sweep", "--gpus", "2", "--bucket", "100"], "multiple of 128"),
+        (&["sweep", "--gpus", "2", "--bucket", "200"], "multiple of 128"),
+        (&["measure", "--gpus", "2", "--lora", "4"], "LoRA is not simulated over several GPUs"),
+        (&["compare", "--gpus", "2", "--precision", "fp16"], "fp16's loss scaling"),
+    ]);
+}

@@ -74,7 +74,7 @@ pub enum ConfigError {
     Gpus { gpus: usize, max: usize },
     #[error("ZeRO has stages 0 to 3 (got {stage})")]
     ZeroStage { stage: u8 },
-    #[error("the communication bucket must hold between {min} and {max} elements (got {elems})")]
+    #[error("the communication bucket must be a multiple of {min} elements, between {min} and {max} (got {elems})")]
     Bucket { elems: u64, min: u64, max: u64 },
     /// A technique the simulated GPUs do not run together with data parallelism.
     #[error("{what} is not simulated over several GPUs: use one GPU for it")]

@@ -13,6 +13,9 @@
 //            count of missing ones; it must be 0). The English modes must never request the font.
 //   phone  — 390×844 with touch (WebGL): the app must lay out for a phone (controls in a drawer;
 //            the app logs its layout) and still train; screenshot target/browser-phone.png.
+//   zero   — a shared setup of 2 simulated GPUs under ZeRO-2 (WebGL, the CPU worker): the worker
+//            must run both GPUs' step (the app logs "2 simulated GPUs") and the allocator map
+//            draw GPU 0's live segments.
 //   teacher — a teacher link (locked and hidden controls, an unknown name, a lesson chapter): the
 //            app must apply it, draw the locked controls disabled and the hidden ones not at all
 //            (its log of the drawn widgets), and say what it ignored; screenshot
@@ -22,7 +25,7 @@
 // In webgl mode a PyTorch memory snapshot (tests/fixtures/snapshot/minimal_p5.pickle) is also
 // dropped on the page, then another chosen with the tab's file picker: each must open in the
 // Snapshot tab (screenshot target/browser-webgl.png).
-// Usage: node web/browser-test.mjs webgpu|webgl|zh|phone|teacher   (after web/build.sh)
+// Usage: node web/browser-test.mjs webgpu|webgl|zh|phone|teacher|zero   (after web/build.sh)
 import { chromium } from "playwright-core";
 import fs from "node:fs";
 import path from "node:path";
@@ -77,6 +80,8 @@ try {
   const hashes = {
     zh: "#lang=zh&train=2",
     teacher: "#lock=batch,budget&hide=checkpointing,precision,nonsense&lesson=2&train=2",
+    // A shared setup (`#s=`, the settings' JSON; missing fields take their defaults).
+    zero: `#s=${Buffer.from(JSON.stringify({ batch: 4, seq: 32, parallel: { gpus: 2, zero: 2 } })).toString("base64url")}&train=2&tab=allocator`,
   };
   // OOMLAB_BROWSER_STEPS=N trains N steps (a benchmark of the step time; the test needs 2).
   const steps = Number(process.env.OOMLAB_BROWSER_STEPS || 2);
@@ -134,7 +139,7 @@ try {
   if (map) console.log(`allocator map after ${steps} steps (${map.source}): ${map.segments.length} segments, ${map.reserved_bytes} bytes reserved, ${map.allocated_bytes} allocated, at ${map.op}`);
   const fetchedFont = requested.includes(fontFile);
   if (!step) why = "no second training step";
-  else if ((mode === "webgpu" || mode === "webgl") && !mapOk)
+  else if ((mode === "webgpu" || mode === "webgl" || mode === "zero") && !mapOk)
     why = `the allocator map drew no live segments after the step: ${mapLine}`;
   else if (mode === "zh" && !fetchedFont) why = "the Chinese font was not fetched";
   else if (mode === "zh" && !shown?.includes("showing 简体中文; characters of its catalog missing from the fonts: 0 "))
@@ -153,7 +158,8 @@ try {
   else if (mode === "webgl" && !picked?.includes("1 devices, 4 segments"))
     why = `the file picker did not open a snapshot: ${picked}`;
   else if (mode === "webgpu" && !step.includes("on gpu")) why = `expected the GPU backend: ${step}`;
-  else if (mode === "webgl" && !step.includes("web worker")) why = `expected the CPU backend in a Web Worker: ${step}`;
+  else if ((mode === "webgl" || mode === "zero") && !step.includes("web worker")) why = `expected the CPU backend in a Web Worker: ${step}`;
+  else if (mode === "zero" && !step.includes("2 simulated GPUs")) why = `expected the step of 2 simulated GPUs: ${step}`;
   // CI's worker is the app's own module (OOMLAB_WORKER_FROM_APP=1, web/build.sh): no SIMD then.
   else if (mode === "webgl" && !lines.some((l) => l.includes(`oomlab worker: ready (simd128: ${!workerFromApp})`)))
     why = `the CPU worker did not start (its SIMD build expected: ${!workerFromApp})`;

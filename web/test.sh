@@ -23,6 +23,8 @@ node web/snapshot-test.mjs
 node web/browser-test.mjs zh
 node web/browser-test.mjs phone
 node web/browser-test.mjs teacher
+# ZeRO-2 over 2 simulated GPUs in the CPU worker, from a shared setup.
+node web/browser-test.mjs zero
 # What a screen reader and the keyboard get: the accessible mirror, read from Chromium's own
 # accessibility tree (web/a11y-test.mjs).
 node web/a11y-test.mjs

@@ -440,8 +440,12 @@ impl Run {
             }
             _ => String::new(),
         };
+        let ranks = match self.other_ranks.len() {
+            0 => String::new(),
+            n => format!(", {} simulated GPUs", n + 1),
+        };
         log::info!(
-            "oomlab: step {} on {}: loss {loss:.4} ({:.0} ms{inside})",
+            "oomlab: step {} on {}{ranks}: loss {loss:.4} ({:.0} ms{inside})",
             self.losses.len(),
             self.engine.log_name(),
             secs * 1e3

@@ -155,6 +155,8 @@ tl-op = op
 tl-at = At { $op }: { $allocated } allocated, { $reserved } reserved.
 tl-alive = { $count } tensors alive here
 tl-start = the start of the step
+tl-collectives = collectives (every GPU at once)
+tl-collective = A collective: { $kind } of { $what }, every GPU at once; { $bytes } passed through { $buffer }.
 
 ## Memory vs batch
 
@@ -167,6 +169,16 @@ sw-oom-from = { $name }: OOM from batch { $batch }
 sw-summary = { $name }: largest batch that fits { $fits }; out of memory from batch { $oom }
 sw-summary-all-fit = { $name }: largest batch that fits { $fits }; out of memory from — (every batch fits)
 sw-fits-none = none
+pg-heading = Memory per GPU against the number of GPUs
+pg-axis-gpus = simulated GPUs
+pg-this = these settings' GPUs
+pg-fits = { $name }: fits the budget from { $gpus } GPUs on
+pg-fits-none = { $name }: does not fit the budget on up to 8 GPUs
+pg-fits-hidden = { $name }: fits from … GPUs (hidden until the reveal)
+pg-description = Peak memory per GPU at a batch of { $batch } per GPU, for 1 to 8 simulated GPUs, by ZeRO stage; the budget is { $budget }.
+rank-picker = Show the step of:
+rank-gpu = GPU { $k }
+rank-same = Predicted: every simulated GPU's plan is the same but for the shard it holds, so each shows GPU 0's figures until a real step runs.
 
 ## The allocator map
 

@@ -152,6 +152,8 @@ tl-op = op 序号
 tl-at = 在 { $op }：已分配 { $allocated }，预留 { $reserved }。
 tl-alive = 此处有 { $count } 个存活的张量
 tl-start = 这一步的开始
+tl-collectives = 集合通信（所有 GPU 同时）
+tl-collective = 集合通信：{ $what } 的 { $kind }，所有 GPU 同时进行；{ $bytes } 经过 { $buffer }。
 
 ## 显存与 batch 大小
 
@@ -164,6 +166,16 @@ sw-oom-from = { $name }：从 batch { $batch } 起显存溢出
 sw-summary = { $name }：能放下的最大 batch 为 { $fits }；从 batch { $oom } 起显存溢出
 sw-summary-all-fit = { $name }：能放下的最大 batch 为 { $fits }；不会显存溢出（每个 batch 都放得下）
 sw-fits-none = 无
+pg-heading = 每块 GPU 的显存与 GPU 数量
+pg-axis-gpus = 模拟 GPU 数
+pg-this = 当前设置的 GPU 数
+pg-fits = { $name }：从 { $gpus } 块 GPU 起放得进预算
+pg-fits-none = { $name }：8 块 GPU 以内都放不进预算
+pg-fits-hidden = { $name }：从……块 GPU 起放得下（揭晓前隐藏）
+pg-description = 每块 GPU 的 batch 为 { $batch } 时，1 到 8 块模拟 GPU 上每块 GPU 的显存峰值，按 ZeRO 阶段分线；预算为 { $budget }。
+rank-picker = 显示这块 GPU 的这一步：
+rank-gpu = { $k } 号 GPU
+rank-same = 预测：每块模拟 GPU 的计划只差在各自保存的分片上，所以在真实的一步运行之前都显示 GPU 0 的数字。
 
 ## 分配器视图
 

@@ -78,6 +78,41 @@ fn a_zero_step_runs_in_the_app_on_the_cpu() {
     harness.get_by_label_contains(&en.text("controls-gpus-simulated"));
     step(&mut harness);
     check(&mut harness, "this thread's CPU");
+    // The timeline of GPU 1, picked: its own record, every collective marked.
+    harness.state_mut().shown.tab = Tab::Timeline;
+    harness.run_steps(3);
+    harness.get_by_label("GPU 1").click();
+    harness.run_steps(3);
+    let Some(Drawn::Timeline(tl)) = views::drawn(&harness.ctx, "timeline") else { panic!("timeline") };
+    let gpu1 = harness.state().run.other_ranks[0].clone();
+    assert_eq!(tl.source, views::Source::Allocator);
+    assert_eq!(tl.peak_allocated_bytes, gpu1.peak_allocated_bytes(), "GPU 1's peak");
+    let plan = settings().plan(Dataset::builtin().tokenizer.vocab_size()).expect("plan");
+    let ran: Vec<usize> = gpu1
+        .timeline
+        .iter()
+        .enumerate()
+        .filter(|(_, p)| p.op.is_some_and(|i| plan.ops[i].op.is_collective()))
+        .map(|(i, _)| i)
+        .collect();
+    assert!(!ran.is_empty() && tl.collectives == ran, "each collective marked where it ran");
+    // Memory per GPU against the number of GPUs, by stage: each point is that plan's peak.
+    harness.state_mut().shown.tab = Tab::Sweep;
+    harness.run_steps(3);
+    let Some(Drawn::PerGpu(pg)) = views::drawn(&harness.ctx, "per-gpu") else { panic!("per-gpu") };
+    assert_eq!(pg.series.len(), 4, "DDP and ZeRO-1, 2, 3");
+    for (stage, points) in &pg.series {
+        for &(gpus, bytes) in points {
+            let mut t = settings().techniques();
+            t.parallel = Parallel { gpus, zero: *stage, ..t.parallel };
+            let p = settings().plan_with(Dataset::builtin().tokenizer.vocab_size(), 4, &t).expect("plan");
+            let want = oomlab::memory::simulate_peak(&p, oomlab::memory::Budget::Unlimited).expect("peak");
+            assert_eq!(bytes, want.peak_allocated_bytes(), "ZeRO-{stage} on {gpus} GPUs");
+        }
+    }
+    let at = |stage: u8, gpus: usize| pg.series[stage as usize].1.iter().find(|p| p.0 == gpus).map(|p| p.1);
+    assert!(at(3, 8) < at(0, 8), "ZeRO-3 holds less per GPU than DDP on 8 GPUs");
+    assert_eq!(at(0, 1), at(3, 1), "one GPU shards nothing");
     // A teacher's link keeps the GPUs: a locked control's values stay.
     assert_eq!(harness.state().settings.device.parallel, settings().device.parallel, "drawn, not changed");
     support_xdg::xdg();

@@ -324,6 +324,22 @@ pub fn high_contrast_visuals() -> egui::Visuals {
     v
 }
 
+/// eframe's wgpu configuration, with `SUBGROUP` requested where the adapter has it, so that the
+/// app's device can run the subgroup GEMM (`GemmKind::Subgroup8`) like the CLI's.
+#[cfg(not(target_arch = "wasm32"))]
+pub fn wgpu_configuration() -> eframe::egui_wgpu::WgpuConfiguration {
+    let mut config = eframe::egui_wgpu::WgpuConfiguration::default();
+    if let eframe::egui_wgpu::WgpuSetup::CreateNew(create) = &mut config.wgpu_setup {
+        let base = create.device_descriptor.clone();
+        create.device_descriptor = std::sync::Arc::new(move |adapter| {
+            let mut desc = base(adapter);
+            desc.required_features |= crate::backend::gpu::context::subgroup_feature(adapter);
+            desc
+        });
+    }
+    config
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

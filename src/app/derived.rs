@@ -29,6 +29,39 @@ pub struct Derived {
     /// (`plan` says why).
     pub predicted: Option<Result<StepMemory, Box<StepOom>>>,
     pub sweep: Vec<SweepSeries>,
+    /// Memory per GPU against the number of simulated GPUs, by ZeRO stage, at the current
+    /// batch per GPU (see [`per_gpu`]).
+    pub per_gpu: Vec<GpuSeries>,
+}
+
+/// One ZeRO stage's peak per GPU (allocated, predicted without a budget) for 1 to 8 simulated
+/// GPUs; None where the plan is refused.
+#[derive(Clone, Debug, PartialEq)]
+pub struct GpuSeries {
+    pub stage: u8,
+    pub points: Vec<(usize, Option<u64>)>,
+}
+
+/// The memory-per-GPU chart's series: every stage over 1 to [`crate::plan::MAX_GPUS`] GPUs,
+/// the other settings as they are (32 predictions of the toy: a few milliseconds).
+pub fn per_gpu(settings: &Settings, vocab: usize) -> Vec<GpuSeries> {
+    (0..=3u8)
+        .map(|stage| GpuSeries {
+            stage,
+            points: (1..=crate::plan::MAX_GPUS)
+                .map(|gpus| {
+                    let mut t = settings.techniques();
+                    t.parallel = crate::plan::Parallel { gpus, zero: stage, ..t.parallel };
+                    let peak = settings
+                        .plan_with(vocab, settings.batch, &t)
+                        .ok()
+                        .and_then(|p| crate::memory::simulate_peak(&p, crate::memory::Budget::Unlimited).ok())
+                        .map(|m| m.peak_allocated_bytes());
+                    (gpus, peak)
+                })
+                .collect(),
+        })
+        .collect()
 }
 
 impl Derived {
@@ -48,7 +81,8 @@ impl Derived {
             }
             _ => Self::sweep(settings, vocab),
         };
-        Self { plan, predicted, sweep }
+        let per_gpu = if plan.is_ok() { per_gpu(settings, vocab) } else { Vec::new() };
+        Self { plan, predicted, sweep, per_gpu }
     }
 
     fn sweep(settings: &Settings, vocab: usize) -> Vec<SweepSeries> {

@@ -35,12 +35,12 @@ pub mod teaching;
 mod toy;
 pub mod views;
 
+#[cfg(not(target_arch = "wasm32"))]
+pub use chrome::wgpu_configuration;
 pub use chrome::{NARROW_WIDTH, TOUCH_SIZE};
 pub use controls::suggestions;
 pub use derived::{Derived, SWEEP_BATCHES, sweep_batches};
 pub use notice::Notice;
-#[cfg(not(target_arch = "wasm32"))]
-pub use run::wgpu_configuration;
 pub use settings::{DeviceSettings, Settings};
 
 use egui::Color32;

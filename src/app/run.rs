@@ -17,22 +17,6 @@ use crate::memory::{Budget, StepMemory, StepOom};
 use crate::model::ConfigError;
 use crate::plan::{Phase, Plan};
 
-/// eframe's wgpu configuration, with `SUBGROUP` requested where the adapter has it, so that the
-/// app's device can run the subgroup GEMM (`GemmKind::Subgroup8`) like the CLI's.
-#[cfg(not(target_arch = "wasm32"))]
-pub fn wgpu_configuration() -> eframe::egui_wgpu::WgpuConfiguration {
-    let mut config = eframe::egui_wgpu::WgpuConfiguration::default();
-    if let eframe::egui_wgpu::WgpuSetup::CreateNew(create) = &mut config.wgpu_setup {
-        let base = create.device_descriptor.clone();
-        create.device_descriptor = Arc::new(move |adapter| {
-            let mut desc = base(adapter);
-            desc.required_features |= crate::backend::gpu::context::subgroup_feature(adapter);
-            desc
-        });
-    }
-    config
-}
-
 /// Where steps run.
 pub(super) enum Compute {
     /// In this process: on eframe's GPU (`gpu`: its pipelines, built in the background) or,
@@ -369,8 +353,7 @@ impl Run {
                 exec.poll_step().map(|r| (r, exec.memory().cloned(), exec.device_figures().clone(), Vec::new()))
             }
             Compute::Here { exec: Slot::Ready(Executor::GpuCluster(exec)), .. } => exec.poll_step().map(|r| {
-                let mut ranks: Vec<StepMemory> = exec.memories().into_iter().cloned().collect();
-                let first = (!ranks.is_empty()).then(|| ranks.remove(0));
+                let (first, ranks) = first_and_others(exec.memories());
                 let device = exec.ranks().first().map_or_else(cpu_figures, |e| e.device_figures().clone());
                 (r, first, device, ranks)
             }),
@@ -389,8 +372,7 @@ impl Run {
                         out = exec.resume(1);
                     }
                     out.map(|r| {
-                        let mut ranks: Vec<StepMemory> = exec.rank_memories().into_iter().cloned().collect();
-                        let first = (!ranks.is_empty()).then(|| ranks.remove(0));
+                        let (first, ranks) = first_and_others(exec.rank_memories());
                         (r, first, cpu_figures(), ranks)
                     })
                 });
@@ -440,10 +422,8 @@ impl Run {
             }
             _ => String::new(),
         };
-        let ranks = match self.other_ranks.len() {
-            0 => String::new(),
-            n => format!(", {} simulated GPUs", n + 1),
-        };
+        let n = self.other_ranks.len() + 1;
+        let ranks = if n > 1 { format!(", {n} simulated GPUs") } else { String::new() };
         log::info!(
             "oomlab: step {} on {}{ranks}: loss {loss:.4} ({:.0} ms{inside})",
             self.losses.len(),
@@ -516,6 +496,12 @@ impl Run {
             Err(e) => self.fail(e),
         }
     }
+}
+
+/// GPU 0's account of a step and the other simulated GPUs'.
+fn first_and_others(all: Vec<&StepMemory>) -> (Option<StepMemory>, Vec<StepMemory>) {
+    let mut all = all.into_iter().cloned();
+    (all.next(), all.collect())
 }
 
 /// Compute time a CPU step gets per frame. Drawing the whole app takes ~4 ms (release build), so

@@ -24,6 +24,8 @@ pub struct Shown {
     pub tab: Tab,
     /// The timeline point under the scrubber (also the allocator map's op).
     pub scrub: usize,
+    /// The simulated GPU whose step the timeline and the allocator map show (0 on one GPU).
+    pub rank: usize,
     /// A chapter's question veils the step: the scrubber starts at the step's start, not at the
     /// peak (where it starts would say where the peak is).
     scrub_from_start: bool,
@@ -40,6 +42,7 @@ impl Shown {
             claims: None,
             tab: Tab::Breakdown,
             scrub,
+            rank: 0,
             scrub_from_start: false,
         }
     }

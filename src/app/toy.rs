@@ -66,10 +66,20 @@ pub(super) fn toy_views(
     }
     shown.follow_veil(views::veil(ui.ctx()).step);
     // Borrowed field by field: the scrubber is moved while the memory is drawn.
-    let Shown { derived, tab, scrub, .. } = shown;
-    let (memory, source) = match shown::memory(&run.measured, derived) {
-        Some((m, s)) => (Some(m), s),
-        None => (None, Source::Predicted),
+    let Shown { derived, tab, scrub, rank, .. } = shown;
+    let gpus = settings.device.parallel.gpus;
+    if matches!(*tab, Tab::Timeline | Tab::Allocator) && settings.device.parallel.is_distributed() {
+        rank_picker(ui, t, rank, gpus, run.other_ranks.is_empty());
+    }
+    *rank = (*rank).min(gpus.saturating_sub(1));
+    // Another GPU's record once a real step ran; before, every GPU's prediction is GPU 0's (their
+    // plans differ only in which shard each holds).
+    let (memory, source) = match (*rank, run.other_ranks.get(rank.saturating_sub(1))) {
+        (1.., Some(m)) if matches!(*tab, Tab::Timeline | Tab::Allocator) => (Some(m), Source::Allocator),
+        _ => match shown::memory(&run.measured, derived) {
+            Some((m, s)) => (Some(m), s),
+            None => (None, Source::Predicted),
+        },
     };
     // The chart tabs fold the breakdown into one line, so the chart gets the room.
     if let (Some(m), false) = (memory, *tab == Tab::Breakdown) {
@@ -112,6 +122,10 @@ pub(super) fn toy_views(
             let (budget, batch) = (settings.device.budget_bytes, settings.batch);
             views::sweep_chart(ui, t, &derived.sweep, &names, budget, batch);
             views::explain(ui, t, "explain-sweep");
+            ui.separator();
+            let gpus = settings.device.parallel.gpus;
+            let drawn = ui.scope(|ui| views::per_gpu_chart(ui, t, &derived.per_gpu, budget, batch, gpus));
+            views::mark(ui, "per-gpu", drawn.response.rect);
         }
         Tab::Allocator => {
             if let Some(m) = memory {
@@ -144,5 +158,18 @@ pub(super) fn toy_views(
         }
         Tab::Training => views::training(ui, t, &run.losses, &run.step_secs),
         Tab::RealModels | Tab::Snapshot => {}
+    }
+}
+
+/// Which simulated GPU the timeline and the allocator map show.
+fn rank_picker(ui: &mut egui::Ui, t: &Catalog, rank: &mut usize, gpus: usize, predicted: bool) {
+    ui.horizontal_wrapped(|ui| {
+        ui.label(t.text("rank-picker"));
+        for k in 0..gpus {
+            ui.selectable_value(rank, k, t.format("rank-gpu", &[("k", k.to_string().into())]));
+        }
+    });
+    if predicted {
+        ui.label(RichText::new(t.text("rank-same")).small());
     }
 }

@@ -15,6 +15,8 @@ pub enum Drawn {
     Breakdown(BreakdownDrawn),
     Timeline(TimelineDrawn),
     Sweep(SweepDrawn),
+    /// Memory per GPU against the number of simulated GPUs, by ZeRO stage.
+    PerGpu(PerGpuDrawn),
     AllocatorMap(MapDrawn),
     Training(TrainingDrawn),
     RealModels(RealDrawn),
@@ -82,6 +84,8 @@ pub struct TimelineDrawn {
     pub scrub_reserved_bytes: u64,
     /// The summary line above the chart, word for word.
     pub summary: String,
+    /// The timeline points at which a collective ran (data parallelism), each marked.
+    pub collectives: Vec<usize>,
     /// A chapter's open question veiled the step: no bars were drawn, the figures said "?"
     /// (and are 0 here), the tensors alive were not listed.
     pub veiled: bool,
@@ -104,6 +108,18 @@ pub struct SweepDrawn {
     pub budget_bytes: u64,
     pub current_batch: usize,
     /// A chapter's open question veiled the sweep: the series are named, without their points.
+    pub veiled: bool,
+}
+
+/// The memory-per-GPU chart: each stage's peak per GPU at 1 to 8 GPUs (where its plan builds).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct PerGpuDrawn {
+    pub batch: usize,
+    pub budget_bytes: u64,
+    pub series: Vec<(u8, Vec<(usize, u64)>)>,
+    /// The fewest GPUs on which each stage's step fits the budget (None: not within 8).
+    pub fewest_fitting: Vec<(u8, Option<usize>)>,
+    pub current_gpus: usize,
     pub veiled: bool,
 }
 
@@ -180,6 +196,7 @@ impl Drawn {
             Drawn::Breakdown(_) => "breakdown",
             Drawn::Timeline(_) => "timeline",
             Drawn::Sweep(_) => "sweep",
+            Drawn::PerGpu(_) => "per-gpu",
             Drawn::AllocatorMap(_) => "allocator-map",
             Drawn::Training(_) => "training",
             Drawn::RealModels(_) => "real-models",

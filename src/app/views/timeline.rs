@@ -62,11 +62,23 @@ pub fn timeline(ui: &mut Ui, t: &Catalog, plan: &Plan, memory: &StepMemory, sour
         }
         charts.push(chart);
     }
+    // The collectives of data parallelism, each a mark where it ran.
+    let collectives: Vec<usize> = memory
+        .timeline
+        .iter()
+        .enumerate()
+        .filter(|(_, p)| p.op.and_then(|i| plan.ops.get(i)).is_some_and(|n| n.op.is_collective()))
+        .map(|(i, _)| i)
+        .collect();
+    let comm = category_color(Category::Communication);
     let reserved: PlotPoints =
         memory.timeline.iter().enumerate().map(|(i, p)| [i as f64, mib(p.reserved_bytes)]).collect();
     *scrub = (*scrub).min(n - 1);
     let at = *scrub;
     let stacked = items.len();
+    if !collectives.is_empty() {
+        items.push((t.text("tl-collectives"), comm));
+    }
     items.extend([
         (t.text("tl-reserved"), Color32::GRAY),
         (t.text("tl-peak"), Color32::RED),
@@ -92,6 +104,9 @@ pub fn timeline(ui: &mut Ui, t: &Catalog, plan: &Plan, memory: &StepMemory, sour
                     p.bar_chart(chart);
                 }
                 p.line(Line::new(t.text("tl-reserved"), reserved).color(Color32::GRAY));
+                for &i in &collectives {
+                    p.vline(VLine::new(t.text("tl-collectives"), i as f64).color(comm.gamma_multiply(0.6)));
+                }
                 p.vline(VLine::new(t.text("tl-peak"), peak as f64).color(Color32::RED));
                 p.vline(VLine::new(t.text("tl-scrubber"), at as f64).color(scrubber));
             })
@@ -122,10 +137,14 @@ pub fn timeline(ui: &mut Ui, t: &Catalog, plan: &Plan, memory: &StepMemory, sour
             scrub_allocated_bytes: if veiled { 0 } else { point.allocated_bytes },
             scrub_reserved_bytes: if veiled { 0 } else { point.reserved_bytes },
             summary,
+            collectives: collectives.clone(),
             veiled,
         }),
     );
     ui.label(&at_text);
+    if let Some(text) = point.op.and_then(|i| collective_text(t, plan, i)).filter(|_| !veiled) {
+        ui.label(text);
+    }
     if veiled {
         super::veil::note(ui, t);
         return;
@@ -142,6 +161,29 @@ pub fn timeline(ui: &mut Ui, t: &Catalog, plan: &Plan, memory: &StepMemory, sour
             }
         });
     });
+}
+
+/// What collective op `i` moved through its buffer, or None when it is not a collective.
+fn collective_text(t: &Catalog, plan: &Plan, i: usize) -> Option<String> {
+    use crate::plan::Op;
+    let node = plan.ops.get(i)?;
+    let (buffer, kind) = match &node.op {
+        Op::AllReduce(a) => (a.bucket, "all-reduce"),
+        Op::ReduceScatter(r) => (r.bucket, "reduce-scatter"),
+        Op::AllGather(g) => (g.full, "all-gather"),
+        _ => return None,
+    };
+    let info = plan.tensor(buffer.tensor);
+    let bytes = info.dtype.bytes_for(buffer.len);
+    Some(t.format(
+        "tl-collective",
+        &[
+            ("kind", kind.into()),
+            ("what", node.label.as_str().into()),
+            ("bytes", size(t, bytes).into()),
+            ("buffer", info.name.as_str().into()),
+        ],
+    ))
 }
 
 /// "h.0.attn (attention)" for timeline point `op` (op names stay as the plan writes them).

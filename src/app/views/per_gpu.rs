@@ -79,7 +79,7 @@ pub fn per_gpu_chart(ui: &mut Ui, t: &Catalog, series: &[GpuSeries], budget: u64
     if !veiled {
         let head =
             t.format("pg-description", &[("batch", batch.to_string().into()), ("budget", size(t, budget).into())]);
-        describe_chart(&response, &format!("{head} {}", lines.join(" ")));
+        describe_chart(&response, &format!("{head} {}.", lines.join("; ")));
     }
     let series_drawn = if veiled { Vec::new() } else { series.iter().map(|s| (s.stage, points(s))).collect() };
     let fewest_fitting = if veiled { Vec::new() } else { series.iter().map(|s| (s.stage, fewest(s))).collect() };

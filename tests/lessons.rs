@@ -107,6 +107,20 @@ fn expected(id: &str, s: &Settings) -> Result<f64, usize> {
             assert!(oom.error.cached_free_bytes >= oom.error.requested_bytes, "{}", oom.message);
             Err(1)
         }
+        "buckets" => {
+            // Each DDP GPU's peak against one GPU's alone on the same batch: its buckets, a copy
+            // of the gradients, on top.
+            let peak = |s: &Settings| {
+                oomlab::memory::simulate(&s.plan(VOCAB).expect("a plan"), oomlab::memory::Budget::Unlimited)
+                    .expect("fits")
+                    .peak_allocated_bytes()
+            };
+            let mut alone = s.clone();
+            alone.device.parallel.gpus = 1;
+            let ratio = peak(s) as f64 / peak(&alone) as f64;
+            assert!((1.1..1.4).contains(&ratio), "{ratio}");
+            Ok(ratio)
+        }
         other => panic!("no expectation for chapter {other}: add one"),
     }
 }
@@ -243,10 +257,14 @@ fn no_chapter_tells_its_answer_before_the_reveal() {
                 t.format(&format!("lesson-{}-body", chapter.id), &fluent(&args)),
                 t.format(&format!("lesson-{}-question", chapter.id), &fluent(&args))
             );
-            // The setting: the peak, the budget, and the real model's states before ZeRO (the
-            // question is what ZeRO-3 makes of them).
-            let is_setting =
-                |name: &str| ["peak", "budget"].contains(&name) || (chapter.id, name) == ("real", "states");
+            // The setting: the peak, the budget, the real model's states before ZeRO (the
+            // question is what ZeRO-3 makes of them), and one GPU's peak alone, which DDP's
+            // GPUs are measured against.
+            let is_setting = |name: &str| {
+                ["peak", "budget"].contains(&name)
+                    || (chapter.id, name) == ("real", "states")
+                    || (chapter.id, name) == ("buckets", "alone")
+            };
             let setting: Vec<&String> = args.iter().filter(|(name, _)| is_setting(name)).map(|(_, v)| v).collect();
             let answer_args = (chapter.answer_args)(&facts, &t);
             let answer = t.format(&format!("lesson-{}-answer", chapter.id), &fluent(&answer_args));

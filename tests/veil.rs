@@ -150,6 +150,15 @@ fn secrets(id: &str, s: &Settings) -> Secrets {
             out.bytes(oom.error.largest_free_block);
             out.bytes(memory(s).peak_reserved_bytes());
         }
+        // Each DDP GPU's peak and its buckets' size, and the ratio to one GPU's peak alone.
+        "buckets" => {
+            let m = memory(s);
+            out.bytes(m.peak_allocated_bytes());
+            out.bytes(m.peak_requested.get(oomlab::plan::Category::Communication));
+            let mut alone = s.clone();
+            alone.device.parallel.gpus = 1;
+            out.ratio(m.peak_allocated_bytes() as f64 / memory(&alone).peak_allocated_bytes() as f64);
+        }
         other => panic!("no secrets for chapter {other}: add them"),
     }
     out

@@ -5,16 +5,13 @@
 //! runs a real step, so the allocator's column fills in beside the prediction. The words are
 //! catalog messages (`lesson-<id>-title`, `-body`, `-question`, `-answer`, in both languages).
 
-use std::sync::Arc;
-
 use super::links::Control;
 use crate::app::Tab;
-use crate::app::run::StepRecord;
 use crate::app::settings::{DeviceSettings, Settings, Suggestion};
 use crate::app::views::{self, Veil, size};
 use crate::i18n::Catalog;
-use crate::memory::{Budget, StepMemory, simulate};
-use crate::plan::{Category, Phase, Plan};
+use crate::memory::{Budget, simulate};
+use crate::plan::{Category, Phase};
 
 /// What a chapter asks.
 pub enum Question {
@@ -51,70 +48,7 @@ const STEP: Veil = Veil { step: true, ..Veil::NONE };
 /// The real-model chapters veil the estimate's figures.
 const REAL: Veil = Veil { real: true, ..Veil::NONE };
 
-/// What the chapters compute from: the settings and the plan's prediction for them, or (after
-/// the reveal's step) the allocator's record of the step that ran.
-pub struct Facts {
-    pub settings: Settings,
-    pub vocab: usize,
-    pub plan: Arc<Plan>,
-    /// The step's memory: the plan's prediction, or the allocator's live record of a real step.
-    pub memory: StepMemory,
-    /// The real step ran out of memory: its error (the diagnosing chapter's answer reads it).
-    pub step_oom: Option<crate::memory::StepOom>,
-}
-
-impl Facts {
-    pub fn new(settings: &Settings, vocab: usize) -> Option<Facts> {
-        let plan = Arc::new(settings.plan(vocab).ok()?);
-        // No budget: the answers are about memory needed, not about fitting.
-        let memory = simulate(&plan, Budget::Unlimited).ok()?;
-        Some(Facts { settings: settings.clone(), vocab, plan, memory, step_oom: None })
-    }
-
-    /// The facts a real step of `settings` gives: the allocator's record in place of the plan's
-    /// prediction (a chapter's other settings, a doubled batch for one, are still predicted: that
-    /// step did not run), or the step's own out-of-memory error.
-    pub fn from_step(settings: &Settings, vocab: usize, record: StepRecord<'_>) -> Option<Facts> {
-        let mut facts = Facts::new(settings, vocab)?;
-        match record {
-            StepRecord::Ran(m) => facts.memory = m.clone(),
-            StepRecord::OutOfMemory(oom) => facts.step_oom = Some(oom.clone()),
-        }
-        Some(facts)
-    }
-
-    /// The prediction for the settings changed by `change`.
-    fn with(&self, change: impl FnOnce(&mut Settings)) -> Option<Facts> {
-        let mut s = self.settings.clone();
-        change(&mut s);
-        Facts::new(&s, self.vocab)
-    }
-
-    fn at_peak(&self, c: Category) -> u64 {
-        self.memory.peak_allocated.get(c)
-    }
-
-    fn states(&self) -> u64 {
-        [Category::Parameters, Category::Gradients, Category::OptimizerState, Category::MasterWeights]
-            .iter()
-            .map(|&c| self.at_peak(c))
-            .sum()
-    }
-
-    fn activations(&self) -> u64 {
-        self.at_peak(Category::Activations) + self.at_peak(Category::Temporaries)
-    }
-
-    /// Bytes of attention probabilities the step saves (the T² tensors).
-    fn attention_probs(&self) -> u64 {
-        self.plan
-            .tensors
-            .iter()
-            .filter(|t| t.category == Category::Activations && t.name.ends_with("probs"))
-            .map(|t| t.size_bytes())
-            .sum()
-    }
-}
+pub use super::facts::Facts;
 
 fn arg(name: &'static str, value: impl ToString) -> (&'static str, String) {
     (name, value.to_string())
@@ -475,7 +409,59 @@ pub fn chapters() -> Vec<Chapter> {
             veils: Veil { fits: true, ..STEP },
             reads_step: true,
         },
+        Chapter {
+            id: "buckets",
+            tab: Tab::Breakdown,
+            target: "breakdown",
+            setup: |s| {
+                let parallel = crate::plan::Parallel { gpus: 2, zero: 0, ..crate::plan::Parallel::default() };
+                let device = DeviceSettings { parallel, ..DeviceSettings::default() };
+                *s = Settings { batch: 4, seq: 32, device, ..Settings::default() };
+            },
+            // One GPU's peak alone, which the answer is a multiple of; not the buffers'.
+            args: |f, t| {
+                vec![
+                    arg("gpus", f.settings.device.parallel.gpus),
+                    arg("batch", f.settings.batch),
+                    arg("alone", size(t, alone_peak(f).unwrap_or(0))),
+                ]
+            },
+            question: Question::Ratio {
+                answer: |f| Some(f.memory.peak_allocated_bytes() as f64 / alone_peak(f)?.max(1) as f64),
+                // A guess of "the same" (1×) is wrong: the buffers add about 14 %.
+                tolerance: 0.08,
+            },
+            answer_args: |f, t| {
+                let mut zero = f.settings.clone();
+                zero.device.parallel.zero = 2;
+                let with = zero.plan(f.vocab).ok().and_then(|p| simulate(&p, Budget::Unlimited).ok());
+                let zero_bytes = with.map_or(0, |m| m.peak_requested.get(Category::Communication));
+                vec![
+                    arg("peak", size(t, f.memory.peak_allocated_bytes())),
+                    arg("communication", size(t, tensor_bytes(f, Category::Communication))),
+                    arg("gradients", size(t, tensor_bytes(f, Category::Gradients))),
+                    arg("bucket", f.settings.device.parallel.bucket_elems),
+                    arg("zero", size(t, zero_bytes)),
+                ]
+            },
+            veils: STEP,
+            reads_step: true,
+        },
     ]
+}
+
+/// The peak of the same step on one GPU alone (the same batch), predicted.
+fn alone_peak(f: &Facts) -> Option<u64> {
+    let mut alone = f.settings.clone();
+    alone.device.parallel.gpus = 1;
+    let plan = alone.plan(f.vocab).ok()?;
+    simulate(&plan, Budget::Unlimited).ok().map(|m| m.peak_allocated_bytes())
+}
+
+/// The bytes of a category's tensors at the step's peak (the allocator's record of a real step,
+/// or the prediction), as the tensors have them.
+fn tensor_bytes(f: &Facts, c: Category) -> u64 {
+    f.memory.peak_requested.get(c)
 }
 
 /// Whether the step fits its budget: 0 it fits; 1 out of memory although the cached free memory

@@ -11,6 +11,7 @@
 mod challenge_panel;
 mod challenges;
 mod classroom;
+mod facts;
 mod lesson_panel;
 mod lesson_state;
 mod lessons;

@@ -529,7 +529,7 @@ lesson-fragment-expandable-oom = Expandable segments would not save this step: i
 lesson-buckets-title = Where did the memory go?
 lesson-buckets-body = { $gpus } simulated GPUs train the toy with PyTorch's DDP (data parallelism without sharding), each on a batch of { $batch }: each GPU runs exactly the step one GPU alone would run on { $batch } sequences, which needs { $alone } at its peak. Then the GPUs add up their gradients, so that every GPU takes the same optimizer step.
 lesson-buckets-question = How many times one GPU's peak alone ({ $alone }) does each of the { $gpus } GPUs hold at its peak?
-lesson-buckets-answer = { $peak } at each GPU's peak: { $communication } more than alone, DDP's communication buffers, beside { $gradients } of gradients. PyTorch's DDP copies every gradient into a bucket before it adds the buckets up across the GPUs, and it allocates every bucket once, for the whole run: a second copy of the gradients that a count of parameters, gradients and optimizer state misses. ZeRO-1 and ZeRO-2 pass the gradients through two buckets of { $bucket } elements instead: { $zero }.
+lesson-buckets-answer = { $peak } at each GPU's peak. Nearly all of the difference is DDP's communication buffers: { $communication }, beside { $gradients } of gradients. PyTorch's DDP copies every gradient into a bucket before it adds the buckets up across the GPUs, and it allocates every bucket once, for the whole run: a second copy of the gradients that a count of parameters, gradients and optimizer state misses. ZeRO-1 and ZeRO-2 pass the gradients through two buckets of { $bucket } elements instead: { $zero }.
 
 ## Challenges
 

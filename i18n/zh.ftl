@@ -526,7 +526,7 @@ lesson-fragment-expandable-oom = 可扩展段救不了这一步：需要更小�
 lesson-buckets-title = 显存去哪儿了？
 lesson-buckets-body = { $gpus } 块模拟 GPU 用 PyTorch 的 DDP（不切分的数据并行）训练这个模型，每块的 batch 为 { $batch }：每块 GPU 运行的，正是单独一块 GPU 在 { $batch } 条序列上会运行的那一步，它的峰值需要 { $alone }。然后各块 GPU 把梯度相加，让每块 GPU 做同样的优化器更新。
 lesson-buckets-question = 这 { $gpus } 块 GPU 中的每一块，峰值是单独一块 GPU 峰值（{ $alone }）的多少倍？
-lesson-buckets-answer = 每块 GPU 的峰值是 { $peak }：比单独一块多出 { $communication }，那是 DDP 的通信缓冲区，梯度本身是 { $gradients }。PyTorch 的 DDP 在把各块 GPU 的桶相加之前，先把每个梯度复制进一个桶，而且每个桶在整个训练中只分配一次：这是梯度的第二份副本，只数参数、梯度和优化器状态时会漏掉它。ZeRO-1 和 ZeRO-2 则让梯度经过两个各 { $bucket } 个元素的桶：{ $zero }。
+lesson-buckets-answer = 每块 GPU 的峰值是 { $peak }。多出来的几乎全是 DDP 的通信缓冲区：{ $communication }，梯度本身是 { $gradients }。PyTorch 的 DDP 在把各块 GPU 的桶相加之前，先把每个梯度复制进一个桶，而且每个桶在整个训练中只分配一次：这是梯度的第二份副本，只数参数、梯度和优化器状态时会漏掉它。ZeRO-1 和 ZeRO-2 则让梯度经过两个各 { $bucket } 个元素的桶：{ $zero }。
 
 ## 挑战
 

@@ -208,6 +208,13 @@ fn walk(lang: Lang) {
         harness.run();
         let total = views::size(&oomlab::i18n::Catalog::new(lang), predicted.peak_allocated_bytes());
         assert_eq!(harness.query_all_by_label(&total).count(), 2, "{}: allocator (live) = predicted", chapter.id);
+        if chapter.id == "buckets" {
+            // The data-parallel chapter after its reveal: the answer, GPU 0's breakdown with
+            // its communication row, in each language.
+            let options = egui_kittest::SnapshotOptions::new().threshold(2.0).max_failed_pixels(2000);
+            let name = if lang == Lang::Zh { "lesson_buckets_zh" } else { "lesson_buckets_en" };
+            harness.snapshot_options(name, &options);
+        }
         if chapter.id == "batch" && lang == Lang::Zh {
             // A chapter as a student sees it: the question answered, the sweep's tab, the
             // batch slider highlighted.

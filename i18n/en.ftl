@@ -530,6 +530,10 @@ lesson-buckets-title = Where did the memory go?
 lesson-buckets-body = { $gpus } simulated GPUs train the toy with PyTorch's DDP (data parallelism without sharding), each on a batch of { $batch }: each GPU runs exactly the step one GPU alone would run on { $batch } sequences, which needs { $alone } at its peak. Then the GPUs add up their gradients, so that every GPU takes the same optimizer step.
 lesson-buckets-question = How many times one GPU's peak alone ({ $alone }) does each of the { $gpus } GPUs hold at its peak?
 lesson-buckets-answer = { $peak } at each GPU's peak. Nearly all of the difference is DDP's communication buffers: { $communication }, beside { $gradients } of gradients. PyTorch's DDP copies every gradient into a bucket before it adds the buckets up across the GPUs, and it allocates every bucket once, for the whole run: a second copy of the gradients that a count of parameters, gradients and optimizer state misses. ZeRO-1 and ZeRO-2 pass the gradients through two buckets of { $bucket } elements instead: { $zero }.
+lesson-zero2-title = What does ZeRO-2 save on 4 GPUs?
+lesson-zero2-body = { $gpus } simulated GPUs train the toy with data parallelism. With DDP every GPU keeps all the model states: the parameters, the gradients and AdamW's two states, { $ddp } on each GPU. ZeRO-2 cuts the gradients and the optimizer states into { $gpus } shards, one per GPU; every GPU still runs the whole model.
+lesson-zero2-question = How many times less memory do the model states take on each GPU with ZeRO-2 than with DDP?
+lesson-zero2-answer = { $zero2 } on each GPU: the gradients and the optimizer states are 1/{ $gpus } each, but every GPU still holds all the parameters ({ $parameters }), which its forward and backward passes read. So ZeRO-2 saves less than { $gpus }×. ZeRO-3 shards the parameters too, which brings each GPU's states down to { $zero3 }, DDP's ÷ { $gpus }, at the price of gathering each layer's parameters before every use (the timeline marks each gather).
 
 ## Challenges
 

@@ -527,6 +527,10 @@ lesson-buckets-title = 显存去哪儿了？
 lesson-buckets-body = { $gpus } 块模拟 GPU 用 PyTorch 的 DDP（不切分的数据并行）训练这个模型，每块的 batch 为 { $batch }：每块 GPU 运行的，正是单独一块 GPU 在 { $batch } 条序列上会运行的那一步，它的峰值需要 { $alone }。然后各块 GPU 把梯度相加，让每块 GPU 做同样的优化器更新。
 lesson-buckets-question = 这 { $gpus } 块 GPU 中的每一块，峰值是单独一块 GPU 峰值（{ $alone }）的多少倍？
 lesson-buckets-answer = 每块 GPU 的峰值是 { $peak }。多出来的几乎全是 DDP 的通信缓冲区：{ $communication }，梯度本身是 { $gradients }。PyTorch 的 DDP 在把各块 GPU 的桶相加之前，先把每个梯度复制进一个桶，而且每个桶在整个训练中只分配一次：这是梯度的第二份副本，只数参数、梯度和优化器状态时会漏掉它。ZeRO-1 和 ZeRO-2 则让梯度经过两个各 { $bucket } 个元素的桶：{ $zero }。
+lesson-zero2-title = 在 4 块 GPU 上，ZeRO-2 能省多少？
+lesson-zero2-body = { $gpus } 块模拟 GPU 用数据并行训练这个模型。用 DDP 时，每块 GPU 都保存全部模型状态：参数、梯度和 AdamW 的两个状态，每块 GPU 上共 { $ddp }。ZeRO-2 把梯度和优化器状态切成 { $gpus } 份分片，每块 GPU 一份；每块 GPU 仍然运行整个模型。
+lesson-zero2-question = 用 ZeRO-2 时，每块 GPU 上模型状态占的显存是用 DDP 时的几分之一？
+lesson-zero2-answer = 每块 GPU 上是 { $zero2 }：梯度和优化器状态各只剩 1/{ $gpus }，但每块 GPU 仍然保存全部参数（{ $parameters }），因为它的前向和反向传播都要读它们。所以 ZeRO-2 省下的不到 { $gpus } 倍。ZeRO-3 把参数也切分，每块 GPU 上的状态降到 { $zero3 }，即 DDP 的 1/{ $gpus }，代价是每次使用前都要把这一层的参数收集起来（时间线上标出了每次收集）。
 
 ## 挑战
 

@@ -121,6 +121,22 @@ fn expected(id: &str, s: &Settings) -> Result<f64, usize> {
             assert!((1.1..1.4).contains(&ratio), "{ratio}");
             Ok(ratio)
         }
+        "zero2" => {
+            // DDP's model states on each GPU against ZeRO-2's on 4 GPUs: the parameters stay whole.
+            let kept = |zero: u8| {
+                let mut s = s.clone();
+                s.device.parallel.zero = zero;
+                let plan = s.plan(VOCAB).expect("a plan");
+                plan.tensors
+                    .iter()
+                    .filter(|t| t.persistent && t.category != Category::Communication)
+                    .map(|t| t.size_bytes())
+                    .sum::<u64>()
+            };
+            let ratio = kept(0) as f64 / kept(2) as f64;
+            assert!((2.0..2.5).contains(&ratio), "4 / (1 + 3/4) ≈ 2.29: {ratio}");
+            Ok(ratio)
+        }
         other => panic!("no expectation for chapter {other}: add one"),
     }
 }
@@ -208,12 +224,12 @@ fn walk(lang: Lang) {
         harness.run();
         let total = views::size(&oomlab::i18n::Catalog::new(lang), predicted.peak_allocated_bytes());
         assert_eq!(harness.query_all_by_label(&total).count(), 2, "{}: allocator (live) = predicted", chapter.id);
-        if chapter.id == "buckets" {
-            // The data-parallel chapter after its reveal: the answer, GPU 0's breakdown with
+        if chapter.id == "buckets" || chapter.id == "zero2" {
+            // The data-parallel chapters after their reveal: the answer, GPU 0's breakdown with
             // its communication row, in each language.
             let options = egui_kittest::SnapshotOptions::new().threshold(2.0).max_failed_pixels(2000);
-            let name = if lang == Lang::Zh { "lesson_buckets_zh" } else { "lesson_buckets_en" };
-            harness.snapshot_options(name, &options);
+            let name = format!("lesson_{}_{}", chapter.id, if lang == Lang::Zh { "zh" } else { "en" });
+            harness.snapshot_options(&name, &options);
         }
         if chapter.id == "batch" && lang == Lang::Zh {
             // A chapter as a student sees it: the question answered, the sweep's tab, the
@@ -264,13 +280,14 @@ fn no_chapter_tells_its_answer_before_the_reveal() {
                 t.format(&format!("lesson-{}-body", chapter.id), &fluent(&args)),
                 t.format(&format!("lesson-{}-question", chapter.id), &fluent(&args))
             );
-            // The setting: the peak, the budget, the real model's states before ZeRO (the
+            // The setting: the peak, the budget, the GPUs, the real model's states before ZeRO (the
             // question is what ZeRO-3 makes of them), and one GPU's peak alone, which DDP's
             // GPUs are measured against.
             let is_setting = |name: &str| {
-                ["peak", "budget"].contains(&name)
+                ["peak", "budget", "gpus"].contains(&name)
                     || (chapter.id, name) == ("real", "states")
                     || (chapter.id, name) == ("buckets", "alone")
+                    || (chapter.id, name) == ("zero2", "ddp")
             };
             let setting: Vec<&String> = args.iter().filter(|(name, _)| is_setting(name)).map(|(_, v)| v).collect();
             let answer_args = (chapter.answer_args)(&facts, &t);

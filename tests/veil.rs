@@ -159,6 +159,22 @@ fn secrets(id: &str, s: &Settings) -> Secrets {
             alone.device.parallel.gpus = 1;
             out.ratio(m.peak_allocated_bytes() as f64 / memory(&alone).peak_allocated_bytes() as f64);
         }
+        // ZeRO-2's model states on each GPU, ZeRO-3's, and the ratio to DDP's.
+        "zero2" => {
+            let kept = |zero: u8| {
+                let mut s = s.clone();
+                s.device.parallel.zero = zero;
+                let plan = s.plan(VOCAB).expect("a plan");
+                plan.tensors
+                    .iter()
+                    .filter(|t| t.persistent && t.category != oomlab::plan::Category::Communication)
+                    .map(|t| t.size_bytes())
+                    .sum::<u64>()
+            };
+            out.bytes(kept(2));
+            out.bytes(kept(3));
+            out.ratio(kept(0) as f64 / kept(2) as f64);
+        }
         other => panic!("no secrets for chapter {other}: add them"),
     }
     out

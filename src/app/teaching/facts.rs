@@ -71,4 +71,22 @@ impl Facts {
             .map(|t| t.size_bytes())
             .sum()
     }
+
+    /// The model states a rank keeps across steps (parameters, gradients, optimizer state,
+    /// master weights) at ZeRO stage `zero`, from its plan: what ZeRO shards.
+    pub(super) fn kept_states(&self, zero: u8) -> Option<u64> {
+        let mut s = self.settings.clone();
+        s.device.parallel.zero = zero;
+        let plan = s.plan(self.vocab).ok()?;
+        let states = [Category::Parameters, Category::Gradients, Category::OptimizerState, Category::MasterWeights];
+        Some(plan.tensors.iter().filter(|t| t.persistent && states.contains(&t.category)).map(|t| t.size_bytes()).sum())
+    }
+
+    /// The peak of the same step on one GPU alone (the same batch), predicted.
+    pub(super) fn alone_peak(&self) -> Option<u64> {
+        let mut alone = self.settings.clone();
+        alone.device.parallel.gpus = 1;
+        let plan = alone.plan(self.vocab).ok()?;
+        simulate(&plan, Budget::Unlimited).ok().map(|m| m.peak_allocated_bytes())
+    }
 }

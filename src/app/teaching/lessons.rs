@@ -423,11 +423,11 @@ pub fn chapters() -> Vec<Chapter> {
                 vec![
                     arg("gpus", f.settings.device.parallel.gpus),
                     arg("batch", f.settings.batch),
-                    arg("alone", size(t, alone_peak(f).unwrap_or(0))),
+                    arg("alone", size(t, f.alone_peak().unwrap_or(0))),
                 ]
             },
             question: Question::Ratio {
-                answer: |f| Some(f.memory.peak_allocated_bytes() as f64 / alone_peak(f)?.max(1) as f64),
+                answer: |f| Some(f.memory.peak_allocated_bytes() as f64 / f.alone_peak()?.max(1) as f64),
                 // A guess of "the same" (1×) is wrong: the buffers add about 14 %.
                 tolerance: 0.08,
             },
@@ -447,15 +447,36 @@ pub fn chapters() -> Vec<Chapter> {
             veils: STEP,
             reads_step: true,
         },
+        Chapter {
+            id: "zero2",
+            tab: Tab::Breakdown,
+            target: "breakdown",
+            setup: |s| {
+                let parallel = crate::plan::Parallel { gpus: 4, zero: 2, ..crate::plan::Parallel::default() };
+                let device = DeviceSettings { parallel, ..DeviceSettings::default() };
+                *s = Settings { batch: 4, seq: 32, device, ..Settings::default() };
+            },
+            // DDP's states on each GPU, which the answer divides; not ZeRO-2's.
+            args: |f, t| {
+                vec![arg("gpus", f.settings.device.parallel.gpus), arg("ddp", size(t, f.kept_states(0).unwrap_or(0)))]
+            },
+            question: Question::Ratio {
+                answer: |f| Some(f.kept_states(0)? as f64 / f.kept_states(2)?.max(1) as f64),
+                tolerance: 0.1,
+            },
+            answer_args: |f, t| {
+                let parameters = f.plan.tensor(f.plan.handles.params).size_bytes();
+                vec![
+                    arg("gpus", f.settings.device.parallel.gpus),
+                    arg("zero2", size(t, f.kept_states(2).unwrap_or(0))),
+                    arg("parameters", size(t, parameters)),
+                    arg("zero3", size(t, f.kept_states(3).unwrap_or(0))),
+                ]
+            },
+            veils: STEP,
+            reads_step: false,
+        },
     ]
-}
-
-/// The peak of the same step on one GPU alone (the same batch), predicted.
-fn alone_peak(f: &Facts) -> Option<u64> {
-    let mut alone = f.settings.clone();
-    alone.device.parallel.gpus = 1;
-    let plan = alone.plan(f.vocab).ok()?;
-    simulate(&plan, Budget::Unlimited).ok().map(|m| m.peak_allocated_bytes())
 }
 
 /// The bytes of a category's tensors at the step's peak (the allocator's record of a real step,

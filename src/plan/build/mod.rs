@@ -191,7 +191,7 @@ impl Builder {
         let dt = b.dt;
         // With ZeRO a rank holds shards of some states (`shard::state_lens`).
         let (params_len, grads_len, state_len) = b.state_lens(flat);
-        let shard_name = |name: &str, len: u64| if len < flat { format!("{name} (shard)") } else { name.to_string() };
+        let shard_name = |name: &str, len: u64| if len < flat { format!("{name}.shard") } else { name.to_string() };
         b.params = b.tensor(shard_name("parameters", params_len), &[params_len], dt, Category::Parameters, None);
         match b.lora.as_ref().map(|l| l.flat_len) {
             // LoRA: the base parameters are frozen, with neither gradients nor optimizer state.

@@ -534,6 +534,10 @@ lesson-zero2-title = What does ZeRO-2 save on 4 GPUs?
 lesson-zero2-body = { $gpus } simulated GPUs train the toy with data parallelism. With DDP every GPU keeps all the model states: the parameters, the gradients and AdamW's two states, { $ddp } on each GPU. ZeRO-2 cuts the gradients and the optimizer states into { $gpus } shards, one per GPU; every GPU still runs the whole model.
 lesson-zero2-question = How many times less memory do the model states take on each GPU with ZeRO-2 than with DDP?
 lesson-zero2-answer = { $zero2 } on each GPU: the gradients and the optimizer states are 1/{ $gpus } each, but every GPU still holds all the parameters ({ $parameters }), which its forward and backward passes read. So ZeRO-2 saves less than { $gpus }×. ZeRO-3 shards the parameters too, which brings each GPU's states down to { $zero3 }, DDP's ÷ { $gpus }, at the price of gathering each layer's parameters before every use (the timeline marks each gather).
+lesson-zero3-title = What does ZeRO-3 cost?
+lesson-zero3-body = { $gpus } simulated GPUs train the toy under ZeRO-3: each GPU keeps only its shard of the parameters, so before a layer runs, the GPUs gather that layer's parameters from one another into a buffer, and free it after. The whole model's parameters are { $parameters }.
+lesson-zero3-question = In one training step, how many times the whole model's parameters does each GPU gather?
+lesson-zero3-answer = { $gathered } in { $gathers } gathers: every layer's parameters once for the forward pass and again for the backward pass (the embeddings, which the output layer shares, three times), against { $parameters } for the whole model. That is ZeRO-3's price for holding 1/{ $gpus } of the parameters: on a real cluster every gather crosses the network, each step. The Step timeline marks each gather.
 
 ## Challenges
 

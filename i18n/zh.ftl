@@ -531,6 +531,10 @@ lesson-zero2-title = 在 4 块 GPU 上，ZeRO-2 能省多少？
 lesson-zero2-body = { $gpus } 块模拟 GPU 用数据并行训练这个模型。用 DDP 时，每块 GPU 都保存全部模型状态：参数、梯度和 AdamW 的两个状态，每块 GPU 上共 { $ddp }。ZeRO-2 把梯度和优化器状态切成 { $gpus } 份分片，每块 GPU 一份；每块 GPU 仍然运行整个模型。
 lesson-zero2-question = 用 ZeRO-2 时，每块 GPU 上模型状态占的显存是用 DDP 时的几分之一？
 lesson-zero2-answer = 每块 GPU 上是 { $zero2 }：梯度和优化器状态各只剩 1/{ $gpus }，但每块 GPU 仍然保存全部参数（{ $parameters }），因为它的前向和反向传播都要读它们。所以 ZeRO-2 省下的不到 { $gpus } 倍。ZeRO-3 把参数也切分，每块 GPU 上的状态降到 { $zero3 }，即 DDP 的 1/{ $gpus }，代价是每次使用前都要把这一层的参数收集起来（时间线上标出了每次收集）。
+lesson-zero3-title = ZeRO-3 的代价是什么？
+lesson-zero3-body = { $gpus } 块模拟 GPU 用 ZeRO-3 训练这个模型：每块 GPU 只保存自己那份参数分片，所以一层运行之前，各块 GPU 要互相把这一层的参数收集到一个缓冲区里，用完再释放。整个模型的参数是 { $parameters }。
+lesson-zero3-question = 一个训练步中，每块 GPU 收集的参数是整个模型参数的多少倍？
+lesson-zero3-answer = { $gathers } 次收集，共 { $gathered }：每一层的参数在前向传播时收集一次，反向传播时再收集一次（输出层共用的嵌入收集三次），而整个模型的参数是 { $parameters }。这就是 ZeRO-3 只保存 1/{ $gpus } 参数的代价：在真实的集群上，每次收集每一步都要经过网络。单步时间线标出了每次收集。
 
 ## 挑战
 

@@ -137,6 +137,23 @@ fn expected(id: &str, s: &Settings) -> Result<f64, usize> {
             assert!((2.0..2.5).contains(&ratio), "4 / (1 + 3/4) ≈ 2.29: {ratio}");
             Ok(ratio)
         }
+        "zero3" => {
+            // The bytes ZeRO-3's gathers bring each GPU in a step, against the whole model's
+            // parameters: every unit for the forward and the backward pass, the shared
+            // embeddings once more.
+            let plan = s.plan(VOCAB).expect("a plan");
+            let gathered: u64 = plan
+                .ops
+                .iter()
+                .filter_map(|n| match &n.op {
+                    oomlab::plan::Op::AllGather(g) => Some(g.full.len * 4),
+                    _ => None,
+                })
+                .sum();
+            let ratio = gathered as f64 / (plan.layout.flat_len * 4) as f64;
+            assert!((2.0..2.2).contains(&ratio), "{ratio}");
+            Ok(ratio)
+        }
         other => panic!("no expectation for chapter {other}: add one"),
     }
 }
@@ -224,7 +241,7 @@ fn walk(lang: Lang) {
         harness.run();
         let total = views::size(&oomlab::i18n::Catalog::new(lang), predicted.peak_allocated_bytes());
         assert_eq!(harness.query_all_by_label(&total).count(), 2, "{}: allocator (live) = predicted", chapter.id);
-        if chapter.id == "buckets" || chapter.id == "zero2" {
+        if ["buckets", "zero2", "zero3"].contains(&chapter.id) {
             // The data-parallel chapters after their reveal: the answer, GPU 0's breakdown with
             // its communication row, in each language.
             let options = egui_kittest::SnapshotOptions::new().threshold(2.0).max_failed_pixels(2000);
@@ -288,6 +305,7 @@ fn no_chapter_tells_its_answer_before_the_reveal() {
                     || (chapter.id, name) == ("real", "states")
                     || (chapter.id, name) == ("buckets", "alone")
                     || (chapter.id, name) == ("zero2", "ddp")
+                    || (chapter.id, name) == ("zero3", "parameters")
             };
             let setting: Vec<&String> = args.iter().filter(|(name, _)| is_setting(name)).map(|(_, v)| v).collect();
             let answer_args = (chapter.answer_args)(&facts, &t);

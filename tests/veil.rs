@@ -175,6 +175,20 @@ fn secrets(id: &str, s: &Settings) -> Secrets {
             out.bytes(kept(3));
             out.ratio(kept(0) as f64 / kept(2) as f64);
         }
+        // The bytes ZeRO-3 gathers in a step, and their ratio to the parameters.
+        "zero3" => {
+            let plan = s.plan(VOCAB).expect("a plan");
+            let gathered: u64 = plan
+                .ops
+                .iter()
+                .filter_map(|n| match &n.op {
+                    oomlab::plan::Op::AllGather(g) => Some(g.full.len * 4),
+                    _ => None,
+                })
+                .sum();
+            out.bytes(gathered);
+            out.ratio(gathered as f64 / (plan.layout.flat_len * 4) as f64);
+        }
         other => panic!("no secrets for chapter {other}: add them"),
     }
     out

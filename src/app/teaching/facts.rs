@@ -5,6 +5,8 @@ use std::sync::Arc;
 
 use crate::app::run::StepRecord;
 use crate::app::settings::Settings;
+use crate::app::views::size;
+use crate::i18n::Catalog;
 use crate::memory::{Budget, StepMemory, simulate};
 use crate::plan::{Category, Plan};
 
@@ -88,5 +90,73 @@ impl Facts {
         alone.device.parallel.gpus = 1;
         let plan = alone.plan(self.vocab).ok()?;
         simulate(&plan, Budget::Unlimited).ok().map(|m| m.peak_allocated_bytes())
+    }
+
+    /// The whole model's parameters in bytes, as one GPU alone holds them.
+    pub(super) fn full_parameters(&self) -> u64 {
+        let dtype = self.plan.tensor(self.plan.handles.params).dtype;
+        dtype.bytes_for(self.plan.layout.flat_len)
+    }
+
+    /// ZeRO-3's gathers in one step of this rank's plan: how many, and the bytes they bring in.
+    pub(super) fn gathered(&self) -> (usize, u64) {
+        let gathers: Vec<u64> = self
+            .plan
+            .ops
+            .iter()
+            .filter_map(|n| match &n.op {
+                crate::plan::Op::AllGather(g) => Some(self.plan.tensor(g.full.tensor).dtype.bytes_for(g.full.len)),
+                _ => None,
+            })
+            .collect();
+        (gathers.len(), gathers.iter().sum())
+    }
+
+    /// The step under its own budget: the OOM the "diagnose" chapter reads — the real step's,
+    /// once it ran.
+    pub(super) fn oom(&self) -> Option<crate::memory::StepOom> {
+        self.step_oom.clone().or_else(|| simulate(&self.plan, self.settings.device.budget_bytes).err().map(|o| *o))
+    }
+
+    /// Whether the step fits its budget: 0 it fits; 1 out of memory although the cached free memory
+    /// would hold the request (fragmentation); 2 out of memory, really full.
+    pub(super) fn fit_outcome(&self) -> usize {
+        match self.oom() {
+            None => 0,
+            Some(o) if o.error.is_fragmented() => 1,
+            Some(_) => 2,
+        }
+    }
+
+    /// The fragmentation chapter's answer in words, for its outcome: the allocator's figures when
+    /// the step failed, and what expandable segments make of it.
+    pub(super) fn fit_words(&self, t: &Catalog) -> String {
+        let Some(o) = self.oom() else {
+            return t.format(
+                "lesson-fragment-outcome-fits",
+                &[("peak", size(t, self.memory.peak_reserved_bytes()).into())],
+            );
+        };
+        let mut expandable = self.settings.clone();
+        expandable.device.allocator.expandable_segments = true;
+        let with = expandable.plan(self.vocab).ok().and_then(|p| simulate(&p, expandable.device.budget_bytes).ok());
+        let after = match with {
+            Some(m) => {
+                t.format("lesson-fragment-expandable-fits", &[("reserved", size(t, m.peak_reserved_bytes()).into())])
+            }
+            None => t.text("lesson-fragment-expandable-oom"),
+        };
+        let e = &o.error;
+        let key = if e.is_fragmented() { "lesson-fragment-outcome-fragmented" } else { "lesson-fragment-outcome-full" };
+        t.format(
+            key,
+            &[
+                ("requested", size(t, e.requested_bytes).into()),
+                ("cached", size(t, e.cached_free_bytes).into()),
+                ("largest", size(t, e.largest_free_block).into()),
+                ("reserved", size(t, e.reserved_bytes).into()),
+                ("expandable", after.into()),
+            ],
+        )
     }
 }

@@ -95,12 +95,6 @@ fn real_setup(s: &mut Settings) {
     s.estimate.0.parallel.data = 1;
 }
 
-/// The step under its own budget: the OOM the "diagnose" chapter reads — the real step's, once
-/// it ran.
-fn oom(f: &Facts) -> Option<crate::memory::StepOom> {
-    f.step_oom.clone().or_else(|| simulate(&f.plan, f.settings.device.budget_bytes).err().map(|o| *o))
-}
-
 /// The "diagnose" chapter's options' words.
 static CATEGORY_KEYS: [&str; 5] = [
     "category-parameters",
@@ -328,11 +322,11 @@ pub fn chapters() -> Vec<Chapter> {
             question: Question::Choice {
                 options: &CATEGORY_KEYS,
                 answer: |f| {
-                    let category = oom(f)?.category;
+                    let category = f.oom()?.category;
                     DIAGNOSE_OPTIONS.iter().position(|&c| c == category)
                 },
             },
-            answer_args: |f, t| match oom(f) {
+            answer_args: |f, t| match f.oom() {
                 Some(o) => vec![
                     arg("tensor", o.tensor_name),
                     arg("op", o.op_label),
@@ -403,9 +397,9 @@ pub fn chapters() -> Vec<Chapter> {
             },
             question: Question::Choice {
                 options: &["lesson-fragment-fits", "lesson-fragment-fragmented", "lesson-fragment-full"],
-                answer: |f| Some(fit_outcome(f)),
+                answer: |f| Some(f.fit_outcome()),
             },
-            answer_args: |f, t| vec![arg("outcome", fit_words(f, t))],
+            answer_args: |f, t| vec![arg("outcome", f.fit_words(t))],
             veils: Veil { fits: true, ..STEP },
             reads_step: true,
         },
@@ -476,6 +470,35 @@ pub fn chapters() -> Vec<Chapter> {
             veils: STEP,
             reads_step: false,
         },
+        Chapter {
+            id: "zero3",
+            tab: Tab::Breakdown,
+            target: "breakdown",
+            setup: |s| {
+                let parallel = crate::plan::Parallel { gpus: 4, zero: 3, ..crate::plan::Parallel::default() };
+                let device = DeviceSettings { parallel, ..DeviceSettings::default() };
+                *s = Settings { batch: 4, seq: 32, device, ..Settings::default() };
+            },
+            // The whole model's parameters, which the answer is a multiple of.
+            args: |f, t| {
+                vec![arg("gpus", f.settings.device.parallel.gpus), arg("parameters", size(t, f.full_parameters()))]
+            },
+            question: Question::Ratio {
+                answer: |f| Some(f.gathered().1 as f64 / f.full_parameters().max(1) as f64),
+                tolerance: 0.1,
+            },
+            answer_args: |f, t| {
+                let (gathers, bytes) = f.gathered();
+                vec![
+                    arg("gpus", f.settings.device.parallel.gpus),
+                    arg("gathers", gathers),
+                    arg("gathered", size(t, bytes)),
+                    arg("parameters", size(t, f.full_parameters())),
+                ]
+            },
+            veils: STEP,
+            reads_step: false,
+        },
     ]
 }
 
@@ -483,45 +506,6 @@ pub fn chapters() -> Vec<Chapter> {
 /// or the prediction), as the tensors have them.
 fn tensor_bytes(f: &Facts, c: Category) -> u64 {
     f.memory.peak_requested.get(c)
-}
-
-/// Whether the step fits its budget: 0 it fits; 1 out of memory although the cached free memory
-/// would hold the request (fragmentation); 2 out of memory, really full.
-fn fit_outcome(f: &Facts) -> usize {
-    match oom(f) {
-        None => 0,
-        Some(o) if o.error.is_fragmented() => 1,
-        Some(_) => 2,
-    }
-}
-
-/// The fragmentation chapter's answer in words, for its outcome: the allocator's figures when
-/// the step failed, and what expandable segments make of it.
-fn fit_words(f: &Facts, t: &Catalog) -> String {
-    let Some(o) = oom(f) else {
-        return t.format("lesson-fragment-outcome-fits", &[("peak", size(t, f.memory.peak_reserved_bytes()).into())]);
-    };
-    let mut expandable = f.settings.clone();
-    expandable.device.allocator.expandable_segments = true;
-    let with = expandable.plan(f.vocab).ok().and_then(|p| simulate(&p, expandable.device.budget_bytes).ok());
-    let after = match with {
-        Some(m) => {
-            t.format("lesson-fragment-expandable-fits", &[("reserved", size(t, m.peak_reserved_bytes()).into())])
-        }
-        None => t.text("lesson-fragment-expandable-oom"),
-    };
-    let e = &o.error;
-    let key = if e.is_fragmented() { "lesson-fragment-outcome-fragmented" } else { "lesson-fragment-outcome-full" };
-    t.format(
-        key,
-        &[
-            ("requested", size(t, e.requested_bytes).into()),
-            ("cached", size(t, e.cached_free_bytes).into()),
-            ("largest", size(t, e.largest_free_block).into()),
-            ("reserved", size(t, e.reserved_bytes).into()),
-            ("expandable", after.into()),
-        ],
-    )
 }
 
 /// The model states' categories in an estimate.

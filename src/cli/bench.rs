@@ -2,6 +2,7 @@
 
 use super::peers::{self, PeerArgs, PeerConfig, PeerRow};
 use super::*;
+use oomlab::backend::BackendError;
 
 /// Timings of one config.
 #[derive(serde::Serialize)]
@@ -93,21 +94,29 @@ pub(super) fn bench(
                 }
                 row(name, cfg, exec.backend_name(), first, phase_secs, steps, step)
             }
-            Executor::Cpu(mut exec) => {
+            mut exec @ (Executor::Cpu(_) | Executor::CpuCluster(_)) => {
+                // One GPU's executor or the simulated GPUs' cluster, the same way: a run of phases
+                // carried out to its end.
+                let backend = oomlab::backend::Trainer::backend_name(&exec);
+                let cpu = exec.sliced().ok_or_else(|| BackendError::Internal("not a CPU executor".into()))?;
                 let batch = dataset.batch(cfg.global_batch_shape(), cfg.seed, 0)?;
-                exec.upload_batch(&batch)?;
-                exec.run_phases(&[Phase::Forward, Phase::Backward, Phase::Optimizer])?;
+                cpu.upload(&batch)?;
+                let mut run = |phases: &[Phase]| -> Result<f32, BackendError> {
+                    cpu.start(phases);
+                    cpu.resume(usize::MAX).unwrap_or_else(|| Err(BackendError::Internal("no run".into())))
+                };
+                run(&[Phase::Forward, Phase::Backward, Phase::Optimizer])?;
                 let first = t0.elapsed().as_secs_f64();
                 let mut phase_secs = [0.0f64; 3];
                 for _ in 0..steps {
                     for (i, phase) in [Phase::Forward, Phase::Backward, Phase::Optimizer].into_iter().enumerate() {
                         let t = Instant::now();
-                        exec.run_phases(&[phase])?;
+                        run(&[phase])?;
                         phase_secs[i] += t.elapsed().as_secs_f64();
                     }
                 }
                 let total: f64 = phase_secs.iter().sum::<f64>() / steps as f64;
-                row(name, cfg, oomlab::backend::cpu::CPU_NAME.into(), first, phase_secs, steps, total)
+                row(name, cfg, backend, first, phase_secs, steps, total)
             }
             Executor::GpuCluster(mut exec) => {
                 let batch = dataset.batch(cfg.global_batch_shape(), cfg.seed, 0)?;
@@ -129,22 +138,6 @@ pub(super) fn bench(
                 }
                 let step = t.elapsed().as_secs_f64() / steps as f64;
                 row(name, cfg, oomlab::backend::Trainer::backend_name(exec.as_ref()), first, phase_secs, steps, step)
-            }
-            Executor::CpuCluster(mut exec) => {
-                let batch = dataset.batch(cfg.global_batch_shape(), cfg.seed, 0)?;
-                exec.upload_batch(&batch)?;
-                exec.run_phases(&[Phase::Forward, Phase::Backward, Phase::Optimizer])?;
-                let first = t0.elapsed().as_secs_f64();
-                let mut phase_secs = [0.0f64; 3];
-                for _ in 0..steps {
-                    for (i, phase) in [Phase::Forward, Phase::Backward, Phase::Optimizer].into_iter().enumerate() {
-                        let t = Instant::now();
-                        exec.run_phases(&[phase])?;
-                        phase_secs[i] += t.elapsed().as_secs_f64();
-                    }
-                }
-                let total: f64 = phase_secs.iter().sum::<f64>() / steps as f64;
-                row(name, cfg, oomlab::backend::Trainer::backend_name(exec.as_ref()), first, phase_secs, steps, total)
             }
         };
         rows.push(row);

@@ -167,12 +167,14 @@ pub fn timeline(ui: &mut Ui, t: &Catalog, plan: &Plan, memory: &StepMemory, sour
 fn collective_text(t: &Catalog, plan: &Plan, i: usize) -> Option<String> {
     use crate::plan::Op;
     let node = plan.ops.get(i)?;
-    let (buffer, kind) = match &node.op {
-        Op::AllReduce(a) => (a.bucket, "all-reduce"),
-        Op::ReduceScatter(r) => (r.bucket, "reduce-scatter"),
-        Op::AllGather(g) => (g.full, "all-gather"),
+    // The op's own name (`reduce_scatter`), as every op label writes it, in both languages.
+    let buffer = match &node.op {
+        Op::AllReduce(a) => a.bucket,
+        Op::ReduceScatter(r) => r.bucket,
+        Op::AllGather(g) => g.full,
         _ => return None,
     };
+    let kind = node.op.name();
     let info = plan.tensor(buffer.tensor);
     let bytes = info.dtype.bytes_for(buffer.len);
     Some(t.format(

@@ -75,6 +75,11 @@ attention-fused = fused (flash)
 controls-optimizer = optimizer
 controls-accumulation = accumulation steps
 controls-lora-rank = LoRA rank (0 = off)
+controls-offload = Offload to host memory
+controls-offload-hint = ZeRO-Offload: the optimizer's states (and the gradients too, if chosen) live in the computer's own memory, and the optimizer step runs on the CPU. The GPU keeps less; every step copies over the bus.
+offload-none = none
+offload-optimizer = optimizer states
+offload-optimizer-gradients = optimizer states and gradients
 controls-compare = Compare with
 compare-checkpoint = checkpoint every block
 compare-fused = fused attention
@@ -123,6 +128,7 @@ ms-bytes = bytes
 ms-times = × trainable weights
 ms-summary = { $optimizer } keeps { $count } optimizer state tensor(s){ $master }: { $copies }× the trainable weights' bytes on top of weights and gradients.
 ms-master = {" "}plus fp32 master weights
+ms-on-host = { $name } (in host memory)
 
 ## The OOM panel
 
@@ -157,6 +163,15 @@ tl-alive = { $count } tensors alive here
 tl-start = the start of the step
 tl-collectives = collectives (every GPU at once)
 tl-collective = A collective: { $kind } of { $what }, every GPU at once; { $bytes } passed through { $buffer }.
+tl-transfers = copies between the GPU and host memory (offload)
+tl-transfer = A copy over the bus: { $kind } of { $what }, { $bytes }; host memory is not GPU memory.
+host-heading = In host memory (not GPU memory)
+host-column = Host memory
+host-saved = The GPU keeps { $saved } less: these bytes live in host memory instead.
+host-bus = Every step { $bytes } cross the bus ({ $down } to the host, { $up } back): at { $rate } (PCIe 4.0 ×16) about { $ms } ms (predicted).
+host-time = Measured on { $engine }: { $with } ms per step with offload, { $without } ms without it ({ $ratio }× the time).
+host-time-alone = Measured on { $engine }: { $with } ms per step with offload. Set offload to none and run a step to measure the step without it.
+host-time-none = Run a step to measure what offload costs in time.
 
 ## Memory vs batch
 

@@ -72,6 +72,11 @@ attention-fused = 融合（flash）
 controls-optimizer = 优化器
 controls-accumulation = 梯度累积步数
 controls-lora-rank = LoRA 秩（0 = 关闭）
+controls-offload = 卸载到主机内存
+controls-offload-hint = ZeRO-Offload：优化器状态（如果选择，还有梯度）存放在计算机自己的内存中，优化器这一步在 CPU 上运行。GPU 占用更少；每一步都要经总线复制。
+offload-none = 不卸载
+offload-optimizer = 优化器状态
+offload-optimizer-gradients = 优化器状态和梯度
 controls-compare = 对比
 compare-checkpoint = 每个块设梯度检查点
 compare-fused = 融合注意力
@@ -120,6 +125,7 @@ ms-bytes = 字节
 ms-times = × 可训练权重
 ms-summary = { $optimizer } 保存 { $count } 个优化器状态张量{ $master }：在权重和梯度之外，再占可训练权重字节数的 { $copies } 倍。
 ms-master = ，另加 fp32 主权重
+ms-on-host = { $name }（在主机内存中）
 
 ## 显存溢出面板
 
@@ -154,6 +160,15 @@ tl-alive = 此处有 { $count } 个存活的张量
 tl-start = 这一步的开始
 tl-collectives = 集合通信（所有 GPU 同时）
 tl-collective = 集合通信：{ $what } 的 { $kind }，所有 GPU 同时进行；{ $bytes } 经过 { $buffer }。
+tl-transfers = GPU 与主机内存之间的复制（卸载）
+tl-transfer = 经总线的复制：{ $what } 的 { $kind }，{ $bytes }；主机内存不是 GPU 显存。
+host-heading = 在主机内存中（不是 GPU 显存）
+host-column = 主机内存
+host-saved = GPU 少占用 { $saved }：这些字节改存在主机内存中。
+host-bus = 每一步有 { $bytes } 经过总线（{ $down } 到主机，{ $up } 返回）：按 { $rate }（PCIe 4.0 ×16）约需 { $ms } 毫秒（预测）。
+host-time = 在 { $engine } 上测得：使用卸载每步 { $with } 毫秒，不使用 { $without } 毫秒（时间为 { $ratio } 倍）。
+host-time-alone = 在 { $engine } 上测得：使用卸载每步 { $with } 毫秒。把卸载设为“不卸载”再运行一步，即可测出不使用时的时间。
+host-time-none = 运行一步，测出卸载在时间上的代价。
 
 ## 显存与 batch 大小
 

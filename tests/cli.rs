@@ -754,3 +754,73 @@ fn the_simulated_gpus_reach_every_command() {
         (&["compare", "--gpus", "2", "--precision", "fp16"], "fp16's loss scaling"),
     ]);
 }
+
+/// Offload reaches the commands: `measure --json` gains the host object (host bytes, what the GPU
+/// keeps less, the bytes copied each way), and the GPU's figures drop by exactly the offloaded
+/// bytes on both backends; `bench` names it; what it does not run is a usage error.
+#[test]
+fn offload_reaches_every_command() {
+    let measure = |backend: &str, offload: &str| {
+        let out = oomlab(&[
+            "measure",
+            "--batch",
+            "2",
+            "--seq-len",
+            "16",
+            "--offload",
+            offload,
+            "--backend",
+            backend,
+            "--json",
+        ]);
+        assert!(out.status.success(), "{backend} {offload}: {}", String::from_utf8_lossy(&out.stderr));
+        serde_json::from_slice::<serde_json::Value>(&out.stdout).expect("one JSON document")
+    };
+    let n = |v: &serde_json::Value| v.as_u64().expect("a number");
+    for backend in ["cpu", "gpu"] {
+        let none = measure(backend, "none");
+        assert_eq!(n(&none["host"]["total_bytes"]), 0, "{none}");
+        for offload in ["optimizer", "optimizer+gradients"] {
+            let doc = measure(backend, offload);
+            let host = &doc["host"];
+            assert!(n(&host["total_bytes"]) > 0 && n(&host["bytes"]["optimizer_state"]) > 0, "{doc}");
+            assert_eq!(n(&doc["allocator"]["optimizer_state"]), 0, "{backend} {offload}: none on the GPU");
+            assert_eq!(host["bytes"]["optimizer_state"], none["allocator"]["optimizer_state"], "moved, not made");
+            // Before the step (the states alone): exactly what left the GPU.
+            let kept = |d: &serde_json::Value| {
+                ["optimizer_state", "gradients", "master_weights"].iter().map(|c| n(&d["allocator"][c])).sum::<u64>()
+            };
+            if offload == "optimizer" {
+                assert_eq!(kept(&none) - kept(&doc), n(&host["offloaded_bytes"]), "{backend} {offload}");
+            }
+            assert_eq!(n(&host["to_host_bytes"]), n(&host["to_device_bytes"]), "the gradients down, the weights up");
+            assert_eq!(doc["ranks"][0]["host"], *host);
+            assert_eq!(doc["techniques"]["offload"], offload.replace('+', "_"));
+        }
+    }
+    let out = oomlab(&[
+        "bench",
+        "--backend",
+        "cpu",
+        "--only",
+        "default",
+        "--steps",
+        "1",
+        "--batch",
+        "2",
+        "--seq-len",
+        "16",
+        "--offload",
+        "optimizer",
+        "--json",
+    ]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).expect("one JSON document");
+    assert_eq!(doc["configs"][0]["offload"], "optimizer", "{doc}");
+    assert_usage_errors(&[
+        (&["measure", "--offload", "everything"], "none, optimizer or optimizer+gradients"),
+        (&["measure", "--offload", "optimizer", "--precision", "fp16"], "fp16"),
+        (&["measure", "--offload", "optimizer", "--gpus", "2"], "several GPUs"),
+        (&["sweep", "--offload", "optimizer", "--lora", "4"], "LoRA"),
+    ]);
+}

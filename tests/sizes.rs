@@ -175,6 +175,8 @@ fn random_techniques(rng: &mut Rng, layers: usize) -> Techniques {
             zero: if rng.below(50) == 0 { 4 } else { rng.below(4) as u8 },
             bucket_elems: if rng.below(50) == 0 { dim(rng, 30) as u64 } else { 128 * (1 + small(rng, 256)) as u64 },
         },
+        // Offload to host memory, sometimes with what it refuses (fp16, LoRA, several GPUs).
+        offload: oomlab::plan::Offload::ALL[if rng.below(8) == 0 { 1 + rng.below(2) } else { 0 }],
     }
 }
 
@@ -267,11 +269,11 @@ fn ten_thousand_random_configurations_never_panic() {
     }
     println!("{planned} planned ({fitted} fit, {oom} out of memory), {refused} refused; digest {:#x}", digest.0);
     assert_eq!(digest.0, FUZZ_DIGEST, "the numbers differ from the reference platform's");
-    assert!(planned > 900 && refused > 1000 && fitted > 500 && oom > 100, "the cases reach every outcome");
+    assert!(planned > 800 && refused > 1000 && fitted > 500 && oom > 100, "the cases reach every outcome");
 }
 
 /// The digest of every number the fuzz computes, on x86-64 Linux (and asserted on wasm32 too).
-const FUZZ_DIGEST: u64 = 0x989a_bd88_c5b0_c0c4;
+const FUZZ_DIGEST: u64 = 0x9b66_47b1_001d_2b3d;
 
 /// FNV-1a over the numbers and messages a test computes.
 struct Digest(u64);

@@ -184,6 +184,23 @@ pub fn controls_ui(
     gate(ui, Control::Lora, &mut |ui| {
         ui.add(egui::Slider::new(&mut s.lora_rank, 0..=64).text(tr("controls-lora-rank")));
     });
+    gate(ui, Control::Offload, &mut |ui| {
+        use crate::plan::Offload;
+        let name = |o: Offload| match o {
+            Offload::None => tr("offload-none"),
+            Offload::Optimizer => tr("offload-optimizer"),
+            Offload::OptimizerGradients => tr("offload-optimizer-gradients"),
+        };
+        let combo = egui::ComboBox::from_label(tr("controls-offload")).selected_text(name(s.device.offload));
+        combo
+            .show_ui(ui, |ui| {
+                for o in Offload::ALL {
+                    ui.selectable_value(&mut s.device.offload, o, name(o));
+                }
+            })
+            .response
+            .on_hover_text(tr("controls-offload-hint"));
+    });
     // The techniques' block, for a lesson to highlight.
     let bottom = ui.min_rect().bottom();
     super::views::mark(

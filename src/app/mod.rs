@@ -32,6 +32,7 @@ mod slot;
 pub mod snapshot_view;
 pub mod store;
 pub mod teaching;
+pub mod timing;
 mod toy;
 pub mod views;
 

@@ -83,9 +83,10 @@ pub struct Run {
     queued_step: bool,
     /// Stop training after this many more steps (scripted runs).
     train_steps_left: Option<usize>,
-    /// The losses of the steps since the settings last changed, and how long each took.
+    /// The losses of the steps since the settings last changed, and how long each took (with
+    /// every setup's recent times: offload's cost is its time beside the time without it).
     pub losses: Vec<f32>,
-    pub step_secs: Vec<f64>,
+    pub times: super::timing::StepTimes,
     /// When the step in flight started (egui time, seconds).
     step_started: Option<f64>,
     /// The settings changed while a GPU step was in flight: its result belongs to the old ones.
@@ -121,7 +122,7 @@ impl Run {
             queued_step: false,
             train_steps_left: None,
             losses: Vec::new(),
-            step_secs: Vec::new(),
+            times: Default::default(),
             step_started: None,
             stale: false,
             measured: None,
@@ -247,7 +248,7 @@ impl Run {
             }
         }
         self.losses.clear();
-        self.step_secs.clear();
+        self.times.step_secs.clear();
         self.measured = None;
         self.device = not_reported_yet();
         self.oom = None;
@@ -412,7 +413,7 @@ impl Run {
         };
         let secs = now - started.unwrap_or(now);
         self.losses.push(loss);
-        self.step_secs.push(secs);
+        self.times.record(secs);
         self.measured = memory;
         self.other_ranks = ranks;
         self.device = device;
@@ -465,6 +466,7 @@ impl Run {
                 return self.fail(e);
             }
         }
+        self.times.begin(plan, &self.engine.log_name());
         let index = self.losses.len() as u64;
         // The worker makes the batch itself from the same corpus, seed and index.
         if let Compute::Worker { worker } = &mut self.compute {

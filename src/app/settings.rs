@@ -105,6 +105,9 @@ pub struct DeviceSettings {
     pub allocator: AllocatorConfig,
     /// Data parallelism over simulated GPUs (each with this budget) and its ZeRO stage.
     pub parallel: crate::plan::Parallel,
+    /// What lives in host memory instead (ZeRO-Offload).
+    #[serde(default)]
+    pub offload: crate::plan::Offload,
 }
 
 impl DeviceSettings {
@@ -120,6 +123,7 @@ impl Default for DeviceSettings {
             budget_bytes: 64 << 20,
             allocator: AllocatorConfig::default(),
             parallel: crate::plan::Parallel::default(),
+            offload: crate::plan::Offload::None,
         }
     }
 }
@@ -204,6 +208,7 @@ impl Settings {
             precision: self.precision,
             allocator: self.device.allocator,
             parallel: self.device.parallel,
+            offload: self.device.offload,
         }
     }
 

@@ -103,6 +103,17 @@ pub(super) fn toy_views(
                 let drawn = ui.scope(|ui| views::breakdown(ui, t, measured, predicted, &run.device));
                 views::mark(ui, "breakdown", drawn.response.rect);
             }
+            if plan.techniques.offload.is_on() {
+                let engine = run.engine.log_name();
+                let without = crate::plan::Techniques { offload: crate::plan::Offload::None, ..plan.techniques };
+                let times = views::OffloadTimes {
+                    with: run.times.median(&plan, &plan.techniques, &engine),
+                    without: run.times.median(&plan, &without, &engine),
+                    engine: run.engine.label(t),
+                };
+                let drawn = ui.scope(|ui| views::host_memory(ui, t, &plan, &times));
+                views::mark(ui, "host-memory", drawn.response.rect);
+            }
             egui::CollapsingHeader::new(t.text("main-model-state")).id_salt("model_state").show(ui, |ui| {
                 views::model_state(ui, t, &plan);
             });
@@ -156,7 +167,7 @@ pub(super) fn toy_views(
             }
             views::explain(ui, t, "explain-allocator");
         }
-        Tab::Training => views::training(ui, t, &run.losses, &run.step_secs),
+        Tab::Training => views::training(ui, t, &run.losses, &run.times.step_secs),
         Tab::RealModels | Tab::Snapshot => {}
     }
 }

@@ -3,6 +3,7 @@
 pub mod cluster;
 pub mod cpu;
 pub mod gpu;
+pub mod host_optimizer;
 mod open;
 pub mod sliced;
 

@@ -15,6 +15,8 @@ pub(super) struct BenchRow {
     /// Simulated GPUs (data-parallel ranks) and the ZeRO stage.
     pub(super) gpus: usize,
     pub(super) zero: u8,
+    /// What lives in host memory (`none`, `optimizer`, `optimizer+gradients`).
+    pub(super) offload: &'static str,
     /// The first step, including pipeline creation on a GPU.
     pub(super) first_step_secs: f64,
     /// Each phase submitted and waited for on its own, per step.
@@ -245,12 +247,15 @@ pub(super) fn row(
     } else {
         String::new()
     };
+    let offload = cfg.techniques().offload;
+    let ranks = if offload.is_on() { format!("{ranks} offload {}", offload.name()) } else { ranks };
     BenchRow {
         name: name.into(),
         config: format!("d {} L {} T {} B {}{ranks}", m.d_model, m.n_layers, shape.seq, shape.batch),
         backend,
         gpus: parallel.gpus,
         zero: parallel.stage(),
+        offload: offload.name(),
         first_step_secs: first,
         fwd_ms: per(phase_secs[0]),
         bwd_ms: per(phase_secs[1]),

@@ -84,6 +84,7 @@ pub(super) fn compare_variants(r: &Resolved) -> Result<Vec<(String, StepRequest)
         precision: Precision::Fp32,
         allocator: base.techniques.allocator,
         parallel: base.techniques.parallel,
+        offload: base.techniques.offload,
     };
     let mut parts = vec!["blocks".to_string()];
     if all.attention == AttentionKind::Fused {

@@ -73,6 +73,12 @@ pub(super) struct ConfigArgs {
     /// of 128; PyTorch DDP's 25 MB and DeepSpeed's 5e8 elements, scaled to the toy).
     #[arg(long, default_value_t = oomlab::plan::parallel::DEFAULT_BUCKET_ELEMS)]
     bucket: u64,
+    /// Offload to host memory (ZeRO-Offload): none, optimizer (the optimizer's states live in
+    /// host memory and the optimizer step runs on the CPU; the gradients go down and the updated
+    /// parameters come up every step) or optimizer+gradients (each layer's gradients go down as
+    /// soon as the backward pass made them). Simulated: host and device share this machine.
+    #[arg(long, value_parser = offload_flag, default_value = "none")]
+    offload: oomlab::plan::Offload,
     /// Vocabulary size; defaults to the built-in corpus's character count.
     #[arg(long, value_parser = count, allow_hyphen_values = true)]
     vocab: Option<usize>,
@@ -303,6 +309,7 @@ impl ConfigArgs {
             accum,
             allocator: self.alloc_conf,
             parallel: oomlab::plan::Parallel { gpus: self.gpus, zero: self.zero, bucket_elems: self.bucket },
+            offload: self.offload,
             precision: match self.precision {
                 PrecisionArg::Fp32 => Precision::Fp32,
                 PrecisionArg::Fp16 => Precision::Fp16,
@@ -423,6 +430,10 @@ pub(super) fn make_trainer(r: &Resolved, plan: Plan, gpu: Option<&Gpu>) -> Resul
 }
 
 /// `--alloc-conf`: PyTorch's syntax, checked as PyTorch checks it.
+fn offload_flag(text: &str) -> Result<oomlab::plan::Offload, String> {
+    oomlab::plan::Offload::parse(text).map_err(|e| e.to_string())
+}
+
 fn alloc_conf(text: &str) -> Result<oomlab::plan::AllocatorConfig, String> {
     oomlab::plan::AllocatorConfig::parse(text).map_err(|e| e.to_string())
 }

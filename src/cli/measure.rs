@@ -18,6 +18,7 @@ pub(super) fn measure(config: &ConfigArgs) -> Result<(), Failure> {
     // Every rank's prediction (one on one GPU); the first rank that runs out is the step's OOM.
     let rank_plans = r.request.rank_plans();
     let rank_predictions: Result<Vec<StepMemory>, _> = rank_plans.iter().map(|p| simulate(p, r.budget_bytes)).collect();
+    let hosts: Vec<HostReport> = rank_plans.iter().map(HostReport::of).collect();
     let predicted = rank_predictions.clone().map(|mut all| all.swap_remove(0));
     let gpu = open_gpu(&r)?;
     let real = match real_step(&r, plan, &dataset, gpu.as_ref()) {
@@ -27,8 +28,9 @@ pub(super) fn measure(config: &ConfigArgs) -> Result<(), Failure> {
     };
     match (real, predicted) {
         (Ok(real), Ok(p)) => {
-            let ranks = rank_reports(&real.ranks, &rank_predictions.unwrap_or_default());
+            let ranks = rank_reports(&real.ranks, &rank_predictions.unwrap_or_default(), &hosts);
             let mut report = MeasureReport::new(&r, real, p, formula, (flops, recomputed_flops), optimizer_states);
+            report.host = HostReport::of(&rank_plans[0]);
             report.ranks = ranks;
             print_report(&report, r.json, MeasureReport::text)
         }
@@ -61,13 +63,46 @@ pub(super) struct RankReport {
     predicted: oomlab::memory::CategoryBytes,
     allocator_tensor_bytes: oomlab::memory::CategoryBytes,
     predicted_tensor_bytes: oomlab::memory::CategoryBytes,
+    /// What this GPU keeps in host memory (offload).
+    host: HostReport,
 }
 
-fn rank_reports(real: &[StepMemory], predicted: &[StepMemory]) -> Vec<RankReport> {
+/// Offload's host memory, from the plan: never GPU memory, so in none of the figures above.
+#[derive(serde::Serialize, Default)]
+pub(super) struct HostReport {
+    /// Bytes in host memory per category (all zero without offload).
+    bytes: oomlab::memory::CategoryBytes,
+    total_bytes: u64,
+    /// What the GPU keeps less because of it.
+    offloaded_bytes: u64,
+    /// Bytes each step copies to the host and back to the GPU.
+    to_host_bytes: u64,
+    to_device_bytes: u64,
+}
+
+impl HostReport {
+    fn of(plan: &oomlab::plan::Plan) -> Self {
+        let mut bytes = oomlab::memory::CategoryBytes::zero();
+        for (c, b) in plan.host_bytes() {
+            bytes.add(c, b);
+        }
+        let (to_host_bytes, to_device_bytes) = oomlab::plan::offload::bus_bytes(plan);
+        Self {
+            total_bytes: bytes.total(),
+            bytes,
+            offloaded_bytes: oomlab::plan::offload::offloaded_bytes(plan),
+            to_host_bytes,
+            to_device_bytes,
+        }
+    }
+}
+
+fn rank_reports(real: &[StepMemory], predicted: &[StepMemory], hosts: &[HostReport]) -> Vec<RankReport> {
     real.iter()
         .zip(predicted)
+        .zip(hosts)
         .enumerate()
-        .map(|(rank, (m, p))| RankReport {
+        .map(|(rank, ((m, p), h))| RankReport {
             rank,
             peak_bytes: m.peak_allocated_bytes(),
             peak_reserved_bytes: m.peak_reserved_bytes(),
@@ -76,6 +111,7 @@ fn rank_reports(real: &[StepMemory], predicted: &[StepMemory]) -> Vec<RankReport
             predicted: p.peak_allocated.clone(),
             allocator_tensor_bytes: m.peak_requested.clone(),
             predicted_tensor_bytes: p.peak_requested.clone(),
+            host: HostReport { bytes: h.bytes.clone(), ..*h },
         })
         .collect()
 }
@@ -97,6 +133,8 @@ pub(super) struct MeasureReport {
     global_batch: usize,
     /// Each simulated GPU (one on one GPU); the figures above are rank 0's.
     ranks: Vec<RankReport>,
+    /// Offload: what rank 0 keeps in host memory instead (counted in no GPU figure).
+    host: HostReport,
     seq_len: usize,
     techniques: Techniques,
     flops: u64,
@@ -144,6 +182,7 @@ impl MeasureReport {
             gpus: r.techniques().parallel.gpus,
             global_batch: r.global_batch_shape().batch,
             ranks: Vec::new(),
+            host: HostReport::default(),
             seq_len: r.shape().seq,
             techniques: *r.techniques(),
             flops,
@@ -202,6 +241,16 @@ impl MeasureReport {
                     .map(|k| format!("GPU {} {}", k.rank, format_bytes(k.peak_bytes)))
                     .collect::<Vec<_>>()
                     .join(", ")
+            );
+        }
+        if self.host.total_bytes > 0 {
+            let _ = writeln!(
+                out,
+                "offload: {} in host memory (not GPU memory), {} less on the GPU; each step copies {} to the host and {} back",
+                format_bytes(self.host.total_bytes),
+                format_bytes(self.host.offloaded_bytes),
+                format_bytes(self.host.to_host_bytes),
+                format_bytes(self.host.to_device_bytes)
             );
         }
         row(&mut out, "at the peak", "allocator (live)".into(), "predicted (plan)".into());

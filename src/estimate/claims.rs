@@ -301,7 +301,7 @@ pub fn claims() -> Result<Vec<Claim>, EstimateError> {
     // claim names the bandwidth: at 32 GB/s the traffic of a step must take no longer than the
     // step's compute at the GPU's peak (the most favourable case for the claim: any real step is
     // slower, which hides more traffic), or the link, not the GPU, sets the pace.
-    const PCIE_BYTES_PER_SEC: f64 = 32e9;
+    use crate::plan::offload::PCIE_BYTES_PER_SEC;
     let mut o = preset("llama2-7b", "a100-80", 1, 2048)?;
     let before = estimate(&o)?;
     o.parallel = Parallel { data: 1, zero: 1, ..Parallel::default() };

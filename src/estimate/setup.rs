@@ -414,6 +414,8 @@ impl Setup {
         let p = techniques.parallel;
         s.parallel = Parallel { data: p.gpus as u64, zero: p.stage(), ..Parallel::default() };
         s.bucket_elems = Some(p.bucket_elems);
+        let o = techniques.offload;
+        s.offload = Offload { optimizer: o.is_on(), gradients: o.gradients(), parameters: false };
         s.runtime = Some(Runtime::Oomlab);
         s.fixed_costs = false;
         s

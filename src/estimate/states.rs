@@ -105,7 +105,11 @@ pub(super) fn model_states(s: &Setup) -> States {
         // 16-bit values (Ren et al. 2021, §4.1), each GPU its shard.
         let on = s.parallel.zero >= 1;
         let shard = |bytes: u128| if on { bytes.div_ceil(s.parallel.data as u128) } else { bytes };
-        states.host += states.master + states.optimizer + shard(words(trainable, 4));
+        // The CPU updates an fp32 copy of the weights: the master weights under mixed precision;
+        // in fp32 a copy of the parameters that exists on the host only (DeepSpeed's CPU optimizer
+        // always keeps `single_partition_of_fp32_groups` there).
+        let master = if states.master > 0 { states.master } else { shard(words(trainable, 4)) };
+        states.host += master + states.optimizer + shard(words(trainable, 4));
         states.pcie += shard(words(trainable, g)) + shard(words(trainable, w));
         states.master = 0;
         states.optimizer = 0;

@@ -79,6 +79,9 @@ pub enum ConfigError {
     /// A technique the simulated GPUs do not run together with data parallelism.
     #[error("{what} is not simulated over several GPUs: use one GPU for it")]
     NotWithSeveralGpus { what: Cow<'static, str> },
+    /// A technique that offload to host memory does not run with.
+    #[error("offload to host memory does not run with {what} in oomlab: turn one of them off")]
+    OffloadWith { what: Cow<'static, str> },
     #[error("LoRA needs at least one target projection")]
     LoraNoTargets,
     #[error(

@@ -6,6 +6,7 @@
 
 pub mod allocator;
 pub mod build;
+pub mod offload;
 pub mod op;
 pub mod optimizer;
 pub mod parallel;
@@ -15,6 +16,7 @@ pub mod tensor;
 
 pub use allocator::AllocatorConfig;
 pub use build::{MAX_BUDGET_BYTES, MAX_PLAN_OPS, MAX_TENSOR_ELEMS};
+pub use offload::Offload;
 pub use op::{Op, OpNode, Phase};
 pub use optimizer::{AdamWStep, OptimizerConfig, OptimizerKind};
 pub use parallel::{MAX_GPUS, Parallel};
@@ -34,7 +36,8 @@ pub struct Handles {
     pub trainable: TensorId,
     /// The gradients of `trainable`.
     pub grads: TensorId,
-    /// Mixed precision: the fp32 master copy of `trainable`, which the optimizer updates.
+    /// Mixed precision, or offload: the fp32 master copy of `trainable`, which the optimizer
+    /// updates (offloaded: in host memory).
     pub master: Option<TensorId>,
     /// fp16: set by the overflow check when a gradient is inf or NaN (the step is skipped).
     pub found_inf: Option<TensorId>,
@@ -74,6 +77,26 @@ impl Plan {
         &self.tensors[id.0]
     }
 
+    /// Whether `op` runs on the host (offload): a copy between device and host memory, or an op
+    /// on host tensors only (the CPU's optimizer, zeroing the host's gradients).
+    pub fn runs_on_host(&self, op: &Op) -> bool {
+        if op.is_transfer() {
+            return true;
+        }
+        let (reads, writes) = op.reads_writes();
+        let mut views = reads.iter().chain(&writes).peekable();
+        views.peek().is_some() && views.all(|v| self.tensors.get(v.tensor.0).is_some_and(|t| t.host))
+    }
+
+    /// Bytes in host memory (offload), per category: what the host holds for the whole run.
+    pub fn host_bytes(&self) -> Vec<(Category, u64)> {
+        Category::ALL
+            .iter()
+            .map(|&c| (c, self.tensors.iter().filter(|t| t.host && t.category == c).map(TensorInfo::size_bytes).sum()))
+            .filter(|&(_, b)| b > 0)
+            .collect()
+    }
+
     /// The whole of a tensor as a view.
     pub fn whole(&self, id: TensorId) -> View {
         View { tensor: id, offset: 0, len: self.tensors[id.0].numel() }
@@ -102,7 +125,9 @@ impl Plan {
             .enumerate()
             .map(|(i, (t, span))| {
                 let span = if held[i] { None } else { span };
-                if t.persistent {
+                if t.host {
+                    Lifetime::Host
+                } else if t.persistent {
                     Lifetime::Persistent
                 } else {
                     // The batch, and the loss (and overflow flag) the training loop reads after

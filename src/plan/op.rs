@@ -42,6 +42,8 @@ pub enum Op {
     AllReduce(AllReduce),
     ReduceScatter(ReduceScatter),
     AllGather(AllGather),
+    CopyToHost(CopyToHost),
+    CopyToDevice(CopyToDevice),
 }
 
 /// Zero a tensor (gradients are accumulated with `+=`).
@@ -309,7 +311,29 @@ pub struct AllGather {
     pub start: u64,
 }
 
+/// Offload's copy from device memory into host memory (PCIe, device to host): `dst` (a host
+/// tensor, fp32) ← `src`, or += `src` when `accumulate` (gradients added up on the host).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct CopyToHost {
+    pub src: View,
+    pub dst: View,
+    pub accumulate: bool,
+}
+
+/// Offload's copy from host memory into device memory (host to device): `dst` ← `src`, rounded
+/// to `dst`'s type (the updated fp32 master weights into the 16-bit working copy).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct CopyToDevice {
+    pub src: View,
+    pub dst: View,
+}
+
 impl Op {
+    /// Whether the op copies between the device and host memory (offload).
+    pub fn is_transfer(&self) -> bool {
+        matches!(self, Op::CopyToHost(_) | Op::CopyToDevice(_))
+    }
+
     /// Whether the op is a collective: it needs every rank (see `backend::cluster`).
     pub fn is_collective(&self) -> bool {
         matches!(self, Op::AllReduce(_) | Op::ReduceScatter(_) | Op::AllGather(_))
@@ -390,6 +414,10 @@ impl Op {
                 (reads, vec![bucket, shard])
             }
             Op::AllGather(AllGather { shard, full, .. }) => (vec![shard], vec![full]),
+            Op::CopyToHost(CopyToHost { src, dst, accumulate }) => {
+                (if accumulate { vec![src, dst] } else { vec![src] }, vec![dst])
+            }
+            Op::CopyToDevice(CopyToDevice { src, dst }) => (vec![src], vec![dst]),
         }
     }
 
@@ -421,6 +449,8 @@ impl Op {
             Op::AllReduce(AllReduce { .. }) => "all_reduce",
             Op::ReduceScatter(ReduceScatter { .. }) => "reduce_scatter",
             Op::AllGather(AllGather { .. }) => "all_gather",
+            Op::CopyToHost(CopyToHost { .. }) => "copy_to_host",
+            Op::CopyToDevice(CopyToDevice { .. }) => "copy_to_device",
         }
     }
 
@@ -470,6 +500,14 @@ impl Op {
             Op::AllReduce(AllReduce { data, .. }) => len(data),
             Op::ReduceScatter(ReduceScatter { data, .. }) => len(data),
             Op::AllGather(AllGather { .. }) => 0,
+            Op::CopyToHost(CopyToHost { src, accumulate, .. }) => {
+                if *accumulate {
+                    len(src)
+                } else {
+                    0
+                }
+            }
+            Op::CopyToDevice(CopyToDevice { .. }) => 0,
         }
     }
 }

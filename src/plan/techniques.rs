@@ -205,6 +205,9 @@ pub struct Techniques {
     /// Data parallelism over simulated GPUs, and its ZeRO stage.
     #[serde(default)]
     pub parallel: super::Parallel,
+    /// What lives in host memory (ZeRO-Offload).
+    #[serde(default)]
+    pub offload: super::Offload,
 }
 
 impl Default for Techniques {
@@ -217,6 +220,7 @@ impl Default for Techniques {
             precision: Precision::Fp32,
             allocator: super::AllocatorConfig::default(),
             parallel: super::Parallel::default(),
+            offload: super::Offload::None,
         }
     }
 }
@@ -227,6 +231,7 @@ impl Techniques {
         crate::model::check_dim("accumulation steps", self.accum as i64)?;
         self.allocator.validate().map_err(|e| ConfigError::AllocatorOption(e.to_string()))?;
         self.parallel.validate(self)?;
+        self.offload.validate(self)?;
         if let Checkpoint::Every(k) = self.checkpoint
             && (k == 0 || k > model.n_layers)
         {
@@ -281,6 +286,9 @@ impl Techniques {
         }
         if self.parallel.gpus > 1 {
             parts.push(self.parallel.describe());
+        }
+        if self.offload.is_on() {
+            parts.push(format!("offload {}", self.offload.name()));
         }
         let conf = self.allocator.to_conf_string();
         if !conf.is_empty() {

@@ -72,6 +72,9 @@ pub struct TensorInfo {
     /// Kept across steps (see [`Lifetime::Persistent`]): the model states and the
     /// communication buffers, but not what ZeRO gathers or produces for one layer at a time.
     pub persistent: bool,
+    /// In host memory (offload): never placed by the device's allocator, never counted as GPU
+    /// memory (see [`Lifetime::Host`]).
+    pub host: bool,
 }
 
 impl TensorInfo {
@@ -106,6 +109,8 @@ pub enum Lifetime {
     /// Allocated just before op `first` (the first op that touches it) and freed right after op
     /// `last` (the last op that reads it).
     Ops { first: usize, last: usize },
+    /// In host memory for the whole run (offload): the device's allocator never sees it.
+    Host,
 }
 
 impl Category {

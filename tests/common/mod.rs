@@ -105,6 +105,7 @@ impl Case {
             category: Category::Input,
             layer: None,
             persistent: false,
+            host: false,
         });
         View { tensor: id, offset: 0, len: shape.iter().product::<usize>() as u64 }
     }

@@ -81,7 +81,13 @@ impl Facts {
         s.device.parallel.zero = zero;
         let plan = s.plan(self.vocab).ok()?;
         let states = [Category::Parameters, Category::Gradients, Category::OptimizerState, Category::MasterWeights];
-        Some(plan.tensors.iter().filter(|t| t.persistent && states.contains(&t.category)).map(|t| t.size_bytes()).sum())
+        Some(
+            plan.tensors
+                .iter()
+                .filter(|t| t.persistent && !t.host && states.contains(&t.category))
+                .map(|t| t.size_bytes())
+                .sum(),
+        )
     }
 
     /// The peak of the same step on one GPU alone (the same batch), predicted.

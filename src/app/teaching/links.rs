@@ -22,13 +22,14 @@ pub enum Control {
     Optimizer,
     Accumulation,
     Lora,
+    Offload,
     Compare,
     Seed,
     Projector,
 }
 
 impl Control {
-    pub const ALL: [Control; 15] = [
+    pub const ALL: [Control; 16] = [
         Control::Model,
         Control::Batch,
         Control::Sequence,
@@ -41,6 +42,7 @@ impl Control {
         Control::Optimizer,
         Control::Accumulation,
         Control::Lora,
+        Control::Offload,
         Control::Compare,
         Control::Seed,
         Control::Projector,
@@ -61,6 +63,7 @@ impl Control {
             Control::Optimizer => "optimizer",
             Control::Accumulation => "accumulation",
             Control::Lora => "lora",
+            Control::Offload => "offload",
             Control::Compare => "compare",
             Control::Seed => "seed",
             Control::Projector => "projector",
@@ -82,6 +85,7 @@ impl Control {
             Control::Optimizer => "controls-optimizer",
             Control::Accumulation => "controls-accumulation",
             Control::Lora => "controls-lora-rank",
+            Control::Offload => "controls-offload",
             Control::Compare => "controls-compare",
             Control::Seed => "controls-seed",
             Control::Projector => "controls-projector",
@@ -103,6 +107,7 @@ impl Control {
             Control::Optimizer => s.optimizer = pinned.optimizer,
             Control::Accumulation => s.accum = pinned.accum,
             Control::Lora => s.lora_rank = pinned.lora_rank,
+            Control::Offload => s.device.offload = pinned.device.offload,
             Control::Compare => s.overlays.clone_from(&pinned.overlays),
             Control::Seed => s.seed = pinned.seed,
             Control::Projector => s.prefs.projector = pinned.prefs.projector,

@@ -192,8 +192,17 @@ fn not_reported(t: &Catalog, reason: &str) -> String {
 pub fn model_state(ui: &mut Ui, t: &Catalog, plan: &Plan) {
     let veiled = super::veil(ui.ctx()).step;
     let trainable = plan.tensor(plan.handles.trainable).size_bytes();
-    let rows: Vec<(String, Category, u64)> =
-        plan.tensors.iter().filter(|t| t.persistent).map(|t| (t.name.clone(), t.category, t.size_bytes())).collect();
+    // Offloaded states are kept too, in host memory: said so on their row.
+    let rows: Vec<(String, Category, u64)> = plan
+        .tensors
+        .iter()
+        .filter(|t| t.persistent)
+        .map(|x| {
+            let name = x.name.trim_start_matches("optimizer.");
+            let name = if x.host { t.format("ms-on-host", &[("name", name.into())]) } else { name.to_string() };
+            (name, x.category, x.size_bytes())
+        })
+        .collect();
     egui::Grid::new("model_state").striped(true).num_columns(3).show(ui, |ui| {
         ui.strong(t.text("ms-heading"));
         ui.strong(t.text("ms-bytes"));
@@ -202,7 +211,7 @@ pub fn model_state(ui: &mut Ui, t: &Catalog, plan: &Plan) {
         for (name, c, bytes) in &rows {
             ui.horizontal(|ui| {
                 swatch(ui, category_color(*c));
-                ui.label(name.trim_start_matches("optimizer."));
+                ui.label(name);
             });
             if veiled {
                 hidden_cell(ui, t);

@@ -21,6 +21,8 @@ pub enum Drawn {
     Training(TrainingDrawn),
     RealModels(RealDrawn),
     Snapshot(SnapshotDrawn),
+    /// Offload: what lives in host memory, and what it costs.
+    Host(HostDrawn),
     /// The class's full-screen projector view (`classroom::full`).
     Projector(Box<ProjectorDrawn>),
 }
@@ -71,6 +73,24 @@ pub struct BreakdownDrawn {
     pub veiled: bool,
 }
 
+/// Offload's host memory (predicted, from the plan) and its trade.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct HostDrawn {
+    /// (category, bytes in host memory), in the table's order.
+    pub rows: Vec<(String, u64)>,
+    pub total_bytes: u64,
+    /// What the GPU keeps less.
+    pub saved_bytes: u64,
+    /// Bytes copied to the host and back each step.
+    pub down_bytes: u64,
+    pub up_bytes: u64,
+    /// Measured step times with and without offload (seconds).
+    pub with_secs: Option<f64>,
+    pub without_secs: Option<f64>,
+    /// A chapter's open question veiled the figures.
+    pub veiled: bool,
+}
+
 /// The timeline: its source, its peak and the op under the scrubber.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct TimelineDrawn {
@@ -86,6 +106,8 @@ pub struct TimelineDrawn {
     pub summary: String,
     /// The timeline points at which a collective ran (data parallelism), each marked.
     pub collectives: Vec<usize>,
+    /// The timeline points at which offload copied between the GPU and the host, each marked.
+    pub transfers: Vec<usize>,
     /// A chapter's open question veiled the step: no bars were drawn, the figures said "?"
     /// (and are 0 here), the tensors alive were not listed.
     pub veiled: bool,
@@ -197,6 +219,7 @@ impl Drawn {
             Drawn::Timeline(_) => "timeline",
             Drawn::Sweep(_) => "sweep",
             Drawn::PerGpu(_) => "per-gpu",
+            Drawn::Host(_) => "host-memory",
             Drawn::AllocatorMap(_) => "allocator-map",
             Drawn::Training(_) => "training",
             Drawn::RealModels(_) => "real-models",

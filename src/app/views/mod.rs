@@ -6,6 +6,7 @@
 mod allocator;
 mod breakdown;
 pub mod drawn;
+pub mod host;
 mod oom;
 mod per_gpu;
 mod sweep;
@@ -22,6 +23,7 @@ use crate::units::format_bytes;
 pub use allocator::{allocator_map, driver_blocks};
 pub use breakdown::{breakdown, model_state};
 pub use drawn::{Drawn, drawn, record};
+pub use host::{OffloadTimes, host_memory};
 pub use oom::{Suggestion, oom_panel};
 pub use per_gpu::per_gpu_chart;
 pub use sweep::{BatchChart, SweepSeries, batch_chart, sweep_chart};

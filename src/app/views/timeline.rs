@@ -70,6 +70,15 @@ pub fn timeline(ui: &mut Ui, t: &Catalog, plan: &Plan, memory: &StepMemory, sour
         .filter(|(_, p)| p.op.and_then(|i| plan.ops.get(i)).is_some_and(|n| n.op.is_collective()))
         .map(|(i, _)| i)
         .collect();
+    // Offload's copies between the GPU and the host, each a dashed mark.
+    let transfers: Vec<usize> = memory
+        .timeline
+        .iter()
+        .enumerate()
+        .filter(|(_, p)| p.op.and_then(|i| plan.ops.get(i)).is_some_and(|n| n.op.is_transfer()))
+        .map(|(i, _)| i)
+        .collect();
+    let bus = category_color(Category::Gradients);
     let comm = category_color(Category::Communication);
     let reserved: PlotPoints =
         memory.timeline.iter().enumerate().map(|(i, p)| [i as f64, mib(p.reserved_bytes)]).collect();
@@ -78,6 +87,9 @@ pub fn timeline(ui: &mut Ui, t: &Catalog, plan: &Plan, memory: &StepMemory, sour
     let stacked = items.len();
     if !collectives.is_empty() {
         items.push((t.text("tl-collectives"), comm));
+    }
+    if !transfers.is_empty() {
+        items.push((t.text("tl-transfers"), bus));
     }
     items.extend([
         (t.text("tl-reserved"), Color32::GRAY),
@@ -106,6 +118,10 @@ pub fn timeline(ui: &mut Ui, t: &Catalog, plan: &Plan, memory: &StepMemory, sour
                 p.line(Line::new(t.text("tl-reserved"), reserved).color(Color32::GRAY));
                 for &i in &collectives {
                     p.vline(VLine::new(t.text("tl-collectives"), i as f64).color(comm.gamma_multiply(0.6)));
+                }
+                for &i in &transfers {
+                    let line = VLine::new(t.text("tl-transfers"), i as f64).color(bus);
+                    p.vline(line.style(egui_plot::LineStyle::dashed_loose()));
                 }
                 p.vline(VLine::new(t.text("tl-peak"), peak as f64).color(Color32::RED));
                 p.vline(VLine::new(t.text("tl-scrubber"), at as f64).color(scrubber));
@@ -138,11 +154,15 @@ pub fn timeline(ui: &mut Ui, t: &Catalog, plan: &Plan, memory: &StepMemory, sour
             scrub_reserved_bytes: if veiled { 0 } else { point.reserved_bytes },
             summary,
             collectives: collectives.clone(),
+            transfers: transfers.clone(),
             veiled,
         }),
     );
     ui.label(&at_text);
     if let Some(text) = point.op.and_then(|i| collective_text(t, plan, i)).filter(|_| !veiled) {
+        ui.label(text);
+    }
+    if let Some(text) = point.op.and_then(|i| transfer_text(t, plan, i)).filter(|_| !veiled) {
         ui.label(text);
     }
     if veiled {
@@ -188,6 +208,22 @@ fn collective_text(t: &Catalog, plan: &Plan, i: usize) -> Option<String> {
     ))
 }
 
+/// What offload's copy op `i` moved over the bus, or None when it is not a copy.
+fn transfer_text(t: &Catalog, plan: &Plan, i: usize) -> Option<String> {
+    use crate::plan::Op;
+    let node = plan.ops.get(i)?;
+    let device_side = match &node.op {
+        Op::CopyToHost(c) => c.src,
+        Op::CopyToDevice(c) => c.dst,
+        _ => return None,
+    };
+    let bytes = plan.tensor(device_side.tensor).dtype.bytes_for(device_side.len);
+    Some(t.format(
+        "tl-transfer",
+        &[("kind", node.op.name().into()), ("what", node.label.as_str().into()), ("bytes", size(t, bytes).into())],
+    ))
+}
+
 /// "h.0.attn (attention)" for timeline point `op` (op names stay as the plan writes them).
 pub fn op_label(t: &Catalog, plan: &Plan, op: Option<usize>) -> String {
     op.and_then(|i| plan.op_label(i)).unwrap_or_else(|| t.text("tl-start"))
@@ -204,6 +240,8 @@ pub fn live_tensors(plan: &Plan, op: Option<usize>) -> Vec<(String, Category, u6
             (Lifetime::Persistent | Lifetime::Step, _) => true,
             (Lifetime::Ops { first, last }, Some(i)) => *first <= i && i <= *last,
             (Lifetime::Ops { .. }, None) => false,
+            // Host memory is not the device's.
+            (Lifetime::Host, _) => false,
         })
         .map(|(_, t)| (t.name.clone(), t.category, t.size_bytes()))
         .collect();

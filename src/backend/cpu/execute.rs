@@ -221,6 +221,16 @@ impl<F: super::ops::Real> CpuExecutor<F> {
             // Every rank at once: the cluster runs them (`backend::cluster`), which the run
             // hands each collective to.
             Op::AllReduce(_) | Op::ReduceScatter(_) | Op::AllGather(_) => {}
+            // Offload's copies: host memory is this process's memory too, so a copy is a copy
+            // (the GPU backend's go over the bus).
+            Op::CopyToHost(op::CopyToHost { src, dst, accumulate }) => {
+                let mut values = self.f(src).to_vec();
+                if accumulate {
+                    values.iter_mut().zip(self.f(dst)).for_each(|(x, &d)| *x = *x + d);
+                }
+                self.store_view(dst, &values);
+            }
+            Op::CopyToDevice(op::CopyToDevice { src, dst }) => self.copy_view(src, dst),
         }
     }
 }

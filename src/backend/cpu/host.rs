@@ -1,8 +1,10 @@
 //! Host memory: what the CPU backend checks before it holds a step, and how its buffers grow.
 
+use super::ops;
 use crate::backend::BackendError;
 use crate::memory::Budget;
-use crate::plan::Plan;
+use crate::memory::SegmentId;
+use crate::plan::{DType, Plan, TensorId};
 
 /// Grows `v` to at least `len` elements, filled with `fill`; a host that cannot is an error, not
 /// an abort.
@@ -55,4 +57,33 @@ pub(super) fn check_host_memory(plan: &Plan, budget: Budget, per_byte: u64) -> R
         )));
     }
     Ok(())
+}
+
+/// The pretend segment holding host tensor `id` (offload): numbers the allocator never hands out.
+pub(super) fn host_segment(id: TensorId) -> SegmentId {
+    SegmentId((1 << 62) + id.0 as u64)
+}
+
+pub(super) fn cast<F: ops::Real>(x: f32) -> F {
+    F::from(x).unwrap_or_else(F::nan)
+}
+
+/// `x` rounded to the nearest value of `dtype` (identity for fp32): 16-bit tensors hold only
+/// what 16 bits can, overflow included (to ±inf).
+fn round_to<F: ops::Real>(dtype: DType, x: F) -> F {
+    let v = x.to_f64().unwrap_or(f64::NAN);
+    match dtype {
+        DType::F16 => F::from(half::f16::from_f64(v).to_f64()).unwrap_or_else(F::nan),
+        DType::BF16 => F::from(half::bf16::from_f64(v).to_f64()).unwrap_or_else(F::nan),
+        DType::F32 | DType::U32 => x,
+    }
+}
+
+/// `dst` ← `src` rounded to `dtype` (a plain copy for fp32, the common case).
+pub(super) fn store_rounded<F: ops::Real>(dtype: DType, dst: &mut [F], src: &[F]) {
+    let n = dst.len().min(src.len());
+    match dtype {
+        DType::F32 | DType::U32 => dst[..n].copy_from_slice(&src[..n]),
+        DType::F16 | DType::BF16 => dst.iter_mut().zip(src).for_each(|(d, &x)| *d = round_to(dtype, x)),
+    }
 }

@@ -16,7 +16,7 @@ pub use host::host_available_bytes;
 
 /// The CPU backend's name, as the app, the CLI and the logs show it.
 pub const CPU_NAME: &str = "cpu (reference)";
-use host::{check_host_memory, grow, host_bytes_per_device_byte};
+use host::{cast, check_host_memory, grow, host_bytes_per_device_byte, host_segment, store_rounded};
 
 use super::{BackendError, StepState, Trainer};
 use crate::data::Batch;
@@ -74,30 +74,6 @@ struct HostSegment<F> {
     ints: Vec<u32>,
 }
 
-fn cast<F: ops::Real>(x: f32) -> F {
-    F::from(x).unwrap_or_else(F::nan)
-}
-
-/// `x` rounded to the nearest value of `dtype` (identity for fp32): 16-bit tensors hold only
-/// what 16 bits can, overflow included (to ±inf).
-fn round_to<F: ops::Real>(dtype: DType, x: F) -> F {
-    let v = x.to_f64().unwrap_or(f64::NAN);
-    match dtype {
-        DType::F16 => F::from(half::f16::from_f64(v).to_f64()).unwrap_or_else(F::nan),
-        DType::BF16 => F::from(half::bf16::from_f64(v).to_f64()).unwrap_or_else(F::nan),
-        DType::F32 | DType::U32 => x,
-    }
-}
-
-/// `dst` ← `src` rounded to `dtype` (a plain copy for fp32, the common case).
-fn store_rounded<F: ops::Real>(dtype: DType, dst: &mut [F], src: &[F]) {
-    let n = dst.len().min(src.len());
-    match dtype {
-        DType::F32 | DType::U32 => dst[..n].copy_from_slice(&src[..n]),
-        DType::F16 | DType::BF16 => dst.iter_mut().zip(src).for_each(|(d, &x)| *d = round_to(dtype, x)),
-    }
-}
-
 impl<F: ops::Real> CpuExecutor<F> {
     /// [`Self::with_budget`] without a virtual budget.
     pub fn new(plan: Plan, seed: u64) -> Result<Self, BackendError> {
@@ -129,7 +105,11 @@ impl<F: ops::Real> CpuExecutor<F> {
         };
         exec.allocator.setup(&exec.plan).map_err(BackendError::OutOfMemory)?;
         for i in 0..n {
-            if exec.allocator.is_allocated(TensorId(i)) {
+            if exec.plan.tensors[i].host {
+                // Offload: host memory, outside the device's allocator; a segment of its own.
+                exec.segments.insert(host_segment(TensorId(i)), HostSegment { floats: Vec::new(), ints: Vec::new() });
+                exec.materialize(TensorId(i))?;
+            } else if exec.allocator.is_allocated(TensorId(i)) {
                 exec.materialize(TensorId(i))?;
             }
         }
@@ -194,10 +174,16 @@ impl<F: ops::Real> CpuExecutor<F> {
     /// Slot range of a view inside its segment, while its tensor is placed (None where it does
     /// not fit host indices).
     fn slots(&self, v: View) -> Option<(SegmentId, usize, usize)> {
-        let p: Placement = self.allocator.placement(v.tensor)?;
-        let start = (p.offset / self.slot_bytes).checked_add(v.offset)?;
+        let (segment, offset) = match self.plan.tensors.get(v.tensor.0) {
+            Some(t) if t.host => (host_segment(v.tensor), 0),
+            _ => {
+                let p: Placement = self.allocator.placement(v.tensor)?;
+                (p.segment, p.offset)
+            }
+        };
+        let start = (offset / self.slot_bytes).checked_add(v.offset)?;
         let end = start.checked_add(v.len)?;
-        Some((p.segment, usize::try_from(start).ok()?, usize::try_from(end).ok()?))
+        Some((segment, usize::try_from(start).ok()?, usize::try_from(end).ok()?))
     }
 
     /// A newly placed tensor starts zeroed (its slots may hold an earlier tensor's values). Its
@@ -574,6 +560,10 @@ impl Trainer for CpuExecutor<f32> {
     }
     fn write_params(&mut self, flat: &[f32]) -> Result<(), BackendError> {
         self.set_params(flat);
+        // The fp32 copy the optimizer updates (mixed precision, offload) is the same weights.
+        if let (Some(master), None) = (self.plan.handles.master, &self.plan.lora) {
+            self.write_flat(master, flat);
+        }
         Ok(())
     }
     fn memory(&self) -> Option<&crate::memory::StepMemory> {

@@ -146,6 +146,11 @@ impl GpuCluster {
                 match self.ranks[r].record_to_collective() {
                     Ok(RecordStop::Collective(i)) => at = Some(i),
                     Ok(RecordStop::Done(cmd)) => done.push(cmd),
+                    // Offload is refused over several GPUs (`Offload::validate`).
+                    Ok(RecordStop::Host(_)) => {
+                        let e = BackendError::Internal("offload does not run over several GPUs".into());
+                        return Err(self.abandon(e));
+                    }
                     Err(e) => return Err(self.abandon(e)),
                 }
             }

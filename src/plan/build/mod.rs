@@ -1,6 +1,7 @@
 //! The builder: the tensors and ops of one training step, as an eager framework runs it.
 
 mod block;
+mod offload;
 mod shard;
 
 use super::{
@@ -154,6 +155,8 @@ struct Builder {
     rank: usize,
     /// This rank's share of data parallelism (None on one GPU).
     dp: Option<shard::Dp>,
+    /// The host's side of offload (None without it).
+    host: Option<offload::HostSide>,
 }
 
 impl Builder {
@@ -186,6 +189,7 @@ impl Builder {
             mode: Mode::Saved,
             rank,
             dp: None,
+            host: None,
         };
         b.dp = shard::Dp::new(&b, rank);
         let dt = b.dt;
@@ -201,11 +205,16 @@ impl Builder {
             }
             None => {
                 b.trainable = b.params;
-                let name = shard_name("gradients", grads_len);
-                b.grads = b.tensor(name, &[grads_len], dt, Category::Gradients, None);
+                // Offloaded gradients live on the host (`host_side`).
+                if !techniques.offload.gradients() {
+                    let name = shard_name("gradients", grads_len);
+                    b.grads = b.tensor(name, &[grads_len], dt, Category::Gradients, None);
+                }
             }
         }
-        if dt.is_half() {
+        b.host_side();
+        // Offloaded, the master weights are the host's fp32 copy.
+        if dt.is_half() && !techniques.offload.is_on() {
             let n = if b.lora.is_some() { b.trainable.len } else { state_len };
             let name = if b.lora.is_some() { "lora.master_weights".into() } else { shard_name("master_weights", n) };
             b.master = Some(b.tensor(name, &[n], DType::F32, Category::MasterWeights, None));
@@ -224,7 +233,16 @@ impl Builder {
     ) -> View {
         let id = TensorId(self.tensors.len());
         let persistent = category.is_persistent();
-        self.tensors.push(TensorInfo { name: name.into(), shape: shape.to_vec(), dtype, category, layer, persistent });
+        let host = false;
+        self.tensors.push(TensorInfo {
+            name: name.into(),
+            shape: shape.to_vec(),
+            dtype,
+            category,
+            layer,
+            persistent,
+            host,
+        });
         View { tensor: id, offset: 0, len: shape.iter().fold(1u64, |n, &d| n.saturating_mul(d)) }
     }
 
@@ -287,12 +305,7 @@ impl Builder {
             Some(_) => self.trainable.len,
             None => self.state_lens(self.layout.flat_len).2,
         };
-        let opt_state: Vec<View> = self
-            .optimizer
-            .state_names()
-            .iter()
-            .map(|name| self.tensor(format!("optimizer.{name}"), &[flat], DType::F32, Category::OptimizerState, None))
-            .collect();
+        let opt_state = self.optimizer_states(flat);
         let micro: Vec<MicroHandles> = (0..self.techniques.accum)
             .map(|j| {
                 self.micro = j;
@@ -307,6 +320,7 @@ impl Builder {
         // Mixed precision: the optimizer updates the fp32 master weights and writes the 16-bit
         // working copy; fp16 first checks the (scaled) gradients for overflow.
         let (params, grads, copy) = self.optimizer_views();
+        self.host_before_update();
         let found_inf = self.techniques.precision.scales_loss().then(|| {
             let flag = self.tensor("found_inf", &[1], DType::U32, Category::Workspace, None);
             self.push(Phase::Optimizer, "unscale", Op::Zero(op::Zero { dst: flag }));
@@ -323,6 +337,7 @@ impl Builder {
             OptimizerKind::Sgd => Op::Sgd(op::Sgd { params, grads, momentum: None, copy, found_inf }),
         };
         self.push(Phase::Optimizer, self.optimizer.kind.name(), op);
+        self.host_after_update();
         self.gather_updated();
         self.techniques.accum = accum;
 
@@ -342,8 +357,9 @@ impl Builder {
         let handles = Handles {
             params: self.params.tensor,
             trainable: self.trainable.tensor,
-            grads: grads.tensor,
-            master: self.master.map(|m| m.tensor),
+            grads: self.grads.tensor,
+            // Offloaded, the fp32 copy the optimizer updates is the host's.
+            master: self.master.or(self.host.as_ref().map(|h| h.master)).map(|m| m.tensor),
             found_inf: found_inf.map(|f| f.tensor),
             micro,
         };

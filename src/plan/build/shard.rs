@@ -56,7 +56,7 @@ impl Dp {
 }
 
 /// `kind`'s elements inside a tensor holding `unit` (from the unit's first element).
-fn within(b: &Builder, holder: View, unit: &Unit, kind: ParamKind) -> View {
+pub(super) fn within(b: &Builder, holder: View, unit: &Unit, kind: ParamKind) -> View {
     let r = b.layout.range(kind);
     View { tensor: holder.tensor, offset: holder.offset + (r.start - unit.start), len: r.end - r.start }
 }
@@ -99,6 +99,9 @@ impl Builder {
     /// A parameter's gradient as the backward ops accumulate it: in the flat gradients, or under
     /// ZeRO-2 and 3 in its unit's full gradients of this backward pass.
     pub(super) fn grad_view(&self, kind: ParamKind) -> View {
+        if let Some(v) = self.host_grad_view(kind) {
+            return v;
+        }
         if let Some(dp) = self.dp.as_ref().filter(|d| d.stage >= 2) {
             let u = unit_of(kind, self.model.n_layers);
             if let (Some(unit), Some(Some(g))) = (dp.units.get(u), dp.grads.get(u)) {
@@ -132,6 +135,7 @@ impl Builder {
     /// ZeRO-2 and 3: the units' full gradients for this backward pass, zeroed (the backward ops
     /// add into them).
     pub(super) fn unit_grads(&mut self, unit_ids: &[usize]) {
+        self.host_unit_grads(unit_ids);
         let Some(dp) = self.dp.as_ref().filter(|d| d.stage >= 2) else { return };
         let list: Vec<Unit> = unit_ids.iter().filter_map(|&u| dp.units.get(u).cloned()).collect();
         for (u, unit) in unit_ids.iter().zip(list) {
@@ -152,6 +156,7 @@ impl Builder {
     /// `no_sync`, DeepSpeed's accumulation boundary); ZeRO-2 and 3 reduce-scatter every
     /// micro-batch into the shard and free the unit's full gradients.
     pub(super) fn reduce(&mut self, unit_ids: &[usize]) {
+        self.host_copy_down(unit_ids);
         let Some(dp) = self.dp.as_ref() else { return };
         let last_micro = self.micro + 1 == self.techniques.accum;
         if dp.stage < 2 && !last_micro {
@@ -200,6 +205,9 @@ impl Builder {
     /// ZeRO-1 or 2 a rank updates its shard of the full tensors; with ZeRO-3 the shards are the
     /// tensors.
     pub(super) fn optimizer_views(&self) -> (View, View, Option<View>) {
+        if let Some(on_host) = self.host_optimizer_views() {
+            return on_host;
+        }
         let (params, grads) = (self.master.unwrap_or(self.trainable), self.grads);
         let copy = self.master.map(|_| self.trainable);
         let Some(dp) = self.dp.as_ref().filter(|d| d.stage >= 1) else { return (params, grads, copy) };

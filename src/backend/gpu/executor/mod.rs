@@ -29,6 +29,7 @@ use crate::plan::{LossScaler, Phase, Plan, TensorId, View};
 
 pub(in crate::backend::gpu) mod bind;
 mod device;
+mod host;
 mod readback;
 mod record;
 mod segments;
@@ -80,8 +81,13 @@ pub struct GpuExecutor {
     state: StepState,
     /// The readback of a step submitted by [`GpuExecutor::submit_step`], not yet complete.
     pending: Option<futures_channel::oneshot::Receiver<Result<(), wgpu::BufferAsyncError>>>,
-    /// A run being recorded op by op (the cluster's runs pause at each collective).
+    /// A run being recorded op by op (the cluster's runs pause at each collective, offload's at
+    /// each host op).
     recording: Option<segments::Recording>,
+    /// Offload: the host tensors' values (empty for the device's tensors).
+    host: std::sync::Mutex<Vec<Vec<f32>>>,
+    /// Offload, the app's path: a copy down waiting for its readback.
+    host_wait: Option<host::HostWait>,
 }
 
 pub(in crate::backend::gpu) fn bytes(elems: usize) -> u64 {
@@ -173,7 +179,10 @@ impl GpuExecutor {
             state,
             pending: None,
             recording: None,
+            host: std::sync::Mutex::new(Vec::new()),
+            host_wait: None,
         };
+        *exec.host.get_mut().unwrap_or_else(std::sync::PoisonError::into_inner) = Self::new_host_tensors(&exec.plan);
         // The persistent tensors' segments, each in its own error scope (awaited: this is the
         // one place a real device out-of-memory can be caught on the web too).
         let segments: Vec<(SegmentId, u64)> = new_segments(exec.allocator.allocator.events()).collect();
@@ -257,6 +266,9 @@ impl GpuExecutor {
     /// Overwrites the start of a float tensor with `values`, encoded in its dtype (16-bit
     /// values round to nearest even).
     pub fn write_values(&self, id: TensorId, values: &[f32]) {
+        if self.store_host(self.plan.whole(id), values, false) {
+            return;
+        }
         let bytes = encode(self.plan.tensor(id).dtype, values);
         self.write_tensor(id, &bytes);
     }
@@ -306,20 +318,25 @@ impl GpuExecutor {
         Ok(())
     }
 
-    /// Uniforms, the step's commands (recorded live), and what a run of `phases` changes.
-    fn prepare(&mut self, phases: &[Phase]) -> Result<Vec<wgpu::CommandBuffer>, BackendError> {
+    /// Uniforms, and what a run of `phases` changes; then recording starts (each op's commands
+    /// bound live). A failure undoes what the run changed.
+    fn prepare(&mut self, phases: &[Phase]) -> Result<(), BackendError> {
         self.state.begin(phases);
         self.write_dynamic_uniforms();
-        let recorded = self.record_step(phases);
-        if recorded.is_err() {
-            self.state.cancel(phases);
-        }
-        recorded
+        self.start_recording(phases).inspect_err(|_| self.state.cancel(phases))
     }
 
     /// Submits the ops of `phases` (the batch must be uploaded) and returns the loss.
     pub async fn run_phases(&mut self, phases: &[Phase]) -> Result<f32, BackendError> {
-        let cmds = self.prepare(phases)?;
+        self.prepare(phases)?;
+        let cmds = match self.record_through_host().await {
+            Ok(cmd) => vec![cmd],
+            Err(e) => {
+                // A failure before the end: the run's optimizer step never happened.
+                self.state.cancel(phases);
+                return Err(e);
+            }
+        };
         self.ctx.scoped("running the step", || self.ctx.queue.submit(cmds)).await?;
         let n = self.plan.handles.micro.len();
         let data = read_buffer(&self.ctx, &self.loss_staging, bytes(n + 1)).await?;
@@ -330,9 +347,7 @@ impl GpuExecutor {
     /// Starts a run of `phases` whose collectives the cluster carries out: the step's uniforms,
     /// then recording (see `segments::record_to_collective`).
     pub(in crate::backend::gpu) fn begin_cluster_run(&mut self, phases: &[Phase]) -> Result<(), BackendError> {
-        self.state.begin(phases);
-        self.write_dynamic_uniforms();
-        self.start_recording(phases).inspect_err(|_| self.state.cancel(phases))
+        self.prepare(phases)
     }
 
     /// The loss of a run the cluster submitted to its end (`optimizer`: the run had the
@@ -364,10 +379,10 @@ impl GpuExecutor {
     /// release a segment mid-step). [`Self::poll_step`] says when it is done.
     pub fn submit_step(&mut self, batch: &Batch) -> Result<(), BackendError> {
         self.upload_batch(batch)?;
-        let cmds = self.prepare(&[Phase::Forward, Phase::Backward, Phase::Optimizer])?;
-        self.ctx.queue.submit(cmds);
-        self.arm_readback();
-        Ok(())
+        let phases = [Phase::Forward, Phase::Backward, Phase::Optimizer];
+        self.prepare(&phases)?;
+        // Records to the end (arming the losses' readback), or to a copy down that waits.
+        self.pump().inspect_err(|_| self.state.cancel(&phases))
     }
 
     /// Maps the losses' staging buffer once the submitted work is done ([`Self::poll_step`]
@@ -383,7 +398,7 @@ impl GpuExecutor {
 
     /// Whether a submitted step is still running.
     pub fn step_in_flight(&self) -> bool {
-        self.pending.is_some()
+        self.pending.is_some() || self.host_wait.is_some()
     }
 
     /// The loss of the step [`Self::submit_step`] started, once the GPU has finished it (None
@@ -392,6 +407,17 @@ impl GpuExecutor {
     pub fn poll_step(&mut self) -> Option<Result<f32, BackendError>> {
         #[cfg(not(target_arch = "wasm32"))]
         let _ = self.ctx.device.poll(wgpu::PollType::Poll);
+        // Offload: a copy down came back; the step records on (its losses later).
+        if let Some(done) = self.poll_host() {
+            if let Err(e) = done {
+                self.state.cancel(&[Phase::Forward, Phase::Backward, Phase::Optimizer]);
+                return Some(Err(e));
+            }
+            return None;
+        }
+        if self.host_wait.is_some() {
+            return None;
+        }
         let rx = self.pending.as_mut()?;
         let mapped = match rx.try_recv() {
             Ok(None) => {
@@ -474,6 +500,9 @@ impl GpuExecutor {
     /// One view of a placed tensor, read back (e.g. one parameter's gradient): only its bytes
     /// travel.
     pub async fn read_view_async(&self, view: View) -> Result<Vec<f32>, GpuError> {
+        if self.plan.tensor(view.tensor).host {
+            return Ok(self.host_values(view));
+        }
         let size = self.view_bytes(view);
         let (buffer, offset) = self.locate(view).ok_or_else(|| {
             GpuError::Readback(format!("tensor {} has no memory", self.plan.tensor(view.tensor).name))
@@ -530,6 +559,10 @@ impl crate::backend::Trainer for GpuExecutor {
     }
     fn write_params(&mut self, flat: &[f32]) -> Result<(), BackendError> {
         GpuExecutor::write_params(self, flat);
+        // The fp32 copy the optimizer updates (mixed precision, offload) is the same weights.
+        if let (Some(master), None) = (self.plan.handles.master, &self.plan.lora) {
+            self.write_flat(master, flat);
+        }
         Ok(())
     }
     fn memory(&self) -> Option<&crate::memory::StepMemory> {

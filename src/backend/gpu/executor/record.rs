@@ -55,9 +55,14 @@ fn record_op(
 ) -> Result<(), GpuError> {
     {
         rec.set_context(node.phase, &node.label);
+        // Offload's ops run on the host, between the submissions (`executor::host`).
+        if plan.runs_on_host(&node.op) {
+            return Ok(());
+        }
         match node.op {
             // Every rank at once: the cluster runs them between the ranks' ops.
             Op::AllReduce(_) | Op::ReduceScatter(_) | Op::AllGather(_) => {}
+            Op::CopyToHost(_) | Op::CopyToDevice(_) => {}
             Op::Zero(op::Zero { dst }) => rec.clear(dst),
             Op::Embedding(o) => k.embedding.forward(rec, &o, t, c, v)?,
             Op::EmbeddingBackward(o) => k.embedding.backward(rec, &o, t, c, v)?,

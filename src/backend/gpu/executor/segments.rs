@@ -164,24 +164,6 @@ impl GpuExecutor {
         }
     }
 
-    /// Drives the allocator through the ops of `phases` as an eager framework allocates and
-    /// frees them, binding each op's commands to where its tensors are placed at that moment,
-    /// and returns the command buffers to submit (more than one when a segment was released
-    /// mid-step). A run that includes the forward pass starts a new step. An allocation beyond
-    /// the budget is [`BackendError::OutOfMemory`]; the step's memory is released. A plan with
-    /// collectives is recorded by the cluster instead (`gpu::cluster`).
-    pub(super) fn record_step(&mut self, phases: &[Phase]) -> Result<Vec<wgpu::CommandBuffer>, BackendError> {
-        self.start_recording(phases)?;
-        match self.record_to_collective()? {
-            RecordStop::Done(cmd) => Ok(vec![cmd]),
-            RecordStop::Collective(i) => {
-                self.abandon_recording();
-                let label = self.plan.op_label(i).unwrap_or_default();
-                Err(BackendError::Internal(format!("{label} needs every rank: run the step on the cluster")))
-            }
-        }
-    }
-
     /// Starts recording a run of `phases` (see [`Self::record_to_collective`]).
     pub(in crate::backend::gpu) fn start_recording(&mut self, phases: &[Phase]) -> Result<(), BackendError> {
         self.ctx.check_alive()?;
@@ -223,14 +205,15 @@ impl GpuExecutor {
             }
             self.sync_buffers(&mut run.chunk)?;
             run.trace.record(&self.allocator, Some(i));
-            if self.plan.ops[i].op.is_collective() {
+            let collective = self.plan.ops[i].op.is_collective();
+            if collective || self.plan.runs_on_host(&self.plan.ops[i].op) {
                 if !run.chunk.is_empty() {
                     let cmd = self.encode_chunk(&run.chunk, false);
                     self.ctx.queue.submit([cmd]);
                     run.chunk.clear();
                 }
                 self.recording = Some(run);
-                return Ok(RecordStop::Collective(i));
+                return Ok(if collective { RecordStop::Collective(i) } else { RecordStop::Host(i) });
             }
             let commands = self.op_commands.get(i).cloned().unwrap_or(0..0);
             for c in commands {
@@ -244,7 +227,8 @@ impl GpuExecutor {
         Ok(RecordStop::Done(self.encode_chunk(&run.chunk, true)))
     }
 
-    /// After the cluster encoded collective `i`: frees what it was the last to use.
+    /// After the cluster encoded collective `i`, or host op `i` ran: frees what it was the last to
+    /// use.
     pub(in crate::backend::gpu) fn finish_collective(&mut self, i: usize) -> Result<(), BackendError> {
         self.allocator.after_op(i);
         let mut chunk = Vec::new();
@@ -274,6 +258,8 @@ pub(in crate::backend::gpu) struct Recording {
 pub(in crate::backend::gpu) enum RecordStop {
     /// At collective op `i`, placed but not run.
     Collective(usize),
+    /// At op `i`, which runs on the host (offload), placed but not run.
+    Host(usize),
     /// At the end: the last commands, with the losses' readback.
     Done(wgpu::CommandBuffer),
 }

@@ -1,0 +1,52 @@
+//! How long real steps took, by setup: so that a view can set one technique's time beside the
+//! same step's without it (offload's trade of memory for time is measured, not assumed).
+
+use std::collections::BTreeMap;
+
+use crate::plan::{Plan, Techniques};
+
+/// The most recent steps' times of every setup that ran since the app started.
+#[derive(Default)]
+pub struct StepTimes {
+    /// How long each step since the settings last changed took.
+    pub step_secs: Vec<f64>,
+    /// The setup of the step in flight.
+    current: Option<String>,
+    by_setup: BTreeMap<String, Vec<f64>>,
+}
+
+/// Steps kept per setup (the median of these is its time).
+const KEPT: usize = 9;
+
+impl StepTimes {
+    /// What identifies a setup's time: the model, the batch, the techniques, the optimizer and
+    /// the engine that runs it.
+    pub fn key(plan: &Plan, techniques: &Techniques, engine: &str) -> String {
+        format!("{:?}|{:?}|{:?}|{:?}|{engine}", plan.model, plan.shape, techniques, plan.optimizer.kind)
+    }
+
+    /// A step of `plan` started on `engine`.
+    pub fn begin(&mut self, plan: &Plan, engine: &str) {
+        self.current = Some(Self::key(plan, &plan.techniques, engine));
+    }
+
+    /// The step in flight finished after `secs`.
+    pub fn record(&mut self, secs: f64) {
+        self.step_secs.push(secs);
+        if let Some(key) = self.current.take() {
+            let list = self.by_setup.entry(key).or_default();
+            list.push(secs);
+            if list.len() > KEPT {
+                list.remove(0);
+            }
+        }
+    }
+
+    /// The median of the last steps of `plan` run with `techniques` on `engine` (None before one
+    /// ran). The first step of a setup also creates its buffers, so the median, not the mean.
+    pub fn median(&self, plan: &Plan, techniques: &Techniques, engine: &str) -> Option<f64> {
+        let mut list = self.by_setup.get(&Self::key(plan, techniques, engine))?.clone();
+        list.sort_by(f64::total_cmp);
+        list.get(list.len() / 2).copied()
+    }
+}

@@ -76,7 +76,7 @@ controls-optimizer = optimizer
 controls-accumulation = accumulation steps
 controls-lora-rank = LoRA rank (0 = off)
 controls-offload = Offload to host memory
-controls-offload-hint = ZeRO-Offload: the optimizer's states (and the gradients too, if chosen) live in the computer's own memory, and the optimizer step runs on the CPU. The GPU keeps less; every step copies over the bus.
+controls-offload-hint = ZeRO-Offload: the optimizer's states (and the gradients too, if chosen) are kept in the computer's own memory, and the optimizer step runs on the CPU. The GPU keeps less; every step copies over the bus.
 offload-none = none
 offload-optimizer = optimizer states
 offload-optimizer-gradients = optimizer states and gradients
@@ -167,7 +167,7 @@ tl-transfers = copies between the GPU and host memory (offload)
 tl-transfer = A copy over the bus: { $kind } of { $what }, { $bytes }; host memory is not GPU memory.
 host-heading = In host memory (not GPU memory)
 host-column = Host memory
-host-saved = The GPU keeps { $saved } less: these bytes live in host memory instead.
+host-saved = The GPU keeps { $saved } less: these bytes are kept in host memory instead.
 host-bus = Every step { $bytes } cross the bus ({ $down } to the host, { $up } back): at { $rate } (PCIe 4.0 ×16) about { $ms } ms (predicted).
 host-time = Measured on { $engine }: { $with } ms per step with offload, { $without } ms without it ({ $ratio }× the time).
 host-time-alone = Measured on { $engine }: { $with } ms per step with offload. Set offload to none and run a step to measure the step without it.
@@ -242,6 +242,8 @@ tech-fused = fused attention
 tech-accum = accumulation ×{ $k }
 tech-gpus-ddp = { $gpus } GPUs, data parallel
 tech-gpus-zero = { $gpus } GPUs, ZeRO-{ $stage }
+tech-offload-optimizer = optimizer states in host memory
+tech-offload-gradients = optimizer states and gradients in host memory
 tech-lora = LoRA r={ $rank } α={ $alpha } on { $targets }
 
 ## Exports

@@ -73,7 +73,7 @@ controls-optimizer = 优化器
 controls-accumulation = 梯度累积步数
 controls-lora-rank = LoRA 秩（0 = 关闭）
 controls-offload = 卸载到主机内存
-controls-offload-hint = ZeRO-Offload：优化器状态（如果选择，还有梯度）存放在计算机自己的内存中，优化器这一步在 CPU 上运行。GPU 占用更少；每一步都要经总线复制。
+controls-offload-hint = ZeRO-Offload（卸载）：优化器状态（如果选择，还有梯度）存放在主机内存（计算机自己的内存）中，优化器这一步在 CPU 上运行。GPU 显存占用更少；每一步都要经总线复制。
 offload-none = 不卸载
 offload-optimizer = 优化器状态
 offload-optimizer-gradients = 优化器状态和梯度
@@ -239,6 +239,8 @@ tech-fused = 融合注意力
 tech-accum = 梯度累积 ×{ $k }
 tech-gpus-ddp = { $gpus } 块 GPU，数据并行
 tech-gpus-zero = { $gpus } 块 GPU，ZeRO-{ $stage }
+tech-offload-optimizer = 优化器状态在主机内存中
+tech-offload-gradients = 优化器状态和梯度在主机内存中
 tech-lora = LoRA r={ $rank } α={ $alpha }，作用于 { $targets }
 
 ## 导出

@@ -50,7 +50,8 @@ pub fn host_memory(ui: &mut Ui, t: &Catalog, plan: &Plan, times: &OffloadTimes) 
         ui.end_row();
     });
     ui.label(t.format("host-saved", &[("saved", hide(saved).into())]));
-    let ms = |secs: f64| format!("{:.1}", secs * 1e3);
+    // Milliseconds, with three decimals below one (the toy's copies take microseconds).
+    let ms = |secs: f64| if secs < 1e-3 { format!("{:.3}", secs * 1e3) } else { format!("{:.1}", secs * 1e3) };
     let bus_secs = (down + up) as f64 / PCIE_BYTES_PER_SEC;
     ui.label(t.format(
         "host-bus",

@@ -155,6 +155,11 @@ pub fn describe(t: &Catalog, tech: &crate::plan::Techniques) -> String {
             stage => t.format("tech-gpus-zero", &[("gpus", gpus.into()), ("stage", stage.to_string().into())]),
         });
     }
+    match tech.offload {
+        crate::plan::Offload::None => {}
+        crate::plan::Offload::Optimizer => parts.push(t.text("tech-offload-optimizer")),
+        crate::plan::Offload::OptimizerGradients => parts.push(t.text("tech-offload-gradients")),
+    }
     if let Some(l) = tech.lora {
         let targets: Vec<&str> = l.targets().iter().map(|t| t.module()).collect();
         parts.push(t.format(

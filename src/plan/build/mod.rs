@@ -341,19 +341,7 @@ impl Builder {
         self.gather_updated();
         self.techniques.accum = accum;
 
-        // "Saved for backward" means read by the backward pass: what the forward pass keeps but no
-        // backward op reads (a frozen projection's input under LoRA) is a temporary.
-        let mut read_by_backward = vec![false; self.tensors.len()];
-        for node in self.ops.iter().filter(|n| n.phase == Phase::Backward && !n.recompute) {
-            for v in node.op.reads_writes().0 {
-                read_by_backward[v.tensor.0] = true;
-            }
-        }
-        for (t, read) in self.tensors.iter_mut().zip(read_by_backward) {
-            if t.category == Category::Activations && !read {
-                t.category = Category::Temporaries;
-            }
-        }
+        self.unread_activations_are_temporaries();
         let handles = Handles {
             params: self.params.tensor,
             trainable: self.trainable.tensor,

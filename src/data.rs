@@ -80,7 +80,7 @@ impl Dataset {
             inputs.extend_from_slice(&self.tokens[start..start + t]);
             targets.extend_from_slice(&self.tokens[start + 1..start + t + 1]);
         }
-        Ok(Batch { shape, inputs, targets })
+        Ok(Batch { shape, inputs, targets, doc_starts: Vec::new() })
     }
 }
 
@@ -91,6 +91,9 @@ pub struct Batch {
     pub shape: StepShape,
     pub inputs: Vec<u32>,
     pub targets: Vec<u32>,
+    /// Packed rows (`Batching::Packed`): for each position, where its document starts in its row;
+    /// attention looks no further back and positions count from there. Empty otherwise.
+    pub doc_starts: Vec<u32>,
 }
 
 /// A target that takes no part in the loss (PyTorch's `ignore_index`, which is −100 there): a

@@ -10,6 +10,7 @@ pub mod app;
 pub mod backend;
 pub mod class;
 pub mod data;
+pub mod documents;
 pub mod dump;
 pub mod estimate;
 pub mod i18n;

@@ -824,3 +824,40 @@ fn offload_reaches_every_command() {
         (&["sweep", "--offload", "optimizer", "--lora", "4"], "LoRA"),
     ]);
 }
+
+/// `--batching packed` runs on the CPU backend: the speeches packed into full rows (the plan has
+/// their starts as inputs); the GPU's kernels refuse it with the reason; padded and bucketed
+/// batches change length step by step, which the CLI's runs do not yet: a usage error.
+#[test]
+fn packed_batches_reach_the_commands() {
+    let out =
+        oomlab(&["measure", "--batch", "2", "--seq-len", "128", "--batching", "packed", "--backend", "cpu", "--json"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).expect("one JSON document");
+    assert_eq!(doc["techniques"]["batching"], "packed", "{doc}");
+    let windows = oomlab(&["measure", "--batch", "2", "--seq-len", "128", "--backend", "cpu", "--json"]);
+    let w: serde_json::Value = serde_json::from_slice(&windows.stdout).expect("one JSON document");
+    assert!(doc["predicted_tensor_bytes"]["input"].as_u64() > w["predicted_tensor_bytes"]["input"].as_u64());
+    let out = oomlab(&[
+        "train",
+        "--steps",
+        "2",
+        "--batch",
+        "2",
+        "--seq-len",
+        "128",
+        "--batching",
+        "packed",
+        "--backend",
+        "cpu",
+    ]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let gpu = oomlab(&["measure", "--batch", "2", "--seq-len", "128", "--batching", "packed", "--backend", "gpu"]);
+    assert!(!gpu.status.success());
+    assert!(String::from_utf8_lossy(&gpu.stderr).contains("packed batches runs on the CPU backend only"));
+    assert_usage_errors(&[
+        (&["measure", "--batching", "padded"], "--batching padded"),
+        (&["measure", "--batching", "bucketed"], "--batching bucketed"),
+        (&["measure", "--batching", "sorted"], "windows, padded, bucketed or packed"),
+    ]);
+}

@@ -27,8 +27,12 @@ fn reference_gradients_match_central_differences() {
     }
     exec.set_params(&params);
     // token 3 repeats, so the embedding scatter-add must accumulate
-    let batch =
-        Batch { shape, inputs: vec![3, 1, 3, 0, 6, 3, 3, 2, 5, 4], targets: vec![1, 3, 0, 6, 2, 3, 2, 5, 4, 3] };
+    let batch = Batch {
+        shape,
+        inputs: vec![3, 1, 3, 0, 6, 3, 3, 2, 5, 4],
+        targets: vec![1, 3, 0, 6, 2, 3, 2, 5, 4, 3],
+        doc_starts: Vec::new(),
+    };
     exec.forward_backward(&batch).expect("step");
     let analytic = exec.grads().to_vec();
 
@@ -93,8 +97,12 @@ fn lora_gradients_match_central_differences() {
         }
     }
     exec.write_tensor(trainable, &adapters);
-    let batch =
-        Batch { shape, inputs: vec![3, 1, 3, 0, 6, 3, 3, 2, 5, 4], targets: vec![1, 3, 0, 6, 2, 3, 2, 5, 4, 3] };
+    let batch = Batch {
+        shape,
+        inputs: vec![3, 1, 3, 0, 6, 3, 3, 2, 5, 4],
+        targets: vec![1, 3, 0, 6, 2, 3, 2, 5, 4, 3],
+        doc_starts: Vec::new(),
+    };
     exec.forward_backward(&batch).expect("step");
     let analytic = exec.grads().to_vec();
     assert_eq!(analytic.len() as u64, lora_layout.flat_len, "gradients exist for the adapters only");

@@ -178,7 +178,7 @@ fn attention_forward_and_backward_match_cpu() {
         let dout = case.input("dout", &[b, t, c], 1.0);
         let datt = case.output("datt", &[b, nh, t, t]);
         let dqkv = case.output("dqkv", &[b, t, 3 * c]);
-        case.op(Op::Attention(op::Attention { qkv, att, out }));
+        case.op(Op::Attention(op::Attention { qkv, att, out, packing: None }));
         case.op(Op::AttentionBackward(op::AttentionBackward { qkv, att, dout, datt, dqkv }));
         for g in gemm_gpus() {
             let (cpu, gpu) = case.run_on(g, OptimizerConfig::default(), 1);
@@ -205,10 +205,18 @@ fn fused_attention_matches_cpu_and_the_standard_path() {
         let lse = case.output("lse", &[b, nh, t]);
         let delta = case.output("delta", &[b, nh, t]);
         let dqkv = case.output("dqkv", &[b, t, 3 * c]);
-        case.op(Op::Attention(op::Attention { qkv, att, out: out_std }));
+        case.op(Op::Attention(op::Attention { qkv, att, out: out_std, packing: None }));
         case.op(Op::AttentionBackward(op::AttentionBackward { qkv, att, dout, datt, dqkv: dqkv_std }));
-        case.op(Op::FlashAttention(op::FlashAttention { qkv, out, lse }));
-        case.op(Op::FlashAttentionBackward(op::FlashAttentionBackward { qkv, out, lse, dout, delta, dqkv }));
+        case.op(Op::FlashAttention(op::FlashAttention { qkv, out, lse, packing: None }));
+        case.op(Op::FlashAttentionBackward(op::FlashAttentionBackward {
+            qkv,
+            out,
+            lse,
+            dout,
+            delta,
+            dqkv,
+            packing: None,
+        }));
         let (cpu, gpu) = case.run(OptimizerConfig::default(), 1);
         let tag = format!("fused attention B{b} T{t} C{c} NH{nh}");
         compare(&format!("{tag} forward"), &cpu, &gpu, out, TOL);
@@ -246,7 +254,7 @@ fn softmax_is_stable_for_huge_scores() {
     let qkv = case.input("qkv", &[b, t, 3 * c], 300.0);
     let att = case.output("att", &[b, nh, t, t]);
     let out = case.output("out", &[b, t, c]);
-    case.op(Op::Attention(op::Attention { qkv, att, out }));
+    case.op(Op::Attention(op::Attention { qkv, att, out, packing: None }));
     let (cpu, gpu) = case.run(OptimizerConfig::default(), 1);
     let probs = pollster::block_on(gpu.read_view_async(att)).expect("readback");
     assert!(probs.iter().all(|p| p.is_finite()));
@@ -295,8 +303,16 @@ fn embedding_backward_is_correct_with_repeated_tokens() {
     let dout = case.input("dout", &[b, t, c], 1.0);
     let dwte = case.input("dwte", &[v, c], 0.1);
     let dwpe = case.input("dwpe", &[t, c], 0.1);
-    case.op(Op::Embedding(op::Embedding { tokens, wte, wpe, out }));
-    case.op(Op::EmbeddingBackward(op::EmbeddingBackward { tokens, token_offsets, token_positions, dout, dwte, dwpe }));
+    case.op(Op::Embedding(op::Embedding { tokens, wte, wpe, out, packing: None }));
+    case.op(Op::EmbeddingBackward(op::EmbeddingBackward {
+        tokens,
+        token_offsets,
+        token_positions,
+        dout,
+        dwte,
+        dwpe,
+        packing: None,
+    }));
     let (cpu, gpu) = case.run(OptimizerConfig::default(), 1);
     compare("embedding forward", &cpu, &gpu, out, TOL);
     compare("embedding backward wte", &cpu, &gpu, dwte, TOL);

@@ -27,7 +27,7 @@ fn padded(batch: &Batch, to: usize) -> Batch {
         inputs.extend(std::iter::repeat_n(0, to - seq));
         targets.extend(std::iter::repeat_n(IGNORE, to - seq));
     }
-    Batch { shape: StepShape { batch: batch.shape.batch, seq: to }, inputs, targets }
+    Batch { shape: StepShape { batch: batch.shape.batch, seq: to }, inputs, targets, doc_starts: Vec::new() }
 }
 
 fn max_rel(a: &[f32], b: &[f32]) -> f64 {

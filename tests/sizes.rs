@@ -177,6 +177,7 @@ fn random_techniques(rng: &mut Rng, layers: usize) -> Techniques {
         },
         // Offload to host memory, sometimes with what it refuses (fp16, LoRA, several GPUs).
         offload: oomlab::plan::Offload::ALL[if rng.below(8) == 0 { 1 + rng.below(2) } else { 0 }],
+        batching: oomlab::plan::Batching::Windows,
     }
 }
 

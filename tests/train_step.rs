@@ -116,7 +116,12 @@ fn bad_batches_are_errors_not_panics() {
             Err(BackendError::Config(ConfigError::TokenOutOfRange { id: 10_000, .. }))
         ));
     }
-    let wrong = Batch { shape: StepShape { batch: 1, seq: 8 }, inputs: vec![0; 8], targets: vec![0; 8] };
+    let wrong = Batch {
+        shape: StepShape { batch: 1, seq: 8 },
+        inputs: vec![0; 8],
+        targets: vec![0; 8],
+        doc_starts: Vec::new(),
+    };
     assert!(matches!(gpu.train_step(&wrong), Err(BackendError::ShapeMismatch { .. })));
     // and the executor still works afterwards
     let good = ds.batch(shape, 0, 1).expect("batch");

@@ -209,6 +209,8 @@ impl Settings {
             allocator: self.device.allocator,
             parallel: self.device.parallel,
             offload: self.device.offload,
+            // The app trains on windows of the corpus; documents' batching is the CLI's so far.
+            batching: crate::plan::Batching::Windows,
         }
     }
 

@@ -31,7 +31,13 @@ pub fn rank_batch(batch: &Batch, rank: usize, ranks: usize) -> Result<Batch, Bac
     let slice = |v: &[u32]| v.get(range.clone()).map(<[u32]>::to_vec);
     match (slice(&batch.inputs), slice(&batch.targets)) {
         (Some(inputs), Some(targets)) => {
-            Ok(Batch { shape: crate::model::StepShape { batch: per, seq: batch.shape.seq }, inputs, targets })
+            let doc_starts = slice(&batch.doc_starts).unwrap_or_default();
+            Ok(Batch {
+                shape: crate::model::StepShape { batch: per, seq: batch.shape.seq },
+                inputs,
+                targets,
+                doc_starts,
+            })
         }
         _ => Err(BackendError::Config(crate::model::ConfigError::BatchLength {
             inputs: batch.inputs.len(),

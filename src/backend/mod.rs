@@ -199,6 +199,23 @@ pub struct MicroUpload<'a> {
     /// The token index (see [`crate::data::token_index`]) of this micro-batch.
     pub token_offsets: Vec<u32>,
     pub token_positions: Vec<u32>,
+    /// Packed rows: the document starts, and the positions' index (offsets, rows).
+    pub packing: Option<(&'a [u32], Vec<u32>, Vec<u32>)>,
+}
+
+/// Checks packed rows' document starts (each is its position, where a document begins, or the
+/// previous position's start) and returns the positions' index: rows grouped by position.
+fn packing_index(starts: &[u32], t: usize) -> Result<(Vec<u32>, Vec<u32>), crate::model::ConfigError> {
+    let mut positions = Vec::with_capacity(starts.len());
+    for (r, &s) in starts.iter().enumerate() {
+        let p = r % t.max(1);
+        let ok = s as usize == p || (p > 0 && starts.get(r - 1) == Some(&s));
+        if !ok {
+            return Err(crate::model::ConfigError::DocStarts("a document start that is none".into()));
+        }
+        positions.push((p - s as usize) as u32);
+    }
+    Ok(crate::data::token_index(&positions, t))
 }
 
 /// Checks `batch` against the plan (it must hold `micro-batch × accum` sequences) and splits it
@@ -210,23 +227,40 @@ pub fn micro_uploads<'a>(plan: &Plan, batch: &'a Batch) -> Result<Vec<MicroUploa
         return Err(BackendError::ShapeMismatch { plan: expected, batch: batch.shape });
     }
     let per = ix(plan.shape.rows());
-    Ok(plan
-        .handles
+    let packed = plan.techniques.batching.is_packed();
+    match (packed, batch.doc_starts.len()) {
+        (true, n) if n != batch.inputs.len() => {
+            return Err(crate::model::ConfigError::DocStarts("the batch has no document starts".into()).into());
+        }
+        (false, n) if n > 0 => {
+            return Err(crate::model::ConfigError::DocStarts("the plan's rows are not packed".into()).into());
+        }
+        _ => {}
+    }
+    plan.handles
         .micro
         .iter()
         .enumerate()
         .map(|(j, h)| {
             let tokens = &batch.inputs[j * per..(j + 1) * per];
             let (token_offsets, token_positions) = crate::data::token_index(tokens, plan.model.vocab);
-            MicroUpload {
+            let packing = match batch.doc_starts.get(j * per..(j + 1) * per) {
+                Some(starts) if packed => {
+                    let (offsets, rows) = packing_index(starts, plan.shape.seq)?;
+                    Some((starts, offsets, rows))
+                }
+                _ => None,
+            };
+            Ok(MicroUpload {
                 handles: *h,
                 tokens,
                 targets: &batch.targets[j * per..(j + 1) * per],
                 token_offsets,
                 token_positions,
-            }
+                packing,
+            })
         })
-        .collect())
+        .collect()
 }
 
 #[cfg(test)]

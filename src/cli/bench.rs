@@ -73,7 +73,13 @@ pub(super) fn bench(
             pollster::block_on(oomlab::backend::open(cfg.backend, gpu.as_ref(), plan, cfg.seed, Budget::Unlimited))?;
         let row = match exec {
             Executor::Gpu(mut exec) => {
-                let batch = dataset.batch(cfg.global_batch_shape(), cfg.seed, 0)?;
+                let batch = oomlab::documents::batch_for(
+                    &dataset,
+                    cfg.techniques().batching,
+                    cfg.global_batch_shape(),
+                    cfg.seed,
+                    0,
+                )?;
                 exec.upload_batch(&batch)?;
                 pollster::block_on(exec.run_phases(&[Phase::Forward, Phase::Backward, Phase::Optimizer]))?;
                 let first = t0.elapsed().as_secs_f64() + first_extra;
@@ -87,7 +93,13 @@ pub(super) fn bench(
                 }
                 let t = Instant::now();
                 for i in 0..steps {
-                    let batch = dataset.batch(cfg.global_batch_shape(), cfg.seed, i as u64)?;
+                    let batch = oomlab::documents::batch_for(
+                        &dataset,
+                        cfg.techniques().batching,
+                        cfg.global_batch_shape(),
+                        cfg.seed,
+                        i as u64,
+                    )?;
                     pollster::block_on(exec.train_step_async(&batch))?;
                 }
                 let step = t.elapsed().as_secs_f64() / steps as f64;
@@ -101,7 +113,13 @@ pub(super) fn bench(
                 // carried out to its end.
                 let backend = oomlab::backend::Trainer::backend_name(&exec);
                 let cpu = exec.sliced().ok_or_else(|| BackendError::Internal("not a CPU executor".into()))?;
-                let batch = dataset.batch(cfg.global_batch_shape(), cfg.seed, 0)?;
+                let batch = oomlab::documents::batch_for(
+                    &dataset,
+                    cfg.techniques().batching,
+                    cfg.global_batch_shape(),
+                    cfg.seed,
+                    0,
+                )?;
                 cpu.upload(&batch)?;
                 let mut run = |phases: &[Phase]| -> Result<f32, BackendError> {
                     cpu.start(phases);
@@ -121,7 +139,13 @@ pub(super) fn bench(
                 row(name, cfg, backend, first, phase_secs, steps, total)
             }
             Executor::GpuCluster(mut exec) => {
-                let batch = dataset.batch(cfg.global_batch_shape(), cfg.seed, 0)?;
+                let batch = oomlab::documents::batch_for(
+                    &dataset,
+                    cfg.techniques().batching,
+                    cfg.global_batch_shape(),
+                    cfg.seed,
+                    0,
+                )?;
                 exec.upload_batch(&batch)?;
                 pollster::block_on(exec.run_phases(&[Phase::Forward, Phase::Backward, Phase::Optimizer]))?;
                 let first = t0.elapsed().as_secs_f64() + first_extra;
@@ -135,7 +159,13 @@ pub(super) fn bench(
                 }
                 let t = Instant::now();
                 for i in 0..steps {
-                    let batch = dataset.batch(cfg.global_batch_shape(), cfg.seed, i as u64)?;
+                    let batch = oomlab::documents::batch_for(
+                        &dataset,
+                        cfg.techniques().batching,
+                        cfg.global_batch_shape(),
+                        cfg.seed,
+                        i as u64,
+                    )?;
                     pollster::block_on(exec.train_step(&batch))?;
                 }
                 let step = t.elapsed().as_secs_f64() / steps as f64;

@@ -85,6 +85,7 @@ pub(super) fn compare_variants(r: &Resolved) -> Result<Vec<(String, StepRequest)
         allocator: base.techniques.allocator,
         parallel: base.techniques.parallel,
         offload: base.techniques.offload,
+        batching: base.techniques.batching,
     };
     let mut parts = vec!["blocks".to_string()];
     if all.attention == AttentionKind::Fused {
@@ -126,7 +127,8 @@ pub(super) fn compare(steps: usize, config: &ConfigArgs) -> Result<(), Failure> 
         let outcome = (|| -> Result<(), Failure> {
             let mut trainer = make_trainer(&v, plan, gpu.as_ref())?;
             backend_name = trainer.backend_name();
-            let batch = dataset.batch(v.global_batch_shape(), v.seed, 0)?;
+            let batch =
+                oomlab::documents::batch_for(&dataset, v.techniques().batching, v.global_batch_shape(), v.seed, 0)?;
             row.loss = Some(trainer.compute_grads(&batch)?);
             let grads = trainer.read_grads()?;
             match &baseline_grads {
@@ -137,7 +139,13 @@ pub(super) fn compare(steps: usize, config: &ConfigArgs) -> Result<(), Failure> 
             }
             let start = Instant::now();
             for i in 0..steps {
-                trainer.train_step(&dataset.batch(v.global_batch_shape(), v.seed, i as u64)?)?;
+                trainer.train_step(&oomlab::documents::batch_for(
+                    &dataset,
+                    v.techniques().batching,
+                    v.global_batch_shape(),
+                    v.seed,
+                    i as u64,
+                )?)?;
             }
             let secs = start.elapsed().as_secs_f64() / steps as f64;
             row.step_ms = Some(secs * 1e3);

@@ -79,6 +79,12 @@ pub(super) struct ConfigArgs {
     /// soon as the backward pass made them). Simulated: host and device share this machine.
     #[arg(long, value_parser = offload_flag, default_value = "none")]
     offload: oomlab::plan::Offload,
+    /// How the batch is made from the corpus: windows (random windows of --seq-len tokens, every
+    /// position a real token), or its speeches as documents: padded (each row one document,
+    /// padded to the batch's longest), bucketed (documents of similar lengths together) or packed
+    /// (documents one after another in full rows, attention masked at each document's start).
+    #[arg(long, value_parser = batching_flag, default_value = "windows")]
+    batching: oomlab::plan::Batching,
     /// Vocabulary size; defaults to the built-in corpus's character count.
     #[arg(long, value_parser = count, allow_hyphen_values = true)]
     vocab: Option<usize>,
@@ -279,6 +285,11 @@ pub(super) enum FlagError {
         "dump-step writes the whole model's gradients for Hugging Face; with --lora there are none (the base is frozen)"
     )]
     DumpWithLora,
+    #[error(
+        "--batching {0}: its batches take their length from their documents, step by step, and the CLI's runs keep one \
+         sequence length so far; use windows or packed"
+    )]
+    VariableLength(&'static str),
     #[error(transparent)]
     Config(#[from] ConfigError),
 }
@@ -291,6 +302,9 @@ impl From<FlagError> for Failure {
 
 impl ConfigArgs {
     pub(super) fn resolve(&self, dataset: &Dataset) -> Result<Resolved, Failure> {
+        if matches!(self.batching, oomlab::plan::Batching::Padded | oomlab::plan::Batching::Bucketed) {
+            return Err(FlagError::VariableLength(self.batching.name()).into());
+        }
         let seq = self.seq_len;
         let max_seq = self.max_seq_len.unwrap_or(seq);
         let vocab = self.vocab.unwrap_or_else(|| dataset.tokenizer.vocab_size());
@@ -310,6 +324,7 @@ impl ConfigArgs {
             allocator: self.alloc_conf,
             parallel: oomlab::plan::Parallel { gpus: self.gpus, zero: self.zero, bucket_elems: self.bucket },
             offload: self.offload,
+            batching: self.batching,
             precision: match self.precision {
                 PrecisionArg::Fp32 => Precision::Fp32,
                 PrecisionArg::Fp16 => Precision::Fp16,
@@ -430,6 +445,10 @@ pub(super) fn make_trainer(r: &Resolved, plan: Plan, gpu: Option<&Gpu>) -> Resul
 }
 
 /// `--alloc-conf`: PyTorch's syntax, checked as PyTorch checks it.
+fn batching_flag(text: &str) -> Result<oomlab::plan::Batching, String> {
+    oomlab::plan::Batching::parse(text).map_err(|e| e.to_string())
+}
+
 fn offload_flag(text: &str) -> Result<oomlab::plan::Offload, String> {
     oomlab::plan::Offload::parse(text).map_err(|e| e.to_string())
 }

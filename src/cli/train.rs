@@ -42,7 +42,13 @@ pub(super) fn train(steps: usize, config: &ConfigArgs) -> Result<(), Failure> {
     let start = Instant::now();
     let mut stdout = std::io::stdout().lock();
     for step in 0..steps {
-        let batch = dataset.batch(r.global_batch_shape(), r.seed, step as u64)?;
+        let batch = oomlab::documents::batch_for(
+            &dataset,
+            r.techniques().batching,
+            r.global_batch_shape(),
+            r.seed,
+            step as u64,
+        )?;
         let loss = trainer.train_step(&batch)?;
         let elapsed = start.elapsed().as_secs_f64();
         if r.json {
@@ -77,7 +83,7 @@ pub(super) fn dump_step(out: &std::path::Path, config: &ConfigArgs) -> Result<()
     let gpu = open_gpu(&r)?;
     let mut trainer = make_trainer(&r, plan, gpu.as_ref())?;
     let initial = trainer.read_params()?;
-    let batch = dataset.batch(r.global_batch_shape(), r.seed, 0)?;
+    let batch = oomlab::documents::batch_for(&dataset, r.techniques().batching, r.global_batch_shape(), r.seed, 0)?;
     let loss = trainer.compute_grads(&batch)?;
     let grads = trainer.read_grads()?;
     let dump = StepDump {

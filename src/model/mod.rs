@@ -79,6 +79,9 @@ pub enum ConfigError {
     /// A technique the simulated GPUs do not run together with data parallelism.
     #[error("{what} is not simulated over several GPUs: use one GPU for it")]
     NotWithSeveralGpus { what: Cow<'static, str> },
+    /// A packed batch's document starts are not starts (or missing, or given to unpacked rows).
+    #[error("{0}: a packed batch (--batching packed) has each position's document start, and only it has them")]
+    DocStarts(Cow<'static, str>),
     /// A technique that offload to host memory does not run with.
     #[error("offload to host memory does not run with {what} in oomlab: turn one of them off")]
     OffloadWith { what: Cow<'static, str> },

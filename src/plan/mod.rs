@@ -5,6 +5,7 @@
 //! the views read it. It is pure Rust and needs no GPU.
 
 pub mod allocator;
+pub mod batching;
 pub mod build;
 pub mod offload;
 pub mod op;
@@ -15,6 +16,7 @@ pub mod techniques;
 pub mod tensor;
 
 pub use allocator::AllocatorConfig;
+pub use batching::Batching;
 pub use build::{MAX_BUDGET_BYTES, MAX_PLAN_OPS, MAX_TENSOR_ELEMS};
 pub use offload::Offload;
 pub use op::{Op, OpNode, Phase};
@@ -53,6 +55,8 @@ pub struct MicroHandles {
     pub token_offsets: TensorId,
     pub token_positions: TensorId,
     pub loss: TensorId,
+    /// Packed rows' document starts and positions' index.
+    pub packing: Option<op::Packing>,
 }
 
 /// One training step of one model at one batch shape.

@@ -52,13 +52,30 @@ pub struct Zero {
     pub dst: View,
 }
 
-/// out (B,T,C) = wte[tokens] + wpe[t].
+/// Packed rows (`Batching::Packed`): each position's document start in its row (B,T) — where
+/// attention stops looking back and positions restart — and the positions' index for the
+/// position embedding's gradient (rows grouped by position, as the tokens' index groups them).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Packing {
+    pub doc_starts: View,
+    pub position_offsets: View,
+    pub position_rows: View,
+}
+
+impl Packing {
+    fn views(p: Option<Packing>) -> Vec<View> {
+        p.map_or(Vec::new(), |p| vec![p.doc_starts, p.position_offsets, p.position_rows])
+    }
+}
+
+/// out (B,T,C) = wte[tokens] + wpe[t] (t counted from the document's start when packed).
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Embedding {
     pub tokens: View,
     pub wte: View,
     pub wpe: View,
     pub out: View,
+    pub packing: Option<Packing>,
 }
 
 /// dwte[v] += Σ_{positions p with token v} dout[p]; dwpe[t] += Σ_b dout[b,t].
@@ -73,6 +90,7 @@ pub struct EmbeddingBackward {
     pub dout: View,
     pub dwte: View,
     pub dwpe: View,
+    pub packing: Option<Packing>,
 }
 
 /// out (rows,C) = (inp − mean)·rstd·weight + bias; saves mean, rstd (rows).
@@ -166,6 +184,8 @@ pub struct Attention {
     pub qkv: View,
     pub att: View,
     pub out: View,
+    /// Packed rows: a query sees only its document's keys.
+    pub packing: Option<Packing>,
 }
 
 /// dqkv = ∂/∂qkv given dout; `datt` (B,NH,T,T) is scratch.
@@ -185,6 +205,7 @@ pub struct FlashAttention {
     pub qkv: View,
     pub out: View,
     pub lse: View,
+    pub packing: Option<Packing>,
 }
 
 /// dqkv given dout, recomputing the scores from q, k and lse; `delta` (B,NH,T) is scratch
@@ -197,6 +218,7 @@ pub struct FlashAttentionBackward {
     pub dout: View,
     pub delta: View,
     pub dqkv: View,
+    pub packing: Option<Packing>,
 }
 
 /// out = GELU_tanh(inp).
@@ -343,10 +365,24 @@ impl Op {
     pub fn reads_writes(&self) -> (Vec<View>, Vec<View>) {
         match *self {
             Op::Zero(Zero { dst }) => (vec![], vec![dst]),
-            Op::Embedding(Embedding { tokens, wte, wpe, out }) => (vec![tokens, wte, wpe], vec![out]),
-            Op::EmbeddingBackward(EmbeddingBackward { tokens, token_offsets, token_positions, dout, dwte, dwpe }) => {
-                (vec![tokens, token_offsets, token_positions, dout, dwte, dwpe], vec![dwte, dwpe])
+            Op::Embedding(Embedding { tokens, wte, wpe, out, packing }) => {
+                ([tokens, wte, wpe].into_iter().chain(Packing::views(packing)).collect(), vec![out])
             }
+            Op::EmbeddingBackward(EmbeddingBackward {
+                tokens,
+                token_offsets,
+                token_positions,
+                dout,
+                dwte,
+                dwpe,
+                packing,
+            }) => (
+                [tokens, token_offsets, token_positions, dout, dwte, dwpe]
+                    .into_iter()
+                    .chain(Packing::views(packing))
+                    .collect(),
+                vec![dwte, dwpe],
+            ),
             Op::LayerNorm(LayerNorm { inp, weight, bias, out, mean, rstd }) => {
                 (vec![inp, weight, bias], vec![out, mean, rstd])
             }
@@ -378,13 +414,17 @@ impl Op {
             Op::MatmulAddBackward(MatmulAddBackward { inp, weight, dout, dinp, dweight, .. }) => {
                 (vec![inp, weight, dout, dweight], vec![dinp, dweight])
             }
-            Op::Attention(Attention { qkv, att, out }) => (vec![qkv], vec![att, out]),
+            Op::Attention(Attention { qkv, att, out, packing }) => {
+                (std::iter::once(qkv).chain(Packing::views(packing)).collect(), vec![att, out])
+            }
             Op::AttentionBackward(AttentionBackward { qkv, att, dout, datt, dqkv }) => {
                 (vec![qkv, att, dout], vec![datt, dqkv])
             }
-            Op::FlashAttention(FlashAttention { qkv, out, lse }) => (vec![qkv], vec![out, lse]),
-            Op::FlashAttentionBackward(FlashAttentionBackward { qkv, out, lse, dout, delta, dqkv }) => {
-                (vec![qkv, out, lse, dout], vec![delta, dqkv])
+            Op::FlashAttention(FlashAttention { qkv, out, lse, packing }) => {
+                (std::iter::once(qkv).chain(Packing::views(packing)).collect(), vec![out, lse])
+            }
+            Op::FlashAttentionBackward(FlashAttentionBackward { qkv, out, lse, dout, delta, dqkv, packing }) => {
+                ([qkv, out, lse, dout].into_iter().chain(Packing::views(packing)).collect(), vec![delta, dqkv])
             }
             Op::Gelu(Gelu { inp, out }) => (vec![inp], vec![out]),
             Op::GeluBackward(GeluBackward { inp, dout, dinp }) => (vec![inp, dout], vec![dinp]),

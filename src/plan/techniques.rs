@@ -208,6 +208,9 @@ pub struct Techniques {
     /// What lives in host memory (ZeRO-Offload).
     #[serde(default)]
     pub offload: super::Offload,
+    /// How the batch is made from text (packed rows mask attention at documents' starts).
+    #[serde(default)]
+    pub batching: super::Batching,
 }
 
 impl Default for Techniques {
@@ -221,6 +224,7 @@ impl Default for Techniques {
             allocator: super::AllocatorConfig::default(),
             parallel: super::Parallel::default(),
             offload: super::Offload::None,
+            batching: super::Batching::Windows,
         }
     }
 }
@@ -289,6 +293,9 @@ impl Techniques {
         }
         if self.offload.is_on() {
             parts.push(format!("offload {}", self.offload.name()));
+        }
+        if self.batching != super::Batching::Windows {
+            parts.push(format!("{} batches", self.batching.name()));
         }
         let conf = self.allocator.to_conf_string();
         if !conf.is_empty() {

@@ -141,7 +141,8 @@ impl Case {
 
     pub fn plan(&self, optimizer: OptimizerConfig) -> Plan {
         let (f, u) = (TensorId(0), TensorId(1));
-        let micro = MicroHandles { tokens: u, targets: u, token_offsets: u, token_positions: u, loss: f };
+        let micro =
+            MicroHandles { tokens: u, targets: u, token_offsets: u, token_positions: u, loss: f, packing: None };
         let handles = Handles { params: f, trainable: f, grads: f, master: None, found_inf: None, micro: vec![micro] };
         Plan {
             model: self.model,

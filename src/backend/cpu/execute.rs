@@ -80,6 +80,11 @@ impl<F: super::ops::Real> CpuExecutor<F> {
         }
     }
 
+    /// Packed rows' document starts (empty when the rows are not packed).
+    fn starts(&self, packing: Option<op::Packing>) -> &[u32] {
+        packing.map_or(&[][..], |p| self.u(p.doc_starts))
+    }
+
     pub(super) fn execute(&mut self, op: &Op) {
         let m = self.plan.model;
         let (b, t) = (self.plan.shape.batch, self.plan.shape.seq);
@@ -93,14 +98,15 @@ impl<F: super::ops::Real> CpuExecutor<F> {
                     x.fill(F::zero());
                 }
             }
-            Op::Embedding(op::Embedding { tokens, wte, wpe, out }) => self.with_new_outputs([out], |s, [o]| {
-                ops::embedding_forward(o, s.u(tokens), s.f(wte), s.f(wpe), t, c);
-            }),
-            Op::EmbeddingBackward(op::EmbeddingBackward { tokens, dout, dwte, dwpe, .. }) => {
-                self.with_outputs([dwte, dwpe], |s, [gw, gp]| {
-                    ops::embedding_backward(gw, gp, s.f(dout), s.u(tokens), t, c);
+            Op::Embedding(op::Embedding { tokens, wte, wpe, out, packing }) => {
+                self.with_new_outputs([out], |s, [o]| {
+                    ops::embedding_forward(o, s.u(tokens), (s.f(wte), s.f(wpe)), (t, c), s.starts(packing));
                 })
             }
+            Op::EmbeddingBackward(op::EmbeddingBackward { tokens, dout, dwte, dwpe, packing, .. }) => self
+                .with_outputs([dwte, dwpe], |s, [gw, gp]| {
+                    ops::embedding_backward((gw, gp), s.f(dout), s.u(tokens), (t, c), s.starts(packing));
+                }),
             Op::LayerNorm(op::LayerNorm { inp, weight, bias, out, mean, rstd }) => {
                 self.with_new_outputs([out, mean, rstd], |s, [o, mu, rs]| {
                     ops::layernorm_forward(o, mu, rs, s.f(inp), s.f(weight), s.f(bias), c);
@@ -148,24 +154,27 @@ impl<F: super::ops::Real> CpuExecutor<F> {
             Op::MatmulAddBackward(mb) => self.with_outputs([mb.dinp, mb.dweight], |s, [di, gw]| {
                 ops::matmul_add_backward(di, gw, s.f(mb.dout), s.f(mb.inp), s.f(mb.weight), &mb);
             }),
-            Op::Attention(op::Attention { qkv, att, out }) => self.with_new_outputs([out, att], |s, [o, a]| {
-                ops::attention_forward(o, a, s.f(qkv), heads);
-            }),
+            Op::Attention(op::Attention { qkv, att, out, packing }) => {
+                self.with_new_outputs([out, att], |s, [o, a]| {
+                    ops::attention_forward(o, a, s.f(qkv), heads, s.starts(packing));
+                })
+            }
             Op::AttentionBackward(op::AttentionBackward { qkv, att, dout, datt, dqkv }) => {
                 self.with_new_outputs([dqkv, datt], |s, [dq, da]| {
                     ops::attention_backward(dq, da, s.f(dout), s.f(qkv), s.f(att), heads);
                 })
             }
-            Op::FlashAttention(op::FlashAttention { qkv, out, lse }) => {
+            Op::FlashAttention(op::FlashAttention { qkv, out, lse, packing }) => {
                 self.with_new_outputs([out, lse], |s, [o, l]| {
-                    ops::flash_attention_forward(o, l, s.f(qkv), heads);
+                    ops::flash_attention_forward(o, l, s.f(qkv), heads, s.starts(packing));
                 })
             }
-            Op::FlashAttentionBackward(op::FlashAttentionBackward { qkv, out, lse, dout, delta, dqkv }) => self
-                .with_new_outputs([dqkv, delta], |s, [dq, d]| {
+            Op::FlashAttentionBackward(op::FlashAttentionBackward { qkv, out, lse, dout, delta, dqkv, packing }) => {
+                self.with_new_outputs([dqkv, delta], |s, [dq, d]| {
                     let (x, o, l) = (s.f(qkv), s.f(out), s.f(lse));
-                    ops::flash_attention_backward(dq, d, s.f(dout), (x, o, l), heads);
-                }),
+                    ops::flash_attention_backward(dq, d, s.f(dout), (x, o, l), heads, s.starts(packing));
+                })
+            }
             Op::Gelu(op::Gelu { inp, out }) => self.with_new_outputs([out], |s, [o]| ops::gelu_forward(o, s.f(inp))),
             Op::GeluBackward(op::GeluBackward { inp, dout, dinp }) => {
                 self.with_new_outputs([dinp], |s, [o]| ops::gelu_backward(o, s.f(inp), s.f(dout)))

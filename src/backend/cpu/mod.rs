@@ -6,6 +6,7 @@
 //! state is recorded while the ops run — what this backend measures. In debug builds freed
 //! memory is filled with NaN, so a read after free shows up in the results.
 
+mod attention;
 mod execute;
 mod gemm;
 mod host;
@@ -353,6 +354,11 @@ impl<F: ops::Real> CpuExecutor<F> {
             self.write_tensor_u32(h.targets, m.targets);
             self.write_tensor_u32(h.token_offsets, &m.token_offsets);
             self.write_tensor_u32(h.token_positions, &m.token_positions);
+            if let (Some(p), Some((starts, offsets, rows))) = (h.packing, &m.packing) {
+                self.write_tensor_u32(p.doc_starts.tensor, starts);
+                self.write_tensor_u32(p.position_offsets.tensor, offsets);
+                self.write_tensor_u32(p.position_rows.tensor, rows);
+            }
         }
         Ok(())
     }

@@ -3,6 +3,7 @@
 //! `shaders/matmul.wgsl` ↔ `gpu::kernels::Matmul`. Shapes: B batch, T sequence, C channels,
 //! NH heads, hs = C/NH, V vocabulary; `rows` = B·T.
 
+pub use super::attention::{attention_backward, attention_forward, flash_attention_backward, flash_attention_forward};
 use super::gemm::{Mat, gemm};
 pub use super::real::Real;
 
@@ -21,7 +22,7 @@ pub struct Heads {
 
 impl Heads {
     /// The head size C/NH and the attention scale 1/√(C/NH).
-    fn head_size_and_scale<F: Real>(&self) -> (usize, F) {
+    pub(super) fn head_size_and_scale<F: Real>(&self) -> (usize, F) {
         let hs = self.c / self.nh.max(1);
         (hs, F::one() / f::<F>(hs as f64).sqrt())
     }
@@ -31,20 +32,38 @@ fn f<F: Real>(x: f64) -> F {
     F::from(x).unwrap_or_else(F::nan)
 }
 
-/// out (rows,C) = wte[tokens[r]] + wpe[r mod T].
-pub fn embedding_forward<F: Real>(out: &mut [F], tokens: &[u32], wte: &[F], wpe: &[F], t: usize, c: usize) {
+/// The position of row `r` of a (B,T) batch: r mod T, counted from its document's start in
+/// packed rows (`starts` empty: every row one sequence).
+fn position(r: usize, t: usize, starts: &[u32]) -> usize {
+    (r % t).saturating_sub(starts.get(r).map_or(0, |&s| s as usize))
+}
+
+/// out (rows,C) = wte[tokens[r]] + wpe[position(r)].
+pub fn embedding_forward<F: Real>(
+    out: &mut [F],
+    tokens: &[u32],
+    (wte, wpe): (&[F], &[F]),
+    (t, c): (usize, usize),
+    starts: &[u32],
+) {
     for (r, &tok) in tokens.iter().enumerate() {
-        let (tok, pos) = (tok as usize, r % t);
+        let (tok, pos) = (tok as usize, position(r, t, starts));
         for i in 0..c {
             out[r * c + i] = wte[tok * c + i] + wpe[pos * c + i];
         }
     }
 }
 
-/// dwte[tokens[r]] += dout[r]; dwpe[r mod T] += dout[r]. Repeated tokens accumulate.
-pub fn embedding_backward<F: Real>(dwte: &mut [F], dwpe: &mut [F], dout: &[F], tokens: &[u32], t: usize, c: usize) {
+/// dwte[tokens[r]] += dout[r]; dwpe[position(r)] += dout[r]. Repeated tokens accumulate.
+pub fn embedding_backward<F: Real>(
+    (dwte, dwpe): (&mut [F], &mut [F]),
+    dout: &[F],
+    tokens: &[u32],
+    (t, c): (usize, usize),
+    starts: &[u32],
+) {
     for (r, &tok) in tokens.iter().enumerate() {
-        let (tok, pos) = (tok as usize, r % t);
+        let (tok, pos) = (tok as usize, position(r, t, starts));
         for i in 0..c {
             dwte[tok * c + i] = dwte[tok * c + i] + dout[r * c + i];
             dwpe[pos * c + i] = dwpe[pos * c + i] + dout[r * c + i];
@@ -267,7 +286,7 @@ pub fn matmul_add_backward<F: Real>(
 /// Runs `f(batch, x, y)` on each batch's disjoint chunks of two outputs (`xl` and `yl`
 /// elements per batch): over rayon's pool on native, in order on wasm32 (no threads there).
 /// Each batch is computed the same way either way.
-fn per_batch<F: Real>(
+pub(super) fn per_batch<F: Real>(
     b: usize,
     (x, xl): (&mut [F], usize),
     (y, yl): (&mut [F], usize),
@@ -286,156 +305,7 @@ fn per_batch<F: Real>(
     x.chunks_mut(xl).zip(y.chunks_mut(yl)).enumerate().for_each(|(i, (x, y))| f(i, x, y));
 }
 
-/// Causal self-attention. qkv (B,T,3C) holds Q, K, V side by side; att (B,NH,T,T) receives the
-/// softmax probabilities (zero above the diagonal); out (B,T,C). Per batch and head: S = QKᵀ·scale
-/// and O = PV as products over strided views of the QKV rows (the masked half of S is computed
-/// and overwritten: a product is cheaper than skipping it), batches in parallel.
-pub fn attention_forward<F: Real>(out: &mut [F], att: &mut [F], qkv: &[F], h: Heads) {
-    let Heads { b, t, c, nh } = h;
-    let (hs, scale) = h.head_size_and_scale::<F>();
-    per_batch(b, (out, t * c), (att, nh * t * t), |bi, out, att| {
-        let qkv = &qkv[bi * t * 3 * c..][..t * 3 * c];
-        let part = |p: usize, h: usize| Mat::strided(p * c + h * hs, t, hs, 3 * c);
-        for h in 0..nh {
-            let p = Mat { offset: h * t * t, ..Mat::dense(t, t) };
-            gemm(scale, (qkv, part(0, h)), (qkv, part(1, h).t()), F::zero(), (&mut *att, p));
-            for t1 in 0..t {
-                let row = &mut att[h * t * t + t1 * t..][..t];
-                let (live, masked) = row.split_at_mut(t1 + 1);
-                let max = live.iter().fold(F::neg_infinity(), |m, &x| m.max(x));
-                let mut sum = F::zero();
-                for x in live.iter_mut() {
-                    *x = (*x - max).exp();
-                    sum = sum + *x;
-                }
-                live.iter_mut().for_each(|x| *x = *x / sum);
-                masked.fill(F::zero());
-            }
-            gemm(F::one(), (&*att, p), (qkv, part(2, h)), F::zero(), (&mut *out, Mat::strided(h * hs, t, hs, c)));
-        }
-    });
-}
-
-/// dqkv (B,T,3C) given dout (B,T,C); `datt` (B,NH,T,T) is scratch. Per batch and head, as
-/// products: dP = dO·Vᵀ, dV = Pᵀ·dO, dS = P ⊙ (dP − rowsum(P ⊙ dP)), dQ = dS·K·scale,
-/// dK = dSᵀ·Q·scale; batches in parallel.
-pub fn attention_backward<F: Real>(dqkv: &mut [F], datt: &mut [F], dout: &[F], qkv: &[F], att: &[F], h: Heads) {
-    let Heads { b, t, c, nh } = h;
-    let (hs, scale) = h.head_size_and_scale::<F>();
-    dqkv.iter_mut().for_each(|x| *x = F::zero());
-    per_batch(b, (dqkv, t * 3 * c), (datt, nh * t * t), |bi, dqkv, datt| {
-        let qkv = &qkv[bi * t * 3 * c..][..t * 3 * c];
-        let att = &att[bi * nh * t * t..][..nh * t * t];
-        let dout = &dout[bi * t * c..][..t * c];
-        let part = |p: usize, h: usize| Mat::strided(p * c + h * hs, t, hs, 3 * c);
-        for h in 0..nh {
-            let p = Mat { offset: h * t * t, ..Mat::dense(t, t) };
-            let d_o = Mat::strided(h * hs, t, hs, c);
-            gemm(F::one(), (dout, d_o), (qkv, part(2, h).t()), F::zero(), (&mut *datt, p));
-            gemm(F::one(), (att, p.t()), (dout, d_o), F::zero(), (&mut *dqkv, part(2, h)));
-            for t1 in 0..t {
-                let prow = &att[h * t * t + t1 * t..][..t];
-                let drow = &mut datt[h * t * t + t1 * t..][..t];
-                let dot = prow.iter().zip(drow.iter()).fold(F::zero(), |acc, (&a, &d)| acc + a * d);
-                for (d, &a) in drow.iter_mut().zip(prow) {
-                    *d = a * (*d - dot);
-                }
-            }
-            gemm(scale, (&*datt, p), (qkv, part(1, h)), F::zero(), (&mut *dqkv, part(0, h)));
-            gemm(scale, (&*datt, p.t()), (qkv, part(0, h)), F::zero(), (&mut *dqkv, part(1, h)));
-        }
-    });
-}
-
 const GELU_K: f64 = 0.797_884_560_802_865_4; // sqrt(2/pi)
-
-/// Keys per tile of the fused attention's online softmax (`KT` in flash_attention.wgsl).
-const FLASH_KEY_TILE: usize = 16;
-
-/// Fused causal attention: out (B,T,C) and lse (B,NH,T), the logsumexp of each row of scaled
-/// scores, by an online softmax over tiles of keys (running max, running sum, rescaled
-/// accumulator), as the kernel computes it. No T×T matrix is formed.
-pub fn flash_attention_forward<F: Real>(out: &mut [F], lse: &mut [F], qkv: &[F], h: Heads) {
-    let Heads { b, t, c, nh } = h;
-    let (hs, scale) = h.head_size_and_scale::<F>();
-    per_batch(b, (out, t * c), (lse, nh * t), |bi, out, lse| {
-        let mut acc = vec![F::zero(); hs];
-        for h in 0..nh {
-            let at = |row: usize, part: usize| (bi * t + row) * 3 * c + part * c + h * hs;
-            for t1 in 0..t {
-                let q = &qkv[at(t1, 0)..][..hs];
-                acc.iter_mut().for_each(|a| *a = F::zero());
-                let (mut m, mut l) = (F::neg_infinity(), F::zero());
-                for start in (0..=t1).step_by(FLASH_KEY_TILE) {
-                    let end = (start + FLASH_KEY_TILE).min(t1 + 1);
-                    let s: Vec<F> = (start..end)
-                        .map(|t2| {
-                            q.iter().zip(&qkv[at(t2, 1)..][..hs]).fold(F::zero(), |a, (&x, &y)| a + x * y) * scale
-                        })
-                        .collect();
-                    let mt = s.iter().fold(m, |a, &x| a.max(x));
-                    let corr = if m == F::neg_infinity() { F::zero() } else { (m - mt).exp() };
-                    l = l * corr;
-                    acc.iter_mut().for_each(|a| *a = *a * corr);
-                    for (j, &sj) in s.iter().enumerate() {
-                        let e = (sj - mt).exp();
-                        l = l + e;
-                        let v = &qkv[at(start + j, 2)..][..hs];
-                        for (a, &vi) in acc.iter_mut().zip(v) {
-                            *a = *a + e * vi;
-                        }
-                    }
-                    m = mt;
-                }
-                for (i, a) in acc.iter().enumerate() {
-                    out[t1 * c + h * hs + i] = *a / l;
-                }
-                lse[h * t + t1] = m + l.ln();
-            }
-        }
-    });
-}
-
-/// dqkv (B,T,3C) of fused attention given dout, recomputing each probability as
-/// exp(score − lse); `delta` (B,NH,T) receives rowsum(dout∘out). Every element of dqkv is set.
-pub fn flash_attention_backward<F: Real>(
-    dqkv: &mut [F],
-    delta: &mut [F],
-    dout: &[F],
-    (qkv, out, lse): (&[F], &[F], &[F]),
-    h: Heads,
-) {
-    let Heads { b, t, c, nh } = h;
-    let (hs, scale) = h.head_size_and_scale::<F>();
-    dqkv.iter_mut().for_each(|x| *x = F::zero());
-    per_batch(b, (dqkv, t * 3 * c), (delta, nh * t), |bi, dqkv, delta| {
-        for h in 0..nh {
-            // `at` indexes this batch's dqkv, `at + qkv0` the whole qkv.
-            let qkv0 = bi * t * 3 * c;
-            let at = |row: usize, part: usize| row * 3 * c + part * c + h * hs;
-            let o = |row: usize| (bi * t + row) * c + h * hs;
-            for t1 in 0..t {
-                let row = (bi * nh + h) * t + t1;
-                let d = (0..hs).fold(F::zero(), |a, i| a + dout[o(t1) + i] * out[o(t1) + i]);
-                delta[h * t + t1] = d;
-                for t2 in 0..=t1 {
-                    let (mut s, mut dp) = (F::zero(), F::zero());
-                    for i in 0..hs {
-                        s = s + qkv[qkv0 + at(t1, 0) + i] * qkv[qkv0 + at(t2, 1) + i];
-                        dp = dp + dout[o(t1) + i] * qkv[qkv0 + at(t2, 2) + i];
-                    }
-                    let p = (s * scale - lse[row]).exp();
-                    let ds = p * (dp - d) * scale;
-                    for i in 0..hs {
-                        dqkv[at(t1, 0) + i] = dqkv[at(t1, 0) + i] + ds * qkv[qkv0 + at(t2, 1) + i];
-                        dqkv[at(t2, 1) + i] = dqkv[at(t2, 1) + i] + ds * qkv[qkv0 + at(t1, 0) + i];
-                        dqkv[at(t2, 2) + i] = dqkv[at(t2, 2) + i] + p * dout[o(t1) + i];
-                    }
-                }
-            }
-        }
-    });
-}
 
 /// Runs `f(out, a, b)` on matching chunks of an output and two inputs: over rayon's pool on
 /// native, in order on wasm32. For element-wise ops, whose elements are independent.

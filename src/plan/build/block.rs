@@ -194,12 +194,20 @@ impl Builder {
                 // Selective checkpointing drops the probabilities right after use.
                 let cat = if self.techniques.checkpoint == Checkpoint::Selective { tmp } else { a };
                 let att = self.act(n("attn.probs"), &[b, nh, t, t], cat, li);
-                self.push(Phase::Forward, n("attn"), Op::Attention(op::Attention { qkv, att, out: atty }));
+                self.push(
+                    Phase::Forward,
+                    n("attn"),
+                    Op::Attention(op::Attention { qkv, att, out: atty, packing: self.packing }),
+                );
                 att
             }
             AttentionKind::Fused => {
                 let lse = self.act32(n("attn.lse"), &[b, nh, t], a, li);
-                self.push(Phase::Forward, n("attn"), Op::FlashAttention(op::FlashAttention { qkv, out: atty, lse }));
+                self.push(
+                    Phase::Forward,
+                    n("attn"),
+                    Op::FlashAttention(op::FlashAttention { qkv, out: atty, lse, packing: self.packing }),
+                );
                 lse
             }
         };
@@ -292,13 +300,18 @@ impl Builder {
                 dout: sc.datty,
                 delta: sc.datt,
                 dqkv: sc.dqkv,
+                packing: self.packing,
             }),
             (AttentionKind::Standard, Checkpoint::Selective) => {
                 // Recompute the attention core (scores, softmax, P·V) from the saved q, k, v.
                 self.mode = Mode::Recompute;
                 let att = self.act(n("attn.probs"), &[b, nh, t, t], Category::Activations, li);
                 let out = self.act(n("attn.out"), &[b, t, c], Category::Temporaries, li);
-                self.push(Phase::Backward, n("attn"), Op::Attention(op::Attention { qkv: s.qkv, att, out }));
+                self.push(
+                    Phase::Backward,
+                    n("attn"),
+                    Op::Attention(op::Attention { qkv: s.qkv, att, out, packing: self.packing }),
+                );
                 self.mode = Mode::Saved;
                 Op::AttentionBackward(op::AttentionBackward {
                     qkv: s.qkv,
@@ -339,5 +352,23 @@ impl Builder {
                 t.category = Category::Temporaries;
             }
         }
+    }
+
+    /// Packed rows: the micro-batch's document starts (B,T) and the positions' index (T+1 offsets,
+    /// B·T rows), inputs like the tokens'.
+    pub(super) fn packing_inputs(&mut self) {
+        self.packing = None;
+        if !self.techniques.batching.is_packed() {
+            return;
+        }
+        let (b, t) = (self.shape.batch as u64, self.shape.seq as u64);
+        let mut input = |name: &str, shape: &[u64]| {
+            let name = self.name(format!("input.{name}"));
+            self.tensor(name, shape, crate::plan::DType::U32, Category::Input, None)
+        };
+        let doc_starts = input("doc_starts", &[b, t]);
+        let position_offsets = input("position_offsets", &[t + 1]);
+        let position_rows = input("position_rows", &[b * t]);
+        self.packing = Some(op::Packing { doc_starts, position_offsets, position_rows });
     }
 }

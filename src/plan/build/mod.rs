@@ -157,6 +157,8 @@ struct Builder {
     dp: Option<shard::Dp>,
     /// The host's side of offload (None without it).
     host: Option<offload::HostSide>,
+    /// Packed rows: the current micro-batch's document starts and positions' index.
+    packing: Option<op::Packing>,
 }
 
 impl Builder {
@@ -190,6 +192,7 @@ impl Builder {
             rank,
             dp: None,
             host: None,
+            packing: None,
         };
         b.dp = shard::Dp::new(&b, rank);
         let dt = b.dt;
@@ -317,8 +320,7 @@ impl Builder {
         self.mode = Mode::Saved;
         let accum = self.techniques.accum;
         self.techniques.accum = 1; // the optimizer's labels carry no micro-batch prefix
-        // Mixed precision: the optimizer updates the fp32 master weights and writes the 16-bit
-        // working copy; fp16 first checks the (scaled) gradients for overflow.
+        // Mixed precision: the update writes the 16-bit copy; fp16 checks for overflow first.
         let (params, grads, copy) = self.optimizer_views();
         self.host_before_update();
         let found_inf = self.techniques.precision.scales_loss().then(|| {
@@ -346,7 +348,6 @@ impl Builder {
             params: self.params.tensor,
             trainable: self.trainable.tensor,
             grads: self.grads.tensor,
-            // Offloaded, the fp32 copy the optimizer updates is the host's.
             master: self.master.or(self.host.as_ref().map(|h| h.master)).map(|m| m.tensor),
             found_inf: found_inf.map(|f| f.tensor),
             micro,
@@ -381,6 +382,7 @@ impl Builder {
         let targets = input(self, "targets", &[b, t]);
         let token_offsets = input(self, "token_offsets", &[v + 1]);
         let token_positions = input(self, "token_positions", &[rows]);
+        self.packing_inputs();
 
         // ---- forward ----
         use Category::{Activations as A, Temporaries as Tmp};
@@ -396,6 +398,7 @@ impl Builder {
                 wte: self.p(ParamKind::Wte),
                 wpe: self.p(ParamKind::Wpe),
                 out: encoded,
+                packing: self.packing,
             }),
         );
         let segment = match self.techniques.checkpoint {
@@ -580,6 +583,7 @@ impl Builder {
                     dout: dres_a,
                     dwte,
                     dwpe,
+                    packing: self.packing,
                 }),
             );
         }
@@ -590,6 +594,7 @@ impl Builder {
             token_offsets: token_offsets.tensor,
             token_positions: token_positions.tensor,
             loss: loss.tensor,
+            packing: self.packing,
         }
     }
 }

@@ -116,6 +116,10 @@ impl GpuExecutor {
     ) -> Result<Self, BackendError> {
         let budget = budget.into();
         ctx.check_alive()?;
+        // The kernels do not mask at documents' starts yet: packed rows run on the CPU backend.
+        if plan.techniques.batching.is_packed() {
+            return Err(BackendError::NotOnGpu("packed batches".into()));
+        }
         let state = StepState::new(&plan);
         let limits = ctx.limits();
         let max_binding = limits.max_storage_buffer_binding_size.min(limits.max_buffer_size);

@@ -72,9 +72,10 @@ fn record_op(
             Op::MatmulBackward(o) => k.matmul.backward(rec, &o)?,
             Op::MatmulAdd(o) => k.matmul.add_forward(rec, &o)?,
             Op::MatmulAddBackward(o) => k.matmul.add_backward(rec, &o)?,
-            Op::Attention(op::Attention { qkv, att, out }) => k.attention.forward(rec, qkv, att, out, attn)?,
+            // Packed rows run on the CPU backend so far (`GpuExecutor::with_budget` refuses them).
+            Op::Attention(op::Attention { qkv, att, out, .. }) => k.attention.forward(rec, qkv, att, out, attn)?,
             Op::AttentionBackward(o) => k.attention.backward(rec, &o, attn)?,
-            Op::FlashAttention(op::FlashAttention { qkv, out, lse }) => {
+            Op::FlashAttention(op::FlashAttention { qkv, out, lse, .. }) => {
                 k.flash_attention.forward(rec, qkv, out, lse, attn)?
             }
             Op::FlashAttentionBackward(o) => k.flash_attention.backward(rec, &o, attn)?,

@@ -44,7 +44,7 @@ impl Embedding {
         c: usize,
         vocab: usize,
     ) -> Result<(), GpuError> {
-        let op::Embedding { tokens, wte, wpe, out } = *o;
+        let op::Embedding { tokens, wte, wpe, out, .. } = *o;
         let p = Self::params(ix(tokens.len), t, c, vocab);
         let v = Binding::View;
         rec.dispatch(&self.forward, &p, &[v(tokens), v(wte), v(wpe), v(out)], rec.grid_1d(out.len, 256))

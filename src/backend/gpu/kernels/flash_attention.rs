@@ -66,7 +66,7 @@ impl FlashAttention {
 
     /// dqkv (B,T,3C) given dout; `delta` (B,NH,T) is scratch written by the first dispatch.
     pub fn backward(&self, rec: &mut Recorder, o: &op::FlashAttentionBackward, s: AttnShape) -> Result<(), GpuError> {
-        let op::FlashAttentionBackward { qkv, out, lse, dout, delta, dqkv } = *o;
+        let op::FlashAttentionBackward { qkv, out, lse, dout, delta, dqkv, .. } = *o;
         let v = Binding::View;
         let p = Self::params(&s);
         rec.dispatch(&self.backward_dq, &p, &[v(qkv), v(out), v(lse), v(dout), v(delta), v(dqkv)], Self::grid(&s))?;

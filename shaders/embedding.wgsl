@@ -1,15 +1,19 @@
 // Token + position embedding.
-//   forward       — out[r, i] = wte[tokens[r], i] + wpe[r mod T, i], one thread per element
+//   forward       — out[r, i] = wte[tokens[r], i] + wpe[pos(r), i], one thread per element;
+//                   pos(r) = r mod T, counted from the document's start in packed rows
+//                   (doc_starts, when p.packed is set)
 //   backward_wte  — dwte[v, i] += Σ dout[p, i] over the positions p holding token v. The
 //                   positions come grouped by token (token_offsets / token_positions, built
 //                   with the batch), so each thread owns one output element: a deterministic
 //                   scatter-add that stays correct when positions repeat a token, with no atomics.
-//   backward_wpe  — dwpe[t, i] += Σ_b dout[b·T + t, i]
+//   backward_wpe  — dwpe[t, i] += Σ_b dout[b·T + t, i]. Packed rows' positions repeat within a
+//                   row: their gradient is backward_wte's gather over the positions' index.
 // Token ids were validated on upload; out-of-range ids read as zero rows rather than out of
 // bounds. All storage bindings are read_write (see matmul.wgsl for why).
 
 struct Params {
     rows: u32, t: u32, c: u32, vocab: u32,
+    packed: u32, _pad0: u32, _pad1: u32, _pad2: u32,
 }
 
 @group(0) @binding(0) var<uniform> p: Params;
@@ -22,6 +26,7 @@ struct Params {
 @group(0) @binding(7) var<storage, read_write> dout: array<f32>;
 @group(0) @binding(8) var<storage, read_write> dwte: array<f32>;
 @group(0) @binding(9) var<storage, read_write> dwpe: array<f32>;
+@group(0) @binding(10) var<storage, read_write> doc_starts: array<u32>;
 
 @compute @workgroup_size(256, 1, 1)
 fn forward(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>) {
@@ -36,7 +41,11 @@ fn forward(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: v
     if (tok < p.vocab) {
         e = wte[tok * p.c + i];
     }
-    out[idx] = e + wpe[(r % p.t) * p.c + i];
+    var pos = r % p.t;
+    if (p.packed != 0u) {
+        pos = pos - min(doc_starts[r], pos);
+    }
+    out[idx] = e + wpe[pos * p.c + i];
 }
 
 @compute @workgroup_size(256, 1, 1)

@@ -11,12 +11,14 @@
 //                  dp = dout·v, ds = p·(dp − delta), dq += ds·k·scale. Writes delta and dq.
 //   backward_dkv — per key row, over query tiles t1 ≥ t2: dv += p·dout, dk += ds·q·scale.
 //                  Reads delta from backward_dq (the next dispatch).
+// Packed rows (p.packed): a query sees only the keys of its own document, from doc_starts[query]
+// on; whole tiles before it are skipped, a tile that straddles it skips its first keys.
 // Every element of dqkv is written exactly once (no atomics, deterministic).
 // All storage bindings are read_write (see matmul.wgsl for why).
 
 struct Params {
     b: u32, t: u32, c: u32, nh: u32,
-    hs: u32, scale: f32, _pad0: u32, _pad1: u32,
+    hs: u32, scale: f32, packed: u32, _pad1: u32,
 }
 
 const QT: u32 = 64u;
@@ -30,6 +32,7 @@ const MAXHS: u32 = 64u;
 @group(0) @binding(4) var<storage, read_write> dout: array<f32>;
 @group(0) @binding(5) var<storage, read_write> delta: array<f32>;
 @group(0) @binding(6) var<storage, read_write> dqkv: array<f32>;
+@group(0) @binding(7) var<storage, read_write> doc_starts: array<u32>;
 
 var<workgroup> tile_a: array<f32, 1024>; // KT × MAXHS: K (forward, dq) or Q (dkv)
 var<workgroup> tile_b: array<f32, 1024>; // KT × MAXHS: V (forward, dq) or dout (dkv)
@@ -38,6 +41,14 @@ var<workgroup> tile_s: array<f32, 32>;   // lse and delta of a query tile (dkv)
 // Element offset of row `row` of part `part` (0 q, 1 k, 2 v) of head `h` in qkv.
 fn qkv_at(bi: u32, row: u32, part: u32, h: u32) -> u32 {
     return (bi * p.t + row) * 3u * p.c + part * p.c + h * p.hs;
+}
+
+// The first key query `t1` of batch row `bi` sees: its document's start in packed rows, else 0.
+fn first_key(bi: u32, t1: u32) -> u32 {
+    if (p.packed == 0u || t1 >= p.t) {
+        return 0u;
+    }
+    return min(doc_starts[bi * p.t + t1], t1);
 }
 
 // Loads `KT` rows starting at `start` of qkv parts `pa` and `pb` into the tiles (zero past T).
@@ -73,17 +84,19 @@ fn forward(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) l
     }
     var m = -3.0e38;
     var l = 0.0;
+    let lo = first_key(bi, t1);
     // Key tiles up to the last query row of this workgroup (causal).
     let last = min(wg.x * QT + QT, p.t);
     for (var start = 0u; start < last; start = start + KT) {
         workgroupBarrier();
         load_kv(bi, h, start, 1u, 2u, lid.x);
         workgroupBarrier();
-        if (live && start <= t1) {
+        if (live && start <= t1 && start + KT > lo) {
             let n = min(KT, t1 + 1u - start);
             var s: array<f32, 16>;
             var mt = m;
-            for (var j = 0u; j < n; j = j + 1u) {
+            let j0 = max(lo, start) - start;
+            for (var j = j0; j < n; j = j + 1u) {
                 var dot = 0.0;
                 for (var i = 0u; i < p.hs; i = i + 1u) {
                     dot = dot + q[i] * tile_a[j * MAXHS + i];
@@ -96,7 +109,7 @@ fn forward(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) l
             for (var i = 0u; i < p.hs; i = i + 1u) {
                 acc[i] = acc[i] * corr;
             }
-            for (var j = 0u; j < n; j = j + 1u) {
+            for (var j = j0; j < n; j = j + 1u) {
                 let e = exp(s[j] - mt);
                 l = l + e;
                 for (var i = 0u; i < p.hs; i = i + 1u) {
@@ -137,14 +150,15 @@ fn backward_dq(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_i
         row_lse = lse[(bi * p.nh + h) * p.t + t1];
         delta[(bi * p.nh + h) * p.t + t1] = d;
     }
+    let lo = first_key(bi, t1);
     let last = min(wg.x * QT + QT, p.t);
     for (var start = 0u; start < last; start = start + KT) {
         workgroupBarrier();
         load_kv(bi, h, start, 1u, 2u, lid.x);
         workgroupBarrier();
-        if (live && start <= t1) {
+        if (live && start <= t1 && start + KT > lo) {
             let n = min(KT, t1 + 1u - start);
-            for (var j = 0u; j < n; j = j + 1u) {
+            for (var j = max(lo, start) - start; j < n; j = j + 1u) {
                 var s = 0.0;
                 var dp = 0.0;
                 for (var i = 0u; i < p.hs; i = i + 1u) {
@@ -215,7 +229,7 @@ fn backward_dkv(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_
         if (live) {
             for (var j = 0u; j < KT; j = j + 1u) {
                 let t1 = start + j;
-                if (t1 < t2 || t1 >= p.t) {
+                if (t1 < t2 || t1 >= p.t || first_key(bi, t1) > t2) {
                     continue;
                 }
                 var s = 0.0;

@@ -409,3 +409,97 @@ fn run_optimizer_steps(
     }
     (cpu, gpu)
 }
+
+/// Document starts of `b` rows of `t` positions, documents of varied lengths (1 to 37, so that
+/// some straddle the fused kernel's 16-key tiles and its 64-row workgroups).
+fn doc_starts(b: usize, t: usize) -> Vec<u32> {
+    let mut starts = Vec::with_capacity(b * t);
+    for row in 0..b {
+        let mut start = 0;
+        let mut len = 3 + 7 * row;
+        for p in 0..t {
+            if p - start >= len {
+                start = p;
+                len = 1 + (len * 5 + 3) % 37;
+            }
+            starts.push(start as u32);
+        }
+    }
+    starts
+}
+
+/// Packed rows: every attention path (standard, fused forward and backward) and the position
+/// embedding against their CPU twins, each query seeing only its own document.
+#[test]
+fn packed_rows_match_cpu() {
+    for &(b, t, c, nh) in &[(2, 13, 12, 3), (1, 70, 16, 2), (2, 130, 128, 2)] {
+        let v = 11;
+        let mut case = Case::new(model(v, t, c, nh), StepShape { batch: b, seq: t }, t as u64 + 3);
+        let starts = doc_starts(b, t);
+        let positions: Vec<u32> = starts.iter().enumerate().map(|(r, &s)| (r % t) as u32 - s).collect();
+        let (pos_offsets, pos_rows) = oomlab::data::token_index(&positions, t);
+        let ids: Vec<u32> = (0..b * t).map(|i| (i * 7 % v) as u32).collect();
+        let (offsets, rows) = oomlab::data::token_index(&ids, v);
+        let packing = Some(op::Packing {
+            doc_starts: case.input_u32("doc_starts", starts),
+            position_offsets: case.input_u32("position_offsets", pos_offsets),
+            position_rows: case.input_u32("position_rows", pos_rows),
+        });
+        let qkv = case.input("qkv", &[b, t, 3 * c], 1.0);
+        let dout = case.input("dout", &[b, t, c], 1.0);
+        let (att, out_std, datt) = (
+            case.output("att", &[b, nh, t, t]),
+            case.output("out_std", &[b, t, c]),
+            case.output("datt", &[b, nh, t, t]),
+        );
+        let dqkv_std = case.output("dqkv_std", &[b, t, 3 * c]);
+        let (out, lse, delta) =
+            (case.output("out", &[b, t, c]), case.output("lse", &[b, nh, t]), case.output("delta", &[b, nh, t]));
+        let dqkv = case.output("dqkv", &[b, t, 3 * c]);
+        case.op(Op::Attention(op::Attention { qkv, att, out: out_std, packing }));
+        case.op(Op::AttentionBackward(op::AttentionBackward { qkv, att, dout, datt, dqkv: dqkv_std }));
+        case.op(Op::FlashAttention(op::FlashAttention { qkv, out, lse, packing }));
+        case.op(Op::FlashAttentionBackward(op::FlashAttentionBackward { qkv, out, lse, dout, delta, dqkv, packing }));
+        let tokens = case.input_u32("tokens", ids);
+        let token_offsets = case.input_u32("offsets", offsets);
+        let token_positions = case.input_u32("positions", rows);
+        let (wte, wpe) = (case.input("wte", &[v, c], 1.0), case.input("wpe", &[t, c], 1.0));
+        let emb = case.output("emb", &[b, t, c]);
+        let demb = case.input("demb", &[b, t, c], 1.0);
+        let (dwte, dwpe) = (case.output("dwte", &[v, c]), case.output("dwpe", &[t, c]));
+        case.op(Op::Embedding(op::Embedding { tokens, wte, wpe, out: emb, packing }));
+        case.op(Op::EmbeddingBackward(op::EmbeddingBackward {
+            tokens,
+            token_offsets,
+            token_positions,
+            dout: demb,
+            dwte,
+            dwpe,
+            packing,
+        }));
+        let (cpu, gpu) = case.run(OptimizerConfig::default(), 1);
+        let tag = format!("packed B{b} T{t} C{c} NH{nh}");
+        for (name, view) in [
+            ("probs", att),
+            ("standard out", out_std),
+            ("standard dqkv", dqkv_std),
+            ("fused out", out),
+            ("fused lse", lse),
+            ("fused dqkv", dqkv),
+            ("embedding", emb),
+            ("dwte", dwte),
+            ("dwpe", dwpe),
+        ] {
+            compare(&format!("{tag} {name}"), &cpu, &gpu, view, TOL);
+        }
+        // A query never looks before its document's start: those probabilities are exactly 0.
+        let probs = cpu.tensor(att.tensor);
+        let s = doc_starts(b, t);
+        for bi in 0..b {
+            for t1 in 0..t {
+                let lo = s[bi * t + t1] as usize;
+                assert!(probs[(bi * nh * t + t1) * t..][..lo].iter().all(|&p| p == 0.0), "{tag}: row {t1}");
+            }
+        }
+    }
+}

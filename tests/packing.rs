@@ -142,12 +142,38 @@ fn document_starts_are_checked() {
     let windows = plan(packed.shape, AttentionKind::Standard, Batching::Windows);
     let mut exec = CpuExecutor::<f32>::new(windows, 1).expect("executor");
     assert!(exec.upload_batch(&packed).is_err(), "packed rows into an unpacked plan");
-    // The GPU's kernels do not mask yet: a clear refusal.
-    let g = oomlab::backend::gpu::GpuContext::new_headless_blocking();
-    if let Ok(ctx) = g {
-        let kernels = pollster::block_on(oomlab::backend::gpu::executor::build_kernels(&ctx)).expect("kernels");
-        let e = pollster::block_on(oomlab::backend::gpu::GpuExecutor::new(&ctx, &kernels, p, 1)).err();
-        assert!(matches!(e, Some(BackendError::NotOnGpu(_))), "{e:?}");
-    }
     let _ = Trainer::plan(&exec);
+}
+
+/// The GPU backend masks too: a packed step's loss and gradients equal the same documents one to
+/// a row on the GPU, and the CPU's, within fp32's rounding; for both attention paths.
+#[test]
+fn the_gpu_backend_packs_like_the_cpu() {
+    use oomlab::backend::gpu::GpuExecutor;
+    let ctx = oomlab::backend::gpu::GpuContext::new_headless_blocking().expect("a GPU adapter (lavapipe)");
+    let kernels = pollster::block_on(oomlab::backend::gpu::executor::build_kernels(&ctx)).expect("kernels");
+    let docs = Documents::builtin();
+    let order: Vec<usize> = (0..docs.docs.len()).filter(|&i| i % 3 == 0 || docs.len_pairs(i, T) < 40).collect();
+    let (packed, used) = docs.packed(&order, 3, T);
+    let padded = docs.padded(&used, T);
+    let widen = |v: Vec<f32>| v.into_iter().map(f64::from).collect::<Vec<f64>>();
+    for attention in [AttentionKind::Standard, AttentionKind::Fused] {
+        let run = |batch: &Batch, batching: Batching| {
+            let p = plan(batch.shape, attention, batching);
+            let mut exec = pollster::block_on(GpuExecutor::new(&ctx, &kernels, p, 3)).expect("executor");
+            let loss = exec.compute_grads(batch).expect("step");
+            let flat = exec.plan().layout.flat_len as usize;
+            (loss as f64, widen(exec.read_grads().expect("grads")[..flat].to_vec()))
+        };
+        let (lp, gp) = run(&packed, Batching::Packed);
+        let (ld, gd) = run(&padded, Batching::Padded);
+        let (lc, gc) = grads(plan(packed.shape, attention, Batching::Packed), &packed);
+        let what = format!("gpu {attention:?}");
+        assert!((lp - ld).abs() < 1e-5 * ld.abs() && (lp - lc).abs() < 1e-5 * lc.abs(), "{what}: {lp} {ld} {lc}");
+        for (name, a, b) in [("packed vs one a row", &gp, &gd), ("packed vs the CPU", &gp, &gc)] {
+            let scale = b.iter().fold(0f64, |m, x| m.max(x.abs()));
+            let worst = a.iter().zip(b.iter()).map(|(x, y)| (x - y).abs()).fold(0f64, f64::max);
+            assert!(worst <= 1e-5 * scale, "{what}: {name}: {worst:e} against {scale:e}");
+        }
+    }
 }

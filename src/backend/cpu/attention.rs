@@ -93,8 +93,11 @@ pub fn flash_attention_forward<F: Real>(out: &mut [F], lse: &mut [F], qkv: &[F],
                 let q = &qkv[at(t1, 0)..][..hs];
                 acc.iter_mut().for_each(|a| *a = F::zero());
                 let (mut m, mut l) = (F::neg_infinity(), F::zero());
-                for start in (first_key(starts, bi, t, t1)..=t1).step_by(FLASH_KEY_TILE) {
-                    let end = (start + FLASH_KEY_TILE).min(t1 + 1);
+                // Tiles at multiples of the tile size, as the kernel's; a document's first tile
+                // skips the keys before its start.
+                let lo = first_key(starts, bi, t, t1);
+                for tile in (lo - lo % FLASH_KEY_TILE..=t1).step_by(FLASH_KEY_TILE) {
+                    let (start, end) = (tile.max(lo), (tile + FLASH_KEY_TILE).min(t1 + 1));
                     let s: Vec<F> = (start..end)
                         .map(|t2| {
                             q.iter().zip(&qkv[at(t2, 1)..][..hs]).fold(F::zero(), |a, (&x, &y)| a + x * y) * scale

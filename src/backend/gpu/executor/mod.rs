@@ -116,10 +116,6 @@ impl GpuExecutor {
     ) -> Result<Self, BackendError> {
         let budget = budget.into();
         ctx.check_alive()?;
-        // The kernels do not mask at documents' starts yet: packed rows run on the CPU backend.
-        if plan.techniques.batching.is_packed() {
-            return Err(BackendError::NotOnGpu("packed batches".into()));
-        }
         let state = StepState::new(&plan);
         let limits = ctx.limits();
         let max_binding = limits.max_storage_buffer_binding_size.min(limits.max_buffer_size);
@@ -318,6 +314,11 @@ impl GpuExecutor {
             self.write_tensor(h.targets, bytemuck::cast_slice(m.targets));
             self.write_tensor(h.token_offsets, bytemuck::cast_slice(&m.token_offsets));
             self.write_tensor(h.token_positions, bytemuck::cast_slice(&m.token_positions));
+            if let (Some(p), Some((starts, offsets, rows))) = (h.packing, &m.packing) {
+                self.write_tensor(p.doc_starts.tensor, bytemuck::cast_slice(starts));
+                self.write_tensor(p.position_offsets.tensor, bytemuck::cast_slice(offsets));
+                self.write_tensor(p.position_rows.tensor, bytemuck::cast_slice(rows));
+            }
         }
         Ok(())
     }

@@ -72,12 +72,9 @@ fn record_op(
             Op::MatmulBackward(o) => k.matmul.backward(rec, &o)?,
             Op::MatmulAdd(o) => k.matmul.add_forward(rec, &o)?,
             Op::MatmulAddBackward(o) => k.matmul.add_backward(rec, &o)?,
-            // Packed rows run on the CPU backend so far (`GpuExecutor::with_budget` refuses them).
-            Op::Attention(op::Attention { qkv, att, out, .. }) => k.attention.forward(rec, qkv, att, out, attn)?,
+            Op::Attention(o) => k.attention.forward(rec, &o, attn)?,
             Op::AttentionBackward(o) => k.attention.backward(rec, &o, attn)?,
-            Op::FlashAttention(op::FlashAttention { qkv, out, lse, .. }) => {
-                k.flash_attention.forward(rec, qkv, out, lse, attn)?
-            }
+            Op::FlashAttention(o) => k.flash_attention.forward(rec, &o, attn)?,
             Op::FlashAttentionBackward(o) => k.flash_attention.backward(rec, &o, attn)?,
             Op::Gelu(op::Gelu { inp, out }) => k.gelu.forward(rec, inp, out)?,
             Op::GeluBackward(op::GeluBackward { inp, dout, dinp }) => k.gelu.backward(rec, inp, dout, dinp)?,

@@ -7,7 +7,6 @@
 use super::matmul::{Gemm, GemmCall, Operand};
 use super::{Binding, KernelEntry, Recorder, build_entries, u};
 use crate::backend::gpu::GpuError;
-use crate::plan::View;
 use crate::plan::op;
 
 /// Mirrors `Params` in attention.wgsl.
@@ -16,7 +15,9 @@ use crate::plan::op;
 pub struct SoftmaxParams {
     pub rows: u32,
     pub t: u32,
-    pub _pad: [u32; 2],
+    pub nh: u32,
+    /// Packed rows: a query's keys start at its document's start.
+    pub packed: u32,
 }
 
 #[derive(Clone, Debug)]
@@ -65,7 +66,7 @@ impl AttnShape {
 impl Attention {
     pub fn new(device: &wgpu::Device, gemm: Gemm) -> Self {
         let [softmax_forward, softmax_backward] =
-            build_entries(device, "attention.wgsl", [("softmax_forward", &[1]), ("softmax_backward", &[1, 2])]);
+            build_entries(device, "attention.wgsl", [("softmax_forward", &[1, 3]), ("softmax_backward", &[1, 2])]);
         Self { gemm, softmax_forward, softmax_backward }
     }
 
@@ -74,12 +75,13 @@ impl Attention {
         self.gemm.record(rec, &call.batched(s.b, s.nh))
     }
 
-    fn softmax_params(s: &AttnShape) -> SoftmaxParams {
-        SoftmaxParams { rows: u(s.b * s.nh * s.t), t: u(s.t), _pad: [0; 2] }
+    fn softmax_params(s: &AttnShape, packed: bool) -> SoftmaxParams {
+        SoftmaxParams { rows: u(s.b * s.nh * s.t), t: u(s.t), nh: u(s.nh), packed: u32::from(packed) }
     }
 
-    /// att = softmax(QKᵀ/√hs) (causal), out = att·V.
-    pub fn forward(&self, rec: &mut Recorder, qkv: View, att: View, out: View, s: AttnShape) -> Result<(), GpuError> {
+    /// att = softmax(QKᵀ/√hs) (causal; in packed rows within each document), out = att·V.
+    pub fn forward(&self, rec: &mut Recorder, o: &op::Attention, s: AttnShape) -> Result<(), GpuError> {
+        let op::Attention { qkv, att, out, packing } = *o;
         let (t, hs) = (s.t, s.hs());
         // S = scale · Q Kᵀ, written into att (B is K, read from the same qkv binding)
         self.per_head(
@@ -88,9 +90,10 @@ impl Attention {
             GemmCall::new(t, t, hs, (qkv, s.qkv_part(0)), (None, s.qkv_part(1).transposed()), (att, s.bhtt()))
                 .alpha(s.scale()),
         )?;
-        let p = Self::softmax_params(&s);
+        let p = Self::softmax_params(&s, packing.is_some());
         let groups = rec.grid_1d(s.b * s.nh * t, 64);
-        rec.dispatch(&self.softmax_forward, &p, &[Binding::View(att)], groups)?;
+        let starts = packing.map_or(Binding::Dummy, |k| Binding::View(k.doc_starts));
+        rec.dispatch(&self.softmax_forward, &p, &[Binding::View(att), starts], groups)?;
         // O = P V
         self.per_head(
             rec,
@@ -118,7 +121,7 @@ impl Attention {
             GemmCall::new(t, hs, t, (att, s.bhtt().transposed()), (Some(dout), s.btc()), dpart(2)).alpha(1.0),
         )?;
         // dS = P ⊙ (dP − Σ P dP)
-        let p = Self::softmax_params(&s);
+        let p = Self::softmax_params(&s, false);
         let groups = rec.grid_1d(s.b * s.nh * t, 64);
         rec.dispatch(&self.softmax_backward, &p, &[Binding::View(att), Binding::View(datt)], groups)?;
         // dQ = scale · dS K ; dK = scale · dSᵀ Q

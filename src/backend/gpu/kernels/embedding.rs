@@ -13,6 +13,9 @@ pub struct EmbeddingParams {
     pub t: u32,
     pub c: u32,
     pub vocab: u32,
+    /// Packed rows: positions count from each document's start.
+    pub packed: u32,
+    pub _pad: [u32; 3],
 }
 
 #[derive(Clone, Debug)]
@@ -27,13 +30,13 @@ impl Embedding {
         let [forward, backward_wte, backward_wpe] = build_entries(
             device,
             "embedding.wgsl",
-            [("forward", &[1, 2, 3, 4]), ("backward_wte", &[5, 6, 7, 8]), ("backward_wpe", &[7, 9])],
+            [("forward", &[1, 2, 3, 4, 10]), ("backward_wte", &[5, 6, 7, 8]), ("backward_wpe", &[7, 9])],
         );
         Self { forward, backward_wte, backward_wpe }
     }
 
-    fn params(rows: usize, t: usize, c: usize, vocab: usize) -> EmbeddingParams {
-        EmbeddingParams { rows: u(rows), t: u(t), c: u(c), vocab: u(vocab) }
+    fn params(rows: usize, t: usize, c: usize, vocab: usize, packed: bool) -> EmbeddingParams {
+        EmbeddingParams { rows: u(rows), t: u(t), c: u(c), vocab: u(vocab), packed: u32::from(packed), _pad: [0; 3] }
     }
 
     pub fn forward(
@@ -44,10 +47,11 @@ impl Embedding {
         c: usize,
         vocab: usize,
     ) -> Result<(), GpuError> {
-        let op::Embedding { tokens, wte, wpe, out, .. } = *o;
-        let p = Self::params(ix(tokens.len), t, c, vocab);
+        let op::Embedding { tokens, wte, wpe, out, packing } = *o;
+        let p = Self::params(ix(tokens.len), t, c, vocab, packing.is_some());
         let v = Binding::View;
-        rec.dispatch(&self.forward, &p, &[v(tokens), v(wte), v(wpe), v(out)], rec.grid_1d(out.len, 256))
+        let starts = packing.map_or(Binding::Dummy, |k| v(k.doc_starts));
+        rec.dispatch(&self.forward, &p, &[v(tokens), v(wte), v(wpe), v(out), starts], rec.grid_1d(out.len, 256))
     }
 
     pub fn backward(
@@ -58,8 +62,8 @@ impl Embedding {
         c: usize,
         vocab: usize,
     ) -> Result<(), GpuError> {
-        let op::EmbeddingBackward { token_offsets, token_positions, dout, dwte, dwpe, .. } = *o;
-        let p = Self::params(ix(token_positions.len), t, c, vocab);
+        let op::EmbeddingBackward { token_offsets, token_positions, dout, dwte, dwpe, packing, .. } = *o;
+        let p = Self::params(ix(token_positions.len), t, c, vocab, false);
         let v = Binding::View;
         rec.dispatch(
             &self.backward_wte,
@@ -67,6 +71,14 @@ impl Embedding {
             &[v(token_offsets), v(token_positions), v(dout), v(dwte)],
             rec.grid_1d(vocab * c, 256),
         )?;
-        rec.dispatch(&self.backward_wpe, &p, &[v(dout), v(dwpe)], rec.grid_1d(t * c, 256))
+        match packing {
+            // Positions grouped like tokens: the same gather, T "tokens" into dwpe.
+            Some(k) => {
+                let p = Self::params(ix(token_positions.len), t, c, t, false);
+                let bindings = [v(k.position_offsets), v(k.position_rows), v(dout), v(dwpe)];
+                rec.dispatch(&self.backward_wte, &p, &bindings, rec.grid_1d(t * c, 256))
+            }
+            None => rec.dispatch(&self.backward_wpe, &p, &[v(dout), v(dwpe)], rec.grid_1d(t * c, 256)),
+        }
     }
 }

@@ -5,7 +5,6 @@
 use super::attention::AttnShape;
 use super::{Binding, KernelEntry, Recorder, build_entries, u};
 use crate::backend::gpu::GpuError;
-use crate::plan::View;
 use crate::plan::op;
 
 /// Query (or key) rows per workgroup: `QT` in the shader.
@@ -21,7 +20,9 @@ pub struct FlashParams {
     pub nh: u32,
     pub hs: u32,
     pub scale: f32,
-    pub _pad: [u32; 2],
+    /// Packed rows: a query's keys start at its document's start.
+    pub packed: u32,
+    pub _pad: u32,
 }
 
 #[derive(Clone, Debug)]
@@ -36,12 +37,16 @@ impl FlashAttention {
         let [forward, backward_dq, backward_dkv] = build_entries(
             device,
             "flash_attention.wgsl",
-            [("forward", &[1, 2, 3]), ("backward_dq", &[1, 2, 3, 4, 5, 6]), ("backward_dkv", &[1, 3, 4, 5, 6])],
+            [
+                ("forward", &[1, 2, 3, 7]),
+                ("backward_dq", &[1, 2, 3, 4, 5, 6, 7]),
+                ("backward_dkv", &[1, 3, 4, 5, 6, 7]),
+            ],
         );
         Self { forward, backward_dq, backward_dkv }
     }
 
-    fn params(s: &AttnShape) -> FlashParams {
+    fn params(s: &AttnShape, packed: bool) -> FlashParams {
         let hs = s.c / s.nh;
         FlashParams {
             b: u(s.b),
@@ -50,7 +55,8 @@ impl FlashAttention {
             nh: u(s.nh),
             hs: u(hs),
             scale: 1.0 / (hs as f32).sqrt(),
-            _pad: [0; 2],
+            packed: u32::from(packed),
+            _pad: 0,
         }
     }
 
@@ -59,17 +65,22 @@ impl FlashAttention {
     }
 
     /// out (B,T,C) and lse (B,NH,T) from qkv (B,T,3C).
-    pub fn forward(&self, rec: &mut Recorder, qkv: View, out: View, lse: View, s: AttnShape) -> Result<(), GpuError> {
+    pub fn forward(&self, rec: &mut Recorder, o: &op::FlashAttention, s: AttnShape) -> Result<(), GpuError> {
+        let op::FlashAttention { qkv, out, lse, packing } = *o;
         let v = Binding::View;
-        rec.dispatch(&self.forward, &Self::params(&s), &[v(qkv), v(out), v(lse)], Self::grid(&s))
+        let starts = packing.map_or(Binding::Dummy, |k| v(k.doc_starts));
+        let p = Self::params(&s, packing.is_some());
+        rec.dispatch(&self.forward, &p, &[v(qkv), v(out), v(lse), starts], Self::grid(&s))
     }
 
     /// dqkv (B,T,3C) given dout; `delta` (B,NH,T) is scratch written by the first dispatch.
     pub fn backward(&self, rec: &mut Recorder, o: &op::FlashAttentionBackward, s: AttnShape) -> Result<(), GpuError> {
-        let op::FlashAttentionBackward { qkv, out, lse, dout, delta, dqkv, .. } = *o;
+        let op::FlashAttentionBackward { qkv, out, lse, dout, delta, dqkv, packing } = *o;
         let v = Binding::View;
-        let p = Self::params(&s);
-        rec.dispatch(&self.backward_dq, &p, &[v(qkv), v(out), v(lse), v(dout), v(delta), v(dqkv)], Self::grid(&s))?;
-        rec.dispatch(&self.backward_dkv, &p, &[v(qkv), v(lse), v(dout), v(delta), v(dqkv)], Self::grid(&s))
+        let starts = || packing.map_or(Binding::Dummy, |k| v(k.doc_starts));
+        let p = Self::params(&s, packing.is_some());
+        let dq = [v(qkv), v(out), v(lse), v(dout), v(delta), v(dqkv), starts()];
+        rec.dispatch(&self.backward_dq, &p, &dq, Self::grid(&s))?;
+        rec.dispatch(&self.backward_dkv, &p, &[v(qkv), v(lse), v(dout), v(delta), v(dqkv), starts()], Self::grid(&s))
     }
 }

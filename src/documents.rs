@@ -147,24 +147,24 @@ impl Documents {
     }
 }
 
-/// Batch `index` of `seed` for a plan batched the `batching` way, of exactly `shape`: windows of
-/// `dataset`, or rows packed with its documents. Padded and bucketed batches take their length
-/// from their documents ([`Documents::batch`]), so a plan of one shape cannot take them.
+/// Batch `index` of `seed` for a run batched the `batching` way: windows of `dataset` of
+/// `shape`, rows packed with its documents (`shape`), or its documents one to a row, padded to
+/// the batch's longest (at most `max_t` positions, so the batch's length is its own).
 pub fn batch_for(
     dataset: &crate::data::Dataset,
     batching: Batching,
     shape: StepShape,
+    max_t: usize,
     seed: u64,
     index: u64,
 ) -> Result<Batch, ConfigError> {
+    let docs = || Documents::from_text(&dataset.tokenizer.decode(&dataset.tokens), &dataset.tokenizer);
     match batching {
-        Batching::Packed => Documents::from_text(&dataset.tokenizer.decode(&dataset.tokens), &dataset.tokenizer).batch(
-            Batching::Packed,
-            shape,
-            seed,
-            index,
-        ),
-        _ => dataset.batch(shape, seed, index),
+        Batching::Windows => dataset.batch(shape, seed, index),
+        Batching::Packed => docs().batch(batching, shape, seed, index),
+        Batching::Padded | Batching::Bucketed => {
+            docs().batch(batching, StepShape { batch: shape.batch, seq: max_t }, seed, index)
+        }
     }
 }
 

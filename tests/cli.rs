@@ -826,8 +826,8 @@ fn offload_reaches_every_command() {
 }
 
 /// `--batching packed` runs on both backends: the speeches packed into full rows (the plan has
-/// their starts as inputs); padded and bucketed batches change length step by step, which the
-/// CLI's runs do not yet: a usage error.
+/// their starts as inputs); padded and bucketed batches change length step by step: `train` goes
+/// on at each length, `bench` and `compare` (which time one shape) refuse them.
 #[test]
 fn packed_batches_reach_the_commands() {
     let out =
@@ -857,9 +857,49 @@ fn packed_batches_reach_the_commands() {
     assert!(gpu.status.success(), "{}", String::from_utf8_lossy(&gpu.stderr));
     let g: serde_json::Value = serde_json::from_slice(&gpu.stdout).expect("one JSON document");
     assert_eq!(g["allocator_peak_allocated_bytes"], doc["allocator_peak_allocated_bytes"], "the same step's memory");
+    // Padded and bucketed batches take their documents' length: measure's step is as long as its
+    // batch's longest document; train goes on at each batch's length, on both backends.
+    for batching in ["padded", "bucketed"] {
+        let out = oomlab(&[
+            "measure",
+            "--batch",
+            "4",
+            "--seq-len",
+            "128",
+            "--batching",
+            batching,
+            "--backend",
+            "cpu",
+            "--json",
+        ]);
+        assert!(out.status.success(), "{batching}: {}", String::from_utf8_lossy(&out.stderr));
+        let m: serde_json::Value = serde_json::from_slice(&out.stdout).expect("one JSON document");
+        let seq = m["seq_len"].as_u64().expect("seq_len");
+        assert!(seq <= 128, "{batching}: {seq}");
+        for backend in ["cpu", "gpu"] {
+            let args = [
+                "train",
+                "--steps",
+                "4",
+                "--batch",
+                "4",
+                "--seq-len",
+                "128",
+                "--batching",
+                batching,
+                "--backend",
+                backend,
+                "--json",
+            ];
+            let out = oomlab(&args);
+            assert!(out.status.success(), "{batching} {backend}: {}", String::from_utf8_lossy(&out.stderr));
+            assert_eq!(String::from_utf8_lossy(&out.stdout).lines().count(), 4, "{batching} {backend}: a line a step");
+        }
+    }
     assert_usage_errors(&[
-        (&["measure", "--batching", "padded"], "--batching padded"),
-        (&["measure", "--batching", "bucketed"], "--batching bucketed"),
+        (&["bench", "--batching", "padded"], "--batching padded"),
+        (&["compare", "--batching", "bucketed"], "--batching bucketed"),
+        (&["measure", "--batching", "padded", "--gpus", "2"], "padded and bucketed batches"),
         (&["measure", "--batching", "sorted"], "windows, padded, bucketed or packed"),
     ]);
 }

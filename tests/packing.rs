@@ -177,3 +177,74 @@ fn the_gpu_backend_packs_like_the_cpu() {
         }
     }
 }
+
+/// Padded batches change their length from step to step: the executor goes on at each new shape
+/// (`CpuExecutor::reshape`) with its model states and its allocator's segments, as an eager
+/// framework's next step does. Three steps of three lengths give what three fresh executors give,
+/// each handed the last one's weights and momentum; the cache persists across the shapes.
+#[test]
+fn an_executor_goes_on_at_each_batchs_length() {
+    let docs = Documents::builtin();
+    let sgd =
+        OptimizerConfig { kind: oomlab::plan::OptimizerKind::Momentum, ..OptimizerConfig::sgd_momentum(0.1, 0.9) };
+    let plan_at = |shape: StepShape| {
+        let t = Techniques { batching: Batching::Padded, ..Techniques::default() };
+        StepRequest::with_batch(model(), shape, sgd, t).expect("splits").validate().expect("valid").plan()
+    };
+    // Long, short, long: the short step runs in the long one's cached segments.
+    let batches: Vec<Batch> =
+        [vec![0, 5, 9], vec![1, 2, 3], vec![10, 20, 30]].iter().map(|ids| docs.padded(ids, T)).collect();
+    let lengths: Vec<usize> = batches.iter().map(|b| b.shape.seq).collect();
+    assert!(lengths.windows(2).all(|w| w[0] != w[1]), "three lengths: {lengths:?}");
+    let steps = [Phase::Forward, Phase::Backward, Phase::Optimizer];
+    let mut going = CpuExecutor::<f64>::new(plan_at(batches[0].shape), 2).expect("executor");
+    let mut reserved = Vec::new();
+    let mut reference: Option<CpuExecutor<f64>> = None;
+    for (k, batch) in batches.iter().enumerate() {
+        if k > 0 {
+            going.reshape(plan_at(batch.shape)).expect("reshaped");
+        }
+        going.upload_batch(batch).expect("batch");
+        going.run_phases(&steps).expect("step");
+        reserved.push(going.memory().expect("account").stats.reserved_bytes);
+        // A fresh executor at this shape, handed the previous one's weights and momentum.
+        let mut fresh = CpuExecutor::<f64>::new(plan_at(batch.shape), 2).expect("fresh");
+        if let Some(prev) = &reference {
+            fresh.set_params(prev.params());
+            let m = prev.tensor_by_name("optimizer.momentum").expect("momentum").to_vec();
+            let id = fresh.plan().tensors.iter().position(|t| t.name == "optimizer.momentum").expect("momentum");
+            fresh.write_tensor(oomlab::plan::TensorId(id), &m);
+        }
+        fresh.upload_batch(batch).expect("batch");
+        fresh.run_phases(&steps).expect("step");
+        reference = Some(fresh);
+    }
+    let flat = going.plan().layout.flat_len as usize;
+    let want = reference.expect("ran").params()[..flat].to_vec();
+    close("three lengths, one executor", &going.params()[..flat], &want);
+    // The short step needed no new segment: the long step's were cached.
+    assert!(reserved[1] >= reserved[0], "the cache stays: {reserved:?}");
+    // The GPU goes on the same way: its dispatches recorded afresh at each length.
+    let ctx = oomlab::backend::gpu::GpuContext::new_headless_blocking().expect("a GPU adapter (lavapipe)");
+    let kernels = pollster::block_on(oomlab::backend::gpu::executor::build_kernels(&ctx)).expect("kernels");
+    let mut gpu =
+        pollster::block_on(oomlab::backend::gpu::GpuExecutor::new(&ctx, &kernels, plan_at(batches[0].shape), 2))
+            .expect("gpu");
+    for (k, batch) in batches.iter().enumerate() {
+        if k > 0 {
+            gpu.reshape(plan_at(batch.shape)).expect("reshaped");
+        }
+        Trainer::train_step(&mut gpu, batch).expect("step");
+        let m = gpu.memory().expect("account");
+        assert_eq!(gpu.reserved_buffer_bytes(), m.stats.reserved_bytes, "step {k}: the buffers are the segments");
+        assert_eq!(m.stats.reserved_bytes, reserved[k], "step {k}: the GPU's allocator did what the CPU's did");
+    }
+    let got: Vec<f64> = gpu.read_params().expect("params")[..flat].iter().map(|&x| f64::from(x)).collect();
+    let scale = want.iter().fold(0f64, |m, x| m.max(x.abs()));
+    let worst = got.iter().zip(&want).map(|(a, b)| (a - b).abs()).fold(0f64, f64::max);
+    assert!(worst <= 1e-5 * scale, "the GPU at three lengths: {worst:e}");
+    let other = Techniques { attention: AttentionKind::Fused, batching: Batching::Padded, ..Techniques::default() };
+    let other =
+        StepRequest::with_batch(model(), batches[0].shape, sgd, other).expect("splits").validate().expect("valid");
+    assert!(going.reshape(other.plan()).is_err(), "other techniques are another run");
+}

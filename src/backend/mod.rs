@@ -166,6 +166,12 @@ pub trait Trainer {
     /// fp16's dynamic loss scaling (None in other precisions).
     fn loss_scaler(&self) -> Option<&crate::plan::LossScaler>;
     fn loss_scaler_mut(&mut self) -> Option<&mut crate::plan::LossScaler>;
+    /// Goes on with `plan`, the same model states at another batch shape (a batch of documents
+    /// of another length), keeping the weights, the optimizer's state and the allocator's cache.
+    fn reshape(&mut self, plan: Plan) -> Result<(), BackendError> {
+        let _ = plan;
+        Err(BackendError::NotOnGpu("a batch of another length over several simulated GPUs".into()))
+    }
 }
 
 /// Which backend runs the step.

@@ -137,6 +137,9 @@ impl super::Trainer for Executor {
     fn loss_scaler_mut(&mut self) -> Option<&mut crate::plan::LossScaler> {
         self.as_trainer_mut().loss_scaler_mut()
     }
+    fn reshape(&mut self, plan: Plan) -> Result<(), BackendError> {
+        self.as_trainer_mut().reshape(plan)
+    }
 }
 
 #[cfg(not(target_arch = "wasm32"))]

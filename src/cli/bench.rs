@@ -45,6 +45,7 @@ pub(super) fn bench(
 ) -> Result<(), Failure> {
     let dataset = Dataset::builtin();
     let r = config.resolve_one(&dataset)?;
+    r.one_length()?;
     let larger = r.with(StepRequest {
         model: ModelConfig { vocab: r.model().vocab, seq_len: 128, d_model: 256, n_layers: 4, n_heads: 4 },
         micro: StepShape { batch: 16, seq: 128 },
@@ -73,13 +74,7 @@ pub(super) fn bench(
             pollster::block_on(oomlab::backend::open(cfg.backend, gpu.as_ref(), plan, cfg.seed, Budget::Unlimited))?;
         let row = match exec {
             Executor::Gpu(mut exec) => {
-                let batch = oomlab::documents::batch_for(
-                    &dataset,
-                    cfg.techniques().batching,
-                    cfg.global_batch_shape(),
-                    cfg.seed,
-                    0,
-                )?;
+                let batch = cfg.batch(&dataset, 0)?;
                 exec.upload_batch(&batch)?;
                 pollster::block_on(exec.run_phases(&[Phase::Forward, Phase::Backward, Phase::Optimizer]))?;
                 let first = t0.elapsed().as_secs_f64() + first_extra;
@@ -93,13 +88,7 @@ pub(super) fn bench(
                 }
                 let t = Instant::now();
                 for i in 0..steps {
-                    let batch = oomlab::documents::batch_for(
-                        &dataset,
-                        cfg.techniques().batching,
-                        cfg.global_batch_shape(),
-                        cfg.seed,
-                        i as u64,
-                    )?;
+                    let batch = cfg.batch(&dataset, i as u64)?;
                     pollster::block_on(exec.train_step_async(&batch))?;
                 }
                 let step = t.elapsed().as_secs_f64() / steps as f64;
@@ -113,13 +102,7 @@ pub(super) fn bench(
                 // carried out to its end.
                 let backend = oomlab::backend::Trainer::backend_name(&exec);
                 let cpu = exec.sliced().ok_or_else(|| BackendError::Internal("not a CPU executor".into()))?;
-                let batch = oomlab::documents::batch_for(
-                    &dataset,
-                    cfg.techniques().batching,
-                    cfg.global_batch_shape(),
-                    cfg.seed,
-                    0,
-                )?;
+                let batch = cfg.batch(&dataset, 0)?;
                 cpu.upload(&batch)?;
                 let mut run = |phases: &[Phase]| -> Result<f32, BackendError> {
                     cpu.start(phases);
@@ -139,13 +122,7 @@ pub(super) fn bench(
                 row(name, cfg, backend, first, phase_secs, steps, total)
             }
             Executor::GpuCluster(mut exec) => {
-                let batch = oomlab::documents::batch_for(
-                    &dataset,
-                    cfg.techniques().batching,
-                    cfg.global_batch_shape(),
-                    cfg.seed,
-                    0,
-                )?;
+                let batch = cfg.batch(&dataset, 0)?;
                 exec.upload_batch(&batch)?;
                 pollster::block_on(exec.run_phases(&[Phase::Forward, Phase::Backward, Phase::Optimizer]))?;
                 let first = t0.elapsed().as_secs_f64() + first_extra;
@@ -159,13 +136,7 @@ pub(super) fn bench(
                 }
                 let t = Instant::now();
                 for i in 0..steps {
-                    let batch = oomlab::documents::batch_for(
-                        &dataset,
-                        cfg.techniques().batching,
-                        cfg.global_batch_shape(),
-                        cfg.seed,
-                        i as u64,
-                    )?;
+                    let batch = cfg.batch(&dataset, i as u64)?;
                     pollster::block_on(exec.train_step(&batch))?;
                 }
                 let step = t.elapsed().as_secs_f64() / steps as f64;

@@ -101,6 +101,7 @@ pub(super) fn compare_variants(r: &Resolved) -> Result<Vec<(String, StepRequest)
 pub(super) fn compare(steps: usize, config: &ConfigArgs) -> Result<(), Failure> {
     let dataset = Dataset::builtin();
     let r = config.resolve_one(&dataset)?;
+    r.one_length()?;
     let gpu = open_gpu(&r)?;
     let mut rows: Vec<CompareRow> = Vec::new();
     let mut baseline_grads: Option<Vec<f32>> = None;
@@ -127,8 +128,7 @@ pub(super) fn compare(steps: usize, config: &ConfigArgs) -> Result<(), Failure> 
         let outcome = (|| -> Result<(), Failure> {
             let mut trainer = make_trainer(&v, plan, gpu.as_ref())?;
             backend_name = trainer.backend_name();
-            let batch =
-                oomlab::documents::batch_for(&dataset, v.techniques().batching, v.global_batch_shape(), v.seed, 0)?;
+            let batch = v.batch(&dataset, 0)?;
             row.loss = Some(trainer.compute_grads(&batch)?);
             let grads = trainer.read_grads()?;
             match &baseline_grads {
@@ -139,13 +139,7 @@ pub(super) fn compare(steps: usize, config: &ConfigArgs) -> Result<(), Failure> 
             }
             let start = Instant::now();
             for i in 0..steps {
-                trainer.train_step(&oomlab::documents::batch_for(
-                    &dataset,
-                    v.techniques().batching,
-                    v.global_batch_shape(),
-                    v.seed,
-                    i as u64,
-                )?)?;
+                trainer.train_step(&v.batch(&dataset, i as u64)?)?;
             }
             let secs = start.elapsed().as_secs_f64() / steps as f64;
             row.step_ms = Some(secs * 1e3);

@@ -223,6 +223,8 @@ pub(super) struct Resolved {
     pub(super) budget_bytes: u64,
     /// Every micro-batch size the flags name (one, except for sweeps).
     pub(super) batches: Vec<usize>,
+    /// `--seq-len`: the longest a batch of documents may be.
+    pub(super) seq_cap: usize,
 }
 
 impl Resolved {
@@ -259,6 +261,21 @@ impl Resolved {
         let request = request.validate()?;
         Ok(Resolved { batches: vec![request.micro_shape().batch], request, ..self.clone() })
     }
+    /// Batch `index` of the run's stream (its documents' own length when they vary).
+    pub(super) fn batch(&self, dataset: &Dataset, index: u64) -> Result<oomlab::data::Batch, ConfigError> {
+        let batching = self.techniques().batching;
+        oomlab::documents::batch_for(dataset, batching, self.global_batch_shape(), self.seq_cap, self.seed, index)
+    }
+    /// The same run at another sequence length (a batch of documents of another length).
+    pub(super) fn at_seq(&self, seq: usize) -> Result<Resolved, ConfigError> {
+        let r = *self.request.request();
+        self.with(StepRequest { micro: StepShape { batch: r.micro.batch, seq }, ..r })
+    }
+    /// Refuses a run whose batches vary in length, for commands that time one shape.
+    pub(super) fn one_length(&self) -> Result<(), FlagError> {
+        let b = self.techniques().batching;
+        if b.varies_in_length() { Err(FlagError::VariableLength(b.name())) } else { Ok(()) }
+    }
     /// The step at micro-batch `micro`, the rest as it is.
     pub(super) fn at_micro(&self, micro: usize) -> Result<Resolved, ConfigError> {
         let r = *self.request.request();
@@ -286,8 +303,8 @@ pub(super) enum FlagError {
     )]
     DumpWithLora,
     #[error(
-        "--batching {0}: its batches take their length from their documents, step by step, and the CLI's runs keep one \
-         sequence length so far; use windows or packed"
+        "--batching {0}: its batches take their length from their documents, step by step, and this command times one \
+         sequence length; use windows or packed"
     )]
     VariableLength(&'static str),
     #[error(transparent)]
@@ -302,9 +319,6 @@ impl From<FlagError> for Failure {
 
 impl ConfigArgs {
     pub(super) fn resolve(&self, dataset: &Dataset) -> Result<Resolved, Failure> {
-        if matches!(self.batching, oomlab::plan::Batching::Padded | oomlab::plan::Batching::Bucketed) {
-            return Err(FlagError::VariableLength(self.batching.name()).into());
-        }
         let seq = self.seq_len;
         let max_seq = self.max_seq_len.unwrap_or(seq);
         let vocab = self.vocab.unwrap_or_else(|| dataset.tokenizer.vocab_size());
@@ -354,7 +368,14 @@ impl ConfigArgs {
         let batches = micro_batches(self.batch.as_deref(), self.micro_batch.as_deref(), accum)?;
         // The one validation: the model, the techniques, the shape and the optimizer together.
         let micro = StepShape { batch: batches[0], seq };
-        let request = StepRequest { model, micro, optimizer, techniques }.validate()?;
+        let mut request = StepRequest { model, micro, optimizer, techniques }.validate()?;
+        if techniques.batching.varies_in_length() {
+            // The run starts at its first batch's length (each later batch brings its own).
+            let first =
+                oomlab::documents::batch_for(dataset, techniques.batching, request.batch_shape(), seq, self.seed, 0)?;
+            let micro = StepShape { batch: batches[0], seq: first.shape.seq };
+            request = StepRequest { model, micro, optimizer, techniques }.validate()?;
+        }
         Ok(Resolved {
             request,
             backend: match self.backend {
@@ -365,6 +386,7 @@ impl ConfigArgs {
             json: self.json,
             budget_bytes: self.budget,
             batches,
+            seq_cap: seq,
         })
     }
 
@@ -444,7 +466,6 @@ pub(super) fn make_trainer(r: &Resolved, plan: Plan, gpu: Option<&Gpu>) -> Resul
     Ok(pollster::block_on(oomlab::backend::open(r.backend, gpu, plan, r.seed, r.budget()))?)
 }
 
-/// `--alloc-conf`: PyTorch's syntax, checked as PyTorch checks it.
 fn batching_flag(text: &str) -> Result<oomlab::plan::Batching, String> {
     oomlab::plan::Batching::parse(text).map_err(|e| e.to_string())
 }
@@ -453,6 +474,7 @@ fn offload_flag(text: &str) -> Result<oomlab::plan::Offload, String> {
     oomlab::plan::Offload::parse(text).map_err(|e| e.to_string())
 }
 
+/// `--alloc-conf`: PyTorch's syntax, checked as PyTorch checks it.
 fn alloc_conf(text: &str) -> Result<oomlab::plan::AllocatorConfig, String> {
     oomlab::plan::AllocatorConfig::parse(text).map_err(|e| e.to_string())
 }

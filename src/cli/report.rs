@@ -16,7 +16,7 @@ pub(super) struct RealStep {
 /// Runs one real step on the configured backend (the GPU one on `gpu`).
 pub(super) fn real_step(r: &Resolved, plan: Plan, dataset: &Dataset, gpu: Option<&Gpu>) -> Result<RealStep, Failure> {
     let mut trainer = make_trainer(r, plan, gpu)?;
-    let batch = oomlab::documents::batch_for(dataset, r.techniques().batching, r.global_batch_shape(), r.seed, 0)?;
+    let batch = r.batch(dataset, 0)?;
     let loss = trainer.train_step(&batch)?;
     let memory =
         trainer.memory().cloned().ok_or_else(|| Failure { code: EXIT_FAILURE, message: "no step ran".into() })?;

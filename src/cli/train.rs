@@ -42,13 +42,11 @@ pub(super) fn train(steps: usize, config: &ConfigArgs) -> Result<(), Failure> {
     let start = Instant::now();
     let mut stdout = std::io::stdout().lock();
     for step in 0..steps {
-        let batch = oomlab::documents::batch_for(
-            &dataset,
-            r.techniques().batching,
-            r.global_batch_shape(),
-            r.seed,
-            step as u64,
-        )?;
+        let batch = r.batch(&dataset, step as u64)?;
+        // A batch of documents brings its own length: the run goes on at it.
+        if batch.shape.seq != trainer.plan().shape.seq {
+            trainer.reshape(r.at_seq(batch.shape.seq)?.plan())?;
+        }
         let loss = trainer.train_step(&batch)?;
         let elapsed = start.elapsed().as_secs_f64();
         if r.json {
@@ -83,7 +81,7 @@ pub(super) fn dump_step(out: &std::path::Path, config: &ConfigArgs) -> Result<()
     let gpu = open_gpu(&r)?;
     let mut trainer = make_trainer(&r, plan, gpu.as_ref())?;
     let initial = trainer.read_params()?;
-    let batch = oomlab::documents::batch_for(&dataset, r.techniques().batching, r.global_batch_shape(), r.seed, 0)?;
+    let batch = r.batch(&dataset, 0)?;
     let loss = trainer.compute_grads(&batch)?;
     let grads = trainer.read_grads()?;
     let dump = StepDump {

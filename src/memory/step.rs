@@ -355,6 +355,40 @@ impl StepAllocator {
         freed
     }
 
+    /// Moves to `new`, a plan of the same model states at another shape (a batch of another
+    /// sequence length), as an eager framework's next step does: the step's tensors and the batch
+    /// are freed, the model states stay where they are, and the allocator keeps its segments and
+    /// cache (so memory freed by a long batch is reused, or fragments, for a short one). The new
+    /// batch is then allocated. `old` is the plan this allocator was made for. Fails, changing
+    /// nothing, when the plans' kept tensors differ.
+    pub fn reshape(&mut self, old: &Plan, new: &Plan) -> Result<Result<(), Box<StepOom>>, String> {
+        fn kept(p: &Plan) -> Vec<(usize, &str, u64)> {
+            let lifetimes = p.lifetimes();
+            (0..p.tensors.len())
+                .filter(|&i| lifetimes[i] == Lifetime::Persistent)
+                .map(|i| (i, p.tensors[i].name.as_str(), p.tensors[i].size_bytes()))
+                .collect()
+        }
+        if kept(old) != kept(new) {
+            return Err("the plans keep different model states".into());
+        }
+        self.release_step();
+        for i in 0..self.shape.lifetimes.len() {
+            if self.shape.lifetimes[i] == Lifetime::Step
+                && let Some(p) = self.current[i].take()
+            {
+                self.free_placed(TensorId(i), p, None);
+            }
+        }
+        let n = new.tensors.len();
+        let keep: Vec<Option<Placement>> = (0..n).map(|i| self.current.get(i).copied().flatten()).collect();
+        self.sizes = new.tensors.iter().map(|t| t.size_bytes()).collect();
+        self.shape = Arc::new(Schedule::new(new));
+        self.placements = keep.clone();
+        self.current = keep;
+        Ok(self.setup(new))
+    }
+
     /// Frees a tensor's block; the event names `op`, the op whose end freed it (None: released
     /// outside the step's ops).
     fn free_placed(&mut self, t: TensorId, p: Placement, op: Option<usize>) {

@@ -53,4 +53,18 @@ impl Batching {
     pub fn is_packed(self) -> bool {
         self == Batching::Packed
     }
+
+    /// Whether each batch has its own length (its documents' longest).
+    pub fn varies_in_length(self) -> bool {
+        matches!(self, Batching::Padded | Batching::Bucketed)
+    }
+
+    /// Refuses what the simulation does not run, with the reason.
+    pub fn validate(self, techniques: &super::Techniques) -> Result<(), ConfigError> {
+        // The simulated GPUs would each go on at every batch's length together; not yet.
+        if self.varies_in_length() && techniques.parallel.is_distributed() {
+            return Err(ConfigError::NotWithSeveralGpus { what: "padded and bucketed batches".into() });
+        }
+        Ok(())
+    }
 }

@@ -236,6 +236,7 @@ impl Techniques {
         self.allocator.validate().map_err(|e| ConfigError::AllocatorOption(e.to_string()))?;
         self.parallel.validate(self)?;
         self.offload.validate(self)?;
+        self.batching.validate(self)?;
         if let Checkpoint::Every(k) = self.checkpoint
             && (k == 0 || k > model.n_layers)
         {

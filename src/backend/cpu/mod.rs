@@ -12,6 +12,7 @@ mod gemm;
 mod host;
 pub mod ops;
 mod real;
+mod reshape;
 
 pub use host::host_available_bytes;
 
@@ -583,5 +584,8 @@ impl Trainer for CpuExecutor<f32> {
     }
     fn loss_scaler_mut(&mut self) -> Option<&mut LossScaler> {
         self.state.scaler.as_mut()
+    }
+    fn reshape(&mut self, plan: Plan) -> Result<(), BackendError> {
+        CpuExecutor::reshape(self, plan)
     }
 }

@@ -32,6 +32,7 @@ mod device;
 mod host;
 mod readback;
 mod record;
+mod reshape;
 mod segments;
 
 use bind::{Bound, placeholder_buffer, uniform_buffer};
@@ -581,6 +582,9 @@ impl crate::backend::Trainer for GpuExecutor {
     }
     fn loss_scaler_mut(&mut self) -> Option<&mut LossScaler> {
         self.state.scaler.as_mut()
+    }
+    fn reshape(&mut self, plan: Plan) -> Result<(), BackendError> {
+        GpuExecutor::reshape(self, plan)
     }
 }
 

@@ -47,7 +47,7 @@ impl GpuExecutor {
     /// the last call. Before a buffer is destroyed, the commands recorded so far (`chunk`, which
     /// may use it) are submitted, and on native the queue is drained: the released memory is
     /// gone before the next segment is created, so real memory never exceeds the budget.
-    fn sync_buffers(&mut self, chunk: &mut Vec<usize>) -> Result<(), BackendError> {
+    pub(super) fn sync_buffers(&mut self, chunk: &mut Vec<usize>) -> Result<(), BackendError> {
         let events: Vec<Event<crate::memory::step::TensorTag>> =
             self.allocator.allocator.events()[self.events_seen.min(self.allocator.allocator.events().len())..].to_vec();
         self.events_seen = self.allocator.allocator.events().len();

@@ -108,33 +108,26 @@ impl Documents {
         Batch { shape: StepShape { batch: ids.len(), seq: longest }, inputs, targets, doc_starts: Vec::new() }
     }
 
-    /// `rows` rows of `t` positions filled with the documents of `order` in turn, each whole
-    /// (truncated to `t`) in the first row with room after the row's last; the rest of a row is
-    /// padding. Returns the batch and the documents it holds, in order. Every position records
-    /// where its document starts in its row (`Batch::doc_starts`).
+    /// `rows` rows of `t` positions filled with the documents of `order`, each whole (truncated
+    /// to `t`) after the last document of the first row with room for it (first fit: short
+    /// documents fill the gaps long ones leave); the rest of a row is padding. Returns the batch
+    /// and the documents it holds, in the order placed. Every position records where its document
+    /// starts in its row (`Batch::doc_starts`).
     pub fn packed(&self, order: &[usize], rows: usize, t: usize) -> (Batch, Vec<usize>) {
         let n = rows * t;
         let (mut inputs, mut targets, mut starts) = (vec![0u32; n], vec![IGNORE; n], vec![0u32; n]);
         let mut used = Vec::new();
-        let (mut row, mut at) = (0, 0);
+        let mut fill = vec![0usize; rows];
         for &i in order {
             let (x, y) = self.pairs(i, t);
-            if x.is_empty() {
-                continue;
-            }
-            if at + x.len() > t {
-                row += 1;
-                at = 0;
-            }
-            if row >= rows {
-                break;
-            }
+            let Some(row) = (0..rows).find(|&r| !x.is_empty() && fill[r] + x.len() <= t) else { continue };
+            let at = fill[row];
             let base = row * t + at;
             inputs[base..base + x.len()].copy_from_slice(x);
             targets[base..base + y.len()].copy_from_slice(y);
             starts[base..base + x.len()].fill(at as u32);
             used.push(i);
-            at += x.len();
+            fill[row] += x.len();
         }
         // The padding after a row's last document starts a "document" of its own, so that no
         // real token's attention or position depends on it (causal: none does anyway).

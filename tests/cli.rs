@@ -903,3 +903,27 @@ fn packed_batches_reach_the_commands() {
         (&["measure", "--batching", "sorted"], "windows, padded, bucketed or packed"),
     ]);
 }
+
+/// `sweep` with documents' batches: each row says its padding share and its memory per useful
+/// token; packing wastes less than padding, bucketing no more than padding on average.
+#[test]
+fn sweep_shows_what_padding_costs() {
+    let rows = |batching: &str| -> Vec<serde_json::Value> {
+        let out = oomlab(&["sweep", "--batch", "4,8,16", "--seq-len", "128", "--batching", batching, "--json"]);
+        assert!(out.status.success(), "{batching}: {}", String::from_utf8_lossy(&out.stderr));
+        let doc: serde_json::Value = serde_json::from_slice(&out.stdout).expect("one JSON document");
+        doc["rows"].as_array().expect("rows").clone()
+    };
+    let share =
+        |rows: &[serde_json::Value]| rows.iter().map(|r| r["padding_share"].as_f64().expect("share")).sum::<f64>();
+    let (padded, bucketed, packed) = (rows("padded"), rows("bucketed"), rows("packed"));
+    for r in padded.iter().chain(&bucketed).chain(&packed) {
+        let s = r["padding_share"].as_f64().expect("a padding share");
+        assert!((0.0..1.0).contains(&s), "{r}");
+        assert!(r["bytes_per_useful_token"].as_f64().expect("bytes per useful token") > 0.0);
+    }
+    assert!(padded.iter().all(|r| r["seq"].as_u64().is_some_and(|t| t <= 128)), "its own length");
+    assert!(share(&packed) < share(&padded), "packing pads less");
+    assert!(share(&bucketed) <= share(&padded), "bucketing pads no more");
+    assert!(rows("windows").iter().all(|r| r.get("padding_share").is_none()), "windows have no padding");
+}

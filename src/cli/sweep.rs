@@ -9,8 +9,25 @@ pub(super) fn sweep(execute: bool, csv: Option<&std::path::Path>, config: &Confi
     let start = Instant::now();
     let accum = r.techniques().accum;
     let mut series = SweepSeries { name: r.techniques().describe(), points: Vec::with_capacity(r.batches.len()) };
-    // Each micro-batch size is its own request, validated once.
-    let at = |micro: usize| r.at_micro(micro);
+    // Each micro-batch size is its own request, validated once; a batch of documents at its first
+    // batch's length.
+    let batching = r.techniques().batching;
+    let at = |micro: usize| -> Result<Resolved, ConfigError> {
+        let one = r.at_micro(micro)?;
+        if !batching.varies_in_length() {
+            return Ok(one);
+        }
+        let first = one.batch(&dataset, 0)?;
+        one.at_seq(first.shape.seq)
+    };
+    // What a batch of documents holds: its positions and its useful tokens (batch 0 of each size).
+    let share = |batch: usize| -> Option<oomlab::documents::PaddingShare> {
+        let micro = micro_batch(batch, accum).ok()?;
+        let one = at(micro).ok()?;
+        (batching != oomlab::plan::Batching::Windows)
+            .then(|| one.batch(&dataset, 0).ok().map(|b| oomlab::documents::PaddingShare::of(&b)))
+            .flatten()
+    };
     if execute {
         for &micro in &r.batches {
             let one = at(micro)?;
@@ -62,6 +79,16 @@ pub(super) fn sweep(execute: bool, csv: Option<&std::path::Path>, config: &Confi
                 at_peak: memory.as_ref().ok().map(|m| m.peak_allocated.clone()),
                 oom: memory.as_ref().err().cloned(),
                 activation_formula_bytes: formula(*batch),
+                seq: batching
+                    .varies_in_length()
+                    .then(|| micro_batch(*batch, accum).ok().and_then(|m| at(m).ok()).map(|o| o.shape().seq))
+                    .flatten(),
+                useful_tokens: share(*batch).map(|s| s.useful),
+                padding_share: share(*batch).map(|s| s.share()),
+                bytes_per_useful_token: share(*batch).and_then(|s| {
+                    let peak = memory.as_ref().ok()?.peak_allocated_bytes();
+                    (s.useful > 0).then(|| peak as f64 / s.useful as f64)
+                }),
             })
             .collect(),
         largest_fitting_batch: largest,
@@ -86,6 +113,17 @@ pub(super) struct SweepRowReport {
     #[serde(skip_serializing_if = "Option::is_none")]
     oom: Option<String>,
     activation_formula_bytes: u64,
+    /// Padded and bucketed batches: this batch size's length (its first batch's longest document).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    seq: Option<usize>,
+    /// Batches of documents: the positions holding a token to predict, and the rest's share.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    useful_tokens: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    padding_share: Option<f64>,
+    /// The peak over the useful tokens: what padding costs per token that teaches anything.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    bytes_per_useful_token: Option<f64>,
 }
 
 /// What `sweep` reports (the JSON document, by field).
@@ -127,7 +165,7 @@ impl SweepReport {
                         + at.get(Category::Gradients)
                         + at.get(Category::OptimizerState)
                         + at.get(Category::MasterWeights);
-                    let _ = writeln!(
+                    let _ = write!(
                         out,
                         "{:>6} {:>14} {:>14} {:>14} {:>14}",
                         row.batch,
@@ -136,6 +174,11 @@ impl SweepReport {
                         format_bytes(at.get(Category::Activations)),
                         format_bytes(state)
                     );
+                    if let (Some(share), Some(per)) = (row.padding_share, row.bytes_per_useful_token) {
+                        let seq = row.seq.map_or(String::new(), |t| format!(", length {t}"));
+                        let _ = write!(out, "  padding {:.0}%, {per:.0} bytes per useful token{seq}", 100.0 * share);
+                    }
+                    out.push('\n');
                 }
                 _ => {
                     let _ = writeln!(out, "{:>6} {:>14}", row.batch, "OOM");

@@ -77,6 +77,13 @@ controls-accumulation = accumulation steps
 controls-lora-rank = LoRA rank (0 = off)
 controls-offload = Offload to host memory
 controls-offload-hint = ZeRO-Offload: the optimizer's states (and the gradients too, if chosen) are kept in the computer's own memory, and the optimizer step runs on the CPU. The GPU keeps less; every step copies over the bus.
+controls-batching = Batches from the text
+controls-batching-hint = Windows cut the corpus anywhere, every position a real character. Its speeches as documents: one to a row, padded to the longest of the batch; speeches of similar lengths together (less padding); or packed one after another into full rows, attention stopping at each speech's start.
+controls-sequence-documents = The speeches set each batch's length: the longest of the batch, up to the model's positions.
+batching-windows = windows
+batching-padded = speeches, padded
+batching-bucketed = speeches by length
+batching-packed = speeches, packed
 offload-none = none
 offload-optimizer = optimizer states
 offload-optimizer-gradients = optimizer states and gradients
@@ -244,6 +251,9 @@ tech-gpus-ddp = { $gpus } GPUs, data parallel
 tech-gpus-zero = { $gpus } GPUs, ZeRO-{ $stage }
 tech-offload-optimizer = optimizer states in host memory
 tech-offload-gradients = optimizer states and gradients in host memory
+tech-batching-padded = speeches padded to the longest
+tech-batching-bucketed = speeches batched by length
+tech-batching-packed = speeches packed into full rows
 tech-lora = LoRA r={ $rank } α={ $alpha } on { $targets }
 
 ## Exports

@@ -74,6 +74,13 @@ controls-accumulation = 梯度累积步数
 controls-lora-rank = LoRA 秩（0 = 关闭）
 controls-offload = 卸载到主机内存
 controls-offload-hint = ZeRO-Offload（卸载）：优化器状态（如果选择，还有梯度）存放在主机内存（计算机自己的内存）中，优化器这一步在 CPU 上运行。GPU 显存占用更少；每一步都要经总线复制。
+controls-batching = 从文本组成批次
+controls-batching-hint = 窗口：在语料中任意位置截取，每个位置都是真实字符。把台词当作文档：每行一段，按本批最长的一段补齐（填充）；长度相近的台词放在一起（填充更少）；或者一段接一段打包成满行，注意力在每段台词的开头处截止。
+controls-sequence-documents = 台词决定每个批次的长度：本批最长的一段，最多到模型的位置数。
+batching-windows = 窗口
+batching-padded = 台词，补齐
+batching-bucketed = 台词，按长度分组
+batching-packed = 台词，打包
 offload-none = 不卸载
 offload-optimizer = 优化器状态
 offload-optimizer-gradients = 优化器状态和梯度
@@ -241,6 +248,9 @@ tech-gpus-ddp = { $gpus } 块 GPU，数据并行
 tech-gpus-zero = { $gpus } 块 GPU，ZeRO-{ $stage }
 tech-offload-optimizer = 优化器状态在主机内存中
 tech-offload-gradients = 优化器状态和梯度在主机内存中
+tech-batching-padded = 台词补齐到最长
+tech-batching-bucketed = 台词按长度分批
+tech-batching-packed = 台词打包成满行
 tech-lora = LoRA r={ $rank } α={ $alpha }，作用于 { $targets }
 
 ## 导出

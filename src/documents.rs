@@ -38,6 +38,13 @@ impl Documents {
         Self::from_text(CORPUS, &CharTokenizer::builtin())
     }
 
+    /// The built-in corpus's documents, tokenized once for the process (the app asks for a
+    /// batch's length whenever it plans one).
+    pub fn shared() -> &'static Documents {
+        static DOCS: std::sync::OnceLock<Documents> = std::sync::OnceLock::new();
+        DOCS.get_or_init(Documents::builtin)
+    }
+
     /// `text` cut at blank lines; documents of fewer than two tokens (nothing to predict) left out.
     pub fn from_text(text: &str, tokenizer: &CharTokenizer) -> Self {
         let docs = text.split("\n\n").filter_map(|d| tokenizer.encode(d).ok()).filter(|d| d.len() >= 2).collect();

@@ -107,9 +107,31 @@ pub fn controls_ui(
         super::views::mark(ui, "batch", batch.rect);
     });
     let max_seq = s.dims.max_seq;
+    // Padded and bucketed batches take their length from their documents.
+    let own_length = s.device.batching.varies_in_length();
     gate(ui, Control::Sequence, &mut |ui| {
-        let seq = ui.add(egui::Slider::new(&mut s.seq, 1..=max_seq).text(tr("controls-sequence")));
+        let slider = egui::Slider::new(&mut s.seq, 1..=max_seq).text(tr("controls-sequence"));
+        let seq = ui.add_enabled(!own_length, slider);
+        let seq = if own_length { seq.on_disabled_hover_text(tr("controls-sequence-documents")) } else { seq };
         super::views::mark(ui, "sequence", seq.rect);
+    });
+    gate(ui, Control::Batching, &mut |ui| {
+        use crate::plan::Batching;
+        let name = |b: Batching| match b {
+            Batching::Windows => tr("batching-windows"),
+            Batching::Padded => tr("batching-padded"),
+            Batching::Bucketed => tr("batching-bucketed"),
+            Batching::Packed => tr("batching-packed"),
+        };
+        let combo = egui::ComboBox::from_label(tr("controls-batching")).selected_text(name(s.device.batching));
+        combo
+            .show_ui(ui, |ui| {
+                for b in Batching::ALL {
+                    ui.selectable_value(&mut s.device.batching, b, name(b));
+                }
+            })
+            .response
+            .on_hover_text(tr("controls-batching-hint"));
     });
     gate(ui, Control::Budget, &mut |ui| {
         ui.horizontal_wrapped(|ui| {

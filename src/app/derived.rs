@@ -85,6 +85,14 @@ impl Derived {
         Self { plan, predicted, sweep, per_gpu }
     }
 
+    /// The plan and its prediction moved to the run's batch number `step` (padded and bucketed
+    /// batches: each its own length); the sweep and the chart per GPU stay (each batch size at
+    /// its first batch's length).
+    pub fn at_step(&mut self, settings: &Settings, vocab: usize, step: u64) {
+        self.plan = settings.plan_at(vocab, step).map(Arc::new);
+        self.predicted = self.plan.as_ref().ok().map(|p| simulate(p, settings.device.budget_bytes));
+    }
+
     fn sweep(settings: &Settings, vocab: usize) -> Vec<SweepSeries> {
         let mut configs = vec![("this setup".to_string(), settings.techniques())];
         configs.extend(settings.overlays.iter().map(|t| (t.describe(), *t)));

@@ -350,6 +350,11 @@ impl OomlabApp {
     fn drive(&mut self, now: f64, want_step: bool) {
         let (seed, budget) = (self.settings.seed, Budget::Bytes(self.settings.device.budget_bytes));
         let finished = self.run.drive(now, want_step, &self.shown.derived.plan, seed, budget, &mut self.chrome.notices);
+        if finished.is_some() {
+            // A batch of documents of its own length: the views show the step that ran.
+            let step = self.run.steps_done().saturating_sub(1) as u64;
+            self.shown.follow_step(self.run.vocab(), step);
+        }
         if let (Some(done), Some(memory)) = (finished, &self.run.measured) {
             let (t, vocab) = (&self.chrome.catalog, self.run.vocab());
             self.teaching.check_challenge(&self.settings, memory, done.secs, t, vocab);

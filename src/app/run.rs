@@ -476,9 +476,16 @@ impl Run {
             }
             return;
         }
-        let batch = match self.dataset.batch(plan.global_batch_shape(), seed, index) {
+        let (b, shape, cap) = (plan.techniques.batching, plan.global_batch_shape(), plan.model.seq_len);
+        let batch = crate::documents::batch_for(&self.dataset, b, shape, cap, seed, index).map_err(BackendError::from);
+        // Padded and bucketed batches bring their own length: the executor goes on at it.
+        let batch = match (batch, &mut self.compute) {
+            (Ok(b), Compute::Here { exec: Slot::Ready(ready), .. }) => ready.follow(plan, &b).map(|()| b),
+            (other, _) => other,
+        };
+        let batch = match batch {
             Ok(b) => b,
-            Err(e) => return self.fail(e.into()),
+            Err(e) => return self.fail(e),
         };
         let started = match &mut self.compute {
             Compute::Here { exec: Slot::Ready(Executor::Gpu(exec)), .. } => exec.submit_step(&batch),

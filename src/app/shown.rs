@@ -64,6 +64,25 @@ impl Shown {
         true
     }
 
+    /// Follows the run to its batch number `step`: padded and bucketed batches have a length of
+    /// their own, so the plan and its prediction are that batch's (the one a real step ran, or
+    /// the next). Returns whether they changed.
+    pub fn follow_step(&mut self, vocab: usize, step: u64) -> bool {
+        let s = &self.applied;
+        if !s.device.batching.varies_in_length() {
+            return false;
+        }
+        let seq = |d: &Derived| d.plan.as_ref().ok().map(|p| p.shape.seq);
+        let before = seq(&self.derived);
+        let want = s.request_at(vocab, s.batch, &s.techniques(), step).ok().map(|r| r.micro.seq);
+        if want.is_none() || want == before {
+            return false;
+        }
+        self.derived.at_step(&self.applied.clone(), vocab, step);
+        self.scrub = if self.scrub_from_start { 0 } else { peak_index(&self.derived) };
+        true
+    }
+
     /// Follows the veil: the scrubber goes to the step's start when a question veils the step,
     /// and to the peak at its reveal.
     pub fn follow_veil(&mut self, veiled: bool) {

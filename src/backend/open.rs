@@ -50,6 +50,36 @@ impl Executor {
             Executor::Gpu(_) | Executor::GpuCluster(_) => BackendKind::Gpu,
         }
     }
+
+    /// The sequence length of the plan it runs (rank 0's).
+    pub fn seq(&self) -> usize {
+        match self {
+            Executor::Cpu(e) => e.plan().shape.seq,
+            Executor::Gpu(e) => e.plan().shape.seq,
+            Executor::CpuCluster(e) => e.plan().map_or(0, |p| p.shape.seq),
+            Executor::GpuCluster(e) => e.plan().map_or(0, |p| p.shape.seq),
+        }
+    }
+
+    /// Goes on at the batch shape of `plan` (see `CpuExecutor::reshape`): one GPU only.
+    pub fn reshape(&mut self, plan: Plan) -> Result<(), BackendError> {
+        match self {
+            Executor::Cpu(e) => e.reshape(plan),
+            Executor::Gpu(e) => e.reshape(plan),
+            _ => Err(BackendError::NotOnGpu("a batch of another length over several simulated GPUs".into())),
+        }
+    }
+
+    /// Goes on at `batch`'s length when it is not the length it runs (padded and bucketed batches
+    /// bring their own): `plan`'s request at the batch's length.
+    pub fn follow(&mut self, plan: &Plan, batch: &crate::data::Batch) -> Result<(), BackendError> {
+        if batch.shape.seq == self.seq() {
+            return Ok(());
+        }
+        let mut request = plan.request();
+        request.micro.seq = batch.shape.seq;
+        self.reshape(request.validate()?.plan())
+    }
 }
 
 /// Opens an executor for `plan` on `kind`, its parameters initialised from `seed`, under

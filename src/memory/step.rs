@@ -386,6 +386,8 @@ impl StepAllocator {
         self.shape = Arc::new(Schedule::new(new));
         self.placements = keep.clone();
         self.current = keep;
+        // The next step's peak is its own (the cache, and so what is reserved, stays).
+        self.allocator.reset_peak_stats();
         Ok(self.setup(new))
     }
 

@@ -167,13 +167,23 @@ impl Handler {
                 }
             }
             Request::Step { generation, seed, index } => {
-                let Some(exec) = self.exec.as_mut().filter(|(g, _)| *g == generation).and_then(|(_, e)| e.sliced())
-                else {
+                let Some((_, ready)) = self.exec.as_mut().filter(|(g, _)| *g == generation) else {
                     return send(Reply::Failed { generation, error: WireError::NoExecutor });
                 };
-                let batch = match self.dataset.batch(exec.plan().global_batch_shape(), seed, index) {
+                // Padded and bucketed batches bring their own length: the executor goes on at it.
+                let batch = ready.sliced().map(|e| e.plan().clone()).map(|plan| {
+                    let b = &plan.techniques.batching;
+                    let shape = plan.global_batch_shape();
+                    let batch = crate::documents::batch_for(&self.dataset, *b, shape, plan.model.seq_len, seed, index)?;
+                    ready.follow(&plan, &batch)?;
+                    Ok::<_, BackendError>(batch)
+                });
+                let (Some(exec), Some(batch)) = (ready.sliced(), batch) else {
+                    return send(Reply::Failed { generation, error: WireError::NoExecutor });
+                };
+                let batch = match batch {
                     Ok(b) => b,
-                    Err(e) => return send(Reply::Failed { generation, error: BackendError::from(e).into() }),
+                    Err(e) => return send(Reply::Failed { generation, error: e.into() }),
                 };
                 if let Err(e) = exec.upload(&batch) {
                     return send(Reply::Failed { generation, error: e.into() });
@@ -316,7 +326,14 @@ impl CpuWorker {
         if self.running.is_some() {
             return Ok(false); // a step's result is read by `poll`, not here
         }
-        let want = (*request, seed, budget);
+        let mut want = (*request, seed, budget);
+        // Padded and bucketed batches change the length step by step: the same run, which the
+        // worker's executor follows by itself (see `Request::Step`).
+        if let Some((started, _, _)) = self.started.as_ref()
+            && request.techniques.batching.varies_in_length()
+        {
+            want.0.micro.seq = started.micro.seq;
+        }
         if self.started.as_ref() != Some(&want) {
             self.reset();
             let (request, seed, budget) = want;

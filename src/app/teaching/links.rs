@@ -13,6 +13,7 @@ pub enum Control {
     Model,
     Batch,
     Sequence,
+    Batching,
     Budget,
     Allocator,
     Gpus,
@@ -29,10 +30,11 @@ pub enum Control {
 }
 
 impl Control {
-    pub const ALL: [Control; 16] = [
+    pub const ALL: [Control; 17] = [
         Control::Model,
         Control::Batch,
         Control::Sequence,
+        Control::Batching,
         Control::Budget,
         Control::Allocator,
         Control::Gpus,
@@ -54,6 +56,7 @@ impl Control {
             Control::Model => "model",
             Control::Batch => "batch",
             Control::Sequence => "sequence",
+            Control::Batching => "batching",
             Control::Budget => "budget",
             Control::Allocator => "allocator",
             Control::Gpus => "gpus",
@@ -76,6 +79,7 @@ impl Control {
             Control::Model => "controls-model",
             Control::Batch => "controls-batch",
             Control::Sequence => "controls-sequence",
+            Control::Batching => "controls-batching",
             Control::Budget => "controls-budget",
             Control::Allocator => "controls-allocator",
             Control::Gpus => "controls-gpus",
@@ -98,6 +102,7 @@ impl Control {
             Control::Model => (s.preset, s.dims) = (pinned.preset, pinned.dims),
             Control::Batch => s.batch = pinned.batch,
             Control::Sequence => s.seq = pinned.seq,
+            Control::Batching => s.device.batching = pinned.device.batching,
             Control::Budget => s.device.budget_bytes = pinned.device.budget_bytes,
             Control::Allocator => s.device.allocator = pinned.device.allocator,
             Control::Gpus => s.device.parallel = pinned.device.parallel,

@@ -155,6 +155,12 @@ pub fn describe(t: &Catalog, tech: &crate::plan::Techniques) -> String {
             stage => t.format("tech-gpus-zero", &[("gpus", gpus.into()), ("stage", stage.to_string().into())]),
         });
     }
+    match tech.batching {
+        crate::plan::Batching::Windows => {}
+        crate::plan::Batching::Padded => parts.push(t.text("tech-batching-padded")),
+        crate::plan::Batching::Bucketed => parts.push(t.text("tech-batching-bucketed")),
+        crate::plan::Batching::Packed => parts.push(t.text("tech-batching-packed")),
+    }
     match tech.offload {
         crate::plan::Offload::None => {}
         crate::plan::Offload::Optimizer => parts.push(t.text("tech-offload-optimizer")),

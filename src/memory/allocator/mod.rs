@@ -316,6 +316,13 @@ impl<T: Clone> CachingAllocator<T> {
     pub fn capacity(&self) -> u64 {
         self.capacity
     }
+    /// Starts the peaks afresh from what is allocated and reserved now (PyTorch's
+    /// `torch.cuda.reset_peak_memory_stats`).
+    pub fn reset_peak_stats(&mut self) {
+        self.stats.peak_allocated_bytes = self.stats.allocated_bytes;
+        self.stats.peak_reserved_bytes = self.stats.reserved_bytes;
+    }
+
     pub fn stats(&self) -> Stats {
         self.stats
     }

@@ -565,6 +565,10 @@ lesson-zero3-title = What does ZeRO-3 cost?
 lesson-zero3-body = { $gpus } simulated GPUs train the toy under ZeRO-3: each GPU keeps only its shard of the parameters, so before a layer runs, the GPUs gather that layer's parameters from one another into a buffer, and free it after. The whole model's parameters are { $parameters }.
 lesson-zero3-question = In one training step, how many times the whole model's parameters does each GPU gather?
 lesson-zero3-answer = { $gathered } in { $gathers } gathers: every layer's parameters once for the forward pass and again for the backward pass (the embeddings, which the output layer shares, three times), against { $parameters } for the whole model. That is ZeRO-3's price for holding 1/{ $gpus } of the parameters: on a real cluster every gather crosses the network, each step. The Step timeline marks each gather.
+lesson-padding-title = Why does a batch of long and short speeches waste memory?
+lesson-padding-body = The batch holds { $batch } speeches of the play, each in a row of its own, padded with blanks to the longest one: { $longest } characters. Together they have { $useful } characters to predict. Packing would put the speeches one after another into full rows of { $longest } characters instead, attention stopping at each speech's start.
+lesson-padding-question = How many times the activation memory of the same speeches packed into full rows does this padded batch take?
+lesson-padding-answer = Padded, the step keeps { $padded } of activations: { $share } % of its positions are padding, each computed and kept like a real character. Packed into { $rows } full rows of the same length, the same speeches need { $packed }. A batch of long and short speeches pays for the room the short ones leave empty; batching speeches of similar lengths together, or packing them, spends the memory on text.
 
 ## Challenges
 

@@ -562,6 +562,10 @@ lesson-zero3-title = ZeRO-3 的代价是什么？
 lesson-zero3-body = { $gpus } 块模拟 GPU 用 ZeRO-3 训练这个模型：每块 GPU 只保存自己那份参数分片，所以一层运行之前，各块 GPU 要互相把这一层的参数收集到一个缓冲区里，用完再释放。整个模型的参数是 { $parameters }。
 lesson-zero3-question = 一个训练步中，每块 GPU 收集的参数是整个模型参数的多少倍？
 lesson-zero3-answer = { $gathers } 次收集，共 { $gathered }：每一层的参数在前向传播时收集一次，反向传播时再收集一次（输出层共用的嵌入收集三次），而整个模型的参数是 { $parameters }。这就是 ZeRO-3 只保存 1/{ $gpus } 参数的代价：在真实的集群上，每次收集每一步都要经过网络。单步时间线标出了每次收集。
+lesson-padding-title = 长短不一的台词放进一个批次，为什么浪费显存？
+lesson-padding-body = 这个批次有 { $batch } 段剧中台词，每段单独占一行，用空白补齐到最长的一段：{ $longest } 个字符。它们一共有 { $useful } 个要预测的字符。打包则会把台词一段接一段放进长度为 { $longest } 个字符的满行里，注意力在每段台词的开头处截止。
+lesson-padding-question = 这个补齐的批次占用的激活值显存，是同样的台词打包成满行时的多少倍？
+lesson-padding-answer = 补齐时，这一步保存了 { $padded } 的激活值：{ $share }% 的位置是填充，每一个都像真实字符一样被计算和保存。打包成 { $rows } 个同样长度的满行后，同样的台词只需要 { $packed }。长短不一的台词放进一个批次，要为短台词留下的空位付出代价；把长度相近的台词放在一起，或者打包，显存才花在文本上。
 
 ## 挑战
 

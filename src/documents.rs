@@ -77,27 +77,35 @@ impl Documents {
         if self.docs.is_empty() || shape.batch == 0 || shape.seq == 0 {
             return Err(ConfigError::CorpusTooShort { tokens: self.docs.len(), seq: shape.seq });
         }
+        let ids = self.sample(batching, shape, seed, index);
+        Ok(match batching {
+            Batching::Packed => self.packed(&ids, shape.batch, shape.seq).0,
+            _ => self.padded(&ids, shape.seq),
+        })
+    }
+
+    /// The documents batch `index` draws, in order: `shape.batch` at random (padded), a run of
+    /// neighbours by length (bucketed), or a random order to pack from (packed).
+    pub fn sample(&self, batching: Batching, shape: StepShape, seed: u64, index: u64) -> Vec<usize> {
         let mut rng = Self::rng(seed, index);
+        let n = self.docs.len().max(1);
         match batching {
-            Batching::Windows | Batching::Padded => {
-                let ids: Vec<usize> = (0..shape.batch).map(|_| rng.below(self.docs.len())).collect();
-                Ok(self.padded(&ids, shape.seq))
-            }
+            Batching::Windows | Batching::Padded => (0..shape.batch).map(|_| rng.below(n)).collect(),
             Batching::Bucketed => {
                 // Documents sorted by length, cut into batches of neighbours: one picked.
                 let mut order: Vec<usize> = (0..self.docs.len()).collect();
                 order.sort_by_key(|&i| (self.len_pairs(i, shape.seq), i));
                 let buckets = order.len().div_ceil(shape.batch).max(1);
                 let k = rng.below(buckets);
-                let ids: Vec<usize> =
-                    (0..shape.batch).map(|j| order[(k * shape.batch + j).min(order.len() - 1)]).collect();
-                Ok(self.padded(&ids, shape.seq))
+                (0..shape.batch).map(|j| order[(k * shape.batch + j).min(order.len().saturating_sub(1))]).collect()
             }
-            Batching::Packed => {
-                let order: Vec<usize> = (0..self.docs.len() * 2).map(|_| rng.below(self.docs.len())).collect();
-                Ok(self.packed(&order, shape.batch, shape.seq).0)
-            }
+            Batching::Packed => (0..n * 2).map(|_| rng.below(n)).collect(),
         }
+    }
+
+    /// The fewest rows of `t` positions that hold all of `ids`, packed (first fit).
+    pub fn rows_to_pack(&self, ids: &[usize], t: usize) -> usize {
+        (1..=ids.len().max(1)).find(|&rows| self.packed(ids, rows, t).1.len() == ids.len()).unwrap_or(ids.len())
     }
 
     /// One row per document of `ids`, as long as the longest (at most `t`), padded at the end

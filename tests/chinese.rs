@@ -180,8 +180,10 @@ fn leftovers<S>(
         // wraps it into several text runs.
         let pytorch_part = pytorch.is_some_and(|m| m.contains(text.trim()));
         // A link's settings are base64, whose runs of letters are no words (a line of a
-        // wrapped link is one long run).
-        let link = text.contains("#s=") || (!text.contains(' ') && (text.len() > 24 || text.contains("&lang=")));
+        // wrapped link is one long run; its last line may be just its language, `zh`).
+        let link = text.contains("#s=")
+            || (!text.contains(' ') && (text.len() > 24 || text.contains("&lang=") || text.contains("lang=")))
+            || text == "zh";
         if pytorch_part || link || EGUI_ONLY.contains(&text.as_str()) || !seen.insert(text.clone()) {
             continue;
         }

@@ -346,6 +346,16 @@ impl OomlabApp {
         keys.step
     }
 
+    /// A reveal's real step (batches of their own length start over: the question's batch).
+    fn reveal_step(&mut self) -> bool {
+        let asked = self.teaching.take_step_request();
+        if asked && self.settings.device.batching.varies_in_length() && self.run.steps_done() > 0 {
+            self.run.settings_changed();
+            self.shown.follow_step(self.run.vocab(), 0);
+        }
+        asked
+    }
+
     /// Advances the run one frame; a finished step is checked against the challenge.
     fn drive(&mut self, now: f64, want_step: bool) {
         let (seed, budget) = (self.settings.seed, Budget::Bytes(self.settings.device.budget_bytes));
@@ -387,7 +397,7 @@ impl OomlabApp {
             if asks.reveal {
                 self.reveal();
             }
-            let step = key_step || self.teaching.take_step_request();
+            let step = key_step || self.reveal_step();
             self.drive(ui.input(|i| i.time), step);
         } else {
             if !narrow {
@@ -511,7 +521,7 @@ impl OomlabApp {
             let progress = self.run.worker_progress();
             let t = &self.chrome.catalog;
             let clicked = controls::run_buttons_ui(ui, t, &mut self.run.training, &self.run.engine, progress);
-            let step = clicked || key_step || self.teaching.take_step_request();
+            let step = clicked || key_step || self.reveal_step();
             self.drive(now, step);
             if let Some(e) = &self.run.error {
                 ui.colored_label(Color32::RED, e.text(&self.chrome.catalog));

@@ -165,4 +165,42 @@ impl Facts {
             ],
         )
     }
+
+    /// The padding chapter: the run's first batch of speeches padded to its longest, its useful
+    /// tokens, and the same speeches packed into full rows of that length — (useful tokens,
+    /// padded activations from the step's record, packed activations predicted, packed rows).
+    pub fn padded_and_packed(&self) -> Option<(u64, u64, u64, usize)> {
+        let docs = crate::documents::Documents::shared();
+        let b = self.settings.device.batching;
+        let shape = crate::model::StepShape { batch: self.settings.batch, seq: self.settings.dims.max_seq };
+        let ids = docs.sample(b, shape, self.settings.seed, 0);
+        let t = self.plan.shape.seq;
+        let useful = docs.padded(&ids, t).counted_targets() as u64;
+        let rows = docs.rows_to_pack(&ids, t);
+        let mut packed = self.settings.clone();
+        (packed.device.batching, packed.batch, packed.seq, packed.accum) = (crate::plan::Batching::Packed, rows, t, 1);
+        let m = crate::memory::simulate(&packed.plan(self.vocab).ok()?, crate::memory::Budget::Unlimited).ok()?;
+        Some((useful, self.memory.activation_peak_bytes, m.activation_peak_bytes, rows))
+    }
+}
+
+/// The mixture-of-experts chapter: Mixtral 8x7B in the Real models view.
+pub(super) fn moe_setup(s: &mut Settings) {
+    *s = Settings::default();
+    if let Some(e) = crate::estimate::catalog::find("mixtral-8x7b") {
+        s.estimate.0.arch = e.model.arch.clone();
+    }
+}
+
+/// The estimate's bytes in `categories` for the chapter's mixture, or (`routed`) for the same
+/// model with only the experts a token is routed to (k of k): what its states would be if the
+/// idle experts cost nothing.
+pub(super) fn moe_figure(f: &Facts, routed: bool, categories: &[&str]) -> Option<u64> {
+    let mut setup = f.settings.estimate.0.clone();
+    if routed && let Some(m) = &mut setup.arch.block.moe {
+        m.experts = m.top_k;
+        setup.parallel.expert = 1;
+    }
+    let e = crate::estimate::estimate(&setup).ok()?;
+    Some(categories.iter().fold(0u64, |a, c| a.saturating_add(e.get(c))))
 }

@@ -49,6 +49,7 @@ const STEP: Veil = Veil { step: true, ..Veil::NONE };
 const REAL: Veil = Veil { real: true, ..Veil::NONE };
 
 pub use super::facts::Facts;
+use super::facts::{moe_figure, moe_setup};
 
 fn arg(name: &'static str, value: impl ToString) -> (&'static str, String) {
     (name, value.to_string())
@@ -499,6 +500,41 @@ pub fn chapters() -> Vec<Chapter> {
             veils: STEP,
             reads_step: false,
         },
+        Chapter {
+            id: "padding",
+            tab: Tab::Breakdown,
+            target: "breakdown",
+            setup: |s| {
+                let dims = crate::app::settings::ModelDims { max_seq: 256, ..Settings::default().dims };
+                let device = DeviceSettings { batching: crate::plan::Batching::Padded, ..DeviceSettings::default() };
+                *s = Settings { batch: 8, dims, device, ..Settings::default() };
+            },
+            // The batch, its longest speech and its useful tokens: what packing would need follows.
+            args: |f, _| {
+                let useful = f.padded_and_packed().map_or(0, |p| p.0);
+                vec![arg("batch", f.settings.batch), arg("longest", f.plan.shape.seq), arg("useful", useful)]
+            },
+            question: Question::Ratio {
+                answer: |f| {
+                    let (_, padded, packed, _) = f.padded_and_packed()?;
+                    Some(padded as f64 / packed.max(1) as f64)
+                },
+                tolerance: 0.1,
+            },
+            answer_args: |f, t| {
+                let (useful, padded, packed, rows) = f.padded_and_packed().unwrap_or_default();
+                let positions = (f.settings.batch * f.plan.shape.seq) as u64;
+                let share = 100.0 * (1.0 - useful as f64 / positions.max(1) as f64);
+                vec![
+                    arg("padded", size(t, padded)),
+                    arg("packed", size(t, packed)),
+                    arg("rows", rows),
+                    arg("share", format!("{share:.0}")),
+                ]
+            },
+            veils: STEP,
+            reads_step: true,
+        },
     ]
 }
 
@@ -510,27 +546,6 @@ fn tensor_bytes(f: &Facts, c: Category) -> u64 {
 
 /// The model states' categories in an estimate.
 const STATES: &[&str] = &["parameters", "gradients", "optimizer_state", "master_weights"];
-
-/// The mixture-of-experts chapter: Mixtral 8x7B in the Real models view.
-fn moe_setup(s: &mut Settings) {
-    *s = Settings::default();
-    if let Some(e) = crate::estimate::catalog::find("mixtral-8x7b") {
-        s.estimate.0.arch = e.model.arch.clone();
-    }
-}
-
-/// The estimate's bytes in `categories` for the chapter's mixture, or (`routed`) for the same
-/// model with only the experts a token is routed to (k of k): what its states would be if the
-/// idle experts cost nothing.
-fn moe_figure(f: &Facts, routed: bool, categories: &[&str]) -> Option<u64> {
-    let mut setup = f.settings.estimate.0.clone();
-    if routed && let Some(m) = &mut setup.arch.block.moe {
-        m.experts = m.top_k;
-        setup.parallel.expert = 1;
-    }
-    let e = crate::estimate::estimate(&setup).ok()?;
-    Some(categories.iter().fold(0u64, |a, c| a.saturating_add(e.get(c))))
-}
 
 /// The learner's answer before the reveal.
 #[derive(Clone, Debug, PartialEq)]

@@ -102,3 +102,41 @@ fn packed_batches_run_in_the_app() {
     assert!(plan.handles.micro[0].packing.is_some(), "the documents' starts are inputs");
     assert!(harness.state().run.losses[0].is_finite());
 }
+
+/// The memory-vs-batch tab sets the three ways side by side at the current batch: each row's
+/// padding share and memory per useful character are its first batch's, its largest batch is one
+/// that fits while the next does not; packing pads least and lets the largest batch fit.
+#[test]
+fn the_sweep_tab_compares_the_ways_to_batch_the_speeches() {
+    use oomlab::memory::{Budget, simulate_peak};
+    let start = settings(Batching::Windows);
+    let mut harness = Harness::builder()
+        .with_size([1280.0, 1400.0])
+        .build_ui_state(|ui, app: &mut OomlabApp| app.show(ui), OomlabApp::headless(start.clone()));
+    harness.state_mut().shown.tab = Tab::Sweep;
+    harness.run_steps(3);
+    let Some(Drawn::Ways(w)) = views::drawn(&harness.ctx, "ways") else { panic!("the ways' table") };
+    assert_eq!((w.batch, w.rows.len()), (start.batch, 3));
+    let vocab = Dataset::builtin().tokenizer.vocab_size();
+    let docs = oomlab::documents::Documents::builtin();
+    for (name, share, per, largest) in &w.rows {
+        let way = Batching::parse(name).expect("a way");
+        let s = Settings { device: DeviceSettings { batching: way, ..start.device }, ..start.clone() };
+        let plan = s.plan(vocab).expect("plan");
+        let cap = if way.varies_in_length() { s.dims.max_seq } else { s.seq };
+        let batch = docs.batch(way, oomlab::model::StepShape { batch: s.batch, seq: cap }, s.seed, 0).expect("batch");
+        let useful = batch.counted_targets() as u64;
+        assert!((share - oomlab::documents::PaddingShare::of(&batch).share()).abs() < 1e-12, "{name}");
+        let peak = simulate_peak(&plan, Budget::Unlimited).expect("peak").peak_allocated_bytes();
+        assert_eq!(*per, Some(peak / useful), "{name}: memory per useful character");
+        let fits = |b: usize| {
+            s.plan_with(vocab, b, &s.techniques())
+                .is_ok_and(|p| simulate_peak(&p, Budget::Bytes(s.device.budget_bytes)).is_ok())
+        };
+        let largest = largest.expect("some batch fits");
+        assert!(fits(largest) && !fits(largest + 1), "{name}: {largest} fits, {} does not", largest + 1);
+    }
+    let row = |n: &str| w.rows.iter().find(|r| r.0 == n).cloned().expect("a row");
+    assert!(row("packed").1 < row("padded").1, "packing pads least");
+    assert!(row("packed").2 < row("padded").2, "packing spends less per useful character");
+}

@@ -32,6 +32,54 @@ pub struct Derived {
     /// Memory per GPU against the number of simulated GPUs, by ZeRO stage, at the current
     /// batch per GPU (see [`per_gpu`]).
     pub per_gpu: Vec<GpuSeries>,
+    /// The three ways to batch the speeches at the current batch (see [`ways`]).
+    pub ways: Vec<WayRow>,
+}
+
+/// One way to batch the speeches at a batch size: its first batch's padding share, the peak over
+/// its useful tokens, and the largest batch that fits the budget (None: none does).
+#[derive(Clone, Debug, PartialEq)]
+pub struct WayRow {
+    pub way: crate::plan::Batching,
+    pub padding_share: f64,
+    pub bytes_per_token: Option<u64>,
+    pub largest: Option<usize>,
+}
+
+/// Padded, bucketed and packed batches of the current settings (predicted; a binary search over
+/// the batch sizes the slider allows for each way's largest: a few dozen predictions).
+pub fn ways(settings: &Settings, vocab: usize) -> Vec<WayRow> {
+    use crate::plan::Batching;
+    let budget = crate::memory::Budget::Bytes(settings.device.budget_bytes);
+    [Batching::Padded, Batching::Bucketed, Batching::Packed]
+        .into_iter()
+        .filter_map(|way| {
+            let mut s = settings.clone();
+            s.device.batching = way;
+            let t = s.techniques();
+            let plan_at = |b: usize| s.plan_with(vocab, b, &t).ok();
+            let plan = plan_at(s.batch)?;
+            let cap = if way.varies_in_length() { s.dims.max_seq } else { plan.shape.seq };
+            let shape = crate::model::StepShape { batch: plan.global_batch_shape().batch, seq: cap };
+            let batch = crate::documents::Documents::shared().batch(way, shape, s.seed, 0).ok()?;
+            let share = crate::documents::PaddingShare::of(&batch);
+            let peak = crate::memory::simulate_peak(&plan, crate::memory::Budget::Unlimited).ok()?;
+            let fits =
+                |k: usize| plan_at(k * t.accum).is_some_and(|p| crate::memory::simulate_peak(&p, budget).is_ok());
+            // The largest k (batch k·accum) that fits, if 1 does.
+            let (mut lo, mut hi) = (0usize, MAX_BATCH / t.accum.max(1));
+            while lo < hi {
+                let mid = (lo + hi).div_ceil(2);
+                if fits(mid) { lo = mid } else { hi = mid - 1 }
+            }
+            Some(WayRow {
+                way,
+                padding_share: share.share(),
+                bytes_per_token: (share.useful > 0).then(|| peak.peak_allocated_bytes() / share.useful),
+                largest: (lo > 0).then_some(lo * t.accum),
+            })
+        })
+        .collect()
 }
 
 /// One ZeRO stage's peak per GPU (allocated, predicted without a budget) for 1 to 8 simulated
@@ -82,7 +130,8 @@ impl Derived {
             _ => Self::sweep(settings, vocab),
         };
         let per_gpu = if plan.is_ok() { per_gpu(settings, vocab) } else { Vec::new() };
-        Self { plan, predicted, sweep, per_gpu }
+        let ways = if plan.is_ok() { ways(settings, vocab) } else { Vec::new() };
+        Self { plan, predicted, sweep, per_gpu, ways }
     }
 
     /// The plan and its prediction moved to the run's batch number `step` (padded and bucketed

@@ -137,6 +137,9 @@ pub(super) fn toy_views(
             let gpus = settings.device.parallel.gpus;
             let drawn = ui.scope(|ui| views::per_gpu_chart(ui, t, &derived.per_gpu, budget, batch, gpus));
             views::mark(ui, "per-gpu", drawn.response.rect);
+            ui.separator();
+            let drawn = ui.scope(|ui| views::ways_table(ui, t, &derived.ways, batch));
+            views::mark(ui, "ways", drawn.response.rect);
         }
         Tab::Allocator => {
             if let Some(m) = memory {

@@ -23,6 +23,8 @@ pub enum Drawn {
     Snapshot(SnapshotDrawn),
     /// Offload: what lives in host memory, and what it costs.
     Host(HostDrawn),
+    /// The three ways to batch the speeches.
+    Ways(WaysDrawn),
     /// The class's full-screen projector view (`classroom::full`).
     Projector(Box<ProjectorDrawn>),
 }
@@ -70,6 +72,15 @@ pub struct BreakdownDrawn {
     pub device_reserved_bytes: Option<u64>,
     /// A chapter's open question veiled the figures: the rows are named, every cell drew "?"
     /// (and holds 0 or None here).
+    pub veiled: bool,
+}
+
+/// The ways to batch the speeches: (way, padding share, bytes per useful token, largest batch
+/// that fits), each as the table drew it.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct WaysDrawn {
+    pub batch: usize,
+    pub rows: Vec<(String, f64, Option<u64>, Option<usize>)>,
     pub veiled: bool,
 }
 
@@ -220,6 +231,7 @@ impl Drawn {
             Drawn::Sweep(_) => "sweep",
             Drawn::PerGpu(_) => "per-gpu",
             Drawn::Host(_) => "host-memory",
+            Drawn::Ways(_) => "ways",
             Drawn::AllocatorMap(_) => "allocator-map",
             Drawn::Training(_) => "training",
             Drawn::RealModels(_) => "real-models",

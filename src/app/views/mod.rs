@@ -13,6 +13,7 @@ mod sweep;
 mod timeline;
 mod training;
 pub mod veil;
+mod ways;
 
 use egui::{Color32, RichText, Ui};
 
@@ -30,6 +31,7 @@ pub use sweep::{BatchChart, SweepSeries, batch_chart, sweep_chart};
 pub use timeline::{live_tensors, op_label, timeline};
 pub use training::training;
 pub use veil::{Veil, set_veil, veil};
+pub use ways::ways_table;
 
 /// A colour per category, the same in every view. Present mode uses Okabe and Ito's palette,
 /// which people with the common colour-vision deficiencies tell apart.

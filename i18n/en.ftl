@@ -90,6 +90,7 @@ ways-padding = padding
 ways-per-token = memory per useful character
 ways-largest = largest batch that fits
 ways-none = none fits
+ways-line = { $way }: padding { $padding }, { $per } per useful character, largest batch that fits { $largest }
 ways-source = Predicted (plan), each way at its first batch: the peak over the characters that have something to predict.
 offload-none = none
 offload-optimizer = optimizer states

@@ -87,6 +87,7 @@ ways-padding = 填充
 ways-per-token = 每个有用字符的显存
 ways-largest = 能放下的最大 batch
 ways-none = 都放不下
+ways-line = { $way }：填充 { $padding }，每个有用字符 { $per }，能放下的最大 batch 为 { $largest }
 ways-source = 预测（计划），每种方式取它的第一个批次：峰值除以有东西可预测的字符数。
 offload-none = 不卸载
 offload-optimizer = 优化器状态

@@ -47,8 +47,13 @@ pub struct WayRow {
 }
 
 /// Padded, bucketed and packed batches of the current settings (predicted; a binary search over
-/// the batch sizes the slider allows for each way's largest: a few dozen predictions).
-pub fn ways(settings: &Settings, vocab: usize) -> Vec<WayRow> {
+/// the batch sizes the slider allows for each way's largest: a few dozen predictions, unless
+/// `known` has them from settings that differ only in the batch).
+pub fn ways(
+    settings: &Settings,
+    vocab: usize,
+    known: Option<&[(crate::plan::Batching, Option<usize>)]>,
+) -> Vec<WayRow> {
     use crate::plan::Batching;
     let budget = crate::memory::Budget::Bytes(settings.device.budget_bytes);
     [Batching::Padded, Batching::Bucketed, Batching::Packed]
@@ -67,16 +72,22 @@ pub fn ways(settings: &Settings, vocab: usize) -> Vec<WayRow> {
             let fits =
                 |k: usize| plan_at(k * t.accum).is_some_and(|p| crate::memory::simulate_peak(&p, budget).is_ok());
             // The largest k (batch k·accum) that fits, if 1 does.
-            let (mut lo, mut hi) = (0usize, MAX_BATCH / t.accum.max(1));
-            while lo < hi {
-                let mid = (lo + hi).div_ceil(2);
-                if fits(mid) { lo = mid } else { hi = mid - 1 }
-            }
+            let largest = match known.and_then(|k| k.iter().find(|(w, _)| *w == way)) {
+                Some(&(_, largest)) => largest,
+                None => {
+                    let (mut lo, mut hi) = (0usize, MAX_BATCH / t.accum.max(1));
+                    while lo < hi {
+                        let mid = (lo + hi).div_ceil(2);
+                        if fits(mid) { lo = mid } else { hi = mid - 1 }
+                    }
+                    (lo > 0).then_some(lo * t.accum)
+                }
+            };
             Some(WayRow {
                 way,
                 padding_share: share.share(),
                 bytes_per_token: (share.useful > 0).then(|| peak.peak_allocated_bytes() / share.useful),
-                largest: (lo > 0).then_some(lo * t.accum),
+                largest,
             })
         })
         .collect()
@@ -123,14 +134,15 @@ impl Derived {
     pub fn reusing(settings: &Settings, vocab: usize, previous: Option<(&Settings, &mut Derived)>) -> Self {
         let plan = settings.plan(vocab).map(Arc::new);
         let predicted = plan.as_ref().ok().map(|p| simulate(p, settings.device.budget_bytes));
-        let sweep = match previous {
+        // Only the batch changed: the sweep and each way's largest fitting batch stay.
+        let (sweep, largest) = match previous {
             Some((before, d)) if Settings { batch: settings.batch, ..before.clone() } == *settings => {
-                std::mem::take(&mut d.sweep)
+                (std::mem::take(&mut d.sweep), Some(d.ways.iter().map(|w| (w.way, w.largest)).collect::<Vec<_>>()))
             }
-            _ => Self::sweep(settings, vocab),
+            _ => (Self::sweep(settings, vocab), None),
         };
         let per_gpu = if plan.is_ok() { per_gpu(settings, vocab) } else { Vec::new() };
-        let ways = if plan.is_ok() { ways(settings, vocab) } else { Vec::new() };
+        let ways = if plan.is_ok() { ways(settings, vocab, largest.as_deref()) } else { Vec::new() };
         Self { plan, predicted, sweep, per_gpu, ways }
     }
 

@@ -27,19 +27,41 @@ pub fn ways_table(ui: &mut Ui, t: &Catalog, rows: &[WayRow], batch: usize) {
     }
     let veiled = super::veil(ui.ctx()).step;
     ui.heading(t.format("ways-heading", &[("batch", batch.to_string().into())]));
-    egui::Grid::new("ways").striped(true).num_columns(4).show(ui, |ui| {
-        for key in ["ways-way", "ways-padding", "ways-per-token", "ways-largest"] {
-            ui.strong(t.text(key));
-        }
-        ui.end_row();
+    let cells = |r: &WayRow| {
+        (
+            or_hidden(t, veiled, || format!("{:.0} %", 100.0 * r.padding_share)),
+            or_hidden(t, veiled, || r.bytes_per_token.map_or("—".into(), |b| size(t, b))),
+            or_hidden(t, veiled, || r.largest.map_or(t.text("ways-none"), |b| b.to_string())),
+        )
+    };
+    if ui.available_width() < 520.0 {
+        // A phone: a line a way, wrapped, instead of a table wider than the screen.
         for r in rows {
-            ui.label(way_name(t, r.way));
-            ui.label(or_hidden(t, veiled, || format!("{:.0} %", 100.0 * r.padding_share)));
-            ui.label(or_hidden(t, veiled, || r.bytes_per_token.map_or("—".into(), |b| size(t, b))));
-            ui.label(or_hidden(t, veiled, || r.largest.map_or(t.text("ways-none"), |b| b.to_string())));
-            ui.end_row();
+            let (padding, per, largest) = cells(r);
+            let args = [
+                ("way", way_name(t, r.way).into()),
+                ("padding", padding.into()),
+                ("per", per.into()),
+                ("largest", largest.into()),
+            ];
+            ui.label(t.format("ways-line", &args));
         }
-    });
+    } else {
+        egui::Grid::new("ways").striped(true).num_columns(4).show(ui, |ui| {
+            for key in ["ways-way", "ways-padding", "ways-per-token", "ways-largest"] {
+                ui.strong(t.text(key));
+            }
+            ui.end_row();
+            for r in rows {
+                let (padding, per, largest) = cells(r);
+                ui.label(way_name(t, r.way));
+                ui.label(padding);
+                ui.label(per);
+                ui.label(largest);
+                ui.end_row();
+            }
+        });
+    }
     ui.label(RichText::new(t.text("ways-source")).small());
     let drawn = if veiled {
         WaysDrawn { batch, rows: Vec::new(), veiled: true }

@@ -12,8 +12,28 @@ use fluent_bundle::{FluentArgs, FluentBundle, FluentResource, FluentValue};
 
 /// English, compiled in.
 pub const EN_FTL: &str = include_str!("../i18n/en.ftl");
-/// Simplified Chinese, compiled in.
+/// Simplified Chinese, compiled in on the desktop. The web build fetches it with the Chinese
+/// font, the first time Chinese is wanted ([`set_zh_catalog`]): 23 kB of its gzipped module.
+#[cfg(not(target_arch = "wasm32"))]
 pub const ZH_FTL: &str = include_str!("../i18n/zh.ftl");
+
+/// The fetched Chinese catalog (web).
+#[cfg(target_arch = "wasm32")]
+static ZH_FETCHED: std::sync::OnceLock<&'static str> = std::sync::OnceLock::new();
+
+/// Hands the web build the Chinese catalog it fetched (kept for the page's life).
+#[cfg(target_arch = "wasm32")]
+pub fn set_zh_catalog(text: String) {
+    let _ = ZH_FETCHED.set(Box::leak(text.into_boxed_str()));
+}
+
+/// The Chinese catalog's text: compiled in, or (web) fetched; English until it has arrived.
+pub fn zh_source() -> &'static str {
+    #[cfg(not(target_arch = "wasm32"))]
+    return ZH_FTL;
+    #[cfg(target_arch = "wasm32")]
+    return ZH_FETCHED.get().copied().unwrap_or(EN_FTL);
+}
 
 /// A language the app speaks.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
@@ -75,7 +95,7 @@ impl Lang {
     fn source(self) -> &'static str {
         match self {
             Lang::En => EN_FTL,
-            Lang::Zh => ZH_FTL,
+            Lang::Zh => zh_source(),
         }
     }
 }

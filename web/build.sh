@@ -69,6 +69,8 @@ cp web/sw.js dist/sw.js
 # The Chinese font, fetched by the app only when Chinese is chosen or detected (issue 13), and
 # the names font, fetched only when a teacher opens the list of students (issue 40).
 cp i18n/fonts/NotoSansSC-oomlab.otf i18n/fonts/NotoSansSC-names-oomlab.otf i18n/fonts/OFL.txt dist/
+# The Chinese catalog, fetched with the Chinese font (src/i18n.rs): not in the module.
+cp i18n/zh.ftl dist/
 raw=$(stat -c %s dist/oomlab_bg.wasm)
 gz=$(gzip -9 -c dist/oomlab_bg.wasm | wc -c)
 echo "wasm: $raw bytes, $gz bytes gzipped ($(awk "BEGIN{printf \"%.2f\", $gz/1e6}") MB; target ≤ 2.5 MB)"

@@ -253,7 +253,7 @@ impl Chrome {
     fn report_coverage(&self, ctx: &egui::Context) {
         // Not the students' page's words (student-*): that page is HTML with the phone's fonts,
         // and scripts/subset-font.sh leaves them out of the app's.
-        let text = crate::i18n::ZH_FTL.lines().filter(|l| !l.starts_with("student-"));
+        let text = crate::i18n::zh_source().lines().filter(|l| !l.starts_with("student-"));
         let font = egui::FontId::proportional(14.0);
         let missing = ctx.fonts_mut(|f| {
             let mut missing: Vec<char> =

@@ -19,6 +19,9 @@ pub const CJK: &[u8] = include_bytes!("../../i18n/fonts/NotoSansSC-oomlab.otf");
 /// Where the web build fetches the Chinese font from (next to `index.html`; `web/build.sh`
 /// copies it there and the service worker caches it).
 pub const CJK_URL: &str = "NotoSansSC-oomlab.otf";
+/// Where the web build fetches the Chinese catalog from, with the font (`web/build.sh` copies
+/// `i18n/zh.ftl` there).
+pub const ZH_CATALOG_URL: &str = "zh.ftl";
 
 /// Noto Sans SC cut to what students' names are written in (GB2312's hanzi, Latin with its
 /// extensions, Greek, Cyrillic, kana): a name is any text a student types, and the catalog's

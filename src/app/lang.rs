@@ -48,7 +48,19 @@ impl FetchedFont {
         {
             let out = Arc::clone(&slot);
             wasm_bindgen_futures::spawn_local(async move {
-                let result = fetch_bytes(url).await;
+                // The Chinese catalog comes with the Chinese font: the language needs both.
+                let catalog = if url == fonts::CJK_URL { Some(fetch_bytes(fonts::ZH_CATALOG_URL).await) } else { None };
+                let result = match catalog {
+                    Some(Ok(text)) => match String::from_utf8(text) {
+                        Ok(text) => {
+                            crate::i18n::set_zh_catalog(text);
+                            fetch_bytes(url).await
+                        }
+                        Err(e) => Err(e.to_string()),
+                    },
+                    Some(Err(e)) => Err(e),
+                    None => fetch_bytes(url).await,
+                };
                 if let Ok(mut s) = out.lock() {
                     *s = Some(result);
                 }

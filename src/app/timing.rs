@@ -22,7 +22,9 @@ impl StepTimes {
     /// What identifies a setup's time: the model, the batch, the techniques, the optimizer and
     /// the engine that runs it.
     pub fn key(plan: &Plan, techniques: &Techniques, engine: &str) -> String {
-        format!("{:?}|{:?}|{:?}|{:?}|{engine}", plan.model, plan.shape, techniques, plan.optimizer.kind)
+        // JSON, which the settings' links already serialise: no Debug code in the web module.
+        let json = serde_json::to_string(&(plan.model, plan.shape, techniques, plan.optimizer.kind.name()));
+        format!("{}|{engine}", json.unwrap_or_default())
     }
 
     /// A step of `plan` started on `engine`.

@@ -34,11 +34,14 @@ pub struct ModelConfig {
     pub n_heads: usize,
 }
 
-/// A configuration that cannot be built, with a message meant for a person. Serialisable, so
-/// that it crosses to and from the browser's CPU worker as itself.
-#[derive(Debug, Error, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
+/// A configuration that cannot be built, with a message meant for a person. It crosses from the
+/// browser's CPU worker as its message ([`ConfigError::Reported`]): a derived deserialiser of
+/// every variant was 35 kB of the web module.
+#[derive(Debug, Error, Clone, PartialEq)]
 pub enum ConfigError {
+    /// A configuration error the CPU worker reported, in its words.
+    #[error("{0}")]
+    Reported(String),
     #[error("{name} must be at least 1 (got {value})")]
     Zero { name: Cow<'static, str>, value: i64 },
     #[error("{name} = {value} is absurdly large (the limit is {MAX_DIM})")]

@@ -77,7 +77,8 @@ pub enum Reply {
 pub enum WireError {
     OutOfMemory(Box<StepOom>),
     HostMemory(String),
-    Config(ConfigError),
+    /// A configuration error, as its message.
+    Config(String),
     ShapeMismatch {
         plan: StepShape,
         batch: StepShape,
@@ -96,7 +97,7 @@ impl From<BackendError> for WireError {
         match e {
             BackendError::OutOfMemory(oom) => WireError::OutOfMemory(oom),
             BackendError::HostMemory(m) => WireError::HostMemory(m),
-            BackendError::Config(c) => WireError::Config(c),
+            BackendError::Config(c) => WireError::Config(c.to_string()),
             BackendError::ShapeMismatch { plan, batch } => WireError::ShapeMismatch { plan, batch },
             BackendError::NotProduced { op, tensor } => WireError::NotProduced { op, tensor },
             BackendError::WorkerHasNoExecutor => WireError::NoExecutor,
@@ -115,7 +116,7 @@ impl From<WireError> for BackendError {
         match e {
             WireError::OutOfMemory(oom) => BackendError::OutOfMemory(oom),
             WireError::HostMemory(m) => BackendError::HostMemory(m),
-            WireError::Config(c) => BackendError::Config(c),
+            WireError::Config(m) => BackendError::Config(ConfigError::Reported(m)),
             WireError::ShapeMismatch { plan, batch } => BackendError::ShapeMismatch { plan, batch },
             WireError::NotProduced { op, tensor } => BackendError::NotProduced { op, tensor },
             WireError::NoExecutor => BackendError::WorkerHasNoExecutor,

@@ -26,7 +26,8 @@ pub fn per_gpu_chart(ui: &mut Ui, t: &Catalog, series: &[GpuSeries], budget: u64
     if series.is_empty() {
         return;
     }
-    ui.heading(t.text("pg-heading"));
+    // Every point is a plan's prediction: no step of the other GPU counts ran.
+    ui.heading(t.format("pg-heading", &[("source", super::Source::Predicted.word(t).into())]));
     let veiled = super::veil(ui.ctx()).step;
     // DDP's line in the text colour: white on a dark theme, black on a light one.
     let text = ui.visuals().strong_text_color();

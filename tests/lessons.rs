@@ -19,6 +19,10 @@ use oomlab::i18n::Lang;
 use oomlab::memory::simulate;
 use oomlab::plan::{AttentionKind, Category, Checkpoint, Phase, Precision};
 
+#[path = "support/padding.rs"]
+mod support_padding;
+use support_padding::padded_and_packed;
+
 const VOCAB: usize = 58;
 
 fn peak(s: &Settings) -> oomlab::memory::StepMemory {
@@ -157,7 +161,7 @@ fn expected(id: &str, s: &Settings) -> Result<f64, usize> {
         "padding" => {
             // A batch of long and short speeches padded to the longest, against the same
             // speeches packed into full rows: the padding's share of the activations.
-            let (padded, packed) = padded_and_packed(s);
+            let (padded, packed) = padded_and_packed(s, VOCAB);
             let ratio = padded as f64 / packed as f64;
             assert!((1.2..4.0).contains(&ratio), "{ratio}");
             Ok(ratio)
@@ -415,24 +419,4 @@ fn a_lesson_works_from_the_keyboard_alone() {
     harness.key_press(Key::Enter);
     harness.run_steps(200);
     assert_eq!(harness.state().steps_done(), steps + 1, "Enter on One step ran a step");
-}
-
-/// The padding chapter's figures, worked out apart from the app: the first batch's speeches
-/// padded to their longest (its activations), and packed into the fewest full rows of that length.
-fn padded_and_packed(s: &Settings) -> (u64, u64) {
-    let docs = oomlab::documents::Documents::builtin();
-    let shape = oomlab::model::StepShape { batch: s.batch, seq: s.dims.max_seq };
-    let ids = docs.sample(s.device.batching, shape, s.seed, 0);
-    let padded = docs.padded(&ids, s.dims.max_seq);
-    let t = padded.shape.seq;
-    let rows = (1..=ids.len()).find(|&r| docs.packed(&ids, r, t).1.len() == ids.len()).expect("rows");
-    let mut packed = s.clone();
-    (packed.device.batching, packed.batch, packed.seq) = (oomlab::plan::Batching::Packed, rows, t);
-    let act = |s: &Settings| {
-        oomlab::memory::simulate(&s.plan(VOCAB).expect("a plan"), oomlab::memory::Budget::Unlimited)
-            .expect("fits")
-            .activation_peak_bytes
-    };
-    assert_eq!(s.plan(VOCAB).expect("a plan").shape.seq, t, "the plan is the batch's length");
-    (act(s), act(&packed))
 }

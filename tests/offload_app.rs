@@ -6,6 +6,10 @@
 #[path = "support/xdg.rs"]
 mod support_xdg;
 
+#[path = "support/one_step.rs"]
+mod support_step;
+use support_step::one_step as step;
+
 use egui_kittest::Harness;
 use egui_kittest::kittest::Queryable;
 use oomlab::app::settings::{DeviceSettings, Settings};
@@ -24,21 +28,6 @@ fn settings(offload: Offload) -> Settings {
         device: DeviceSettings { offload, ..DeviceSettings::default() },
         ..Settings::default()
     }
-}
-
-/// Runs one step, as the One step button does, and waits for it.
-fn step(harness: &mut Harness<'_, OomlabApp>) {
-    let before = harness.state().steps_done();
-    harness.get_by_label("One step").click();
-    for _ in 0..200_000 {
-        harness.step();
-        if harness.state().is_idle() && harness.state().steps_done() > before {
-            break;
-        }
-    }
-    let state = harness.state();
-    let error = state.run.error.as_ref().map(|e| e.text(&Catalog::new(Lang::En)));
-    assert_eq!(state.steps_done(), before + 1, "the step finished ({error:?})");
 }
 
 /// The app's account of its last step is the executor's, run directly on the same batch; the

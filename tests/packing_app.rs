@@ -1,6 +1,10 @@
 //! Batches of documents in the app: the control, real steps of padded batches (each its own
 //! length) on this thread's CPU and in the CPU worker, and the views showing the step that ran.
 
+#[path = "support/one_step.rs"]
+mod support_step;
+use support_step::one_step as step;
+
 use egui_kittest::Harness;
 use egui_kittest::kittest::Queryable;
 use oomlab::app::settings::{DeviceSettings, Settings};
@@ -15,21 +19,6 @@ fn settings(batching: Batching) -> Settings {
     // Room for most speeches: their lengths then differ from batch to batch.
     let dims = oomlab::app::settings::ModelDims { max_seq: 256, ..Settings::default().dims };
     Settings { batch: 4, dims, device: DeviceSettings { batching, ..DeviceSettings::default() }, ..Settings::default() }
-}
-
-/// Runs one step, as the One step button does, and waits for it.
-fn step(harness: &mut Harness<'_, OomlabApp>) {
-    let before = harness.state().steps_done();
-    harness.get_by_label("One step").click();
-    for _ in 0..200_000 {
-        harness.step();
-        if harness.state().is_idle() && harness.state().steps_done() > before {
-            break;
-        }
-    }
-    let state = harness.state();
-    let error = state.run.error.as_ref().map(|e| e.text(&Catalog::new(Lang::En)));
-    assert_eq!(state.steps_done(), before + 1, "the step finished ({error:?})");
 }
 
 /// Three steps: each the app's account equals one executor going on at each batch's length, run

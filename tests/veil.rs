@@ -20,6 +20,10 @@ use oomlab::memory::{Budget, StepMemory, simulate};
 use oomlab::plan::Category;
 use oomlab::units::format_bytes;
 
+#[path = "support/padding.rs"]
+mod support_padding;
+use support_padding::padded_and_packed;
+
 const VOCAB: usize = 58;
 const VIEWS: [&str; 7] = ["breakdown", "timeline", "sweep", "allocator-map", "training", "real-models", "snapshot"];
 
@@ -191,7 +195,7 @@ fn secrets(id: &str, s: &Settings) -> Secrets {
         }
         // The padded batch's activations, the packed speeches', and their ratio.
         "padding" => {
-            let (padded, packed) = padded_and_packed(s);
+            let (padded, packed) = padded_and_packed(s, VOCAB);
             out.bytes(padded);
             out.bytes(packed);
             out.ratio(padded as f64 / packed as f64);
@@ -363,24 +367,4 @@ fn no_chapter_shows_its_answer_before_the_reveal_in_english() {
 #[test]
 fn no_chapter_shows_its_answer_before_the_reveal_in_chinese() {
     walk(Lang::Zh);
-}
-
-/// The padding chapter's figures, worked out apart from the app: the first batch's speeches
-/// padded to their longest (its activations), and packed into the fewest full rows of that length.
-fn padded_and_packed(s: &Settings) -> (u64, u64) {
-    let docs = oomlab::documents::Documents::builtin();
-    let shape = oomlab::model::StepShape { batch: s.batch, seq: s.dims.max_seq };
-    let ids = docs.sample(s.device.batching, shape, s.seed, 0);
-    let padded = docs.padded(&ids, s.dims.max_seq);
-    let t = padded.shape.seq;
-    let rows = (1..=ids.len()).find(|&r| docs.packed(&ids, r, t).1.len() == ids.len()).expect("rows");
-    let mut packed = s.clone();
-    (packed.device.batching, packed.batch, packed.seq) = (oomlab::plan::Batching::Packed, rows, t);
-    let act = |s: &Settings| {
-        oomlab::memory::simulate(&s.plan(VOCAB).expect("a plan"), oomlab::memory::Budget::Unlimited)
-            .expect("fits")
-            .activation_peak_bytes
-    };
-    assert_eq!(s.plan(VOCAB).expect("a plan").shape.seq, t, "the plan is the batch's length");
-    (act(s), act(&packed))
 }

@@ -577,6 +577,20 @@ lesson-padding-title = Why does a batch of long and short speeches waste memory?
 lesson-padding-body = The batch holds { $batch } speeches of the play, each in a row of its own, padded with blanks to the longest one: { $longest } characters. Together they have { $useful } characters to predict. Packing would put the speeches one after another into full rows of { $longest } characters instead, attention stopping at each speech's start.
 lesson-padding-question = How many times the activation memory of the same speeches packed into full rows does this padded batch take?
 lesson-padding-answer = Padded, the step keeps { $padded } of activations: { $share } % of its positions are padding, each computed and kept like a real character. Packed into { $rows } full rows of the same length, the same speeches need { $packed }. A batch of long and short speeches pays for the room the short ones leave empty; batching speeches of similar lengths together, or packing them, spends the memory on text.
+lesson-lengths-title = Will the next batch fit, after a batch of another length?
+lesson-lengths-body = Bucketed batches of { $batch } speeches each have their own length: batch 1 is { $first } characters long, batch 2 { $next }. On an empty GPU, batch 2 needs { $alone } reserved at its peak, and this GPU has { $budget }. But batch 2 runs after batch 1, and the caching allocator keeps batch 1's freed memory in batch 1's segments, cut to batch 1's tensors: batch 2's tensors take pieces of them, and it only releases a segment that is wholly free.
+lesson-lengths-question = Does batch 2 fit in { $budget } after batch 1?
+lesson-lengths-fits = Yes: it fits on its own, so it fits after batch 1 too
+lesson-lengths-fragmented = No, although enough is free in total: in batch 1's pieces
+lesson-lengths-full = No: the memory really is full
+lesson-lengths-answer = The real run says: { $outcome }
+lesson-lengths-outcome-fits = Batch 2 fits: { $reserved } reserved at its peak.
+lesson-lengths-outcome-fragmented = Out of memory at batch 2. It asked for { $requested } while { $free } was free in total — { $cached } of it in cached segments, the largest piece { $largest } — and alone it needs only { $alone }. Batch 1's segments are partly in use by batch 2's tensors, so they cannot be released, and a new segment does not fit beside them: fragmentation, made by the change of length.
+lesson-lengths-outcome-full = Out of memory at batch 2: it asked for { $requested }, and only { $cached } sat free in cached segments. The memory really is full.
+lesson-lengths-left = Batch 1 left { $reserved } reserved for a peak of { $allocated } allocated: reserved memory grows faster than allocated when lengths vary.
+lesson-lengths-empty-cache = torch.cuda.empty_cache() after every batch
+lesson-lengths-remedy-fits = With { $remedy }, the same two batches fit ({ $reserved } reserved at batch 2's peak).
+lesson-lengths-remedy-oom = With { $remedy }, batch 2 still runs out of memory.
 
 ## Challenges
 

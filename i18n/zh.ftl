@@ -574,6 +574,20 @@ lesson-padding-title = 长短不一的台词放进一个批次，为什么浪费
 lesson-padding-body = 这个批次有 { $batch } 段剧中台词，每段单独占一行，用空白补齐到最长的一段：{ $longest } 个字符。它们一共有 { $useful } 个要预测的字符。打包则会把台词一段接一段放进长度为 { $longest } 个字符的满行里，注意力在每段台词的开头处截止。
 lesson-padding-question = 这个补齐的批次占用的激活值显存，是同样的台词打包成满行时的多少倍？
 lesson-padding-answer = 补齐时，这一步保存了 { $padded } 的激活值：{ $share }% 的位置是填充，每一个都像真实字符一样被计算和保存。打包成 { $rows } 个同样长度的满行后，同样的台词只需要 { $packed }。长短不一的台词放进一个批次，要为短台词留下的空位付出代价；把长度相近的台词放在一起，或者打包，显存才花在文本上。
+lesson-lengths-title = 换了长度之后，下一个 batch 还放得下吗？
+lesson-lengths-body = 按长度分桶的 batch，每个有 { $batch } 段台词，长度各不相同：第 1 个 batch 长 { $first } 个字符，第 2 个长 { $next } 个。在一块空的 GPU 上，第 2 个 batch 在峰值需要预留 { $alone }，而这块 GPU 有 { $budget }。但第 2 个 batch 是在第 1 个之后运行的：缓存分配器把第 1 个 batch 释放的显存留在第 1 个 batch 的段里，这些段是按第 1 个 batch 的张量切的；第 2 个 batch 的张量会占用其中的一块块，而分配器只释放完全空闲的段。
+lesson-lengths-question = 在第 1 个 batch 之后，第 2 个 batch 放得进 { $budget } 吗？
+lesson-lengths-fits = 放得下：它单独放得下，在第 1 个之后也放得下
+lesson-lengths-fragmented = 放不下，虽然空闲的总量够：都在第 1 个 batch 留下的碎块里
+lesson-lengths-full = 放不下：显存确实满了
+lesson-lengths-answer = 真实的运行给出的答案：{ $outcome }
+lesson-lengths-outcome-fits = 第 2 个 batch 放得下：峰值预留 { $reserved }。
+lesson-lengths-outcome-fragmented = 第 2 个 batch 显存溢出。它申请 { $requested }，而空闲的总量有 { $free }——其中 { $cached } 在缓存的段里，最大的一块只有 { $largest }——它单独运行时只需要 { $alone }。第 1 个 batch 的段有一部分被第 2 个 batch 的张量占着，所以释放不掉，旁边又放不下一个新段：这就是长度变化造成的碎片。
+lesson-lengths-outcome-full = 第 2 个 batch 显存溢出：它申请 { $requested }，缓存的段里只空着 { $cached }。显存确实满了。
+lesson-lengths-left = 第 1 个 batch 已分配的峰值是 { $allocated }，却留下了 { $reserved } 的预留：长度变化时，预留的显存比已分配的增长得更快。
+lesson-lengths-empty-cache = 每个 batch 之后调用 torch.cuda.empty_cache()
+lesson-lengths-remedy-fits = 使用 { $remedy }，同样的两个 batch 放得下（第 2 个 batch 峰值预留 { $reserved }）。
+lesson-lengths-remedy-oom = 使用 { $remedy }，第 2 个 batch 仍然显存溢出。
 
 ## 挑战
 

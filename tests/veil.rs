@@ -23,6 +23,8 @@ use oomlab::units::format_bytes;
 #[path = "support/padding.rs"]
 mod support_padding;
 use support_padding::padded_and_packed;
+#[path = "support/lengths.rs"]
+mod support_lengths;
 
 const VOCAB: usize = 58;
 const VIEWS: [&str; 7] = ["breakdown", "timeline", "sweep", "allocator-map", "training", "real-models", "snapshot"];
@@ -199,6 +201,21 @@ fn secrets(id: &str, s: &Settings) -> Secrets {
             out.bytes(padded);
             out.bytes(packed);
             out.ratio(padded as f64 / packed as f64);
+        }
+        // Whether batch 2 fits after batch 1: no out-of-memory panel, message or figure of it,
+        // and not what batch 1 leaves reserved.
+        "lengths" => {
+            let (ran, oom) = support_lengths::run_batches(s, VOCAB, 1);
+            let oom = oom.expect("out of memory at batch 2");
+            out.words.push("GPU out of memory".into());
+            out.words.push(Catalog::new(Lang::En).text("oom-title"));
+            out.words.push(Catalog::new(Lang::Zh).text("main-oom-predicted"));
+            out.words.push(Catalog::new(Lang::En).text("main-oom-predicted"));
+            out.words.push(oom.op_label.clone());
+            out.bytes(oom.error.requested_bytes);
+            out.bytes(oom.error.cached_free_bytes);
+            out.bytes(oom.error.largest_free_block);
+            out.bytes(ran[0].stats.reserved_bytes);
         }
         other => panic!("no secrets for chapter {other}: add them"),
     }

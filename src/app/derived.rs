@@ -4,8 +4,9 @@ use std::sync::Arc;
 
 use super::settings::{MAX_BATCH, Settings};
 use super::views::SweepSeries;
+use crate::memory::run::RunPredictor;
 use crate::memory::sweep::predict;
-use crate::memory::{StepMemory, StepOom, simulate};
+use crate::memory::{Budget, StepMemory, StepOom, simulate};
 use crate::model::ConfigError;
 use crate::plan::Plan;
 
@@ -34,6 +35,9 @@ pub struct Derived {
     pub per_gpu: Vec<GpuSeries>,
     /// The three ways to batch the speeches at the current batch (see [`ways`]).
     pub ways: Vec<WayRow>,
+    /// Batches of their own length: the run predicted step by step through one allocator, as
+    /// the executor runs it (a step's prediction depends on what the steps before left cached).
+    run: Option<RunPredictor>,
 }
 
 /// One way to batch the speeches at a batch size: its first batch's padding share, the peak over
@@ -143,15 +147,37 @@ impl Derived {
         };
         let per_gpu = if plan.is_ok() { per_gpu(settings, vocab) } else { Vec::new() };
         let ways = if plan.is_ok() { ways(settings, vocab, largest.as_deref()) } else { Vec::new() };
-        Self { plan, predicted, sweep, per_gpu, ways }
+        Self { plan, predicted, sweep, per_gpu, ways, run: None }
     }
 
     /// The plan and its prediction moved to the run's batch number `step` (padded and bucketed
     /// batches: each its own length); the sweep and the chart per GPU stay (each batch size at
     /// its first batch's length).
+    ///
+    /// The prediction is the run's: every step from the first through one allocator (the
+    /// steps already predicted are kept, so following a run costs one step's prediction each).
     pub fn at_step(&mut self, settings: &Settings, vocab: usize, step: u64) {
         self.plan = settings.plan_at(vocab, step).map(Arc::new);
-        self.predicted = self.plan.as_ref().ok().map(|p| simulate(p, settings.device.budget_bytes));
+        let budget = Budget::Bytes(settings.device.budget_bytes);
+        if self.run.as_ref().is_none_or(|r| r.steps() as u64 > step) {
+            self.run = Some(RunPredictor::new(budget, false));
+        }
+        let run = self.run.as_mut().map(|run| {
+            while (run.steps() as u64) < step {
+                let Ok(p) = settings.plan_at(vocab, run.steps() as u64) else { return Err(()) };
+                run.step(Arc::new(p)).map_err(|_| ())?.ok();
+            }
+            Ok(run)
+        });
+        self.predicted = match (run, &self.plan) {
+            (Some(Ok(run)), Ok(p)) => run.step(Arc::clone(p)).ok(),
+            _ => None,
+        };
+        if self.predicted.is_none() {
+            // Not one run (a step refused, or other model states): this step alone.
+            self.run = None;
+            self.predicted = self.plan.as_ref().ok().map(|p| simulate(p, budget));
+        }
     }
 
     fn sweep(settings: &Settings, vocab: usize) -> Vec<SweepSeries> {

@@ -30,6 +30,7 @@ pub mod settings;
 pub mod shown;
 mod slot;
 pub mod snapshot_view;
+mod stepping;
 pub mod store;
 pub mod teaching;
 pub mod timing;
@@ -48,7 +49,6 @@ use egui::Color32;
 
 use crate::backend::gpu::GpuContext;
 use crate::i18n::Lang;
-use crate::memory::Budget;
 use chrome::Chrome;
 use export::ExportAsk;
 use keys::Keys;
@@ -344,31 +344,6 @@ impl OomlabApp {
             }
         }
         keys.step
-    }
-
-    /// A reveal's real step (batches of their own length start over: the question's batch).
-    fn reveal_step(&mut self) -> bool {
-        let asked = self.teaching.take_step_request();
-        if asked && self.settings.device.batching.varies_in_length() && self.run.steps_done() > 0 {
-            self.run.settings_changed();
-            self.shown.follow_step(self.run.vocab(), 0);
-        }
-        asked
-    }
-
-    /// Advances the run one frame; a finished step is checked against the challenge.
-    fn drive(&mut self, now: f64, want_step: bool) {
-        let (seed, budget) = (self.settings.seed, Budget::Bytes(self.settings.device.budget_bytes));
-        let finished = self.run.drive(now, want_step, &self.shown.derived.plan, seed, budget, &mut self.chrome.notices);
-        if finished.is_some() {
-            // A batch of documents of its own length: the views show the step that ran.
-            let step = self.run.steps_done().saturating_sub(1) as u64;
-            self.shown.follow_step(self.run.vocab(), step);
-        }
-        if let (Some(done), Some(memory)) = (finished, &self.run.measured) {
-            let (t, vocab) = (&self.chrome.catalog, self.run.vocab());
-            self.teaching.check_challenge(&self.settings, memory, done.secs, t, vocab);
-        }
     }
 
     /// The whole window's content (also what the tests render).

@@ -305,9 +305,10 @@ impl Run {
     }
 
     fn fail(&mut self, e: BackendError) {
-        self.training = false;
+        (self.training, self.train_steps_left) = (false, None);
         match e {
-            BackendError::OutOfMemory(oom) => self.oom = Some(oom),
+            // The failed step's record is its error: an earlier step's account no longer shows.
+            BackendError::OutOfMemory(oom) => (self.oom, self.measured) = (Some(oom), None),
             // A bug: its message goes in the translated frame, not the library's English one.
             BackendError::Internal(message) => {
                 self.error = Some(Notice::msg("error-internal", &[("error", message.into())]));

@@ -74,11 +74,11 @@ impl Shown {
         }
         let seq = |d: &Derived| d.plan.as_ref().ok().map(|p| p.shape.seq);
         let before = seq(&self.derived);
-        let want = s.request_at(vocab, s.batch, &s.techniques(), step).ok().map(|r| r.micro.seq);
-        if want.is_none() || want == before {
+        // Every step: its prediction is the run's so far, whatever its length.
+        self.derived.at_step(&self.applied.clone(), vocab, step);
+        if seq(&self.derived) == before {
             return false;
         }
-        self.derived.at_step(&self.applied.clone(), vocab, step);
         self.scrub = if self.scrub_from_start { 0 } else { peak_index(&self.derived) };
         true
     }

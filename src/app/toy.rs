@@ -39,7 +39,8 @@ pub(super) fn toy_views(
             ("batch", s.batch.to_string().into()),
             ("micro", plan.shape.batch.to_string().into()),
             ("accum", s.accum.to_string().into()),
-            ("seq", s.seq.to_string().into()),
+            // The batch's own length (batches of documents: the step's, not the slider's).
+            ("seq", plan.shape.seq.to_string().into()),
             ("budget", views::size(t, s.device.budget_bytes).into()),
         ],
     ));

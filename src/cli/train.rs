@@ -45,9 +45,11 @@ pub(super) fn train(steps: usize, config: &ConfigArgs) -> Result<(), Failure> {
         let batch = r.batch(&dataset, step as u64)?;
         // A batch of documents brings its own length: the run goes on at it.
         if batch.shape.seq != trainer.plan().shape.seq {
-            trainer.reshape(r.at_seq(batch.shape.seq)?.plan())?;
+            trainer
+                .reshape(r.at_seq(batch.shape.seq)?.plan())
+                .map_err(|e| after_others(e, trainer.plan(), &r, step))?;
         }
-        let loss = trainer.train_step(&batch)?;
+        let loss = trainer.train_step(&batch).map_err(|e| after_others(e, trainer.plan(), &r, step))?;
         let elapsed = start.elapsed().as_secs_f64();
         if r.json {
             let line = TrainLine { elapsed_secs: elapsed, loss: f64::from(loss), step: step + 1 };
@@ -68,6 +70,24 @@ pub(super) fn train(steps: usize, config: &ConfigArgs) -> Result<(), Failure> {
     }
     bar.finish_and_clear();
     Ok(())
+}
+
+/// A step's error; an out-of-memory error of a batch that an empty GPU of this budget would hold
+/// says so: the batches of other lengths before it left the memory fragmented (issue 42 §4).
+fn after_others(e: BackendError, plan: &Plan, r: &Resolved, step: usize) -> Failure {
+    let mut failure = Failure::from(e);
+    if step > 0
+        && failure.code == EXIT_OOM
+        && let Ok(alone) = oomlab::memory::simulate_peak(plan, r.budget())
+    {
+        failure.message.push_str(&format!(
+            " This is step {} (length {}): on an empty GPU of this budget it fits, {} reserved at its peak — the steps of other lengths before it left the cached memory in pieces. Remedies: --alloc-conf expandable_segments:True, or a fixed length (--batching windows or packed).",
+            step + 1,
+            plan.shape.seq,
+            oomlab::units::format_bytes(alone.peak_reserved_bytes())
+        ));
+    }
+    failure
 }
 
 pub(super) fn dump_step(out: &std::path::Path, config: &ConfigArgs) -> Result<(), Failure> {

@@ -6,6 +6,7 @@ pub mod budget;
 pub mod device;
 pub mod formula;
 pub mod map;
+pub mod run;
 pub mod snapshot;
 pub mod step;
 pub mod summary;

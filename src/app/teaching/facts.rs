@@ -7,6 +7,7 @@ use crate::app::run::StepRecord;
 use crate::app::settings::Settings;
 use crate::app::views::size;
 use crate::i18n::Catalog;
+use crate::memory::run::{RunMemory, simulate_run};
 use crate::memory::{Budget, StepMemory, simulate};
 use crate::plan::{Category, Plan};
 
@@ -20,6 +21,8 @@ pub struct Facts {
     pub memory: StepMemory,
     /// The real step ran out of memory: its error (the diagnosing chapter's answer reads it).
     pub step_oom: Option<crate::memory::StepOom>,
+    /// These facts are a real step's (`memory` or `step_oom` is what it left).
+    pub ran: bool,
 }
 
 impl Facts {
@@ -27,7 +30,7 @@ impl Facts {
         let plan = Arc::new(settings.plan(vocab).ok()?);
         // No budget: the answers are about memory needed, not about fitting.
         let memory = simulate(&plan, Budget::Unlimited).ok()?;
-        Some(Facts { settings: settings.clone(), vocab, plan, memory, step_oom: None })
+        Some(Facts { settings: settings.clone(), vocab, plan, memory, step_oom: None, ran: false })
     }
 
     /// The facts a real step of `settings` gives: the allocator's record in place of the plan's
@@ -35,6 +38,7 @@ impl Facts {
     /// step did not run), or the step's own out-of-memory error.
     pub fn from_step(settings: &Settings, vocab: usize, record: StepRecord<'_>) -> Option<Facts> {
         let mut facts = Facts::new(settings, vocab)?;
+        facts.ran = true;
         match record {
             StepRecord::Ran(m) => facts.memory = m.clone(),
             StepRecord::OutOfMemory(oom) => facts.step_oom = Some(oom.clone()),
@@ -183,6 +187,122 @@ impl Facts {
         Some((useful, self.memory.activation_peak_bytes, m.activation_peak_bytes, rows))
     }
 }
+
+/// The lengths chapter: a run of batches of their own lengths through one allocator.
+impl Facts {
+    /// The run's batches 0 to `upto` predicted through one allocator under the budget, the
+    /// settings changed by `change`, the cache emptied after every batch when `empty_cache`.
+    pub(super) fn run_until(
+        &self,
+        upto: u64,
+        change: impl FnOnce(&mut Settings),
+        empty_cache: bool,
+    ) -> Option<RunMemory> {
+        let mut s = self.settings.clone();
+        change(&mut s);
+        let plans = (0..=upto).map(|k| s.plan_at(self.vocab, k).ok()).collect::<Option<Vec<_>>>()?;
+        simulate_run(&plans, Budget::Bytes(s.device.budget_bytes), empty_cache).ok()
+    }
+
+    /// Batch `upto`'s length, and its peak reserved bytes on an empty GPU (predicted).
+    pub(super) fn batch_alone(&self, upto: u64) -> Option<(usize, u64)> {
+        let plan = self.settings.plan_at(self.vocab, upto).ok()?;
+        let m = crate::memory::simulate_peak(&plan, Budget::Unlimited).ok()?;
+        Some((plan.shape.seq, m.peak_reserved_bytes()))
+    }
+
+    /// Whether batch `upto` fits after the batches before it: 0 it fits; 1 out of memory with
+    /// enough free in the cached segments (fragmentation); 2 out of memory, really full. The real
+    /// run's, once it ran; the prediction's before.
+    pub(super) fn run_outcome(&self, upto: u64) -> Option<usize> {
+        let oom =
+            if self.ran { self.step_oom.clone() } else { self.run_until(upto, |_| {}, false)?.oom.map(|o| *o.error) };
+        Some(match oom {
+            None => 0,
+            Some(o) if o.error.is_fragmented() => 1,
+            Some(_) => 2,
+        })
+    }
+
+    /// The lengths chapter's answer in words: what batch `upto` met (the real run's error, or its
+    /// reserved memory), what the batches before left reserved, and each of PyTorch's remedies
+    /// run the same way.
+    pub(super) fn run_words(&self, t: &Catalog, upto: u64) -> String {
+        let predicted = self.run_until(upto, |_| {}, false);
+        let oom = if self.ran {
+            self.step_oom.clone()
+        } else {
+            predicted.as_ref().and_then(|r| r.oom.as_ref()).map(|o| (*o.error).clone())
+        };
+        let before = predicted.as_ref().and_then(|r| r.steps.first()).map(|s| s.stats).unwrap_or_default();
+        let alone = self.batch_alone(upto).map_or(0, |a| a.1);
+        let outcome = match &oom {
+            None => {
+                let reserved = if self.ran {
+                    self.memory.peak_reserved_bytes()
+                } else {
+                    predicted.as_ref().and_then(|r| r.steps.last()).map_or(0, |s| s.stats.peak_reserved_bytes)
+                };
+                t.format("lesson-lengths-outcome-fits", &[("reserved", size(t, reserved).into())])
+            }
+            Some(o) => {
+                let e = &o.error;
+                let key =
+                    if e.is_fragmented() { "lesson-lengths-outcome-fragmented" } else { "lesson-lengths-outcome-full" };
+                t.format(
+                    key,
+                    &[
+                        ("requested", size(t, e.requested_bytes).into()),
+                        ("free", size(t, e.capacity_bytes.saturating_sub(e.allocated_bytes)).into()),
+                        ("cached", size(t, e.cached_free_bytes).into()),
+                        ("largest", size(t, e.largest_free_block).into()),
+                        ("alone", size(t, alone).into()),
+                    ],
+                )
+            }
+        };
+        let left = t.format(
+            "lesson-lengths-left",
+            &[
+                ("reserved", size(t, before.reserved_bytes).into()),
+                ("allocated", size(t, before.peak_allocated_bytes).into()),
+            ],
+        );
+        let remedies: Vec<String> = REMEDIES
+            .iter()
+            .map(|&(option, empty_cache)| {
+                let name = match option {
+                    Some(conf) => conf.to_string(),
+                    None => t.text("lesson-lengths-empty-cache"),
+                };
+                let config = option.and_then(|c| crate::plan::AllocatorConfig::parse(c).ok()).unwrap_or_default();
+                let run = self.run_until(upto, |s| s.device.allocator = config, empty_cache);
+                match run {
+                    Some(r) if r.oom.is_none() => {
+                        let reserved = r.steps.last().map_or(0, |s| s.stats.peak_reserved_bytes);
+                        t.format(
+                            "lesson-lengths-remedy-fits",
+                            &[("remedy", name.into()), ("reserved", size(t, reserved).into())],
+                        )
+                    }
+                    _ => t.format("lesson-lengths-remedy-oom", &[("remedy", name.into())]),
+                }
+            })
+            .collect();
+        // Sentences follow each other as the language writes them (Chinese: no space).
+        let gap = if t.lang() == crate::i18n::Lang::Zh { "" } else { " " };
+        [outcome, left].into_iter().chain(remedies).collect::<Vec<_>>().join(gap)
+    }
+}
+
+/// PyTorch's remedies the lengths chapter runs: each allocator option (as
+/// `PYTORCH_CUDA_ALLOC_CONF` writes it), and `torch.cuda.empty_cache()` after every batch.
+const REMEDIES: [(Option<&str>, bool); 4] = [
+    (Some("expandable_segments:True"), false),
+    (Some("garbage_collection_threshold:0.6"), false),
+    (Some("max_split_size_mb:21"), false),
+    (None, true),
+];
 
 /// The mixture-of-experts chapter: Mixtral 8x7B in the Real models view.
 pub(super) fn moe_setup(s: &mut Settings) {

@@ -10,7 +10,6 @@ use crate::app::Tab;
 use crate::app::settings::{DeviceSettings, Settings, Suggestion};
 use crate::app::views::{self, Veil, size};
 use crate::i18n::Catalog;
-use crate::memory::{Budget, simulate};
 use crate::plan::{Category, Phase};
 
 /// What a chapter asks.
@@ -41,17 +40,20 @@ pub struct Chapter {
     /// whose answer compares steps that did not run); otherwise it is the plan's or the
     /// estimator's alone.
     pub reads_step: bool,
+    /// The run's batch number the question is about (batches of their own length): the reveal
+    /// runs the batches before it too, through one allocator. 0 for the rest.
+    pub step: u64,
 }
 
 /// The toy chapters veil the step's figures everywhere: its sizes, shares, charts and peak.
-const STEP: Veil = Veil { step: true, ..Veil::NONE };
+pub(super) const STEP: Veil = Veil { step: true, ..Veil::NONE };
 /// The real-model chapters veil the estimate's figures.
 const REAL: Veil = Veil { real: true, ..Veil::NONE };
 
 pub use super::facts::Facts;
 use super::facts::{moe_figure, moe_setup};
 
-fn arg(name: &'static str, value: impl ToString) -> (&'static str, String) {
+pub(super) fn arg(name: &'static str, value: impl ToString) -> (&'static str, String) {
     (name, value.to_string())
 }
 
@@ -134,9 +136,10 @@ fn step_args(f: &Facts, t: &Catalog) -> Vec<(&'static str, String)> {
 pub const CONTROL_TARGETS: [(&str, Option<Control>); 3] =
     [("batch", Some(Control::Batch)), ("sequence", Some(Control::Sequence)), ("techniques", None)];
 
-/// The chapters, in order.
+/// The chapters, in order: the toy's and the real models', then the remedies'
+/// ([`super::remedies`]).
 pub fn chapters() -> Vec<Chapter> {
-    vec![
+    let mut all = vec![
         Chapter {
             id: "fill",
             tab: Tab::Breakdown,
@@ -162,6 +165,7 @@ pub fn chapters() -> Vec<Chapter> {
             },
             veils: STEP,
             reads_step: true,
+            step: 0,
         },
         Chapter {
             id: "batch",
@@ -189,6 +193,7 @@ pub fn chapters() -> Vec<Chapter> {
             },
             veils: STEP,
             reads_step: true,
+            step: 0,
         },
         Chapter {
             id: "sequence",
@@ -217,6 +222,7 @@ pub fn chapters() -> Vec<Chapter> {
             },
             veils: STEP,
             reads_step: true,
+            step: 0,
         },
         Chapter {
             id: "peak",
@@ -241,6 +247,7 @@ pub fn chapters() -> Vec<Chapter> {
             },
             veils: STEP,
             reads_step: true,
+            step: 0,
         },
         Chapter {
             id: "allocator",
@@ -262,6 +269,7 @@ pub fn chapters() -> Vec<Chapter> {
             },
             veils: STEP,
             reads_step: true,
+            step: 0,
         },
         Chapter {
             id: "fixes",
@@ -290,6 +298,7 @@ pub fn chapters() -> Vec<Chapter> {
             },
             veils: STEP,
             reads_step: false,
+            step: 0,
         },
         Chapter {
             id: "real",
@@ -313,6 +322,7 @@ pub fn chapters() -> Vec<Chapter> {
             },
             veils: REAL,
             reads_step: false,
+            step: 0,
         },
         Chapter {
             id: "diagnose",
@@ -337,6 +347,7 @@ pub fn chapters() -> Vec<Chapter> {
             },
             veils: Veil { oom_category: true, ..STEP },
             reads_step: true,
+            step: 0,
         },
         Chapter {
             id: "moe",
@@ -373,6 +384,7 @@ pub fn chapters() -> Vec<Chapter> {
             },
             veils: REAL,
             reads_step: false,
+            step: 0,
         },
         Chapter {
             id: "fragment",
@@ -403,144 +415,16 @@ pub fn chapters() -> Vec<Chapter> {
             answer_args: |f, t| vec![arg("outcome", f.fit_words(t))],
             veils: Veil { fits: true, ..STEP },
             reads_step: true,
+            step: 0,
         },
-        Chapter {
-            id: "buckets",
-            tab: Tab::Breakdown,
-            target: "breakdown",
-            setup: |s| {
-                let parallel = crate::plan::Parallel { gpus: 2, zero: 0, ..crate::plan::Parallel::default() };
-                let device = DeviceSettings { parallel, ..DeviceSettings::default() };
-                *s = Settings { batch: 4, seq: 32, device, ..Settings::default() };
-            },
-            // One GPU's peak alone, which the answer is a multiple of; not the buffers'.
-            args: |f, t| {
-                vec![
-                    arg("gpus", f.settings.device.parallel.gpus),
-                    arg("batch", f.settings.batch),
-                    arg("alone", size(t, f.alone_peak().unwrap_or(0))),
-                ]
-            },
-            question: Question::Ratio {
-                answer: |f| Some(f.memory.peak_allocated_bytes() as f64 / f.alone_peak()?.max(1) as f64),
-                // A guess of "the same" (1×) is wrong: the buffers add about 14 %.
-                tolerance: 0.08,
-            },
-            answer_args: |f, t| {
-                let mut zero = f.settings.clone();
-                zero.device.parallel.zero = 2;
-                let with = zero.plan(f.vocab).ok().and_then(|p| simulate(&p, Budget::Unlimited).ok());
-                let zero_bytes = with.map_or(0, |m| m.peak_requested.get(Category::Communication));
-                vec![
-                    arg("peak", size(t, f.memory.peak_allocated_bytes())),
-                    arg("communication", size(t, tensor_bytes(f, Category::Communication))),
-                    arg("gradients", size(t, tensor_bytes(f, Category::Gradients))),
-                    arg("bucket", f.settings.device.parallel.bucket_elems),
-                    arg("zero", size(t, zero_bytes)),
-                ]
-            },
-            veils: STEP,
-            reads_step: true,
-        },
-        Chapter {
-            id: "zero2",
-            tab: Tab::Breakdown,
-            target: "breakdown",
-            setup: |s| {
-                let parallel = crate::plan::Parallel { gpus: 4, zero: 2, ..crate::plan::Parallel::default() };
-                let device = DeviceSettings { parallel, ..DeviceSettings::default() };
-                *s = Settings { batch: 4, seq: 32, device, ..Settings::default() };
-            },
-            // DDP's states on each GPU, which the answer divides; not ZeRO-2's.
-            args: |f, t| {
-                vec![arg("gpus", f.settings.device.parallel.gpus), arg("ddp", size(t, f.kept_states(0).unwrap_or(0)))]
-            },
-            question: Question::Ratio {
-                answer: |f| Some(f.kept_states(0)? as f64 / f.kept_states(2)?.max(1) as f64),
-                tolerance: 0.1,
-            },
-            answer_args: |f, t| {
-                let parameters = f.plan.tensor(f.plan.handles.params).size_bytes();
-                vec![
-                    arg("gpus", f.settings.device.parallel.gpus),
-                    arg("zero2", size(t, f.kept_states(2).unwrap_or(0))),
-                    arg("parameters", size(t, parameters)),
-                    arg("zero3", size(t, f.kept_states(3).unwrap_or(0))),
-                ]
-            },
-            veils: STEP,
-            reads_step: false,
-        },
-        Chapter {
-            id: "zero3",
-            tab: Tab::Breakdown,
-            target: "breakdown",
-            setup: |s| {
-                let parallel = crate::plan::Parallel { gpus: 4, zero: 3, ..crate::plan::Parallel::default() };
-                let device = DeviceSettings { parallel, ..DeviceSettings::default() };
-                *s = Settings { batch: 4, seq: 32, device, ..Settings::default() };
-            },
-            // The whole model's parameters, which the answer is a multiple of.
-            args: |f, t| {
-                vec![arg("gpus", f.settings.device.parallel.gpus), arg("parameters", size(t, f.full_parameters()))]
-            },
-            question: Question::Ratio {
-                answer: |f| Some(f.gathered().1 as f64 / f.full_parameters().max(1) as f64),
-                tolerance: 0.1,
-            },
-            answer_args: |f, t| {
-                let (gathers, bytes) = f.gathered();
-                vec![
-                    arg("gpus", f.settings.device.parallel.gpus),
-                    arg("gathers", gathers),
-                    arg("gathered", size(t, bytes)),
-                    arg("parameters", size(t, f.full_parameters())),
-                ]
-            },
-            veils: STEP,
-            reads_step: false,
-        },
-        Chapter {
-            id: "padding",
-            tab: Tab::Breakdown,
-            target: "breakdown",
-            setup: |s| {
-                let dims = crate::app::settings::ModelDims { max_seq: 256, ..Settings::default().dims };
-                let device = DeviceSettings { batching: crate::plan::Batching::Padded, ..DeviceSettings::default() };
-                *s = Settings { batch: 8, dims, device, ..Settings::default() };
-            },
-            // The batch, its longest speech and its useful tokens: what packing would need follows.
-            args: |f, _| {
-                let useful = f.padded_and_packed().map_or(0, |p| p.0);
-                vec![arg("batch", f.settings.batch), arg("longest", f.plan.shape.seq), arg("useful", useful)]
-            },
-            question: Question::Ratio {
-                answer: |f| {
-                    let (_, padded, packed, _) = f.padded_and_packed()?;
-                    Some(padded as f64 / packed.max(1) as f64)
-                },
-                tolerance: 0.1,
-            },
-            answer_args: |f, t| {
-                let (useful, padded, packed, rows) = f.padded_and_packed().unwrap_or_default();
-                let positions = (f.settings.batch * f.plan.shape.seq) as u64;
-                let share = 100.0 * (1.0 - useful as f64 / positions.max(1) as f64);
-                vec![
-                    arg("padded", size(t, padded)),
-                    arg("packed", size(t, packed)),
-                    arg("rows", rows),
-                    arg("share", format!("{share:.0}")),
-                ]
-            },
-            veils: STEP,
-            reads_step: true,
-        },
-    ]
+    ];
+    all.extend(super::remedies::chapters());
+    all
 }
 
 /// The bytes of a category's tensors at the step's peak (the allocator's record of a real step,
 /// or the prediction), as the tensors have them.
-fn tensor_bytes(f: &Facts, c: Category) -> u64 {
+pub(super) fn tensor_bytes(f: &Facts, c: Category) -> u64 {
     f.memory.peak_requested.get(c)
 }
 

@@ -16,6 +16,7 @@ mod lesson_panel;
 mod lesson_state;
 mod lessons;
 mod links;
+mod remedies;
 mod share;
 mod welcome;
 
@@ -164,8 +165,11 @@ impl Teaching {
     }
 
     /// A real step a reveal asked for (once).
-    pub fn take_step_request(&mut self) -> bool {
-        std::mem::take(&mut self.step_asked)
+    /// Returns the run's batch number the chapter asks about: the reveal runs the batches up to
+    /// it (0: the first step alone).
+    pub fn take_step_request(&mut self) -> Option<u64> {
+        let step = self.lesson.as_ref().map_or(0, |l| lessons::chapters()[l.chapter].step);
+        std::mem::take(&mut self.step_asked).then_some(step)
     }
 
     /// Opens the "Share this setup" window with the link's current restrictions.

@@ -17,8 +17,8 @@ fn lessons_and_challenges_take_turns_and_a_reveal_asks_for_one_step() {
     t.toggle_lessons(&mut s);
     assert!(!t.show_challenges && t.lesson.is_some());
     t.reveal(&s, 58);
-    assert!(t.take_step_request());
-    assert!(!t.take_step_request(), "once");
+    assert!(t.take_step_request().is_some());
+    assert!(t.take_step_request().is_none(), "once");
     let both = Asks { tab: Some(Tab::Sweep), open_drawer: false }.and(Asks { tab: None, open_drawer: true });
     assert_eq!(both, Asks { tab: Some(Tab::Sweep), open_drawer: true });
 }
@@ -42,7 +42,7 @@ fn the_answer_comes_from_the_real_step_and_a_disagreement_is_said() {
     };
     // The step left exactly the plan's record: the same answer, read from the step.
     teaching.reveal(&s, 58);
-    assert!(teaching.take_step_request());
+    assert!(teaching.take_step_request().is_some());
     teaching.settle(&s, 58, Some(StepRecord::Ran(&facts.memory)));
     let lesson = teaching.lesson.clone().expect("a lesson");
     assert!(lesson.from_step && agree(lesson.planned.as_ref().expect("plan"), lesson.verdict.as_ref().expect("v")));

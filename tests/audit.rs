@@ -311,7 +311,25 @@ fn training(harness: &mut Harness<'_, OomlabApp>, truth: &Truth, phase: Phase, e
         _ => vec![en.text("chart-loss-none")],
     };
     let described = chart_descriptions(harness);
-    assert!(described.len() == 1 && want.iter().all(|w| described[0].contains(w.as_str())), "{what}: {described:?}");
+    assert!(described.len() == 2 && want.iter().all(|w| described[0].contains(w.as_str())), "{what}: {described:?}");
+    // The memory after each step: the run's record of every step, the last one the allocator's
+    // account of the last step; its description quotes the first and last reserved.
+    assert_eq!(t.memory, harness.state().run.times.memory, "{what}: the steps' memory the run recorded");
+    assert_eq!(t.memory.len(), phase.steps(), "{what}: one mark per step");
+    if let (Some(last), Some(m)) = (t.memory.last(), &harness.state().run.measured) {
+        assert_eq!(
+            (last.peak_allocated_bytes, last.reserved_bytes),
+            (m.peak_allocated_bytes(), m.stats.reserved_bytes)
+        );
+    }
+    let want = match (t.memory.first(), t.memory.last()) {
+        (Some(first), Some(last)) => vec![
+            oomlab::app::views::size(&en, first.reserved_bytes),
+            oomlab::app::views::size(&en, last.reserved_bytes),
+        ],
+        _ => vec![en.text("chart-step-memory-none")],
+    };
+    assert!(want.iter().all(|w| described[1].contains(w.as_str())), "{what}: {described:?}");
 }
 
 /// The charts' descriptions a screen reader gets: the labels of the image nodes.

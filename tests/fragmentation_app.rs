@@ -103,3 +103,42 @@ fn the_lengths_chapter_runs_both_batches_in_the_cpu_worker() {
     harness.run();
     reveal_lengths(&mut harness, Lang::En, "the CPU worker");
 }
+
+/// The Training tab's memory after each step, over a run of bucketed batches with room to spare:
+/// the allocated peaks go up and down with the lengths, while reserved only climbs — the cache
+/// keeps what each length cut, so reserved grows faster than allocated.
+#[test]
+fn the_training_tab_shows_reserved_climbing_over_varying_lengths() {
+    support_xdg::xdg();
+    let mut settings = Settings::default();
+    let chapter = chapters().into_iter().find(|c| c.id == "lengths").expect("the chapter");
+    (chapter.setup)(&mut settings);
+    settings.device.budget_bytes = 1 << 30;
+    let mut harness = Harness::builder()
+        .with_size([1400.0, 900.0])
+        .build_ui_state(|ui, app: &mut OomlabApp| app.show(ui), OomlabApp::headless(settings));
+    harness.run();
+    harness.state_mut().run.train_for(6);
+    for _ in 0..50_000 {
+        harness.step();
+        if harness.state().is_idle() {
+            break;
+        }
+    }
+    assert_eq!(harness.state().steps_done(), 6, "six steps");
+    harness.state_mut().shown.tab = Tab::Training;
+    harness.run_steps(3);
+    let Some(oomlab::app::views::drawn::Drawn::Training(t)) = oomlab::app::views::drawn(&harness.ctx, "training")
+    else {
+        panic!("the training view")
+    };
+    let marks = &t.memory;
+    assert_eq!(marks.len(), 6);
+    assert!(marks.windows(2).all(|w| w[1].reserved_bytes >= w[0].reserved_bytes), "reserved only climbs: {marks:?}");
+    assert!(marks.windows(2).any(|w| w[1].peak_allocated_bytes < w[0].peak_allocated_bytes), "peaks go down too");
+    let (first, last) = (marks[0], marks[5]);
+    let grew = |f: fn(&oomlab::app::timing::StepMark) -> u64| f(&last) as f64 / f(&first) as f64;
+    assert!(grew(|m| m.reserved_bytes) > grew(|m| m.peak_allocated_bytes), "reserved grows faster: {marks:?}");
+    let options = egui_kittest::SnapshotOptions::new().threshold(2.0).max_failed_pixels(2000);
+    harness.snapshot_options("training_memory_by_step", &options);
+}

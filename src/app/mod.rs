@@ -30,8 +30,8 @@ pub mod settings;
 pub mod shown;
 mod slot;
 pub mod snapshot_view;
-mod stepping;
 pub mod store;
+mod tab;
 pub mod teaching;
 pub mod timing;
 mod toy;
@@ -49,55 +49,19 @@ use egui::Color32;
 
 use crate::backend::gpu::GpuContext;
 use crate::i18n::Lang;
+use crate::memory::Budget;
 use chrome::Chrome;
 use export::ExportAsk;
 use keys::Keys;
 use run::Run;
 use shown::Shown;
 use snapshot_view::SnapshotState;
+pub use tab::Tab;
 use teaching::{Asks, Classroom, Control, Guess, Teaching, Way};
 use views::Suggestion;
 
 /// How often the page looks for the CPU worker's replies while a step runs there.
 const WORKER_FRAME_MS: u64 = 50;
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum Tab {
-    /// The breakdown at the peak, by category and source, and the model state.
-    Breakdown,
-    Timeline,
-    Sweep,
-    Allocator,
-    Training,
-    /// The large-model estimator.
-    RealModels,
-    /// A PyTorch memory snapshot from a real run.
-    Snapshot,
-}
-
-impl Tab {
-    /// Every tab, in the order the tab bar shows them, with its label's catalog message.
-    pub const ALL: [(Tab, &'static str); 7] = [
-        (Tab::Breakdown, "tab-breakdown"),
-        (Tab::Timeline, "tab-timeline"),
-        (Tab::Sweep, "tab-sweep"),
-        (Tab::Allocator, "tab-allocator"),
-        (Tab::Training, "tab-training"),
-        (Tab::RealModels, "tab-real-models"),
-        (Tab::Snapshot, "tab-snapshot"),
-    ];
-
-    /// Its name in a link (`tab=allocator`): its catalog message without `tab-`.
-    pub fn id(self) -> &'static str {
-        Tab::ALL.iter().find(|(t, _)| *t == self).map_or("breakdown", |(_, key)| &key[4..])
-    }
-
-    /// The tab a link opens (`tab=allocator`), if it names one.
-    pub fn from_url_hash(hash: &str) -> Option<Tab> {
-        let id = hash.trim_start_matches('#').split('&').find_map(|kv| kv.strip_prefix("tab="))?;
-        Tab::ALL.iter().map(|(t, _)| *t).find(|t| t.id() == id)
-    }
-}
 
 pub struct OomlabApp {
     /// Everything the user can set: persisted, and carried by a shared link.
@@ -344,6 +308,41 @@ impl OomlabApp {
             }
         }
         keys.step
+    }
+
+    /// A reveal's real step (batches of their own length start over: the question's batch, the
+    /// batches before it run first when it is a later one).
+    fn reveal_step(&mut self) -> bool {
+        let Some(upto) = self.teaching.take_step_request() else { return false };
+        if self.settings.device.batching.varies_in_length() && (self.run.steps_done() > 0 || upto > 0) {
+            self.run.settings_changed();
+            self.shown.follow_step(self.run.vocab(), 0);
+            if upto > 0 {
+                self.run.train_for(upto as usize + 1);
+                return false;
+            }
+        }
+        true
+    }
+
+    /// Advances the run one frame; a finished step is checked against the challenge.
+    fn drive(&mut self, now: f64, want_step: bool) {
+        let (seed, budget) = (self.settings.seed, Budget::Bytes(self.settings.device.budget_bytes));
+        let fitted = self.run.oom.is_none();
+        let finished = self.run.drive(now, want_step, &self.shown.derived.plan, seed, budget, &mut self.chrome.notices);
+        // A batch of documents of its own length: the views show the step that ran (or failed).
+        let ran = if finished.is_some() { self.run.steps_done().checked_sub(1) } else { None };
+        if let Some(step) = ran.or_else(|| (fitted && self.run.oom.is_some()).then(|| self.run.steps_done())) {
+            self.shown.follow_step(self.run.vocab(), step as u64);
+        }
+        if finished.is_some() {
+            let seq = self.shown.derived.plan.as_ref().map_or(self.settings.seq, |p| p.shape.seq);
+            self.run.times.mark(seq, self.run.measured.as_ref());
+        }
+        if let (Some(done), Some(memory)) = (finished, &self.run.measured) {
+            let (t, vocab) = (&self.chrome.catalog, self.run.vocab());
+            self.teaching.check_challenge(&self.settings, memory, done.secs, t, vocab);
+        }
     }
 
     /// The whole window's content (also what the tests render).

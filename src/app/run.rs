@@ -248,7 +248,7 @@ impl Run {
             }
         }
         self.losses.clear();
-        self.times.step_secs.clear();
+        (self.times.step_secs, self.times.memory) = (Vec::new(), Vec::new());
         self.measured = None;
         self.device = not_reported_yet();
         self.oom = None;

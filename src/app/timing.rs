@@ -5,11 +5,24 @@ use std::collections::BTreeMap;
 
 use crate::plan::{Plan, Techniques};
 
-/// The most recent steps' times of every setup that ran since the app started.
+/// What one real step left in the allocator: its length, its peak allocated and what stayed
+/// reserved after it (the Training tab draws them step by step: with batches of varying lengths,
+/// reserved memory climbs while the allocated peaks go up and down).
+#[derive(Clone, Copy, Debug, PartialEq, serde::Serialize)]
+pub struct StepMark {
+    pub seq: usize,
+    pub peak_allocated_bytes: u64,
+    pub reserved_bytes: u64,
+}
+
+/// The most recent steps' times of every setup that ran since the app started, and each step's
+/// memory since the settings last changed.
 #[derive(Default)]
 pub struct StepTimes {
     /// How long each step since the settings last changed took.
     pub step_secs: Vec<f64>,
+    /// The allocator after each of those steps (GPU 0's with several simulated GPUs).
+    pub memory: Vec<StepMark>,
     /// The setup of the step in flight.
     current: Option<String>,
     by_setup: BTreeMap<String, Vec<f64>>,
@@ -41,6 +54,14 @@ impl StepTimes {
             if list.len() > KEPT {
                 list.remove(0);
             }
+        }
+    }
+
+    /// The allocator's record of the step that just finished (None: not reported).
+    pub fn mark(&mut self, seq: usize, memory: Option<&crate::memory::StepMemory>) {
+        if let Some(m) = memory {
+            let (peak_allocated_bytes, reserved_bytes) = (m.peak_allocated_bytes(), m.stats.reserved_bytes);
+            self.memory.push(StepMark { seq, peak_allocated_bytes, reserved_bytes });
         }
     }
 

@@ -12,50 +12,13 @@ use crate::app::views::{self, Veil, size};
 use crate::i18n::Catalog;
 use crate::plan::{Category, Phase};
 
-/// What a chapter asks.
-pub enum Question {
-    /// A ratio to guess (×); judged close within `tolerance` (a fraction of the answer).
-    Ratio { answer: fn(&Facts) -> Option<f64>, tolerance: f64 },
-    /// One of several options (catalog keys); the answer's index.
-    Choice { options: &'static [&'static str], answer: fn(&Facts) -> Option<usize> },
-}
-
-/// One chapter.
-pub struct Chapter {
-    /// Its catalog messages' stem: `lesson-<id>-…`.
-    pub id: &'static str,
-    pub tab: Tab,
-    /// The widget it talks about ([`views::mark`]).
-    pub target: &'static str,
-    /// The state it starts from.
-    pub setup: fn(&mut Settings),
-    /// The body's and the question's arguments, from the state.
-    pub args: fn(&Facts, &Catalog) -> Vec<(&'static str, String)>,
-    pub question: Question,
-    /// The answer's arguments, from the state.
-    pub answer_args: fn(&Facts, &Catalog) -> Vec<(&'static str, String)>,
-    /// What the views veil until the reveal: every figure the answer follows from.
-    pub veils: Veil,
-    /// Whether the answer reads the step the reveal runs (the toy's chapters but the fixes,
-    /// whose answer compares steps that did not run); otherwise it is the plan's or the
-    /// estimator's alone.
-    pub reads_step: bool,
-    /// The run's batch number the question is about (batches of their own length): the reveal
-    /// runs the batches before it too, through one allocator. 0 for the rest.
-    pub step: u64,
-}
-
-/// The toy chapters veil the step's figures everywhere: its sizes, shares, charts and peak.
-pub(super) const STEP: Veil = Veil { step: true, ..Veil::NONE };
 /// The real-model chapters veil the estimate's figures.
 const REAL: Veil = Veil { real: true, ..Veil::NONE };
 
+pub use super::chapter::{Chapter, Question};
+use super::chapter::{STEP, arg};
 pub use super::facts::Facts;
 use super::facts::{moe_figure, moe_setup};
-
-pub(super) fn arg(name: &'static str, value: impl ToString) -> (&'static str, String) {
-    (name, value.to_string())
-}
 
 /// The techniques the "fixes" chapter compares, as the OOM panel's suggestions apply them.
 const FIXES: [Suggestion; 4] =
@@ -420,12 +383,6 @@ pub fn chapters() -> Vec<Chapter> {
     ];
     all.extend(super::remedies::chapters());
     all
-}
-
-/// The bytes of a category's tensors at the step's peak (the allocator's record of a real step,
-/// or the prediction), as the tensors have them.
-pub(super) fn tensor_bytes(f: &Facts, c: Category) -> u64 {
-    f.memory.peak_requested.get(c)
 }
 
 /// The model states' categories in an estimate.

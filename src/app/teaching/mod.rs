@@ -10,6 +10,7 @@
 
 mod challenge_panel;
 mod challenges;
+mod chapter;
 mod classroom;
 mod facts;
 mod lesson_panel;
@@ -168,7 +169,7 @@ impl Teaching {
     /// Returns the run's batch number the chapter asks about: the reveal runs the batches up to
     /// it (0: the first step alone).
     pub fn take_step_request(&mut self) -> Option<u64> {
-        let step = self.lesson.as_ref().map_or(0, |l| lessons::chapters()[l.chapter].step);
+        let step = self.lesson.as_ref().map_or(0, |l| chapters()[l.chapter].step);
         std::mem::take(&mut self.step_asked).then_some(step)
     }
 

@@ -1,8 +1,8 @@
-//! The chapters on the remedies the question names beyond the toy's techniques (issue 42):
-//! data parallelism's communication buckets, ZeRO-2 and ZeRO-3 over simulated GPUs, padding
+//! The chapters on the remedies the question names beyond the toy's techniques: data
+//! parallelism's communication buckets, ZeRO-2 and ZeRO-3 over simulated GPUs, padding
 //! against packing, and the fragmentation that batches of varying lengths leave behind.
 
-use super::lessons::{Chapter, Question, STEP, arg, tensor_bytes};
+use super::chapter::{Chapter, Question, STEP, arg, tensor_bytes};
 use crate::app::Tab;
 use crate::app::settings::{DeviceSettings, Settings};
 use crate::app::views::{Veil, size};

@@ -192,6 +192,10 @@ pub struct TrainingDrawn {
     pub losses: Vec<f32>,
     /// The status line, word for word.
     pub status: String,
+    /// The memory chart's steps: each one's length, peak allocated and reserved after it (empty
+    /// while a question veils the step's figures).
+    pub memory: Vec<crate::app::timing::StepMark>,
+    pub memory_veiled: bool,
 }
 
 /// The real-model view's estimate.

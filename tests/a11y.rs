@@ -208,8 +208,9 @@ fn every_chart_is_described() {
             harness.state_mut().shown.tab = tab;
             harness.run_steps(3);
             let found = charts(&harness);
-            // The sweep's tab has two: memory against the batch, and per GPU against the GPUs.
-            let want = if tab == Tab::Sweep { 2 } else { 1 };
+            // The sweep's tab has two: memory against the batch, and per GPU against the GPUs; the
+            // training tab two: the loss, and the memory after each step.
+            let want = if matches!(tab, Tab::Sweep | Tab::Training) { 2 } else { 1 };
             assert_eq!(found.len(), want, "{lang:?} {tab:?}: its described charts: {found:?}");
             for chart in &found {
                 let figures = chart.chars().filter(char::is_ascii_digit).count();

@@ -157,4 +157,21 @@ fn train_says_when_the_batches_before_fragmented_the_memory() {
         let out = support_cli::oomlab(&args(backend, "expandable_segments:True"));
         assert!(out.status.success(), "{backend}: {}", String::from_utf8_lossy(&out.stderr));
     }
+    // With room to spare, `train --json` gives each step's length, peak and reserved: the peaks
+    // follow the lengths, reserved only climbs.
+    let mut a = args("cpu", "");
+    a.extend(["--json"]);
+    a[2] = "5";
+    let budget = a.iter().position(|&x| x == "100MiB").expect("the budget");
+    a[budget] = "1GiB";
+    let out = support_cli::oomlab(&a);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let lines: Vec<serde_json::Value> =
+        String::from_utf8_lossy(&out.stdout).lines().map(|l| serde_json::from_str(l).expect("JSON")).collect();
+    assert_eq!(lines.len(), 5);
+    let field = |k: &str| lines.iter().map(|l| l[k].as_u64().expect(k)).collect::<Vec<_>>();
+    let (seq, peak, reserved) = (field("seq"), field("peak_allocated_bytes"), field("reserved_bytes"));
+    assert_eq!(&seq[..2], &[221, 256], "the batches' own lengths");
+    assert!(reserved.windows(2).all(|w| w[1] >= w[0]), "reserved climbs: {reserved:?}");
+    assert!(peak.windows(2).any(|w| w[1] < w[0]), "peaks follow the lengths: {peak:?}");
 }

@@ -9,6 +9,12 @@ pub(super) struct TrainLine {
     elapsed_secs: f64,
     /// Widened to f64 as the JSON has always shown it.
     loss: f64,
+    /// The allocator's peak in the step, and what stayed reserved after it (the source is the
+    /// allocator: over batches of varying lengths, reserved climbs while the peaks vary).
+    peak_allocated_bytes: Option<u64>,
+    reserved_bytes: Option<u64>,
+    /// The step's sequence length (its batch's, with padded or bucketed batches).
+    seq: usize,
     step: usize,
 }
 
@@ -52,7 +58,15 @@ pub(super) fn train(steps: usize, config: &ConfigArgs) -> Result<(), Failure> {
         let loss = trainer.train_step(&batch).map_err(|e| after_others(e, trainer.plan(), &r, step))?;
         let elapsed = start.elapsed().as_secs_f64();
         if r.json {
-            let line = TrainLine { elapsed_secs: elapsed, loss: f64::from(loss), step: step + 1 };
+            let m = trainer.memory();
+            let line = TrainLine {
+                elapsed_secs: elapsed,
+                loss: f64::from(loss),
+                peak_allocated_bytes: m.map(|m| m.peak_allocated_bytes()),
+                reserved_bytes: m.map(|m| m.stats.reserved_bytes),
+                seq: trainer.plan().shape.seq,
+                step: step + 1,
+            };
             let doc =
                 serde_json::to_string(&line).map_err(|e| Failure { code: EXIT_FAILURE, message: e.to_string() })?;
             let _ = writeln!(stdout, "{doc}");
@@ -73,7 +87,7 @@ pub(super) fn train(steps: usize, config: &ConfigArgs) -> Result<(), Failure> {
 }
 
 /// A step's error; an out-of-memory error of a batch that an empty GPU of this budget would hold
-/// says so: the batches of other lengths before it left the memory fragmented (issue 42 §4).
+/// says so: the batches of other lengths before it left the memory fragmented.
 fn after_others(e: BackendError, plan: &Plan, r: &Resolved, step: usize) -> Failure {
     let mut failure = Failure::from(e);
     if step > 0

@@ -3,7 +3,7 @@
 //! and cache kept between them, as an eager framework keeps them. What a step needs alone and
 //! what it needs after the steps before it differ: memory freed by one length is cached in
 //! segments cut for it, and the next length's tensors split those segments until a request
-//! finds enough free in total but no block that holds it — fragmentation, issue 42 §4.
+//! finds enough free in total but no block that holds it: fragmentation.
 
 use serde::Serialize;
 

@@ -54,6 +54,18 @@ impl Secrets {
     fn ratio(&mut self, r: f64) {
         self.numbers.push(format!("{r:.2}"));
     }
+
+    /// Whether a step fits: no out-of-memory panel, message or figure of it.
+    fn oom(&mut self, oom: &oomlab::memory::StepOom) {
+        self.words.push("GPU out of memory".into());
+        self.words.push(Catalog::new(Lang::En).text("oom-title"));
+        // (The Chinese title alone is in the app's own title, which asks why memory runs out.)
+        self.words.push(Catalog::new(Lang::Zh).text("main-oom-predicted"));
+        self.words.push(Catalog::new(Lang::En).text("main-oom-predicted"));
+        self.words.push(oom.op_label.clone());
+        self.bytes(oom.error.cached_free_bytes);
+        self.bytes(oom.error.largest_free_block);
+    }
 }
 
 /// The model states per GPU of the estimate `change` makes of the chapter's setup.
@@ -146,14 +158,7 @@ fn secrets(id: &str, s: &Settings) -> Secrets {
         // the allocator would reserve without a budget.
         "fragment" => {
             let oom = simulate(&s.plan(VOCAB).expect("a plan"), s.device.budget_bytes).expect_err("out of memory");
-            out.words.push("GPU out of memory".into());
-            out.words.push(Catalog::new(Lang::En).text("oom-title"));
-            // (The Chinese title alone is in the app's own title, which asks why memory runs out.)
-            out.words.push(Catalog::new(Lang::Zh).text("main-oom-predicted"));
-            out.words.push(Catalog::new(Lang::En).text("main-oom-predicted"));
-            out.words.push(oom.op_label.clone());
-            out.bytes(oom.error.cached_free_bytes);
-            out.bytes(oom.error.largest_free_block);
+            out.oom(&oom);
             out.bytes(memory(s).peak_reserved_bytes());
         }
         // Each DDP GPU's peak and its buckets' size, and the ratio to one GPU's peak alone.
@@ -207,14 +212,8 @@ fn secrets(id: &str, s: &Settings) -> Secrets {
         "lengths" => {
             let (ran, oom) = support_lengths::run_batches(s, VOCAB, 1);
             let oom = oom.expect("out of memory at batch 2");
-            out.words.push("GPU out of memory".into());
-            out.words.push(Catalog::new(Lang::En).text("oom-title"));
-            out.words.push(Catalog::new(Lang::Zh).text("main-oom-predicted"));
-            out.words.push(Catalog::new(Lang::En).text("main-oom-predicted"));
-            out.words.push(oom.op_label.clone());
+            out.oom(&oom);
             out.bytes(oom.error.requested_bytes);
-            out.bytes(oom.error.cached_free_bytes);
-            out.bytes(oom.error.largest_free_block);
             out.bytes(ran[0].stats.reserved_bytes);
         }
         other => panic!("no secrets for chapter {other}: add them"),

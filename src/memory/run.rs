@@ -5,15 +5,13 @@
 //! segments cut for it, and the next length's tensors split those segments until a request
 //! finds enough free in total but no block that holds it: fragmentation.
 
-use serde::Serialize;
-
 use super::step::{StepAllocator, StepMemory, StepOom, Trace};
 use super::{Budget, Stats};
 use crate::plan::Plan;
 
 /// One step of a run: its length, what the allocator did during it, and what the same step
 /// needs in a fresh allocator.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct RunStep {
     /// The step's sequence length.
     pub seq: usize,
@@ -119,10 +117,7 @@ impl RunPredictor {
             Ok(()) => {
                 sa.allocator.clear_events();
                 sa.clear_log();
-                let out = step_on(&plan, &mut sa).map_err(|(record, mut e)| {
-                    e.at_failure = Some(Box::new(record));
-                    e
-                });
+                let out = step_on(&plan, &mut sa);
                 if self.empty_cache {
                     sa.allocator.empty_cache();
                 }
@@ -177,17 +172,17 @@ pub fn simulate_run(plans: &[Plan], budget: Budget, empty_cache: bool) -> Result
 }
 
 /// One step's ops through `sa` (set up for `plan`), leaving the persistent tensors and the batch
-/// allocated; on an out-of-memory error, the record up to it and the error, the step's tensors
-/// released.
-fn step_on(plan: &Plan, sa: &mut StepAllocator) -> Result<StepMemory, (StepMemory, Box<StepOom>)> {
+/// allocated; on an out-of-memory error, the error with the record up to it (`at_failure`), the
+/// step's tensors released.
+fn step_on(plan: &Plan, sa: &mut StepAllocator) -> Result<StepMemory, Box<StepOom>> {
     let mut trace = Trace::detailed();
     trace.record(sa, None);
     for i in 0..plan.ops.len() {
-        if let Err(e) = sa.before_op(plan, i) {
+        if let Err(mut e) = sa.before_op(plan, i) {
             trace.record(sa, Some(i));
-            let record = trace.finish(sa);
+            e.at_failure = Some(Box::new(trace.finish(sa)));
             sa.release_step();
-            return Err((record, e));
+            return Err(e);
         }
         trace.record(sa, Some(i));
         sa.after_op(i);

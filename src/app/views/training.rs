@@ -73,13 +73,14 @@ fn memory_by_step(ui: &mut Ui, t: &Catalog, memory: &[StepMark]) {
         Line::new(name, pts)
     };
     let (allocated, reserved) = (t.text("train-memory-allocated"), t.text("train-memory-reserved"));
+    // Which line is which, in words (a solid and a dashed line: not told apart by colour alone).
+    ui.label(format!("—— {allocated}    - - - {reserved}"));
     let response = Plot::new("memory_by_step")
         .height(160.0)
         .x_axis_label(t.text("train-axis-step"))
         .y_axis_label(t.text("train-axis-mib"))
         .include_y(0.0)
         .allow_scroll(false)
-        .legend(egui_plot::Legend::default())
         .show(ui, |p| {
             p.line(line(allocated, &|m| m.peak_allocated_bytes));
             p.line(line(reserved, &|m| m.reserved_bytes).style(egui_plot::LineStyle::dashed_loose()));

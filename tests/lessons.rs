@@ -267,9 +267,9 @@ fn walk(lang: Lang) {
         harness.run();
         let total = views::size(&oomlab::i18n::Catalog::new(lang), predicted.peak_allocated_bytes());
         assert_eq!(harness.query_all_by_label(&total).count(), 2, "{}: allocator (live) = predicted", chapter.id);
-        if ["buckets", "zero2", "zero3"].contains(&chapter.id) {
+        if ["buckets", "zero2", "zero3", "padding"].contains(&chapter.id) {
             // The data-parallel chapters after their reveal: the answer, GPU 0's breakdown with
-            // its communication row, in each language.
+            // its communication row, in each language; the padding chapter's padded step.
             let options = egui_kittest::SnapshotOptions::new().threshold(2.0).max_failed_pixels(2000);
             let name = format!("lesson_{}_{}", chapter.id, if lang == Lang::Zh { "zh" } else { "en" });
             harness.snapshot_options(&name, &options);

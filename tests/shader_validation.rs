@@ -4,6 +4,20 @@
 
 use std::path::Path;
 
+/// Stripping comments keeps the code: a line's code and its indentation stay, a comment after
+/// code goes, and so does a line that was only a comment.
+#[test]
+fn comments_go_and_code_stays() {
+    use oomlab::backend::gpu::kernels::wgsl_text::without_comments;
+    let text = "// a file\nfn f() -> f32 {\n    let x = 1.0; // one\n\n    // alone\n    return x;\n}\n";
+    assert_eq!(without_comments(text), "fn f() -> f32 {\n    let x = 1.0;\n    return x;\n}\n");
+    // Every shader keeps all its code lines (none of them is a comment's continuation).
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("shaders");
+    let common = std::fs::read_to_string(dir.join("common.wgsl")).expect("common.wgsl");
+    assert_eq!(oomlab::backend::gpu::kernels::COMMON, without_comments(&common));
+    assert!(common.len() > oomlab::backend::gpu::kernels::COMMON.len(), "the preamble has comments to strip");
+}
+
 #[test]
 fn every_shader_parses_and_validates() {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("shaders");
@@ -26,7 +40,9 @@ fn every_shader_parses_and_validates() {
             .and_then(|rest| rest.split_whitespace().next())
             .map(|base| std::fs::read_to_string(dir.join(base)).expect("the file it is loaded after"))
             .unwrap_or_default();
-        let source = format!("{}{after}{own}", oomlab::backend::gpu::kernels::COMMON);
+        // As the crate embeds it: each file without its comments.
+        let strip = oomlab::backend::gpu::kernels::wgsl_text::without_comments;
+        let source = format!("{}{}{}", oomlab::backend::gpu::kernels::COMMON, strip(&after), strip(&own));
         let module = naga::front::wgsl::parse_str(&source)
             .unwrap_or_else(|e| panic!("{name} does not parse:\n{}", e.emit_to_string(&source)));
         let mut validator = naga::valid::Validator::new(naga::valid::ValidationFlags::all(), capabilities(&name));

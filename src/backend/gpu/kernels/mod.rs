@@ -15,6 +15,7 @@ mod reduce;
 mod residual;
 pub mod sgd;
 pub mod storage;
+pub mod wgsl_text;
 
 pub use adamw::AdamW;
 pub use attention::Attention;
@@ -37,75 +38,51 @@ use crate::plan::{DType, Phase, View};
 
 use super::GpuError;
 
+/// The preamble every shader is loaded with, without its comments, as every shader below
+/// ([`wgsl_text`]: the build script writes them so).
+pub const COMMON: &str = include_str!(concat!(env!("OUT_DIR"), "/shaders/common.wgsl"));
+
+/// A shader as the crate embeds it: the preamble, (the file it is loaded after,) the file, each
+/// without its comments.
+macro_rules! shader {
+    ($file:literal) => {
+        (
+            $file,
+            concat!(
+                include_str!(concat!(env!("OUT_DIR"), "/shaders/common.wgsl")),
+                include_str!(concat!(env!("OUT_DIR"), "/shaders/", $file))
+            ),
+        )
+    };
+    ($file:literal after $base:literal) => {
+        (
+            $file,
+            concat!(
+                include_str!(concat!(env!("OUT_DIR"), "/shaders/common.wgsl")),
+                include_str!(concat!(env!("OUT_DIR"), "/shaders/", $base)),
+                include_str!(concat!(env!("OUT_DIR"), "/shaders/", $file))
+            ),
+        )
+    };
+}
+
 /// Every shader, by file name, for validation and for building: `shaders/common.wgsl` (what they
 /// share) followed by the shader's own file.
-/// The preamble every shader is loaded with.
-pub const COMMON: &str = include_str!("../../../../shaders/common.wgsl");
-
 pub const SHADERS: &[(&str, &str)] = &[
-    (
-        "adamw.wgsl",
-        concat!(include_str!("../../../../shaders/common.wgsl"), include_str!("../../../../shaders/adamw.wgsl")),
-    ),
-    (
-        "attention.wgsl",
-        concat!(include_str!("../../../../shaders/common.wgsl"), include_str!("../../../../shaders/attention.wgsl")),
-    ),
-    (
-        "check_finite.wgsl",
-        concat!(include_str!("../../../../shaders/common.wgsl"), include_str!("../../../../shaders/check_finite.wgsl")),
-    ),
-    (
-        "cross_entropy.wgsl",
-        concat!(
-            include_str!("../../../../shaders/common.wgsl"),
-            include_str!("../../../../shaders/cross_entropy.wgsl")
-        ),
-    ),
-    (
-        "embedding.wgsl",
-        concat!(include_str!("../../../../shaders/common.wgsl"), include_str!("../../../../shaders/embedding.wgsl")),
-    ),
-    (
-        "flash_attention.wgsl",
-        concat!(
-            include_str!("../../../../shaders/common.wgsl"),
-            include_str!("../../../../shaders/flash_attention.wgsl")
-        ),
-    ),
-    (
-        "gelu.wgsl",
-        concat!(include_str!("../../../../shaders/common.wgsl"), include_str!("../../../../shaders/gelu.wgsl")),
-    ),
-    (
-        "layernorm.wgsl",
-        concat!(include_str!("../../../../shaders/common.wgsl"), include_str!("../../../../shaders/layernorm.wgsl")),
-    ),
-    (
-        "matmul.wgsl",
-        concat!(include_str!("../../../../shaders/common.wgsl"), include_str!("../../../../shaders/matmul.wgsl")),
-    ),
+    shader!("adamw.wgsl"),
+    shader!("attention.wgsl"),
+    shader!("check_finite.wgsl"),
+    shader!("cross_entropy.wgsl"),
+    shader!("embedding.wgsl"),
+    shader!("flash_attention.wgsl"),
+    shader!("gelu.wgsl"),
+    shader!("layernorm.wgsl"),
+    shader!("matmul.wgsl"),
     // An entry point of its own file (it needs subgroups) that shares matmul.wgsl's declarations.
-    (
-        "matmul_sg8.wgsl",
-        concat!(
-            include_str!("../../../../shaders/common.wgsl"),
-            include_str!("../../../../shaders/matmul.wgsl"),
-            include_str!("../../../../shaders/matmul_sg8.wgsl")
-        ),
-    ),
-    (
-        "reduce.wgsl",
-        concat!(include_str!("../../../../shaders/common.wgsl"), include_str!("../../../../shaders/reduce.wgsl")),
-    ),
-    (
-        "residual.wgsl",
-        concat!(include_str!("../../../../shaders/common.wgsl"), include_str!("../../../../shaders/residual.wgsl")),
-    ),
-    (
-        "sgd.wgsl",
-        concat!(include_str!("../../../../shaders/common.wgsl"), include_str!("../../../../shaders/sgd.wgsl")),
-    ),
+    shader!("matmul_sg8.wgsl" after "matmul.wgsl"),
+    shader!("reduce.wgsl"),
+    shader!("residual.wgsl"),
+    shader!("sgd.wgsl"),
 ];
 
 fn shader_source(file: &str) -> &'static str {

@@ -2,9 +2,10 @@
 //! estimator models exactly (see [`FAMILIES`]). A `model_type` it does not know, or a field that
 //! changes memory in a way it does not model (biases on some linear layers and not others, an
 //! activation other than the family's, dense layers among a mixture's sparse ones, dropout where
-//! the estimator keeps none), is an error that names it: never a silent guess. Fields that change
-//! no byte of a training step (the RoPE base and scaling, norm epsilons, token ids, Gemma's
-//! `query_pre_attn_scalar`) are read past.
+//! the estimator keeps none), is an error that names it: never a silent guess. Every key is
+//! classified ([`super::hf_keys`]): read, changing no byte of a training step (the RoPE base,
+//! norm epsilons, token ids, Gemma's `query_pre_attn_scalar`), or refused unless at its default;
+//! a key in no class is refused.
 //!
 //! Sliding windows (Mistral, Qwen2, Gemma 2/3, Phi-3) limit which keys a query attends to, but
 //! eager attention still builds and keeps the whole s × s score matrix (masked), and fused
@@ -96,6 +97,7 @@ fn read(text: &str, name: impl Fn(&serde_json::Map<String, Value>) -> String) ->
             )));
         }
     };
+    c.check_keys()?;
     model.arch.validate()?;
     Ok(model)
 }
@@ -106,8 +108,35 @@ struct Config<'a> {
 }
 
 impl Config<'_> {
+    /// The key's value, under either spelling transformers reads (its `attribute_map`:
+    /// Mixtral's num_experts is saved as num_local_experts).
     fn get(&self, key: &str) -> Option<&Value> {
-        self.fields.get(key).filter(|v| !v.is_null())
+        let at = |k: &str| self.fields.get(k).filter(|v| !v.is_null());
+        at(key).or_else(|| at(super::hf_keys::other_spelling(self.model_type, key)?))
+    }
+
+    /// Every key of the config is one the family's table knows: read, changing nothing, or at
+    /// the only value modelled (`hf_keys`). None is read past.
+    fn check_keys(&self) -> Result<(), EstimateError> {
+        use super::hf_keys::{Use, classify};
+        for (key, value) in self.fields.iter().filter(|(_, v)| !v.is_null()) {
+            match classify(self.model_type, key) {
+                Some(Use::Read | Use::NoEffect(_)) => {}
+                Some(Use::DefaultOnly(default)) => {
+                    if serde_json::from_str::<Value>(default).ok().as_ref() != Some(value) {
+                        return Err(self.not_modelled(key, &format!("only its default, {default}, is")));
+                    }
+                }
+                None => {
+                    return Err(invalid(format!(
+                        "{}: {key} is a key oomlab does not know in this family, so it is not read past (it \
+                         might change memory); remove it if it changes nothing",
+                        self.model_type
+                    )));
+                }
+            }
+        }
+        Ok(())
     }
 
     /// A positive whole number the family needs.
@@ -302,7 +331,8 @@ fn llama(c: &Config<'_>, name: &str) -> Result<HfModel, EstimateError> {
     };
     let kv_heads = c.count_or("num_key_value_heads", heads)?;
     let block = Block {
-        qkv_bias: matches!(t, "qwen2" | "qwen2_moe"),
+        // Qwen2's q/k/v always have biases; Qwen2-MoE's as its qkv_bias says.
+        qkv_bias: t == "qwen2" || (t == "qwen2_moe" && c.flag("qkv_bias", true)?),
         head_dim: if head_dim == hidden / heads && hidden.is_multiple_of(heads) { 0 } else { head_dim },
         qk_norm: matches!(t, "qwen3" | "qwen3_moe" | "gemma3_text"),
         sandwich_norms: matches!(t, "gemma2" | "gemma3_text"),

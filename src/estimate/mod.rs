@@ -16,6 +16,7 @@ pub mod arch;
 pub mod catalog;
 pub mod claims;
 pub mod hf;
+pub mod hf_keys;
 mod mlp;
 pub mod presets;
 pub mod setup;

@@ -936,13 +936,19 @@ chart-batch = { $name }, peak memory against batch size: { $peak } at batch { $b
 chart-batch-fits = { $name }, peak memory against batch size: { $peak } at batch { $batch }, { $largest } { $share } % of it; every batch shown fits the { $capacity_name } of { $capacity }.
 chart-batch-oom = { $name }, peak memory against batch size: batch { $batch } does not fit the { $capacity_name } of { $capacity }; out of memory from batch { $oom }.
 chart-batch-range = { $name }, peak memory against batch size: the { $capacity_name } of { $capacity } is reached at batch { $oom }.
-chart-loss = Loss over { $steps } steps: { $first } at the first, { $last } at the last.
+chart-loss = Loss over { $steps ->
+    [one] 1 step
+   *[other] { $steps } steps
+}: { $first } at the first, { $last } at the last.
 chart-loss-none = Loss curve: no step yet.
 train-memory-heading = Memory after each step (allocator, live)
 train-memory-allocated = peak allocated
 train-memory-reserved = reserved after the step
 train-axis-mib = Memory (MiB)
-chart-step-memory = Memory over { $steps } steps: reserved { $first } after the first, { $last } after the last; the highest allocated peak { $allocated }.
+chart-step-memory = Memory over { $steps ->
+    [one] 1 step
+   *[other] { $steps } steps
+}: reserved { $first } after the first, { $last } after the last; the highest allocated peak { $allocated }.
 chart-step-memory-none = Memory after each step: no step yet.
 chart-snapshot = Memory over the { $events } events of the trace: allocated peaks at { $peak } at event { $at }, reserved at { $reserved }; { $ooms } out-of-memory events.
 chart-snapshot-scrub = Marked: after event { $index }, { $bytes } allocated.

@@ -307,7 +307,10 @@ fn training(harness: &mut Harness<'_, OomlabApp>, truth: &Truth, phase: Phase, e
     // The loss curve's description for a screen reader: its first and last loss, as drawn.
     let en = Catalog::new(Lang::En);
     let want = match (t.losses.first(), t.losses.last()) {
-        (Some(first), Some(last)) => vec![format!("{first:.4}"), format!("{last:.4}"), format!("{} steps", t.steps)],
+        (Some(first), Some(last)) => {
+            let steps = if t.steps == 1 { "1 step:".to_string() } else { format!("{} steps:", t.steps) };
+            vec![format!("{first:.4}"), format!("{last:.4}"), steps]
+        }
         _ => vec![en.text("chart-loss-none")],
     };
     let described = chart_descriptions(harness);

@@ -46,7 +46,7 @@ pub fn training(ui: &mut Ui, t: &Catalog, losses: &[f32], step_secs: &[f64], mem
         (Some(first), Some(last)) => t.format(
             "chart-loss",
             &[
-                ("steps", losses.len().to_string().into()),
+                ("steps", (losses.len() as f64).into()),
                 ("first", format!("{first:.4}").into()),
                 ("last", format!("{last:.4}").into()),
             ],
@@ -92,7 +92,7 @@ fn memory_by_step(ui: &mut Ui, t: &Catalog, memory: &[StepMark]) {
             t.format(
                 "chart-step-memory",
                 &[
-                    ("steps", memory.len().to_string().into()),
+                    ("steps", (memory.len() as f64).into()),
                     ("first", super::size(t, first.reserved_bytes).into()),
                     ("last", super::size(t, last.reserved_bytes).into()),
                     ("allocated", super::size(t, most).into()),

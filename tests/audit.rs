@@ -10,8 +10,11 @@
 //! the plan's tensor lifetimes (which tensors the map must hold at an op), the estimator and the
 //! snapshot replay.
 
+#[path = "support/one_step.rs"]
+mod support_step;
 #[path = "support/xdg.rs"]
 mod support_xdg;
+use support_step::one_step as step;
 use support_xdg::xdg;
 
 use egui_kittest::Harness;
@@ -105,21 +108,6 @@ fn view(harness: &mut Harness<'_, OomlabApp>, tab: Tab, name: &str) -> Drawn {
     views::drawn(&harness.ctx, name).unwrap_or_else(|| panic!("the {name} view recorded nothing"))
 }
 
-/// Runs one step, as the One step button does, and waits for it.
-fn step(harness: &mut Harness<'_, OomlabApp>, engine: Engine) {
-    let before = harness.state().steps_done();
-    harness.get_by_label("One step").click();
-    for _ in 0..200_000 {
-        harness.step();
-        if harness.state().is_idle() && harness.state().steps_done() > before {
-            break;
-        }
-    }
-    let state = harness.state();
-    let error = state.run.error.as_ref().map(|e| e.text(&Catalog::new(Lang::En)));
-    assert_eq!(state.steps_done(), before + 1, "{engine:?}: the step finished ({error:?})");
-}
-
 #[test]
 fn every_view_shows_its_record_before_and_after_real_steps() {
     xdg();
@@ -136,7 +124,7 @@ fn every_view_shows_its_record_before_and_after_real_steps() {
         harness.state_mut().open_snapshot_bytes("toy_default.pickle", &snapshot_bytes);
         for phase in [Phase::Before, Phase::Cold, Phase::Warm] {
             if phase != Phase::Before {
-                step(&mut harness, engine);
+                step(&mut harness);
             }
             let what = format!("{engine:?}, {phase:?}");
             let measured = harness.state().run.measured.clone();

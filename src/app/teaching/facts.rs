@@ -131,11 +131,7 @@ impl Facts {
     /// Whether the step fits its budget: 0 it fits; 1 out of memory although the cached free memory
     /// would hold the request (fragmentation); 2 out of memory, really full.
     pub(super) fn fit_outcome(&self) -> usize {
-        match self.oom() {
-            None => 0,
-            Some(o) if o.error.is_fragmented() => 1,
-            Some(_) => 2,
-        }
+        outcome(self.oom().as_ref())
     }
 
     /// The fragmentation chapter's answer in words, for its outcome: the allocator's figures when
@@ -215,13 +211,13 @@ impl Facts {
     /// enough free in the cached segments (fragmentation); 2 out of memory, really full. The real
     /// run's, once it ran; the prediction's before.
     pub(super) fn run_outcome(&self, upto: u64) -> Option<usize> {
-        let oom =
-            if self.ran { self.step_oom.clone() } else { self.run_until(upto, |_| {}, false)?.oom.map(|o| *o.error) };
-        Some(match oom {
-            None => 0,
-            Some(o) if o.error.is_fragmented() => 1,
-            Some(_) => 2,
-        })
+        let predicted = if self.ran { None } else { Some(self.run_until(upto, |_| {}, false)?) };
+        Some(outcome(self.run_oom(predicted.as_ref()).as_ref()))
+    }
+
+    /// The error that stopped the run: the real run's once it ran, else `predicted`'s.
+    fn run_oom(&self, predicted: Option<&RunMemory>) -> Option<crate::memory::StepOom> {
+        if self.ran { self.step_oom.clone() } else { predicted?.oom.as_ref().map(|o| (*o.error).clone()) }
     }
 
     /// The lengths chapter's answer in words: what batch `upto` met (the real run's error, or its
@@ -229,11 +225,7 @@ impl Facts {
     /// run the same way.
     pub(super) fn run_words(&self, t: &Catalog, upto: u64) -> String {
         let predicted = self.run_until(upto, |_| {}, false);
-        let oom = if self.ran {
-            self.step_oom.clone()
-        } else {
-            predicted.as_ref().and_then(|r| r.oom.as_ref()).map(|o| (*o.error).clone())
-        };
+        let oom = self.run_oom(predicted.as_ref());
         let before = predicted.as_ref().and_then(|r| r.steps.first()).map(|s| s.stats).unwrap_or_default();
         let alone = self.batch_alone(upto).map_or(0, |a| a.1);
         let outcome = match &oom {
@@ -292,6 +284,16 @@ impl Facts {
         // Sentences follow each other as the language writes them (Chinese: no space).
         let gap = if t.lang() == crate::i18n::Lang::Zh { "" } else { " " };
         [outcome, left].into_iter().chain(remedies).collect::<Vec<_>>().join(gap)
+    }
+}
+
+/// Whether a step fits: 0 it fits; 1 out of memory although the cached free memory would hold
+/// the request (fragmentation); 2 out of memory, really full.
+fn outcome(oom: Option<&crate::memory::StepOom>) -> usize {
+    match oom {
+        None => 0,
+        Some(o) if o.error.is_fragmented() => 1,
+        Some(_) => 2,
     }
 }
 

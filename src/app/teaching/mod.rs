@@ -169,8 +169,11 @@ impl Teaching {
     /// Returns the run's batch number the chapter asks about: the reveal runs the batches up to
     /// it (0: the first step alone).
     pub fn take_step_request(&mut self) -> Option<u64> {
-        let step = self.lesson.as_ref().map_or(0, |l| chapters()[l.chapter].step);
-        std::mem::take(&mut self.step_asked).then_some(step)
+        // Asked every frame: the chapters are looked at only when a reveal asked.
+        if !std::mem::take(&mut self.step_asked) {
+            return None;
+        }
+        Some(self.lesson.as_ref().map_or(0, |l| chapters()[l.chapter].step))
     }
 
     /// Opens the "Share this setup" window with the link's current restrictions.

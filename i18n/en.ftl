@@ -589,7 +589,7 @@ lesson-lengths-outcome-fragmented = Out of memory at batch 2. It asked for { $re
 lesson-lengths-outcome-full = Out of memory at batch 2: it asked for { $requested }, and only { $cached } sat free in cached segments. The memory really is full.
 lesson-lengths-left = Batch 1 left { $reserved } reserved for a peak of { $allocated } allocated: reserved memory grows faster than allocated when lengths vary.
 lesson-lengths-empty-cache = torch.cuda.empty_cache() after every batch
-lesson-lengths-remedy-fits = With { $remedy }, the same two batches fit ({ $reserved } reserved at batch 2's peak).
+lesson-lengths-remedy-fits = With { $remedy }, the same two batches fit ({ $reserved } reserved at batch 2's peak, predicted).
 lesson-lengths-remedy-oom = With { $remedy }, batch 2 still runs out of memory.
 
 ## Challenges

@@ -586,7 +586,7 @@ lesson-lengths-outcome-fragmented = 第 2 个 batch 显存溢出。它申请 { $
 lesson-lengths-outcome-full = 第 2 个 batch 显存溢出：它申请 { $requested }，缓存的段里只空着 { $cached }。显存确实满了。
 lesson-lengths-left = 第 1 个 batch 已分配的峰值是 { $allocated }，却留下了 { $reserved } 的预留：长度变化时，预留的显存比已分配的增长得更快。
 lesson-lengths-empty-cache = 每个 batch 之后调用 torch.cuda.empty_cache()
-lesson-lengths-remedy-fits = 使用 { $remedy }，同样的两个 batch 放得下（第 2 个 batch 峰值预留 { $reserved }）。
+lesson-lengths-remedy-fits = 使用 { $remedy }，同样的两个 batch 放得下（第 2 个 batch 峰值预留 { $reserved }，预测）。
 lesson-lengths-remedy-oom = 使用 { $remedy }，第 2 个 batch 仍然显存溢出。
 
 ## 挑战

@@ -13,7 +13,7 @@ difference left: for bf16 input the CPU's LayerNorm keeps mean and rstd in bf16,
 (2·s·b·2 bytes per LayerNorm, well under 0.1 % here).
 
 For each family the estimator reads from a config.json (mistral, qwen2, qwen2_moe, qwen3,
-qwen3_moe, mixtral, gemma, gemma2, gemma3_text, phi3, gpt_neox), a tiny random instance
+qwen3_moe, mixtral, gemma, gemma2, gemma3_text, phi3, gpt_neox, olmo2, smollm3, granite, glm4_moe, deepseek_v3), a tiny random instance
 (tests/fixtures/hf/tiny-*/config.json) is counted the same way, fp32 and bf16, against
 `oomlab estimate --model <that config> --runtime hf-eager`. The mixtures run their router's real
 choices (dropless: each token reaches its k experts, so the count does not depend on which).
@@ -30,6 +30,7 @@ CI's `tests/hf_saved.rs` checks the estimator against the committed numbers.
 import json
 import subprocess
 import sys
+import weakref
 
 import torch
 import transformers
@@ -56,7 +57,8 @@ CASES = [
 # The tiny instances: (fixture folder, dtype, batch, seq).
 FAMILY_CASES = [(f"tiny-{t}", dtype, 2, 256) for t in
                 ["mistral", "qwen2", "qwen2-moe", "qwen3", "qwen3-moe", "mixtral", "gemma", "gemma2",
-                 "gemma3-text", "phi3", "gpt-neox"] for dtype in ["fp32", "bf16"]]
+                 "gemma3-text", "phi3", "gpt-neox", "olmo2", "smollm3", "granite",
+                 "glm4-moe", "deepseek-v3"] for dtype in ["fp32", "bf16"]]
 
 
 def model(kind, dims, positions):
@@ -87,22 +89,30 @@ def count(kind, dims, dtype, batch, seq, positions):
         mod.register_forward_pre_hook(lambda mod, args, name=name: (stack.append(name), None)[1])
         mod.register_forward_hook(lambda mod, args, out: (stack.pop(), None)[1])
     params = {p.untyped_storage().data_ptr() for p in m.parameters()}
-    saved, activations = {}, {}
+    # Every saved tensor is recorded with a weak reference, and counted if it is still alive when
+    # the forward ends: grouped routing (DeepSeek-V3, GLM-4.5) saves tensors on a branch that never
+    # reaches the loss, which PyTorch frees during the forward, and a later saved tensor can reuse
+    # that address. Counting by address alone let the total drift from run to run; keeping every
+    # tensor alive would count what PyTorch has freed. Alive at the loss, each storage once, is
+    # what the step really holds.
+    records = []
 
     def pack(t):
         s = t.untyped_storage()
-        ptr = s.data_ptr()
-        if ptr not in params:
-            saved[ptr] = s.nbytes()
-            where = stack[-1]
-            if where and not where.endswith(("wte", "wpe", "embed_tokens")):
-                activations[ptr] = s.nbytes()
+        records.append((weakref.ref(t), s.data_ptr(), s.nbytes(), stack[-1]))
         return t
 
     vocab = m.config.vocab_size
     x = torch.randint(0, vocab, (batch, seq))
     with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
         out = m(input_ids=x, labels=x.clone())
+    saved, activations = {}, {}
+    for alive, ptr, nbytes, where in records:
+        if alive() is None or ptr in params or ptr in saved:
+            continue
+        saved[ptr] = nbytes
+        if where and not where.endswith(("wte", "wpe", "embed_tokens")):
+            activations[ptr] = nbytes
     logits = out.logits.untyped_storage()
     total = dict(saved)
     total[logits.data_ptr()] = logits.nbytes()

@@ -14,7 +14,8 @@
 #   Latin-1, Greek, and the punctuation, arrows, super/subscripts, math and shapes blocks (Hack,
 #   the monospace font, to ASCII, Latin-1 and punctuation). They
 #   replace egui's bundled fonts in the web build, whose full versions cost 320 kB of the wasm's
-#   2.5 MB gzipped budget. Hinting is kept, so text renders exactly as with egui's fonts. Both
+#   2.5 MB gzipped budget. The desktop's keep their hinting, so text renders exactly as with
+#   egui's fonts; the web build's (-web.ttf) drop it (below). Both
 #   licences require a modified font to be renamed: the UFL to "<name> derivative <work>", the
 #   Vera licence to a name without "Bitstream" or "Vera" — the script renames them. The app
 #   tests render every tab with egui's missing-glyph policy set to panic.
@@ -77,6 +78,14 @@ PY
 }
 subset_latin Ubuntu-Light.ttf $out/UbuntuLight-derivative-oomlab.ttf "Ubuntu Light derivative oomlab" UbuntuLight-derivative-oomlab "$latin"
 subset_latin Hack-Regular.ttf $out/Hack-oomlab.ttf "Hack oomlab" Hack-oomlab "$mono"
+# The web build's copies: the same glyphs without their TrueType instructions (fpgm, prep, cvt
+# and each glyph's program are most of a hinted font's bytes: 43 kB of the 76 kB the two cost
+# the gzipped module). skrifa, egui's font reader, hints an uninstructed font with its
+# auto-hinter, so the web text is still grid-fitted; the desktop keeps the fonts' own hinting.
+for f in UbuntuLight-derivative-oomlab Hack-oomlab; do
+    "$python" -m fontTools.subset $out/$f.ttf --unicodes='*' --no-hinting --name-IDs='*' \
+        --name-languages='*' --output-file=$out/$f-web.ttf
+done
 cp "$egui_fonts/UFL.txt" $out/UFL.txt
 cp "$egui_fonts/Hack-Regular.txt" $out/Hack-LICENSE.txt
 ls -l $out

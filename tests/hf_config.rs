@@ -68,7 +68,20 @@ fn the_families_are_mapped_as_their_models_are_built() {
 fn what_it_cannot_model_it_names() {
     let cases = [
         (config("qwen2.5-0.5b").replace("\"qwen2\"", "\"falcon\""), "model_type \"falcon\" is not modelled yet"),
-        (config("qwen2.5-0.5b").replace("\"qwen2\"", "\"deepseek_v3\""), "multi-head latent attention"),
+        (
+            catalog_text("deepseek-v3").replace("\"scoring_func\": \"sigmoid\"", "\"scoring_func\": \"softmax\""),
+            "scoring_func",
+        ),
+        (catalog_text("deepseek-v3").replace("\"moe_layer_freq\": 1", "\"moe_layer_freq\": 2"), "moe_layer_freq"),
+        (
+            catalog_text("deepseek-v3").replace("\"num_key_value_heads\": 128", "\"num_key_value_heads\": 64"),
+            "latent attention expands keys and values to every head",
+        ),
+        (catalog_text("glm-4.5-air").replace("\"n_group\": 1", "\"n_group\": 3"), "n_group"),
+        (
+            config("tiny-smollm3").replace("\"no_rope_layer_interval\": 2", "\"no_rope_layer_interval\": 1"),
+            "no rotary layer",
+        ),
         (
             catalog_text("qwen3-30b-a3b").replace("\"mlp_only_layers\": []", "\"mlp_only_layers\": [0]"),
             "mlp_only_layers",
@@ -112,6 +125,47 @@ fn what_it_cannot_model_it_names() {
 }
 
 #[test]
+fn the_2026_families_are_built_as_transformers_builds_them() {
+    use oomlab::estimate::{Router, catalog::find};
+    // DeepSeek-V3: latent attention (q through a 1536 latent, k/v through 512 plus a shared
+    // 64-wide rotary key), 3 dense layers then 58 with 256 routed experts and one shared, 37.5 B
+    // parameters active of 671 B (DeepSeek-AI's 37 B and 671 B).
+    let a = &find("deepseek-v3").expect("in the catalog").model.arch;
+    let mla = a.block.mla.expect("latent attention");
+    assert_eq!((mla.q_rank, mla.kv_rank, mla.nope_dim, mla.rope_dim, mla.v_dim), (1536, 512, 128, 64, 128));
+    assert_eq!((a.head_dim(), a.block.rotary_dims, a.attention_output()), (192, 64, 128 * 128));
+    let m = a.block.moe.expect("experts");
+    assert_eq!((m.experts, m.top_k, m.shared_ffn, m.router), (256, 8, 2048, Router::Sigmoid));
+    assert_eq!((a.moe_layers(), a.dense_layer().expect("dense layers").ffn), (58, 18432));
+    assert_eq!(a.active_parameters() / 100_000_000, 375);
+    // GLM-4.5-Air: biases on q, k and v only, half of each 128-wide head rotated, 1 dense layer.
+    let a = &find("glm-4.5-air").expect("in the catalog").model.arch;
+    assert!(a.block.qkv_bias && !a.biases && !a.block.qk_norm);
+    assert_eq!((a.head_dim(), a.block.rotary_dims, a.moe_layers()), (128, 64, 45));
+    // OLMo 2: norms after the attention and the MLP only; q/k norms over the whole width.
+    let a = &find("olmo-2-7b").expect("in the catalog").model.arch;
+    assert!(a.block.post_norms && a.block.qk_norm && a.block.qk_norm_whole && !a.block.sandwich_norms);
+    // Granite's multipliers and SmolLM3's layers without RoPE change no parameter: each is the
+    // LLaMA of its sizes.
+    for (key, family) in [("granite-3.3-8b", "granite"), ("smollm3-3b", "smollm3")] {
+        let e = find(key).expect("in the catalog");
+        let mut text = catalog_text(key).replace(&format!("\"{family}\""), "\"llama\"");
+        for k in ["embedding_multiplier", "residual_multiplier", "attention_multiplier", "logits_scaling"] {
+            text = text.lines().filter(|l| !l.contains(k)).collect::<Vec<_>>().join("\n");
+        }
+        text = text.replace("\"no_rope_layer_interval\": 4,", "");
+        let start = text.find("\"no_rope_layers\"");
+        if let Some(start) = start {
+            let end = start + text[start..].find(']').expect("the list's end") + 2;
+            text.replace_range(start..end, "");
+        }
+        let llama = from_config(&text, key).expect("reads as LLaMA");
+        assert_eq!(llama.arch.parameters(), e.model.arch.parameters(), "{key}");
+        assert_eq!(llama.arch.block, e.model.arch.block, "{key}");
+    }
+}
+
+#[test]
 fn the_cli_reads_a_config_or_its_folder() {
     let counts = transformers_counts();
     let folder = fixtures().join("mistral-7b-v0.1");
@@ -150,6 +204,15 @@ fn every_catalog_file_reads_and_is_listed() {
         assert!(has, "the catalog has a {family} model");
     }
     // Picked by key or by name, as the app lists them.
+    // Each family's models are listed together (the views head them by family).
+    let families: Vec<&str> = catalog::entries().iter().map(|e| e.family.as_str()).collect();
+    let mut seen: Vec<&str> = families.clone();
+    seen.dedup();
+    let mut unique = seen.clone();
+    unique.sort_unstable();
+    unique.dedup();
+    assert_eq!(seen.len(), unique.len(), "a family's models together: {families:?}");
+    assert!(families.contains(&"deepseek_v3") && families.contains(&"glm4_moe"));
     let e = catalog::find("Mixtral 8x7B").expect("by name");
     assert_eq!(e.key, "mixtral-8x7b");
     assert!(oomlab::estimate::presets::models().iter().any(|(k, _)| *k == "qwen3-30b-a3b"));
@@ -225,6 +288,19 @@ fn each_family_cites_its_own_formula() {
         l * (4 * h * h + 3 * h + e * 3 * h * f + e * h + 3 * h * fs + h + 2 * h) + 2 * v * h + h,
         qwen.parameters()
     );
+    // DeepSeek-V3: latent attention, 3 dense layers and 58 with the mixture (sigmoid routing:
+    // no shared expert gate), the router's E·h.
+    let ds = find("deepseek-v3").expect("deepseek").model.arch.clone();
+    assert_eq!(
+        ds.formula(),
+        "L(hr_q + r_q + r_q·q + h(r + dᵣ) + r + r·a(dₙ + dᵥ) + a·dᵥ·h + 2h) + 2Vh + h + Lₑ(E·3hf + Eh + 3hfₛ) + L_d·3hf_d"
+    );
+    let (l, h, v, a) = (61u64, 7168u64, 129280u64, 128u64);
+    let (rq, r, dn, dr, dv) = (1536u64, 512u64, 128u64, 64u64, 128u64);
+    let (le, ld, e, f, fs, fd) = (58u64, 3u64, 256u64, 2048u64, 2048u64, 18432u64);
+    let attention = h * rq + rq + rq * a * (dn + dr) + h * (r + dr) + r + r * a * (dn + dv) + a * dv * h;
+    let moe = e * 3 * h * f + e * h + 3 * h * fs;
+    assert_eq!(l * (attention + 2 * h) + 2 * v * h + h + le * moe + ld * 3 * h * fd, ds.parameters());
     let pythia = find("pythia-160m").expect("pythia").model.arch.clone();
     assert_eq!(pythia.formula(), "L(4h² + 4h + 2hf + f + h + 4h) + 2Vh + 2h");
 }

@@ -118,17 +118,27 @@ fn dropout_adds_its_masks() {
 /// are the activations at the loss (no checkpointing), for both profiles and both families.
 #[test]
 fn the_named_saved_tensors_sum_to_the_activations() {
-    for model in ["gpt2", "llama2-7b", "mistral-7b"] {
+    // With dense layers among a mixture's (DeepSeek-V3, GLM-4.5-Air), the two kinds of layer
+    // each count as many times as the model has them.
+    for model in ["gpt2", "llama2-7b", "mistral-7b", "deepseek-v3", "glm-4.5-air", "olmo-2-7b"] {
         for runtime in Runtime::REAL {
-            let mut s =
-                Setup::new(presets::model(model).expect("model"), presets::gpu("a100-80").expect("gpu"), 2, 512);
+            let arch = presets::model(model)
+                .or_else(|| oomlab::estimate::catalog::find(model).map(|e| e.model.arch.clone()))
+                .expect("model");
+            let mut s = Setup::new(arch, presets::gpu("a100-80").expect("gpu"), 2, 512);
             s.runtime = Some(runtime);
             let layer: u128 = saved_per_layer(&s).iter().map(|t| t.bytes).sum();
+            let dense: u128 = estimate::saved_per_dense_layer(&s).iter().map(|t| t.bytes).sum();
             let outside: u128 = saved_outside(&s).iter().map(|t| t.bytes).sum();
             let e = estimate::estimate(&s).expect("estimate");
+            let (n_moe, n_dense) = match s.arch.block.moe {
+                Some(_) => (s.arch.moe_layers() as u128, s.arch.dense_layers() as u128),
+                None => (s.arch.layers as u128, 0),
+            };
+            assert_eq!(n_dense > 0, model == "deepseek-v3" || model == "glm-4.5-air", "{model}");
             assert_eq!(
                 e.activations_end_of_forward as u128,
-                s.arch.layers as u128 * layer + outside,
+                n_moe * layer + n_dense * dense + outside,
                 "{model} {runtime:?}"
             );
             assert!(saved_per_layer(&s).iter().all(|t| !t.english().starts_with("saved-") && !t.source.is_empty()));

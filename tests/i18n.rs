@@ -240,30 +240,52 @@ fn the_cjk_font_covers_the_chinese_catalog() {
 fn the_latin_fonts_cover_the_english_catalog() {
     use skrifa::MetadataProvider;
     let read = |name: &str| std::fs::read(format!("{}/i18n/fonts/{name}", env!("CARGO_MANIFEST_DIR"))).expect(name);
-    let (sans, mono) = (read("UbuntuLight-derivative-oomlab.ttf"), read("Hack-oomlab.ttf"));
-    // Hack is cut to ASCII, the figures' Latin-1 signs and punctuation (46 kB of the web build's
-    // gzipped budget).
-    assert!(mono.len() < 40_000, "the monospace subset grew to {} bytes", mono.len());
-    let sans = skrifa::FontRef::new(&sans).expect("sans");
-    let mono = skrifa::FontRef::new(&mono).expect("mono");
-    let en = messages("en.ftl", EN_FTL);
-    let wanted: BTreeSet<char> = (' '..='~')
-        .chain('\u{a0}'..='\u{ff}')
-        .chain(en.values().flat_map(|(text, _)| text.chars()).filter(|c| !c.is_whitespace()))
-        .collect();
-    // Proportional text is all sans; monospace (PyTorch's message, byte columns) falls back to
-    // sans for the symbols Hack lacks, so it holds ASCII and the signs figures use itself, and
-    // those columns stay aligned.
-    let figures: BTreeSet<char> = (' '..='~').chain("\u{a0}°±²³µ·×÷–—…".chars()).collect();
-    for (name, font, wanted) in [("sans", &sans, &wanted), ("mono", &mono, &figures)] {
-        let missing: BTreeSet<&char> = wanted.iter().filter(|c| font.charmap().map(**c).is_none()).collect();
-        assert!(missing.is_empty(), "the {name} font lacks {missing:?}: run scripts/subset-font.sh");
+    // The desktop's fonts, and the web build's copies without their hinting programs.
+    for (sans_file, mono_file) in [
+        ("UbuntuLight-derivative-oomlab.ttf", "Hack-oomlab.ttf"),
+        ("UbuntuLight-derivative-oomlab-web.ttf", "Hack-oomlab-web.ttf"),
+    ] {
+        let (sans, mono) = (read(sans_file), read(mono_file));
+        // Hack is cut to ASCII, the figures' Latin-1 signs and punctuation (46 kB of the web
+        // build's gzipped budget).
+        assert!(mono.len() < 40_000, "the monospace subset grew to {} bytes", mono.len());
+        let sans = skrifa::FontRef::new(&sans).expect("sans");
+        let mono = skrifa::FontRef::new(&mono).expect("mono");
+        let en = messages("en.ftl", EN_FTL);
+        let wanted: BTreeSet<char> = (' '..='~')
+            .chain('\u{a0}'..='\u{ff}')
+            .chain(en.values().flat_map(|(text, _)| text.chars()).filter(|c| !c.is_whitespace()))
+            .collect();
+        // Proportional text is all sans; monospace (PyTorch's message, byte columns) falls back
+        // to sans for the symbols Hack lacks, so it holds ASCII and the signs figures use itself,
+        // and those columns stay aligned.
+        let figures: BTreeSet<char> = (' '..='~').chain("\u{a0}°±²³µ·×÷–—…".chars()).collect();
+        for (name, font, wanted) in [("sans", &sans, &wanted), ("mono", &mono, &figures)] {
+            let missing: BTreeSet<&char> = wanted.iter().filter(|c| font.charmap().map(**c).is_none()).collect();
+            assert!(missing.is_empty(), "the {name} font {sans_file} lacks {missing:?}: run scripts/subset-font.sh");
+        }
+        // Cut down: no Cyrillic, no CJK; and renamed, as the fonts' licences ask of a modified font.
+        assert!(sans.charmap().map('Ж').is_none() && sans.charmap().map('显').is_none());
+        for (font, name) in [(&sans, "Ubuntu Light derivative oomlab"), (&mono, "Hack oomlab")] {
+            let family = font.localized_strings(skrifa::string::StringId::FAMILY_NAME).english_or_first();
+            assert_eq!(family.map(|s| s.to_string()).as_deref(), Some(name));
+        }
+        // The web copies carry no hinting programs (the desktop's do).
+        let web = sans_file.ends_with("-web.ttf");
+        for font in [&sans, &mono] {
+            let fpgm = font.table_data(skrifa::raw::types::Tag::new(b"fpgm")).is_some();
+            assert_eq!(fpgm, !web, "{sans_file}: hinting programs");
+        }
     }
-    // Cut down: no Cyrillic, no CJK; and renamed, as the fonts' licences ask of a modified font.
-    assert!(sans.charmap().map('Ж').is_none() && sans.charmap().map('显').is_none());
-    for (font, name) in [(&sans, "Ubuntu Light derivative oomlab"), (&mono, "Hack oomlab")] {
-        let family = font.localized_strings(skrifa::string::StringId::FAMILY_NAME).english_or_first();
-        assert_eq!(family.map(|s| s.to_string()).as_deref(), Some(name));
+    // The same glyphs in both: the web's text is the desktop's, only grid-fitted by egui.
+    for (desktop, web) in [
+        ("UbuntuLight-derivative-oomlab.ttf", "UbuntuLight-derivative-oomlab-web.ttf"),
+        ("Hack-oomlab.ttf", "Hack-oomlab-web.ttf"),
+    ] {
+        let (a, b) = (read(desktop), read(web));
+        let (a, b) = (skrifa::FontRef::new(&a).expect(desktop), skrifa::FontRef::new(&b).expect(web));
+        let map = |f: &skrifa::FontRef<'_>| f.charmap().mappings().map(|(c, _)| c).collect::<Vec<_>>();
+        assert_eq!(map(&a), map(&b), "{web} maps what {desktop} maps");
     }
 }
 

@@ -134,6 +134,31 @@ fn the_catalog_is_in_the_apps_model_list() {
     h.run_steps(2);
     // The list scrolls; the catalog follows the eight presets, under its own heading.
     h.get_by_label("Published configs (Hugging Face)");
+    // Under each family's heading (its model_type), every family once, in the catalog's order.
+    use egui_kittest::kittest::NodeT;
+    let labels: Vec<String> =
+        h.query_all_by_role(egui::Role::Label).filter_map(|n| n.accesskit_node().value()).collect();
+    let families: Vec<String> = oomlab::estimate::catalog::entries().iter().map(|e| e.family.clone()).collect();
+    let mut heads = families.clone();
+    heads.dedup();
+    let shown: Vec<&String> = labels.iter().filter(|l| heads.contains(l)).collect();
+    assert_eq!(shown, heads.iter().collect::<Vec<_>>(), "a heading per family, in order");
+    // Each model sits below its family's heading and above the next family's.
+    let top = |h: &egui_kittest::Harness<'_, OomlabApp>, text: &str| {
+        h.get_by(|n| n.value().as_deref() == Some(text) || n.label().as_deref() == Some(text))
+            .accesskit_node()
+            .bounding_box()
+            .expect("laid out")
+            .y0
+    };
+    for e in oomlab::estimate::catalog::entries() {
+        let at = heads.iter().position(|f| *f == e.family).expect("a heading");
+        let y = top(&h, &e.model.arch.name);
+        assert!(top(&h, &e.family) < y, "{} below {}", e.key, e.family);
+        if let Some(next) = heads.get(at + 1) {
+            assert!(y < top(&h, next), "{} above {next}", e.key);
+        }
+    }
     h.get_by_label("Llama 3.1 70B").scroll_to_me();
     h.run_steps(3);
     h.get_by_label("Llama 3.1 70B").click();

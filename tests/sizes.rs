@@ -88,7 +88,8 @@ fn products_past_two_to_the_64_are_refused() {
     moe.hidden = 1 << 18;
     moe.ffn = 1 << 20;
     moe.mlp = estimate::Mlp::SwiGlu;
-    moe.block.moe = Some(estimate::Moe { experts: 4096, top_k: 8, shared_ffn: 1 << 20, renormalise: true });
+    let wide = estimate::Moe { experts: 4096, top_k: 8, shared_ffn: 1 << 20, renormalise: true, ..Default::default() };
+    moe.block.moe = Some(wide);
     let e = estimate::estimate(&Setup::new(moe.clone(), estimate::presets::gpu("h200").expect("h200"), 1, 1))
         .expect_err("too many parameters");
     assert!(e.to_string().contains("2^56 parameters"), "{e}");
@@ -97,6 +98,19 @@ fn products_past_two_to_the_64_are_refused() {
     assert!(moe.validate().is_ok(), "{:?}", moe.validate());
     moe.layers = 32;
     assert!(moe.validate().is_err());
+    // Dense layers among them (DeepSeek-V3's first_k_dense_replace) at the widest MLP and the
+    // most layers: counted as a bound first too; a dense layer with no width is refused.
+    moe.layers = 16;
+    moe.block.moe = Some(estimate::Moe { dense_first: 15, dense_ffn: 1 << 20, ..wide });
+    assert!(moe.validate().is_ok(), "{:?}", moe.validate());
+    assert_eq!((moe.moe_layers(), moe.dense_layers()), (1, 15));
+    moe.block.moe = Some(estimate::Moe { dense_first: 4095, dense_ffn: 1 << 20, ..wide });
+    assert!(moe.validate().expect_err("all dense").to_string().contains("no layer"));
+    moe.block.moe = Some(estimate::Moe { dense_first: 4, dense_ffn: 0, ..wide });
+    assert!(moe.validate().expect_err("no width").to_string().contains("MLP width"));
+    moe.layers = 4096;
+    moe.block.moe = Some(estimate::Moe { dense_first: 4, dense_ffn: 1 << 20, every: 4096, ..wide });
+    assert!(moe.validate().expect_err("too many").to_string().contains("2^56 parameters"));
     // The largest micro-batch and the sweep stop where the sizes stop being countable.
     assert_eq!(estimate::max_micro_batch(&s), Ok(0));
     let sweep = estimate::sweep(&s, &estimate::sweep_batches(0)).expect("valid setup");

@@ -5,7 +5,9 @@
 use egui::{RichText, Ui};
 
 use super::views::size;
-use crate::estimate::{Estimate, OtherRuntime, Runtime, Saved, Setup, saved_outside, saved_per_layer};
+use crate::estimate::{
+    Estimate, OtherRuntime, Runtime, Saved, Setup, saved_outside, saved_per_dense_layer, saved_per_layer,
+};
 use crate::i18n::Catalog;
 
 /// What the view shows of the profiles, computed with the estimate (not every frame).
@@ -13,12 +15,19 @@ pub struct RuntimeDerived {
     /// HF eager's figures while no profile is chosen.
     pub other: Option<OtherRuntime>,
     pub layer: Vec<Saved>,
+    /// A mixture's dense layers' (DeepSeek-V3's first three): one's tensors.
+    pub dense: Vec<Saved>,
     pub outside: Vec<Saved>,
 }
 
 impl RuntimeDerived {
     pub fn new(s: &Setup) -> Self {
-        Self { other: OtherRuntime::of(s), layer: saved_per_layer(s), outside: saved_outside(s) }
+        Self {
+            other: OtherRuntime::of(s),
+            layer: saved_per_layer(s),
+            dense: saved_per_dense_layer(s),
+            outside: saved_outside(s),
+        }
     }
 }
 
@@ -93,7 +102,15 @@ pub fn saved_list(ui: &mut Ui, t: &Catalog, s: &Setup, d: &RuntimeDerived) {
                 });
             }
         };
+        let dense = s.arch.dense_layers();
+        if dense > 0 {
+            ui.strong(t.format("real-saved-moe-layers", &[("count", s.arch.moe_layers().into())]));
+        }
         rows(ui, &d.layer);
+        if dense > 0 {
+            ui.strong(t.format("real-saved-dense-layers", &[("count", dense.into())]));
+            rows(ui, &d.dense);
+        }
         ui.strong(t.text("real-saved-outside"));
         rows(ui, &d.outside);
     });

@@ -123,12 +123,19 @@ pub fn controls(ui: &mut Ui, t: &Catalog, s: &mut EstimateSettings) {
         egui::ComboBox::new("real_model", t.text("real-model")).selected_text(model_name(t, &s.arch.name)).show_ui(
             ui,
             |ui| {
-                let first_catalog = crate::estimate::catalog::entries().first().map(|e| e.key);
+                // The papers' presets, then the catalog of published configs under each family's
+                // name (its model_type, as transformers names it).
+                let mut family: Option<&str> = None;
                 for (key, arch) in presets::models() {
-                    // The papers' presets, then the catalog of published configs.
-                    if Some(key) == first_catalog {
+                    if let Some(e) = crate::estimate::catalog::entries().iter().find(|e| e.key == key)
+                        && family != Some(e.family.as_str())
+                    {
                         ui.separator();
-                        ui.label(RichText::new(t.text("real-catalog")).weak());
+                        if family.is_none() {
+                            ui.label(RichText::new(t.text("real-catalog")).weak());
+                        }
+                        ui.label(RichText::new(&e.family).weak().small());
+                        family = Some(e.family.as_str());
                     }
                     if ui.selectable_label(s.arch == arch, arch.name.clone()).clicked() {
                         if arch.positions > 0 {

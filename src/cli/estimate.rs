@@ -481,7 +481,15 @@ pub fn saved_text(s: &Setup) -> String {
             out.push_str(&format!("  {bytes:>12}  {}  ({})\n", t.english(), t.source));
         }
     };
+    let dense = s.arch.dense_layers();
+    if dense > 0 {
+        out.push_str(&format!("each of the {} layers with the mixture of experts:\n", s.arch.moe_layers()));
+    }
     rows(estimate::saved_per_layer(s), &mut out);
+    if dense > 0 {
+        out.push_str(&format!("each of the {dense} dense layers:\n"));
+        rows(estimate::saved_per_dense_layer(s), &mut out);
+    }
     out.push_str("outside the layers:\n");
     rows(estimate::saved_outside(s), &mut out);
     out

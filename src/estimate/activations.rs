@@ -3,7 +3,7 @@
 
 use super::mlp::{mlp_saved, moe_saved};
 use super::states::words;
-use super::{Checkpoint, Norm, Runtime, Setup, Target};
+use super::{Checkpoint, Norm, Router, Runtime, Setup, Target};
 use crate::plan::AttentionKind;
 
 /// Saved activations: their peak over the step, and at the moments the peak can be.
@@ -48,12 +48,15 @@ pub(super) struct Acts {
 /// The step's sizes, in u128 so that no product overflows, and how a tensor splits over the
 /// tensor-parallel GPUs.
 pub(super) struct Sizes {
-    /// s, h, the query width (heads · head size), a (heads), the key/value width, f, t.
+    /// s, h, the query width (heads · head size), a (heads), the key width, the value width,
+    /// the attention output's width (the query's but with latent attention's values), f, t.
     pub(super) sq: u128,
     pub(super) h: u128,
     pub(super) q: u128,
     pub(super) heads: u128,
     pub(super) kv: u128,
+    pub(super) v: u128,
+    pub(super) o: u128,
     pub(super) f: u128,
     pub(super) t: u128,
     /// t with sequence parallelism, else 1: the LayerNorm/dropout region's split.
@@ -75,6 +78,8 @@ impl Sizes {
             q: a.q_hidden() as u128,
             heads: a.heads as u128,
             kv: a.kv_hidden() as u128,
+            v: a.v_hidden() as u128,
+            o: a.attention_output() as u128,
             f: a.ffn as u128,
             t,
             sp: if s.parallel.sequence { t } else { 1 },
@@ -156,11 +161,16 @@ const HF_ROPE: &str = "apply_rotary_pos_emb → repeat_kv → eager_attention_fo
 const HF_SOFTMAX: &str = "eager_attention_forward: nn.functional.softmax";
 const HF_DROPOUT: &str = "nn.functional.dropout → torch.native_dropout (CUDA: a bool mask)";
 pub(super) const HF_LINEAR: &str = "nn.Linear / Conv1D: addmm keeps its input";
+const HF_FP32_RMS_NORM: &str = "Olmo2RMSNorm.forward: (self.weight * hidden_states).to(input_dtype), in fp32";
 const HF_GEMMA_NORM: &str = "GemmaRMSNorm.forward: x.float(), rsqrt, output * (1.0 + self.weight.float())";
 const HF_QK_NORM: &str = "Qwen3Attention / Gemma3Attention: q_norm and k_norm over each head";
 const HF_SOFTCAP: &str = "Gemma2's eager_attention_forward: tanh(scores / softcap) * softcap";
 pub(super) const HF_MOE: &str =
     "MixtralSparseMoeBlock / Qwen3MoeSparseMoeBlock: router softmax and top-k, grouped_mm experts";
+const HF_MLA: &str = "DeepseekV3Attention: q_a_layernorm and kv_a_layernorm (DeepseekV3RMSNorm), q_b_proj and \
+                      kv_b_proj keep their inputs";
+const HF_MOE_SIGMOID: &str = "DeepseekV3TopkRouter / Glm4MoeTopkRouter: F.linear in fp32, sigmoid, grouped top-k; \
+                              grouped_mm experts";
 pub(super) const MEGATRON_MOE: &str =
     "Megatron-Core MoE: router, token permutation, grouped-GEMM experts, unpermutation";
 
@@ -169,7 +179,7 @@ pub(super) const MEGATRON_MOE: &str =
 pub fn saved_per_layer(s: &Setup) -> Vec<Saved> {
     let a = &s.arch;
     let z = Sizes::new(s);
-    let Sizes { sq, h, q, heads, kv, f, p, sb, .. } = z;
+    let Sizes { sq, h, q, heads, kv, o, f, p, sb, .. } = z;
     let (tp, rep) = (|n, bytes| z.tp(n, bytes), |n, bytes| z.rep(n, bytes));
     let lora = s.lora;
     let trained = |target: Target| lora.is_none_or(|l| l.targets(target));
@@ -203,9 +213,13 @@ pub fn saved_per_layer(s: &Setup) -> Vec<Saved> {
                         }
                         add("saved-layernorm-mean-and-rstd-fp32-on-cuda", HF_LAYER_NORM, 2 * rep(sb, 4), rest);
                     }
-                    Norm::RmsNorm | Norm::GemmaRmsNorm => {
+                    Norm::RmsNorm | Norm::GemmaRmsNorm | Norm::Fp32RmsNorm => {
                         let gemma = a.norm == Norm::GemmaRmsNorm;
-                        let source = if gemma { HF_GEMMA_NORM } else { HF_RMS_NORM };
+                        let source = match a.norm {
+                            Norm::GemmaRmsNorm => HF_GEMMA_NORM,
+                            Norm::Fp32RmsNorm => HF_FP32_RMS_NORM,
+                            _ => HF_RMS_NORM,
+                        };
                         // In fp32 the up-cast is the input itself.
                         let part = if first && p == 4 { Part::BlockInput } else { rest };
                         add("saved-rmsnorms-fp32-copy-of-its-input", source, rep(sb * h, 4), part);
@@ -213,6 +227,8 @@ pub fn saved_per_layer(s: &Setup) -> Vec<Saved> {
                         if gemma {
                             add("saved-gemma-rmsnorms-normalised-input-fp32", source, rep(sb * h, 4), rest);
                             add("saved-gemma-rmsnorms-scale-one-plus-weight-fp32", source, words(h, 4), rest);
+                        } else if a.norm == Norm::Fp32RmsNorm {
+                            add("saved-rmsnorms-normalised-input-fp32", source, rep(sb * h, 4), rest);
                         } else {
                             add(
                                 "saved-rmsnorms-normalised-input-cast-back-for-the-weights-gradient",
@@ -227,22 +243,33 @@ pub fn saved_per_layer(s: &Setup) -> Vec<Saved> {
                     add("saved-norm-output-the-next-linears-input", HF_LINEAR, rep(sb * h, p), rest);
                 }
             };
-        norm(&mut add, true, true, trained(Target::Qkv));
+        if a.block.post_norms {
+            // No norm before the attention: the q/k/v projections keep the block's input.
+            let bytes = if trained(Target::Qkv) { rep(sb * h, p) } else { 0 };
+            add("saved-block-input-the-q-k-v-projections-input", HF_LINEAR, bytes, Part::BlockInput);
+        } else {
+            norm(&mut add, true, true, trained(Target::Qkv));
+        }
         let rotary = a.positions == 0;
+        if let Some(m) = a.block.mla {
+            add("saved-latent-norms", HF_MLA, latent_norms(&z, m, true, trained(Target::Qkv)), Part::BeforeCore);
+        }
         if a.block.qk_norm {
-            // Each head's query and key through the architecture's norm (in fp32).
+            // Each head's query and key through the architecture's norm (in fp32), or (OLMo 2)
+            // the whole query and key: one statistic per row each.
             let rows = (q + kv) * sb;
             let (fp32, back) = match a.norm {
                 Norm::GemmaRmsNorm => (2 * tp(rows, 4) + words(2 * (q / heads), 4), 0),
+                Norm::Fp32RmsNorm => (tp(rows, 4), tp(rows, 4)),
                 _ => (tp(rows, 4), tp(rows, p)),
             };
-            let stats = tp((heads + kv_heads) * sb, 4);
+            let stats = if a.block.qk_norm_whole { tp(2 * sb, 4) } else { tp((heads + kv_heads) * sb, 4) };
             add("saved-query-and-key-norms-fp32", HF_QK_NORM, fp32 + stats, Part::BeforeCore);
             add("saved-query-and-key-norms-normalised", HF_QK_NORM, back, Part::BeforeCore);
         }
         let qkv_source = if rotary { HF_ROPE } else { HF_ATTENTION };
         if fused {
-            add("saved-query-key-value-full-heads", qkv_source, 3 * tp(sb * q, p), Part::BeforeCore);
+            add("saved-query-key-value-full-heads", qkv_source, tp(sb * (2 * q + o), p), Part::BeforeCore);
             add("saved-row-logsumexp-fp32", FLASH, tp(heads * sb, 4), Part::Core);
         } else {
             // The matmuls keep contiguous copies; repeat_kv copies the key/value heads up to
@@ -264,7 +291,7 @@ pub fn saved_per_layer(s: &Setup) -> Vec<Saved> {
             add(
                 "saved-value-repeated-to-every-head-as-the-output-matmul-keeps-it",
                 qkv_source,
-                tp(sb * q, p),
+                tp(sb * o, p),
                 Part::BeforeCore,
             );
             if a.block.softcap {
@@ -283,21 +310,37 @@ pub fn saved_per_layer(s: &Setup) -> Vec<Saved> {
         add(
             "saved-attention-output-the-output-projections-input",
             HF_LINEAR,
-            if trained(Target::Proj) || fused { tp(sb * q, p) } else { 0 },
+            if trained(Target::Proj) || fused { tp(sb * o, p) } else { 0 },
             Part::AfterCore,
         );
         if drop {
             add("saved-residual-dropout-mask", HF_DROPOUT, rep(sb * h, 1), Part::AfterCore);
         }
         // Gemma 2/3's norms on the attention's and the MLP's outputs: their input copies, rsqrt,
-        // normalised input and scale, two per block; no linear reads them.
-        let sandwich = 2 * (2 * rep(sb * h, 4) + rep(sb, 4) + words(h, 4));
-        if a.block.sandwich_norms {
-            add("saved-sandwich-norms", HF_GEMMA_NORM, sandwich, Part::AfterCore);
+        // normalised input and scale, two per block; OLMo 2's (RMSNorm): input copies, rsqrt,
+        // normalised input cast back. No linear reads them.
+        let sandwich = match a.norm {
+            Norm::GemmaRmsNorm => 2 * (2 * rep(sb * h, 4) + rep(sb, 4) + words(h, 4)),
+            Norm::Fp32RmsNorm => 2 * (2 * rep(sb * h, 4) + rep(sb, 4)),
+            _ => 2 * (rep(sb * h, 4) + rep(sb, 4) + rep(sb * h, p)),
+        };
+        if a.block.sandwich_norms || a.block.post_norms {
+            let source = match a.norm {
+                Norm::GemmaRmsNorm => HF_GEMMA_NORM,
+                Norm::Fp32RmsNorm => HF_FP32_RMS_NORM,
+                _ => HF_RMS_NORM,
+            };
+            add("saved-sandwich-norms", source, sandwich, Part::AfterCore);
         }
-        norm(&mut add, false, !a.block.parallel_residual, trained(Target::Mlp));
+        if a.block.post_norms {
+            // The MLP reads the residual sum itself.
+            let bytes = if trained(Target::Mlp) { rep(sb * h, p) } else { 0 };
+            add("saved-residual-sum-the-mlps-input", HF_LINEAR, bytes, Part::AfterCore);
+        } else {
+            norm(&mut add, false, !a.block.parallel_residual, trained(Target::Mlp));
+        }
         if let Some(m) = a.block.moe {
-            moe_saved(s, m, &mut add, HF_MOE);
+            moe_saved(s, m, &mut add, if m.router == Router::Sigmoid { HF_MOE_SIGMOID } else { HF_MOE });
         } else {
             mlp_saved(s, f, true, &mut add);
         }
@@ -308,21 +351,30 @@ pub fn saved_per_layer(s: &Setup) -> Vec<Saved> {
     }
     let stats = if a.norm == Norm::LayerNorm { 2 } else { 1 };
     let if_ = |c: bool, v: u128| if c { v } else { 0 };
-    add("saved-norm-input-the-blocks-input", KORTHIKANTI, rep(sb * h, p), Part::BlockInput);
-    add("saved-norm-statistics-fp32", KORTHIKANTI, stats * rep(sb, 4), Part::BeforeCore);
-    add(
-        "saved-norm-output-the-q-k-v-projections-input",
-        KORTHIKANTI,
-        if_(trained(Target::Qkv), rep(sb * h, p)),
-        Part::BeforeCore,
-    );
+    let post = a.block.post_norms;
+    if post {
+        add("saved-block-input-the-q-k-v-projections-input", KORTHIKANTI, rep(sb * h, p), Part::BlockInput);
+    } else {
+        add("saved-norm-input-the-blocks-input", KORTHIKANTI, rep(sb * h, p), Part::BlockInput);
+        add("saved-norm-statistics-fp32", KORTHIKANTI, stats * rep(sb, 4), Part::BeforeCore);
+        add(
+            "saved-norm-output-the-q-k-v-projections-input",
+            KORTHIKANTI,
+            if_(trained(Target::Qkv), rep(sb * h, p)),
+            Part::BeforeCore,
+        );
+    }
+    if let Some(m) = a.block.mla {
+        add("saved-latent-norms", KORTHIKANTI, latent_norms(&z, m, false, trained(Target::Qkv)), Part::BeforeCore);
+    }
     if a.block.qk_norm {
-        // Each head's query and key norm keeps its input and its statistics.
-        let fp32 = tp((heads + kv_heads) * sb, 4) * stats;
+        // Each head's (or the whole query's and key's) norm keeps its input and its statistics.
+        let rows = if a.block.qk_norm_whole { 2 } else { heads + kv_heads };
+        let fp32 = tp(rows * sb, 4) * stats;
         add("saved-query-and-key-norms-fp32", KORTHIKANTI, fp32, Part::BeforeCore);
         add("saved-query-and-key-norms-normalised", KORTHIKANTI, tp(sb * (q + kv), p), Part::BeforeCore);
     }
-    let qkv = if a.fused_qkv { tp(sb * (q + 2 * kv), p) } else { tp(sb * q, p) + 2 * tp(sb * kv, p) };
+    let qkv = if a.fused_qkv { tp(sb * (q + 2 * kv), p) } else { tp(sb * q, p) + tp(sb * kv, p) + tp(sb * z.v, p) };
     add("saved-query-key-value", KORTHIKANTI, qkv, Part::BeforeCore);
     if fused {
         add("saved-row-logsumexp-fp32", FLASH, tp(heads * sb, 4), Part::Core);
@@ -335,20 +387,26 @@ pub fn saved_per_layer(s: &Setup) -> Vec<Saved> {
     add(
         "saved-attention-output-the-output-projections-input",
         KORTHIKANTI,
-        if_(trained(Target::Proj) || fused, tp(sb * q, p)),
+        if_(trained(Target::Proj) || fused, tp(sb * o, p)),
         Part::AfterCore,
     );
     add("saved-residual-dropout-mask", KORTHIKANTI, if_(drop, rep(sb * h, 1)), Part::AfterCore);
     let sandwich = 2 * (rep(sb * h, p) + stats * rep(sb, 4));
-    add("saved-sandwich-norms", KORTHIKANTI, if_(a.block.sandwich_norms, sandwich), Part::AfterCore);
-    add(
-        "saved-second-norms-input-the-residual-sum",
-        KORTHIKANTI,
-        if_(!a.block.parallel_residual, rep(sb * h, p)),
-        Part::AfterCore,
-    );
-    add("saved-norm-statistics-fp32", KORTHIKANTI, stats * rep(sb, 4), Part::AfterCore);
-    add("saved-norm-output-the-mlps-input", KORTHIKANTI, if_(trained(Target::Mlp), rep(sb * h, p)), Part::AfterCore);
+    add("saved-sandwich-norms", KORTHIKANTI, if_(a.block.sandwich_norms || post, sandwich), Part::AfterCore);
+    if post {
+        let bytes = if_(trained(Target::Mlp), rep(sb * h, p));
+        add("saved-residual-sum-the-mlps-input", KORTHIKANTI, bytes, Part::AfterCore);
+    } else {
+        add(
+            "saved-second-norms-input-the-residual-sum",
+            KORTHIKANTI,
+            if_(!a.block.parallel_residual, rep(sb * h, p)),
+            Part::AfterCore,
+        );
+        add("saved-norm-statistics-fp32", KORTHIKANTI, stats * rep(sb, 4), Part::AfterCore);
+        let bytes = if_(trained(Target::Mlp), rep(sb * h, p));
+        add("saved-norm-output-the-mlps-input", KORTHIKANTI, bytes, Part::AfterCore);
+    }
     if let Some(m) = a.block.moe {
         moe_saved(s, m, &mut add, MEGATRON_MOE);
     } else {
@@ -356,6 +414,30 @@ pub fn saved_per_layer(s: &Setup) -> Vec<Saved> {
     }
     add("saved-mlp-dropout-mask", KORTHIKANTI, if_(drop, rep(sb * h, 1)), Part::AfterCore);
     out
+}
+
+/// Latent attention's RMSNorms over the query's latent (if it has one) and the key/value latent:
+/// as transformers' `DeepseekV3RMSNorm` saves them (`hf`: the fp32 copy of its input, which in
+/// fp32 is a view of the whole down projection's output, the key/value one with the rotary key;
+/// rsqrt; the normalised input cast back), or as Korthikanti et al. count a norm (input,
+/// statistics); with the output the up projection reads (if it trains). Not split over tensor
+/// parallelism: the latents are each GPU's whole.
+fn latent_norms(z: &Sizes, m: super::arch::Mla, hf: bool, trained: bool) -> u128 {
+    let (sb, p) = (z.sb, z.p);
+    let norm = |width: u128, whole: u128| {
+        let input = if !hf {
+            words(sb * width, p)
+        } else if p == 4 {
+            words(sb * whole, 4)
+        } else {
+            words(sb * width, 4)
+        };
+        let normalised = if hf { words(sb * width, p) } else { 0 };
+        let output = if trained { words(sb * width, p) } else { 0 };
+        input + words(sb, 4) + normalised + output
+    };
+    let q = if m.q_rank > 0 { norm(m.q_rank as u128, m.q_rank as u128) } else { 0 };
+    q + norm(m.kv_rank as u128, (m.kv_rank + m.rope_dim) as u128)
 }
 
 /// What the model keeps outside its layers: the embedding dropout mask, the final norm's saved
@@ -394,13 +476,19 @@ pub fn saved_outside(s: &Setup) -> Vec<Saved> {
                 let bytes = 2 * rep(sb * h, 4) + rep(sb, 4) + words(h, 4);
                 add("saved-final-norm-gemma", HF_GEMMA_NORM, bytes);
             }
+            Norm::Fp32RmsNorm => {
+                add("saved-final-rmsnorms-fp32-copy-of-its-input", HF_FP32_RMS_NORM, rep(sb * h, 4));
+                add("saved-final-rmsnorms-rsqrt", HF_FP32_RMS_NORM, rep(sb, 4));
+                add("saved-final-rmsnorms-normalised-input-fp32", HF_FP32_RMS_NORM, rep(sb * h, 4));
+            }
         }
         if lm_head {
             add("saved-final-norm-output-lm-heads-input", HF_LINEAR, rep(sb * h, p));
         }
         if a.positions == 0 {
             // LlamaRotaryEmbedding's cos and sin, (1, s, head_dim) each, shared by the layers.
-            add("saved-rotary-cos-and-sin-tables", "LlamaRotaryEmbedding.forward", 2 * words(sq * rotary_dims, p));
+            let bytes = if a.block.fp32_rope { 4 } else { p };
+            add("saved-rotary-cos-and-sin-tables", "LlamaRotaryEmbedding.forward", 2 * words(sq * rotary_dims, bytes));
         } else {
             add(
                 "saved-position-ids-the-position-embeddings-indices-int64",
@@ -423,61 +511,105 @@ fn sum(list: &[Saved], parts: &[Part]) -> u128 {
     list.iter().filter(|t| parts.contains(&t.part)).map(|t| t.bytes).sum()
 }
 
-pub(super) fn activations(s: &Setup) -> Acts {
+/// One kind of layer's saved bytes, by moment: what a layer keeps, its attention core's, what
+/// follows its core, its down projection's input, its input's own storage.
+#[derive(Clone, Copy)]
+struct LayerActs {
+    block: u128,
+    att: u128,
+    after_att: u128,
+    down_input: u128,
+    own_input: u128,
+}
+
+fn layer_acts(s: &Setup) -> LayerActs {
     let a = &s.arch;
     let z = Sizes::new(s);
-    let Sizes { h, p, sb, .. } = z;
     let lora = s.lora;
-    let fused = s.attention == AttentionKind::Fused;
     let layer = saved_per_layer(s);
-    // The checkpoint a segment keeps: the block's input.
-    let input = z.rep(sb * h, p);
-    // The part of a block's saved tensors that is its input's own storage.
-    let own_input = sum(&layer, &[Part::BlockInput]);
     let pre_att = sum(&layer, &[Part::BlockInput, Part::BeforeCore]);
     let att = sum(&layer, &[Part::Core]);
     let post_att = sum(&layer, &[Part::AfterCore, Part::DownInput]);
-    let trained = |target: Target| lora.is_none_or(|l| l.targets(target));
     // Each adapter keeps x·A (r values per row).
     let adapter = |target: Target| {
         lora.filter(|l| l.targets(target)).map_or(0, |l| {
-            let per_linear = words(sb * l.rank as u128, p);
+            let per_linear = words(z.sb * l.rank as u128, z.p);
             a.block_linears().iter().filter(|(tg, _, _)| *tg == target).count() as u128 * per_linear
         })
     };
     let adapters_after_att = adapter(Target::Proj) + adapter(Target::Mlp);
-    let adapters = adapter(Target::Qkv) + adapters_after_att;
-    let block = pre_att + att + post_att + adapters;
+    LayerActs {
+        block: pre_att + att + post_att + adapter(Target::Qkv) + adapters_after_att,
+        att,
+        // The last layer's post-attention tensors are freed by the time the backward pass
+        // reaches that layer's attention.
+        after_att: post_att + adapters_after_att,
+        // When the last layer's MLP activation backward runs, its down projection's input
+        // (GELU's output, SwiGLU's product; saved only if that projection trains) is freed.
+        down_input: sum(&layer, &[Part::DownInput]),
+        own_input: sum(&layer, &[Part::BlockInput]),
+    }
+}
+
+/// The saved tensors of one dense layer among a mixture's (none without such layers).
+pub fn saved_per_dense_layer(s: &Setup) -> Vec<Saved> {
+    dense_layer_setup(s).map_or_else(Vec::new, |d| saved_per_layer(&d))
+}
+
+/// The setup of a dense layer among a mixture's (its own MLP width), if the model has some.
+pub(super) fn dense_layer_setup(s: &Setup) -> Option<Setup> {
+    s.arch.dense_layer().map(|arch| Setup { arch, ..s.clone() })
+}
+
+/// Each layer's saved bytes, in order (a mixture's dense layers differ from its others).
+fn layers(s: &Setup) -> Vec<LayerActs> {
+    let own = layer_acts(s);
+    let dense = dense_layer_setup(s).map(|d| layer_acts(&d));
+    (0..s.arch.layers)
+        .map(|i| match (dense, s.arch.block.moe) {
+            (Some(d), Some(m)) if !m.at_layer(i) => d,
+            _ => own,
+        })
+        .collect()
+}
+
+pub(super) fn activations(s: &Setup) -> Acts {
+    let z = Sizes::new(s);
+    let Sizes { h, p, sb, .. } = z;
+    let lora = s.lora;
+    let fused = s.attention == AttentionKind::Fused;
+    let layers = layers(s);
+    let Some(&last) = layers.last() else {
+        return Acts { peak: 0, end_of_forward: 0, at_attention_backward: 0, at_mlp_backward: 0, earlier_recompute: 0 };
+    };
+    // The checkpoint a segment keeps: the block's input.
+    let input = z.rep(sb * h, p);
     let outside: u128 = saved_outside(s).iter().map(|t| t.bytes).sum();
-    let l = a.layers as u128;
+    let l = layers.len() as u128;
+    let all: u128 = layers.iter().map(|k| k.block).sum();
+    let trained = |target: Target| lora.is_none_or(|l| l.targets(target));
     let checkpoint = if fused && s.checkpoint == Checkpoint::Selective { Checkpoint::Off } else { s.checkpoint };
-    // The last layer's post-attention tensors and the outside ones are freed by the time the
-    // backward pass reaches that layer's attention.
-    let after_att = post_att + adapters_after_att;
-    // When the last layer's MLP activation backward runs, its down projection's input (GELU's
-    // output, SwiGLU's product; saved only if that projection trains) is freed.
-    let down_input = sum(&layer, &[Part::DownInput]);
     match checkpoint {
         Checkpoint::Off => {
-            let end_of_forward = l * block + outside;
+            let end_of_forward = all + outside;
             Acts {
                 peak: end_of_forward,
                 end_of_forward,
-                at_attention_backward: end_of_forward - after_att - outside,
-                at_mlp_backward: end_of_forward - outside - down_input,
+                at_attention_backward: end_of_forward - last.after_att - outside,
+                at_mlp_backward: end_of_forward - outside - last.down_input,
                 earlier_recompute: 0,
             }
         }
         Checkpoint::Selective => {
             // No attention core is kept; the backward pass recomputes one layer's at a time,
             // after that layer has freed what follows its attention (and the outside tensors).
-            let end_of_forward = l * (block - att) + outside;
-            let recompute = end_of_forward - after_att - outside + att;
+            let end_of_forward = all - layers.iter().map(|k| k.att).sum::<u128>() + outside;
+            let recompute = end_of_forward - last.after_att - outside + last.att;
             Acts {
                 peak: end_of_forward.max(recompute),
                 end_of_forward,
                 at_attention_backward: recompute,
-                at_mlp_backward: end_of_forward - outside - down_input,
+                at_mlp_backward: end_of_forward - outside - last.down_input,
                 earlier_recompute: 0,
             }
         }
@@ -488,9 +620,10 @@ pub(super) fn activations(s: &Setup) -> Acts {
             let segments = l.div_ceil(k);
             let end_of_forward = input * segments + outside;
             let recomputed = |j: u128| {
-                let n = k.min(l - j * k);
+                let from = (j * k) as usize;
+                let blocks = &layers[from..(from + k as usize).min(layers.len())];
                 // The first block's own input is the checkpoint.
-                (j + 1) * input + n * block - own_input
+                (j + 1) * input + blocks.iter().map(|b| b.block).sum::<u128>() - blocks[0].own_input
             };
             let peak = (0..segments).map(recomputed).fold(end_of_forward, u128::max);
             // The last segment is recomputed first, before any gradient buffer but the residual
@@ -500,15 +633,15 @@ pub(super) fn activations(s: &Setup) -> Acts {
             // block's projection output and its (recomputed, already consumed) output exist too.
             // (A frozen MLP saves no GELU output: its recomputation holds it as a temporary
             // while the down projection runs.)
-            let last = recomputed(segments - 1);
+            let last_segment = recomputed(segments - 1);
             let frozen_mlp = if trained(Target::Mlp) { 0 } else { z.tp(sb * z.f, p) };
             let tail = (2 * input).max(input + frozen_mlp);
-            let earlier = (0..segments - 1).map(|j| recomputed(j) + tail).max().unwrap_or(0);
+            let earlier = (0..segments - 1).map(recomputed).map(|r| r + tail).max().unwrap_or(0);
             Acts {
                 peak,
                 end_of_forward,
-                at_attention_backward: last - after_att,
-                at_mlp_backward: last - down_input,
+                at_attention_backward: last_segment - last.after_att,
+                at_mlp_backward: last_segment - last.down_input,
                 earlier_recompute: earlier,
             }
         }
@@ -537,7 +670,7 @@ pub(super) fn logits(s: &Setup) -> (u128, u128) {
 pub(super) fn working_sets(s: &Setup) -> (u128, u128, u128) {
     let a = &s.arch;
     let z = Sizes::new(s);
-    let Sizes { sq, h, q, heads, kv, f, p, sb, .. } = z;
+    let Sizes { sq, h, q, heads, kv, o, f, p, sb, .. } = z;
     let (tp, rep) = (|n, bytes| z.tp(n, bytes), |n, bytes| z.rep(n, bytes));
     let mlp = if a.mlp.gated() { 3 } else { 2 };
     // A mixture's MLP gradients are its token copies' (T·k rows of width f), with the gradients
@@ -546,7 +679,10 @@ pub(super) fn working_sets(s: &Setup) -> (u128, u128, u128) {
         None => mlp * tp(sb * f, p),
         Some(m) => {
             let copies = sb * m.top_k as u128;
-            mlp * tp(copies * f, p) + 2 * words(copies * h, p) + mlp * tp(sb * m.shared_ffn as u128, p)
+            let moe = mlp * tp(copies * f, p) + 2 * words(copies * h, p) + mlp * tp(sb * m.shared_ffn as u128, p);
+            // Its dense layers' MLP, if wider.
+            let dense = if a.dense_layer().is_some() { mlp * tp(sb * m.dense_ffn as u128, p) } else { 0 };
+            moe.max(dense)
         }
     };
     let core = if s.attention == AttentionKind::Fused { tp(heads * sb, 4) } else { tp(heads * sq * sb, p) };
@@ -556,7 +692,7 @@ pub(super) fn working_sets(s: &Setup) -> (u128, u128, u128) {
     let lora_grad = |on: bool| s.lora.filter(|_| on).map_or(0, |l| words(sb * l.rank as u128, p));
     let (mlp_adapted, proj_adapted) = s.lora.map_or((false, false), |l| (l.mlp, l.proj));
     let at_mlp = 3 * rep(sb * h, p) + mlp_grads;
-    let all = at_mlp + tp(sb * q, p) + tp(sb * (q + 2 * kv), p) + core;
+    let all = at_mlp + tp(sb * o, p) + tp(sb * (q + kv + z.v), p) + core;
     // (c) every gradient buffer, the adapters' included (an earlier segment's recomputation).
     (at_mlp, all + lora_grad(proj_adapted || mlp_adapted), all + lora_grad(true))
 }

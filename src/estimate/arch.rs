@@ -15,6 +15,9 @@ pub enum Norm {
     /// Gemma's RMSNorm: scales by (1 + weight) and keeps the normalised input in fp32 until the
     /// scaling (`GemmaRMSNorm`); the same parameters as RMSNorm.
     GemmaRmsNorm,
+    /// OLMo 2's RMSNorm: the weight multiplies the normalised input in fp32, then the result is
+    /// cast back (`Olmo2RMSNorm`), so the normalised input is kept in fp32; RMSNorm's parameters.
+    Fp32RmsNorm,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -40,18 +43,73 @@ impl Mlp {
 
 /// A mixture of experts in place of each block's MLP (Shazeer et al. 2017; Fedus et al. 2021):
 /// a router picks `top_k` of `experts` MLPs (each of the architecture's `ffn` width) per token.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Moe {
     pub experts: u64,
     /// k, the experts each token is sent to.
     pub top_k: u64,
     /// The width of a shared expert every token goes through (Qwen2-MoE's, with its sigmoid
-    /// gate); 0 for none.
+    /// gate; DeepSeek-V3's and GLM-4.5's, ungated); 0 for none.
     #[serde(default)]
     pub shared_ffn: u64,
     /// The router renormalises its top-k weights to sum to 1 (Mixtral; Qwen's `norm_topk_prob`).
     #[serde(default)]
     pub renormalise: bool,
+    /// How the router scores the experts.
+    #[serde(default, skip_serializing_if = "Router::is_softmax")]
+    pub router: Router,
+    /// The first layers keep a dense MLP instead (DeepSeek-V3's `first_k_dense_replace`: 3).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub dense_first: u64,
+    /// Only every n-th layer has the mixture, the others a dense MLP (Llama 4's
+    /// `interleave_moe_layer_step`); 0 or 1: every layer.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub every: u64,
+    /// The dense layers' MLP width (when some layers are dense).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub dense_ffn: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
+}
+
+/// How a mixture's router scores the experts.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Router {
+    /// A linear layer in the model's dtype, then a softmax in fp32 (Mixtral, Qwen).
+    #[default]
+    Softmax,
+    /// DeepSeek-V3's (and GLM-4.5's): the linear in fp32 (the input and the weight cast up),
+    /// a sigmoid, a bias that only picks, groups of experts (`n_group`); shared experts ungated.
+    Sigmoid,
+}
+
+impl Router {
+    fn is_softmax(&self) -> bool {
+        *self == Router::Softmax
+    }
+}
+
+impl Moe {
+    /// Whether layer `i` (from 0) has the mixture rather than a dense MLP.
+    pub fn at_layer(&self, i: u64) -> bool {
+        i >= self.dense_first && (i + 1).is_multiple_of(self.every.max(1))
+    }
+}
+
+/// DeepSeek-V3's multi-head latent attention (DeepSeek-AI 2024): the query through a low-rank
+/// latent of `q_rank` (0: one projection), keys and values from one latent of `kv_rank` shared by
+/// every head, each head's query and key a part without positions (`nope_dim`) and a rotary part
+/// (`rope_dim`, its key shared by the heads); values of `v_dim`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Mla {
+    pub q_rank: u64,
+    pub kv_rank: u64,
+    pub nope_dim: u64,
+    pub rope_dim: u64,
+    pub v_dim: u64,
 }
 
 /// What later families change in the GPT-2/LLaMA block; all off by default, so older links read.
@@ -64,8 +122,14 @@ pub struct Block {
     pub head_dim: u64,
     /// A norm over each head's query and key (Qwen3, Gemma 3), of the architecture's kind.
     pub qk_norm: bool,
+    /// With `qk_norm`: one norm over the query's whole width and one over the key's (OLMo 2),
+    /// not one per head.
+    pub qk_norm_whole: bool,
     /// Norms on the attention's and the MLP's outputs too, four per block (Gemma 2 and 3).
     pub sandwich_norms: bool,
+    /// Norms on the attention's and the MLP's outputs only, none on their inputs (OLMo 2):
+    /// x + norm(attn(x)), then that + norm(mlp(that)).
+    pub post_norms: bool,
     /// Attention and MLP both read the block's input: x + attn(ln₁ x) + mlp(ln₂ x) (GPT-J,
     /// GPT-NeoX/Pythia).
     pub parallel_residual: bool,
@@ -73,8 +137,14 @@ pub struct Block {
     pub rotary_dims: u64,
     /// Gemma 2's tanh soft-capping of the attention scores and of the final logits.
     pub softcap: bool,
+    /// The rotary cos/sin tables stay fp32 whatever the precision (OLMo 2's rotary embedding
+    /// does not cast them).
+    pub fp32_rope: bool,
     /// A mixture of experts in place of the MLP.
     pub moe: Option<Moe>,
+    /// Multi-head latent attention in place of q, k and v projections (DeepSeek-V3).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub mla: Option<Mla>,
 }
 
 impl Block {
@@ -182,8 +252,60 @@ impl Architecture {
         }
     }
 
+    /// The layers with the mixture of experts (all of them without one: 0).
+    pub fn moe_layers(&self) -> u64 {
+        self.block.moe.map_or(0, |m| (0..self.layers).filter(|&i| m.at_layer(i)).count() as u64)
+    }
+
+    /// The dense layers among a mixture's (0 without a mixture, or with it in every layer).
+    pub fn dense_layers(&self) -> u64 {
+        if self.block.moe.is_some() { self.layers - self.moe_layers() } else { 0 }
+    }
+
+    /// A dense layer among a mixture's, as an architecture of its own: the same block with a
+    /// dense MLP of the mixture's `dense_ffn`. None when every layer has the mixture.
+    pub fn dense_layer(&self) -> Option<Architecture> {
+        let m = self.block.moe?;
+        (self.dense_layers() > 0).then(|| {
+            let mut a = self.clone();
+            a.block.moe = None;
+            a.ffn = m.dense_ffn;
+            a
+        })
+    }
+
+    /// Each layer's architecture, in order: this one, or its dense layer.
+    fn layer_archs(&self) -> impl Iterator<Item = std::borrow::Cow<'_, Architecture>> {
+        let dense = self.dense_layer();
+        (0..self.layers).map(move |i| match (&dense, self.block.moe) {
+            (Some(d), Some(m)) if !m.at_layer(i) => std::borrow::Cow::Owned(d.clone()),
+            _ => std::borrow::Cow::Borrowed(self),
+        })
+    }
+
+    /// Every layer's linear layers outside the experts and routers (what LoRA can adapt).
+    pub(crate) fn all_block_linears(&self) -> Vec<(Target, u64, u64)> {
+        self.layer_archs().flat_map(|a| a.block_linears()).collect()
+    }
+
+    /// The size of a head's query and key (with latent attention, its two parts together).
     pub fn head_dim(&self) -> u64 {
-        if self.block.head_dim > 0 { self.block.head_dim } else { self.hidden / self.heads.max(1) }
+        match self.block.mla {
+            Some(m) => m.nope_dim + m.rope_dim,
+            None if self.block.head_dim > 0 => self.block.head_dim,
+            None => self.hidden / self.heads.max(1),
+        }
+    }
+
+    /// Width of v, and of the attention's output (the output projection's input): the
+    /// key/value width and the query's but with latent attention's value heads.
+    pub fn v_hidden(&self) -> u64 {
+        self.block.mla.map_or(self.kv_hidden(), |m| self.heads * m.v_dim)
+    }
+
+    /// Width of the attention's output (the output projection's input).
+    pub fn attention_output(&self) -> u64 {
+        self.block.mla.map_or(self.q_hidden(), |m| self.heads * m.v_dim)
     }
 
     /// Width of q (and of the attention's output): heads · head size (h, but for Gemma's and
@@ -220,6 +342,9 @@ impl Architecture {
             ("head_dim", self.block.head_dim, 1 << 14),
             ("rotary_dims", self.block.rotary_dims, 1 << 14),
             ("shared expert width", moe.map_or(0, |m| m.shared_ffn), 1 << 20),
+            ("dense layers' MLP width", moe.map_or(0, |m| m.dense_ffn), 1 << 20),
+            ("dense first layers", moe.map_or(0, |m| m.dense_first), 1 << 12),
+            ("mixture layer step", moe.map_or(0, |m| m.every), 1 << 12),
         ] {
             if value > max {
                 return invalid(format!("{name} must be at most {max} (got {value})"));
@@ -228,7 +353,7 @@ impl Architecture {
         if !(0.0..1.0).contains(&self.dropout) {
             return invalid(format!("dropout is a probability from 0 up to (not including) 1 (got {})", self.dropout));
         }
-        if self.block.head_dim == 0 && !self.hidden.is_multiple_of(self.heads) {
+        if self.block.head_dim == 0 && self.block.mla.is_none() && !self.hidden.is_multiple_of(self.heads) {
             return invalid(format!("hidden ({}) must be divisible by heads ({})", self.hidden, self.heads));
         }
         if !self.heads.is_multiple_of(self.kv_heads) {
@@ -243,7 +368,8 @@ impl Architecture {
         let (h, f, l) = (self.hidden as u128, self.ffn as u128, self.layers as u128);
         let heads = (self.heads + 2 * self.kv_heads) as u128 * self.head_dim().max(1) as u128;
         let (experts, shared) = moe.map_or((1, 0), |m| (m.experts as u128, m.shared_ffn as u128));
-        let per_layer = 2 * h * heads + 3 * experts * h * f + 3 * h * shared + experts * h;
+        let dense_f = moe.map_or(0, |m| m.dense_ffn as u128);
+        let per_layer = 2 * h * heads + 3 * experts * h * f + 3 * h * (shared + dense_f) + experts * h;
         if l * per_layer + 2 * self.vocab as u128 * h > 1 << 56 {
             return invalid(format!("{} has more than 2^56 parameters: beyond what oomlab counts", self.name));
         }
@@ -253,6 +379,12 @@ impl Architecture {
             }
             if !self.mlp.gated() {
                 return invalid("the estimator's experts are gated MLPs (SwiGLU or GeGLU)".into());
+            }
+            if self.moe_layers() == 0 {
+                return invalid(format!("no layer of {} has the mixture of experts", self.name));
+            }
+            if self.moe_layers() < self.layers && m.dense_ffn == 0 {
+                return invalid("the dense layers among the mixture's need their MLP width".into());
             }
         }
         Ok(())
@@ -268,12 +400,22 @@ impl Architecture {
     /// out features), in order (a mixture's shared expert is its MLP's).
     pub(crate) fn block_linears(&self) -> Vec<(Target, u64, u64)> {
         let (h, q, kv) = (self.hidden, self.q_hidden(), self.kv_hidden());
-        let mut v = if self.fused_qkv {
-            vec![(Target::Qkv, h, q + 2 * kv)]
-        } else {
-            vec![(Target::Qkv, h, q), (Target::Qkv, h, kv), (Target::Qkv, h, kv)]
+        let mut v = match self.block.mla {
+            // The query's down and up projections (or one), the key/value latent's down
+            // projection (with the shared rotary key) and its up projection to every head.
+            Some(m) => {
+                let mut v = match m.q_rank {
+                    0 => vec![(Target::Qkv, h, q)],
+                    r => vec![(Target::Qkv, h, r), (Target::Qkv, r, q)],
+                };
+                let kv_up = self.heads * (m.nope_dim + m.v_dim);
+                v.extend([(Target::Qkv, h, m.kv_rank + m.rope_dim), (Target::Qkv, m.kv_rank, kv_up)]);
+                v
+            }
+            None if self.fused_qkv => vec![(Target::Qkv, h, q + 2 * kv)],
+            None => vec![(Target::Qkv, h, q), (Target::Qkv, h, kv), (Target::Qkv, h, kv)],
         };
-        v.push((Target::Proj, q, h));
+        v.push((Target::Proj, self.attention_output(), h));
         let f = match self.block.moe {
             None => self.ffn,
             Some(m) => m.shared_ffn,
@@ -294,8 +436,12 @@ impl Architecture {
             v.push((Role::Embedding, self.positions * h));
         }
         let block = self.block_tensors();
-        for _ in 0..self.layers {
-            v.extend_from_slice(&block);
+        let dense = self.dense_layer().map(|d| d.block_tensors());
+        for i in 0..self.layers {
+            match (&dense, self.block.moe) {
+                (Some(d), Some(m)) if !m.at_layer(i) => v.extend_from_slice(d),
+                _ => v.extend_from_slice(&block),
+            }
         }
         self.norm_tensors(&mut v, h);
         if !self.tied_embeddings {
@@ -323,20 +469,41 @@ impl Architecture {
             }
         };
         let linears = self.block_linears();
-        let attention = if self.fused_qkv { 2 } else { 4 };
-        self.norm_tensors(&mut v, h);
-        for (i, &l) in linears.iter().enumerate().take(attention) {
-            if i == attention - 1 && b.qk_norm {
-                self.norm_tensors(&mut v, self.head_dim());
-                self.norm_tensors(&mut v, self.head_dim());
-            }
-            linear(&mut v, l);
-        }
-        // The norms between the attention and the MLP.
-        if b.sandwich_norms {
+        let attention = linears.iter().take_while(|l| l.0 != Target::Mlp).count();
+        if !b.post_norms {
             self.norm_tensors(&mut v, h);
         }
-        self.norm_tensors(&mut v, h);
+        // Latent attention's norms over its latents, after their down projections.
+        let latent_norm = |i: usize| {
+            b.mla.and_then(|m| match (m.q_rank > 0, i) {
+                (true, 0) => Some(m.q_rank),
+                (true, 2) | (false, 1) => Some(m.kv_rank),
+                _ => None,
+            })
+        };
+        for (i, &l) in linears.iter().enumerate().take(attention) {
+            if i == attention - 1 && b.qk_norm {
+                let (q, k) = if b.qk_norm_whole {
+                    (self.q_hidden(), self.kv_hidden())
+                } else {
+                    (self.head_dim(), self.head_dim())
+                };
+                self.norm_tensors(&mut v, q);
+                self.norm_tensors(&mut v, k);
+            }
+            linear(&mut v, l);
+            if let Some(width) = latent_norm(i) {
+                self.norm_tensors(&mut v, width);
+            }
+        }
+        // The norms between the attention and the MLP: on the attention's output, on the MLP's
+        // input.
+        if b.sandwich_norms || b.post_norms {
+            self.norm_tensors(&mut v, h);
+        }
+        if !b.post_norms {
+            self.norm_tensors(&mut v, h);
+        }
         if let Some(m) = b.moe {
             v.push((Role::Linear(Target::Mlp, h, m.experts), h * m.experts));
             for (k, n) in self.mlp_linears(self.ffn) {
@@ -346,11 +513,11 @@ impl Architecture {
         for &l in &linears[attention.min(linears.len())..] {
             linear(&mut v, l);
         }
-        if b.moe.is_some_and(|m| m.shared_ffn > 0) {
+        if b.moe.is_some_and(|m| m.shared_ffn > 0 && m.router == Router::Softmax) {
             // Qwen2-MoE's shared expert gate: sigmoid(x·w), one value per token.
             v.push((Role::Linear(Target::Mlp, h, 1), h));
         }
-        if b.sandwich_norms {
+        if b.sandwich_norms || b.post_norms {
             self.norm_tensors(&mut v, h);
         }
         v
@@ -367,53 +534,9 @@ impl Architecture {
     pub fn active_parameters(&self) -> u64 {
         let idle = self.block.moe.map_or(0, |m| {
             let expert: u64 = self.mlp_linears(self.ffn).iter().map(|(k, n)| k * n).sum();
-            self.layers * (m.experts - m.top_k.min(m.experts)) * expert
+            self.moe_layers() * (m.experts - m.top_k.min(m.experts)) * expert
         });
         self.parameters() - idle
-    }
-
-    /// The parameter count's formula for this architecture's family, in its symbols (L layers,
-    /// h hidden, f MLP width, V vocabulary, T positions, q = heads · head size, kv the key/value
-    /// width, d the head size, E experts, fₛ a shared expert's width): what the parameters line
-    /// cites. GPT-2: 12Lh² + 13Lh + Vh + Th + 2h; LLaMA-2: L(4h² + 3hf + 2h) + 2Vh + h.
-    pub fn formula(&self) -> String {
-        let b = &self.block;
-        let ln = self.norm == Norm::LayerNorm;
-        let mha = self.q_hidden() == self.hidden && self.kv_hidden() == self.hidden;
-        let gpt2_shape = ln && mha && !self.mlp.gated() && self.ffn == 4 * self.hidden && self.biases;
-        let (positions, vocab) =
-            (if self.positions > 0 { " + Th" } else { "" }, if self.tied_embeddings { "Vh" } else { "2Vh" });
-        let final_norm = if ln { "2h" } else { "h" };
-        if gpt2_shape && b == &Block::default() {
-            return format!("12Lh² + 13Lh + {vocab}{positions} + {final_norm}");
-        }
-        let mut t: Vec<String> = vec![if mha { "4h²".into() } else { "h(q + 2kv) + qh".into() }];
-        if self.biases {
-            t.push(if mha { "4h".into() } else { "q + 2kv + h".into() });
-        } else if b.qkv_bias {
-            t.push(if mha { "3h".into() } else { "q + 2kv".into() });
-        }
-        if b.qk_norm {
-            t.push(if ln { "4d" } else { "2d" }.into());
-        }
-        let (mats, mlp_bias) = if self.mlp.gated() { ("3hf", "2f + h") } else { ("2hf", "f + h") };
-        match b.moe {
-            None => {
-                t.push(mats.into());
-                if self.biases {
-                    t.push(mlp_bias.into());
-                }
-            }
-            Some(m) => {
-                t.push(format!("E·{mats} + Eh"));
-                if m.shared_ffn > 0 {
-                    t.push("3hfₛ + h".into());
-                }
-            }
-        }
-        let norms = (if b.sandwich_norms { 4 } else { 2 }) * if ln { 2 } else { 1 };
-        t.push(format!("{norms}h"));
-        format!("L({}) + {vocab}{positions} + {final_norm}", t.join(" + "))
     }
 
     /// Whether a block's linear layer for `target` has a bias.
@@ -423,7 +546,11 @@ impl Architecture {
 
     /// One block's parameters (what ZeRO-3 gathers at a time), its experts divided over `ep`
     /// GPUs.
+    /// With dense layers among the mixture's: the larger of the two.
     pub(crate) fn layer_parameters(&self, ep: u64) -> u64 {
-        self.block_tensors().iter().map(|&(r, n)| if r == Role::Experts { n.div_ceil(ep.max(1)) } else { n }).sum()
+        let one = |a: &Architecture| -> u64 {
+            a.block_tensors().iter().map(|&(r, n)| if r == Role::Experts { n.div_ceil(ep.max(1)) } else { n }).sum()
+        };
+        one(self).max(self.dense_layer().map_or(0, |d| one(&d)))
     }
 }

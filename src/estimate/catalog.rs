@@ -8,8 +8,9 @@ use std::sync::OnceLock;
 
 use super::hf::{HfModel, from_config_named};
 
-/// (key, config.json), in the order the views list them: by family, then size.
-pub const CONFIGS: [(&str, &str); 31] = [
+/// (key, config.json), in the order the views list them: by family (each family's together), then
+/// size.
+pub const CONFIGS: [(&str, &str); 36] = [
     ("llama-3.1-8b", include_str!("../../data/models/llama-3.1-8b.json")),
     ("llama-3.1-70b", include_str!("../../data/models/llama-3.1-70b.json")),
     ("llama-3.2-1b", include_str!("../../data/models/llama-3.2-1b.json")),
@@ -41,12 +42,19 @@ pub const CONFIGS: [(&str, &str); 31] = [
     ("pythia-160m", include_str!("../../data/models/pythia-160m.json")),
     ("pythia-1.4b", include_str!("../../data/models/pythia-1.4b.json")),
     ("pythia-6.9b", include_str!("../../data/models/pythia-6.9b.json")),
+    ("olmo-2-7b", include_str!("../../data/models/olmo-2-7b.json")),
+    ("smollm3-3b", include_str!("../../data/models/smollm3-3b.json")),
+    ("granite-3.3-8b", include_str!("../../data/models/granite-3.3-8b.json")),
+    ("glm-4.5-air", include_str!("../../data/models/glm-4.5-air.json")),
+    ("deepseek-v3", include_str!("../../data/models/deepseek-v3.json")),
 ];
 
-/// A catalog model: its key, and the architecture and context its config gives.
+/// A catalog model: its key, its family (the config's `model_type`), and the architecture and
+/// context its config gives.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Entry {
     pub key: &'static str,
+    pub family: String,
     pub model: HfModel,
 }
 
@@ -57,7 +65,12 @@ pub fn entries() -> &'static [Entry] {
     ENTRIES.get_or_init(|| {
         CONFIGS
             .iter()
-            .filter_map(|&(key, text)| from_config_named(text, key).ok().map(|model| Entry { key, model }))
+            .filter_map(|&(key, text)| {
+                let model = from_config_named(text, key).ok()?;
+                let fields: serde_json::Value = serde_json::from_str(text).ok()?;
+                let family = fields.get("model_type")?.as_str()?.to_string();
+                Some(Entry { key, family, model })
+            })
             .collect()
     })
 }

@@ -12,19 +12,21 @@
 //! kernels keep none: what is saved is the same as without a window, so the field changes
 //! nothing here.
 //!
-//! DeepSeek-V3's multi-head latent attention is refused: its compressed key/value cache is an
-//! inference saving, but what its training step keeps (the low-rank projections, the decoupled
-//! rotary keys, the dense first layers among the experts) is not modelled yet.
+//! DeepSeek-V3's multi-head latent attention is modelled as its training step runs it: the
+//! compressed key/value cache is an inference saving, while the step keeps the latents' norms
+//! and every head's expanded key and value ([`super::arch::Mla`]). Its multi-token-prediction
+//! module is not part of transformers' model and is not counted.
 
 use serde_json::Value;
 
-use super::{Architecture, Block, EstimateError, Mlp, Moe, Norm, presets};
+use super::arch::Mla;
+use super::{Architecture, Block, EstimateError, Mlp, Moe, Norm, Router, presets};
 
 /// The largest config.json read (real ones are a few kB).
 pub const MAX_CONFIG_BYTES: usize = 1 << 20;
 
 /// The families read, by `model_type`.
-pub const FAMILIES: [&str; 13] = [
+pub const FAMILIES: [&str; 18] = [
     "gpt2",
     "gpt_neox",
     "llama",
@@ -38,6 +40,11 @@ pub const FAMILIES: [&str; 13] = [
     "gemma2",
     "gemma3_text",
     "phi3",
+    "olmo2",
+    "smollm3",
+    "granite",
+    "glm4_moe",
+    "deepseek_v3",
 ];
 
 /// A config read: the architecture, and the context it was trained for (`n_positions`,
@@ -81,14 +88,7 @@ fn read(text: &str, name: impl Fn(&serde_json::Map<String, Value>) -> String) ->
         "gpt2" => gpt2(&c, name)?,
         "gpt_neox" => gpt_neox(&c, name)?,
         "llama" | "mistral" | "mixtral" | "qwen2" | "qwen2_moe" | "qwen3" | "qwen3_moe" | "phi3" | "gemma"
-        | "gemma2" | "gemma3_text" => llama(&c, name)?,
-        "deepseek_v3" => {
-            return Err(invalid(
-                "model_type \"deepseek_v3\" is not modelled: its multi-head latent attention and its dense \
-                 first layers among the experts are not in the estimator yet"
-                    .into(),
-            ));
-        }
+        | "gemma2" | "gemma3_text" | "olmo2" | "smollm3" | "granite" | "glm4_moe" | "deepseek_v3" => llama(&c, name)?,
         "" => return Err(invalid("config.json has no model_type".into())),
         other => {
             return Err(invalid(format!(
@@ -146,6 +146,16 @@ impl Config<'_> {
                 invalid(format!("{}: {key} must be a positive whole number (got {v})", self.model_type))
             }),
             None => Err(invalid(format!("{}: config.json has no {key}", self.model_type))),
+        }
+    }
+
+    /// A whole number (0 allowed), `default` when absent.
+    fn whole(&self, key: &str, default: u64) -> Result<u64, EstimateError> {
+        match self.get(key) {
+            None => Ok(default),
+            Some(v) => v
+                .as_u64()
+                .ok_or_else(|| invalid(format!("{}: {key} must be a whole number (got {v})", self.model_type))),
         }
     }
 
@@ -305,7 +315,9 @@ fn llama(c: &Config<'_>, name: &str) -> Result<HfModel, EstimateError> {
         (true, "gelu_pytorch_tanh" | "gelu") => Mlp::GeGlu,
         _ => return Err(c.not_modelled(act_key, "the estimator's gated MLPs are SwiGLU (silu) and Gemma's GeGLU")),
     };
-    for key in ["attention_bias", "mlp_bias"] {
+    // GLM-4.5's attention_bias puts biases on q, k and v only (its output projection has none).
+    let glm_bias = t == "glm4_moe" && c.flag("attention_bias", false)?;
+    for key in ["attention_bias", "mlp_bias"].into_iter().filter(|k| !(t == "glm4_moe" && *k == "attention_bias")) {
         if c.flag(key, false)? {
             return Err(c.not_modelled(key, "biases on some linear layers and not others"));
         }
@@ -314,6 +326,9 @@ fn llama(c: &Config<'_>, name: &str) -> Result<HfModel, EstimateError> {
         if c.probability(key)? > 0.0 {
             return Err(c.not_modelled(key, "dropout in this family (the estimator's keeps none)"));
         }
+    }
+    if t == "smollm3" {
+        rotary_layers(c)?;
     }
     let moe = moe(c)?;
     let softcap = match (c.get("attn_logit_softcapping"), c.get("final_logit_softcapping")) {
@@ -329,21 +344,42 @@ fn llama(c: &Config<'_>, name: &str) -> Result<HfModel, EstimateError> {
         Some(_) => c.count("moe_intermediate_size")?,
         None => c.count("intermediate_size")?,
     };
+    let qk_norm = match t {
+        "qwen3" | "qwen3_moe" | "gemma3_text" | "olmo2" => true,
+        "glm4_moe" => c.flag("use_qk_norm", false)?,
+        _ => false,
+    };
     let kv_heads = c.count_or("num_key_value_heads", heads)?;
+    let mla = if t == "deepseek_v3" { Some(latent_attention(c, heads, kv_heads)?) } else { None };
     let block = Block {
         // Qwen2's q/k/v always have biases; Qwen2-MoE's as its qkv_bias says.
-        qkv_bias: t == "qwen2" || (t == "qwen2_moe" && c.flag("qkv_bias", true)?),
-        head_dim: if head_dim == hidden / heads && hidden.is_multiple_of(heads) { 0 } else { head_dim },
-        qk_norm: matches!(t, "qwen3" | "qwen3_moe" | "gemma3_text"),
+        qkv_bias: t == "qwen2" || (t == "qwen2_moe" && c.flag("qkv_bias", true)?) || glm_bias,
+        head_dim: if mla.is_some() || (head_dim == hidden / heads && hidden.is_multiple_of(heads)) {
+            0
+        } else {
+            head_dim
+        },
+        qk_norm,
+        qk_norm_whole: t == "olmo2",
         sandwich_norms: matches!(t, "gemma2" | "gemma3_text"),
+        post_norms: t == "olmo2",
+        fp32_rope: t == "olmo2",
         parallel_residual: false,
-        rotary_dims: c.rotary_dims(head_dim, 1.0)?,
+        rotary_dims: match mla {
+            Some(m) => m.rope_dim,
+            None => c.rotary_dims(head_dim, 1.0)?,
+        },
         softcap,
         moe,
+        mla,
     };
     let arch = Architecture {
         tied_embeddings: c.flag("tie_word_embeddings", gemma)?,
-        norm: if gemma { Norm::GemmaRmsNorm } else { Norm::RmsNorm },
+        norm: match t {
+            _ if gemma => Norm::GemmaRmsNorm,
+            "olmo2" => Norm::Fp32RmsNorm,
+            _ => Norm::RmsNorm,
+        },
         mlp,
         fused_qkv: t == "phi3",
         block,
@@ -352,11 +388,46 @@ fn llama(c: &Config<'_>, name: &str) -> Result<HfModel, EstimateError> {
     Ok(HfModel { arch, context })
 }
 
-/// A mixture of experts' fields (Mixtral's `num_local_experts`, Qwen's `num_experts`), if the
-/// family has one.
+/// DeepSeek-V3's multi-head latent attention: the ranks of its query and key/value latents
+/// (`q_lora_rank` null: one query projection), each head's parts without and with RoPE, its
+/// values. Every head has its own key and value (the latent expands to all of them), so
+/// `num_key_value_heads` must equal the heads.
+fn latent_attention(c: &Config<'_>, heads: u64, kv_heads: u64) -> Result<Mla, EstimateError> {
+    if kv_heads != heads {
+        return Err(c.not_modelled("num_key_value_heads", "latent attention expands keys and values to every head"));
+    }
+    Ok(Mla {
+        q_rank: c.whole("q_lora_rank", 0)?,
+        kv_rank: c.count("kv_lora_rank")?,
+        nope_dim: c.count("qk_nope_head_dim")?,
+        rope_dim: c.count("qk_rope_head_dim")?,
+        v_dim: c.count("v_head_dim")?,
+    })
+}
+
+/// SmolLM3's layers without RoPE (`no_rope_layers`: 1 where a layer rotates, 0 where not;
+/// by default every `no_rope_layer_interval`-th has none). A layer without RoPE saves what one
+/// with it does (the rotation keeps only the cos/sin tables the layers share), so only a model
+/// with no rotary layer at all would differ (no tables): that is refused.
+fn rotary_layers(c: &Config<'_>) -> Result<(), EstimateError> {
+    let all_off = match c.get("no_rope_layers") {
+        Some(v) => {
+            let list = v.as_array().ok_or_else(|| c.not_modelled("no_rope_layers", "a list of 0 and 1 is read"))?;
+            list.iter().all(|x| x.as_u64() == Some(0))
+        }
+        None => c.count_or("no_rope_layer_interval", 4)? == 1,
+    };
+    if all_off {
+        return Err(c.not_modelled("no_rope_layers", "a model with no rotary layer at all (no cos/sin tables)"));
+    }
+    Ok(())
+}
+
+/// A mixture of experts' fields (Mixtral's `num_local_experts`, Qwen's `num_experts`,
+/// DeepSeek-V3's and GLM-4.5's `n_routed_experts`), if the family has one.
 fn moe(c: &Config<'_>) -> Result<Option<Moe>, EstimateError> {
     let t = c.model_type;
-    if !matches!(t, "mixtral" | "qwen2_moe" | "qwen3_moe") {
+    if !matches!(t, "mixtral" | "qwen2_moe" | "qwen3_moe" | "glm4_moe" | "deepseek_v3") {
         return Ok(None);
     }
     if c.flag("output_router_logits", false)? {
@@ -369,10 +440,29 @@ fn moe(c: &Config<'_>) -> Result<Option<Moe>, EstimateError> {
         let m = Moe {
             experts: c.count("num_local_experts")?,
             top_k: c.count("num_experts_per_tok")?,
-            shared_ffn: 0,
             renormalise: true,
+            ..Moe::default()
         };
         return Ok(Some(m));
+    }
+    if matches!(t, "glm4_moe" | "deepseek_v3") {
+        // Sigmoid routing over groups of experts; n_shared_experts ungated experts of the
+        // experts' width in one MLP; the first first_k_dense_replace layers dense.
+        let experts = c.count("n_routed_experts")?;
+        if !experts.is_multiple_of(c.count_or("n_group", 1)?) {
+            return Err(c.not_modelled("n_group", "groups that do not divide the experts"));
+        }
+        let shared = c.whole("n_shared_experts", 0)?;
+        return Ok(Some(Moe {
+            experts,
+            top_k: c.count("num_experts_per_tok")?,
+            shared_ffn: shared * c.count("moe_intermediate_size")?,
+            renormalise: c.flag("norm_topk_prob", true)?,
+            router: Router::Sigmoid,
+            dense_first: c.whole("first_k_dense_replace", 0)?,
+            every: 0,
+            dense_ffn: c.count("intermediate_size")?,
+        }));
     }
     if c.count_or("decoder_sparse_step", 1)? != 1 {
         return Err(c.not_modelled("decoder_sparse_step", "dense MLP layers among the mixture's"));
@@ -386,5 +476,6 @@ fn moe(c: &Config<'_>) -> Result<Option<Moe>, EstimateError> {
         top_k: c.count("num_experts_per_tok")?,
         shared_ffn,
         renormalise: c.flag("norm_topk_prob", false)?,
+        ..Moe::default()
     }))
 }

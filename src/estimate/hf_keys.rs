@@ -159,6 +159,54 @@ const QWEN_MOE: &[(&str, Use)] = &[
 ];
 const QWEN2_MOE: &[(&str, Use)] = &[("shared_expert_intermediate_size", Read), ("qkv_bias", Read)];
 
+const MULTIPLIER: &str = "a multiplication by a number: PyTorch keeps no tensor for it";
+const GRANITE: &[(&str, Use)] = &[
+    ("embedding_multiplier", NoEffect(MULTIPLIER)),
+    ("residual_multiplier", NoEffect(MULTIPLIER)),
+    ("attention_multiplier", NoEffect(SCALE)),
+    ("logits_scaling", NoEffect(MULTIPLIER)),
+];
+const SMOLLM3: &[(&str, Use)] = &[("no_rope_layers", Read), ("no_rope_layer_interval", Read)];
+
+const GROUPS: &str = "grouped routing's choice of groups: the tensors it makes are freed during the forward";
+const MTP: &str = "the multi-token-prediction module is not part of transformers' model, and not counted";
+/// DeepSeek-V3's routing, shared with GLM-4.5 (`moe` in hf.rs).
+const SIGMOID_MOE: &[(&str, Use)] = &[
+    ("n_routed_experts", Read),
+    ("num_experts_per_tok", Read),
+    ("n_shared_experts", Read),
+    ("moe_intermediate_size", Read),
+    ("first_k_dense_replace", Read),
+    ("norm_topk_prob", Read),
+    ("output_router_logits", Read),
+    ("n_group", Read),
+    ("topk_group", NoEffect(GROUPS)),
+    ("routed_scaling_factor", NoEffect(MULTIPLIER)),
+    ("num_nextn_predict_layers", NoEffect(MTP)),
+];
+const GLM4_MOE: &[(&str, Use)] = &[("use_qk_norm", Read)];
+const QUANTIZED: &str = "how the published checkpoint's weights are stored: the estimate's precision (and QLoRA) \
+                         are settings of their own";
+/// DeepSeek-V3's latent attention, and the original code's keys transformers does not read.
+const DEEPSEEK_V3: &[(&str, Use)] = &[
+    ("q_lora_rank", Read),
+    ("kv_lora_rank", Read),
+    ("qk_rope_head_dim", Read),
+    ("qk_nope_head_dim", Read),
+    ("v_head_dim", Read),
+    ("head_dim", NoEffect("transformers sets it to qk_rope_head_dim, which is read")),
+    ("qk_head_dim", NoEffect("transformers sets it to qk_nope_head_dim + qk_rope_head_dim, which are read")),
+    ("rope_interleave", NoEffect("the rotary pairs' layout: the same cos/sin tables, sliced")),
+    ("quantization_config", NoEffect(QUANTIZED)),
+    ("auto_map", NoEffect(NAMES)),
+    ("ep_size", NoEffect("the original code's expert parallelism: the estimate's is a setting of its own")),
+    // The original code's: transformers builds a sigmoid-scored, bias-corrected mixture in
+    // every layer after the dense ones, whatever these say.
+    ("moe_layer_freq", DefaultOnly("1")),
+    ("scoring_func", DefaultOnly("\"sigmoid\"")),
+    ("topk_method", DefaultOnly("\"noaux_tc\"")),
+];
+
 /// The family's own tables, in the order they are looked in.
 fn own(family: &str) -> &'static [&'static [(&'static str, Use)]] {
     match family {
@@ -168,6 +216,10 @@ fn own(family: &str) -> &'static [&'static [(&'static str, Use)]] {
         "mixtral" => &[MIXTRAL, LLAMA, ROTARY],
         "qwen2_moe" => &[QWEN2_MOE, QWEN_MOE, LLAMA, ROTARY],
         "qwen3_moe" => &[QWEN_MOE, LLAMA, ROTARY],
+        "granite" => &[GRANITE, LLAMA, ROTARY],
+        "smollm3" => &[SMOLLM3, LLAMA, ROTARY],
+        "glm4_moe" => &[GLM4_MOE, SIGMOID_MOE, LLAMA, ROTARY],
+        "deepseek_v3" => &[DEEPSEEK_V3, SIGMOID_MOE, LLAMA, ROTARY],
         _ => &[LLAMA, ROTARY],
     }
 }
@@ -183,6 +235,9 @@ pub fn aliases(family: &str) -> &'static [(&'static str, &'static str)] {
             ("num_hidden_layers", "n_layer"),
         ],
         "mixtral" | "qwen3_moe" => &[("num_experts", "num_local_experts")],
+        "glm4_moe" | "deepseek_v3" => {
+            &[("num_local_experts", "n_routed_experts"), ("num_mtp_layers", "num_nextn_predict_layers")]
+        }
         _ => &[],
     }
 }

@@ -3,7 +3,7 @@
 
 use super::activations::{HF_LINEAR, KORTHIKANTI, Part, Sizes};
 use super::states::words;
-use super::{Mlp, Moe, Setup, Target};
+use super::{Mlp, Moe, Router, Setup, Target};
 
 const HF_GELU_NEW: &str = "NewGELUActivation.forward: 0.5 * x * (1 + tanh(√(2/π)(x + 0.044715 x³)))";
 const HF_SWIGLU: &str = "LlamaMLP.forward: down_proj(act_fn(gate_proj(x)) * up_proj(x))";
@@ -67,7 +67,8 @@ pub(super) fn mlp_saved(s: &Setup, f: u128, hf: bool, add: &mut dyn FnMut(&'stat
 /// token copies on average). The router's fp32 probabilities and top-k choice; the tokens
 /// sorted and copied to their experts; each copy through a gated MLP of width f (gate and up
 /// outputs, the activation, the down projection's input); the routing weights and the experts'
-/// outputs for the weighted sum; a shared expert's MLP, its sigmoid gate and its output.
+/// outputs for the weighted sum; a shared expert's MLP, its sigmoid gate and its output
+/// (DeepSeek-V3's sigmoid router: the fp32 copies it scores in; its shared experts ungated).
 pub(super) fn moe_saved(
     s: &Setup,
     m: Moe,
@@ -78,7 +79,16 @@ pub(super) fn moe_saved(
     let (sb, h, p, f) = (z.sb, z.h, z.p, z.f);
     let (e, k) = (m.experts as u128, m.top_k as u128);
     let copies = sb * k;
-    add("saved-router-probabilities-fp32", source, words(sb * e, 4), Part::AfterCore);
+    let sigmoid = m.router == Router::Sigmoid;
+    if sigmoid && p != 4 {
+        // DeepSeek-V3's router: F.linear(x.float(), weight.float()) keeps both fp32 copies (the
+        // input's only if the router trains).
+        let trained = s.lora.is_none_or(|l| l.targets(Target::Mlp));
+        let input = if trained { words(sb * h, 4) } else { 0 };
+        add("saved-router-input-and-weight-in-fp32", source, input + words(e * h, 4), Part::AfterCore);
+    }
+    let scores = if sigmoid { "saved-router-scores-sigmoid-fp32" } else { "saved-router-probabilities-fp32" };
+    add(scores, source, words(sb * e, 4), Part::AfterCore);
     add("saved-router-top-k-indices-int64", source, words(copies, 8), Part::AfterCore);
     if m.renormalise {
         add("saved-router-top-k-weights-fp32", source, words(sb, 4) + words(copies, 4), Part::AfterCore);
@@ -92,6 +102,8 @@ pub(super) fn moe_saved(
     add("saved-expert-outputs-for-the-weighted-sum", source, words(copies * h, p), Part::AfterCore);
     if m.shared_ffn > 0 {
         add("saved-shared-expert-mlp", source, 4 * z.tp(sb * m.shared_ffn as u128, p), Part::AfterCore);
-        add("saved-shared-expert-gate-and-output", source, words(sb, p) + words(sb * h, p), Part::AfterCore);
+        if !sigmoid {
+            add("saved-shared-expert-gate-and-output", source, words(sb, p) + words(sb * h, p), Part::AfterCore);
+        }
     }
 }

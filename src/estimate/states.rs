@@ -63,8 +63,9 @@ pub(super) fn model_states(s: &Setup) -> States {
         None => (words(base, w), base),
         Some(l) => {
             // Adapters A (in × r) and B (r × out) on each targeted linear of each block.
-            let adapters: u128 = (0..a.layers)
-                .flat_map(|_| a.block_linears())
+            let adapters: u128 = a
+                .all_block_linears()
+                .into_iter()
                 .filter(|&(target, _, _)| l.targets(target))
                 .map(|(_, k, n)| align(k * l.rank) + align(l.rank * n))
                 .map(|n| n.div_ceil(t))

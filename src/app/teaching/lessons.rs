@@ -322,8 +322,7 @@ pub fn chapters() -> Vec<Chapter> {
                 let moe = a.block.moe.unwrap_or(crate::estimate::Moe {
                     experts: 1,
                     top_k: 1,
-                    shared_ffn: 0,
-                    renormalise: false,
+                    ..crate::estimate::Moe::default()
                 });
                 vec![
                     arg("experts", moe.experts),

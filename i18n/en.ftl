@@ -655,8 +655,10 @@ real-range-oom = does not fit
 real-range-split = It fits with fused kernels, not with HF eager: choose the runtime you train with.
 real-saved-heading = Saved for backward by one layer
 real-saved-profile = The { $runtime } profile, per GPU:
-real-saved-moe-layers = Each of the { $count } layers with the mixture of experts
-real-saved-dense-layers = Each of the { $count } dense layers
+real-saved-kind-experts = Each of the { $count } layers with the mixture of experts
+real-saved-kind-experts-nope = Each of the { $count } layers with the mixture of experts, without RoPE
+real-saved-kind-dense = Each of the { $count } dense layers
+real-saved-kind-dense-nope = Each of the { $count } dense layers, without RoPE
 real-saved-outside = Outside the layers
 
 ## The saved tensors, by name
@@ -724,6 +726,13 @@ saved-gate-projection-output-gelus-input = gate projection output (GELU's input)
 saved-gelu-gate = gelu(gate)
 saved-gelu-gate-up-the-down-projections-input = gelu(gate) · up (the down projection's input)
 saved-gate-and-up-outputs-gelu-gate = gate and up outputs, gelu(gate)
+saved-row-max-indices-int64 = each score row's max: its indices (int64)
+saved-attention-probabilities-with-the-sink = attention probabilities with the sink column (softmax output)
+saved-router-top-k-softmax = router's softmax over its top k
+saved-routing-weights-in-the-activations-dtype = routing weights (in the activations' dtype)
+saved-expert-clamped-swiglu = experts' clamped SwiGLU: clamped gate and up, σ(α·gate), gate·σ, up + 1
+saved-tokens-weighted-for-every-expert = every token repeated for every expert, with its score (the experts' input)
+saved-query-temperature-scales = query temperature scales (fp32, one per position)
 saved-router-input-and-weight-in-fp32 = router's input and weight in fp32
 saved-router-probabilities-fp32 = router probabilities (softmax, fp32)
 saved-router-scores-sigmoid-fp32 = router scores (sigmoid, fp32)

@@ -652,8 +652,10 @@ real-range-oom = 放不下
 real-range-split = 用融合内核放得下，用 HF eager 放不下：请选择你实际训练所用的运行时。
 real-saved-heading = 一层为反向传播保存的张量
 real-saved-profile = { $runtime }配置，每个 GPU：
-real-saved-moe-layers = 带专家混合的 { $count } 层，每层
-real-saved-dense-layers = { $count } 个稠密层，每层
+real-saved-kind-experts = 带专家混合的 { $count } 层，每层
+real-saved-kind-experts-nope = 带专家混合、无 RoPE 的 { $count } 层，每层
+real-saved-kind-dense = { $count } 个稠密层，每层
+real-saved-kind-dense-nope = 无 RoPE 的 { $count } 个稠密层，每层
 real-saved-outside = 层之外
 
 ## 保存的张量，按名称
@@ -721,6 +723,13 @@ saved-gate-projection-output-gelus-input = gate 投影输出（GELU 的输入）
 saved-gelu-gate = gelu(gate) 的结果
 saved-gelu-gate-up-the-down-projections-input = gelu(gate) · up（down 投影的输入）
 saved-gate-and-up-outputs-gelu-gate = gate 和 up 的输出，gelu(gate)
+saved-row-max-indices-int64 = 每行得分最大值的索引（int64）
+saved-attention-probabilities-with-the-sink = 含 sink 列的注意力概率（softmax 输出）
+saved-router-top-k-softmax = 路由器对其 top-k 的 softmax
+saved-routing-weights-in-the-activations-dtype = 路由权重（激活值的精度）
+saved-expert-clamped-swiglu = 专家的截断 SwiGLU：截断后的 gate 和 up、σ(α·gate)、gate·σ、up + 1
+saved-tokens-weighted-for-every-expert = 每个 token 为每个专家复制一份，带其得分（专家的输入）
+saved-query-temperature-scales = query 的温度缩放（fp32，每个位置一个）
 saved-router-input-and-weight-in-fp32 = 路由器的输入和权重（fp32）
 saved-router-probabilities-fp32 = 路由器概率（softmax，fp32）
 saved-router-scores-sigmoid-fp32 = 路由器得分（sigmoid，fp32）

@@ -13,7 +13,8 @@ difference left: for bf16 input the CPU's LayerNorm keeps mean and rstd in bf16,
 (2·s·b·2 bytes per LayerNorm, well under 0.1 % here).
 
 For each family the estimator reads from a config.json (mistral, qwen2, qwen2_moe, qwen3,
-qwen3_moe, mixtral, gemma, gemma2, gemma3_text, phi3, gpt_neox, olmo2, smollm3, granite, glm4_moe, deepseek_v3), a tiny random instance
+qwen3_moe, mixtral, gemma, gemma2, gemma3_text, phi3, gpt_neox, olmo2, smollm3, granite, glm4_moe, deepseek_v3, gpt_oss,
+llama4_text), a tiny random instance
 (tests/fixtures/hf/tiny-*/config.json) is counted the same way, fp32 and bf16, against
 `oomlab estimate --model <that config> --runtime hf-eager`. The mixtures run their router's real
 choices (dropless: each token reaches its k experts, so the count does not depend on which).
@@ -58,7 +59,7 @@ CASES = [
 FAMILY_CASES = [(f"tiny-{t}", dtype, 2, 256) for t in
                 ["mistral", "qwen2", "qwen2-moe", "qwen3", "qwen3-moe", "mixtral", "gemma", "gemma2",
                  "gemma3-text", "phi3", "gpt-neox", "olmo2", "smollm3", "granite",
-                 "glm4-moe", "deepseek-v3"] for dtype in ["fp32", "bf16"]]
+                 "glm4-moe", "deepseek-v3", "gpt-oss", "llama4-text"] for dtype in ["fp32", "bf16"]]
 
 
 def model(kind, dims, positions):

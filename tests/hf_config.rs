@@ -79,6 +79,21 @@ fn what_it_cannot_model_it_names() {
         ),
         (catalog_text("glm-4.5-air").replace("\"n_group\": 1", "\"n_group\": 3"), "n_group"),
         (
+            catalog_text("gpt-oss-20b").replace("\"experts_per_token\": 4", "\"experts_per_token\": 2"),
+            "experts_per_token",
+        ),
+        (
+            config("tiny-llama4-text").replace(
+                "\"interleave_moe_layer_step\": 2",
+                "\"interleave_moe_layer_step\": 2, \"moe_layers\": [0, 1]",
+            ),
+            "moe_layers",
+        ),
+        (
+            config("tiny-llama4-text").replace("\"no_rope_layer_interval\": 2", "\"no_rope_layers\": [1, 0, 0, 1]"),
+            "no_rope_layers",
+        ),
+        (
             config("tiny-smollm3").replace("\"no_rope_layer_interval\": 2", "\"no_rope_layer_interval\": 1"),
             "no rotary layer",
         ),
@@ -142,6 +157,26 @@ fn the_2026_families_are_built_as_transformers_builds_them() {
     let a = &find("glm-4.5-air").expect("in the catalog").model.arch;
     assert!(a.block.qkv_bias && !a.biases && !a.block.qk_norm);
     assert_eq!((a.head_dim(), a.block.rotary_dims, a.moe_layers()), (128, 64, 45));
+    // gpt-oss: attention sinks, biases on the attention and the experts, a softmax over the top
+    // 4 of 32 experts; its published count (20.9 B) is transformers'.
+    let a = &find("gpt-oss-20b").expect("in the catalog").model.arch;
+    assert!(a.block.sinks && a.biases);
+    let m = a.block.moe.expect("experts");
+    assert_eq!((m.experts, m.top_k, m.router, m.biases), (32, 4, Router::TopKSoftmax, true));
+    // Llama 4 Scout: 16 experts in every layer, each token's one plus a shared expert; every
+    // fourth layer without RoPE (12 of 48), weightless q/k norms in the others.
+    let a = &find("llama-4-scout").expect("in the catalog").model.arch;
+    let m = a.block.moe.expect("experts");
+    assert_eq!((m.experts, m.top_k, m.shared_ffn, m.router), (16, 1, 8192, Router::AllExperts));
+    let kinds = a.kinds();
+    assert_eq!(kinds.len(), 2);
+    assert_eq!(
+        kinds.iter().map(|(k, n)| (k.experts, k.rope, *n)).collect::<Vec<_>>(),
+        [(true, true, 36), (true, false, 12)]
+    );
+    assert!(a.block.qk_norm && a.block.qk_norm_weightless && a.block.nope_temperature);
+    assert!(!a.of_kind(kinds[1].0).block.qk_norm, "no q/k norm where there is no RoPE");
+    assert_eq!(a.active_parameters() / 100_000_000, 171, "Meta's 17 B active");
     // OLMo 2: norms after the attention and the MLP only; q/k norms over the whole width.
     let a = &find("olmo-2-7b").expect("in the catalog").model.arch;
     assert!(a.block.post_norms && a.block.qk_norm && a.block.qk_norm_whole && !a.block.sandwich_norms);

@@ -120,27 +120,27 @@ fn dropout_adds_its_masks() {
 fn the_named_saved_tensors_sum_to_the_activations() {
     // With dense layers among a mixture's (DeepSeek-V3, GLM-4.5-Air), the two kinds of layer
     // each count as many times as the model has them.
-    for model in ["gpt2", "llama2-7b", "mistral-7b", "deepseek-v3", "glm-4.5-air", "olmo-2-7b"] {
+    for model in
+        ["gpt2", "llama2-7b", "mistral-7b", "deepseek-v3", "glm-4.5-air", "olmo-2-7b", "llama-4-scout", "gpt-oss-20b"]
+    {
         for runtime in Runtime::REAL {
             let arch = presets::model(model)
                 .or_else(|| oomlab::estimate::catalog::find(model).map(|e| e.model.arch.clone()))
                 .expect("model");
             let mut s = Setup::new(arch, presets::gpu("a100-80").expect("gpu"), 2, 512);
             s.runtime = Some(runtime);
-            let layer: u128 = saved_per_layer(&s).iter().map(|t| t.bytes).sum();
-            let dense: u128 = estimate::saved_per_dense_layer(&s).iter().map(|t| t.bytes).sum();
-            let outside: u128 = saved_outside(&s).iter().map(|t| t.bytes).sum();
-            let e = estimate::estimate(&s).expect("estimate");
-            let (n_moe, n_dense) = match s.arch.block.moe {
-                Some(_) => (s.arch.moe_layers() as u128, s.arch.dense_layers() as u128),
-                None => (s.arch.layers as u128, 0),
+            let sum = |list: &[estimate::Saved]| list.iter().map(|t| t.bytes).sum::<u128>();
+            let kinds = estimate::layer_kinds(&s);
+            let layers: u128 = match kinds.is_empty() {
+                true => s.arch.layers as u128 * sum(&saved_per_layer(&s)),
+                false => kinds.iter().map(|k| k.layers as u128 * sum(&k.saved)).sum(),
             };
-            assert_eq!(n_dense > 0, model == "deepseek-v3" || model == "glm-4.5-air", "{model}");
-            assert_eq!(
-                e.activations_end_of_forward as u128,
-                n_moe * layer + n_dense * dense + outside,
-                "{model} {runtime:?}"
-            );
+            let outside: u128 = sum(&saved_outside(&s));
+            let e = estimate::estimate(&s).expect("estimate");
+            let mixed = matches!(model, "deepseek-v3" | "glm-4.5-air" | "llama-4-scout");
+            assert_eq!(kinds.len(), if mixed { 2 } else { 0 }, "{model}");
+            assert!(kinds.is_empty() || kinds.iter().map(|k| k.layers).sum::<u64>() == s.arch.layers);
+            assert_eq!(e.activations_end_of_forward as u128, layers + outside, "{model} {runtime:?}");
             assert!(saved_per_layer(&s).iter().all(|t| !t.english().starts_with("saved-") && !t.source.is_empty()));
             assert!(saved_per_layer(&s).iter().any(|t| t.part == Part::Core), "an attention core");
         }
@@ -292,5 +292,33 @@ fn the_view_shows_both_profiles_and_the_saved_tensors() {
             h.get_by_label(&t.text(key));
         }
         assert_eq!(h.query_all_by_label(&t.text("real-range-split")).count(), 0);
+    }
+}
+
+/// Layers not all alike (DeepSeek-V3's dense first three, Llama 4's layers without RoPE) under
+/// checkpointing: selective recomputation drops each kind's attention core, layer by layer; every
+/// layer checkpointed keeps one block input per layer.
+#[test]
+fn checkpointing_counts_each_kind_of_layer() {
+    use oomlab::plan::Checkpoint;
+    for model in ["deepseek-v3", "llama-4-scout"] {
+        let arch = oomlab::estimate::catalog::find(model).expect("in the catalog").model.arch.clone();
+        let mut s = Setup::new(arch, presets::gpu("h200").expect("gpu"), 1, 1024);
+        s.runtime = Some(Runtime::HfEager);
+        s.precision = estimate::StatePrecision::PureBf16;
+        let outside: u128 = saved_outside(&s).iter().map(|t| t.bytes).sum();
+        let kinds = estimate::layer_kinds(&s);
+        assert_eq!(kinds.len(), 2, "{model}");
+        s.checkpoint = Checkpoint::Selective;
+        let no_core: u128 = kinds
+            .iter()
+            .map(|k| k.layers as u128 * k.saved.iter().filter(|t| t.part != Part::Core).map(|t| t.bytes).sum::<u128>())
+            .sum();
+        let e = estimate::estimate(&s).expect("estimate");
+        assert_eq!(e.activations_end_of_forward as u128, no_core + outside, "{model} selective");
+        s.checkpoint = Checkpoint::Every(1);
+        let e = estimate::estimate(&s).expect("estimate");
+        let input = 1024 * s.arch.hidden as u128 * 2;
+        assert_eq!(e.activations_end_of_forward as u128, s.arch.layers as u128 * input + outside, "{model} every:1");
     }
 }

@@ -6,7 +6,7 @@ use egui::{RichText, Ui};
 
 use super::views::size;
 use crate::estimate::{
-    Estimate, OtherRuntime, Runtime, Saved, Setup, saved_outside, saved_per_dense_layer, saved_per_layer,
+    Estimate, KindSaved, OtherRuntime, Runtime, Saved, Setup, layer_kinds, saved_outside, saved_per_layer,
 };
 use crate::i18n::Catalog;
 
@@ -15,19 +15,15 @@ pub struct RuntimeDerived {
     /// HF eager's figures while no profile is chosen.
     pub other: Option<OtherRuntime>,
     pub layer: Vec<Saved>,
-    /// A mixture's dense layers' (DeepSeek-V3's first three): one's tensors.
-    pub dense: Vec<Saved>,
+    /// When the layers are not all alike (a mixture's dense layers, layers without RoPE): each
+    /// kind's, in place of `layer`.
+    pub kinds: Vec<KindSaved>,
     pub outside: Vec<Saved>,
 }
 
 impl RuntimeDerived {
     pub fn new(s: &Setup) -> Self {
-        Self {
-            other: OtherRuntime::of(s),
-            layer: saved_per_layer(s),
-            dense: saved_per_dense_layer(s),
-            outside: saved_outside(s),
-        }
+        Self { other: OtherRuntime::of(s), layer: saved_per_layer(s), kinds: layer_kinds(s), outside: saved_outside(s) }
     }
 }
 
@@ -102,14 +98,18 @@ pub fn saved_list(ui: &mut Ui, t: &Catalog, s: &Setup, d: &RuntimeDerived) {
                 });
             }
         };
-        let dense = s.arch.dense_layers();
-        if dense > 0 {
-            ui.strong(t.format("real-saved-moe-layers", &[("count", s.arch.moe_layers().into())]));
+        if d.kinds.is_empty() {
+            rows(ui, &d.layer);
         }
-        rows(ui, &d.layer);
-        if dense > 0 {
-            ui.strong(t.format("real-saved-dense-layers", &[("count", dense.into())]));
-            rows(ui, &d.dense);
+        for k in &d.kinds {
+            let key = match (k.kind.experts, k.kind.rope) {
+                (true, true) => "real-saved-kind-experts",
+                (true, false) => "real-saved-kind-experts-nope",
+                (false, true) => "real-saved-kind-dense",
+                (false, false) => "real-saved-kind-dense-nope",
+            };
+            ui.strong(t.format(key, &[("count", k.layers.into())]));
+            rows(ui, &k.saved);
         }
         ui.strong(t.text("real-saved-outside"));
         rows(ui, &d.outside);

@@ -120,32 +120,7 @@ pub fn controls(ui: &mut Ui, t: &Catalog, s: &mut EstimateSettings) {
     // A DragValue's prefix: the label and a space.
     let prefix = |key: &str| format!("{} ", t.text(key));
     ui.horizontal_wrapped(|ui| {
-        egui::ComboBox::new("real_model", t.text("real-model")).selected_text(model_name(t, &s.arch.name)).show_ui(
-            ui,
-            |ui| {
-                // The papers' presets, then the catalog of published configs under each family's
-                // name (its model_type, as transformers names it).
-                let mut family: Option<&str> = None;
-                for (key, arch) in presets::models() {
-                    if let Some(e) = crate::estimate::catalog::entries().iter().find(|e| e.key == key)
-                        && family != Some(e.family.as_str())
-                    {
-                        ui.separator();
-                        if family.is_none() {
-                            ui.label(RichText::new(t.text("real-catalog")).weak());
-                        }
-                        ui.label(RichText::new(&e.family).weak().small());
-                        family = Some(e.family.as_str());
-                    }
-                    if ui.selectable_label(s.arch == arch, arch.name.clone()).clicked() {
-                        if arch.positions > 0 {
-                            s.seq = s.seq.min(arch.positions);
-                        }
-                        s.arch = arch;
-                    }
-                }
-            },
-        );
+        model_config::model_list(ui, t, s);
         let presets = presets::gpus();
         let custom = !presets.iter().any(|(_, g)| *g == s.gpu);
         egui::ComboBox::new("real_gpu", t.text("real-gpu")).selected_text(gpu_name(t, &s.gpu.name)).show_ui(ui, |ui| {

@@ -481,14 +481,15 @@ pub fn saved_text(s: &Setup) -> String {
             out.push_str(&format!("  {bytes:>12}  {}  ({})\n", t.english(), t.source));
         }
     };
-    let dense = s.arch.dense_layers();
-    if dense > 0 {
-        out.push_str(&format!("each of the {} layers with the mixture of experts:\n", s.arch.moe_layers()));
+    let kinds = estimate::layer_kinds(s);
+    if kinds.is_empty() {
+        rows(estimate::saved_per_layer(s), &mut out);
     }
-    rows(estimate::saved_per_layer(s), &mut out);
-    if dense > 0 {
-        out.push_str(&format!("each of the {dense} dense layers:\n"));
-        rows(estimate::saved_per_dense_layer(s), &mut out);
+    for k in kinds {
+        let what = if k.kind.experts { "layers with the mixture of experts" } else { "dense layers" };
+        let rope = if k.kind.rope { "" } else { ", without RoPE" };
+        out.push_str(&format!("each of the {} {what}{rope}:\n", k.layers));
+        rows(k.saved, &mut out);
     }
     out.push_str("outside the layers:\n");
     rows(estimate::saved_outside(s), &mut out);

@@ -3,6 +3,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::EstimateError;
+use super::layers::LayerKind;
 use crate::model::ModelConfig;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -32,12 +33,15 @@ pub enum Mlp {
     /// `W₂·gelu(W₁x)` with PyTorch's own GELU, one op that keeps only its input (GPT-NeoX's
     /// `gelu`); [`Mlp::Gelu`] is GPT-2's `gelu_new`, a chain of element-wise ops.
     TorchGelu,
+    /// gpt-oss's SwiGLU: gate and up clamped, `(up + 1) · gate · σ(α·gate)`; three matrices'
+    /// parameters (gate and up in one), more element-wise tensors kept than SwiGLU's.
+    ClampedSwiGlu,
 }
 
 impl Mlp {
     /// A gated MLP: three matrices, the first two of width f.
     pub fn gated(self) -> bool {
-        matches!(self, Mlp::SwiGlu | Mlp::GeGlu)
+        matches!(self, Mlp::SwiGlu | Mlp::GeGlu | Mlp::ClampedSwiGlu)
     }
 }
 
@@ -68,6 +72,9 @@ pub struct Moe {
     /// The dense layers' MLP width (when some layers are dense).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub dense_ffn: u64,
+    /// The router and the experts have biases (gpt-oss).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub biases: bool,
 }
 
 fn is_zero(n: &u64) -> bool {
@@ -84,6 +91,12 @@ pub enum Router {
     /// DeepSeek-V3's (and GLM-4.5's): the linear in fp32 (the input and the weight cast up),
     /// a sigmoid, a bias that only picks, groups of experts (`n_group`); shared experts ungated.
     Sigmoid,
+    /// gpt-oss's: the top k of the logits, then a softmax over those k alone, in the
+    /// activations' dtype.
+    TopKSoftmax,
+    /// Llama 4's: the top k of the logits, a sigmoid of the scores in fp32, and (transformers'
+    /// eager code) every expert runs every token, weighted 0 where not picked.
+    AllExperts,
 }
 
 impl Router {
@@ -140,6 +153,20 @@ pub struct Block {
     /// The rotary cos/sin tables stay fp32 whatever the precision (OLMo 2's rotary embedding
     /// does not cast them).
     pub fp32_rope: bool,
+    /// Attention sinks (gpt-oss): a learned logit per head joins each row of scores, and the
+    /// softmax runs over s + 1 columns in the activations' dtype.
+    pub sinks: bool,
+    /// The attention softmax runs in the activations' dtype (Llama 4), not in fp32 as LLaMA's.
+    pub low_precision_softmax: bool,
+    /// Every n-th layer has no RoPE (Llama 4's `no_rope_layer_interval`: 4); 0: every layer
+    /// rotates; 1: none does (a layer kind's own architecture, [`Architecture::of_kind`]).
+    pub nope_every: u64,
+    /// The query and key norms have no weight (Llama 4's L2 norm) and sit only in the layers
+    /// with RoPE.
+    pub qk_norm_weightless: bool,
+    /// The layers without RoPE scale their queries by a temperature that grows with the
+    /// position (Llama 4's `attn_temperature_tuning`), keeping the scales for the backward.
+    pub nope_temperature: bool,
     /// A mixture of experts in place of the MLP.
     pub moe: Option<Moe>,
     /// Multi-head latent attention in place of q, k and v projections (DeepSeek-V3).
@@ -250,42 +277,6 @@ impl Architecture {
             dropout: 0.0,
             block: Block::default(),
         }
-    }
-
-    /// The layers with the mixture of experts (all of them without one: 0).
-    pub fn moe_layers(&self) -> u64 {
-        self.block.moe.map_or(0, |m| (0..self.layers).filter(|&i| m.at_layer(i)).count() as u64)
-    }
-
-    /// The dense layers among a mixture's (0 without a mixture, or with it in every layer).
-    pub fn dense_layers(&self) -> u64 {
-        if self.block.moe.is_some() { self.layers - self.moe_layers() } else { 0 }
-    }
-
-    /// A dense layer among a mixture's, as an architecture of its own: the same block with a
-    /// dense MLP of the mixture's `dense_ffn`. None when every layer has the mixture.
-    pub fn dense_layer(&self) -> Option<Architecture> {
-        let m = self.block.moe?;
-        (self.dense_layers() > 0).then(|| {
-            let mut a = self.clone();
-            a.block.moe = None;
-            a.ffn = m.dense_ffn;
-            a
-        })
-    }
-
-    /// Each layer's architecture, in order: this one, or its dense layer.
-    fn layer_archs(&self) -> impl Iterator<Item = std::borrow::Cow<'_, Architecture>> {
-        let dense = self.dense_layer();
-        (0..self.layers).map(move |i| match (&dense, self.block.moe) {
-            (Some(d), Some(m)) if !m.at_layer(i) => std::borrow::Cow::Owned(d.clone()),
-            _ => std::borrow::Cow::Borrowed(self),
-        })
-    }
-
-    /// Every layer's linear layers outside the experts and routers (what LoRA can adapt).
-    pub(crate) fn all_block_linears(&self) -> Vec<(Target, u64, u64)> {
-        self.layer_archs().flat_map(|a| a.block_linears()).collect()
     }
 
     /// The size of a head's query and key (with latent attention, its two parts together).
@@ -435,12 +426,12 @@ impl Architecture {
         if self.positions > 0 {
             v.push((Role::Embedding, self.positions * h));
         }
-        let block = self.block_tensors();
-        let dense = self.dense_layer().map(|d| d.block_tensors());
+        let kinds: Vec<(LayerKind, Vec<(Role, u64)>)> =
+            self.kinds().into_iter().map(|(k, _)| (k, self.of_kind(k).block_tensors())).collect();
         for i in 0..self.layers {
-            match (&dense, self.block.moe) {
-                (Some(d), Some(m)) if !m.at_layer(i) => v.extend_from_slice(d),
-                _ => v.extend_from_slice(&block),
+            let kind = self.layer_kind(i);
+            if let Some((_, block)) = kinds.iter().find(|(k, _)| *k == kind) {
+                v.extend_from_slice(block);
             }
         }
         self.norm_tensors(&mut v, h);
@@ -482,7 +473,7 @@ impl Architecture {
             })
         };
         for (i, &l) in linears.iter().enumerate().take(attention) {
-            if i == attention - 1 && b.qk_norm {
+            if i == attention - 1 && b.qk_norm && !b.qk_norm_weightless {
                 let (q, k) = if b.qk_norm_whole {
                     (self.q_hidden(), self.kv_hidden())
                 } else {
@@ -496,6 +487,9 @@ impl Architecture {
                 self.norm_tensors(&mut v, width);
             }
         }
+        if b.sinks {
+            v.push((Role::Bias, self.heads));
+        }
         // The norms between the attention and the MLP: on the attention's output, on the MLP's
         // input.
         if b.sandwich_norms || b.post_norms {
@@ -506,8 +500,16 @@ impl Architecture {
         }
         if let Some(m) = b.moe {
             v.push((Role::Linear(Target::Mlp, h, m.experts), h * m.experts));
+            if m.biases {
+                v.push((Role::Bias, m.experts));
+            }
             for (k, n) in self.mlp_linears(self.ffn) {
                 v.push((Role::Experts, m.experts * k * n));
+            }
+            if m.biases {
+                // gate_up_proj_bias (E, 2f) and down_proj_bias (E, h).
+                v.push((Role::Experts, m.experts * 2 * self.ffn));
+                v.push((Role::Experts, m.experts * h));
             }
         }
         for &l in &linears[attention.min(linears.len())..] {

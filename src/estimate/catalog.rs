@@ -10,12 +10,13 @@ use super::hf::{HfModel, from_config_named};
 
 /// (key, config.json), in the order the views list them: by family (each family's together), then
 /// size.
-pub const CONFIGS: [(&str, &str); 36] = [
+pub const CONFIGS: [(&str, &str); 39] = [
     ("llama-3.1-8b", include_str!("../../data/models/llama-3.1-8b.json")),
     ("llama-3.1-70b", include_str!("../../data/models/llama-3.1-70b.json")),
     ("llama-3.2-1b", include_str!("../../data/models/llama-3.2-1b.json")),
     ("llama-3.2-3b", include_str!("../../data/models/llama-3.2-3b.json")),
     ("tinyllama-1.1b", include_str!("../../data/models/tinyllama-1.1b.json")),
+    ("llama-4-scout", include_str!("../../data/models/llama-4-scout.json")),
     ("mistral-7b-v0.1", include_str!("../../data/models/mistral-7b-v0.1.json")),
     ("mixtral-8x7b", include_str!("../../data/models/mixtral-8x7b.json")),
     ("mixtral-8x22b", include_str!("../../data/models/mixtral-8x22b.json")),
@@ -47,6 +48,8 @@ pub const CONFIGS: [(&str, &str); 36] = [
     ("granite-3.3-8b", include_str!("../../data/models/granite-3.3-8b.json")),
     ("glm-4.5-air", include_str!("../../data/models/glm-4.5-air.json")),
     ("deepseek-v3", include_str!("../../data/models/deepseek-v3.json")),
+    ("gpt-oss-20b", include_str!("../../data/models/gpt-oss-20b.json")),
+    ("gpt-oss-120b", include_str!("../../data/models/gpt-oss-120b.json")),
 ];
 
 /// A catalog model: its key, its family (the config's `model_type`), and the architecture and

@@ -35,9 +35,12 @@ impl Architecture {
         } else if b.qkv_bias {
             t.push(if mha { "3h".into() } else { "q + 2kv".into() });
         }
+        if b.sinks {
+            t.push("a".into());
+        }
         if b.qk_norm && b.qk_norm_whole {
             t.push(if ln { "2(q + kv)" } else { "q + kv" }.into());
-        } else if b.qk_norm {
+        } else if b.qk_norm && !b.qk_norm_weightless {
             t.push(if ln { "4d" } else { "2d" }.into());
         }
         let (mats, mlp_bias) = if self.mlp.gated() { ("3hf", "2f + h") } else { ("2hf", "f + h") };
@@ -67,6 +70,10 @@ impl Architecture {
     /// A mixture's terms of the formula: the experts and router, a shared expert (and its gate).
     fn moe_terms(m: Moe, mats: &str) -> Vec<String> {
         let mut t = vec![format!("E·{mats} + Eh")];
+        if m.biases {
+            // The experts' and the router's biases.
+            t.push("E(2f + h) + E".into());
+        }
         if m.shared_ffn > 0 {
             t.push(if m.router == Router::Softmax { "3hfₛ + h" } else { "3hfₛ" }.into());
         }

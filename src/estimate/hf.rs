@@ -26,7 +26,7 @@ use super::{Architecture, Block, EstimateError, Mlp, Moe, Norm, Router, presets}
 pub const MAX_CONFIG_BYTES: usize = 1 << 20;
 
 /// The families read, by `model_type`.
-pub const FAMILIES: [&str; 18] = [
+pub const FAMILIES: [&str; 20] = [
     "gpt2",
     "gpt_neox",
     "llama",
@@ -45,6 +45,8 @@ pub const FAMILIES: [&str; 18] = [
     "granite",
     "glm4_moe",
     "deepseek_v3",
+    "gpt_oss",
+    "llama4_text",
 ];
 
 /// A config read: the architecture, and the context it was trained for (`n_positions`,
@@ -88,7 +90,8 @@ fn read(text: &str, name: impl Fn(&serde_json::Map<String, Value>) -> String) ->
         "gpt2" => gpt2(&c, name)?,
         "gpt_neox" => gpt_neox(&c, name)?,
         "llama" | "mistral" | "mixtral" | "qwen2" | "qwen2_moe" | "qwen3" | "qwen3_moe" | "phi3" | "gemma"
-        | "gemma2" | "gemma3_text" | "olmo2" | "smollm3" | "granite" | "glm4_moe" | "deepseek_v3" => llama(&c, name)?,
+        | "gemma2" | "gemma3_text" | "olmo2" | "smollm3" | "granite" | "glm4_moe" | "deepseek_v3" | "gpt_oss"
+        | "llama4_text" => llama(&c, name)?,
         "" => return Err(invalid("config.json has no model_type".into())),
         other => {
             return Err(invalid(format!(
@@ -311,13 +314,17 @@ fn llama(c: &Config<'_>, name: &str) -> Result<HfModel, EstimateError> {
     let head_dim = c.count_or("head_dim", default_head)?;
     let act_key = if gemma && c.get("hidden_activation").is_some() { "hidden_activation" } else { "hidden_act" };
     let mlp = match (gemma, c.text(act_key).unwrap_or(if gemma { "gelu_pytorch_tanh" } else { "silu" })) {
+        (false, "silu" | "swish") if t == "gpt_oss" => Mlp::ClampedSwiGlu,
         (false, "silu" | "swish") => Mlp::SwiGlu,
         (true, "gelu_pytorch_tanh" | "gelu") => Mlp::GeGlu,
         _ => return Err(c.not_modelled(act_key, "the estimator's gated MLPs are SwiGLU (silu) and Gemma's GeGLU")),
     };
     // GLM-4.5's attention_bias puts biases on q, k and v only (its output projection has none).
     let glm_bias = t == "glm4_moe" && c.flag("attention_bias", false)?;
-    for key in ["attention_bias", "mlp_bias"].into_iter().filter(|k| !(t == "glm4_moe" && *k == "attention_bias")) {
+    // gpt-oss's puts biases on q, k, v and the output projection (its experts have their own).
+    let oss_bias = t == "gpt_oss" && c.flag("attention_bias", true)?;
+    let own_bias = |k: &str| matches!(t, "glm4_moe" | "gpt_oss") && k == "attention_bias";
+    for key in ["attention_bias", "mlp_bias"].into_iter().filter(|k| !own_bias(k)) {
         if c.flag(key, false)? {
             return Err(c.not_modelled(key, "biases on some linear layers and not others"));
         }
@@ -330,6 +337,7 @@ fn llama(c: &Config<'_>, name: &str) -> Result<HfModel, EstimateError> {
     if t == "smollm3" {
         rotary_layers(c)?;
     }
+    let nope_every = if t == "llama4_text" { llama4_nope_every(c)? } else { 0 };
     let moe = moe(c)?;
     let softcap = match (c.get("attn_logit_softcapping"), c.get("final_logit_softcapping")) {
         (None, None) => false,
@@ -340,13 +348,14 @@ fn llama(c: &Config<'_>, name: &str) -> Result<HfModel, EstimateError> {
     let context = c.count_or("max_position_embeddings", 4096)?;
     let (vocab, layers) = (c.count("vocab_size")?, c.count("num_hidden_layers")?);
     let ffn = match moe {
-        Some(_) if t == "mixtral" => c.count("intermediate_size")?,
+        Some(_) if matches!(t, "mixtral" | "gpt_oss" | "llama4_text") => c.count("intermediate_size")?,
         Some(_) => c.count("moe_intermediate_size")?,
         None => c.count("intermediate_size")?,
     };
     let qk_norm = match t {
         "qwen3" | "qwen3_moe" | "gemma3_text" | "olmo2" => true,
         "glm4_moe" => c.flag("use_qk_norm", false)?,
+        "llama4_text" => c.flag("use_qk_norm", true)?,
         _ => false,
     };
     let kv_heads = c.count_or("num_key_value_heads", heads)?;
@@ -363,10 +372,18 @@ fn llama(c: &Config<'_>, name: &str) -> Result<HfModel, EstimateError> {
         qk_norm_whole: t == "olmo2",
         sandwich_norms: matches!(t, "gemma2" | "gemma3_text"),
         post_norms: t == "olmo2",
-        fp32_rope: t == "olmo2",
+        fp32_rope: matches!(t, "olmo2" | "llama4_text"),
+        sinks: t == "gpt_oss",
+        low_precision_softmax: t == "llama4_text",
+        nope_every,
+        qk_norm_weightless: t == "llama4_text",
+        nope_temperature: t == "llama4_text" && c.flag("attn_temperature_tuning", true)?,
         parallel_residual: false,
         rotary_dims: match mla {
             Some(m) => m.rope_dim,
+            // gpt-oss's tables hold one angle per rotated pair: rows of half a head (Llama 4's
+            // are complex numbers, one per pair, in fp32).
+            None if matches!(t, "gpt_oss" | "llama4_text") => head_dim / 2,
             None => c.rotary_dims(head_dim, 1.0)?,
         },
         softcap,
@@ -377,11 +394,12 @@ fn llama(c: &Config<'_>, name: &str) -> Result<HfModel, EstimateError> {
         tied_embeddings: c.flag("tie_word_embeddings", gemma)?,
         norm: match t {
             _ if gemma => Norm::GemmaRmsNorm,
-            "olmo2" => Norm::Fp32RmsNorm,
+            "olmo2" | "gpt_oss" => Norm::Fp32RmsNorm,
             _ => Norm::RmsNorm,
         },
         mlp,
         fused_qkv: t == "phi3",
+        biases: oss_bias,
         block,
         ..presets::llama(name, vocab, hidden, layers, heads, kv_heads, ffn)
     };
@@ -403,6 +421,45 @@ fn latent_attention(c: &Config<'_>, heads: u64, kv_heads: u64) -> Result<Mla, Es
         rope_dim: c.count("qk_rope_head_dim")?,
         v_dim: c.count("v_head_dim")?,
     })
+}
+
+/// Llama 4's mixture: every `interleave_moe_layer_step`-th layer (its `moe_layers`, which must
+/// be that list), each with a shared expert of the experts' width; the others dense, of
+/// `intermediate_size_mlp`.
+fn llama4_moe(c: &Config<'_>) -> Result<Moe, EstimateError> {
+    let (layers, every) = (c.count("num_hidden_layers")?, c.count_or("interleave_moe_layer_step", 1)?);
+    if let Some(list) = c.get("moe_layers").and_then(Value::as_array).filter(|l| !l.is_empty()) {
+        let derived: Vec<u64> = (0..layers).filter(|i| (i + 1).is_multiple_of(every)).collect();
+        if list.iter().map(Value::as_u64).collect::<Option<Vec<u64>>>() != Some(derived) {
+            return Err(c.not_modelled("moe_layers", "a list other than every interleave_moe_layer_step-th layer"));
+        }
+    }
+    let width = c.count("intermediate_size")?;
+    Ok(Moe {
+        experts: c.count("num_local_experts")?,
+        top_k: c.count("num_experts_per_tok")?,
+        shared_ffn: width,
+        router: Router::AllExperts,
+        every,
+        dense_ffn: if every > 1 { c.count("intermediate_size_mlp")? } else { 0 },
+        ..Moe::default()
+    })
+}
+
+/// Llama 4's layers without RoPE: every `no_rope_layer_interval`-th (`no_rope_layers`, 1 where a
+/// layer rotates, must be that pattern when given); a model with no rotary layer is refused.
+fn llama4_nope_every(c: &Config<'_>) -> Result<u64, EstimateError> {
+    let (layers, every) = (c.count("num_hidden_layers")?, c.count_or("no_rope_layer_interval", 4)?);
+    if let Some(list) = c.get("no_rope_layers").and_then(Value::as_array).filter(|l| !l.is_empty()) {
+        let derived: Vec<u64> = (0..layers).map(|i| u64::from(!(i + 1).is_multiple_of(every))).collect();
+        if list.iter().map(Value::as_u64).collect::<Option<Vec<u64>>>() != Some(derived) {
+            return Err(c.not_modelled("no_rope_layers", "a pattern other than every no_rope_layer_interval-th layer"));
+        }
+    }
+    if every == 1 {
+        return Err(c.not_modelled("no_rope_layer_interval", "a model with no rotary layer at all"));
+    }
+    Ok(every)
 }
 
 /// SmolLM3's layers without RoPE (`no_rope_layers`: 1 where a layer rotates, 0 where not;
@@ -427,11 +484,30 @@ fn rotary_layers(c: &Config<'_>) -> Result<(), EstimateError> {
 /// DeepSeek-V3's and GLM-4.5's `n_routed_experts`), if the family has one.
 fn moe(c: &Config<'_>) -> Result<Option<Moe>, EstimateError> {
     let t = c.model_type;
-    if !matches!(t, "mixtral" | "qwen2_moe" | "qwen3_moe" | "glm4_moe" | "deepseek_v3") {
+    if !matches!(t, "mixtral" | "qwen2_moe" | "qwen3_moe" | "glm4_moe" | "deepseek_v3" | "gpt_oss" | "llama4_text") {
         return Ok(None);
     }
     if c.flag("output_router_logits", false)? {
         return Err(c.not_modelled("output_router_logits", "the load-balancing loss's saved router logits"));
+    }
+    if t == "llama4_text" {
+        return llama4_moe(c).map(Some);
+    }
+    if t == "gpt_oss" {
+        // Biased router and experts; a softmax over the top k logits. The published files
+        // carry the original code's experts_per_token too: transformers reads
+        // num_experts_per_tok, so the two must agree.
+        let top_k = c.count("num_experts_per_tok")?;
+        if c.get("experts_per_token").is_some_and(|v| v.as_u64() != Some(top_k)) {
+            return Err(c.not_modelled("experts_per_token", "a value other than num_experts_per_tok, which is read"));
+        }
+        return Ok(Some(Moe {
+            experts: c.count("num_local_experts")?,
+            top_k,
+            router: Router::TopKSoftmax,
+            biases: true,
+            ..Moe::default()
+        }));
     }
     if t == "mixtral" {
         if c.get("router_jitter_noise").and_then(Value::as_f64).is_some_and(|x| x > 0.0) {
@@ -460,8 +536,8 @@ fn moe(c: &Config<'_>) -> Result<Option<Moe>, EstimateError> {
             renormalise: c.flag("norm_topk_prob", true)?,
             router: Router::Sigmoid,
             dense_first: c.whole("first_k_dense_replace", 0)?,
-            every: 0,
             dense_ffn: c.count("intermediate_size")?,
+            ..Moe::default()
         }));
     }
     if c.count_or("decoder_sparse_step", 1)? != 1 {

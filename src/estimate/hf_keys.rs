@@ -207,6 +207,43 @@ const DEEPSEEK_V3: &[(&str, Use)] = &[
     ("topk_method", DefaultOnly("\"noaux_tc\"")),
 ];
 
+const SWIGLU: &str = "a constant inside the clamped SwiGLU: values, not bytes";
+/// gpt-oss: its experts and their router (`moe` in hf.rs), its published weights' format.
+const GPT_OSS: &[(&str, Use)] = &[
+    ("num_local_experts", Read),
+    ("num_experts_per_tok", Read),
+    ("output_router_logits", Read),
+    ("swiglu_alpha", NoEffect(SWIGLU)),
+    ("swiglu_limit", NoEffect(SWIGLU)),
+    ("quantization_config", NoEffect(QUANTIZED)),
+    // The original code's names, in the published files.
+    ("experts_per_token", Read),
+    ("initial_context_length", NoEffect("the original code's context before YaRN: values, not bytes")),
+];
+
+/// Llama 4's text model: its interleaved experts, layers without RoPE, weightless q/k norms,
+/// temperature on the layers without RoPE (`llama4_moe`, `llama4_nope_every` in hf.rs).
+const LLAMA4: &[(&str, Use)] = &[
+    ("num_local_experts", Read),
+    ("num_experts_per_tok", Read),
+    ("output_router_logits", Read),
+    ("intermediate_size_mlp", Read),
+    ("interleave_moe_layer_step", Read),
+    ("moe_layers", Read),
+    ("no_rope_layers", Read),
+    ("no_rope_layer_interval", Read),
+    ("use_qk_norm", Read),
+    ("attn_temperature_tuning", Read),
+    ("attn_scale", NoEffect("the temperature's slope: values, not bytes")),
+    ("floor_scale", NoEffect("the temperature's step: values, not bytes")),
+    (
+        "attention_chunk_size",
+        NoEffect("chunked attention masks keys, but eager attention keeps the whole masked score matrix"),
+    ),
+    ("router_jitter_noise", NoEffect("transformers' Llama 4 router adds no jitter")),
+    ("for_llm_compressor", NoEffect("a flag for a quantization tool, not the model")),
+];
+
 /// The family's own tables, in the order they are looked in.
 fn own(family: &str) -> &'static [&'static [(&'static str, Use)]] {
     match family {
@@ -220,6 +257,8 @@ fn own(family: &str) -> &'static [&'static [(&'static str, Use)]] {
         "smollm3" => &[SMOLLM3, LLAMA, ROTARY],
         "glm4_moe" => &[GLM4_MOE, SIGMOID_MOE, LLAMA, ROTARY],
         "deepseek_v3" => &[DEEPSEEK_V3, SIGMOID_MOE, LLAMA, ROTARY],
+        "gpt_oss" => &[GPT_OSS, LLAMA, ROTARY],
+        "llama4_text" => &[LLAMA4, LLAMA, ROTARY],
         _ => &[LLAMA, ROTARY],
     }
 }
@@ -234,7 +273,7 @@ pub fn aliases(family: &str) -> &'static [(&'static str, &'static str)] {
             ("num_attention_heads", "n_head"),
             ("num_hidden_layers", "n_layer"),
         ],
-        "mixtral" | "qwen3_moe" => &[("num_experts", "num_local_experts")],
+        "mixtral" | "qwen3_moe" | "gpt_oss" => &[("num_experts", "num_local_experts")],
         "glm4_moe" | "deepseek_v3" => {
             &[("num_local_experts", "n_routed_experts"), ("num_mtp_layers", "num_nextn_predict_layers")]
         }

@@ -34,7 +34,7 @@ pub(super) fn mlp_saved(s: &Setup, f: u128, hf: bool, add: &mut dyn FnMut(&'stat
             if hf { HF_GELU } else { KORTHIKANTI },
             "saved-gelu-output-the-second-linears-input",
         ),
-        (Mlp::SwiGlu, _) => (
+        (Mlp::SwiGlu | Mlp::ClampedSwiGlu, _) => (
             &["saved-gate-projection-output-silus-input", "saved-silu-gate", "saved-up-projection-output"],
             if hf { HF_SWIGLU } else { KORTHIKANTI },
             "saved-silu-gate-up-the-down-projections-input",
@@ -78,31 +78,61 @@ pub(super) fn moe_saved(
     let z = Sizes::new(s);
     let (sb, h, p, f) = (z.sb, z.h, z.p, z.f);
     let (e, k) = (m.experts as u128, m.top_k as u128);
-    let copies = sb * k;
-    let sigmoid = m.router == Router::Sigmoid;
-    if sigmoid && p != 4 {
+    let picked = sb * k;
+    // Llama 4 in transformers' eager code runs every expert on every token.
+    let all = m.router == Router::AllExperts;
+    let copies = if all { sb * e } else { picked };
+    if m.router == Router::Sigmoid && p != 4 {
         // DeepSeek-V3's router: F.linear(x.float(), weight.float()) keeps both fp32 copies (the
         // input's only if the router trains).
         let trained = s.lora.is_none_or(|l| l.targets(Target::Mlp));
         let input = if trained { words(sb * h, 4) } else { 0 };
         add("saved-router-input-and-weight-in-fp32", source, input + words(e * h, 4), Part::AfterCore);
     }
-    let scores = if sigmoid { "saved-router-scores-sigmoid-fp32" } else { "saved-router-probabilities-fp32" };
-    add(scores, source, words(sb * e, 4), Part::AfterCore);
-    add("saved-router-top-k-indices-int64", source, words(copies, 8), Part::AfterCore);
-    if m.renormalise {
-        add("saved-router-top-k-weights-fp32", source, words(sb, 4) + words(copies, 4), Part::AfterCore);
+    match m.router {
+        // gpt-oss: a softmax over the k picked logits, in the activations' dtype.
+        Router::TopKSoftmax => add("saved-router-top-k-softmax", source, words(picked, p), Part::AfterCore),
+        Router::Sigmoid | Router::AllExperts => {
+            add("saved-router-scores-sigmoid-fp32", source, words(sb * e, 4), Part::AfterCore)
+        }
+        Router::Softmax => add("saved-router-probabilities-fp32", source, words(sb * e, 4), Part::AfterCore),
     }
-    add("saved-expert-sort-indices", source, 3 * words(copies, 8) + words(e, 4), Part::AfterCore);
-    add("saved-tokens-gathered-for-their-experts", source, words(copies * h, p), Part::AfterCore);
+    add("saved-router-top-k-indices-int64", source, words(picked, 8), Part::AfterCore);
+    if m.renormalise {
+        add("saved-router-top-k-weights-fp32", source, words(sb, 4) + words(picked, 4), Part::AfterCore);
+    }
+    if all {
+        // Each token repeated once per expert and its score as a column (the product of the
+        // two is the experts' input).
+        let bytes = 2 * words(copies * h, p) + words(copies, p);
+        add("saved-tokens-weighted-for-every-expert", source, bytes, Part::AfterCore);
+    } else {
+        // The experts' biases are gathered per token copy too: one more index list.
+        let sorts = if m.biases { 4 } else { 3 };
+        add("saved-expert-sort-indices", source, sorts * words(copies, 8) + words(e, 4), Part::AfterCore);
+        add("saved-tokens-gathered-for-their-experts", source, words(copies * h, p), Part::AfterCore);
+    }
     add("saved-expert-gate-and-up-outputs", source, 2 * z.tp(copies * f, p), Part::AfterCore);
-    add("saved-expert-activation-gate", source, z.tp(copies * f, p), Part::AfterCore);
+    if s.arch.mlp == Mlp::ClampedSwiGlu {
+        // The clamped gate and up, σ(α·gate), gate·σ, up + 1.
+        add("saved-expert-clamped-swiglu", source, 4 * z.tp(copies * f, p), Part::AfterCore);
+    } else {
+        add("saved-expert-activation-gate", source, z.tp(copies * f, p), Part::AfterCore);
+    }
     add("saved-expert-gate-up-the-down-projections-input", source, z.tp(copies * f, p), Part::DownInput);
-    add("saved-routing-weights", source, words(copies, 4), Part::AfterCore);
-    add("saved-expert-outputs-for-the-weighted-sum", source, words(copies * h, p), Part::AfterCore);
+    match m.router {
+        Router::TopKSoftmax => {
+            add("saved-routing-weights-in-the-activations-dtype", source, words(copies, p), Part::AfterCore)
+        }
+        Router::AllExperts => {}
+        _ => add("saved-routing-weights", source, words(copies, 4), Part::AfterCore),
+    }
+    if !all {
+        add("saved-expert-outputs-for-the-weighted-sum", source, words(copies * h, p), Part::AfterCore);
+    }
     if m.shared_ffn > 0 {
         add("saved-shared-expert-mlp", source, 4 * z.tp(sb * m.shared_ffn as u128, p), Part::AfterCore);
-        if !sigmoid {
+        if m.router == Router::Softmax {
             add("saved-shared-expert-gate-and-output", source, words(sb, p) + words(sb * h, p), Part::AfterCore);
         }
     }

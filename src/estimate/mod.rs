@@ -18,7 +18,9 @@ pub mod claims;
 mod formula;
 pub mod hf;
 pub mod hf_keys;
+mod layers;
 mod mlp;
+mod moments;
 pub mod presets;
 mod report;
 pub mod setup;
@@ -26,8 +28,10 @@ pub mod states;
 
 use serde::Serialize;
 
-pub use activations::{Part, Saved, saved_outside, saved_per_dense_layer, saved_per_layer};
+pub use activations::{Part, Saved, saved_outside, saved_per_layer};
 pub use arch::{Architecture, Block, Mlp, Moe, Norm, Role, Router, Target};
+pub use layers::LayerKind;
+pub use moments::{KindSaved, layer_kinds};
 pub use presets::Gpu;
 pub use report::{EstimateReport, OtherRuntime, SweepPoint};
 pub use setup::{
@@ -39,7 +43,7 @@ pub use states::{
 };
 
 use crate::plan::Checkpoint;
-use activations::{activations, logits, working_sets};
+use moments::{activations, logits, working_sets};
 use states::{model_states, words};
 
 /// One line of the estimate: a category's bytes on each GPU, and where its formula comes from.

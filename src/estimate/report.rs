@@ -5,10 +5,6 @@ use super::{
     Adapters, Architecture, Estimate, Offload, Parallel, Runtime, Setup, activations, estimate, max_micro_batch,
 };
 
-fn is_zero(n: &u64) -> bool {
-    *n == 0
-}
-
 /// One point of a memory-vs-micro-batch sweep, as the JSON document lists it.
 #[derive(Clone, Debug, serde::Serialize)]
 pub struct SweepPoint {
@@ -62,12 +58,10 @@ pub struct EstimateReport {
     /// One layer's saved tensors, by name, with their sources (a mixture's: one of its layers
     /// with the experts); and those outside the layers.
     pub saved_per_layer: Vec<activations::Saved>,
-    /// Dense layers among a mixture's (DeepSeek-V3's first three): how many, and one's saved
-    /// tensors; left out of the JSON without any.
-    #[serde(skip_serializing_if = "is_zero")]
-    pub dense_layers: u64,
+    /// When the layers are not all alike (a mixture's dense layers, layers without RoPE):
+    /// each kind, how many layers are of it, and one's saved tensors; left out otherwise.
     #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub saved_per_dense_layer: Vec<activations::Saved>,
+    pub layer_kinds: Vec<super::KindSaved>,
     pub saved_outside: Vec<activations::Saved>,
     /// Without a chosen profile: the other profile's figures, beside this one's.
     pub other_runtime: Option<OtherRuntime>,
@@ -148,8 +142,7 @@ impl EstimateReport {
             runtime_chosen: s.runtime.is_some(),
             saved_for_backward_bytes: e.saved_for_backward_bytes,
             saved_per_layer: activations::saved_per_layer(s),
-            dense_layers: s.arch.dense_layers(),
-            saved_per_dense_layer: activations::saved_per_dense_layer(s),
+            layer_kinds: super::layer_kinds(s),
             saved_outside: activations::saved_outside(s),
             other_runtime: OtherRuntime::of(s),
         }

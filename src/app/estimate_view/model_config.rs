@@ -3,6 +3,7 @@
 //! [`crate::estimate::hf`]. The architecture it gives replaces the model in the estimator's
 //! settings, so a shared link carries the architecture itself, never the file's path. What the
 //! field holds and the last message live in egui's temporary memory: nothing of it is a setting.
+//! And the model list (the presets, then the catalog under each family's name).
 
 use egui::{Id, RichText, Ui};
 
@@ -151,4 +152,32 @@ pub fn ui(ui: &mut Ui, t: &Catalog, s: &mut Setup) {
         }
     });
     ctx.data_mut(|d| d.insert_temp(input_id(), input));
+}
+
+/// The model list: the papers' presets, then the catalog of published configs under each
+/// family's name (its model_type, as transformers names it).
+pub fn model_list(ui: &mut Ui, t: &Catalog, s: &mut Setup) {
+    let combo =
+        egui::ComboBox::new("real_model", t.text("real-model")).selected_text(super::model_name(t, &s.arch.name));
+    combo.show_ui(ui, |ui| {
+        let mut family: Option<&str> = None;
+        for (key, arch) in crate::estimate::presets::models() {
+            if let Some(e) = crate::estimate::catalog::entries().iter().find(|e| e.key == key)
+                && family != Some(e.family.as_str())
+            {
+                ui.separator();
+                if family.is_none() {
+                    ui.label(RichText::new(t.text("real-catalog")).weak());
+                }
+                ui.label(RichText::new(&e.family).weak().small());
+                family = Some(e.family.as_str());
+            }
+            if ui.selectable_label(s.arch == arch, arch.name.clone()).clicked() {
+                if arch.positions > 0 {
+                    s.seq = s.seq.min(arch.positions);
+                }
+                s.arch = arch;
+            }
+        }
+    });
 }

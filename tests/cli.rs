@@ -384,7 +384,8 @@ fn estimate_json_has_the_issue_keys_and_agrees_with_the_library() {
     let arch = oomlab::estimate::presets::model("llama2-7b").expect("preset");
     let gpu = oomlab::estimate::presets::gpu("a100-80").expect("gpu");
     let mut s = oomlab::estimate::Setup::new(arch, gpu, 8, 4096);
-    s.parallel = oomlab::estimate::Parallel { data: 8, tensor: 8, sequence: true, zero: 3, expert: 1 };
+    s.parallel =
+        oomlab::estimate::Parallel { data: 8, tensor: 8, sequence: true, zero: 3, expert: 1, ..Default::default() };
     s.checkpoint = oomlab::plan::Checkpoint::Selective;
     let e = oomlab::estimate::estimate(&s).expect("estimate");
     assert_eq!(j["peak_bytes"].as_u64(), Some(e.peak_bytes));

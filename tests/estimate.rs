@@ -348,7 +348,7 @@ fn memory_never_falls_as_the_batch_grows_nor_rises_with_sharding() {
                 s.attention = attention;
                 setups.push(s.clone());
                 let tensor = if s.arch.heads.is_multiple_of(4) { 4 } else { 1 };
-                s.parallel = Parallel { data: 8, tensor, sequence: true, zero: 2, expert: 1 };
+                s.parallel = Parallel { data: 8, tensor, sequence: true, zero: 2, expert: 1, ..Default::default() };
                 s.precision = StatePrecision::PureBf16;
                 setups.push(s.clone());
                 s.lora = Some(Adapters { rank: 16, qkv: true, proj: true, mlp: true, quantized: true });
@@ -648,7 +648,7 @@ fn communication_buffers_by_hand() {
     assert_eq!(comm(&s), 2 * 500_000_000 + 3 * 2 * layer);
     // Sequence parallelism all-gathers one layer's input: s·b·h bf16 values (no data parallel).
     let mut sp = setup("llama2-7b", "h100-80", 2, 2048);
-    sp.parallel = Parallel { data: 1, tensor: 4, sequence: true, zero: 0, expert: 1 };
+    sp.parallel = Parallel { data: 1, tensor: 4, sequence: true, zero: 0, expert: 1, ..Default::default() };
     assert_eq!(comm(&sp), 2 * 2048 * 2 * 4096);
     // The workspace follows the GPU generation: Hopper's 32 MiB.
     assert_eq!(est(&s).get("workspace"), 32 << 20);
@@ -792,7 +792,7 @@ fn the_megatron_profile_matches_megatrons_formula() {
     assert_eq!(states(&s) - megatron_formula(&s.arch, 1, 1, false), 18.0 * (biases + positions));
     // With tensor parallelism 8 the formula divides the norms too (oomlab keeps them whole on
     // each GPU, as Megatron does): within 0.1 %.
-    s.parallel = Parallel { data: 1, tensor: 8, sequence: true, zero: 0, expert: 1 };
+    s.parallel = Parallel { data: 1, tensor: 8, sequence: true, zero: 0, expert: 1, ..Default::default() };
     let (ours, theirs) = (states(&s), megatron_formula(&s.arch, 8, 1, false));
     assert!((ours - theirs).abs() / theirs < 1e-3, "{ours} against Megatron's {theirs}");
 }

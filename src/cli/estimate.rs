@@ -60,6 +60,13 @@ pub struct EstimateArgs {
     /// data-parallel GPUs, which exchange tokens all-to-all.
     #[arg(long, default_value_t = 1, allow_hyphen_values = true)]
     ep: i64,
+    /// Pipeline parallelism: the layers split over this many stages, one GPU each (the first
+    /// holds the embedding, the last the head); the micro-batches in flight follow --accum.
+    #[arg(long, default_value_t = 1, allow_hyphen_values = true)]
+    pp: i64,
+    /// The pipeline's schedule: 1f1b, or interleaved:V (V chunks of layers per stage).
+    #[arg(long, default_value = "1f1b")]
+    pp_schedule: String,
     /// off, selective, blocks (full recomputation) or every:K.
     #[arg(long, default_value = "off")]
     checkpoint: String,
@@ -202,6 +209,12 @@ fn usage(message: impl Into<String>) -> Failure {
     Failure { code: EXIT_USAGE, message: message.into() }
 }
 
+/// `--pp-schedule`: 1f1b or interleaved:V.
+fn oomlab_schedule(text: &str) -> Result<oomlab::estimate::pipeline::Schedule, Failure> {
+    oomlab::estimate::pipeline::Schedule::parse(text)
+        .ok_or_else(|| usage(format!("--pp-schedule takes 1f1b or interleaved:V with V ≥ 2 (got {text:?})")))
+}
+
 fn positive(name: &str, v: i64) -> Result<u64, Failure> {
     u64::try_from(v).ok().filter(|&v| v > 0).ok_or_else(|| usage(format!("{name} must be at least 1 (got {v})")))
 }
@@ -339,6 +352,8 @@ fn setup(a: &EstimateArgs) -> Result<Setup, Failure> {
         sequence: a.sp,
         zero,
         expert: positive("--ep", a.ep)?,
+        pipeline: positive("--pp", a.pp)?,
+        schedule: oomlab_schedule(&a.pp_schedule)?,
     };
     s.framework = match a.framework {
         FrameworkArg::Zero => Framework::Zero,
@@ -566,6 +581,35 @@ pub fn text(s: &Setup, e: &Estimate, max: u64, sweep: &[(u64, Estimate)]) -> Str
             format_bytes(e.host_bytes),
             format_bytes(e.pcie_bytes_per_step)
         ));
+    }
+    if !e.stages.is_empty() {
+        // Each pipeline stage; the lines above are the most loaded one's.
+        let worst = e.stages.iter().max_by_key(|st| st.peak_bytes).map_or(0, |st| st.stage);
+        out.push_str(&format!(
+            "pipeline: {} stages, {}; the lines above are stage {worst}'s\n",
+            p.pipeline,
+            p.schedule.name()
+        ));
+        for st in &e.stages {
+            let holds = match (st.embedding, st.head) {
+                (true, true) => " + embedding + head",
+                (true, false) => " + embedding",
+                (false, true) => " + head",
+                (false, false) => "",
+            };
+            // Interleaved, a stage's layers are v chunks spread over the model.
+            let layers = match p.schedule.chunks() {
+                1 => format!("layers {}–{}", st.first_layer, st.first_layer + st.layers - 1),
+                v => format!("{} layers in {v} chunks", st.layers),
+            };
+            out.push_str(&format!(
+                "  stage {:>3}: {layers}{holds}, {:.2} micro-batches in flight, peak {}{}\n",
+                st.stage,
+                st.micro_batches_in_flight,
+                format_bytes(st.peak_bytes),
+                if st.fits { "" } else { " — does not fit" }
+            ));
+        }
     }
     out.push_str(&format!(
         "largest micro-batch that fits: {max}; tokens per optimizer step: {}\n",

@@ -423,7 +423,20 @@ fn latent_norms(z: &Sizes, m: super::arch::Mla, hf: bool, trained: bool) -> u128
 /// What the model keeps outside its layers: the embedding dropout mask, the final norm's saved
 /// tensors (on the last block's output), the lm_head's input, and (HF eager, rotary) the cos/sin
 /// tables the layers share.
+/// A pipeline stage keeps only its own: the first the embedding's, the last the final norm's and
+/// the lm_head's; each its rotary tables.
 pub fn saved_outside(s: &Setup) -> Vec<Saved> {
+    let (first, last) = s.arch.stage.map_or((true, true), |st| (st.embedding, st.head));
+    let mut list = whole_model_outside(s);
+    list.retain(|t| match t.key {
+        "saved-embedding-dropout-mask" | "saved-position-ids-the-position-embeddings-indices-int64" => first,
+        "saved-rotary-cos-and-sin-tables" => true,
+        _ => last,
+    });
+    list
+}
+
+fn whole_model_outside(s: &Setup) -> Vec<Saved> {
     let a = &s.arch;
     let z = Sizes::new(s);
     let Sizes { sq, h, p, sb, .. } = z;

@@ -219,6 +219,10 @@ pub struct Architecture {
     /// of links and JSON when it changes nothing.
     #[serde(default, skip_serializing_if = "Block::is_plain")]
     pub block: Block,
+    /// A pipeline stage's share of the model (the estimator makes it from the pipeline's
+    /// stages; never in links): None, the whole model.
+    #[serde(skip)]
+    pub stage: Option<super::pipeline::Slice>,
 }
 
 /// A dropout probability, or an older link's yes/no (yes: GPT-2's 0.1).
@@ -276,6 +280,7 @@ impl Architecture {
             fused_qkv: true,
             dropout: 0.0,
             block: Block::default(),
+            stage: None,
         }
     }
 
@@ -422,9 +427,13 @@ impl Architecture {
     /// the final norm and an untied lm_head.
     pub fn parameter_tensors(&self) -> Vec<(Role, u64)> {
         let h = self.hidden;
-        let mut v = vec![(Role::Embedding, self.vocab * h)];
-        if self.positions > 0 {
-            v.push((Role::Embedding, self.positions * h));
+        let (first, last) = self.stage.map_or((true, true), |s| (s.embedding, s.head));
+        let mut v = Vec::new();
+        if first {
+            v.push((Role::Embedding, self.vocab * h));
+            if self.positions > 0 {
+                v.push((Role::Embedding, self.positions * h));
+            }
         }
         let kinds: Vec<(LayerKind, Vec<(Role, u64)>)> =
             self.kinds().into_iter().map(|(k, _)| (k, self.of_kind(k).block_tensors())).collect();
@@ -434,9 +443,13 @@ impl Architecture {
                 v.extend_from_slice(block);
             }
         }
-        self.norm_tensors(&mut v, h);
-        if !self.tied_embeddings {
-            v.push((Role::Embedding, self.vocab * h));
+        if last {
+            self.norm_tensors(&mut v, h);
+            // A tied lm_head on a last stage without the embedding keeps its own copy of the
+            // embedding (Megatron-LM's, kept equal by an all-reduce).
+            if !self.tied_embeddings || !first {
+                v.push((Role::Embedding, self.vocab * h));
+            }
         }
         v
     }

@@ -289,6 +289,7 @@ fn gpt_neox(c: &Config<'_>, name: &str) -> Result<HfModel, EstimateError> {
             rotary_dims: c.rotary_dims(head_dim, 0.25)?,
             ..Block::default()
         },
+        stage: None,
     };
     Ok(HfModel { arch, context })
 }

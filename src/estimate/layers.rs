@@ -17,7 +17,7 @@ pub struct LayerKind {
 impl Architecture {
     /// The layers with the mixture of experts (all of them without one: 0).
     pub fn moe_layers(&self) -> u64 {
-        self.block.moe.map_or(0, |m| (0..self.layers).filter(|&i| m.at_layer(i)).count() as u64)
+        (0..self.layers).filter(|&i| self.layer_kind(i).experts).count() as u64
     }
 
     /// The dense layers among a mixture's (0 without a mixture, or with it in every layer).
@@ -39,8 +39,9 @@ impl Architecture {
         }
     }
 
-    /// Layer `i`'s kind.
+    /// Layer `i`'s kind (of a pipeline stage: counted from the stage's first layer).
     pub fn layer_kind(&self, i: u64) -> LayerKind {
+        let i = i + self.stage.map_or(0, |s| s.first_layer);
         LayerKind { experts: self.block.moe.is_some_and(|m| m.at_layer(i)), rope: !self.is_nope_layer(i) }
     }
 

@@ -21,6 +21,7 @@ pub mod hf_keys;
 mod layers;
 mod mlp;
 mod moments;
+pub mod pipeline;
 pub mod presets;
 mod report;
 pub mod setup;
@@ -62,6 +63,8 @@ pub struct Line {
 pub struct Estimate {
     /// Parameters of the whole model (exact count, no padding).
     pub parameters: u64,
+    /// Under pipeline parallelism, every stage (the estimate's lines are the most loaded one's).
+    pub stages: Vec<pipeline::Stage>,
     /// Trained parameters (the adapters under LoRA).
     pub trainable_parameters: u64,
     /// Per GPU, by category, in the order shown.
@@ -171,6 +174,8 @@ pub mod source {
     pub const FOUND_INF: &str = "src-found-inf";
     pub const OFFLOAD: &str = "src-offload";
     pub const ALL_TO_ALL: &str = "src-all-to-all";
+    pub const PIPELINE: &str = "src-pipeline";
+    pub const PIPELINE_P2P: &str = "src-pipeline-p2p";
     pub const AUTOCAST: &str = "src-autocast";
 }
 
@@ -178,6 +183,31 @@ pub mod source {
 /// [`MAX_ESTIMATE_BYTES`] is [`EstimateError::TooLarge`].
 pub fn estimate(setup: &Setup) -> Result<Estimate, EstimateError> {
     setup.validate()?;
+    if setup.parallel.pipeline > 1 {
+        let mut e = pipeline::estimate(setup, |stage, flight| one(stage, Some(flight)))?;
+        e.trainable_parameters = trainable(setup);
+        return Ok(e);
+    }
+    one(setup, None)
+}
+
+/// The parameters trained: all, or under LoRA its adapters'.
+fn trainable(setup: &Setup) -> u64 {
+    match setup.lora {
+        None => setup.arch.parameters(),
+        Some(l) => setup
+            .arch
+            .all_block_linears()
+            .into_iter()
+            .filter(|&(target, _, _)| l.targets(target))
+            .map(|(_, k, n)| l.rank * (k + n))
+            .sum(),
+    }
+}
+
+/// The estimate of the whole model, or of one pipeline stage with its activations in flight
+/// (chunks, chunks per micro-batch).
+fn one(setup: &Setup, flight: Option<(u64, u64)>) -> Result<Estimate, EstimateError> {
     // Every u128 quantity passes through `sat`, which remembers the first one too large to
     // report; the estimate is then refused rather than shown saturated.
     let too_large: std::cell::Cell<Option<(&'static str, u128)>> = std::cell::Cell::new(None);
@@ -205,7 +235,10 @@ pub fn estimate(setup: &Setup) -> Result<Estimate, EstimateError> {
     // The toy's plan keeps every micro-batch's inputs for the whole step; PyTorch loads one
     // micro-batch at a time.
     let micro_batches = if setup.runtime() == Runtime::Oomlab { setup.accum as u128 } else { 1 };
-    let input_bytes = micro_batches * setup.runtime().input_bytes(rows, setup.arch.vocab as u128);
+    // A middle pipeline stage has neither the token ids nor the labels.
+    let ends = setup.arch.stage.is_none_or(|st| st.embedding || st.head);
+    let input_bytes =
+        if ends { micro_batches * setup.runtime().input_bytes(rows, setup.arch.vocab as u128) } else { 0 };
     // Each micro-batch's loss (one fp32 value) stays until the step ends: the toy's plan keeps
     // one per micro-batch.
     let earlier_losses = 4 * (micro_batches - 1);
@@ -232,6 +265,11 @@ pub fn estimate(setup: &Setup) -> Result<Estimate, EstimateError> {
         (layer_acts, 4 + earlier_losses, working, freed(), source::WORKING_SET)
     };
     let states_source = setup.framework.source();
+    // A pipeline stage keeps the activations of its other micro-batches in flight (whole ones,
+    // as at the end of their forward pass) besides the one whose step this is.
+    let (chunks, v) = flight.unwrap_or((1, 1));
+    let more_in_flight = chunks.saturating_sub(v) as f64 / v as f64;
+    let in_flight_bytes = act_eof * chunks.saturating_sub(v) as u128 / v as u128;
     let mut lines = vec![
         Line {
             category: "parameters",
@@ -280,6 +318,16 @@ pub fn estimate(setup: &Setup) -> Result<Estimate, EstimateError> {
             source: Cite::new(source::INPUT),
         },
     ];
+    if flight.is_some() {
+        // Before the step's own activations (whose source the JSON's `sources` keeps).
+        let at = lines.iter().position(|l| l.category == "activations").unwrap_or(lines.len());
+        let source = Cite::with(
+            source::PIPELINE,
+            &[("schedule", setup.parallel.schedule.name()), ("count", format!("{more_in_flight:.2}"))],
+        );
+        let bytes = checked("activations in flight", in_flight_bytes);
+        lines.insert(at, Line { category: "activations", bytes, per_batch: true, source });
+    }
     if st.autocast > 0 {
         lines.insert(
             1,
@@ -326,6 +374,12 @@ pub fn estimate(setup: &Setup) -> Result<Estimate, EstimateError> {
             if n_d == 1 {
                 comm_source = source::SP;
             }
+        }
+        if setup.parallel.pipeline > 1 {
+            // The stage boundary's activations sent on and received (and their gradients back):
+            // one micro-batch's s·b·h each way.
+            comm += 2 * words(rows * setup.arch.hidden as u128, p);
+            comm_source = source::PIPELINE_P2P;
         }
         if let Some(m) = setup.arch.block.moe
             && setup.parallel.expert > 1
@@ -389,16 +443,8 @@ pub fn estimate(setup: &Setup) -> Result<Estimate, EstimateError> {
     let tokens = setup.micro_batch as u128 * setup.seq as u128 * setup.accum as u128 * setup.parallel.data as u128;
     Ok(Estimate {
         parameters: setup.arch.parameters(),
-        trainable_parameters: match setup.lora {
-            None => setup.arch.parameters(),
-            Some(l) => setup
-                .arch
-                .all_block_linears()
-                .into_iter()
-                .filter(|&(target, _, _)| l.targets(target))
-                .map(|(_, k, n)| l.rank * (k + n))
-                .sum(),
-        },
+        trainable_parameters: trainable(setup),
+        stages: Vec::new(),
         lines,
         peak_bytes,
         capacity_bytes: setup.gpu.memory_bytes,

@@ -213,6 +213,10 @@ pub(super) fn activations(s: &Setup) -> Acts {
 /// The logits' bytes (logits, the softmax kept for backward, per-row losses and the loss) and the
 /// logits' gradient. Vocabulary-parallel over t GPUs (Megatron-LM).
 pub(super) fn logits(s: &Setup) -> (u128, u128) {
+    // Only the last pipeline stage has the head.
+    if s.arch.stage.is_some_and(|st| !st.head) {
+        return (0, 0);
+    }
     let z = Sizes::new(s);
     let n = (z.sb * s.arch.vocab as u128).div_ceil(z.t);
     let loss = if s.runtime().fp32_loss() { 4 } else { z.p };

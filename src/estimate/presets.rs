@@ -25,6 +25,7 @@ pub(crate) fn gpt2(name: &str, hidden: u64, layers: u64, heads: u64) -> Architec
         fused_qkv: true,
         dropout: 0.1,
         block: Block::default(),
+        stage: None,
     }
 }
 
@@ -56,6 +57,7 @@ pub(crate) fn llama(
         fused_qkv: false,
         dropout: 0.0,
         block: Block::default(),
+        stage: None,
     }
 }
 

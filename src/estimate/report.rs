@@ -62,6 +62,10 @@ pub struct EstimateReport {
     /// each kind, how many layers are of it, and one's saved tensors; left out otherwise.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub layer_kinds: Vec<super::KindSaved>,
+    /// Under pipeline parallelism, every stage: its layers, what it holds, its micro-batches in
+    /// flight, its peak (`per_gpu_bytes` is the most loaded stage's); left out otherwise.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub stages: Vec<super::pipeline::Stage>,
     pub saved_outside: Vec<activations::Saved>,
     /// Without a chosen profile: the other profile's figures, beside this one's.
     pub other_runtime: Option<OtherRuntime>,
@@ -143,6 +147,7 @@ impl EstimateReport {
             saved_for_backward_bytes: e.saved_for_backward_bytes,
             saved_per_layer: activations::saved_per_layer(s),
             layer_kinds: super::layer_kinds(s),
+            stages: e.stages.clone(),
             saved_outside: activations::saved_outside(s),
             other_runtime: OtherRuntime::of(s),
         }

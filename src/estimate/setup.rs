@@ -230,6 +230,16 @@ pub struct Parallel {
     /// this many of the N_d data-parallel GPUs, which exchange tokens all-to-all.
     #[serde(default = "one", skip_serializing_if = "is_one")]
     pub expert: u64,
+    /// p, pipeline stages, one GPU each ([`super::pipeline`]).
+    #[serde(default = "one", skip_serializing_if = "is_one")]
+    pub pipeline: u64,
+    /// The pipeline's schedule (1F1B, or interleaved over v chunks per stage).
+    #[serde(default, skip_serializing_if = "is_1f1b")]
+    pub schedule: super::pipeline::Schedule,
+}
+
+fn is_1f1b(s: &super::pipeline::Schedule) -> bool {
+    *s == super::pipeline::Schedule::OneFOneB
 }
 
 fn one() -> u64 {
@@ -242,7 +252,7 @@ fn is_one(n: &u64) -> bool {
 
 impl Default for Parallel {
     fn default() -> Self {
-        Self { data: 1, tensor: 1, sequence: false, zero: 0, expert: 1 }
+        Self { data: 1, tensor: 1, sequence: false, zero: 0, expert: 1, pipeline: 1, schedule: Default::default() }
     }
 }
 
@@ -428,6 +438,7 @@ impl Setup {
 
     pub fn validate(&self) -> Result<(), EstimateError> {
         self.arch.validate()?;
+        super::pipeline::validate(self)?;
         let bad = |m: String| Err(EstimateError::Invalid(m));
         for (name, value, max) in [
             ("micro-batch", self.micro_batch, MAX_BATCH),
@@ -435,6 +446,7 @@ impl Setup {
             ("accumulation steps", self.accum, 1 << 20),
             ("data-parallel GPUs", self.parallel.data, 1 << 20),
             ("tensor-parallel GPUs", self.parallel.tensor, 1 << 10),
+            ("pipeline stages", self.parallel.pipeline, 1 << 10),
         ] {
             if value == 0 || value > max {
                 return bad(format!("{name} must be between 1 and {max} (got {value})"));

@@ -303,6 +303,21 @@ real-ckpt-full = every block (full)
 real-fused = fused attention
 real-data-parallel = data-parallel GPUs
 real-zero = ZeRO stage
+real-pipeline = pipeline stages
+real-schedule = schedule
+real-schedule-1f1b = 1F1B
+real-schedule-interleaved = interleaved
+real-chunks = chunks per stage
+real-context-parallel = context-parallel
+real-context-ring = ring attention
+real-context-ulysses = Ulysses
+real-stages = Pipeline of { $count } stages ({ $schedule }): the breakdown above is stage { $worst }'s, the most loaded.
+real-stage = Stage { $stage }: { $layers } layers{ $holds ->
+        [embedding] {" "}and the embedding
+        [head] {" "}and the head
+        [both] {" "}with the embedding and the head
+       *[none] {""}
+    }, { $flight } micro-batches in flight, peak { $peak }
 real-tensor-parallel = tensor-parallel
 real-sequence-parallel = sequence parallel
 real-offload-optimizer = offload optimizer
@@ -750,6 +765,8 @@ saved-shared-expert-gate-and-output = shared expert's sigmoid gate and output
 saved-final-norm-gemma = final Gemma RMSNorm: fp32 copy, rsqrt, normalised input, scale
 src-pipeline = pipeline schedule { $schedule } (Narayanan et al. 2021): the activations of { $count } more micro-batches in flight on this stage
 src-pipeline-p2p = pipeline parallelism's send and receive buffers: one micro-batch's s·b·h at the stage's boundary, each way
+src-context-ring = context parallelism, RingAttention (Liu et al. 2023): the key and value blocks in flight around the ring, this GPU's sent and the next received (s/c rows each)
+src-context-ulysses = context parallelism, DeepSpeed-Ulysses (Jacobs et al. 2023): the all-to-all's send and receive buffers of q, k and v
 src-all-to-all = expert parallelism's all-to-all (GShard, Lepikhin et al. 2020): send and receive buffers of each GPU's s·b·k token copies
 src-pytorch-amp = PyTorch AMP (torch.autocast + GradScaler): the model stays fp32, 4 + 4 + 8 bytes per parameter with Adam, no master copy
 src-deepspeed = DeepSpeed's ZeRO optimizer (stage_1_and_2.py, stage3.py): 16-bit weights and gradients, an fp32 partition of the weights and Adam's state on it

@@ -300,6 +300,21 @@ real-ckpt-full = 每个块（完整）
 real-fused = 融合注意力
 real-data-parallel = 数据并行 GPU 数
 real-zero = ZeRO（零冗余优化器）阶段
+real-pipeline = 流水线阶段
+real-schedule = 调度
+real-schedule-1f1b = 1F1B（一前一后）
+real-schedule-interleaved = 交错式
+real-chunks = 每阶段的块数
+real-context-parallel = 上下文并行
+real-context-ring = 环形注意力
+real-context-ulysses = Ulysses 方式
+real-stages = { $count } 个阶段的流水线（{ $schedule }）：上面的明细是最重的阶段 { $worst } 的。
+real-stage = 阶段 { $stage }：{ $layers } 层{ $holds ->
+        [embedding] 及嵌入层
+        [head] 及输出头
+        [both] ，含嵌入层和输出头
+       *[none] {""}
+    }，{ $flight } 个 micro-batch 在途，峰值 { $peak }
 real-tensor-parallel = 张量并行
 real-sequence-parallel = 序列并行
 real-offload-optimizer = 卸载优化器状态
@@ -747,6 +762,8 @@ saved-shared-expert-gate-and-output = 共享专家的 sigmoid 门和输出
 saved-final-norm-gemma = 最后的 Gemma RMSNorm：fp32 副本、rsqrt、归一化输入、缩放
 src-pipeline = 流水线调度 { $schedule }（Narayanan 等 2021）：本阶段还有 { $count } 个 micro-batch 的激活值在途
 src-pipeline-p2p = 流水线并行的发送和接收缓冲区：阶段边界上一个 micro-batch 的 s·b·h，两个方向各一份
+src-context-ring = 上下文并行，RingAttention（Liu 等 2023）：环上在途的 key 和 value 块，本 GPU 发出的一份和接收的下一份（各 s/c 行）
+src-context-ulysses = 上下文并行，DeepSpeed-Ulysses（Jacobs 等 2023）：q、k、v 的 all-to-all 发送和接收缓冲区
 src-all-to-all = 专家并行的 all-to-all（GShard，Lepikhin 等 2020）：每块 GPU 的 s·b·k 个 token 副本的发送和接收缓冲区
 src-pytorch-amp = PyTorch AMP（torch.autocast + GradScaler）：模型保持 fp32，用 Adam 时每个参数 4 + 4 + 8 字节，没有主权重副本
 src-deepspeed = DeepSpeed 的 ZeRO 优化器（stage_1_and_2.py、stage3.py）：16 位权重和梯度，权重的 fp32 分片及其上的 Adam 状态

@@ -3,6 +3,7 @@
 //! memory-vs-batch chart as the toy, predicted in closed form.
 
 pub mod model_config;
+pub mod parallel;
 
 use egui::{Color32, RichText, Ui};
 use serde::{Deserialize, Serialize};
@@ -65,6 +66,11 @@ impl EstimateSettings {
         s.parallel.data = s.parallel.data.clamp(1, 1 << 16);
         s.parallel.tensor = s.parallel.tensor.clamp(1, 64);
         s.parallel.zero = s.parallel.zero.min(3);
+        s.parallel.pipeline = s.parallel.pipeline.clamp(1, 1024);
+        s.parallel.context = s.parallel.context.clamp(1, 1024);
+        if let estimate::pipeline::Schedule::Interleaved(v) = &mut s.parallel.schedule {
+            *v = (*v).clamp(2, 64);
+        }
         s.gpu.memory_bytes = s.gpu.memory_bytes.clamp(1 << 30, 1 << 50);
         self
     }
@@ -256,6 +262,7 @@ pub fn controls(ui: &mut Ui, t: &Catalog, s: &mut EstimateSettings) {
             s.parallel.expert = 1;
         }
     });
+    parallel::controls(ui, t, s);
     ui.horizontal_wrapped(|ui| {
         ui.checkbox(&mut s.offload.optimizer, t.text("real-offload-optimizer"));
         let gradients = egui::Checkbox::new(&mut s.offload.gradients, t.text("real-offload-gradients"));
@@ -330,9 +337,11 @@ pub fn view(ui: &mut Ui, t: &Catalog, s: &EstimateSettings, d: &EstimateDerived)
             max_micro_batch: d.max_micro_batch,
             verdict: verdict.text().to_string(),
             veiled: false,
+            stages: e.stages.iter().map(|st| (st.stage, st.peak_bytes)).collect(),
         }),
     );
     ui.heading(verdict);
+    parallel::stages(ui, t, setup, e);
     if let Some(r) = &d.runtime {
         super::estimate_runtime::range(ui, t, e, r);
     }
@@ -475,6 +484,7 @@ fn veiled_view(ui: &mut Ui, t: &Catalog, s: &EstimateSettings, setup: &Setup, e:
             max_micro_batch: 0,
             verdict: verdict.clone(),
             veiled: true,
+            stages: e.stages.iter().map(|st| (st.stage, 0)).collect(),
         }),
     );
     ui.heading(verdict);

@@ -21,6 +21,7 @@ pub mod hf_keys;
 mod layers;
 mod mlp;
 mod moments;
+mod parallel;
 pub mod pipeline;
 pub mod presets;
 mod report;
@@ -33,11 +34,12 @@ pub use activations::{Part, Saved, saved_outside, saved_per_layer};
 pub use arch::{Architecture, Block, Mlp, Moe, Norm, Role, Router, Target};
 pub use layers::LayerKind;
 pub use moments::{KindSaved, layer_kinds};
+pub use parallel::{ContextKind, Parallel};
 pub use presets::Gpu;
 pub use report::{EstimateReport, OtherRuntime, SweepPoint};
 pub use setup::{
-    Adapters, EstimateError, Framework, MAX_BATCH, MAX_ESTIMATE_BYTES, Measured, Offload, Optimizer, Parallel, Runtime,
-    Setup, StatePrecision,
+    Adapters, EstimateError, Framework, MAX_BATCH, MAX_ESTIMATE_BYTES, Measured, Offload, Optimizer, Runtime, Setup,
+    StatePrecision,
 };
 pub use states::{
     CUDA_CONTEXT_BYTES, FRAGMENTATION_PERCENT, ZERO_BUCKET_ELEMS, cublas_workspace_bytes, zero_model_states,
@@ -176,6 +178,8 @@ pub mod source {
     pub const ALL_TO_ALL: &str = "src-all-to-all";
     pub const PIPELINE: &str = "src-pipeline";
     pub const PIPELINE_P2P: &str = "src-pipeline-p2p";
+    pub const CONTEXT_RING: &str = "src-context-ring";
+    pub const CONTEXT_ULYSSES: &str = "src-context-ulysses";
     pub const AUTOCAST: &str = "src-autocast";
 }
 
@@ -207,7 +211,18 @@ fn trainable(setup: &Setup) -> u64 {
 
 /// The estimate of the whole model, or of one pipeline stage with its activations in flight
 /// (chunks, chunks per micro-batch).
-fn one(setup: &Setup, flight: Option<(u64, u64)>) -> Result<Estimate, EstimateError> {
+fn one(whole: &Setup, flight: Option<(u64, u64)>) -> Result<Estimate, EstimateError> {
+    // Context parallelism: each GPU holds s/c of the sequence, so everything per token is
+    // counted for s/c (the attention kernel's own saved tensors too); the model states are the
+    // whole model's.
+    let c = whole.parallel.context;
+    let local;
+    let setup = if c > 1 {
+        local = Setup { seq: whole.seq / c, ..whole.clone() };
+        &local
+    } else {
+        whole
+    };
     // Every u128 quantity passes through `sat`, which remembers the first one too large to
     // report; the estimate is then refused rather than shown saturated.
     let too_large: std::cell::Cell<Option<(&'static str, u128)>> = std::cell::Cell::new(None);
@@ -375,6 +390,23 @@ fn one(setup: &Setup, flight: Option<(u64, u64)>) -> Result<Estimate, EstimateEr
                 comm_source = source::SP;
             }
         }
+        if c > 1 {
+            let a = &setup.arch;
+            let (kv, q) = (a.kv_hidden() as u128, a.q_hidden() as u128);
+            let t = setup.parallel.tensor as u128;
+            comm += match setup.parallel.context_kind {
+                // The key and value blocks in flight around the ring: this GPU's being sent,
+                // the next one being received (s/c rows each).
+                ContextKind::Ring => 4 * words((rows * kv).div_ceil(t), p),
+                // The all-to-all's send and receive buffers of q, k and v (s/c rows of every
+                // head out, s rows of heads / c back: the same bytes).
+                ContextKind::Ulysses => 2 * words((rows * (q + 2 * kv)).div_ceil(t), p),
+            };
+            comm_source = match setup.parallel.context_kind {
+                ContextKind::Ring => source::CONTEXT_RING,
+                ContextKind::Ulysses => source::CONTEXT_ULYSSES,
+            };
+        }
         if setup.parallel.pipeline > 1 {
             // The stage boundary's activations sent on and received (and their gradients back):
             // one micro-batch's s·b·h each way.
@@ -440,7 +472,7 @@ fn one(setup: &Setup, flight: Option<(u64, u64)>) -> Result<Estimate, EstimateEr
     if let Some((what, amount)) = too_large.get() {
         return Err(EstimateError::TooLarge { what: what.to_string(), amount, limit: MAX_ESTIMATE_BYTES });
     }
-    let tokens = setup.micro_batch as u128 * setup.seq as u128 * setup.accum as u128 * setup.parallel.data as u128;
+    let tokens = setup.micro_batch as u128 * whole.seq as u128 * setup.accum as u128 * setup.parallel.data as u128;
     Ok(Estimate {
         parameters: setup.arch.parameters(),
         trainable_parameters: trainable(setup),

@@ -4,7 +4,7 @@
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
-use super::{Architecture, Gpu, Target};
+use super::{Architecture, Gpu, Parallel, Target};
 use crate::model::ModelConfig;
 use crate::model::params::PARAM_ALIGN_ELEMS;
 use crate::plan::{AttentionKind, Checkpoint};
@@ -214,48 +214,6 @@ impl Adapters {
     }
 }
 
-/// Data, tensor and sequence parallelism and ZeRO.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Parallel {
-    /// N_d, data-parallel GPUs.
-    pub data: u64,
-    /// t, tensor-parallel GPUs (Megatron-LM, Shoeybi et al. 2019).
-    pub tensor: u64,
-    /// Sequence parallelism (Korthikanti et al. 2022): the LayerNorm/dropout regions are split
-    /// along the sequence over the t GPUs too.
-    pub sequence: bool,
-    /// ZeRO stage 0–3 (Rajbhandari et al. 2020) over the N_d GPUs.
-    pub zero: u8,
-    /// Expert parallelism (GShard, Lepikhin et al. 2020): a mixture's experts are divided over
-    /// this many of the N_d data-parallel GPUs, which exchange tokens all-to-all.
-    #[serde(default = "one", skip_serializing_if = "is_one")]
-    pub expert: u64,
-    /// p, pipeline stages, one GPU each ([`super::pipeline`]).
-    #[serde(default = "one", skip_serializing_if = "is_one")]
-    pub pipeline: u64,
-    /// The pipeline's schedule (1F1B, or interleaved over v chunks per stage).
-    #[serde(default, skip_serializing_if = "is_1f1b")]
-    pub schedule: super::pipeline::Schedule,
-}
-
-fn is_1f1b(s: &super::pipeline::Schedule) -> bool {
-    *s == super::pipeline::Schedule::OneFOneB
-}
-
-fn one() -> u64 {
-    1
-}
-
-fn is_one(n: &u64) -> bool {
-    *n == 1
-}
-
-impl Default for Parallel {
-    fn default() -> Self {
-        Self { data: 1, tensor: 1, sequence: false, zero: 0, expert: 1, pipeline: 1, schedule: Default::default() }
-    }
-}
-
 /// ZeRO-Offload (Ren et al. 2021) and ZeRO-Infinity's parameter offload (Rajbhandari et al. 2021).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Offload {
@@ -439,6 +397,7 @@ impl Setup {
     pub fn validate(&self) -> Result<(), EstimateError> {
         self.arch.validate()?;
         super::pipeline::validate(self)?;
+        super::parallel::validate_context(self)?;
         let bad = |m: String| Err(EstimateError::Invalid(m));
         for (name, value, max) in [
             ("micro-batch", self.micro_batch, MAX_BATCH),
@@ -447,6 +406,7 @@ impl Setup {
             ("data-parallel GPUs", self.parallel.data, 1 << 20),
             ("tensor-parallel GPUs", self.parallel.tensor, 1 << 10),
             ("pipeline stages", self.parallel.pipeline, 1 << 10),
+            ("context-parallel GPUs", self.parallel.context, 1 << 10),
         ] {
             if value == 0 || value > max {
                 return bad(format!("{name} must be between 1 and {max} (got {value})"));

@@ -212,6 +212,9 @@ pub struct RealDrawn {
     /// A chapter's open question veiled the estimate: the rows are named, their bytes drew "?"
     /// (0 here), the chart drew no bars.
     pub veiled: bool,
+    /// Under pipeline parallelism, (stage, its peak) for each stage drawn (peaks 0 when veiled:
+    /// a veiled estimate draws no stage list).
+    pub stages: Vec<(u64, u64)>,
 }
 
 /// The Snapshot tab: the snapshot's figures beside the toy's.

@@ -1,0 +1,101 @@
+//! Pipeline and context parallelism in the app's Real models view: the controls change the
+//! estimate, each stage's peak is listed with the most loaded named, and a shared link carries
+//! the split.
+
+#[path = "support/xdg.rs"]
+mod support_xdg;
+
+use egui_kittest::Harness;
+use egui_kittest::kittest::Queryable;
+use oomlab::app::settings::Settings;
+use oomlab::app::views::{self, drawn::Drawn};
+use oomlab::app::{OomlabApp, Tab};
+use oomlab::estimate::pipeline::Schedule;
+use oomlab::estimate::{ContextKind, catalog};
+use oomlab::plan::{AttentionKind, Checkpoint};
+
+fn harness() -> Harness<'static, OomlabApp> {
+    support_xdg::xdg();
+    let mut h = Harness::builder()
+        .with_size([1280.0, 1000.0])
+        .build_ui_state(|ui, app: &mut OomlabApp| app.show(ui), OomlabApp::headless(Settings::default()));
+    h.state_mut().shown.tab = Tab::RealModels;
+    h.run_steps(3);
+    h
+}
+
+fn record(h: &Harness<'_, OomlabApp>) -> oomlab::app::views::drawn::RealDrawn {
+    match views::drawn(&h.ctx, "real-models") {
+        Some(Drawn::RealModels(r)) => r,
+        other => panic!("no record: {other:?}"),
+    }
+}
+
+#[test]
+fn pipeline_stages_are_listed_and_the_most_loaded_is_named() {
+    let mut h = harness();
+    assert!(record(&h).stages.is_empty(), "one GPU's model: no stages");
+    {
+        let s = &mut h.state_mut().settings.estimate.0;
+        s.arch = catalog::find("llama-3.1-70b").expect("70b").model.arch.clone();
+        s.seq = 4096;
+        s.accum = 8;
+        s.parallel.tensor = 8;
+        s.parallel.sequence = true;
+        s.parallel.pipeline = 4;
+        s.parallel.schedule = Schedule::Interleaved(5);
+        s.checkpoint = Checkpoint::Selective;
+    }
+    h.run_steps(4);
+    let setup = h.state().settings.estimate.setup().expect("a setup");
+    let e = oomlab::estimate::estimate(&setup).expect("an estimate");
+    let r = record(&h);
+    assert_eq!(r.stages, e.stages.iter().map(|st| (st.stage, st.peak_bytes)).collect::<Vec<_>>());
+    assert_eq!(r.peak_bytes, e.peak_bytes, "the breakdown is the most loaded stage's");
+    h.get_by_label_contains("Pipeline of 4 stages (interleaved:5): the breakdown above is stage 0's");
+    h.get_by_label_contains("Stage 0: 20 layers and the embedding, 4.60 micro-batches in flight");
+    h.get_by_label_contains("Stage 3: 20 layers and the head");
+    // The link carries the split and opens to the same estimate.
+    let link = h.state().settings.to_url_hash();
+    let (opened, notice) = Settings::from_url_hash(&link, 58);
+    assert!(notice.is_none(), "the link opens cleanly");
+    assert_eq!(opened.estimate.0.parallel, setup.parallel);
+    // The controls: the stages' field and the schedule's.
+    h.get_by_label_contains("pipeline stages");
+    h.get_by_label_contains("chunks per stage");
+    h.snapshot("real_models_pipeline");
+}
+
+#[test]
+fn context_parallelism_lets_the_long_sequence_fit_in_the_view() {
+    let mut h = harness();
+    {
+        let s = &mut h.state_mut().settings.estimate.0;
+        s.arch = catalog::find("llama-3.1-8b").expect("8b").model.arch.clone();
+        s.seq = 131072;
+        s.attention = AttentionKind::Fused;
+        s.checkpoint = Checkpoint::Every(1);
+        s.parallel.data = 8;
+        s.parallel.zero = 3;
+    }
+    h.run_steps(4);
+    assert!(!record(&h).fits, "128k tokens on one GPU's share do not fit");
+    {
+        let s = &mut h.state_mut().settings.estimate.0;
+        s.parallel.context = 4;
+        s.parallel.context_kind = ContextKind::Ulysses;
+    }
+    h.run_steps(4);
+    let r = record(&h);
+    assert!(r.fits, "split over 4 GPUs it fits");
+    let setup = h.state().settings.estimate.setup().expect("a setup");
+    assert_eq!(r.peak_bytes, oomlab::estimate::estimate(&setup).expect("an estimate").peak_bytes);
+    h.get_by_label_contains("context-parallel");
+    h.get_by_label("Ulysses");
+    let link = h.state().settings.to_url_hash();
+    let (opened, _) = Settings::from_url_hash(&link, 58);
+    assert_eq!(
+        (opened.estimate.0.parallel.context, opened.estimate.0.parallel.context_kind),
+        (4, ContextKind::Ulysses)
+    );
+}

@@ -712,6 +712,7 @@ saved-gelu-news-x-the-first-linears-output = gelu_new's x (the first linear's ou
 saved-key-repeated-to-every-head-as-the-score-matmul-keeps-it = key, repeated to every head (as the score matmul keeps it)
 saved-block-input-the-q-k-v-projections-input = block input (the q/k/v projections' input)
 saved-residual-sum-the-mlps-input = residual sum (the MLP's input)
+saved-multi-token-prediction = multi-token-prediction modules: their norms, projection, block, final norm and head input
 saved-norm-input-the-blocks-input = norm input (the block's input)
 saved-norm-output-the-mlps-input = norm output (the MLP's input)
 saved-norm-output-the-next-linears-input = norm output (the next linear's input)

@@ -709,6 +709,7 @@ saved-gelu-news-x-the-first-linears-output = gelu_new 的 x（第一个线性层
 saved-key-repeated-to-every-head-as-the-score-matmul-keeps-it = key，复制到每个头（打分 matmul 保存的形式）
 saved-block-input-the-q-k-v-projections-input = 块的输入（q/k/v 投影的输入）
 saved-residual-sum-the-mlps-input = 残差和（MLP 的输入）
+saved-multi-token-prediction = 多 token 预测模块：其归一化层、投影、块、最后的归一化层和输出头的输入
 saved-norm-input-the-blocks-input = 归一化层的输入（块的输入）
 saved-norm-output-the-mlps-input = 归一化层的输出（MLP 的输入）
 saved-norm-output-the-next-linears-input = 归一化层的输出（下一个线性层的输入）

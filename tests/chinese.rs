@@ -60,6 +60,8 @@ const KEPT: &[&str] = &[
     "HF",
     "eager",
     "Megatron",
+    // Context parallelism's DeepSpeed-Ulysses, a method's name.
+    "Ulysses",
     "cuBLAS",
     "Hopper",
     "nvidia",

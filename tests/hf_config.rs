@@ -339,3 +339,48 @@ fn each_family_cites_its_own_formula() {
     let pythia = find("pythia-160m").expect("pythia").model.arch.clone();
     assert_eq!(pythia.formula(), "L(4h² + 4h + 2hf + f + h + 4h) + 2Vh + 2h");
 }
+
+/// DeepSeek-V3's multi-token-prediction module is not part of transformers' model: read from the
+/// config, counted only when asked (`--mtp`): two norms, a 2h → h projection, a block like the
+/// last layer, a final norm per module, and logits of its own.
+#[test]
+fn the_multi_token_prediction_module_is_counted_only_when_asked() {
+    use oomlab::estimate::catalog::find;
+    let e = find("deepseek-v3").expect("in the catalog");
+    assert_eq!(
+        (e.model.mtp, find("glm-4.5-air").expect("GLM").model.mtp, find("llama-3.1-8b").expect("Llama").model.mtp),
+        (1, 1, 0)
+    );
+    let base = e.model.arch.clone();
+    assert_eq!(base.parameters(), transformers_counts()["catalog/deepseek-v3"], "without --mtp: transformers' count");
+    let mut with = base.clone();
+    with.block.mtp = 1;
+    let h = base.hidden;
+    // The last layer (one with the experts): the model less the model without it.
+    let mut shorter = base.clone();
+    shorter.layers -= 1;
+    let layer = base.parameters() - shorter.parameters();
+    assert_eq!(with.parameters() - base.parameters(), 2 * h + 2 * h * h + layer + h);
+    // With the checkpoint's own copies of the embedding and the head: 684.5 B, DeepSeek's "685 B".
+    assert_eq!((with.parameters() + 2 * base.vocab * h) / 100_000_000, 6844);
+    // Its activations and logits: one more block's worth and one more set of logits.
+    let gpu = oomlab::estimate::presets::gpu("h200").expect("h200");
+    let (mut s0, mut s1) =
+        (oomlab::estimate::Setup::new(base, gpu.clone(), 1, 1024), oomlab::estimate::Setup::new(with, gpu, 1, 1024));
+    s0.attention = oomlab::plan::AttentionKind::Fused;
+    s1.attention = oomlab::plan::AttentionKind::Fused;
+    let (e0, e1) =
+        (oomlab::estimate::estimate(&s0).expect("estimate"), oomlab::estimate::estimate(&s1).expect("estimate"));
+    assert_eq!(e1.logits_bytes, 2 * e0.logits_bytes);
+    assert!(oomlab::estimate::saved_outside(&s1).iter().any(|t| t.key == "saved-multi-token-prediction"));
+    assert!(e1.activations_end_of_forward > e0.activations_end_of_forward);
+    // The CLI's option; refused for a model without the module.
+    let out = support_cli::oomlab(&["estimate", "--model", "deepseek-v3", "--mtp", "--json"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    assert_eq!(v["parameters"], s1.arch.parameters());
+    assert_eq!(v["architecture"]["block"]["mtp"], 1);
+    let out = support_cli::oomlab(&["estimate", "--model", "llama-3.1-8b", "--mtp"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("no multi-token-prediction module"));
+}

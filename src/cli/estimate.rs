@@ -72,6 +72,10 @@ pub struct EstimateArgs {
     /// activations (needs --attention fused).
     #[arg(long, default_value_t = 1, allow_hyphen_values = true)]
     cp: i64,
+    /// Count DeepSeek-V3's (GLM-4.5's) multi-token-prediction modules, which its config
+    /// describes (num_nextn_predict_layers) but transformers' model leaves out.
+    #[arg(long)]
+    mtp: bool,
     /// How the context-parallel GPUs attend across the split: ring (RingAttention: key/value
     /// blocks passed around) or ulysses (all-to-all over the heads).
     #[arg(long, value_enum, ignore_case = true, default_value_t = ContextArg::Ring)]
@@ -263,7 +267,17 @@ fn architecture(a: &EstimateArgs) -> Result<(Architecture, Option<u64>), Failure
         some => some,
     };
     let trained = config.as_ref().map(|m| m.context);
-    let mut arch = if let Some(m) = config {
+    let mtp = config.as_ref().map_or(0, |m| m.mtp);
+    if a.mtp && mtp == 0 {
+        return Err(usage(format!(
+            "--mtp: {} has no multi-token-prediction module (its config has no num_nextn_predict_layers)",
+            a.model
+        )));
+    }
+    let mut arch = if let Some(mut m) = config {
+        if a.mtp {
+            m.arch.block.mtp = mtp;
+        }
         m.arch
     } else if a.model.eq_ignore_ascii_case("custom") {
         let mut g = presets::model("gpt2").ok_or_else(|| usage("no gpt2 preset"))?;

@@ -437,6 +437,29 @@ pub fn saved_outside(s: &Setup) -> Vec<Saved> {
 }
 
 fn whole_model_outside(s: &Setup) -> Vec<Saved> {
+    let mut out = without_mtp(s);
+    let a = &s.arch;
+    if a.block.mtp > 0 {
+        // Each module: its two input norms (as RMSNorm keeps them), the concatenation eh_proj
+        // reads, a block like the last layer's, its final norm and the head's input.
+        let z = Sizes::new(s);
+        let (sb, h, p) = (z.sb, z.h, z.p);
+        let norm = z.rep(sb * h, 4) + z.rep(sb, 4) + z.rep(sb * h, p);
+        let last = Setup { arch: a.of_kind(a.layer_kind(a.layers.saturating_sub(1))), ..s.clone() };
+        let block: u128 = saved_per_layer(&last).iter().map(|t| t.bytes).sum();
+        let module = 3 * norm + z.rep(sb * 2 * h, p) + block + z.rep(sb * h, p);
+        let source = "DeepSeek-V3's multi-token-prediction module (Liu et al. 2024, §2.2), not in transformers";
+        out.push(Saved {
+            key: "saved-multi-token-prediction",
+            source,
+            bytes: a.block.mtp as u128 * module,
+            part: Part::AfterCore,
+        });
+    }
+    out
+}
+
+fn without_mtp(s: &Setup) -> Vec<Saved> {
     let a = &s.arch;
     let z = Sizes::new(s);
     let Sizes { sq, h, p, sb, .. } = z;

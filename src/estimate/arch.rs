@@ -169,6 +169,12 @@ pub struct Block {
     pub nope_temperature: bool,
     /// A mixture of experts in place of the MLP.
     pub moe: Option<Moe>,
+    /// Multi-token prediction (DeepSeek-V3, Liu et al. 2024, §2.2): this many extra modules after
+    /// the last layer, each an embedding and a hidden-state norm, a 2h → h projection, one block
+    /// like the last layer, a final norm, and its own logits and loss (the embedding and the
+    /// head shared with the model). Not part of transformers' model: counted only when asked.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub mtp: u64,
     /// Multi-head latent attention in place of q, k and v projections (DeepSeek-V3).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub mla: Option<Mla>,
@@ -445,6 +451,15 @@ impl Architecture {
         }
         if last {
             self.norm_tensors(&mut v, h);
+            for _ in 0..self.block.mtp {
+                // enorm and hnorm, eh_proj (2h → h), a block like the last layer, the final norm.
+                self.norm_tensors(&mut v, h);
+                self.norm_tensors(&mut v, h);
+                v.push((Role::Linear(Target::Proj, 2 * h, h), 2 * h * h));
+                let last_kind = self.of_kind(self.layer_kind(self.layers.saturating_sub(1)));
+                v.extend(last_kind.block_tensors());
+                self.norm_tensors(&mut v, h);
+            }
             // A tied lm_head on a last stage without the embedding keeps its own copy of the
             // embedding (Megatron-LM's, kept equal by an all-reduce).
             if !self.tied_embeddings || !first {

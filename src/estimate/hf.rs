@@ -55,6 +55,10 @@ pub const FAMILIES: [&str; 20] = [
 pub struct HfModel {
     pub arch: Architecture,
     pub context: u64,
+    /// The multi-token-prediction depth the config describes (DeepSeek-V3's and GLM-4.5's
+    /// `num_nextn_predict_layers`): not part of transformers' model, so not in `arch`; the
+    /// estimator counts it only when asked (`Block::mtp`, `oomlab estimate --mtp`).
+    pub mtp: u64,
 }
 
 fn invalid(message: String) -> EstimateError {
@@ -245,7 +249,7 @@ fn gpt2(c: &Config<'_>, name: &str) -> Result<HfModel, EstimateError> {
         mlp,
         ..presets::gpt2(name, hidden, c.count("n_layer")?, heads)
     };
-    Ok(HfModel { arch, context: positions })
+    Ok(HfModel { arch, context: positions, mtp: 0 })
 }
 
 /// GPT-NeoX and Pythia (`GPTNeoXForCausalLM`): rotary positions on part of each head,
@@ -291,7 +295,7 @@ fn gpt_neox(c: &Config<'_>, name: &str) -> Result<HfModel, EstimateError> {
         },
         stage: None,
     };
-    Ok(HfModel { arch, context })
+    Ok(HfModel { arch, context, mtp: 0 })
 }
 
 /// The LLaMA lineage: LLaMA 1–3.x, Mistral, Qwen2/3, Phi-3 and Gemma 1–3, and the mixtures of
@@ -390,6 +394,7 @@ fn llama(c: &Config<'_>, name: &str) -> Result<HfModel, EstimateError> {
         softcap,
         moe,
         mla,
+        mtp: 0,
     };
     let arch = Architecture {
         tied_embeddings: c.flag("tie_word_embeddings", gemma)?,
@@ -404,7 +409,8 @@ fn llama(c: &Config<'_>, name: &str) -> Result<HfModel, EstimateError> {
         block,
         ..presets::llama(name, vocab, hidden, layers, heads, kv_heads, ffn)
     };
-    Ok(HfModel { arch, context })
+    let mtp = if matches!(t, "deepseek_v3" | "glm4_moe") { c.whole("num_nextn_predict_layers", 0)? } else { 0 };
+    Ok(HfModel { arch, context, mtp })
 }
 
 /// DeepSeek-V3's multi-head latent attention: the ranks of its query and key/value latents

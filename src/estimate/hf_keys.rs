@@ -169,7 +169,6 @@ const GRANITE: &[(&str, Use)] = &[
 const SMOLLM3: &[(&str, Use)] = &[("no_rope_layers", Read), ("no_rope_layer_interval", Read)];
 
 const GROUPS: &str = "grouped routing's choice of groups: the tensors it makes are freed during the forward";
-const MTP: &str = "the multi-token-prediction module is not part of transformers' model, and not counted";
 /// DeepSeek-V3's routing, shared with GLM-4.5 (`moe` in hf.rs).
 const SIGMOID_MOE: &[(&str, Use)] = &[
     ("n_routed_experts", Read),
@@ -182,7 +181,9 @@ const SIGMOID_MOE: &[(&str, Use)] = &[
     ("n_group", Read),
     ("topk_group", NoEffect(GROUPS)),
     ("routed_scaling_factor", NoEffect(MULTIPLIER)),
-    ("num_nextn_predict_layers", NoEffect(MTP)),
+    // The multi-token-prediction module is not part of transformers' model: read, and counted
+    // only when asked (`--mtp`).
+    ("num_nextn_predict_layers", Read),
 ];
 const GLM4_MOE: &[(&str, Use)] = &[("use_qk_norm", Read)];
 const QUANTIZED: &str = "how the published checkpoint's weights are stored: the estimate's precision (and QLoRA) \

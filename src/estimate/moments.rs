@@ -222,7 +222,9 @@ pub(super) fn logits(s: &Setup) -> (u128, u128) {
     let loss = if s.runtime().fp32_loss() { 4 } else { z.p };
     // Gemma 2's final soft-capping keeps its tanh output (logits-sized) too.
     let softcap = if s.arch.block.softcap { words(n, z.p) } else { 0 };
-    (words(n, z.p) + softcap + words(n, loss) + words(z.sb, 4) + 4, words(n, loss))
+    // Each multi-token-prediction module has logits and a loss of its own.
+    let heads = 1 + s.arch.block.mtp as u128;
+    (heads * (words(n, z.p) + softcap + words(n, loss) + words(z.sb, 4) + 4), words(n, loss))
 }
 
 /// The backward pass's gradient buffers (the toy's plan allocates each once and reuses it layer

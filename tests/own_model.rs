@@ -4,8 +4,9 @@
 //! cannot model leaves the model as it was and says why; a shared link carries the
 //! architecture.
 
-#[path = "support/xdg.rs"]
-mod support_xdg;
+#[path = "support/real_models.rs"]
+mod support_real_models;
+use support_real_models::harness;
 
 use std::path::Path;
 use std::sync::Arc;
@@ -15,16 +16,6 @@ use egui_kittest::kittest::Queryable;
 use oomlab::app::settings::Settings;
 use oomlab::app::views::{self, drawn::Drawn};
 use oomlab::app::{OomlabApp, Tab};
-
-fn harness() -> Harness<'static, OomlabApp> {
-    support_xdg::xdg();
-    let mut h = Harness::builder()
-        .with_size([1280.0, 1000.0])
-        .build_ui_state(|ui, app: &mut OomlabApp| app.show(ui), OomlabApp::headless(Settings::default()));
-    h.state_mut().shown.tab = Tab::RealModels;
-    h.run_steps(3);
-    h
-}
 
 fn mixtral() -> String {
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("data/models/mixtral-8x7b.json");

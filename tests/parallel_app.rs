@@ -2,27 +2,18 @@
 //! estimate, each stage's peak is listed with the most loaded named, and a shared link carries
 //! the split.
 
-#[path = "support/xdg.rs"]
-mod support_xdg;
+#[path = "support/real_models.rs"]
+mod support_real_models;
+use support_real_models::harness;
 
 use egui_kittest::Harness;
 use egui_kittest::kittest::Queryable;
+use oomlab::app::OomlabApp;
 use oomlab::app::settings::Settings;
 use oomlab::app::views::{self, drawn::Drawn};
-use oomlab::app::{OomlabApp, Tab};
 use oomlab::estimate::pipeline::Schedule;
 use oomlab::estimate::{ContextKind, catalog};
 use oomlab::plan::{AttentionKind, Checkpoint};
-
-fn harness() -> Harness<'static, OomlabApp> {
-    support_xdg::xdg();
-    let mut h = Harness::builder()
-        .with_size([1280.0, 1000.0])
-        .build_ui_state(|ui, app: &mut OomlabApp| app.show(ui), OomlabApp::headless(Settings::default()));
-    h.state_mut().shown.tab = Tab::RealModels;
-    h.run_steps(3);
-    h
-}
 
 fn record(h: &Harness<'_, OomlabApp>) -> oomlab::app::views::drawn::RealDrawn {
     match views::drawn(&h.ctx, "real-models") {

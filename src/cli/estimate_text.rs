@@ -108,11 +108,10 @@ pub fn text(s: &Setup, e: &Estimate, max: u64, sweep: &[(u64, Estimate)]) -> Str
             p.schedule.name()
         ));
         for st in &e.stages {
-            let holds = match (st.embedding, st.head) {
-                (true, true) => " + embedding + head",
-                (true, false) => " + embedding",
-                (false, true) => " + head",
-                (false, false) => "",
+            let holds = match st.holds() {
+                "none" => String::new(),
+                "both" => " + embedding + head".into(),
+                one => format!(" + {one}"),
             };
             // Interleaved, a stage's layers are v chunks spread over the model.
             let layers = match p.schedule.chunks() {

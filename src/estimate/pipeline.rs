@@ -77,6 +77,19 @@ pub struct Stage {
     pub fits: bool,
 }
 
+impl Stage {
+    /// What the stage holds besides its layers: "embedding", "head", "both" or "none" (the
+    /// catalogs' selector for it).
+    pub fn holds(&self) -> &'static str {
+        match (self.embedding, self.head) {
+            (true, true) => "both",
+            (true, false) => "embedding",
+            (false, true) => "head",
+            (false, false) => "none",
+        }
+    }
+}
+
 /// Stage r's layers (from, count): L/p each, the remainder to the last stages (the first holds
 /// the embedding, so it is never the one given more).
 pub fn layers_of(layers: u64, p: u64, r: u64) -> (u64, u64) {

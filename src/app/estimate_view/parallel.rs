@@ -59,12 +59,7 @@ pub fn stages(ui: &mut Ui, t: &Catalog, s: &Setup, e: &Estimate) {
         ],
     ));
     for st in &e.stages {
-        let holds = match (st.embedding, st.head) {
-            (true, true) => "both",
-            (true, false) => "embedding",
-            (false, true) => "head",
-            (false, false) => "none",
-        };
+        let holds = st.holds();
         let text = t.format(
             "real-stage",
             &[

@@ -559,6 +559,15 @@ lesson-diagnose-body = This step needs more than its { $budget } budget. The OOM
 lesson-diagnose-question = The message names the tensor that did not fit. Which category is it?
 lesson-diagnose-answer = '{ $tensor }', asked for by { $op }, is { $category }.
 
+lesson-context-title = A long context: split the sequence
+lesson-context-body = { $model } was trained for a context of { $seq } tokens. Here one sequence of that length trains on H100s with fused attention, every block checkpointed and ZeRO-3 over { $gpus } data-parallel GPUs. Context parallelism splits the sequence over several GPUs: each holds its share of every activation, and ring attention passes the keys and values around.
+lesson-context-question = How many GPUs must split the sequence for the step to fit?
+lesson-context-one = none: it fits on one
+lesson-context-two = 2
+lesson-context-four = 4
+lesson-context-eight = 8
+lesson-context-more = more than 8
+lesson-context-answer = { $fits } GPUs. The peak per GPU is { $one } on one, { $two } split over 2, { $four } over 4 and { $eight } over 8: each GPU keeps 1/c of everything made per token — the activations, the attention's own saved tensors, and the logits, at this length the largest share (every token's scores over the whole vocabulary) — while the model states stay the whole model's on each (ZeRO-3 shares them across the data-parallel GPUs). At that split the communication buffers, ZeRO's and the ring's key and value blocks in flight, come to { $communication }.
 lesson-moe-title = A mixture of experts: Mixtral 8x7B
 lesson-moe-body = Mixtral has { $experts } expert MLPs in each layer, and its router sends each token to { $k } of them: { $parameters } parameters in all.
 lesson-moe-question = How many times more memory do Mixtral's model states take than those of the same model with only the { $k } experts a token uses?

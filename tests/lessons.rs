@@ -178,6 +178,17 @@ fn expected(id: &str, s: &Settings) -> Result<f64, usize> {
             simulate(&s.plan_at(VOCAB, 1).expect("a plan"), s.device.budget_bytes).expect("alone it fits");
             Err(1)
         }
+        "context" => {
+            // The fewest GPUs splitting the sequence (ring attention) that make the step fit.
+            let fits = |c: u64| {
+                let mut setup = s.estimate.0.clone();
+                setup.parallel.context = c;
+                oomlab::estimate::estimate(&setup).expect("an estimate").fits()
+            };
+            assert_eq!(s.estimate.0.seq, 131072, "Llama 3.1 8B's whole context");
+            assert!(!fits(1), "one GPU's share does not fit");
+            Err([1, 2, 4, 8].iter().position(|&c| fits(c)).expect("a split that fits"))
+        }
         other => panic!("no expectation for chapter {other}: add one"),
     }
 }

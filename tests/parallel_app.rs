@@ -90,3 +90,32 @@ fn context_parallelism_lets_the_long_sequence_fit_in_the_view() {
         (4, ContextKind::Ulysses)
     );
 }
+
+/// Lesson chapter 16: how many GPUs must split Llama 3.1 8B's 131,072 tokens for the step to fit.
+/// Before the reveal the view is veiled; after it the answer gives every split's peak (the
+/// estimator's own), and the verdict judges the guess.
+#[test]
+fn the_context_chapter_reveals_the_split_that_fits() {
+    use oomlab::app::teaching::{Guess, Verdict, chapters};
+    let mut h = harness();
+    let index = chapters().iter().position(|c| c.id == "context").expect("the chapter");
+    assert_eq!(index, chapters().len() - 1, "the last chapter");
+    h.state_mut().open_chapter(index);
+    h.run_steps(4);
+    assert!(record(&h).veiled, "the estimate is veiled before the reveal");
+    assert!(h.query_by_label_contains("How many GPUs must split the sequence").is_some());
+    h.state_mut().guess(Guess::Choice(Some(1)));
+    h.state_mut().reveal();
+    h.run_steps(6);
+    let lesson = h.state().teaching.lesson().cloned().expect("open");
+    assert_eq!(lesson.verdict, Some(Verdict::Choice { answer: 2, right: false }), "4 GPUs, not 2");
+    let peak = |c: u64| {
+        let mut s = h.state().settings.estimate.0.clone();
+        s.parallel.context = c;
+        oomlab::units::format_bytes(oomlab::estimate::estimate(&s).expect("an estimate").peak_bytes)
+    };
+    let text = format!("4 GPUs. The peak per GPU is {} on one, {} split over 2, {} over 4", peak(1), peak(2), peak(4));
+    h.get_by_label_contains(&text);
+    assert!(!record(&h).veiled, "revealed");
+    h.snapshot("lesson_context_en");
+}

@@ -216,6 +216,14 @@ fn secrets(id: &str, s: &Settings) -> Secrets {
             out.bytes(oom.error.requested_bytes);
             out.bytes(ran[0].stats.reserved_bytes);
         }
+        // How many GPUs must split the sequence: no peak of any split before the reveal.
+        "context" => {
+            for c in [1, 2, 4, 8] {
+                let mut setup = s.estimate.0.clone();
+                setup.parallel.context = c;
+                out.bytes(oomlab::estimate::estimate(&setup).expect("an estimate").peak_bytes);
+            }
+        }
         other => panic!("no secrets for chapter {other}: add them"),
     }
     out

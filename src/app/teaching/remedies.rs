@@ -1,6 +1,7 @@
 //! The chapters on the remedies the question names beyond the toy's techniques: data
 //! parallelism's communication buckets, ZeRO-2 and ZeRO-3 over simulated GPUs, padding
-//! against packing, and the fragmentation that batches of varying lengths leave behind.
+//! against packing, the fragmentation that batches of varying lengths leave behind, and the
+//! context parallelism that lets a long sequence fit.
 
 use super::chapter::{Chapter, Question, STEP, arg, tensor_bytes};
 use crate::app::Tab;
@@ -183,7 +184,81 @@ pub fn chapters() -> Vec<Chapter> {
             reads_step: true,
             step: LENGTHS_STEP,
         },
+        Chapter {
+            id: "context",
+            tab: Tab::RealModels,
+            target: "real-models",
+            setup: context_setup,
+            // The model, the sequence and the data-parallel GPUs: not any GPU count's estimate.
+            args: |f, _| {
+                let s = &f.settings.estimate.0;
+                vec![
+                    arg("model", s.arch.name.clone()),
+                    arg("seq", crate::units::group_digits(s.seq)),
+                    arg("gpus", s.parallel.data),
+                ]
+            },
+            question: Question::Choice {
+                options: &[
+                    "lesson-context-one",
+                    "lesson-context-two",
+                    "lesson-context-four",
+                    "lesson-context-eight",
+                    "lesson-context-more",
+                ],
+                answer: |f| {
+                    let fits = |c| context_estimate(f, c).is_some_and(|e| e.fits());
+                    Some(CONTEXT_SPLITS.iter().position(|&c| fits(c)).unwrap_or(CONTEXT_SPLITS.len()))
+                },
+            },
+            answer_args: |f, t| {
+                let peak = |c| size(t, context_estimate(f, c).map_or(0, |e| e.peak_bytes));
+                let fitting =
+                    CONTEXT_SPLITS.iter().copied().find(|&c| context_estimate(f, c).is_some_and(|e| e.fits()));
+                let ring = fitting.and_then(|c| context_estimate(f, c)).map_or(0, |e| e.get("communication"));
+                vec![
+                    arg("one", peak(1)),
+                    arg("two", peak(2)),
+                    arg("four", peak(4)),
+                    arg("eight", peak(8)),
+                    arg("fits", fitting.unwrap_or(0)),
+                    arg("communication", size(t, ring)),
+                ]
+            },
+            veils: Veil { real: true, ..Veil::NONE },
+            reads_step: false,
+            step: 0,
+        },
     ]
+}
+
+/// The context chapter's choices: how many GPUs split the sequence.
+const CONTEXT_SPLITS: [u64; 4] = [1, 2, 4, 8];
+
+/// Llama 3.1 8B at its full 131,072-token context on H100s: fused attention, every block
+/// checkpointed, ZeRO-3 over 8 data-parallel GPUs; one GPU's share of the sequence does not fit.
+fn context_setup(s: &mut Settings) {
+    *s = Settings::default();
+    let e = &mut s.estimate.0;
+    if let Some(m) = crate::estimate::catalog::find("llama-3.1-8b") {
+        e.arch = m.model.arch.clone();
+    }
+    if let Some(gpu) = crate::estimate::presets::gpu("h100-80") {
+        e.gpu = gpu;
+    }
+    e.seq = 131072;
+    e.micro_batch = 1;
+    e.accum = 1;
+    e.attention = crate::plan::AttentionKind::Fused;
+    e.checkpoint = crate::plan::Checkpoint::Every(1);
+    e.parallel = crate::estimate::Parallel { data: 8, zero: 3, ..crate::estimate::Parallel::default() };
+}
+
+/// The chapter's setup with the sequence split over `c` GPUs (ring attention).
+fn context_estimate(f: &super::facts::Facts, c: u64) -> Option<crate::estimate::Estimate> {
+    let mut s = f.settings.estimate.0.clone();
+    s.parallel.context = c;
+    crate::estimate::estimate(&s).ok()
 }
 
 /// The lengths chapter asks about the run's second batch.

@@ -318,6 +318,7 @@ real-stage = Stage { $stage }: { $layers } layers{ $holds ->
         [both] {" "}with the embedding and the head
        *[none] {""}
     }, { $flight } micro-batches in flight, peak { $peak }
+real-mtp = count the multi-token-prediction module (not in transformers' model)
 real-tensor-parallel = tensor-parallel
 real-sequence-parallel = sequence parallel
 real-offload-optimizer = offload optimizer

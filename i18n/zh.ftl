@@ -315,6 +315,7 @@ real-stage = 阶段 { $stage }：{ $layers } 层{ $holds ->
         [both] ，含嵌入层和输出头
        *[none] {""}
     }，{ $flight } 个 micro-batch 在途，峰值 { $peak }
+real-mtp = 计入多 token 预测模块（transformers 的模型里没有）
 real-tensor-parallel = 张量并行
 real-sequence-parallel = 序列并行
 real-offload-optimizer = 卸载优化器状态

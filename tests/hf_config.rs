@@ -317,7 +317,7 @@ fn each_family_cites_its_own_formula() {
     let (l, h, q, kv, f, v) = (42u64, 3584u64, 4096u64, 2048u64, 14336u64, 256000u64);
     assert_eq!(l * (h * (q + 2 * kv) + q * h + 3 * h * f + 4 * h) + v * h + h, gemma2.parameters());
     let qwen = find("qwen1.5-moe-a2.7b").expect("qwen").model.arch.clone();
-    assert_eq!(qwen.formula(), "L(4h² + 3h + E·3hf + Eh + 3hfₛ + h + 2h) + 2Vh + h");
+    assert_eq!(qwen.formula(), "L(4h² + 3h + E·3hf + Eh + 3hf_s + h + 2h) + 2Vh + h");
     let (l, h, e, f, fs, v) = (24u64, 2048u64, 60u64, 1408u64, 5632u64, 151936u64);
     assert_eq!(
         l * (4 * h * h + 3 * h + e * 3 * h * f + e * h + 3 * h * fs + h + 2 * h) + 2 * v * h + h,
@@ -328,7 +328,7 @@ fn each_family_cites_its_own_formula() {
     let ds = find("deepseek-v3").expect("deepseek").model.arch.clone();
     assert_eq!(
         ds.formula(),
-        "L(hr_q + r_q + r_q·q + h(r + dᵣ) + r + r·a(dₙ + dᵥ) + a·dᵥ·h + 2h) + 2Vh + h + Lₑ(E·3hf + Eh + 3hfₛ) + L_d·3hf_d"
+        "L(hr_q + r_q + r_q·q + h(r + d_r) + r + r·a(d_n + d_v) + a·d_v·h + 2h) + 2Vh + h + L_e(E·3hf + Eh + 3hf_s) + L_d·3hf_d"
     );
     let (l, h, v, a) = (61u64, 7168u64, 129280u64, 128u64);
     let (rq, r, dn, dr, dv) = (1536u64, 512u64, 128u64, 64u64, 128u64);

@@ -119,3 +119,41 @@ fn the_context_chapter_reveals_the_split_that_fits() {
     assert!(!record(&h).veiled, "revealed");
     h.snapshot("lesson_context_en");
 }
+
+/// DeepSeek-V3's multi-token-prediction module: a box shown for a model that has one (not for
+/// Llama), counted only when ticked; the estimate follows it and a link carries it.
+#[test]
+fn the_multi_token_prediction_box_counts_the_module() {
+    let mut h = harness();
+    assert!(h.query_by_label_contains("multi-token-prediction").is_none(), "LLaMA-2 has none");
+    let base = catalog::find("deepseek-v3").expect("DeepSeek-V3").model.arch.clone();
+    h.state_mut().settings.estimate.0.arch = base.clone();
+    h.run_steps(3);
+    let before = record(&h).peak_bytes;
+    h.get_by_label_contains("multi-token-prediction").click();
+    h.run_steps(4);
+    let s = h.state().settings.estimate.setup().expect("a setup");
+    assert_eq!(s.arch.block.mtp, 1);
+    assert!(s.arch.parameters() > base.parameters());
+    let r = record(&h);
+    assert_eq!(r.peak_bytes, oomlab::estimate::estimate(&s).expect("an estimate").peak_bytes);
+    assert!(r.peak_bytes > before, "the module's states, activations and logits");
+    let (opened, _) = Settings::from_url_hash(&h.state().settings.to_url_hash(), 58);
+    assert_eq!(opened.estimate.0.arch.block.mtp, 1, "the link carries it");
+}
+
+/// Every catalog model's estimate draws in the view, its formula's every glyph in the app's
+/// fonts (the tests' missing-glyph policy panics): a subscript the fonts lack once slipped into
+/// the mixtures' formulas.
+#[test]
+fn every_catalog_model_draws_in_the_view() {
+    let mut h = harness();
+    for e in catalog::entries() {
+        h.state_mut().settings.estimate.0.arch = e.model.arch.clone();
+        h.run_steps(2);
+        let setup = h.state().settings.estimate.setup().expect("a setup");
+        let formula = setup.arch.formula();
+        assert!(h.query_by_label_contains(&formula).is_some(), "{}: its formula is shown", e.key);
+        assert_eq!(record(&h).peak_bytes, oomlab::estimate::estimate(&setup).expect("an estimate").peak_bytes);
+    }
+}

@@ -263,6 +263,7 @@ pub fn controls(ui: &mut Ui, t: &Catalog, s: &mut EstimateSettings) {
         }
     });
     parallel::controls(ui, t, s);
+    parallel::multi_token_prediction(ui, t, s);
     ui.horizontal_wrapped(|ui| {
         ui.checkbox(&mut s.offload.optimizer, t.text("real-offload-optimizer"));
         let gradients = egui::Checkbox::new(&mut s.offload.gradients, t.text("real-offload-gradients"));

@@ -7,9 +7,9 @@ use super::arch::{Block, Moe, Norm, Router};
 impl Architecture {
     /// The parameter count's formula for this architecture's family, in its symbols (L layers,
     /// h hidden, f MLP width, V vocabulary, T positions, q = heads · head size, kv the key/value
-    /// width, d the head size, E experts, fₛ a shared expert's width): what the parameters line
+    /// width, d the head size, E experts, f_s a shared expert's width): what the parameters line
     /// cites. GPT-2: 12Lh² + 13Lh + Vh + Th + 2h; LLaMA-2: L(4h² + 3hf + 2h) + 2Vh + h; with
-    /// dense layers among a mixture's, Lₑ of the L with the mixture and L_d with an MLP of f_d.
+    /// dense layers among a mixture's, L_e of the L with the mixture and L_d with an MLP of f_d.
     pub fn formula(&self) -> String {
         let b = &self.block;
         let ln = self.norm == Norm::LayerNorm;
@@ -23,9 +23,9 @@ impl Architecture {
         }
         let attention = match b.mla {
             // Latent attention (r_q, r the query's and key/value latents' ranks, a the heads,
-            // dₙ, dᵣ, dᵥ a head's parts without and with RoPE and its value).
-            Some(m) if m.q_rank > 0 => "hr_q + r_q + r_q·q + h(r + dᵣ) + r + r·a(dₙ + dᵥ) + a·dᵥ·h".into(),
-            Some(_) => "hq + h(r + dᵣ) + r + r·a(dₙ + dᵥ) + a·dᵥ·h".into(),
+            // d_n, d_r, d_v a head's parts without and with RoPE and its value).
+            Some(m) if m.q_rank > 0 => "hr_q + r_q + r_q·q + h(r + d_r) + r + r·a(d_n + d_v) + a·d_v·h".into(),
+            Some(_) => "hq + h(r + d_r) + r + r·a(d_n + d_v) + a·d_v·h".into(),
             None if mha => "4h²".into(),
             None => "h(q + 2kv) + qh".into(),
         };
@@ -59,9 +59,9 @@ impl Architecture {
         t.push(format!("{norms}h"));
         let layers = format!("L({}) + {vocab}{positions} + {final_norm}", t.join(" + "));
         match b.moe {
-            // Dense layers among the mixture's: Lₑ layers with it, L_d with a dense MLP of f_d.
+            // Dense layers among the mixture's: L_e layers with it, L_d with a dense MLP of f_d.
             Some(m) if self.dense_layer().is_some() => {
-                format!("{layers} + Lₑ({}) + L_d·3hf_d", Self::moe_terms(m, mats).join(" + "))
+                format!("{layers} + L_e({}) + L_d·3hf_d", Self::moe_terms(m, mats).join(" + "))
             }
             _ => layers,
         }
@@ -75,7 +75,7 @@ impl Architecture {
             t.push("E(2f + h) + E".into());
         }
         if m.shared_ffn > 0 {
-            t.push(if m.router == Router::Softmax { "3hfₛ + h" } else { "3hfₛ" }.into());
+            t.push(if m.router == Router::Softmax { "3hf_s + h" } else { "3hf_s" }.into());
         }
         t
     }

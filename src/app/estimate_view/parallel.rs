@@ -1,6 +1,7 @@
 //! The Real models view's pipeline and context parallelism: the controls (stages and their
 //! schedule; the context-parallel GPUs and how they attend across the split), and each stage's
-//! peak under the breakdown, the most loaded named.
+//! peak under the breakdown, the most loaded named; and the box that counts a model's
+//! multi-token-prediction modules.
 
 use egui::{RichText, Ui};
 
@@ -45,6 +46,20 @@ pub fn controls(ui: &mut Ui, t: &Catalog, s: &mut Setup) {
             }
         });
     });
+}
+
+/// DeepSeek-V3's (GLM-4.5's) multi-token-prediction modules, which its config describes but
+/// transformers' model leaves out: a box to count them, shown for a model that has them.
+pub fn multi_token_prediction(ui: &mut Ui, t: &Catalog, s: &mut Setup) {
+    let catalog = crate::estimate::catalog::entries().iter().find(|e| e.model.arch.name == s.arch.name);
+    let available = catalog.map_or(s.arch.block.mtp, |e| e.model.mtp);
+    if available == 0 {
+        return;
+    }
+    let mut on = s.arch.block.mtp > 0;
+    if ui.checkbox(&mut on, t.text("real-mtp")).changed() {
+        s.arch.block.mtp = if on { available } else { 0 };
+    }
 }
 
 /// Each pipeline stage's peak, the most loaded (whose breakdown the table shows) named first.

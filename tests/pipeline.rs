@@ -228,6 +228,13 @@ fn the_cli_takes_the_pipeline_and_lists_its_stages() {
     let peak = stages.iter().map(|st| st["peak_bytes"].as_u64().expect("peak")).max().expect("a stage");
     assert_eq!(v["peak_bytes"], peak, "per GPU: the most loaded stage");
     assert_eq!(stages[0]["micro_batches_in_flight"], 4.6);
+    // Each communication buffer is a line of its own and cites its own source: sequence
+    // parallelism's gathered input and the stage boundary's send and receive buffers.
+    let sources = v["sources"]["communication"].as_str().expect("a source");
+    assert!(sources.contains("sequence parallelism") && sources.contains("pipeline parallelism's send"), "{sources}");
+    let (h, p) = (8192u64, 2u64);
+    let (sp, p2p) = (4096 * h * p, 2 * 4096 * h * p);
+    assert_eq!(v["per_gpu_bytes"]["communication"], sp + p2p);
     let text = support_cli::oomlab(&args);
     let text = String::from_utf8_lossy(&text.stdout);
     assert!(text.contains("pipeline: 4 stages, interleaved:5"), "{text}");

@@ -366,70 +366,61 @@ fn one(whole: &Setup, flight: Option<(u64, u64)>) -> Result<Estimate, EstimateEr
     if setup.fixed_costs {
         let p = setup.precision.value_bytes() as u128;
         let n_d = setup.parallel.data;
-        let mut comm: u128 = 0;
-        let mut comm_source = source::DDP;
+        // Each buffer a line of its own, with its own source: (source, bytes, grows with the batch).
+        let mut comm: Vec<(&'static str, u128, bool)> = Vec::new();
         if n_d > 1 {
-            match setup.parallel.zero {
-                0 => comm += words(st.trainable, p),
-                1 | 2 => {
-                    comm += 2 * words(st.trainable.min(ZERO_BUCKET_ELEMS as u128), p);
-                    comm_source = source::ZERO_BUCKETS;
-                }
+            comm.push(match setup.parallel.zero {
+                0 => (source::DDP, words(st.trainable, p), false),
+                1 | 2 => (source::ZERO_BUCKETS, 2 * words(st.trainable.min(ZERO_BUCKET_ELEMS as u128), p), false),
+                // The reduce bucket, and three layers' worth of gathered tensors: the current
+                // layer's parameters, the next layer's (prefetched) and the layer's gradients
+                // before they are reduce-scattered.
                 _ => {
-                    // The reduce bucket, and three layers' worth of gathered tensors: the current
-                    // layer's parameters, the next layer's (prefetched) and the layer's gradients
-                    // before they are reduce-scattered.
-                    comm += words(st.trainable.min(ZERO_BUCKET_ELEMS as u128), p) + 3 * words(st.layer_params, p);
-                    comm_source = source::ZERO_BUCKETS;
+                    let gathered = 3 * words(st.layer_params, p);
+                    (source::ZERO_BUCKETS, words(st.trainable.min(ZERO_BUCKET_ELEMS as u128), p) + gathered, false)
                 }
-            }
+            });
         }
         if setup.parallel.sequence && setup.parallel.tensor > 1 {
-            comm += words(setup.seq as u128 * setup.micro_batch as u128 * setup.arch.hidden as u128, p);
-            if n_d == 1 {
-                comm_source = source::SP;
-            }
+            let gathered = words(setup.seq as u128 * setup.micro_batch as u128 * setup.arch.hidden as u128, p);
+            comm.push((source::SP, gathered, true));
         }
         if c > 1 {
             let a = &setup.arch;
             let (kv, q) = (a.kv_hidden() as u128, a.q_hidden() as u128);
             let t = setup.parallel.tensor as u128;
-            comm += match setup.parallel.context_kind {
+            comm.push(match setup.parallel.context_kind {
                 // The key and value blocks in flight around the ring: this GPU's being sent,
                 // the next one being received (s/c rows each).
-                ContextKind::Ring => 4 * words((rows * kv).div_ceil(t), p),
+                ContextKind::Ring => (source::CONTEXT_RING, 4 * words((rows * kv).div_ceil(t), p), true),
                 // The all-to-all's send and receive buffers of q, k and v (s/c rows of every
                 // head out, s rows of heads / c back: the same bytes).
-                ContextKind::Ulysses => 2 * words((rows * (q + 2 * kv)).div_ceil(t), p),
-            };
-            comm_source = match setup.parallel.context_kind {
-                ContextKind::Ring => source::CONTEXT_RING,
-                ContextKind::Ulysses => source::CONTEXT_ULYSSES,
-            };
+                ContextKind::Ulysses => {
+                    (source::CONTEXT_ULYSSES, 2 * words((rows * (q + 2 * kv)).div_ceil(t), p), true)
+                }
+            });
         }
         if setup.parallel.pipeline > 1 {
             // The stage boundary's activations sent on and received (and their gradients back):
             // one micro-batch's s·b·h each way.
-            comm += 2 * words(rows * setup.arch.hidden as u128, p);
-            comm_source = source::PIPELINE_P2P;
+            comm.push((source::PIPELINE_P2P, 2 * words(rows * setup.arch.hidden as u128, p), true));
         }
         if let Some(m) = setup.arch.block.moe
             && setup.parallel.expert > 1
         {
             // Expert parallelism's all-to-all: the send and receive buffers of each GPU's s·b·k
             // token copies (dispatch, and the combine the same size on the way back).
-            comm += 2 * words(rows * m.top_k as u128 * setup.arch.hidden as u128, p);
-            comm_source = source::ALL_TO_ALL;
+            comm.push((source::ALL_TO_ALL, 2 * words(rows * m.top_k as u128 * setup.arch.hidden as u128, p), true));
+        }
+        if comm.is_empty() {
+            comm.push((source::DDP, 0, false));
+        }
+        for (source, bytes, per_batch) in comm {
+            let bytes = checked("communication", bytes);
+            lines.push(Line { category: "communication", bytes, per_batch, source: Cite::new(source) });
         }
         let allocated: u64 = lines.iter().map(|l| l.bytes).fold(0, u64::saturating_add);
-        let allocated = allocated.saturating_add(checked("communication", comm));
         lines.extend([
-            Line {
-                category: "communication",
-                bytes: checked("communication", comm),
-                per_batch: setup.parallel.sequence,
-                source: Cite::new(comm_source),
-            },
             Line {
                 category: "workspace",
                 bytes: cublas_workspace_bytes(setup.gpu.compute_major),

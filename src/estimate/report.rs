@@ -104,11 +104,20 @@ impl OtherRuntime {
 impl EstimateReport {
     pub fn new(s: &Setup, e: &Estimate, max_micro_batch: u64, sweep: &[(u64, Estimate)]) -> Self {
         let mut per_gpu = std::collections::BTreeMap::<String, u64>::new();
-        let mut sources = std::collections::BTreeMap::new();
+        let mut sources = std::collections::BTreeMap::<String, String>::new();
         for l in &e.lines {
             let bytes = per_gpu.entry(l.category.to_string()).or_insert(0);
             *bytes = bytes.saturating_add(l.bytes);
-            sources.insert(l.category.to_string(), l.source.english());
+            // A category of several lines (communication's buffers, pipelining's activations in
+            // flight) cites each.
+            let source = l.source.english();
+            match sources.get_mut(l.category) {
+                Some(all) if !all.split("; ").any(|s: &str| s == source) => *all = format!("{all}; {source}"),
+                Some(_) => {}
+                None => {
+                    sources.insert(l.category.to_string(), source);
+                }
+            }
         }
         Self {
             source: "predicted",

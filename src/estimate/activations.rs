@@ -426,20 +426,9 @@ fn latent_norms(z: &Sizes, m: super::arch::Mla, hf: bool, trained: bool) -> u128
 /// A pipeline stage keeps only its own: the first the embedding's, the last the final norm's and
 /// the lm_head's; each its rotary tables.
 pub fn saved_outside(s: &Setup) -> Vec<Saved> {
-    let (first, last) = s.arch.stage.map_or((true, true), |st| (st.embedding, st.head));
-    let mut list = whole_model_outside(s);
-    list.retain(|t| match t.key {
-        "saved-embedding-dropout-mask" | "saved-position-ids-the-position-embeddings-indices-int64" => first,
-        "saved-rotary-cos-and-sin-tables" => true,
-        _ => last,
-    });
-    list
-}
-
-fn whole_model_outside(s: &Setup) -> Vec<Saved> {
     let mut out = without_mtp(s);
     let a = &s.arch;
-    if a.block.mtp > 0 {
+    if a.block.mtp > 0 && a.stage.is_none_or(|st| st.head) {
         // Each module: its two input norms (as RMSNorm keeps them), the concatenation eh_proj
         // reads, a block like the last layer's, its final norm and the head's input.
         let z = Sizes::new(s);
@@ -459,6 +448,13 @@ fn whole_model_outside(s: &Setup) -> Vec<Saved> {
     out
 }
 
+/// Where a tensor outside the layers lives under pipelining.
+enum Place {
+    Embedding,
+    Head,
+    Every,
+}
+
 fn without_mtp(s: &Setup) -> Vec<Saved> {
     let a = &s.arch;
     let z = Sizes::new(s);
@@ -468,45 +464,59 @@ fn without_mtp(s: &Setup) -> Vec<Saved> {
     let drop = a.dropout > 0.0;
     let lm_head = s.lora.is_none();
     let mut out = Vec::new();
-    let mut add = |name, source, bytes: u128| {
-        if bytes > 0 {
+    // What the stage holds: the embedding's tensors on the first, the head's on the last, the
+    // rotary tables on each.
+    let (first, last) = a.stage.map_or((true, true), |st| (st.embedding, st.head));
+    let mut add = |place: Place, name, source, bytes: u128| {
+        let here = match place {
+            Place::Embedding => first,
+            Place::Head => last,
+            Place::Every => true,
+        };
+        if bytes > 0 && here {
             out.push(Saved { key: name, source, bytes, part: Part::AfterCore });
         }
     };
     if drop {
         let source = if s.runtime() == Runtime::HfEager { HF_DROPOUT } else { KORTHIKANTI };
-        add("saved-embedding-dropout-mask", source, rep(sb * h, 1));
+        add(Place::Embedding, "saved-embedding-dropout-mask", source, rep(sb * h, 1));
     }
     if s.runtime() == Runtime::HfEager {
         match a.norm {
             Norm::LayerNorm => {
-                add("saved-final-layernorm-input", HF_LAYER_NORM, rep(sb * h, p));
-                add("saved-final-layernorm-mean-and-rstd", HF_LAYER_NORM, 2 * rep(sb, 4));
+                add(Place::Head, "saved-final-layernorm-input", HF_LAYER_NORM, rep(sb * h, p));
+                add(Place::Head, "saved-final-layernorm-mean-and-rstd", HF_LAYER_NORM, 2 * rep(sb, 4));
             }
             Norm::RmsNorm => {
-                add("saved-final-rmsnorms-fp32-copy-of-its-input", HF_RMS_NORM, rep(sb * h, 4));
-                add("saved-final-rmsnorms-rsqrt", HF_RMS_NORM, rep(sb, 4));
-                add("saved-final-rmsnorms-normalised-input-cast-back", HF_RMS_NORM, rep(sb * h, p));
+                add(Place::Head, "saved-final-rmsnorms-fp32-copy-of-its-input", HF_RMS_NORM, rep(sb * h, 4));
+                add(Place::Head, "saved-final-rmsnorms-rsqrt", HF_RMS_NORM, rep(sb, 4));
+                add(Place::Head, "saved-final-rmsnorms-normalised-input-cast-back", HF_RMS_NORM, rep(sb * h, p));
             }
             Norm::GemmaRmsNorm => {
                 let bytes = 2 * rep(sb * h, 4) + rep(sb, 4) + words(h, 4);
-                add("saved-final-norm-gemma", HF_GEMMA_NORM, bytes);
+                add(Place::Head, "saved-final-norm-gemma", HF_GEMMA_NORM, bytes);
             }
             Norm::Fp32RmsNorm => {
-                add("saved-final-rmsnorms-fp32-copy-of-its-input", HF_FP32_RMS_NORM, rep(sb * h, 4));
-                add("saved-final-rmsnorms-rsqrt", HF_FP32_RMS_NORM, rep(sb, 4));
-                add("saved-final-rmsnorms-normalised-input-fp32", HF_FP32_RMS_NORM, rep(sb * h, 4));
+                add(Place::Head, "saved-final-rmsnorms-fp32-copy-of-its-input", HF_FP32_RMS_NORM, rep(sb * h, 4));
+                add(Place::Head, "saved-final-rmsnorms-rsqrt", HF_FP32_RMS_NORM, rep(sb, 4));
+                add(Place::Head, "saved-final-rmsnorms-normalised-input-fp32", HF_FP32_RMS_NORM, rep(sb * h, 4));
             }
         }
         if lm_head {
-            add("saved-final-norm-output-lm-heads-input", HF_LINEAR, rep(sb * h, p));
+            add(Place::Head, "saved-final-norm-output-lm-heads-input", HF_LINEAR, rep(sb * h, p));
         }
         if a.positions == 0 {
             // LlamaRotaryEmbedding's cos and sin, (1, s, head_dim) each, shared by the layers.
             let bytes = if a.block.fp32_rope { 4 } else { p };
-            add("saved-rotary-cos-and-sin-tables", "LlamaRotaryEmbedding.forward", 2 * words(sq * rotary_dims, bytes));
+            add(
+                Place::Every,
+                "saved-rotary-cos-and-sin-tables",
+                "LlamaRotaryEmbedding.forward",
+                2 * words(sq * rotary_dims, bytes),
+            );
         } else {
             add(
+                Place::Embedding,
                 "saved-position-ids-the-position-embeddings-indices-int64",
                 "nn.Embedding keeps its indices",
                 words(sq, 8),
@@ -515,10 +525,10 @@ fn without_mtp(s: &Setup) -> Vec<Saved> {
         return out;
     }
     let stats = if a.norm == Norm::LayerNorm { 2 } else { 1 };
-    add("saved-final-norm-input-the-last-blocks-output", KORTHIKANTI, rep(sb * h, p));
-    add("saved-final-norm-statistics-fp32", KORTHIKANTI, stats * rep(sb, 4));
+    add(Place::Head, "saved-final-norm-input-the-last-blocks-output", KORTHIKANTI, rep(sb * h, p));
+    add(Place::Head, "saved-final-norm-statistics-fp32", KORTHIKANTI, stats * rep(sb, 4));
     if lm_head {
-        add("saved-final-norm-output-lm-heads-input", KORTHIKANTI, rep(sb * h, p));
+        add(Place::Head, "saved-final-norm-output-lm-heads-input", KORTHIKANTI, rep(sb * h, p));
     }
     out
 }

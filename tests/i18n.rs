@@ -96,7 +96,8 @@ fn glossary() -> Vec<(String, String)> {
     rows
 }
 
-/// The glossary terms an English text uses: whole words, longest first, each word counted once.
+/// The glossary terms an English text uses: whole words, longest first, each word counted once
+/// (a word inside a code identifier, `interleave_moe_layer_step`, is no term).
 fn terms_in(text: &str, glossary: &[(String, String)]) -> Vec<(String, String)> {
     let lower = text.to_lowercase();
     let mut used = vec![false; lower.len()];
@@ -106,7 +107,7 @@ fn terms_in(text: &str, glossary: &[(String, String)]) -> Vec<(String, String)> 
     for (en, zh) in by_length {
         for (start, _) in lower.match_indices(en.as_str()) {
             let end = start + en.len();
-            let boundary = |i: Option<char>| i.is_none_or(|c| !c.is_alphanumeric());
+            let boundary = |i: Option<char>| i.is_none_or(|c| !c.is_alphanumeric() && c != '_');
             if boundary(lower[..start].chars().next_back())
                 && boundary(lower[end..].chars().next())
                 && !used[start..end].iter().any(|&u| u)

@@ -89,15 +89,17 @@ pub struct EstimateDerived {
 
 impl EstimateDerived {
     pub fn new(settings: &EstimateSettings) -> Self {
-        let setup = settings.setup();
-        let (estimate, max_micro_batch, sweep, runtime) = match &setup {
-            Ok(s) => {
-                let e = estimate::estimate(s).ok();
-                let max = estimate::max_micro_batch(s).unwrap_or(0);
-                let sweep = estimate::sweep(s, &estimate::sweep_batches(max)).unwrap_or_default();
-                (e, max, sweep, Some(super::estimate_runtime::RuntimeDerived::new(s)))
+        // A setup whose estimate is refused (a size beyond what oomlab counts) is shown as
+        // refused, with the reason, like an impossible one.
+        let setup = settings.setup().and_then(|s| estimate::estimate(&s).map(|e| (s, e)));
+        let (setup, estimate, max_micro_batch, sweep, runtime) = match setup {
+            Ok((s, e)) => {
+                let max = estimate::max_micro_batch(&s).unwrap_or(0);
+                let sweep = estimate::sweep(&s, &estimate::sweep_batches(max)).unwrap_or_default();
+                let runtime = Some(super::estimate_runtime::RuntimeDerived::new(&s));
+                (Ok(s), Some(e), max, sweep, runtime)
             }
-            Err(_) => (None, 0, Vec::new(), None),
+            Err(e) => (Err(e), None, 0, Vec::new(), None),
         };
         Self { setup, estimate, max_micro_batch, sweep, runtime }
     }
@@ -291,7 +293,7 @@ pub fn view(ui: &mut Ui, t: &Catalog, s: &EstimateSettings, d: &EstimateDerived)
     let setup = match &d.setup {
         Ok(setup) => setup,
         Err(e) => {
-            ui.colored_label(Color32::RED, t.format("real-cannot", &[("error", e.to_string().into())]));
+            ui.colored_label(Color32::RED, t.format("real-cannot", &[("error", e.text(t).into())]));
             return;
         }
     };
@@ -545,7 +547,7 @@ pub fn line_name(t: &Catalog, category: &str) -> String {
 pub fn claims_view(ui: &mut Ui, t: &Catalog, claims: &Result<Vec<Claim>, EstimateError>) {
     match claims {
         Err(e) => {
-            ui.colored_label(Color32::RED, e.to_string());
+            ui.colored_label(Color32::RED, e.text(t));
         }
         Ok(list) => {
             for c in list {

@@ -5,8 +5,13 @@
 /// (a library's own error message).
 #[derive(Clone, Debug, PartialEq)]
 pub enum Notice {
-    Message { key: &'static str, args: Vec<(&'static str, Notice)> },
+    Message {
+        key: &'static str,
+        args: Vec<(&'static str, Notice)>,
+    },
     Text(String),
+    /// Why the estimator refuses a setup: worded in the reader's language when shown.
+    Refusal(crate::estimate::EstimateError),
 }
 
 impl From<String> for Notice {
@@ -29,6 +34,7 @@ impl Notice {
                 t.format(key, &args)
             }
             Notice::Text(s) => s.clone(),
+            Notice::Refusal(e) => e.text(t),
         }
     }
 }

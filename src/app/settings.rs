@@ -395,8 +395,7 @@ impl Settings {
         // The real-model view's part: if it cannot be estimated, that part alone falls back.
         if let Err(e) = clamped.estimate.setup() {
             clamped.estimate = super::estimate_view::EstimateSettings::default();
-            let why = Notice::Text(e.to_string());
-            return (clamped, Some(Notice::msg("link-real-unusable", &[("why", why)])));
+            return (clamped, Some(Notice::msg("link-real-unusable", &[("why", Notice::Refusal(e))])));
         }
         let notice = (clamped != settings).then(|| Notice::msg("link-adjusted", &[]));
         (clamped, notice)

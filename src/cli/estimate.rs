@@ -2,8 +2,8 @@
 
 use clap::Args;
 use oomlab::estimate::{
-    self, Adapters, Architecture, ContextKind, Framework, Mlp, Norm, Offload, Optimizer, Parallel, Runtime, Setup,
-    StatePrecision, claims, presets,
+    self, Adapters, Architecture, ContextKind, EstimateError, Framework, Mlp, Norm, Offload, Optimizer, Parallel,
+    Runtime, Setup, StatePrecision, claims, presets,
 };
 use oomlab::plan::{AttentionKind, Checkpoint};
 use oomlab::units::group_digits;
@@ -222,6 +222,16 @@ fn usage(message: impl Into<String>) -> Failure {
     Failure { code: EXIT_USAGE, message: message.into() }
 }
 
+/// The estimator's refusal, in the system's language (`LANG`, as the claims' text), exit 2.
+fn refused(e: &EstimateError) -> Failure {
+    usage(e.text(&system_catalog()))
+}
+
+fn system_catalog() -> oomlab::i18n::Catalog {
+    use oomlab::i18n::{Catalog, Lang};
+    Catalog::new(Lang::from_env().unwrap_or_default())
+}
+
 #[derive(Clone, Copy, Debug, clap::ValueEnum)]
 enum ContextArg {
     Ring,
@@ -254,7 +264,8 @@ fn config_model(model: &str) -> Result<Option<oomlab::estimate::hf::HfModel>, Fa
     // The model's name: its folder's (a Hub snapshot's folder is the model's), else the file's.
     let named = if path.is_dir() { path } else { path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(path) };
     let name = named.file_name().map_or_else(|| model.to_string(), |n| n.to_string_lossy().into_owned());
-    oomlab::estimate::hf::from_config(&text, &name).map(Some).map_err(|e| usage(format!("{}: {e}", file.display())))
+    let read = oomlab::estimate::hf::from_config(&text, &name);
+    read.map(Some).map_err(|e| usage(format!("{}: {}", file.display(), e.text(&system_catalog()))))
 }
 
 /// The architecture `--model` and the custom flags give, and the context a config.json says it
@@ -441,7 +452,7 @@ fn setup(a: &EstimateArgs) -> Result<Setup, Failure> {
         s.measured.context_bytes = Some((mib * (1u64 << 20) as f64) as u64);
     }
     s.measured.fragmentation_percent = a.fragmentation_percent;
-    s.validate().map_err(|e| usage(e.to_string()))?;
+    s.validate().map_err(|e| refused(&e))?;
     Ok(s)
 }
 
@@ -450,12 +461,11 @@ fn setup(a: &EstimateArgs) -> Result<Setup, Failure> {
 /// catalogs as the app); the JSON is always English, its keys never change.
 pub fn claims_command(json: bool) -> Result<(), Failure> {
     use oomlab::estimate::claims::Part;
-    use oomlab::i18n::{Catalog, Lang};
-    let list = claims::claims().map_err(|e| usage(e.to_string()))?;
+    let list = claims::claims().map_err(|e| refused(&e))?;
     if json {
         println!("{}", serde_json::to_string_pretty(&list).map_err(|e| usage(e.to_string()))?);
     } else {
-        let t = Catalog::new(Lang::from_env().unwrap_or_default());
+        let t = system_catalog();
         for c in list {
             let verdict = t.text(if c.holds { "claim-holds" } else { "claim-breaks" });
             let (claim, source) = (c.text(&t, Part::Claim), c.text(&t, Part::Source));
@@ -472,13 +482,10 @@ pub fn run(a: &EstimateArgs) -> Result<(), Failure> {
         return Ok(());
     }
     let s = setup(a)?;
-    let e = estimate::estimate(&s).map_err(|e| usage(e.to_string()))?;
-    let max = estimate::max_micro_batch(&s).map_err(|e| usage(e.to_string()))?;
-    let sweep = if a.sweep {
-        estimate::sweep(&s, &estimate::sweep_batches(max)).map_err(|e| usage(e.to_string()))?
-    } else {
-        Vec::new()
-    };
+    let e = estimate::estimate(&s).map_err(|e| refused(&e))?;
+    let max = estimate::max_micro_batch(&s).map_err(|e| refused(&e))?;
+    let sweep =
+        if a.sweep { estimate::sweep(&s, &estimate::sweep_batches(max)).map_err(|e| refused(&e))? } else { Vec::new() };
     if a.json {
         let report = estimate::EstimateReport::new(&s, &e, max, &sweep);
         println!("{}", serde_json::to_string_pretty(&report.to_json()).map_err(|e| usage(e.to_string()))?);

@@ -322,47 +322,45 @@ impl Architecture {
     }
 
     pub fn validate(&self) -> Result<(), EstimateError> {
-        let invalid = |m: String| Err(EstimateError::Invalid(m));
+        use super::error::Size;
+        use EstimateError as E;
         let moe = self.block.moe;
         let dims = [
-            ("vocab", self.vocab, 1 << 24),
-            ("hidden", self.hidden, 1 << 18),
-            ("layers", self.layers, 1 << 12),
-            ("heads", self.heads, 1 << 12),
-            ("kv_heads", self.kv_heads, 1 << 12),
-            ("ffn", self.ffn, 1 << 20),
-            ("experts", moe.map_or(1, |m| m.experts), 1 << 12),
-            ("top_k", moe.map_or(1, |m| m.top_k), 1 << 12),
+            (Size::Vocab, self.vocab, 1 << 24),
+            (Size::Hidden, self.hidden, 1 << 18),
+            (Size::Layers, self.layers, 1 << 12),
+            (Size::Heads, self.heads, 1 << 12),
+            (Size::KvHeads, self.kv_heads, 1 << 12),
+            (Size::Ffn, self.ffn, 1 << 20),
+            (Size::Experts, moe.map_or(1, |m| m.experts), 1 << 12),
+            (Size::TopK, moe.map_or(1, |m| m.top_k), 1 << 12),
         ];
-        for (name, value, max) in dims {
+        for (what, value, max) in dims {
             if value == 0 || value > max {
-                return invalid(format!("{name} must be between 1 and {max} (got {value})"));
+                return Err(E::OutOfRange { what, value, max });
             }
         }
-        for (name, value, max) in [
-            ("positions", self.positions, 1 << 24),
-            ("head_dim", self.block.head_dim, 1 << 14),
-            ("rotary_dims", self.block.rotary_dims, 1 << 14),
-            ("shared expert width", moe.map_or(0, |m| m.shared_ffn), 1 << 20),
-            ("dense layers' MLP width", moe.map_or(0, |m| m.dense_ffn), 1 << 20),
-            ("dense first layers", moe.map_or(0, |m| m.dense_first), 1 << 12),
-            ("mixture layer step", moe.map_or(0, |m| m.every), 1 << 12),
+        for (what, value, max) in [
+            (Size::Positions, self.positions, 1 << 24),
+            (Size::HeadDim, self.block.head_dim, 1 << 14),
+            (Size::RotaryDims, self.block.rotary_dims, 1 << 14),
+            (Size::SharedExpertWidth, moe.map_or(0, |m| m.shared_ffn), 1 << 20),
+            (Size::DenseWidth, moe.map_or(0, |m| m.dense_ffn), 1 << 20),
+            (Size::DenseFirst, moe.map_or(0, |m| m.dense_first), 1 << 12),
+            (Size::MixtureStep, moe.map_or(0, |m| m.every), 1 << 12),
         ] {
             if value > max {
-                return invalid(format!("{name} must be at most {max} (got {value})"));
+                return Err(E::AtMost { what, value, max });
             }
         }
         if !(0.0..1.0).contains(&self.dropout) {
-            return invalid(format!("dropout is a probability from 0 up to (not including) 1 (got {})", self.dropout));
+            return Err(E::Dropout { value: self.dropout });
         }
         if self.block.head_dim == 0 && self.block.mla.is_none() && !self.hidden.is_multiple_of(self.heads) {
-            return invalid(format!("hidden ({}) must be divisible by heads ({})", self.hidden, self.heads));
+            return Err(E::HeadsDivide { hidden: self.hidden, heads: self.heads });
         }
         if !self.heads.is_multiple_of(self.kv_heads) {
-            return invalid(format!(
-                "heads ({}) must be a multiple of kv_heads ({}) for grouped-query attention",
-                self.heads, self.kv_heads
-            ));
+            return Err(E::KvHeadsDivide { heads: self.heads, kv_heads: self.kv_heads });
         }
         // Every parameter count is a u64 product: refuse an architecture whose blocks (a
         // mixture's experts with them) pass 2⁵⁶ parameters before any of them is multiplied out
@@ -373,20 +371,20 @@ impl Architecture {
         let dense_f = moe.map_or(0, |m| m.dense_ffn as u128);
         let per_layer = 2 * h * heads + 3 * experts * h * f + 3 * h * (shared + dense_f) + experts * h;
         if l * per_layer + 2 * self.vocab as u128 * h > 1 << 56 {
-            return invalid(format!("{} has more than 2^56 parameters: beyond what oomlab counts", self.name));
+            return Err(E::TooManyParameters { model: self.name.clone() });
         }
         if let Some(m) = moe {
             if m.top_k > m.experts {
-                return invalid(format!("top_k ({}) cannot be more than the experts ({})", m.top_k, m.experts));
+                return Err(E::TopK { top_k: m.top_k, experts: m.experts });
             }
             if !self.mlp.gated() {
-                return invalid("the estimator's experts are gated MLPs (SwiGLU or GeGLU)".into());
+                return Err(E::ExpertsNotGated);
             }
             if self.moe_layers() == 0 {
-                return invalid(format!("no layer of {} has the mixture of experts", self.name));
+                return Err(E::NoMixtureLayer { model: self.name.clone() });
             }
             if self.moe_layers() < self.layers && m.dense_ffn == 0 {
-                return invalid("the dense layers among the mixture's need their MLP width".into());
+                return Err(E::DenseWidthMissing);
             }
         }
         Ok(())

@@ -91,8 +91,8 @@ pub fn step_flops(setup: &Setup) -> f64 {
 }
 
 fn preset(model: &str, gpu: &str, batch: u64, seq: u64) -> Result<Setup, EstimateError> {
-    let arch = presets::model(model).ok_or_else(|| EstimateError::Invalid(format!("no model preset {model}")))?;
-    let gpu = presets::gpu(gpu).ok_or_else(|| EstimateError::Invalid(format!("no GPU preset {gpu}")))?;
+    let arch = presets::model(model).ok_or_else(|| EstimateError::NoModelPreset { name: model.into() })?;
+    let gpu = presets::gpu(gpu).ok_or_else(|| EstimateError::NoGpuPreset { name: gpu.into() })?;
     Ok(Setup::new(arch, gpu, batch, seq))
 }
 

@@ -19,6 +19,8 @@
 
 use serde_json::Value;
 
+use super::error::{ConfigJsonError, ConfigJsonError as C, Unmodelled};
+
 use super::arch::Mla;
 use super::{Architecture, Block, EstimateError, Mlp, Moe, Norm, Router, presets};
 
@@ -61,8 +63,8 @@ pub struct HfModel {
     pub mtp: u64,
 }
 
-fn invalid(message: String) -> EstimateError {
-    EstimateError::Invalid(message)
+fn invalid(e: ConfigJsonError) -> EstimateError {
+    EstimateError::Config(e)
 }
 
 /// Reads a config.json's text; `name` names the model (the folder's or file's name).
@@ -81,11 +83,11 @@ pub fn from_config_named(text: &str, fallback: &str) -> Result<HfModel, Estimate
 
 fn read(text: &str, name: impl Fn(&serde_json::Map<String, Value>) -> String) -> Result<HfModel, EstimateError> {
     if text.len() > MAX_CONFIG_BYTES {
-        return Err(invalid(format!("config.json is {} bytes, more than the {MAX_CONFIG_BYTES} read", text.len())));
+        return Err(invalid(C::TooLong { bytes: text.len() as u64, max: MAX_CONFIG_BYTES as u64 }));
     }
-    let v: Value = serde_json::from_str(text).map_err(|e| invalid(format!("config.json is not JSON: {e}")))?;
+    let v: Value = serde_json::from_str(text).map_err(|e| invalid(C::NotJson { detail: e.to_string() }))?;
     let Some(fields) = v.as_object() else {
-        return Err(invalid("config.json is not a JSON object".into()));
+        return Err(invalid(C::NotObject));
     };
     let name = &name(fields);
     let model_type = fields.get("model_type").and_then(Value::as_str).unwrap_or("");
@@ -96,12 +98,9 @@ fn read(text: &str, name: impl Fn(&serde_json::Map<String, Value>) -> String) ->
         "llama" | "mistral" | "mixtral" | "qwen2" | "qwen2_moe" | "qwen3" | "qwen3_moe" | "phi3" | "gemma"
         | "gemma2" | "gemma3_text" | "olmo2" | "smollm3" | "granite" | "glm4_moe" | "deepseek_v3" | "gpt_oss"
         | "llama4_text" => llama(&c, name)?,
-        "" => return Err(invalid("config.json has no model_type".into())),
+        "" => return Err(invalid(C::NoModelType)),
         other => {
-            return Err(invalid(format!(
-                "model_type {other:?} is not modelled yet: oomlab reads {} configs",
-                FAMILIES.join(", ")
-            )));
+            return Err(invalid(C::UnknownFamily { model_type: other.into(), known: FAMILIES.join(", ") }));
         }
     };
     c.check_keys()?;
@@ -131,15 +130,11 @@ impl Config<'_> {
                 Some(Use::Read | Use::NoEffect(_)) => {}
                 Some(Use::DefaultOnly(default)) => {
                     if serde_json::from_str::<Value>(default).ok().as_ref() != Some(value) {
-                        return Err(self.not_modelled(key, &format!("only its default, {default}, is")));
+                        return Err(self.not_modelled(key, Unmodelled::DefaultOnly(default.into())));
                     }
                 }
                 None => {
-                    return Err(invalid(format!(
-                        "{}: {key} is a key oomlab does not know in this family, so it is not read past (it \
-                         might change memory); remove it if it changes nothing",
-                        self.model_type
-                    )));
+                    return Err(invalid(C::UnknownKey { family: self.family(), key: key.clone() }));
                 }
             }
         }
@@ -149,10 +144,11 @@ impl Config<'_> {
     /// A positive whole number the family needs.
     fn count(&self, key: &str) -> Result<u64, EstimateError> {
         match self.get(key) {
-            Some(v) => v.as_u64().filter(|&n| n > 0).ok_or_else(|| {
-                invalid(format!("{}: {key} must be a positive whole number (got {v})", self.model_type))
-            }),
-            None => Err(invalid(format!("{}: config.json has no {key}", self.model_type))),
+            Some(v) => v
+                .as_u64()
+                .filter(|&n| n > 0)
+                .ok_or_else(|| invalid(C::NotPositive { family: self.family(), key: key.into(), got: v.to_string() })),
+            None => Err(invalid(C::Missing { family: self.family(), key: key.into() })),
         }
     }
 
@@ -162,7 +158,7 @@ impl Config<'_> {
             None => Ok(default),
             Some(v) => v
                 .as_u64()
-                .ok_or_else(|| invalid(format!("{}: {key} must be a whole number (got {v})", self.model_type))),
+                .ok_or_else(|| invalid(C::NotWhole { family: self.family(), key: key.into(), got: v.to_string() })),
         }
     }
 
@@ -173,17 +169,16 @@ impl Config<'_> {
     fn flag(&self, key: &str, default: bool) -> Result<bool, EstimateError> {
         match self.get(key) {
             None => Ok(default),
-            Some(v) => v.as_bool().ok_or_else(|| invalid(format!("{}: {key} must be true or false", self.model_type))),
+            Some(v) => v.as_bool().ok_or_else(|| invalid(C::NotBool { family: self.family(), key: key.into() })),
         }
     }
 
     fn probability(&self, key: &str) -> Result<f64, EstimateError> {
         match self.get(key) {
             None => Ok(0.0),
-            Some(v) => v
-                .as_f64()
-                .filter(|p| (0.0..1.0).contains(p))
-                .ok_or_else(|| invalid(format!("{}: {key} must be a probability below 1 (got {v})", self.model_type))),
+            Some(v) => v.as_f64().filter(|p| (0.0..1.0).contains(p)).ok_or_else(|| {
+                invalid(C::NotProbability { family: self.family(), key: key.into(), got: v.to_string() })
+            }),
         }
     }
 
@@ -199,9 +194,10 @@ impl Config<'_> {
             .or_else(|| nested("rope_scaling"));
         let factor = match value {
             None => default,
-            Some(v) => v.as_f64().filter(|f| *f > 0.0 && *f <= 1.0).ok_or_else(|| {
-                invalid(format!("{}: partial_rotary_factor must be above 0 and at most 1 (got {v})", self.model_type))
-            })?,
+            Some(v) => v
+                .as_f64()
+                .filter(|f| *f > 0.0 && *f <= 1.0)
+                .ok_or_else(|| invalid(C::RotaryFactor { family: self.family(), got: v.to_string() }))?,
         };
         let dims = (head_dim as f64 * factor) as u64;
         Ok(if dims >= head_dim { 0 } else { dims })
@@ -212,9 +208,13 @@ impl Config<'_> {
     }
 
     /// A field whose value would change memory in a way the estimator does not model.
-    fn not_modelled(&self, key: &str, why: &str) -> EstimateError {
+    fn not_modelled(&self, key: &str, why: Unmodelled) -> EstimateError {
         let value = self.get(key).map_or_else(String::new, Value::to_string);
-        invalid(format!("{}: {key} = {value} is not modelled: {why}", self.model_type))
+        invalid(C::NotModelled { family: self.family(), key: key.into(), value, why })
+    }
+
+    fn family(&self) -> String {
+        self.model_type.to_string()
     }
 }
 
@@ -227,17 +227,17 @@ fn gpt2(c: &Config<'_>, name: &str) -> Result<HfModel, EstimateError> {
     let mlp = match c.text("activation_function").unwrap_or("gelu_new") {
         "gelu_new" | "gelu_fast" => Mlp::Gelu,
         "gelu" | "gelu_pytorch_tanh" => Mlp::TorchGelu,
-        _ => return Err(c.not_modelled("activation_function", "the estimator's GPT-2 MLP is GELU")),
+        _ => return Err(c.not_modelled("activation_function", Unmodelled::Gpt2Activation)),
     };
     if !c.flag("tie_word_embeddings", true)? {
-        return Err(c.not_modelled("tie_word_embeddings", "GPT2LMHeadModel ties its lm_head whatever this says"));
+        return Err(c.not_modelled("tie_word_embeddings", Unmodelled::Gpt2Untied));
     }
     // One dropout probability: the estimator keeps a mask after the embeddings, attention and
     // each residual branch alike.
     let p = c.probability("resid_pdrop")?;
     for key in ["embd_pdrop", "attn_pdrop"] {
         if c.probability(key)? != p {
-            return Err(c.not_modelled(key, "dropouts that differ from resid_pdrop"));
+            return Err(c.not_modelled(key, Unmodelled::Gpt2Dropouts));
         }
     }
     let heads = c.count("n_head")?;
@@ -261,14 +261,14 @@ fn gpt_neox(c: &Config<'_>, name: &str) -> Result<HfModel, EstimateError> {
     let mlp = match c.text("hidden_act").unwrap_or("gelu") {
         "gelu" | "gelu_pytorch_tanh" | "gelu_fast" => Mlp::TorchGelu,
         "gelu_new" => Mlp::Gelu,
-        _ => return Err(c.not_modelled("hidden_act", "the estimator's GPT-NeoX MLP is GELU")),
+        _ => return Err(c.not_modelled("hidden_act", Unmodelled::NeoxActivation)),
     };
     if !c.flag("attention_bias", true)? {
-        return Err(c.not_modelled("attention_bias", "biases on the MLP and not on the attention"));
+        return Err(c.not_modelled("attention_bias", Unmodelled::NeoxAttentionBias));
     }
     for key in ["hidden_dropout", "attention_dropout"] {
         if c.probability(key)? > 0.0 {
-            return Err(c.not_modelled(key, "GPT-NeoX's dropouts (the estimator's GPT-NeoX keeps none)"));
+            return Err(c.not_modelled(key, Unmodelled::NeoxDropouts));
         }
     }
     let context = c.count_or("max_position_embeddings", 2048)?;
@@ -322,7 +322,7 @@ fn llama(c: &Config<'_>, name: &str) -> Result<HfModel, EstimateError> {
         (false, "silu" | "swish") if t == "gpt_oss" => Mlp::ClampedSwiGlu,
         (false, "silu" | "swish") => Mlp::SwiGlu,
         (true, "gelu_pytorch_tanh" | "gelu") => Mlp::GeGlu,
-        _ => return Err(c.not_modelled(act_key, "the estimator's gated MLPs are SwiGLU (silu) and Gemma's GeGLU")),
+        _ => return Err(c.not_modelled(act_key, Unmodelled::GatedActivation)),
     };
     // GLM-4.5's attention_bias puts biases on q, k and v only (its output projection has none).
     let glm_bias = t == "glm4_moe" && c.flag("attention_bias", false)?;
@@ -331,12 +331,12 @@ fn llama(c: &Config<'_>, name: &str) -> Result<HfModel, EstimateError> {
     let own_bias = |k: &str| matches!(t, "glm4_moe" | "gpt_oss") && k == "attention_bias";
     for key in ["attention_bias", "mlp_bias"].into_iter().filter(|k| !own_bias(k)) {
         if c.flag(key, false)? {
-            return Err(c.not_modelled(key, "biases on some linear layers and not others"));
+            return Err(c.not_modelled(key, Unmodelled::SomeBiases));
         }
     }
     for key in ["attention_dropout", "resid_pdrop", "embd_pdrop"] {
         if c.probability(key)? > 0.0 {
-            return Err(c.not_modelled(key, "dropout in this family (the estimator's keeps none)"));
+            return Err(c.not_modelled(key, Unmodelled::Dropout));
         }
     }
     if t == "smollm3" {
@@ -347,8 +347,8 @@ fn llama(c: &Config<'_>, name: &str) -> Result<HfModel, EstimateError> {
     let softcap = match (c.get("attn_logit_softcapping"), c.get("final_logit_softcapping")) {
         (None, None) => false,
         (Some(_), Some(_)) => true,
-        (Some(_), None) => return Err(c.not_modelled("attn_logit_softcapping", "soft-capping the scores alone")),
-        (None, Some(_)) => return Err(c.not_modelled("final_logit_softcapping", "soft-capping the logits alone")),
+        (Some(_), None) => return Err(c.not_modelled("attn_logit_softcapping", Unmodelled::ScoresSoftcapAlone)),
+        (None, Some(_)) => return Err(c.not_modelled("final_logit_softcapping", Unmodelled::LogitsSoftcapAlone)),
     };
     let context = c.count_or("max_position_embeddings", 4096)?;
     let (vocab, layers) = (c.count("vocab_size")?, c.count("num_hidden_layers")?);
@@ -419,7 +419,7 @@ fn llama(c: &Config<'_>, name: &str) -> Result<HfModel, EstimateError> {
 /// `num_key_value_heads` must equal the heads.
 fn latent_attention(c: &Config<'_>, heads: u64, kv_heads: u64) -> Result<Mla, EstimateError> {
     if kv_heads != heads {
-        return Err(c.not_modelled("num_key_value_heads", "latent attention expands keys and values to every head"));
+        return Err(c.not_modelled("num_key_value_heads", Unmodelled::LatentKeyValueHeads));
     }
     Ok(Mla {
         q_rank: c.whole("q_lora_rank", 0)?,
@@ -438,7 +438,7 @@ fn llama4_moe(c: &Config<'_>) -> Result<Moe, EstimateError> {
     if let Some(list) = c.get("moe_layers").and_then(Value::as_array).filter(|l| !l.is_empty()) {
         let derived: Vec<u64> = (0..layers).filter(|i| (i + 1).is_multiple_of(every)).collect();
         if list.iter().map(Value::as_u64).collect::<Option<Vec<u64>>>() != Some(derived) {
-            return Err(c.not_modelled("moe_layers", "a list other than every interleave_moe_layer_step-th layer"));
+            return Err(c.not_modelled("moe_layers", Unmodelled::MoeLayerList));
         }
     }
     let width = c.count("intermediate_size")?;
@@ -460,11 +460,11 @@ fn llama4_nope_every(c: &Config<'_>) -> Result<u64, EstimateError> {
     if let Some(list) = c.get("no_rope_layers").and_then(Value::as_array).filter(|l| !l.is_empty()) {
         let derived: Vec<u64> = (0..layers).map(|i| u64::from(!(i + 1).is_multiple_of(every))).collect();
         if list.iter().map(Value::as_u64).collect::<Option<Vec<u64>>>() != Some(derived) {
-            return Err(c.not_modelled("no_rope_layers", "a pattern other than every no_rope_layer_interval-th layer"));
+            return Err(c.not_modelled("no_rope_layers", Unmodelled::NoRopePattern));
         }
     }
     if every == 1 {
-        return Err(c.not_modelled("no_rope_layer_interval", "a model with no rotary layer at all"));
+        return Err(c.not_modelled("no_rope_layer_interval", Unmodelled::NoRotaryLayer));
     }
     Ok(every)
 }
@@ -476,13 +476,13 @@ fn llama4_nope_every(c: &Config<'_>) -> Result<u64, EstimateError> {
 fn rotary_layers(c: &Config<'_>) -> Result<(), EstimateError> {
     let all_off = match c.get("no_rope_layers") {
         Some(v) => {
-            let list = v.as_array().ok_or_else(|| c.not_modelled("no_rope_layers", "a list of 0 and 1 is read"))?;
+            let list = v.as_array().ok_or_else(|| c.not_modelled("no_rope_layers", Unmodelled::NoRopeList))?;
             list.iter().all(|x| x.as_u64() == Some(0))
         }
         None => c.count_or("no_rope_layer_interval", 4)? == 1,
     };
     if all_off {
-        return Err(c.not_modelled("no_rope_layers", "a model with no rotary layer at all (no cos/sin tables)"));
+        return Err(c.not_modelled("no_rope_layers", Unmodelled::NoRotaryTables));
     }
     Ok(())
 }
@@ -495,7 +495,7 @@ fn moe(c: &Config<'_>) -> Result<Option<Moe>, EstimateError> {
         return Ok(None);
     }
     if c.flag("output_router_logits", false)? {
-        return Err(c.not_modelled("output_router_logits", "the load-balancing loss's saved router logits"));
+        return Err(c.not_modelled("output_router_logits", Unmodelled::RouterLogits));
     }
     if t == "llama4_text" {
         return llama4_moe(c).map(Some);
@@ -506,7 +506,7 @@ fn moe(c: &Config<'_>) -> Result<Option<Moe>, EstimateError> {
         // num_experts_per_tok, so the two must agree.
         let top_k = c.count("num_experts_per_tok")?;
         if c.get("experts_per_token").is_some_and(|v| v.as_u64() != Some(top_k)) {
-            return Err(c.not_modelled("experts_per_token", "a value other than num_experts_per_tok, which is read"));
+            return Err(c.not_modelled("experts_per_token", Unmodelled::ExpertsPerToken));
         }
         return Ok(Some(Moe {
             experts: c.count("num_local_experts")?,
@@ -518,7 +518,7 @@ fn moe(c: &Config<'_>) -> Result<Option<Moe>, EstimateError> {
     }
     if t == "mixtral" {
         if c.get("router_jitter_noise").and_then(Value::as_f64).is_some_and(|x| x > 0.0) {
-            return Err(c.not_modelled("router_jitter_noise", "jitter on the router's input"));
+            return Err(c.not_modelled("router_jitter_noise", Unmodelled::RouterJitter));
         }
         let m = Moe {
             experts: c.count("num_local_experts")?,
@@ -533,7 +533,7 @@ fn moe(c: &Config<'_>) -> Result<Option<Moe>, EstimateError> {
         // experts' width in one MLP; the first first_k_dense_replace layers dense.
         let experts = c.count("n_routed_experts")?;
         if !experts.is_multiple_of(c.count_or("n_group", 1)?) {
-            return Err(c.not_modelled("n_group", "groups that do not divide the experts"));
+            return Err(c.not_modelled("n_group", Unmodelled::GroupsDivide));
         }
         let shared = c.whole("n_shared_experts", 0)?;
         return Ok(Some(Moe {
@@ -548,10 +548,10 @@ fn moe(c: &Config<'_>) -> Result<Option<Moe>, EstimateError> {
         }));
     }
     if c.count_or("decoder_sparse_step", 1)? != 1 {
-        return Err(c.not_modelled("decoder_sparse_step", "dense MLP layers among the mixture's"));
+        return Err(c.not_modelled("decoder_sparse_step", Unmodelled::DenseAmongMixture));
     }
     if c.get("mlp_only_layers").and_then(Value::as_array).is_some_and(|l| !l.is_empty()) {
-        return Err(c.not_modelled("mlp_only_layers", "dense MLP layers among the mixture's"));
+        return Err(c.not_modelled("mlp_only_layers", Unmodelled::DenseAmongMixture));
     }
     let shared_ffn = if t == "qwen2_moe" { c.count("shared_expert_intermediate_size")? } else { 0 };
     Ok(Some(Moe {

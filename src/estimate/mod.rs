@@ -15,6 +15,7 @@ pub mod activations;
 pub mod arch;
 pub mod catalog;
 pub mod claims;
+pub mod error;
 mod formula;
 pub mod hf;
 pub mod hf_keys;
@@ -32,14 +33,14 @@ use serde::Serialize;
 
 pub use activations::{Part, Saved, saved_outside, saved_per_layer};
 pub use arch::{Architecture, Block, Mlp, Moe, Norm, Role, Router, Target};
+pub use error::{Amount, ConfigJsonError, EstimateError, Size, Unmodelled};
 pub use layers::LayerKind;
 pub use moments::{KindSaved, layer_kinds};
 pub use parallel::{ContextKind, Parallel};
 pub use presets::Gpu;
 pub use report::{EstimateReport, OtherRuntime, SweepPoint};
 pub use setup::{
-    Adapters, EstimateError, Framework, MAX_BATCH, MAX_ESTIMATE_BYTES, Measured, Offload, Optimizer, Runtime, Setup,
-    StatePrecision,
+    Adapters, Framework, MAX_BATCH, MAX_ESTIMATE_BYTES, Measured, Offload, Optimizer, Runtime, Setup, StatePrecision,
 };
 pub use states::{
     CUDA_CONTEXT_BYTES, FRAGMENTATION_PERCENT, ZERO_BUCKET_ELEMS, cublas_workspace_bytes, zero_model_states,
@@ -225,8 +226,8 @@ fn one(whole: &Setup, flight: Option<(u64, u64)>) -> Result<Estimate, EstimateEr
     };
     // Every u128 quantity passes through `sat`, which remembers the first one too large to
     // report; the estimate is then refused rather than shown saturated.
-    let too_large: std::cell::Cell<Option<(&'static str, u128)>> = std::cell::Cell::new(None);
-    let checked = |what: &'static str, v: u128| -> u64 {
+    let too_large: std::cell::Cell<Option<(Amount, u128)>> = std::cell::Cell::new(None);
+    let checked = |what: Amount, v: u128| -> u64 {
         if v > MAX_ESTIMATE_BYTES as u128 {
             if too_large.get().is_none() {
                 too_large.set(Some((what, v)));
@@ -268,7 +269,7 @@ fn one(whole: &Setup, flight: Option<(u64, u64)>) -> Result<Estimate, EstimateEr
     let at_layer = layer_acts + working + 4 + earlier_losses;
     let at_mlp = acts_at.at_mlp_backward + mlp_working + 4 + earlier_losses;
     let freed = || {
-        let bytes = crate::units::format_bytes(checked("the logits", logit_bytes + dlogits));
+        let bytes = crate::units::format_bytes(checked(Amount::Logits, logit_bytes + dlogits));
         Cite::with(source::FREED, &[("bytes", bytes)])
     };
     let (acts, logit_line, grad_line, logit_source, grad_source) = if at_loss >= at_layer.max(at_mlp) {
@@ -288,47 +289,47 @@ fn one(whole: &Setup, flight: Option<(u64, u64)>) -> Result<Estimate, EstimateEr
     let mut lines = vec![
         Line {
             category: "parameters",
-            bytes: checked("parameters", st.parameters),
+            bytes: checked(Amount::Parameters, st.parameters),
             per_batch: false,
             source: Cite::with(source::PARAMS, &[("formula", setup.arch.formula())]),
         },
         Line {
             category: "gradients",
-            bytes: checked("gradients", st.gradients),
+            bytes: checked(Amount::Gradients, st.gradients),
             per_batch: false,
             source: Cite::new(states_source),
         },
         Line {
             category: "optimizer_state",
-            bytes: checked("optimizer state", st.optimizer),
+            bytes: checked(Amount::OptimizerState, st.optimizer),
             per_batch: false,
             source: Cite::new(states_source),
         },
         Line {
             category: "master_weights",
-            bytes: checked("master weights", st.master),
+            bytes: checked(Amount::MasterWeights, st.master),
             per_batch: false,
             source: Cite::new(states_source),
         },
         Line {
             category: "activations",
-            bytes: checked("activations", acts),
+            bytes: checked(Amount::Activations, acts),
             per_batch: true,
             source: Cite::new(match setup.runtime() {
                 Runtime::HfEager => source::ACTIVATIONS_HF,
                 Runtime::Fused | Runtime::Oomlab => source::ACTIVATIONS,
             }),
         },
-        Line { category: "logits", bytes: checked("logits", logit_line), per_batch: true, source: logit_source },
+        Line { category: "logits", bytes: checked(Amount::Logits, logit_line), per_batch: true, source: logit_source },
         Line {
             category: "temporaries",
-            bytes: checked("temporaries", grad_line),
+            bytes: checked(Amount::Temporaries, grad_line),
             per_batch: true,
             source: Cite::new(grad_source),
         },
         Line {
             category: "input",
-            bytes: checked("input", input_bytes),
+            bytes: checked(Amount::Input, input_bytes),
             per_batch: true,
             source: Cite::new(source::INPUT),
         },
@@ -340,7 +341,7 @@ fn one(whole: &Setup, flight: Option<(u64, u64)>) -> Result<Estimate, EstimateEr
             source::PIPELINE,
             &[("schedule", setup.parallel.schedule.name()), ("count", format!("{more_in_flight:.2}"))],
         );
-        let bytes = checked("activations in flight", in_flight_bytes);
+        let bytes = checked(Amount::InFlight, in_flight_bytes);
         lines.insert(at, Line { category: "activations", bytes, per_batch: true, source });
     }
     if st.autocast > 0 {
@@ -348,7 +349,7 @@ fn one(whole: &Setup, flight: Option<(u64, u64)>) -> Result<Estimate, EstimateEr
             1,
             Line {
                 category: "parameters",
-                bytes: checked("autocast's weight copies", st.autocast),
+                bytes: checked(Amount::AutocastCopies, st.autocast),
                 per_batch: false,
                 source: Cite::new(source::AUTOCAST),
             },
@@ -359,7 +360,8 @@ fn one(whole: &Setup, flight: Option<(u64, u64)>) -> Result<Estimate, EstimateEr
     }
     if setup.runtime() == Runtime::Oomlab && !setup.fixed_costs && setup.parallel.data > 1 {
         // The toy's own buckets (with fixed costs the framework's are counted below instead).
-        let (bytes, cite) = (checked("communication", states::oomlab_communication(setup, st.trainable)), source::DDP);
+        let (bytes, cite) =
+            (checked(Amount::Communication, states::oomlab_communication(setup, st.trainable)), source::DDP);
         let source = Cite::new(if setup.parallel.zero == 0 { cite } else { source::ZERO_BUCKETS });
         lines.push(Line { category: "communication", bytes, per_batch: false, source });
     }
@@ -416,7 +418,7 @@ fn one(whole: &Setup, flight: Option<(u64, u64)>) -> Result<Estimate, EstimateEr
             comm.push((source::DDP, 0, false));
         }
         for (source, bytes, per_batch) in comm {
-            let bytes = checked("communication", bytes);
+            let bytes = checked(Amount::Communication, bytes);
             lines.push(Line { category: "communication", bytes, per_batch, source: Cite::new(source) });
         }
         let allocated: u64 = lines.iter().map(|l| l.bytes).fold(0, u64::saturating_add);
@@ -445,7 +447,7 @@ fn one(whole: &Setup, flight: Option<(u64, u64)>) -> Result<Estimate, EstimateEr
                 // Validated: finite, 0 to 1000 %.
                 Some(percent) => Line {
                     category: "fragmentation",
-                    bytes: checked("fragmentation", (allocated as f64 * percent / 100.0) as u128),
+                    bytes: checked(Amount::Fragmentation, (allocated as f64 * percent / 100.0) as u128),
                     per_batch: true,
                     source: Cite::with(source::FRAGMENTATION_MEASURED, &[("percent", format!("{percent}"))]),
                 },
@@ -459,9 +461,9 @@ fn one(whole: &Setup, flight: Option<(u64, u64)>) -> Result<Estimate, EstimateEr
         ]);
     }
     let peak_bytes = lines.iter().map(|l| l.bytes).fold(0, u64::saturating_add);
-    let peak_bytes = checked("the peak", peak_bytes as u128);
+    let peak_bytes = checked(Amount::Peak, peak_bytes as u128);
     if let Some((what, amount)) = too_large.get() {
-        return Err(EstimateError::TooLarge { what: what.to_string(), amount, limit: MAX_ESTIMATE_BYTES });
+        return Err(EstimateError::TooLarge { what, amount, limit: MAX_ESTIMATE_BYTES });
     }
     let tokens = setup.micro_batch as u128 * whole.seq as u128 * setup.accum as u128 * setup.parallel.data as u128;
     Ok(Estimate {
@@ -471,16 +473,16 @@ fn one(whole: &Setup, flight: Option<(u64, u64)>) -> Result<Estimate, EstimateEr
         lines,
         peak_bytes,
         capacity_bytes: setup.gpu.memory_bytes,
-        activations_end_of_forward: checked("activations", act_eof),
-        activations_peak: checked("activations", act_peak),
-        logits_bytes: checked("the logits", logit_bytes),
-        logits_grad_bytes: checked("the logits' gradient", dlogits),
-        backward_working_set_bytes: checked("the backward working set", working),
-        host_bytes: checked("host memory", st.host),
-        pcie_bytes_per_step: checked("PCIe traffic", st.pcie),
-        tokens_per_step: checked("tokens per step", tokens),
+        activations_end_of_forward: checked(Amount::Activations, act_eof),
+        activations_peak: checked(Amount::Activations, act_peak),
+        logits_bytes: checked(Amount::Logits, logit_bytes),
+        logits_grad_bytes: checked(Amount::LogitsGrad, dlogits),
+        backward_working_set_bytes: checked(Amount::WorkingSet, working),
+        host_bytes: checked(Amount::HostMemory, st.host),
+        pcie_bytes_per_step: checked(Amount::PcieTraffic, st.pcie),
+        tokens_per_step: checked(Amount::Tokens, tokens),
         runtime: setup.runtime(),
-        saved_for_backward_bytes: checked("saved for backward", act_eof + logit_bytes + input_bytes),
+        saved_for_backward_bytes: checked(Amount::SavedForBackward, act_eof + logit_bytes + input_bytes),
     })
 }
 

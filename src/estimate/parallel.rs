@@ -98,24 +98,17 @@ pub(super) fn validate_context(s: &Setup) -> Result<(), EstimateError> {
     if c == 1 {
         return Ok(());
     }
-    let bad = |m: String| Err(EstimateError::Invalid(m));
     if !s.seq.is_multiple_of(c) {
-        return bad(format!("context parallelism splits the sequence ({}) over {c} GPUs: it must divide", s.seq));
+        return Err(EstimateError::ContextDivide { seq: s.seq, context: c });
     }
     if s.attention != AttentionKind::Fused {
-        return bad("context parallelism runs fused attention (ring attention and Ulysses are built on it): \
-                    choose --attention fused"
-            .into());
+        return Err(EstimateError::ContextNeedsFused);
     }
-    let a = &s.arch;
+    let (a, t) = (&s.arch, s.parallel.tensor);
     if s.parallel.context_kind == ContextKind::Ulysses
-        && !(a.heads.is_multiple_of(c * s.parallel.tensor) && a.kv_heads.is_multiple_of(c * s.parallel.tensor))
+        && !(a.heads.is_multiple_of(c * t) && a.kv_heads.is_multiple_of(c * t))
     {
-        return bad(format!(
-            "Ulysses splits the heads ({}) and key/value heads ({}) over the context-parallel GPUs ({c}, with \
-             tensor parallelism {}): they must divide",
-            a.heads, a.kv_heads, s.parallel.tensor
-        ));
+        return Err(EstimateError::UlyssesHeads { heads: a.heads, kv_heads: a.kv_heads, context: c, tensor: t });
     }
     Ok(())
 }

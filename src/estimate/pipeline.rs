@@ -112,19 +112,15 @@ pub fn in_flight(p: u64, r: u64, schedule: Schedule, micro_batches: u64) -> (u64
 /// layers divide into p·v chunks (as Megatron-LM asks).
 pub(super) fn validate(s: &Setup) -> Result<(), EstimateError> {
     let (p, l) = (s.parallel.pipeline, s.arch.layers);
-    let bad = |m: String| Err(EstimateError::Invalid(m));
     if p == 0 || p > l {
-        return bad(format!("pipeline stages must be between 1 and the layers ({l}) (got {p})"));
+        return Err(EstimateError::PipelineStages { stages: p, layers: l });
     }
     if let Schedule::Interleaved(v) = s.parallel.schedule {
         if !(2..=64).contains(&v) {
-            return bad(format!("the interleaved schedule's chunks per stage must be between 2 and 64 (got {v})"));
+            return Err(EstimateError::InterleavedChunks { chunks: v });
         }
         if p < 2 || !l.is_multiple_of(p * v) {
-            return bad(format!(
-                "the interleaved schedule needs more than one stage and the layers ({l}) to divide into \
-                 stages × chunks ({p} × {v})"
-            ));
+            return Err(EstimateError::InterleavedDivide { stages: p, chunks: v, layers: l });
         }
     }
     Ok(())
@@ -169,7 +165,9 @@ pub(super) fn estimate(
             worst = Some(e);
         }
     }
-    let mut e = worst.ok_or_else(|| EstimateError::Invalid("a pipeline of no stage".into()))?;
+    // No stage only when there are 0 of them (which `validate` refuses first).
+    let (stages, layers) = (s.parallel.pipeline, s.arch.layers);
+    let mut e = worst.ok_or(EstimateError::PipelineStages { stages, layers })?;
     e.parameters = s.arch.parameters();
     e.stages = list;
     Ok(e)

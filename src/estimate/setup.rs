@@ -2,8 +2,8 @@
 //! precision, optimizer, parallelism, offload, LoRA — with its validation.
 
 use serde::{Deserialize, Serialize};
-use thiserror::Error;
 
+use super::error::{EstimateError, Size};
 use super::{Architecture, Gpu, Parallel, Target};
 use crate::model::ModelConfig;
 use crate::model::params::PARAM_ALIGN_ELEMS;
@@ -35,9 +35,7 @@ impl StatePrecision {
             "bf16" | "mixed-bf16" | "mixed_bf16" => StatePrecision::MixedBf16,
             "pure-bf16" | "pure_bf16" | "bf16-pure" => StatePrecision::PureBf16,
             other => {
-                return Err(EstimateError::Invalid(format!(
-                    "unknown precision {other:?}: expected fp32, fp16, bf16 (mixed) or pure-bf16"
-                )));
+                return Err(EstimateError::UnknownPrecision { got: other.to_string() });
             }
         })
     }
@@ -160,9 +158,7 @@ impl Optimizer {
             "momentum" => Optimizer::Momentum,
             "adam" | "adamw" => Optimizer::Adam,
             other => {
-                return Err(EstimateError::Invalid(format!(
-                    "unknown optimizer {other:?}: expected sgd, momentum or adam"
-                )));
+                return Err(EstimateError::UnknownOptimizer { got: other.to_string() });
             }
         })
     }
@@ -398,118 +394,95 @@ impl Setup {
         self.arch.validate()?;
         super::pipeline::validate(self)?;
         super::parallel::validate_context(self)?;
-        let bad = |m: String| Err(EstimateError::Invalid(m));
-        for (name, value, max) in [
-            ("micro-batch", self.micro_batch, MAX_BATCH),
-            ("sequence length", self.seq, 1 << 22),
-            ("accumulation steps", self.accum, 1 << 20),
-            ("data-parallel GPUs", self.parallel.data, 1 << 20),
-            ("tensor-parallel GPUs", self.parallel.tensor, 1 << 10),
-            ("pipeline stages", self.parallel.pipeline, 1 << 10),
-            ("context-parallel GPUs", self.parallel.context, 1 << 10),
+        use EstimateError as E;
+        for (what, value, max) in [
+            (Size::MicroBatch, self.micro_batch, MAX_BATCH),
+            (Size::Sequence, self.seq, 1 << 22),
+            (Size::Accumulation, self.accum, 1 << 20),
+            (Size::DataParallel, self.parallel.data, 1 << 20),
+            (Size::TensorParallel, self.parallel.tensor, 1 << 10),
+            (Size::PipelineStages, self.parallel.pipeline, 1 << 10),
+            (Size::ContextParallel, self.parallel.context, 1 << 10),
         ] {
             if value == 0 || value > max {
-                return bad(format!("{name} must be between 1 and {max} (got {value})"));
+                return Err(E::OutOfRange { what, value, max });
             }
         }
         if self.arch.positions > 0 && self.seq > self.arch.positions {
-            return bad(format!(
-                "sequence length {} is longer than {}'s position table ({})",
-                self.seq, self.arch.name, self.arch.positions
-            ));
+            let (seq, positions, model) = (self.seq, self.arch.positions, self.arch.name.clone());
+            return Err(E::SequenceBeyondPositions { seq, model, positions });
         }
         let t = self.parallel.tensor;
-        if !self.arch.heads.is_multiple_of(t)
-            || !self.arch.kv_heads.is_multiple_of(t)
-            || !self.arch.ffn.is_multiple_of(t)
-        {
-            return bad(format!(
-                "tensor parallelism {t} must divide the heads ({}), the key/value heads ({}) and the MLP width ({})",
-                self.arch.heads, self.arch.kv_heads, self.arch.ffn
-            ));
+        let a = &self.arch;
+        if !a.heads.is_multiple_of(t) || !a.kv_heads.is_multiple_of(t) || !a.ffn.is_multiple_of(t) {
+            return Err(E::TensorParallelDivide { tensor: t, heads: a.heads, kv_heads: a.kv_heads, ffn: a.ffn });
         }
         let ep = self.parallel.expert;
         match self.arch.block.moe {
-            None if ep != 1 => return bad(format!("expert parallelism {ep} needs a mixture of experts")),
+            None if ep != 1 => return Err(E::ExpertParallelNeedsMixture { expert: ep }),
             Some(m) if ep == 0 || !m.experts.is_multiple_of(ep) || !self.parallel.data.is_multiple_of(ep) => {
-                return bad(format!(
-                    "expert parallelism {ep} must divide the experts ({}) and the data-parallel GPUs ({}): \
-                     its GPUs are data-parallel ones",
-                    m.experts, self.parallel.data
-                ));
+                return Err(E::ExpertParallelDivide { expert: ep, experts: m.experts, data: self.parallel.data });
             }
             _ => {}
         }
         if let (Some(_), Some(l)) = (self.arch.block.moe, self.lora)
             && l.mlp
         {
-            return bad("LoRA on a mixture's experts is not modelled: adapt the attention (qkv, proj)".into());
+            return Err(E::LoraOnExperts);
         }
         if self.parallel.sequence && !self.seq.is_multiple_of(t) {
-            return bad(format!(
-                "sequence parallelism splits the sequence ({}) over {t} GPUs: it must divide",
-                self.seq
-            ));
+            return Err(E::SequenceParallelDivide { seq: self.seq, tensor: t });
         }
-        if let Some(c) = self.measured.context_bytes
-            && c > 1 << 40
+        if let Some(bytes) = self.measured.context_bytes
+            && bytes > 1 << 40
         {
-            return bad(format!("a measured CUDA context of {c} bytes is more than any GPU holds"));
+            return Err(E::MeasuredContext { bytes });
         }
-        if let Some(f) = self.measured.fragmentation_percent
-            && !(0.0..=1000.0).contains(&f)
+        if let Some(percent) = self.measured.fragmentation_percent
+            && !(0.0..=1000.0).contains(&percent)
         {
-            return bad(format!("measured fragmentation must be between 0 and 1000 % (got {f})"));
+            return Err(E::MeasuredFragmentation { percent });
         }
         if self.parallel.zero > 3 {
-            return bad(format!("ZeRO has stages 0 to 3 (got {})", self.parallel.zero));
+            return Err(E::ZeroStage { stage: self.parallel.zero });
         }
         if self.offload.gradients && !self.offload.optimizer {
-            return bad(
-                "gradient offload needs optimizer offload (the optimizer step must run where the gradients are)".into(),
-            );
+            return Err(E::GradientOffloadAlone);
         }
         if self.offload.parameters && self.parallel.zero != 3 {
-            return bad("parameter offload needs ZeRO stage 3 (it offloads the parameter shards)".into());
+            return Err(E::ParameterOffloadNeedsZero3);
         }
         if let Checkpoint::Every(k) = self.checkpoint
             && (k == 0 || k as u64 > self.arch.layers)
         {
-            return bad(format!("checkpoint every:{k} needs 1 <= K <= the number of layers ({})", self.arch.layers));
+            return Err(E::CheckpointEvery { k, layers: self.arch.layers });
         }
         let f = self.framework;
         if f != Framework::Zero && f != Framework::Deepspeed {
-            let name = f.name();
             if self.lora.is_some() || self.offload != Offload::default() {
-                return bad(format!(
-                    "the {name} profile models full training without offload (LoRA and offload: zero or deepspeed)"
-                ));
+                return Err(E::ProfileFullTraining { framework: f });
             }
             if f == Framework::PytorchAmp
                 && !matches!(self.precision, StatePrecision::MixedBf16 | StatePrecision::MixedFp16)
             {
-                return bad("pytorch-amp is mixed precision: choose bf16 or fp16".into());
+                return Err(E::AmpPrecision);
             }
             if f == Framework::PytorchAmp && self.parallel.zero > 0 {
-                return bad("pytorch-amp is plain data parallelism: ZeRO stages are deepspeed's or fsdp2's".into());
+                return Err(E::AmpZero);
             }
             if f == Framework::Megatron && self.parallel.zero > 1 {
-                return bad(
-                    "Megatron's distributed optimizer shards the optimizer state and master weights (--zero 1); \
-                     for ZeRO-2 or 3 choose deepspeed or fsdp2"
-                        .into(),
-                );
+                return Err(E::MegatronZero);
             }
             if f == Framework::Fsdp2 && self.parallel.zero != 3 {
-                return bad("fsdp2 shards parameters, gradients and optimizer state: ZeRO stage 3".into());
+                return Err(E::Fsdp2Zero);
             }
         }
         if let Some(l) = self.lora {
             if l.rank == 0 || l.rank >= self.arch.hidden {
-                return bad(format!("LoRA rank must be between 1 and hidden - 1 (got {})", l.rank));
+                return Err(E::LoraRank { rank: l.rank });
             }
             if !(l.qkv || l.proj || l.mlp) {
-                return bad("LoRA needs at least one target projection".into());
+                return Err(E::LoraNoTarget);
             }
         }
         Ok(())
@@ -518,16 +491,6 @@ impl Setup {
 
 /// The largest micro-batch the estimator considers.
 pub const MAX_BATCH: u64 = 1 << 20;
-
-#[derive(Debug, Error, Clone, PartialEq, Eq)]
-pub enum EstimateError {
-    #[error("{0}")]
-    Invalid(String),
-    /// A valid setup whose sizes pass [`MAX_ESTIMATE_BYTES`]: beyond any GPU, and beyond what
-    /// oomlab counts.
-    #[error("{what} would be {amount} bytes per GPU: more than oomlab counts ({limit} bytes at most)")]
-    TooLarge { what: String, amount: u128, limit: u64 },
-}
 
 /// The largest byte count an estimate reports (4 EiB, as [`crate::plan::MAX_BUDGET_BYTES`]):
 /// every quantity is computed in u128 and checked against it, so none wraps or saturates.

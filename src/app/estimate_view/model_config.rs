@@ -43,7 +43,7 @@ pub fn is_config(file: &egui::DroppedFileHandle) -> bool {
 fn read(t: &Catalog, name: &str, bytes: &[u8], s: &mut Setup) -> Result<String, String> {
     let cannot = |error: String| t.format("real-own-cannot", &[("error", error.into())]);
     let text = std::str::from_utf8(bytes).map_err(|_| t.format("real-own-not-text", &[("name", name.into())]))?;
-    let model = crate::estimate::hf::from_config_named(text, name).map_err(|e| cannot(e.to_string()))?;
+    let model = crate::estimate::hf::from_config_named(text, name).map_err(|e| cannot(e.text(t)))?;
     let parameters = crate::units::group_digits(model.arch.parameters());
     let read =
         t.format("real-own-read", &[("name", model.arch.name.clone().into()), ("parameters", parameters.into())]);

@@ -500,6 +500,7 @@ fn the_app_shows_a_refusal_in_the_readers_language() {
     h.state_mut().settings.estimate.0.parallel.tensor = 3;
     h.run_steps(4);
     h.get_by_label_contains("无法估算这一配置：张量并行数 3 必须整除注意力头数（32）");
+    h.snapshot("real_models_refusal_zh");
     {
         let s = &mut h.state_mut().settings.estimate.0;
         s.parallel.tensor = 1;

@@ -1127,3 +1127,74 @@ est-amount-host-memory = host memory
 est-amount-pcie = PCIe traffic
 est-amount-tokens = tokens per step
 est-amount-saved-for-backward = saved for backward
+
+## Why a toy configuration cannot be built (the app's main area, a link's notice, the CLI's errors; `model::error`)
+
+cfg-err-zero = { $name } must be at least 1 (got { $value })
+cfg-err-too-large = { $name } = { $value } is absurdly large (the limit is { $limit })
+cfg-err-heads-divide = d_model ({ $d }) must be divisible by n_heads ({ $heads })
+cfg-err-sequence-too-long = sequence length { $got } is longer than the model's maximum seq_len { $max }
+cfg-err-token-out-of-range = token id { $id } at position { $position } is out of range for a vocabulary of { $vocab }
+cfg-err-tensor-limit = one tensor of { $what } would be { $amount } elements: more than oomlab plans ({ $limit } elements at most)
+cfg-err-step-limit = a step of { $layers } layers × { $micro } micro-batches would be { $amount } ops: more than oomlab plans ({ $limit } ops at most)
+cfg-err-unknown-lora-target = unknown LoRA target { $got }: expected qkv, proj, mlp or all
+cfg-err-unknown-backend = unknown backend { $got }: expected "gpu" or "cpu"
+cfg-err-unknown-offload = unknown offload { $got }: expected none, optimizer or optimizer+gradients
+cfg-err-unknown-batching = unknown batching { $got }: expected windows, padded, bucketed or packed
+cfg-err-unknown-checkpointing = unknown checkpointing mode { $got }: expected off, blocks, every:K (K blocks per segment) or selective
+cfg-err-unknown-attention = unknown attention { $got }: expected standard or fused
+cfg-err-unknown-precision = unknown precision { $got }: expected fp32, fp16 or bf16
+cfg-err-accum-divide = batch { $batch } cannot be split into { $accum } equal micro-batches: the batch must be a multiple of the accumulation steps
+cfg-err-lora-rank = LoRA rank { $rank } is not low: it must be below d_model ({ $d })
+cfg-err-lora-alpha = LoRA alpha must be positive (got { $alpha })
+cfg-err-allocator-not-key-value = allocator option { $value }: expected key:value
+cfg-err-allocator-unknown = unknown allocator option { $value } (oomlab simulates max_split_size_mb, garbage_collection_threshold and expandable_segments)
+cfg-err-allocator-max-split = max_split_size_mb:{ $value }: must be a whole number of MiB greater than 20 (PyTorch's rule: a split block is at least kLargeBuffer, 20 MiB)
+cfg-err-allocator-threshold = garbage_collection_threshold:{ $value }: must be a number between 0 and 1, exclusive
+cfg-err-allocator-expandable = expandable_segments:{ $value }: must be True or False
+cfg-err-gpus = data parallelism simulates 1 to { $max } GPUs (got { $gpus })
+cfg-err-bucket = the communication bucket must be a multiple of { $min } elements, between { $min } and { $max } (got { $elems })
+cfg-err-not-with-several-gpus = { $what } is not simulated over several GPUs: use one GPU for it
+cfg-err-doc-starts = { $why }: a packed batch (--batching packed) has each position's document start, and only it has them
+cfg-err-offload-with = offload to host memory does not run with { $what } in oomlab: turn one of them off
+cfg-err-offload-with-fp16 = offload to host memory does not run with fp16's loss scaling (use bf16) in oomlab: turn one of them off
+cfg-err-fused-with-selective = selective checkpointing recomputes the attention probabilities, but fused attention never stores them (it already recomputes the scores in its backward pass): use one or the other
+cfg-err-fused-head = fused attention holds a head in registers and supports head sizes up to { $max }; this model's is { $head } (d_model { $d } / { $heads } heads)
+cfg-err-optimizer = invalid optimizer setting: { $name } = { $value } (it must be { $range })
+cfg-err-not-in-vocabulary = character { $char } is not in the vocabulary
+cfg-err-corpus-too-short = the corpus has { $tokens } tokens, too few for sequences of { $seq }
+cfg-err-batch-host = a batch of { $rows } tokens does not fit in this machine's host memory
+cfg-err-batch-length = batch holds { $inputs } inputs and { $targets } targets, expected { $expected }
+# The dimensions a configuration sets (the { $name } of cfg-err-zero and -too-large).
+cfg-dim-vocab = vocab
+cfg-dim-seq-len = seq_len
+cfg-dim-d-model = d_model
+cfg-dim-n-layers = n_layers
+cfg-dim-n-heads = n_heads
+cfg-dim-batch = batch
+cfg-dim-sequence = sequence length
+cfg-dim-checkpoint-every = checkpoint every:K
+cfg-dim-accumulation = accumulation steps
+cfg-dim-lora-rank = LoRA rank
+cfg-dim-effective-batch = effective batch
+cfg-dim-global-batch = global batch (every GPU's)
+# The tensors that could pass what oomlab plans (the { $what } of cfg-err-tensor-limit).
+cfg-planned-parameters = the parameters
+cfg-planned-attention = the attention probabilities (batch × heads × sequence²)
+cfg-planned-logits = the logits (batch × sequence × vocabulary)
+cfg-planned-mlp = the MLP activations (batch × sequence × 4·d)
+cfg-planned-lora = the LoRA adapters
+# Techniques named in a refusal (the { $what } of cfg-err-not-with-several-gpus and -offload-with).
+cfg-tech-offload = offload to host memory
+cfg-tech-padded = padded and bucketed batches
+cfg-tech-lora = LoRA
+cfg-tech-fp16 = fp16's loss scaling
+# Why a packed batch's document starts are refused (the { $why } of cfg-err-doc-starts).
+cfg-starts-not-a-start = a document start that is none
+cfg-starts-none = the batch has no document starts
+cfg-starts-not-packed = the plan's rows are not packed
+# The range an optimizer setting must be in (the { $range } of cfg-err-optimizer).
+cfg-range-positive-number = a positive number
+cfg-range-unit = in [0, 1)
+cfg-range-positive = positive
+cfg-range-non-negative = zero or positive

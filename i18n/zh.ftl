@@ -1109,3 +1109,74 @@ est-amount-host-memory = 主机内存
 est-amount-pcie = PCIe 传输量
 est-amount-tokens = 每步的 token 数
 est-amount-saved-for-backward = 为反向传播保存的张量
+
+## 玩具模型的配置为何无法构建（应用的主区域、链接的提示、命令行的错误信息；`model::error`）
+
+cfg-err-zero = { $name } 至少为 1（当前为 { $value }）
+cfg-err-too-large = { $name } = { $value } 大得离谱（上限为 { $limit }）
+cfg-err-heads-divide = d_model（{ $d }）必须能被注意力头数 n_heads（{ $heads }）整除
+cfg-err-sequence-too-long = 序列长度 { $got } 超过了模型的最大序列长度 seq_len { $max }
+cfg-err-token-out-of-range = 位置 { $position } 的 token id { $id } 超出了大小为 { $vocab } 的词表
+cfg-err-tensor-limit = { $what }中的一个张量将有 { $amount } 个元素：超出了 oomlab 能规划的范围（最多 { $limit } 个元素）
+cfg-err-step-limit = { $layers } 层 × { $micro } 个 micro-batch 的一步将有 { $amount } 个 op：超出了 oomlab 能规划的范围（最多 { $limit } 个 op）
+cfg-err-unknown-lora-target = 未知的 LoRA 目标 { $got }：可选 qkv、proj、mlp 或 all
+cfg-err-unknown-backend = 未知的后端 { $got }：可选 "gpu" 或 "cpu"
+cfg-err-unknown-offload = 未知的卸载方式 { $got }：可选 none、optimizer（优化器状态）或 optimizer+gradients（优化器状态和梯度）
+cfg-err-unknown-batching = 未知的批次组成方式 { $got }：可选 windows、padded、bucketed 或 packed
+cfg-err-unknown-checkpointing = 未知的梯度检查点方式 { $got }：可选 off、blocks、every:K（每 K 个块一段）或 selective
+cfg-err-unknown-attention = 未知的注意力实现 { $got }：可选 standard 或 fused
+cfg-err-unknown-precision = 未知的精度 { $got }：可选 fp32、fp16 或 bf16
+cfg-err-accum-divide = batch { $batch } 无法均分成 { $accum } 个 micro-batch：batch 必须是梯度累积步数的整数倍
+cfg-err-lora-rank = LoRA 秩 { $rank } 不算低秩：它必须小于 d_model（{ $d }）
+cfg-err-lora-alpha = LoRA 的 alpha 必须为正（当前为 { $alpha }）
+cfg-err-allocator-not-key-value = 分配器选项 { $value }：应写成 key:value
+cfg-err-allocator-unknown = 未知的分配器选项 { $value }（oomlab 模拟 max_split_size_mb、garbage_collection_threshold 和 expandable_segments）
+cfg-err-allocator-max-split = max_split_size_mb:{ $value }：必须是大于 20 的整数 MiB（PyTorch 的规则：被拆分的块至少为 kLargeBuffer，即 20 MiB）
+cfg-err-allocator-threshold = garbage_collection_threshold:{ $value }：必须是 0 到 1 之间的数（不含两端）
+cfg-err-allocator-expandable = expandable_segments:{ $value }：必须是 True 或 False
+cfg-err-gpus = 数据并行模拟 1 到 { $max } 块 GPU（当前为 { $gpus }）
+cfg-err-bucket = 通信桶必须是 { $min } 个元素的整数倍，在 { $min } 到 { $max } 之间（当前为 { $elems }）
+cfg-err-not-with-several-gpus = 多块 GPU 上不模拟{ $what }：请只用一块 GPU
+cfg-err-doc-starts = { $why }：打包的批次（--batching packed）为每个位置给出它所在文档的开头，且只有它才有
+cfg-err-offload-with = 在 oomlab 中，卸载到主机内存不能与 { $what } 同时运行：请关掉其中一个
+cfg-err-offload-with-fp16 = 在 oomlab 中，卸载到主机内存不能与 fp16 的损失缩放同时运行（请改用 bf16）：请关掉其中一个
+cfg-err-fused-with-selective = 选择性梯度检查点重新计算注意力概率，而融合注意力从不保存它们（它在反向传播中本来就重新计算得分）：二者只能选一个
+cfg-err-fused-head = 融合注意力把一个头放在寄存器里，支持的头大小最多为 { $max }；这个模型的是 { $head }（d_model { $d } / { $heads } 个头）
+cfg-err-optimizer = 无效的优化器设置：{ $name } = { $value }（它必须{ $range }）
+cfg-err-not-in-vocabulary = 字符 { $char } 不在词表中
+cfg-err-corpus-too-short = 语料只有 { $tokens } 个 token，不够组成长度为 { $seq } 的序列
+cfg-err-batch-host = { $rows } 个 token 的 batch 放不进这台机器的主机内存
+cfg-err-batch-length = batch 有 { $inputs } 个输入和 { $targets } 个目标，应为 { $expected }
+# 配置设定的维度（cfg-err-zero 和 -too-large 中的 { $name }）。
+cfg-dim-vocab = 词表大小 vocab
+cfg-dim-seq-len = 最大序列长度 seq_len
+cfg-dim-d-model = 模型宽度 d_model
+cfg-dim-n-layers = 层数 n_layers
+cfg-dim-n-heads = 注意力头数 n_heads
+cfg-dim-batch = batch 大小
+cfg-dim-sequence = 序列长度
+cfg-dim-checkpoint-every = 梯度检查点 every:K
+cfg-dim-accumulation = 梯度累积步数
+cfg-dim-lora-rank = LoRA 秩
+cfg-dim-effective-batch = 有效 batch
+cfg-dim-global-batch = 全局 batch（所有 GPU 的）
+# 可能超出 oomlab 规划范围的张量（cfg-err-tensor-limit 中的 { $what }）。
+cfg-planned-parameters = 参数
+cfg-planned-attention = 注意力概率（batch × 头数 × 序列长度²）
+cfg-planned-logits = logits（batch × 序列长度 × 词表大小）
+cfg-planned-mlp = MLP 激活值（batch × 序列长度 × 4·d）
+cfg-planned-lora = LoRA 适配器
+# 拒绝信息中提到的技术（cfg-err-not-with-several-gpus 和 -offload-with 中的 { $what }）。
+cfg-tech-offload = 卸载到主机内存
+cfg-tech-padded = 补齐和按长度分组的批次
+cfg-tech-lora = LoRA 微调
+cfg-tech-fp16 = fp16 的损失缩放
+# 打包批次的文档开头为何被拒绝（cfg-err-doc-starts 中的 { $why }）。
+cfg-starts-not-a-start = 有一个文档开头不是开头
+cfg-starts-none = 这个批次没有文档开头
+cfg-starts-not-packed = 计划的行不是打包的
+# 优化器设置必须落在的范围（cfg-err-optimizer 中的 { $range }）。
+cfg-range-positive-number = 是正数
+cfg-range-unit = 在 [0, 1) 之内
+cfg-range-positive = 为正
+cfg-range-non-negative = 为零或正数

@@ -12,6 +12,8 @@ pub enum Notice {
     Text(String),
     /// Why the estimator refuses a setup: worded in the reader's language when shown.
     Refusal(crate::estimate::EstimateError),
+    /// Why a toy configuration cannot be built: worded in the reader's language when shown.
+    Config(crate::model::ConfigError),
 }
 
 impl From<String> for Notice {
@@ -35,6 +37,7 @@ impl Notice {
             }
             Notice::Text(s) => s.clone(),
             Notice::Refusal(e) => e.text(t),
+            Notice::Config(e) => e.text(t),
         }
     }
 }

@@ -313,9 +313,9 @@ impl Run {
             BackendError::Internal(message) => {
                 self.error = Some(Notice::msg("error-internal", &[("error", message.into())]));
             }
+            BackendError::Config(e) => self.error = Some(Notice::msg("error-config", &[("error", Notice::Config(e))])),
             other => {
                 let key = match &other {
-                    BackendError::Config(_) => "error-config",
                     BackendError::Gpu(_) | BackendError::NoGpu(_) => "error-gpu",
                     BackendError::HostMemory(_) => "error-host",
                     _ => "error-step",

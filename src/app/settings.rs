@@ -390,7 +390,7 @@ impl Settings {
         };
         let mut clamped = settings.clone().clamped();
         if let Err(e) = clamped.plan(vocab) {
-            return fallback(Notice::Text(e.to_string()));
+            return fallback(Notice::Config(e));
         }
         // The real-model view's part: if it cannot be estimated, that part alone falls back.
         if let Err(e) = clamped.estimate.setup() {

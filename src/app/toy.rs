@@ -27,7 +27,7 @@ pub(super) fn toy_views(
     let plan = match &shown.derived.plan {
         Ok(p) => Arc::clone(p),
         Err(e) => {
-            ui.colored_label(Color32::RED, t.format("main-cannot-build", &[("error", e.to_string().into())]));
+            ui.colored_label(Color32::RED, t.format("main-cannot-build", &[("error", e.text(t).into())]));
             return;
         }
     };

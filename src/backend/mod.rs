@@ -188,11 +188,7 @@ impl std::str::FromStr for BackendKind {
         match s.to_ascii_lowercase().as_str() {
             "gpu" => Ok(Self::Gpu),
             "cpu" => Ok(Self::Cpu),
-            other => Err(ConfigError::Unknown {
-                what: "backend".into(),
-                got: other.to_string(),
-                expected: "\"gpu\" or \"cpu\"".into(),
-            }),
+            other => Err(ConfigError::Unknown { what: crate::model::Setting::Backend, got: other.to_string() }),
         }
     }
 }
@@ -217,7 +213,7 @@ fn packing_index(starts: &[u32], t: usize) -> Result<(Vec<u32>, Vec<u32>), crate
         let p = r % t.max(1);
         let ok = s as usize == p || (p > 0 && starts.get(r - 1) == Some(&s));
         if !ok {
-            return Err(crate::model::ConfigError::DocStarts("a document start that is none".into()));
+            return Err(crate::model::ConfigError::DocStarts(crate::model::DocStartsWhy::NotAStart));
         }
         positions.push((p - s as usize) as u32);
     }
@@ -236,10 +232,10 @@ pub fn micro_uploads<'a>(plan: &Plan, batch: &'a Batch) -> Result<Vec<MicroUploa
     let packed = plan.techniques.batching.is_packed();
     match (packed, batch.doc_starts.len()) {
         (true, n) if n != batch.inputs.len() => {
-            return Err(crate::model::ConfigError::DocStarts("the batch has no document starts".into()).into());
+            return Err(crate::model::ConfigError::DocStarts(crate::model::DocStartsWhy::NoStarts).into());
         }
         (false, n) if n > 0 => {
-            return Err(crate::model::ConfigError::DocStarts("the plan's rows are not packed".into()).into());
+            return Err(crate::model::ConfigError::DocStarts(crate::model::DocStartsWhy::NotPacked).into());
         }
         _ => {}
     }

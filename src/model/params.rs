@@ -119,9 +119,8 @@ impl LoraConfig {
                 "all" => (self.qkv, self.proj, self.mlp) = (true, true, true),
                 other => {
                     return Err(super::ConfigError::Unknown {
-                        what: "LoRA target".into(),
+                        what: super::Setting::LoraTarget,
                         got: other.to_string(),
-                        expected: "qkv, proj, mlp or all".into(),
                     });
                 }
             }

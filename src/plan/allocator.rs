@@ -25,24 +25,8 @@ pub struct AllocatorConfig {
     pub expandable_segments: bool,
 }
 
-/// Why an options string was refused.
-#[derive(Clone, Debug, PartialEq, thiserror::Error)]
-pub enum AllocatorConfigError {
-    #[error("allocator option {0:?}: expected key:value")]
-    NotKeyValue(String),
-    #[error(
-        "unknown allocator option {0:?} (oomlab simulates max_split_size_mb, garbage_collection_threshold and expandable_segments)"
-    )]
-    Unknown(String),
-    #[error(
-        "max_split_size_mb:{0}: must be a whole number of MiB greater than 20 (PyTorch's rule: a split block is at least kLargeBuffer, 20 MiB)"
-    )]
-    MaxSplit(String),
-    #[error("garbage_collection_threshold:{0}: must be a number between 0 and 1, exclusive")]
-    Threshold(String),
-    #[error("expandable_segments:{0}: must be True or False")]
-    Expandable(String),
-}
+/// Why an options string was refused (defined beside the configuration errors that carry it).
+pub use crate::model::AllocatorConfigError;
 
 /// The largest `max_split_size_mb` kept as a number of bytes: the option's MiB times 2²⁰ fits
 /// u64 with room to add a segment's size.

@@ -4,7 +4,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::model::ConfigError;
+use crate::model::{ConfigError, Technique};
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -32,11 +32,7 @@ impl Batching {
             "padded" | "pad" => Ok(Batching::Padded),
             "bucketed" | "buckets" | "dynamic" => Ok(Batching::Bucketed),
             "packed" | "pack" => Ok(Batching::Packed),
-            other => Err(ConfigError::Unknown {
-                what: "batching".into(),
-                got: other.to_string(),
-                expected: "windows, padded, bucketed or packed".into(),
-            }),
+            other => Err(ConfigError::Unknown { what: crate::model::Setting::Batching, got: other.to_string() }),
         }
     }
 
@@ -63,7 +59,7 @@ impl Batching {
     pub fn validate(self, techniques: &super::Techniques) -> Result<(), ConfigError> {
         // The simulated GPUs would each go on at every batch's length together; not yet.
         if self.varies_in_length() && techniques.parallel.is_distributed() {
-            return Err(ConfigError::NotWithSeveralGpus { what: "padded and bucketed batches".into() });
+            return Err(ConfigError::NotWithSeveralGpus { what: Technique::PaddedBatches });
         }
         Ok(())
     }

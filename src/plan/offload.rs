@@ -16,7 +16,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::model::ConfigError;
+use crate::model::{ConfigError, Technique};
 
 /// What lives in host memory.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -40,11 +40,7 @@ impl Offload {
             "none" | "off" => Ok(Offload::None),
             "optimizer" => Ok(Offload::Optimizer),
             "optimizer+gradients" | "optimizer_gradients" | "optimizer,gradients" => Ok(Offload::OptimizerGradients),
-            other => Err(ConfigError::Unknown {
-                what: "offload".into(),
-                got: other.to_string(),
-                expected: "none, optimizer or optimizer+gradients".into(),
-            }),
+            other => Err(ConfigError::Unknown { what: crate::model::Setting::Offload, got: other.to_string() }),
         }
     }
 
@@ -75,15 +71,15 @@ impl Offload {
         // ZeRO-Offload over several GPUs offloads each rank's shard; the simulated GPUs do not
         // yet run host ops between their collectives.
         if techniques.parallel.is_distributed() {
-            return Err(ConfigError::NotWithSeveralGpus { what: "offload to host memory".into() });
+            return Err(ConfigError::NotWithSeveralGpus { what: Technique::Offload });
         }
         // LoRA's adapters have almost no optimizer state to move; fp16's overflow check would
         // have to read the host's gradients before the device's loss scaler.
         if techniques.lora.is_some() {
-            return Err(ConfigError::OffloadWith { what: "LoRA".into() });
+            return Err(ConfigError::OffloadWith { what: Technique::Lora });
         }
         if techniques.precision.scales_loss() {
-            return Err(ConfigError::OffloadWith { what: "fp16's loss scaling (use bf16)".into() });
+            return Err(ConfigError::OffloadWith { what: Technique::Fp16LossScaling });
         }
         Ok(())
     }

@@ -69,18 +69,17 @@ impl OptimizerConfig {
     /// Checks each setting; the first one out of its range is the error.
     pub fn validate(&self) -> Result<(), ConfigError> {
         let unit = |v: f32| (0.0..1.0).contains(&v);
-        let checks: [(&'static str, f32, bool, &'static str); 6] = [
-            ("lr", self.lr, self.lr.is_finite() && self.lr > 0.0, "a positive number"),
-            ("beta1", self.beta1, unit(self.beta1), "in [0, 1)"),
-            ("beta2", self.beta2, unit(self.beta2), "in [0, 1)"),
-            ("eps", self.eps, self.eps > 0.0, "positive"),
-            ("weight_decay", self.weight_decay, self.weight_decay >= 0.0, "zero or positive"),
-            ("momentum", self.momentum, unit(self.momentum), "in [0, 1)"),
+        use crate::model::Range;
+        let checks: [(&'static str, f32, bool, Range); 6] = [
+            ("lr", self.lr, self.lr.is_finite() && self.lr > 0.0, Range::PositiveNumber),
+            ("beta1", self.beta1, unit(self.beta1), Range::Unit),
+            ("beta2", self.beta2, unit(self.beta2), Range::Unit),
+            ("eps", self.eps, self.eps > 0.0, Range::Positive),
+            ("weight_decay", self.weight_decay, self.weight_decay >= 0.0, Range::NonNegative),
+            ("momentum", self.momentum, unit(self.momentum), Range::Unit),
         ];
         match checks.into_iter().find(|(_, _, ok, _)| !ok) {
-            Some((name, value, _, range)) => {
-                Err(ConfigError::Optimizer { name: name.into(), value, range: range.into() })
-            }
+            Some((name, value, _, range)) => Err(ConfigError::Optimizer { name, value, range }),
             None => Ok(()),
         }
     }

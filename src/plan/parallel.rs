@@ -20,8 +20,8 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::model::ConfigError;
 use crate::model::params::{PARAM_ALIGN_ELEMS, ParamKind, ParamLayout};
+use crate::model::{ConfigError, Technique};
 
 /// The most simulated GPUs a step runs on.
 pub const MAX_GPUS: usize = 8;
@@ -81,10 +81,10 @@ impl Parallel {
             // Each needs a collective of its own (the adapters' own buckets; fp16's overflow flag
             // reduced over the ranks) that the simulation does not run yet.
             if techniques.lora.is_some() {
-                return Err(ConfigError::NotWithSeveralGpus { what: "LoRA".into() });
+                return Err(ConfigError::NotWithSeveralGpus { what: Technique::Lora });
             }
             if techniques.precision.scales_loss() {
-                return Err(ConfigError::NotWithSeveralGpus { what: "fp16's loss scaling".into() });
+                return Err(ConfigError::NotWithSeveralGpus { what: Technique::Fp16LossScaling });
             }
         }
         Ok(())

@@ -54,8 +54,8 @@ impl StepRequest {
         self.optimizer.validate()?;
         self.techniques.validate(model)?;
         let effective = (self.micro.batch as i64).saturating_mul(self.techniques.accum as i64);
-        check_dim("effective batch", effective)?;
-        check_dim("global batch (every GPU's)", effective.saturating_mul(self.techniques.parallel.gpus as i64))?;
+        check_dim(crate::model::Dim::EffectiveBatch, effective)?;
+        check_dim(crate::model::Dim::GlobalBatch, effective.saturating_mul(self.techniques.parallel.gpus as i64))?;
         check_sizes(model, self.micro, &self.techniques)?;
         Ok(ValidRequest { request: *self })
     }

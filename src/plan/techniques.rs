@@ -36,11 +36,7 @@ impl Checkpoint {
     /// Parses `off`, `blocks`, `every`, `every:K` or `selective`. `every` alone takes √L.
     pub fn parse(text: &str, layers: usize) -> Result<Self, ConfigError> {
         let t = text.trim().to_ascii_lowercase();
-        let bad = || ConfigError::Unknown {
-            what: "checkpointing mode".into(),
-            got: text.to_string(),
-            expected: "off, blocks, every:K (K blocks per segment) or selective".into(),
-        };
+        let bad = || ConfigError::Unknown { what: crate::model::Setting::Checkpointing, got: text.to_string() };
         Ok(match t.as_str() {
             "off" | "none" => Checkpoint::Off,
             "blocks" | "block" | "full" => Checkpoint::BLOCKS,
@@ -49,7 +45,7 @@ impl Checkpoint {
             _ => match t.strip_prefix("every:") {
                 Some(k) => {
                     let k: i64 = k.trim().parse().map_err(|_| bad())?;
-                    Checkpoint::Every(crate::model::check_dim("checkpoint every:K", k)?)
+                    Checkpoint::Every(crate::model::check_dim(crate::model::Dim::CheckpointEvery, k)?)
                 }
                 None => return Err(bad()),
             },
@@ -83,11 +79,7 @@ impl AttentionKind {
         match text.trim().to_ascii_lowercase().as_str() {
             "standard" | "eager" => Ok(AttentionKind::Standard),
             "fused" | "flash" => Ok(AttentionKind::Fused),
-            other => Err(ConfigError::Unknown {
-                what: "attention".into(),
-                got: other.to_string(),
-                expected: "standard or fused".into(),
-            }),
+            other => Err(ConfigError::Unknown { what: crate::model::Setting::Attention, got: other.to_string() }),
         }
     }
     pub fn name(self) -> &'static str {
@@ -117,11 +109,7 @@ impl Precision {
             "fp32" | "f32" | "float32" => Ok(Precision::Fp32),
             "fp16" | "f16" | "float16" | "half" => Ok(Precision::Fp16),
             "bf16" | "bfloat16" => Ok(Precision::Bf16),
-            other => Err(ConfigError::Unknown {
-                what: "precision".into(),
-                got: other.to_string(),
-                expected: "fp32, fp16 or bf16".into(),
-            }),
+            other => Err(ConfigError::Unknown { what: crate::model::Setting::Precision, got: other.to_string() }),
         }
     }
     pub fn name(self) -> &'static str {
@@ -232,8 +220,8 @@ impl Default for Techniques {
 impl Techniques {
     /// Refuses combinations that cannot be built or make no sense, with the reason.
     pub fn validate(&self, model: &ModelConfig) -> Result<(), ConfigError> {
-        crate::model::check_dim("accumulation steps", self.accum as i64)?;
-        self.allocator.validate().map_err(|e| ConfigError::AllocatorOption(e.to_string()))?;
+        crate::model::check_dim(crate::model::Dim::Accumulation, self.accum as i64)?;
+        self.allocator.validate().map_err(ConfigError::AllocatorOption)?;
         self.parallel.validate(self)?;
         self.offload.validate(self)?;
         self.batching.validate(self)?;
@@ -243,7 +231,7 @@ impl Techniques {
             return Err(ConfigError::CheckpointEvery { k, layers: model.n_layers });
         }
         if let Some(l) = self.lora {
-            crate::model::check_dim("LoRA rank", l.rank as i64)?;
+            crate::model::check_dim(crate::model::Dim::LoraRank, l.rank as i64)?;
             if l.rank >= model.d_model {
                 return Err(ConfigError::LoraRankNotLow { rank: l.rank, d_model: model.d_model });
             }

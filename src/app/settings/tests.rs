@@ -73,7 +73,7 @@ fn the_device_travels_in_a_link_and_older_links_keep_their_budget() {
     let hash = format!("#s={}", base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(bad.to_string()));
     let (back, notice) = Settings::from_url_hash(&hash, V);
     assert_eq!(back, Settings::default());
-    assert!(notice.is_some_and(|n| format!("{n:?}").contains("garbage_collection_threshold")));
+    assert!(notice.is_some_and(|n| n.text(&en()).contains("garbage_collection_threshold:4")));
 }
 
 #[test]

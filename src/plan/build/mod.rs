@@ -9,7 +9,7 @@ use super::{
     Phase, Plan, Techniques, TensorId, TensorInfo, View,
 };
 use crate::model::params::{ParamKind, ParamLayout};
-use crate::model::{ConfigError, ModelConfig, StepShape};
+use crate::model::{ConfigError, ModelConfig, Planned, StepShape};
 use crate::plan::op;
 
 /// The most elements one tensor of a plan may have: 2⁵⁸ (1 EiB of fp32). Far beyond any GPU, it
@@ -43,21 +43,15 @@ pub(super) fn check_sizes(model: &ModelConfig, shape: StepShape, techniques: &Te
     // Every parameter tensor padded to the alignment: 4 matrices and 8 vectors per layer.
     let params = v * c + model.seq_len as u128 * c + l * (12 * c * c + 13 * c) + 2 * c + (12 * l + 4) * pad;
     let largest = [
-        ("the parameters", params),
-        ("the attention probabilities (batch × heads × sequence²)", b * nh * t * t),
-        ("the logits (batch × sequence × vocabulary)", b * t * v),
-        ("the MLP activations (batch × sequence × 4·d)", b * t * 4 * c),
-        ("the LoRA adapters", l * 4 * rank * 8 * c),
+        (Planned::Parameters, params),
+        (Planned::AttentionProbabilities, b * nh * t * t),
+        (Planned::Logits, b * t * v),
+        (Planned::MlpActivations, b * t * 4 * c),
+        (Planned::LoraAdapters, l * 4 * rank * 8 * c),
     ];
     for (what, elems) in largest {
         if elems > MAX_TENSOR_ELEMS as u128 {
-            let what = format!("one tensor of {what}");
-            return Err(ConfigError::SizeLimit {
-                what,
-                amount: elems,
-                limit: MAX_TENSOR_ELEMS,
-                unit: "elements".into(),
-            });
+            return Err(ConfigError::SizeLimit { what, amount: elems, limit: MAX_TENSOR_ELEMS });
         }
     }
     // An upper bound on the ops: per layer 9 forward and 9 backward ops, 8 + 8 more for LoRA's
@@ -75,8 +69,8 @@ pub(super) fn check_sizes(model: &ModelConfig, shape: StepShape, techniques: &Te
         ops += reductions + accum * (8 * l + 8) + 1;
     }
     if ops > MAX_PLAN_OPS as u128 {
-        let what = format!("a step of {} layers × {} micro-batches", model.n_layers, techniques.accum);
-        return Err(ConfigError::SizeLimit { what, amount: ops, limit: MAX_PLAN_OPS, unit: "ops".into() });
+        let what = Planned::Step { layers: model.n_layers, micro_batches: techniques.accum };
+        return Err(ConfigError::SizeLimit { what, amount: ops, limit: MAX_PLAN_OPS });
     }
     Ok(())
 }

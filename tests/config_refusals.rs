@@ -283,6 +283,7 @@ fn the_app_refuses_an_impossible_toy_in_the_readers_language() {
     h.state_mut().set_lang(Lang::Zh);
     h.run_steps(3);
     h.get_by_label_contains("d_model（64）必须能被注意力头数 n_heads（3）整除");
+    h.snapshot("toy_refusal_zh");
     h.state_mut().set_lang(Lang::En);
     h.run_steps(3);
     h.get_by_label_contains("d_model (64) must be divisible by n_heads (3)");

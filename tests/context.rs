@@ -30,13 +30,19 @@ fn each_gpu_holds_its_share_of_the_sequence() {
     let (seq, c) = (65536, 8);
     for kind in [ContextKind::Ring, ContextKind::Ulysses] {
         let split = est(&llama(seq, c, kind));
+        // The same GPU's model states: ZeRO partitions them over the data- and context-parallel
+        // GPUs together (8 × c, as Megatron's distributed optimizer and DeepSpeed-Ulysses do).
         let mut short = llama(seq / c, 1, kind);
-        short.parallel.context = 1;
+        short.parallel.data = 8 * c;
         let short = est(&short);
         assert_eq!(split.activations_end_of_forward, short.activations_end_of_forward, "{kind:?}");
         assert_eq!(split.activations_peak, short.activations_peak);
         assert_eq!(split.get("logits"), short.get("logits"));
-        assert_eq!(split.get("parameters"), short.get("parameters"), "the model states are the whole model's");
+        for category in ["parameters", "gradients", "optimizer_state", "master_weights"] {
+            assert_eq!(split.get(category), short.get(category), "{category}: sharded over 8 × {c}");
+        }
+        let unsplit = est(&llama(seq, 1, kind));
+        assert!(split.get("optimizer_state") * (c - 1) < unsplit.get("optimizer_state") * c / 2, "sharded c times finer");
         let a = &llama(seq, c, kind).arch;
         let rows = seq / c;
         let buffers = match kind {

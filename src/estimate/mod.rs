@@ -358,7 +358,7 @@ fn one(whole: &Setup, flight: Option<(u64, u64)>) -> Result<Estimate, EstimateEr
     if setup.runtime() == Runtime::Oomlab && setup.precision == StatePrecision::MixedFp16 {
         lines.push(Line { category: "workspace", bytes: 4, per_batch: false, source: Cite::new(source::FOUND_INF) });
     }
-    if setup.runtime() == Runtime::Oomlab && !setup.fixed_costs && setup.parallel.data > 1 {
+    if setup.runtime() == Runtime::Oomlab && !setup.fixed_costs && setup.parallel.replicas() > 1 {
         // The toy's own buckets (with fixed costs the framework's are counted below instead).
         let (bytes, cite) =
             (checked(Amount::Communication, states::oomlab_communication(setup, st.trainable)), source::DDP);
@@ -367,7 +367,8 @@ fn one(whole: &Setup, flight: Option<(u64, u64)>) -> Result<Estimate, EstimateEr
     }
     if setup.fixed_costs {
         let p = setup.precision.value_bytes() as u128;
-        let n_d = setup.parallel.data;
+        // Gradients are reduced over the data- and context-parallel GPUs together.
+        let n_d = setup.parallel.replicas();
         // Each buffer a line of its own, with its own source: (source, bytes, grows with the batch).
         let mut comm: Vec<(&'static str, u128, bool)> = Vec::new();
         if n_d > 1 {

@@ -91,6 +91,17 @@ impl Default for Parallel {
     }
 }
 
+impl Parallel {
+    /// The GPUs that hold the same slice of the model and share its gradients, over which ZeRO
+    /// partitions the model states: the data-parallel GPUs and, within each, the context-parallel
+    /// ones (each computes the same weights' gradients for its part of the sequence). Megatron-LM's
+    /// distributed optimizer shards over its data-and-context-parallel group, DeepSpeed-Ulysses'
+    /// ZeRO over its sequence-data-parallel group, torchtitan's FSDP2 over `dp_shard × cp`.
+    pub fn replicas(&self) -> u64 {
+        self.data.saturating_mul(self.context)
+    }
+}
+
 /// Context parallelism splits the sequence evenly and runs fused attention kernels (ring
 /// attention and Ulysses are built on FlashAttention); Ulysses splits the heads too.
 pub(super) fn validate_context(s: &Setup) -> Result<(), EstimateError> {

@@ -88,12 +88,13 @@ pub(super) fn model_states(s: &Setup) -> States {
             (base_bytes + words(adapters, w), adapters)
         }
     };
-    // The experts' states are partitioned over the data-parallel GPUs that hold the same
-    // experts (N_d / EP); the rest over all N_d.
+    // The experts' states are partitioned over the GPUs that hold the same experts
+    // (N_d·C / EP); the rest over all N_d·C (data- and context-parallel: `Parallel::replicas`).
     let trained_experts = if s.lora.is_none() { experts } else { 0 };
     let mut states =
         partition(stored - words(trained_experts, w), trainable - trained_experts, bytes, s.optimizer, s.parallel);
-    let expert_group = Parallel { data: (s.parallel.data / s.parallel.expert.max(1)).max(1), ..s.parallel };
+    let experts_over = (s.parallel.replicas() / s.parallel.expert.max(1)).max(1);
+    let expert_group = Parallel { data: experts_over, context: 1, ..s.parallel };
     let e = partition(words(trained_experts, w), trained_experts, bytes, s.optimizer, expert_group);
     states.parameters += e.parameters;
     states.gradients += e.gradients;
@@ -105,7 +106,7 @@ pub(super) fn model_states(s: &Setup) -> States {
         // 16-bit gradients go down and the updated 16-bit weights come back: 4Ψ over PCIe with
         // 16-bit values (Ren et al. 2021, §4.1), each GPU its shard.
         let on = s.parallel.zero >= 1;
-        let shard = |bytes: u128| if on { bytes.div_ceil(s.parallel.data as u128) } else { bytes };
+        let shard = |bytes: u128| if on { bytes.div_ceil(s.parallel.replicas() as u128) } else { bytes };
         // The CPU updates an fp32 copy of the weights: the master weights under mixed precision;
         // in fp32 a copy of the parameters that exists on the host only (DeepSpeed's CPU optimizer
         // always keeps `single_partition_of_fp32_groups` there).
@@ -124,7 +125,7 @@ pub(super) fn model_states(s: &Setup) -> States {
         states.pcie += 2 * states.parameters;
         states.parameters = 0;
     }
-    if s.runtime() == super::Runtime::Oomlab && s.parallel.data > 1 && s.lora.is_none() {
+    if s.runtime() == super::Runtime::Oomlab && s.parallel.replicas() > 1 && s.lora.is_none() {
         oomlab_shards(&mut states, trainable, bytes, s);
     }
     states.layer_params = a.layer_parameters(s.parallel.expert).div_ceil(s.parallel.tensor) as u128;
@@ -143,7 +144,7 @@ pub(super) fn model_states(s: &Setup) -> States {
     states
 }
 
-/// Model states over N_d data-parallel GPUs by ZeRO stage (Rajbhandari et al. 2020, §5):
+/// Model states over N_d data-parallel GPUs (times the context-parallel ones) by ZeRO stage (Rajbhandari et al. 2020, §5):
 /// stage 1 partitions the optimizer state (and the fp32 master weights), stage 2 the gradients
 /// too, stage 3 the parameters too. `stored`: bytes of the stored weights; `trainable`: elements
 /// that train (and have gradients, master weights and optimizer state).
@@ -154,7 +155,7 @@ pub(super) fn partition(
     optimizer: Optimizer,
     parallel: Parallel,
 ) -> States {
-    let n_d = parallel.data as u128;
+    let n_d = parallel.replicas() as u128;
     let zero = parallel.zero;
     let shard = |bytes: u128, on: bool| if on { bytes.div_ceil(n_d) } else { bytes };
     let [_, grad, master, state] = bytes.map(u128::from);
@@ -175,7 +176,7 @@ pub(super) fn partition(
 /// (`ceil(Ψ / (N_d·128))·128` elements) and the unsharded flat tensors padded to N_d shards, so
 /// that every shard starts where a GPU can bind it. What the toy's plan holds, to the byte.
 fn oomlab_shards(states: &mut States, trainable: u128, bytes: [u64; 4], s: &Setup) {
-    let n = s.parallel.data as u128;
+    let n = s.parallel.replicas() as u128;
     let align = crate::model::params::PARAM_ALIGN_ELEMS as u128;
     let shard = trainable.div_ceil(n * align) * align;
     let len = |sharded: bool| if sharded { shard } else { shard * n };
@@ -191,7 +192,7 @@ fn oomlab_shards(states: &mut States, trainable: u128, bytes: [u64; 4], s: &Setu
 /// ZeRO's two reduce buckets. ZeRO-3's gathered parameters are made and freed layer by layer
 /// (at most one unit's at a time, counted where they are alive, not here).
 pub(super) fn oomlab_communication(s: &Setup, trainable: u128) -> u128 {
-    if s.parallel.data <= 1 {
+    if s.parallel.replicas() <= 1 {
         return 0;
     }
     let g = s.framework.state_bytes(s.precision)[1] as u128;

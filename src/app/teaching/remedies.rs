@@ -222,6 +222,7 @@ pub fn chapters() -> Vec<Chapter> {
                     arg("four", peak(4)),
                     arg("eight", peak(8)),
                     arg("fits", fitting.unwrap_or(0)),
+                    arg("gpus", f.settings.estimate.0.parallel.data),
                     arg("communication", size(t, ring)),
                 ]
             },

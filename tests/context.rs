@@ -42,7 +42,10 @@ fn each_gpu_holds_its_share_of_the_sequence() {
             assert_eq!(split.get(category), short.get(category), "{category}: sharded over 8 × {c}");
         }
         let unsplit = est(&llama(seq, 1, kind));
-        assert!(split.get("optimizer_state") * (c - 1) < unsplit.get("optimizer_state") * c / 2, "sharded c times finer");
+        assert!(
+            split.get("optimizer_state") * (c - 1) < unsplit.get("optimizer_state") * c / 2,
+            "sharded c times finer"
+        );
         let a = &llama(seq, c, kind).arch;
         let rows = seq / c;
         let buffers = match kind {

@@ -242,3 +242,45 @@ fn the_cli_takes_the_pipeline_and_lists_its_stages() {
     assert_eq!(bad.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&bad.stderr).contains("--pp-schedule"));
 }
+
+/// Interleaved, a stage holds v chunks spread over the model (Megatron-LM's model chunk j·p + r
+/// is stage r's j-th, each of L/(p·v) layers), not L/p contiguous layers: where the layers
+/// differ — here a mixture in every second layer (Llama 4 Maverick's `interleave_moe_layer_step`
+/// 2) — the stage's kinds of layer are counted from the chunks it holds.
+#[test]
+fn interleaved_stages_hold_their_chunks_layers() {
+    let mut arch = estimate::catalog::find("llama-4-scout").expect("Llama 4 Scout in the catalog").model.arch.clone();
+    let mut moe = arch.block.moe.expect("a mixture");
+    (moe.every, moe.dense_ffn) = (2, 16384);
+    arch.block.moe = Some(moe);
+    let (p, v) = (4, 4);
+    let mut s = Setup::new(arch.clone(), presets::gpu("h100-80").expect("h100"), 1, 4096);
+    s.accum = 8;
+    s.parallel = Parallel { pipeline: p, schedule: Schedule::Interleaved(v), ..Parallel::default() };
+    let e = estimate::estimate(&s).expect("an interleaved pipeline");
+    // Megatron's assignment, computed here: the mixture layers each stage holds.
+    let chunk = arch.layers / (p * v);
+    let moe_layers = |r: u64| {
+        (0..v)
+            .flat_map(|j| (j * p + r) * chunk..(j * p + r + 1) * chunk)
+            .filter(|&i| arch.layer_kind(i).experts)
+            .count()
+    };
+    assert_eq!((0..p).map(moe_layers).collect::<Vec<_>>(), [4, 8, 4, 8], "chunks of 3 layers: 1 or 2 mixtures each");
+    // Stages 1 and 2 hold neither the embedding nor the head: their parameters differ by the
+    // four mixture layers that stage 1 holds in place of dense ones.
+    let mut all_mixtures = arch.clone();
+    all_mixtures.block.moe = Some(estimate::Moe { every: 1, ..moe });
+    let dense = arch.of_kind(estimate::LayerKind { experts: false, rope: true });
+    let per_layer = (all_mixtures.parameters() - dense.parameters()) / arch.layers;
+    let by_stage: Vec<u64> = e.stages.iter().map(|st| st.parameters).collect();
+    assert_eq!(by_stage[1] - by_stage[2], 4 * per_layer, "{by_stage:?}");
+    // Every layer is in one stage: the stages' layers add up to the model's, their parameters
+    // to the model's (the head untied).
+    assert_eq!(e.stages.iter().map(|st| st.layers).sum::<u64>(), arch.layers);
+    assert_eq!(by_stage.iter().sum::<u64>(), arch.parameters());
+    // Contiguous under 1F1B: stage 0 holds layers 0–11, 6 of them mixtures.
+    s.parallel.schedule = Schedule::OneFOneB;
+    let e = estimate::estimate(&s).expect("1F1B");
+    assert_eq!(e.stages[1].parameters - e.stages[2].parameters, 0, "12 contiguous layers each: 6 mixtures");
+}

@@ -39,9 +39,10 @@ impl Architecture {
         }
     }
 
-    /// Layer `i`'s kind (of a pipeline stage: counted from the stage's first layer).
+    /// Layer `i`'s kind (of a pipeline stage: its `i`-th layer, which under the interleaved
+    /// schedule is not the first layer plus `i`).
     pub fn layer_kind(&self, i: u64) -> LayerKind {
-        let i = i + self.stage.map_or(0, |s| s.first_layer);
+        let i = self.stage.map_or(i, |s| s.layer(i));
         LayerKind { experts: self.block.moe.is_some_and(|m| m.at_layer(i)), rope: !self.is_nope_layer(i) }
     }
 

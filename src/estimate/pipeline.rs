@@ -20,6 +20,20 @@ pub struct Slice {
     pub first_layer: u64,
     pub embedding: bool,
     pub head: bool,
+    /// Under the interleaved schedule, the layers of each of the stage's chunks (0: its layers
+    /// are contiguous); the chunks start `stride` layers apart (p chunks of the model).
+    pub chunk: u64,
+    pub stride: u64,
+}
+
+impl Slice {
+    /// The model's layer that is the stage's `i`-th (from 0).
+    pub fn layer(&self, i: u64) -> u64 {
+        match self.chunk {
+            0 => self.first_layer + i,
+            c => self.first_layer + (i / c) * self.stride + i % c,
+        }
+    }
 }
 
 /// The pipeline schedule.
@@ -131,10 +145,21 @@ pub(super) fn stages(s: &Setup) -> Vec<(Setup, u64, (u64, u64))> {
     let p = s.parallel.pipeline;
     (0..p)
         .map(|r| {
-            let (first_layer, layers) = layers_of(s.arch.layers, p, r);
+            let (embedding, head) = (r == 0, r == p - 1);
+            let slice = match s.parallel.schedule {
+                Schedule::OneFOneB => {
+                    Slice { first_layer: layers_of(s.arch.layers, p, r).0, embedding, head, ..Slice::default() }
+                }
+                // Megatron-LM's interleaved assignment: model chunk j·p + r is the stage's j-th,
+                // each of L/(p·v) layers (`validate` asks that they divide).
+                Schedule::Interleaved(v) => {
+                    let chunk = s.arch.layers / (p * v);
+                    Slice { first_layer: r * chunk, embedding, head, chunk, stride: p * chunk }
+                }
+            };
             let mut stage = s.clone();
-            stage.arch.layers = layers;
-            stage.arch.stage = Some(Slice { first_layer, embedding: r == 0, head: r == p - 1 });
+            stage.arch.layers = layers_of(s.arch.layers, p, r).1;
+            stage.arch.stage = Some(slice);
             (stage, r, in_flight(p, r, s.parallel.schedule, s.accum))
         })
         .collect()

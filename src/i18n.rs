@@ -132,6 +132,12 @@ impl Catalog {
         self.bundle.has_message(key)
     }
 
+    /// The message `key` with arguments given as text (numbers already written out).
+    pub fn format_text(&self, key: &str, args: &[(&'static str, String)]) -> String {
+        let args: Vec<_> = args.iter().map(|(k, v)| (*k, v.as_str().into())).collect();
+        self.format(key, &args)
+    }
+
     /// The message `key` without arguments.
     pub fn text(&self, key: &str) -> String {
         self.format(key, &[])
@@ -161,6 +167,16 @@ impl Catalog {
         debug_assert!(errors.is_empty(), "message {key:?} ({}): {errors:?}", self.lang.code());
         text
     }
+}
+
+thread_local! {
+    /// English, parsed once per thread.
+    static ENGLISH: Catalog = Catalog::new(Lang::En);
+}
+
+/// `f` with the English catalog: the words of the CLI, the JSON and errors' `Display`.
+pub fn with_english<R>(f: impl FnOnce(&Catalog) -> R) -> R {
+    ENGLISH.with(f)
 }
 
 impl std::fmt::Debug for Catalog {

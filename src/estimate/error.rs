@@ -5,7 +5,7 @@
 use std::fmt;
 
 use super::setup::Framework;
-use crate::i18n::Catalog;
+use crate::i18n::{Catalog, with_english};
 
 /// Why the estimator refuses a setup or a config.json.
 #[derive(Clone, Debug, PartialEq)]
@@ -454,14 +454,13 @@ impl EstimateError {
     /// The message in the catalog's language.
     pub fn text(&self, t: &Catalog) -> String {
         let (key, args) = self.message(t);
-        let args: Vec<_> = args.iter().map(|(k, v)| (*k, v.as_str().into())).collect();
-        t.format(key, &args)
+        t.format_text(key, &args)
     }
 
     /// The catalog messages it renders: its own (`est-err-…`) and a size, an amount or a reason
     /// named inside it (what the tests check every message is reached by).
     pub fn keys(&self) -> Vec<&'static str> {
-        let own = ENGLISH.with(|en| self.message(en).0);
+        let own = with_english(|en| self.message(en).0);
         let inner = match self {
             EstimateError::OutOfRange { what, .. } | EstimateError::AtMost { what, .. } => Some(what.key()),
             EstimateError::TooLarge { what, .. } => Some(what.key()),
@@ -517,14 +516,9 @@ impl From<ConfigJsonError> for EstimateError {
     }
 }
 
-thread_local! {
-    /// English, for `Display` (the JSON's, the logs' and the library's words).
-    static ENGLISH: Catalog = Catalog::new(crate::i18n::Lang::En);
-}
-
 impl fmt::Display for EstimateError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&ENGLISH.with(|en| self.text(en)))
+        f.write_str(&with_english(|en| self.text(en)))
     }
 }
 

@@ -125,11 +125,6 @@ pub struct Cite {
     pub args: Vec<(&'static str, String)>,
 }
 
-thread_local! {
-    /// The English catalog the CLI and the JSON cite in (parsed once per thread).
-    static ENGLISH: crate::i18n::Catalog = crate::i18n::Catalog::new(crate::i18n::Lang::En);
-}
-
 impl Cite {
     pub fn new(key: &'static str) -> Self {
         Self { key, args: Vec::new() }
@@ -139,12 +134,11 @@ impl Cite {
     }
     /// The source in the catalog's language.
     pub fn text(&self, t: &crate::i18n::Catalog) -> String {
-        let args: Vec<_> = self.args.iter().map(|(k, v)| (*k, v.as_str().into())).collect();
-        t.format(self.key, &args)
+        t.format_text(self.key, &self.args)
     }
     /// The source in English (the CLI's and the JSON's words).
     pub fn english(&self) -> String {
-        ENGLISH.with(|en| self.text(en))
+        crate::i18n::with_english(|en| self.text(en))
     }
 }
 

@@ -4,7 +4,7 @@
 
 use std::fmt;
 
-use crate::i18n::Catalog;
+use crate::i18n::{Catalog, with_english};
 
 use super::MAX_DIM;
 
@@ -375,7 +375,7 @@ impl ConfigError {
     /// every message is reached by).
     pub fn keys(&self) -> Vec<&'static str> {
         use ConfigError as C;
-        let own = ENGLISH.with(|en| self.message(en).map(|(key, _)| key));
+        let own = with_english(|en| self.message(en).map(|(key, _)| key));
         let inner = match self {
             C::Zero { name, .. } | C::TooLarge { name, .. } => Some(name.key()),
             C::SizeLimit { what, .. } if !matches!(what, Planned::Step { .. }) => Some(what.key()),
@@ -390,18 +390,12 @@ impl ConfigError {
 }
 
 fn render(t: &Catalog, (key, args): (&'static str, Args)) -> String {
-    let args: Vec<_> = args.iter().map(|(k, v)| (*k, v.as_str().into())).collect();
-    t.format(key, &args)
-}
-
-thread_local! {
-    /// English, for `Display` (the CLI's, the logs' and the library's words).
-    static ENGLISH: Catalog = Catalog::new(crate::i18n::Lang::En);
+    t.format_text(key, &args)
 }
 
 impl fmt::Display for ConfigError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&ENGLISH.with(|en| self.text(en)))
+        f.write_str(&with_english(|en| self.text(en)))
     }
 }
 
@@ -409,7 +403,7 @@ impl std::error::Error for ConfigError {}
 
 impl fmt::Display for AllocatorConfigError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&ENGLISH.with(|en| self.text(en)))
+        f.write_str(&with_english(|en| self.text(en)))
     }
 }
 

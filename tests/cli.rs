@@ -405,15 +405,7 @@ fn estimate_text_sweep_claims_and_bad_input() {
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("1.8–2.5×") && text.contains("breaks") && text.contains("holds"), "{text}");
     // In Chinese when the system is: the same claims and numbers, the catalogs' words.
-    let xdg = std::env::temp_dir().join("oomlab-cli-xdg");
-    let zh = Command::new(env!("CARGO_BIN_EXE_oomlab"))
-        .arg("claims")
-        .env("XDG_RUNTIME_DIR", xdg)
-        .env("LANG", "zh_CN.UTF-8")
-        .env_remove("LC_ALL")
-        .env_remove("LC_MESSAGES")
-        .output()
-        .expect("run oomlab");
+    let zh = support_cli::oomlab_in("zh_CN.UTF-8", &["claims"]);
     let zh = String::from_utf8_lossy(&zh.stdout);
     assert!(
         zh.contains("batch size 翻倍，显存增加 1.8–2.5 倍") && zh.contains("不成立") && zh.contains("判定方法"),

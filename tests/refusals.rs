@@ -458,16 +458,7 @@ fn the_cli_refuses_in_the_system_language_with_exit_2() {
     assert_eq!(out.status.code(), Some(2));
     let english = EstimateError::InterleavedDivide { stages: 3, chunks: 2, layers: 32 }.to_string();
     assert_eq!(String::from_utf8_lossy(&out.stderr).trim(), format!("error: {english}"));
-    let xdg = std::env::temp_dir().join("oomlab-cli-xdg");
-    let _ = std::fs::create_dir_all(&xdg);
-    let zh = std::process::Command::new(env!("CARGO_BIN_EXE_oomlab"))
-        .args(args)
-        .env("XDG_RUNTIME_DIR", xdg)
-        .env("LANG", "zh_CN.UTF-8")
-        .env_remove("LC_ALL")
-        .env_remove("LC_MESSAGES")
-        .output()
-        .expect("run oomlab");
+    let zh = support_cli::oomlab_in("zh_CN.UTF-8", &args);
     assert_eq!(zh.status.code(), Some(2));
     let stderr = String::from_utf8_lossy(&zh.stderr);
     assert!(

@@ -1005,7 +1005,7 @@ est-err-zero-stage = ZeRO 只有 0 到 3 阶段（当前为 { $stage }）
 est-err-gradient-offload = 卸载梯度需要同时卸载优化器状态（优化器的那一步必须在梯度所在的地方运行）
 est-err-parameter-offload = 卸载参数需要 ZeRO 阶段 3（它卸载的是参数分片）
 est-err-checkpoint-every = 梯度检查点 every:{ $k } 要求 1 <= K <= 层数（{ $layers }）
-est-err-profile-full-training = { $framework } 配置文件只模拟不卸载的全量训练（LoRA 和卸载请选 zero 或 deepspeed）
+est-err-profile-full-training = { $framework } 框架的模型只算不卸载的全量训练（LoRA 和卸载请选 zero 或 deepspeed 框架）
 est-err-amp-precision = pytorch-amp 是混合精度：请选 bf16 或 fp16
 est-err-amp-zero = pytorch-amp 是普通的数据并行：ZeRO 阶段属于 deepspeed 或 fsdp2
 est-err-megatron-zero = Megatron 的分布式优化器切分优化器状态和主权重（--zero 1）；要 ZeRO-2 或 3，请选 deepspeed 或 fsdp2
@@ -1034,7 +1034,7 @@ est-err-config-not-json = config.json 不是 JSON：{ $detail }
 est-err-config-not-object = config.json 不是一个 JSON 对象
 est-err-config-no-model-type = config.json 没有 model_type
 est-err-config-unknown-family = 还不支持 model_type { $family }：oomlab 能读取的配置有 { $known }
-est-err-config-unknown-key = { $family }：{ $key } 是 oomlab 在这一模型家族中不认识的键，所以不会略过它（它可能改变显存占用）；如果它不改变任何东西，请删掉它
+est-err-config-unknown-key = { $family }：{ $key } 是 oomlab 在这一模型家族中不认识的键，因此不会默默跳过它（它可能改变显存占用）；如果它不改变任何东西，请删掉它
 est-err-config-missing = { $family }：config.json 缺少 { $key }
 est-err-config-not-positive = { $family }：{ $key } 必须是正整数（当前为 { $got }）
 est-err-config-not-whole = { $family }：{ $key } 必须是整数（当前为 { $got }）

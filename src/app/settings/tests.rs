@@ -137,7 +137,12 @@ fn a_bad_real_model_part_falls_back_alone() {
     let (back, notice) = Settings::from_url_hash(&s.to_url_hash(), V);
     assert_eq!(back.batch, 32, "the toy's part is kept");
     assert_eq!(back.estimate, super::super::estimate_view::EstimateSettings::default());
-    assert!(notice.is_some_and(|n| n.text(&en()).contains("real-model settings")));
+    let notice = notice.expect("a notice");
+    assert!(notice.text(&en()).contains("real-model settings"));
+    // The reason in the reader's language, re-worded when the language changes.
+    let zh = crate::i18n::Catalog::new(crate::i18n::Lang::Zh);
+    assert!(notice.text(&zh).contains("张量并行数 3 必须整除"), "{}", notice.text(&zh));
+    assert!(notice.text(&en()).contains("tensor parallelism 3 must divide"));
     // A good real-model part round-trips.
     let mut s = Settings::default();
     s.estimate.micro_batch = 4;

@@ -368,6 +368,7 @@ explain-real = The same accounting as the toy, in closed form for a real model: 
 
 src-params = exact count from the architecture: { $formula }
 src-zero = Rajbhandari et al. 2020 (ZeRO), §3: 2Ψ + 2Ψ + KΨ, partitioned over N_d by stage
+src-zero-context = Rajbhandari et al. 2020 (ZeRO), §3: 2Ψ + 2Ψ + KΨ, partitioned by stage over N_d × C, the data- and context-parallel GPUs (they hold the same weights)
 src-activations = Korthikanti et al. 2022, §4: sbh(34 + 5as/h) per layer, tensor by tensor (GQA, SwiGLU, RMSNorm derived)
 src-logits = the lm_head output, the softmax kept for backward (fp32: Korthikanti's 4sbv) and the losses
 src-logits-grad = the gradient of the logits, alive with the softmax at the start of backward

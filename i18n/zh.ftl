@@ -365,6 +365,7 @@ explain-real = 与玩具模型相同的记账方式，用闭式公式套到真�
 
 src-params = 由架构精确计数：{ $formula }
 src-zero = Rajbhandari 等 2020（ZeRO），§3：2Ψ + 2Ψ + KΨ，按阶段分摊到 N_d 个 GPU
+src-zero-context = Rajbhandari 等 2020（ZeRO），§3：2Ψ + 2Ψ + KΨ，按阶段分摊到 N_d × C 个 GPU，即数据并行和上下文并行的 GPU（它们持有相同的权重）
 src-activations = Korthikanti 等 2022，§4：每层 sbh(34 + 5as/h)，逐个张量推导（GQA、SwiGLU、RMSNorm）
 src-logits = lm_head 的输出、为反向传播保存的 softmax（fp32：Korthikanti 的 4sbv）以及各个 loss
 src-logits-grad = logits 的梯度，在反向传播开始时与 softmax 同时存活

@@ -41,6 +41,12 @@ fn each_gpu_holds_its_share_of_the_sequence() {
         for category in ["parameters", "gradients", "optimizer_state", "master_weights"] {
             assert_eq!(split.get(category), short.get(category), "{category}: sharded over 8 × {c}");
         }
+        // The source cited says over which GPUs.
+        let cited = |e: &estimate::Estimate| {
+            e.lines.iter().find(|l| l.category == "optimizer_state").map(|l| l.source.english()).expect("a line")
+        };
+        assert!(cited(&split).contains("N_d × C, the data- and context-parallel GPUs"), "{}", cited(&split));
+        assert!(cited(&short).ends_with("partitioned over N_d by stage"), "{}", cited(&short));
         let unsplit = est(&llama(seq, 1, kind));
         assert!(
             split.get("optimizer_state") * (c - 1) < unsplit.get("optimizer_state") * c / 2,

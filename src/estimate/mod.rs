@@ -152,6 +152,7 @@ impl Serialize for Cite {
 pub mod source {
     pub const PARAMS: &str = "src-params";
     pub const ZERO: &str = "src-zero";
+    pub const ZERO_CONTEXT: &str = "src-zero-context";
     pub const ACTIVATIONS: &str = "src-activations";
     pub const ACTIVATIONS_HF: &str = "src-activations-hf";
     pub const LOGITS: &str = "src-logits";
@@ -274,7 +275,11 @@ fn one(whole: &Setup, flight: Option<(u64, u64)>) -> Result<Estimate, EstimateEr
         // The loss itself (one fp32 value) stays until the step ends.
         (layer_acts, 4 + earlier_losses, working, freed(), source::WORKING_SET)
     };
-    let states_source = setup.framework.source();
+    // ZeRO's partition is over the data- and context-parallel GPUs together (`Parallel::replicas`).
+    let states_source = match setup.framework {
+        Framework::Zero if setup.parallel.context > 1 => source::ZERO_CONTEXT,
+        f => f.source(),
+    };
     // A pipeline stage keeps the activations of its other micro-batches in flight (whole ones,
     // as at the end of their forward pass) besides the one whose step this is.
     let (chunks, v) = flight.unwrap_or((1, 1));

@@ -7,7 +7,7 @@ mod support_real_models;
 use support_real_models::harness;
 
 use egui_kittest::Harness;
-use egui_kittest::kittest::Queryable;
+use egui_kittest::kittest::{NodeT, Queryable};
 use oomlab::app::OomlabApp;
 use oomlab::app::settings::Settings;
 use oomlab::app::views::{self, drawn::Drawn};
@@ -81,7 +81,18 @@ fn context_parallelism_lets_the_long_sequence_fit_in_the_view() {
     assert!(r.fits, "split over 4 GPUs it fits");
     let setup = h.state().settings.estimate.setup().expect("a setup");
     assert_eq!(r.peak_bytes, oomlab::estimate::estimate(&setup).expect("an estimate").peak_bytes);
-    h.get_by_label_contains("context-parallel");
+    // The control, and the model states' source saying over which GPUs ZeRO partitions them
+    // (the gradients', optimizer state's and master weights' lines).
+    let cited = "partitioned by stage over N_d × C, the data- and context-parallel GPUs";
+    let labels: Vec<String> = h
+        .root()
+        .children_recursive()
+        .flat_map(|n| [n.accesskit_node().label(), n.accesskit_node().value()])
+        .flatten()
+        .filter(|l| l.contains("context-parallel") || l.contains("N_d × C"))
+        .collect();
+    assert!(labels.iter().any(|l| !l.contains(cited)), "the control: {labels:?}");
+    assert!(labels.iter().any(|l| l.contains(cited)), "the states' source: {labels:#?}");
     h.get_by_label("Ulysses");
     let link = h.state().settings.to_url_hash();
     let (opened, _) = Settings::from_url_hash(&link, 58);

@@ -463,6 +463,9 @@ export-download-failed = the download failed: { $error }
 error-config = This setup cannot run: { $error }
 error-gpu = The GPU step failed: { $error }
 error-host = Host memory cannot hold this step: { $error }
+host-err-step = the CPU backend holds the step in host memory: it needs { $needed } ({ $reserved } of device memory reserved, { $per_byte } host byte(s) per byte, and the batch) but the host has { $available } available. Use a smaller batch, or the GPU backend.
+host-err-indices = the host could not allocate the indices of tensor '{ $tensor }' ({ $bytes })
+host-err-memory = the host could not allocate tensor '{ $tensor }' ({ $bytes })
 error-step = The step failed: { $error }
 error-internal = An internal error in oomlab stopped the step ({ $error }). The next step starts afresh; please report it.
 

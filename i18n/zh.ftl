@@ -460,6 +460,9 @@ export-download-failed = 下载失败：{ $error }
 error-config = 这一设置无法运行：{ $error }
 error-gpu = GPU 上的这一步失败了：{ $error }
 error-host = 主机内存放不下这一步：{ $error }
+host-err-step = CPU 后端把这一步放在主机内存中：它需要 { $needed }（预留的设备显存 { $reserved }，每字节 { $per_byte } 字节主机内存，再加上 batch），但主机只有 { $available } 可用。请用更小的 batch，或用 GPU 后端。
+host-err-indices = 主机无法为张量 '{ $tensor }'（{ $bytes }）分配索引
+host-err-memory = 主机无法分配张量 '{ $tensor }'（{ $bytes }）
 error-step = 这一步失败了：{ $error }
 error-internal = oomlab 内部失败，这一步中止了（{ $error }）。下一步会重新开始；请报告这条信息。
 

@@ -288,3 +288,31 @@ fn the_app_refuses_an_impossible_toy_in_the_readers_language() {
     h.run_steps(3);
     h.get_by_label_contains("d_model (64) must be divisible by n_heads (3)");
 }
+
+/// The CPU backend's host shortfall: its sizes worded in the reader's language, in the frame the
+/// app shows a failed step in (`Notice::Host`); the CLI keeps its English (exit 3).
+#[test]
+fn the_hosts_shortfall_is_worded_in_both_languages() {
+    use oomlab::backend::HostShortfall;
+    let step = HostShortfall::Step { needed: 3 << 30, reserved: 2 << 30, per_byte: 1, available: 1 << 30 };
+    assert_eq!(
+        step.to_string(),
+        "the CPU backend holds the step in host memory: it needs 3.00 GiB (2.00 GiB of device memory reserved, 1 \
+         host byte(s) per byte, and the batch) but the host has 1.00 GiB available. Use a smaller batch, or the GPU \
+         backend."
+    );
+    let tensor = |indices| HostShortfall::Tensor { tensor: "h.0.attn.qkv".into(), bytes: 1 << 20, indices };
+    assert_eq!(tensor(false).to_string(), "the host could not allocate tensor 'h.0.attn.qkv' (1.00 MiB)");
+    assert_eq!(tensor(true).to_string(), "the host could not allocate the indices of tensor 'h.0.attn.qkv' (1.00 MiB)");
+    let zh = Catalog::new(Lang::Zh);
+    let shown = zh.format_text("error-host", &[("error", step.text(&zh))]);
+    assert_eq!(
+        shown,
+        "主机内存放不下这一步：CPU 后端把这一步放在主机内存中：它需要 3.00 GiB（预留的设备显存 2.00 GiB，每字节 1 \
+         字节主机内存，再加上 batch），但主机只有 1.00 GiB 可用。请用更小的 batch，或用 GPU 后端。"
+    );
+    for indices in [false, true] {
+        let text = tensor(indices).text(&zh);
+        assert!(text.contains("主机无法") && text.contains("'h.0.attn.qkv'（1.00 MiB）"), "{text}");
+    }
+}

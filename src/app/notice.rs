@@ -14,6 +14,8 @@ pub enum Notice {
     Refusal(crate::estimate::EstimateError),
     /// Why a toy configuration cannot be built: worded in the reader's language when shown.
     Config(crate::model::ConfigError),
+    /// Why the CPU backend's host cannot hold a step: worded in the reader's language.
+    Host(crate::backend::HostShortfall),
 }
 
 impl From<String> for Notice {
@@ -38,6 +40,7 @@ impl Notice {
             Notice::Text(s) => s.clone(),
             Notice::Refusal(e) => e.text(t),
             Notice::Config(e) => e.text(t),
+            Notice::Host(h) => h.text(t),
         }
     }
 }

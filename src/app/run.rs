@@ -314,10 +314,10 @@ impl Run {
                 self.error = Some(Notice::msg("error-internal", &[("error", message.into())]));
             }
             BackendError::Config(e) => self.error = Some(Notice::msg("error-config", &[("error", Notice::Config(e))])),
+            BackendError::HostMemory(h) => self.error = Some(Notice::msg("error-host", &[("error", Notice::Host(h))])),
             other => {
                 let key = match &other {
                     BackendError::Gpu(_) | BackendError::NoGpu(_) => "error-gpu",
-                    BackendError::HostMemory(_) => "error-host",
                     _ => "error-step",
                 };
                 self.error = Some(Notice::msg(key, &[("error", other.to_string().into())]));

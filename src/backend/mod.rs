@@ -15,6 +15,46 @@ use crate::data::Batch;
 use crate::model::{ConfigError, StepShape};
 use crate::plan::Plan;
 
+/// Why the CPU backend's host cannot hold a step: with its sizes, worded by the catalogs
+/// (`host-err-…`) in the reader's language where the app shows it, in English through `Display`.
+/// It crosses from the browser's CPU worker as itself (a few bytes of deserialiser).
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub enum HostShortfall {
+    /// Refused before allocating: the device bytes the step reserves, `per_byte` host bytes
+    /// each, and the batch pass what the host has.
+    Step { needed: u64, reserved: u64, per_byte: u64, available: u64 },
+    /// An allocation the host refused: a tensor's memory, or its indices (`indices`).
+    Tensor { tensor: String, bytes: u64, indices: bool },
+}
+
+impl HostShortfall {
+    /// The message in the catalog's language.
+    pub fn text(&self, t: &crate::i18n::Catalog) -> String {
+        let size = |b: &u64| crate::units::format_bytes(*b);
+        match self {
+            HostShortfall::Step { needed, reserved, per_byte, available } => t.format_text(
+                "host-err-step",
+                &[
+                    ("needed", size(needed)),
+                    ("reserved", size(reserved)),
+                    ("per_byte", per_byte.to_string()),
+                    ("available", size(available)),
+                ],
+            ),
+            HostShortfall::Tensor { tensor, bytes, indices } => t.format_text(
+                if *indices { "host-err-indices" } else { "host-err-memory" },
+                &[("tensor", tensor.clone()), ("bytes", size(bytes))],
+            ),
+        }
+    }
+}
+
+impl std::fmt::Display for HostShortfall {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&crate::i18n::with_english(|en| self.text(en)))
+    }
+}
+
 #[derive(Debug, Error)]
 pub enum BackendError {
     #[error(transparent)]
@@ -29,7 +69,7 @@ pub enum BackendError {
     /// The CPU backend's host could not hold the step (refused before allocating, or an
     /// allocation the host refused).
     #[error("{0}")]
-    HostMemory(String),
+    HostMemory(HostShortfall),
     /// A bug in oomlab stopped the step (a panic, caught where the app drives a step so that
     /// the app keeps running).
     #[error("an internal error in oomlab stopped the step ({0}); please report it")]

@@ -199,7 +199,7 @@ impl From<BackendError> for Failure {
             BackendError::Config(c) => c.into(),
             BackendError::OutOfMemory(oom) => Self { code: EXIT_OOM, message: oom.message },
             // The host's memory ran out (or would have): an out-of-memory too, of the CPU.
-            BackendError::HostMemory(message) => Self { code: EXIT_OOM, message },
+            BackendError::HostMemory(h) => Self { code: EXIT_OOM, message: h.to_string() },
             other => Self { code: EXIT_FAILURE, message: other.to_string() },
         }
     }

@@ -76,7 +76,7 @@ pub enum Reply {
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub enum WireError {
     OutOfMemory(Box<StepOom>),
-    HostMemory(String),
+    HostMemory(crate::backend::HostShortfall),
     /// A configuration error, as its message.
     Config(String),
     ShapeMismatch {

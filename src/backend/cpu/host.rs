@@ -47,14 +47,12 @@ pub(super) fn check_host_memory(plan: &Plan, budget: Budget, per_byte: u64) -> R
     let batch = plan.batch_shape().rows().saturating_mul(8);
     let needed = reserved.saturating_mul(per_byte).saturating_add(batch);
     if needed > available {
-        return Err(BackendError::HostMemory(format!(
-            "the CPU backend holds the step in host memory: it needs {} ({} of device memory reserved, \
-             {per_byte} host byte(s) per byte, and the batch) but the host has {} available. \
-             Use a smaller batch, or the GPU backend.",
-            crate::units::format_bytes(needed),
-            crate::units::format_bytes(reserved),
-            crate::units::format_bytes(available),
-        )));
+        return Err(BackendError::HostMemory(super::super::HostShortfall::Step {
+            needed,
+            reserved,
+            per_byte,
+            available,
+        }));
     }
     Ok(())
 }

@@ -196,22 +196,19 @@ impl<F: ops::Real> CpuExecutor<F> {
         let v = self.plan.whole(id);
         let dtype = self.plan.tensors[id.0].dtype;
         let tensor_bytes = self.plan.tensors[id.0].size_bytes();
-        let host = |what: &str| {
-            BackendError::HostMemory(format!(
-                "the host could not allocate {what} for tensor '{}' ({})",
-                self.plan.tensors[id.0].name,
-                crate::units::format_bytes(tensor_bytes)
-            ))
+        let host = |indices: bool| {
+            let tensor = self.plan.tensors[id.0].name.clone();
+            BackendError::HostMemory(crate::backend::HostShortfall::Tensor { tensor, bytes: tensor_bytes, indices })
         };
-        let Some((seg, a, b)) = self.slots(v) else { return Err(host("indices")) };
+        let Some((seg, a, b)) = self.slots(v) else { return Err(host(true)) };
         if let Some(s) = self.segments.get_mut(&seg) {
             match dtype {
                 DType::F32 | DType::F16 | DType::BF16 => {
-                    grow(&mut s.floats, b, F::zero()).map_err(|_| host("memory"))?;
+                    grow(&mut s.floats, b, F::zero()).map_err(|_| host(false))?;
                     s.floats[a..b].fill(F::zero());
                 }
                 DType::U32 => {
-                    grow(&mut s.ints, b, 0).map_err(|_| host("memory"))?;
+                    grow(&mut s.ints, b, 0).map_err(|_| host(false))?;
                     s.ints[a..b].fill(0);
                 }
             }

@@ -146,10 +146,9 @@ pub(super) fn stages(s: &Setup) -> Vec<(Setup, u64, (u64, u64))> {
     (0..p)
         .map(|r| {
             let (embedding, head) = (r == 0, r == p - 1);
+            let (first_layer, layers) = layers_of(s.arch.layers, p, r);
             let slice = match s.parallel.schedule {
-                Schedule::OneFOneB => {
-                    Slice { first_layer: layers_of(s.arch.layers, p, r).0, embedding, head, ..Slice::default() }
-                }
+                Schedule::OneFOneB => Slice { first_layer, embedding, head, ..Slice::default() },
                 // Megatron-LM's interleaved assignment: model chunk j·p + r is the stage's j-th,
                 // each of L/(p·v) layers (`validate` asks that they divide).
                 Schedule::Interleaved(v) => {
@@ -158,7 +157,7 @@ pub(super) fn stages(s: &Setup) -> Vec<(Setup, u64, (u64, u64))> {
                 }
             };
             let mut stage = s.clone();
-            stage.arch.layers = layers_of(s.arch.layers, p, r).1;
+            stage.arch.layers = layers;
             stage.arch.stage = Some(slice);
             (stage, r, in_flight(p, r, s.parallel.schedule, s.accum))
         })

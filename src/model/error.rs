@@ -293,7 +293,8 @@ impl AllocatorConfigError {
 
     /// The message in the catalog's language.
     pub fn text(&self, t: &Catalog) -> String {
-        render(t, self.message())
+        let (key, args) = self.message();
+        t.format_text(key, &args)
     }
 }
 
@@ -364,11 +365,10 @@ impl ConfigError {
 
     /// The message in the catalog's language (the worker's reported words as they came).
     pub fn text(&self, t: &Catalog) -> String {
-        match (self, self.message(t)) {
-            (_, Some(message)) => render(t, message),
-            (ConfigError::Reported(words), None) => words.clone(),
-            (_, None) => String::new(),
+        if let ConfigError::Reported(words) = self {
+            return words.clone();
         }
+        self.message(t).map(|(key, args)| t.format_text(key, &args)).unwrap_or_default()
     }
 
     /// The catalog messages it renders: its own and a name inside it (what the tests check
@@ -387,10 +387,6 @@ impl ConfigError {
         };
         own.into_iter().chain(inner).collect()
     }
-}
-
-fn render(t: &Catalog, (key, args): (&'static str, Args)) -> String {
-    t.format_text(key, &args)
 }
 
 impl fmt::Display for ConfigError {

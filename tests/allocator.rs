@@ -74,6 +74,11 @@ fn random_sequences_keep_every_invariant_with_each_option() {
 }
 
 fn random_sequence(seed: u64, config: AllocatorConfig) {
+    random_sequence_on(seed, config, 1)
+}
+
+/// Requests on `streams` streams (0 to streams − 1).
+fn random_sequence_on(seed: u64, config: AllocatorConfig, streams: usize) {
     {
         let capacity = [48, 64, 100, 256][seed as usize % 4] * MIB;
         let mut a = CachingAllocator::new(capacity).with_config(config);
@@ -88,7 +93,8 @@ fn random_sequence(seed: u64, config: AllocatorConfig) {
                     6..=8 => 1 + rng.below(8 << 20) as u64,
                     _ => 1 + rng.below(40 << 20) as u64,
                 };
-                match a.malloc(bytes, step) {
+                let stream = rng.below(streams) as u64;
+                match a.malloc_on(stream, bytes, step) {
                     Ok(p) => {
                         assert!(p.size >= bytes);
                         live.push(p);
@@ -121,6 +127,60 @@ fn random_sequence(seed: u64, config: AllocatorConfig) {
         assert!(!a.free(oomlab::memory::Placement { segment: oomlab::memory::SegmentId(999), offset: 0, size: 512 }));
         println!("seed {seed}: {ooms} OOMs, peak reserved {} MiB", a.stats().peak_reserved_bytes / MIB);
     }
+}
+
+#[test]
+fn random_sequences_on_several_streams_keep_every_invariant() {
+    for seed in 1..=4 {
+        random_sequence_on(seed, AllocatorConfig::default(), 3);
+    }
+    let expandable = AllocatorConfig { expandable_segments: true, ..AllocatorConfig::default() };
+    random_sequence_on(5, expandable, 3);
+}
+
+/// PyTorch keys its free blocks by stream: a block freed on one stream never serves another
+/// stream's request, and a segment belongs to the stream whose request made it.
+#[test]
+fn each_stream_has_its_own_blocks() {
+    let mut a = CachingAllocator::new(1 << 30);
+    let p = a.malloc_on(0, 4 * MIB, ()).expect("fits");
+    a.free(p);
+    let q = a.malloc_on(7, 4 * MIB, ()).expect("fits");
+    assert_ne!(q.segment, p.segment, "stream 7 does not take stream 0's cached block");
+    assert_eq!(a.stats().segments, 2);
+    let streams: Vec<u64> = a.segments().map(|s| s.stream).collect();
+    assert_eq!(streams, [0, 7]);
+    // Back on stream 0, its own cached block serves it.
+    let r = a.malloc(4 * MIB, ()).expect("fits");
+    assert_eq!(r.segment, p.segment);
+    a.free(q);
+    a.free(r);
+    assert_eq!(a.empty_cache(), 2 * LARGE_BUFFER, "empty_cache releases every stream's cached segments");
+    a.check_invariants().expect("invariants");
+}
+
+/// A replay's starting point: segments as they were, their live blocks in place (cut where they
+/// would overlap), the rest free and usable.
+#[test]
+fn restored_segments_hold_their_blocks() {
+    let mut a = CachingAllocator::new(1 << 30);
+    let blocks = vec![(0, 4 * MIB, 4 * MIB - 100, 'a'), (6 * MIB, 2 * MIB, 2 * MIB, 'b'), (7 * MIB, MIB, MIB, 'c')];
+    let (id, placed) = a.restore(0, Pool::Large, LARGE_BUFFER, false, blocks);
+    assert_eq!(placed.len(), 3);
+    assert_eq!(placed[0].map(|p| (p.segment, p.offset, p.size)), Some((id, 0, 4 * MIB)));
+    assert_eq!(placed[1].map(|p| p.offset), Some(6 * MIB));
+    assert_eq!(placed[2], None, "overlaps the block before it");
+    let s = a.stats();
+    assert_eq!((s.reserved_bytes, s.allocated_bytes, s.segments), (LARGE_BUFFER, 6 * MIB, 1));
+    assert_eq!(s.segment_allocs, 0, "restored, not reserved now");
+    a.check_invariants().expect("invariants");
+    // The gap between them serves a request; the end serves a larger one.
+    let p = a.malloc(2 * MIB, 'd').expect("fits");
+    assert_eq!((p.segment, p.offset), (id, 4 * MIB));
+    let q = a.malloc(11 * MIB, 'e').expect("fits");
+    assert_eq!((q.segment, q.offset), (id, 8 * MIB), "the free end");
+    assert!(a.free(placed[0].expect("placed")));
+    a.check_invariants().expect("invariants");
 }
 
 #[test]

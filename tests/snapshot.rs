@@ -259,7 +259,7 @@ fn foreign_shapes_are_read() {
     assert_eq!(r.peak_allocated, 1_524_288);
     assert_eq!(r.ooms.len(), 1);
     assert_eq!((r.ooms[0].size, r.ooms[0].device_free), (4194304, 1048576));
-    assert_eq!(r.ooms[0].frame, "train.py:42:forward");
+    assert_eq!(r.ooms[0].frame, "train.py:42 forward");
     assert_eq!(r.live_at_peak.len(), 2);
     assert!(!r.truncated());
 
@@ -267,7 +267,7 @@ fn foreign_shapes_are_read() {
     assert!(legacy.traces.is_empty());
     let r = replay::replay(&legacy, 0, 5);
     assert_eq!(r.final_state.allocated, 1_000_000, "history's real_size is the request");
-    assert_eq!(r.live_at_peak[0].frame, "train.py:42:forward");
+    assert_eq!(r.live_at_peak[0].frame, "train.py:42 forward");
     assert_eq!(r.largest_free_block, 1048576);
 
     // The same snapshot as JSON (the newest viewer's other input).
@@ -345,12 +345,12 @@ fn the_app_shows_a_snapshot() {
     harness.get_by_label("minimal_p5.pickle, device 0: measured by PyTorch");
     harness.get_by_label("Out of memory");
     harness.get_by_label_contains(
-        "At event 5 PyTorch asked for 4.00 MiB with 1.00 MiB free on the device (train.py:42:forward).",
+        "At event 5 PyTorch asked for 4.00 MiB with 1.00 MiB free on the device (train.py:42 forward).",
     );
     assert!(harness.query_all_by_label("1.45 MiB").count() >= 1, "the peak allocated");
     harness.get_by_label_contains("the toy's step");
     harness.get_by_label("The 2 largest allocations alive at the peak");
-    assert_eq!(harness.query_all_by_label("train.py:42:forward").count(), 2, "both allocations alive at the peak");
+    assert_eq!(harness.query_all_by_label("train.py:42 forward").count(), 2, "both allocations alive at the peak");
     // Scrubbed: the chart's description says where the marked line is, as the panel does.
     let allocated = harness.state().snapshot.loaded.as_ref().expect("loaded").replays[0].timeline[2].allocated;
     harness.state_mut().snapshot.loaded.as_mut().expect("loaded").selected = Some(2);
@@ -485,4 +485,51 @@ fn hostile_pickles_are_refused_without_a_crash() {
     deep.push(b'.');
     let e = read::from_bytes(&deep).expect_err("a list is not a snapshot");
     assert!(!e.to_string().contains("nested"), "{e}");
+}
+
+/// The export writes the step's own allocator settings as PyTorch writes them for that
+/// PYTORCH_CUDA_ALLOC_CONF (the keys, their order and values of a real H100 run's snapshot), and
+/// the step that ran with expandable segments reads back as one, through oomlab's own replay
+/// too.
+#[test]
+fn the_export_writes_the_steps_allocator_settings() {
+    let config = oomlab::plan::AllocatorConfig::parse("expandable_segments:True,max_split_size_mb:128").expect("valid");
+    let plan = toy_plan(16, Techniques { allocator: config, ..Techniques::default() });
+    let (events, _) = export::record_step(&plan, BUDGET);
+    let snap = export::snapshot(&plan, &events, BUDGET);
+    let a = snap.allocator_settings.clone().expect("settings");
+    assert_eq!(a.alloc_conf, "expandable_segments:True,max_split_size_mb:128");
+    assert!(a.expandable_segments);
+    assert_eq!(a.max_split_size, Some(128 << 20));
+    assert_eq!(a.garbage_collection_threshold, Some(0.0));
+    assert_eq!(a.config(), config, "the settings say what the step ran with");
+    assert!(snap.segments.iter().all(|g| g.is_expandable), "the step's segments are expandable");
+    // As PyTorch writes it: its keys in its order (a real torch 2.7 snapshot's), every division 0.
+    let bytes = export::to_pickle(&snap).expect("pickle");
+    let wire: serde_json::Value = serde_json::to_value(&a).expect("json");
+    let keys: Vec<&str> = wire.as_object().expect("object").keys().map(String::as_str).collect();
+    let mut sorted = keys.clone();
+    sorted.sort_unstable();
+    let mut pytorch = vec![
+        "PYTORCH_CUDA_ALLOC_CONF",
+        "max_split_size",
+        "garbage_collection_threshold",
+        "expandable_segments",
+        "pinned_num_register_threads",
+        "release_lock_on_cudamalloc",
+        "pinned_use_cuda_host_register",
+        "graph_capture_record_stream_reuse",
+        "roundup_power2_divisions",
+    ];
+    pytorch.sort_unstable();
+    assert_eq!(sorted, pytorch);
+    let back = read::from_bytes(&bytes).expect("reads");
+    assert_eq!(back.allocator_settings.as_ref(), Some(&a));
+    let order: Vec<String> =
+        a.roundup_power2_divisions.as_ref().expect("divisions").0.iter().map(|(k, _)| k.clone()).collect();
+    assert_eq!(order, (0..16).map(|k| (1u64 << k).to_string()).collect::<Vec<_>>());
+    // The default step writes PyTorch's defaults (max_split_size -1, no option set).
+    let plain = export::snapshot(&toy_plan(16, Techniques::default()), &[], BUDGET);
+    let p = plain.allocator_settings.expect("settings");
+    assert_eq!((p.alloc_conf.as_str(), p.expandable_segments, p.max_split_size), ("", false, Some(-1)));
 }

@@ -46,31 +46,42 @@ fn a_large_snapshot_matches_its_own_count() {
     assert_eq!((r.ooms[0].size, r.ooms[0].device_free), (1 << 30, 1 << 20));
     assert!(!r.truncated(), "the trace starts from nothing");
 
-    // What held the memory at the peak: by category and by place, as the generator counted.
-    let h = explain::holding(&d, &r.lifetimes, r.peak_index, usize::MAX);
+    // What held the memory at the peak: by place, as the generator counted; by category as the
+    // stacks say (the generator's phases are interleaved at random, so the kinds read from
+    // each allocation's life are not what it counted: its stacks' categories are).
+    let h = explain::holding(&r, r.peak_index, usize::MAX);
     assert_eq!(h.bytes, g.peak);
+    let sites_of = oomlab::memory::snapshot::place::Sites::new(&d.stacks);
+    let mut by_stack: std::collections::BTreeMap<Guess, i64> = std::collections::BTreeMap::new();
+    for l in r.lifetimes.iter().filter(|l| l.alive_after(r.peak_index)) {
+        *by_stack.entry(sites_of.of(l.stack).guess).or_default() += l.size;
+    }
     for (kind, bytes) in &g.at_peak {
-        let ours = h.by_guess.iter().find(|(x, _)| *x == guess_of(*kind)).map_or(0, |x| x.1);
-        assert_eq!(ours, *bytes, "{kind:?} at the peak");
+        assert_eq!(by_stack.get(&guess_of(*kind)).copied().unwrap_or(0), *bytes, "{kind:?} at the peak");
     }
     let mut sites = std::collections::BTreeMap::new();
     for grp in &h.groups {
-        assert!(!grp.known, "a PyTorch snapshot's categories are guesses");
+        assert!(!grp.known, "a PyTorch snapshot's categories are not oomlab's own");
         *sites.entry(grp.site.clone()).or_insert(0i64) += grp.bytes;
     }
     assert_eq!(sites, g.sites, "bytes by user frame");
-    assert!(h.groups.iter().any(|x| x.module == "torch.nn.modules.linear"), "the module path of the innermost frame");
+    let summed: i64 = h.by_guess.iter().map(|(_, b)| b).sum();
+    assert_eq!(summed, g.peak, "every byte has one kind");
 
     // The workflow: the peak against the device the OOM implies, what grew most, its fixes.
-    let advice = explain::diagnose(&d, &r, &h);
-    let (most, _) = g.at_peak.iter().max_by_key(|(_, b)| **b).expect("something alive");
-    assert!(advice.contains(&Advice::Grew { guess: guess_of(*most), bytes: g.at_peak[most] }), "{advice:?}");
-    assert!(advice.contains(&Advice::Fix { guess: guess_of(*most) }));
+    let advice = explain::diagnose(&r, &h);
+    let start = explain::holding(&r, None, 0);
+    let grew = |k: Guess| {
+        h.by_guess.iter().find(|x| x.0 == k).map_or(0, |x| x.1) - start.by_guess.iter().find(|x| x.0 == k).map_or(0, |x| x.1)
+    };
+    let most = Guess::ALL.into_iter().max_by_key(|&k| grew(k)).expect("kinds");
+    assert!(advice.contains(&Advice::Grew { guess: most, bytes: grew(most) }), "{advice:?}");
+    assert!(advice.contains(&Advice::Fix { guess: most }));
     assert!(advice.iter().any(|a| matches!(a, Advice::Capacity { peak, .. } if *peak == g.peak)));
 
     // Scrubbing: at any event, what is alive is what the replay's totals say.
     for at in [0, g.events / 3, g.events / 2, g.events - 2] {
-        let alive = explain::holding(&d, &r.lifetimes, Some(at), 0);
+        let alive = explain::holding(&r, Some(at), 0);
         assert_eq!(alive.bytes, r.timeline[at].allocated, "after event {at}");
     }
 
@@ -109,11 +120,9 @@ fn stacks_are_mapped_to_categories() {
         (vec![], Guess::Other, false),
     ];
     for (frames, want, known) in cases {
-        assert_eq!(explain::guess(frames.iter().copied()), (want, known), "{frames:?}");
+        let (_, signals) = oomlab::memory::snapshot::place::place_of(frames.iter().copied());
+        assert_eq!(explain::guess(frames.iter().copied(), signals), (want, known), "{frames:?}");
     }
-    assert_eq!(explain::module_of(&format!("{torch}/nn/modules/linear.py")), "torch.nn.modules.linear");
-    assert_eq!(explain::module_of("/home/me/train.py"), "train");
-    assert!(explain::is_library(&format!("{torch}/nn/modules/linear.py")) && !explain::is_library("/home/me/train.py"));
 }
 
 /// The worker's hand-over (the browser reads a large snapshot in a Web Worker and sends the page
@@ -165,8 +174,8 @@ fn the_cli_says_what_filled_the_gpu() {
     // The library's own answer, for the CLI to print.
     let d = read::from_bytes(&g.bytes).expect("reads");
     let r = replay::replay(&d, 0, 10);
-    let at_oom = explain::holding(&d, &r.lifetimes, r.ooms[0].index.checked_sub(1), 10);
-    let fix = explain::diagnose(&d, &r, &at_oom)
+    let at_oom = explain::holding(&r, r.ooms[0].index.checked_sub(1), 10);
+    let fix = explain::diagnose(&r, &at_oom)
         .into_iter()
         .find_map(|a| match a {
             Advice::Fix { guess } => Some(guess),
@@ -177,7 +186,7 @@ fn the_cli_says_what_filled_the_gpu() {
     assert!(text.contains(&words), "the fix as the app words it: {words}\n{text}");
     assert!(text.contains("what held the memory at the peak"), "{text}");
     assert!(text.contains("what held the memory when the OOM struck"), "{text}");
-    assert!(text.contains("categories are guesses"), "a PyTorch dump's categories are said to be guesses");
+    assert!(text.contains("a guess from the stack"), "a kind only the stack gives is said to be a guess");
 
     let doc: serde_json::Value = serde_json::from_str(&json).expect("JSON");
     let dev = &doc["devices"][0];

@@ -1,10 +1,15 @@
-//! `oomlab snapshot export|show`: PyTorch memory snapshots (pytorch.org/memory_viz) out of one
-//! executed step, and a text summary of any snapshot.
+//! `oomlab snapshot export|show|replay|diff`: PyTorch memory snapshots (pytorch.org/memory_viz)
+//! out of one executed step; a text summary of any snapshot (places, phases, kinds); several
+//! files as the ranks of one run; a real run replayed through oomlab's allocator; two snapshots
+//! compared.
 
 use clap::Subcommand;
+use oomlab::memory::snapshot::compare::{self, Diff};
 use oomlab::memory::snapshot::dump::Dump;
 use oomlab::memory::snapshot::explain::{self, Advice, Holding};
-use oomlab::memory::snapshot::{export, read, replay};
+use oomlab::memory::snapshot::phase::Phase;
+use oomlab::memory::snapshot::simulate::{self, Simulation};
+use oomlab::memory::snapshot::{AllocatorSettings, export, read, replay};
 
 use super::*;
 
@@ -20,11 +25,46 @@ pub(super) enum SnapshotCommand {
         config: Box<ConfigArgs>,
     },
     /// Summarise a snapshot (from `torch.cuda.memory._dump_snapshot()` or `snapshot export`):
-    /// peak allocated and reserved, the largest free block, fragmentation, OOM events and the
-    /// biggest blocks alive at the peak.
+    /// peak allocated and reserved, the run's phases, what held the memory at the peak by place
+    /// (the user's own line) and by kind (parameters, gradients, optimizer state, activations,
+    /// temporaries: from each allocation's life), OOM events, fragmentation. Several files (or a
+    /// folder) are the ranks of one run: each rank's peak, the worst rank, the spread, and where
+    /// the worst rank's extra memory went.
     Show {
+        /// One snapshot, several (one per rank), or a folder of them.
+        #[arg(required = true)]
+        files: Vec<PathBuf>,
+        /// How many of the largest places to list.
+        #[arg(long, default_value_t = 10, value_parser = count)]
+        top: usize,
+        /// Machine-readable output on stdout.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Replay a real run's allocations and frees, in order, through oomlab's caching allocator
+    /// (PyTorch's rules), from the segments alive when the trace began, with the run's own
+    /// allocator settings or others: the real run beside the replay (peak reserved, segments
+    /// reserved, the largest free block at the peak). "This run would have reserved X instead
+    /// of Y with expandable_segments:True."
+    Replay {
         file: PathBuf,
-        /// How many of the largest live blocks at the peak to list.
+        /// Allocator options to try instead of the run's own, as PYTORCH_CUDA_ALLOC_CONF:
+        /// expandable_segments:True, max_split_size_mb:N, garbage_collection_threshold:T.
+        #[arg(long, value_parser = alloc_conf_arg)]
+        alloc_conf: Option<oomlab::plan::AllocatorConfig>,
+        /// The GPU's memory (needed by garbage_collection_threshold when the snapshot has no
+        /// OOM event to tell it): e.g. 80GiB. Without it, the replay never runs out.
+        #[arg(long, value_parser = oomlab::units::parse_bytes)]
+        device_memory: Option<u64>,
+        /// Machine-readable output on stdout.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Compare two snapshots: both peaks, and the difference at the peak by place and by kind.
+    Diff {
+        a: PathBuf,
+        b: PathBuf,
+        /// How many places to list.
         #[arg(long, default_value_t = 10, value_parser = count)]
         top: usize,
         /// Machine-readable output on stdout.
@@ -33,11 +73,69 @@ pub(super) enum SnapshotCommand {
     },
 }
 
+fn alloc_conf_arg(text: &str) -> Result<oomlab::plan::AllocatorConfig, String> {
+    oomlab::plan::AllocatorConfig::parse(text).map_err(|e| e.to_string())
+}
+
 pub(super) fn run(command: &SnapshotCommand) -> Result<(), Failure> {
     match command {
         SnapshotCommand::Export { out, config } => export_step(out, config),
-        SnapshotCommand::Show { file, top, json } => show(file, *top, *json),
+        SnapshotCommand::Show { files, top, json } => {
+            let files = expand(files)?;
+            match &files[..] {
+                [one] => show(one, *top, *json),
+                _ => show_ranks(&files, *top, *json),
+            }
+        }
+        SnapshotCommand::Replay { file, alloc_conf, device_memory, json } => {
+            replay_run(file, *alloc_conf, *device_memory, *json)
+        }
+        SnapshotCommand::Diff { a, b, top, json } => diff(a, b, *top, *json),
     }
+}
+
+/// The files named, a folder's snapshots (`.pickle`, `.pkl`, `.json`) in name order.
+fn expand(files: &[PathBuf]) -> Result<Vec<PathBuf>, Failure> {
+    let mut out = Vec::new();
+    for f in files {
+        if f.is_dir() {
+            let entries =
+                std::fs::read_dir(f).map_err(|e| failure(format!("cannot read the folder {}: {e}", f.display())))?;
+            let mut found: Vec<PathBuf> = entries
+                .filter_map(|e| e.ok().map(|e| e.path()))
+                .filter(|p| {
+                    p.is_file()
+                        && p.extension().and_then(|x| x.to_str()).is_some_and(|x| matches!(x, "pickle" | "pkl" | "json"))
+                })
+                .collect();
+            found.sort();
+            if found.is_empty() {
+                return Err(failure(format!("{} holds no snapshot (.pickle, .pkl or .json)", f.display())));
+            }
+            out.extend(found);
+        } else {
+            out.push(f.clone());
+        }
+    }
+    Ok(out)
+}
+
+/// A snapshot, streamed from its file (a 200 MB dump is never in memory whole).
+fn open(file: &std::path::Path) -> Result<Dump, Failure> {
+    let f = std::fs::File::open(file).map_err(|e| failure(format!("cannot read {}: {e}", file.display())))?;
+    let length = f.metadata().ok().map(|m| m.len());
+    read::from_reader(f, length, &mut |_| {}).map_err(|e| failure(format!("{}: {e}", file.display())))
+}
+
+/// The device a comparison reads: the first with a trace, else the first.
+fn main_replay(snap: &Dump, top: usize) -> Result<replay::Replay, Failure> {
+    let all = replay::replay_all(snap, top);
+    let i = all.iter().position(|r| r.events > 0).unwrap_or(0);
+    all.into_iter().nth(i).ok_or_else(|| failure("the snapshot has no device"))
+}
+
+fn name_of(file: &std::path::Path) -> String {
+    file.display().to_string()
 }
 
 fn failure(e: impl std::fmt::Display) -> Failure {
@@ -100,7 +198,15 @@ struct ShowDevice {
     fragmentation_percent: f64,
     ooms: Vec<replay::OomEvent>,
     live_at_peak: Vec<replay::Live>,
-    /// What held the memory at the peak, by place (categories guessed from the stacks).
+    /// The run's phases: its annotations, else its stacks.
+    phases: Vec<Phase>,
+    /// Private pools' segments (CUDA graphs, MemPools) and expandable segments.
+    private_pool_segments: usize,
+    private_pool_bytes: i64,
+    expandable_segments: usize,
+    segment_maps: usize,
+    segment_unmaps: usize,
+    /// What held the memory at the peak, by place and kind (each with its evidence).
     at_peak: Holding,
     /// The same just before the first OOM, if there is one.
     at_oom: Option<Holding>,
@@ -112,18 +218,15 @@ fn size(v: i64) -> String {
 }
 
 fn show(file: &std::path::Path, top: usize, json: bool) -> Result<(), Failure> {
-    // Streamed from the file: a 200 MB dump is never in memory whole.
-    let f = std::fs::File::open(file).map_err(|e| failure(format!("cannot read {}: {e}", file.display())))?;
-    let length = f.metadata().ok().map(|m| m.len());
-    let snap = read::from_reader(f, length, &mut |_| {}).map_err(|e| failure(format!("{}: {e}", file.display())))?;
-    let devices: Vec<ShowDevice> = replay::devices(&snap)
+    let snap = open(file)?;
+    let devices: Vec<ShowDevice> = replay::replay_all(&snap, top)
         .into_iter()
-        .map(|d| {
-            let r = replay::replay(&snap, d, top);
-            let at_peak = explain::holding(&snap, &r.lifetimes, r.peak_index, top);
+        .map(|r| {
+            let d = r.device;
+            let at_peak = explain::holding(&r, r.peak_index, top);
             // Just before the failed request: what was alive when it could not be served.
-            let at_oom = r.ooms.first().map(|o| explain::holding(&snap, &r.lifetimes, o.index.checked_sub(1), top));
-            let advice = explain::diagnose(&snap, &r, at_oom.as_ref().unwrap_or(&at_peak));
+            let at_oom = r.ooms.first().map(|o| explain::holding(&r, o.index.checked_sub(1), top));
+            let advice = explain::diagnose(&r, at_oom.as_ref().unwrap_or(&at_peak));
             ShowDevice {
                 device: d,
                 events: r.events,
@@ -141,6 +244,17 @@ fn show(file: &std::path::Path, top: usize, json: bool) -> Result<(), Failure> {
                 fragmentation_percent: r.fragmentation_percent(),
                 ooms: r.ooms,
                 live_at_peak: r.live_at_peak,
+                phases: r.phases,
+                private_pool_segments: snap.segments.iter().filter(|g| g.device == d && g.is_private()).count(),
+                private_pool_bytes: snap
+                    .segments
+                    .iter()
+                    .filter(|g| g.device == d && g.is_private())
+                    .map(|g| g.total_size)
+                    .sum(),
+                expandable_segments: snap.segments.iter().filter(|g| g.device == d && g.expandable).count(),
+                segment_maps: count_action(&snap, d, oomlab::memory::snapshot::dump::Action::SegmentMap),
+                segment_unmaps: count_action(&snap, d, oomlab::memory::snapshot::dump::Action::SegmentUnmap),
                 at_peak,
                 at_oom,
                 advice,
@@ -149,7 +263,15 @@ fn show(file: &std::path::Path, top: usize, json: bool) -> Result<(), Failure> {
         .collect();
     if json {
         let source = if snap.from_oomlab() { "oomlab export (allocator)" } else { "PyTorch snapshot" };
-        let doc = serde_json::json!({ "source": source, "file": file.display().to_string(), "devices": devices });
+        let doc = serde_json::json!({
+            "source": source,
+            "file": file.display().to_string(),
+            "allocator_settings": snap.allocator_settings.as_ref().map(settings_json),
+            "annotations": snap.annotations.len(),
+            "user_metadata": snap.metadata,
+            "unknown": snap.unknown,
+            "devices": devices,
+        });
         println!("{doc}");
         return Ok(());
     }
@@ -159,6 +281,7 @@ fn show(file: &std::path::Path, top: usize, json: bool) -> Result<(), Failure> {
         "a PyTorch memory snapshot (measured by PyTorch)"
     };
     println!("{}: {what}, {} device(s)", file.display(), devices.len());
+    print_format(&snap);
     for d in &devices {
         println!("device {}: {} trace events, {} segments", d.device, d.events, d.segments);
         if d.truncated {
@@ -191,10 +314,24 @@ fn show(file: &std::path::Path, top: usize, json: bool) -> Result<(), Failure> {
                 o.frame
             );
         }
+        if d.private_pool_segments > 0 {
+            println!(
+                "  private pools (CUDA graphs, MemPools): {} segments, {} reserved",
+                d.private_pool_segments,
+                size(d.private_pool_bytes)
+            );
+        }
+        if d.expandable_segments > 0 || d.segment_maps > 0 {
+            println!(
+                "  expandable segments: {} at the dump; {} mappings and {} unmappings in the trace",
+                d.expandable_segments, d.segment_maps, d.segment_unmaps
+            );
+        }
+        print_phases(&d.phases);
         if !d.live_at_peak.is_empty() {
             println!("  largest blocks alive at the peak:");
             for l in &d.live_at_peak {
-                println!("    {:>12}  {:#x}  {}", size(l.size), l.address, l.frame);
+                println!("    {:>12}  {:#x}  {:<16} {}", size(l.size), l.address, l.kind.name(), l.frame);
             }
         }
         print_holding("at the peak", &d.at_peak);
@@ -206,22 +343,12 @@ fn show(file: &std::path::Path, top: usize, json: bool) -> Result<(), Failure> {
     Ok(())
 }
 
-/// What held the memory at a moment: by category, then by place.
+/// What held the memory at a moment: by kind, then by place.
 fn print_holding(when: &str, h: &Holding) {
     if h.count == 0 {
         return;
     }
-    let known = h.groups.iter().all(|g| g.known);
-    println!(
-        "  what held the memory {when}: {} in {} allocations{}",
-        size(h.bytes),
-        h.count,
-        if known {
-            ""
-        } else {
-            " (categories are guesses from the stacks: where memory was asked for, not what it holds)"
-        }
-    );
+    println!("  what held the memory {when}: {} in {} allocations", size(h.bytes), h.count);
     let parts: Vec<String> = h
         .by_guess
         .iter()
@@ -230,9 +357,246 @@ fn print_holding(when: &str, h: &Holding) {
         .collect();
     println!("    {}", parts.join(", "));
     for g in &h.groups {
-        let guess = if g.known { g.guess.name().to_string() } else { format!("{}?", g.guess.name()) };
-        println!("    {:>12}  {:>6}×  {:<18} {}  [{}]", size(g.bytes), g.count, guess, g.site, g.module);
+        let guess = if g.evidence.is_guess() { format!("{}?", g.guess.name()) } else { g.guess.name().to_string() };
+        println!("    {:>12}  {:>6}×  {:<18} {}", size(g.bytes), g.count, guess, g.site);
+        println!("    {:>12}   {:>6}  ({})", "", "", g.evidence.text());
     }
+    if h.groups.iter().any(|g| g.evidence.is_guess()) {
+        println!("    (? a guess from the stack: where memory was asked for, not what it holds)");
+    }
+}
+
+/// The run's phases, as bands of events.
+fn print_phases(phases: &[Phase]) {
+    if phases.is_empty() {
+        return;
+    }
+    println!("  phases ({} spans; from the run's annotations, else its stacks):", phases.len());
+    const SHOWN: usize = 12;
+    for p in phases.iter().take(SHOWN) {
+        let source = match p.source {
+            oomlab::memory::snapshot::phase::PhaseSource::Annotation => "annotation",
+            oomlab::memory::snapshot::phase::PhaseSource::Stacks => "stacks",
+        };
+        println!("    events {:>7}–{:<7} {} [{source}]", p.first, p.last, p.label());
+    }
+    if phases.len() > SHOWN {
+        println!("    … and {} more", phases.len() - SHOWN);
+    }
+}
+
+fn count_action(snap: &Dump, device: i64, action: oomlab::memory::snapshot::dump::Action) -> usize {
+    replay::trace(snap, device).iter().filter(|e| e.action() == action).count()
+}
+
+fn settings_json(a: &AllocatorSettings) -> serde_json::Value {
+    let mut v = serde_json::to_value(a).unwrap_or_default();
+    if let Some(m) = v.as_object_mut() {
+        for (k, x) in &a.other {
+            m.insert(k.clone(), serde_json::Value::String(x.clone()));
+        }
+    }
+    v
+}
+
+/// What the file says of its recording: the allocator's settings, annotations, user metadata,
+/// and what oomlab read past.
+fn print_format(snap: &Dump) {
+    if let Some(a) = &snap.allocator_settings {
+        let conf = if a.alloc_conf.is_empty() { "(not set)".to_string() } else { a.alloc_conf.clone() };
+        let mut parts = vec![format!("PYTORCH_CUDA_ALLOC_CONF {conf}"), format!("expandable_segments {}", a.expandable_segments)];
+        if let Some(m) = a.max_split_size {
+            parts.push(format!("max_split_size {}", if m < 0 { "unlimited".to_string() } else { size(m) }));
+        }
+        if let Some(t) = a.garbage_collection_threshold {
+            parts.push(format!("garbage_collection_threshold {t}"));
+        }
+        if a.rounds_power2() {
+            parts.push("roundup_power2_divisions set".into());
+        }
+        for (k, v) in &a.other {
+            parts.push(format!("{k} {v}"));
+        }
+        println!("  the run's allocator settings: {}", parts.join(", "));
+    }
+    if !snap.annotations.is_empty() {
+        let mut names: Vec<&str> = snap.annotations.iter().map(|a| a.name.as_str()).collect();
+        names.sort_unstable();
+        names.dedup();
+        let shown: Vec<&str> = names.iter().take(4).copied().collect();
+        let more = if names.len() > 4 { format!(", … {} names", names.len()) } else { String::new() };
+        println!("  annotations: {} (record_function: {}{more})", snap.annotations.len(), shown.join(", "));
+    }
+    if let Some(m) = snap.metadata.first() {
+        println!(
+            "  user metadata on {} events (event {} of device {}: {})",
+            snap.metadata.len(),
+            m.index,
+            m.device,
+            m.text
+        );
+    }
+    if !snap.unknown.is_empty() {
+        let list = |m: &std::collections::BTreeMap<String, u64>| {
+            m.iter().map(|(k, n)| format!("{k} ×{n}")).collect::<Vec<_>>().join(", ")
+        };
+        let mut parts = Vec::new();
+        if !snap.unknown.actions.is_empty() {
+            parts.push(format!("actions {}", list(&snap.unknown.actions)));
+        }
+        if !snap.unknown.keys.is_empty() {
+            parts.push(format!("keys {}", list(&snap.unknown.keys)));
+        }
+        println!("  read past what oomlab does not know (a newer PyTorch's): {}", parts.join("; "));
+    }
+}
+
+/// Several snapshots as the ranks of one run.
+fn show_ranks(files: &[PathBuf], top: usize, json: bool) -> Result<(), Failure> {
+    let mut replays = Vec::with_capacity(files.len());
+    for f in files {
+        let snap = open(f)?;
+        replays.push((name_of(f), main_replay(&snap, 0)?));
+    }
+    let named: Vec<(String, &replay::Replay)> = replays.iter().map(|(n, r)| (n.clone(), r)).collect();
+    let ranks = compare::ranks(&named).ok_or_else(|| failure("no snapshot to compare"))?;
+    if json {
+        println!("{}", serde_json::json!(ranks));
+        return Ok(());
+    }
+    println!("{} ranks of one run (PyTorch snapshots, measured by PyTorch):", ranks.ranks.len());
+    for r in &ranks.ranks {
+        let mark = if r.rank == ranks.worst { "  ← worst" } else { "" };
+        println!(
+            "  rank {:>3}: peak allocated {:>12}, peak reserved {:>12}  {}{mark}",
+            r.rank,
+            size(r.side.peak_allocated_bytes),
+            size(r.side.peak_reserved_bytes),
+            r.side.file
+        );
+    }
+    println!(
+        "  the worst rank ({}) peaks {} above the best ({}), {:.1} % above the mean",
+        ranks.worst,
+        size(ranks.spread_bytes),
+        ranks.best,
+        ranks.worst_over_mean_percent
+    );
+    println!("  where the worst rank's extra memory went (rank {} → rank {}):", ranks.best, ranks.worst);
+    print_diff_rows(&ranks.extra, top);
+    Ok(())
+}
+
+/// `snapshot diff A B`.
+fn diff(a: &std::path::Path, b: &std::path::Path, top: usize, json: bool) -> Result<(), Failure> {
+    let (sa, sb) = (open(a)?, open(b)?);
+    let (ra, rb) = (main_replay(&sa, 0)?, main_replay(&sb, 0)?);
+    let d = compare::diff(&name_of(a), &ra, &name_of(b), &rb);
+    if json {
+        println!("{}", serde_json::json!(d));
+        return Ok(());
+    }
+    println!("A: {}: peak allocated {}, peak reserved {}", d.a.file, size(d.a.peak_allocated_bytes), size(d.a.peak_reserved_bytes));
+    println!("B: {}: peak allocated {}, peak reserved {}", d.b.file, size(d.b.peak_allocated_bytes), size(d.b.peak_reserved_bytes));
+    let grew = d.grew();
+    let word = if grew >= 0 { "higher" } else { "lower" };
+    println!("B's peak is {} {word} than A's; at the peaks:", size(grew.abs()));
+    print_diff_rows(&d, top);
+    Ok(())
+}
+
+fn signed(v: i64) -> String {
+    if v >= 0 { format!("+{}", size(v)) } else { format!("-{}", size(v.abs())) }
+}
+
+/// A diff's kinds, then its places, the largest change first.
+fn print_diff_rows(d: &Diff, top: usize) {
+    println!("    by kind:");
+    for k in d.by_kind.iter().filter(|k| k.a_bytes != 0 || k.b_bytes != 0) {
+        println!(
+            "      {:<16} {:>12} → {:>12}  ({})",
+            k.kind.name(),
+            size(k.a_bytes),
+            size(k.b_bytes),
+            signed(k.b_bytes.saturating_sub(k.a_bytes))
+        );
+    }
+    println!("    by place:");
+    for p in d.by_place.iter().take(top) {
+        println!("      {:>12} → {:>12}  ({:>12})  {}", size(p.a_bytes), size(p.b_bytes), signed(p.grew()), p.place);
+    }
+    if d.by_place.len() > top {
+        println!("      … {} more places", d.by_place.len() - top);
+    }
+}
+
+/// `snapshot replay FILE`.
+fn replay_run(
+    file: &std::path::Path,
+    config: Option<oomlab::plan::AllocatorConfig>,
+    capacity: Option<u64>,
+    json: bool,
+) -> Result<(), Failure> {
+    let snap = open(file)?;
+    let mut out: Vec<Simulation> = Vec::new();
+    for r in replay::replay_all(&snap, 0).iter().filter(|r| r.events > 0) {
+        out.push(simulate::simulate(&snap, r, config, capacity).map_err(failure)?);
+    }
+    if out.is_empty() {
+        return Err(failure(format!("{}: no device has a trace to replay", file.display())));
+    }
+    if json {
+        let doc = serde_json::json!({ "file": file.display().to_string(), "devices": out });
+        println!("{doc}");
+        return Ok(());
+    }
+    for s in &out {
+        let settings = if s.run_settings {
+            let conf = if s.alloc_conf.is_empty() { "PyTorch's defaults".to_string() } else { s.alloc_conf.clone() };
+            format!("the run's own settings ({conf})")
+        } else {
+            format!("PYTORCH_CUDA_ALLOC_CONF={}", if s.alloc_conf.is_empty() { "(defaults)" } else { &s.alloc_conf })
+        };
+        println!("{}, device {}: replayed through oomlab's allocator with {settings}", file.display(), s.device);
+        println!("  {:<40} {:>14} {:>14}", "", "the real run", "the replay");
+        let row = |what: &str, a: String, b: String| println!("  {what:<40} {a:>14} {b:>14}");
+        row("peak reserved", size(s.real.peak_reserved_bytes), size(s.replayed.peak_reserved_bytes));
+        row("segments reserved during the trace", s.real.segment_allocs.to_string(), s.replayed.segment_allocs.to_string());
+        row("segments released during the trace", s.real.segment_frees.to_string(), s.replayed.segment_frees.to_string());
+        row("reserved at the peak allocated", size(s.real.reserved_at_peak_bytes), size(s.replayed.reserved_at_peak_bytes));
+        row(
+            "largest free block at the peak allocated",
+            size(s.real.largest_free_at_peak_bytes),
+            size(s.replayed.largest_free_at_peak_bytes),
+        );
+        let delta = s.replayed.peak_reserved_bytes.saturating_sub(s.real.peak_reserved_bytes);
+        if s.run_settings {
+            println!(
+                "  the replay's peak reserved is {:.2} % off the run's",
+                100.0 * delta.abs() as f64 / s.real.peak_reserved_bytes.max(1) as f64
+            );
+        } else {
+            println!(
+                "  this run would have reserved {} at its peak instead of {} ({})",
+                size(s.replayed.peak_reserved_bytes),
+                size(s.real.peak_reserved_bytes),
+                signed(delta)
+            );
+        }
+        if s.releases > 0 {
+            println!("  the run released its cache {} times (empty_cache, or a retry before an OOM): replayed as it happened", s.releases);
+        }
+        if s.real_ooms > 0 || s.replayed_ooms > 0 {
+            println!("  out of memory: {} times in the run, {} in the replay", s.real_ooms, s.replayed_ooms);
+        }
+        if s.unmatched_frees > 0 {
+            println!("  {} frees of blocks the replay could not place (allocated before the trace)", s.unmatched_frees);
+        }
+        if s.power2_rounding {
+            println!("  the run set roundup_power2_divisions, which oomlab's allocator does not follow: expect differences");
+        }
+    }
+    Ok(())
 }
 
 /// The diagnostic workflow, step by step.

@@ -164,7 +164,7 @@ pub struct Generated {
     pub peak_index: usize,
     /// Bytes alive at the peak by category.
     pub at_peak: BTreeMap<Kind, i64>,
-    /// Bytes alive at the peak by user site (`file:line:function`).
+    /// Bytes alive at the peak by user site (`model.py:12 step`).
     pub sites: BTreeMap<String, i64>,
     pub ooms: usize,
 }
@@ -189,7 +189,8 @@ fn stack(kind: Kind, site: usize, frames: &mut Shared, fresh: bool) -> (P, Strin
     };
     let user =
         (format!("/home/me/{}.py", if site.is_multiple_of(2) { "model" } else { "train" }), 10 + site as i64, "step");
-    let site_text = format!("{}:{}:{}", user.0, user.1, user.2);
+    // As oomlab names a place: the file's name, the line, the function.
+    let site_text = format!("{}:{} {}", user.0.rsplit('/').next().unwrap_or_default(), user.1, user.2);
     let mut list = Vec::new();
     for (file, line, name) in lib.into_iter().chain([user]) {
         let frame = || {

@@ -6,8 +6,8 @@
 use egui::{Color32, RichText, Ui};
 
 use crate::i18n::Catalog;
-use crate::memory::snapshot::dump::Dump;
 use crate::memory::snapshot::explain::{self, Advice, Guess, Holding};
+use crate::memory::snapshot::place::{Place, Whose};
 use crate::memory::snapshot::replay::Replay;
 
 /// The groups listed per moment.
@@ -21,7 +21,7 @@ pub struct Holdings {
 
 impl Holdings {
     /// What is alive after event `at` of `r` (computed once).
-    pub fn at(&mut self, s: &Dump, r: &Replay, at: Option<usize>) -> &Holding {
+    pub fn at(&mut self, r: &Replay, at: Option<usize>) -> &Holding {
         let key = (r.device, at);
         let i = match self.cache.iter().position(|(k, _)| *k == key) {
             Some(i) => i,
@@ -30,7 +30,7 @@ impl Holdings {
                 if self.cache.len() >= 4 {
                     self.cache.remove(0);
                 }
-                self.cache.push((key, explain::holding(s, &r.lifetimes, at, ROWS)));
+                self.cache.push((key, explain::holding(r, at, ROWS)));
                 self.cache.len() - 1
             }
         };
@@ -38,9 +38,26 @@ impl Holdings {
     }
 }
 
-pub fn guess_word(t: &Catalog, g: Guess, known: bool) -> String {
+/// A kind's word, marked as a guess when only the stack says it.
+pub fn guess_word(t: &Catalog, g: Guess, guessed: bool) -> String {
     let word = t.text(&format!("guess-{}", g.key()));
-    if known { word } else { t.format("guess-mark", &[("what", word.into())]) }
+    if guessed { t.format("guess-mark", &[("what", word.into())]) } else { word }
+}
+
+/// Where memory was asked for, in the reader's language.
+pub fn place_words(t: &Catalog, p: &Place) -> String {
+    let cpp = p.cpp_text();
+    let words = match p.whose {
+        Whose::None => t.text("place-none"),
+        Whose::NoPython if cpp.is_empty() => t.text("place-no-python"),
+        Whose::NoPython => t.format("place-no-python-op", &[("op", cpp.into())]),
+        _ if cpp.is_empty() => p.frame_text(),
+        _ => t.format("place-frame-op", &[("frame", p.frame_text().into()), ("op", cpp.into())]),
+    };
+    match &p.caller {
+        Some(c) => t.format("place-called-from", &[("place", words.into()), ("caller", c.as_str().into())]),
+        None => words,
+    }
 }
 
 /// One moment's groups, under `heading`.
@@ -49,28 +66,27 @@ pub fn panel(ui: &mut Ui, t: &Catalog, heading: String, h: &Holding) {
     ui.strong(heading);
     ui.label(t.format("snap-holding-total", &[("bytes", size(h.bytes).into()), ("count", h.count.to_string().into())]));
     let known = !h.groups.is_empty() && h.groups.iter().all(|g| g.known);
-    ui.label(RichText::new(t.text(if known { "snap-holding-known" } else { "snap-holding-guess" })).weak());
+    ui.label(RichText::new(t.text(if known { "snap-holding-known" } else { "snap-holding-how" })).weak());
     // The categories as a bar, largest share first.
     ui.horizontal_wrapped(|ui| {
         for (g, b) in h.by_guess.iter().filter(|(_, b)| *b > 0) {
             let share = 100.0 * *b as f64 / h.bytes.max(1) as f64;
-            ui.label(format!("{} {} ({share:.0} %)", guess_word(t, *g, known), size(*b)));
+            ui.label(format!("{} {} ({share:.0} %)", guess_word(t, *g, false), size(*b)));
         }
     });
     // Plain wrapped lines, not a grid: a grid's cells do not wrap, and a long frame would widen
     // the whole tab past a phone's screen.
     for g in &h.groups {
-        let site = if g.site.is_empty() { t.text("snap-no-frame") } else { g.site.clone() };
         ui.label(t.format(
             "snap-holding-row",
             &[
                 ("bytes", size(g.bytes).into()),
                 ("count", g.count.to_string().into()),
-                ("guess", guess_word(t, g.guess, g.known).into()),
-                ("site", site.into()),
-                ("module", g.module.as_str().into()),
+                ("guess", guess_word(t, g.guess, g.evidence.is_guess()).into()),
+                ("site", place_words(t, &g.place).into()),
             ],
         ));
+        ui.label(RichText::new(t.text(&format!("evidence-{}", g.evidence.key()))).weak().small());
     }
 }
 

@@ -87,8 +87,7 @@ pub fn load(name: &str, bytes: &[u8]) -> Result<Loaded, String> {
 
 /// Replays a snapshot already read (each device), and prepares its views.
 pub fn from_dump(name: &str, snapshot: Dump) -> Loaded {
-    let replays: Vec<replay::Replay> =
-        replay::devices(&snapshot).into_iter().map(|d| replay::replay(&snapshot, d, 20)).collect();
+    let replays: Vec<replay::Replay> = replay::replay_all(&snapshot, 20);
     let lines = replays
         .iter()
         .map(|r| {
@@ -104,7 +103,7 @@ pub fn from_dump(name: &str, snapshot: Dump) -> Loaded {
         .iter()
         .map(|r| {
             let at = r.ooms.first().map_or(r.peak_index, |o| o.index.checked_sub(1));
-            explain::diagnose(&snapshot, r, holdings.at(&snapshot, r, at))
+            explain::diagnose(r, holdings.at(r, at))
         })
         .collect();
     let from_oomlab = snapshot.from_oomlab();
@@ -373,7 +372,7 @@ impl SnapshotState {
                         ("index", o.index.to_string().into()),
                         ("size", size(t, bytes(o.size)).into()),
                         ("free", size(t, bytes(o.device_free)).into()),
-                        ("frame", o.frame.as_str().into()),
+                        ("frame", holding::place_words(t, &o.place).into()),
                     ],
                 ));
                 let cached = r.free_in_segments;
@@ -395,18 +394,18 @@ impl SnapshotState {
             timeline::chart(ui, t, r, lines, selected);
         }
         if let Some(at) = *selected {
-            let h = holdings.at(snapshot, r, Some(at));
+            let h = holdings.at(r, Some(at));
             let heading = t.format("snap-holding-at", &[("index", at.to_string().into())]);
             ui.group(|ui| holding::panel(ui, t, heading, h));
         }
         if let Some(o) = r.ooms.first() {
-            let h = holdings.at(snapshot, r, o.index.checked_sub(1));
+            let h = holdings.at(r, o.index.checked_sub(1));
             let heading = t.format("snap-holding-oom", &[("index", o.index.to_string().into())]);
             ui.group(|ui| holding::panel(ui, t, heading, h));
         }
         // The peak, unless it is the moment the OOM struck (shown above).
         if r.ooms.first().is_none_or(|o| o.index.checked_sub(1) != r.peak_index) {
-            let h = holdings.at(snapshot, r, r.peak_index);
+            let h = holdings.at(r, r.peak_index);
             let heading = t.format("snap-holding-peak", &[("index", r.peak_index.unwrap_or(0).to_string().into())]);
             ui.group(|ui| holding::panel(ui, t, heading, h));
         }
@@ -422,7 +421,7 @@ impl SnapshotState {
                     ui.horizontal_wrapped(|ui| {
                         ui.label(RichText::new(size(t, bytes(x.size))).monospace());
                         ui.label(RichText::new(format!("{:#x}", x.address)).monospace().weak());
-                        ui.label(if x.frame.is_empty() { t.text("snap-no-frame") } else { x.frame.clone() });
+                        ui.label(holding::place_words(t, &x.place));
                     });
                 }
             });

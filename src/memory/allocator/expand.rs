@@ -30,11 +30,11 @@ impl<T: Clone> CachingAllocator<T> {
     /// Grows the pool's expandable segment (made on first use) by the pages that a free end of
     /// `size` bytes needs; the place of that free end. None when the pages do not fit the
     /// capacity.
-    pub(super) fn expand(&mut self, pool: Pool, size: u64) -> Option<(SegmentId, u64)> {
-        let page = page_size(pool);
-        let Some(&id) = self.expandable.get(&pool) else {
-            let id = self.new_segment(pool, size.div_ceil(page).checked_mul(page)?)?;
-            self.expandable.insert(pool, id);
+    pub(super) fn expand(&mut self, key: (Pool, super::Stream), size: u64) -> Option<(SegmentId, u64)> {
+        let page = page_size(key.0);
+        let Some(&id) = self.expandable.get(&key) else {
+            let id = self.new_segment(key, size.div_ceil(page).checked_mul(page)?)?;
+            self.expandable.insert(key, id);
             return Some((id, 0));
         };
         let seg = self.segments.get(&id)?;
@@ -52,7 +52,7 @@ impl<T: Clone> CachingAllocator<T> {
             return None;
         }
         let seg = self.segments.get_mut(&id)?;
-        let set = self.free.entry(pool).or_default();
+        let set = self.free.entry(key).or_default();
         set.remove(&(end_free, id, end_offset));
         let block = Block { offset: end_offset, size: end_free + grow, requested: 0, tag: None };
         set.insert((block.size, id, end_offset));
@@ -70,23 +70,23 @@ impl<T: Clone> CachingAllocator<T> {
     /// Unmaps the whole free pages at the end of every expandable segment (the segment goes
     /// when nothing is left mapped). Returns how many segments shrank or went.
     pub(super) fn unmap_free_ends(&mut self) -> usize {
-        let ends: Vec<(SegmentId, Pool, u64, u64, u64)> = self
+        let ends: Vec<(SegmentId, (Pool, super::Stream), u64, u64, u64)> = self
             .segments
             .values()
             .filter(|s| s.expandable)
             .filter_map(|s| {
                 let (&off, b) = s.blocks.last_key_value()?;
                 let keep = off.div_ceil(page_size(s.pool)) * page_size(s.pool);
-                (b.tag.is_none() && keep < s.size).then_some((s.id, s.pool, off, b.size, keep))
+                (b.tag.is_none() && keep < s.size).then_some((s.id, (s.pool, s.stream), off, b.size, keep))
             })
             .collect();
-        for &(id, pool, off, block, keep) in &ends {
+        for &(id, key, off, block, keep) in &ends {
             if keep == 0 {
                 self.release_segment(id);
                 continue;
             }
             let Some(seg) = self.segments.get_mut(&id) else { continue };
-            let set = self.free.entry(pool).or_default();
+            let set = self.free.entry(key).or_default();
             set.remove(&(block, id, off));
             seg.blocks.remove(&off);
             if keep > off {
@@ -102,12 +102,14 @@ impl<T: Clone> CachingAllocator<T> {
     }
 }
 
-/// An expandable segment's own invariants: a whole number of pages, one per pool.
+/// An expandable segment's own invariants: a whole number of pages, one per pool and stream.
 pub(super) fn check_expandable<T>(segments: &BTreeMap<SegmentId, Segment<T>>) -> Result<(), String> {
-    for pool in [Pool::Small, Pool::Large] {
-        let mine: Vec<&Segment<T>> = segments.values().filter(|s| s.expandable && s.pool == pool).collect();
+    let streams: std::collections::BTreeSet<u64> = segments.values().map(|s| s.stream).collect();
+    for (pool, stream) in [Pool::Small, Pool::Large].into_iter().flat_map(|p| streams.iter().map(move |&s| (p, s))) {
+        let mine: Vec<&Segment<T>> =
+            segments.values().filter(|s| s.expandable && s.pool == pool && s.stream == stream).collect();
         if mine.len() > 1 {
-            return Err(format!("{} expandable segments in the {pool:?} pool", mine.len()));
+            return Err(format!("{} expandable segments in the {pool:?} pool of stream {stream}", mine.len()));
         }
         if let Some(s) = mine.iter().find(|s| !s.size.is_multiple_of(page_size(pool))) {
             return Err(format!("expandable segment {:?} of {} B is not whole pages", s.id, s.size));

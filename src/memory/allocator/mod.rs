@@ -12,6 +12,11 @@
 //! - when a new segment would exceed the capacity, every cached segment with no allocated block is
 //!   released and the segment is tried again; if it still does not fit, the request fails with
 //!   an out-of-memory error worded like PyTorch's;
+//! - each stream has its own free blocks (PyTorch keys its pools by stream and size: a block
+//!   made on one stream is never handed to a request on another), and a segment belongs to the
+//!   stream that made it; [`CachingAllocator::malloc`] asks on the default stream,
+//!   [`CachingAllocator::malloc_on`] on any (a private pool, as a CUDA graph's, is a stream of
+//!   its own here: its blocks serve only its requests too);
 //! - its options ([`AllocatorConfig`], PyTorch's `PYTORCH_CUDA_ALLOC_CONF`) follow PyTorch's
 //!   code: `max_split_size_mb` (oversize blocks are never split, small requests never take
 //!   them, and they are released one by one before everything cached is),
@@ -82,6 +87,12 @@ impl Pool {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, serde::Deserialize)]
 pub struct SegmentId(pub u64);
 
+/// A stream (0: the default stream).
+pub type Stream = u64;
+
+/// Free blocks are kept per pool and stream.
+type Key = (Pool, Stream);
+
 /// Where an allocation lives: a segment and a byte offset inside it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, serde::Deserialize)]
 pub struct Placement {
@@ -106,6 +117,9 @@ pub struct Block<T> {
 pub struct Segment<T> {
     pub id: SegmentId,
     pub pool: Pool,
+    /// The stream whose request made it (its blocks serve that stream's requests only).
+    #[serde(default)]
+    pub stream: Stream,
     /// Its bytes (for an expandable segment: the pages mapped so far).
     pub size: u64,
     /// An expandable segment: it grows and shrinks in pages at its end.
@@ -253,8 +267,8 @@ impl OutOfMemory {
 pub struct CachingAllocator<T> {
     capacity: u64,
     segments: BTreeMap<SegmentId, Segment<T>>,
-    /// Free blocks per pool, ordered for best fit: (size, segment, offset).
-    free: BTreeMap<Pool, BTreeSet<(u64, SegmentId, u64)>>,
+    /// Free blocks per pool and stream, ordered for best fit: (size, segment, offset).
+    free: BTreeMap<Key, BTreeSet<(u64, SegmentId, u64)>>,
     next_segment: u64,
     stats: Stats,
     events: Vec<Event<T>>,
@@ -270,8 +284,8 @@ pub struct CachingAllocator<T> {
     gc_calls: u64,
     /// Each whole free segment, and the search count when it became free.
     free_since: BTreeMap<SegmentId, u64>,
-    /// The expandable segment of each pool, once it exists.
-    expandable: BTreeMap<Pool, SegmentId>,
+    /// The expandable segment of each pool and stream, once it exists.
+    expandable: BTreeMap<Key, SegmentId>,
 }
 
 impl<T: Clone> CachingAllocator<T> {
@@ -282,7 +296,7 @@ impl<T: Clone> CachingAllocator<T> {
         Self {
             capacity: capacity.min(crate::plan::MAX_BUDGET_BYTES),
             segments: BTreeMap::new(),
-            free: BTreeMap::from([(Pool::Small, BTreeSet::new()), (Pool::Large, BTreeSet::new())]),
+            free: BTreeMap::from([((Pool::Small, 0), BTreeSet::new()), ((Pool::Large, 0), BTreeSet::new())]),
             next_segment: 0,
             stats: Stats::default(),
             events: Vec::new(),
@@ -362,15 +376,20 @@ impl<T: Clone> CachingAllocator<T> {
     /// else, oversize cached blocks released (with `max_split_size_mb`) and again; else every
     /// cached segment released and again; else out of memory.
     pub fn malloc(&mut self, bytes: u64, tag: T) -> Result<Placement, OutOfMemory> {
+        self.malloc_on(0, bytes, tag)
+    }
+
+    /// [`Self::malloc`] on `stream`: only that stream's cached blocks serve it.
+    pub fn malloc_on(&mut self, stream: Stream, bytes: u64, tag: T) -> Result<Placement, OutOfMemory> {
         let size = round_size(bytes);
-        let pool = Pool::for_size(size);
-        let found = self.get_free_block(pool, size).or_else(|| {
+        let key = (Pool::for_size(size), stream);
+        let found = self.get_free_block(key, size).or_else(|| {
             self.garbage_collect();
-            self.alloc_block(pool, size)
+            self.alloc_block(key, size)
                 .or_else(|| {
-                    if self.release_available_cached_blocks(pool, size) { self.alloc_block(pool, size) } else { None }
+                    if self.release_available_cached_blocks(key, size) { self.alloc_block(key, size) } else { None }
                 })
-                .or_else(|| if self.release_cached_segments() > 0 { self.alloc_block(pool, size) } else { None })
+                .or_else(|| if self.release_cached_segments() > 0 { self.alloc_block(key, size) } else { None })
         });
         let Some((segment, offset)) = found else {
             let oom = self.oom(bytes, size);
@@ -378,7 +397,7 @@ impl<T: Clone> CachingAllocator<T> {
             self.push(Event::Oom { tag, requested: bytes });
             return Err(oom);
         };
-        let placement = self.take_block(pool, segment, offset, size, bytes, tag.clone());
+        let placement = self.take_block(key, segment, offset, size, bytes, tag.clone());
         self.push(Event::Alloc { tag, placement, requested: bytes });
         Ok(placement)
     }
@@ -404,11 +423,11 @@ impl<T: Clone> CachingAllocator<T> {
     /// it when it is 20 MiB or more larger than the request. With expandable segments, the free
     /// end of the pool's segment gives way to the next fitting block (PyTorch keeps that end
     /// for growth).
-    fn get_free_block(&mut self, pool: Pool, size: u64) -> Option<(SegmentId, u64)> {
-        if pool == Pool::Large && self.gc_on() {
+    fn get_free_block(&mut self, key: Key, size: u64) -> Option<(SegmentId, u64)> {
+        if key.0 == Pool::Large && self.gc_on() {
             self.gc_calls += 1;
         }
-        let mut fits = self.free.get(&pool)?.range((size, SegmentId(0), 0)..);
+        let mut fits = self.free.get(&key)?.range((size, SegmentId(0), 0)..);
         let mut best = *fits.next()?;
         if self.config.expandable_segments
             && self.is_expandable_end(best)
@@ -438,15 +457,15 @@ impl<T: Clone> CachingAllocator<T> {
 
     /// `alloc_block`: a new segment for the request (or, with expandable segments, the pool's
     /// segment grown to hold it); its block's place.
-    fn alloc_block(&mut self, pool: Pool, size: u64) -> Option<(SegmentId, u64)> {
+    fn alloc_block(&mut self, key: Key, size: u64) -> Option<(SegmentId, u64)> {
         if self.config.expandable_segments {
-            return self.expand(pool, size);
+            return self.expand(key, size);
         }
-        self.new_segment(pool, segment_size_for(size)).map(|id| (id, 0))
+        self.new_segment(key, segment_size_for(size)).map(|id| (id, 0))
     }
 
     /// Reserves a new segment if it fits the capacity; returns its id.
-    fn new_segment(&mut self, pool: Pool, size: u64) -> Option<SegmentId> {
+    fn new_segment(&mut self, (pool, stream): Key, size: u64) -> Option<SegmentId> {
         if self.stats.reserved_bytes.checked_add(size).is_none_or(|r| r > self.capacity) {
             return None;
         }
@@ -454,8 +473,8 @@ impl<T: Clone> CachingAllocator<T> {
         self.next_segment += 1;
         let block = Block { offset: 0, size, requested: 0, tag: None };
         let expandable = self.config.expandable_segments;
-        self.segments.insert(id, Segment { id, pool, size, expandable, blocks: BTreeMap::from([(0, block)]) });
-        self.free.entry(pool).or_default().insert((size, id, 0));
+        self.segments.insert(id, Segment { id, pool, stream, size, expandable, blocks: BTreeMap::from([(0, block)]) });
+        self.free.entry((pool, stream)).or_default().insert((size, id, 0));
         if self.gc_on() {
             self.free_since.insert(id, self.gc_calls);
         }
@@ -470,14 +489,14 @@ impl<T: Clone> CachingAllocator<T> {
     /// Releases one segment, which holds no allocated block.
     fn release_segment(&mut self, id: SegmentId) {
         let Some(seg) = self.segments.remove(&id) else { return };
-        if let Some(set) = self.free.get_mut(&seg.pool) {
+        if let Some(set) = self.free.get_mut(&(seg.pool, seg.stream)) {
             for b in seg.blocks.values() {
                 set.remove(&(b.size, id, b.offset));
             }
         }
         self.free_since.remove(&id);
-        if self.expandable.get(&seg.pool) == Some(&id) {
-            self.expandable.remove(&seg.pool);
+        if self.expandable.get(&(seg.pool, seg.stream)) == Some(&id) {
+            self.expandable.remove(&(seg.pool, seg.stream));
         }
         self.stats.reserved_bytes -= seg.size;
         self.stats.segments -= 1;
@@ -497,6 +516,63 @@ impl<T: Clone> CachingAllocator<T> {
         free.len() + self.unmap_free_ends()
     }
 
+    /// A segment as it already was when the allocator's story begins (a replay of a run whose
+    /// recording started mid-run): `size` bytes on `stream`'s `pool`, holding `blocks`
+    /// (offset, size, requested, tag) in address order, the rest of it free. A block that
+    /// overlaps the one before it, or runs past the segment, is cut to fit (`None` if nothing
+    /// is left of it). Counted as reserved and allocated, not as a segment allocation, and no
+    /// event is recorded.
+    pub fn restore(
+        &mut self,
+        stream: Stream,
+        pool: Pool,
+        size: u64,
+        expandable: bool,
+        blocks: Vec<(u64, u64, u64, T)>,
+    ) -> (SegmentId, Vec<Option<Placement>>) {
+        let id = SegmentId(self.next_segment);
+        self.next_segment += 1;
+        let mut seg = Segment { id, pool, stream, size, expandable, blocks: BTreeMap::new() };
+        let mut placed = Vec::with_capacity(blocks.len());
+        let mut end = 0u64;
+        let set = self.free.entry((pool, stream)).or_default();
+        for (offset, bytes, requested, tag) in blocks {
+            let start = offset.max(end);
+            let stop = offset.saturating_add(bytes).min(size);
+            if start >= stop || start != offset {
+                placed.push(None);
+                continue;
+            }
+            if start > end {
+                seg.blocks.insert(end, Block { offset: end, size: start - end, requested: 0, tag: None });
+                set.insert((start - end, id, end));
+            }
+            let taken = stop - start;
+            seg.blocks.insert(start, Block { offset: start, size: taken, requested: requested.min(taken), tag: Some(tag) });
+            self.stats.allocated_bytes += taken;
+            self.stats.requested_bytes += requested.min(taken);
+            self.stats.active_blocks += 1;
+            placed.push(Some(Placement { segment: id, offset: start, size: taken }));
+            end = stop;
+        }
+        if end < size {
+            seg.blocks.insert(end, Block { offset: end, size: size - end, requested: 0, tag: None });
+            set.insert((size - end, id, end));
+        }
+        if expandable {
+            self.expandable.entry((pool, stream)).or_insert(id);
+        }
+        if self.gc_on() && seg.is_free() {
+            self.free_since.insert(id, self.gc_calls);
+        }
+        self.segments.insert(id, seg);
+        self.stats.reserved_bytes += size;
+        self.stats.segments += 1;
+        self.stats.peak_reserved_bytes = self.stats.peak_reserved_bytes.max(self.stats.reserved_bytes);
+        self.stats.peak_allocated_bytes = self.stats.peak_allocated_bytes.max(self.stats.allocated_bytes);
+        (id, placed)
+    }
+
     /// `torch.cuda.empty_cache()`: gives back what [`Self::release_cached_segments`] can.
     /// Returns the bytes no longer reserved.
     pub fn empty_cache(&mut self) -> u64 {
@@ -507,7 +583,7 @@ impl<T: Clone> CachingAllocator<T> {
 
     fn take_block(
         &mut self,
-        pool: Pool,
+        key: Key,
         segment: SegmentId,
         offset: u64,
         size: u64,
@@ -515,11 +591,11 @@ impl<T: Clone> CachingAllocator<T> {
         tag: T,
     ) -> Placement {
         let block_size = self.segments.get(&segment).and_then(|s| s.blocks.get(&offset)).map_or(size, |b| b.size);
-        let split = self.should_split(pool, block_size, size);
+        let split = self.should_split(key.0, block_size, size);
         self.free_since.remove(&segment);
         let seg = self.segments.get_mut(&segment);
         let Some(seg) = seg else { return Placement { segment, offset, size } };
-        let set = self.free.entry(pool).or_default();
+        let set = self.free.entry(key).or_default();
         set.remove(&(block_size, segment, offset));
         let mut taken = block_size;
         if split {
@@ -550,7 +626,7 @@ impl<T: Clone> CachingAllocator<T> {
         // Only the garbage collector reads when a segment became free.
         let gc = self.gc_on();
         let Some(seg) = self.segments.get_mut(&placement.segment) else { return false };
-        let pool = seg.pool;
+        let key = (seg.pool, seg.stream);
         let Some(block) = seg.blocks.get_mut(&placement.offset) else { return false };
         let Some(tag) = block.tag.take() else { return false };
         let (mut offset, mut size) = (block.offset, block.size);
@@ -559,7 +635,7 @@ impl<T: Clone> CachingAllocator<T> {
         self.stats.requested_bytes -= requested;
         self.stats.active_blocks -= 1;
         self.stats.free_count += 1;
-        let set = self.free.entry(pool).or_default();
+        let set = self.free.entry(key).or_default();
         // merge with the next block
         if let Some(next) = seg.blocks.get(&(offset + size)).filter(|b| b.tag.is_none()).map(|b| b.size) {
             set.remove(&(next, placement.segment, offset + size));

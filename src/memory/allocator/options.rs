@@ -12,7 +12,7 @@ impl<T: Clone> CachingAllocator<T> {
     /// `release_available_cached_blocks`, with `max_split_size_mb` set: releases the smallest
     /// cached oversize segment that holds the request (at least `max_split_size_mb`); with none,
     /// the largest oversize ones, down, until as many bytes are released. Whether enough was.
-    pub(super) fn release_available_cached_blocks(&mut self, pool: Pool, size: u64) -> bool {
+    pub(super) fn release_available_cached_blocks(&mut self, pool: (Pool, super::Stream), size: u64) -> bool {
         let limit = self.config.split_limit();
         if limit == u64::MAX {
             return false;
@@ -59,9 +59,11 @@ impl<T: Clone> CachingAllocator<T> {
             return;
         }
         let target = self.stats.reserved_bytes - threshold;
-        let Some(set) = self.free.get(&Pool::Large) else { return };
-        let mut candidates: Vec<(u64, SegmentId, u64)> = set
+        let mut candidates: Vec<(u64, SegmentId, u64)> = self
+            .free
             .iter()
+            .filter(|((pool, _), _)| *pool == Pool::Large)
+            .flat_map(|(_, set)| set.iter())
             .filter(|&&(_, seg, _)| self.whole_free(seg).is_some())
             .map(|&(bytes, seg, _)| {
                 (bytes, seg, self.gc_calls - self.free_since.get(&seg).copied().unwrap_or(self.gc_calls))

@@ -10,10 +10,12 @@ use bytemuck::{Pod, Zeroable};
 use hashbrown::{DefaultHashBuilder, HashTable};
 use std::hash::BuildHasher;
 
-use super::{AllocatorSettings, Frame, Snapshot, TraceEntry};
+use super::{AllocatorSettings, Annotation, Frame, Snapshot, TraceEntry};
 
-/// At most this many frames of a stack are kept (the innermost): a deeper stack is cut.
-pub const MAX_STACK: usize = 128;
+/// At most this many frames of a stack are kept (the innermost): a deeper stack is cut. Real
+/// stacks with C++ frames run to 200 (a Hugging Face model under accelerate and peft): the user's
+/// own frame is the outermost Python one, so this keeps well past it.
+pub const MAX_STACK: usize = 1024;
 
 /// An event's action. Unknown actions (a newer PyTorch's) are kept as [`Action::Other`] and
 /// change nothing.
@@ -29,11 +31,13 @@ pub enum Action {
     SegmentUnmap,
     Snapshot,
     Oom,
+    /// A `record_function` annotation in the trace (newest PyTorch); it changes no memory.
+    Annotate,
     Other,
 }
 
 impl Action {
-    pub const ALL: [Action; 10] = [
+    pub const ALL: [Action; 11] = [
         Action::Alloc,
         Action::FreeRequested,
         Action::FreeCompleted,
@@ -43,6 +47,7 @@ impl Action {
         Action::SegmentUnmap,
         Action::Snapshot,
         Action::Oom,
+        Action::Annotate,
         Action::Other,
     ];
     pub fn parse(s: &str) -> Action {
@@ -56,6 +61,7 @@ impl Action {
             "segment_unmap" => Action::SegmentUnmap,
             "snapshot" => Action::Snapshot,
             "oom" => Action::Oom,
+            "annotate" => Action::Annotate,
             _ => Action::Other,
         }
     }
@@ -71,6 +77,7 @@ impl Action {
             Action::SegmentUnmap => "segment_unmap",
             Action::Snapshot => "snapshot",
             Action::Oom => "oom",
+            Action::Annotate => "annotate",
             Action::Other => "other",
         }
     }
@@ -133,6 +140,50 @@ pub struct DumpSegment {
     pub total_size: i64,
     pub stream: i64,
     pub blocks: Vec<DumpBlock>,
+    /// `segment_pool_id`: (0, 0) is the default pool; anything else a private pool (a CUDA
+    /// graph's, a `MemPool`).
+    pub pool: [i64; 2],
+    /// `is_expandable`: an expandable segment, grown and shrunk by `segment_map`/`segment_unmap`.
+    pub expandable: bool,
+    /// `segment_type`: `Some(true)` small, `Some(false)` large, `None` when not written.
+    pub small: Option<bool>,
+}
+
+impl DumpSegment {
+    /// In a private pool (a CUDA graph's or a `MemPool`), not the default one.
+    pub fn is_private(&self) -> bool {
+        self.pool != [0, 0]
+    }
+}
+
+/// Text the run attached to one event (`user_metadata`).
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Metadata {
+    pub device: u32,
+    /// The event's index in its device's trace.
+    pub index: u32,
+    pub text: String,
+}
+
+/// What a reader met and does not know: actions and keys by name, with their counts (a newer
+/// PyTorch's additions; shown, never a crash).
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Unknowns {
+    pub actions: std::collections::BTreeMap<String, u64>,
+    /// `where.key`: `trace.pool_id`, `segment.x`, `block.y`, `snapshot.z`.
+    pub keys: std::collections::BTreeMap<String, u64>,
+}
+
+impl Unknowns {
+    pub fn is_empty(&self) -> bool {
+        self.actions.is_empty() && self.keys.is_empty()
+    }
+    pub fn action(&mut self, name: &str) {
+        *self.actions.entry(name.to_string()).or_default() += 1;
+    }
+    pub fn key(&mut self, at: &str, key: &str) {
+        *self.keys.entry(format!("{at}.{key}")).or_default() += 1;
+    }
 }
 
 /// A block of a segment.
@@ -401,6 +452,23 @@ impl Tables {
     }
 }
 
+/// `user_metadata` as text: a string as it is, a dict as `key: value` pairs.
+pub fn metadata_text(v: &serde_json::Value) -> String {
+    match v {
+        serde_json::Value::Null => String::new(),
+        serde_json::Value::String(s) => s.clone(),
+        serde_json::Value::Object(m) => m
+            .iter()
+            .map(|(k, v)| match v {
+                serde_json::Value::String(s) => format!("{k}: {s}"),
+                v => format!("{k}: {v}"),
+            })
+            .collect::<Vec<_>>()
+            .join(", "),
+        v => v.to_string(),
+    }
+}
+
 /// A snapshot as read: segments at dump time, each device's trace oldest first, and the tables
 /// their stacks point into.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -409,6 +477,11 @@ pub struct Dump {
     pub traces: Vec<Vec<Event>>,
     pub allocator_settings: Option<AllocatorSettings>,
     pub stacks: Stacks,
+    /// `external_annotations`: `record_function` ranges, in the order written.
+    pub annotations: Vec<Annotation>,
+    /// Events' non-empty `user_metadata`, in trace order.
+    pub metadata: Vec<Metadata>,
+    pub unknown: Unknowns,
 }
 
 impl Dump {
@@ -423,6 +496,13 @@ impl Dump {
                 address: g.address,
                 total_size: g.total_size,
                 stream: g.stream,
+                pool: [g.segment_pool_id.first().copied().unwrap_or(0), g.segment_pool_id.get(1).copied().unwrap_or(0)],
+                expandable: g.is_expandable,
+                small: match g.segment_type.as_str() {
+                    "small" => Some(true),
+                    "large" => Some(false),
+                    _ => None,
+                },
                 blocks: g
                     .blocks
                     .iter()
@@ -436,16 +516,37 @@ impl Dump {
                     .collect(),
             })
             .collect();
-        let mut event = |e: &TraceEntry| {
-            let mut ev = Event::new(Action::parse(&e.action), e.addr, e.size, t.wire_stack(&e.frames));
-            ev.time_us = e.time_us;
-            ev.stream = e.stream;
-            ev.device_free = e.device_free.unwrap_or(0);
-            ev
-        };
-        let traces = s.device_traces.iter().map(|tr| tr.iter().map(&mut event).collect()).collect();
+        let (mut metadata, mut unknown) = (Vec::new(), Unknowns::default());
+        let mut traces = Vec::with_capacity(s.device_traces.len());
+        for (d, tr) in s.device_traces.iter().enumerate() {
+            let mut events = Vec::with_capacity(tr.len());
+            for (i, e) in tr.iter().enumerate() {
+                let action = Action::parse(&e.action);
+                if action == Action::Other {
+                    unknown.action(&e.action);
+                }
+                let mut ev = Event::new(action, e.addr, e.size, t.wire_stack(&e.frames));
+                ev.time_us = e.time_us;
+                ev.stream = e.stream;
+                ev.device_free = e.device_free.unwrap_or(0);
+                if let Some(text) = e.user_metadata.as_ref().map(metadata_text).filter(|m| !m.is_empty()) {
+                    let index = u32::try_from(i).unwrap_or(u32::MAX);
+                    metadata.push(Metadata { device: u32::try_from(d).unwrap_or(u32::MAX), index, text });
+                }
+                events.push(ev);
+            }
+            traces.push(events);
+        }
         let stacks = t.frames.into_stacks(t.strings);
-        Dump { segments, traces, allocator_settings: s.allocator_settings.clone(), stacks }
+        Dump {
+            segments,
+            traces,
+            allocator_settings: s.allocator_settings.clone(),
+            stacks,
+            annotations: s.external_annotations.clone(),
+            metadata,
+            unknown,
+        }
     }
 
     /// Back to the format's own types (what a dump keeps: a segment's type and pool, a block's
@@ -466,6 +567,14 @@ impl Dump {
                 address: g.address,
                 total_size: g.total_size,
                 stream: g.stream,
+                segment_pool_id: g.pool.to_vec(),
+                is_expandable: g.expandable,
+                segment_type: match g.small {
+                    Some(true) => "small",
+                    Some(false) => "large",
+                    None => "",
+                }
+                .into(),
                 blocks: g
                     .blocks
                     .iter()
@@ -495,11 +604,17 @@ impl Dump {
                         time_us: e.time_us,
                         frames: frames(e.stack),
                         category: None,
+                        user_metadata: None,
                     })
                     .collect()
             })
             .collect();
-        Snapshot { segments, device_traces, allocator_settings: self.allocator_settings.clone() }
+        Snapshot {
+            segments,
+            device_traces,
+            allocator_settings: self.allocator_settings.clone(),
+            external_annotations: self.annotations.clone(),
+        }
     }
 
     /// Whether oomlab wrote it (its frames are `oomlab/<category>`): then its numbers are oomlab's

@@ -1,11 +1,21 @@
 //! "What filled my GPU?": the allocations alive at a moment of a trace (the peak, an OOM, any
-//! event), grouped by where they were made — the innermost frame of the user's own code, and the
-//! Python module of the innermost frame (`torch.nn.modules.linear`: which layer's code asked) —
-//! and each group's category *guessed* from its stack: the optimizer's frames mean optimizer
-//! state, autograd's backward means gradients (and backward temporaries), a module's
-//! construction or `.to()` means parameters, a forward call means activations. A stack says where
-//! memory was asked for, not what it holds: these are guesses and are said to be; only oomlab's
-//! own exports name the category (their frames are `oomlab/<category>`).
+//! event), grouped by where they were made ([`super::place`]: the user's own line, the operator
+//! that asked), each group with what it holds and why oomlab thinks so.
+//!
+//! What a tensor holds follows the categories of PyTorch's memory profiler (`torch.profiler`'s
+//! memory timeline: parameter, gradient, optimizer state, activation, temporary): a stack cannot
+//! say what a tensor holds, but its life can ([`classify`]), read against the run's phases
+//! ([`super::phase`]):
+//! - alive before the recording began and never freed: the model's parameters (or inputs);
+//! - made during the backward and alive into the optimizer step: gradients;
+//! - made during the optimizer step and alive after it: optimizer state;
+//! - made during the forward and freed during the backward: activations;
+//! - made and freed within one phase: temporaries.
+//!
+//! Where its life says none of these, its stack's frames are read as before ([`guess`]: the
+//! optimizer's frames, autograd's, a module's construction, a forward call) — a guess, and said
+//! to be one. Only oomlab's own exports name the category (their frames are
+//! `oomlab/<category>`).
 //!
 //! Then the seed's diagnostic workflow, applied to what grew: measure the peak, see which
 //! category grew, and the fixes that act on it.
@@ -14,53 +24,140 @@ use hashbrown::HashMap;
 
 use serde::Serialize;
 
-use super::dump::{Dump, FrameRef};
+use super::dump::FrameRef;
+use super::phase::{self, PhaseKind, Phases};
+use super::place::{Place, Sites, signal};
 use super::replay::{Lifetime, Replay};
 
-/// A category, as a stack suggests it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+/// What memory holds (PyTorch's memory profiler's categories, less inputs).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Guess {
     Parameters,
+    /// Alive before the recording, when the optimizer step recorded made no state of its own:
+    /// the parameters and the optimizer's state from earlier steps, together.
+    ParametersAndState,
     OptimizerState,
     Gradients,
     Activations,
+    /// Made and freed within one phase.
+    Temporaries,
     /// Neither: inputs, buffers, a user's own tensors, or no stack at all.
+    #[default]
     Other,
 }
 
 impl Guess {
-    pub const ALL: [Guess; 5] =
-        [Guess::Parameters, Guess::OptimizerState, Guess::Gradients, Guess::Activations, Guess::Other];
+    pub const ALL: [Guess; 7] = [
+        Guess::Parameters,
+        Guess::ParametersAndState,
+        Guess::OptimizerState,
+        Guess::Gradients,
+        Guess::Activations,
+        Guess::Temporaries,
+        Guess::Other,
+    ];
     /// Its words in English (the CLI's; the app's come from the catalogs: `guess-<key>`).
     pub fn name(self) -> &'static str {
         match self {
             Guess::Parameters => "parameters",
+            Guess::ParametersAndState => "parameters and optimizer state",
             Guess::OptimizerState => "optimizer state",
             Guess::Gradients => "gradients",
             Guess::Activations => "activations",
+            Guess::Temporaries => "temporaries",
             Guess::Other => "other",
         }
     }
     pub fn key(self) -> &'static str {
         match self {
             Guess::Parameters => "parameters",
+            Guess::ParametersAndState => "parameters-and-state",
             Guess::OptimizerState => "optimizer",
             Guess::Gradients => "gradients",
             Guess::Activations => "activations",
+            Guess::Temporaries => "temporaries",
             Guess::Other => "other",
         }
     }
 }
 
-/// Allocations made at one place.
+/// Why a kind was given.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Evidence {
+    /// oomlab's own export names it.
+    Oomlab,
+    /// Alive before the recording began and never freed.
+    BeforeRecording,
+    /// The same, and the optimizer step the recording holds made no state: the state was
+    /// there before it too.
+    BeforeRecordingWithState,
+    /// Made during the backward, alive into the optimizer step.
+    BackwardIntoStep,
+    /// Made during the backward, alive when the recording ended (no step recorded after it).
+    BackwardToEnd,
+    /// Made during the optimizer step, alive after it.
+    StepAndAfter,
+    /// Made during the forward, freed during the backward.
+    ForwardToBackward,
+    /// Made during the forward, alive when the recording ended (no backward recorded after it).
+    ForwardToEnd,
+    /// Made and freed within one phase.
+    WithinPhase,
+    /// Its life says nothing: guessed from its stack's frames.
+    #[default]
+    Stack,
+}
+
+impl Evidence {
+    /// In English (the CLI's and the JSON's; the app's words are `evidence-<key>`).
+    pub fn text(self) -> &'static str {
+        match self {
+            Evidence::Oomlab => "named by oomlab's export",
+            Evidence::BeforeRecording => "before the recording: alive before it began and never freed",
+            Evidence::BeforeRecordingWithState => {
+                "before the recording: alive before it began and never freed; the optimizer step recorded made no state, so its state from earlier steps is here too"
+            }
+            Evidence::BackwardIntoStep => "made during the backward, alive into the optimizer step",
+            Evidence::BackwardToEnd => "made during the backward, alive when the recording ended",
+            Evidence::StepAndAfter => "made during the optimizer step, alive after it",
+            Evidence::ForwardToBackward => "made during the forward, freed during the backward",
+            Evidence::ForwardToEnd => "made during the forward, alive when the recording ended",
+            Evidence::WithinPhase => "made and freed within one phase",
+            Evidence::Stack => "guessed from its stack",
+        }
+    }
+    pub fn key(self) -> &'static str {
+        match self {
+            Evidence::Oomlab => "oomlab",
+            Evidence::BeforeRecording => "before-recording",
+            Evidence::BeforeRecordingWithState => "before-recording-with-state",
+            Evidence::BackwardIntoStep => "backward-into-step",
+            Evidence::BackwardToEnd => "backward-to-end",
+            Evidence::StepAndAfter => "step-and-after",
+            Evidence::ForwardToBackward => "forward-to-backward",
+            Evidence::ForwardToEnd => "forward-to-end",
+            Evidence::WithinPhase => "within-phase",
+            Evidence::Stack => "stack",
+        }
+    }
+    /// Whether the kind is a guess from the frames rather than read from the allocation's life
+    /// or named by oomlab.
+    pub fn is_guess(self) -> bool {
+        self == Evidence::Stack
+    }
+}
+
+/// Allocations made at one place, of one kind.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Group {
-    /// The innermost frame of user code (`file:line:function`), or of any code without one.
+    /// Where they were made, in English (`model.py:41 forward (aten::addmm)`).
     pub site: String,
-    /// The Python module of the innermost frame (`torch.nn.modules.linear`), if it has a file.
-    pub module: String,
+    pub place: Place,
     pub guess: Guess,
+    /// Why the kind was given.
+    pub evidence: Evidence,
     /// Whether the category is known (oomlab's own export), not guessed.
     pub known: bool,
     pub bytes: i64,
@@ -80,32 +177,9 @@ pub struct Holding {
     pub by_guess: Vec<(Guess, i64)>,
 }
 
-/// Whether a frame is library code (PyTorch, an installed package, Python itself), not the
-/// user's.
-pub fn is_library(filename: &str) -> bool {
-    filename.is_empty()
-        || filename.starts_with('<')
-        || filename == "??"
-        || ["/site-packages/", "/dist-packages/", "/lib/python", "/torch/", "\\site-packages\\", "\\Lib\\"]
-            .iter()
-            .any(|p| filename.contains(p))
-}
-
-/// The dotted module of a Python file: after `site-packages/` for a package, the file's stem for
-/// a script (`/home/me/train.py` → `train`).
-pub fn module_of(filename: &str) -> String {
-    let path = filename.replace('\\', "/");
-    let rel = ["/site-packages/", "/dist-packages/"]
-        .iter()
-        .find_map(|p| path.split_once(p).map(|(_, r)| r.to_string()))
-        .unwrap_or_else(|| path.rsplit('/').next().unwrap_or_default().to_string());
-    let rel = rel.strip_suffix(".py").unwrap_or(&rel);
-    let rel = rel.strip_suffix("/__init__").unwrap_or(rel);
-    rel.replace('/', ".")
-}
-
-/// The category a stack suggests, and whether it is known rather than guessed.
-pub fn guess<'a>(frames: impl Iterator<Item = FrameRef<'a>> + Clone) -> (Guess, bool) {
+/// The category a stack suggests (with its [`signal`]s), and whether it is known rather than
+/// guessed.
+pub fn guess<'a>(frames: impl Iterator<Item = FrameRef<'a>> + Clone, signals: u8) -> (Guess, bool) {
     let mut all = frames.clone();
     if let Some(f) = all.next()
         && let Some(category) = f.filename.strip_prefix("oomlab/")
@@ -115,15 +189,18 @@ pub fn guess<'a>(frames: impl Iterator<Item = FrameRef<'a>> + Clone) -> (Guess, 
             "optimizer_state" => Guess::OptimizerState,
             "gradients" => Guess::Gradients,
             "activations" => Guess::Activations,
+            "temporaries" | "workspace" => Guess::Temporaries,
             _ => Guess::Other,
         };
         return (g, true);
     }
     let has = |pred: &dyn Fn(&FrameRef) -> bool| frames.clone().any(|f| pred(&f));
     let path = |f: &FrameRef, p: &str| f.filename.replace('\\', "/").contains(p);
-    let g = if has(&|f| path(f, "torch/optim/") || f.name == "zero_grad" && path(f, "torch/")) {
+    let g = if signals & signal::OPTIMIZER != 0 || has(&|f| f.name == "zero_grad" && path(f, "torch/")) {
         Guess::OptimizerState
-    } else if has(&|f| path(f, "torch/autograd/") || f.name == "backward" || f.name == "_engine_run_backward") {
+    } else if signals & (signal::BACKWARD | signal::ACCUMULATE_GRAD) != 0
+        || has(&|f| path(f, "torch/autograd/") || f.name == "backward" || f.name == "_engine_run_backward")
+    {
         Guess::Gradients
     } else if has(&|f| {
         (path(f, "torch/nn/modules/module.py") && matches!(f.name, "_apply" | "to" | "cuda" | "load_state_dict"))
@@ -131,7 +208,9 @@ pub fn guess<'a>(frames: impl Iterator<Item = FrameRef<'a>> + Clone) -> (Guess, 
             || matches!(f.name, "__init__" | "reset_parameters" | "from_pretrained" | "_load_state_dict_into_model")
     }) {
         Guess::Parameters
-    } else if has(&|f| f.name == "forward" || f.name == "_call_impl" || path(f, "torch/nn/functional.py")) {
+    } else if signals & signal::FORWARD != 0
+        || has(&|f| f.name == "forward" || f.name == "_call_impl" || path(f, "torch/nn/functional.py"))
+    {
         Guess::Activations
     } else {
         Guess::Other
@@ -139,40 +218,126 @@ pub fn guess<'a>(frames: impl Iterator<Item = FrameRef<'a>> + Clone) -> (Guess, 
     (g, false)
 }
 
-/// What is alive after event `at`, grouped by place; `top` groups at most.
-pub fn holding(s: &Dump, lifetimes: &[Lifetime], at: Option<usize>, top: usize) -> Holding {
-    // By stack first (a stack's group is found once), then by place.
-    let mut by_stack: HashMap<u32, (i64, usize)> = HashMap::new();
+/// Gives every allocation its kind, from its life read against the phases (else its stack).
+pub fn classify(lifetimes: &mut [Lifetime], phases: &Phases, sites: &Sites) {
+    classify_each(lifetimes, phases, sites);
+    let spans = &phases.spans;
+    // An optimizer step recorded that made no state of its own: its state was made before the
+    // recording, and is among what was alive then.
+    let stepped = spans.iter().any(|p| p.kind == PhaseKind::Optimizer);
+    if stepped && !lifetimes.iter().any(|l| l.evidence == Evidence::StepAndAfter) {
+        for l in lifetimes.iter_mut().filter(|l| l.evidence == Evidence::BeforeRecording) {
+            (l.kind, l.evidence) = (Guess::ParametersAndState, Evidence::BeforeRecordingWithState);
+        }
+    }
+}
+
+fn classify_each(lifetimes: &mut [Lifetime], phases: &Phases, sites: &Sites) {
+    let spans = &phases.spans;
+    // The first event of the first optimizer span that starts at or after each event: an
+    // allocation is alive "into the step" when it lives past that span's first event.
+    let mut next_step = vec![usize::MAX; phases.of_event.len() + 1];
+    let mut next_backward = vec![usize::MAX; phases.of_event.len() + 1];
+    for i in (0..phases.of_event.len()).rev() {
+        next_step[i] = next_step[i + 1];
+        next_backward[i] = next_backward[i + 1];
+        match phases.at(i).map(|p| p.kind) {
+            Some(PhaseKind::Optimizer) => next_step[i] = i,
+            Some(PhaseKind::Backward) => next_backward[i] = i,
+            _ => {}
+        }
+    }
+    let event_phase = |at: u32| -> u32 {
+        // `from`/`to` are an event's index + 1.
+        at.checked_sub(1).and_then(|i| phases.index(i as usize)).unwrap_or(phase::NONE)
+    };
+    for l in lifetimes {
+        let facts = sites.of(l.stack);
+        l.made = if l.from == 0 { phase::NONE } else { event_phase(l.from) };
+        l.freed = if l.to == u32::MAX { phase::NONE } else { event_phase(l.to) };
+        let (kind, evidence) = if facts.known {
+            (facts.guess, Evidence::Oomlab)
+        } else if l.from == 0 && l.to == u32::MAX {
+            (Guess::Parameters, Evidence::BeforeRecording)
+        } else {
+            let made = spans.get(l.made as usize);
+            let freed = spans.get(l.freed as usize);
+            // The event index the allocation was made at (0-based).
+            let at = l.from.saturating_sub(1) as usize;
+            let alive_to = if l.to == u32::MAX { usize::MAX } else { l.to as usize - 1 };
+            match made.map(|p| p.kind) {
+                _ if l.from == 0 => (facts.guess, Evidence::Stack),
+                Some(k) if freed.is_some() && within(spans, l.made, l.freed, k) => {
+                    (Guess::Temporaries, Evidence::WithinPhase)
+                }
+                Some(PhaseKind::Backward) => {
+                    let step = next_step.get(at).copied().unwrap_or(usize::MAX);
+                    if step != usize::MAX && alive_to > step {
+                        (Guess::Gradients, Evidence::BackwardIntoStep)
+                    } else if l.to == u32::MAX && step == usize::MAX {
+                        (Guess::Gradients, Evidence::BackwardToEnd)
+                    } else {
+                        (facts.guess, Evidence::Stack)
+                    }
+                }
+                Some(PhaseKind::Optimizer) => match made {
+                    Some(p) if alive_to > p.last => (Guess::OptimizerState, Evidence::StepAndAfter),
+                    _ => (facts.guess, Evidence::Stack),
+                },
+                Some(PhaseKind::Forward) => match freed.map(|p| p.kind) {
+                    Some(PhaseKind::Backward) => (Guess::Activations, Evidence::ForwardToBackward),
+                    None if l.to == u32::MAX
+                        && next_backward.get(at).copied().unwrap_or(usize::MAX) == usize::MAX =>
+                    {
+                        (Guess::Activations, Evidence::ForwardToEnd)
+                    }
+                    _ => (facts.guess, Evidence::Stack),
+                },
+                _ => (facts.guess, Evidence::Stack),
+            }
+        };
+        l.kind = kind;
+        l.evidence = evidence;
+    }
+}
+
+/// Whether spans `a..=b` are all of kind `k` (one phase, perhaps cut by events of none).
+fn within(spans: &[phase::Phase], a: u32, b: u32, k: PhaseKind) -> bool {
+    a <= b && spans.get(a as usize..=b as usize).is_some_and(|s| s.iter().all(|p| p.kind == k))
+}
+
+/// What is alive after event `at` of `r`, grouped by place and kind; `top` groups at most.
+pub fn holding(r: &Replay, at: Option<usize>, top: usize) -> Holding {
+    holding_of(&r.sites, &r.lifetimes, at, top)
+}
+
+/// [`holding`] over any lifetimes.
+pub fn holding_of(sites: &Sites, lifetimes: &[Lifetime], at: Option<usize>, top: usize) -> Holding {
+    // By place and kind (the place an index: a group is found once).
+    let mut groups: HashMap<(u32, Guess, Evidence, bool), (i64, usize)> = HashMap::new();
     let (mut bytes, mut count) = (0i64, 0usize);
     for l in lifetimes.iter().filter(|l| l.alive_after(at)) {
-        let e = by_stack.entry(l.stack).or_default();
+        let facts = sites.of(l.stack);
+        let e = groups.entry((facts.place, l.kind, l.evidence, facts.known)).or_default();
         e.0 = e.0.saturating_add(l.size);
         e.1 += 1;
         bytes = bytes.saturating_add(l.size);
         count += 1;
     }
-    let mut groups: HashMap<(String, String, Guess, bool), (i64, usize)> = HashMap::new();
-    for (stack, (b, n)) in by_stack {
-        let frames = s.stacks.frames(stack);
-        let site = frames.clone().find(|f| !is_library(f.filename)).or_else(|| frames.clone().next());
-        let module = frames.clone().next().map(|f| module_of(f.filename)).unwrap_or_default();
-        let (g, known) = guess(frames);
-        let site = site.map(|f| f.text()).unwrap_or_default();
-        let e = groups.entry((site, module, g, known)).or_default();
-        e.0 = e.0.saturating_add(b);
-        e.1 += n;
-    }
     let mut by_guess: Vec<(Guess, i64)> = Guess::ALL.iter().map(|&g| (g, 0)).collect();
     let mut groups: Vec<Group> = groups
         .into_iter()
-        .map(|((site, module, guess, known), (bytes, count))| Group { site, module, guess, known, bytes, count })
+        .map(|((place, guess, evidence, known), (bytes, count))| {
+            let place = sites.places.get(place as usize).cloned().unwrap_or_default();
+            Group { site: place.text(), place, guess, evidence, known, bytes, count }
+        })
         .collect();
     for g in &groups {
         if let Some(slot) = by_guess.iter_mut().find(|(k, _)| *k == g.guess) {
             slot.1 = slot.1.saturating_add(g.bytes);
         }
     }
-    groups.sort_by(|a, b| b.bytes.cmp(&a.bytes).then_with(|| a.site.cmp(&b.site)).then(a.module.cmp(&b.module)));
+    groups.sort_by(|a, b| b.bytes.cmp(&a.bytes).then_with(|| a.place.cmp(&b.place)).then(a.guess.cmp(&b.guess)));
     groups.truncate(top);
     Holding { at, bytes, count, groups, by_guess }
 }
@@ -193,7 +358,7 @@ pub enum Advice {
 }
 
 /// The workflow on a replay: what grew from the start to `moment`, the fixes for it.
-pub fn diagnose(s: &Dump, r: &Replay, moment: &Holding) -> Vec<Advice> {
+pub fn diagnose(r: &Replay, moment: &Holding) -> Vec<Advice> {
     let mut out = Vec::new();
     if let Some(o) = r.ooms.first() {
         let reserved =
@@ -205,7 +370,7 @@ pub fn diagnose(s: &Dump, r: &Replay, moment: &Holding) -> Vec<Advice> {
             out.push(Advice::Fragmented { free_in_segments, request: o.size });
         }
     }
-    let start = holding(s, &r.lifetimes, None, 0);
+    let start = holding(r, None, 0);
     let grew = moment
         .by_guess
         .iter()

@@ -158,7 +158,10 @@ pub fn snapshot(plan: &Plan, events: &[Event<TensorTag>], capacity: u64) -> Snap
     Snapshot {
         segments,
         device_traces: vec![trace],
-        allocator_settings: Some(AllocatorSettings { alloc_conf: String::new(), expandable_segments: false }),
+        // The step's own allocator options, written as PyTorch writes them for that
+        // PYTORCH_CUDA_ALLOC_CONF.
+        allocator_settings: Some(AllocatorSettings::of(&plan.techniques.allocator)),
+        external_annotations: Vec::new(),
     }
 }
 

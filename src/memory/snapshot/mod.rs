@@ -17,12 +17,16 @@
 //! Every integer is an `i64`, as the format wants (serde-pickle writes a `u64` ≥ 2³¹ as a 9-byte
 //! long, which the web viewer cannot read).
 
+pub mod compare;
 pub mod dump;
 pub mod explain;
 pub mod export;
+pub mod phase;
 pub mod pickle;
+pub mod place;
 pub mod read;
 pub mod replay;
+pub mod simulate;
 pub mod stacker;
 pub mod transfer;
 
@@ -42,6 +46,8 @@ pub struct Snapshot {
     pub device_traces: Vec<Vec<TraceEntry>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub allocator_settings: Option<AllocatorSettings>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub external_annotations: Vec<Annotation>,
 }
 
 impl Snapshot {
@@ -54,13 +60,139 @@ impl Snapshot {
     }
 }
 
-/// `allocator_settings` as oomlab writes it (a reader keeps only these keys).
+/// `allocator_settings`, as `THCPModule_memorySnapshot` writes it: the run's
+/// `PYTORCH_CUDA_ALLOC_CONF` and what PyTorch made of it. A reader keeps every key (an unknown
+/// one in `other`); a writer writes PyTorch's keys in PyTorch's order ([`AllocatorSettings::of`]).
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct AllocatorSettings {
     #[serde(rename = "PYTORCH_CUDA_ALLOC_CONF", default)]
     pub alloc_conf: String,
+    /// Bytes; -1 when not set (PyTorch's `max_split_size` with no limit).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_split_size: Option<i64>,
+    /// 0.0 when not set.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub garbage_collection_threshold: Option<f64>,
     #[serde(default)]
     pub expandable_segments: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pinned_num_register_threads: Option<i64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub release_lock_on_cudamalloc: Option<bool>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pinned_use_cuda_host_register: Option<bool>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub graph_capture_record_stream_reuse: Option<bool>,
+    /// Interval → divisions (`"1"`, `"2"`, … `"32768"`), 0 where none are set.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub roundup_power2_divisions: Option<Divisions>,
+    /// Keys a newer PyTorch writes that oomlab does not know, as text (never written back).
+    #[serde(skip)]
+    pub other: Vec<(String, String)>,
+}
+
+impl AllocatorSettings {
+    /// What PyTorch writes for a run whose `PYTORCH_CUDA_ALLOC_CONF` sets these options
+    /// (torch 2.7's `allocator_settings`, as real snapshots from H100 runs have it: the raw
+    /// string, `max_split_size` -1 or bytes, `garbage_collection_threshold` 0.0 or the share,
+    /// `expandable_segments`, the pinned-memory defaults, `roundup_power2_divisions` for the 16
+    /// power-of-two intervals from 1 MiB, each 0 when unset).
+    pub fn of(config: &crate::plan::allocator::AllocatorConfig) -> AllocatorSettings {
+        let divisions = Divisions((0..16).map(|k| ((1u64 << k).to_string(), 0)).collect());
+        AllocatorSettings {
+            alloc_conf: config.to_conf_string(),
+            max_split_size: Some(config.max_split_size.map_or(-1, |b| i64::try_from(b).unwrap_or(i64::MAX))),
+            garbage_collection_threshold: Some(config.garbage_collection_threshold.unwrap_or(0.0)),
+            expandable_segments: config.expandable_segments,
+            pinned_num_register_threads: Some(1),
+            release_lock_on_cudamalloc: Some(false),
+            pinned_use_cuda_host_register: Some(false),
+            graph_capture_record_stream_reuse: Some(false),
+            roundup_power2_divisions: Some(divisions),
+            other: Vec::new(),
+        }
+    }
+
+    /// The options oomlab's allocator follows, as the run had them: `max_split_size`,
+    /// `garbage_collection_threshold` and `expandable_segments` (what the raw string says where
+    /// the parsed keys are absent, as in older snapshots). `roundup_power2_divisions` is not
+    /// modelled and is reported, not followed.
+    pub fn config(&self) -> crate::plan::allocator::AllocatorConfig {
+        let parsed = crate::plan::allocator::AllocatorConfig::parse(&self.alloc_conf).unwrap_or_default();
+        crate::plan::allocator::AllocatorConfig {
+            max_split_size: match self.max_split_size {
+                Some(b) if b > 0 => u64::try_from(b).ok(),
+                Some(_) => None,
+                None => parsed.max_split_size,
+            },
+            garbage_collection_threshold: match self.garbage_collection_threshold {
+                Some(t) if t > 0.0 && t < 1.0 => Some(t),
+                Some(_) => None,
+                None => parsed.garbage_collection_threshold,
+            },
+            expandable_segments: self.expandable_segments || parsed.expandable_segments,
+        }
+    }
+
+    /// Whether any power-of-two rounding is set (oomlab's allocator does not round so).
+    pub fn rounds_power2(&self) -> bool {
+        self.roundup_power2_divisions.as_ref().is_some_and(|m| m.0.iter().any(|&(_, v)| v > 0))
+            || self.alloc_conf.contains("roundup_power2_divisions")
+    }
+}
+
+/// `roundup_power2_divisions`: a dict kept in the order written (PyTorch writes the intervals
+/// in increasing order: "1", "2", "4", … "32768").
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Divisions(pub Vec<(String, i64)>);
+
+impl Serialize for Divisions {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let mut m = s.serialize_map(Some(self.0.len()))?;
+        for (k, v) in &self.0 {
+            m.serialize_entry(k, v)?;
+        }
+        m.end()
+    }
+}
+
+impl<'de> Deserialize<'de> for Divisions {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Visit;
+        impl<'de> serde::de::Visitor<'de> for Visit {
+            type Value = Divisions;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a dict of intervals to divisions")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(self, mut m: A) -> Result<Divisions, A::Error> {
+                let mut out = Vec::new();
+                while let Some((k, v)) = m.next_entry::<String, i64>()? {
+                    out.push((k, v));
+                }
+                Ok(Divisions(out))
+            }
+        }
+        d.deserialize_map(Visit)
+    }
+}
+
+/// One `external_annotations` entry: a `record_function` range's start or end
+/// (`Optimizer.step#AdamW.step`, a user's own `record_function("forward")`).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Annotation {
+    pub device: i64,
+    /// `START` or `END`.
+    pub stage: String,
+    pub name: String,
+    pub time_us: i64,
+}
+
+impl Annotation {
+    pub fn is_start(&self) -> bool {
+        self.stage.eq_ignore_ascii_case("start")
+    }
 }
 
 /// One segment (a cudaMalloc): its blocks tile it exactly, in address order.
@@ -141,6 +273,10 @@ pub struct TraceEntry {
     pub frames: Frames,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub category: Option<String>,
+    /// What the run attached to the event (`_record_memory_history`'s user metadata): a string
+    /// or a dict, read as text.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub user_metadata: Option<serde_json::Value>,
 }
 
 /// A stack frame; oomlab writes the tensor, the op and the category into one.

@@ -10,10 +10,10 @@
 
 use std::io::Read;
 
-use super::dump::{Action, Dump, DumpBlock, DumpSegment, Event, FrameRec, Strings};
+use super::dump::{Action, Dump, DumpBlock, DumpSegment, Event, FrameRec, Metadata, Strings, Unknowns};
 use super::pickle::{self, Input, Sink, V};
 use super::stacker::Stacker;
-use super::{AllocatorSettings, Snapshot, SnapshotError};
+use super::{AllocatorSettings, Annotation, Snapshot, SnapshotError};
 
 /// The first bytes of a pickle with a protocol header (`PROTO n`).
 const PICKLE: u8 = 0x80;
@@ -93,6 +93,34 @@ pub fn from_reader_with(
     Ok(dump)
 }
 
+/// The keys of a snapshot's top level that oomlab knows (reads, or knows it need not).
+const ROOT_KEYS: &[&str] = &[
+    "segments",
+    "device_traces",
+    "allocator_settings",
+    "external_annotations",
+    "trace_alloc_max_entries",
+    "trace_alloc_overflowed",
+    "host_segments",
+    "host_traces",
+    "categories",
+];
+const SEGMENT_KEYS: &[&str] = &[
+    "device",
+    "address",
+    "total_size",
+    "stream",
+    "allocated_size",
+    "active_size",
+    "requested_size",
+    "segment_type",
+    "segment_pool_id",
+    "is_expandable",
+    "frames",
+    "blocks",
+];
+const BLOCK_KEYS: &[&str] = &["address", "size", "requested_size", "state", "frames", "history"];
+
 /// The keys a snapshot's dicts use, interned once.
 struct Keys {
     filename: u32,
@@ -105,6 +133,9 @@ struct Keys {
     time_us: u32,
     device_free: u32,
     frames: u32,
+    user_metadata: u32,
+    /// Keys a trace entry may have that change nothing here.
+    ignored: [u32; 6],
 }
 
 /// The sink: interns strings and stacks, and keeps trace entries as events.
@@ -118,6 +149,11 @@ struct Collect {
     events: Vec<Event>,
     /// Scratch for a stack's frames.
     raw: Vec<FrameRec>,
+    /// Events' user metadata, by event id (the device is known once the traces are read).
+    metadata: Vec<(u32, String)>,
+    /// Each device trace's event ids, kept only when some event has metadata.
+    trace_ids: Vec<Vec<u32>>,
+    unknown: Unknowns,
 }
 
 fn num_of(v: Option<&V>, key: &str) -> Result<i64, SnapshotError> {
@@ -143,6 +179,15 @@ impl Collect {
             time_us: k("time_us"),
             device_free: k("device_free"),
             frames: k("frames"),
+            user_metadata: k("user_metadata"),
+            ignored: [
+                k("compile_context"),
+                k("forward_frames"),
+                k("pool_id"),
+                k("category"),
+                k("device"),
+                k("action"),
+            ],
         };
         Collect {
             strings: t,
@@ -151,6 +196,31 @@ impl Collect {
             k,
             events: Vec::new(),
             raw: Vec::new(),
+            metadata: Vec::new(),
+            trace_ids: Vec::new(),
+            unknown: Unknowns::default(),
+        }
+    }
+
+    /// A value as text (user metadata: a string, or a dict of `key: value`).
+    fn text_of(&self, v: &V) -> String {
+        match v {
+            V::Str(s) => self.strings.get(*s).to_string(),
+            V::Int(i) => i.to_string(),
+            V::Float(f) => f.to_string(),
+            V::Bool(b) => if *b { "True" } else { "False" }.to_string(),
+            V::Dict(d) => d
+                .items
+                .borrow()
+                .iter()
+                .map(|(k, v)| format!("{}: {}", self.text_of(k), self.text_of(v)))
+                .collect::<Vec<_>>()
+                .join(", "),
+            V::List(_) | V::Tuple(_) => {
+                let items: Vec<String> = v.items().unwrap_or_default().iter().map(|x| self.text_of(x)).collect();
+                format!("[{}]", items.join(", "))
+            }
+            _ => String::new(),
         }
     }
 
@@ -168,7 +238,10 @@ impl Collect {
         };
         let filename = text(d.get(self.k.filename));
         let name = text(d.get(self.k.name));
-        let line = num_of(d.get(self.k.line).as_ref(), "line")?;
+        let line = match d.get(self.k.line) {
+            Some(V::Huge) => -1,
+            l => num_of(l.as_ref(), "line")?,
+        };
         Ok(FrameRec { line, filename, name })
     }
 
@@ -217,6 +290,7 @@ impl Collect {
     fn event(&mut self, items: &[(V, V)], action: u32) -> Result<V, SnapshotError> {
         let k = &self.k;
         let (mut addr, mut size, mut stream, mut time_us, mut free, mut frames) = (None, None, None, None, None, None);
+        let mut metadata = None;
         for (key, x) in items {
             let V::Str(key) = key else { continue };
             let slot = match *key {
@@ -226,7 +300,12 @@ impl Collect {
                 s if s == k.time_us => &mut time_us,
                 s if s == k.device_free => &mut free,
                 s if s == k.frames => &mut frames,
-                _ => continue,
+                s if s == k.user_metadata => &mut metadata,
+                s if k.ignored.contains(&s) => continue,
+                s => {
+                    self.unknown.key("trace", self.strings.get(s));
+                    continue;
+                }
             };
             *slot = Some(x);
         }
@@ -234,13 +313,22 @@ impl Collect {
             None | Some(V::None) => None,
             a => Some(num_of(a, "addr")?),
         };
-        let action = Action::parse(self.strings.get(action));
+        let name = self.strings.get(action);
+        let action = Action::parse(name);
+        if action == Action::Other {
+            let name = if name.is_empty() { "(none)" } else { name };
+            self.unknown.action(name);
+        }
+        let text = metadata.map(|m| self.text_of(m)).filter(|t| !t.is_empty());
         let mut e = Event::new(action, addr, num_of(size, "size")?, self.stack_of(frames)?);
         e.stream = num_of(stream, "stream")?;
         e.time_us = num_of(time_us, "time_us")?;
         e.device_free = num_of(free, "device_free")?;
         let id = u32::try_from(self.events.len()).map_err(|_| SnapshotError::Corrupt("too many events".into()))?;
         self.events.push(e);
+        if let Some(text) = text {
+            self.metadata.push((id, text));
+        }
         Ok(V::Event(id))
     }
 }
@@ -261,6 +349,8 @@ impl Sink for Collect {
             match (&pair[0], &pair[1]) {
                 (V::Str(key), V::Str(s)) if *key == k.filename => filename = Some(*s),
                 (V::Str(key), V::Int(l)) if *key == k.line => line = Some(*l),
+                // An unknown line written as an unsigned -1 (2⁶⁴ − 1, seen in real dumps).
+                (V::Str(key), V::Huge) if *key == k.line => line = Some(-1),
                 (V::Str(key), V::Str(s)) if *key == k.name => name = *s,
                 // A trace entry is never flat (its frames are a list).
                 (V::Str(key), _) if *key == k.action => return None,
@@ -284,6 +374,7 @@ impl Sink for Collect {
                     match (key, x) {
                         (V::Str(key), V::Str(s)) if *key == k.filename => filename = Some(*s),
                         (V::Str(key), V::Int(l)) if *key == k.line => line = Some(*l),
+                        (V::Str(key), V::Huge) if *key == k.line => line = Some(-1),
                         (V::Str(key), V::Str(s)) if *key == k.name => name = *s,
                         (V::Str(key), V::Str(s)) if *key == k.action => action = Some(*s),
                         _ => {}
@@ -347,15 +438,10 @@ impl Collect {
                 }
                 let key = self.key("allocator_settings");
                 let settings = match root.get(key) {
-                    Some(s @ V::Dict(_)) => {
-                        let expandable = self.key("expandable_segments");
-                        Some(AllocatorSettings {
-                            alloc_conf: self.text(&s, "PYTORCH_CUDA_ALLOC_CONF"),
-                            expandable_segments: s.get(expandable).and_then(|v| v.bool()).unwrap_or(false),
-                        })
-                    }
+                    Some(s @ V::Dict(_)) => Some(self.settings(&s)),
                     _ => None,
                 };
+                self.unknown_keys(root, "snapshot", ROOT_KEYS);
                 (segments, traces, settings)
             }
             // Old torch: the segments alone.
@@ -372,6 +458,25 @@ impl Collect {
                 ));
             }
         };
+        let annotations = match root {
+            V::Dict(_) => self.annotations(root)?,
+            _ => Vec::new(),
+        };
+        // Each event's metadata by its device and index (the ids are in trace order).
+        let mut metadata = Vec::with_capacity(self.metadata.len());
+        if !self.metadata.is_empty() {
+            let mut at: hashbrown::HashMap<u32, (u32, u32)> = hashbrown::HashMap::new();
+            for (d, ids) in self.trace_ids.iter().enumerate() {
+                for (i, &id) in ids.iter().enumerate() {
+                    at.insert(id, (u32::try_from(d).unwrap_or(u32::MAX), u32::try_from(i).unwrap_or(u32::MAX)));
+                }
+            }
+            for (id, text) in std::mem::take(&mut self.metadata) {
+                if let Some(&(device, index)) = at.get(&id) {
+                    metadata.push(Metadata { device, index, text });
+                }
+            }
+        }
         // The stacks' ids were provisional if a thread interned them.
         let interned = self.stacks.finish()?;
         if interned.ids.is_some() {
@@ -382,7 +487,76 @@ impl Collect {
                 b.stack = interned.stack(b.stack);
             }
         }
-        Ok(Dump { segments, traces, allocator_settings, stacks: interned.tables.into_stacks(self.strings) })
+        let unknown = std::mem::take(&mut self.unknown);
+        Ok(Dump {
+            segments,
+            traces,
+            allocator_settings,
+            stacks: interned.tables.into_stacks(self.strings),
+            annotations,
+            metadata,
+            unknown,
+        })
+    }
+
+    /// `allocator_settings`, every key (an unknown one kept as text).
+    fn settings(&mut self, s: &V) -> AllocatorSettings {
+        let mut out = AllocatorSettings::default();
+        let V::Dict(d) = s else { return out };
+        for (key, v) in d.items.borrow().iter() {
+            let V::Str(key) = key else { continue };
+            let name = self.strings.get(*key).to_string();
+            match (name.as_str(), v) {
+                ("PYTORCH_CUDA_ALLOC_CONF", V::Str(t)) => out.alloc_conf = self.strings.get(*t).to_string(),
+                ("max_split_size", v) => out.max_split_size = v.int(),
+                ("garbage_collection_threshold", V::Float(f)) => out.garbage_collection_threshold = Some(*f),
+                ("garbage_collection_threshold", v) => out.garbage_collection_threshold = v.int().map(|i| i as f64),
+                ("expandable_segments", v) => out.expandable_segments = v.bool().unwrap_or(false),
+                ("pinned_num_register_threads", v) => out.pinned_num_register_threads = v.int(),
+                ("release_lock_on_cudamalloc", v) => out.release_lock_on_cudamalloc = v.bool(),
+                ("pinned_use_cuda_host_register", v) => out.pinned_use_cuda_host_register = v.bool(),
+                ("graph_capture_record_stream_reuse", v) => out.graph_capture_record_stream_reuse = v.bool(),
+                ("roundup_power2_divisions", V::Dict(m)) => {
+                    let pairs = m.items.borrow().iter().map(|(k, v)| (self.text_of(k), v.int().unwrap_or(0))).collect();
+                    out.roundup_power2_divisions = Some(super::Divisions(pairs));
+                }
+                (_, v) => {
+                    let text = self.text_of(v);
+                    out.other.push((name, text));
+                }
+            }
+        }
+        out
+    }
+
+    /// `external_annotations` (each a dict of device, stage, name and time).
+    fn annotations(&mut self, root: &V) -> Result<Vec<Annotation>, SnapshotError> {
+        let mut out = Vec::new();
+        for a in self.list(root, "external_annotations")? {
+            if !matches!(a, V::Dict(_)) {
+                continue;
+            }
+            out.push(Annotation {
+                device: self.num(&a, "device")?,
+                stage: self.text(&a, "stage"),
+                name: self.text(&a, "name"),
+                time_us: self.num(&a, "time_us")?,
+            });
+        }
+        Ok(out)
+    }
+
+    /// Counts the keys of `d` that are not in `known`, under `at`.
+    fn unknown_keys(&mut self, d: &V, at: &str, known: &[&str]) {
+        let V::Dict(d) = d else { return };
+        for (key, _) in d.items.borrow().iter() {
+            if let V::Str(key) = key {
+                let name = self.strings.get(*key);
+                if !known.contains(&name) {
+                    self.unknown.key(at, name);
+                }
+            }
+        }
     }
 
     /// A device trace's events (moved, not copied, when they are the whole of the events read).
@@ -398,6 +572,11 @@ impl Collect {
                 _ => return Err(SnapshotError::Foreign("a trace entry is not a dict".into())),
             };
             ids.push(id);
+        }
+        if !self.metadata.is_empty() {
+            self.trace_ids.push(ids.clone());
+        } else {
+            self.trace_ids.push(Vec::new());
         }
         let whole = ids.len() == self.events.len() && ids.iter().enumerate().all(|(i, &id)| id as usize == i);
         if whole {
@@ -422,12 +601,25 @@ impl Collect {
         for b in self.list(g, "blocks")? {
             blocks.push(self.block(&b)?);
         }
+        let pool = self.list(g, "segment_pool_id")?;
+        let pool = [pool.first().and_then(V::int).unwrap_or(0), pool.get(1).and_then(V::int).unwrap_or(0)];
+        let expandable = self.key("is_expandable");
+        let expandable = g.get(expandable).and_then(|v| v.bool()).unwrap_or(false);
+        let small = match self.text(g, "segment_type").as_str() {
+            "small" => Some(true),
+            "large" => Some(false),
+            _ => None,
+        };
+        self.unknown_keys(g, "segment", SEGMENT_KEYS);
         Ok(DumpSegment {
             device: self.num(g, "device")?,
             address: self.num(g, "address")?,
             total_size: self.num(g, "total_size")?,
             stream: self.num(g, "stream")?,
             blocks,
+            pool,
+            expandable,
+            small,
         })
     }
 
@@ -449,6 +641,7 @@ impl Collect {
         {
             stack = self.stack_of(h.get(self.k.frames).as_ref())?;
         }
+        self.unknown_keys(b, "block", BLOCK_KEYS);
         Ok(DumpBlock {
             address: self.num(b, "address")?,
             size,

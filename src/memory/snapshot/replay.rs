@@ -3,12 +3,16 @@
 //! trace's sizes), reserved bytes the segments'.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use hashbrown::HashMap;
 
 use serde::Serialize;
 
 use super::dump::{Action, Dump, Event};
+use super::explain::{Evidence, Guess};
+use super::phase::{self, Phase};
+use super::place::{Place, Sites};
 
 /// Allocated and reserved bytes after one event.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
@@ -22,8 +26,11 @@ pub struct Point {
 pub struct Live {
     pub address: i64,
     pub size: i64,
-    /// Its innermost frame as the viewer prints it (`filename:line:name`), or "" without one.
+    /// Where it was made, in English (`model.py:41 forward (aten::addmm)`).
     pub frame: String,
+    pub place: Place,
+    pub kind: Guess,
+    pub evidence: Evidence,
 }
 
 /// A failed request.
@@ -35,7 +42,9 @@ pub struct OomEvent {
     pub size: i64,
     /// What the driver reported free.
     pub device_free: i64,
+    /// Where the request was made, in English.
     pub frame: String,
+    pub place: Place,
 }
 
 /// One device's trace replayed, and its final state.
@@ -61,9 +70,14 @@ pub struct Replay {
     pub ooms: Vec<OomEvent>,
     /// The largest allocations alive at the peak, largest first.
     pub live_at_peak: Vec<Live>,
+    /// The run's phases over the trace (its annotations, else its stacks).
+    pub phases: Vec<Phase>,
     /// Every allocation's life over the trace (what is alive at any event).
     #[serde(skip)]
     pub lifetimes: Vec<Lifetime>,
+    /// Every stack's place and signals.
+    #[serde(skip)]
+    pub sites: Arc<Sites>,
 }
 
 impl Replay {
@@ -94,6 +108,29 @@ pub struct Lifetime {
     /// The free's index + 1 (`u32::MAX`: alive at the dump).
     pub to: u32,
     pub stack: u32,
+    /// The phase (index into [`Replay::phases`]) it was made in and freed in
+    /// ([`phase::NONE`]: none, or before or after the trace).
+    pub made: u32,
+    pub freed: u32,
+    /// What it holds, guessed from its life and phases (else from its stack), and why.
+    pub kind: Guess,
+    pub evidence: Evidence,
+}
+
+impl Lifetime {
+    fn new(addr: i64, size: i64, from: u32, stack: u32) -> Lifetime {
+        Lifetime {
+            addr,
+            size,
+            from,
+            to: u32::MAX,
+            stack,
+            made: phase::NONE,
+            freed: phase::NONE,
+            kind: Guess::Other,
+            evidence: Evidence::Stack,
+        }
+    }
 }
 
 impl Lifetime {
@@ -133,15 +170,31 @@ pub fn trace(s: &Dump, device: i64) -> &[Event] {
 
 /// The allocations alive after event `at` (`None`: before the first), largest first, at most
 /// `top` of them (all with `usize::MAX`).
-pub fn alive(s: &Dump, lifetimes: &[Lifetime], at: Option<usize>, top: usize) -> Vec<Live> {
+pub fn alive(sites: &Sites, lifetimes: &[Lifetime], at: Option<usize>, top: usize) -> Vec<Live> {
     let mut out: Vec<&Lifetime> = lifetimes.iter().filter(|l| l.alive_after(at)).collect();
     out.sort_by(|a, b| b.size.cmp(&a.size).then(a.addr.cmp(&b.addr)));
     out.truncate(top);
-    out.into_iter().map(|l| Live { address: l.addr, size: l.size, frame: s.stacks.first_text(l.stack) }).collect()
+    out.into_iter()
+        .map(|l| {
+            let place = sites.place(l.stack).clone();
+            Live { address: l.addr, size: l.size, frame: place.text(), place, kind: l.kind, evidence: l.evidence }
+        })
+        .collect()
 }
 
 /// Replays device `device`'s trace from its final segments. `top` bounds the live list.
 pub fn replay(s: &Dump, device: i64, top: usize) -> Replay {
+    replay_with(s, Arc::new(Sites::new(&s.stacks)), device, top)
+}
+
+/// Every device's replay (the stacks read once for all of them).
+pub fn replay_all(s: &Dump, top: usize) -> Vec<Replay> {
+    let sites = Arc::new(Sites::new(&s.stacks));
+    devices(s).into_iter().map(|d| replay_with(s, sites.clone(), d, top)).collect()
+}
+
+/// [`replay`] with the stacks' sites already read.
+pub fn replay_with(s: &Dump, sites: Arc<Sites>, device: i64, top: usize) -> Replay {
     let trace = trace(s, device);
     let mut final_state = Point::default();
     let (mut free, mut largest) = (0i64, 0i64);
@@ -184,7 +237,7 @@ pub fn replay(s: &Dump, device: i64, top: usize) -> Replay {
     }
     // Forwards: the totals after each event, the peaks, the OOMs and each allocation's life.
     let mut lifetimes: Vec<Lifetime> =
-        live.iter().map(|(&addr, &(size, stack))| Lifetime { addr, size, from: 0, to: u32::MAX, stack }).collect();
+        live.iter().map(|(&addr, &(size, stack))| Lifetime::new(addr, size, 0, stack)).collect();
     let mut open: HashMap<i64, usize> = live.keys().enumerate().map(|(i, &a)| (a, i)).collect();
     drop(live);
     let mut now = initial;
@@ -201,19 +254,17 @@ pub fn replay(s: &Dump, device: i64, top: usize) -> Replay {
                 if let Some(old) = open.insert(addr, lifetimes.len()) {
                     lifetimes[old].to = lifetimes[old].to.min(at);
                 }
-                lifetimes.push(Lifetime { addr, size: e.size, from: at, to: u32::MAX, stack: e.stack });
+                lifetimes.push(Lifetime::new(addr, e.size, at, e.stack));
             }
             (Action::FreeCompleted, Some(addr)) => {
                 if let Some(l) = open.remove(&addr) {
                     lifetimes[l].to = at;
                 }
             }
-            (Action::Oom, _) => ooms.push(OomEvent {
-                index: i,
-                size: e.size,
-                device_free: e.device_free,
-                frame: s.stacks.first_text(e.stack),
-            }),
+            (Action::Oom, _) => {
+                let place = sites.place(e.stack).clone();
+                ooms.push(OomEvent { index: i, size: e.size, device_free: e.device_free, frame: place.text(), place })
+            }
             _ => {}
         }
         if now.allocated > peak_allocated {
@@ -223,7 +274,9 @@ pub fn replay(s: &Dump, device: i64, top: usize) -> Replay {
         peak_reserved = peak_reserved.max(now.reserved);
         timeline.push(now);
     }
-    let live_at_peak = alive(s, &lifetimes, peak_index, top);
+    let phases = phase::phases(s, &sites, device, trace);
+    super::explain::classify(&mut lifetimes, &phases, &sites);
+    let live_at_peak = alive(&sites, &lifetimes, peak_index, top);
     Replay {
         device,
         events: trace.len(),
@@ -237,7 +290,9 @@ pub fn replay(s: &Dump, device: i64, top: usize) -> Replay {
         largest_free_block: largest,
         ooms,
         live_at_peak,
+        phases: phases.spans,
         lifetimes,
+        sites,
     }
 }
 

@@ -6,10 +6,22 @@
 
 use bytemuck::{Pod, Zeroable};
 
-use super::dump::{Dump, DumpBlock, DumpSegment, Event, FrameRec, Stacks};
-use super::{AllocatorSettings, SnapshotError};
+use super::dump::{Dump, DumpBlock, DumpSegment, Event, FrameRec, Metadata, Stacks, Unknowns};
+use super::{AllocatorSettings, Annotation, SnapshotError};
 
-const MAGIC: &[u8; 8] = b"OOMDUMP1";
+const MAGIC: &[u8; 8] = b"OOMDUMP2";
+
+/// The small parts that are not tables (settings, annotations, metadata, what was unknown), as
+/// one JSON text.
+#[derive(Default, serde::Serialize, serde::Deserialize)]
+struct Extras {
+    settings: Option<AllocatorSettings>,
+    /// `allocator_settings`' unknown keys (not part of its serde form).
+    settings_other: Vec<(String, String)>,
+    annotations: Vec<Annotation>,
+    metadata: Vec<Metadata>,
+    unknown: Unknowns,
+}
 
 fn put_u64(out: &mut Vec<u8>, v: u64) {
     out.extend_from_slice(&v.to_le_bytes());
@@ -48,7 +60,8 @@ pub fn to_bytes(d: &Dump) -> Vec<u8> {
     put_pods(&mut out, &d.stacks.starts);
     put_u64(&mut out, d.segments.len() as u64);
     for g in &d.segments {
-        put_pods(&mut out, &[g.device, g.address, g.total_size, g.stream]);
+        let flags = i64::from(g.expandable) | (i64::from(g.small.map_or(0u8, |s| if s { 1 } else { 2 })) << 1);
+        put_pods(&mut out, &[g.device, g.address, g.total_size, g.stream, g.pool[0], g.pool[1], flags]);
         let blocks: Vec<Block> = g
             .blocks
             .iter()
@@ -66,13 +79,14 @@ pub fn to_bytes(d: &Dump) -> Vec<u8> {
     for t in &d.traces {
         put_pods(&mut out, t);
     }
-    match &d.allocator_settings {
-        None => out.push(0),
-        Some(a) => {
-            out.push(1 + u8::from(a.expandable_segments));
-            put_str(&mut out, &a.alloc_conf);
-        }
-    }
+    let extras = Extras {
+        settings: d.allocator_settings.clone(),
+        settings_other: d.allocator_settings.as_ref().map(|a| a.other.clone()).unwrap_or_default(),
+        annotations: d.annotations.clone(),
+        metadata: d.metadata.clone(),
+        unknown: d.unknown.clone(),
+    };
+    put_str(&mut out, &serde_json::to_string(&extras).unwrap_or_default());
     out
 }
 
@@ -135,7 +149,7 @@ pub fn from_bytes(b: &[u8]) -> Result<Dump, SnapshotError> {
     let mut segments = Vec::with_capacity(n);
     for _ in 0..n {
         let head: Vec<i64> = c.pods()?;
-        let [device, address, total_size, stream] = head[..] else { return Err(short()) };
+        let [device, address, total_size, stream, pool0, pool1, flags] = head[..] else { return Err(short()) };
         let blocks: Vec<Block> = c.pods()?;
         let blocks = blocks
             .into_iter()
@@ -147,16 +161,36 @@ pub fn from_bytes(b: &[u8]) -> Result<Dump, SnapshotError> {
                 stack: b.stack,
             })
             .collect();
-        segments.push(DumpSegment { device, address, total_size, stream, blocks });
+        let small = match (flags >> 1) & 3 {
+            1 => Some(true),
+            2 => Some(false),
+            _ => None,
+        };
+        segments.push(DumpSegment {
+            device,
+            address,
+            total_size,
+            stream,
+            blocks,
+            pool: [pool0, pool1],
+            expandable: flags & 1 != 0,
+            small,
+        });
     }
     let n = c.len(8)?;
     let mut traces = Vec::with_capacity(n);
     for _ in 0..n {
         traces.push(c.pods::<Event>()?);
     }
-    let allocator_settings = match c.take(1)?[0] {
-        0 => None,
-        flag => Some(AllocatorSettings { expandable_segments: flag == 2, alloc_conf: c.string()? }),
-    };
-    Ok(Dump { segments, traces, allocator_settings, stacks: Stacks { strings, frames, flat, starts } })
+    let extras: Extras = serde_json::from_str(&c.string()?).map_err(|_| short())?;
+    let allocator_settings = extras.settings.map(|s| AllocatorSettings { other: extras.settings_other, ..s });
+    Ok(Dump {
+        segments,
+        traces,
+        allocator_settings,
+        stacks: Stacks { strings, frames, flat, starts },
+        annotations: extras.annotations,
+        metadata: extras.metadata,
+        unknown: extras.unknown,
+    })
 }

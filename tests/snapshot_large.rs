@@ -72,7 +72,8 @@ fn a_large_snapshot_matches_its_own_count() {
     let advice = explain::diagnose(&r, &h);
     let start = explain::holding(&r, None, 0);
     let grew = |k: Guess| {
-        h.by_guess.iter().find(|x| x.0 == k).map_or(0, |x| x.1) - start.by_guess.iter().find(|x| x.0 == k).map_or(0, |x| x.1)
+        h.by_guess.iter().find(|x| x.0 == k).map_or(0, |x| x.1)
+            - start.by_guess.iter().find(|x| x.0 == k).map_or(0, |x| x.1)
     };
     let most = Guess::ALL.into_iter().max_by_key(|&k| grew(k)).expect("kinds");
     assert!(advice.contains(&Advice::Grew { guess: most, bytes: grew(most) }), "{advice:?}");

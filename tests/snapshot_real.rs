@@ -44,7 +44,10 @@ fn folder() -> Option<PathBuf> {
 
 /// A kind by its JSON name (`optimizer_state`).
 fn kind_of(name: &str) -> Guess {
-    Guess::ALL.into_iter().find(|g| serde_json::to_value(g).ok().and_then(|v| v.as_str().map(str::to_owned)).as_deref() == Some(name)).expect(name)
+    Guess::ALL
+        .into_iter()
+        .find(|g| serde_json::to_value(g).ok().and_then(|v| v.as_str().map(str::to_owned)).as_deref() == Some(name))
+        .expect(name)
 }
 
 #[test]
@@ -52,7 +55,9 @@ fn real_snapshots_read_right() {
     let m = manifest();
     let files = m["files"].as_array().expect("files");
     let Some(dir) = folder() else {
-        eprintln!("skipped: no folder of real snapshots (set OOMLAB_REAL_SNAPSHOTS, or put them in ../shared/snapshots)");
+        eprintln!(
+            "skipped: no folder of real snapshots (set OOMLAB_REAL_SNAPSHOTS, or put them in ../shared/snapshots)"
+        );
         return;
     };
     let mut checked = Vec::new();

@@ -22,8 +22,8 @@ fn open(name: &str) -> Dump {
 }
 
 fn facts(name: &str) -> Value {
-    let all: Value = serde_json::from_str(&std::fs::read_to_string(dir().join("gpu_step.json")).expect("sidecar"))
-        .expect("JSON");
+    let all: Value =
+        serde_json::from_str(&std::fs::read_to_string(dir().join("gpu_step.json")).expect("sidecar")).expect("JSON");
     all[name].clone()
 }
 
@@ -102,7 +102,7 @@ fn places_are_the_users_lines() {
     assert!(!text.contains("gather_with_cpp") && !text.contains("memory_snapshot.cpp"), "{text}");
     assert!(text.contains("no Python frame (aten::empty_like in AccumulateGrad)"), "{text}");
     assert!(text.contains("read past what oomlab does not know") && text.contains("future_action ×1"), "{text}");
-    assert!(text.contains("user metadata on 1 events"), "{text}");
+    assert!(text.contains("events with user metadata: 1"), "{text}");
 }
 
 /// The phases: zero_grad and the optimizer step from PyTorch's annotations, the forward and
@@ -257,7 +257,14 @@ fn snapshots_compare_by_place_and_kind() {
     // The larger batch's input is what grew at the peak (the step's peak: parameters, gradients,
     // state and the batch).
     let batch = |n: &str| facts(n)["input_bytes"].as_i64().expect("bytes");
-    assert!(d.by_place.iter().any(|p| p.place == "no stack recorded" && p.grew() == batch("gpu_step_rank1.pickle") - batch("gpu_step.pickle")), "{:?}", d.by_place);
+    assert!(
+        d.by_place
+            .iter()
+            .any(|p| p.place == "no stack recorded"
+                && p.grew() == batch("gpu_step_rank1.pickle") - batch("gpu_step.pickle")),
+        "{:?}",
+        d.by_place
+    );
 
     let ranks = compare::ranks(&[("snap_rank0.pickle".into(), &ra), ("snap_rank1.pickle".into(), &rb)]).expect("ranks");
     assert_eq!((ranks.worst, ranks.best), (1, 0));

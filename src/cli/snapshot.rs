@@ -105,7 +105,9 @@ fn expand(files: &[PathBuf]) -> Result<Vec<PathBuf>, Failure> {
                 .filter_map(|e| e.ok().map(|e| e.path()))
                 .filter(|p| {
                     p.is_file()
-                        && p.extension().and_then(|x| x.to_str()).is_some_and(|x| matches!(x, "pickle" | "pkl" | "json"))
+                        && p.extension()
+                            .and_then(|x| x.to_str())
+                            .is_some_and(|x| matches!(x, "pickle" | "pkl" | "json"))
                 })
                 .collect();
             found.sort();
@@ -404,7 +406,8 @@ fn settings_json(a: &AllocatorSettings) -> serde_json::Value {
 fn print_format(snap: &Dump) {
     if let Some(a) = &snap.allocator_settings {
         let conf = if a.alloc_conf.is_empty() { "(not set)".to_string() } else { a.alloc_conf.clone() };
-        let mut parts = vec![format!("PYTORCH_CUDA_ALLOC_CONF {conf}"), format!("expandable_segments {}", a.expandable_segments)];
+        let mut parts =
+            vec![format!("PYTORCH_CUDA_ALLOC_CONF {conf}"), format!("expandable_segments {}", a.expandable_segments)];
         if let Some(m) = a.max_split_size {
             parts.push(format!("max_split_size {}", if m < 0 { "unlimited".to_string() } else { size(m) }));
         }
@@ -429,7 +432,7 @@ fn print_format(snap: &Dump) {
     }
     if let Some(m) = snap.metadata.first() {
         println!(
-            "  user metadata on {} events (event {} of device {}: {})",
+            "  events with user metadata: {} (event {} of device {}: {})",
             snap.metadata.len(),
             m.index,
             m.device,
@@ -496,8 +499,18 @@ fn diff(a: &std::path::Path, b: &std::path::Path, top: usize, json: bool) -> Res
         println!("{}", serde_json::json!(d));
         return Ok(());
     }
-    println!("A: {}: peak allocated {}, peak reserved {}", d.a.file, size(d.a.peak_allocated_bytes), size(d.a.peak_reserved_bytes));
-    println!("B: {}: peak allocated {}, peak reserved {}", d.b.file, size(d.b.peak_allocated_bytes), size(d.b.peak_reserved_bytes));
+    println!(
+        "A: {}: peak allocated {}, peak reserved {}",
+        d.a.file,
+        size(d.a.peak_allocated_bytes),
+        size(d.a.peak_reserved_bytes)
+    );
+    println!(
+        "B: {}: peak allocated {}, peak reserved {}",
+        d.b.file,
+        size(d.b.peak_allocated_bytes),
+        size(d.b.peak_reserved_bytes)
+    );
     let grew = d.grew();
     let word = if grew >= 0 { "higher" } else { "lower" };
     println!("B's peak is {} {word} than A's; at the peaks:", size(grew.abs()));
@@ -561,9 +574,21 @@ fn replay_run(
         println!("  {:<40} {:>14} {:>14}", "", "the real run", "the replay");
         let row = |what: &str, a: String, b: String| println!("  {what:<40} {a:>14} {b:>14}");
         row("peak reserved", size(s.real.peak_reserved_bytes), size(s.replayed.peak_reserved_bytes));
-        row("segments reserved during the trace", s.real.segment_allocs.to_string(), s.replayed.segment_allocs.to_string());
-        row("segments released during the trace", s.real.segment_frees.to_string(), s.replayed.segment_frees.to_string());
-        row("reserved at the peak allocated", size(s.real.reserved_at_peak_bytes), size(s.replayed.reserved_at_peak_bytes));
+        row(
+            "segments reserved during the trace",
+            s.real.segment_allocs.to_string(),
+            s.replayed.segment_allocs.to_string(),
+        );
+        row(
+            "segments released during the trace",
+            s.real.segment_frees.to_string(),
+            s.replayed.segment_frees.to_string(),
+        );
+        row(
+            "reserved at the peak allocated",
+            size(s.real.reserved_at_peak_bytes),
+            size(s.replayed.reserved_at_peak_bytes),
+        );
         row(
             "largest free block at the peak allocated",
             size(s.real.largest_free_at_peak_bytes),
@@ -584,7 +609,10 @@ fn replay_run(
             );
         }
         if s.releases > 0 {
-            println!("  the run released its cache {} times (empty_cache, or a retry before an OOM): replayed as it happened", s.releases);
+            println!(
+                "  the run released its cache {} times (empty_cache, or a retry before an OOM): replayed as it happened",
+                s.releases
+            );
         }
         if s.real_ooms > 0 || s.replayed_ooms > 0 {
             println!("  out of memory: {} times in the run, {} in the replay", s.real_ooms, s.replayed_ooms);
@@ -593,7 +621,9 @@ fn replay_run(
             println!("  {} frees of blocks the replay could not place (allocated before the trace)", s.unmatched_frees);
         }
         if s.power2_rounding {
-            println!("  the run set roundup_power2_divisions, which oomlab's allocator does not follow: expect differences");
+            println!(
+                "  the run set roundup_power2_divisions, which oomlab's allocator does not follow: expect differences"
+            );
         }
     }
     Ok(())

@@ -46,7 +46,12 @@ pub fn guess_word(t: &Catalog, g: Guess, guessed: bool) -> String {
 
 /// Where memory was asked for, in the reader's language.
 pub fn place_words(t: &Catalog, p: &Place) -> String {
-    let cpp = p.cpp_text();
+    let cpp = match (&p.op, &p.node) {
+        (Some(op), Some(node)) => {
+            t.format("place-op-in-node", &[("op", op.as_str().into()), ("node", node.as_str().into())])
+        }
+        _ => p.cpp_text(),
+    };
     let words = match p.whose {
         Whose::None => t.text("place-none"),
         Whose::NoPython if cpp.is_empty() => t.text("place-no-python"),
@@ -86,7 +91,10 @@ pub fn panel(ui: &mut Ui, t: &Catalog, heading: String, h: &Holding) {
                 ("site", place_words(t, &g.place).into()),
             ],
         ));
-        ui.label(RichText::new(t.text(&format!("evidence-{}", g.evidence.key()))).weak().small());
+        // (oomlab's own export: the heading already says each category is named, not guessed.)
+        if !g.known {
+            ui.label(RichText::new(t.text(&format!("evidence-{}", g.evidence.key()))).weak().small());
+        }
     }
 }
 

@@ -1,15 +1,23 @@
 //! The Snapshot tab: a PyTorch memory snapshot from a real training run (or oomlab's own
-//! export), shown in oomlab's views — its timeline, its allocator map (reserved vs allocated,
-//! fragmentation), its OOM events in plain words, what was alive at the peak — labelled as
-//! measured by PyTorch, beside the toy's current step. Files come by drag and drop (desktop and
-//! browser), a path (desktop) or a file picker (browser); the desktop reads them on a thread, so
-//! a large dump never freezes a frame.
+//! export), shown in oomlab's views — its timeline with the run's phases, its allocator map
+//! (reserved vs allocated, fragmentation), its OOM events in plain words, what was alive at the
+//! peak by place and by kind — labelled as measured by PyTorch, beside the toy's current step;
+//! the run replayed through oomlab's allocator; and, with several files open (a second run, or
+//! one file per rank), the files side by side. Files come by drag and drop (desktop and
+//! browser), a path or a folder (desktop) or a file picker (browser); the desktop reads them on
+//! a thread and the browser in a worker, one after another, so a large dump never freezes a
+//! frame.
+
+use std::collections::VecDeque;
 
 use egui::{Color32, RichText, Ui, WidgetText};
 
-mod holding;
+pub mod holding;
 #[cfg(target_arch = "wasm32")]
 mod import;
+mod recording;
+pub mod rerun;
+pub mod several;
 mod timeline;
 
 pub use timeline::Envelope;
@@ -41,11 +49,13 @@ pub struct Loaded {
     pub from_oomlab: bool,
     /// The device shown (index into `replays`).
     pub device: usize,
+    /// The replay through oomlab's allocator.
+    pub rerun: rerun::Rerun,
 }
 
-/// Where the browser puts a picked file for the next frame.
+/// Where the browser puts picked files for the next frame, and whether they land beside.
 #[cfg(target_arch = "wasm32")]
-type Picked = std::rc::Rc<std::cell::RefCell<Option<web_sys::File>>>;
+type Picked = std::rc::Rc<std::cell::RefCell<Vec<(web_sys::File, bool)>>>;
 
 /// The largest snapshot the browser opens. A wasm32 tab has at most 4 GiB; the worker needs
 /// about the file's size while it reads (0.85× for a dump of 444,000 events), the page the dump
@@ -62,7 +72,12 @@ pub fn fits_in_browser(size: u64) -> bool {
 pub struct SnapshotState {
     /// The desktop's path field.
     pub path: String,
+    /// The snapshot shown in full.
     pub loaded: Option<Loaded>,
+    /// More snapshots open beside it (a second run, one file per rank), in the order opened.
+    pub others: Vec<Loaded>,
+    /// All the open files compared, once there are two or more.
+    pub comparison: Option<several::Comparison>,
     pub error: Option<String>,
     /// The file being read (the desktop reads on a thread, the browser in a worker).
     pub loading: Option<String>,
@@ -70,6 +85,13 @@ pub struct SnapshotState {
     pub progress: Option<(u64, u64)>,
     /// A file too large for the browser: its name and size.
     pub too_large: Option<(String, u64)>,
+    /// Whether the file being read lands beside the open ones (else it replaces them).
+    beside: bool,
+    /// Files waiting to be read, and whether each lands beside.
+    #[cfg(not(target_arch = "wasm32"))]
+    queue: VecDeque<(std::path::PathBuf, bool)>,
+    #[cfg(target_arch = "wasm32")]
+    queue: VecDeque<(web_sys::File, bool)>,
     #[cfg(not(target_arch = "wasm32"))]
     rx: Option<std::sync::mpsc::Receiver<(String, Result<Loaded, String>)>>,
     #[cfg(not(target_arch = "wasm32"))]
@@ -117,6 +139,7 @@ pub fn from_dump(name: &str, snapshot: Dump) -> Loaded {
         advice,
         from_oomlab,
         device: 0,
+        rerun: rerun::Rerun::default(),
     }
 }
 
@@ -125,25 +148,121 @@ pub(super) fn bytes(v: i64) -> u64 {
 }
 
 impl SnapshotState {
-    /// Opens a snapshot from its bytes (tests, small files).
+    /// Opens a snapshot from its bytes (tests, small files), in place of the open ones.
     pub fn open_bytes(&mut self, name: &str, bytes: &[u8]) {
+        self.read_bytes(name, bytes, false);
+    }
+
+    /// Opens a snapshot from its bytes beside the open ones.
+    pub fn add_bytes(&mut self, name: &str, bytes: &[u8]) {
+        self.read_bytes(name, bytes, true);
+    }
+
+    fn read_bytes(&mut self, name: &str, bytes: &[u8], beside: bool) {
         match load(name, bytes) {
-            Ok(l) => self.land(l),
+            Ok(l) => self.land(l, beside),
             Err(e) => self.error = Some(format!("{name}: {e}")),
         }
         self.loading = None;
     }
 
-    /// Shows a snapshot read and replayed.
-    fn land(&mut self, l: Loaded) {
+    /// Shows a snapshot read and replayed: in place of the open ones, or beside them.
+    fn land(&mut self, l: Loaded, beside: bool) {
         log::info!("oomlab: snapshot {}: {} devices, {} segments", l.name, l.replays.len(), l.snapshot.segments.len());
-        (self.loaded, self.error, self.too_large) = (Some(l), None, None);
+        (self.error, self.too_large) = (None, None);
+        match &self.loaded {
+            Some(_) if beside => self.others.push(l),
+            _ => {
+                self.loaded = Some(l);
+                self.others.clear();
+            }
+        }
+        self.compare();
     }
 
-    /// Opens a snapshot file: streamed on a thread on the desktop (a large file never freezes a
-    /// frame, and is never in memory whole), with its progress.
+    /// Compares the open files again.
+    fn compare(&mut self) {
+        let files: Vec<&Loaded> = self.loaded.iter().chain(self.others.iter()).collect();
+        self.comparison = several::compute(&files);
+    }
+
+    /// Shows file `i` of the open ones (0: the one shown) in full.
+    pub fn show_file(&mut self, i: usize) {
+        if i == 0 || i > self.others.len() {
+            return;
+        }
+        let Some(current) = self.loaded.take() else { return };
+        let chosen = self.others.remove(i - 1);
+        self.others.insert(i - 1, current);
+        self.loaded = Some(chosen);
+        self.compare();
+    }
+
+    /// Closes every file but the one shown.
+    pub fn close_others(&mut self) {
+        self.others.clear();
+        self.comparison = None;
+    }
+
+    /// The open files' names, the one shown first.
+    pub fn names(&self) -> Vec<String> {
+        self.loaded.iter().chain(self.others.iter()).map(|l| l.name.clone()).collect()
+    }
+
+    /// Opens a snapshot file (or every snapshot in a folder) in place of the open ones.
     #[cfg(not(target_arch = "wasm32"))]
     pub fn open_path(&mut self, path: std::path::PathBuf, ctx: &egui::Context) {
+        self.queue_path(path, false, ctx);
+    }
+
+    /// Opens a snapshot file (or a folder's) beside the open ones.
+    #[cfg(not(target_arch = "wasm32"))]
+    pub fn add_path(&mut self, path: std::path::PathBuf, ctx: &egui::Context) {
+        self.queue_path(path, true, ctx);
+    }
+
+    /// Queues a file, or a folder's snapshots (`.pickle`, `.pkl`, `.json`, in name order: the
+    /// first as asked, the rest beside it), and starts reading if nothing is being read.
+    #[cfg(not(target_arch = "wasm32"))]
+    fn queue_path(&mut self, path: std::path::PathBuf, beside: bool, ctx: &egui::Context) {
+        let files = if path.is_dir() {
+            let mut found: Vec<std::path::PathBuf> = std::fs::read_dir(&path)
+                .map(|d| d.filter_map(|e| e.ok().map(|e| e.path())).collect())
+                .unwrap_or_default();
+            found.retain(|p| {
+                p.is_file()
+                    && p.extension().and_then(|x| x.to_str()).is_some_and(|x| matches!(x, "pickle" | "pkl" | "json"))
+            });
+            found.sort();
+            if found.is_empty() {
+                self.error = Some(format!("{}: no .pickle, .pkl or .json file in this folder", path.display()));
+            }
+            found
+        } else {
+            vec![path]
+        };
+        for (i, f) in files.into_iter().enumerate() {
+            self.queue.push_back((f, beside || i > 0));
+        }
+        self.next(ctx);
+    }
+
+    /// Starts reading the next queued file, if none is being read.
+    #[cfg(not(target_arch = "wasm32"))]
+    fn next(&mut self, ctx: &egui::Context) {
+        if self.rx.is_some() {
+            return;
+        }
+        if let Some((path, beside)) = self.queue.pop_front() {
+            self.beside = beside;
+            self.read_path(path, ctx);
+        }
+    }
+
+    /// Reads a snapshot file: streamed on a thread (a large file never freezes a frame, and is
+    /// never in memory whole), with its progress.
+    #[cfg(not(target_arch = "wasm32"))]
+    fn read_path(&mut self, path: std::path::PathBuf, ctx: &egui::Context) {
         use std::sync::atomic::Ordering;
         let name = path.file_name().map_or_else(|| path.display().to_string(), |n| n.to_string_lossy().into_owned());
         let (tx, rx) = std::sync::mpsc::channel();
@@ -168,9 +287,27 @@ impl SnapshotState {
         self.rx = Some(rx);
     }
 
+    /// Queues a browser file (beside the open ones, or in their place) and starts reading if
+    /// nothing is being read.
+    #[cfg(target_arch = "wasm32")]
+    pub fn queue_file(&mut self, file: web_sys::File, beside: bool, ctx: &egui::Context) {
+        self.queue.push_back((file, beside));
+        self.next(ctx);
+    }
+
+    /// Starts reading the next queued file, if none is being read.
+    #[cfg(target_arch = "wasm32")]
+    fn next(&mut self, ctx: &egui::Context) {
+        while self.import.is_none() {
+            let Some((file, beside)) = self.queue.pop_front() else { return };
+            self.beside = beside;
+            self.open_file(file, ctx);
+        }
+    }
+
     /// Opens a browser file: read in a worker of its own, if it is not too large.
     #[cfg(target_arch = "wasm32")]
-    pub fn open_file(&mut self, file: web_sys::File, ctx: &egui::Context) {
+    fn open_file(&mut self, file: web_sys::File, ctx: &egui::Context) {
         let (name, size) = (file.name(), file.size() as u64);
         if !fits_in_browser(size) {
             log::warn!("oomlab: snapshot {name} is {size} bytes, over the browser's limit");
@@ -203,12 +340,15 @@ impl SnapshotState {
             super::estimate_view::model_config::dropped(ctx, t, f, model);
         }
         let any_dropped = !dropped.is_empty();
-        for f in dropped {
+        // Dropped files land beside the open ones (a second run, the ranks of one); with none
+        // open, the first is shown and the rest beside it.
+        for (i, f) in dropped.into_iter().enumerate() {
+            let beside = self.loaded.is_some() || i > 0;
             #[cfg(not(target_arch = "wasm32"))]
-            self.open_path(f.path().to_path_buf(), ctx);
+            self.queue_path(f.path().to_path_buf(), beside, ctx);
             #[cfg(target_arch = "wasm32")]
             if let Some(file) = f.web_file() {
-                self.open_file(file.clone(), ctx);
+                self.queue_file(file.clone(), beside, ctx);
             }
         }
         #[cfg(not(target_arch = "wasm32"))]
@@ -222,16 +362,17 @@ impl SnapshotState {
             {
                 (self.rx, self.loading, self.progress) = (None, None, None);
                 match result {
-                    Ok(l) => self.land(l),
+                    Ok(l) => self.land(l, self.beside),
                     Err(e) => self.error = Some(format!("{name}: {e}")),
                 }
+                self.next(ctx);
             }
         }
         #[cfg(target_arch = "wasm32")]
         {
-            let picked = self.picked.borrow_mut().take();
-            if let Some(file) = picked {
-                self.open_file(file, ctx);
+            let picked: Vec<(web_sys::File, bool)> = self.picked.borrow_mut().drain(..).collect();
+            for (file, beside) in picked {
+                self.queue_file(file, beside, ctx);
             }
             if let Some(i) = &self.import {
                 self.progress = Some((i.done(), i.total));
@@ -242,9 +383,10 @@ impl SnapshotState {
                     let name = self.loading.take().unwrap_or_default();
                     (self.import, self.progress) = (None, None);
                     match result {
-                        Ok(d) => self.land(from_dump(&name, d)),
+                        Ok(d) => self.land(from_dump(&name, d), self.beside),
                         Err(e) => self.error = Some(format!("{name}: {e}")),
                     }
+                    self.next(ctx);
                 }
             }
         }
@@ -270,20 +412,38 @@ impl SnapshotState {
                 let field = ui.add(egui::TextEdit::singleline(&mut self.path).hint_text(t.text("snap-path")));
                 let open = ui.button(t.text("snap-open")).clicked()
                     || (field.lost_focus() && ui.input(|i| i.key_pressed(egui::Key::Enter)));
-                if open && !self.path.trim().is_empty() {
-                    open_path = Some(std::path::PathBuf::from(self.path.trim()));
+                let add = self.loaded.is_some() && ui.button(t.text("snap-add")).clicked();
+                if (open || add) && !self.path.trim().is_empty() {
+                    open_path = Some((std::path::PathBuf::from(self.path.trim()), add));
                 }
             }
             #[cfg(target_arch = "wasm32")]
-            if ui.button(t.text("snap-choose")).clicked() {
-                let picked = self.picked.clone();
-                pick_file_handle(".pickle,.pkl,.json", ui.ctx(), move |file| *picked.borrow_mut() = Some(file));
+            {
+                if ui.button(t.text("snap-choose")).clicked() {
+                    let picked = self.picked.clone();
+                    pick_files_handle(".pickle,.pkl,.json", true, ui.ctx(), move |files| {
+                        let mut p = picked.borrow_mut();
+                        for (i, f) in files.into_iter().enumerate() {
+                            p.push((f, i > 0));
+                        }
+                    });
+                }
+                if self.loaded.is_some() && ui.button(t.text("snap-add-file")).clicked() {
+                    let picked = self.picked.clone();
+                    pick_files_handle(".pickle,.pkl,.json", true, ui.ctx(), move |files| {
+                        picked.borrow_mut().extend(files.into_iter().map(|f| (f, true)));
+                    });
+                }
             }
             ui.label(RichText::new(t.text("snap-drop")).weak());
         });
         #[cfg(not(target_arch = "wasm32"))]
-        if let Some(path) = open_path {
-            self.open_path(path, ui.ctx());
+        if let Some((path, add)) = open_path {
+            if add {
+                self.add_path(path, ui.ctx());
+            } else {
+                self.open_path(path, ui.ctx());
+            }
         }
         if let Some(name) = &self.loading {
             ui.horizontal(|ui| {
@@ -314,6 +474,26 @@ impl SnapshotState {
         if let Some(e) = &self.error {
             ui.colored_label(Color32::RED, t.format("snap-error", &[("error", e.as_str().into())]));
         }
+        // Several files: side by side first, then the one shown in full.
+        if let Some(c) = &self.comparison {
+            let names = self.names();
+            let mut close = false;
+            let show = ui
+                .group(|ui| {
+                    let show = several::panel(ui, t, c, &names);
+                    close = ui.button(t.text("snap-several-close")).clicked();
+                    show
+                })
+                .inner;
+            if let Some(i) = show {
+                self.show_file(i);
+            }
+            if close {
+                self.close_others();
+            }
+            ui.separator();
+        }
+        let compared = self.comparison.as_ref().map(|c| (c.ranks.ranks.len(), c.ranks.worst, c.ranks.spread_bytes));
         let Some(l) = &mut self.loaded else { return };
         if l.replays.len() > 1 {
             ui.horizontal(|ui| {
@@ -326,7 +506,7 @@ impl SnapshotState {
                 }
             });
         }
-        let Loaded { name, snapshot, replays, lines, selected, holdings, advice, from_oomlab, device } = l;
+        let Loaded { name, snapshot, replays, lines, selected, holdings, advice, from_oomlab, device, rerun } = l;
         let dev = *device;
         let Some(r) = replays.get(dev) else { return };
         // oomlab's own export is its allocator's account, not a PyTorch measurement.
@@ -338,6 +518,7 @@ impl SnapshotState {
             ))
             .strong(),
         );
+        recording::panel(ui, t, snapshot, r.device);
         if r.truncated() {
             ui.colored_label(
                 Color32::from_rgb(240, 160, 60),
@@ -352,6 +533,7 @@ impl SnapshotState {
         }
         summary(ui, t, r, toy);
         let segments = snapshot.segments.iter().filter(|g| g.device == r.device).count();
+        let at_peak = holdings.at(r, r.peak_index);
         record(
             ui,
             Drawn::Snapshot(SnapshotDrawn {
@@ -361,6 +543,13 @@ impl SnapshotState {
                 events: r.events,
                 segments,
                 toy: toy.map(|(m, s)| (s, m.peak_allocated_bytes(), m.peak_reserved_bytes())),
+                phases: r.phases.iter().map(|p| (p.kind, p.first, p.last)).collect(),
+                kinds_at_peak: at_peak.by_guess.iter().filter(|(_, b)| *b > 0).map(|&(g, b)| (g, bytes(b))).collect(),
+                replayed_peak_reserved_bytes: match &rerun.result {
+                    Some((d, Ok(s))) if *d == r.device => Some(bytes(s.replayed.peak_reserved_bytes)),
+                    _ => None,
+                },
+                compared,
             }),
         );
         for o in &r.ooms {
@@ -391,7 +580,7 @@ impl SnapshotState {
             });
         }
         if let Some(lines) = lines.get(dev) {
-            timeline::chart(ui, t, r, lines, selected);
+            timeline::chart(ui, t, r, lines, rerun.line_for(r.device), selected);
         }
         if let Some(at) = *selected {
             let h = holdings.at(r, Some(at));
@@ -412,6 +601,9 @@ impl SnapshotState {
         if let Some(a) = advice.get(dev) {
             holding::advice(ui, t, a);
         }
+        if r.events > 0 {
+            ui.group(|ui| rerun::panel(ui, t, snapshot, r, rerun));
+        }
         map(ui, t, snapshot, r.device);
         egui::CollapsingHeader::new(t.format("snap-live", &[("count", r.live_at_peak.len().to_string().into())]))
             .id_salt("snap_live")
@@ -421,6 +613,7 @@ impl SnapshotState {
                     ui.horizontal_wrapped(|ui| {
                         ui.label(RichText::new(size(t, bytes(x.size))).monospace());
                         ui.label(RichText::new(format!("{:#x}", x.address)).monospace().weak());
+                        ui.label(holding::guess_word(t, x.kind, x.evidence.is_guess()));
                         ui.label(holding::place_words(t, &x.place));
                     });
                 }
@@ -544,17 +737,38 @@ pub fn pick_file(accept: &str, ctx: &egui::Context, land: impl FnOnce(String, Ve
 /// and as it is needed, never copied into the page's memory whole).
 #[cfg(target_arch = "wasm32")]
 pub fn pick_file_handle(accept: &str, ctx: &egui::Context, land: impl FnOnce(web_sys::File) + 'static) {
+    pick_files_handle(accept, false, ctx, move |files| {
+        if let Some(f) = files.into_iter().next() {
+            land(f);
+        }
+    });
+}
+
+/// The browser's file picker, for one file or (`multiple`) several: the chosen files go to
+/// `land`.
+#[cfg(target_arch = "wasm32")]
+pub fn pick_files_handle(
+    accept: &str,
+    multiple: bool,
+    ctx: &egui::Context,
+    land: impl FnOnce(Vec<web_sys::File>) + 'static,
+) {
     use wasm_bindgen::JsCast;
     let Some(document) = web_sys::window().and_then(|w| w.document()) else { return };
     let Ok(input) = document.create_element("input") else { return };
     let Ok(input) = input.dyn_into::<web_sys::HtmlInputElement>() else { return };
     input.set_type("file");
     input.set_accept(accept);
+    input.set_multiple(multiple);
     let (ctx, target) = (ctx.clone(), input.clone());
     let on_change = wasm_bindgen::closure::Closure::once_into_js(move || {
         target.remove();
-        let Some(file) = target.files().and_then(|f| f.get(0)) else { return };
-        land(file);
+        let Some(list) = target.files() else { return };
+        let files: Vec<web_sys::File> = (0..list.length()).filter_map(|i| list.get(i)).collect();
+        if files.is_empty() {
+            return;
+        }
+        land(files);
         ctx.request_repaint();
     });
     input.set_onchange(Some(on_change.unchecked_ref()));

@@ -2,14 +2,70 @@
 //! the smallest and largest value of each run of 2^k events), so a frame draws one vertical
 //! stroke per pixel column — its events' smallest and largest — whatever the zoom: a few
 //! thousand points for 450,000 events, and no spike is ever lost between columns. Clicking the
-//! chart or moving the slider scrubs to an event.
+//! chart or moving the slider scrubs to an event. The run's phases are bands behind the lines
+//! (forward, backward, optimizer step, any `record_function` range), each named above the chart
+//! too; after a replay through oomlab's allocator, its reserved bytes are a third line.
 
 use egui::{Color32, Ui};
-use egui_plot::{Line, Plot, PlotPoints, VLine};
+use egui_plot::{Line, Plot, PlotPoints, Span, VLine};
 
 use crate::app::views;
 use crate::i18n::Catalog;
+use crate::memory::snapshot::phase::{Phase, PhaseKind};
 use crate::memory::snapshot::replay;
+
+/// At most this many phase bands are drawn (a compiled run annotates thousands of ranges).
+const BANDS: usize = 200;
+
+/// A phase's colour (Okabe and Ito's: told apart under every common colour-vision deficiency),
+/// drawn faint behind the lines; its name is written beside it too.
+pub fn phase_color(k: PhaseKind) -> Color32 {
+    match k {
+        PhaseKind::Forward => Color32::from_rgb(0, 114, 178),
+        PhaseKind::Backward => Color32::from_rgb(230, 159, 0),
+        PhaseKind::Optimizer => Color32::from_rgb(0, 158, 115),
+        PhaseKind::ZeroGrad => Color32::from_rgb(204, 121, 167),
+        PhaseKind::Named => Color32::from_rgb(150, 150, 150),
+    }
+}
+
+/// A phase's name in the reader's language (an annotation's own name as written).
+pub fn phase_words(t: &Catalog, p: &Phase) -> String {
+    match p.kind {
+        PhaseKind::Named => p.name.clone(),
+        k => t.text(&format!("phase-{}", k.key())),
+    }
+}
+
+/// The phases in words, for the legend and a screen reader: "forward: events 430–5119 (from the
+/// stacks); …" (the first few, then how many more).
+pub fn phases_text(t: &Catalog, phases: &[Phase]) -> String {
+    const SAID: usize = 8;
+    let mut parts: Vec<String> = phases
+        .iter()
+        .take(SAID)
+        .map(|p| {
+            let source = match p.source {
+                crate::memory::snapshot::phase::PhaseSource::Annotation => "snap-phase-annotation",
+                crate::memory::snapshot::phase::PhaseSource::Stacks => "snap-phase-stacks",
+            };
+            t.format(
+                "snap-phase",
+                &[
+                    ("phase", phase_words(t, p).into()),
+                    ("first", p.first.to_string().into()),
+                    ("last", p.last.to_string().into()),
+                    ("source", t.text(source).into()),
+                ],
+            )
+        })
+        .collect();
+    if phases.len() > SAID {
+        parts.push(t.format("snap-phase-more", &[("count", (phases.len() - SAID).to_string().into())]));
+    }
+    let separator = if t.lang() == crate::i18n::Lang::Zh { "；" } else { "; " };
+    parts.join(separator)
+}
 
 /// Min and max of runs of 2^k values, for k = 0, 1, 2, …
 #[derive(Clone, Debug, Default)]
@@ -88,24 +144,58 @@ impl Envelope {
     }
 }
 
-/// Allocated and reserved over the trace, with the peak, the OOM events and the scrubbed event;
-/// a click on the chart or the slider moves `selected`.
-pub fn chart(ui: &mut Ui, t: &Catalog, r: &replay::Replay, lines: &(Envelope, Envelope), selected: &mut Option<usize>) {
+/// Allocated and reserved over the trace, with the run's phases, the peak, the OOM events and
+/// the scrubbed event, and the replay's reserved bytes if one ran; a click on the chart or the
+/// slider moves `selected`.
+pub fn chart(
+    ui: &mut Ui,
+    t: &Catalog,
+    r: &replay::Replay,
+    lines: &(Envelope, Envelope),
+    replayed: Option<&Envelope>,
+    selected: &mut Option<usize>,
+) {
     if r.timeline.is_empty() {
         ui.label(t.text("snap-no-trace"));
         return;
     }
     let blue = Color32::from_rgb(90, 160, 230);
     let orange = Color32::from_rgb(240, 160, 60);
-    views::legend(
-        ui,
-        &[
-            (t.text("snap-allocated"), blue),
-            (t.text("tl-reserved"), Color32::GRAY),
-            (t.text("tl-peak"), Color32::RED),
-            (t.text("snap-oom-line"), orange),
-        ],
-    );
+    let purple = Color32::from_rgb(170, 68, 153);
+    let mut legend = vec![
+        (t.text("snap-allocated"), blue),
+        (t.text("tl-reserved"), Color32::GRAY),
+        (t.text("tl-peak"), Color32::RED),
+        (t.text("snap-oom-line"), orange),
+    ];
+    if replayed.is_some() {
+        legend.push((t.text("snap-replayed-line"), purple));
+    }
+    views::legend(ui, &legend);
+    // The phases: a swatch and a name for each kind the bands use, then each band in words.
+    if !r.phases.is_empty() {
+        let mut kinds: Vec<PhaseKind> = r.phases.iter().map(|p| p.kind).collect();
+        kinds.sort_unstable();
+        kinds.dedup();
+        let items: Vec<(String, Color32)> = kinds
+            .iter()
+            .map(|&k| {
+                let name = match k {
+                    PhaseKind::Named => t.text("snap-phase-named"),
+                    k => t.text(&format!("phase-{}", k.key())),
+                };
+                (name, phase_color(k))
+            })
+            .collect();
+        ui.horizontal_wrapped(|ui| {
+            ui.label(egui::RichText::new(t.text("snap-phases")).small().strong());
+            for (name, color) in &items {
+                views::swatch(ui, *color);
+                ui.label(egui::RichText::new(name).small());
+            }
+        });
+        ui.label(egui::RichText::new(phases_text(t, &r.phases)).small().weak());
+    }
     let mut plot = Plot::new("snap_timeline");
     if views::fit_requested(ui) {
         plot = plot.reset();
@@ -121,15 +211,34 @@ pub fn chart(ui: &mut Ui, t: &Catalog, r: &replay::Replay, lines: &(Envelope, En
         .include_x(n as f64)
         .allow_scroll(false)
         .show(ui, |p| {
+            // The phases behind the lines.
+            for ph in r.phases.iter().take(BANDS) {
+                let c = phase_color(ph.kind);
+                p.span(
+                    Span::new(phase_words(t, ph), ph.first as f64..=(ph.last + 1) as f64)
+                        .fill(Color32::from_rgba_unmultiplied(c.r(), c.g(), c.b(), 40))
+                        .border_color(Color32::from_rgba_unmultiplied(c.r(), c.g(), c.b(), 90)),
+                );
+            }
             // One stroke per pixel column of what is in view.
             let bounds = p.plot_bounds();
             let columns = p.transform().frame().width().max(1.0) as usize;
             let (x0, x1) = (bounds.min()[0], bounds.max()[0]);
+
             p.line(Line::new(t.text("snap-allocated"), PlotPoints::from(lines.0.columns(x0, x1, columns))).color(blue));
             p.line(
                 Line::new(t.text("tl-reserved"), PlotPoints::from(lines.1.columns(x0, x1, columns)))
                     .color(Color32::GRAY),
             );
+            // The replay's reserved bytes over the run's (dashed: where they agree, both show).
+            if let Some(rep) = replayed {
+                p.line(
+                    Line::new(t.text("snap-replayed-line"), PlotPoints::from(rep.columns(x0, x1, columns)))
+                        .color(purple)
+                        .width(2.0)
+                        .style(egui_plot::LineStyle::dashed_loose()),
+                );
+            }
             if let Some(i) = r.peak_index {
                 p.vline(VLine::new(t.text("tl-peak"), i as f64).color(Color32::RED));
             }
@@ -156,6 +265,18 @@ pub fn chart(ui: &mut Ui, t: &Catalog, r: &replay::Replay, lines: &(Envelope, En
             ("ooms", r.ooms.len().to_string().into()),
         ],
     );
+    let description = if r.phases.is_empty() {
+        description
+    } else {
+        format!("{description} {}", t.format("chart-snapshot-phases", &[("phases", phases_text(t, &r.phases).into())]))
+    };
+    let description = match replayed.and_then(|e| e.range(0, e.len())) {
+        Some((_, peak)) => format!(
+            "{description} {}",
+            t.format("chart-snapshot-replayed", &[("peak", super::size(t, super::bytes(peak)).into())])
+        ),
+        None => description,
+    };
     // The scrubbed event too: what a screen reader hears is what the marked line shows.
     let description = match selected.and_then(|i| r.timeline.get(i).map(|p| (i, p.allocated))) {
         Some((i, allocated)) => {

@@ -227,6 +227,14 @@ pub struct SnapshotDrawn {
     pub segments: usize,
     /// The toy's column: where its figures come from, and its peaks.
     pub toy: Option<(Source, u64, u64)>,
+    /// The run's phases drawn as bands: kind, first and last event.
+    pub phases: Vec<(crate::memory::snapshot::phase::PhaseKind, usize, usize)>,
+    /// What held the memory at the peak, by kind.
+    pub kinds_at_peak: Vec<(crate::memory::snapshot::explain::Guess, u64)>,
+    /// The replay through oomlab's allocator, once it ran: its peak reserved.
+    pub replayed_peak_reserved_bytes: Option<u64>,
+    /// With several files open: how many, the worst rank, the spread of their peaks.
+    pub compared: Option<(usize, u32, i64)>,
 }
 
 impl Drawn {

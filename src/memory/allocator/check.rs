@@ -25,7 +25,8 @@ impl<T: Clone> CachingAllocator<T> {
                 if free && prev_free {
                     return Err(format!("segment {:?}: two adjacent free blocks at {off}", seg.id));
                 }
-                let in_free_set = self.free.get(&(seg.pool, seg.stream)).is_some_and(|s| s.contains(&(b.size, seg.id, off)));
+                let in_free_set =
+                    self.free.get(&(seg.pool, seg.stream)).is_some_and(|s| s.contains(&(b.size, seg.id, off)));
                 if free != in_free_set {
                     return Err(format!("segment {:?}: free-set mismatch at {off}", seg.id));
                 }

@@ -30,7 +30,7 @@ impl<T: Clone> CachingAllocator<T> {
     /// Grows the pool's expandable segment (made on first use) by the pages that a free end of
     /// `size` bytes needs; the place of that free end. None when the pages do not fit the
     /// capacity.
-    pub(super) fn expand(&mut self, key: (Pool, super::Stream), size: u64) -> Option<(SegmentId, u64)> {
+    pub(super) fn expand(&mut self, key: super::Key, size: u64) -> Option<(SegmentId, u64)> {
         let page = page_size(key.0);
         let Some(&id) = self.expandable.get(&key) else {
             let id = self.new_segment(key, size.div_ceil(page).checked_mul(page)?)?;
@@ -70,7 +70,8 @@ impl<T: Clone> CachingAllocator<T> {
     /// Unmaps the whole free pages at the end of every expandable segment (the segment goes
     /// when nothing is left mapped). Returns how many segments shrank or went.
     pub(super) fn unmap_free_ends(&mut self) -> usize {
-        let ends: Vec<(SegmentId, (Pool, super::Stream), u64, u64, u64)> = self
+        // (segment, its pool and stream, free end's offset and size, the bytes kept mapped)
+        let ends: Vec<(SegmentId, super::Key, u64, u64, u64)> = self
             .segments
             .values()
             .filter(|s| s.expandable)

@@ -91,7 +91,7 @@ pub struct SegmentId(pub u64);
 pub type Stream = u64;
 
 /// Free blocks are kept per pool and stream.
-type Key = (Pool, Stream);
+pub(crate) type Key = (Pool, Stream);
 
 /// Where an allocation lives: a segment and a byte offset inside it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, serde::Deserialize)]
@@ -548,7 +548,8 @@ impl<T: Clone> CachingAllocator<T> {
                 set.insert((start - end, id, end));
             }
             let taken = stop - start;
-            seg.blocks.insert(start, Block { offset: start, size: taken, requested: requested.min(taken), tag: Some(tag) });
+            seg.blocks
+                .insert(start, Block { offset: start, size: taken, requested: requested.min(taken), tag: Some(tag) });
             self.stats.allocated_bytes += taken;
             self.stats.requested_bytes += requested.min(taken);
             self.stats.active_blocks += 1;

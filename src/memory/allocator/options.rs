@@ -12,7 +12,7 @@ impl<T: Clone> CachingAllocator<T> {
     /// `release_available_cached_blocks`, with `max_split_size_mb` set: releases the smallest
     /// cached oversize segment that holds the request (at least `max_split_size_mb`); with none,
     /// the largest oversize ones, down, until as many bytes are released. Whether enough was.
-    pub(super) fn release_available_cached_blocks(&mut self, pool: (Pool, super::Stream), size: u64) -> bool {
+    pub(super) fn release_available_cached_blocks(&mut self, pool: super::Key, size: u64) -> bool {
         let limit = self.config.split_limit();
         if limit == u64::MAX {
             return false;

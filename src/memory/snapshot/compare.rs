@@ -15,6 +15,7 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 
 use super::explain::{self, Guess, Holding};
+use super::place::Place;
 use super::replay::Replay;
 
 /// One file's figures.
@@ -47,6 +48,9 @@ pub struct PlaceRow {
     pub place: String,
     pub a_bytes: i64,
     pub b_bytes: i64,
+    /// The place itself (for words in another language).
+    #[serde(skip)]
+    pub of: Place,
 }
 
 impl PlaceRow {
@@ -93,19 +97,23 @@ pub fn diff(a_file: &str, a: &Replay, b_file: &str, b: &Replay) -> Diff {
 
 /// [`diff`] from holdings already computed.
 pub fn diff_holdings(a: Side, ha: &Holding, b: Side, hb: &Holding) -> Diff {
-    let mut places: BTreeMap<String, (i64, i64)> = BTreeMap::new();
+    let mut places: BTreeMap<String, (i64, i64, Place)> = BTreeMap::new();
     for g in &ha.groups {
-        let e = places.entry(g.site.clone()).or_default();
+        let e = places.entry(g.site.clone()).or_insert_with(|| (0, 0, g.place.clone()));
         e.0 = e.0.saturating_add(g.bytes);
     }
     for g in &hb.groups {
-        let e = places.entry(g.site.clone()).or_default();
+        let e = places.entry(g.site.clone()).or_insert_with(|| (0, 0, g.place.clone()));
         e.1 = e.1.saturating_add(g.bytes);
     }
     let mut by_place: Vec<PlaceRow> =
-        places.into_iter().map(|(place, (a_bytes, b_bytes))| PlaceRow { place, a_bytes, b_bytes }).collect();
+        places.into_iter().map(|(place, (a_bytes, b_bytes, of))| PlaceRow { place, a_bytes, b_bytes, of }).collect();
     by_place.sort_by(|x, y| {
-        y.grew().unsigned_abs().cmp(&x.grew().unsigned_abs()).then(y.b_bytes.cmp(&x.b_bytes)).then(x.place.cmp(&y.place))
+        y.grew()
+            .unsigned_abs()
+            .cmp(&x.grew().unsigned_abs())
+            .then(y.b_bytes.cmp(&x.b_bytes))
+            .then(x.place.cmp(&y.place))
     });
     let kind = |h: &Holding, k: Guess| h.by_guess.iter().find(|(g, _)| *g == k).map_or(0, |x| x.1);
     let by_kind = Guess::ALL.iter().map(|&k| KindRow { kind: k, a_bytes: kind(ha, k), b_bytes: kind(hb, k) }).collect();

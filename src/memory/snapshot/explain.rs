@@ -286,9 +286,7 @@ fn classify_each(lifetimes: &mut [Lifetime], phases: &Phases, sites: &Sites) {
                 },
                 Some(PhaseKind::Forward) => match freed.map(|p| p.kind) {
                     Some(PhaseKind::Backward) => (Guess::Activations, Evidence::ForwardToBackward),
-                    None if l.to == u32::MAX
-                        && next_backward.get(at).copied().unwrap_or(usize::MAX) == usize::MAX =>
-                    {
+                    None if l.to == u32::MAX && next_backward.get(at).copied().unwrap_or(usize::MAX) == usize::MAX => {
                         (Guess::Activations, Evidence::ForwardToEnd)
                     }
                     _ => (facts.guess, Evidence::Stack),

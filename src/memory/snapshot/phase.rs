@@ -262,16 +262,11 @@ fn fill_gaps(labels: &mut [Label]) {
         let (Some(p), Some(next)) = (prev.and_then(|p| labels[p]), labels.get(i).copied().flatten()) else {
             continue;
         };
-        let fill = if (p.0, p.1) == (next.0, next.1) {
-            Some(p)
-        } else if p.0 == PhaseKind::Forward && next.0 == PhaseKind::Backward {
-            Some(p)
-        } else {
-            None
-        };
-        if let Some(f) = fill {
+        // The same phase on both sides, or the forward's end (the loss) before the backward.
+        let same = (p.0, p.1) == (next.0, next.1);
+        if same || (p.0 == PhaseKind::Forward && next.0 == PhaseKind::Backward) {
             for l in &mut labels[start..i] {
-                *l = Some(f);
+                *l = Some(p);
             }
         }
     }

@@ -285,8 +285,10 @@ pub fn autograd_node(name: &str) -> Option<String> {
     let head = name.split('(').next()?;
     let head = head.strip_suffix("::apply")?;
     let node = head.rsplit("::").next()?;
-    (head.starts_with("torch::autograd::") && !node.is_empty() && node.chars().all(|c| c.is_ascii_alphanumeric() || c == '_'))
-        .then(|| node.to_string())
+    (head.starts_with("torch::autograd::")
+        && !node.is_empty()
+        && node.chars().all(|c| c.is_ascii_alphanumeric() || c == '_'))
+    .then(|| node.to_string())
 }
 
 /// The place of a stack (innermost frame first), and its phase signals.
@@ -410,7 +412,10 @@ mod tests {
             node("torch::autograd::generated::MmBackward0::apply(std::vector<at::Tensor>&&)"),
             Some("MmBackward0".into())
         );
-        assert_eq!(node("torch::autograd::AccumulateGrad::apply(std::vector<at::Tensor>&&)"), Some("AccumulateGrad".into()));
+        assert_eq!(
+            node("torch::autograd::AccumulateGrad::apply(std::vector<at::Tensor>&&)"),
+            Some("AccumulateGrad".into())
+        );
         assert_eq!(node("torch::autograd::Node::operator()(std::vector<at::Tensor>&&)"), None);
     }
 
@@ -423,7 +428,10 @@ mod tests {
         assert!(!viz_keeps("wrap_kernel", "aten/src/ATen/core/boxing/KernelFunction.h"));
         assert!(!viz_keeps("x", "build/aten/src/ATen/RegisterCUDA.cpp"));
         assert!(!viz_keeps("do_call_core", "/usr/local/src/conda/python-3.10.14/Python/ceval.c"));
-        assert!(viz_keeps("c10::cuda::CUDACachingAllocator::Native::DeviceCachingAllocator::malloc", "CUDACachingAllocator.cpp"));
+        assert!(viz_keeps(
+            "c10::cuda::CUDACachingAllocator::Native::DeviceCachingAllocator::malloc",
+            "CUDACachingAllocator.cpp"
+        ));
         assert!(viz_keeps("forward", "/home/me/model.py"));
         // The file test is on the path as written: a bare `RegisterCUDA.cpp` has no slash.
         assert!(viz_keeps("x", "RegisterCUDA.cpp"));

@@ -180,14 +180,7 @@ impl Collect {
             device_free: k("device_free"),
             frames: k("frames"),
             user_metadata: k("user_metadata"),
-            ignored: [
-                k("compile_context"),
-                k("forward_frames"),
-                k("pool_id"),
-                k("category"),
-                k("device"),
-                k("action"),
-            ],
+            ignored: [k("compile_context"), k("forward_frames"), k("pool_id"), k("category"), k("device"), k("action")],
         };
         Collect {
             strings: t,

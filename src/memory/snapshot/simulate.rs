@@ -108,8 +108,7 @@ fn initial_state(s: &Dump, device: i64) -> (BTreeMap<i64, RealSegment>, BTreeMap
     let mut blocks = BTreeMap::new();
     for g in s.segments.iter().filter(|g| g.device == device) {
         let small = g.small.unwrap_or(!g.expandable && g.total_size == SMALL_BUFFER as i64);
-        let seg =
-            RealSegment { size: g.total_size, stream: g.stream, pool: g.pool, expandable: g.expandable, small };
+        let seg = RealSegment { size: g.total_size, stream: g.stream, pool: g.pool, expandable: g.expandable, small };
         segments.insert(g.address, seg);
         let mut at = g.address;
         let end = g.address.saturating_add(g.total_size);
@@ -153,18 +152,16 @@ fn initial_state(s: &Dump, device: i64) -> (BTreeMap<i64, RealSegment>, BTreeMap
                     }
                 }
             }
-            Action::SegmentUnmap => {
-                match segments.range_mut(..addr).next_back() {
-                    Some((&start, seg)) if seg.expandable && start.saturating_add(seg.size) == addr => {
-                        seg.size = seg.size.saturating_add(e.size);
-                    }
-                    _ => {
-                        let seg =
-                            RealSegment { size: e.size, stream: e.stream, pool: [0, 0], expandable: true, small: false };
-                        segments.insert(addr, seg);
-                    }
+            Action::SegmentUnmap => match segments.range_mut(..addr).next_back() {
+                Some((&start, seg)) if seg.expandable && start.saturating_add(seg.size) == addr => {
+                    seg.size = seg.size.saturating_add(e.size);
                 }
-            }
+                _ => {
+                    let seg =
+                        RealSegment { size: e.size, stream: e.stream, pool: [0, 0], expandable: true, small: false };
+                    segments.insert(addr, seg);
+                }
+            },
             _ => {}
         }
     }
@@ -190,7 +187,8 @@ pub fn simulate(
     let config = config.unwrap_or_else(|| run.config());
     // The GPU's memory: given, or what the first OOM says (reserved before it + free then).
     let from_oom = real.ooms.first().map(|o| {
-        let reserved = o.index.checked_sub(1).and_then(|i| real.timeline.get(i)).map_or(real.initial.reserved, |p| p.reserved);
+        let reserved =
+            o.index.checked_sub(1).and_then(|i| real.timeline.get(i)).map_or(real.initial.reserved, |p| p.reserved);
         u64::try_from(reserved.saturating_add(o.device_free)).unwrap_or(0)
     });
     let capacity = capacity.or(from_oom);
@@ -211,8 +209,12 @@ pub fn simulate(
         *keys.entry((stream, pool)).or_insert(n)
     };
     // The private pools' address ranges, to send a request to its pool.
-    let private: BTreeMap<i64, (i64, [i64; 2])> =
-        s.segments.iter().filter(|g| g.device == device && g.is_private()).map(|g| (g.address, (g.total_size, g.pool))).collect();
+    let private: BTreeMap<i64, (i64, [i64; 2])> = s
+        .segments
+        .iter()
+        .filter(|g| g.device == device && g.is_private())
+        .map(|g| (g.address, (g.total_size, g.pool)))
+        .collect();
     let pool_of = |addr: i64| -> [i64; 2] {
         match private.range(..=addr).next_back() {
             Some((&start, &(size, pool))) if addr < start.saturating_add(size) => pool,
@@ -334,7 +336,8 @@ fn real_free_at_peak(s: &Dump, real: &Replay) -> (i64, i64) {
             let Some(addr) = e.addr() else { continue };
             match e.action() {
                 Action::SegmentAlloc => {
-                    let seg = RealSegment { size: e.size, stream: e.stream, pool: [0, 0], expandable: false, small: false };
+                    let seg =
+                        RealSegment { size: e.size, stream: e.stream, pool: [0, 0], expandable: false, small: false };
                     segments.insert(addr, seg);
                 }
                 Action::SegmentFree => {
@@ -343,7 +346,13 @@ fn real_free_at_peak(s: &Dump, real: &Replay) -> (i64, i64) {
                 Action::SegmentMap => match segments.range_mut(..addr).next_back() {
                     Some((&start, seg)) if start.saturating_add(seg.size) == addr => seg.size += e.size,
                     _ => {
-                        let seg = RealSegment { size: e.size, stream: e.stream, pool: [0, 0], expandable: true, small: false };
+                        let seg = RealSegment {
+                            size: e.size,
+                            stream: e.stream,
+                            pool: [0, 0],
+                            expandable: true,
+                            small: false,
+                        };
                         segments.insert(addr, seg);
                     }
                 },

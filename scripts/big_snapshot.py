@@ -110,13 +110,24 @@ def main():
         # Peak RSS from /usr/bin/time (GNU time): a child forked from this large Python process
         # would report the parent's RSS through getrusage.
         timer = ["/usr/bin/time", "-f", "%M"] if os.path.exists("/usr/bin/time") else []
-        t = time.perf_counter()
-        done = subprocess.run(timer + [a.oomlab, "snapshot", "show", a.out], check=True,
-                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-        ours = time.perf_counter() - t
-        rss = int(done.stderr.strip().splitlines()[-1]) / 1024 if timer else peak_rss_mb(True)
+
+        def run(*args):
+            t = time.perf_counter()
+            done = subprocess.run(timer + [a.oomlab, "snapshot", *args], check=True,
+                                  stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+            took = time.perf_counter() - t
+            rss = int(done.stderr.strip().splitlines()[-1]) / 1024 if timer else peak_rss_mb(True)
+            return took, rss
+
+        ours, rss = run("show", a.out)
         print(f"oomlab snapshot show: {ours:.2f} s ({ours / py:.2f}× pickle.load), "
               f"peak RSS {rss:.0f} MB ({rss * 1e6 / size:.2f}× the file)", file=sys.stderr)
+        # replay (the trace through oomlab's allocator) and diff (two files' peaks by place and
+        # kind) against show on the same file: issue 55 asks for 2× show at most.
+        for name, args in [("replay", ("replay", a.out)), ("diff", ("diff", a.out, a.out))]:
+            took, rss = run(*args)
+            print(f"oomlab snapshot {name}: {took:.2f} s ({took / ours:.2f}× show), peak RSS {rss:.0f} MB "
+                  f"({rss * 1e6 / size:.2f}× the file)", file=sys.stderr)
 
 if __name__ == "__main__":
     main()

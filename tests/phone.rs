@@ -235,5 +235,18 @@ fn on_a_phone_an_open_snapshot_is_not_cut_off() {
         assert!(harness.query_all_by_label_contains("oomlab/activations").count() >= 4, "{lang:?}: the groups");
         let cut = cut_off(&harness);
         assert!(cut.is_empty(), "{lang:?}: cut off at the right edge: {cut:?}");
+        // A real run's snapshot with a second rank beside it: the comparison, the phases, the
+        // places and the replay fit too.
+        let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/snapshot/");
+        let a = std::fs::read(format!("{dir}gpu_step.pickle")).expect("the fixture");
+        let b = std::fs::read(format!("{dir}gpu_step_rank1.pickle")).expect("the fixture");
+        harness.state_mut().open_snapshot_bytes("run_rank0.pickle", &a);
+        harness.state_mut().snapshot.add_bytes("run_rank1.pickle", &b);
+        harness.run();
+        harness.get_by_label(if lang == Lang::En { "Replay" } else { "重放" }).click();
+        harness.run();
+        assert!(harness.query_all_by_label_contains("run_rank1.pickle").count() >= 2, "{lang:?}: the files");
+        let cut = cut_off(&harness);
+        assert!(cut.is_empty(), "{lang:?}: a real run, two ranks, cut off at the right edge: {cut:?}");
     }
 }

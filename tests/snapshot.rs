@@ -533,3 +533,33 @@ fn the_export_writes_the_steps_allocator_settings() {
     let p = plain.allocator_settings.expect("settings");
     assert_eq!((p.alloc_conf.as_str(), p.expandable_segments, p.max_split_size), ("", false, Some(-1)));
 }
+
+/// oomlab's own exports, replayed through its allocator with the settings they say, give their
+/// segments back — with expandable segments too (mapped and unmapped pages), where the replay
+/// starts from a state the trace must be undone to reach.
+#[test]
+fn oomlabs_own_exports_replay_into_the_same_segments() {
+    use oomlab::memory::snapshot::simulate;
+    for conf in ["", "expandable_segments:True", "max_split_size_mb:21", "garbage_collection_threshold:0.5"] {
+        let config = oomlab::plan::AllocatorConfig::parse(conf).expect("valid");
+        let plan = toy_plan(16, Techniques { allocator: config, ..Techniques::default() });
+        let budget = 64 << 20;
+        let (events, _) = export::record_step(&plan, budget);
+        let snap = export::snapshot(&plan, &events, budget);
+        let d = dump(&snap);
+        let r = replay::replay(&d, 0, 0);
+        let s = simulate::simulate(&d, &r, None, Some(budget)).expect("replays");
+        assert_eq!(s.alloc_conf, config.to_conf_string(), "{conf}: the run's own settings");
+        assert_eq!(s.real.peak_reserved_bytes, s.replayed.peak_reserved_bytes, "{conf}: {s:?}");
+        assert_eq!(s.real.segment_allocs, s.replayed.segment_allocs, "{conf}: {s:?}");
+        assert_eq!(s.unmatched_frees, 0, "{conf}");
+        if config.expandable_segments {
+            let maps = replay::trace(&d, 0)
+                .iter()
+                .filter(|e| e.action() == oomlab::memory::snapshot::dump::Action::SegmentMap)
+                .count();
+            assert!(maps > 0, "the expandable segment grew by mapping pages");
+            assert!(d.segments.iter().any(|g| g.expandable));
+        }
+    }
+}

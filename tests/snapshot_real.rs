@@ -101,8 +101,11 @@ fn real_snapshots_read_right() {
                 traced += g.bytes;
             }
         }
-        // What the trace made (not what was there before it) is mostly placed at a Python line.
-        assert!(python * 2 >= traced, "{name}: {python} of {traced} bytes at Python lines");
+        // In a model's run, what the trace made (not what was there before it) is mostly placed
+        // at a Python line (a recording of a backward alone has none).
+        if f["model"].is_object() {
+            assert!(python * 2 >= traced, "{name}: {python} of {traced} bytes at Python lines");
+        }
         for l in &r.live_at_peak {
             assert!(!l.frame.contains("gather_with_cpp"), "{name}: {}", l.frame);
         }

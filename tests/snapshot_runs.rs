@@ -173,6 +173,18 @@ fn kinds_hold_what_the_model_holds() {
     // h1, r1, y (fc1's, relu's and fc2's outputs) and log-probabilities: (4096 + 4096 + 1024 + 1024) · b · 4.
     assert_eq!(bytes_of(&then, Guess::Activations), (4096 + 4096 + 1024 + 1024) * batch * 4 + 4, "{:?}", then.by_guess);
 
+    // The workflow names the place that grew most (by the end: AdamW's state, at the step call).
+    let advice = explain::diagnose(&r, &explain::holding(&r, Some(r.events - 1), 10));
+    let place = advice.iter().find_map(|a| match a {
+        explain::Advice::Where { guess: Guess::OptimizerState, place, bytes } => Some((place.text(), *bytes)),
+        _ => None,
+    });
+    assert_eq!(
+        place,
+        Some(("train.py:84 main (aten::zeros_like)".to_string(), f["optimizer_state_bytes"].as_i64().expect("bytes"))),
+        "{advice:?}"
+    );
+
     // A later step (recorded after warm-up, AdamW updating its state in place): the step made no
     // state, so what was alive before the recording holds it too, and is said to.
     let w = open("gpu_step_warm.pickle");
@@ -212,6 +224,23 @@ fn the_run_replays_through_oomlabs_allocator() {
     let gc = oomlab::plan::AllocatorConfig::parse("garbage_collection_threshold:0.5").expect("valid");
     assert_eq!(simulate::simulate(&d, &r, Some(gc), None), Err(simulate::SimulateError::NeedsCapacity));
     assert!(simulate::simulate(&d, &r, Some(gc), Some(1 << 30)).is_ok());
+
+    // A CUDA graph's private pool (after the warm step): its own segments, its own requests; the
+    // replay keeps them apart from the default pool's and gives the run's segments back.
+    let w = open("gpu_step_warm.pickle");
+    let private: Vec<_> = w.segments.iter().filter(|g| g.is_private()).collect();
+    assert_eq!(private.len(), 2);
+    assert!(private.iter().all(|g| g.pool == [1, 2]));
+    let rw = replay::replay(&w, 0, 0);
+    let sw = simulate::simulate(&w, &rw, None, None).expect("replays");
+    assert_eq!(sw.real, sw.replayed, "{sw:?}");
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_oomlab"))
+        .args(["snapshot", "show"])
+        .arg(dir().join("gpu_step_warm.pickle"))
+        .output()
+        .expect("runs");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("private pools (CUDA graphs, MemPools): 2 segments"), "{text}");
 
     // The CLI, and its JSON.
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_oomlab"))

@@ -534,12 +534,17 @@ fn print_diff_rows(d: &Diff, top: usize) {
             signed(k.b_bytes.saturating_sub(k.a_bytes))
         );
     }
-    println!("    by place:");
-    for p in d.by_place.iter().take(top) {
+    println!("    by place (what changed, the largest change first):");
+    let changed: Vec<_> = d.by_place.iter().filter(|p| p.grew() != 0).collect();
+    for p in changed.iter().take(top) {
         println!("      {:>12} → {:>12}  ({:>12})  {}", size(p.a_bytes), size(p.b_bytes), signed(p.grew()), p.place);
     }
-    if d.by_place.len() > top {
-        println!("      … {} more places", d.by_place.len() - top);
+    if changed.len() > top {
+        println!("      … {} more places changed", changed.len() - top);
+    }
+    let same = d.by_place.len() - changed.len();
+    if same > 0 {
+        println!("      {same} places held the same bytes at both peaks");
     }
 }
 
@@ -646,6 +651,9 @@ fn print_advice(advice: &[Advice]) {
                 size(*free_in_segments),
                 size(*request)
             ),
+            Advice::Where { place, bytes, .. } => {
+                println!("  most of it made at {} (+{})", place.text(), size(*bytes))
+            }
             Advice::Grew { guess, bytes } => {
                 println!("  what grew most since the trace began: {} (+{})", guess.name(), size(*bytes))
             }

@@ -133,6 +133,12 @@ pub fn advice(ui: &mut Ui, t: &Catalog, advice: &[Advice]) {
                     &[("what", t.text(&format!("guess-{}", guess.key())).into()), ("bytes", size(*bytes).into())],
                 ));
             }
+            Advice::Where { place, bytes, .. } => {
+                ui.label(t.format(
+                    "advice-where",
+                    &[("place", place_words(t, place).into()), ("bytes", size(*bytes).into())],
+                ));
+            }
             Advice::Fix { guess } => {
                 ui.label(t.text(&format!("fix-{}", guess.key())));
             }

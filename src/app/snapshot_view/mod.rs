@@ -614,7 +614,7 @@ impl SnapshotState {
                         ui.label(RichText::new(size(t, bytes(x.size))).monospace());
                         ui.label(RichText::new(format!("{:#x}", x.address)).monospace().weak());
                         ui.label(holding::guess_word(t, x.kind, x.evidence.is_guess()));
-                        ui.label(holding::place_words(t, &x.place));
+                        ui.add(egui::Label::new(holding::place_words(t, &x.place)).wrap());
                     });
                 }
             });
@@ -690,7 +690,9 @@ fn map(ui: &mut Ui, t: &Catalog, snapshot: &Dump, device: i64) {
         let w = (width * g.total_size as f32 / largest).max(4.0);
         let (rect, response) = ui.allocate_exact_size(egui::vec2(w, 14.0), egui::Sense::hover());
         let painter = ui.painter_at(rect);
-        painter.rect_stroke(rect, 0.0, egui::Stroke::new(1.0, Color32::GRAY), egui::StrokeKind::Inside);
+        // A private pool's segment (a CUDA graph's, a MemPool's) is outlined in its own colour.
+        let outline = if g.is_private() { Color32::from_rgb(170, 68, 153) } else { Color32::GRAY };
+        painter.rect_stroke(rect, 0.0, egui::Stroke::new(1.5, outline), egui::StrokeKind::Inside);
         let mut at = 0i64;
         for b in &g.blocks {
             let x0 = rect.left() + rect.width() * at as f32 / g.total_size.max(1) as f32;
@@ -705,7 +707,7 @@ fn map(ui: &mut Ui, t: &Catalog, snapshot: &Dump, device: i64) {
             }
         }
         let allocated: i64 = g.blocks.iter().filter(|b| b.allocated).map(|b| b.size).sum();
-        response.on_hover_text(t.format(
+        let mut text = t.format(
             "snap-segment",
             &[
                 ("address", format!("{:#x}", g.address).into()),
@@ -713,7 +715,15 @@ fn map(ui: &mut Ui, t: &Catalog, snapshot: &Dump, device: i64) {
                 ("allocated", size(t, bytes(allocated)).into()),
                 ("blocks", g.blocks.len().to_string().into()),
             ],
-        ));
+        );
+        if g.is_private() {
+            let pool = format!("({}, {})", g.pool[0], g.pool[1]);
+            text = format!("{text} {}", t.format("snap-segment-private", &[("pool", pool.into())]));
+        }
+        if g.expandable {
+            text = format!("{text} {}", t.text("snap-segment-expandable"));
+        }
+        response.on_hover_text(text);
     }
 }
 

@@ -100,10 +100,21 @@ pub fn panel(ui: &mut Ui, t: &Catalog, d: &Dump, r: &Replay, state: &mut Rerun) 
         t.format("snap-replay-with", &[("conf", conf.into())])
     };
     ui.label(RichText::new(settings).strong());
-    Grid::new("snap_replay").striped(true).num_columns(3).show(ui, |ui| {
+    // On a narrow screen (a phone) the columns share the width and their words wrap.
+    let width = ui.available_width();
+    let narrow = width < 600.0;
+    let mut grid = Grid::new("snap_replay").striped(true).num_columns(3);
+    if narrow {
+        grid = grid.max_col_width(((width - 2.0 * ui.spacing().item_spacing.x) / 3.0 - 1.0).max(40.0));
+    }
+    let cell = |ui: &mut Ui, text: egui::WidgetText| {
+        let label = egui::Label::new(text);
+        _ = ui.add(if narrow { label.wrap() } else { label.extend() })
+    };
+    grid.show(ui, |ui| {
         ui.label("");
-        ui.strong(t.text("snap-replay-real"));
-        ui.strong(t.text("snap-replay-replayed"));
+        cell(ui, RichText::new(t.text("snap-replay-real")).strong().into());
+        cell(ui, RichText::new(t.text("snap-replay-replayed")).strong().into());
         ui.end_row();
         let rows: [(&str, String, String); 4] = [
             (
@@ -120,9 +131,9 @@ pub fn panel(ui: &mut Ui, t: &Catalog, d: &Dump, r: &Replay, state: &mut Rerun) 
             ),
         ];
         for (key, real, replayed) in rows {
-            ui.label(t.text(key));
-            ui.label(real);
-            ui.label(replayed);
+            cell(ui, t.text(key).into());
+            cell(ui, real.into());
+            cell(ui, replayed.into());
             ui.end_row();
         }
     });

@@ -46,34 +46,59 @@ pub fn panel(ui: &mut Ui, t: &Catalog, c: &Comparison, names: &[String]) -> Opti
     let mut show = None;
     ui.heading(t.format("snap-several-heading", &[("count", r.ranks.len().to_string().into())]));
     ui.label(RichText::new(t.text("snap-several-how")).weak());
-    egui::Grid::new("snap_several").striped(true).num_columns(5).show(ui, |ui| {
-        ui.strong(t.text("snap-several-rank"));
-        ui.strong(t.text("snap-several-file"));
-        ui.strong(t.text("snap-peak-allocated"));
-        ui.strong(t.text("snap-peak-reserved"));
-        ui.label("");
-        ui.end_row();
+    // On a narrow screen (a phone) each file is a wrapped line: a grid's cells do not wrap.
+    let narrow = ui.available_width() < 600.0;
+    if narrow {
         for rank in &r.ranks {
             let worst = rank.rank == r.worst;
-            let label = |ui: &mut Ui, text: String| {
-                if worst { ui.label(RichText::new(text).strong()) } else { ui.label(text) }
-            };
-            label(ui, rank.rank.to_string());
-            label(ui, rank.side.file.clone());
-            label(ui, size(t, bytes(rank.side.peak_allocated_bytes)));
-            label(ui, size(t, bytes(rank.side.peak_reserved_bytes)));
-            ui.horizontal(|ui| {
-                if worst {
-                    ui.label(RichText::new(t.text("snap-several-worst")).color(Color32::from_rgb(240, 80, 80)));
-                }
-                let index = names.iter().position(|n| *n == rank.side.file);
-                if index != Some(0) && ui.button(t.text("snap-several-show")).clicked() {
-                    show = index;
-                }
-            });
-            ui.end_row();
+            let mut line = t.format(
+                "snap-several-line",
+                &[
+                    ("rank", rank.rank.to_string().into()),
+                    ("file", rank.side.file.as_str().into()),
+                    ("allocated", size(t, bytes(rank.side.peak_allocated_bytes)).into()),
+                    ("reserved", size(t, bytes(rank.side.peak_reserved_bytes)).into()),
+                ],
+            );
+            if worst {
+                line = format!("{line} — {}", t.text("snap-several-worst"));
+            }
+            ui.add(egui::Label::new(if worst { RichText::new(line).strong() } else { RichText::new(line) }).wrap());
+            let index = names.iter().position(|n| *n == rank.side.file);
+            if index != Some(0) && ui.button(t.text("snap-several-show")).clicked() {
+                show = index;
+            }
         }
-    });
+    } else {
+        egui::Grid::new("snap_several").striped(true).num_columns(5).show(ui, |ui| {
+            ui.strong(t.text("snap-several-rank"));
+            ui.strong(t.text("snap-several-file"));
+            ui.strong(t.text("snap-peak-allocated"));
+            ui.strong(t.text("snap-peak-reserved"));
+            ui.label("");
+            ui.end_row();
+            for rank in &r.ranks {
+                let worst = rank.rank == r.worst;
+                let label = |ui: &mut Ui, text: String| {
+                    if worst { ui.label(RichText::new(text).strong()) } else { ui.label(text) }
+                };
+                label(ui, rank.rank.to_string());
+                label(ui, rank.side.file.clone());
+                label(ui, size(t, bytes(rank.side.peak_allocated_bytes)));
+                label(ui, size(t, bytes(rank.side.peak_reserved_bytes)));
+                ui.horizontal(|ui| {
+                    if worst {
+                        ui.label(RichText::new(t.text("snap-several-worst")).color(Color32::from_rgb(240, 80, 80)));
+                    }
+                    let index = names.iter().position(|n| *n == rank.side.file);
+                    if index != Some(0) && ui.button(t.text("snap-several-show")).clicked() {
+                        show = index;
+                    }
+                });
+                ui.end_row();
+            }
+        });
+    }
     let best = r.ranks.iter().find(|x| x.rank == r.best).map(|x| x.side.file.clone()).unwrap_or_default();
     let worst = r.ranks.iter().find(|x| x.rank == r.worst).map(|x| x.side.file.clone()).unwrap_or_default();
     ui.label(t.format(

@@ -26,7 +26,7 @@ use serde::Serialize;
 
 use super::dump::FrameRef;
 use super::phase::{self, PhaseKind, Phases};
-use super::place::{Place, Sites, signal};
+use super::place::{Place, Sites};
 use super::replay::{Lifetime, Replay};
 
 /// What memory holds (PyTorch's memory profiler's categories, less inputs).
@@ -178,44 +178,10 @@ pub struct Holding {
 }
 
 /// The category a stack suggests (with its [`signal`]s), and whether it is known rather than
-/// guessed.
+/// guessed (see [`super::place::guess_from`]).
 pub fn guess<'a>(frames: impl Iterator<Item = FrameRef<'a>> + Clone, signals: u8) -> (Guess, bool) {
-    let mut all = frames.clone();
-    if let Some(f) = all.next()
-        && let Some(category) = f.filename.strip_prefix("oomlab/")
-    {
-        let g = match category {
-            "parameters" | "master_weights" => Guess::Parameters,
-            "optimizer_state" => Guess::OptimizerState,
-            "gradients" => Guess::Gradients,
-            "activations" => Guess::Activations,
-            "temporaries" | "workspace" => Guess::Temporaries,
-            _ => Guess::Other,
-        };
-        return (g, true);
-    }
-    let has = |pred: &dyn Fn(&FrameRef) -> bool| frames.clone().any(|f| pred(&f));
-    let path = |f: &FrameRef, p: &str| f.filename.replace('\\', "/").contains(p);
-    let g = if signals & signal::OPTIMIZER != 0 || has(&|f| f.name == "zero_grad" && path(f, "torch/")) {
-        Guess::OptimizerState
-    } else if signals & (signal::BACKWARD | signal::ACCUMULATE_GRAD) != 0
-        || has(&|f| path(f, "torch/autograd/") || f.name == "backward" || f.name == "_engine_run_backward")
-    {
-        Guess::Gradients
-    } else if has(&|f| {
-        (path(f, "torch/nn/modules/module.py") && matches!(f.name, "_apply" | "to" | "cuda" | "load_state_dict"))
-            || path(f, "torch/nn/init.py")
-            || matches!(f.name, "__init__" | "reset_parameters" | "from_pretrained" | "_load_state_dict_into_model")
-    }) {
-        Guess::Parameters
-    } else if signals & signal::FORWARD != 0
-        || has(&|f| f.name == "forward" || f.name == "_call_impl" || path(f, "torch/nn/functional.py"))
-    {
-        Guess::Activations
-    } else {
-        Guess::Other
-    };
-    (g, false)
+    let bits = frames.clone().fold(0, |b, f| b | super::place::FrameFacts::of(f).bits);
+    super::place::guess_from(frames.clone().next(), bits, signals)
 }
 
 /// Gives every allocation its kind, from its life read against the phases (else its stack).
@@ -349,6 +315,8 @@ pub enum Advice {
     Capacity { peak: i64, capacity: i64 },
     /// The category that grew most from the trace's start to the moment, and by how much.
     Grew { guess: Guess, bytes: i64 },
+    /// Where most of that growth was made: the place whose bytes of that kind grew most.
+    Where { guess: Guess, place: Place, bytes: i64 },
     /// The fixes that act on that category (the seed's remedies).
     Fix { guess: Guess },
     /// Free bytes inside segments that could not serve the request: fragmentation, not size.
@@ -377,7 +345,26 @@ pub fn diagnose(r: &Replay, moment: &Holding) -> Vec<Advice> {
         .max_by_key(|&(_, b)| b);
     if let Some((guess, bytes)) = grew {
         out.push(Advice::Grew { guess, bytes });
+        if let Some((place, bytes)) = grew_most_at(r, moment.at, guess) {
+            out.push(Advice::Where { guess, place, bytes });
+        }
         out.push(Advice::Fix { guess });
     }
     out
+}
+
+/// The place whose bytes of kind `guess` grew most from the trace's start to after event `at`.
+fn grew_most_at(r: &Replay, at: Option<usize>, guess: Guess) -> Option<(Place, i64)> {
+    let mut by_place: HashMap<u32, i64> = HashMap::new();
+    for l in r.lifetimes.iter().filter(|l| l.kind == guess) {
+        let place = r.sites.of(l.stack).place;
+        let change = i64::from(l.alive_after(at)) - i64::from(l.alive_after(None));
+        if change != 0 {
+            let e = by_place.entry(place).or_default();
+            *e = e.saturating_add(change.saturating_mul(l.size));
+        }
+    }
+    let (&place, &bytes) =
+        by_place.iter().filter(|(_, b)| **b > 0).max_by_key(|&(p, b)| (*b, std::cmp::Reverse(*p)))?;
+    Some((r.sites.places.get(place as usize).cloned().unwrap_or_default(), bytes))
 }

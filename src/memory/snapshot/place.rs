@@ -31,7 +31,7 @@ use std::collections::HashMap;
 use serde::Serialize;
 
 use super::dump::{FrameRef, Stacks};
-use super::explain::{Guess, guess};
+use super::explain::Guess;
 
 /// memory_viz's `omit_functions`: frames whose function contains one of these are hidden.
 pub const OMIT_FUNCTIONS: [&str; 8] = [
@@ -221,23 +221,49 @@ pub struct Sites {
 }
 
 impl Sites {
-    /// Reads every stack of `stacks` (a few thousand in a real dump: milliseconds).
+    /// Reads every stack of `stacks`: each distinct frame once, then each stack from its
+    /// frames' facts (a real dump's few thousand stacks in milliseconds; a generated one with
+    /// hundreds of thousands of distinct stacks in well under a second).
     pub fn new(stacks: &Stacks) -> Sites {
+        let mut facts: Vec<FrameFacts> = (0..stacks.frames.len())
+            .map(|i| FrameFacts::of(stacks.frame(u32::try_from(i).unwrap_or(u32::MAX))))
+            .collect();
+        // The distinct operators' and nodes' names, each an id (a few hundred: a list will do).
+        let (mut ops, mut nodes): (Vec<Box<str>>, Vec<Box<str>>) = (Vec::new(), Vec::new());
+        let id = |list: &mut Vec<Box<str>>, name: &str| -> u32 {
+            let i = list.iter().position(|n| &**n == name).unwrap_or_else(|| {
+                list.push(name.into());
+                list.len() - 1
+            });
+            u32::try_from(i + 1).unwrap_or(u32::MAX)
+        };
+        for f in &mut facts {
+            if let Some(o) = f.op.as_deref() {
+                f.op_id = id(&mut ops, o);
+            }
+            if let Some(n) = f.node.as_deref() {
+                f.node_id = id(&mut nodes, n);
+            }
+        }
+        let none = FrameFacts::default();
+        let fact_of = |f: u32| facts.get(f as usize).unwrap_or(&none);
         let mut places: Vec<Place> = Vec::new();
-        let mut ids: HashMap<Place, u32> = HashMap::new();
-        let facts = (0..stacks.len())
+        let mut ids: HashMap<PlaceKey, u32> = HashMap::new();
+        let stacks_facts = (0..stacks.len())
             .map(|id| {
                 let id = u32::try_from(id).unwrap_or(u32::MAX);
-                let (place, signals) = place_of(stacks.frames(id));
-                let (guess, known) = guess(stacks.frames(id), signals);
-                let n = *ids.entry(place.clone()).or_insert_with(|| {
-                    places.push(place);
+                let (key, signals, bits) = summarize(stacks.stack(id).iter().map(|&f| (f, fact_of(f))));
+                let (guess, known) = guess_from(stacks.frames(id).next(), bits, signals);
+                // The key by names: which frame gave the operator does not matter.
+                let named = PlaceKey { op: key.op.map(|(o, _)| (o, 0)), node: key.node.map(|(n, _)| (n, 0)), ..key };
+                let n = *ids.entry(named).or_insert_with(|| {
+                    places.push(build(key, |f| stacks.frame(f), fact_of));
                     u32::try_from(places.len() - 1).unwrap_or(u32::MAX)
                 });
                 StackFacts { place: n, signals, guess, known }
             })
             .collect();
-        Sites { places, stacks: facts }
+        Sites { places, stacks: stacks_facts }
     }
 
     /// A stack's facts (an unknown id is the empty stack's).
@@ -291,92 +317,246 @@ pub fn autograd_node(name: &str) -> Option<String> {
     .then(|| node.to_string())
 }
 
-/// The place of a stack (innermost frame first), and its phase signals.
-pub fn place_of<'a>(frames: impl Iterator<Item = FrameRef<'a>> + Clone) -> (Place, u8) {
-    let mut signals = 0u8;
-    // The first frame outside torch and the standard library (and whether it is the user's
-    // own), the user's own first frame, torch's first.
-    let (mut outside, mut user, mut torch, mut kept, mut cpp) = (None, None, None, None, false);
-    // The operator: the outermost `at::_ops` frame below the first Python frame (what the
-    // Python code, or the autograd node, called), its node the innermost.
-    let (mut op, mut node, mut seen_python) = (None, None, false);
-    for f in frames.clone() {
+/// What one frame tells, found once per distinct frame (a real dump has a few thousand frames
+/// behind hundreds of thousands of stacks).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct FrameFacts {
+    /// [`fact`] bits.
+    pub bits: u32,
+    /// Its operator's and node's ids among the distinct ones (equal names, equal ids; 0: none).
+    pub op_id: u32,
+    pub node_id: u32,
+    /// The ATen operator it calls (`aten::mm`), if it is an `at::_ops` frame.
+    pub op: Option<Box<str>>,
+    /// The autograd node it runs (`MmBackward0`), if it is a node's `apply`.
+    pub node: Option<Box<str>>,
+}
+
+/// A frame's [`FrameFacts::bits`].
+pub mod fact {
+    pub const PYTHON: u32 = 1;
+    /// torch's Python or the standard library's.
+    pub const TORCH: u32 = 1 << 1;
+    /// An installed package's Python.
+    pub const PACKAGE: u32 = 1 << 2;
+    /// memory_viz shows it.
+    pub const KEPT: u32 = 1 << 3;
+    /// PyTorch's C++ (`at::`, `c10::`, `torch::`).
+    pub const CPP: u32 = 1 << 4;
+    /// The autograd engine (C++ or Python): the backward.
+    pub const BACKWARD: u32 = 1 << 5;
+    /// `torch/optim/`, not `zero_grad`.
+    pub const OPTIMIZER: u32 = 1 << 6;
+    pub const ZERO_GRAD: u32 = 1 << 7;
+    /// A module's `_call_impl`.
+    pub const FORWARD: u32 = 1 << 8;
+    /// The stack guess's signs: torch's `zero_grad`, `torch/autograd/` or a `backward`, a
+    /// module's construction or `.to()`, a forward call.
+    pub const GUESS_OPTIM: u32 = 1 << 9;
+    pub const GUESS_AUTOGRAD: u32 = 1 << 10;
+    pub const GUESS_PARAMS: u32 = 1 << 11;
+    pub const GUESS_FORWARD: u32 = 1 << 12;
+}
+
+impl FrameFacts {
+    /// Reads one frame.
+    pub fn of(f: FrameRef) -> FrameFacts {
+        let path = slashes(f.filename);
+        let mut bits = 0;
+        let mut set = |on: bool, bit: u32| {
+            if on {
+                bits |= bit;
+            }
+        };
         let python = is_python(f.filename);
+        set(python, fact::PYTHON);
+        set(viz_keeps(f.name, f.filename), fact::KEPT);
+        let (mut op, mut node) = (None, None);
         if python {
-            let path = slashes(f.filename);
-            if f.name == "_engine_run_backward"
-                || (path.contains("torch/autograd/") && f.name == "backward")
-                || (path.contains("torch/_tensor.py") && f.name == "backward")
-            {
-                signals |= signal::BACKWARD;
-            }
-            if path.contains("torch/optim/") {
-                signals |= if f.name == "zero_grad" { signal::ZERO_GRAD } else { signal::OPTIMIZER };
-            } else if f.name == "zero_grad" {
-                signals |= signal::ZERO_GRAD;
-            }
-            if path.contains("torch/nn/modules/module.py") && f.name.contains("call_impl") {
-                signals |= signal::FORWARD;
-            }
-            if is_torch(f.filename) || is_stdlib(f.filename) {
-                torch.get_or_insert(f);
-            } else if is_package(f.filename) {
-                outside.get_or_insert((f, false));
+            set(is_torch(f.filename) || is_stdlib(f.filename), fact::TORCH);
+            set(is_package(f.filename) && !is_torch(f.filename), fact::PACKAGE);
+            set(
+                f.name == "_engine_run_backward"
+                    || ((path.contains("torch/autograd/") || path.contains("torch/_tensor.py"))
+                        && f.name == "backward"),
+                fact::BACKWARD,
+            );
+            let optim = path.contains("torch/optim/");
+            set(optim && f.name != "zero_grad", fact::OPTIMIZER);
+            set(f.name == "zero_grad", fact::ZERO_GRAD);
+            set(path.contains("torch/nn/modules/module.py") && f.name.contains("call_impl"), fact::FORWARD);
+        } else {
+            set(f.name.contains("torch::autograd::Engine::"), fact::BACKWARD);
+            set(f.name.starts_with("at::") || f.name.starts_with("c10::") || f.name.starts_with("torch::"), fact::CPP);
+            op = aten_op(f.name).map(String::into_boxed_str);
+            node = autograd_node(f.name).map(String::into_boxed_str);
+            set(op.is_some(), fact::CPP);
+        }
+        set(f.name == "zero_grad" && path.contains("torch/"), fact::GUESS_OPTIM);
+        set(
+            path.contains("torch/autograd/") || f.name == "backward" || f.name == "_engine_run_backward",
+            fact::GUESS_AUTOGRAD,
+        );
+        set(
+            (path.contains("torch/nn/modules/module.py")
+                && matches!(f.name, "_apply" | "to" | "cuda" | "load_state_dict"))
+                || path.contains("torch/nn/init.py")
+                || matches!(
+                    f.name,
+                    "__init__" | "reset_parameters" | "from_pretrained" | "_load_state_dict_into_model"
+                ),
+            fact::GUESS_PARAMS,
+        );
+        set(
+            f.name == "forward" || f.name == "_call_impl" || path.contains("torch/nn/functional.py"),
+            fact::GUESS_FORWARD,
+        );
+        FrameFacts { bits, op, node, op_id: 0, node_id: 0 }
+    }
+}
+
+/// A place by its frames' indices: cheap to compare and hash, built into a [`Place`] once per
+/// distinct place.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+struct PlaceKey {
+    whose: Whose,
+    /// The frame named (none for no Python frame and an empty stack).
+    frame: Option<u32>,
+    /// The frames giving the operator and the node (by the name they give: the same operator
+    /// from two ATen frames is one place), and the user's frame calling a package's.
+    op: Option<(u32, u32)>,
+    node: Option<(u32, u32)>,
+    caller: Option<u32>,
+}
+
+/// What a stack tells, from its frames (index, frame, facts), innermost first: its place's key,
+/// its phase signals, and the bits of all its frames.
+fn summarize<'a>(frames: impl Iterator<Item = (u32, &'a FrameFacts)>) -> (PlaceKey, u8, u32) {
+    let (mut signals, mut all) = (0u8, 0u32);
+    // The first frame outside torch and the standard library (and whether it is the user's
+    // own), the user's own first frame, torch's first, the first memory_viz keeps.
+    let (mut outside, mut user, mut torch, mut kept) = (None, None, None, None);
+    // The operator: the outermost `at::_ops` frame below the first Python frame (what the
+    // Python code, or the autograd node, called); its node the innermost.
+    let (mut op, mut node, mut seen_python) = (None, None, false);
+    for (i, facts) in frames {
+        let b = facts.bits;
+        all |= b;
+        if b & fact::BACKWARD != 0 {
+            signals |= signal::BACKWARD;
+        }
+        if b & fact::OPTIMIZER != 0 {
+            signals |= signal::OPTIMIZER;
+        }
+        if b & fact::ZERO_GRAD != 0 {
+            signals |= signal::ZERO_GRAD;
+        }
+        if b & fact::FORWARD != 0 {
+            signals |= signal::FORWARD;
+        }
+        if b & fact::PYTHON != 0 {
+            if b & fact::TORCH != 0 {
+                torch.get_or_insert(i);
+            } else if b & fact::PACKAGE != 0 {
+                outside.get_or_insert((i, false));
             } else {
-                outside.get_or_insert((f, true));
-                user.get_or_insert(f);
+                outside.get_or_insert((i, true));
+                user.get_or_insert(i);
             }
             seen_python = true;
             continue;
         }
-        if f.name.contains("torch::autograd::Engine::") {
-            signals |= signal::BACKWARD;
-        }
         if !seen_python {
-            if let Some(o) = aten_op(f.name) {
-                op = Some(o);
-                cpp = true;
+            if facts.op.is_some() {
+                op = Some((facts.op_id, i));
             }
             if node.is_none()
-                && let Some(n) = autograd_node(f.name)
+                && let Some(n) = &facts.node
             {
-                if n == "AccumulateGrad" {
+                if &**n == "AccumulateGrad" {
                     signals |= signal::ACCUMULATE_GRAD;
                 }
-                node = Some(n);
+                node = Some((facts.node_id, i));
             }
         }
-        if f.name.starts_with("at::") || f.name.starts_with("c10::") || f.name.starts_with("torch::") {
-            cpp = true;
-        }
-        if kept.is_none() && viz_keeps(f.name, f.filename) {
-            kept = Some(f);
+        if kept.is_none() && b & fact::KEPT != 0 {
+            kept = Some(i);
         }
     }
-    let frame = |whose: Whose, f: FrameRef| Place {
-        whose,
-        file: f.filename.to_string(),
-        line: f.line,
-        function: f.name.to_string(),
-        op: op.clone(),
-        node: node.clone(),
-        caller: None,
-    };
+    let key = |whose: Whose, frame: Option<u32>, caller: Option<u32>| PlaceKey { whose, frame, op, node, caller };
     let place = if let Some((f, true)) = outside {
-        frame(Whose::User, f)
+        key(Whose::User, Some(f), None)
     } else if let Some((f, false)) = outside {
-        let caller = user.map(|u| format!("{}:{} {}", basename(u.filename), u.line, u.name));
-        Place { caller, ..frame(Whose::Package, f) }
+        key(Whose::Package, Some(f), user)
     } else if let Some(f) = torch {
-        frame(Whose::Torch, f)
-    } else if cpp {
-        Place { whose: Whose::NoPython, op, node, ..Place::default() }
+        key(Whose::Torch, Some(f), None)
+    } else if all & fact::CPP != 0 {
+        key(Whose::NoPython, None, None)
     } else if let Some(f) = kept {
-        frame(Whose::Frame, f)
+        key(Whose::Frame, Some(f), None)
     } else {
-        Place::default()
+        PlaceKey { whose: Whose::None, frame: None, op: None, node: None, caller: None }
     };
-    (place, signals)
+    (place, signals, all)
+}
+
+/// The place a key stands for, its frames and facts looked up by index.
+fn build<'a>(k: PlaceKey, frame: impl Fn(u32) -> FrameRef<'a>, facts: impl Fn(u32) -> &'a FrameFacts) -> Place {
+    let op = k.op.and_then(|(_, i)| facts(i).op.as_deref().map(str::to_string));
+    let node = k.node.and_then(|(_, i)| facts(i).node.as_deref().map(str::to_string));
+    let caller = k.caller.map(|i| {
+        let u = frame(i);
+        format!("{}:{} {}", basename(u.filename), u.line, u.name)
+    });
+    match k.frame.map(&frame) {
+        Some(f) => Place {
+            whose: k.whose,
+            file: f.filename.to_string(),
+            line: f.line,
+            function: f.name.to_string(),
+            op,
+            node,
+            caller,
+        },
+        None if k.whose == Whose::NoPython => Place { whose: Whose::NoPython, op, node, ..Place::default() },
+        None => Place::default(),
+    }
+}
+
+/// The place of a stack (innermost frame first), and its phase signals.
+pub fn place_of<'a>(frames: impl Iterator<Item = FrameRef<'a>> + Clone) -> (Place, u8) {
+    let list: Vec<FrameRef<'a>> = frames.collect();
+    let facts: Vec<FrameFacts> = list.iter().map(|f| FrameFacts::of(*f)).collect();
+    let (key, signals, _) = summarize(facts.iter().enumerate().map(|(i, x)| (i as u32, x)));
+    (build(key, |i| list[i as usize], |i| &facts[i as usize]), signals)
+}
+
+/// The category a stack's frames suggest (its [`fact`] bits, all frames or'ed, and its
+/// [`signal`]s), and whether oomlab's export names it (its first frame `oomlab/<category>`).
+pub fn guess_from(first: Option<FrameRef>, bits: u32, signals: u8) -> (Guess, bool) {
+    if let Some(category) = first.and_then(|f| f.filename.strip_prefix("oomlab/")) {
+        let g = match category {
+            "parameters" | "master_weights" => Guess::Parameters,
+            "optimizer_state" => Guess::OptimizerState,
+            "gradients" => Guess::Gradients,
+            "activations" => Guess::Activations,
+            "temporaries" | "workspace" => Guess::Temporaries,
+            _ => Guess::Other,
+        };
+        return (g, true);
+    }
+    let g = if signals & signal::OPTIMIZER != 0 || bits & fact::GUESS_OPTIM != 0 {
+        Guess::OptimizerState
+    } else if signals & (signal::BACKWARD | signal::ACCUMULATE_GRAD) != 0 || bits & fact::GUESS_AUTOGRAD != 0 {
+        Guess::Gradients
+    } else if bits & fact::GUESS_PARAMS != 0 {
+        Guess::Parameters
+    } else if signals & signal::FORWARD != 0 || bits & fact::GUESS_FORWARD != 0 {
+        Guess::Activations
+    } else {
+        Guess::Other
+    };
+    (g, false)
 }
 
 /// The dotted module of a Python file: after `site-packages/` for a package, the file's stem for

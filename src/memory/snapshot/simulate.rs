@@ -34,7 +34,11 @@ use serde::Serialize;
 use super::dump::{Action, Dump};
 use super::replay::{self, Replay};
 use crate::memory::allocator::{CachingAllocator, MIN_BLOCK_SIZE, Placement, Pool, SMALL_BUFFER, round_size};
+use crate::memory::step::TensorTag;
 use crate::plan::allocator::AllocatorConfig;
+
+/// The tag every replayed allocation carries.
+const TAG: TensorTag = TensorTag { tensor: crate::plan::TensorId(0), op: None };
 
 /// One side of the comparison.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
@@ -198,7 +202,9 @@ pub fn simulate(
     let (segments, blocks) = initial_state(s, device);
     let initial_reserved: u64 = segments.values().map(|g| u64::try_from(g.size).unwrap_or(0)).sum();
     let limit = capacity.map_or(crate::plan::MAX_BUDGET_BYTES, |c| c.max(initial_reserved));
-    let mut ours: CachingAllocator<()> = CachingAllocator::new(limit).with_config(config).without_events();
+    // Tagged as a step's tensors are (a tag it never reads): the web app then carries one
+    // allocator's code, not a second copy of it for another tag type.
+    let mut ours: CachingAllocator<TensorTag> = CachingAllocator::new(limit).with_config(config).without_events();
     // Streams and private pools as the replay's streams (0: the default stream and pool).
     let mut keys: HashMap<(i64, [i64; 2]), u64> = HashMap::new();
     let mut key = |stream: i64, pool: [i64; 2]| -> u64 {
@@ -236,7 +242,7 @@ pub fn simulate(
                 continue;
             }
             let bytes = u64::try_from(size.max(MIN_BLOCK_SIZE as i64)).unwrap_or(0);
-            mine.push((u64::try_from(a - address).unwrap_or(0), bytes, u64::try_from(requested).unwrap_or(0), ()));
+            mine.push((u64::try_from(a - address).unwrap_or(0), bytes, u64::try_from(requested).unwrap_or(0), TAG));
             addrs.push(a);
         }
         let pool = if g.small { Pool::Small } else { Pool::Large };
@@ -265,7 +271,7 @@ pub fn simulate(
         match (action, e.addr()) {
             (Action::Alloc, Some(addr)) => {
                 let k = key(e.stream, pool_of(addr));
-                match ours.malloc_on(k, u64::try_from(e.size).unwrap_or(0), ()) {
+                match ours.malloc_on(k, u64::try_from(e.size).unwrap_or(0), TAG) {
                     Ok(p) => {
                         if let Some(old) = placed.insert(addr, p) {
                             ours.free(old);

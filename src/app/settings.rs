@@ -384,9 +384,12 @@ impl Settings {
             Ok(b) => b,
             Err(e) => return fallback(Notice::msg("link-not-base64", &[("error", e.to_string().into())])),
         };
-        let settings: Settings = match serde_json::from_slice(&bytes) {
+        // Through `from_str` as the browser's storage is read, not `from_slice`: one decoder of
+        // the settings in the web module, not two (it has a size ceiling).
+        let text = std::str::from_utf8(&bytes).map_err(|e| e.to_string());
+        let settings: Settings = match text.and_then(|t| serde_json::from_str(t).map_err(|e| e.to_string())) {
             Ok(s) => s,
-            Err(e) => return fallback(Notice::msg("link-not-settings", &[("error", e.to_string().into())])),
+            Err(e) => return fallback(Notice::msg("link-not-settings", &[("error", e.into())])),
         };
         let mut clamped = settings.clone().clamped();
         if let Err(e) = clamped.plan(vocab) {

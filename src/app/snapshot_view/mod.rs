@@ -10,16 +10,20 @@
 
 use std::collections::VecDeque;
 
-use egui::{Color32, RichText, Ui, WidgetText};
+use egui::{Color32, RichText, Ui};
 
 pub mod holding;
 #[cfg(target_arch = "wasm32")]
 mod import;
+mod overview;
+mod queue;
 mod recording;
 pub mod rerun;
 pub mod several;
 mod timeline;
 
+#[cfg(target_arch = "wasm32")]
+pub use queue::{pick_file, pick_file_handle, pick_files_handle};
 pub use timeline::Envelope;
 
 use super::views::drawn::{Drawn, SnapshotDrawn, record};
@@ -207,120 +211,6 @@ impl SnapshotState {
     /// The open files' names, the one shown first.
     pub fn names(&self) -> Vec<String> {
         self.loaded.iter().chain(self.others.iter()).map(|l| l.name.clone()).collect()
-    }
-
-    /// Opens a snapshot file (or every snapshot in a folder) in place of the open ones.
-    #[cfg(not(target_arch = "wasm32"))]
-    pub fn open_path(&mut self, path: std::path::PathBuf, ctx: &egui::Context) {
-        self.queue_path(path, false, ctx);
-    }
-
-    /// Opens a snapshot file (or a folder's) beside the open ones.
-    #[cfg(not(target_arch = "wasm32"))]
-    pub fn add_path(&mut self, path: std::path::PathBuf, ctx: &egui::Context) {
-        self.queue_path(path, true, ctx);
-    }
-
-    /// Queues a file, or a folder's snapshots (`.pickle`, `.pkl`, `.json`, in name order: the
-    /// first as asked, the rest beside it), and starts reading if nothing is being read.
-    #[cfg(not(target_arch = "wasm32"))]
-    fn queue_path(&mut self, path: std::path::PathBuf, beside: bool, ctx: &egui::Context) {
-        let files = if path.is_dir() {
-            let mut found: Vec<std::path::PathBuf> = std::fs::read_dir(&path)
-                .map(|d| d.filter_map(|e| e.ok().map(|e| e.path())).collect())
-                .unwrap_or_default();
-            found.retain(|p| {
-                p.is_file()
-                    && p.extension().and_then(|x| x.to_str()).is_some_and(|x| matches!(x, "pickle" | "pkl" | "json"))
-            });
-            found.sort();
-            if found.is_empty() {
-                self.error = Some(format!("{}: no .pickle, .pkl or .json file in this folder", path.display()));
-            }
-            found
-        } else {
-            vec![path]
-        };
-        for (i, f) in files.into_iter().enumerate() {
-            self.queue.push_back((f, beside || i > 0));
-        }
-        self.next(ctx);
-    }
-
-    /// Starts reading the next queued file, if none is being read.
-    #[cfg(not(target_arch = "wasm32"))]
-    fn next(&mut self, ctx: &egui::Context) {
-        if self.rx.is_some() {
-            return;
-        }
-        if let Some((path, beside)) = self.queue.pop_front() {
-            self.beside = beside;
-            self.read_path(path, ctx);
-        }
-    }
-
-    /// Reads a snapshot file: streamed on a thread (a large file never freezes a frame, and is
-    /// never in memory whole), with its progress.
-    #[cfg(not(target_arch = "wasm32"))]
-    fn read_path(&mut self, path: std::path::PathBuf, ctx: &egui::Context) {
-        use std::sync::atomic::Ordering;
-        let name = path.file_name().map_or_else(|| path.display().to_string(), |n| n.to_string_lossy().into_owned());
-        let (tx, rx) = std::sync::mpsc::channel();
-        let ctx = ctx.clone();
-        let label = name.clone();
-        let total = std::fs::metadata(&path).map(|m| m.len()).ok();
-        let read = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
-        self.read = read.clone();
-        std::thread::spawn(move || {
-            let result = std::fs::File::open(&path).map_err(|e| e.to_string()).and_then(|f| {
-                let mut progress = |n| {
-                    read.store(n, Ordering::Relaxed);
-                    ctx.request_repaint();
-                };
-                read::from_reader(f, total, &mut progress).map(|d| from_dump(&label, d)).map_err(|e| e.to_string())
-            });
-            let _ = tx.send((label, result));
-            ctx.request_repaint();
-        });
-        self.loading = Some(name);
-        self.progress = total.map(|t| (0, t));
-        self.rx = Some(rx);
-    }
-
-    /// Queues a browser file (beside the open ones, or in their place) and starts reading if
-    /// nothing is being read.
-    #[cfg(target_arch = "wasm32")]
-    pub fn queue_file(&mut self, file: web_sys::File, beside: bool, ctx: &egui::Context) {
-        self.queue.push_back((file, beside));
-        self.next(ctx);
-    }
-
-    /// Starts reading the next queued file, if none is being read.
-    #[cfg(target_arch = "wasm32")]
-    fn next(&mut self, ctx: &egui::Context) {
-        while self.import.is_none() {
-            let Some((file, beside)) = self.queue.pop_front() else { return };
-            self.beside = beside;
-            self.open_file(file, ctx);
-        }
-    }
-
-    /// Opens a browser file: read in a worker of its own, if it is not too large.
-    #[cfg(target_arch = "wasm32")]
-    fn open_file(&mut self, file: web_sys::File, ctx: &egui::Context) {
-        let (name, size) = (file.name(), file.size() as u64);
-        if !fits_in_browser(size) {
-            log::warn!("oomlab: snapshot {name} is {size} bytes, over the browser's limit");
-            self.too_large = Some((name, size));
-            return;
-        }
-        match import::Import::start(file, ctx) {
-            Ok(i) => {
-                self.import = Some(i);
-                (self.loading, self.progress, self.error, self.too_large) = (Some(name), Some((0, size)), None, None);
-            }
-            Err(e) => self.error = Some(format!("{name}: {e}")),
-        }
     }
 
     /// Takes dropped files and finished reads (each frame); the tab to show when a file was
@@ -531,7 +421,7 @@ impl SnapshotState {
                 ),
             );
         }
-        summary(ui, t, r, toy);
+        overview::summary(ui, t, r, toy);
         let segments = snapshot.segments.iter().filter(|g| g.device == r.device).count();
         let at_peak = holdings.at(r, r.peak_index);
         record(
@@ -601,10 +491,11 @@ impl SnapshotState {
         if let Some(a) = advice.get(dev) {
             holding::advice(ui, t, a);
         }
+        #[cfg(not(target_arch = "wasm32"))]
         if r.events > 0 {
             ui.group(|ui| rerun::panel(ui, t, snapshot, r, rerun));
         }
-        map(ui, t, snapshot, r.device);
+        overview::map(ui, t, snapshot, r.device);
         egui::CollapsingHeader::new(t.format("snap-live", &[("count", r.live_at_peak.len().to_string().into())]))
             .id_salt("snap_live")
             .default_open(true)
@@ -619,174 +510,4 @@ impl SnapshotState {
                 }
             });
     }
-}
-
-/// The snapshot's figures beside the toy's current step.
-fn summary(ui: &mut Ui, t: &Catalog, r: &replay::Replay, toy: Option<(&crate::memory::StepMemory, Source)>) {
-    let toy_free = toy.map(|(m, _)| m.stats.reserved_bytes.saturating_sub(m.stats.allocated_bytes));
-    let frag = |largest: u64, free: u64| {
-        let p = replay::fragmentation_percent(
-            i64::try_from(largest).unwrap_or(i64::MAX),
-            i64::try_from(free).unwrap_or(i64::MAX),
-        );
-        format!("{p:.1} %")
-    };
-    // On a narrow screen (a phone) the columns share the width and their words wrap: a wider
-    // grid would widen the whole tab, and every line after it would be cut at the screen's edge.
-    let mut grid = egui::Grid::new("snap_summary").striped(true).num_columns(3);
-    let width = ui.available_width();
-    let narrow = width < 600.0;
-    if narrow {
-        grid = grid.max_col_width(((width - 2.0 * ui.spacing().item_spacing.x) / 3.0 - 1.0).max(40.0));
-    }
-    let cell = |ui: &mut Ui, text: WidgetText| {
-        let label = egui::Label::new(text);
-        _ = ui.add(if narrow { label.wrap() } else { label.extend() })
-    };
-    grid.show(ui, |ui| {
-        ui.strong("");
-        cell(ui, RichText::new(t.text("snap-col-snapshot")).strong().into());
-        let toy_heading = toy.map_or_else(
-            || t.text("snap-col-toy"),
-            |(_, s)| t.format("snap-col-toy-source", &[("source", s.word(t).into())]),
-        );
-        cell(ui, RichText::new(toy_heading).strong().into());
-        ui.end_row();
-        let rows: [(&str, u64, Option<u64>); 4] = [
-            ("snap-peak-allocated", bytes(r.peak_allocated), toy.map(|(m, _)| m.peak_allocated_bytes())),
-            ("snap-peak-reserved", bytes(r.peak_reserved), toy.map(|(m, _)| m.peak_reserved_bytes())),
-            ("snap-largest-free", bytes(r.largest_free_block), toy.map(|(m, _)| m.largest_free_block)),
-            ("snap-free", bytes(r.free_in_segments), toy_free),
-        ];
-        for (key, ours, theirs) in rows {
-            cell(ui, t.text(key).into());
-            cell(ui, size(t, ours).into());
-            cell(ui, theirs.map_or_else(String::new, |v| size(t, v)).into());
-            ui.end_row();
-        }
-        cell(ui, t.text("snap-fragmentation").into());
-        cell(ui, format!("{:.1} %", r.fragmentation_percent()).into());
-        cell(ui, toy.map_or_else(String::new, |(m, _)| frag(m.largest_free_block, toy_free.unwrap_or(0))).into());
-        ui.end_row();
-        // (The toy's log holds only its step's events, not its setup's: no like-for-like count.)
-        cell(ui, t.text("snap-events").into());
-        cell(ui, r.events.to_string().into());
-        ui.label("");
-        ui.end_row();
-    });
-}
-
-/// The final segments, largest first: one bar each, allocated blocks filled, free ones outlined.
-fn map(ui: &mut Ui, t: &Catalog, snapshot: &Dump, device: i64) {
-    let mut segments: Vec<_> = snapshot.segments.iter().filter(|g| g.device == device).collect();
-    segments.sort_by(|a, b| b.total_size.cmp(&a.total_size).then(a.address.cmp(&b.address)));
-    let shown = segments.len().min(MAP_SEGMENTS);
-    ui.strong(
-        t.format("snap-map", &[("shown", shown.to_string().into()), ("count", segments.len().to_string().into())]),
-    );
-    let largest = segments.first().map_or(1, |g| g.total_size.max(1)) as f32;
-    let width = ui.available_width().max(50.0);
-    for g in segments.iter().take(MAP_SEGMENTS) {
-        let w = (width * g.total_size as f32 / largest).max(4.0);
-        let (rect, response) = ui.allocate_exact_size(egui::vec2(w, 14.0), egui::Sense::hover());
-        let painter = ui.painter_at(rect);
-        // A private pool's segment (a CUDA graph's, a MemPool's) is outlined in its own colour.
-        let outline = if g.is_private() { Color32::from_rgb(170, 68, 153) } else { Color32::GRAY };
-        painter.rect_stroke(rect, 0.0, egui::Stroke::new(1.5, outline), egui::StrokeKind::Inside);
-        let mut at = 0i64;
-        for b in &g.blocks {
-            let x0 = rect.left() + rect.width() * at as f32 / g.total_size.max(1) as f32;
-            at += b.size;
-            let x1 = rect.left() + rect.width() * at as f32 / g.total_size.max(1) as f32;
-            if b.allocated {
-                let r = egui::Rect::from_min_max(
-                    egui::pos2(x0, rect.top() + 1.0),
-                    egui::pos2(x1.max(x0 + 0.5), rect.bottom() - 1.0),
-                );
-                painter.rect_filled(r, 0.0, Color32::from_rgb(90, 160, 230));
-            }
-        }
-        let allocated: i64 = g.blocks.iter().filter(|b| b.allocated).map(|b| b.size).sum();
-        let mut text = t.format(
-            "snap-segment",
-            &[
-                ("address", format!("{:#x}", g.address).into()),
-                ("size", size(t, bytes(g.total_size)).into()),
-                ("allocated", size(t, bytes(allocated)).into()),
-                ("blocks", g.blocks.len().to_string().into()),
-            ],
-        );
-        if g.is_private() {
-            let pool = format!("({}, {})", g.pool[0], g.pool[1]);
-            text = format!("{text} {}", t.format("snap-segment-private", &[("pool", pool.into())]));
-        }
-        if g.expandable {
-            text = format!("{text} {}", t.text("snap-segment-expandable"));
-        }
-        response.on_hover_text(text);
-    }
-}
-
-/// The browser's file picker: an `<input type=file>` accepting `accept`, whose file's name and
-/// bytes go to `land` (and the next frame is drawn).
-#[cfg(target_arch = "wasm32")]
-pub fn pick_file(accept: &str, ctx: &egui::Context, land: impl FnOnce(String, Vec<u8>) + 'static) {
-    let repaint = ctx.clone();
-    pick_file_handle(accept, ctx, move |file| {
-        let name = file.name();
-        wasm_bindgen_futures::spawn_local(async move {
-            if let Ok(buffer) = wasm_bindgen_futures::JsFuture::from(file.array_buffer()).await {
-                land(name, js_sys::Uint8Array::new(&buffer).to_vec());
-                repaint.request_repaint();
-            }
-        });
-    });
-}
-
-/// The browser's file picker: the chosen file itself goes to `land` (a large one is read where
-/// and as it is needed, never copied into the page's memory whole).
-#[cfg(target_arch = "wasm32")]
-pub fn pick_file_handle(accept: &str, ctx: &egui::Context, land: impl FnOnce(web_sys::File) + 'static) {
-    pick_files_handle(accept, false, ctx, move |files| {
-        if let Some(f) = files.into_iter().next() {
-            land(f);
-        }
-    });
-}
-
-/// The browser's file picker, for one file or (`multiple`) several: the chosen files go to
-/// `land`.
-#[cfg(target_arch = "wasm32")]
-pub fn pick_files_handle(
-    accept: &str,
-    multiple: bool,
-    ctx: &egui::Context,
-    land: impl FnOnce(Vec<web_sys::File>) + 'static,
-) {
-    use wasm_bindgen::JsCast;
-    let Some(document) = web_sys::window().and_then(|w| w.document()) else { return };
-    let Ok(input) = document.create_element("input") else { return };
-    let Ok(input) = input.dyn_into::<web_sys::HtmlInputElement>() else { return };
-    input.set_type("file");
-    input.set_accept(accept);
-    input.set_multiple(multiple);
-    let (ctx, target) = (ctx.clone(), input.clone());
-    let on_change = wasm_bindgen::closure::Closure::once_into_js(move || {
-        target.remove();
-        let Some(list) = target.files() else { return };
-        let files: Vec<web_sys::File> = (0..list.length()).filter_map(|i| list.get(i)).collect();
-        if files.is_empty() {
-            return;
-        }
-        land(files);
-        ctx.request_repaint();
-    });
-    input.set_onchange(Some(on_change.unchecked_ref()));
-    // Attached (hidden) while it is open: some browsers ignore a detached input's click.
-    let _ = input.set_attribute("style", "display:none");
-    if let Some(body) = document.body() {
-        let _ = body.append_child(&input);
-    }
-    log::info!("oomlab: opening the file picker");
-    input.click();
 }

@@ -52,9 +52,13 @@ pub fn panel(ui: &mut Ui, t: &Catalog, d: &Dump, device: i64) {
                     ui.label(RichText::new(format!("{k}: {v}")).monospace().small());
                 }
             }
-            let mut names: Vec<&str> = d.annotations.iter().map(|a| a.name.as_str()).collect();
-            names.sort_unstable();
-            names.dedup();
+            // The distinct names, in the order met (a few dozen: a list will do).
+            let mut names: Vec<&str> = Vec::new();
+            for a in &d.annotations {
+                if !names.contains(&a.name.as_str()) {
+                    names.push(&a.name);
+                }
+            }
             if !d.annotations.is_empty() {
                 ui.label(t.format(
                     "snap-annotations",
@@ -77,9 +81,12 @@ pub fn panel(ui: &mut Ui, t: &Catalog, d: &Dump, device: i64) {
                 ));
             }
             if !private.is_empty() {
-                let mut pools: Vec<[i64; 2]> = private.iter().map(|g| g.pool).collect();
-                pools.sort_unstable();
-                pools.dedup();
+                let mut pools: Vec<[i64; 2]> = Vec::new();
+                for g in &private {
+                    if !pools.contains(&g.pool) {
+                        pools.push(g.pool);
+                    }
+                }
                 let reserved: i64 = private.iter().map(|g| g.total_size).sum();
                 ui.label(t.format(
                     "snap-private-pools",

@@ -7,7 +7,7 @@
 //! too; after a replay through oomlab's allocator, its reserved bytes are a third line.
 
 use egui::{Color32, Ui};
-use egui_plot::{Line, Plot, PlotPoints, Span, VLine};
+use egui_plot::{Line, Plot, PlotPoints, VLine};
 
 use crate::app::views;
 use crate::i18n::Catalog;
@@ -174,11 +174,11 @@ pub fn chart(
     views::legend(ui, &legend);
     // The phases: a swatch and a name for each kind the bands use, then each band in words.
     if !r.phases.is_empty() {
-        let mut kinds: Vec<PhaseKind> = r.phases.iter().map(|p| p.kind).collect();
-        kinds.sort_unstable();
-        kinds.dedup();
-        let items: Vec<(String, Color32)> = kinds
+        const KINDS: [PhaseKind; 5] =
+            [PhaseKind::Forward, PhaseKind::Backward, PhaseKind::Optimizer, PhaseKind::ZeroGrad, PhaseKind::Named];
+        let items: Vec<(String, Color32)> = KINDS
             .iter()
+            .filter(|&&k| r.phases.iter().any(|p| p.kind == k))
             .map(|&k| {
                 let name = match k {
                     PhaseKind::Named => t.text("snap-phase-named"),
@@ -211,15 +211,6 @@ pub fn chart(
         .include_x(n as f64)
         .allow_scroll(false)
         .show(ui, |p| {
-            // The phases behind the lines.
-            for ph in r.phases.iter().take(BANDS) {
-                let c = phase_color(ph.kind);
-                p.span(
-                    Span::new(phase_words(t, ph), ph.first as f64..=(ph.last + 1) as f64)
-                        .fill(Color32::from_rgba_unmultiplied(c.r(), c.g(), c.b(), 40))
-                        .border_color(Color32::from_rgba_unmultiplied(c.r(), c.g(), c.b(), 90)),
-                );
-            }
             // One stroke per pixel column of what is in view.
             let bounds = p.plot_bounds();
             let columns = p.transform().frame().width().max(1.0) as usize;
@@ -254,6 +245,31 @@ pub fn chart(
                 *selected = Some((at.x.round().max(0.0) as usize).min(n - 1));
             }
         });
+    // The phases as faint bands over the plot's frame, each named at its top where it is wide
+    // enough (painted here rather than as plot items: one thing less in the web module).
+    let frame = *drawn.transform.frame();
+    let painter = ui.painter_at(frame);
+    for ph in r.phases.iter().take(BANDS) {
+        let x0 = drawn.transform.position_from_point_x(ph.first as f64).max(frame.left());
+        let x1 = drawn.transform.position_from_point_x((ph.last + 1) as f64).min(frame.right());
+        if x1 <= x0 {
+            continue;
+        }
+        let c = phase_color(ph.kind);
+        let band = egui::Rect::from_x_y_ranges(x0..=x1, frame.y_range());
+        painter.rect_filled(band, 0.0, Color32::from_rgba_unmultiplied(c.r(), c.g(), c.b(), 36));
+        let words = phase_words(t, ph);
+        // (About 7 points a character at this size: a name wider than its band is left out.)
+        if x1 - x0 > 7.0 * words.chars().count() as f32 + 8.0 {
+            painter.text(
+                egui::pos2((x0 + x1) / 2.0, frame.top() + 4.0),
+                egui::Align2::CENTER_TOP,
+                words,
+                egui::FontId::proportional(12.0),
+                ui.visuals().text_color(),
+            );
+        }
+    }
     views::mark(ui, "snapshot-timeline", drawn.response.rect);
     let description = t.format(
         "chart-snapshot",

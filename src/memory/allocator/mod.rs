@@ -32,12 +32,13 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde::Serialize;
 
-use crate::units::format_bytes;
-
 mod check;
 mod expand;
+mod oom;
 mod options;
+mod restore;
 pub use crate::plan::allocator::{AllocatorConfig, AllocatorConfigError};
+pub use oom::OutOfMemory;
 
 pub const MIN_BLOCK_SIZE: u64 = 512;
 pub const SMALL_SIZE: u64 = 1 << 20;
@@ -206,60 +207,6 @@ pub enum Event<T> {
         tag: T,
         requested: u64,
     },
-}
-
-/// A failed request, with everything PyTorch's message has.
-#[derive(Clone, Debug, PartialEq, Serialize, serde::Deserialize)]
-pub struct OutOfMemory {
-    /// The caller's request.
-    pub requested_bytes: u64,
-    /// The segment the allocator tried to reserve (what PyTorch's "Tried to allocate" reports).
-    pub tried_bytes: u64,
-    pub capacity_bytes: u64,
-    /// Capacity minus reserved.
-    pub free_bytes: u64,
-    pub allocated_bytes: u64,
-    pub reserved_bytes: u64,
-    /// Total free bytes inside segments when the request failed.
-    pub cached_free_bytes: u64,
-    pub largest_free_block: u64,
-    /// The allocator already had expandable segments (its advice is then not to set them).
-    #[serde(default)]
-    pub expandable_segments: bool,
-    /// The (simulated) GPU that ran out: the data-parallel rank, as PyTorch's "GPU k".
-    #[serde(default)]
-    pub device: usize,
-}
-
-impl OutOfMemory {
-    /// Whether the memory cached free would have held the request, had it been one block:
-    /// fragmentation rather than a full device.
-    pub fn is_fragmented(&self) -> bool {
-        self.cached_free_bytes >= self.requested_bytes
-    }
-
-    /// PyTorch's wording ("CUDA out of memory. Tried to allocate …"), with oomlab in place of
-    /// PyTorch. `what` names the tensor, its category and the op that asked.
-    pub fn message(&self, what: &str) -> String {
-        let mut msg = format!(
-            "GPU out of memory. Tried to allocate {} ({what}, {} requested). GPU {} has a total capacity of {} of which {} is free. Of the allocated memory {} is allocated by oomlab, and {} is reserved by oomlab but unallocated.",
-            format_bytes(self.tried_bytes),
-            format_bytes(self.requested_bytes),
-            self.device,
-            format_bytes(self.capacity_bytes),
-            format_bytes(self.free_bytes),
-            format_bytes(self.allocated_bytes),
-            format_bytes(self.reserved_bytes - self.allocated_bytes),
-        );
-        if self.is_fragmented() && !self.expandable_segments {
-            msg.push_str(&format!(
-                " The cached free memory ({}) would hold the request, but its largest free block is {}: the memory is fragmented. (PyTorch's remedy: PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True.)",
-                format_bytes(self.cached_free_bytes),
-                format_bytes(self.largest_free_block)
-            ));
-        }
-        msg
-    }
 }
 
 /// The allocator. `T` tags each allocation (e.g. which tensor, category and op).
@@ -514,64 +461,6 @@ impl<T: Clone> CachingAllocator<T> {
             self.release_segment(id);
         }
         free.len() + self.unmap_free_ends()
-    }
-
-    /// A segment as it already was when the allocator's story begins (a replay of a run whose
-    /// recording started mid-run): `size` bytes on `stream`'s `pool`, holding `blocks`
-    /// (offset, size, requested, tag) in address order, the rest of it free. A block that
-    /// overlaps the one before it, or runs past the segment, is cut to fit (`None` if nothing
-    /// is left of it). Counted as reserved and allocated, not as a segment allocation, and no
-    /// event is recorded.
-    pub fn restore(
-        &mut self,
-        stream: Stream,
-        pool: Pool,
-        size: u64,
-        expandable: bool,
-        blocks: Vec<(u64, u64, u64, T)>,
-    ) -> (SegmentId, Vec<Option<Placement>>) {
-        let id = SegmentId(self.next_segment);
-        self.next_segment += 1;
-        let mut seg = Segment { id, pool, stream, size, expandable, blocks: BTreeMap::new() };
-        let mut placed = Vec::with_capacity(blocks.len());
-        let mut end = 0u64;
-        let set = self.free.entry((pool, stream)).or_default();
-        for (offset, bytes, requested, tag) in blocks {
-            let start = offset.max(end);
-            let stop = offset.saturating_add(bytes).min(size);
-            if start >= stop || start != offset {
-                placed.push(None);
-                continue;
-            }
-            if start > end {
-                seg.blocks.insert(end, Block { offset: end, size: start - end, requested: 0, tag: None });
-                set.insert((start - end, id, end));
-            }
-            let taken = stop - start;
-            seg.blocks
-                .insert(start, Block { offset: start, size: taken, requested: requested.min(taken), tag: Some(tag) });
-            self.stats.allocated_bytes += taken;
-            self.stats.requested_bytes += requested.min(taken);
-            self.stats.active_blocks += 1;
-            placed.push(Some(Placement { segment: id, offset: start, size: taken }));
-            end = stop;
-        }
-        if end < size {
-            seg.blocks.insert(end, Block { offset: end, size: size - end, requested: 0, tag: None });
-            set.insert((size - end, id, end));
-        }
-        if expandable {
-            self.expandable.entry((pool, stream)).or_insert(id);
-        }
-        if self.gc_on() && seg.is_free() {
-            self.free_since.insert(id, self.gc_calls);
-        }
-        self.segments.insert(id, seg);
-        self.stats.reserved_bytes += size;
-        self.stats.segments += 1;
-        self.stats.peak_reserved_bytes = self.stats.peak_reserved_bytes.max(self.stats.reserved_bytes);
-        self.stats.peak_allocated_bytes = self.stats.peak_allocated_bytes.max(self.stats.allocated_bytes);
-        (id, placed)
     }
 
     /// `torch.cuda.empty_cache()`: gives back what [`Self::release_cached_segments`] can.

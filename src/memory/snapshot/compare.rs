@@ -167,16 +167,21 @@ pub fn rank_of(name: &str) -> Option<u32> {
 pub fn ranks(files: &[(String, &Replay)]) -> Option<Ranks> {
     let mut ranks: Vec<(u32, &str, &Replay)> = Vec::with_capacity(files.len());
     let named: Vec<Option<u32>> = files.iter().map(|(f, _)| rank_of(f)).collect();
-    // Numbers from the names only if they tell the files apart.
-    let mut distinct = named.clone();
-    distinct.sort_unstable();
-    distinct.dedup();
-    let by_name = named.iter().all(Option::is_some) && distinct.len() == files.len();
+    // Numbers from the names only if they tell the files apart (a handful of files: no sort).
+    let distinct = named.iter().enumerate().all(|(i, n)| !named[..i].contains(n));
+    let by_name = named.iter().all(Option::is_some) && distinct;
     for (i, (file, r)) in files.iter().enumerate() {
         let rank = if by_name { named[i].unwrap_or(0) } else { u32::try_from(i).unwrap_or(u32::MAX) };
         ranks.push((rank, file.as_str(), r));
     }
-    ranks.sort_by_key(|&(rank, _, _)| rank);
+    // By rank (insertion: a run has a handful of files, and the web module one sort less).
+    for i in 1..ranks.len() {
+        let mut j = i;
+        while j > 0 && ranks[j - 1].0 > ranks[j].0 {
+            ranks.swap(j - 1, j);
+            j -= 1;
+        }
+    }
     let worst = ranks.iter().max_by_key(|(rank, _, r)| (r.peak_allocated, std::cmp::Reverse(*rank)))?;
     let best = ranks.iter().min_by_key(|(rank, _, r)| (r.peak_allocated, *rank))?;
     let mean = ranks.iter().map(|(_, _, r)| r.peak_allocated as f64).sum::<f64>() / ranks.len() as f64;

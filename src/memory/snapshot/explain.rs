@@ -301,7 +301,7 @@ pub fn holding_of(sites: &Sites, lifetimes: &[Lifetime], at: Option<usize>, top:
             slot.1 = slot.1.saturating_add(g.bytes);
         }
     }
-    groups.sort_by(|a, b| b.bytes.cmp(&a.bytes).then_with(|| a.place.cmp(&b.place)).then(a.guess.cmp(&b.guess)));
+    groups.sort_by(|a, b| b.bytes.cmp(&a.bytes).then_with(|| a.site.cmp(&b.site)).then(a.guess.cmp(&b.guess)));
     groups.truncate(top);
     Holding { at, bytes, count, groups, by_guess }
 }

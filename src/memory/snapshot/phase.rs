@@ -191,15 +191,25 @@ fn ranges(s: &Dump, device: i64, trace: &[Event], names: &mut Vec<String>) -> Ve
 pub fn phases(s: &Dump, sites: &Sites, device: i64, trace: &[Event]) -> Phases {
     let mut names: Vec<String> = Vec::new();
     let mut labels: Vec<Label> = vec![None; trace.len()];
-    let mut ranges = ranges(s, device, trace, &mut names);
-    // Other names first, the outermost last (it wins); then the known kinds, the innermost last.
-    ranges.sort_by_key(|r| {
+    // Which range labels an event: a known kind over any other name; among known kinds the
+    // innermost (shortest) range, among other names the outermost (longest). Each event keeps
+    // the best range met so far (no sort: one pass over the ranges' events).
+    let mut best: Vec<Option<(bool, usize)>> = vec![None; trace.len()];
+    for r in ranges(s, device, trace, &mut names) {
+        let known = r.kind != PhaseKind::Named;
         let len = r.b - r.a;
-        if r.kind == PhaseKind::Named { (0, len, 0) } else { (1, usize::MAX - len, 0) }
-    });
-    for r in &ranges {
-        for l in &mut labels[r.a..=r.b.min(trace.len().saturating_sub(1))] {
-            *l = Some((r.kind, r.name, PhaseSource::Annotation));
+        let end = r.b.min(trace.len().saturating_sub(1));
+        for i in r.a..=end {
+            let better = match best[i] {
+                None => true,
+                Some((k, _)) if known != k => known,
+                Some((_, l)) if known => len < l,
+                Some((_, l)) => len > l,
+            };
+            if better {
+                best[i] = Some((known, len));
+                labels[i] = Some((r.kind, r.name, PhaseSource::Annotation));
+            }
         }
     }
     // The stacks, where no annotation says.

@@ -206,26 +206,27 @@ pub fn simulate(
     // allocator's code, not a second copy of it for another tag type.
     let mut ours: CachingAllocator<TensorTag> = CachingAllocator::new(limit).with_config(config).without_events();
     // Streams and private pools as the replay's streams (0: the default stream and pool).
-    let mut keys: HashMap<(i64, [i64; 2]), u64> = HashMap::new();
+    // (A run has a few streams and pools: a list will do.)
+    let mut keys: Vec<(i64, [i64; 2])> = Vec::new();
     let mut key = |stream: i64, pool: [i64; 2]| -> u64 {
         if stream == 0 && pool == [0, 0] {
             return 0;
         }
-        let n = keys.len() as u64 + 1;
-        *keys.entry((stream, pool)).or_insert(n)
+        let i = keys.iter().position(|&k| k == (stream, pool)).unwrap_or_else(|| {
+            keys.push((stream, pool));
+            keys.len() - 1
+        });
+        i as u64 + 1
     };
     // The private pools' address ranges, to send a request to its pool.
-    let private: BTreeMap<i64, (i64, [i64; 2])> = s
+    let private: Vec<(i64, i64, [i64; 2])> = s
         .segments
         .iter()
         .filter(|g| g.device == device && g.is_private())
-        .map(|g| (g.address, (g.total_size, g.pool)))
+        .map(|g| (g.address, g.address.saturating_add(g.total_size), g.pool))
         .collect();
     let pool_of = |addr: i64| -> [i64; 2] {
-        match private.range(..=addr).next_back() {
-            Some((&start, &(size, pool))) if addr < start.saturating_add(size) => pool,
-            _ => [0, 0],
-        }
+        private.iter().find(|&&(a, b, _)| (a..b).contains(&addr)).map_or([0, 0], |&(_, _, pool)| pool)
     };
     let mut placed: HashMap<i64, Placement> = HashMap::new();
     let mut inside = blocks.into_iter().peekable();
@@ -374,18 +375,18 @@ fn real_free_at_peak(s: &Dump, real: &Replay) -> (i64, i64) {
             }
         }
     }
-    let alive: BTreeMap<i64, i64> = real
+    let alive: BTreeMap<i64, (i64, i64)> = real
         .lifetimes
         .iter()
         .filter(|l| l.alive_after(real.peak_index))
-        .map(|l| (l.addr, i64::try_from(round_size(u64::try_from(l.size).unwrap_or(0))).unwrap_or(i64::MAX)))
+        .map(|l| (l.addr, (i64::try_from(round_size(u64::try_from(l.size).unwrap_or(0))).unwrap_or(i64::MAX), 0)))
         .collect();
     let (mut largest, mut reserved) = (0i64, 0i64);
     for (&start, g) in &segments {
         reserved = reserved.saturating_add(g.size);
         let end = start.saturating_add(g.size);
         let mut at = start;
-        for (&a, &size) in alive.range(start..end) {
+        for (&a, &(size, _)) in alive.range(start..end) {
             largest = largest.max(a - at);
             at = at.max(a.saturating_add(size));
         }

@@ -11,16 +11,72 @@ use super::{AllocatorSettings, Annotation, SnapshotError};
 
 const MAGIC: &[u8; 8] = b"OOMDUMP2";
 
-/// The small parts that are not tables (settings, annotations, metadata, what was unknown), as
-/// one JSON text.
-#[derive(Default, serde::Serialize, serde::Deserialize)]
-struct Extras {
-    settings: Option<AllocatorSettings>,
-    /// `allocator_settings`' unknown keys (not part of its serde form).
-    settings_other: Vec<(String, String)>,
-    annotations: Vec<Annotation>,
-    metadata: Vec<Metadata>,
-    unknown: Unknowns,
+/// An optional number: a flag byte, then its 8 bytes.
+fn put_opt(out: &mut Vec<u8>, v: Option<u64>) {
+    match v {
+        None => out.push(0),
+        Some(v) => {
+            out.push(1);
+            put_u64(out, v);
+        }
+    }
+}
+
+/// The small parts that are not tables — the settings, annotations, metadata, what was unknown —
+/// written field by field (a JSON text would bring serde's decoders for these types into the
+/// web module for no gain).
+fn put_extras(out: &mut Vec<u8>, d: &Dump) {
+    match &d.allocator_settings {
+        None => out.push(0),
+        Some(a) => {
+            out.push(1);
+            put_str(out, &a.alloc_conf);
+            put_opt(out, a.max_split_size.map(|v| v as u64));
+            put_opt(out, a.garbage_collection_threshold.map(f64::to_bits));
+            out.push(u8::from(a.expandable_segments));
+            put_opt(out, a.pinned_num_register_threads.map(|v| v as u64));
+            for b in
+                [a.release_lock_on_cudamalloc, a.pinned_use_cuda_host_register, a.graph_capture_record_stream_reuse]
+            {
+                put_opt(out, b.map(u64::from));
+            }
+            match &a.roundup_power2_divisions {
+                None => out.push(0),
+                Some(divisions) => {
+                    out.push(1);
+                    put_u64(out, divisions.0.len() as u64);
+                    for (k, v) in &divisions.0 {
+                        put_str(out, k);
+                        put_u64(out, *v as u64);
+                    }
+                }
+            }
+            put_u64(out, a.other.len() as u64);
+            for (k, v) in &a.other {
+                put_str(out, k);
+                put_str(out, v);
+            }
+        }
+    }
+    put_u64(out, d.annotations.len() as u64);
+    for a in &d.annotations {
+        put_u64(out, a.device as u64);
+        put_str(out, &a.stage);
+        put_str(out, &a.name);
+        put_u64(out, a.time_us as u64);
+    }
+    put_u64(out, d.metadata.len() as u64);
+    for m in &d.metadata {
+        put_u64(out, u64::from(m.device) << 32 | u64::from(m.index));
+        put_str(out, &m.text);
+    }
+    for counts in [&d.unknown.actions, &d.unknown.keys] {
+        put_u64(out, counts.len() as u64);
+        for (k, n) in counts {
+            put_str(out, k);
+            put_u64(out, *n);
+        }
+    }
 }
 
 fn put_u64(out: &mut Vec<u8>, v: u64) {
@@ -79,14 +135,7 @@ pub fn to_bytes(d: &Dump) -> Vec<u8> {
     for t in &d.traces {
         put_pods(&mut out, t);
     }
-    let extras = Extras {
-        settings: d.allocator_settings.clone(),
-        settings_other: d.allocator_settings.as_ref().map(|a| a.other.clone()).unwrap_or_default(),
-        annotations: d.annotations.clone(),
-        metadata: d.metadata.clone(),
-        unknown: d.unknown.clone(),
-    };
-    put_str(&mut out, &serde_json::to_string(&extras).unwrap_or_default());
+    put_extras(&mut out, d);
     out
 }
 
@@ -128,6 +177,89 @@ impl<'a> Cursor<'a> {
     fn string(&mut self) -> Result<String, SnapshotError> {
         let n = self.len(1)?;
         String::from_utf8(self.take(n)?.to_vec()).map_err(|_| short())
+    }
+    fn byte(&mut self) -> Result<u8, SnapshotError> {
+        Ok(self.take(1)?[0])
+    }
+    fn opt(&mut self) -> Result<Option<u64>, SnapshotError> {
+        match self.byte()? {
+            0 => Ok(None),
+            _ => self.u64().map(Some),
+        }
+    }
+
+    fn settings(&mut self) -> Result<Option<AllocatorSettings>, SnapshotError> {
+        if self.byte()? == 0 {
+            return Ok(None);
+        }
+        let alloc_conf = self.string()?;
+        let max_split_size = self.opt()?.map(|v| v as i64);
+        let garbage_collection_threshold = self.opt()?.map(f64::from_bits);
+        let expandable_segments = self.byte()? != 0;
+        let pinned_num_register_threads = self.opt()?.map(|v| v as i64);
+        let mut flags = [None; 3];
+        for f in &mut flags {
+            *f = self.opt()?.map(|v| v != 0);
+        }
+        let roundup_power2_divisions = match self.byte()? {
+            0 => None,
+            _ => {
+                let n = self.len(16)?;
+                let mut pairs = Vec::with_capacity(n);
+                for _ in 0..n {
+                    pairs.push((self.string()?, self.u64()? as i64));
+                }
+                Some(super::Divisions(pairs))
+            }
+        };
+        let n = self.len(16)?;
+        let mut other = Vec::with_capacity(n);
+        for _ in 0..n {
+            other.push((self.string()?, self.string()?));
+        }
+        Ok(Some(AllocatorSettings {
+            alloc_conf,
+            max_split_size,
+            garbage_collection_threshold,
+            expandable_segments,
+            pinned_num_register_threads,
+            release_lock_on_cudamalloc: flags[0],
+            pinned_use_cuda_host_register: flags[1],
+            graph_capture_record_stream_reuse: flags[2],
+            roundup_power2_divisions,
+            other,
+        }))
+    }
+
+    fn annotations(&mut self) -> Result<Vec<Annotation>, SnapshotError> {
+        let n = self.len(32)?;
+        let mut out = Vec::with_capacity(n);
+        for _ in 0..n {
+            let device = self.u64()? as i64;
+            let (stage, name) = (self.string()?, self.string()?);
+            out.push(Annotation { device, stage, name, time_us: self.u64()? as i64 });
+        }
+        Ok(out)
+    }
+
+    fn metadata(&mut self) -> Result<Vec<Metadata>, SnapshotError> {
+        let n = self.len(16)?;
+        let mut out = Vec::with_capacity(n);
+        for _ in 0..n {
+            let at = self.u64()?;
+            out.push(Metadata { device: (at >> 32) as u32, index: at as u32, text: self.string()? });
+        }
+        Ok(out)
+    }
+
+    fn counts(&mut self) -> Result<std::collections::BTreeMap<String, u64>, SnapshotError> {
+        let n = self.len(16)?;
+        let mut out = std::collections::BTreeMap::new();
+        for _ in 0..n {
+            let k = self.string()?;
+            out.insert(k, self.u64()?);
+        }
+        Ok(out)
     }
 }
 
@@ -182,15 +314,17 @@ pub fn from_bytes(b: &[u8]) -> Result<Dump, SnapshotError> {
     for _ in 0..n {
         traces.push(c.pods::<Event>()?);
     }
-    let extras: Extras = serde_json::from_str(&c.string()?).map_err(|_| short())?;
-    let allocator_settings = extras.settings.map(|s| AllocatorSettings { other: extras.settings_other, ..s });
+    let allocator_settings = c.settings()?;
+    let annotations = c.annotations()?;
+    let metadata = c.metadata()?;
+    let unknown = Unknowns { actions: c.counts()?, keys: c.counts()? };
     Ok(Dump {
         segments,
         traces,
         allocator_settings,
         stacks: Stacks { strings, frames, flat, starts },
-        annotations: extras.annotations,
-        metadata: extras.metadata,
-        unknown: extras.unknown,
+        annotations,
+        metadata,
+        unknown,
     })
 }

@@ -100,7 +100,9 @@ pub enum Invalid {
     NameControl,
     #[error("the name has characters that change the direction of text")]
     NameBidi,
-    #[error("the name has invisible characters")]
+    #[error(
+        "the name has characters that draw nothing, or that each device draws its own way (private use, unassigned)"
+    )]
     NameInvisible,
     #[error("the name stacks more than {MAX_NAME_MARKS} marks on one character")]
     NameStacked,

@@ -4,7 +4,8 @@
 //!   refused. Its names: the address the connection arrived on, the addresses it listens on,
 //!   `localhost`, the host of `--public-url` and each `--allow-host`.
 //! - **Other sites**: a browser's request from a page of another origin (its `Origin` names
-//!   another host) is refused, including the simple POSTs that CORS never preflights.
+//!   another scheme, host or port) is refused, including the simple POSTs that CORS never
+//!   preflights.
 //! - **Bodies**: a `Content-Length` over [`MAX_BODY_BYTES`] is refused at once (413), and a body
 //!   must arrive whole within [`super::Limits::body_timeout`] (408).
 //! - **Headers**: `nosniff`, `no-referrer`, a Content-Security-Policy with no inline script
@@ -30,6 +31,9 @@ use crate::class::MAX_BODY_BYTES;
 pub struct Hosts {
     names: Vec<String>,
     addresses: Vec<IpAddr>,
+    /// The schemes a page of this server has (`http` or `https`; both where `--public-url`
+    /// names the other, as behind a proxy that ends TLS).
+    schemes: Vec<&'static str>,
 }
 
 /// A Host header's name: lower case, without its port or a trailing dot; an IPv6 literal
@@ -47,7 +51,7 @@ impl Hosts {
     /// `names` (host names or addresses, as `--allow-host` and `--public-url` give them) and the
     /// addresses the server listens on.
     pub fn new(names: impl IntoIterator<Item = String>, addresses: impl IntoIterator<Item = IpAddr>) -> Hosts {
-        let mut hosts = Hosts { names: vec!["localhost".into()], addresses: Vec::new() };
+        let mut hosts = Hosts { names: vec!["localhost".into()], addresses: Vec::new(), schemes: vec!["http"] };
         for n in names {
             let n = host_name(&n);
             match n.parse::<IpAddr>() {
@@ -58,6 +62,29 @@ impl Hosts {
         }
         hosts.addresses.extend(addresses.into_iter().filter(|ip| !ip.is_unspecified()).map(|ip| ip.to_canonical()));
         hosts
+    }
+
+    /// The schemes of this server's pages: its own (`https` with TLS) and that of its public
+    /// URL.
+    pub fn with_schemes(mut self, tls: bool, public: &str) -> Hosts {
+        let own = if tls { "https" } else { "http" };
+        self.schemes = vec![own];
+        let public = public.split_once("://").map(|(scheme, _)| scheme.to_ascii_lowercase());
+        for scheme in ["http", "https"] {
+            if public.as_deref() == Some(scheme) && scheme != own {
+                self.schemes.push(scheme);
+            }
+        }
+        self
+    }
+
+    /// Whether an `Origin` header names a page of this server, arriving with this Host header:
+    /// the same scheme, host and port (`evil://127.0.0.1:8080` is not `http://127.0.0.1:8080`).
+    pub fn same_origin(&self, origin: &str, host: &str) -> bool {
+        let Some((scheme, rest)) = origin.split_once("://") else { return false };
+        !host.is_empty()
+            && self.schemes.iter().any(|s| s.eq_ignore_ascii_case(scheme))
+            && rest.eq_ignore_ascii_case(host)
     }
 
     /// Whether a request with this Host header, arriving on `local`, is for this server.
@@ -90,13 +117,12 @@ pub async fn own_hosts_only(State(hosts): State<std::sync::Arc<Hosts>>, request:
 /// CORS policy would only hide; the preflight itself is refused too. A client that is not a
 /// browser (the desktop app, the tests) sends no `Origin`. The Host it is compared with has
 /// passed [`own_hosts_only`].
-pub async fn same_origin_only(request: Request, next: Next) -> Response {
+pub async fn same_origin_only(State(hosts): State<std::sync::Arc<Hosts>>, request: Request, next: Next) -> Response {
     let headers = request.headers();
     if let Some(origin) = headers.get(header::ORIGIN) {
         let host = headers.get(header::HOST).and_then(|h| h.to_str().ok()).unwrap_or("");
         let origin = origin.to_str().unwrap_or("");
-        let origin_host = origin.split_once("://").map_or("", |(_, rest)| rest);
-        if host.is_empty() || !origin_host.eq_ignore_ascii_case(host) {
+        if !hosts.same_origin(origin, host) {
             let shown: String = origin.chars().take(80).collect();
             return ApiError::new(403, format!("requests from another site ({shown}) are refused")).into_response();
         }
@@ -213,6 +239,35 @@ mod tests {
         // An IPv4 connection seen through an IPv6 socket is the same address.
         let mapped = IpAddr::V6(Ipv4Addr::LOCALHOST.to_ipv6_mapped());
         assert!(hosts.allows("127.0.0.1:8080", mapped));
+    }
+
+    #[test]
+    fn an_origin_is_the_same_scheme_host_and_port() {
+        let plain = Hosts::new([], []).with_schemes(false, "http://192.168.1.5:8080");
+        assert!(plain.same_origin("http://127.0.0.1:8080", "127.0.0.1:8080"));
+        assert!(plain.same_origin("HTTP://LOCALHOST:8080", "localhost:8080"));
+        for refused in [
+            "evil://127.0.0.1:8080",
+            "https://127.0.0.1:8080",
+            "http://127.0.0.1:8081",
+            "http://127.0.0.1",
+            "http://127.0.0.1:8080/",
+            "http://evil.example",
+            "127.0.0.1:8080",
+            "null",
+            "",
+        ] {
+            assert!(!plain.same_origin(refused, "127.0.0.1:8080"), "{refused}");
+        }
+        assert!(!plain.same_origin("http://127.0.0.1:8080", ""), "no Host, no page of ours");
+        // With TLS, only https; behind a proxy that ends TLS (`--public-url https://…`), both.
+        let tls = Hosts::new([], []).with_schemes(true, "https://oomlab.school.example");
+        assert!(tls.same_origin("https://oomlab.school.example", "oomlab.school.example"));
+        assert!(!tls.same_origin("http://oomlab.school.example", "oomlab.school.example"));
+        let proxied = Hosts::new([], []).with_schemes(false, "https://oomlab.school.example");
+        assert!(proxied.same_origin("https://oomlab.school.example", "oomlab.school.example"));
+        assert!(proxied.same_origin("http://127.0.0.1:8080", "127.0.0.1:8080"));
+        assert!(!proxied.same_origin("ftp://oomlab.school.example", "oomlab.school.example"));
     }
 
     #[test]

@@ -143,7 +143,7 @@ pub fn router(api: Api, hosts: Arc<Hosts>, body_timeout: Duration) -> Router {
         .fallback(|| async { ApiError::new(404, "no such API route") })
         .layer(middleware::from_fn_with_state(body_timeout, guard::bounded_body))
         .layer(middleware::from_fn_with_state(api.clone(), misses_limited))
-        .layer(middleware::from_fn(guard::same_origin_only))
+        .layer(middleware::from_fn_with_state(hosts.clone(), guard::same_origin_only))
         .layer(DefaultBodyLimit::max(class::MAX_BODY_BYTES))
         .with_state(api);
     Router::new()
@@ -161,19 +161,23 @@ fn address(request: &HttpRequest) -> Option<IpAddr> {
     request.extensions().get::<Peer>().map(|p| p.remote.ip())
 }
 
-/// Unknown class codes and API routes, per address: past the allowance a request is refused
-/// before it reaches the keeper, so that guessing codes at thousands a second costs the class
-/// nothing and finds nothing.
+/// Unknown class codes and API routes, wrong teacher keys and tokens, per address: past the
+/// allowance a request is refused before it reaches the keeper, so that guessing codes at
+/// thousands a second costs the class nothing and finds nothing.
 async fn misses_limited(State(api): State<Api>, request: HttpRequest, next: Next) -> Response {
     let Some(ip) = address(&request) else { return next.run(request).await };
     let allowed = api.misses.lock().map(|mut m| m.allows(ip, Instant::now())).unwrap_or(true);
     if !allowed {
         return ApiError::from(Refusal::TooManyMisses).into_response();
     }
+    let guessed = request.headers().contains_key(header::AUTHORIZATION);
     let response = next.run(request).await;
-    if response.status() == StatusCode::NOT_FOUND
-        && let Ok(mut m) = api.misses.lock()
-    {
+    // A miss: an unknown class code (404), or a teacher key or token given and refused (403).
+    // The keys are long, so guessing is hopeless anyway; this is defence in depth, and it stops
+    // a script from trying thousands a second. (A request with no key at all guesses nothing.)
+    let status = response.status();
+    let missed = status == StatusCode::NOT_FOUND || (guessed && status == StatusCode::FORBIDDEN);
+    if missed && let Ok(mut m) = api.misses.lock() {
         m.take(ip, Instant::now());
     }
     response

@@ -167,7 +167,8 @@ pub fn start(config: &Config) -> Result<Server, ServeError> {
     let hosts = guard::Hosts::new(
         config.allowed_hosts.iter().cloned().chain(url_host(&public)),
         [Some(addr.ip()), lan_address()].into_iter().flatten(),
-    );
+    )
+    .with_schemes(tls.is_some(), &public);
     let (requests, inbox) = mpsc::channel();
     let keeper = std::thread::Builder::new()
         .name("oomlab-class-keeper".into())

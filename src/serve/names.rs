@@ -11,12 +11,19 @@
 //! 4. Normalised to NFC, so that "é" typed as one or two code points is one name; runs of
 //!    whitespace become one space.
 //! 5. Default-ignorable code points (zero-width spaces and joiners, Hangul fillers, variation
-//!    selectors, tags: Unicode's `Default_Ignorable_Code_Point`) are refused, except where emoji
-//!    need them: a zero-width joiner between two emoji ("👩‍🔬") and a variation selector after a
-//!    visible character ("❤️"). Unassigned code points, which may render as nothing, are refused.
+//!    selectors, tags: Unicode's `Default_Ignorable_Code_Point`) and every format character
+//!    (general category Cf: the interlinear annotation marks U+FFF9–U+FFFB, the Egyptian
+//!    hieroglyph format controls, the Arabic number signs U+0600–U+0605, the soft hyphen) are
+//!    refused, except where emoji need them: a zero-width joiner between two emoji ("👩‍🔬") and a
+//!    variation selector after a visible character ("❤️"). So are the marks that draw nothing
+//!    (the Khitan filler U+16FE4, the Duployan selectors U+1BC9D–U+1BC9E), private-use code
+//!    points (each device draws its own glyph, or none) and unassigned ones (which may render
+//!    as nothing); line and paragraph separators (U+2028, U+2029) are line breaks, refused
+//!    with the control characters.
 //! 6. A name with no visible character (only marks, spaces and blanks such as U+2800) is refused.
 //! 7. At most [`MAX_NAME_CHARS`] grapheme clusters, each with at most [`MAX_NAME_MARKS`]
-//!    combining marks.
+//!    combining marks, counted on the cluster decomposed: NFC folds the first accent into its
+//!    letter, and a fifth accent must not hide there.
 
 use unicode_normalization::UnicodeNormalization;
 use unicode_properties::{GeneralCategory, GeneralCategoryGroup, UnicodeEmoji, UnicodeGeneralCategory};
@@ -54,6 +61,23 @@ fn is_default_ignorable(c: char) -> bool {
     )
 }
 
+/// Marks that are drawn as nothing at all (not default-ignorable in Unicode's tables, but
+/// selectors and fillers with no glyph of their own).
+fn is_blank_mark(c: char) -> bool {
+    matches!(c, '\u{16FE4}' | '\u{1BC9D}'..='\u{1BC9E}')
+}
+
+/// A code point no name may hold, wherever it is: a format character (Cf; the emoji joiner's
+/// exception is the caller's), a private-use or unassigned one, or a blank mark.
+fn is_never_in_a_name(c: char) -> bool {
+    is_default_ignorable(c)
+        || is_blank_mark(c)
+        || matches!(
+            c.general_category(),
+            GeneralCategory::Format | GeneralCategory::PrivateUse | GeneralCategory::Unassigned
+        )
+}
+
 fn is_mark(c: char) -> bool {
     c.general_category_group() == GeneralCategoryGroup::Mark
 }
@@ -75,7 +99,7 @@ pub fn clean_name(name: Option<&str>) -> Result<Option<String>, Invalid> {
     if name.chars().count() > MAX_NAME_CHARS * (MAX_NAME_MARKS + 8) {
         return Err(Invalid::NameTooLong);
     }
-    if name.chars().any(char::is_control) {
+    if name.chars().any(|c| c.is_control() || matches!(c, '\u{2028}' | '\u{2029}')) {
         return Err(Invalid::NameControl);
     }
     if name.chars().any(is_bidi_control) {
@@ -100,9 +124,9 @@ pub fn clean_name(name: Option<&str>) -> Result<Option<String>, Invalid> {
             '\u{200D}' => before.is_some_and(is_emoji_part) && after.is_some_and(is_emoji_part),
             // Emoji or text presentation of what comes just before.
             '\u{FE0E}' | '\u{FE0F}' => before.is_some_and(is_visible),
-            _ => !is_default_ignorable(c),
+            _ => !is_never_in_a_name(c),
         };
-        if !allowed || c.general_category() == GeneralCategory::Unassigned {
+        if !allowed {
             return Err(Invalid::NameInvisible);
         }
     }
@@ -115,7 +139,7 @@ pub fn clean_name(name: Option<&str>) -> Result<Option<String>, Invalid> {
         if clusters > MAX_NAME_CHARS {
             return Err(Invalid::NameTooLong);
         }
-        if cluster.chars().filter(|&c| is_mark(c)).count() > MAX_NAME_MARKS {
+        if cluster.nfd().filter(|&c| is_mark(c)).count() > MAX_NAME_MARKS {
             return Err(Invalid::NameStacked);
         }
     }
@@ -183,9 +207,34 @@ mod tests {
         }
         let zalgo = format!("Z{}", "\u{0336}".repeat(40));
         assert_eq!(clean_name(Some(&zalgo)), Err(Invalid::NameStacked));
-        // NFC folds the first mark into "á"; five stay stacked on it.
-        assert_eq!(clean_name(Some("a\u{301}\u{302}\u{303}\u{304}\u{305}\u{306}")), Err(Invalid::NameStacked));
-        assert!(clean_name(Some("a\u{301}\u{302}\u{303}\u{304}\u{305}")).is_ok(), "four on one are allowed");
+        // NFC folds the first mark into "á", but the marks are counted on the letter decomposed:
+        // five stacked are five.
+        assert_eq!(clean_name(Some("a\u{301}\u{302}\u{303}\u{304}\u{305}")), Err(Invalid::NameStacked));
+        assert_eq!(clean_name(Some("\u{e1}\u{302}\u{303}\u{304}\u{305}")), Err(Invalid::NameStacked));
+        assert!(clean_name(Some("a\u{301}\u{302}\u{303}\u{304}")).is_ok(), "four on one are allowed");
+        // Line and paragraph separators are line breaks.
+        for sep in ['\u{2028}', '\u{2029}'] {
+            assert_eq!(clean_name(Some(&format!("Ada{sep}Bob"))), Err(Invalid::NameControl), "{sep:?}");
+        }
+        // Format characters, blank marks, private use: drawn as nothing, or as each device likes.
+        for c in [
+            '\u{FFF9}',
+            '\u{FFFA}',
+            '\u{FFFB}',
+            '\u{13430}',
+            '\u{13438}',
+            '\u{16FE4}',
+            '\u{1BC9D}',
+            '\u{0600}',
+            '\u{0605}',
+            '\u{E000}',
+            '\u{F8FF}',
+            '\u{F0000}',
+            '\u{10FFFD}',
+        ] {
+            assert_eq!(clean_name(Some(&format!("Ada{c}"))), Err(Invalid::NameInvisible), "{c:?}");
+            assert_eq!(clean_name(Some(&format!("{c}Ada"))), Err(Invalid::NameInvisible), "{c:?}");
+        }
         assert_eq!(clean_name(Some(&"x".repeat(100_000))), Err(Invalid::NameTooLong));
     }
 }

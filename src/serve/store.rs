@@ -57,6 +57,15 @@ pub enum StoreError {
     Corrupt(#[from] serde_json::Error),
     #[error("the class database's file: {0}")]
     File(std::io::Error),
+    /// The file the server opened is no longer at its path (deleted, or another put there):
+    /// SQLite would go on writing into the unlinked file, and a restart would lose it all.
+    #[error(
+        "the class database {path} was removed or replaced while the server ran ({what}): nothing more is saved; restart the server to open a new one"
+    )]
+    Replaced { path: String, what: String },
+    /// Said where the server names the file: "cannot open the class database PATH: …".
+    #[error("it cannot be written ({why})")]
+    ReadOnly { why: String },
 }
 
 /// The store's interface. Writes happen between [`Store::begin`] and [`Store::commit`]; a commit
@@ -92,6 +101,28 @@ pub trait Store: Send {
 /// an older, wider file is narrowed when opened.
 pub struct SqliteStore {
     db: Connection,
+    /// The database and its `-wal` file as opened: each path and its file's identity, checked
+    /// before every commit (see [`SqliteStore::check_files`]).
+    files: Vec<(std::path::PathBuf, FileId)>,
+}
+
+/// A file's identity on its disk (device and inode on Unix).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct FileId(u64, u64);
+
+#[cfg(unix)]
+fn file_id(path: &Path) -> std::io::Result<FileId> {
+    use std::os::unix::fs::MetadataExt;
+    let m = std::fs::metadata(path)?;
+    Ok(FileId(m.dev(), m.ino()))
+}
+
+/// Elsewhere the identity is the file's existence alone (and its creation time where known).
+#[cfg(not(unix))]
+fn file_id(path: &Path) -> std::io::Result<FileId> {
+    let m = std::fs::metadata(path)?;
+    let born = m.created().ok().and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok());
+    Ok(FileId(born.map_or(0, |d| d.as_secs()), born.map_or(0, |d| u64::from(d.subsec_nanos()))))
 }
 
 /// The answers table's columns and keys: the schema's, and the rounds migration's rebuilt table.
@@ -191,7 +222,6 @@ fn owner_only(_path: &Path) -> std::io::Result<()> {
 }
 
 /// SQLite's `-wal` or `-shm` file beside the database at `path`.
-#[cfg(unix)]
 fn beside(path: &Path, suffix: &str) -> std::path::PathBuf {
     let mut name = path.as_os_str().to_owned();
     name.push(suffix);
@@ -202,8 +232,17 @@ impl SqliteStore {
     pub fn open(path: &Path) -> Result<SqliteStore, StoreError> {
         owner_only(path).map_err(StoreError::File)?;
         let db = Connection::open(path)?;
+        // SQLite opens a file it may not write read-only, without a word: every write would
+        // then fail while the server looked well.
+        if db.is_readonly(rusqlite::MAIN_DB)? {
+            return Err(StoreError::ReadOnly { why: "the file is read-only".into() });
+        }
         // journal_mode answers with a row, so it is read rather than executed.
-        let _mode: String = db.query_row("PRAGMA journal_mode=WAL", [], |r| r.get(0))?;
+        let mode: String = db.query_row("PRAGMA journal_mode=WAL", [], |r| r.get(0))?;
+        if !mode.eq_ignore_ascii_case("wal") {
+            let why = format!("its journal cannot be write-ahead (SQLite kept '{mode}'): is its folder writable?");
+            return Err(StoreError::ReadOnly { why });
+        }
         db.execute_batch("PRAGMA synchronous=FULL; PRAGMA foreign_keys=ON; PRAGMA busy_timeout=5000;")?;
         db.execute_batch(SCHEMA)?;
         for (table, column, decl) in ADDED_COLUMNS {
@@ -232,7 +271,32 @@ impl SqliteStore {
                 params![code, super::rules::token_hash(&token)],
             )?;
         }
-        Ok(SqliteStore { db })
+        // A write at start: a database that cannot take one refuses to start, with its reason
+        // (a full disk, a folder that is not writable), rather than failing each answer later.
+        db.execute_batch("BEGIN IMMEDIATE; PRAGMA user_version = 1; COMMIT;")
+            .map_err(|e| StoreError::ReadOnly { why: e.to_string() })?;
+        let mut files = Vec::new();
+        for file in [path.to_path_buf(), beside(path, "-wal")] {
+            let id = file_id(&file).map_err(|e| StoreError::ReadOnly { why: e.to_string() })?;
+            files.push((file, id));
+        }
+        Ok(SqliteStore { db, files })
+    }
+
+    /// Whether the files opened are still the ones at their paths: a database deleted (or
+    /// moved, or replaced) while the server runs must not acknowledge another write.
+    fn check_files(&self) -> Result<(), StoreError> {
+        for (file, id) in &self.files {
+            let what = match file_id(file) {
+                Ok(now) if now == *id => continue,
+                Ok(_) => format!("{} is another file now", file.display()),
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => format!("{} is gone", file.display()),
+                Err(e) => format!("{}: {e}", file.display()),
+            };
+            let path = self.files.first().map_or_else(String::new, |(p, _)| p.display().to_string());
+            return Err(StoreError::Replaced { path, what });
+        }
+        Ok(())
     }
 }
 
@@ -257,6 +321,9 @@ impl Store for SqliteStore {
     }
 
     fn commit(&mut self) -> Result<(), StoreError> {
+        // Checked before the commit: a transaction into a vanished file is rolled back, and
+        // nothing in it is acknowledged.
+        self.check_files()?;
         self.db.execute_batch("COMMIT")?;
         Ok(())
     }
@@ -416,160 +483,4 @@ impl Store for SqliteStore {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use rusqlite::OptionalExtension;
-
-    fn has_class(store: &SqliteStore, code: &str) -> bool {
-        let found = store.db.query_row("SELECT 1 FROM classes WHERE code = ?1", params![code], |_| Ok(()));
-        found.optional().unwrap().is_some()
-    }
-
-    fn class(code: &str) -> ClassRow {
-        ClassRow {
-            code: code.into(),
-            token_hash: super::super::rules::token_hash("t"),
-            created_at: 1,
-            expires_at: 2,
-            round: 1,
-            chapter: Some(3),
-            question: Some(Question::Choice { options: vec!["a".into(), "b".into()] }),
-            prompt: Some(Prompt {
-                question: [("en".to_string(), "Which?".to_string())].into(),
-                options: vec![
-                    [("en".to_string(), "A".to_string())].into(),
-                    [("en".to_string(), "B".to_string())].into(),
-                ],
-                unit: None,
-                ..Prompt::default()
-            }),
-            revealed: None,
-            explanation: [("en".to_string(), "Because.".to_string())].into(),
-            closed: false,
-            closed_at: None,
-            locked: true,
-            expected: Some(30),
-        }
-    }
-
-    #[test]
-    fn a_database_from_before_prompts_gains_their_column() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("old.sqlite");
-        let old = Connection::open(&path).unwrap();
-        // The first schema: none of the added columns.
-        let mut before = SCHEMA.to_string();
-        for (_, column, decl) in ADDED_COLUMNS {
-            before = before.replace(&format!(",\n    {column} {decl}"), "");
-        }
-        // Before voting rounds, answers were keyed without one.
-        before = before.replace("PRIMARY KEY (code, chapter, round, student)", "PRIMARY KEY (code, chapter, student)");
-        assert!(!before.contains("prompt") && !before.contains("waiting") && !before.contains("round"), "{before}");
-        old.execute_batch(&before).unwrap();
-        old.execute("INSERT INTO classes (code, token, created_at, expires_at) VALUES ('CCCCCC', 't', 1, 2)", [])
-            .unwrap();
-        old.execute("INSERT INTO students (code, id, name, joined_at) VALUES ('CCCCCC', 's1', NULL, 1)", []).unwrap();
-        old.execute("INSERT INTO answers VALUES ('CCCCCC', 4, 's1', '2.5', 7)", []).unwrap();
-        drop(old);
-        let mut s = SqliteStore::open(&path).unwrap();
-        let loaded = s.classes().unwrap();
-        assert_eq!((loaded[0].prompt.as_ref(), loaded[0].locked, loaded[0].expected), (None, false, None));
-        // The old token in the clear is now its hash, which still checks the same token.
-        assert_eq!(loaded[0].token_hash, super::super::rules::token_hash("t"));
-        assert!(!s.students().unwrap()[0].waiting);
-        // The old answer is the first round's; a second round's answer sits beside it.
-        let old_answer = s.answers("CCCCCC", Some(4)).unwrap();
-        assert_eq!(old_answer.len(), 1);
-        assert_eq!((old_answer[0].round, &old_answer[0].answer), (1, &Answer::Number(2.5)));
-        s.put_answer("CCCCCC", &StoredAnswer { round: 2, answer: Answer::Number(3.0), ..old_answer[0].clone() })
-            .unwrap();
-        let rounds: Vec<u32> = s.answers("CCCCCC", Some(4)).unwrap().iter().map(|a| a.round).collect();
-        assert_eq!(rounds, [1, 2]);
-        s.put_class(&class("CCCCCC")).unwrap();
-        assert_eq!(s.classes().unwrap(), vec![class("CCCCCC")]);
-    }
-
-    #[cfg(unix)]
-    #[test]
-    fn the_database_is_readable_by_its_owner_only() {
-        use std::os::unix::fs::PermissionsExt;
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("c.sqlite");
-        let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
-        let mut s = SqliteStore::open(&path).unwrap();
-        s.begin().unwrap();
-        s.put_class(&class("DDDDDD")).unwrap();
-        s.commit().unwrap();
-        for file in ["c.sqlite", "c.sqlite-wal", "c.sqlite-shm"] {
-            assert_eq!(mode(&dir.path().join(file)), 0o600, "{file}");
-        }
-        drop(s);
-        // A file an older server made world-readable is narrowed.
-        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o644)).unwrap();
-        drop(SqliteStore::open(&path).unwrap());
-        assert_eq!(mode(&path), 0o600);
-    }
-
-    #[test]
-    fn rows_round_trip_and_deleting_a_class_takes_its_answers() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("c.sqlite");
-        let mut s = SqliteStore::open(&path).unwrap();
-        s.begin().unwrap();
-        s.put_class(&class("AAAAAA")).unwrap();
-        let ada = StudentRow {
-            code: "AAAAAA".into(),
-            id: "s1".into(),
-            name: Some("Ada".into()),
-            joined_at: 5,
-            waiting: false,
-        };
-        s.put_student(&ada).unwrap();
-        s.put_student(&StudentRow { id: "s2".into(), name: None, waiting: true, ..ada.clone() }).unwrap();
-        let a = StoredAnswer {
-            student: "s1".into(),
-            name: Some("Ada".into()),
-            chapter: 3,
-            round: 1,
-            answer: Answer::Choice("b".into()),
-            at_ms: 9,
-        };
-        s.put_answer("AAAAAA", &a).unwrap();
-        s.put_answer("AAAAAA", &StoredAnswer { answer: Answer::Number(2.5), at_ms: 10, ..a.clone() }).unwrap();
-        s.commit().unwrap();
-        drop(s);
-        // Reopened: what was committed is there, the latest answer only.
-        let mut s = SqliteStore::open(&path).unwrap();
-        assert_eq!(s.classes().unwrap(), vec![class("AAAAAA")]);
-        assert_eq!(s.students().unwrap().len(), 2);
-        let answers = s.answers("AAAAAA", Some(3)).unwrap();
-        assert_eq!(answers.len(), 1);
-        assert_eq!(answers[0].answer, Answer::Number(2.5));
-        assert!(s.answers("AAAAAA", Some(4)).unwrap().is_empty());
-        assert_eq!(s.answer_counts("AAAAAA").unwrap(), HashMap::from([("s1".to_string(), 1)]));
-        assert_eq!(s.chapters("AAAAAA").unwrap(), vec![3]);
-        // A removed student takes their answers along.
-        s.begin().unwrap();
-        s.delete_student("AAAAAA", "s1").unwrap();
-        s.commit().unwrap();
-        assert!(s.answers("AAAAAA", None).unwrap().is_empty());
-        let left = s.students().unwrap();
-        assert_eq!((left.len(), left[0].id.as_str(), left[0].waiting), (1, "s2", true));
-        s.begin().unwrap();
-        s.delete_class("AAAAAA").unwrap();
-        s.commit().unwrap();
-        assert!(!has_class(&s, "AAAAAA"));
-        assert!(s.answers("AAAAAA", None).unwrap().is_empty());
-        assert!(s.students().unwrap().is_empty());
-    }
-
-    #[test]
-    fn a_rolled_back_transaction_leaves_nothing() {
-        let dir = tempfile::tempdir().unwrap();
-        let mut s = SqliteStore::open(&dir.path().join("c.sqlite")).unwrap();
-        s.begin().unwrap();
-        s.put_class(&class("BBBBBB")).unwrap();
-        s.rollback();
-        assert!(s.classes().unwrap().is_empty());
-    }
-}
+mod tests;

@@ -1041,6 +1041,7 @@ class-not-yours = The class server does not accept this computer's teacher key f
 class-moved-on = The class server refused this: the class is on another question, or it has ended.
 class-invalid = The class server found this question invalid.
 class-busy = The class server is busy or stopping: try again in a moment.
+class-not-saved = The class server can no longer save: its database file was removed or replaced while it ran. What it saved is gone with the file; restart the server to start a new one.
 class-failed = The class server failed ({ $status }).
 class-key = Teacher key
 class-key-note = Only for a class server on another computer: the key it printed when it started. On the server's own computer, leave it empty.
@@ -1048,6 +1049,7 @@ class-expected = Expected class size
 class-expected-note = 0: anyone may join. Past this size, students wait until you let them in.
 class-key-needed = This class server lets only its own computer, or a teacher with its key, start a class: enter the key it printed when it started.
 class-flood = Joins are arriving faster than a class can type: { $joins } in { $seconds } s. If you did not expect them, lock the class and check its students.
+class-flood-expected = { $waiting } more than the { $expected } students you expected are waiting. If you did not expect them, remove everyone waiting and lock the class.
 class-lock = Lock the class: no one else joins
 class-waiting = { $waiting ->
         [one] 1 student waits
@@ -1055,6 +1057,7 @@ class-waiting = { $waiting ->
     } to be let in.
 class-admit-all = Let everyone in
 class-remove-waiting = Remove everyone waiting
+class-remove-waiting-lock = Remove everyone waiting and lock the class
 class-students = Students, with their names (not for the projector)
 class-no-students = No students yet.
 class-student = { $number }. { $name }

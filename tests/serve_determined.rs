@@ -216,3 +216,155 @@ fn a_read_only_database_refuses_to_start() {
     assert!(said.contains(&format!("cannot open the class database {}", db.display())), "{said}");
     assert!(said.contains("cannot be written"), "{said}");
 }
+
+/// The status line a server sends first on `s`, or `None` when it closes or says nothing
+/// within 2 s.
+fn status_of(s: &mut std::net::TcpStream) -> Option<u16> {
+    use std::io::Read;
+    let _ = s.set_read_timeout(Some(std::time::Duration::from_secs(2)));
+    let mut got = Vec::new();
+    let mut buf = [0u8; 256];
+    while !got.windows(2).any(|w| w == b"\r\n") {
+        match s.read(&mut buf) {
+            Ok(0) | Err(_) => return None,
+            Ok(n) => got.extend_from_slice(&buf[..n]),
+        }
+    }
+    String::from_utf8_lossy(&got).split(' ').nth(1)?.parse().ok()
+}
+
+/// One address holds no more than its share of the connections, however it holds them: slow
+/// bodies on the join and create routes (1 byte of a 100-byte body each, reopened as fast as
+/// they close) under a small descriptor limit. Real students from other addresses all get in
+/// meanwhile. Before, the slow bodies took the whole table and the students got 503.
+#[test]
+fn slow_bodies_from_one_address_leave_room_for_the_class() {
+    use std::io::Write;
+    use std::time::{Duration, Instant};
+    let dir = tempfile::tempdir().expect("a directory");
+    let server = spawn(&dir.path().join("c.sqlite"), Some((256, 256)));
+    let class = create(&Client::new(server.addr, loopback(0, 1)));
+    let addr = server.addr;
+    let join = format!("/api/classes/{}/join", class.code);
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let attacking = stop.clone();
+    let path = join.clone();
+    let attacker = std::thread::spawn(move || {
+        let mut held = Vec::new();
+        let mut opened = 0usize;
+        while !attacking.load(std::sync::atomic::Ordering::Relaxed) && opened < 3000 {
+            let Ok(mut s) = raw_http::connect(addr, loopback(0, 2), Duration::from_millis(500)) else { continue };
+            let route = if opened.is_multiple_of(2) { path.as_str() } else { "/api/classes" };
+            let head = format!(
+                "POST {route} HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{{"
+            );
+            if s.write_all(head.as_bytes()).is_ok() {
+                held.push(s);
+            }
+            opened += 1;
+            // Those the server closed make room for the next (as the attack reopens them).
+            if held.len() > 400 {
+                held.drain(..200);
+            }
+        }
+        opened
+    });
+    std::thread::sleep(Duration::from_millis(1500));
+    let began = Instant::now();
+    let statuses: Vec<u16> =
+        (0..20).map(|i| Client::new(server.addr, loopback(3, 1 + i)).post(&join, &json!({}), None).status).collect();
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let opened = attacker.join().expect("the attacker's thread");
+    assert!(opened > 300, "the attack opened only {opened} connections");
+    assert!(statuses.iter().all(|s| *s == 201), "{statuses:?} while {opened} slow bodies came from one address");
+    assert!(began.elapsed() < Duration::from_secs(20), "{:?}", began.elapsed());
+}
+
+/// Live streams are capped per address: one address's many streams take 4, and a student's
+/// from another address still gets one. Before, one address took every slot of the class.
+#[test]
+fn one_address_takes_a_few_live_streams_not_all() {
+    use std::io::Write;
+    let dir = tempfile::tempdir().expect("a directory");
+    let server = spawn(&dir.path().join("c.sqlite"), None);
+    let class = create(&Client::new(server.addr, loopback(0, 1)));
+    let follow = |from| {
+        let mut s = raw_http::connect(server.addr, from, std::time::Duration::from_secs(2)).expect("a connection");
+        let ask = format!("GET /api/classes/{}/events HTTP/1.1\r\nHost: {}\r\n\r\n", class.code, server.addr);
+        s.write_all(ask.as_bytes()).expect("sent");
+        let status = status_of(&mut s);
+        (status, s)
+    };
+    let mut held = Vec::new();
+    let mut streams = 0;
+    for _ in 0..30 {
+        let (status, s) = follow(loopback(0, 2));
+        streams += usize::from(status == Some(200));
+        held.push(s);
+    }
+    assert_eq!(streams, oomlab::serve::http::STREAMS_PER_ADDRESS, "streams one address got of 30");
+    let (status, _student) = follow(loopback(0, 3));
+    assert_eq!(status, Some(200), "a student's stream from another address");
+}
+
+/// A class strangers cannot fill: 17 addresses × 60 joins (each address within its own
+/// allowance) get no more than the class's own allowance in, and a real student a moment later
+/// still joins. Before, they filled a class of 1,000 in a fraction of a second and the next
+/// real student got 409.
+#[test]
+fn many_addresses_cannot_fill_a_class_at_once() {
+    let dir = tempfile::tempdir().expect("a directory");
+    let server = spawn(&dir.path().join("c.sqlite"), None);
+    let class = create(&Client::new(server.addr, loopback(0, 1)));
+    let join = format!("/api/classes/{}/join", class.code);
+    let threads: Vec<_> = (0..17u8)
+        .map(|a| {
+            let (addr, path) = (server.addr, join.clone());
+            std::thread::spawn(move || {
+                let c = Client::new(addr, loopback(2, 1 + a));
+                (0..60).filter(|_| c.post(&path, &json!({}), None).status == 201).count()
+            })
+        })
+        .collect();
+    let joined: usize = threads.into_iter().map(|t| t.join().expect("a thread")).sum();
+    assert!(joined <= 260, "{joined} of 1,020 strangers' joins got in");
+    std::thread::sleep(std::time::Duration::from_millis(600));
+    let student = Client::new(server.addr, loopback(3, 1));
+    let r = student.post(&join, &json!({}), None);
+    assert_eq!(r.status, 201, "a real student after the flood: {}", r.text());
+}
+
+/// With an expected size, the waiting room is bounded (twice the size, at least 10), joins past
+/// the size raise the flood warning however slowly they come, and "remove everyone waiting"
+/// locks the class in the same step.
+#[test]
+fn a_waiting_room_is_bounded_flagged_and_emptied_with_a_lock() {
+    let dir = tempfile::tempdir().expect("a directory");
+    let server = spawn(&dir.path().join("c.sqlite"), None);
+    let teacher = Client::new(server.addr, loopback(0, 1));
+    let r = teacher.post("/api/classes", &json!({ "expected": 2 }), None);
+    assert_eq!(r.status, 201, "{}", r.text());
+    let class: Created = r.json();
+    let join = format!("/api/classes/{}/join", class.code);
+    let state = || teacher.get(&format!("/api/classes/{}", class.code), None).json::<oomlab::class::ClassState>();
+    // Two expected, then one more, slowly: past the size, the warning is up.
+    for b in 1..=3 {
+        assert_eq!(Client::new(server.addr, loopback(2, b)).post(&join, &json!({}), None).status, 201);
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let s = state();
+    assert_eq!((s.students, s.waiting), (2, 1));
+    assert!(s.joins_recent < oomlab::class::FLOOD_JOINS && s.join_flood, "{s:?}");
+    // The room holds 10 (twice 2 is less): 9 more wait, the next is refused.
+    let more: Vec<u16> =
+        (4..=14).map(|b| Client::new(server.addr, loopback(2, b)).post(&join, &json!({}), None).status).collect();
+    assert_eq!(more.iter().filter(|s| **s == 201).count(), 9, "{more:?}");
+    assert_eq!(more.last(), Some(&409), "{more:?}");
+    // Removed and locked in one step.
+    let pick = json!({ "all_waiting": true, "lock": true });
+    let r = teacher.post(&format!("/api/classes/{}/remove", class.code), &pick, Some(&class.teacher_token));
+    assert_eq!(r.status, 200, "{}", r.text());
+    let s = state();
+    assert!(s.locked && s.waiting == 0 && s.students == 2 && !s.join_flood, "{s:?}");
+    assert_eq!(Client::new(server.addr, loopback(2, 20)).post(&join, &json!({}), None).status, 423);
+}

@@ -328,14 +328,23 @@ pub struct Lock {
     pub locked: bool,
 }
 
+/// Words in a 503's reason when the server's database can take no more writes (its file was
+/// removed or replaced while it ran): the teacher's app then says so in the reader's language,
+/// rather than "busy, try again".
+pub const NOT_SAVED: &str = "nothing more is saved";
+
 /// `POST /api/classes/{code}/admit` or `…/remove` (teacher): these students, and with
-/// `all_waiting` every student who waits. A removed student's answers leave the results.
+/// `all_waiting` every student who waits. A removed student's answers leave the results. With
+/// `lock`, a removal also locks the class in the same step, so that those removed cannot come
+/// straight back.
 #[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
 pub struct Pick {
     #[serde(default)]
     pub students: Vec<String>,
     #[serde(default)]
     pub all_waiting: bool,
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub lock: bool,
 }
 
 /// One student as the teacher sees them.

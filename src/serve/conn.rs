@@ -8,10 +8,18 @@
 //! - **Descriptors.** At start the soft limit on open files is raised to the hard one
 //!   ([`raise_descriptor_limit`]); the server then takes at most that many connections, less a
 //!   reserve for the database and the runtime (and no more than [`MOST_CONNECTIONS`]).
-//! - **Eviction.** When the register is full, a new connection makes room by closing an idle
-//!   one (no request in progress): from the address that holds the most connections, the one
-//!   idle longest. So a thousand idle sockets from one machine cost each other their places, not
-//!   the class's. When nothing is idle, the newcomer gets a 503 and is closed.
+//! - **A share per address.** One address (an IPv6 address by its /64) holds at most
+//!   [`share_of`] the budget: 16 connections of the usual thousands, a quarter of a small one. A
+//!   browser opens at most 6 connections to a server and a live stream holds one more, so a
+//!   phone needs a handful and the teacher's machine (the app, a browser tab or two) a dozen;
+//!   16 leaves room for both and no address can hold the table.
+//! - **Eviction.** A connection that is not doing anything useful — idle, still sending its
+//!   headers, or a request that has had [`STALLED`] to send its body and be answered and has
+//!   not — can be closed to make room. A newcomer from an address already at its share makes
+//!   room among its own address's; when the whole register is full, among the address that
+//!   holds the most. The one closed is the one unproductive longest. So slow bodies and idle
+//!   sockets from one machine cost each other their places, not the class's. When nothing can
+//!   be closed, the newcomer gets a 503 and is closed.
 
 use std::collections::HashMap;
 use std::net::{IpAddr, SocketAddr};
@@ -89,17 +97,58 @@ pub fn connection_budget(limits: &Limits, descriptor_limit: Option<u64>) -> usiz
     limits.max_connections.map_or(budget, |n| n.clamp(1, MOST_CONNECTIONS))
 }
 
+/// How long a request may take from its headers to its answer before its connection counts as
+/// unproductive (a body that does not come): a real request's body and answer take
+/// milliseconds.
+pub const STALLED: Duration = Duration::from_secs(1);
+
+/// The most connections one address holds, of a register of `most`: 16, or a quarter of a
+/// small register (at least 2). See the module's notes for why 16.
+pub fn share_of(most: usize) -> usize {
+    (most / 4).clamp(2, 16).min(most.max(1))
+}
+
+/// Whose a connection counts as: its address, or an IPv6 address's /64 (one machine is given a
+/// whole /64 and picks addresses in it at will).
+pub fn address_key(ip: IpAddr) -> IpAddr {
+    match ip.to_canonical() {
+        IpAddr::V6(v6) => {
+            let bits = u128::from(v6) & !((1u128 << 64) - 1);
+            IpAddr::V6(bits.into())
+        }
+        v4 => v4,
+    }
+}
+
 struct Entry {
     ip: IpAddr,
     /// Requests in progress (a response still being sent counts, a live stream included).
     busy: usize,
     idle_since: Instant,
+    /// When the request in progress began, until the router answered it (its body read).
+    asked_since: Option<Instant>,
     close: Option<oneshot::Sender<()>>,
+}
+
+impl Entry {
+    /// Since when it has done nothing useful: idle (or sending headers), or asked and not yet
+    /// answered for longer than [`STALLED`]. `None` while it is productive.
+    fn unproductive_since(&self, now: Instant) -> Option<Instant> {
+        // Already told to close: it no longer counts.
+        self.close.as_ref()?;
+        match self.asked_since {
+            Some(at) if now.saturating_duration_since(at) >= STALLED => Some(at),
+            Some(_) => None,
+            None if self.busy == 0 => Some(self.idle_since),
+            None => None,
+        }
+    }
 }
 
 /// The register of open connections.
 pub struct Register {
     most: usize,
+    share: usize,
     inner: Mutex<Inner>,
 }
 
@@ -111,25 +160,33 @@ struct Inner {
 
 impl Register {
     pub fn new(most: usize) -> Arc<Register> {
-        Arc::new(Register { most, inner: Mutex::new(Inner::default()) })
+        Arc::new(Register { most, share: share_of(most), inner: Mutex::new(Inner::default()) })
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Inner> {
         self.inner.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
-    /// Makes room for one more if the register is full: closes the idle connection of the
-    /// address with the most connections that has been idle longest. `false` when the register
-    /// is full and nothing is idle.
-    fn make_room(&self) -> bool {
+    /// Makes room for one more from `ip`: past its address's share, by closing one of that
+    /// address's unproductive connections; in a full register, one of the address that holds
+    /// the most. `false` when no room can be made.
+    fn make_room(&self, ip: IpAddr) -> bool {
         let mut inner = self.lock();
+        let key = address_key(ip);
+        let held = inner.open.values().filter(|e| e.ip == key).count();
+        if held >= self.share {
+            return Self::evict(&mut inner, Some(key));
+        }
         if inner.open.len() < self.most {
             return true;
         }
-        Self::evict(&mut inner)
+        Self::evict(&mut inner, None)
     }
 
-    fn evict(inner: &mut Inner) -> bool {
+    /// Closes the connection unproductive longest: of address `only`, or of the address that
+    /// holds the most connections among those with one to close.
+    fn evict(inner: &mut Inner, only: Option<IpAddr>) -> bool {
+        let now = Instant::now();
         let mut per_address: HashMap<IpAddr, usize> = HashMap::new();
         for e in inner.open.values() {
             *per_address.entry(e.ip).or_default() += 1;
@@ -137,9 +194,10 @@ impl Register {
         let victim = inner
             .open
             .iter()
-            .filter(|(_, e)| e.busy == 0 && e.close.is_some())
-            .max_by_key(|(_, e)| (per_address.get(&e.ip).copied().unwrap_or(0), std::cmp::Reverse(e.idle_since)))
-            .map(|(id, _)| *id);
+            .filter(|(_, e)| only.is_none_or(|ip| e.ip == ip))
+            .filter_map(|(id, e)| e.unproductive_since(now).map(|since| (id, e.ip, since)))
+            .max_by_key(|(_, ip, since)| (per_address.get(ip).copied().unwrap_or(0), std::cmp::Reverse(*since)))
+            .map(|(id, _, _)| *id);
         let Some(id) = victim else { return false };
         if let Some(close) = inner.open.get_mut(&id).and_then(|e| e.close.take()) {
             let _ = close.send(());
@@ -151,7 +209,7 @@ impl Register {
 
     /// Closes an idle connection when the process runs out of descriptors.
     fn shed(&self) -> bool {
-        Self::evict(&mut self.lock())
+        Self::evict(&mut self.lock(), None)
     }
 
     fn enter(&self, ip: IpAddr) -> (u64, oneshot::Receiver<()>) {
@@ -159,8 +217,17 @@ impl Register {
         let mut inner = self.lock();
         inner.next += 1;
         let id = inner.next;
-        inner.open.insert(id, Entry { ip, busy: 0, idle_since: Instant::now(), close: Some(close) });
+        let entry =
+            Entry { ip: address_key(ip), busy: 0, idle_since: Instant::now(), asked_since: None, close: Some(close) };
+        inner.open.insert(id, entry);
         (id, closed)
+    }
+
+    /// The request in progress on connection `id` was answered: from here it is sending.
+    fn answered(&self, id: u64) {
+        if let Some(e) = self.lock().open.get_mut(&id) {
+            e.asked_since = None;
+        }
     }
 
     fn leave(&self, id: u64) {
@@ -170,6 +237,7 @@ impl Register {
     fn busy(self: &Arc<Self>, id: u64) -> Busy {
         if let Some(e) = self.lock().open.get_mut(&id) {
             e.busy += 1;
+            e.asked_since = Some(Instant::now());
         }
         Busy { register: self.clone(), id }
     }
@@ -185,6 +253,7 @@ impl Drop for Busy {
     fn drop(&mut self) {
         if let Some(e) = self.register.lock().open.get_mut(&self.id) {
             e.busy = e.busy.saturating_sub(1);
+            e.asked_since = None;
             if e.busy == 0 {
                 e.idle_since = Instant::now();
             }
@@ -261,7 +330,7 @@ pub async fn accept_loop(listener: TcpListener, serving: Serving, mut stop: ones
             }
             Err(_) => continue,
         };
-        if !serving.register.make_room() {
+        if !serving.register.make_room(remote.ip()) {
             if serving.tls.is_none() {
                 tokio::spawn(async move {
                     let mut stream = stream;
@@ -302,6 +371,7 @@ where
         let mut router = router.clone();
         async move {
             let response = router.call(request.map(Body::new)).await?;
+            busy.register.answered(busy.id);
             Ok::<_, std::convert::Infallible>(response.map(|inner| Tracked { inner, _busy: busy }))
         }
     });

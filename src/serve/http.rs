@@ -5,7 +5,6 @@
 
 use std::convert::Infallible;
 use std::net::IpAddr;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc::Sender;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -40,8 +39,20 @@ pub struct Api {
     /// Requests for unknown classes, per address.
     pub misses: Arc<Mutex<PerAddress>>,
     /// Live streams open, and the most at once (of all classes).
-    pub streams: Arc<AtomicUsize>,
+    pub streams: Arc<Mutex<Streams>>,
     pub most_streams: usize,
+}
+
+/// The most live streams one address (an IPv6 /64) holds: a phone needs one, the teacher's
+/// machine the projector's and a tab or two. Past it a stream is refused (503) and the
+/// students' page asks every few seconds instead.
+pub const STREAMS_PER_ADDRESS: usize = 4;
+
+/// Live streams open: all of them, and per address.
+#[derive(Debug, Default)]
+pub struct Streams {
+    total: usize,
+    per_address: std::collections::HashMap<IpAddr, usize>,
 }
 
 /// An error answer: a status and a message, as `{"error": …}`.
@@ -222,26 +233,44 @@ async fn state(State(api): State<Api>, Path(c): Path<String>) -> Result<Json<Cla
 /// a few states rather than hundreds, and the last state always arrives.
 const EVENT_SPACING: Duration = Duration::from_millis(200);
 
-/// A live stream's place among [`Api::most_streams`]; given back when the stream ends.
-struct StreamSlot(Arc<AtomicUsize>);
+/// A live stream's place among [`Api::most_streams`] and its address's
+/// [`STREAMS_PER_ADDRESS`]; given back when the stream ends.
+struct StreamSlot(Arc<Mutex<Streams>>, IpAddr);
 
 impl StreamSlot {
-    fn take(api: &Api) -> Option<StreamSlot> {
-        let taken =
-            api.streams.fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| (n < api.most_streams).then_some(n + 1));
-        taken.is_ok().then(|| StreamSlot(api.streams.clone()))
+    fn take(api: &Api, ip: IpAddr) -> Option<StreamSlot> {
+        let key = super::conn::address_key(ip);
+        let mut streams = api.streams.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mine = streams.per_address.get(&key).copied().unwrap_or(0);
+        if streams.total >= api.most_streams || mine >= STREAMS_PER_ADDRESS {
+            return None;
+        }
+        streams.total += 1;
+        streams.per_address.insert(key, mine + 1);
+        Some(StreamSlot(api.streams.clone(), key))
     }
 }
 
 impl Drop for StreamSlot {
     fn drop(&mut self) {
-        self.0.fetch_sub(1, Ordering::AcqRel);
+        let mut streams = self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        streams.total = streams.total.saturating_sub(1);
+        if let Some(n) = streams.per_address.get_mut(&self.1) {
+            *n = n.saturating_sub(1);
+            if *n == 0 {
+                streams.per_address.remove(&self.1);
+            }
+        }
     }
 }
 
-async fn events(State(api): State<Api>, Path(c): Path<String>) -> Result<Response, ApiError> {
+async fn events(
+    State(api): State<Api>,
+    Extension(peer): Extension<Peer>,
+    Path(c): Path<String>,
+) -> Result<Response, ApiError> {
     let c = code(c)?;
-    let slot = StreamSlot::take(&api).ok_or(ApiError::from(Refusal::TooManyFollowers))?;
+    let slot = StreamSlot::take(&api, peer.remote.ip()).ok_or(ApiError::from(Refusal::TooManyFollowers))?;
     let rx: watch::Receiver<ClassState> = ask(&api, |tx| Request::Follow(c, tx)).await?;
     let stream = futures_util::stream::unfold((rx, true, false, slot), |(mut rx, first, done, slot)| async move {
         if done {

@@ -23,7 +23,6 @@ pub mod student;
 
 use std::net::{IpAddr, Ipv4Addr, SocketAddr, UdpSocket};
 use std::path::PathBuf;
-use std::sync::atomic::AtomicUsize;
 use std::sync::{Arc, Mutex, mpsc};
 use std::thread::JoinHandle;
 use std::time::Duration;
@@ -180,7 +179,7 @@ pub fn start(config: &Config) -> Result<Server, ServeError> {
         public: public.as_str().into(),
         teacher_key: teacher_key.as_str().into(),
         misses: Arc::new(Mutex::new(limiter::PerAddress::new(config.limits.misses))),
-        streams: Arc::new(AtomicUsize::new(0)),
+        streams: Arc::default(),
         // A quarter of the connections stays for requests, whatever the streams hold.
         most_streams: (max_connections * 3 / 4).max(1),
     };

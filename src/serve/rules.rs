@@ -25,6 +25,13 @@ pub struct Limits {
     /// Joins from one network address (any class): room for a class behind one school address,
     /// not for a script.
     pub joins: Rate,
+    /// Joins to one class (from every address): room for a lecture hall arriving at once, not
+    /// for a few machines filling a class in a second. A class with an expected size has a
+    /// burst of twice that (at least `class_joins.burst / 4`), then the same pace.
+    pub class_joins: Rate,
+    /// Students waiting in a class with an expected size, at most this many times that size
+    /// (and at least 10): past it, the waiting room is full.
+    pub waiting_per_expected: u32,
     /// Requests for classes that do not exist, from one network address.
     pub misses: Rate,
     /// The longest time between expiry checks when nothing else wakes the keeper (each class's
@@ -54,6 +61,8 @@ impl Default for Limits {
             answer_burst: 10,
             answer_every: Duration::from_millis(500),
             joins: Rate::per_minute(60),
+            class_joins: Rate { burst: 200, every: Duration::from_millis(250) },
+            waiting_per_expected: 2,
             misses: Rate { burst: 20, every: Duration::from_secs(1) },
             sweep_every: Duration::from_secs(30),
             header_timeout: Duration::from_secs(10),
@@ -101,9 +110,13 @@ pub enum Refusal {
     TooManyChapters(usize),
     #[error("too many joins from this network address: wait a minute")]
     TooManyJoins,
-    #[error("too many requests for unknown classes from this network address: wait a moment")]
+    #[error("too many joins to this class at once: wait a moment and try again")]
+    ClassJoinsBusy,
+    #[error("the class's waiting room is full ({0} waiting): ask the teacher")]
+    WaitingRoomFull(usize),
+    #[error("too many requests for unknown classes, or with wrong keys, from this network address: wait a moment")]
     TooManyMisses,
-    #[error("this class has too many live followers: retry in a few seconds")]
+    #[error("too many live streams of this class, or from this network address: retry in a few seconds")]
     TooManyFollowers,
     /// A request body that did not read (its status and message), reported only after the
     /// token was checked, so that a request without the right token learns nothing else.
@@ -128,10 +141,11 @@ impl Refusal {
             | Refusal::Revealed(_)
             | Refusal::NotCurrentRound { .. }
             | Refusal::ClassFull(_)
+            | Refusal::WaitingRoomFull(_)
             | Refusal::Waiting
             | Refusal::TooManyChapters(_) => 409,
             Refusal::Locked => 423,
-            Refusal::TooFast | Refusal::TooManyJoins | Refusal::TooManyMisses => 429,
+            Refusal::TooFast | Refusal::TooManyJoins | Refusal::ClassJoinsBusy | Refusal::TooManyMisses => 429,
             Refusal::Body { status, .. } => *status,
             Refusal::Invalid(_) => 422,
             Refusal::TooManyClasses(_) | Refusal::Store(_) | Refusal::Stopping | Refusal::TooManyFollowers => 503,

@@ -7,7 +7,8 @@ use std::time::{Duration, Instant};
 use tokio::sync::watch;
 
 use crate::class::{self, ClassState};
-use crate::serve::limiter::Bucket;
+use crate::serve::Limits;
+use crate::serve::limiter::{Bucket, Rate};
 use crate::serve::rules::now_s;
 use crate::serve::store::ClassRow;
 
@@ -30,6 +31,8 @@ pub(super) struct Live {
     pub(super) chapters: BTreeSet<u32>,
     /// When the recent attempts to join came (at most [`JOIN_MEMORY`] of them).
     pub(super) joins: VecDeque<Instant>,
+    /// The class's own join allowance (every address's joins together).
+    pub(super) join_bucket: Bucket,
     pub(super) tx: watch::Sender<ClassState>,
 }
 
@@ -58,9 +61,24 @@ impl Live {
             expected: self.row.expected,
             waiting: count(waiting),
             joins_recent,
-            join_flood: joins_recent >= class::FLOOD_JOINS,
+            // Joins faster than a class types, or any beyond the size the teacher expected,
+            // however slowly they came (those wait: the teacher decides).
+            join_flood: joins_recent >= class::FLOOD_JOINS || (self.row.expected.is_some() && waiting > 0),
             round: if self.row.chapter.is_some() { self.row.round } else { 0 },
         }
+    }
+
+    /// The class's join allowance: [`Limits::class_joins`], its burst twice an expected size
+    /// (at least a quarter of the default burst) when there is one.
+    pub(super) fn join_rate(limits: &Limits, expected: Option<u32>) -> Rate {
+        let burst = expected.map_or(limits.class_joins.burst, |e| {
+            e.saturating_mul(2).clamp(limits.class_joins.burst / 4, limits.class_joins.burst.max(1))
+        });
+        Rate { burst, every: limits.class_joins.every }
+    }
+
+    pub(super) fn waiting(&self) -> usize {
+        self.students.values().filter(|s| s.waiting).count()
     }
 
     pub(super) fn admitted(&self) -> usize {

@@ -126,12 +126,13 @@ impl<S: Store> Keeper<S> {
             };
             let mut chapters: BTreeSet<u32> = self.store.chapters(&row.code)?.into_iter().collect();
             chapters.extend(row.chapter);
-            let (tx, joins) = match old.get_mut(&row.code) {
-                Some(live) => (live.tx.clone(), std::mem::take(&mut live.joins)),
-                None => (watch::channel(placeholder(&row.code)).0, VecDeque::new()),
+            let fresh = || Bucket::full(Live::join_rate(&self.limits, row.expected), Instant::now());
+            let (tx, joins, join_bucket) = match old.get_mut(&row.code) {
+                Some(live) => (live.tx.clone(), std::mem::take(&mut live.joins), live.join_bucket),
+                None => (watch::channel(placeholder(&row.code)).0, VecDeque::new(), fresh()),
             };
-            self.classes
-                .insert(row.code.clone(), Live { row, students: HashMap::new(), answered, chapters, joins, tx });
+            let live = Live { row, students: HashMap::new(), answered, chapters, joins, join_bucket, tx };
+            self.classes.insert(live.row.code.clone(), live);
         }
         let rate = self.answer_rate();
         for s in self.store.students()? {
@@ -396,12 +397,14 @@ impl<S: Store> Keeper<S> {
         self.store.put_class(&row)?;
         let expires_at = row.expires_at;
         let tx = watch::channel(placeholder(&code)).0;
+        let join_bucket = Bucket::full(Live::join_rate(&self.limits, row.expected), Instant::now());
         let live = Live {
             row,
             students: HashMap::new(),
             answered: HashSet::new(),
             chapters: BTreeSet::new(),
             joins: VecDeque::new(),
+            join_bucket,
             tx,
         };
         live.publish(Instant::now());
@@ -413,6 +416,8 @@ impl<S: Store> Keeper<S> {
     fn join(&mut self, code: &str, join: Join, from: IpAddr) -> Result<Result<Joined, Refusal>, StoreError> {
         let now = Instant::now();
         let (max_students, rate) = (self.limits.max_students, self.answer_rate());
+        let class_rate = |expected| Live::join_rate(&self.limits, expected);
+        let waiting_per_expected = self.limits.waiting_per_expected;
         let Some(live) = live_in(&mut self.classes, code) else { return Ok(Err(Refusal::NoClass)) };
         live.note_join(now);
         if live.row.closed {
@@ -427,6 +432,18 @@ impl<S: Store> Keeper<S> {
         if live.students.len() >= max_students {
             return Ok(Err(Refusal::ClassFull(max_students)));
         }
+        // The class's own allowance, whatever address asks: a few machines cannot fill it in a
+        // second however many addresses they have.
+        if !live.join_bucket.take(class_rate(live.row.expected), now) {
+            return Ok(Err(Refusal::ClassJoinsBusy));
+        }
+        let waits = live.row.expected.is_some_and(|n| live.admitted() >= usize::try_from(n).unwrap_or(usize::MAX));
+        if let Some(expected) = live.row.expected.filter(|_| waits) {
+            let room = usize::try_from(expected.saturating_mul(waiting_per_expected)).unwrap_or(usize::MAX).max(10);
+            if live.waiting() >= room {
+                return Ok(Err(Refusal::WaitingRoomFull(live.waiting())));
+            }
+        }
         let name = match super::names::clean_name(join.name.as_deref()) {
             Ok(n) => n,
             Err(e) => return Ok(Err(e.into())),
@@ -435,7 +452,7 @@ impl<S: Store> Keeper<S> {
             Ok(id) => id,
             Err(r) => return Ok(Err(r)),
         };
-        let waiting = live.row.expected.is_some_and(|n| live.admitted() >= usize::try_from(n).unwrap_or(usize::MAX));
+        let waiting = waits;
         let joined_at = now_s();
         self.store.put_student(&StudentRow {
             code: code.to_string(),

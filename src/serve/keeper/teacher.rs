@@ -227,6 +227,10 @@ impl<S: Store> Keeper<S> {
             live.answered.remove(&id);
             self.store.delete_student(code, &id)?;
         }
+        if pick.lock && !live.row.locked {
+            live.row.locked = true;
+            self.store.put_class(&live.row)?;
+        }
         let now = Instant::now();
         Ok(self.live(code).map(|l| l.state(now)).ok_or(Refusal::NoClass))
     }

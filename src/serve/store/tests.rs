@@ -178,6 +178,8 @@ fn a_vanished_or_replaced_file_takes_no_more_writes() {
         assert!(matches!(&refused, Err(StoreError::Replaced { .. })), "{vanish}: {refused:?}");
         let text = refused.map_err(|e| e.to_string()).unwrap_err();
         assert!(text.contains(&path.display().to_string()) && text.contains("restart"), "{text}");
+        // The words the teacher's app knows it by.
+        assert!(text.contains(crate::class::NOT_SAVED), "{text}");
         s.rollback();
     }
 }

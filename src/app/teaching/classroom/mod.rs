@@ -484,6 +484,7 @@ impl Classroom {
             Failure::Refused(401 | 403, _) => t.text("class-not-yours"),
             Failure::Refused(409, _) => t.text("class-moved-on"),
             Failure::Refused(422, _) => t.text("class-invalid"),
+            Failure::Refused(503, reason) if reason.contains(crate::class::NOT_SAVED) => t.text("class-not-saved"),
             Failure::Refused(429 | 503, _) => t.text("class-busy"),
             Failure::Refused(status, _) => t.format("class-failed", &[("status", status.to_string().into())]),
         })

@@ -8,7 +8,7 @@ use egui_plot::{Bar, BarChart, Plot, VLine};
 
 use super::{Classroom, Phase};
 use crate::app::views;
-use crate::class::{Answer, ClassState, JOIN_WINDOW_SECS, Pick, Question};
+use crate::class::{Answer, ClassState, FLOOD_JOINS, JOIN_WINDOW_SECS, Pick, Question};
 use crate::i18n::Catalog;
 
 /// What the panel asks of the app.
@@ -259,8 +259,19 @@ impl Classroom {
     /// are not for the projector).
     fn admission(&mut self, ui: &mut egui::Ui, t: &Catalog, state: &ClassState, ctx: &egui::Context) {
         if state.join_flood {
-            let args = [("joins", f64::from(state.joins_recent).into()), ("seconds", (JOIN_WINDOW_SECS as f64).into())];
-            let warning = RichText::new(t.format("class-flood", &args)).size(18.0).strong();
+            // Fast joins, or joins past the expected size however slowly they came.
+            let warning = if state.joins_recent >= FLOOD_JOINS {
+                let args =
+                    [("joins", f64::from(state.joins_recent).into()), ("seconds", (JOIN_WINDOW_SECS as f64).into())];
+                t.format("class-flood", &args)
+            } else {
+                let args = [
+                    ("waiting", f64::from(state.waiting).into()),
+                    ("expected", f64::from(state.expected.unwrap_or(0)).into()),
+                ];
+                t.format("class-flood-expected", &args)
+            };
+            let warning = RichText::new(warning).size(18.0).strong();
             // The theme's warning colour: 7.5:1 on the dark panel, and on high contrast's black.
             let colour = ui.visuals().warn_fg_color;
             ui.label(warning.color(colour));
@@ -275,10 +286,15 @@ impl Classroom {
             );
             ui.horizontal_wrapped(|ui| {
                 if ui.button(t.text("class-admit-all")).clicked() {
-                    self.admit(Pick { students: Vec::new(), all_waiting: true }, Some(ctx));
+                    self.admit(Pick { students: Vec::new(), all_waiting: true, lock: false }, Some(ctx));
                 }
                 if ui.button(t.text("class-remove-waiting")).clicked() {
-                    self.remove(Pick { students: Vec::new(), all_waiting: true }, Some(ctx));
+                    self.remove(Pick { students: Vec::new(), all_waiting: true, lock: false }, Some(ctx));
+                }
+                // Removed and locked out in one step: a script cannot refill the room between
+                // two clicks.
+                if !state.locked && ui.button(t.text("class-remove-waiting-lock")).clicked() {
+                    self.remove(Pick { students: Vec::new(), all_waiting: true, lock: true }, Some(ctx));
                 }
             });
         }
@@ -300,7 +316,7 @@ impl Classroom {
                 };
                 // The buttons first, so that they line up down the list on a narrow panel.
                 ui.horizontal_wrapped(|ui| {
-                    let pick = Pick { students: vec![s.student.clone()], all_waiting: false };
+                    let pick = Pick { students: vec![s.student.clone()], all_waiting: false, lock: false };
                     if button(ui, "class-remove", "class-remove-student") {
                         self.remove(pick.clone(), Some(ctx));
                     }

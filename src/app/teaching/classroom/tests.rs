@@ -202,6 +202,11 @@ fn failures_read_as_the_catalogs_words() {
         assert_eq!(text, Catalog::new(Lang::Zh).text(key), "{status}");
         assert!(!text.contains("English reason"), "the server's English never reaches the screen");
     }
+    // The server's database gone: not "try again", but what to do.
+    let gone =
+        format!("the class database x was removed or replaced (x is gone): {}; restart", crate::class::NOT_SAVED);
+    room.failure = Some(Failure::Refused(503, gone));
+    assert_eq!(room.failure_text(&Catalog::new(Lang::Zh)), Some(Catalog::new(Lang::Zh).text("class-not-saved")));
     // With a class, a 403 is the class's token refused.
     room.phase = Phase::Live(Box::new(Created {
         code: "ABCDEF".into(),

@@ -383,3 +383,83 @@ where
         _ = closed => {}
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ip(last: u8) -> IpAddr {
+        IpAddr::from([10, 0, 0, last])
+    }
+
+    /// Makes every request in progress on `r` older than [`STALLED`].
+    fn age(r: &Register) {
+        let mut inner = r.lock();
+        for e in inner.open.values_mut() {
+            e.asked_since = e.asked_since.and_then(|t| t.checked_sub(STALLED * 2));
+        }
+    }
+
+    fn held(r: &Register, who: IpAddr) -> usize {
+        r.lock().open.values().filter(|e| e.ip == address_key(who)).count()
+    }
+
+    #[test]
+    fn the_share_and_the_address_a_connection_counts_as() {
+        assert_eq!([share_of(4096), share_of(64), share_of(16), share_of(4), share_of(1)], [16, 16, 4, 2, 1]);
+        let v6 = |s: &str| address_key(s.parse().unwrap_or(IpAddr::from([0, 0, 0, 0])));
+        assert_eq!(v6("2001:db8::1"), v6("2001:db8::ffff:1"), "one /64, one machine");
+        assert_ne!(v6("2001:db8::1"), v6("2001:db8:0:1::1"));
+        assert_eq!(v6("::ffff:10.0.0.2"), ip(2), "IPv4 through an IPv6 socket");
+    }
+
+    /// Past its share, an address makes room among its own connections, and only with one doing
+    /// nothing useful: a body that has not come for a while, not one being answered.
+    #[test]
+    fn an_address_past_its_share_closes_its_own_stalled_bodies() {
+        let r = Register::new(64);
+        let mut closed = Vec::new();
+        let mut busy = Vec::new();
+        for _ in 0..16 {
+            assert!(r.make_room(ip(2)));
+            let (id, rx) = r.enter(ip(2));
+            busy.push(r.busy(id));
+            closed.push(rx);
+        }
+        assert!(!r.make_room(ip(2)), "at its share, every body just begun");
+        assert!(r.make_room(ip(3)), "another address has room");
+        age(&r);
+        assert!(r.make_room(ip(2)), "a stalled body is closed to make room");
+        assert_eq!(held(&r, ip(2)), 15);
+        assert_eq!(closed.iter_mut().map(|rx| rx.try_recv()).filter(Result::is_ok).count(), 1, "and told to close");
+        // Answered (sending, a live stream): productive, never closed.
+        for b in &busy {
+            r.answered(b.id);
+        }
+        assert!(r.make_room(ip(2)), "15 held: room for one more");
+        let (id, _rx) = r.enter(ip(2));
+        let last = r.busy(id);
+        r.answered(last.id);
+        age(&r);
+        assert!(!r.make_room(ip(2)), "16 answering: nothing to close, no room for a 17th");
+    }
+
+    /// In a full register the newcomer closes one of the address holding the most, idle
+    /// longest; an address with nothing to close is passed over.
+    #[test]
+    fn a_full_register_closes_an_idle_one_of_the_largest_holder() {
+        let r = Register::new(8);
+        let mut keep = Vec::new();
+        for who in [2, 2, 3, 3, 4, 5, 6, 7] {
+            assert!(r.make_room(ip(who)), "{who}");
+            keep.push(r.enter(ip(who)));
+        }
+        // Address 2's are answering: productive. Address 3's are idle.
+        let answering: Vec<Busy> = keep[..2].iter().map(|(id, _)| r.busy(*id)).collect();
+        for b in &answering {
+            r.answered(b.id);
+        }
+        assert!(r.make_room(ip(9)));
+        assert_eq!((held(&r, ip(2)), held(&r, ip(3))), (2, 1), "one of 3's idle two was closed");
+    }
+}

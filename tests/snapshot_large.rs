@@ -148,6 +148,8 @@ fn the_workers_buffer_carries_the_dump() {
     // The browser's limit: a file larger than a tab can read is refused with a message.
     use oomlab::app::snapshot_view::{BROWSER_LIMIT, fits_in_browser};
     assert!(fits_in_browser(200 << 20) && fits_in_browser(BROWSER_LIMIT) && !fits_in_browser(BROWSER_LIMIT + 1));
+    // Files over 1 GiB open too (1.2 GB measured in headless Chromium: web/snapshot-test.mjs).
+    assert!(fits_in_browser(1_195_279_189), "a 1.2 GB snapshot");
 }
 
 /// `oomlab snapshot show` on a generated dump: what held the memory at the peak and at the OOM,

@@ -402,7 +402,7 @@ fn the_app_shows_a_snapshot() {
     // A file too large for the browser: its size and the limit, in words.
     harness.state_mut().snapshot.too_large = Some(("big.pickle".into(), 3 << 30));
     harness.run();
-    harness.get_by_label_contains("big.pickle is 3.00 GiB: more than the 1.00 GiB a browser tab can read.");
+    harness.get_by_label_contains("big.pickle is 3.00 GiB: more than the 2.00 GiB a browser tab can read.");
     harness.state_mut().snapshot.too_large = None;
 
     harness.state_mut().open_snapshot_bytes("notes.txt", b"not a snapshot");

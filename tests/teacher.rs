@@ -267,7 +267,8 @@ fn the_projector_shows_a_live_class() {
 /// The teacher keeps the class its own: started with an expected size, the students past it
 /// wait and are let in with a click; the list with names stays folded away until opened, and
 /// removes a student (their answer leaves the histogram); the lock turns newcomers away; joins
-/// faster than a class types are announced on the projector.
+/// faster than a class types, or past the expected size, are announced on the projector; and
+/// everyone waiting is removed with the class locked in one click.
 #[test]
 fn the_teacher_lets_in_removes_and_locks() {
     use oomlab::class::{AnswerBody, Joined};
@@ -291,6 +292,9 @@ fn the_teacher_lets_in_removes_and_locks() {
     assert!(ids[2].waiting && !ids[1].waiting, "past the expected 2, the third waits");
     settle(&mut harness, "the waiting student", &|a| state(a).is_some_and(|s| s.waiting == 1));
     harness.get_by_label("1 student waits to be let in.");
+    // Past the expected size the warning is up, however slowly the joins came.
+    assert!(state(harness.state()).is_some_and(|s| s.join_flood && s.joins_recent < oomlab::class::FLOOD_JOINS));
+    harness.get_by_label_contains("1 more than the 2 students you expected are waiting");
     for name in ["Ada Lovelace", "Grace Hopper", "韩梅梅"] {
         assert!(harness.query_by_label_contains(name).is_none(), "no name until the list is opened: {name}");
     }
@@ -343,6 +347,19 @@ fn the_teacher_lets_in_removes_and_locks() {
     harness.run();
     harness.get_by_label_contains("加入的速度比一个班级打字还快");
     harness.get_by_label(&Catalog::new(Lang::Zh).text("class-lock"));
+    harness.state_mut().set_lang(Lang::En);
+    harness.run();
+
+    // Unlocked, a newcomer past the expected size waits; "remove everyone waiting and lock"
+    // does both in one click, and the lock box shows it.
+    harness.get_by_label(&en.text("class-lock")).click();
+    settle(&mut harness, "the unlock", &|a| state(a).is_some_and(|s| !s.locked));
+    assert!(post("join", serde_json::json!({})).json::<Joined>().expect("joined").waiting);
+    settle(&mut harness, "a stranger waiting", &|a| state(a).is_some_and(|s| s.waiting == 1));
+    harness.get_by_label(&en.text("class-remove-waiting-lock")).click();
+    settle(&mut harness, "removed and locked", &|a| state(a).is_some_and(|s| s.waiting == 0 && s.locked));
+    assert!(harness.query_by_label(&en.text("class-remove-waiting-lock")).is_none(), "nothing waits now");
+    assert_eq!(post("join", serde_json::json!({})).status, 423);
     server.stop();
 }
 

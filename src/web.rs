@@ -69,7 +69,7 @@ pub fn start() {
                     // web/a11y.js; the page's actions come back through `a11y_action`.
                     cc.egui_ctx.add_plugin(crate::app::a11y::Mirror::new(Box::new(mirror_to_page)));
                     CTX.with(|c| *c.borrow_mut() = Some(cc.egui_ctx.clone()));
-                    Ok(Box::new(crate::app::OomlabApp::new(cc)))
+                    Ok(Box::new(crate::app::OomlabApp::new(cc, system_prefs())))
                 }),
             )
             .await;

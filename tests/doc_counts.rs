@@ -557,7 +557,8 @@ fn names(text: &str, file: &str) -> bool {
 }
 
 /// The architecture's layout names every top-level module of `src/` as an entry of its own, and
-/// every file and folder of each top-level folder (its `mod.rs` aside) within that entry.
+/// every file and folder at every depth of each top-level folder (`mod.rs` aside) within that
+/// entry.
 #[test]
 fn the_architecture_layout_names_every_module() {
     let entries = layout_entries();
@@ -573,15 +574,27 @@ fn the_architecture_layout_names_every_module() {
         if !path.is_dir() {
             continue;
         }
-        let mut children: Vec<_> = std::fs::read_dir(&path).expect("a folder").flatten().map(|e| e.path()).collect();
-        children.sort();
-        for child in children {
-            let file = child.file_name().and_then(|n| n.to_str()).unwrap_or_default().to_string();
-            if file == "mod.rs" {
-                continue;
+        // Every file and folder at every depth below it.
+        let mut folders = vec![path.clone()];
+        while let Some(folder) = folders.pop() {
+            let mut children: Vec<_> =
+                std::fs::read_dir(&folder).expect("a folder").flatten().map(|e| e.path()).collect();
+            children.sort();
+            for child in children {
+                let file = child.file_name().and_then(|n| n.to_str()).unwrap_or_default().to_string();
+                if file == "mod.rs" {
+                    continue;
+                }
+                let named = if child.is_dir() { format!("{file}/") } else { file.clone() };
+                let at = child.strip_prefix(&src).unwrap_or(&child).display().to_string();
+                assert!(
+                    names(entry, &named),
+                    "docs/src/architecture.md: the layout's {key} does not name {named} (src/{at})"
+                );
+                if child.is_dir() {
+                    folders.push(child);
+                }
             }
-            let named = if child.is_dir() { format!("{file}/") } else { file.clone() };
-            assert!(names(entry, &named), "docs/src/architecture.md: the layout's {key} does not name {named}");
         }
     }
 }

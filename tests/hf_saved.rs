@@ -248,7 +248,9 @@ fn unchosen_shows_both() {
 fn the_view_shows_both_profiles_and_the_saved_tensors() {
     use egui_kittest::Harness;
     use egui_kittest::kittest::Queryable;
-    use oomlab::app::estimate_view::{EstimateDerived, EstimateSettings, view};
+    use oomlab::app::EstimateDerived;
+    use oomlab::app::estimate_view::view;
+    use oomlab::app::settings::real_model::EstimateSettings;
     use oomlab::i18n::{Catalog, Lang};
     // GPT-2 small, fp32, micro-batch 11 of 512 on a T4: fits with fused kernels, not HF eager.
     let mut s = gpt2(11, 512, Runtime::Fused);

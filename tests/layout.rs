@@ -223,22 +223,29 @@ fn is_ident(ch: char) -> bool {
     ch.is_alphanumeric() || ch == '_'
 }
 
-/// Every module under src/app: its path (`app::teaching::lessons`) and its code.
-fn app_modules() -> Vec<(Vec<String>, String)> {
+/// Every module under `folder` of src/ (`""` for all of it): its path from the crate root
+/// (`app::teaching::lessons`) and its code. `lib.rs` is the root; `main.rs`, the binary's root,
+/// is left out (its only module, `cli`, keeps its path, as the binary declares it at its root).
+fn modules_under(folder: &str) -> Vec<(Vec<String>, String)> {
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
     let mut files = Vec::new();
-    rust_files(&src.join("app"), &mut files);
+    rust_files(&src.join(folder), &mut files);
     files
         .into_iter()
+        .filter(|p| !p.ends_with("main.rs"))
         .map(|p| {
             let rel = p.strip_prefix(&src).expect("under src").with_extension("");
             let mut module: Vec<String> = rel.iter().map(|s| s.to_string_lossy().into_owned()).collect();
-            if module.last().is_some_and(|m| m == "mod") {
+            if module.last().is_some_and(|m| m == "mod" || m == "lib") {
                 module.pop();
             }
             (module, code_only(&std::fs::read_to_string(&p).expect("a source file")))
         })
         .collect()
+}
+
+fn app_modules() -> Vec<(Vec<String>, String)> {
+    modules_under("app")
 }
 
 /// The modules `code` (the file of module `here`) names by a path: `crate::…`, `super::…`,
@@ -266,7 +273,7 @@ fn named_paths(here: &[String], code: &str) -> Vec<Vec<String>> {
         }
         let after_colons = i > 0 && tokens[i - 1] == "::";
         let child = children.contains(&t);
-        if (matches!(t, "crate" | "super" | "self") || child)
+        if (matches!(t, "crate" | "super" | "self" | "oomlab") || child)
             && !after_colons
             && tokens.get(i + 1).is_some_and(|n| n == "::")
         {
@@ -275,7 +282,7 @@ fn named_paths(here: &[String], code: &str) -> Vec<Vec<String>> {
             let mut segs = Vec::new();
             loop {
                 match tokens[j].as_str() {
-                    "crate" if j == i => base.clear(),
+                    "crate" | "oomlab" if j == i => base.clear(),
                     "super" => {
                         base.pop();
                     }
@@ -345,14 +352,19 @@ fn tokenize(code: &str) -> Vec<String> {
 /// The modules each module under src/app imports, resolved to files: a path names the deepest
 /// module of it that is a file.
 fn app_imports() -> Vec<(String, Vec<String>)> {
-    let modules = app_modules();
+    imports(app_modules())
+}
+
+/// The modules each of `modules` imports, resolved to files, as in [`app_imports`].
+fn imports(modules: Vec<(Vec<String>, String)>) -> Vec<(String, Vec<String>)> {
     let known: Vec<Vec<String>> = modules.iter().map(|(m, _)| m.clone()).collect();
+    let exported: Vec<Vec<(String, Vec<String>)>> = modules.iter().map(|(here, code)| reexports(here, code)).collect();
     modules
         .iter()
         .map(|(here, code)| {
             let mut to: Vec<String> = named_paths(here, code)
                 .into_iter()
-                .filter_map(|path| (0..=path.len()).rev().map(|k| path[..k].to_vec()).find(|p| known.contains(p)))
+                .filter_map(|path| resolve(&path, &known, &exported, 0))
                 .filter(|m| m != here)
                 .map(|m| m.join("::"))
                 .collect();
@@ -361,6 +373,107 @@ fn app_imports() -> Vec<(String, Vec<String>)> {
             (here.join("::"), to)
         })
         .collect()
+}
+
+/// The file a path reaches: the deepest module of it that is a file, followed through that
+/// module's re-exports (`pub use child::Item;`) to the file that holds the item.
+fn resolve(
+    path: &[String],
+    known: &[Vec<String>],
+    exported: &[Vec<(String, Vec<String>)>],
+    depth: usize,
+) -> Option<Vec<String>> {
+    let k = (0..=path.len()).rev().find(|&k| known.iter().any(|m| m.as_slice() == &path[..k]))?;
+    let module = known.iter().position(|m| m.as_slice() == &path[..k])?;
+    if let Some(item) = path.get(k).filter(|_| depth < 8)
+        && let Some((_, target)) = exported[module].iter().find(|(name, _)| name == item)
+    {
+        let longer: Vec<String> = target.iter().chain(&path[k + 1..]).cloned().collect();
+        return resolve(&longer, known, exported, depth + 1);
+    }
+    Some(path[..k].to_vec())
+}
+
+/// The items a module re-exports (`pub use`, `pub(crate) use`, `pub(super) use`), each as
+/// (the name it is known by here, the path it stands for from the crate root). Globs and
+/// other crates' items are left out.
+fn reexports(here: &[String], code: &str) -> Vec<(String, Vec<String>)> {
+    let tokens = tokenize(code);
+    let children: Vec<&str> =
+        tokens.windows(3).filter(|w| w[0] == "mod" && w[2] == ";").map(|w| w[1].as_str()).collect();
+    let mut out = Vec::new();
+    for i in 1..tokens.len() {
+        let public = tokens[i - 1] == "pub" || (tokens[i - 1] == ")" && i >= 4 && tokens[i - 4] == "pub");
+        if tokens[i] == "use" && public {
+            use_tree(&tokens, i + 1, Vec::new(), &mut out);
+        }
+    }
+    out.into_iter()
+        .filter_map(|(name, raw)| {
+            let mut base = here.to_vec();
+            let first = raw.first()?.as_str();
+            match first {
+                "crate" => base.clear(),
+                "super" | "self" => {}
+                c if children.contains(&c) => {}
+                _ => return None,
+            }
+            for seg in &raw {
+                match seg.as_str() {
+                    "crate" => {}
+                    "super" => {
+                        base.pop();
+                    }
+                    "self" => {}
+                    s => base.push(s.to_string()),
+                }
+            }
+            Some((name, base))
+        })
+        .collect()
+}
+
+/// Reads one use tree from `tokens[i]`, under `prefix`, into (name, raw path) pairs; returns
+/// where it ended.
+fn use_tree(tokens: &[String], mut i: usize, prefix: Vec<String>, out: &mut Vec<(String, Vec<String>)>) -> usize {
+    let mut path = prefix;
+    while let Some(t) = tokens.get(i) {
+        match t.as_str() {
+            "::" => i += 1,
+            "{" => {
+                i += 1;
+                while tokens.get(i).is_some_and(|t| t != "}") {
+                    i = use_tree(tokens, i, path.clone(), out);
+                    if tokens.get(i).is_some_and(|t| t == ",") {
+                        i += 1;
+                    }
+                }
+                return i + 1;
+            }
+            "*" => return i + 1,
+            "as" => {
+                if let Some(alias) = tokens.get(i + 1) {
+                    out.push((alias.clone(), path));
+                }
+                return i + 2;
+            }
+            "," | "}" | ";" => {
+                let name = path.last().cloned().unwrap_or_default();
+                if name != "self" && !name.is_empty() {
+                    out.push((name, path));
+                } else if name == "self" && path.len() > 1 {
+                    out.push((path[path.len() - 2].clone(), path[..path.len() - 1].to_vec()));
+                }
+                return i;
+            }
+            s if is_ident_token(s) => {
+                path.push(s.to_string());
+                i += 1;
+            }
+            _ => return i + 1,
+        }
+    }
+    i
 }
 
 /// The groups of modules that import each other in a loop (Tarjan's strongly connected
@@ -449,6 +562,14 @@ fn the_import_graph_is_read_right() {
     assert!(to("app::teaching::lesson_panel").contains(&"app::teaching".to_string()));
     assert!(to("app::teaching").contains(&"app::teaching::lessons".to_string()));
     assert!(to("app::teaching").contains(&"app::run".to_string()));
+    // Re-exports are followed to the file that holds the item: the snapshot tab names
+    // `explain::Guess`, which `explain` re-exports from `kind`.
+    let (crate_edges, _) = crate_graph();
+    let of = |m: &str| crate_edges.iter().find(|(n, _)| n == m).map(|(_, t)| t.clone()).unwrap_or_default();
+    assert!(of("app::snapshot_view::holding").contains(&"memory::snapshot::kind".to_string()));
+    // The binary's `oomlab::` paths are the library's, and a child's use of its folder is no edge.
+    assert!(of("cli::snapshot").iter().any(|t| t.starts_with("memory::snapshot")));
+    assert!(!of("estimate::hf").contains(&"estimate".to_string()));
     // And a loop, where there is one, is found.
     let made = vec![
         ("a".to_string(), vec!["b".to_string()]),
@@ -505,4 +626,73 @@ fn the_rest_of_the_app_sees_the_teaching_through_one_file() {
     for line in body.lines().skip(1) {
         assert!(!line.trim_start().starts_with("pub"), "Teaching's field is public: {line}");
     }
+}
+
+/// The import graph of the whole crate, file by file, without the edges from a module to its
+/// own ancestors: a folder's `mod.rs` names its children and re-exports them, and a child using
+/// what its folder declares is the folder's own business. Every other edge counts, re-exports
+/// followed to the file that holds the item.
+fn crate_graph() -> (Vec<(String, Vec<String>)>, Vec<String>) {
+    let edges: Vec<(String, Vec<String>)> = imports(modules_under(""))
+        .into_iter()
+        .map(|(m, to)| {
+            let to = to.into_iter().filter(|t| !t.is_empty() && !m.starts_with(&format!("{t}::"))).collect();
+            (m, to)
+        })
+        .collect();
+    let nodes = edges.iter().map(|(m, _)| m.clone()).filter(|m| !m.is_empty()).collect();
+    (edges, nodes)
+}
+
+#[test]
+fn no_file_in_src_is_in_an_import_loop() {
+    let (edges, nodes) = crate_graph();
+    assert!(nodes.len() > 200, "only {} modules found under src", nodes.len());
+    let found = loops(&edges, &nodes);
+    let shown: Vec<String> = found
+        .iter()
+        .map(|group| {
+            let inner: Vec<String> = edges
+                .iter()
+                .filter(|(m, _)| group.contains(m))
+                .flat_map(|(m, to)| to.iter().filter(|t| group.contains(t)).map(move |t| format!("{m} → {t}")))
+                .collect();
+            inner.join(", ")
+        })
+        .collect();
+    assert!(found.is_empty(), "files that import each other in a loop:\n{}", shown.join("\n"));
+}
+
+/// The rooms of src/ in their order: a room imports only rooms below it. The engine's rooms
+/// import no app or CLI; the classroom's contract and its server import no app.
+#[test]
+fn the_rooms_import_only_downwards() {
+    let rank = |room: &str| -> Option<u8> {
+        Some(match room {
+            "units" | "i18n" => 0,
+            "model" | "class" => 1,
+            "plan" | "data" => 2,
+            "memory" | "estimate" | "documents" | "dump" => 3,
+            "backend" | "serve" => 4,
+            "app" => 5,
+            "web_worker" | "cli" => 6,
+            "web" => 7,
+            _ => return None,
+        })
+    };
+    let (edges, _) = crate_graph();
+    let mut checked = 0;
+    for (m, to) in edges.iter().filter(|(m, _)| !m.is_empty()) {
+        let room = m.split("::").next().unwrap_or_default();
+        let Some(r) = rank(room) else { panic!("src/{room} is in no room of this test's order") };
+        for t in to {
+            let other = t.split("::").next().unwrap_or_default();
+            if other != room {
+                checked += 1;
+                let o = rank(other).unwrap_or(u8::MAX);
+                assert!(o < r, "{m} imports {t}: {room} may import only rooms below it");
+            }
+        }
+    }
+    assert!(checked > 300, "only {checked} imports between rooms");
 }

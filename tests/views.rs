@@ -413,8 +413,8 @@ fn real_models_view_estimates_and_checks_claims() {
     assert!(harness.get_all_by_label("breaks").count() >= 3);
     snapshot(&mut harness, "real_models");
     // The table alone: each category with its bytes.
-    let real = oomlab::app::estimate_view::EstimateSettings::default();
-    let derived = oomlab::app::estimate_view::EstimateDerived::new(&real);
+    let real = oomlab::app::settings::real_model::EstimateSettings::default();
+    let derived = oomlab::app::EstimateDerived::new(&real);
     let mut table = Harness::builder()
         .with_size([1100.0, 700.0])
         .build_ui(|ui| oomlab::app::estimate_view::view(ui, &en, &real, &derived));

@@ -2,10 +2,11 @@
 
 use std::sync::Arc;
 
+use super::settings::real_model::EstimateSettings;
 use super::settings::{MAX_BATCH, Settings};
-use super::views::SweepSeries;
+use crate::estimate::{self, Estimate, EstimateError, KindSaved, OtherRuntime, Saved, Setup};
 use crate::memory::run::RunPredictor;
-use crate::memory::sweep::predict;
+use crate::memory::sweep::{SweepSeries, predict};
 use crate::memory::{Budget, StepMemory, StepOom, simulate};
 use crate::model::ConfigError;
 use crate::plan::Plan;
@@ -192,5 +193,56 @@ impl Derived {
                 }),
             })
             .collect()
+    }
+}
+
+/// What the view shows, recomputed when its settings change (milliseconds).
+pub struct EstimateDerived {
+    pub setup: Result<Setup, EstimateError>,
+    pub estimate: Option<Estimate>,
+    pub max_micro_batch: u64,
+    /// (micro-batch, estimate) for 1, 2, 4, … up to twice the largest that fits.
+    pub sweep: Vec<(u64, Estimate)>,
+    /// The runtime profiles: both verdicts while none is chosen, one layer's saved tensors.
+    pub runtime: Option<RuntimeDerived>,
+}
+
+impl EstimateDerived {
+    pub fn new(settings: &EstimateSettings) -> Self {
+        // A setup whose estimate is refused (a size beyond what oomlab counts) is shown as
+        // refused, with the reason, like an impossible one.
+        let setup = settings.setup().and_then(|s| estimate::estimate(&s).map(|e| (s, e)));
+        let (setup, estimate, max_micro_batch, sweep, runtime) = match setup {
+            Ok((s, e)) => {
+                let max = estimate::max_micro_batch(&s).unwrap_or(0);
+                let sweep = estimate::sweep(&s, &estimate::sweep_batches(max)).unwrap_or_default();
+                let runtime = Some(RuntimeDerived::new(&s));
+                (Ok(s), Some(e), max, sweep, runtime)
+            }
+            Err(e) => (Err(e), None, 0, Vec::new(), None),
+        };
+        Self { setup, estimate, max_micro_batch, sweep, runtime }
+    }
+}
+
+/// What the view shows of the profiles, computed with the estimate (not every frame).
+pub struct RuntimeDerived {
+    /// HF eager's figures while no profile is chosen.
+    pub other: Option<OtherRuntime>,
+    pub layer: Vec<Saved>,
+    /// When the layers are not all alike (a mixture's dense layers, layers without RoPE): each
+    /// kind's, in place of `layer`.
+    pub kinds: Vec<KindSaved>,
+    pub outside: Vec<Saved>,
+}
+
+impl RuntimeDerived {
+    pub fn new(s: &Setup) -> Self {
+        Self {
+            other: OtherRuntime::of(s),
+            layer: estimate::saved_per_layer(s),
+            kinds: estimate::layer_kinds(s),
+            outside: estimate::saved_outside(s),
+        }
     }
 }

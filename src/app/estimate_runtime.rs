@@ -4,28 +4,10 @@
 
 use egui::{RichText, Ui};
 
+use super::derived::RuntimeDerived;
 use super::views::size;
-use crate::estimate::{
-    Estimate, KindSaved, OtherRuntime, Runtime, Saved, Setup, layer_kinds, saved_outside, saved_per_layer,
-};
+use crate::estimate::{Estimate, Runtime, Saved, Setup};
 use crate::i18n::Catalog;
-
-/// What the view shows of the profiles, computed with the estimate (not every frame).
-pub struct RuntimeDerived {
-    /// HF eager's figures while no profile is chosen.
-    pub other: Option<OtherRuntime>,
-    pub layer: Vec<Saved>,
-    /// When the layers are not all alike (a mixture's dense layers, layers without RoPE): each
-    /// kind's, in place of `layer`.
-    pub kinds: Vec<KindSaved>,
-    pub outside: Vec<Saved>,
-}
-
-impl RuntimeDerived {
-    pub fn new(s: &Setup) -> Self {
-        Self { other: OtherRuntime::of(s), layer: saved_per_layer(s), kinds: layer_kinds(s), outside: saved_outside(s) }
-    }
-}
 
 fn profile_name(t: &Catalog, r: Option<Runtime>) -> String {
     t.text(match r {

@@ -6,104 +6,19 @@ pub mod model_config;
 pub mod parallel;
 
 use egui::{Color32, RichText, Ui};
-use serde::{Deserialize, Serialize};
 
+use super::derived::EstimateDerived;
+use super::settings::real_model::EstimateSettings;
 use super::views::drawn::{Drawn, RealDrawn, record};
 use super::views::{BatchChart, batch_chart, category_color, category_name, size, swatch};
 use crate::estimate::{
-    self, Adapters, Estimate, EstimateError, Framework, Mlp, Norm, Optimizer, Parallel, Setup, StatePrecision,
+    self, Adapters, EstimateError, Framework, Mlp, Norm, Optimizer, Setup, StatePrecision,
     claims::{Claim, Part},
     presets,
 };
 use crate::i18n::Catalog;
 use crate::plan::{AttentionKind, Category, Checkpoint};
 use crate::units::group_digits;
-
-/// The real-model view's settings: the estimator's own [`Setup`] (part of
-/// [`super::settings::Settings`], so it persists and travels in a shared link).
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(transparent)]
-pub struct EstimateSettings(pub Setup);
-
-impl std::ops::Deref for EstimateSettings {
-    type Target = Setup;
-    fn deref(&self) -> &Setup {
-        &self.0
-    }
-}
-
-impl std::ops::DerefMut for EstimateSettings {
-    fn deref_mut(&mut self) -> &mut Setup {
-        &mut self.0
-    }
-}
-
-impl Default for EstimateSettings {
-    /// LLaMA-2 7B on A100 80 GB GPUs, bf16 mixed precision with Adam, ZeRO-3 over 8 GPUs,
-    /// micro-batch 1 of 2048 tokens with 8 accumulation steps: it fits (full training on one GPU
-    /// does not — switch ZeRO off to see why).
-    fn default() -> Self {
-        let mut s = Setup::new(presets::default_model(), presets::default_gpu(), 1, 2048);
-        s.accum = 8;
-        s.parallel = Parallel { data: 8, zero: 3, ..Parallel::default() };
-        Self(s)
-    }
-}
-
-impl EstimateSettings {
-    /// The estimator's setup, or why it cannot be estimated.
-    pub fn setup(&self) -> Result<Setup, EstimateError> {
-        self.0.validate()?;
-        Ok(self.0.clone())
-    }
-
-    /// Bounds what the controls bound, so that a link cannot ask for absurd work.
-    pub fn clamped(mut self) -> Self {
-        let s = &mut self.0;
-        s.micro_batch = s.micro_batch.clamp(1, estimate::MAX_BATCH);
-        s.seq = s.seq.clamp(1, 1 << 20);
-        s.accum = s.accum.clamp(1, 1 << 16);
-        s.parallel.data = s.parallel.data.clamp(1, 1 << 16);
-        s.parallel.tensor = s.parallel.tensor.clamp(1, 64);
-        s.parallel.zero = s.parallel.zero.min(3);
-        s.parallel.pipeline = s.parallel.pipeline.clamp(1, 1024);
-        s.parallel.context = s.parallel.context.clamp(1, 1024);
-        if let estimate::pipeline::Schedule::Interleaved(v) = &mut s.parallel.schedule {
-            *v = (*v).clamp(2, 64);
-        }
-        s.gpu.memory_bytes = s.gpu.memory_bytes.clamp(1 << 30, 1 << 50);
-        self
-    }
-}
-
-/// What the view shows, recomputed when its settings change (milliseconds).
-pub struct EstimateDerived {
-    pub setup: Result<Setup, EstimateError>,
-    pub estimate: Option<Estimate>,
-    pub max_micro_batch: u64,
-    /// (micro-batch, estimate) for 1, 2, 4, … up to twice the largest that fits.
-    pub sweep: Vec<(u64, Estimate)>,
-    /// The runtime profiles: both verdicts while none is chosen, one layer's saved tensors.
-    pub runtime: Option<super::estimate_runtime::RuntimeDerived>,
-}
-
-impl EstimateDerived {
-    pub fn new(settings: &EstimateSettings) -> Self {
-        // A setup whose estimate is refused (a size beyond what oomlab counts) is shown as
-        // refused, with the reason, like an impossible one.
-        let setup = settings.setup().and_then(|s| estimate::estimate(&s).map(|e| (s, e)));
-        let (setup, estimate, max_micro_batch, sweep, runtime) = match setup {
-            Ok((s, e)) => {
-                let max = estimate::max_micro_batch(&s).unwrap_or(0);
-                let sweep = estimate::sweep(&s, &estimate::sweep_batches(max)).unwrap_or_default();
-                let runtime = Some(super::estimate_runtime::RuntimeDerived::new(&s));
-                (Ok(s), Some(e), max, sweep, runtime)
-            }
-            Err(e) => (Err(e), None, 0, Vec::new(), None),
-        };
-        Self { setup, estimate, max_micro_batch, sweep, runtime }
-    }
-}
 
 /// A colour per estimator category: the toy's where the category is the toy's.
 pub fn estimate_color(name: &str) -> Color32 {

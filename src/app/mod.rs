@@ -41,7 +41,7 @@ pub mod views;
 pub use chrome::wgpu_configuration;
 pub use chrome::{NARROW_WIDTH, TOUCH_SIZE};
 pub use controls::suggestions;
-pub use derived::{Derived, SWEEP_BATCHES, sweep_batches};
+pub use derived::{Derived, EstimateDerived, SWEEP_BATCHES, sweep_batches};
 pub use notice::Notice;
 pub use settings::{DeviceSettings, Settings};
 
@@ -75,7 +75,10 @@ pub struct OomlabApp {
 }
 
 impl OomlabApp {
-    pub fn new(cc: &eframe::CreationContext<'_>) -> Self {
+    /// The app as it opens: `system` is what the platform says the user asked of every program
+    /// (the browser's reduced motion and more contrast), merged into the remembered or linked
+    /// settings' preferences.
+    pub fn new(cc: &eframe::CreationContext<'_>, system: settings::Prefs) -> Self {
         let mut notices = Vec::new();
         let run = Run::for_render_state(cc.wgpu_render_state.as_ref(), &mut notices);
         let vocab = run.vocab();
@@ -89,9 +92,11 @@ impl OomlabApp {
         {
             let (s, notice) = Settings::from_url_hash(&hash, vocab);
             let link = Settings::url_hash_carries_settings(&hash).then_some(s);
-            settings = Settings::opened(settings, link, crate::web::system_prefs());
+            settings = Settings::opened(settings, link, system);
             notices.extend(notice);
         }
+        #[cfg(not(target_arch = "wasm32"))]
+        let settings = Settings::opened(settings, None, system);
         let mut app = Self::with(settings, run, notices);
         app.set_lang(Chrome::initial_lang(cc));
         // A newcomer without a link gets the welcome; a link opens where it points.

@@ -2,6 +2,8 @@
 //! URL hash on the web so that a link opens the same setup. Whatever comes in (an old version,
 //! a tampered link) is checked; what cannot be used falls back to the defaults with a notice.
 
+pub mod real_model;
+
 use base64::Engine as _;
 use serde::{Deserialize, Serialize};
 
@@ -163,7 +165,7 @@ pub struct Settings {
     /// The large-model estimator's setup (the Real models tab). Links made before it had this
     /// name call it `real`.
     #[serde(alias = "real")]
-    pub estimate: super::estimate_view::EstimateSettings,
+    pub estimate: real_model::EstimateSettings,
 }
 
 impl Default for Settings {
@@ -183,7 +185,7 @@ impl Default for Settings {
             seed: 0,
             prefs: Prefs::default(),
             overlays: Vec::new(),
-            estimate: super::estimate_view::EstimateSettings::default(),
+            estimate: real_model::EstimateSettings::default(),
         }
     }
 }
@@ -397,7 +399,7 @@ impl Settings {
         }
         // The real-model view's part: if it cannot be estimated, that part alone falls back.
         if let Err(e) = clamped.estimate.setup() {
-            clamped.estimate = super::estimate_view::EstimateSettings::default();
+            clamped.estimate = real_model::EstimateSettings::default();
             return (clamped, Some(Notice::msg("link-real-unusable", &[("why", Notice::Refusal(e))])));
         }
         let notice = (clamped != settings).then(|| Notice::msg("link-adjusted", &[]));

@@ -5,7 +5,7 @@
 
 use super::Tab;
 use super::derived::Derived;
-use super::estimate_view::EstimateDerived;
+use super::derived::EstimateDerived;
 use super::settings::Settings;
 use super::views::Source;
 use crate::estimate::EstimateError;

@@ -7,7 +7,7 @@ pub mod host_optimizer;
 mod open;
 pub mod sliced;
 
-pub use open::{Executor, Gpu, open, ready_now};
+pub use open::{Executor, Gpu, open};
 
 use thiserror::Error;
 
@@ -112,6 +112,17 @@ pub fn catch_panic<T>(f: impl FnOnce() -> T) -> Result<T, BackendError> {
 }
 
 /// A plan size as a host index (it lives in `units`, below every layer; the model uses it too).
+/// The output of a future that is already complete (the CPU backend's [`open`], native wgpu's
+/// error scopes), or None if it would have to wait. Never blocks, so it is safe in a browser.
+pub fn ready_now<F: std::future::Future>(f: F) -> Option<F::Output> {
+    let mut f = std::pin::pin!(f);
+    let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+    match f.as_mut().poll(&mut cx) {
+        std::task::Poll::Ready(v) => Some(v),
+        std::task::Poll::Pending => None,
+    }
+}
+
 pub use crate::units::ix;
 
 /// The per-step state both executors keep, with its initial values: optimizer steps taken

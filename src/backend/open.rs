@@ -85,7 +85,7 @@ impl Executor {
 /// Opens an executor for `plan` on `kind`, its parameters initialised from `seed`, under
 /// `budget`. The GPU backend runs on `gpu`; asked for without one, it is
 /// [`BackendError::NoGpu`]. The CPU backend needs nothing and is ready at once (its future
-/// completes on the first poll: see [`ready_now`]).
+/// completes on the first poll: see [`super::ready_now`]).
 pub async fn open(
     kind: BackendKind,
     gpu: Option<&Gpu>,
@@ -114,17 +114,6 @@ pub async fn open(
             Ok(Executor::Gpu(Box::new(GpuExecutor::with_budget(&g.ctx, &g.kernels, plan, seed, budget).await?)))
         }
         (BackendKind::Gpu, None) => Err(BackendError::NoGpu(None)),
-    }
-}
-
-/// The output of a future that is already complete (the CPU backend's [`open`], native wgpu's
-/// error scopes), or None if it would have to wait. Never blocks, so it is safe in a browser.
-pub fn ready_now<F: std::future::Future>(f: F) -> Option<F::Output> {
-    let mut f = std::pin::pin!(f);
-    let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
-    match f.as_mut().poll(&mut cx) {
-        std::task::Poll::Ready(v) => Some(v),
-        std::task::Poll::Pending => None,
     }
 }
 
@@ -195,6 +184,7 @@ impl Executor {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::backend::ready_now;
     use crate::model::{ModelConfig, StepShape};
     use crate::plan::OptimizerConfig;
 

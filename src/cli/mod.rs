@@ -19,7 +19,7 @@ mod sweep;
 mod train;
 
 use clap::{Args, Parser, Subcommand};
-use oomlab::backend::gpu::executor::bench_matmul;
+use oomlab::backend::gpu::bench::bench_matmul;
 use oomlab::backend::{BackendError, BackendKind, Executor, Gpu, Trainer};
 use oomlab::data::Dataset;
 use oomlab::dump::StepDump;
@@ -203,6 +203,10 @@ fn run_app() -> Result<(), Failure> {
         wgpu_options: oomlab::app::wgpu_configuration(),
         ..Default::default()
     };
-    eframe::run_native("oomlab", options, Box::new(|cc| Ok(Box::new(oomlab::app::OomlabApp::new(cc)))))
-        .map_err(|e| Failure { code: EXIT_FAILURE, message: format!("the app could not start: {e}") })
+    eframe::run_native(
+        "oomlab",
+        options,
+        Box::new(|cc| Ok(Box::new(oomlab::app::OomlabApp::new(cc, Default::default())))),
+    )
+    .map_err(|e| Failure { code: EXIT_FAILURE, message: format!("the app could not start: {e}") })
 }

@@ -4,7 +4,7 @@
 
 use std::fmt;
 
-use super::setup::Framework;
+use super::framework::Framework;
 use crate::i18n::{Catalog, with_english};
 
 /// Why the estimator refuses a setup or a config.json.

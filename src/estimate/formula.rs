@@ -2,7 +2,7 @@
 //! parameters line cites next to the count (which [`Architecture::parameters`] makes exactly).
 
 use super::Architecture;
-use super::arch::{Block, Moe, Norm, Router};
+use super::block::{Block, Moe, Norm, Router};
 
 impl Architecture {
     /// The parameter count's formula for this architecture's family, in its symbols (L layers,

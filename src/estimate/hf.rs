@@ -14,15 +14,15 @@
 //!
 //! DeepSeek-V3's multi-head latent attention is modelled as its training step runs it: the
 //! compressed key/value cache is an inference saving, while the step keeps the latents' norms
-//! and every head's expanded key and value ([`super::arch::Mla`]). Its multi-token-prediction
+//! and every head's expanded key and value ([`super::block::Mla`]). Its multi-token-prediction
 //! module is not part of transformers' model and is not counted.
 
 use serde_json::Value;
 
 use super::error::{ConfigJsonError, ConfigJsonError as C, Unmodelled};
 
-use super::arch::Mla;
-use super::{Architecture, Block, EstimateError, Mlp, Moe, Norm, Router, presets};
+use super::block::Mla;
+use super::{Architecture, Block, EstimateError, Mlp, Moe, Norm, Router};
 
 /// The largest config.json read (real ones are a few kB).
 pub const MAX_CONFIG_BYTES: usize = 1 << 20;
@@ -247,7 +247,7 @@ fn gpt2(c: &Config<'_>, name: &str) -> Result<HfModel, EstimateError> {
         positions,
         dropout: p,
         mlp,
-        ..presets::gpt2(name, hidden, c.count("n_layer")?, heads)
+        ..super::arch::gpt2(name, hidden, c.count("n_layer")?, heads)
     };
     Ok(HfModel { arch, context: positions, mtp: 0 })
 }
@@ -407,7 +407,7 @@ fn llama(c: &Config<'_>, name: &str) -> Result<HfModel, EstimateError> {
         fused_qkv: t == "phi3",
         biases: oss_bias,
         block,
-        ..presets::llama(name, vocab, hidden, layers, heads, kv_heads, ffn)
+        ..super::arch::llama(name, vocab, hidden, layers, heads, kv_heads, ffn)
     };
     let mtp = if matches!(t, "deepseek_v3" | "glm4_moe") { c.whole("num_nextn_predict_layers", 0)? } else { 0 };
     Ok(HfModel { arch, context, mtp })

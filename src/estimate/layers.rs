@@ -4,15 +4,7 @@
 //! dense MLP, or rotating nothing; parameters and saved tensors are counted per kind, times the
 //! layers of that kind.
 
-use super::Architecture;
-use super::arch::Target;
-
-/// What sets a layer apart: whether it has the mixture of experts, whether it rotates.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
-pub struct LayerKind {
-    pub experts: bool,
-    pub rope: bool,
-}
+use super::arch::{Architecture, LayerKind, Target};
 
 impl Architecture {
     /// The layers with the mixture of experts (all of them without one: 0).

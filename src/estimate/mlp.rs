@@ -1,7 +1,7 @@
 //! What an MLP keeps for the backward pass: a dense one by its activation, and a mixture of
 //! experts (router, token copies, experts, shared expert).
 
-use super::activations::{HF_LINEAR, KORTHIKANTI, Part, Sizes};
+use super::saved::{HF_LINEAR, KORTHIKANTI, Part, Sizes};
 use super::states::words;
 use super::{Mlp, Moe, Router, Setup, Target};
 

@@ -13,10 +13,12 @@
 
 pub mod activations;
 pub mod arch;
+pub mod block;
 pub mod catalog;
 pub mod claims;
 pub mod error;
 mod formula;
+pub mod framework;
 pub mod hf;
 pub mod hf_keys;
 mod layers;
@@ -26,21 +28,24 @@ mod parallel;
 pub mod pipeline;
 pub mod presets;
 mod report;
+mod saved;
 pub mod setup;
 pub mod states;
 
 use serde::Serialize;
 
-pub use activations::{Part, Saved, saved_outside, saved_per_layer};
-pub use arch::{Architecture, Block, Mlp, Moe, Norm, Role, Router, Target};
+pub use activations::{saved_outside, saved_per_layer};
+pub use arch::{Architecture, LayerKind, Role, Target};
+pub use block::{Block, Mlp, Moe, Norm, Router};
 pub use error::{Amount, ConfigJsonError, EstimateError, Size, Unmodelled};
-pub use layers::LayerKind;
+pub use framework::Framework;
 pub use moments::{KindSaved, layer_kinds};
 pub use parallel::{ContextKind, Parallel};
 pub use presets::Gpu;
 pub use report::{EstimateReport, OtherRuntime, SweepPoint};
+pub use saved::{Part, Saved};
 pub use setup::{
-    Adapters, Framework, MAX_BATCH, MAX_ESTIMATE_BYTES, Measured, Offload, Optimizer, Runtime, Setup, StatePrecision,
+    Adapters, MAX_BATCH, MAX_ESTIMATE_BYTES, Measured, Offload, Optimizer, Runtime, Setup, StatePrecision,
 };
 pub use states::{
     CUDA_CONTEXT_BYTES, FRAGMENTATION_PERCENT, ZERO_BUCKET_ELEMS, cublas_workspace_bytes, zero_model_states,

@@ -2,7 +2,8 @@
 //! layer's attention and MLP backward, a checkpointed segment's recomputation), layer by layer
 //! from [`super::activations`]'s lists; the logits; the backward pass's working sets.
 
-use super::activations::{Part, Saved, Sizes, saved_outside, saved_per_layer};
+use super::activations::{saved_outside, saved_per_layer};
+use super::saved::{Part, Saved, Sizes};
 use super::states::words;
 use super::{Checkpoint, LayerKind, Setup, Target};
 use crate::plan::AttentionKind;

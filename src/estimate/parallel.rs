@@ -3,9 +3,6 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::{EstimateError, Setup};
-use crate::plan::AttentionKind;
-
 /// Data, tensor and sequence parallelism and ZeRO.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Parallel {
@@ -27,7 +24,7 @@ pub struct Parallel {
     pub pipeline: u64,
     /// The pipeline's schedule (1F1B, or interleaved over v chunks per stage).
     #[serde(default, skip_serializing_if = "is_1f1b")]
-    pub schedule: super::pipeline::Schedule,
+    pub schedule: Schedule,
     /// c, context-parallel GPUs: the sequence split over them, each holding s/c of every
     /// activation (RingAttention, Liu et al. 2023; DeepSpeed-Ulysses, Jacobs et al. 2023).
     #[serde(default = "one", skip_serializing_if = "is_one")]
@@ -63,8 +60,8 @@ fn is_ring(k: &ContextKind) -> bool {
     *k == ContextKind::Ring
 }
 
-fn is_1f1b(s: &super::pipeline::Schedule) -> bool {
-    *s == super::pipeline::Schedule::OneFOneB
+fn is_1f1b(s: &Schedule) -> bool {
+    *s == Schedule::OneFOneB
 }
 
 fn one() -> u64 {
@@ -102,24 +99,40 @@ impl Parallel {
     }
 }
 
-/// Context parallelism splits the sequence evenly and runs fused attention kernels (ring
-/// attention and Ulysses are built on FlashAttention); Ulysses splits the heads too.
-pub(super) fn validate_context(s: &Setup) -> Result<(), EstimateError> {
-    let c = s.parallel.context;
-    if c == 1 {
-        return Ok(());
+/// The pipeline schedule.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Schedule {
+    /// One forward, one backward (PipeDream-Flush, Narayanan et al. 2021).
+    #[default]
+    OneFOneB,
+    /// Interleaved 1F1B: each stage holds this many chunks of its layers (v, Megatron-LM's
+    /// `--num-layers-per-virtual-pipeline-stage` gives L/(p·v)).
+    Interleaved(u64),
+}
+
+impl Schedule {
+    /// v, the model chunks per stage (1 under 1F1B).
+    pub fn chunks(self) -> u64 {
+        match self {
+            Schedule::OneFOneB => 1,
+            Schedule::Interleaved(v) => v,
+        }
     }
-    if !s.seq.is_multiple_of(c) {
-        return Err(EstimateError::ContextDivide { seq: s.seq, context: c });
+
+    /// As `--pp-schedule` writes it: `1f1b`, `interleaved:V`.
+    pub fn name(self) -> String {
+        match self {
+            Schedule::OneFOneB => "1f1b".into(),
+            Schedule::Interleaved(v) => format!("interleaved:{v}"),
+        }
     }
-    if s.attention != AttentionKind::Fused {
-        return Err(EstimateError::ContextNeedsFused);
+
+    /// Reads `1f1b` or `interleaved:V` (V ≥ 2).
+    pub fn parse(text: &str) -> Option<Self> {
+        match text.trim().to_ascii_lowercase().as_str() {
+            "1f1b" => Some(Schedule::OneFOneB),
+            t => t.strip_prefix("interleaved:")?.parse().ok().filter(|v| *v >= 2).map(Schedule::Interleaved),
+        }
     }
-    let (a, t) = (&s.arch, s.parallel.tensor);
-    if s.parallel.context_kind == ContextKind::Ulysses
-        && !(a.heads.is_multiple_of(c * t) && a.kv_heads.is_multiple_of(c * t))
-    {
-        return Err(EstimateError::UlyssesHeads { heads: a.heads, kv_heads: a.kv_heads, context: c, tensor: t });
-    }
-    Ok(())
 }

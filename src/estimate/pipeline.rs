@@ -9,70 +9,11 @@
 //! "interleaved schedule memory penalty" (`theoretical_memory_usage.py`). Each stage is estimated
 //! as a model of its own ([`Slice`]); the estimate shown is the most loaded stage's.
 
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 
+use super::arch::Slice;
+pub use super::parallel::Schedule;
 use super::{Estimate, EstimateError, Setup};
-
-/// A pipeline stage's share of the model: its layers (from `first_layer`, `Architecture::layers`
-/// of them), whether it holds the embedding (the first stage) and the head (the last).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
-pub struct Slice {
-    pub first_layer: u64,
-    pub embedding: bool,
-    pub head: bool,
-    /// Under the interleaved schedule, the layers of each of the stage's chunks (0: its layers
-    /// are contiguous); the chunks start `stride` layers apart (p chunks of the model).
-    pub chunk: u64,
-    pub stride: u64,
-}
-
-impl Slice {
-    /// The model's layer that is the stage's `i`-th (from 0).
-    pub fn layer(&self, i: u64) -> u64 {
-        match self.chunk {
-            0 => self.first_layer + i,
-            c => self.first_layer + (i / c) * self.stride + i % c,
-        }
-    }
-}
-
-/// The pipeline schedule.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Default, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Schedule {
-    /// One forward, one backward (PipeDream-Flush, Narayanan et al. 2021).
-    #[default]
-    OneFOneB,
-    /// Interleaved 1F1B: each stage holds this many chunks of its layers (v, Megatron-LM's
-    /// `--num-layers-per-virtual-pipeline-stage` gives L/(p·v)).
-    Interleaved(u64),
-}
-
-impl Schedule {
-    /// v, the model chunks per stage (1 under 1F1B).
-    pub fn chunks(self) -> u64 {
-        match self {
-            Schedule::OneFOneB => 1,
-            Schedule::Interleaved(v) => v,
-        }
-    }
-
-    /// As `--pp-schedule` writes it: `1f1b`, `interleaved:V`.
-    pub fn name(self) -> String {
-        match self {
-            Schedule::OneFOneB => "1f1b".into(),
-            Schedule::Interleaved(v) => format!("interleaved:{v}"),
-        }
-    }
-
-    /// Reads `1f1b` or `interleaved:V` (V ≥ 2).
-    pub fn parse(text: &str) -> Option<Self> {
-        match text.trim().to_ascii_lowercase().as_str() {
-            "1f1b" => Some(Schedule::OneFOneB),
-            t => t.strip_prefix("interleaved:")?.parse().ok().filter(|v| *v >= 2).map(Schedule::Interleaved),
-        }
-    }
-}
 
 /// One stage of the pipeline, as the estimate lists it.
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -120,24 +61,6 @@ pub fn in_flight(p: u64, r: u64, schedule: Schedule, micro_batches: u64) -> (u64
         Schedule::Interleaved(_) => (2 * (p - r - 1) + (v - 1) * p + 1).min(micro_batches.saturating_mul(v)),
     };
     (chunks.max(1), v)
-}
-
-/// The pipeline's setup checks: at most one stage per layer; under the interleaved schedule the
-/// layers divide into p·v chunks (as Megatron-LM asks).
-pub(super) fn validate(s: &Setup) -> Result<(), EstimateError> {
-    let (p, l) = (s.parallel.pipeline, s.arch.layers);
-    if p == 0 || p > l {
-        return Err(EstimateError::PipelineStages { stages: p, layers: l });
-    }
-    if let Schedule::Interleaved(v) = s.parallel.schedule {
-        if !(2..=64).contains(&v) {
-            return Err(EstimateError::InterleavedChunks { chunks: v });
-        }
-        if p < 2 || !l.is_multiple_of(p * v) {
-            return Err(EstimateError::InterleavedDivide { stages: p, chunks: v, layers: l });
-        }
-    }
-    Ok(())
 }
 
 /// Each stage's setup (its slice of the model) and its activations in flight.

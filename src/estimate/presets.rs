@@ -4,62 +4,8 @@
 //! GPU capacities are the totals CUDA reports (`nvidia-smi` "Total", `cudaMemGetInfo`), which are
 //! a little under the marketing figure where ECC or firmware reserve memory.
 
-use super::{Architecture, Block, Mlp, Norm};
-
-/// GPT-2 (Radford et al. 2019; HF `gpt2`, `gpt2-medium`, `gpt2-large`, `gpt2-xl`): LayerNorm,
-/// GELU MLP of width 4h, learned positions (1024), tied embeddings, biases, dropout 0.1.
-pub(crate) fn gpt2(name: &str, hidden: u64, layers: u64, heads: u64) -> Architecture {
-    Architecture {
-        name: name.to_string(),
-        vocab: 50257,
-        hidden,
-        layers,
-        heads,
-        kv_heads: heads,
-        ffn: 4 * hidden,
-        positions: 1024,
-        norm: Norm::LayerNorm,
-        mlp: Mlp::Gelu,
-        tied_embeddings: true,
-        biases: true,
-        fused_qkv: true,
-        dropout: 0.1,
-        block: Block::default(),
-        stage: None,
-    }
-}
-
-/// LLaMA-2 (Touvron et al. 2023; HF `meta-llama/Llama-2-*-hf`) and Mistral (Jiang et al. 2023;
-/// `mistralai/Mistral-7B-v0.1`): RMSNorm, SwiGLU MLP, rotary positions (no position table),
-/// untied lm_head, no biases, no dropout; grouped-query attention where `kv_heads < heads`.
-pub(crate) fn llama(
-    name: &str,
-    vocab: u64,
-    hidden: u64,
-    layers: u64,
-    heads: u64,
-    kv_heads: u64,
-    ffn: u64,
-) -> Architecture {
-    Architecture {
-        name: name.to_string(),
-        vocab,
-        hidden,
-        layers,
-        heads,
-        kv_heads,
-        ffn,
-        positions: 0,
-        norm: Norm::RmsNorm,
-        mlp: Mlp::SwiGlu,
-        tied_embeddings: false,
-        biases: false,
-        fused_qkv: false,
-        dropout: 0.0,
-        block: Block::default(),
-        stage: None,
-    }
-}
+use super::Architecture;
+use super::arch::{gpt2, llama};
 
 /// LLaMA-2 7B, the preset the CLI and the app start from.
 pub fn default_model() -> Architecture {

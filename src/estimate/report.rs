@@ -57,7 +57,7 @@ pub struct EstimateReport {
     pub saved_for_backward_bytes: u64,
     /// One layer's saved tensors, by name, with their sources (a mixture's: one of its layers
     /// with the experts); and those outside the layers.
-    pub saved_per_layer: Vec<activations::Saved>,
+    pub saved_per_layer: Vec<super::Saved>,
     /// When the layers are not all alike (a mixture's dense layers, layers without RoPE):
     /// each kind, how many layers are of it, and one's saved tensors; left out otherwise.
     #[serde(skip_serializing_if = "Vec::is_empty")]
@@ -66,7 +66,7 @@ pub struct EstimateReport {
     /// flight, its peak (`per_gpu_bytes` is the most loaded stage's); left out otherwise.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub stages: Vec<super::pipeline::Stage>,
-    pub saved_outside: Vec<activations::Saved>,
+    pub saved_outside: Vec<super::Saved>,
     /// Without a chosen profile: the other profile's figures, beside this one's.
     pub other_runtime: Option<OtherRuntime>,
 }

@@ -4,7 +4,8 @@
 use serde::{Deserialize, Serialize};
 
 use super::error::{EstimateError, Size};
-use super::{Architecture, Gpu, Parallel, Target};
+use super::parallel::{ContextKind, Schedule};
+use super::{Architecture, Framework, Gpu, Parallel, Target};
 use crate::model::ModelConfig;
 use crate::model::params::PARAM_ALIGN_ELEMS;
 use crate::plan::{AttentionKind, Checkpoint};
@@ -65,79 +66,6 @@ impl From<crate::plan::Precision> for StatePrecision {
             crate::plan::Precision::Fp32 => StatePrecision::Fp32,
             crate::plan::Precision::Fp16 => StatePrecision::MixedFp16,
             crate::plan::Precision::Bf16 => StatePrecision::MixedBf16,
-        }
-    }
-}
-
-/// The training framework, by the dtypes it really keeps its model states in (a *framework
-/// profile*). Each one's bytes per parameter with Adam and bf16, and where that comes from:
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Framework {
-    /// The ZeRO paper's convention (Rajbhandari et al. 2020, §3.1): 16-bit weights and
-    /// gradients, fp32 master weights and Adam state, 2 + 2 + 12 = 16 bytes.
-    #[default]
-    Zero,
-    /// PyTorch's automatic mixed precision (`torch.autocast` + `GradScaler`): the model stays
-    /// fp32 (weights 4, gradients 4, Adam 8: 16 bytes, no master copy); autocast casts each
-    /// linear's weight to 16 bits per forward, caches the copy (`cache_enabled=True`) and the
-    /// matmul saves it for the backward pass: 2 bytes more per linear weight while the step runs.
-    PytorchAmp,
-    /// DeepSpeed's ZeRO optimizer (`deepspeed/runtime/zero/stage_1_and_2.py`, `stage3.py`):
-    /// 16-bit weights and gradients, an fp32 partition of the weights and the Adam state on
-    /// it: the ZeRO paper's 16 bytes, partitioned by stage.
-    Deepspeed,
-    /// Megatron-LM in bf16: fp32 main gradients (`accumulate_allreduce_grads_in_fp32`, which
-    /// bf16 forces) beside bf16 weights, fp32 main weights and Adam state: 2 + 4 + 12 = 18 bytes
-    /// (`megatron/training/theoretical_memory_usage.py`); its distributed optimizer (`--zero 1`
-    /// here) shards the 12 over the data-parallel GPUs: 6 + 12/DP.
-    Megatron,
-    /// PyTorch FSDP2 (`fully_shard` with `MixedPrecisionPolicy(param_dtype=bf16,
-    /// reduce_dtype=fp32)`): the sharded parameters stay fp32 and are what Adam updates (no
-    /// separate master copy), gradients are reduced to fp32 shards, and each layer's bf16
-    /// parameters are gathered for its compute: 4 + 4 + 8 = 16 bytes, all sharded (ZeRO-3).
-    Fsdp2,
-}
-
-impl Framework {
-    pub fn is_default(&self) -> bool {
-        *self == Framework::Zero
-    }
-
-    pub const ALL: [Framework; 5] =
-        [Framework::Zero, Framework::PytorchAmp, Framework::Deepspeed, Framework::Megatron, Framework::Fsdp2];
-
-    /// The catalog key of the source its gradients, master weights and optimizer state cite.
-    pub fn source(self) -> &'static str {
-        match self {
-            Framework::Zero => super::source::ZERO,
-            Framework::PytorchAmp => "src-pytorch-amp",
-            Framework::Deepspeed => "src-deepspeed",
-            Framework::Megatron => "src-megatron",
-            Framework::Fsdp2 => "src-fsdp2",
-        }
-    }
-
-    pub fn name(self) -> &'static str {
-        match self {
-            Framework::Zero => "zero",
-            Framework::PytorchAmp => "pytorch-amp",
-            Framework::Deepspeed => "deepspeed",
-            Framework::Megatron => "megatron",
-            Framework::Fsdp2 => "fsdp2",
-        }
-    }
-
-    /// Bytes per trained parameter of (weight, gradient, master weight, one optimizer state).
-    pub(crate) fn state_bytes(self, p: StatePrecision) -> [u64; 4] {
-        let mixed = p.master_bytes() > 0;
-        match self {
-            Framework::Zero | Framework::Deepspeed => {
-                [p.value_bytes(), p.value_bytes(), p.master_bytes(), p.state_bytes()]
-            }
-            Framework::Megatron => [p.value_bytes(), 4, p.master_bytes(), p.state_bytes()],
-            Framework::PytorchAmp | Framework::Fsdp2 if mixed => [4, 4, 0, 4],
-            Framework::PytorchAmp | Framework::Fsdp2 => [p.value_bytes(), p.value_bytes(), 0, p.state_bytes()],
         }
     }
 }
@@ -392,8 +320,8 @@ impl Setup {
 
     pub fn validate(&self) -> Result<(), EstimateError> {
         self.arch.validate()?;
-        super::pipeline::validate(self)?;
-        super::parallel::validate_context(self)?;
+        validate_pipeline(self)?;
+        validate_context(self)?;
         use EstimateError as E;
         for (what, value, max) in [
             (Size::MicroBatch, self.micro_batch, MAX_BATCH),
@@ -495,3 +423,43 @@ pub const MAX_BATCH: u64 = 1 << 20;
 /// The largest byte count an estimate reports (4 EiB, as [`crate::plan::MAX_BUDGET_BYTES`]):
 /// every quantity is computed in u128 and checked against it, so none wraps or saturates.
 pub const MAX_ESTIMATE_BYTES: u64 = crate::plan::MAX_BUDGET_BYTES;
+
+/// The pipeline's setup checks: at most one stage per layer; under the interleaved schedule the
+/// layers divide into p·v chunks (as Megatron-LM asks).
+fn validate_pipeline(s: &Setup) -> Result<(), EstimateError> {
+    let (p, l) = (s.parallel.pipeline, s.arch.layers);
+    if p == 0 || p > l {
+        return Err(EstimateError::PipelineStages { stages: p, layers: l });
+    }
+    if let Schedule::Interleaved(v) = s.parallel.schedule {
+        if !(2..=64).contains(&v) {
+            return Err(EstimateError::InterleavedChunks { chunks: v });
+        }
+        if p < 2 || !l.is_multiple_of(p * v) {
+            return Err(EstimateError::InterleavedDivide { stages: p, chunks: v, layers: l });
+        }
+    }
+    Ok(())
+}
+
+/// Context parallelism splits the sequence evenly and runs fused attention kernels (ring
+/// attention and Ulysses are built on FlashAttention); Ulysses splits the heads too.
+fn validate_context(s: &Setup) -> Result<(), EstimateError> {
+    let c = s.parallel.context;
+    if c == 1 {
+        return Ok(());
+    }
+    if !s.seq.is_multiple_of(c) {
+        return Err(EstimateError::ContextDivide { seq: s.seq, context: c });
+    }
+    if s.attention != AttentionKind::Fused {
+        return Err(EstimateError::ContextNeedsFused);
+    }
+    let (a, t) = (&s.arch, s.parallel.tensor);
+    if s.parallel.context_kind == ContextKind::Ulysses
+        && !(a.heads.is_multiple_of(c * t) && a.kv_heads.is_multiple_of(c * t))
+    {
+        return Err(EstimateError::UlyssesHeads { heads: a.heads, kv_heads: a.kv_heads, context: c, tensor: t });
+    }
+    Ok(())
+}

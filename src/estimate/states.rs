@@ -38,11 +38,23 @@ pub(super) struct States {
     pub(super) autocast: u128,
 }
 
+/// Bytes per trained parameter of (weight, gradient, master weight, one optimizer state) under
+/// `framework`'s profile.
+pub(crate) fn state_bytes(framework: Framework, p: StatePrecision) -> [u64; 4] {
+    let mixed = p.master_bytes() > 0;
+    match framework {
+        Framework::Zero | Framework::Deepspeed => [p.value_bytes(), p.value_bytes(), p.master_bytes(), p.state_bytes()],
+        Framework::Megatron => [p.value_bytes(), 4, p.master_bytes(), p.state_bytes()],
+        Framework::PytorchAmp | Framework::Fsdp2 if mixed => [4, 4, 0, 4],
+        Framework::PytorchAmp | Framework::Fsdp2 => [p.value_bytes(), p.value_bytes(), 0, p.state_bytes()],
+    }
+}
+
 pub(super) fn model_states(s: &Setup) -> States {
     let a = &s.arch;
     let pad = s.runtime().param_align();
     let align = |n: u64| n.div_ceil(pad) as u128 * pad as u128;
-    let bytes = s.framework.state_bytes(s.precision);
+    let bytes = state_bytes(s.framework, s.precision);
     let (w, g) = (bytes[0] as u128, bytes[1] as u128);
     let tensors = a.parameter_tensors();
     // Tensor parallelism splits the blocks' linear layers (and vocab-parallel embeddings) over t
@@ -195,7 +207,7 @@ pub(super) fn oomlab_communication(s: &Setup, trainable: u128) -> u128 {
     if s.parallel.replicas() <= 1 {
         return 0;
     }
-    let g = s.framework.state_bytes(s.precision)[1] as u128;
+    let g = state_bytes(s.framework, s.precision)[1] as u128;
     match s.parallel.zero {
         0 => words(trainable, g),
         _ => 2 * words(trainable.min(s.bucket_elems.unwrap_or(ZERO_BUCKET_ELEMS) as u128), g),
@@ -212,7 +224,7 @@ pub fn zero_model_states(
     parallel: Parallel,
 ) -> [u64; 4] {
     let n = parameters as u128;
-    let bytes = Framework::Zero.state_bytes(precision);
+    let bytes = state_bytes(Framework::Zero, precision);
     let s = partition(words(n, precision.value_bytes() as u128), n, bytes, optimizer, parallel);
     [sat(s.parameters), sat(s.gradients), sat(s.optimizer), sat(s.master)]
 }

@@ -7,6 +7,7 @@ use serde::Serialize;
 
 use super::Budget;
 use super::allocator::{CachingAllocator, Event, OutOfMemory, Placement, Stats};
+pub use super::map::TensorTag;
 use crate::plan::{Category, Lifetime, Plan, TensorId};
 
 /// Bytes per category; serialises as `{"activations": …, "gradients": …, …}` (names in
@@ -57,15 +58,6 @@ impl Serialize for CategoryBytes {
         }
         map.end()
     }
-}
-
-/// What an allocator event is for: a tensor, and the op that caused it — the op that first
-/// touches the tensor for an allocation, the op that last reads it for a free (None: before the
-/// step, or released outside its ops).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, serde::Deserialize)]
-pub struct TensorTag {
-    pub tensor: TensorId,
-    pub op: Option<usize>,
 }
 
 /// Memory while one op runs (after its outputs are allocated, before anything is freed).

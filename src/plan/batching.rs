@@ -4,7 +4,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::model::{ConfigError, Technique};
+use crate::model::ConfigError;
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -53,14 +53,5 @@ impl Batching {
     /// Whether each batch has its own length (its documents' longest).
     pub fn varies_in_length(self) -> bool {
         matches!(self, Batching::Padded | Batching::Bucketed)
-    }
-
-    /// Refuses what the simulation does not run, with the reason.
-    pub fn validate(self, techniques: &super::Techniques) -> Result<(), ConfigError> {
-        // The simulated GPUs would each go on at every batch's length together; not yet.
-        if self.varies_in_length() && techniques.parallel.is_distributed() {
-            return Err(ConfigError::NotWithSeveralGpus { what: Technique::PaddedBatches });
-        }
-        Ok(())
     }
 }

@@ -7,6 +7,7 @@
 pub mod allocator;
 pub mod batching;
 pub mod build;
+pub mod limits;
 pub mod offload;
 pub mod op;
 pub mod optimizer;
@@ -17,7 +18,7 @@ pub mod tensor;
 
 pub use allocator::AllocatorConfig;
 pub use batching::Batching;
-pub use build::{MAX_BUDGET_BYTES, MAX_PLAN_OPS, MAX_TENSOR_ELEMS};
+pub use limits::{MAX_BUDGET_BYTES, MAX_PLAN_OPS, MAX_TENSOR_ELEMS};
 pub use offload::Offload;
 pub use op::{Op, OpNode, Phase};
 pub use optimizer::{AdamWStep, OptimizerConfig, OptimizerKind};

@@ -16,7 +16,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::model::{ConfigError, Technique};
+use crate::model::ConfigError;
 
 /// What lives in host memory.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -61,27 +61,6 @@ impl Offload {
     /// Whether the gradients live in host memory.
     pub fn gradients(self) -> bool {
         self == Offload::OptimizerGradients
-    }
-
-    /// Refuses what the simulation does not run, with the reason.
-    pub fn validate(self, techniques: &super::Techniques) -> Result<(), ConfigError> {
-        if !self.is_on() {
-            return Ok(());
-        }
-        // ZeRO-Offload over several GPUs offloads each rank's shard; the simulated GPUs do not
-        // yet run host ops between their collectives.
-        if techniques.parallel.is_distributed() {
-            return Err(ConfigError::NotWithSeveralGpus { what: Technique::Offload });
-        }
-        // LoRA's adapters have almost no optimizer state to move; fp16's overflow check would
-        // have to read the host's gradients before the device's loss scaler.
-        if techniques.lora.is_some() {
-            return Err(ConfigError::OffloadWith { what: Technique::Lora });
-        }
-        if techniques.precision.scales_loss() {
-            return Err(ConfigError::OffloadWith { what: Technique::Fp16LossScaling });
-        }
-        Ok(())
     }
 }
 

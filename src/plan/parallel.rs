@@ -20,8 +20,8 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::model::ConfigError;
 use crate::model::params::{PARAM_ALIGN_ELEMS, ParamKind, ParamLayout};
-use crate::model::{ConfigError, Technique};
 
 /// The most simulated GPUs a step runs on.
 pub const MAX_GPUS: usize = 8;
@@ -65,8 +65,9 @@ impl Parallel {
         if self.is_distributed() { self.zero } else { 0 }
     }
 
-    /// Refuses what the simulation does not run, with the reason.
-    pub fn validate(&self, techniques: &super::Techniques) -> Result<(), ConfigError> {
+    /// Refuses a count, a stage or a bucket out of range, with the reason. What it cannot be
+    /// combined with is [`super::Techniques::validate`]'s to say.
+    pub fn validate(&self) -> Result<(), ConfigError> {
         if self.gpus == 0 || self.gpus > MAX_GPUS {
             return Err(ConfigError::Gpus { gpus: self.gpus, max: MAX_GPUS });
         }
@@ -76,16 +77,6 @@ impl Parallel {
         let b = self.bucket_elems;
         if !(PARAM_ALIGN_ELEMS..=MAX_BUCKET_ELEMS).contains(&b) || !b.is_multiple_of(PARAM_ALIGN_ELEMS) {
             return Err(ConfigError::Bucket { elems: b, min: PARAM_ALIGN_ELEMS, max: MAX_BUCKET_ELEMS });
-        }
-        if self.is_distributed() {
-            // Each needs a collective of its own (the adapters' own buckets; fp16's overflow flag
-            // reduced over the ranks) that the simulation does not run yet.
-            if techniques.lora.is_some() {
-                return Err(ConfigError::NotWithSeveralGpus { what: Technique::Lora });
-            }
-            if techniques.precision.scales_loss() {
-                return Err(ConfigError::NotWithSeveralGpus { what: Technique::Fp16LossScaling });
-            }
         }
         Ok(())
     }
@@ -203,9 +194,8 @@ mod tests {
 
     #[test]
     fn refuses_what_it_does_not_simulate() {
-        let t = super::super::Techniques::default();
         let ok = Parallel { gpus: 4, zero: 3, ..Parallel::default() };
-        assert!(ok.validate(&t).is_ok());
+        assert!(ok.validate().is_ok());
         for (bad, says) in [
             (Parallel { gpus: 0, ..ok }, "1 to 8 GPUs"),
             (Parallel { gpus: 9, ..ok }, "1 to 8 GPUs"),
@@ -213,11 +203,8 @@ mod tests {
             (Parallel { bucket_elems: 100, ..ok }, "between 128"),
             (Parallel { bucket_elems: 200, ..ok }, "between 128"),
         ] {
-            let e = bad.validate(&t).expect_err("refused").to_string();
+            let e = bad.validate().expect_err("refused").to_string();
             assert!(e.contains(says), "{e}");
         }
-        let fp16 = super::super::Techniques { precision: super::super::Precision::Fp16, ..t };
-        assert!(ok.validate(&fp16).expect_err("fp16").to_string().contains("loss scaling"));
-        assert!(Parallel { gpus: 1, ..ok }.validate(&fp16).is_ok(), "one GPU runs everything");
     }
 }

@@ -6,8 +6,8 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::build::check_sizes;
-use super::{OptimizerConfig, Plan, Techniques};
+use super::limits::check_sizes;
+use super::{OptimizerConfig, Techniques};
 use crate::model::{ConfigError, ModelConfig, StepShape, check_dim};
 
 /// One training step: the model, one forward pass's shape (the micro-batch: with gradient
@@ -94,16 +94,6 @@ impl ValidRequest {
     }
     pub fn techniques(&self) -> &Techniques {
         &self.request.techniques
-    }
-    /// The step's plan.
-    pub fn plan(&self) -> Plan {
-        super::build::build(self, 0)
-    }
-
-    /// Every data-parallel rank's plan (one on one GPU): the same ops in the same order, each
-    /// rank's own shards.
-    pub fn rank_plans(&self) -> Vec<Plan> {
-        (0..self.request.techniques.parallel.gpus.max(1)).map(|rank| super::build::build(self, rank)).collect()
     }
 }
 

@@ -4,7 +4,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::model::params::LoraConfig;
-use crate::model::{ConfigError, ModelConfig};
+use crate::model::{ConfigError, ModelConfig, Technique};
 
 /// Activation checkpointing (recomputation).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -218,13 +218,45 @@ impl Default for Techniques {
 }
 
 impl Techniques {
+    /// Refuses the combinations the simulation does not run yet, with the reason.
+    fn simulated_together(&self) -> Result<(), ConfigError> {
+        let several = self.parallel.is_distributed();
+        // Each needs a collective of its own over several GPUs (the adapters' own buckets;
+        // fp16's overflow flag reduced over the ranks).
+        if several && self.lora.is_some() {
+            return Err(ConfigError::NotWithSeveralGpus { what: Technique::Lora });
+        }
+        if several && self.precision.scales_loss() {
+            return Err(ConfigError::NotWithSeveralGpus { what: Technique::Fp16LossScaling });
+        }
+        if self.offload.is_on() {
+            // ZeRO-Offload over several GPUs offloads each rank's shard; the simulated GPUs do
+            // not yet run host ops between their collectives.
+            if several {
+                return Err(ConfigError::NotWithSeveralGpus { what: Technique::Offload });
+            }
+            // LoRA's adapters have almost no optimizer state to move; fp16's overflow check
+            // would have to read the host's gradients before the device's loss scaler.
+            if self.lora.is_some() {
+                return Err(ConfigError::OffloadWith { what: Technique::Lora });
+            }
+            if self.precision.scales_loss() {
+                return Err(ConfigError::OffloadWith { what: Technique::Fp16LossScaling });
+            }
+        }
+        // The simulated GPUs would each go on at every batch's length together; not yet.
+        if self.batching.varies_in_length() && several {
+            return Err(ConfigError::NotWithSeveralGpus { what: Technique::PaddedBatches });
+        }
+        Ok(())
+    }
+
     /// Refuses combinations that cannot be built or make no sense, with the reason.
     pub fn validate(&self, model: &ModelConfig) -> Result<(), ConfigError> {
         crate::model::check_dim(crate::model::Dim::Accumulation, self.accum as i64)?;
         self.allocator.validate().map_err(ConfigError::AllocatorOption)?;
-        self.parallel.validate(self)?;
-        self.offload.validate(self)?;
-        self.batching.validate(self)?;
+        self.parallel.validate()?;
+        self.simulated_together()?;
         if let Checkpoint::Every(k) = self.checkpoint
             && (k == 0 || k > model.n_layers)
         {
@@ -297,6 +329,18 @@ impl Techniques {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn several_gpus_refuse_what_they_do_not_simulate_together() {
+        let m = ModelConfig::toy(65);
+        let four = super::super::Parallel { gpus: 4, zero: 3, ..Default::default() };
+        let t = Techniques { parallel: four, ..Techniques::default() };
+        assert!(t.validate(&m).is_ok());
+        let fp16 = Techniques { precision: Precision::Fp16, ..t };
+        assert!(fp16.validate(&m).expect_err("fp16").to_string().contains("loss scaling"));
+        let one = Techniques { parallel: super::super::Parallel { gpus: 1, ..four }, ..fp16 };
+        assert!(one.validate(&m).is_ok(), "one GPU runs everything");
+    }
 
     #[test]
     fn parses_checkpoint_modes() {

@@ -22,8 +22,8 @@ use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use http_body_util::BodyExt;
 
+use super::api_error::ApiError;
 use super::conn::Peer;
-use super::http::ApiError;
 use crate::class::MAX_BODY_BYTES;
 
 /// The names this server answers to.

@@ -21,12 +21,13 @@ use serde::Deserialize;
 use subtle::ConstantTimeEq;
 use tokio::sync::{oneshot, watch};
 
+use super::api_error::ApiError;
 use super::conn::Peer;
 use super::guard::{self, Hosts};
 use super::keeper::{Body, Refusal, Request, TeacherAction};
 use super::limiter::PerAddress;
 use super::{assets, student};
-use crate::class::{self, AnswerBody, ClassState, Create, ErrorBody, Join, Lock, Me, Pick, Reveal, SetChapter};
+use crate::class::{self, AnswerBody, ClassState, Create, Join, Lock, Me, Pick, Reveal, SetChapter};
 
 /// The handlers' state.
 #[derive(Clone)]
@@ -55,25 +56,6 @@ pub struct Streams {
     per_address: std::collections::HashMap<IpAddr, usize>,
 }
 
-/// An error answer: a status and a message, as `{"error": …}`.
-#[derive(Debug)]
-pub struct ApiError {
-    status: StatusCode,
-    message: String,
-}
-
-impl ApiError {
-    pub fn new(status: u16, message: impl Into<String>) -> ApiError {
-        ApiError { status: StatusCode::from_u16(status).unwrap_or(StatusCode::BAD_REQUEST), message: message.into() }
-    }
-}
-
-impl From<Refusal> for ApiError {
-    fn from(r: Refusal) -> ApiError {
-        ApiError::new(r.status(), r.to_string())
-    }
-}
-
 /// A body that did not read, as the refusal the keeper reports once the token is checked.
 fn body_refusal(status: StatusCode, text: String) -> Refusal {
     let message = if status == StatusCode::PAYLOAD_TOO_LARGE {
@@ -91,23 +73,6 @@ fn body<T>(b: Result<Json<T>, JsonRejection>) -> Body<T> {
 impl From<JsonRejection> for ApiError {
     fn from(r: JsonRejection) -> ApiError {
         ApiError::from(body_refusal(r.status(), r.body_text()))
-    }
-}
-
-impl IntoResponse for ApiError {
-    fn into_response(self) -> Response {
-        let mut response = (self.status, Json(ErrorBody { error: self.message })).into_response();
-        let h = response.headers_mut();
-        match self.status {
-            StatusCode::UNAUTHORIZED => {
-                h.insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
-            }
-            StatusCode::TOO_MANY_REQUESTS | StatusCode::SERVICE_UNAVAILABLE => {
-                h.insert(header::RETRY_AFTER, HeaderValue::from_static("5"));
-            }
-            _ => {}
-        }
-        response
     }
 }
 

@@ -10,6 +10,7 @@
 //! - [`student`]: the students' page and its words;
 //! - [`assets`]: the embedded web app.
 
+pub mod api_error;
 pub mod assets;
 pub mod conn;
 pub mod guard;

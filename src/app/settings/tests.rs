@@ -136,7 +136,7 @@ fn a_bad_real_model_part_falls_back_alone() {
     s.estimate.parallel.tensor = 3; // divides neither LLaMA-2 7B's 32 heads nor its MLP width
     let (back, notice) = Settings::from_url_hash(&s.to_url_hash(), V);
     assert_eq!(back.batch, 32, "the toy's part is kept");
-    assert_eq!(back.estimate, super::super::estimate_view::EstimateSettings::default());
+    assert_eq!(back.estimate, super::real_model::EstimateSettings::default());
     let notice = notice.expect("a notice");
     assert!(notice.text(&en()).contains("real-model settings"));
     // The reason in the reader's language, re-worded when the language changes.

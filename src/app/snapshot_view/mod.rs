@@ -223,7 +223,7 @@ impl SnapshotState {
         &mut self,
         ctx: &egui::Context,
         t: &Catalog,
-        model: &mut super::estimate_view::EstimateSettings,
+        model: &mut super::settings::real_model::EstimateSettings,
     ) -> Option<super::Tab> {
         let (configs, dropped): (Vec<_>, Vec<_>) = ctx
             .input(|i| i.raw.dropped_files.clone())

@@ -1,6 +1,6 @@
 //! Each op run by its CPU twin, on the tensors' slots, outputs rounded to their precision.
 
-use super::{CpuExecutor, ops, store_rounded};
+use super::{CpuExecutor, attention, ops, store_rounded};
 use crate::backend::ix;
 use crate::plan::{DType, Op, View, op};
 
@@ -156,23 +156,23 @@ impl<F: super::ops::Real> CpuExecutor<F> {
             }),
             Op::Attention(op::Attention { qkv, att, out, packing }) => {
                 self.with_new_outputs([out, att], |s, [o, a]| {
-                    ops::attention_forward(o, a, s.f(qkv), heads, s.starts(packing));
+                    attention::attention_forward(o, a, s.f(qkv), heads, s.starts(packing));
                 })
             }
             Op::AttentionBackward(op::AttentionBackward { qkv, att, dout, datt, dqkv }) => {
                 self.with_new_outputs([dqkv, datt], |s, [dq, da]| {
-                    ops::attention_backward(dq, da, s.f(dout), s.f(qkv), s.f(att), heads);
+                    attention::attention_backward(dq, da, s.f(dout), s.f(qkv), s.f(att), heads);
                 })
             }
             Op::FlashAttention(op::FlashAttention { qkv, out, lse, packing }) => {
                 self.with_new_outputs([out, lse], |s, [o, l]| {
-                    ops::flash_attention_forward(o, l, s.f(qkv), heads, s.starts(packing));
+                    attention::flash_attention_forward(o, l, s.f(qkv), heads, s.starts(packing));
                 })
             }
             Op::FlashAttentionBackward(op::FlashAttentionBackward { qkv, out, lse, dout, delta, dqkv, packing }) => {
                 self.with_new_outputs([dqkv, delta], |s, [dq, d]| {
                     let (x, o, l) = (s.f(qkv), s.f(out), s.f(lse));
-                    ops::flash_attention_backward(dq, d, s.f(dout), (x, o, l), heads, s.starts(packing));
+                    attention::flash_attention_backward(dq, d, s.f(dout), (x, o, l), heads, s.starts(packing));
                 })
             }
             Op::Gelu(op::Gelu { inp, out }) => self.with_new_outputs([out], |s, [o]| ops::gelu_forward(o, s.f(inp))),

@@ -6,7 +6,7 @@
 //! state is recorded while the ops run — what this backend measures. In debug builds freed
 //! memory is filled with NaN, so a read after free shows up in the results.
 
-mod attention;
+pub mod attention;
 mod execute;
 mod gemm;
 mod host;

@@ -3,7 +3,6 @@
 //! `shaders/matmul.wgsl` ↔ `gpu::kernels::Matmul`. Shapes: B batch, T sequence, C channels,
 //! NH heads, hs = C/NH, V vocabulary; `rows` = B·T.
 
-pub use super::attention::{attention_backward, attention_forward, flash_attention_backward, flash_attention_forward};
 use super::gemm::{Mat, gemm};
 pub use super::real::Real;
 

@@ -21,6 +21,8 @@ pub mod compare;
 pub mod dump;
 pub mod explain;
 pub mod export;
+pub mod kind;
+pub mod lifetime;
 pub mod phase;
 pub mod pickle;
 pub mod place;

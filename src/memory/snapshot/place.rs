@@ -31,7 +31,7 @@ use std::collections::HashMap;
 use serde::Serialize;
 
 use super::dump::{FrameRef, Stacks};
-use super::explain::Guess;
+use super::kind::Guess;
 
 /// memory_viz's `omit_functions`: frames whose function contains one of these are hidden.
 pub const OMIT_FUNCTIONS: [&str; 8] = [

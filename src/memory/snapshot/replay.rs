@@ -10,7 +10,8 @@ use hashbrown::HashMap;
 use serde::Serialize;
 
 use super::dump::{Action, Dump, Event};
-use super::explain::{Evidence, Guess};
+use super::kind::{Evidence, Guess};
+pub use super::lifetime::Lifetime;
 use super::phase::{self, Phase};
 use super::place::{Place, Sites};
 
@@ -95,50 +96,6 @@ impl Replay {
 /// The share of `free` bytes that the largest free block (`largest`) does not hold, in percent.
 pub fn fragmentation_percent(largest: i64, free: i64) -> f64 {
     if free <= 0 { 0.0 } else { 100.0 * (1.0 - largest as f64 / free as f64) }
-}
-
-/// One allocation's life over the trace: alive after event `i` (0-based) when
-/// `from <= i + 1 < to`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Lifetime {
-    pub addr: i64,
-    pub size: i64,
-    /// The alloc's index + 1 (0: alive before the first event).
-    pub from: u32,
-    /// The free's index + 1 (`u32::MAX`: alive at the dump).
-    pub to: u32,
-    pub stack: u32,
-    /// The phase (index into [`Replay::phases`]) it was made in and freed in
-    /// ([`phase::NONE`]: none, or before or after the trace).
-    pub made: u32,
-    pub freed: u32,
-    /// What it holds, guessed from its life and phases (else from its stack), and why.
-    pub kind: Guess,
-    pub evidence: Evidence,
-}
-
-impl Lifetime {
-    fn new(addr: i64, size: i64, from: u32, stack: u32) -> Lifetime {
-        Lifetime {
-            addr,
-            size,
-            from,
-            to: u32::MAX,
-            stack,
-            made: phase::NONE,
-            freed: phase::NONE,
-            kind: Guess::Other,
-            evidence: Evidence::Stack,
-        }
-    }
-}
-
-impl Lifetime {
-    /// Whether it is alive after event `i` (`None`: before the first event).
-    pub fn alive_after(&self, i: Option<usize>) -> bool {
-        let at = i.map_or(0, |i| u32::try_from(i).unwrap_or(u32::MAX - 1).saturating_add(1));
-        self.from <= at && at < self.to
-    }
 }
 
 fn grows(e: &Event) -> (i64, i64) {
@@ -275,7 +232,7 @@ pub fn replay_with(s: &Dump, sites: Arc<Sites>, device: i64, top: usize) -> Repl
         timeline.push(now);
     }
     let phases = phase::phases(s, &sites, device, trace);
-    super::explain::classify(&mut lifetimes, &phases, &sites);
+    super::lifetime::classify(&mut lifetimes, &phases, &sites);
     let live_at_peak = alive(&sites, &lifetimes, peak_index, top);
     Replay {
         device,

@@ -43,7 +43,6 @@ use segments::new_segments;
 pub(in crate::backend::gpu) use segments::storage_buffer;
 
 #[cfg(not(target_arch = "wasm32"))]
-pub use super::bench::bench_matmul;
 pub use segments::device_oom;
 
 /// A plan bound to GPU memory, ready to run steps.

@@ -1,5 +1,5 @@
 //! `shaders/attention.wgsl` (causal softmax) + the GEMMs of `matmul.wgsl`: causal multi-head
-//! self-attention forward and backward. CPU twins: `cpu::ops::attention_forward` /
+//! self-attention forward and backward. CPU twins: `cpu::attention::attention_forward` /
 //! `attention_backward`.
 //!
 //! Layouts: qkv (B,T,3C) with Q, K, V side by side; head h of Q at column h·hs. att (B,NH,T,T).

@@ -1,5 +1,5 @@
 //! `shaders/flash_attention.wgsl`: fused (FlashAttention-style) causal self-attention, forward
-//! and backward, without the T×T matrix. CPU twins: `cpu::ops::flash_attention_forward` /
+//! and backward, without the T×T matrix. CPU twins: `cpu::attention::flash_attention_forward` /
 //! `flash_attention_backward`.
 
 use super::attention::AttnShape;

@@ -116,7 +116,7 @@ fn every_interactive_node_has_a_name_in_both_languages() {
             Settings { device: oomlab::app::DeviceSettings::with_budget(8 << 20), batch: 64, ..Settings::default() };
         let mut harness = app(oom, lang);
         missing.extend(unnamed(&harness, "OOM"));
-        harness.state_mut().settings = Settings::default();
+        harness.state_mut().edit_settings(|s| *s = Settings::default());
         harness.run_steps(2);
         harness.state_mut().open_snapshot_bytes("minimal_p5.pickle", &snapshot);
         for after_step in [false, true] {
@@ -260,7 +260,7 @@ fn the_mirror_holds_the_lesson_controls_and_charts_and_its_actions_work() {
         assert_eq!(option["checked"], false, "{key}: not picked yet");
     }
     let batch = find(&list, "slider", "batch");
-    assert_eq!(batch["now"].as_f64(), Some(harness.state().settings.batch as f64));
+    assert_eq!(batch["now"].as_f64(), Some(harness.state().settings().batch as f64));
     let peak = oomlab::app::views::size(
         &en,
         harness.state().shown.derived.predicted.clone().and_then(|p| p.ok()).expect("fits").peak_allocated_bytes(),
@@ -277,12 +277,12 @@ fn the_mirror_holds_the_lesson_controls_and_charts_and_its_actions_work() {
     }
 
     // An arrow key on the mirrored slider: egui's own increment.
-    let before = harness.state().settings.batch;
+    let before = harness.state().settings().batch;
     let id = batch["id"].as_str().expect("an id").to_string();
     assert!(queue_action(&id, "increment", None));
     harness.run_steps(3);
-    assert!(harness.state().settings.batch > before, "the increment moved the batch slider");
-    assert_eq!(find(&entries(&got), "slider", "batch")["now"].as_f64(), Some(harness.state().settings.batch as f64));
+    assert!(harness.state().settings().batch > before, "the increment moved the batch slider");
+    assert_eq!(find(&entries(&got), "slider", "batch")["now"].as_f64(), Some(harness.state().settings().batch as f64));
     // Picking an option, then the mirrored Reveal: the verdict, its real step, the live line.
     let option = find(&entries(&got), "radio", &en.text(options[1]));
     assert!(queue_action(option["id"].as_str().expect("id"), "click", None));
@@ -308,8 +308,8 @@ fn the_mirror_holds_the_lesson_controls_and_charts_and_its_actions_work() {
     let total =
         oomlab::app::views::size(&en, harness.state().run.measured.as_ref().expect("a step").peak_allocated_bytes());
     find(&entries(&got), "text", &total);
-    harness.state_mut().settings.device.budget_bytes = 8 << 20;
-    harness.state_mut().settings.batch = 64;
+    harness.state_mut().edit_settings(|s| s.device.budget_bytes = 8 << 20);
+    harness.state_mut().edit_settings(|s| s.batch = 64);
     harness.run_steps(3);
     let oom = harness.state().shown.derived.predicted.clone().and_then(|p| p.err()).expect("out of memory");
     find(&entries(&got), "text", oom.message.lines().next().unwrap_or_default());
@@ -352,11 +352,11 @@ fn lessons_and_challenges_keep_the_display_preferences() {
     let mut app = OomlabApp::headless(Settings { prefs, ..Settings::default() });
     for i in 0..oomlab::app::teaching::chapters().len() {
         app.open_chapter(i);
-        assert_eq!(app.settings.prefs, prefs, "chapter {i}");
+        assert_eq!(app.settings().prefs, prefs, "chapter {i}");
     }
     for i in 0..oomlab::app::teaching::challenges().len() {
         app.start_challenge(i);
-        assert_eq!(app.settings.prefs, prefs, "challenge {i}");
+        assert_eq!(app.settings().prefs, prefs, "challenge {i}");
     }
 }
 
@@ -372,7 +372,7 @@ fn the_display_preferences_apply_and_undo() {
     harness.get_by_label("reduced motion").click();
     harness.get_by_label("high contrast").click();
     harness.run_steps(2);
-    assert!(harness.state().settings.prefs.reduced_motion && harness.state().settings.prefs.high_contrast);
+    assert!(harness.state().settings().prefs.reduced_motion && harness.state().settings().prefs.high_contrast);
     let style = harness.ctx.global_style();
     assert_eq!(style.animation_time, 0.0);
     assert_eq!(style.scroll_animation, egui::style::ScrollAnimation::none());
@@ -382,11 +382,11 @@ fn the_display_preferences_apply_and_undo() {
     assert_eq!(harness.ctx.animate_bool(id, true), 1.0, "no animation");
     assert_eq!(style.visuals.panel_fill, egui::Color32::BLACK);
     assert_eq!(style.visuals.override_text_color, Some(egui::Color32::WHITE));
-    harness.state_mut().settings.prefs.text_percent = 150;
+    harness.state_mut().edit_settings(|s| s.prefs.text_percent = 150);
     harness.run_steps(2);
     assert_eq!(harness.ctx.zoom_factor(), 1.5);
     // Undone: the usual look and motion again.
-    harness.state_mut().settings.prefs = Default::default();
+    harness.state_mut().edit_settings(|s| s.prefs = Default::default());
     harness.run_steps(2);
     let style = harness.ctx.global_style();
     assert_eq!((style.animation_time, style.visuals.panel_fill), (usual, panel));

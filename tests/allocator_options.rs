@@ -137,7 +137,7 @@ fn the_app_offers_expandable_segments_for_a_fragmented_oom() {
     // segments that could not take the tensor.
     harness.state_mut().shown.tab = oomlab::app::Tab::Allocator;
     harness.run();
-    let oom = simulate(&harness.state().settings.plan(58).expect("plan"), 54 << 20).expect_err("fragmented");
+    let oom = simulate(&harness.state().settings().plan(58).expect("plan"), 54 << 20).expect_err("fragmented");
     let Some(oomlab::app::views::Drawn::AllocatorMap(map)) = oomlab::app::views::drawn(&harness.ctx, "allocator-map")
     else {
         panic!("no allocator map for the failed step")
@@ -147,7 +147,7 @@ fn the_app_offers_expandable_segments_for_a_fragmented_oom() {
     harness.get_by_label_contains(&format!("did not fit ({})", oom.op_label));
     harness.get_by_label(&Suggestion::ExpandableSegments.label(&en)).click();
     harness.run();
-    assert!(harness.state().settings.device.allocator.expandable_segments);
+    assert!(harness.state().settings().device.allocator.expandable_segments);
     assert!(harness.query_by_label(&en.text("oom-title")).is_none(), "the step fits now");
     harness.get_by_label("One step").click();
     harness.run_steps(400);
@@ -161,9 +161,9 @@ fn the_app_offers_expandable_segments_for_a_fragmented_oom() {
     harness.get_by_label_contains("PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True");
     harness.get_by_label(&en.text("controls-alloc-max-split")).click();
     harness.run();
-    assert_eq!(harness.state().settings.device.allocator.max_split_size, Some(64 << 20));
+    assert_eq!(harness.state().settings().device.allocator.max_split_size, Some(64 << 20));
     harness.get_by_label_contains("max_split_size_mb:64");
-    assert_eq!(harness.state().settings.techniques().allocator, harness.state().settings.device.allocator);
+    assert_eq!(harness.state().settings().techniques().allocator, harness.state().settings().device.allocator);
 
     let zh = Catalog::new(Lang::Zh);
     harness.state_mut().set_lang(Lang::Zh);
@@ -229,7 +229,7 @@ fn drawn_unchanged(size: [f32; 2], name: &str) {
         harness.get_by_label(&en.text("controls-allocator")).click();
         harness.run_steps(3);
         harness.get_by_label_contains("max_split_size_mb:8192,garbage_collection_threshold:0.99");
-        assert_eq!(harness.state().settings.device.allocator, allocator, "{name}: drawn, not changed");
+        assert_eq!(harness.state().settings().device.allocator, allocator, "{name}: drawn, not changed");
         support_xdg::xdg();
         let options = egui_kittest::SnapshotOptions::new().threshold(2.0).max_failed_pixels(2000);
         harness.snapshot_options(name, &options);

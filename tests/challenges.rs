@@ -18,7 +18,7 @@ const VOCAB: usize = 58;
 
 /// Applies `change` to the challenge's settings, runs one real step and returns the check.
 fn attempt(harness: &mut Harness<'_, OomlabApp>, change: impl FnOnce(&mut Settings)) -> (bool, String) {
-    change(&mut harness.state_mut().settings);
+    harness.state_mut().edit_settings(change);
     harness.run_steps(3);
     let before = harness.state().steps_done();
     let checks = harness.state().teaching.challenge().map_or(0, |c| c.checks);
@@ -55,7 +55,7 @@ fn play(mut harness: Harness<'_, OomlabApp>) {
     assert_eq!(ids, ["accum128", "halve", "largest"]);
     for (i, id) in ids.iter().enumerate() {
         harness.state_mut().start_challenge(i);
-        let start = harness.state().settings.clone();
+        let start = harness.state().settings().clone();
         let (fail, pass): (Script, Script) = match *id {
             // 128 at once does not fit 32 MiB; batch 32 fits but is not 128; 8 micro-batches of 16 do it.
             "accum128" => (Box::new(|s| s.batch = 32), Box::new(|s| (s.batch, s.accum) = (128, 8))),
@@ -73,7 +73,7 @@ fn play(mut harness: Harness<'_, OomlabApp>) {
         };
         let (passed, why) = attempt(&mut harness, fail);
         assert!(!passed, "{id}: the failing attempt passed: {why}");
-        harness.state_mut().settings = start.clone();
+        harness.state_mut().edit_settings(|s| *s = start.clone());
         let (passed, why) = attempt(&mut harness, pass);
         assert!(passed, "{id}: the solution failed: {why}");
         let state = harness.state().teaching.challenge().cloned().expect("a challenge");
@@ -182,11 +182,11 @@ fn a_challenge_works_from_the_keyboard_alone() {
     harness.run();
     assert!(harness.state().teaching.challenge().is_some(), "Enter started a challenge");
     assert_eq!(challenges()[0].id, "accum128");
-    press_until(&mut harness, Key::B, 8, |app| app.settings.batch >= 128);
-    assert_eq!(harness.state().settings.batch, 128, "B doubled the batch");
+    press_until(&mut harness, Key::B, 8, |app| app.settings().batch >= 128);
+    assert_eq!(harness.state().settings().batch, 128, "B doubled the batch");
     tab_to(&mut harness, "accumulation steps");
-    press_until(&mut harness, Key::ArrowRight, 20, |app| app.settings.accum >= 8);
-    assert_eq!(harness.state().settings.accum, 8, "the arrows moved the accumulation slider");
+    press_until(&mut harness, Key::ArrowRight, 20, |app| app.settings().accum >= 8);
+    assert_eq!(harness.state().settings().accum, 8, "the arrows moved the accumulation slider");
     tab_to(&mut harness, "One step");
     harness.key_press(Key::Enter);
     for _ in 0..20_000 {

@@ -239,7 +239,7 @@ fn the_whole_app_speaks_chinese() {
     left.extend(leftovers(&harness, message.as_deref(), &names, &mut seen));
 
     // A setup that fits, after a real step: every tab, every explanation open.
-    harness.state_mut().settings = Settings::default();
+    harness.state_mut().edit_settings(|s| *s = Settings::default());
     harness.run();
     harness.get_by_label("单步").click();
     harness.run_steps(200);
@@ -270,8 +270,8 @@ fn the_whole_app_speaks_chinese() {
     harness.state_mut().shown.tab = oomlab::app::Tab::RealModels;
     harness.run();
     // A custom GPU and an edited model keep their words in Chinese too.
-    harness.state_mut().settings.estimate.gpu = oomlab::estimate::presets::custom_gpu(24 << 30);
-    harness.state_mut().settings.estimate.arch.name = "custom (llama2-7b)".into();
+    harness.state_mut().edit_settings(|s| s.estimate.gpu = oomlab::estimate::presets::custom_gpu(24 << 30));
+    harness.state_mut().edit_settings(|s| s.estimate.arch.name = "custom (llama2-7b)".into());
     harness.run();
     harness.get_by_label_contains("自定义 24.00 GiB");
     left.extend(leftovers(&harness, None, &names, &mut seen));
@@ -305,7 +305,7 @@ fn the_whole_app_speaks_chinese() {
     harness.run();
     for i in 0..oomlab::app::teaching::challenges().len() {
         harness.state_mut().start_challenge(i);
-        harness.state_mut().settings.accum = 8;
+        harness.state_mut().edit_settings(|s| s.accum = 8);
         harness.run();
         harness.get_by_label("单步").click();
         harness.run_steps(300);

@@ -23,7 +23,7 @@ fn reveal_lengths(harness: &mut Harness<'_, OomlabApp>, lang: Lang, what: &str) 
     harness.state_mut().set_lang(lang);
     harness.state_mut().open_chapter(index);
     harness.run_steps(3);
-    let settings = harness.state().settings.clone();
+    let settings = harness.state().settings().clone();
     let (ran, cpu) = support_lengths::run_batches(&settings, VOCAB, 1);
     let cpu = cpu.expect("batch 2 runs out after batch 1");
     assert_eq!(ran.len(), 1);

@@ -221,7 +221,7 @@ fn walk(lang: Lang) {
         // Visible: it starts on screen (a tall view continues below, in its scroll area).
         let visible = screen.contains(rect.left_top()) && rect.right() <= screen.right();
         assert!(rect.width() > 10.0 && rect.height() > 5.0 && visible, "{}: {rect:?}", chapter.id);
-        let settings = harness.state().settings.clone();
+        let settings = harness.state().settings().clone();
         let want = expected(chapter.id, &settings);
         // A wrong prediction, then a right one.
         let (wrong, right) = match (&chapter.question, want) {
@@ -435,11 +435,11 @@ fn a_lesson_works_from_the_keyboard_alone() {
     assert!(matches!(verdict, Some(Verdict::Choice { .. })), "{verdict:?}");
     // The controls too: an arrow key on the focused batch slider moves it; Enter on One step
     // runs a step.
-    let batch = harness.state().settings.batch;
+    let batch = harness.state().settings().batch;
     tab_to(&mut harness, "batch");
     harness.key_press(Key::ArrowRight);
     harness.run();
-    assert_ne!(harness.state().settings.batch, batch, "the arrow moved the batch slider");
+    assert_ne!(harness.state().settings().batch, batch, "the arrow moved the batch slider");
     let steps = harness.state().steps_done();
     tab_to(&mut harness, "One step");
     harness.key_press(Key::Enter);

@@ -33,7 +33,7 @@ fn settings(offload: Offload) -> Settings {
 /// The app's account of its last step is the executor's, run directly on the same batch; the
 /// host's table is the plan's, and its time is measured.
 fn check(harness: &mut Harness<'_, OomlabApp>, what: &str, without_measured: bool) {
-    let s = harness.state().settings.clone();
+    let s = harness.state().settings().clone();
     let vocab = Dataset::builtin().tokenizer.vocab_size();
     let plan = s.plan(vocab).expect("plan");
     let mut direct = CpuExecutor::<f32>::with_budget(plan.clone(), s.seed, s.device.budget_bytes).expect("direct");
@@ -86,7 +86,7 @@ fn an_offloaded_step_runs_in_the_app_on_the_cpu() {
     harness.run_steps(3);
     harness.get_by_label(&en.text("offload-optimizer")).click();
     harness.run_steps(3);
-    assert_eq!(harness.state().settings.device.offload, Offload::Optimizer, "chosen in the control");
+    assert_eq!(harness.state().settings().device.offload, Offload::Optimizer, "chosen in the control");
     step(&mut harness);
     check(&mut harness, "this thread's CPU", true);
     harness.state_mut().shown.tab = Tab::Breakdown;

@@ -25,7 +25,7 @@ fn mixtral() -> String {
 /// The Real models view's record agrees with the estimator on the app's own setup.
 fn shows_its_estimate(h: &mut Harness<'_, OomlabApp>) {
     h.run_steps(3);
-    let setup = h.state().settings.estimate.setup().expect("a setup");
+    let setup = h.state().settings().estimate.setup().expect("a setup");
     let Some(Drawn::RealModels(r)) = views::drawn(&h.ctx, "real-models") else { panic!("no record") };
     let e = oomlab::estimate::estimate(&setup).expect("an estimate");
     assert_eq!((r.peak_bytes, r.fits), (e.peak_bytes, e.fits()));
@@ -45,7 +45,7 @@ fn a_pasted_config_becomes_the_model() {
     paste_replacing(&mut h, &mixtral());
     h.get_by_label("Use this config").click();
     h.run_steps(3);
-    let arch = h.state().settings.estimate.arch.clone();
+    let arch = h.state().settings().estimate.arch.clone();
     assert_eq!(arch.parameters(), 46_702_792_704, "Mixtral 8x7B's count, as transformers builds it");
     assert_eq!(arch.name, "Mixtral 8x7B", "named after the config");
     h.get_by_label("Read Mixtral 8x7B: 46,702,792,704 parameters.");
@@ -53,7 +53,7 @@ fn a_pasted_config_becomes_the_model() {
     assert!(h.query_by_label_contains("8 experts, 2 per token").is_some());
     shows_its_estimate(&mut h);
     // The link carries the architecture itself (no file path), and opens to the same model.
-    let link = h.state().settings.to_url_hash();
+    let link = h.state().settings().to_url_hash();
     let (opened, notice) = Settings::from_url_hash(&link, 58);
     assert!(notice.is_none(), "the link opens cleanly");
     assert_eq!(opened.estimate.arch, arch);
@@ -63,7 +63,7 @@ fn a_pasted_config_becomes_the_model() {
     h.get_by_label("Use this config").click();
     h.run_steps(3);
     assert!(h.query_by_label_contains("model_type \"falcon\" is not modelled yet").is_some(), "the refusal is shown");
-    assert_eq!(h.state().settings.estimate.arch, arch, "the model is unchanged");
+    assert_eq!(h.state().settings().estimate.arch, arch, "the model is unchanged");
 }
 
 /// Replaces the paste field's text (select all, then type).
@@ -101,7 +101,7 @@ fn a_dropped_config_opens_in_real_models() {
     h.input_mut().dropped_files.push(Arc::new(Dropped(path)));
     h.run_steps(3);
     assert_eq!(h.state().shown.tab, Tab::RealModels, "a config goes to Real models, not to the snapshot view");
-    assert_eq!(h.state().settings.estimate.arch.parameters(), 46_702_792_704);
+    assert_eq!(h.state().settings().estimate.arch.parameters(), 46_702_792_704);
     shows_its_estimate(&mut h);
     // A binary file named like a config: a message, the model unchanged.
     let binary = dir.path().join("model_config.json");
@@ -111,7 +111,7 @@ fn a_dropped_config_opens_in_real_models() {
     h.get_by_label("Your own model (a Hugging Face config.json)").click();
     h.run_steps(2);
     assert!(h.query_by_label_contains("is not a text file").is_some(), "the message is shown");
-    assert_eq!(h.state().settings.estimate.arch.parameters(), 46_702_792_704);
+    assert_eq!(h.state().settings().estimate.arch.parameters(), 46_702_792_704);
 }
 
 #[test]
@@ -154,7 +154,7 @@ fn the_catalog_is_in_the_apps_model_list() {
     h.run_steps(3);
     h.get_by_label("Llama 3.1 70B").click();
     h.run_steps(3);
-    let arch = h.state().settings.estimate.arch.clone();
+    let arch = h.state().settings().estimate.arch.clone();
     assert_eq!(arch.parameters(), 70_553_706_496, "transformers' count for Llama-3.1-70B");
     h.get_by_label_contains("Llama 3.1 70B: 70,553,706,496 parameters");
     shows_its_estimate(&mut h);

@@ -25,7 +25,7 @@ fn settings(batching: Batching) -> Settings {
 /// directly; the plan the views show is the batch's that ran, and the breakdown's prediction is
 /// the allocator's.
 fn three_steps(harness: &mut Harness<'_, OomlabApp>, what: &str) {
-    let s = harness.state().settings.clone();
+    let s = harness.state().settings().clone();
     let vocab = Dataset::builtin().tokenizer.vocab_size();
     let dataset = Dataset::builtin();
     let first = s.plan(vocab).expect("plan");
@@ -66,7 +66,7 @@ fn padded_batches_run_in_the_app_each_at_its_length() {
     harness.run_steps(3);
     harness.get_by_label(&en.text("batching-padded")).click();
     harness.run_steps(3);
-    assert_eq!(harness.state().settings.device.batching, Batching::Padded, "chosen in the control");
+    assert_eq!(harness.state().settings().device.batching, Batching::Padded, "chosen in the control");
     three_steps(&mut harness, "this thread's CPU");
 }
 

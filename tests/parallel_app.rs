@@ -26,8 +26,8 @@ fn record(h: &Harness<'_, OomlabApp>) -> oomlab::app::views::drawn::RealDrawn {
 fn pipeline_stages_are_listed_and_the_most_loaded_is_named() {
     let mut h = harness();
     assert!(record(&h).stages.is_empty(), "one GPU's model: no stages");
-    {
-        let s = &mut h.state_mut().settings.estimate.0;
+    h.state_mut().edit_settings(|settings| {
+        let s = &mut settings.estimate.0;
         s.arch = catalog::find("llama-3.1-70b").expect("70b").model.arch.clone();
         s.seq = 4096;
         s.accum = 8;
@@ -36,9 +36,9 @@ fn pipeline_stages_are_listed_and_the_most_loaded_is_named() {
         s.parallel.pipeline = 4;
         s.parallel.schedule = Schedule::Interleaved(5);
         s.checkpoint = Checkpoint::Selective;
-    }
+    });
     h.run_steps(4);
-    let setup = h.state().settings.estimate.setup().expect("a setup");
+    let setup = h.state().settings().estimate.setup().expect("a setup");
     let e = oomlab::estimate::estimate(&setup).expect("an estimate");
     let r = record(&h);
     assert_eq!(r.stages, e.stages.iter().map(|st| (st.stage, st.peak_bytes)).collect::<Vec<_>>());
@@ -47,7 +47,7 @@ fn pipeline_stages_are_listed_and_the_most_loaded_is_named() {
     h.get_by_label_contains("Stage 0: 20 layers and the embedding, 4.60 micro-batches in flight");
     h.get_by_label_contains("Stage 3: 20 layers and the head");
     // The link carries the split and opens to the same estimate.
-    let link = h.state().settings.to_url_hash();
+    let link = h.state().settings().to_url_hash();
     let (opened, notice) = Settings::from_url_hash(&link, 58);
     assert!(notice.is_none(), "the link opens cleanly");
     assert_eq!(opened.estimate.0.parallel, setup.parallel);
@@ -60,26 +60,26 @@ fn pipeline_stages_are_listed_and_the_most_loaded_is_named() {
 #[test]
 fn context_parallelism_lets_the_long_sequence_fit_in_the_view() {
     let mut h = harness();
-    {
-        let s = &mut h.state_mut().settings.estimate.0;
+    h.state_mut().edit_settings(|settings| {
+        let s = &mut settings.estimate.0;
         s.arch = catalog::find("llama-3.1-8b").expect("8b").model.arch.clone();
         s.seq = 131072;
         s.attention = AttentionKind::Fused;
         s.checkpoint = Checkpoint::Every(1);
         s.parallel.data = 8;
         s.parallel.zero = 3;
-    }
+    });
     h.run_steps(4);
     assert!(!record(&h).fits, "128k tokens on one GPU's share do not fit");
-    {
-        let s = &mut h.state_mut().settings.estimate.0;
+    h.state_mut().edit_settings(|settings| {
+        let s = &mut settings.estimate.0;
         s.parallel.context = 4;
         s.parallel.context_kind = ContextKind::Ulysses;
-    }
+    });
     h.run_steps(4);
     let r = record(&h);
     assert!(r.fits, "split over 4 GPUs it fits");
-    let setup = h.state().settings.estimate.setup().expect("a setup");
+    let setup = h.state().settings().estimate.setup().expect("a setup");
     assert_eq!(r.peak_bytes, oomlab::estimate::estimate(&setup).expect("an estimate").peak_bytes);
     // The control, and the model states' source saying over which GPUs ZeRO partitions them
     // (the gradients', optimizer state's and master weights' lines).
@@ -94,7 +94,7 @@ fn context_parallelism_lets_the_long_sequence_fit_in_the_view() {
     assert!(labels.iter().any(|l| !l.contains(cited)), "the control: {labels:?}");
     assert!(labels.iter().any(|l| l.contains(cited)), "the states' source: {labels:#?}");
     h.get_by_label("Ulysses");
-    let link = h.state().settings.to_url_hash();
+    let link = h.state().settings().to_url_hash();
     let (opened, _) = Settings::from_url_hash(&link, 58);
     assert_eq!(
         (opened.estimate.0.parallel.context, opened.estimate.0.parallel.context_kind),
@@ -121,7 +121,7 @@ fn the_context_chapter_reveals_the_split_that_fits() {
     let lesson = h.state().teaching.lesson().cloned().expect("open");
     assert_eq!(lesson.verdict, Some(Verdict::Choice { answer: 2, right: false }), "4 GPUs, not 2");
     let peak = |c: u64| {
-        let mut s = h.state().settings.estimate.0.clone();
+        let mut s = h.state().settings().estimate.0.clone();
         s.parallel.context = c;
         oomlab::units::format_bytes(oomlab::estimate::estimate(&s).expect("an estimate").peak_bytes)
     };
@@ -138,18 +138,18 @@ fn the_multi_token_prediction_box_counts_the_module() {
     let mut h = harness();
     assert!(h.query_by_label_contains("multi-token-prediction").is_none(), "LLaMA-2 has none");
     let base = catalog::find("deepseek-v3").expect("DeepSeek-V3").model.arch.clone();
-    h.state_mut().settings.estimate.0.arch = base.clone();
+    h.state_mut().edit_settings(|s| s.estimate.0.arch = base.clone());
     h.run_steps(3);
     let before = record(&h).peak_bytes;
     h.get_by_label_contains("multi-token-prediction").click();
     h.run_steps(4);
-    let s = h.state().settings.estimate.setup().expect("a setup");
+    let s = h.state().settings().estimate.setup().expect("a setup");
     assert_eq!(s.arch.block.mtp, 1);
     assert!(s.arch.parameters() > base.parameters());
     let r = record(&h);
     assert_eq!(r.peak_bytes, oomlab::estimate::estimate(&s).expect("an estimate").peak_bytes);
     assert!(r.peak_bytes > before, "the module's states, activations and logits");
-    let (opened, _) = Settings::from_url_hash(&h.state().settings.to_url_hash(), 58);
+    let (opened, _) = Settings::from_url_hash(&h.state().settings().to_url_hash(), 58);
     assert_eq!(opened.estimate.0.arch.block.mtp, 1, "the link carries it");
 }
 
@@ -160,9 +160,9 @@ fn the_multi_token_prediction_box_counts_the_module() {
 fn every_catalog_model_draws_in_the_view() {
     let mut h = harness();
     for e in catalog::entries() {
-        h.state_mut().settings.estimate.0.arch = e.model.arch.clone();
+        h.state_mut().edit_settings(|s| s.estimate.0.arch = e.model.arch.clone());
         h.run_steps(2);
-        let setup = h.state().settings.estimate.setup().expect("a setup");
+        let setup = h.state().settings().estimate.setup().expect("a setup");
         let formula = setup.arch.formula();
         assert!(h.query_by_label_contains(&formula).is_some(), "{}: its formula is shown", e.key);
         assert_eq!(record(&h).peak_bytes, oomlab::estimate::estimate(&setup).expect("an estimate").peak_bytes);

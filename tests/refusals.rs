@@ -488,15 +488,15 @@ fn the_app_shows_a_refusal_in_the_readers_language() {
     use egui_kittest::kittest::Queryable;
     let mut h = support_real_models::harness();
     h.state_mut().set_lang(Lang::Zh);
-    h.state_mut().settings.estimate.0.parallel.tensor = 3;
+    h.state_mut().edit_settings(|s| s.estimate.0.parallel.tensor = 3);
     h.run_steps(4);
     h.get_by_label_contains("无法估算这一配置：张量并行数 3 必须整除注意力头数（32）");
     h.snapshot("real_models_refusal_zh");
-    {
-        let s = &mut h.state_mut().settings.estimate.0;
+    h.state_mut().edit_settings(|settings| {
+        let s = &mut settings.estimate.0;
         s.parallel.tensor = 1;
         (s.micro_batch, s.seq, s.arch.vocab, s.arch.positions) = (1 << 20, 1 << 20, 1 << 24, 0);
-    }
+    });
     h.run_steps(4);
     h.get_by_label_contains("无法估算这一配置：激活值：每块 GPU 上将达");
     h.state_mut().set_lang(Lang::En);

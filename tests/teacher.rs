@@ -35,13 +35,13 @@ fn a_teacher_link_locks_hides_and_opens_a_chapter() {
     // The unknown name: a notice, nothing else.
     harness.get_by_label_contains("The link names controls oomlab does not know (nonsense)");
     // Pinned: neither a key nor the OOM panel changes a locked value.
-    let batch = harness.state().settings.batch;
+    let batch = harness.state().settings().batch;
     harness.key_press(egui::Key::B);
     harness.run();
-    assert_eq!(harness.state().settings.batch, batch, "B does not change a locked batch");
-    harness.state_mut().settings.batch = 64;
+    assert_eq!(harness.state().settings().batch, batch, "B does not change a locked batch");
+    harness.state_mut().edit_settings(|s| s.batch = 64);
     harness.run();
-    assert_eq!(harness.state().settings.batch, batch, "the batch is pinned");
+    assert_eq!(harness.state().settings().batch, batch, "the batch is pinned");
 }
 
 #[test]
@@ -63,7 +63,7 @@ fn share_this_setup_round_trips() {
         "{link}"
     );
     let (settings, notice) = Settings::from_url_hash(&link, 58);
-    assert_eq!((settings, notice), (harness.state().settings.clone(), None));
+    assert_eq!((settings, notice), (harness.state().settings().clone(), None));
     let (r, notice) = Restrictions::from_url_hash(&link);
     assert_eq!((r.locked, r.hidden, notice), (vec![Control::Batch, Control::Model], vec![Control::Compare], None));
     // A fresh app opened with the link shows the same.
@@ -83,7 +83,7 @@ fn settings_from(link: &str) -> Settings {
 fn the_pages_link_keeps_a_teachers_locks() {
     let mut app = OomlabApp::headless(Settings::default());
     app.apply_teacher_link("#lock=batch&hide=precision&lesson=3");
-    app.settings.seq = 32;
+    app.edit_settings(|s| s.seq = 32);
     let link = app.page_link();
     assert!(link.contains("&lock=batch") && link.contains("&hide=precision"), "{link}");
     assert!(link.contains("&lesson=3") && link.contains("&lang=en"), "{link}");

@@ -330,7 +330,7 @@ fn walk(lang: Lang) {
     for (i, chapter) in chapters().iter().enumerate() {
         harness.state_mut().open_chapter(i);
         harness.run_steps(3);
-        let settings = harness.state().settings.clone();
+        let settings = harness.state().settings().clone();
         let secrets = secrets(chapter.id, &settings);
         let what = format!("{lang:?} chapter {} ({})", i + 1, chapter.id);
         let check = |h: &Harness<'_, OomlabApp>| {

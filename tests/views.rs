@@ -251,10 +251,10 @@ fn the_app_runs_a_step_and_a_suggestion_applies() {
     harness.get_by_label("Out of memory");
     harness.get_by_label(&Suggestion::Checkpointing.label(&Catalog::new(Lang::En))).click();
     harness.run();
-    assert_eq!(harness.state().settings.checkpoint, Checkpoint::BLOCKS);
+    assert_eq!(harness.state().settings().checkpoint, Checkpoint::BLOCKS);
 
     // A setup that fits: one real step on the CPU backend, measured next to predicted.
-    harness.state_mut().settings = Settings::default();
+    harness.state_mut().edit_settings(|s| *s = Settings::default());
     harness.run();
     assert!(harness.query_by_label("Out of memory").is_none());
     harness.get_by_label("One step").click();
@@ -438,15 +438,15 @@ fn real_models_view_estimates_and_checks_claims() {
     assert_eq!(doc["max_micro_batch"], harness.state().shown.estimate.max_micro_batch);
     // ZeRO off: full Adam training of 7B does not fit on one A100 80 GB.
     let toy_plan_before = harness.state().shown.derived.plan.clone().expect("plan");
-    harness.state_mut().settings.estimate.parallel.zero = 0;
-    harness.state_mut().settings.estimate.parallel.data = 1;
+    harness.state_mut().edit_settings(|s| s.estimate.parallel.zero = 0);
+    harness.state_mut().edit_settings(|s| s.estimate.parallel.data = 1);
     harness.run();
     harness.get_by_label_contains("out of memory: needs");
     assert_eq!(harness.state().shown.estimate.max_micro_batch, 0);
     let toy_plan_after = harness.state().shown.derived.plan.clone().expect("plan");
     assert!(std::sync::Arc::ptr_eq(&toy_plan_before, &toy_plan_after), "the toy is not rebuilt");
     // An impossible configuration says why.
-    harness.state_mut().settings.estimate.parallel.tensor = 3;
+    harness.state_mut().edit_settings(|s| s.estimate.parallel.tensor = 3);
     harness.run();
     harness.get_by_label_contains("cannot be estimated: tensor parallelism 3");
 }
@@ -475,7 +475,7 @@ fn the_app_switches_to_chinese_and_back() {
     }
     harness.get_by_label_contains("过大为何会导致显存溢出");
     assert_eq!(harness.query_all_by_label("Step timeline").count(), 0, "an English tab is left");
-    assert_eq!(harness.state().settings, settings, "switching language keeps the settings");
+    assert_eq!(harness.state().settings(), &settings, "switching language keeps the settings");
     harness.get_by_label("真实模型").click();
     harness.run();
     harness.get_by_label_contains("LLaMA-2 7B：6,738,415,616 个参数");
@@ -546,21 +546,21 @@ fn keyboard_shortcuts_drive_the_app() {
         .with_size([1280.0, 800.0])
         .build_ui_state(|ui, app: &mut OomlabApp| app.show(ui), OomlabApp::headless(Settings::default()));
     harness.run();
-    let batch = harness.state().settings.batch;
+    let batch = harness.state().settings().batch;
     harness.key_press(Key::B);
     harness.run();
-    assert_eq!(harness.state().settings.batch, batch * 2);
+    assert_eq!(harness.state().settings().batch, batch * 2);
     harness.key_press_modifiers(Modifiers::SHIFT, Key::B);
     harness.key_press_modifiers(Modifiers::SHIFT, Key::B);
     harness.run();
-    assert_eq!(harness.state().settings.batch, batch / 2);
+    assert_eq!(harness.state().settings().batch, batch / 2);
     harness.key_press(Key::Space);
     harness.run_steps(200);
     assert_eq!(harness.state().steps_done(), 1, "Space ran one step");
     let usual = category_color(Category::Activations);
     harness.key_press(Key::P);
     harness.run();
-    assert!(harness.state().settings.prefs.projector);
+    assert!(harness.state().settings().prefs.projector);
     assert_ne!(category_color(Category::Activations), usual, "present mode's colour-blind-safe palette");
     harness.key_press(Key::P);
     harness.run();

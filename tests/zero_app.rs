@@ -103,7 +103,7 @@ fn a_zero_step_runs_in_the_app_on_the_cpu() {
     assert!(at(3, 8) < at(0, 8), "ZeRO-3 holds less per GPU than DDP on 8 GPUs");
     assert_eq!(at(0, 1), at(3, 1), "one GPU shards nothing");
     // A teacher's link keeps the GPUs: a locked control's values stay.
-    assert_eq!(harness.state().settings.device.parallel, settings().device.parallel, "drawn, not changed");
+    assert_eq!(harness.state().settings().device.parallel, settings().device.parallel, "drawn, not changed");
     support_xdg::xdg();
     let options = egui_kittest::SnapshotOptions::new().threshold(2.0).max_failed_pixels(2000);
     harness.snapshot_options("zero_app_en", &options);

@@ -3,8 +3,6 @@
 //! reveals its answer (a presenter's clicker sends such keys), ? lists them all. Keys are ignored
 //! while a text field has the keyboard; Space and the arrows belong to a focused widget.
 
-use super::settings::MAX_BATCH;
-
 /// The shortcuts' catalog messages, in the order the "?" list shows them.
 pub const SHORTCUTS: [&str; 11] = [
     "keys-help",
@@ -64,30 +62,5 @@ impl Keys {
                 reveal: i.key_pressed(egui::Key::R),
             }
         })
-    }
-
-    /// The batch after B or Shift+B, within the controls' range.
-    pub fn batch(&self, batch: usize) -> usize {
-        let b = if self.batch_up {
-            batch.saturating_mul(2)
-        } else if self.batch_down {
-            batch / 2
-        } else {
-            batch
-        };
-        b.clamp(1, MAX_BATCH)
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn b_doubles_and_shift_b_halves_within_range() {
-        let up = Keys { batch_up: true, ..Keys::default() };
-        let down = Keys { batch_down: true, ..Keys::default() };
-        assert_eq!((up.batch(16), down.batch(16), Keys::default().batch(16)), (32, 8, 16));
-        assert_eq!((up.batch(MAX_BATCH), down.batch(1)), (MAX_BATCH, 1));
     }
 }

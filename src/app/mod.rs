@@ -54,6 +54,7 @@ use chrome::Chrome;
 use export::ExportAsk;
 use keys::Keys;
 use run::Run;
+pub use settings::door::{self, Change, Door};
 use shown::Shown;
 use snapshot_view::SnapshotState;
 pub use tab::Tab;
@@ -64,8 +65,10 @@ use views::Suggestion;
 const WORKER_FRAME_MS: u64 = 50;
 
 pub struct OomlabApp {
-    /// Everything the user can set: persisted, and carried by a shared link.
-    pub settings: Settings,
+    /// Everything the user can set: persisted, and carried by a shared link. Changed only
+    /// through `door` ([`OomlabApp::change`], [`OomlabApp::edit_settings`]).
+    settings: Settings,
+    door: Door,
     pub run: Run,
     pub shown: Shown,
     pub teaching: Teaching,
@@ -141,10 +144,12 @@ impl OomlabApp {
         app
     }
 
-    fn with(settings: Settings, run: Run, notices: Vec<Notice>) -> Self {
+    fn with(mut settings: Settings, run: Run, notices: Vec<Notice>) -> Self {
+        door::rules(&mut settings);
         let shown = Shown::new(&settings, run.vocab());
         Self {
             settings,
+            door: Door::default(),
             run,
             shown,
             teaching: Teaching::default(),
@@ -168,6 +173,31 @@ impl OomlabApp {
     /// An app without a window computing on `ctx` (for tests: the asynchronous GPU path).
     pub fn headless_gpu(settings: Settings, ctx: GpuContext) -> Self {
         Self::with(settings, Run::gpu(ctx), Vec::new())
+    }
+
+    /// The settings as they are now.
+    pub fn settings(&self) -> &Settings {
+        &self.settings
+    }
+
+    /// Sends a change through the door and applies it (with the rules) at once.
+    pub fn change(&mut self, change: Change) {
+        self.door.send(change);
+        self.apply_settings();
+    }
+
+    /// Edits a copy of the settings as a control would, and sends the edit through the door.
+    pub fn edit_settings(&mut self, edit: impl FnOnce(&mut Settings)) {
+        let mut draft = self.settings.clone();
+        edit(&mut draft);
+        self.edited(draft);
+    }
+
+    /// Sends what the widgets (or a panel) left in `draft`, if anything, and applies it.
+    fn edited(&mut self, draft: Settings) {
+        if draft != self.settings {
+            self.change(Change::Edited(Box::new(draft)));
+        }
     }
 
     /// Starts training, as the Train button does.
@@ -211,7 +241,9 @@ impl OomlabApp {
 
     /// Opens lesson chapter `index` (clamped): its settings, its tab, a fresh question.
     pub fn open_chapter(&mut self, index: usize) {
-        let asks = self.teaching.open_chapter(index, &mut self.settings);
+        let mut draft = self.settings.clone();
+        let asks = self.teaching.open_chapter(index, &mut draft);
+        self.edited(draft);
         self.carry_out(asks);
     }
 
@@ -227,12 +259,16 @@ impl OomlabApp {
 
     /// Starts challenge `index` from its setup.
     pub fn start_challenge(&mut self, index: usize) {
-        self.teaching.start_challenge(index, &mut self.settings);
+        let mut draft = self.settings.clone();
+        self.teaching.start_challenge(index, &mut draft);
+        self.edited(draft);
     }
 
     /// Applies a link's teaching parts: its lesson chapter, and the controls it locks or hides.
     pub fn apply_teacher_link(&mut self, hash: &str) {
-        let asks = self.teaching.apply_teacher_link(hash, &mut self.settings, &mut self.chrome.notices);
+        let mut draft = self.settings.clone();
+        let asks = self.teaching.apply_teacher_link(hash, &mut draft, &mut self.chrome.notices);
+        self.edited(draft);
         self.carry_out(asks);
     }
 
@@ -255,7 +291,7 @@ impl OomlabApp {
 
     /// Applies a suggestion from the OOM panel.
     pub fn apply_suggestion(&mut self, s: Suggestion) {
-        self.settings.apply(s);
+        self.change(Change::Suggest(s));
     }
 
     /// Opens a snapshot from its bytes and shows it.
@@ -279,13 +315,17 @@ impl OomlabApp {
         }
     }
 
-    /// Brings what the views show up to date with the settings; when the toy's part changed,
-    /// the run starts over and the page's link follows.
+    /// Applies the changes sent through the door, then the rules (a teacher link's locked and
+    /// hidden controls keep their values, whatever changed them), and brings what the views
+    /// show up to date: when the toy's part changed, the run starts over; the page's link
+    /// follows any change.
     fn apply_settings(&mut self) {
-        // A teacher link's locked and hidden controls keep their values, whatever changed them.
-        self.teaching.restrictions().enforce(&mut self.settings);
-        if self.shown.update(&self.settings, self.run.vocab()) {
+        let restrictions = self.teaching.restrictions();
+        let changed = self.door.apply(&mut self.settings, |s| restrictions.enforce(s));
+        if self.shown.update(&self.settings, self.run.vocab(), changed) {
             self.run.settings_changed();
+        }
+        if changed.any() {
             self.update_link();
         }
     }
@@ -293,12 +333,16 @@ impl OomlabApp {
     /// Applies this frame's shortcuts; whether Space asked for a step.
     fn apply_keys(&mut self, ctx: &egui::Context) -> bool {
         let keys = Keys::read(ctx);
-        self.settings.batch = keys.batch(self.settings.batch);
+        if keys.batch_up {
+            self.change(Change::DoubleBatch);
+        } else if keys.batch_down {
+            self.change(Change::HalveBatch);
+        }
         if keys.fit {
             views::request_fit(ctx);
         }
         if keys.present {
-            self.settings.prefs.projector = !self.settings.prefs.projector;
+            self.change(Change::Projector);
         }
         if keys.help {
             self.chrome.show_shortcuts = !self.chrome.show_shortcuts;
@@ -363,10 +407,11 @@ impl OomlabApp {
                 if ui.button(self.chrome.tr("drawer-close")).clicked() {
                     self.chrome.drawer_open = false;
                 }
+                let mut draft = self.settings.clone();
                 egui::ScrollArea::vertical()
-                    .show(ui, |ui| self.teaching.controls(ui, &self.chrome.catalog, &mut self.settings, vocab));
+                    .show(ui, |ui| self.teaching.controls(ui, &self.chrome.catalog, &mut draft, vocab));
+                self.edited(draft);
             });
-            self.apply_settings();
             // A step in flight goes on while the drawer is open.
             self.drive(ui.input(|i| i.time), key_step);
         } else if self.classroom.projection.full && self.classroom.class().is_some() {
@@ -381,8 +426,10 @@ impl OomlabApp {
         } else {
             if !narrow {
                 egui::Panel::left("controls").resizable(true).default_size(300.0).show(ui, |ui| {
+                    let mut draft = self.settings.clone();
                     egui::ScrollArea::vertical()
-                        .show(ui, |ui| self.teaching.controls(ui, &self.chrome.catalog, &mut self.settings, vocab));
+                        .show(ui, |ui| self.teaching.controls(ui, &self.chrome.catalog, &mut draft, vocab));
+                    self.edited(draft);
                 });
             }
             if self.teaching.panel_open() || self.classroom.open {
@@ -392,6 +439,7 @@ impl OomlabApp {
                 let mut open_lessons = false;
                 // Under the views, at most about half the height (a short window at 200 % text).
                 let size = if narrow { (ui.available_height() * 0.45).min(320.0) } else { 340.0 };
+                let mut draft = self.settings.clone();
                 panel.resizable(true).default_size(size).show(ui, |ui| {
                     egui::ScrollArea::vertical().show(ui, |ui| {
                         let t = &self.chrome.catalog;
@@ -400,22 +448,27 @@ impl OomlabApp {
                             ui.separator();
                         }
                         if self.teaching.challenges_open() {
-                            self.teaching.challenges_panel(ui, t, &mut self.settings, vocab);
+                            self.teaching.challenges_panel(ui, t, &mut draft, vocab);
                         } else if self.teaching.lesson().is_some() {
-                            asks = self.teaching.lessons_panel(ui, t, &mut self.settings, vocab, narrow);
+                            asks = self.teaching.lessons_panel(ui, t, &mut draft, vocab, narrow);
                         }
                     });
                 });
+                self.edited(draft);
                 self.carry_out(asks);
                 if open_lessons && self.teaching.lesson().is_none() {
                     self.open_chapter(0);
                 }
             }
-            self.apply_settings();
             self.main_area(ui, narrow, key_step);
         }
-        if let Some(tab) = self.snapshot.poll(ui.ctx(), &self.chrome.catalog, &mut self.settings.estimate) {
+        // A config.json dropped on the Snapshot tab goes to the Real models view, by the door.
+        let mut model = self.settings.estimate.clone();
+        if let Some(tab) = self.snapshot.poll(ui.ctx(), &self.chrome.catalog, &mut model) {
             self.shown.tab = tab;
+        }
+        if model != self.settings.estimate {
+            self.change(Change::RealModel(Box::new(model)));
         }
         self.class_frame(ui.ctx());
         let revealed = self.teaching.revealed_text(&self.chrome.catalog);
@@ -483,7 +536,9 @@ impl OomlabApp {
                     self.update_link();
                 }
                 if ui.selectable_label(self.teaching.lesson().is_some(), self.chrome.tr("lessons")).clicked() {
-                    let asks = self.teaching.toggle_lessons(&mut self.settings);
+                    let mut draft = self.settings.clone();
+                    let asks = self.teaching.toggle_lessons(&mut draft);
+                    self.edited(draft);
                     self.carry_out(asks);
                 }
                 if ui.selectable_label(self.teaching.challenges_open(), self.chrome.tr("challenges")).clicked() {
@@ -552,18 +607,16 @@ impl OomlabApp {
         // Touch-sized controls (a phone) stop at the tabs: a view's rows keep their height.
         ui.spacing_mut().interact_size.y = ui.ctx().global_style().spacing.interact_size.y;
         views::set_veil(ui.ctx(), self.teaching.veil());
+        let mut draft = self.settings.clone();
         match self.shown.tab {
-            Tab::RealModels => {
-                estimate_view::page(ui, &self.chrome.catalog, &mut self.settings.estimate, &mut self.shown)
-            }
+            Tab::RealModels => estimate_view::page(ui, &self.chrome.catalog, &mut draft.estimate, &mut self.shown),
             Tab::Snapshot => {
                 let toy = self.shown.memory(&self.run.measured).filter(|_| !views::veil(ui.ctx()).step);
                 self.snapshot.tab_ui(ui, &self.chrome.catalog, toy);
             }
-            _ => {
-                toy::toy_views(ui, &self.chrome.catalog, &mut self.settings, &self.run, &mut self.shown, &self.teaching)
-            }
+            _ => toy::toy_views(ui, &self.chrome.catalog, &mut draft, &self.run, &mut self.shown, &self.teaching),
         }
+        self.edited(draft);
     }
 }
 

@@ -2,6 +2,7 @@
 //! URL hash on the web so that a link opens the same setup. Whatever comes in (an old version,
 //! a tampered link) is checked; what cannot be used falls back to the defaults with a notice.
 
+pub mod door;
 pub mod real_model;
 
 use base64::Engine as _;

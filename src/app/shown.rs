@@ -7,6 +7,7 @@ use super::Tab;
 use super::derived::Derived;
 use super::derived::EstimateDerived;
 use super::settings::Settings;
+use super::settings::door::Changed;
 use super::views::Source;
 use crate::estimate::EstimateError;
 use crate::estimate::claims::Claim;
@@ -47,21 +48,22 @@ impl Shown {
         }
     }
 
-    /// Brings everything up to date with `settings`. Returns whether the toy's part changed:
-    /// its steps then start over. The real-model part changes only its own estimate.
-    pub fn update(&mut self, settings: &Settings, vocab: usize) -> bool {
-        if self.applied.estimate != settings.estimate {
+    /// Brings everything up to date with `settings`, which the door says changed as
+    /// `changed`. Returns whether the toy's part changed: its steps then start over. The
+    /// real-model part changes only its own estimate; the display preferences nothing derived.
+    pub fn update(&mut self, settings: &Settings, vocab: usize, changed: Changed) -> bool {
+        if changed.real_model {
             self.estimate = EstimateDerived::new(&settings.estimate);
-            self.applied.estimate = settings.estimate.clone();
         }
-        if self.applied == *settings {
-            return false;
+        if changed.toy {
+            self.derived = Derived::reusing(settings, vocab, Some((&self.applied, &mut self.derived)));
+            // The scrubber starts at the peak (at the start while a question veils the step).
+            self.scrub = if self.scrub_from_start { 0 } else { peak_index(&self.derived) };
         }
-        self.derived = Derived::reusing(settings, vocab, Some((&self.applied, &mut self.derived)));
-        self.applied = settings.clone();
-        // The scrubber starts at the peak (at the start while a question veils the step).
-        self.scrub = if self.scrub_from_start { 0 } else { peak_index(&self.derived) };
-        true
+        if changed.any() {
+            self.applied = settings.clone();
+        }
+        changed.toy
     }
 
     /// Follows the run to its batch number `step`: padded and bucketed batches have a length of
@@ -127,27 +129,37 @@ mod tests {
 
     #[test]
     fn only_what_changed_is_derived_again() {
+        use crate::app::settings::door::{Change, Door};
         let vocab = 58;
-        let s = Settings::default();
+        let mut s = Settings::default();
         let mut shown = Shown::new(&s, vocab);
         let peak = shown.derived.predicted.as_ref().and_then(|p| p.as_ref().ok()).map(|m| m.peak_index);
         assert_eq!(Some(shown.scrub), peak, "the scrubber starts at the peak");
-        assert!(!shown.update(&s, vocab), "nothing changed");
+        let mut door = Door::default();
+        let mut send = |s: &mut Settings, shown: &mut Shown, change: Change| {
+            door.send(change);
+            let changed = door.apply(s, |_| {});
+            shown.update(s, vocab, changed)
+        };
+        assert!(!send(&mut s, &mut shown, Change::Edited(Box::default())), "nothing changed");
+        // The display preferences: nothing derived again, the steps go on.
+        assert!(!send(&mut s, &mut shown, Change::Projector));
+        assert!(shown.is_for(&s));
         // The real-model part: its own estimate, the toy's steps go on.
         let mut real = s.clone();
         real.estimate.micro_batch = 2;
-        assert!(!shown.update(&real, vocab));
+        assert!(!send(&mut s, &mut shown, Change::RealModel(Box::new(real.estimate.clone()))));
         assert_eq!(shown.estimate.setup.as_ref().map(|r| r.micro_batch), Ok(2));
         // The toy's part: derived again, the scrubber back at the new peak.
         shown.scrub = 0;
         let bigger = Settings { batch: 32, ..real.clone() };
-        assert!(shown.update(&bigger, vocab));
+        assert!(send(&mut s, &mut shown, Change::Edited(Box::new(bigger.clone()))));
         assert!(shown.is_for(&bigger) && !shown.is_for(&real));
         assert_eq!(shown.derived.plan.as_ref().map(|p| p.batch_shape().batch).ok(), Some(32));
         assert_ne!(shown.scrub, 0);
         // Settings that cannot be planned: a typed reason, no prediction.
         let broken = Settings { dims: crate::app::settings::ModelDims { d_model: 65, ..bigger.dims }, ..bigger };
-        assert!(shown.update(&broken, vocab));
+        assert!(send(&mut s, &mut shown, Change::Edited(Box::new(broken))));
         assert!(matches!(shown.derived.plan, Err(crate::model::ConfigError::HeadsDontDivide { .. })));
         assert!(shown.memory(&None).is_none());
     }

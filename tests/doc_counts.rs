@@ -221,8 +221,8 @@ fn chapter_counts(text: &str) -> Vec<(usize, Counted, String)> {
     out
 }
 
-/// The chapters' count, in words, is the app's, wherever the README and the book state it; so
-/// are the counts of ratio and choice questions where they are given.
+/// The chapters' count, in words, is the app's, wherever the README, the book or the app's own
+/// catalogs state it; so are the counts of ratio and choice questions where they are given.
 #[test]
 fn every_stated_chapter_count_is_the_apps() {
     let all = chapters();
@@ -233,7 +233,8 @@ fn every_stated_chapter_count_is_the_apps() {
         Counted::Choices => all.len() - ratios,
     };
     let mut found = Vec::new();
-    for (name, text) in documents() {
+    let catalogs = ["i18n/en.ftl", "i18n/zh.ftl"].map(|c| (c.to_string(), document(c)));
+    for (name, text) in documents().into_iter().chain(catalogs) {
         for (count, what, phrase) in chapter_counts(&text) {
             assert_eq!(
                 count,

@@ -11,10 +11,24 @@ use crate::memory::{Budget, StepMemory, StepOom, simulate};
 use crate::model::ConfigError;
 use crate::plan::Plan;
 
-/// The batch sizes with a stacked bar in the memory-vs-batch chart; its lines have every batch
-/// size the controls allow ([`sweep_batches`]).
-pub const SWEEP_BATCHES: [usize; 20] =
-    [1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128, 192, 256, 384, 512, 768, 1024];
+/// The batch sizes with a stacked bar in the memory-vs-batch chart: every power of two and
+/// three times one, up to the batch slider's end ([`MAX_BATCH`], a power of two), from that one
+/// constant. Its lines have every batch size the controls allow ([`sweep_batches`]).
+pub const SWEEP_BATCHES: [usize; 2 * MAX_BATCH.ilog2() as usize] = bars();
+
+const fn bars() -> [usize; 2 * MAX_BATCH.ilog2() as usize] {
+    assert!(MAX_BATCH.is_power_of_two() && MAX_BATCH >= 2);
+    let mut out = [0; 2 * MAX_BATCH.ilog2() as usize];
+    // 1, 2, then 1.5p and 2p for p = 2, 4, …: 3, 4, 6, 8, 12, 16, …, up to MAX_BATCH.
+    (out[0], out[1]) = (1, 2);
+    let (mut i, mut p) = (2, 2);
+    while p < MAX_BATCH {
+        (out[i], out[i + 1]) = (p + p / 2, 2 * p);
+        i += 2;
+        p *= 2;
+    }
+    out
+}
 
 /// Every batch size the batch slider allows that splits into `accum` micro-batches: the sweep
 /// predicts each one (a few milliseconds for all of them), so the chart's lines, its
@@ -244,5 +258,17 @@ impl RuntimeDerived {
             kinds: estimate::layer_kinds(s),
             outside: estimate::saved_outside(s),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_bars_are_the_ladder_up_to_the_sliders_end() {
+        assert_eq!(SWEEP_BATCHES, [1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128, 192, 256, 384, 512, 768, 1024]);
+        assert_eq!(SWEEP_BATCHES.last(), Some(&MAX_BATCH));
+        assert!(SWEEP_BATCHES.iter().all(|b| sweep_batches(1).contains(b)), "every bar is a batch the slider allows");
     }
 }

@@ -2,7 +2,8 @@
 //! engine runs on the right. It draws what the plan and the allocator say and computes no memory
 //! itself.
 //!
-//! Its state is five parts, each owning its own and tested on its own, and the settings:
+//! Its state is five parts, each owning its own and tested on its own, and the settings, which
+//! change only through one door ([`settings::door`]):
 //! - [`run::Run`]: the executor, the step in flight and what steps left behind;
 //! - [`shown::Shown`]: what the views show, derived from the settings, and the tab;
 //! - [`teaching::Teaching`]: lessons, challenges and teacher links;
@@ -25,6 +26,7 @@ pub mod fonts;
 mod keys;
 pub mod lang;
 mod notice;
+mod opening;
 pub mod run;
 pub mod settings;
 pub mod shown;
@@ -53,8 +55,9 @@ use crate::memory::Budget;
 use chrome::Chrome;
 use export::ExportAsk;
 use keys::Keys;
+use opening::Opening;
 use run::Run;
-pub use settings::door::{self, Change, Door};
+use settings::door::{self, Change, Door};
 use shown::Shown;
 use snapshot_view::SnapshotState;
 pub use tab::Tab;
@@ -85,62 +88,36 @@ impl OomlabApp {
         let mut notices = Vec::new();
         let run = Run::for_render_state(cc.wgpu_render_state.as_ref(), &mut notices);
         let vocab = run.vocab();
-        let mut settings: Settings = store::get(cc, "settings").unwrap_or_default();
-        if settings.clone().clamped() != settings || settings.plan(vocab).is_err() {
-            settings = Settings::default();
+        let mut remembered: Settings = store::get(cc, "settings").unwrap_or_default();
+        if remembered.clone().clamped() != remembered || remembered.plan(vocab).is_err() {
+            remembered = Settings::default();
         }
-        #[cfg(target_arch = "wasm32")]
-        let hash = web_sys::window().and_then(|w| w.location().hash().ok()).unwrap_or_default();
-        #[cfg(target_arch = "wasm32")]
-        {
-            let (s, notice) = Settings::from_url_hash(&hash, vocab);
-            let link = Settings::url_hash_carries_settings(&hash).then_some(s);
-            settings = Settings::opened(settings, link, system);
-            notices.extend(notice);
-        }
-        #[cfg(not(target_arch = "wasm32"))]
-        let settings = Settings::opened(settings, None, system);
+        let opening = Opening::here();
+        let settings = opening.settings(remembered, system, vocab, &mut notices);
         let mut app = Self::with(settings, run, notices);
         app.set_lang(Chrome::initial_lang(cc));
         // A newcomer without a link gets the welcome; a link opens where it points.
-        #[cfg(not(target_arch = "wasm32"))]
-        let linked = ["OOMLAB_TRAIN_STEPS", "OOMLAB_TAB"].iter().any(|v| std::env::var(v).is_ok());
-        #[cfg(target_arch = "wasm32")]
-        let linked = teaching::link_points_somewhere(&hash);
         let (done, welcomed) = (store::get(cc, "challenges_done"), store::get(cc, "welcomed"));
-        app.teaching.remembered(done.unwrap_or_default(), welcomed.unwrap_or(false), linked);
-        // The teacher's address `oomlab serve` prints (`/#teach`): a class starts at once.
-        #[cfg(target_arch = "wasm32")]
-        if hash.split(['#', '&']).any(|kv| kv == "teach") {
-            app.classroom.take_key_from_link(&hash);
+        app.teaching.remembered(done.unwrap_or_default(), welcomed.unwrap_or(false), opening.linked);
+        if opening.teaches() {
+            app.classroom.take_key_from_link(&opening.hash);
             app.choose_way(Way::Teach);
             app.classroom.start(Some(&cc.egui_ctx));
         }
         // A shared challenge link opens the challenge; a teacher link its chapter and the
         // controls it locks or hides.
-        #[cfg(target_arch = "wasm32")]
-        {
-            if let Some(i) = teaching::challenge_from_url_hash(&hash) {
-                app.start_challenge(i);
-                app.teaching.open_challenges();
-            }
-            app.apply_teacher_link(&hash);
-            // A link's own tab wins over its chapter's.
-            if let Some(tab) = Tab::from_url_hash(&hash) {
-                app.shown.tab = tab;
-            }
+        if let Some(i) = teaching::challenge_from_url_hash(&opening.hash) {
+            app.start_challenge(i);
+            app.teaching.open_challenges();
         }
-        // Scripted runs (the desktop and browser tests, demos): train this many steps on start,
-        // on this tab (the web's `train=` and `tab=`).
-        #[cfg(not(target_arch = "wasm32"))]
-        let steps = std::env::var("OOMLAB_TRAIN_STEPS").ok().and_then(|v| v.parse::<usize>().ok());
-        #[cfg(not(target_arch = "wasm32"))]
-        if let Some(tab) = std::env::var("OOMLAB_TAB").ok().and_then(|t| Tab::from_url_hash(&format!("tab={t}"))) {
+        if !opening.hash.is_empty() {
+            app.apply_teacher_link(&opening.hash);
+        }
+        // A link's own tab wins over its chapter's.
+        if let Some(tab) = opening.tab {
             app.shown.tab = tab;
         }
-        #[cfg(target_arch = "wasm32")]
-        let steps = hash.split(['#', '&']).find_map(|kv| kv.strip_prefix("train=")?.parse::<usize>().ok());
-        app.run.train_for(steps.unwrap_or(0));
+        app.run.train_for(opening.steps);
         app
     }
 
@@ -568,7 +545,7 @@ impl OomlabApp {
             export::save_screenshot(&mut self.chrome);
             // The selected view gets the room: its chart takes what the window has left below
             // the tabs and the lines around the chart.
-            self.tabs(ui);
+            tab::tabs_ui(ui, &self.chrome.catalog, &mut self.shown.tab);
             views::set_chart_height(ui.ctx(), ui.available_height() - 150.0);
             // Each tab keeps its own scroll position.
             match narrow {
@@ -593,16 +570,6 @@ impl OomlabApp {
     }
 
     /// The tabs, above the scrolling view so that they stay in reach.
-    fn tabs(&mut self, ui: &mut egui::Ui) {
-        ui.horizontal_wrapped(|ui| {
-            for (tab, key) in Tab::ALL {
-                let label = self.chrome.tr(key);
-                ui.selectable_value(&mut self.shown.tab, tab, label);
-            }
-        });
-        ui.separator();
-    }
-
     fn views(&mut self, ui: &mut egui::Ui) {
         // Touch-sized controls (a phone) stop at the tabs: a view's rows keep their height.
         ui.spacing_mut().interact_size.y = ui.ctx().global_style().spacing.interact_size.y;

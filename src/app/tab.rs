@@ -37,3 +37,13 @@ impl Tab {
         Tab::ALL.iter().map(|(t, _)| *t).find(|t| t.id() == id)
     }
 }
+
+/// The tab bar: every tab by its name in the reader's language; the one clicked is `shown`.
+pub fn tabs_ui(ui: &mut egui::Ui, t: &crate::i18n::Catalog, shown: &mut Tab) {
+    ui.horizontal_wrapped(|ui| {
+        for (tab, key) in Tab::ALL {
+            ui.selectable_value(shown, tab, t.text(key));
+        }
+    });
+    ui.separator();
+}

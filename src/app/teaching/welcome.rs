@@ -46,7 +46,9 @@ pub fn welcome_ui(ctx: &egui::Context, t: &Catalog) -> Option<Way> {
             if response.clicked() {
                 chosen = Some(way);
             }
-            ui.label(t.text(note));
+            // The lessons' note counts the chapters the app has.
+            let chapters = super::chapters().len().to_string();
+            ui.label(t.format(note, &[("chapters", chapters.into())]));
             ui.add_space(6.0);
         }
     });
@@ -59,6 +61,15 @@ pub fn welcome_ui(ctx: &egui::Context, t: &Catalog) -> Option<Way> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_welcome_counts_the_chapters_the_app_has() {
+        let n = super::super::chapters().len().to_string();
+        for lang in [crate::i18n::Lang::En, crate::i18n::Lang::Zh] {
+            let text = Catalog::new(lang).format("welcome-lessons-note", &[("chapters", n.clone().into())]);
+            assert!(text.starts_with(&n), "{text}");
+        }
+    }
 
     #[test]
     fn only_a_link_that_points_somewhere_skips_the_welcome() {

@@ -19,6 +19,7 @@ pub mod chrome;
 mod controls;
 pub mod cpu_worker;
 mod derived;
+mod dropped;
 pub mod estimate_runtime;
 pub mod estimate_view;
 pub mod export;
@@ -439,9 +440,8 @@ impl OomlabApp {
             }
             self.main_area(ui, narrow, key_step);
         }
-        // A config.json dropped on the Snapshot tab goes to the Real models view, by the door.
         let mut model = self.settings.estimate.clone();
-        if let Some(tab) = self.snapshot.poll(ui.ctx(), &self.chrome.catalog, &mut model) {
+        if let Some(tab) = dropped::route(ui.ctx(), &self.chrome.catalog, &mut model, &mut self.snapshot) {
             self.shown.tab = tab;
         }
         if model != self.settings.estimate {

@@ -216,22 +216,9 @@ impl SnapshotState {
         self.loaded.iter().chain(self.others.iter()).map(|l| l.name.clone()).collect()
     }
 
-    /// Takes dropped files and finished reads (each frame); the tab to show when a file was
-    /// dropped: this one for a snapshot, Real models for a model's config.json (read into
-    /// `model` by [`super::estimate_view::model_config`]).
-    pub fn poll(
-        &mut self,
-        ctx: &egui::Context,
-        t: &Catalog,
-        model: &mut super::settings::real_model::EstimateSettings,
-    ) -> Option<super::Tab> {
-        let (configs, dropped): (Vec<_>, Vec<_>) = ctx
-            .input(|i| i.raw.dropped_files.clone())
-            .into_iter()
-            .partition(super::estimate_view::model_config::is_config);
-        for f in &configs {
-            super::estimate_view::model_config::dropped(ctx, t, f, model);
-        }
+    /// Takes the snapshots dropped on the window (the app routes a model's config.json to the
+    /// Real models view) and finished reads, each frame; whether a file was dropped here.
+    pub fn poll(&mut self, ctx: &egui::Context, dropped: Vec<egui::DroppedFileHandle>) -> bool {
         let any_dropped = !dropped.is_empty();
         // Dropped files land beside the open ones (a second run, the ranks of one); with none
         // open, the first is shown and the rest beside it.
@@ -283,13 +270,7 @@ impl SnapshotState {
                 }
             }
         }
-        if any_dropped {
-            Some(super::Tab::Snapshot)
-        } else if !configs.is_empty() {
-            Some(super::Tab::RealModels)
-        } else {
-            None
-        }
+        any_dropped
     }
 
     /// The Snapshot tab, beside the toy's current step (`toy`: its memory and where that comes

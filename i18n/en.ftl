@@ -339,6 +339,7 @@ real-own-drop = or drop a config.json on the window
 real-own-read = Read { $name }: { $parameters } parameters.
 real-own-cannot = This config cannot be estimated: { $error }
 real-own-not-text = { $name } is not a text file (a config.json is UTF-8 text).
+real-own-too-large = { $path }: { $bytes } bytes, more than the { $max } read
 real-catalog = Published configs (Hugging Face)
 
 ## Real models: the estimate

@@ -336,6 +336,7 @@ real-own-drop = 或把 config.json 拖到窗口上
 real-own-read = 已读取 { $name }：{ $parameters } 个参数。
 real-own-cannot = 这个配置无法估算：{ $error }
 real-own-not-text = { $name } 不是文本文件（config.json 是 UTF-8 文本）。
+real-own-too-large = { $path }：{ $bytes } 字节，超过读取上限 { $max } 字节
 real-catalog = 已发布的配置（Hugging Face）
 
 ## 真实模型：估算

@@ -50,13 +50,25 @@ pub fn group_digits(n: u64) -> String {
     out
 }
 
+/// Why a size was not read (its English words are the CLI's; the app words it from the
+/// catalogs).
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum SizeError {
+    #[error("cannot read {text:?} as a size (try 64MiB or 1GiB)")]
+    NotANumber { text: String },
+    #[error("unknown size unit {unit:?} in {text:?} (use KiB, MiB, GiB)")]
+    UnknownUnit { unit: String, text: String },
+    #[error("size {text:?} is out of range")]
+    OutOfRange { text: String },
+}
+
 /// Parses "64MiB", "1 GiB", "512KiB", "2.5GB", "1000000" (bytes). Decimal units (KB, MB, GB)
 /// are powers of 1000, binary ones (KiB, MiB, GiB) powers of 1024.
-pub fn parse_bytes(text: &str) -> Result<u64, String> {
+pub fn parse_bytes(text: &str) -> Result<u64, SizeError> {
     let t = text.trim();
     let split = t.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(t.len());
     let (number, unit) = t.split_at(split);
-    let value: f64 = number.parse().map_err(|_| format!("cannot read {text:?} as a size (try 64MiB or 1GiB)"))?;
+    let value: f64 = number.parse().map_err(|_| SizeError::NotANumber { text: text.to_string() })?;
     let scale = match unit.trim().to_ascii_lowercase().as_str() {
         "" | "b" | "bytes" => 1.0,
         "k" | "kib" => 1024.0,
@@ -67,11 +79,11 @@ pub fn parse_bytes(text: &str) -> Result<u64, String> {
         "mb" => 1e6,
         "gb" => 1e9,
         "tb" => 1e12,
-        other => return Err(format!("unknown size unit {other:?} in {text:?} (use KiB, MiB, GiB)")),
+        other => return Err(SizeError::UnknownUnit { unit: other.to_string(), text: text.to_string() }),
     };
     let bytes = value * scale;
     if !(1.0..=1e18).contains(&bytes) {
-        return Err(format!("size {text:?} is out of range"));
+        return Err(SizeError::OutOfRange { text: text.to_string() });
     }
     Ok(bytes.round() as u64)
 }
@@ -87,10 +99,11 @@ mod parse_tests {
         assert_eq!(parse_bytes("1.5kib"), Ok(1536));
         assert_eq!(parse_bytes("2GB"), Ok(2_000_000_000));
         assert_eq!(parse_bytes("4096"), Ok(4096));
-        assert!(parse_bytes("lots").is_err());
-        assert!(parse_bytes("-5MiB").is_err());
-        assert!(parse_bytes("0").is_err());
-        assert!(parse_bytes("12 parsecs").is_err());
+        assert!(matches!(parse_bytes("lots"), Err(super::SizeError::NotANumber { .. })));
+        assert!(matches!(parse_bytes("-5MiB"), Err(super::SizeError::NotANumber { .. })));
+        assert!(matches!(parse_bytes("0"), Err(super::SizeError::OutOfRange { .. })));
+        let parsecs = parse_bytes("12 parsecs").expect_err("no such unit");
+        assert_eq!(parsecs.to_string(), "unknown size unit \"parsecs\" in \"12 parsecs\" (use KiB, MiB, GiB)");
         assert_eq!(super::group_digits(6_738_415_616), "6,738,415,616");
         assert_eq!(super::group_digits(999), "999");
         assert_eq!(super::group_digits(1000), "1,000");

@@ -5,20 +5,14 @@ use super::Tab;
 use super::estimate_view::model_config;
 use super::settings::real_model::EstimateSettings;
 use super::snapshot_view::SnapshotState;
-use crate::i18n::Catalog;
 
 /// Takes this frame's dropped files: configs read into `model` (the app sends it through the
 /// door), snapshots to `snapshot`, whose reads also go on. The tab to show, if a file came.
-pub fn route(
-    ctx: &egui::Context,
-    t: &Catalog,
-    model: &mut EstimateSettings,
-    snapshot: &mut SnapshotState,
-) -> Option<Tab> {
+pub fn route(ctx: &egui::Context, model: &mut EstimateSettings, snapshot: &mut SnapshotState) -> Option<Tab> {
     let (configs, dropped): (Vec<_>, Vec<_>) =
         ctx.input(|i| i.raw.dropped_files.clone()).into_iter().partition(model_config::is_config);
     for f in &configs {
-        model_config::dropped(ctx, t, f, model);
+        model_config::dropped(ctx, f, model);
     }
     if snapshot.poll(ctx, dropped) { Some(Tab::Snapshot) } else { (!configs.is_empty()).then_some(Tab::RealModels) }
 }

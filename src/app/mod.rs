@@ -441,7 +441,7 @@ impl OomlabApp {
             self.main_area(ui, narrow, key_step);
         }
         let mut model = self.settings.estimate.clone();
-        if let Some(tab) = dropped::route(ui.ctx(), &self.chrome.catalog, &mut model, &mut self.snapshot) {
+        if let Some(tab) = dropped::route(ui.ctx(), &mut model, &mut self.snapshot) {
             self.shown.tab = tab;
         }
         if model != self.settings.estimate {

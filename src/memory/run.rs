@@ -62,7 +62,7 @@ pub enum RunError {
     #[error("a run needs at least one step")]
     Empty,
     #[error("step {step} keeps other model states than the first: {reason}")]
-    OtherModel { step: usize, reason: String },
+    OtherModel { step: usize, reason: super::step::ReshapeError },
 }
 
 /// Predicts a run step by step, as an executor runs it: one allocator for every step, each

@@ -60,6 +60,13 @@ impl Serialize for CategoryBytes {
     }
 }
 
+/// Why an allocator cannot go on at another plan's shape.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum ReshapeError {
+    #[error("the plans keep different model states")]
+    OtherModelStates,
+}
+
 /// Memory while one op runs (after its outputs are allocated, before anything is freed).
 #[derive(Clone, Debug, PartialEq, Serialize, serde::Deserialize)]
 pub struct OpMemory {
@@ -353,7 +360,7 @@ impl StepAllocator {
     /// cache (so memory freed by a long batch is reused, or fragments, for a short one). The new
     /// batch is then allocated. `old` is the plan this allocator was made for. Fails, changing
     /// nothing, when the plans' kept tensors differ.
-    pub fn reshape(&mut self, old: &Plan, new: &Plan) -> Result<Result<(), Box<StepOom>>, String> {
+    pub fn reshape(&mut self, old: &Plan, new: &Plan) -> Result<Result<(), Box<StepOom>>, ReshapeError> {
         fn kept(p: &Plan) -> Vec<(usize, &str, u64)> {
             let lifetimes = p.lifetimes();
             (0..p.tensors.len())
@@ -362,7 +369,7 @@ impl StepAllocator {
                 .collect()
         }
         if kept(old) != kept(new) {
-            return Err("the plans keep different model states".into());
+            return Err(ReshapeError::OtherModelStates);
         }
         self.release_step();
         for i in 0..self.shape.lifetimes.len() {

@@ -10,14 +10,65 @@ use egui::{Id, RichText, Ui};
 use crate::estimate::Setup;
 use crate::i18n::Catalog;
 
-/// The field's text, the desktop's path, and the last read's message (Ok: what was read).
+/// The field's text, the desktop's path, and the last read's outcome.
 #[derive(Clone, Default)]
 struct Input {
     text: String,
     /// The desktop's path field.
     #[cfg(not(target_arch = "wasm32"))]
     path: String,
-    message: Option<Result<String, String>>,
+    message: Option<Result<Read, Unread>>,
+}
+
+/// A config read: its model's name and parameters.
+#[derive(Clone, Debug, PartialEq)]
+struct Read {
+    name: String,
+    parameters: u64,
+}
+
+/// Why a config was not read, kept typed and worded where it is shown (in the language shown
+/// then).
+#[derive(Clone, Debug, PartialEq)]
+enum Unread {
+    NotText {
+        name: String,
+    },
+    /// The estimator's refusal.
+    Cannot(crate::estimate::EstimateError),
+    /// A file larger than any config.json.
+    TooLarge {
+        path: String,
+        bytes: u64,
+        max: u64,
+    },
+    /// The file could not be read: the system's own words, quoted.
+    File {
+        path: String,
+        error: String,
+    },
+}
+
+impl Read {
+    fn text(&self, t: &Catalog) -> String {
+        let parameters = crate::units::group_digits(self.parameters);
+        t.format("real-own-read", &[("name", self.name.as_str().into()), ("parameters", parameters.into())])
+    }
+}
+
+impl Unread {
+    fn text(&self, t: &Catalog) -> String {
+        let error = match self {
+            Unread::NotText { name } => return t.format("real-own-not-text", &[("name", name.as_str().into())]),
+            Unread::Cannot(e) => e.text(t),
+            Unread::TooLarge { path, bytes, max } => {
+                let args = [("path", path.as_str().into()), ("bytes", (*bytes).into()), ("max", (*max).into())];
+                t.format("real-own-too-large", &args)
+            }
+            Unread::File { path, error } => format!("{path}: {error}"),
+        };
+        t.format("real-own-cannot", &[("error", error.into())])
+    }
 }
 
 fn input_id() -> Id {
@@ -40,13 +91,10 @@ pub fn is_config(file: &egui::DroppedFileHandle) -> bool {
 /// Reads a config file's bytes into the settings: the architecture (named after the name the
 /// config carries, else `name`), the sequence clamped to a learned position table. A config the
 /// estimator cannot model honestly leaves the settings as they were; the message says why.
-fn read(t: &Catalog, name: &str, bytes: &[u8], s: &mut Setup) -> Result<String, String> {
-    let cannot = |error: String| t.format("real-own-cannot", &[("error", error.into())]);
-    let text = std::str::from_utf8(bytes).map_err(|_| t.format("real-own-not-text", &[("name", name.into())]))?;
-    let model = crate::estimate::hf::from_config_named(text, name).map_err(|e| cannot(e.text(t)))?;
-    let parameters = crate::units::group_digits(model.arch.parameters());
-    let read =
-        t.format("real-own-read", &[("name", model.arch.name.clone().into()), ("parameters", parameters.into())]);
+fn read(name: &str, bytes: &[u8], s: &mut Setup) -> Result<Read, Unread> {
+    let text = std::str::from_utf8(bytes).map_err(|_| Unread::NotText { name: name.to_string() })?;
+    let model = crate::estimate::hf::from_config_named(text, name).map_err(Unread::Cannot)?;
+    let read = Read { name: model.arch.name.clone(), parameters: model.arch.parameters() };
     s.arch = model.arch;
     if s.arch.positions > 0 {
         s.seq = s.seq.min(s.arch.positions);
@@ -57,22 +105,22 @@ fn read(t: &Catalog, name: &str, bytes: &[u8], s: &mut Setup) -> Result<String, 
     {
         l.mlp = false;
     }
-    log::info!("oomlab: config {name}: {read}");
+    log::info!("oomlab: config {name}: {} parameters", read.parameters);
     Ok(read)
 }
 
 /// A config dropped on the window: the desktop reads it now; the browser reads it
 /// asynchronously and it is applied when the Real models view next draws.
-pub fn dropped(ctx: &egui::Context, t: &Catalog, file: &egui::DroppedFileHandle, s: &mut Setup) {
+pub fn dropped(ctx: &egui::Context, file: &egui::DroppedFileHandle, s: &mut Setup) {
     let name = file.path().display().to_string();
     #[cfg(not(target_arch = "wasm32"))]
     {
-        let message = read_path(t, file.path()).and_then(|b| read(t, &name, &b, s));
+        let message = read_path(file.path()).and_then(|b| read(&name, &b, s));
         ctx.data_mut(|d| d.get_temp_mut_or_default::<Input>(input_id()).message = Some(message));
     }
     #[cfg(target_arch = "wasm32")]
     {
-        let _ = (t, s);
+        let _ = s;
         let (file, ctx) = (file.clone(), ctx.clone());
         wasm_bindgen_futures::spawn_local(async move {
             if let Ok(bytes) = file.bytes_async().await {
@@ -85,15 +133,14 @@ pub fn dropped(ctx: &egui::Context, t: &Catalog, file: &egui::DroppedFileHandle,
 
 /// A config file's bytes (a folder's config.json), refused if larger than any config.json.
 #[cfg(not(target_arch = "wasm32"))]
-fn read_path(t: &Catalog, path: &std::path::Path) -> Result<Vec<u8>, String> {
+fn read_path(path: &std::path::Path) -> Result<Vec<u8>, Unread> {
     let path = if path.is_dir() { path.join("config.json") } else { path.to_path_buf() };
-    let cannot =
-        |error: String| t.format("real-own-cannot", &[("error", format!("{}: {error}", path.display()).into())]);
+    let file = |e: std::io::Error| Unread::File { path: path.display().to_string(), error: e.to_string() };
     let max = crate::estimate::hf::MAX_CONFIG_BYTES as u64;
     match std::fs::metadata(&path) {
-        Ok(m) if m.len() > max => Err(cannot(format!("{} bytes, more than the {max} read", m.len()))),
-        Ok(_) => std::fs::read(&path).map_err(|e| cannot(e.to_string())),
-        Err(e) => Err(cannot(e.to_string())),
+        Ok(m) if m.len() > max => Err(Unread::TooLarge { path: path.display().to_string(), bytes: m.len(), max }),
+        Ok(_) => std::fs::read(&path).map_err(file),
+        Err(e) => Err(file(e)),
     }
 }
 
@@ -104,7 +151,7 @@ pub fn ui(ui: &mut Ui, t: &Catalog, s: &mut Setup) {
     let mut input = ctx.data_mut(|d| d.remove_temp::<Input>(input_id())).unwrap_or_default();
     #[cfg(target_arch = "wasm32")]
     if let Some(Some((name, bytes))) = ctx.data_mut(|d| d.remove_temp::<Option<(String, Vec<u8>)>>(picked_id())) {
-        input.message = Some(read(t, &name, &bytes, s));
+        input.message = Some(read(&name, &bytes, s));
     }
     let open = input.message.is_some();
     egui::CollapsingHeader::new(t.text("real-own-model")).id_salt("real_own_model").default_open(open).show(ui, |ui| {
@@ -119,7 +166,7 @@ pub fn ui(ui: &mut Ui, t: &Catalog, s: &mut Setup) {
         ui.horizontal_wrapped(|ui| {
             let paste = egui::Button::new(t.text("real-own-read-button"));
             if ui.add_enabled(!input.text.trim().is_empty(), paste).clicked() {
-                input.message = Some(read(t, "config.json", input.text.as_bytes(), s));
+                input.message = Some(read("config.json", input.text.as_bytes(), s));
             }
             #[cfg(not(target_arch = "wasm32"))]
             {
@@ -129,7 +176,7 @@ pub fn ui(ui: &mut Ui, t: &Catalog, s: &mut Setup) {
                 if go && !input.path.trim().is_empty() {
                     let path = std::path::PathBuf::from(input.path.trim());
                     let name = path.display().to_string();
-                    input.message = Some(read_path(t, &path).and_then(|b| read(t, &name, &b, s)));
+                    input.message = Some(read_path(&path).and_then(|b| read(&name, &b, s)));
                 }
             }
             #[cfg(target_arch = "wasm32")]
@@ -142,11 +189,11 @@ pub fn ui(ui: &mut Ui, t: &Catalog, s: &mut Setup) {
             ui.label(RichText::new(t.text("real-own-drop")).weak());
         });
         match &input.message {
-            Some(Ok(text)) => {
-                ui.label(text);
+            Some(Ok(read)) => {
+                ui.label(read.text(t));
             }
             Some(Err(e)) => {
-                ui.colored_label(ui.visuals().error_fg_color, e);
+                ui.colored_label(ui.visuals().error_fg_color, e.text(t));
             }
             None => {}
         }
@@ -180,4 +227,38 @@ pub fn model_list(ui: &mut Ui, t: &Catalog, s: &mut Setup) {
             }
         }
     });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::i18n::Lang;
+
+    /// What was read, or why not, is kept typed and worded in the language shown: the same
+    /// outcome reads in English and in Chinese, with its numbers and names.
+    #[test]
+    fn an_outcome_is_worded_in_the_language_shown() {
+        let (en, zh) = (Catalog::new(Lang::En), Catalog::new(Lang::Zh));
+        let mut s = crate::app::settings::real_model::EstimateSettings::default().0;
+        let before = s.clone();
+        let not_text = read("x.json", &[0xff, 0xfe], &mut s).expect_err("not UTF-8");
+        assert_eq!(not_text, Unread::NotText { name: "x.json".into() });
+        let cannot = read("config.json", b"[1, 2]", &mut s).expect_err("not an object");
+        assert!(matches!(cannot, Unread::Cannot(_)));
+        assert_eq!(s, before, "a config not read leaves the settings as they were");
+        let large = Unread::TooLarge { path: "big/config.json".into(), bytes: 9_000_000, max: 1_048_576 };
+        let file = Unread::File { path: "gone/config.json".into(), error: "No such file or directory".into() };
+        for unread in [&not_text, &cannot, &large, &file] {
+            let (e, z) = (unread.text(&en), unread.text(&zh));
+            assert_ne!(e, z, "{unread:?}");
+            assert!(z.chars().any(|c| ('\u{4e00}'..='\u{9fff}').contains(&c)), "{z}");
+        }
+        assert!(large.text(&zh).contains("9000000") && large.text(&zh).contains("1048576"), "{}", large.text(&zh));
+        assert!(file.text(&zh).contains("No such file or directory"), "the system's own words are quoted");
+        let config = r#"{"model_type": "gpt2", "n_embd": 64, "n_layer": 2, "n_head": 4, "vocab_size": 100,
+            "n_positions": 32}"#;
+        let read = read("tiny", config.as_bytes(), &mut s).expect("a GPT-2 config");
+        assert_eq!(read.parameters, s.arch.parameters());
+        assert!(read.text(&zh).contains("个参数") && read.text(&en).contains("parameters"));
+    }
 }

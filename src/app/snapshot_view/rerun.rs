@@ -21,34 +21,50 @@ pub struct Rerun {
     /// The GPU's memory, for `garbage_collection_threshold` (empty: what an OOM says, else none).
     pub memory: String,
     /// The device the result is for, the result, and its reserved line.
-    pub result: Option<(i64, Result<Simulation, String>)>,
+    pub result: Option<(i64, Result<Simulation, RerunError>)>,
     pub line: Option<Envelope>,
+}
+
+/// Why the replay did not run: kept typed, worded in the reader's language where it is shown
+/// (a language switch words it again).
+#[derive(Clone, Debug, PartialEq)]
+pub enum RerunError {
+    /// The allocator settings typed in did not read.
+    Conf(crate::model::AllocatorConfigError),
+    /// The GPU's memory typed in is not a size.
+    Memory(String),
+    Simulate(SimulateError),
+}
+
+impl RerunError {
+    pub fn text(&self, t: &Catalog) -> String {
+        match self {
+            RerunError::Conf(e) => e.text(t),
+            RerunError::Memory(value) => t.format("snap-replay-bad-memory", &[("value", value.as_str().into())]),
+            RerunError::Simulate(SimulateError::NeedsCapacity) => t.text("snap-replay-needs-memory"),
+            RerunError::Simulate(SimulateError::NoTrace(_)) => t.text("snap-no-trace"),
+        }
+    }
 }
 
 impl Rerun {
     /// Replays `r`'s device with the fields' settings.
-    pub fn run(&mut self, t: &Catalog, d: &Dump, r: &Replay) {
-        let outcome = self.simulate(t, d, r);
+    pub fn run(&mut self, d: &Dump, r: &Replay) {
+        let outcome = self.simulate(d, r);
         self.line = outcome.as_ref().ok().map(|s| Envelope::new(s.reserved.iter().copied()));
         self.result = Some((r.device, outcome));
     }
 
-    fn simulate(&self, t: &Catalog, d: &Dump, r: &Replay) -> Result<Simulation, String> {
+    fn simulate(&self, d: &Dump, r: &Replay) -> Result<Simulation, RerunError> {
         let config = match self.conf.trim() {
             "" => None,
-            text => Some(AllocatorConfig::parse(text).map_err(|e| e.text(t))?),
+            text => Some(AllocatorConfig::parse(text).map_err(RerunError::Conf)?),
         };
         let memory = match self.memory.trim() {
             "" => None,
-            text => Some(
-                crate::units::parse_bytes(text)
-                    .map_err(|_| t.format("snap-replay-bad-memory", &[("value", text.into())]))?,
-            ),
+            text => Some(crate::units::parse_bytes(text).map_err(|_| RerunError::Memory(text.to_string()))?),
         };
-        simulate::simulate(d, r, config, memory).map_err(|e| match e {
-            SimulateError::NeedsCapacity => t.text("snap-replay-needs-memory"),
-            SimulateError::NoTrace(_) => t.text("snap-no-trace"),
-        })
+        simulate::simulate(d, r, config, memory).map_err(RerunError::Simulate)
     }
 
     /// The replay's reserved line for device `device`, if it ran for it.
@@ -79,7 +95,7 @@ pub fn panel(ui: &mut Ui, t: &Catalog, d: &Dump, r: &Replay, state: &mut Rerun) 
         go |= ui.button(t.text("snap-replay-run")).clicked();
     });
     if go {
-        state.run(t, d, r);
+        state.run(d, r);
     }
     let Some((device, result)) = &state.result else { return };
     if *device != r.device {
@@ -88,7 +104,7 @@ pub fn panel(ui: &mut Ui, t: &Catalog, d: &Dump, r: &Replay, state: &mut Rerun) 
     let s = match result {
         Ok(s) => s,
         Err(e) => {
-            ui.colored_label(egui::Color32::RED, t.format("snap-replay-error", &[("error", e.as_str().into())]));
+            ui.colored_label(egui::Color32::RED, t.format("snap-replay-error", &[("error", e.text(t).into())]));
             return;
         }
     };
@@ -158,5 +174,29 @@ pub fn panel(ui: &mut Ui, t: &Catalog, d: &Dump, r: &Replay, state: &mut Rerun) 
     }
     if s.power2_rounding {
         ui.label(RichText::new(t.text("snap-replay-power2")).weak());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::i18n::Lang;
+
+    /// Why a replay did not run is kept typed and worded in the language shown.
+    #[test]
+    fn a_refused_replay_is_worded_in_the_language_shown() {
+        let (en, zh) = (Catalog::new(Lang::En), Catalog::new(Lang::Zh));
+        let conf = AllocatorConfig::parse("max_split_size_mb:banana").expect_err("not a size");
+        let all = [
+            RerunError::Conf(conf.clone()),
+            RerunError::Memory("lots".into()),
+            RerunError::Simulate(SimulateError::NeedsCapacity),
+            RerunError::Simulate(SimulateError::NoTrace(3)),
+        ];
+        for e in &all {
+            assert_ne!(e.text(&en), e.text(&zh), "{e:?}");
+        }
+        assert_eq!(all[0].text(&zh), conf.text(&zh));
+        assert!(all[1].text(&zh).contains("lots"));
     }
 }

@@ -16,7 +16,7 @@ impl<F: ops::Real> CpuExecutor<F> {
         if self.running.is_some() || !same {
             return Err(BackendError::Internal("a plan of other model states, or while a step runs".into()));
         }
-        let setup = self.allocator.reshape(&self.plan, &plan).map_err(BackendError::Internal)?;
+        let setup = self.allocator.reshape(&self.plan, &plan).map_err(|e| BackendError::Internal(e.to_string()))?;
         self.plan = plan;
         self.sync_segments();
         setup.map_err(BackendError::OutOfMemory)?;

@@ -26,7 +26,7 @@ impl GpuExecutor {
         }
         let mut rec = Recorder::new(limits.max_compute_workgroups_per_dimension);
         let (dynamic, op_commands) = record_plan(&self.kernels, &plan, &mut rec, self.ctx.native_f16())?;
-        let setup = self.allocator.reshape(&self.plan, &plan).map_err(BackendError::Internal)?;
+        let setup = self.allocator.reshape(&self.plan, &plan).map_err(|e| BackendError::Internal(e.to_string()))?;
         self.uniform_buffer = uniform_buffer(&self.ctx, "step uniforms", &rec.uniforms);
         self.bound = (0..rec.commands.len()).map(|_| None).collect();
         self.rec = rec;

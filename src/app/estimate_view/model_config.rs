@@ -36,13 +36,15 @@ enum Unread {
     },
     /// The estimator's refusal.
     Cannot(crate::estimate::EstimateError),
-    /// A file larger than any config.json.
+    /// A file larger than any config.json (the desktop's path field).
+    #[cfg(not(target_arch = "wasm32"))]
     TooLarge {
         path: String,
         bytes: u64,
         max: u64,
     },
     /// The file could not be read: the system's own words, quoted.
+    #[cfg(not(target_arch = "wasm32"))]
     File {
         path: String,
         error: String,
@@ -61,10 +63,12 @@ impl Unread {
         let error = match self {
             Unread::NotText { name } => return t.format("real-own-not-text", &[("name", name.as_str().into())]),
             Unread::Cannot(e) => e.text(t),
+            #[cfg(not(target_arch = "wasm32"))]
             Unread::TooLarge { path, bytes, max } => {
                 let args = [("path", path.as_str().into()), ("bytes", (*bytes).into()), ("max", (*max).into())];
                 t.format("real-own-too-large", &args)
             }
+            #[cfg(not(target_arch = "wasm32"))]
             Unread::File { path, error } => format!("{path}: {error}"),
         };
         t.format("real-own-cannot", &[("error", error.into())])

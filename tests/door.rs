@@ -165,15 +165,19 @@ fn halving_the_batch_keeps_its_micro_batches_whole() {
     assert!(changed.toy && !changed.real_model);
     assert_eq!((s.batch, s.accum), (8, 8), "the accumulation follows the batch down");
     assert!(s.plan(VOCAB).is_ok());
-    // Doubling stops at the slider's end, halving at 1.
+    // Doubling stops at the slider's end, halving at 1: changing nothing, the steps go on.
     let mut top = Settings { batch: 1024, ..Settings::default() };
     door.send(Change::DoubleBatch);
-    door.apply(&mut top, |_| {});
+    assert!(!door.apply(&mut top, |_| {}).any());
     assert_eq!(top.batch, 1024);
     let mut one = Settings { batch: 1, accum: 1, ..Settings::default() };
     door.send(Change::HalveBatch);
-    door.apply(&mut one, |_| {});
+    assert!(!door.apply(&mut one, |_| {}).any());
     assert_eq!(one.batch, 1);
+    // A suggestion already in force changes nothing either.
+    let mut on = Settings { checkpoint: oomlab::plan::Checkpoint::BLOCKS, ..Settings::default() };
+    door.send(Change::Suggest(Suggestion::Checkpointing));
+    assert!(!door.apply(&mut on, |_| {}).any());
     // What changed is the change's own: the preferences alone touch nothing derived.
     door.send(Change::Projector);
     let changed = door.apply(&mut s, |_| {});

@@ -8,7 +8,7 @@
 //! the changes themselves.
 
 use super::real_model::EstimateSettings;
-use super::{Settings, Suggestion};
+use super::{MAX_BATCH, Settings, Suggestion};
 
 /// One change to the settings, from wherever it comes.
 #[derive(Clone, Debug, PartialEq)]
@@ -95,28 +95,30 @@ pub fn rules(settings: &mut Settings) {
 
 /// One change applied, before the rules; what it touched.
 fn apply(settings: &mut Settings, change: Change) -> Changed {
-    let toy = Changed { toy: true, ..Changed::default() };
     match change {
         Change::Edited(edited) => {
             let changed = difference(settings, &edited);
             *settings = *edited;
             changed
         }
-        Change::DoubleBatch => {
-            settings.batch = settings.batch.saturating_mul(2);
-            toy
-        }
-        Change::HalveBatch => {
-            settings.batch = (settings.batch / 2).max(1);
-            toy
+        // The batch within the slider's range: B at its end (or Shift+B at 1) changes nothing,
+        // and the steps go on.
+        Change::DoubleBatch | Change::HalveBatch => {
+            let doubled = matches!(change, Change::DoubleBatch);
+            let batch = if doubled { settings.batch.saturating_mul(2).min(MAX_BATCH) } else { settings.batch / 2 };
+            let batch = batch.max(1);
+            let moved = batch != settings.batch;
+            settings.batch = batch;
+            Changed { toy: moved, ..Changed::default() }
         }
         Change::Projector => {
             settings.prefs.projector = !settings.prefs.projector;
             Changed { prefs: true, ..Changed::default() }
         }
         Change::Suggest(s) => {
+            let before = settings.clone();
             settings.apply(s);
-            toy
+            difference(&before, settings)
         }
         Change::RealModel(model) => {
             settings.estimate = *model;

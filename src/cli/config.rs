@@ -57,7 +57,7 @@ pub(super) struct ConfigArgs {
     /// The caching allocator's options, written as PyTorch's PYTORCH_CUDA_ALLOC_CONF:
     /// expandable_segments:True, max_split_size_mb:N (N > 20), garbage_collection_threshold:T
     /// (0 < T < 1, a share of --budget), comma-separated.
-    #[arg(long, value_parser = alloc_conf, default_value = "", hide_default_value = true)]
+    #[arg(long, value_parser = oomlab::plan::AllocatorConfig::parse, default_value = "", hide_default_value = true)]
     alloc_conf: oomlab::plan::AllocatorConfig,
     /// Data parallelism over N simulated GPUs (1 to 8): each rank has its own --budget, its own
     /// allocator and --batch sequences of its own (the global batch is N times --batch); the
@@ -77,13 +77,13 @@ pub(super) struct ConfigArgs {
     /// host memory and the optimizer step runs on the CPU; the gradients go down and the updated
     /// parameters come up every step) or optimizer+gradients (each layer's gradients go down as
     /// soon as the backward pass made them). Simulated: host and device share this machine.
-    #[arg(long, value_parser = offload_flag, default_value = "none")]
+    #[arg(long, value_parser = oomlab::plan::Offload::parse, default_value = "none")]
     offload: oomlab::plan::Offload,
     /// How the batch is made from the corpus: windows (random windows of --seq-len tokens, every
     /// position a real token), or its speeches as documents: padded (each row one document,
     /// padded to the batch's longest), bucketed (documents of similar lengths together) or packed
     /// (documents one after another in full rows, attention masked at each document's start).
-    #[arg(long, value_parser = batching_flag, default_value = "windows")]
+    #[arg(long, value_parser = oomlab::plan::Batching::parse, default_value = "windows")]
     batching: oomlab::plan::Batching,
     /// Vocabulary size; defaults to the built-in corpus's character count.
     #[arg(long, value_parser = count, allow_hyphen_values = true)]
@@ -152,15 +152,26 @@ pub(super) enum LoraTargetArg {
     All,
 }
 
+/// Why a count flag was refused (exit 2).
+#[derive(Debug, thiserror::Error)]
+pub(super) enum CountError {
+    #[error("{0:?} is not a whole number")]
+    NotANumber(String),
+    #[error("must be at least 1 (got {0})")]
+    BelowOne(i64),
+    #[error("{0} is absurdly large (the limit is {max})", max = oomlab::model::MAX_DIM)]
+    TooLarge(i64),
+}
+
 /// A count flag (`--layers 4`): at least 1 and at most [`oomlab::model::MAX_DIM`]; a negative,
 /// zero or absurd number is a clear error (exit 2), never a wrap.
-pub(super) fn count(text: &str) -> Result<usize, String> {
-    let v: i64 = text.trim().parse().map_err(|_| format!("{text:?} is not a whole number"))?;
+pub(super) fn count(text: &str) -> Result<usize, CountError> {
+    let v: i64 = text.trim().parse().map_err(|_| CountError::NotANumber(text.to_string()))?;
     if v < 1 {
-        return Err(format!("must be at least 1 (got {v})"));
+        return Err(CountError::BelowOne(v));
     }
     if v > oomlab::model::MAX_DIM as i64 {
-        return Err(format!("{v} is absurdly large (the limit is {})", oomlab::model::MAX_DIM));
+        return Err(CountError::TooLarge(v));
     }
     Ok(v as usize)
 }
@@ -173,12 +184,12 @@ pub(super) enum CheckpointFlag {
 }
 
 /// Parses `--checkpoint` (off, blocks, every, every:K, selective) when the flags are read.
-pub(super) fn checkpoint_flag(text: &str) -> Result<CheckpointFlag, String> {
+pub(super) fn checkpoint_flag(text: &str) -> Result<CheckpointFlag, ConfigError> {
     if text.trim().eq_ignore_ascii_case("every") {
         return Ok(CheckpointFlag::EveryDefault);
     }
     // The layers matter only for `every` alone, handled above.
-    Checkpoint::parse(text, 1).map(CheckpointFlag::Mode).map_err(|e| e.to_string())
+    Checkpoint::parse(text, 1).map(CheckpointFlag::Mode)
 }
 
 /// A failure with the exit code it maps to.
@@ -464,17 +475,4 @@ pub(super) fn open_gpu(r: &Resolved) -> Result<Option<Gpu>, Failure> {
 /// GPU backend on `gpu`, from [`open_gpu`]).
 pub(super) fn make_trainer(r: &Resolved, plan: Plan, gpu: Option<&Gpu>) -> Result<Executor, Failure> {
     Ok(pollster::block_on(oomlab::backend::open(r.backend, gpu, plan, r.seed, r.budget()))?)
-}
-
-fn batching_flag(text: &str) -> Result<oomlab::plan::Batching, String> {
-    oomlab::plan::Batching::parse(text).map_err(|e| e.to_string())
-}
-
-fn offload_flag(text: &str) -> Result<oomlab::plan::Offload, String> {
-    oomlab::plan::Offload::parse(text).map_err(|e| e.to_string())
-}
-
-/// `--alloc-conf`: PyTorch's syntax, checked as PyTorch checks it.
-fn alloc_conf(text: &str) -> Result<oomlab::plan::AllocatorConfig, String> {
-    oomlab::plan::AllocatorConfig::parse(text).map_err(|e| e.to_string())
 }

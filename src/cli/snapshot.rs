@@ -52,7 +52,7 @@ pub(super) enum SnapshotCommand {
         file: PathBuf,
         /// Allocator options to try instead of the run's own, as PYTORCH_CUDA_ALLOC_CONF:
         /// expandable_segments:True, max_split_size_mb:N, garbage_collection_threshold:T.
-        #[arg(long, value_parser = alloc_conf_arg)]
+        #[arg(long, value_parser = oomlab::plan::AllocatorConfig::parse)]
         alloc_conf: Option<oomlab::plan::AllocatorConfig>,
         /// The GPU's memory (needed by garbage_collection_threshold when the snapshot has no
         /// OOM event to tell it): e.g. 80GiB. Without it, the replay never runs out.
@@ -73,10 +73,6 @@ pub(super) enum SnapshotCommand {
         #[arg(long)]
         json: bool,
     },
-}
-
-fn alloc_conf_arg(text: &str) -> Result<oomlab::plan::AllocatorConfig, String> {
-    oomlab::plan::AllocatorConfig::parse(text).map_err(|e| e.to_string())
 }
 
 pub(super) fn run(command: &SnapshotCommand) -> Result<(), Failure> {

@@ -119,11 +119,34 @@ pub(super) fn run(args: &PeerArgs, configs: &[PeerConfig], steps: usize) -> Peer
     peers
 }
 
+/// Why a peer did not run, or failed (the bench's notes say it; the processes' own words are
+/// quoted).
+#[derive(Debug, thiserror::Error)]
+enum PeerError {
+    #[error("--torch-python none")]
+    Declined,
+    #[error("python3 has no torch and transformers; pass --torch-python")]
+    NoTorch,
+    #[error("cannot start {program}: {error}")]
+    Start { program: String, error: std::io::Error },
+    #[error("writing the script: {0}")]
+    Script(std::io::Error),
+    #[error("scratch directory: {0}")]
+    Scratch(std::io::Error),
+    #[error("{0}")]
+    Wait(std::io::Error),
+    /// It exited without a report: its status and the last line it wrote to stderr.
+    #[error("{status}: {last}")]
+    NoReport { status: std::process::ExitStatus, last: String },
+    #[error("no median_step_secs in its report")]
+    NoMedian,
+}
+
 /// The Python to run the PyTorch peer with, or why there is none.
-fn torch_python(args: &PeerArgs) -> Result<String, String> {
+fn torch_python(args: &PeerArgs) -> Result<String, PeerError> {
     let chosen = args.torch_python.clone().or_else(|| std::env::var("OOMLAB_TORCH_PYTHON").ok());
     if chosen.as_deref() == Some("none") {
-        return Err("--torch-python none".into());
+        return Err(PeerError::Declined);
     }
     let python = chosen.clone().unwrap_or_else(|| "python3".into());
     if chosen.is_none() {
@@ -135,13 +158,13 @@ fn torch_python(args: &PeerArgs) -> Result<String, String> {
             .status()
             .is_ok_and(|s| s.success());
         if !ok {
-            return Err("python3 has no torch and transformers; pass --torch-python".into());
+            return Err(PeerError::NoTorch);
         }
     }
     Ok(python)
 }
 
-fn run_torch(python: &str, device: TorchDevice, c: &PeerConfig, steps: usize) -> Result<PeerRow, String> {
+fn run_torch(python: &str, device: TorchDevice, c: &PeerConfig, steps: usize) -> Result<PeerRow, PeerError> {
     let script = if device == TorchDevice::Cuda { TORCH_CUDA_BENCH } else { TORCH_BENCH };
     let mut child = Command::new(python)
         .arg("-")
@@ -150,11 +173,11 @@ fn run_torch(python: &str, device: TorchDevice, c: &PeerConfig, steps: usize) ->
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
-        .map_err(|e| format!("cannot start {python}: {e}"))?;
+        .map_err(|error| PeerError::Start { program: python.to_string(), error })?;
     if let Some(mut stdin) = child.stdin.take() {
-        stdin.write_all(script.as_bytes()).map_err(|e| format!("writing the script: {e}"))?;
+        stdin.write_all(script.as_bytes()).map_err(PeerError::Script)?;
     }
-    let out = child.wait_with_output().map_err(|e| e.to_string())?;
+    let out = child.wait_with_output().map_err(PeerError::Wait)?;
     let json = last_json(&out)?;
     let torch = text(&json, &["torch"]);
     Ok(match device {
@@ -175,17 +198,17 @@ fn run_torch(python: &str, device: TorchDevice, c: &PeerConfig, steps: usize) ->
     })
 }
 
-fn run_burn(bin: &std::path::Path, c: &PeerConfig, steps: usize) -> Result<PeerRow, String> {
+fn run_burn(bin: &std::path::Path, c: &PeerConfig, steps: usize) -> Result<PeerRow, PeerError> {
     // CubeCL writes its autotune cache next to the outermost Cargo.toml it finds, so run it in a
     // scratch directory with its own cache (kept between runs: a warm cache is Burn's usual state).
     let scratch = std::env::temp_dir().join("oomlab-burn-bench");
-    std::fs::create_dir_all(scratch.join("cache")).map_err(|e| format!("scratch directory: {e}"))?;
+    std::fs::create_dir_all(scratch.join("cache")).map_err(PeerError::Scratch)?;
     let out = Command::new(bin)
         .args(c.args(steps.max(3)))
         .current_dir(&scratch)
         .env("XDG_CACHE_HOME", scratch.join("cache"))
         .output()
-        .map_err(|e| format!("cannot start {}: {e}", bin.display()))?;
+        .map_err(|error| PeerError::Start { program: bin.display().to_string(), error })?;
     let json = last_json(&out)?;
     let first = json.get("warmup_step_secs").and_then(|w| w.get(0)).and_then(serde_json::Value::as_f64);
     Ok(PeerRow {
@@ -198,7 +221,7 @@ fn run_burn(bin: &std::path::Path, c: &PeerConfig, steps: usize) -> Result<PeerR
 }
 
 /// The last line of a peer's stdout that parses as a JSON object (its report), or its error.
-fn last_json(out: &std::process::Output) -> Result<serde_json::Value, String> {
+fn last_json(out: &std::process::Output) -> Result<serde_json::Value, PeerError> {
     let stdout = String::from_utf8_lossy(&out.stdout);
     let found = stdout.lines().rev().find_map(|l| serde_json::from_str::<serde_json::Value>(l.trim()).ok());
     match found {
@@ -206,15 +229,15 @@ fn last_json(out: &std::process::Output) -> Result<serde_json::Value, String> {
         _ => {
             let err = String::from_utf8_lossy(&out.stderr);
             let last = err.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or("no report on stdout");
-            Err(format!("{}: {}", out.status, last.trim()))
+            Err(PeerError::NoReport { status: out.status, last: last.trim().to_string() })
         }
     }
 }
 
-fn median_ms(json: &serde_json::Value) -> Result<f64, String> {
+fn median_ms(json: &serde_json::Value) -> Result<f64, PeerError> {
     match json.get("median_step_secs").and_then(serde_json::Value::as_f64) {
         Some(s) if s.is_finite() && s > 0.0 => Ok(s * 1e3),
-        _ => Err("no median_step_secs in its report".into()),
+        _ => Err(PeerError::NoMedian),
     }
 }
 

@@ -135,7 +135,8 @@ impl GpuExecutor {
         reserved_before: u64,
     ) -> Result<wgpu::Buffer, BackendError> {
         self.check_segment_limit(size)?;
-        self.create_segment(segment, size).map_err(|detail| {
+        self.create_segment(segment, size).map_err(|driver| {
+            let detail = driver.to_string();
             BackendError::OutOfMemory(Box::new(self.device_oom(segment, size, reserved_before, &detail)))
         })
     }
@@ -152,13 +153,13 @@ impl GpuExecutor {
     /// A segment's buffer, checked for a real out-of-memory. Native wgpu reports the error at
     /// once; in the browser it arrives later, as a validation error of the step that uses the
     /// buffer.
-    fn create_segment(&self, segment: SegmentId, size: u64) -> Result<wgpu::Buffer, String> {
+    fn create_segment(&self, segment: SegmentId, size: u64) -> Result<wgpu::Buffer, wgpu::Error> {
         let scope = self.ctx.device.push_error_scope(wgpu::ErrorFilter::OutOfMemory);
         let buffer = storage_buffer(&self.ctx.device, &segment_label(segment, self.instance), size);
         match crate::backend::ready_now(scope.pop()) {
             Some(Some(e)) => {
                 buffer.destroy();
-                Err(e.to_string())
+                Err(e)
             }
             _ => Ok(buffer),
         }

@@ -440,11 +440,11 @@ impl OomlabApp {
             }
             self.main_area(ui, narrow, key_step);
         }
-        let mut model = self.settings.estimate.clone();
-        if let Some(tab) = dropped::route(ui.ctx(), &mut model, &mut self.snapshot) {
+        let (tab, model) = dropped::route(ui.ctx(), &self.settings.estimate, &mut self.snapshot);
+        if let Some(tab) = tab {
             self.shown.tab = tab;
         }
-        if model != self.settings.estimate {
+        if let Some(model) = model.filter(|m| *m != self.settings.estimate) {
             self.change(Change::RealModel(Box::new(model)));
         }
         self.class_frame(ui.ctx());

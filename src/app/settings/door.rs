@@ -63,11 +63,6 @@ impl Door {
         self.queue.push(change);
     }
 
-    /// Whether changes wait.
-    pub fn is_empty(&self) -> bool {
-        self.queue.is_empty()
-    }
-
     /// Applies every change sent, in order, then the rules: `pins` (a teacher link's locked
     /// and hidden controls keep their values), then [`rules`]. Returns what changed.
     pub fn apply(&mut self, settings: &mut Settings, pins: impl Fn(&mut Settings)) -> Changed {

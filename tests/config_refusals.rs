@@ -16,7 +16,10 @@ use oomlab::model::{
 /// One of every kind, with the English it reads as.
 fn examples() -> Vec<(C, &'static str)> {
     vec![
-        (C::Reported("the worker's own words".into()), "the worker's own words"),
+        (
+            C::Reported(C::HeadsDontDivide { d_model: 64, n_heads: 3 }.worded()),
+            "d_model (64) must be divisible by n_heads (3)",
+        ),
         (C::Zero { name: Dim::Batch, value: 0 }, "batch must be at least 1 (got 0)"),
         (
             C::TooLarge { name: Dim::DModel, value: 1 << 21 },
@@ -228,8 +231,15 @@ fn every_config_refusal_is_worded_in_chinese_with_its_numbers_and_names() {
             assert!(chinese.contains(piece), "{e:?}: {piece:?} of {english:?} is missing from {chinese:?}");
         }
     }
-    // The worker's words come as they are.
-    assert_eq!(C::Reported("as sent".into()).text(&zh), "as sent");
+    // What the worker reports crosses as its catalog message (JSON, as the worker sends it), and
+    // reads in the page's language as the error itself does, names inside it included.
+    for e in examples().into_iter().map(|(e, _)| e).chain(names()) {
+        let json = serde_json::to_string(&e.worded()).expect("a worded message serialises");
+        let crossed = C::Reported(serde_json::from_str(&json).expect("and reads back"));
+        assert_eq!(crossed.text(&zh), e.text(&zh), "{json}");
+        assert_eq!(crossed.to_string(), e.to_string(), "{json}");
+        assert!(!json.contains(&e.to_string()), "keys and values cross, not the English: {json}");
+    }
 }
 
 #[test]
@@ -241,11 +251,13 @@ fn every_config_refusal_message_is_reached_by_a_kind() {
         .filter(|id| prefixes.iter().any(|p| id.starts_with(p)))
         .collect();
     let all: Vec<C> = examples().into_iter().map(|(e, _)| e).chain(names()).collect();
-    let reached: BTreeSet<&str> = all.iter().flat_map(C::keys).filter(|k| k.starts_with("cfg-")).collect();
+    let reached: BTreeSet<String> = all.iter().flat_map(C::keys).filter(|k| k.starts_with("cfg-")).collect();
+    let catalog: BTreeSet<String> = catalog.into_iter().map(str::to_owned).collect();
     assert_eq!(reached, catalog);
     // Two kinds say what the estimator says, in its words.
-    let shared: BTreeSet<&str> = all.iter().flat_map(C::keys).filter(|k| !k.starts_with("cfg-")).collect();
-    assert_eq!(shared, BTreeSet::from(["est-err-checkpoint-every", "est-err-lora-no-target", "est-err-zero-stage"]));
+    let shared: BTreeSet<String> = all.iter().flat_map(C::keys).filter(|k| !k.starts_with("cfg-")).collect();
+    let words = ["est-err-checkpoint-every", "est-err-lora-no-target", "est-err-zero-stage"];
+    assert_eq!(shared, words.into_iter().map(str::to_owned).collect());
 }
 
 /// The toy's own checks give the kinds with their data.

@@ -696,3 +696,50 @@ fn the_rooms_import_only_downwards() {
     }
     assert!(checked > 300, "only {checked} imports between rooms");
 }
+
+/// Where a `Result`'s error type is a `String`, in `tokens` (the type arguments at depth 1).
+fn string_errors(tokens: &[String]) -> usize {
+    let mut found = 0;
+    for (i, _) in tokens.iter().enumerate().filter(|(_, t)| *t == "Result") {
+        if tokens.get(i + 1).map(String::as_str) != Some("<") {
+            continue;
+        }
+        let (mut depth, mut args, mut arg) = (0usize, Vec::new(), Vec::new());
+        for t in &tokens[i + 1..] {
+            match t.as_str() {
+                "<" | "(" | "[" => depth += 1,
+                ">" | ")" | "]" => depth = depth.saturating_sub(1),
+                _ => {}
+            }
+            if depth == 0 {
+                break;
+            }
+            if depth == 1 && t == "," {
+                args.push(std::mem::take(&mut arg));
+            } else if !(depth == 1 && t == "<") {
+                arg.push(t.clone());
+            }
+        }
+        args.push(arg);
+        let string = |a: &Vec<String>| a.last().is_some_and(|t| t == "String") && a.iter().all(|t| t != "<");
+        if args.len() == 2 && string(&args[1]) {
+            found += 1;
+        }
+    }
+    found
+}
+
+/// Errors are typed end to end: no `Result<_, String>` anywhere in src/ (issue 57).
+#[test]
+fn no_result_in_src_has_a_string_for_its_error() {
+    let sample =
+        tokenize("fn f() -> Result<Vec<(u8, String)>, String> {} type A = Option<Result<u8, std::string::String>>;");
+    assert_eq!(string_errors(&sample), 2, "the check finds both");
+    assert_eq!(string_errors(&tokenize("fn g() -> Result<String, Error> {}")), 0, "a String value is fine");
+    let found: Vec<String> = sources()
+        .into_iter()
+        .filter(|(_, code, _)| string_errors(&tokenize(&code_only(code))) > 0)
+        .map(|(file, _, _)| file)
+        .collect();
+    assert!(found.is_empty(), "a Result whose error is a String in: {found:?}");
+}

@@ -201,7 +201,7 @@ fn the_apps_sweep_has_every_batch_size_and_survives_a_batch_drag() {
         let want = oomlab::memory::simulate_peak(&plan, s1.device.budget_bytes).map_err(|e| e.message);
         match (m, want) {
             (Ok(m), Ok(w)) => assert_eq!(m.stats, w.stats, "batch {b}"),
-            (Err(m), Err(w)) => assert_eq!(*m, w, "batch {b}"),
+            (Err(m), Err(w)) => assert_eq!(m.message, w, "batch {b}"),
             (m, w) => panic!("batch {b}: {m:?} vs {w:?}"),
         }
     }

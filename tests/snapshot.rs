@@ -165,14 +165,17 @@ fn the_consistency_check_catches_broken_snapshots() {
     let mut a = snap.clone();
     let i = a.device_traces[0].iter().position(|e| e.action == "free_completed").expect("a free");
     a.device_traces[0].remove(i);
-    assert!(replay::check_consistency(&dump(&a)).is_err());
+    let broken = replay::check_consistency(&dump(&a));
+    assert!(matches!(broken, Err(replay::Inconsistency::UnfinishedFree { device: 0, .. })), "{broken:?}");
     let mut b = snap.clone();
     b.segments[0].blocks[0].size += 512;
-    assert!(replay::check_consistency(&dump(&b)).is_err());
+    let broken = replay::check_consistency(&dump(&b));
+    assert!(matches!(broken, Err(replay::Inconsistency::BlockSum { .. })), "{broken:?}");
     let mut c = snap.clone();
     let i = c.device_traces[0].iter().position(|e| e.action == "alloc").expect("an alloc");
     c.device_traces[0].remove(i);
-    assert!(replay::check_consistency(&dump(&c)).is_err());
+    let broken = replay::check_consistency(&dump(&c));
+    assert!(matches!(broken, Err(replay::Inconsistency::BlockBeforeSegment { device: 0, .. })), "{broken:?}");
 }
 
 /// Python's `_format_size`, as PyTorch's CLI prints sizes.
@@ -407,7 +410,7 @@ fn the_app_shows_a_snapshot() {
 
     harness.state_mut().open_snapshot_bytes("notes.txt", b"not a snapshot");
     harness.run();
-    harness.get_by_label_contains("Could not open the snapshot: notes.txt: not a PyTorch memory snapshot");
+    harness.get_by_label_contains("Could not open notes.txt: it is not a PyTorch memory snapshot (");
 }
 
 /// A long trace is drawn per pixel column (its smallest and largest value), whatever the zoom:

@@ -130,11 +130,7 @@ fn timeline_marks_the_peak_and_lists_live_tensors() {
 fn sweep_names_the_largest_batch_that_fits_and_the_first_oom() {
     let en = Catalog::new(Lang::En);
     let budget = 32 << 20;
-    let points = SWEEP_BATCHES
-        .iter()
-        .take(12)
-        .map(|&b| (b, simulate_peak(&toy_plan(b), budget).map_err(|e| e.message)))
-        .collect();
+    let points = SWEEP_BATCHES.iter().take(12).map(|&b| (b, simulate_peak(&toy_plan(b), budget))).collect();
     let series = vec![SweepSeries { name: "this setup".into(), points }];
     let largest = series[0].largest_fitting().expect("some batch fits");
     let first_oom = series[0].first_oom().expect("some batch does not");
@@ -328,7 +324,7 @@ fn exports_carry_the_same_numbers() {
     assert_eq!(allocated, memory.timeline[memory.peak_index].allocated_bytes);
     // Sweep CSV: a header and one row per batch size.
     let budget = 16 << 20;
-    let points = [1, 8, 64].iter().map(|&b| (b, simulate_peak(&toy_plan(b), budget).map_err(|e| e.message))).collect();
+    let points = [1, 8, 64].iter().map(|&b| (b, simulate_peak(&toy_plan(b), budget))).collect();
     let csv = export::sweep_csv(&[SweepSeries { name: "this setup".into(), points }]);
     let lines: Vec<&str> = csv.lines().collect();
     assert!(lines[0].starts_with("config,batch,fits,peak_allocated_bytes"));

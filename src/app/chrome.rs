@@ -219,7 +219,7 @@ impl Chrome {
         match self.fonts.cjk.arrived("Chinese") {
             Some(Ok(())) => self.fonts_stale = true,
             Some(Err(e)) => {
-                self.notices.push(super::Notice::msg("notice-font-failed", &[("error", e.into())]));
+                self.notices.push(super::Notice::msg("notice-font-failed", &[("error", e.to_string().into())]));
                 self.pending_lang = None;
             }
             None => waiting |= matches!(self.fonts.cjk, FetchedFont::Fetching(_)),

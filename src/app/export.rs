@@ -64,17 +64,17 @@ pub fn step_json(plan: &Plan, memory: &StepMemory, source: Source, op: Option<us
     serde_json::to_string_pretty(&doc).unwrap_or_default()
 }
 
-/// An RGBA image as PNG bytes.
-pub fn png(image: &egui::ColorImage) -> Result<Vec<u8>, String> {
+/// An RGBA image as PNG bytes (the encoder's error, in its own words, when it refuses).
+pub fn png(image: &egui::ColorImage) -> Result<Vec<u8>, png::EncodingError> {
     let [w, h] = image.size;
     let mut bytes = Vec::new();
     {
         let mut encoder = png::Encoder::new(&mut bytes, w as u32, h as u32);
         encoder.set_color(png::ColorType::Rgba);
         encoder.set_depth(png::BitDepth::Eight);
-        let mut writer = encoder.write_header().map_err(|e| e.to_string())?;
+        let mut writer = encoder.write_header()?;
         let data: Vec<u8> = image.pixels.iter().flat_map(|c| c.to_array()).collect();
-        writer.write_image_data(&data).map_err(|e| e.to_string())?;
+        writer.write_image_data(&data)?;
     }
     Ok(bytes)
 }
@@ -181,7 +181,9 @@ pub(super) fn save_screenshot(chrome: &mut super::chrome::Chrome) {
     let taken = chrome.screenshot.lock().ok().and_then(|mut s| s.take());
     if let Some(image) = taken {
         let dir = chrome.export_dir.as_deref();
-        let saved = png(&image).map_err(Notice::from).and_then(|b| save(dir, "oomlab.png", &b, "image/png"));
+        let saved = png(&image)
+            .map_err(|e| Notice::msg("export-png-failed", &[("error", e.to_string().into())]))
+            .and_then(|b| save(dir, "oomlab.png", &b, "image/png"));
         chrome.status = Some(saved.unwrap_or_else(|e| e));
     }
 }

@@ -10,8 +10,26 @@ use crate::i18n::Lang;
 
 use super::fonts;
 
+/// Why a font or catalog fetched on demand did not arrive; the browser's own words quoted where
+/// it gave some.
+#[derive(Clone, Debug, thiserror::Error)]
+pub enum FetchError {
+    /// The server answered with an error status.
+    #[error("HTTP {0}")]
+    Status(u16),
+    /// The browser refused or failed the request, in its own words.
+    #[error("{0}")]
+    Browser(String),
+    /// The Chinese catalog arrived, but not as UTF-8 text.
+    #[error("the catalog is not UTF-8 text")]
+    NotText,
+    /// The desktop embeds its fonts: nothing is fetched.
+    #[error("this build has no font to fetch ({0})")]
+    NotInThisBuild(&'static str),
+}
+
 /// Where a fetch leaves the font's bytes, or why it failed.
-type FetchSlot = Arc<Mutex<Option<Result<Vec<u8>, String>>>>;
+type FetchSlot = Arc<Mutex<Option<Result<Vec<u8>, FetchError>>>>;
 
 /// Where a font fetched on demand stands: the Chinese one, or the names one.
 pub(super) enum FetchedFont {
@@ -56,7 +74,7 @@ impl FetchedFont {
                             crate::i18n::set_zh_catalog(text);
                             fetch_bytes(url).await
                         }
-                        Err(e) => Err(e.to_string()),
+                        Err(_) => Err(FetchError::NotText),
                     },
                     Some(Err(e)) => Err(e),
                     None => fetch_bytes(url).await,
@@ -68,14 +86,14 @@ impl FetchedFont {
         }
         #[cfg(not(target_arch = "wasm32"))]
         if let Ok(mut s) = slot.lock() {
-            *s = Some(Err(format!("this build has no font to fetch ({url})")));
+            *s = Some(Err(FetchError::NotInThisBuild(url)));
         }
         *self = FetchedFont::Fetching(slot);
     }
 
     /// Takes a finished fetch: `Some(Ok)` when the font arrived, `Some(Err)` when it failed,
     /// `None` while there is nothing new.
-    pub(super) fn arrived(&mut self, what: &str) -> Option<Result<(), String>> {
+    pub(super) fn arrived(&mut self, what: &str) -> Option<Result<(), FetchError>> {
         let FetchedFont::Fetching(slot) = self else { return None };
         let done = slot.lock().ok().and_then(|mut s| s.take())?;
         Some(match done {
@@ -144,14 +162,14 @@ const SW_CACHE: &str = "oomlab-v1";
 
 /// GETs `url` relative to the page, and keeps the response in the service worker's cache.
 #[cfg(target_arch = "wasm32")]
-async fn fetch_bytes(url: &str) -> Result<Vec<u8>, String> {
+async fn fetch_bytes(url: &str) -> Result<Vec<u8>, FetchError> {
     use wasm_bindgen::JsCast;
-    let window = web_sys::window().ok_or("no window")?;
-    let response =
-        wasm_bindgen_futures::JsFuture::from(window.fetch_with_str(url)).await.map_err(|e| format!("{e:?}"))?;
-    let response: web_sys::Response = response.dyn_into().map_err(|_| "not a response".to_string())?;
+    let browser = |e: wasm_bindgen::JsValue| FetchError::Browser(format!("{e:?}"));
+    let window = web_sys::window().ok_or_else(|| FetchError::Browser("no window".into()))?;
+    let response = wasm_bindgen_futures::JsFuture::from(window.fetch_with_str(url)).await.map_err(browser)?;
+    let response: web_sys::Response = response.dyn_into().map_err(browser)?;
     if !response.ok() {
-        return Err(format!("HTTP {}", response.status()));
+        return Err(FetchError::Status(response.status()));
     }
     // Into the service worker's cache ourselves: on a first visit the worker may not control
     // the page yet, and then it never sees this request. Best effort: a page without the Cache
@@ -166,7 +184,7 @@ async fn fetch_bytes(url: &str) -> Result<Vec<u8>, String> {
             log::warn!("oomlab: the Chinese font is not cached for offline use: {e:?}");
         }
     }
-    let buffer = response.array_buffer().map_err(|e| format!("{e:?}"))?;
-    let buffer = wasm_bindgen_futures::JsFuture::from(buffer).await.map_err(|e| format!("{e:?}"))?;
+    let buffer = response.array_buffer().map_err(browser)?;
+    let buffer = wasm_bindgen_futures::JsFuture::from(buffer).await.map_err(browser)?;
     Ok(js_sys::Uint8Array::new(&buffer).to_vec())
 }

@@ -297,7 +297,7 @@ impl Run {
     }
 
     /// The worker died (its wasm did not load, or it crashed): steps run on this thread from now.
-    fn lose_worker(&mut self, why: &str) {
+    fn lose_worker(&mut self, why: &dyn std::fmt::Display) {
         log::warn!("oomlab: the CPU worker stopped ({why}); steps run on the page's thread");
         self.compute = Compute::Here { gpu: None, exec: Slot::Empty };
         self.engine = Engine::Cpu;

@@ -85,7 +85,7 @@ pub enum BackendError {
     /// The browser's CPU worker stopped (its wasm did not load, or it crashed): steps then run
     /// on the page's thread.
     #[error("the CPU worker stopped: {0}")]
-    WorkerLost(String),
+    WorkerLost(WorkerLost),
     /// The CPU worker was asked for a step of settings it has no executor for.
     #[error("the CPU worker has no executor for these settings")]
     WorkerHasNoExecutor,
@@ -95,6 +95,29 @@ pub enum BackendError {
     /// Something being built in the background was dropped before it finished.
     #[error("building was cancelled")]
     Cancelled,
+}
+
+/// Why the browser's CPU worker is gone (the page then runs steps itself, and logs this).
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum WorkerLost {
+    /// The way to it closed: it stopped.
+    #[error("it stopped")]
+    Stopped,
+    /// It did not say it was alive within this many seconds of being needed.
+    #[error("it did not start within {0} s")]
+    Silent(u32),
+    /// The browser's own words: its script did not load, or it threw.
+    #[error("{0}")]
+    Browser(String),
+    /// A message that could not be written or read, in the JSON library's words.
+    #[error("a message could not be written or read: {0}")]
+    Garbled(String),
+}
+
+impl From<serde_json::Error> for WorkerLost {
+    fn from(e: serde_json::Error) -> Self {
+        WorkerLost::Garbled(e.to_string())
+    }
 }
 
 /// Runs `f`, turning a panic into [`BackendError::Internal`] with its message. Whatever `f`

@@ -198,6 +198,12 @@ pub(super) struct Failure {
     pub(super) message: String,
 }
 
+impl std::fmt::Display for Failure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
 impl From<ConfigError> for Failure {
     fn from(e: ConfigError) -> Self {
         Self { code: EXIT_USAGE, message: e.to_string() }

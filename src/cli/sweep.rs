@@ -8,7 +8,10 @@ pub(super) fn sweep(execute: bool, csv: Option<&std::path::Path>, config: &Confi
     let gpu = if execute { open_gpu(&r)? } else { None };
     let start = Instant::now();
     let accum = r.techniques().accum;
-    let mut series = SweepSeries { name: r.techniques().describe(), points: Vec::with_capacity(r.batches.len()) };
+    // A point that does not fit says why as the CLI words it (the GPU's allocator, or, with
+    // --execute on the CPU, the host).
+    let mut series: SweepSeries<Failure> =
+        SweepSeries { name: r.techniques().describe(), points: Vec::with_capacity(r.batches.len()) };
     // Each micro-batch size is its own request, validated once; a batch of documents at its first
     // batch's length.
     let batching = r.techniques().batching;
@@ -33,7 +36,7 @@ pub(super) fn sweep(execute: bool, csv: Option<&std::path::Path>, config: &Confi
             let one = at(micro)?;
             let memory = match real_step(&one, one.plan(), &dataset, gpu.as_ref()).map(|s| s.memory) {
                 Ok(m) => Ok(m),
-                Err(f) if f.code == EXIT_OOM => Err(f.message),
+                Err(f) if f.code == EXIT_OOM => Err(f),
                 Err(f) => return Err(f),
             };
             series.points.push((one.batch_shape().batch, memory));
@@ -47,7 +50,10 @@ pub(super) fn sweep(execute: bool, csv: Option<&std::path::Path>, config: &Confi
                 at(b)?;
             }
         }
-        series.points = predicted.into_iter().map(|(b, m)| (b * accum, m)).collect();
+        series.points = predicted
+            .into_iter()
+            .map(|(b, m)| (b * accum, m.map_err(|oom| Failure::from(BackendError::OutOfMemory(oom)))))
+            .collect();
     }
     let elapsed = start.elapsed().as_secs_f64();
     let (largest, first_oom) = (series.largest_fitting(), series.first_oom());
@@ -77,7 +83,7 @@ pub(super) fn sweep(execute: bool, csv: Option<&std::path::Path>, config: &Confi
                 peak_allocated_bytes: memory.as_ref().ok().map(StepMemory::peak_allocated_bytes),
                 peak_reserved_bytes: memory.as_ref().ok().map(StepMemory::peak_reserved_bytes),
                 at_peak: memory.as_ref().ok().map(|m| m.peak_allocated.clone()),
-                oom: memory.as_ref().err().cloned(),
+                oom: memory.as_ref().err().map(|f| f.message.clone()),
                 activation_formula_bytes: formula(*batch),
                 seq: batching
                     .varies_in_length()

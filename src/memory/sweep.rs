@@ -8,15 +8,16 @@ use super::step::{Schedule, StepAllocator, simulate_on};
 use super::{Budget, StepMemory, StepOom, simulate_peak};
 use crate::plan::{Category, Plan, TensorId, TensorInfo};
 
-/// One configuration's memory at each batch size of a sweep.
+/// One configuration's memory at each batch size of a sweep: a prediction's points fail with the
+/// allocator's out-of-memory error; `oomlab sweep --execute`'s may fail with the host's too.
 #[derive(Clone, Debug)]
-pub struct SweepSeries {
+pub struct SweepSeries<E = Box<StepOom>> {
     pub name: String,
-    /// (effective batch, peak memory or the OOM message).
-    pub points: Vec<(usize, Result<StepMemory, String>)>,
+    /// (effective batch, peak memory or why it did not fit).
+    pub points: Vec<(usize, Result<StepMemory, E>)>,
 }
 
-impl SweepSeries {
+impl<E> SweepSeries<E> {
     pub fn largest_fitting(&self) -> Option<usize> {
         self.points.iter().filter(|(_, m)| m.is_ok()).map(|(b, _)| *b).max()
     }
@@ -42,9 +43,9 @@ pub fn predict(
     batches: &[usize],
     budget: impl Into<Budget>,
     plan_at: impl Fn(usize) -> Option<Plan> + Sync,
-) -> Vec<(usize, Result<StepMemory, String>)> {
+) -> Vec<(usize, Result<StepMemory, Box<StepOom>>)> {
     let budget = budget.into();
-    let exact = |b: usize| Some((b, simulate_peak(&plan_at(b)?, budget).map_err(|e| e.message)));
+    let exact = |b: usize| Some((b, simulate_peak(&plan_at(b)?, budget)));
     let Some(line) = SizeLine::new(batches, &plan_at) else {
         return batches.iter().filter_map(|&b| exact(b)).collect();
     };
@@ -55,7 +56,7 @@ pub fn predict(
             Ok(m) => Some((b, Ok(m))),
             Err(oom) => match line.info_at(oom.tensor, b) {
                 Some(info) => {
-                    Some((b, Err(StepOom::new(oom.tensor, &info, oom.op, oom.op_label, oom.error, "").message)))
+                    Some((b, Err(Box::new(StepOom::new(oom.tensor, &info, oom.op, oom.op_label, oom.error, "")))))
                 }
                 None => exact(b),
             },
@@ -174,7 +175,7 @@ pub struct CsvColumns<'a> {
 
 /// One row per series and batch size: whether it fits, the peaks, bytes per category at the
 /// peak, or the OOM message (quoted).
-pub fn csv(series: &[SweepSeries], columns: &CsvColumns<'_>) -> String {
+pub fn csv<E: std::fmt::Display>(series: &[SweepSeries<E>], columns: &CsvColumns<'_>) -> String {
     let quote = |s: &str| format!("\"{}\"", s.replace('"', "'"));
     let mut out = String::new();
     if columns.config {
@@ -213,8 +214,8 @@ pub fn csv(series: &[SweepSeries], columns: &CsvColumns<'_>) -> String {
                 out.push_str(&format!(",{}", f(*batch)));
             }
             out.push(',');
-            if let Err(msg) = m {
-                out.push_str(&quote(msg));
+            if let Err(why) = m {
+                out.push_str(&quote(&why.to_string()));
             }
             out.push('\n');
         }
@@ -265,10 +266,8 @@ mod tests {
             assert!(SizeLine::new(&batches, &plan_at).is_some(), "{techniques:?}: the shortcut applies");
             for budget in [6 << 20, 24 << 20, 1 << 30] {
                 let fast = predict(&batches, budget, plan_at);
-                let slow: Vec<_> = batches
-                    .iter()
-                    .map(|&b| (b, simulate_peak(&plan_at(b).expect("builds"), budget).map_err(|e| e.message)))
-                    .collect();
+                let slow: Vec<_> =
+                    batches.iter().map(|&b| (b, simulate_peak(&plan_at(b).expect("builds"), budget))).collect();
                 assert_eq!(fast.len(), slow.len());
                 let mut ooms = 0;
                 for ((b, f), (_, s)) in fast.iter().zip(&slow) {
@@ -282,7 +281,7 @@ mod tests {
                             assert_eq!(f.activation_peak_bytes, s.activation_peak_bytes, "b {b}");
                         }
                         (Err(f), Err(s)) => {
-                            assert_eq!(f, s, "b {b}");
+                            assert_eq!((f.tensor, f.op, &f.message), (s.tensor, s.op, &s.message), "b {b}");
                             ooms += 1;
                         }
                         _ => panic!("{techniques:?} budget {budget} batch {b}: {f:?} vs {s:?}"),

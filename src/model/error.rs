@@ -9,13 +9,14 @@ use crate::i18n::{Catalog, with_english};
 use super::MAX_DIM;
 
 /// A configuration that cannot be built, with a message meant for a person. It crosses from the
-/// browser's CPU worker as its English message ([`ConfigError::Reported`]): a derived
-/// deserialiser of every variant was 35 kB of the web module (the page checks the same
-/// configuration first, so the worker's own is rarely what a reader sees).
+/// browser's CPU worker as its catalog message, [`Worded`] ([`ConfigError::Reported`]): a key and
+/// arguments, worded on the page in the reader's language. (A derived deserialiser of every
+/// variant was 35 kB of the web module; the page checks the same configuration first, so the
+/// worker's own is rarely what a reader sees.)
 #[derive(Debug, Clone, PartialEq)]
 pub enum ConfigError {
-    /// A configuration error the CPU worker reported, in its words.
-    Reported(String),
+    /// A configuration error the CPU worker reported, as its catalog message.
+    Reported(Worded),
     Zero {
         name: Dim,
         value: i64,
@@ -198,8 +199,51 @@ pub enum Range {
     NonNegative,
 }
 
-/// A message's arguments, each as text (numbers as Rust writes them, never grouped).
-type Args = Vec<(&'static str, String)>;
+/// A catalog message as data: its key and its arguments, a name inside it as that name's own key.
+/// It holds no words of any language: [`Worded::text`] words it in the reader's.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Worded {
+    pub key: String,
+    pub args: Vec<(String, Arg)>,
+}
+
+/// An argument of a [`Worded`] message.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub enum Arg {
+    /// A number or a value as written (numbers as Rust writes them, never grouped).
+    Text(String),
+    /// A name from the catalog, worded in the same language as the message.
+    Key(String),
+}
+
+impl Worded {
+    fn new(key: &str, args: Vec<(&str, Arg)>) -> Self {
+        Worded { key: key.into(), args: args.into_iter().map(|(k, v)| (k.into(), v)).collect() }
+    }
+
+    /// The message in `t`'s language.
+    pub fn text(&self, t: &Catalog) -> String {
+        let args: Vec<(&str, String)> = self
+            .args
+            .iter()
+            .map(|(k, v)| match v {
+                Arg::Text(v) => (k.as_str(), v.clone()),
+                Arg::Key(key) => (k.as_str(), t.text(key)),
+            })
+            .collect();
+        let args: Vec<_> = args.iter().map(|(k, v)| (*k, v.as_str().into())).collect();
+        t.format(&self.key, &args)
+    }
+
+    /// The catalog messages it renders: its own and the names inside it.
+    pub fn keys(&self) -> Vec<&str> {
+        let inner = self.args.iter().filter_map(|(_, v)| match v {
+            Arg::Key(k) => Some(k.as_str()),
+            Arg::Text(_) => None,
+        });
+        std::iter::once(self.key.as_str()).chain(inner).collect()
+    }
+}
 
 impl Dim {
     fn key(self) -> &'static str {
@@ -280,7 +324,7 @@ impl Range {
 }
 
 impl AllocatorConfigError {
-    fn message(&self) -> (&'static str, Args) {
+    fn message(&self) -> Worded {
         let (key, value) = match self {
             AllocatorConfigError::NotKeyValue(v) => ("cfg-err-allocator-not-key-value", format!("{v:?}")),
             AllocatorConfigError::Unknown(v) => ("cfg-err-allocator-unknown", format!("{v:?}")),
@@ -288,28 +332,28 @@ impl AllocatorConfigError {
             AllocatorConfigError::Threshold(v) => ("cfg-err-allocator-threshold", v.clone()),
             AllocatorConfigError::Expandable(v) => ("cfg-err-allocator-expandable", v.clone()),
         };
-        (key, vec![("value", value)])
+        Worded::new(key, vec![("value", Arg::Text(value))])
     }
 
     /// The message in the catalog's language.
     pub fn text(&self, t: &Catalog) -> String {
-        let (key, args) = self.message();
-        t.format_text(key, &args)
+        self.message().text(t)
     }
 }
 
 impl ConfigError {
-    /// Its catalog message and arguments (a name inside it is rendered first, in the same
-    /// language). None: the worker's own words.
-    fn message(&self, t: &Catalog) -> Option<(&'static str, Args)> {
+    /// Its catalog message: the key and arguments (a name inside it as its own key).
+    pub fn worded(&self) -> Worded {
+        use Arg::{Key, Text};
         use ConfigError as C;
-        let n = |v: &dyn fmt::Display| v.to_string();
-        Some(match self {
-            C::Reported(_) => return None,
-            C::Zero { name, value } => ("cfg-err-zero", vec![("name", t.text(name.key())), ("value", n(value))]),
-            C::TooLarge { name, value } => {
-                ("cfg-err-too-large", vec![("name", t.text(name.key())), ("value", n(value)), ("limit", n(&MAX_DIM))])
-            }
+        let n = |v: &dyn fmt::Display| Text(v.to_string());
+        let (key, args) = match self {
+            C::Reported(w) => return w.clone(),
+            C::Zero { name, value } => ("cfg-err-zero", vec![("name", Key(name.key().into())), ("value", n(value))]),
+            C::TooLarge { name, value } => (
+                "cfg-err-too-large",
+                vec![("name", Key(name.key().into())), ("value", n(value)), ("limit", n(&MAX_DIM))],
+            ),
             C::HeadsDontDivide { d_model, n_heads } => {
                 ("cfg-err-heads-divide", vec![("d", n(d_model)), ("heads", n(n_heads))])
             }
@@ -321,26 +365,27 @@ impl ConfigError {
                 "cfg-err-step-limit",
                 vec![("layers", n(layers)), ("micro", n(micro_batches)), ("amount", n(amount)), ("limit", n(limit))],
             ),
-            C::SizeLimit { what, amount, limit } => {
-                ("cfg-err-tensor-limit", vec![("what", t.text(what.key())), ("amount", n(amount)), ("limit", n(limit))])
-            }
-            C::Unknown { what, got } => (what.key(), vec![("got", format!("{got:?}"))]),
+            C::SizeLimit { what, amount, limit } => (
+                "cfg-err-tensor-limit",
+                vec![("what", Key(what.key().into())), ("amount", n(amount)), ("limit", n(limit))],
+            ),
+            C::Unknown { what, got } => (what.key(), vec![("got", Text(format!("{got:?}")))]),
             C::AccumDoesNotDivide { batch, accum } => {
                 ("cfg-err-accum-divide", vec![("batch", n(batch)), ("accum", n(accum))])
             }
             C::CheckpointEvery { k, layers } => ("est-err-checkpoint-every", vec![("k", n(k)), ("layers", n(layers))]),
             C::LoraRankNotLow { rank, d_model } => ("cfg-err-lora-rank", vec![("rank", n(rank)), ("d", n(d_model))]),
             C::LoraAlpha { alpha } => ("cfg-err-lora-alpha", vec![("alpha", n(alpha))]),
-            C::AllocatorOption(e) => e.message(),
+            C::AllocatorOption(e) => return e.message(),
             C::Gpus { gpus, max } => ("cfg-err-gpus", vec![("gpus", n(gpus)), ("max", n(max))]),
             C::ZeroStage { stage } => ("est-err-zero-stage", vec![("stage", n(stage))]),
             C::Bucket { elems, min, max } => {
                 ("cfg-err-bucket", vec![("elems", n(elems)), ("min", n(min)), ("max", n(max))])
             }
-            C::NotWithSeveralGpus { what } => ("cfg-err-not-with-several-gpus", vec![("what", t.text(what.key()))]),
-            C::DocStarts(why) => ("cfg-err-doc-starts", vec![("why", t.text(why.key()))]),
+            C::NotWithSeveralGpus { what } => ("cfg-err-not-with-several-gpus", vec![("what", Key(what.key().into()))]),
+            C::DocStarts(why) => ("cfg-err-doc-starts", vec![("why", Key(why.key().into()))]),
             C::OffloadWith { what: Technique::Fp16LossScaling } => ("cfg-err-offload-with-fp16", vec![]),
-            C::OffloadWith { what } => ("cfg-err-offload-with", vec![("what", t.text(what.key()))]),
+            C::OffloadWith { what } => ("cfg-err-offload-with", vec![("what", Key(what.key().into()))]),
             C::LoraNoTargets => ("est-err-lora-no-target", vec![]),
             C::FusedWithSelective => ("cfg-err-fused-with-selective", vec![]),
             C::FusedHeadTooLarge { max, head_size, d_model, n_heads } => (
@@ -349,9 +394,9 @@ impl ConfigError {
             ),
             C::Optimizer { name, value, range } => (
                 "cfg-err-optimizer",
-                vec![("name", name.to_string()), ("value", n(value)), ("range", t.text(range.key()))],
+                vec![("name", Text(name.to_string())), ("value", n(value)), ("range", Key(range.key().into()))],
             ),
-            C::NotInVocabulary(ch) => ("cfg-err-not-in-vocabulary", vec![("char", format!("{ch:?}"))]),
+            C::NotInVocabulary(ch) => ("cfg-err-not-in-vocabulary", vec![("char", Text(format!("{ch:?}")))]),
             C::CorpusTooShort { tokens, seq } => {
                 ("cfg-err-corpus-too-short", vec![("tokens", n(tokens)), ("seq", n(seq))])
             }
@@ -360,32 +405,19 @@ impl ConfigError {
                 "cfg-err-batch-length",
                 vec![("inputs", n(inputs)), ("targets", n(targets)), ("expected", n(expected))],
             ),
-        })
+        };
+        Worded::new(key, args)
     }
 
-    /// The message in the catalog's language (the worker's reported words as they came).
+    /// The message in the catalog's language.
     pub fn text(&self, t: &Catalog) -> String {
-        if let ConfigError::Reported(words) = self {
-            return words.clone();
-        }
-        self.message(t).map(|(key, args)| t.format_text(key, &args)).unwrap_or_default()
+        self.worded().text(t)
     }
 
     /// The catalog messages it renders: its own and a name inside it (what the tests check
     /// every message is reached by).
-    pub fn keys(&self) -> Vec<&'static str> {
-        use ConfigError as C;
-        let own = with_english(|en| self.message(en).map(|(key, _)| key));
-        let inner = match self {
-            C::Zero { name, .. } | C::TooLarge { name, .. } => Some(name.key()),
-            C::SizeLimit { what, .. } if !matches!(what, Planned::Step { .. }) => Some(what.key()),
-            C::NotWithSeveralGpus { what } => Some(what.key()),
-            C::OffloadWith { what } if *what != Technique::Fp16LossScaling => Some(what.key()),
-            C::DocStarts(why) => Some(why.key()),
-            C::Optimizer { range, .. } => Some(range.key()),
-            _ => None,
-        };
-        own.into_iter().chain(inner).collect()
+    pub fn keys(&self) -> Vec<String> {
+        self.worded().keys().into_iter().map(str::to_owned).collect()
     }
 }
 

@@ -10,7 +10,9 @@ pub mod params;
 
 use serde::{Deserialize, Serialize};
 
-pub use error::{AllocatorConfigError, ConfigError, Dim, DocStartsWhy, Planned, Range, Setting, Technique};
+pub use error::{
+    AllocatorConfigError, Arg, ConfigError, Dim, DocStartsWhy, Planned, Range, Setting, Technique, Worded,
+};
 pub use params::{ParamLayout, ParamSpec};
 
 /// Largest value accepted for any single dimension. It only keeps arithmetic on sizes far away

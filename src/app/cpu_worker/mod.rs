@@ -10,7 +10,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::backend::{BackendError, BackendKind, Executor};
+use crate::backend::{BackendError, BackendKind, Executor, WorkerLost};
 use crate::data::Dataset;
 use crate::memory::allocator::Event;
 use crate::memory::step::TensorTag;
@@ -67,7 +67,7 @@ pub enum Reply {
     },
     /// A snapshot the worker could not read, and why.
     SnapshotFailed {
-        error: String,
+        error: crate::memory::snapshot::SnapshotError,
     },
 }
 
@@ -77,8 +77,8 @@ pub enum Reply {
 pub enum WireError {
     OutOfMemory(Box<StepOom>),
     HostMemory(crate::backend::HostShortfall),
-    /// A configuration error, as its message.
-    Config(String),
+    /// A configuration error, as its catalog message (worded on the page, in its language).
+    Config(crate::model::Worded),
     ShapeMismatch {
         plan: StepShape,
         batch: StepShape,
@@ -97,7 +97,7 @@ impl From<BackendError> for WireError {
         match e {
             BackendError::OutOfMemory(oom) => WireError::OutOfMemory(oom),
             BackendError::HostMemory(m) => WireError::HostMemory(m),
-            BackendError::Config(c) => WireError::Config(c.to_string()),
+            BackendError::Config(c) => WireError::Config(c.worded()),
             BackendError::ShapeMismatch { plan, batch } => WireError::ShapeMismatch { plan, batch },
             BackendError::NotProduced { op, tensor } => WireError::NotProduced { op, tensor },
             BackendError::WorkerHasNoExecutor => WireError::NoExecutor,
@@ -233,9 +233,9 @@ impl Handler {
 /// How the page reaches the worker.
 pub trait Transport {
     /// Sends a request (an error: the worker is gone).
-    fn send(&mut self, request: &Request) -> Result<(), String>;
+    fn send(&mut self, request: &Request) -> Result<(), WorkerLost>;
     /// The next reply that has arrived, if any; an error when the worker died.
-    fn try_recv(&mut self) -> Result<Option<Reply>, String>;
+    fn try_recv(&mut self) -> Result<Option<Reply>, WorkerLost>;
 }
 
 /// The page's end: what it asked for, and what has come back.
@@ -263,7 +263,7 @@ pub struct CpuWorker {
 pub const ALIVE_WITHIN_SECS: f64 = 60.0;
 
 /// The worker is gone (the page then runs steps itself).
-fn lost(e: String) -> BackendError {
+fn lost(e: WorkerLost) -> BackendError {
     BackendError::WorkerLost(e)
 }
 
@@ -322,7 +322,7 @@ impl CpuWorker {
     pub fn ensure(&mut self, request: &StepRequest, seed: u64, budget: Budget, now: f64) -> Result<bool, BackendError> {
         let since = *self.first_needed.get_or_insert(now);
         if !self.alive && now - since > ALIVE_WITHIN_SECS {
-            return Err(lost(format!("it did not start within {ALIVE_WITHIN_SECS} s")));
+            return Err(lost(WorkerLost::Silent(ALIVE_WITHIN_SECS as u32)));
         }
         if self.running.is_some() {
             return Ok(false); // a step's result is read by `poll`, not here

@@ -14,9 +14,9 @@ struct InProcess {
 }
 
 impl Transport for InProcess {
-    fn send(&mut self, request: &Request) -> Result<(), String> {
-        let json = serde_json::to_string(request).map_err(|e| e.to_string())?;
-        let request: Request = serde_json::from_str(&json).map_err(|e| e.to_string())?;
+    fn send(&mut self, request: &Request) -> Result<(), WorkerLost> {
+        let json = serde_json::to_string(request)?;
+        let request: Request = serde_json::from_str(&json)?;
         let replies = &mut self.replies;
         let mut n = 0.0;
         let clock = move || {
@@ -29,8 +29,8 @@ impl Transport for InProcess {
         });
         Ok(())
     }
-    fn try_recv(&mut self) -> Result<Option<Reply>, String> {
-        self.replies.pop_front().map(|j| serde_json::from_str(&j).map_err(|e| e.to_string())).transpose()
+    fn try_recv(&mut self) -> Result<Option<Reply>, WorkerLost> {
+        Ok(self.replies.pop_front().map(|j| serde_json::from_str(&j)).transpose()?)
     }
 }
 
@@ -115,10 +115,10 @@ fn the_worker_reports_progress_before_the_result() {
 struct Scripted(VecDeque<Option<Reply>>);
 
 impl Transport for Scripted {
-    fn send(&mut self, _: &Request) -> Result<(), String> {
+    fn send(&mut self, _: &Request) -> Result<(), WorkerLost> {
         Ok(())
     }
-    fn try_recv(&mut self) -> Result<Option<Reply>, String> {
+    fn try_recv(&mut self) -> Result<Option<Reply>, WorkerLost> {
         Ok(self.0.pop_front().flatten())
     }
 }
@@ -190,7 +190,7 @@ fn the_page_shows_progress_drops_stale_replies_and_reports_failures() {
             .expect("still waiting")
     );
     let err = silent.ensure(&small.request(), 0, Budget::Bytes(1 << 30), 101.0 + ALIVE_WITHIN_SECS).expect_err("lost");
-    assert!(matches!(err, BackendError::WorkerLost(_)), "{err}");
+    assert!(matches!(err, BackendError::WorkerLost(WorkerLost::Silent(60))), "{err}");
     assert!(err.to_string().starts_with("the CPU worker stopped"), "{err}");
 }
 

@@ -3,6 +3,8 @@
 
 #[cfg(not(target_arch = "wasm32"))]
 use super::{Handler, Reply, Request, Transport};
+#[cfg(not(target_arch = "wasm32"))]
+use crate::backend::WorkerLost;
 
 /// A worker on a thread of this process, over channels, with the messages as JSON: the browser
 /// path's behaviour (asynchronous replies, progress while the page draws) where there is no
@@ -38,15 +40,15 @@ impl ThreadTransport {
 
 #[cfg(not(target_arch = "wasm32"))]
 impl Transport for ThreadTransport {
-    fn send(&mut self, request: &Request) -> Result<(), String> {
-        let json = serde_json::to_string(request).map_err(|e| e.to_string())?;
-        self.requests.send(json).map_err(|e| e.to_string())
+    fn send(&mut self, request: &Request) -> Result<(), WorkerLost> {
+        let json = serde_json::to_string(request)?;
+        self.requests.send(json).map_err(|_| WorkerLost::Stopped)
     }
-    fn try_recv(&mut self) -> Result<Option<Reply>, String> {
+    fn try_recv(&mut self) -> Result<Option<Reply>, WorkerLost> {
         match self.replies.try_recv() {
-            Ok(json) => serde_json::from_str(&json).map(Some).map_err(|e| e.to_string()),
+            Ok(json) => Ok(Some(serde_json::from_str(&json)?)),
             Err(std::sync::mpsc::TryRecvError::Empty) => Ok(None),
-            Err(e) => Err(e.to_string()),
+            Err(std::sync::mpsc::TryRecvError::Disconnected) => Err(WorkerLost::Stopped),
         }
     }
 }
@@ -63,21 +65,22 @@ pub mod web_transport {
     use wasm_bindgen::prelude::Closure;
 
     use super::super::{Reply, Request, Transport};
+    use crate::backend::WorkerLost;
 
     pub struct WebTransport {
         worker: web_sys::Worker,
         /// Replies (JSON) or the worker's error, in arrival order.
-        inbox: Rc<RefCell<VecDeque<Result<String, String>>>>,
+        inbox: Rc<RefCell<VecDeque<Result<String, WorkerLost>>>>,
         _on_message: Closure<dyn FnMut(web_sys::MessageEvent)>,
         _on_error: Closure<dyn FnMut(web_sys::Event)>,
     }
 
     impl WebTransport {
-        pub fn spawn(url: &str) -> Result<Self, String> {
+        pub fn spawn(url: &str) -> Result<Self, WorkerLost> {
             let options = web_sys::WorkerOptions::new();
             options.set_type(web_sys::WorkerType::Module);
-            let worker = web_sys::Worker::new_with_options(url, &options).map_err(|e| format!("{e:?}"))?;
-            let inbox: Rc<RefCell<VecDeque<Result<String, String>>>> = Rc::default();
+            let worker = web_sys::Worker::new_with_options(url, &options).map_err(browser)?;
+            let inbox: Rc<RefCell<VecDeque<Result<String, WorkerLost>>>> = Rc::default();
             let to_inbox = Rc::clone(&inbox);
             let on_message = Closure::<dyn FnMut(web_sys::MessageEvent)>::new(move |e: web_sys::MessageEvent| {
                 if let Some(json) = e.data().as_string() {
@@ -88,7 +91,7 @@ pub mod web_transport {
             // A script that does not load fires a plain Event; an exception in it an ErrorEvent.
             let on_error = Closure::<dyn FnMut(web_sys::Event)>::new(move |e: web_sys::Event| {
                 let why = e.dyn_ref::<web_sys::ErrorEvent>().map_or("its script did not load".into(), |e| e.message());
-                to_inbox.borrow_mut().push_back(Err(why));
+                to_inbox.borrow_mut().push_back(Err(WorkerLost::Browser(why)));
             });
             worker.set_onmessage(Some(on_message.as_ref().unchecked_ref()));
             worker.set_onerror(Some(on_error.as_ref().unchecked_ref()));
@@ -97,17 +100,22 @@ pub mod web_transport {
     }
 
     impl Transport for WebTransport {
-        fn send(&mut self, request: &Request) -> Result<(), String> {
-            let json = serde_json::to_string(request).map_err(|e| e.to_string())?;
-            self.worker.post_message(&json.into()).map_err(|e| format!("{e:?}"))
+        fn send(&mut self, request: &Request) -> Result<(), WorkerLost> {
+            let json = serde_json::to_string(request)?;
+            self.worker.post_message(&json.into()).map_err(browser)
         }
-        fn try_recv(&mut self) -> Result<Option<Reply>, String> {
+        fn try_recv(&mut self) -> Result<Option<Reply>, WorkerLost> {
             match self.inbox.borrow_mut().pop_front() {
-                Some(Ok(json)) => serde_json::from_str(&json).map(Some).map_err(|e| e.to_string()),
+                Some(Ok(json)) => Ok(Some(serde_json::from_str(&json)?)),
                 Some(Err(e)) => Err(e),
                 None => Ok(None),
             }
         }
+    }
+
+    /// The browser's refusal, in its own words.
+    fn browser(e: wasm_bindgen::JsValue) -> WorkerLost {
+        WorkerLost::Browser(format!("{e:?}"))
     }
 
     impl Drop for WebTransport {

@@ -10,6 +10,7 @@ use wasm_bindgen::JsCast;
 use wasm_bindgen::prelude::Closure;
 
 use crate::app::cpu_worker::Reply;
+use crate::memory::snapshot::SnapshotError;
 use crate::memory::snapshot::dump::Dump;
 use crate::memory::snapshot::transfer;
 
@@ -19,7 +20,7 @@ struct Inbox {
     /// The file, until the worker says it is listening.
     file: Option<web_sys::File>,
     done: u64,
-    result: Option<Result<Dump, String>>,
+    result: Option<Result<Dump, SnapshotError>>,
 }
 
 pub struct Import {
@@ -34,10 +35,10 @@ pub struct Import {
 
 impl Import {
     /// Starts a worker for `file`.
-    pub fn start(file: web_sys::File, ctx: &egui::Context) -> Result<Import, String> {
+    pub fn start(file: web_sys::File, ctx: &egui::Context) -> Result<Import, SnapshotError> {
         let options = web_sys::WorkerOptions::new();
         options.set_type(web_sys::WorkerType::Module);
-        let worker = web_sys::Worker::new_with_options("./worker.js", &options).map_err(|e| format!("{e:?}"))?;
+        let worker = web_sys::Worker::new_with_options("./worker.js", &options).map_err(unreadable)?;
         let total = file.size() as u64;
         let inbox = Rc::new(RefCell::new(Inbox { file: Some(file), ..Inbox::default() }));
         let (to_inbox, to_worker, repaint) = (inbox.clone(), worker.clone(), ctx.clone());
@@ -50,7 +51,7 @@ impl Import {
                         if let Some(file) = inbox.file.take()
                             && let Err(e) = to_worker.post_message(&file)
                         {
-                            inbox.result = Some(Err(format!("{e:?}")));
+                            inbox.result = Some(Err(unreadable(e)));
                         }
                     }
                     Ok(Reply::SnapshotProgress { done, .. }) => inbox.done = done,
@@ -59,7 +60,7 @@ impl Import {
                 }
             } else if let Some(buffer) = data.dyn_ref::<js_sys::Uint8Array>() {
                 let bytes = buffer.to_vec();
-                inbox.result = Some(transfer::from_bytes(&bytes).map_err(|e| e.to_string()));
+                inbox.result = Some(transfer::from_bytes(&bytes));
             }
             repaint.request_repaint();
         });
@@ -69,7 +70,7 @@ impl Import {
             // A worker that runs out of memory or fails to load ends here: a message, not a
             // crashed tab.
             let why = e.dyn_ref::<web_sys::ErrorEvent>().map_or("the worker stopped".into(), |e| e.message());
-            to_inbox.borrow_mut().result = Some(Err(why));
+            to_inbox.borrow_mut().result = Some(Err(SnapshotError::Unreadable(why)));
             repaint.request_repaint();
         });
         worker.set_onmessage(Some(on_message.as_ref().unchecked_ref()));
@@ -92,9 +93,14 @@ impl Import {
     }
 
     /// The dump or why not, once the worker is done.
-    pub fn take(&self) -> Option<Result<Dump, String>> {
+    pub fn take(&self) -> Option<Result<Dump, SnapshotError>> {
         self.inbox.borrow_mut().result.take()
     }
+}
+
+/// The browser's refusal, in its own words.
+fn unreadable(e: wasm_bindgen::JsValue) -> SnapshotError {
+    SnapshotError::Unreadable(format!("{e:?}"))
 }
 
 impl Drop for Import {

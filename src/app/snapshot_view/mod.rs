@@ -31,7 +31,7 @@ use super::views::{Source, size};
 use crate::i18n::Catalog;
 use crate::memory::snapshot::dump::Dump;
 use crate::memory::snapshot::explain;
-use crate::memory::snapshot::{read, replay};
+use crate::memory::snapshot::{SnapshotError, read, replay};
 
 /// The largest segments drawn in the map.
 const MAP_SEGMENTS: usize = 64;
@@ -85,7 +85,8 @@ pub struct SnapshotState {
     pub others: Vec<Loaded>,
     /// All the open files compared, once there are two or more.
     pub comparison: Option<several::Comparison>,
-    pub error: Option<String>,
+    /// Why the last file did not open: its name, and the error.
+    pub error: Option<(String, SnapshotError)>,
     /// The file being read (the desktop reads on a thread, the browser in a worker).
     pub loading: Option<String>,
     /// Bytes read of the file's size, while it is read.
@@ -100,7 +101,7 @@ pub struct SnapshotState {
     #[cfg(target_arch = "wasm32")]
     queue: VecDeque<(web_sys::File, bool)>,
     #[cfg(not(target_arch = "wasm32"))]
-    rx: Option<std::sync::mpsc::Receiver<(String, Result<Loaded, String>)>>,
+    rx: Option<std::sync::mpsc::Receiver<(String, Result<Loaded, SnapshotError>)>>,
     #[cfg(not(target_arch = "wasm32"))]
     read: std::sync::Arc<std::sync::atomic::AtomicU64>,
     #[cfg(target_arch = "wasm32")]
@@ -110,8 +111,8 @@ pub struct SnapshotState {
 }
 
 /// Reads and replays a snapshot (milliseconds for the toy's, seconds for a 200 MB dump).
-pub fn load(name: &str, bytes: &[u8]) -> Result<Loaded, String> {
-    read::from_bytes(bytes).map(|d| from_dump(name, d)).map_err(|e| e.to_string())
+pub fn load(name: &str, bytes: &[u8]) -> Result<Loaded, SnapshotError> {
+    read::from_bytes(bytes).map(|d| from_dump(name, d))
 }
 
 /// Replays a snapshot already read (each device), and prepares its views.
@@ -168,7 +169,7 @@ impl SnapshotState {
     fn read_bytes(&mut self, name: &str, bytes: &[u8], beside: bool) {
         match load(name, bytes) {
             Ok(l) => self.land(l, beside),
-            Err(e) => self.error = Some(format!("{name}: {e}")),
+            Err(e) => self.error = Some((name.to_owned(), e)),
         }
         self.loading = None;
     }
@@ -243,7 +244,7 @@ impl SnapshotState {
                 (self.rx, self.loading, self.progress) = (None, None, None);
                 match result {
                     Ok(l) => self.land(l, self.beside),
-                    Err(e) => self.error = Some(format!("{name}: {e}")),
+                    Err(e) => self.error = Some((name, e)),
                 }
                 self.next(ctx);
             }
@@ -264,7 +265,7 @@ impl SnapshotState {
                     (self.import, self.progress) = (None, None);
                     match result {
                         Ok(d) => self.land(from_dump(&name, d), self.beside),
-                        Err(e) => self.error = Some(format!("{name}: {e}")),
+                        Err(e) => self.error = Some((name, e)),
                     }
                     self.next(ctx);
                 }
@@ -345,8 +346,9 @@ impl SnapshotState {
                 ),
             );
         }
-        if let Some(e) = &self.error {
-            ui.colored_label(Color32::RED, t.format("snap-error", &[("error", e.as_str().into())]));
+        if let Some((name, e)) = &self.error {
+            let text = t.format("snap-error", &[("name", name.as_str().into()), ("error", e.text(t).into())]);
+            ui.colored_label(Color32::RED, text);
         }
         // Several files: side by side first, then the one shown in full.
         if let Some(c) = &self.comparison {

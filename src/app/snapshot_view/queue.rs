@@ -34,7 +34,7 @@ impl SnapshotState {
             });
             found.sort();
             if found.is_empty() {
-                self.error = Some(format!("{}: no .pickle, .pkl or .json file in this folder", path.display()));
+                self.error = Some((path.display().to_string(), crate::memory::snapshot::SnapshotError::EmptyFolder));
             }
             found
         } else {
@@ -71,12 +71,13 @@ impl SnapshotState {
         let read = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
         self.read = read.clone();
         std::thread::spawn(move || {
-            let result = std::fs::File::open(&path).map_err(|e| e.to_string()).and_then(|f| {
+            let unreadable = |e: std::io::Error| crate::memory::snapshot::SnapshotError::Unreadable(e.to_string());
+            let result = std::fs::File::open(&path).map_err(unreadable).and_then(|f| {
                 let mut progress = |n| {
                     read.store(n, Ordering::Relaxed);
                     ctx.request_repaint();
                 };
-                read::from_reader(f, total, &mut progress).map(|d| from_dump(&label, d)).map_err(|e| e.to_string())
+                read::from_reader(f, total, &mut progress).map(|d| from_dump(&label, d))
             });
             let _ = tx.send((label, result));
             ctx.request_repaint();
@@ -118,7 +119,7 @@ impl SnapshotState {
                 self.import = Some(i);
                 (self.loading, self.progress, self.error, self.too_large) = (Some(name), Some((0, size)), None, None);
             }
-            Err(e) => self.error = Some(format!("{name}: {e}")),
+            Err(e) => self.error = Some((name, e)),
         }
     }
 }

@@ -9,9 +9,7 @@
 //! allocated blocks; here only the free pages at the segment's end are unmapped, so reserved
 //! memory after `empty_cache` can be higher than PyTorch's when free pages lie in the middle.
 
-use std::collections::BTreeMap;
-
-use super::{Block, CachingAllocator, Event, LARGE_BUFFER, Pool, SMALL_BUFFER, Segment, SegmentId};
+use super::{Block, CachingAllocator, Event, LARGE_BUFFER, Pool, SMALL_BUFFER, SegmentId};
 
 /// The page an expandable segment of `pool` grows by.
 pub fn page_size(pool: Pool) -> u64 {
@@ -101,20 +99,4 @@ impl<T: Clone> CachingAllocator<T> {
         }
         ends.len()
     }
-}
-
-/// An expandable segment's own invariants: a whole number of pages, one per pool and stream.
-pub(super) fn check_expandable<T>(segments: &BTreeMap<SegmentId, Segment<T>>) -> Result<(), String> {
-    let streams: std::collections::BTreeSet<u64> = segments.values().map(|s| s.stream).collect();
-    for (pool, stream) in [Pool::Small, Pool::Large].into_iter().flat_map(|p| streams.iter().map(move |&s| (p, s))) {
-        let mine: Vec<&Segment<T>> =
-            segments.values().filter(|s| s.expandable && s.pool == pool && s.stream == stream).collect();
-        if mine.len() > 1 {
-            return Err(format!("{} expandable segments in the {pool:?} pool of stream {stream}", mine.len()));
-        }
-        if let Some(s) = mine.iter().find(|s| !s.size.is_multiple_of(page_size(pool))) {
-            return Err(format!("expandable segment {:?} of {} B is not whole pages", s.id, s.size));
-        }
-    }
-    Ok(())
 }

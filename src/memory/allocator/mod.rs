@@ -38,6 +38,7 @@ mod oom;
 mod options;
 mod restore;
 pub use crate::plan::allocator::{AllocatorConfig, AllocatorConfigError};
+pub use check::Violation;
 pub use oom::OutOfMemory;
 
 pub const MIN_BLOCK_SIZE: u64 = 512;

@@ -297,8 +297,10 @@ impl Frame {
     }
 }
 
-/// What went wrong reading or writing a snapshot.
-#[derive(Debug, thiserror::Error)]
+/// What went wrong reading or writing a snapshot. It crosses the browser's worker as itself;
+/// the reader's words come from [`SnapshotError::text`]. The payloads are the details the
+/// reader found in the file (or the system's own words), quoted as they are.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error, Serialize, Deserialize)]
 pub enum SnapshotError {
     #[error("not a PyTorch memory snapshot: {0}")]
     Foreign(String),
@@ -306,4 +308,24 @@ pub enum SnapshotError {
     Corrupt(String),
     #[error("could not write the snapshot: {0}")]
     Write(String),
+    /// The file could not be read at all (the system's or the browser's words).
+    #[error("the file cannot be read: {0}")]
+    Unreadable(String),
+    /// A folder was opened that holds no snapshot.
+    #[error("the folder has no .pickle, .pkl or .json file")]
+    EmptyFolder,
+}
+
+impl SnapshotError {
+    /// The error in `t`'s language.
+    pub fn text(&self, t: &crate::i18n::Catalog) -> String {
+        let (key, detail) = match self {
+            SnapshotError::Foreign(d) => ("snap-error-foreign", d.as_str()),
+            SnapshotError::Corrupt(d) => ("snap-error-corrupt", d.as_str()),
+            SnapshotError::Write(d) => ("snap-error-write", d.as_str()),
+            SnapshotError::Unreadable(d) => ("snap-error-unreadable", d.as_str()),
+            SnapshotError::EmptyFolder => ("snap-error-empty-folder", ""),
+        };
+        t.format(key, &[("detail", detail.into())])
+    }
 }

@@ -257,16 +257,39 @@ pub fn replay_with(s: &Dump, sites: Arc<Sites>, device: i64, top: usize) -> Repl
 /// `free_requested` is followed at once by its `free_completed`; undoing the trace from the final
 /// segments never meets an unknown block or segment, never leaves a block outside every segment,
 /// and ends with nothing allocated and nothing reserved.
-pub fn check_consistency(s: &Dump) -> Result<(), String> {
+/// A rule of the web viewer's that a snapshot breaks ([`check_consistency`]).
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum Inconsistency {
+    #[error("segment {segment:#x}: blocks sum to {sum}, not {total}")]
+    BlockSum { segment: i64, sum: i64, total: i64 },
+    #[error("segment {segment:#x}: block at {at:#x}, expected {expected:#x}")]
+    BlockOrder { segment: i64, at: i64, expected: i64 },
+    #[error("device {device}, event {event}: free_requested without its free_completed")]
+    UnfinishedFree { device: usize, event: usize },
+    #[error("device {device}, event {event}: undoing an alloc of an unknown block {addr:#x}")]
+    UnknownBlock { device: usize, event: usize, addr: i64 },
+    #[error("device {device}, event {event}: a free of a block still allocated {addr:#x}")]
+    FreedWhileAllocated { device: usize, event: usize, addr: i64 },
+    #[error("device {device}, event {event}: undoing an unknown segment {addr:#x}")]
+    UnknownSegment { device: usize, event: usize, addr: i64 },
+    #[error("device {device}, event {event}: a block left in segment {addr:#x} before it existed")]
+    BlockBeforeSegment { device: usize, event: usize, addr: i64 },
+    #[error(
+        "device {device}: undoing the trace leaves {blocks} blocks and {segments} segments (it must reach an empty allocator)"
+    )]
+    NotEmpty { device: usize, blocks: usize, segments: usize },
+}
+
+pub fn check_consistency(s: &Dump) -> Result<(), Inconsistency> {
     for g in &s.segments {
         let sum: i64 = g.blocks.iter().map(|b| b.size).sum();
         if sum != g.total_size {
-            return Err(format!("segment {:#x}: blocks sum to {sum}, not {}", g.address, g.total_size));
+            return Err(Inconsistency::BlockSum { segment: g.address, sum, total: g.total_size });
         }
         let mut at = g.address;
         for b in &g.blocks {
             if b.address != at {
-                return Err(format!("segment {:#x}: block at {:#x}, expected {at:#x}", g.address, b.address));
+                return Err(Inconsistency::BlockOrder { segment: g.address, at: b.address, expected: at });
             }
             at += b.size;
         }
@@ -277,7 +300,7 @@ pub fn check_consistency(s: &Dump) -> Result<(), String> {
             if e.action() == Action::FreeRequested {
                 let next = trace.get(i + 1);
                 if !next.is_some_and(|n| n.action() == Action::FreeCompleted && n.addr() == e.addr()) {
-                    return Err(format!("device {d}, event {i}: free_requested without its free_completed"));
+                    return Err(Inconsistency::UnfinishedFree { device: d, event: i });
                 }
             }
         }
@@ -293,19 +316,17 @@ pub fn check_consistency(s: &Dump) -> Result<(), String> {
             let addr = e.addr().unwrap_or(0);
             match e.action() {
                 Action::Alloc if blocks.remove(&addr).is_none() => {
-                    return Err(format!("device {d}, event {i}: undoing an alloc of an unknown block {addr:#x}"));
+                    return Err(Inconsistency::UnknownBlock { device: d, event: i, addr });
                 }
                 Action::FreeCompleted if blocks.insert(addr, e.size).is_some() => {
-                    return Err(format!("device {d}, event {i}: a free of a block still allocated {addr:#x}"));
+                    return Err(Inconsistency::FreedWhileAllocated { device: d, event: i, addr });
                 }
                 Action::SegmentAlloc => {
                     if segments.remove(&addr).is_none() {
-                        return Err(format!("device {d}, event {i}: undoing an unknown segment {addr:#x}"));
+                        return Err(Inconsistency::UnknownSegment { device: d, event: i, addr });
                     }
                     if blocks.range(addr..addr.saturating_add(e.size)).next().is_some() {
-                        return Err(format!(
-                            "device {d}, event {i}: a block left in segment {addr:#x} before it existed"
-                        ));
+                        return Err(Inconsistency::BlockBeforeSegment { device: d, event: i, addr });
                     }
                 }
                 Action::SegmentFree => {
@@ -315,11 +336,7 @@ pub fn check_consistency(s: &Dump) -> Result<(), String> {
             }
         }
         if !blocks.is_empty() || !segments.is_empty() {
-            return Err(format!(
-                "device {d}: undoing the trace leaves {} blocks and {} segments (it must reach an empty allocator)",
-                blocks.len(),
-                segments.len()
-            ));
+            return Err(Inconsistency::NotEmpty { device: d, blocks: blocks.len(), segments: segments.len() });
         }
     }
     Ok(())

@@ -1298,3 +1298,25 @@ cfg-range-positive-number = a positive number
 cfg-range-unit = in [0, 1)
 cfg-range-positive = positive
 cfg-range-non-negative = zero or positive
+
+## Why a step did not run: the GPU's words, the backend's, the CPU worker's (`backend::error`, `backend::gpu`)
+gpu-err-no-adapter = no GPU adapter was found ({ $detail }); use --backend cpu, or install a Vulkan driver (e.g. Mesa's lavapipe: apt install mesa-vulkan-drivers)
+gpu-err-device = could not open the GPU device: { $detail }
+gpu-err-no-compute = the { $detail } adapter has no compute shaders
+gpu-err-limit = { $what } needs { $needed }, but this GPU adapter allows at most { $limit }; choose a smaller configuration
+gpu-err-oom = the GPU ran out of memory: { $detail }
+gpu-err-validation = the GPU rejected the work (validation error): { $detail }
+gpu-err-readback = reading results back from the GPU failed: { $detail }
+gpu-err-lost = the GPU device was lost: { $detail }
+backend-err-shape = the batch is { $batch } but the plan was built for { $plan }
+backend-err-internal = an internal error in oomlab stopped the step ({ $error }); please report it
+backend-err-not-produced = op { $op } needs tensor '{ $tensor }', which this step has not produced (run the forward pass first)
+backend-err-no-gpu = the GPU backend was asked for, but no GPU is open
+backend-err-worker-lost = the CPU worker stopped: { $why }
+backend-err-no-executor = the CPU worker has no executor for these settings
+backend-err-cpu-only-uneven = a batch of another length over several simulated GPUs runs on the CPU backend only, so far: choose the CPU backend
+backend-err-cpu-only-mixed = mixed precision over several simulated GPUs runs on the CPU backend only, so far: choose the CPU backend
+backend-err-cancelled = building was cancelled
+worker-lost-stopped = it stopped
+worker-lost-silent = it did not start within { $secs } s
+worker-lost-garbled = a message could not be written or read: { $detail }

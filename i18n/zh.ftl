@@ -1280,3 +1280,25 @@ cfg-range-positive-number = 是正数
 cfg-range-unit = 在 [0, 1) 之内
 cfg-range-positive = 为正
 cfg-range-non-negative = 为零或正数
+
+## 一步没有运行的原因：GPU、后端、CPU worker（`backend::error`、`backend::gpu`）
+gpu-err-no-adapter = 没有找到 GPU 适配器（{ $detail }）；请使用 --backend cpu，或安装 Vulkan 驱动（例如 Mesa 的 lavapipe：apt install mesa-vulkan-drivers）
+gpu-err-device = 无法打开 GPU 设备：{ $detail }
+gpu-err-no-compute = { $detail } 适配器没有计算着色器
+gpu-err-limit = { $what } 需要 { $needed }，但这个 GPU 适配器最多允许 { $limit }；请选择更小的配置
+gpu-err-oom = GPU 内存不足：{ $detail }
+gpu-err-validation = GPU 拒绝了这项工作（验证错误）：{ $detail }
+gpu-err-readback = 从 GPU 读回结果失败：{ $detail }
+gpu-err-lost = GPU 设备丢失：{ $detail }
+backend-err-shape = 批次是 { $batch }，但计划是按 { $plan } 构建的
+backend-err-internal = oomlab 的内部错误中止了这一步（{ $error }）；请报告它
+backend-err-not-produced = 算子 { $op } 需要张量 '{ $tensor }'，但这一步还没有产生它（请先运行前向传播）
+backend-err-no-gpu = 要求使用 GPU 后端，但没有打开的 GPU
+backend-err-worker-lost = CPU worker 停止了：{ $why }
+backend-err-no-executor = CPU worker 没有这些设置的执行器
+backend-err-cpu-only-uneven = 在多块模拟 GPU 上运行不同长度的批次目前只有 CPU 后端支持：请选择 CPU 后端
+backend-err-cpu-only-mixed = 在多块模拟 GPU 上使用混合精度目前只有 CPU 后端支持：请选择 CPU 后端
+backend-err-cancelled = 构建已取消
+worker-lost-stopped = 它停止了
+worker-lost-silent = 它在 { $secs } 秒内没有启动
+worker-lost-garbled = 无法写入或读取一条消息：{ $detail }

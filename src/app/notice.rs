@@ -16,6 +16,24 @@ pub enum Notice {
     Config(crate::model::ConfigError),
     /// Why the CPU backend's host cannot hold a step: worded in the reader's language.
     Host(crate::backend::HostShortfall),
+    /// Why a step did not run (the GPU's, the backend's): worded in the reader's language.
+    Backend(StepFailed),
+}
+
+/// A backend's error as a notice holds it: two are the same notice when they read the same.
+#[derive(Clone, Debug)]
+pub struct StepFailed(pub Box<crate::backend::BackendError>);
+
+impl PartialEq for StepFailed {
+    fn eq(&self, other: &Self) -> bool {
+        self.0.to_string() == other.0.to_string()
+    }
+}
+
+impl From<crate::backend::BackendError> for Notice {
+    fn from(e: crate::backend::BackendError) -> Self {
+        Notice::Backend(StepFailed(Box::new(e)))
+    }
 }
 
 impl From<String> for Notice {
@@ -41,6 +59,7 @@ impl Notice {
             Notice::Refusal(e) => e.text(t),
             Notice::Config(e) => e.text(t),
             Notice::Host(h) => h.text(t),
+            Notice::Backend(e) => e.0.text(t),
         }
     }
 }

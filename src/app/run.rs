@@ -147,13 +147,13 @@ impl Run {
         }
         if !rs.adapter.get_downlevel_capabilities().flags.contains(wgpu::DownlevelFlags::COMPUTE_SHADERS) {
             let error = crate::backend::gpu::GpuError::NoCompute(format!("{:?}", rs.adapter.get_info().backend));
-            notices.push(Notice::msg("notice-no-gpu", &[("error", error.to_string().into())]));
+            notices.push(Notice::msg("notice-no-gpu", &[("error", BackendError::from(error).into())]));
             return Self::cpu();
         }
         match crate::backend::gpu::GpuContext::from_device(rs.device.clone(), rs.queue.clone(), rs.adapter.get_info()) {
             Ok(ctx) => Self::gpu(ctx),
             Err(e) => {
-                notices.push(Notice::msg("notice-no-gpu", &[("error", e.to_string().into())]));
+                notices.push(Notice::msg("notice-no-gpu", &[("error", BackendError::from(e).into())]));
                 Self::cpu()
             }
         }
@@ -304,7 +304,9 @@ impl Run {
         self.step_started = None;
     }
 
-    fn fail(&mut self, e: BackendError) {
+    /// Records a step that failed: training stops, and the error is what the main area shows
+    /// (an out-of-memory error as the OOM panel; any other in the reader's language).
+    pub fn fail(&mut self, e: BackendError) {
         (self.training, self.train_steps_left) = (false, None);
         match e {
             // The failed step's record is its error: an earlier step's account no longer shows.
@@ -317,10 +319,10 @@ impl Run {
             BackendError::HostMemory(h) => self.error = Some(Notice::msg("error-host", &[("error", Notice::Host(h))])),
             other => {
                 let key = match &other {
-                    BackendError::Gpu(_) | BackendError::NoGpu(_) => "error-gpu",
+                    BackendError::Gpu(_) | BackendError::NoGpu => "error-gpu",
                     _ => "error-step",
                 };
-                self.error = Some(Notice::msg(key, &[("error", other.to_string().into())]));
+                self.error = Some(Notice::msg(key, &[("error", other.into())]));
             }
         }
     }

@@ -2,17 +2,17 @@
 
 pub mod cluster;
 pub mod cpu;
+mod error;
 pub mod gpu;
 pub mod host_optimizer;
 mod open;
 pub mod sliced;
 
+pub use error::{BackendError, CpuOnly, WorkerLost};
 pub use open::{Executor, Gpu, open};
 
-use thiserror::Error;
-
 use crate::data::Batch;
-use crate::model::{ConfigError, StepShape};
+use crate::model::ConfigError;
 use crate::plan::Plan;
 
 /// Why the CPU backend's host cannot hold a step: with its sizes, worded by the catalogs
@@ -52,71 +52,6 @@ impl HostShortfall {
 impl std::fmt::Display for HostShortfall {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(&crate::i18n::with_english(|en| self.text(en)))
-    }
-}
-
-#[derive(Debug, Error)]
-pub enum BackendError {
-    #[error(transparent)]
-    Config(#[from] ConfigError),
-    #[error("the batch is {batch:?} but the plan was built for {plan:?}")]
-    ShapeMismatch { plan: StepShape, batch: StepShape },
-    #[error(transparent)]
-    Gpu(#[from] gpu::GpuError),
-    /// The step does not fit the (virtual) GPU's memory.
-    #[error("{0}")]
-    OutOfMemory(Box<crate::memory::StepOom>),
-    /// The CPU backend's host could not hold the step (refused before allocating, or an
-    /// allocation the host refused).
-    #[error("{0}")]
-    HostMemory(HostShortfall),
-    /// A bug in oomlab stopped the step (a panic, caught where the app drives a step so that
-    /// the app keeps running).
-    #[error("an internal error in oomlab stopped the step ({0}); please report it")]
-    Internal(String),
-    /// An op found a tensor it reads without memory: a run of the backward pass alone, without
-    /// the forward pass of the same step.
-    #[error("op {op} needs tensor '{tensor}', which this step has not produced (run the forward pass first)")]
-    NotProduced { op: String, tensor: String },
-    /// The GPU backend was asked for where no GPU is open (the CLI opens one for
-    /// `--backend gpu`; the app has one when eframe's device can compute).
-    #[error("the GPU backend was asked for, but no GPU is open{}", .0.as_deref().map(|r| format!(": {r}")).unwrap_or_default())]
-    NoGpu(Option<String>),
-    /// The browser's CPU worker stopped (its wasm did not load, or it crashed): steps then run
-    /// on the page's thread.
-    #[error("the CPU worker stopped: {0}")]
-    WorkerLost(WorkerLost),
-    /// The CPU worker was asked for a step of settings it has no executor for.
-    #[error("the CPU worker has no executor for these settings")]
-    WorkerHasNoExecutor,
-    /// A setting the GPU backend does not run yet.
-    #[error("{0} runs on the CPU backend only, so far: choose the CPU backend")]
-    NotOnGpu(String),
-    /// Something being built in the background was dropped before it finished.
-    #[error("building was cancelled")]
-    Cancelled,
-}
-
-/// Why the browser's CPU worker is gone (the page then runs steps itself, and logs this).
-#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-pub enum WorkerLost {
-    /// The way to it closed: it stopped.
-    #[error("it stopped")]
-    Stopped,
-    /// It did not say it was alive within this many seconds of being needed.
-    #[error("it did not start within {0} s")]
-    Silent(u32),
-    /// The browser's own words: its script did not load, or it threw.
-    #[error("{0}")]
-    Browser(String),
-    /// A message that could not be written or read, in the JSON library's words.
-    #[error("a message could not be written or read: {0}")]
-    Garbled(String),
-}
-
-impl From<serde_json::Error> for WorkerLost {
-    fn from(e: serde_json::Error) -> Self {
-        WorkerLost::Garbled(e.to_string())
     }
 }
 
@@ -244,7 +179,7 @@ pub trait Trainer {
     /// of another length), keeping the weights, the optimizer's state and the allocator's cache.
     fn reshape(&mut self, plan: Plan) -> Result<(), BackendError> {
         let _ = plan;
-        Err(BackendError::NotOnGpu("a batch of another length over several simulated GPUs".into()))
+        Err(BackendError::NotOnGpu(CpuOnly::UnevenBatchesOverGpus))
     }
 }
 
@@ -349,7 +284,7 @@ mod tests {
         let techniques = Techniques { precision, ..Techniques::default() };
         Plan::build_with(
             &ModelConfig::toy(58),
-            StepShape { batch: 2, seq: 8 },
+            crate::model::StepShape { batch: 2, seq: 8 },
             &OptimizerConfig::default(),
             &techniques,
         )

@@ -66,7 +66,7 @@ impl Executor {
         match self {
             Executor::Cpu(e) => e.reshape(plan),
             Executor::Gpu(e) => e.reshape(plan),
-            _ => Err(BackendError::NotOnGpu("a batch of another length over several simulated GPUs".into())),
+            _ => Err(BackendError::NotOnGpu(super::CpuOnly::UnevenBatchesOverGpus)),
         }
     }
 
@@ -104,7 +104,7 @@ pub async fn open(
                 Some(g) => Ok(Executor::GpuCluster(Box::new(
                     super::gpu::cluster::GpuCluster::new(&g.ctx, &g.kernels, &request, seed, budget).await?,
                 ))),
-                None => Err(BackendError::NoGpu(None)),
+                None => Err(BackendError::NoGpu),
             },
         };
     }
@@ -113,7 +113,7 @@ pub async fn open(
         (BackendKind::Gpu, Some(g)) => {
             Ok(Executor::Gpu(Box::new(GpuExecutor::with_budget(&g.ctx, &g.kernels, plan, seed, budget).await?)))
         }
-        (BackendKind::Gpu, None) => Err(BackendError::NoGpu(None)),
+        (BackendKind::Gpu, None) => Err(BackendError::NoGpu),
     }
 }
 
@@ -199,7 +199,7 @@ mod tests {
         assert_eq!(cpu.kind(), BackendKind::Cpu);
         let gpu = ready_now(open(BackendKind::Gpu, None, plan(), 0, Budget::Unlimited)).expect("ready");
         match gpu {
-            Err(e @ BackendError::NoGpu(None)) => assert!(e.to_string().contains("no GPU is open"), "{e}"),
+            Err(e @ BackendError::NoGpu) => assert!(e.to_string().contains("no GPU is open"), "{e}"),
             Err(e) => panic!("{e}"),
             Ok(_) => panic!("a GPU executor without a GPU"),
         }

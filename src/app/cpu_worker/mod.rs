@@ -103,7 +103,7 @@ impl From<BackendError> for WireError {
             BackendError::WorkerHasNoExecutor => WireError::NoExecutor,
             BackendError::Internal(m) => WireError::Internal(m),
             other @ (BackendError::Gpu(_)
-            | BackendError::NoGpu(_)
+            | BackendError::NoGpu
             | BackendError::NotOnGpu(_)
             | BackendError::WorkerLost(_)
             | BackendError::Cancelled) => WireError::Internal(other.to_string()),

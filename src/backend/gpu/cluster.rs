@@ -39,7 +39,7 @@ impl GpuCluster {
     ) -> Result<Self, BackendError> {
         let budget = budget.into();
         if request.techniques().precision.dtype().is_half() {
-            return Err(BackendError::NotOnGpu("mixed precision over several simulated GPUs".into()));
+            return Err(BackendError::NotOnGpu(crate::backend::CpuOnly::MixedPrecisionOverGpus));
         }
         let mut ranks = Vec::new();
         for plan in request.rank_plans() {

@@ -1,5 +1,7 @@
 //! Writes each shader of `shaders/` into `$OUT_DIR/shaders/` without its comments, as the crate
-//! embeds them (`src/backend/gpu/kernels/wgsl_text.rs` says how, and why).
+//! embeds them (`src/backend/gpu/kernels/wgsl_text.rs` says how, and why); and each catalog of
+//! `i18n/` into `$OUT_DIR/i18n/` without its comment lines (the web module carries the English
+//! one: its comments were a kilobyte of it, gzipped).
 
 #[path = "src/backend/gpu/kernels/wgsl_text.rs"]
 mod wgsl_text;
@@ -7,6 +9,8 @@ use wgsl_text::without_comments;
 
 fn main() {
     println!("cargo::rerun-if-changed=shaders");
+    println!("cargo::rerun-if-changed=i18n/en.ftl");
+    println!("cargo::rerun-if-changed=i18n/zh.ftl");
     println!("cargo::rerun-if-changed=src/backend/gpu/kernels/wgsl_text.rs");
     let out = std::path::PathBuf::from(std::env::var("OUT_DIR").expect("cargo sets OUT_DIR")).join("shaders");
     std::fs::create_dir_all(&out).expect("OUT_DIR/shaders");
@@ -18,4 +22,40 @@ fn main() {
             std::fs::write(out.join(name), without_comments(&text)).expect("written");
         }
     }
+    // A Fluent comment is a line that starts with `#` (a message's continuation lines are
+    // indented), so dropping those lines keeps every message as it is.
+    let i18n = std::path::PathBuf::from(std::env::var("OUT_DIR").expect("cargo sets OUT_DIR")).join("i18n");
+    std::fs::create_dir_all(&i18n).expect("OUT_DIR/i18n");
+    for name in ["en.ftl", "zh.ftl"] {
+        let text = std::fs::read_to_string(std::path::Path::new("i18n").join(name)).expect("a readable catalog");
+        std::fs::write(i18n.join(name), without_comment_lines(&text, &[])).expect("written");
+    }
+    // The web module's English also leaves out what only native code says: the class server's
+    // student page (`student-…`, served by `oomlab serve`) and the toy CLI's refusals (`cli-…`).
+    let en = std::fs::read_to_string("i18n/en.ftl").expect("a readable catalog");
+    std::fs::write(i18n.join("en-web.ftl"), without_comment_lines(&en, NATIVE_ONLY)).expect("written");
+}
+
+/// The message prefixes only native code (the server, the CLI) words: `src/i18n.rs` names them
+/// too, and `tests/i18n.rs` checks no code the web build compiles uses one.
+const NATIVE_ONLY: &[&str] = &["student-", "cli-"];
+
+/// `text` without its comment lines, and without the messages whose id starts with one of
+/// `dropped` (a message's continuation lines are indented: they go with it).
+fn without_comment_lines(text: &str, dropped: &[&str]) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut dropping = false;
+    for line in text.lines() {
+        if line.starts_with('#') {
+            continue;
+        }
+        if !line.starts_with(' ') && !line.is_empty() {
+            dropping = dropped.iter().any(|p| line.starts_with(p));
+        }
+        if !dropping {
+            out.push_str(line);
+            out.push('\n');
+        }
+    }
+    out
 }

@@ -1320,3 +1320,14 @@ backend-err-cancelled = building was cancelled
 worker-lost-stopped = it stopped
 worker-lost-silent = it did not start within { $secs } s
 worker-lost-garbled = a message could not be written or read: { $detail }
+
+## The toy CLI's own refusals (`oomlab train`, `measure`, `sweep`, `dump-step`; `cli::config`), in the system's language
+cli-err-batch-syntax = cannot read --batch { $text }: use 16, 1..512, 1..512:8 or 1,2,4
+cli-err-empty-range = --batch { $text }: the range is empty
+cli-err-too-many-batches = --batch { $text } names { $count } batch sizes; at most 100000
+cli-err-batch-disagrees = --batch { $batch } disagrees with --micro-batch { $micro } × --accum { $accum }: give one of --batch and --micro-batch
+cli-err-several-batches = --batch / --micro-batch name several sizes; only `sweep` takes a range
+cli-err-dump-lora = dump-step writes the whole model's gradients for Hugging Face; with --lora there are none (the base is frozen)
+cli-err-variable-length = --batching { $batching }: its batches take their length from their documents, step by step, and this command times one sequence length; use windows or packed
+cli-err-loss = the loss became { $loss } at step { $step }; try a smaller --lr
+cli-err-fragmented = This is step { $step } (length { $length }): on an empty GPU of this budget it fits, { $reserved } reserved at its peak — the steps of other lengths before it left the cached memory in pieces. Remedies: --alloc-conf expandable_segments:True, or a fixed length (--batching windows or packed).

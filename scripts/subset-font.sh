@@ -2,7 +2,8 @@
 # Regenerates the app's three fonts in i18n/fonts/, cut down to what the app draws:
 #
 # - NotoSansSC-oomlab.otf: Noto Sans CJK SC (SIL Open Font License 1.1, OFL.txt) cut to the
-#   characters of the Chinese catalog (i18n/zh.ftl, but for the students' page's student-*), printable ASCII and common CJK punctuation —
+#   characters of the Chinese catalog (i18n/zh.ftl, but for the students' page's student-* and the
+#   CLI's cli-*: what src/i18n.rs's NATIVE_ONLY names), printable ASCII and common CJK punctuation —
 #   egui's own fonts have no CJK glyphs. Run this after changing zh.ftl; tests/i18n.rs fails while
 #   a character of the catalog is missing from the font.
 # - NotoSansSC-names-oomlab.otf: the same Noto Sans CJK SC cut to what students' names are
@@ -36,8 +37,8 @@ out=i18n/fonts
 text=$(mktemp)
 trap 'rm -f "$text"' EXIT
 # Not the students' page's words (student-*): that page is HTML, drawn with the phone's own
-# fonts, and its glyphs would only weigh on the app's wasm.
-grep -v '^student-' i18n/zh.ftl > "$text"
+# fonts, and its glyphs would only weigh on the app's wasm; nor the CLI's (cli-*, a terminal's).
+grep -v -e '^student-' -e '^cli-' i18n/zh.ftl > "$text"
 printf '%s\n' ' !"#$%&'"'"'()*+,-./0123456789:;<=>?@ABCDEFGHIJKLMNOPQRSTUVWXYZ[\]^_`abcdefghijklmnopqrstuvwxyz{|}~' >> "$text"
 printf '%s\n' '，。、：；！？（）《》「」『』“”‘’——…·×÷±≤≥≈→←↑↓％' >> "$text"
 # Face 2 of the collection is Simplified Chinese (0 JP, 1 KR, 2 SC, 3 TC, 4 HK).

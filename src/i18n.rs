@@ -10,12 +10,20 @@
 
 use fluent_bundle::{FluentArgs, FluentBundle, FluentResource, FluentValue};
 
-/// English, compiled in.
-pub const EN_FTL: &str = include_str!("../i18n/en.ftl");
+/// English, compiled in (without its comment lines: `build.rs`). The web build's leaves out the
+/// messages only native code says ([`NATIVE_ONLY`]).
+#[cfg(not(target_arch = "wasm32"))]
+pub const EN_FTL: &str = include_str!(concat!(env!("OUT_DIR"), "/i18n/en.ftl"));
+#[cfg(target_arch = "wasm32")]
+pub const EN_FTL: &str = include_str!(concat!(env!("OUT_DIR"), "/i18n/en-web.ftl"));
+
+/// The message prefixes only native code words (the class server's student page, the toy CLI's
+/// refusals): the web module's English leaves them out (`build.rs` keeps the same list).
+pub const NATIVE_ONLY: &[&str] = &["student-", "cli-"];
 /// Simplified Chinese, compiled in on the desktop. The web build fetches it with the Chinese
 /// font, the first time Chinese is wanted ([`set_zh_catalog`]): 23 kB of its gzipped module.
 #[cfg(not(target_arch = "wasm32"))]
-pub const ZH_FTL: &str = include_str!("../i18n/zh.ftl");
+pub const ZH_FTL: &str = include_str!(concat!(env!("OUT_DIR"), "/i18n/zh.ftl"));
 
 /// The fetched Chinese catalog (web).
 #[cfg(target_arch = "wasm32")]

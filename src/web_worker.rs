@@ -77,7 +77,7 @@ fn read_snapshot(blob: &web_sys::Blob, scope: &web_sys::DedicatedWorkerGlobalSco
     let total = blob.size() as u64;
     let reader = match web_sys::FileReaderSync::new() {
         Ok(r) => r,
-        Err(e) => return post(Reply::SnapshotFailed { error: SnapshotError::Unreadable(format!("{e:?}")) }),
+        Err(e) => return post(Reply::SnapshotFailed { error: SnapshotError::Unreadable(format!("{e:?}")).worded() }),
     };
     let mut src = BlobReader { blob: blob.clone(), reader, at: 0.0 };
     let mut told = 0u64;
@@ -89,7 +89,7 @@ fn read_snapshot(blob: &web_sys::Blob, scope: &web_sys::DedicatedWorkerGlobalSco
     };
     let dump = match read::from_reader(&mut src, Some(total), &mut progress) {
         Ok(d) => d,
-        Err(error) => return post(Reply::SnapshotFailed { error }),
+        Err(e) => return post(Reply::SnapshotFailed { error: e.worded() }),
     };
     let bytes = transfer::to_bytes(&dump);
     drop(dump);
@@ -97,6 +97,6 @@ fn read_snapshot(blob: &web_sys::Blob, scope: &web_sys::DedicatedWorkerGlobalSco
     drop(bytes);
     let transfer = js_sys::Array::of1(&array.buffer());
     if let Err(e) = scope.post_message_with_transfer(&array, &transfer) {
-        post(Reply::SnapshotFailed { error: SnapshotError::Unreadable(format!("{e:?}")) });
+        post(Reply::SnapshotFailed { error: SnapshotError::Unreadable(format!("{e:?}")).worded() });
     }
 }

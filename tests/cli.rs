@@ -71,6 +71,30 @@ fn bad_input_exits_2_with_a_message() {
     assert_usage_errors(cases);
 }
 
+/// The toy's commands word their refusals in the system's language, as `estimate` and `claims`
+/// do (issue 57): the configuration's, the flags', exit 2 as in English.
+#[test]
+fn the_toy_commands_refuse_in_the_system_language() {
+    let cases: &[(&[&str], &str)] = &[
+        (&["train", "--d-model", "65", "--heads", "4"], "d_model（65）必须能被注意力头数 n_heads（4）整除"),
+        (
+            &["measure", "--batch", "10", "--micro-batch", "4", "--accum", "2"],
+            "--batch 10 与 --micro-batch 4 × --accum 2 不一致",
+        ),
+        (&["sweep", "--batch", "9..3"], "--batch 9..3：这个范围是空的"),
+        (&["dump-step", "--out", "/tmp/x", "--lora", "2"], "用 --lora 时没有这些梯度"),
+        (&["compare", "--batching", "padded"], "--batching padded：它的批次逐步从文档取得长度"),
+    ];
+    for (args, needle) in cases {
+        let out = support_cli::oomlab_in("zh_CN.UTF-8", args);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+        assert!(stderr.contains(needle), "{args:?}: expected {needle:?} in {stderr}");
+        let english = String::from_utf8_lossy(&oomlab(args).stderr).into_owned();
+        assert!(!english.chars().any(|c| ('\u{4e00}'..='\u{9fff}').contains(&c)), "{args:?}: {english}");
+    }
+}
+
 #[test]
 fn dump_step_writes_every_file() {
     let dir = tempfile::tempdir().expect("tempdir");

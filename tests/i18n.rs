@@ -221,8 +221,9 @@ fn the_cjk_font_covers_the_chinese_catalog() {
     let zh = messages("zh.ftl", ZH_FTL);
     let missing: BTreeSet<char> = zh
         .iter()
-        // The students' page (student-*) is HTML in the phone's browser, with its own fonts.
-        .filter(|(key, _)| !key.starts_with("student-"))
+        // The students' page (student-*) is HTML in the phone's browser, with its own fonts; the
+        // CLI's (cli-*) is printed in a terminal.
+        .filter(|(key, _)| !oomlab::i18n::NATIVE_ONLY.iter().any(|p| key.starts_with(p)))
         .flat_map(|(_, (text, _))| text.chars())
         // Latin characters and symbols come from the sans font, first in the app's chain.
         .filter(|c| !c.is_whitespace() && charmap.map(*c).is_none() && sans.map(*c).is_none())
@@ -381,4 +382,48 @@ fn message_calls(source: &str) -> Vec<(String, BTreeSet<String>)> {
         }
     }
     out
+}
+
+/// The web module's English leaves out the messages only native code says (`NATIVE_ONLY`, kept
+/// the same in build.rs): no code outside the server and the CLI names one, and the rest of the
+/// catalog is there, comments aside.
+#[test]
+fn the_web_catalog_leaves_out_only_what_native_code_says() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let build = std::fs::read_to_string(root.join("build.rs")).expect("build.rs");
+    let listed = format!("const NATIVE_ONLY: &[&str] = &{:?};", oomlab::i18n::NATIVE_ONLY);
+    assert!(build.contains(&listed), "build.rs lists {listed}");
+    fn walk(dir: &std::path::Path, out: &mut Vec<std::path::PathBuf>) {
+        for e in std::fs::read_dir(dir).expect("src").flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                walk(&p, out)
+            } else if p.extension().is_some_and(|x| x == "rs") {
+                out.push(p)
+            }
+        }
+    }
+    let mut files = Vec::new();
+    walk(&root.join("src"), &mut files);
+    let native = |p: &std::path::Path| ["src/serve", "src/cli"].iter().any(|d| p.starts_with(root.join(d)));
+    let mut checked = 0;
+    // src/i18n.rs holds the list itself.
+    for f in files.iter().filter(|p| !native(p) && !p.ends_with("src/i18n.rs")) {
+        let text = std::fs::read_to_string(f).expect("source");
+        for prefix in oomlab::i18n::NATIVE_ONLY {
+            assert!(!text.contains(&format!("\"{prefix}")), "{} names a {prefix}* message", f.display());
+        }
+        checked += 1;
+    }
+    assert!(checked > 100, "{checked} files");
+    let web = std::fs::read_to_string(concat!(env!("OUT_DIR"), "/i18n/en-web.ftl")).expect("the web catalog");
+    let full = messages("en.ftl", EN_FTL);
+    let kept = messages("en-web.ftl", &web);
+    let expected: BTreeSet<&String> =
+        full.keys().filter(|k| !oomlab::i18n::NATIVE_ONLY.iter().any(|p| k.starts_with(p))).collect();
+    assert_eq!(kept.keys().collect::<BTreeSet<_>>(), expected);
+    assert!(full.len() > kept.len() + 40, "the native messages are left out");
+    for (k, v) in &kept {
+        assert_eq!(Some(v), full.get(k), "{k} reads as in the full catalog");
+    }
 }

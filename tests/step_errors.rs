@@ -95,6 +95,8 @@ fn snapshot_examples() -> Vec<(S, &'static str)> {
             "the file cannot be read (Permission denied (os error 13))",
         ),
         (S::EmptyFolder, "the folder has no .pickle, .pkl or .json file"),
+        // What the browser's worker reports crosses as its catalog message, and reads as itself.
+        (S::Reported(S::Corrupt("too many events".into()).worded()), "the snapshot is damaged (too many events)"),
     ]
 }
 
@@ -151,6 +153,10 @@ fn every_step_error_is_worded_in_chinese_with_its_numbers_and_the_drivers_words(
         if let S::Foreign(d) | S::Corrupt(d) | S::Write(d) | S::Unreadable(d) = &e {
             assert!(text.contains(d.as_str()), "{e:?}: {text}");
         }
+        // As the worker sends it (JSON), and back: the same words in the page's language.
+        let json = serde_json::to_string(&e.worded()).expect("serialises");
+        let crossed = S::Reported(serde_json::from_str(&json).expect("reads back"));
+        assert_eq!(crossed.text(&zh), text, "{json}");
     }
 }
 
@@ -194,7 +200,9 @@ fn the_app_shows_a_failed_gpu_step_and_a_bad_snapshot_in_the_readers_language() 
     h.state_mut().run.fail(B::Gpu(G::DeviceLost("VK_ERROR_DEVICE_LOST".into())));
     h.run_steps(3);
     // The main area's label, and the screen reader's announcement of it.
-    assert!(h.get_all_by_label_contains("The GPU step failed: the GPU device was lost: VK_ERROR_DEVICE_LOST").count() >= 1);
+    assert!(
+        h.get_all_by_label_contains("The GPU step failed: the GPU device was lost: VK_ERROR_DEVICE_LOST").count() >= 1
+    );
     h.state_mut().set_lang(Lang::Zh);
     h.run_steps(3);
     assert!(h.get_all_by_label_contains("GPU 上的这一步失败了：GPU 设备丢失：VK_ERROR_DEVICE_LOST").count() >= 1);
@@ -203,7 +211,7 @@ fn the_app_shows_a_failed_gpu_step_and_a_bad_snapshot_in_the_readers_language() 
     h.state_mut().open_snapshot_bytes("notes.txt", b"not a snapshot");
     h.state_mut().shown.tab = oomlab::app::Tab::Snapshot;
     h.run_steps(3);
-    h.get_by_label_contains("无法打开 notes.txt：这不是 PyTorch 内存快照（");
+    h.get_by_label_contains("无法打开 notes.txt：这不是 PyTorch 显存快照（");
     h.state_mut().set_lang(Lang::En);
     h.run_steps(3);
     h.get_by_label_contains("Could not open notes.txt: it is not a PyTorch memory snapshot (");

@@ -204,9 +204,22 @@ impl std::fmt::Display for Failure {
     }
 }
 
+/// The catalog of the system's language (`LANG`, `LC_ALL`, `LC_MESSAGES`): the CLI words its
+/// errors and its claims in it; its reports and JSON stay English (a script reads them).
+pub(super) fn system_catalog() -> oomlab::i18n::Catalog {
+    use oomlab::i18n::{Catalog, Lang};
+    Catalog::new(Lang::from_env().unwrap_or_default())
+}
+
+/// "cannot write PATH: why", in the system's language (the system's words for why).
+pub(super) fn cannot_write(path: &std::path::Path, e: &std::io::Error) -> String {
+    system_catalog()
+        .format_text("export-cannot-write", &[("path", path.display().to_string()), ("error", e.to_string())])
+}
+
 impl From<ConfigError> for Failure {
     fn from(e: ConfigError) -> Self {
-        Self { code: EXIT_USAGE, message: e.to_string() }
+        Self { code: EXIT_USAGE, message: e.text(&system_catalog()) }
     }
 }
 
@@ -214,10 +227,11 @@ impl From<BackendError> for Failure {
     fn from(e: BackendError) -> Self {
         match e {
             BackendError::Config(c) => c.into(),
+            // PyTorch's words, as PyTorch prints them whatever the locale.
             BackendError::OutOfMemory(oom) => Self { code: EXIT_OOM, message: oom.message },
             // The host's memory ran out (or would have): an out-of-memory too, of the CPU.
-            BackendError::HostMemory(h) => Self { code: EXIT_OOM, message: h.to_string() },
-            other => Self { code: EXIT_FAILURE, message: other.to_string() },
+            BackendError::HostMemory(h) => Self { code: EXIT_OOM, message: h.text(&system_catalog()) },
+            other => Self { code: EXIT_FAILURE, message: other.text(&system_catalog()) },
         }
     }
 }
@@ -300,37 +314,59 @@ impl Resolved {
     }
 }
 
-/// A flag the CLI cannot read (the model, techniques and shape are [`ConfigError`]s).
-#[derive(Debug, thiserror::Error)]
+/// A flag the CLI cannot read (the model, techniques and shape are [`ConfigError`]s), worded
+/// by the catalogs (`cli-err-…`) in the system's language.
+#[derive(Debug)]
 pub(super) enum FlagError {
-    #[error("cannot read --batch {0:?}: use 16, 1..512, 1..512:8 or 1,2,4")]
     BatchSyntax(String),
-    #[error("--batch {0}: the range is empty")]
     EmptyRange(String),
-    #[error("--batch {text} names {count} batch sizes; at most 100000")]
     TooManyBatches { text: String, count: usize },
-    #[error(
-        "--batch {batch} disagrees with --micro-batch {micro} × --accum {accum}: give one of --batch and --micro-batch"
-    )]
     BatchDisagrees { batch: String, micro: String, accum: usize },
-    #[error("--batch / --micro-batch name several sizes; only `sweep` takes a range")]
     SeveralBatches,
-    #[error(
-        "dump-step writes the whole model's gradients for Hugging Face; with --lora there are none (the base is frozen)"
-    )]
     DumpWithLora,
-    #[error(
-        "--batching {0}: its batches take their length from their documents, step by step, and this command times one \
-         sequence length; use windows or packed"
-    )]
     VariableLength(&'static str),
-    #[error(transparent)]
-    Config(#[from] ConfigError),
+    Config(ConfigError),
+}
+
+impl From<ConfigError> for FlagError {
+    fn from(e: ConfigError) -> Self {
+        FlagError::Config(e)
+    }
+}
+
+impl FlagError {
+    /// The error in `t`'s language.
+    pub(super) fn text(&self, t: &oomlab::i18n::Catalog) -> String {
+        let (key, args): (&str, Vec<(&'static str, String)>) = match self {
+            FlagError::BatchSyntax(text) => ("cli-err-batch-syntax", vec![("text", format!("{text:?}"))]),
+            FlagError::EmptyRange(text) => ("cli-err-empty-range", vec![("text", text.clone())]),
+            FlagError::TooManyBatches { text, count } => {
+                ("cli-err-too-many-batches", vec![("text", text.clone()), ("count", count.to_string())])
+            }
+            FlagError::BatchDisagrees { batch, micro, accum } => (
+                "cli-err-batch-disagrees",
+                vec![("batch", batch.clone()), ("micro", micro.clone()), ("accum", accum.to_string())],
+            ),
+            FlagError::SeveralBatches => ("cli-err-several-batches", vec![]),
+            FlagError::DumpWithLora => ("cli-err-dump-lora", vec![]),
+            FlagError::VariableLength(batching) => {
+                ("cli-err-variable-length", vec![("batching", batching.to_string())])
+            }
+            FlagError::Config(e) => return e.text(t),
+        };
+        t.format_text(key, &args)
+    }
+}
+
+impl std::fmt::Display for FlagError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&oomlab::i18n::with_english(|en| self.text(en)))
+    }
 }
 
 impl From<FlagError> for Failure {
     fn from(e: FlagError) -> Self {
-        Self { code: EXIT_USAGE, message: e.to_string() }
+        Self { code: EXIT_USAGE, message: e.text(&system_catalog()) }
     }
 }
 

@@ -9,6 +9,7 @@ use oomlab::plan::{AttentionKind, Checkpoint};
 use oomlab::units::group_digits;
 
 use super::config::AttentionArg;
+use super::config::system_catalog;
 use super::estimate_text::{saved_text, text};
 use super::{EXIT_USAGE, Failure};
 
@@ -225,11 +226,6 @@ fn usage(message: impl Into<String>) -> Failure {
 /// The estimator's refusal, in the system's language (`LANG`, as the claims' text), exit 2.
 fn refused(e: &EstimateError) -> Failure {
     usage(e.text(&system_catalog()))
-}
-
-fn system_catalog() -> oomlab::i18n::Catalog {
-    use oomlab::i18n::{Catalog, Lang};
-    Catalog::new(Lang::from_env().unwrap_or_default())
 }
 
 #[derive(Clone, Copy, Debug, clap::ValueEnum)]

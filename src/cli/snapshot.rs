@@ -165,7 +165,7 @@ fn export_step(out: &std::path::Path, config: &ConfigArgs) -> Result<(), Failure
     };
     let snap = export::snapshot(&plan, &events, r.budget_bytes);
     let bytes = export::to_pickle(&snap).map_err(failure)?;
-    std::fs::write(out, &bytes).map_err(|e| failure(format!("cannot write {}: {e}", out.display())))?;
+    std::fs::write(out, &bytes).map_err(|e| failure(super::config::cannot_write(out, &e)))?;
     let replay = replay::replay(&Dump::from_wire(&snap), 0, 0);
     println!(
         "wrote {} ({} bytes): {} segments, {} trace events; peak {} allocated, {} reserved — {how}",

@@ -67,8 +67,7 @@ pub(super) fn sweep(execute: bool, csv: Option<&std::path::Path>, config: &Confi
             std::slice::from_ref(&series),
             &oomlab::memory::sweep::CsvColumns { config: false, formula: Some(&formula) },
         );
-        std::fs::write(path, text)
-            .map_err(|e| Failure { code: EXIT_FAILURE, message: format!("cannot write {}: {e}", path.display()) })?;
+        std::fs::write(path, text).map_err(|e| Failure { code: EXIT_FAILURE, message: cannot_write(path, &e) })?;
     }
     let report = SweepReport {
         budget_bytes: r.budget_bytes,

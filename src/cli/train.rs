@@ -78,7 +78,8 @@ pub(super) fn train(steps: usize, config: &ConfigArgs) -> Result<(), Failure> {
         if !loss.is_finite() {
             return Err(Failure {
                 code: EXIT_FAILURE,
-                message: format!("the loss became {loss} at step {}; try a smaller --lr", step + 1),
+                message: system_catalog()
+                    .format_text("cli-err-loss", &[("loss", loss.to_string()), ("step", (step + 1).to_string())]),
             });
         }
     }
@@ -94,12 +95,13 @@ fn after_others(e: BackendError, plan: &Plan, r: &Resolved, step: usize) -> Fail
         && failure.code == EXIT_OOM
         && let Ok(alone) = oomlab::memory::simulate_peak(plan, r.budget())
     {
-        failure.message.push_str(&format!(
-            " This is step {} (length {}): on an empty GPU of this budget it fits, {} reserved at its peak — the steps of other lengths before it left the cached memory in pieces. Remedies: --alloc-conf expandable_segments:True, or a fixed length (--batching windows or packed).",
-            step + 1,
-            plan.shape.seq,
-            oomlab::units::format_bytes(alone.peak_reserved_bytes())
-        ));
+        let args = [
+            ("step", (step + 1).to_string()),
+            ("length", plan.shape.seq.to_string()),
+            ("reserved", oomlab::units::format_bytes(alone.peak_reserved_bytes())),
+        ];
+        failure.message.push(' ');
+        failure.message.push_str(&system_catalog().format_text("cli-err-fragmented", &args));
     }
     failure
 }

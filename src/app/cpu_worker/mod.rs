@@ -67,7 +67,7 @@ pub enum Reply {
     },
     /// A snapshot the worker could not read, and why.
     SnapshotFailed {
-        error: crate::memory::snapshot::SnapshotError,
+        error: crate::model::Worded,
     },
 }
 

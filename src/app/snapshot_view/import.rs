@@ -55,7 +55,7 @@ impl Import {
                         }
                     }
                     Ok(Reply::SnapshotProgress { done, .. }) => inbox.done = done,
-                    Ok(Reply::SnapshotFailed { error }) => inbox.result = Some(Err(error)),
+                    Ok(Reply::SnapshotFailed { error }) => inbox.result = Some(Err(SnapshotError::Reported(error))),
                     _ => {}
                 }
             } else if let Some(buffer) = data.dyn_ref::<js_sys::Uint8Array>() {

@@ -36,6 +36,8 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
+use crate::model::{Arg, Worded};
+
 /// A stack, innermost frame first; shared, since a real dump repeats one stack on many entries.
 pub type Frames = Arc<[Frame]>;
 
@@ -297,35 +299,47 @@ impl Frame {
     }
 }
 
-/// What went wrong reading or writing a snapshot. It crosses the browser's worker as itself;
-/// the reader's words come from [`SnapshotError::text`]. The payloads are the details the
-/// reader found in the file (or the system's own words), quoted as they are.
-#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error, Serialize, Deserialize)]
+/// What went wrong reading or writing a snapshot, worded by the catalogs (`snap-error-…`) in
+/// the reader's language where the app shows it, in English through `Display` (the CLI's). The
+/// payloads are the details the reader found in the file (or the system's own words), quoted as
+/// they are. It crosses the browser's worker as its catalog message ([`Worded`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub enum SnapshotError {
-    #[error("not a PyTorch memory snapshot: {0}")]
     Foreign(String),
-    #[error("a damaged snapshot: {0}")]
     Corrupt(String),
-    #[error("could not write the snapshot: {0}")]
     Write(String),
     /// The file could not be read at all (the system's or the browser's words).
-    #[error("the file cannot be read: {0}")]
     Unreadable(String),
     /// A folder was opened that holds no snapshot.
-    #[error("the folder has no .pickle, .pkl or .json file")]
     EmptyFolder,
+    /// An error the browser's worker reported, as its catalog message.
+    Reported(Worded),
 }
 
 impl SnapshotError {
-    /// The error in `t`'s language.
-    pub fn text(&self, t: &crate::i18n::Catalog) -> String {
+    /// Its catalog message: the key and the detail.
+    pub fn worded(&self) -> Worded {
         let (key, detail) = match self {
             SnapshotError::Foreign(d) => ("snap-error-foreign", d.as_str()),
             SnapshotError::Corrupt(d) => ("snap-error-corrupt", d.as_str()),
             SnapshotError::Write(d) => ("snap-error-write", d.as_str()),
             SnapshotError::Unreadable(d) => ("snap-error-unreadable", d.as_str()),
             SnapshotError::EmptyFolder => ("snap-error-empty-folder", ""),
+            SnapshotError::Reported(w) => return w.clone(),
         };
-        t.format(key, &[("detail", detail.into())])
+        Worded { key: key.into(), args: vec![("detail".into(), Arg::Text(detail.into()))] }
+    }
+
+    /// The error in `t`'s language.
+    pub fn text(&self, t: &crate::i18n::Catalog) -> String {
+        self.worded().text(t)
     }
 }
+
+impl std::fmt::Display for SnapshotError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&crate::i18n::with_english(|en| self.text(en)))
+    }
+}
+
+impl std::error::Error for SnapshotError {}

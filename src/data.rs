@@ -1,7 +1,7 @@
 //! The built-in corpus, a character-level tokenizer and deterministic batches.
 
 use crate::model::init::Rng;
-use crate::model::{ConfigError, ModelConfig, StepShape};
+use crate::model::{ModelConfig, ShapeError, StepShape};
 
 /// Public-domain text shipped with the crate: the opening of Shakespeare's *Coriolanus*
 /// (as in the "tiny Shakespeare" corpus), about 21 KB.
@@ -31,9 +31,9 @@ impl CharTokenizer {
     }
 
     /// Ids of `text`; characters not in the vocabulary are an error.
-    pub fn encode(&self, text: &str) -> Result<Vec<u32>, ConfigError> {
+    pub fn encode(&self, text: &str) -> Result<Vec<u32>, ShapeError> {
         text.chars()
-            .map(|ch| self.chars.binary_search(&ch).map(|i| i as u32).map_err(|_| ConfigError::NotInVocabulary(ch)))
+            .map(|ch| self.chars.binary_search(&ch).map(|i| i as u32).map_err(|_| ShapeError::NotInVocabulary(ch)))
             .collect()
     }
 
@@ -60,10 +60,10 @@ impl Dataset {
 
     /// Batch number `index` of the stream seeded by `seed`: B windows of T+1 tokens starting at
     /// random offsets. The same (seed, index) always gives the same batch.
-    pub fn batch(&self, shape: StepShape, seed: u64, index: u64) -> Result<Batch, ConfigError> {
+    pub fn batch(&self, shape: StepShape, seed: u64, index: u64) -> Result<Batch, ShapeError> {
         let t = shape.seq;
         if self.tokens.len() < t + 2 {
-            return Err(ConfigError::CorpusTooShort { tokens: self.tokens.len(), seq: t });
+            return Err(ShapeError::CorpusTooShort { tokens: self.tokens.len(), seq: t });
         }
         let mut rng =
             Rng::new(seed.wrapping_mul(0x9E37_79B9).wrapping_add(index.wrapping_mul(0x2545_F491_4F6C_DD1D)) ^ 0xba7c4);
@@ -73,7 +73,7 @@ impl Dataset {
         let mut targets = Vec::new();
         for v in [&mut inputs, &mut targets] {
             rows.and_then(|n| v.try_reserve_exact(n).ok())
-                .ok_or(ConfigError::BatchTooLargeForHost { rows: shape.rows() })?;
+                .ok_or(ShapeError::BatchTooLargeForHost { rows: shape.rows() })?;
         }
         for _ in 0..shape.batch {
             let start = rng.below(self.tokens.len() - t - 1);
@@ -109,11 +109,11 @@ impl Batch {
 
     /// Checks shapes and that every id is below the model's vocabulary (a target may also be
     /// [`IGNORE`]).
-    pub fn validate(&self, model: &ModelConfig) -> Result<(), ConfigError> {
+    pub fn validate(&self, model: &ModelConfig) -> Result<(), ShapeError> {
         self.shape.validate(model)?;
         let n = self.shape.rows();
         if self.inputs.len() as u64 != n || self.targets.len() as u64 != n {
-            return Err(ConfigError::BatchLength {
+            return Err(ShapeError::BatchLength {
                 inputs: self.inputs.len(),
                 targets: self.targets.len(),
                 expected: n,
@@ -124,7 +124,7 @@ impl Batch {
             self.inputs.iter().zip(std::iter::repeat(false)).chain(self.targets.iter().zip(ignored)).enumerate()
         {
             if id as usize >= model.vocab && !ignore {
-                return Err(ConfigError::TokenOutOfRange {
+                return Err(ShapeError::TokenOutOfRange {
                     id: id as i64,
                     position: position % self.inputs.len().max(1),
                     vocab: model.vocab,
@@ -153,7 +153,7 @@ mod tests {
         let cfg = ModelConfig::toy(ds.tokenizer.vocab_size());
         assert!(a.validate(&cfg).is_ok());
         let small = ModelConfig { vocab: 5, ..cfg };
-        assert!(matches!(a.validate(&small), Err(ConfigError::TokenOutOfRange { .. })));
+        assert!(matches!(a.validate(&small), Err(ShapeError::TokenOutOfRange { .. })));
     }
 }
 

@@ -3,9 +3,11 @@
 //! full rows. A document of n tokens gives n − 1 (input, target) pairs; a row holds at most T.
 
 use crate::data::{Batch, CORPUS, CharTokenizer, IGNORE};
+use crate::model::ShapeError;
+use crate::model::StepShape;
 use crate::model::init::Rng;
-use crate::model::{ConfigError, StepShape};
 use crate::plan::Batching;
+use crate::plan::ConfigError;
 
 /// The documents of a text, tokenized.
 #[derive(Clone, Debug)]
@@ -75,7 +77,7 @@ impl Documents {
     /// document; packed: exactly `shape.seq`). Windows are [`crate::data::Dataset::batch`]'s.
     pub fn batch(&self, batching: Batching, shape: StepShape, seed: u64, index: u64) -> Result<Batch, ConfigError> {
         if self.docs.is_empty() || shape.batch == 0 || shape.seq == 0 {
-            return Err(ConfigError::CorpusTooShort { tokens: self.docs.len(), seq: shape.seq });
+            return Err(ConfigError::Shape(ShapeError::CorpusTooShort { tokens: self.docs.len(), seq: shape.seq }));
         }
         let ids = self.sample(batching, shape, seed, index);
         Ok(match batching {
@@ -168,7 +170,7 @@ pub fn batch_for(
 ) -> Result<Batch, ConfigError> {
     let docs = || Documents::from_text(&dataset.tokenizer.decode(&dataset.tokens), &dataset.tokenizer);
     match batching {
-        Batching::Windows => dataset.batch(shape, seed, index),
+        Batching::Windows => dataset.batch(shape, seed, index).map_err(ConfigError::from),
         Batching::Packed => docs().batch(batching, shape, seed, index),
         Batching::Padded | Batching::Bucketed => {
             docs().batch(batching, StepShape { batch: shape.batch, seq: max_t }, seed, index)

@@ -1,4 +1,5 @@
-//! The toy's configuration refusals are typed (`oomlab::model::ConfigError`) and worded by the
+//! The toy's configuration refusals are typed (`oomlab::plan::ConfigError`: the model's shape,
+//! a setting's name, the techniques, the allocator's options, each its layer's own) and worded by the
 //! catalogs: every kind reads in English as it did before (the CLI's and the library's words),
 //! and in Chinese with the same numbers and names; every message is reached by a kind; the app
 //! shows the toy's refusal in the reader's language.
@@ -9,79 +10,88 @@ mod support_xdg;
 use std::collections::BTreeSet;
 
 use oomlab::i18n::{Catalog, Lang};
-use oomlab::model::{
-    AllocatorConfigError as A, ConfigError as C, Dim, DocStartsWhy, Planned, Range, Setting, Technique,
-};
+use oomlab::model::{Dim, DocStartsWhy, Planned, Setting, ShapeError as S, UnknownName};
+use oomlab::plan::allocator::AllocatorConfigError as A;
+use oomlab::plan::{ConfigError as C, Range, Technique, TechniqueError as T};
 
 /// One of every kind, with the English it reads as.
 fn examples() -> Vec<(C, &'static str)> {
     vec![
         (
-            C::Reported(C::HeadsDontDivide { d_model: 64, n_heads: 3 }.worded()),
+            C::Reported(C::Shape(S::HeadsDontDivide { d_model: 64, n_heads: 3 }).worded()),
             "d_model (64) must be divisible by n_heads (3)",
         ),
-        (C::Zero { name: Dim::Batch, value: 0 }, "batch must be at least 1 (got 0)"),
+        (C::Shape(S::Zero { name: Dim::Batch, value: 0 }), "batch must be at least 1 (got 0)"),
         (
-            C::TooLarge { name: Dim::DModel, value: 1 << 21 },
+            C::Shape(S::TooLarge { name: Dim::DModel, value: 1 << 21 }),
             "d_model = 2097152 is absurdly large (the limit is 1048576)",
         ),
-        (C::HeadsDontDivide { d_model: 64, n_heads: 3 }, "d_model (64) must be divisible by n_heads (3)"),
-        (C::SequenceTooLong { got: 65, max: 64 }, "sequence length 65 is longer than the model's maximum seq_len 64"),
+        (C::Shape(S::HeadsDontDivide { d_model: 64, n_heads: 3 }), "d_model (64) must be divisible by n_heads (3)"),
         (
-            C::TokenOutOfRange { id: 70, position: 3, vocab: 65 },
+            C::Shape(S::SequenceTooLong { got: 65, max: 64 }),
+            "sequence length 65 is longer than the model's maximum seq_len 64",
+        ),
+        (
+            C::Shape(S::TokenOutOfRange { id: 70, position: 3, vocab: 65 }),
             "token id 70 at position 3 is out of range for a vocabulary of 65",
         ),
         (
-            C::SizeLimit { what: Planned::AttentionProbabilities, amount: 1 << 60, limit: 1 << 58 },
+            C::Shape(S::SizeLimit { what: Planned::AttentionProbabilities, amount: 1 << 60, limit: 1 << 58 }),
             "one tensor of the attention probabilities (batch × heads × sequence²) would be 1152921504606846976 \
              elements: more than oomlab plans (288230376151711744 elements at most)",
         ),
         (
-            C::SizeLimit {
+            C::Shape(S::SizeLimit {
                 what: Planned::Step { layers: 4096, micro_batches: 8 },
                 amount: 2_000_000,
                 limit: 1_000_000,
-            },
+            }),
             "a step of 4096 layers × 8 micro-batches would be 2000000 ops: more than oomlab plans (1000000 ops at \
              most)",
         ),
         (
-            C::Unknown { what: Setting::Checkpointing, got: "sometimes".into() },
+            C::Name(UnknownName { what: Setting::Checkpointing, got: "sometimes".into() }),
             "unknown checkpointing mode \"sometimes\": expected off, blocks, every:K (K blocks per segment) or \
              selective",
         ),
         (
-            C::Unknown { what: Setting::LoraTarget, got: "ffn".into() },
+            C::Name(UnknownName { what: Setting::LoraTarget, got: "ffn".into() }),
             "unknown LoRA target \"ffn\": expected qkv, proj, mlp or all",
         ),
         (
-            C::Unknown { what: Setting::Backend, got: "tpu".into() },
+            C::Name(UnknownName { what: Setting::Backend, got: "tpu".into() }),
             "unknown backend \"tpu\": expected \"gpu\" or \"cpu\"",
         ),
         (
-            C::Unknown { what: Setting::Offload, got: "disk".into() },
+            C::Name(UnknownName { what: Setting::Offload, got: "disk".into() }),
             "unknown offload \"disk\": expected none, optimizer or optimizer+gradients",
         ),
         (
-            C::Unknown { what: Setting::Batching, got: "random".into() },
+            C::Name(UnknownName { what: Setting::Batching, got: "random".into() }),
             "unknown batching \"random\": expected windows, padded, bucketed or packed",
         ),
         (
-            C::Unknown { what: Setting::Attention, got: "sparse".into() },
+            C::Name(UnknownName { what: Setting::Attention, got: "sparse".into() }),
             "unknown attention \"sparse\": expected standard or fused",
         ),
         (
-            C::Unknown { what: Setting::Precision, got: "fp8".into() },
+            C::Name(UnknownName { what: Setting::Precision, got: "fp8".into() }),
             "unknown precision \"fp8\": expected fp32, fp16 or bf16",
         ),
         (
-            C::AccumDoesNotDivide { batch: 16, accum: 3 },
+            C::Technique(T::AccumDoesNotDivide { batch: 16, accum: 3 }),
             "batch 16 cannot be split into 3 equal micro-batches: the batch must be a multiple of the accumulation \
              steps",
         ),
-        (C::CheckpointEvery { k: 3, layers: 2 }, "checkpoint every:3 needs 1 <= K <= the number of layers (2)"),
-        (C::LoraRankNotLow { rank: 64, d_model: 64 }, "LoRA rank 64 is not low: it must be below d_model (64)"),
-        (C::LoraAlpha { alpha: -1.5 }, "LoRA alpha must be positive (got -1.5)"),
+        (
+            C::Technique(T::CheckpointEvery { k: 3, layers: 2 }),
+            "checkpoint every:3 needs 1 <= K <= the number of layers (2)",
+        ),
+        (
+            C::Technique(T::LoraRankNotLow { rank: 64, d_model: 64 }),
+            "LoRA rank 64 is not low: it must be below d_model (64)",
+        ),
+        (C::Technique(T::LoraAlpha { alpha: -1.5 }), "LoRA alpha must be positive (got -1.5)"),
         (C::AllocatorOption(A::NotKeyValue("x".into())), "allocator option \"x\": expected key:value"),
         (
             C::AllocatorOption(A::Unknown("roundup_power2_divisions".into())),
@@ -98,85 +108,88 @@ fn examples() -> Vec<(C, &'static str)> {
             "garbage_collection_threshold:1.5: must be a number between 0 and 1, exclusive",
         ),
         (C::AllocatorOption(A::Expandable("yes".into())), "expandable_segments:yes: must be True or False"),
-        (C::Gpus { gpus: 99, max: 8 }, "data parallelism simulates 1 to 8 GPUs (got 99)"),
-        (C::ZeroStage { stage: 4 }, "ZeRO has stages 0 to 3 (got 4)"),
+        (C::Technique(T::Gpus { gpus: 99, max: 8 }), "data parallelism simulates 1 to 8 GPUs (got 99)"),
+        (C::Technique(T::ZeroStage { stage: 4 }), "ZeRO has stages 0 to 3 (got 4)"),
         (
-            C::Bucket { elems: 3, min: 64, max: 1 << 30 },
+            C::Technique(T::Bucket { elems: 3, min: 64, max: 1 << 30 }),
             "the communication bucket must be a multiple of 64 elements, between 64 and 1073741824 (got 3)",
         ),
         (
-            C::NotWithSeveralGpus { what: Technique::PaddedBatches },
+            C::Technique(T::NotWithSeveralGpus { what: Technique::PaddedBatches }),
             "padded and bucketed batches is not simulated over several GPUs: use one GPU for it",
         ),
         (
-            C::NotWithSeveralGpus { what: Technique::Lora },
+            C::Technique(T::NotWithSeveralGpus { what: Technique::Lora }),
             "LoRA is not simulated over several GPUs: use one GPU for it",
         ),
         (
-            C::NotWithSeveralGpus { what: Technique::Offload },
+            C::Technique(T::NotWithSeveralGpus { what: Technique::Offload }),
             "offload to host memory is not simulated over several GPUs: use one GPU for it",
         ),
         (
-            C::NotWithSeveralGpus { what: Technique::Fp16LossScaling },
+            C::Technique(T::NotWithSeveralGpus { what: Technique::Fp16LossScaling }),
             "fp16's loss scaling is not simulated over several GPUs: use one GPU for it",
         ),
         (
-            C::DocStarts(DocStartsWhy::NotAStart),
+            C::Shape(S::DocStarts(DocStartsWhy::NotAStart)),
             "a document start that is none: a packed batch (--batching packed) has each position's document start, \
              and only it has them",
         ),
         (
-            C::DocStarts(DocStartsWhy::NoStarts),
+            C::Shape(S::DocStarts(DocStartsWhy::NoStarts)),
             "the batch has no document starts: a packed batch (--batching packed) has each position's document \
              start, and only it has them",
         ),
         (
-            C::DocStarts(DocStartsWhy::NotPacked),
+            C::Shape(S::DocStarts(DocStartsWhy::NotPacked)),
             "the plan's rows are not packed: a packed batch (--batching packed) has each position's document start, \
              and only it has them",
         ),
         (
-            C::OffloadWith { what: Technique::Lora },
+            C::Technique(T::OffloadWith { what: Technique::Lora }),
             "offload to host memory does not run with LoRA in oomlab: turn one of them off",
         ),
         (
-            C::OffloadWith { what: Technique::Fp16LossScaling },
+            C::Technique(T::OffloadWith { what: Technique::Fp16LossScaling }),
             "offload to host memory does not run with fp16's loss scaling (use bf16) in oomlab: turn one of them off",
         ),
-        (C::LoraNoTargets, "LoRA needs at least one target projection"),
+        (C::Technique(T::LoraNoTargets), "LoRA needs at least one target projection"),
         (
-            C::FusedWithSelective,
+            C::Technique(T::FusedWithSelective),
             "selective checkpointing recomputes the attention probabilities, but fused attention never stores them \
              (it already recomputes the scores in its backward pass): use one or the other",
         ),
         (
-            C::FusedHeadTooLarge { max: 128, head_size: 256, d_model: 512, n_heads: 2 },
+            C::Technique(T::FusedHeadTooLarge { max: 128, head_size: 256, d_model: 512, n_heads: 2 }),
             "fused attention holds a head in registers and supports head sizes up to 128; this model's is 256 \
              (d_model 512 / 2 heads)",
         ),
         (
-            C::Optimizer { name: "lr", value: -0.5, range: Range::PositiveNumber },
+            C::Technique(T::Optimizer { name: "lr", value: -0.5, range: Range::PositiveNumber }),
             "invalid optimizer setting: lr = -0.5 (it must be a positive number)",
         ),
         (
-            C::Optimizer { name: "beta1", value: 1.0, range: Range::Unit },
+            C::Technique(T::Optimizer { name: "beta1", value: 1.0, range: Range::Unit }),
             "invalid optimizer setting: beta1 = 1 (it must be in [0, 1))",
         ),
         (
-            C::Optimizer { name: "eps", value: 0.0, range: Range::Positive },
+            C::Technique(T::Optimizer { name: "eps", value: 0.0, range: Range::Positive }),
             "invalid optimizer setting: eps = 0 (it must be positive)",
         ),
         (
-            C::Optimizer { name: "weight_decay", value: -1.0, range: Range::NonNegative },
+            C::Technique(T::Optimizer { name: "weight_decay", value: -1.0, range: Range::NonNegative }),
             "invalid optimizer setting: weight_decay = -1 (it must be zero or positive)",
         ),
-        (C::NotInVocabulary('€'), "character '€' is not in the vocabulary"),
-        (C::CorpusTooShort { tokens: 10, seq: 64 }, "the corpus has 10 tokens, too few for sequences of 64"),
+        (C::Shape(S::NotInVocabulary('€')), "character '€' is not in the vocabulary"),
+        (C::Shape(S::CorpusTooShort { tokens: 10, seq: 64 }), "the corpus has 10 tokens, too few for sequences of 64"),
         (
-            C::BatchTooLargeForHost { rows: 1 << 40 },
+            C::Shape(S::BatchTooLargeForHost { rows: 1 << 40 }),
             "a batch of 1099511627776 tokens does not fit in this machine's host memory",
         ),
-        (C::BatchLength { inputs: 3, targets: 4, expected: 5 }, "batch holds 3 inputs and 4 targets, expected 5"),
+        (
+            C::Shape(S::BatchLength { inputs: 3, targets: 4, expected: 5 }),
+            "batch holds 3 inputs and 4 targets, expected 5",
+        ),
     ]
 }
 
@@ -203,8 +216,8 @@ fn names() -> Vec<C> {
         Planned::MlpActivations,
         Planned::LoraAdapters,
     ];
-    let dims = dims.into_iter().map(|name| C::Zero { name, value: 0 });
-    dims.chain(planned.into_iter().map(|what| C::SizeLimit { what, amount: 2, limit: 1 })).collect()
+    let dims = dims.into_iter().map(|name| C::Shape(S::Zero { name, value: 0 }));
+    dims.chain(planned.into_iter().map(|what| C::Shape(S::SizeLimit { what, amount: 2, limit: 1 }))).collect()
 }
 
 #[test]
@@ -265,12 +278,12 @@ fn every_config_refusal_message_is_reached_by_a_kind() {
 fn the_toy_refuses_with_typed_kinds() {
     use oomlab::model::ModelConfig;
     let m = ModelConfig { n_heads: 3, ..ModelConfig::toy(65) };
-    assert_eq!(m.validate(), Err(C::HeadsDontDivide { d_model: 64, n_heads: 3 }));
+    assert_eq!(m.validate(), Err(S::HeadsDontDivide { d_model: 64, n_heads: 3 }));
     let m = ModelConfig { vocab: 0, ..ModelConfig::toy(65) };
-    assert_eq!(m.validate(), Err(C::Zero { name: Dim::Vocab, value: 0 }));
+    assert_eq!(m.validate(), Err(S::Zero { name: Dim::Vocab, value: 0 }));
     assert_eq!(
         oomlab::plan::Checkpoint::parse("sometimes", 2),
-        Err(C::Unknown { what: Setting::Checkpointing, got: "sometimes".into() })
+        Err(C::Name(UnknownName { what: Setting::Checkpointing, got: "sometimes".into() }))
     );
     assert_eq!(
         oomlab::plan::AllocatorConfig::parse("expandable_segments:yes").err(),

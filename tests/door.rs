@@ -15,8 +15,9 @@ use oomlab::app::settings::{Preset, Suggestion};
 use oomlab::app::teaching::{challenges, chapters};
 use oomlab::app::{OomlabApp, Settings};
 use oomlab::i18n::{Catalog, Lang};
-use oomlab::model::ConfigError;
+use oomlab::model::ShapeError;
 use oomlab::plan::{AttentionKind, Checkpoint, Precision};
+use oomlab::plan::{ConfigError, TechniqueError};
 
 const VOCAB: usize = 58;
 
@@ -112,7 +113,10 @@ fn check(s: &Settings, seed: u64, k: usize, what: &Change, refused: &mut usize) 
         Ok(_) => {}
         // What the rules keep — an accumulation that divides the batch, a sequence within the
         // model, the controls' bounds — is never refused.
-        Err(e @ (ConfigError::AccumDoesNotDivide { .. } | ConfigError::SequenceTooLong { .. })) => {
+        Err(
+            e @ (ConfigError::Technique(TechniqueError::AccumDoesNotDivide { .. })
+            | ConfigError::Shape(ShapeError::SequenceTooLong { .. })),
+        ) => {
             panic!("seed {seed}, change {k} ({what:?}): refused for what the rules keep: {e}")
         }
         // The controls let a student combine what cannot run together (fused attention with

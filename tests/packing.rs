@@ -9,7 +9,8 @@ use oomlab::backend::{BackendError, Trainer};
 use oomlab::data::Batch;
 use oomlab::documents::{Documents, PaddingShare};
 use oomlab::memory::simulate;
-use oomlab::model::{ConfigError, ModelConfig, StepShape};
+use oomlab::model::{ModelConfig, ShapeError, StepShape};
+use oomlab::plan::ConfigError;
 use oomlab::plan::{AttentionKind, Batching, OptimizerConfig, Phase, Plan, StepRequest, Techniques};
 
 const T: usize = 128;
@@ -135,9 +136,12 @@ fn document_starts_are_checked() {
     let mut exec = CpuExecutor::<f32>::new(p.clone(), 1).expect("executor");
     let mut bad = packed.clone();
     bad.doc_starts[5] = 2; // position 5 of row 0: neither a start nor its neighbour's
-    assert!(matches!(exec.upload_batch(&bad), Err(BackendError::Config(ConfigError::DocStarts(_)))));
+    assert!(matches!(exec.upload_batch(&bad), Err(BackendError::Config(ConfigError::Shape(ShapeError::DocStarts(_))))));
     let none = Batch { doc_starts: Vec::new(), ..packed.clone() };
-    assert!(matches!(exec.upload_batch(&none), Err(BackendError::Config(ConfigError::DocStarts(_)))));
+    assert!(matches!(
+        exec.upload_batch(&none),
+        Err(BackendError::Config(ConfigError::Shape(ShapeError::DocStarts(_))))
+    ));
     exec.upload_batch(&packed).expect("a packed batch");
     let windows = plan(packed.shape, AttentionKind::Standard, Batching::Windows);
     let mut exec = CpuExecutor::<f32>::new(windows, 1).expect("executor");

@@ -11,7 +11,8 @@ use oomlab::memory::formula::activation_peak_bytes;
 use oomlab::memory::{simulate, simulate_peak};
 use oomlab::model::init::Rng;
 use oomlab::model::params::LoraConfig;
-use oomlab::model::{ConfigError, ModelConfig, StepShape};
+use oomlab::model::{ModelConfig, ShapeError, StepShape};
+use oomlab::plan::ConfigError;
 use oomlab::plan::{
     AttentionKind, Checkpoint, MAX_PLAN_OPS, MAX_TENSOR_ELEMS, OptimizerConfig, OptimizerKind, Plan, Precision,
     Techniques,
@@ -59,7 +60,7 @@ fn products_past_two_to_the_64_are_refused() {
     let model = ModelConfig { vocab: 58, seq_len: max, d_model: 1024, n_layers: 1, n_heads: 1024 };
     // batch · heads · seq² = 2²⁰ · 2¹⁰ · 2⁴⁰ = 2⁷⁰ elements.
     match plan(&model, max, max) {
-        Err(e @ ConfigError::SizeLimit { .. }) => {
+        Err(e @ ConfigError::Shape(ShapeError::SizeLimit { .. })) => {
             let text = e.to_string();
             assert!(text.contains("attention probabilities") && text.contains("elements"), "{text}");
         }
@@ -71,7 +72,7 @@ fn products_past_two_to_the_64_are_refused() {
     assert!(plan(&m, 1 << 19, 1 << 19).is_ok());
     const { assert!(MAX_TENSOR_ELEMS == 1 << 58) };
     let m = ModelConfig { n_heads: 4, ..m };
-    assert!(matches!(plan(&m, 1 << 19, 1 << 19), Err(ConfigError::SizeLimit { .. })));
+    assert!(matches!(plan(&m, 1 << 19, 1 << 19), Err(ConfigError::Shape(ShapeError::SizeLimit { .. }))));
     // The estimator: sizes past u64 are refused, never saturated.
     let arch =
         Architecture { layers: 4096, hidden: 8192, heads: 64, kv_heads: 64, ffn: 32768, positions: 0, ..arch_small() };
@@ -130,7 +131,7 @@ fn thousands_of_layers_plan_and_too_many_are_refused() {
     assert!(m.peak_allocated_bytes() > 0);
     let deep = ModelConfig { n_layers: 1 << 20, ..model };
     match plan(&deep, 1, 2) {
-        Err(e @ ConfigError::SizeLimit { .. }) => assert!(e.to_string().contains("ops"), "{e}"),
+        Err(e @ ConfigError::Shape(ShapeError::SizeLimit { .. })) => assert!(e.to_string().contains("ops"), "{e}"),
         other => panic!("expected an op-count refusal, got {:?}", other.map(|p| p.ops.len())),
     }
 }

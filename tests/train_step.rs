@@ -7,7 +7,8 @@ use oomlab::backend::cpu::CpuExecutor;
 use oomlab::backend::gpu::GpuExecutor;
 use oomlab::backend::{BackendError, Trainer};
 use oomlab::data::{Batch, Dataset};
-use oomlab::model::{ConfigError, ModelConfig, StepShape};
+use oomlab::model::{ModelConfig, ShapeError, StepShape};
+use oomlab::plan::ConfigError;
 use oomlab::plan::{OptimizerConfig, Plan};
 
 fn executors(
@@ -113,7 +114,7 @@ fn bad_batches_are_errors_not_panics() {
     for t in [&mut cpu as &mut dyn Trainer, &mut gpu as &mut dyn Trainer] {
         assert!(matches!(
             t.train_step(&batch),
-            Err(BackendError::Config(ConfigError::TokenOutOfRange { id: 10_000, .. }))
+            Err(BackendError::Config(ConfigError::Shape(ShapeError::TokenOutOfRange { id: 10_000, .. })))
         ));
     }
     let wrong = Batch {

@@ -8,8 +8,7 @@ use crate::estimate::{self, Estimate, EstimateError, KindSaved, OtherRuntime, Sa
 use crate::memory::run::RunPredictor;
 use crate::memory::sweep::{SweepSeries, predict};
 use crate::memory::{Budget, StepMemory, StepOom, simulate};
-use crate::model::ConfigError;
-use crate::plan::Plan;
+use crate::plan::{ConfigError, Plan};
 
 /// The batch sizes with a stacked bar in the memory-vs-batch chart: every power of two and
 /// three times one, up to the batch slider's end ([`MAX_BATCH`], a power of two), from that one

@@ -13,7 +13,7 @@ pub enum Notice {
     /// Why the estimator refuses a setup: worded in the reader's language when shown.
     Refusal(crate::estimate::EstimateError),
     /// Why a toy configuration cannot be built: worded in the reader's language when shown.
-    Config(crate::model::ConfigError),
+    Config(crate::plan::ConfigError),
     /// Why the CPU backend's host cannot hold a step: worded in the reader's language.
     Host(crate::backend::HostShortfall),
     /// Why a step did not run (the GPU's, the backend's): worded in the reader's language.

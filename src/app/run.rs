@@ -14,8 +14,7 @@ use crate::data::Dataset;
 use crate::i18n::Catalog;
 use crate::memory::device::DeviceFigures;
 use crate::memory::{Budget, StepMemory, StepOom};
-use crate::model::ConfigError;
-use crate::plan::{Phase, Plan};
+use crate::plan::{ConfigError, Phase, Plan};
 
 /// Where steps run.
 pub(super) enum Compute {
@@ -318,11 +317,9 @@ impl Run {
             BackendError::Config(e) => self.error = Some(Notice::msg("error-config", &[("error", Notice::Config(e))])),
             BackendError::HostMemory(h) => self.error = Some(Notice::msg("error-host", &[("error", Notice::Host(h))])),
             other => {
-                let key = match &other {
-                    BackendError::Gpu(_) | BackendError::NoGpu => "error-gpu",
-                    _ => "error-step",
-                };
-                self.error = Some(Notice::msg(key, &[("error", other.into())]));
+                let gpu = matches!(other, BackendError::Gpu(_) | BackendError::NoGpu);
+                self.error =
+                    Some(Notice::msg(if gpu { "error-gpu" } else { "error-step" }, &[("error", other.into())]));
             }
         }
     }
@@ -547,6 +544,7 @@ mod tests {
     use super::*;
     use crate::app::Settings;
     use crate::backend::cpu::CpuExecutor;
+    use crate::model::ShapeError;
     use crate::plan::Op;
 
     fn error_text(run: &Run) -> Option<String> {
@@ -593,7 +591,7 @@ mod tests {
     #[test]
     fn a_plan_that_cannot_be_built_is_a_typed_error() {
         let mut run = Run::cpu_here();
-        let plan = Err(ConfigError::HeadsDontDivide { d_model: 65, n_heads: 4 });
+        let plan = Err(ConfigError::Shape(ShapeError::HeadsDontDivide { d_model: 65, n_heads: 4 }));
         run.drive(0.0, true, &plan, 0, Budget::Unlimited, &mut Vec::new());
         assert!(run.is_idle() && run.steps_done() == 0);
         let error = error_text(&run).expect("said");

@@ -10,10 +10,10 @@ use serde::{Deserialize, Serialize};
 
 use super::Notice;
 use crate::model::params::LoraConfig;
-use crate::model::{ConfigError, ModelConfig, StepShape};
+use crate::model::{ModelConfig, StepShape};
 use crate::plan::{
-    AllocatorConfig, AttentionKind, Checkpoint, OptimizerConfig, OptimizerKind, Plan, Precision, StepRequest,
-    Techniques,
+    AllocatorConfig, AttentionKind, Checkpoint, ConfigError, OptimizerConfig, OptimizerKind, Plan, Precision,
+    StepRequest, Techniques,
 };
 
 /// The toy configurations the controls start from (each then editable).

@@ -126,6 +126,8 @@ fn peak_index(d: &Derived) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::ShapeError;
+    use crate::plan::ConfigError;
 
     #[test]
     fn only_what_changed_is_derived_again() {
@@ -160,7 +162,7 @@ mod tests {
         // Settings that cannot be planned: a typed reason, no prediction.
         let broken = Settings { dims: crate::app::settings::ModelDims { d_model: 65, ..bigger.dims }, ..bigger };
         assert!(send(&mut s, &mut shown, Change::Edited(Box::new(broken))));
-        assert!(matches!(shown.derived.plan, Err(crate::model::ConfigError::HeadsDontDivide { .. })));
+        assert!(matches!(shown.derived.plan, Err(ConfigError::Shape(ShapeError::HeadsDontDivide { .. }))));
         assert!(shown.memory(&None).is_none());
     }
 

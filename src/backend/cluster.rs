@@ -14,6 +14,8 @@ use crate::plan::{Op, Phase, Plan, ValidRequest, View, op};
 
 use super::BackendError;
 use super::cpu::{Advance, CpuExecutor, ops::Real};
+use crate::model::ShapeError;
+use crate::plan::{ConfigError, TechniqueError};
 
 /// The sequences of a global batch that rank `rank` of `ranks` trains on: the `rank`-th of
 /// equal contiguous shares (PyTorch's `DistributedSampler` without shuffling).
@@ -21,10 +23,10 @@ pub fn rank_batch(batch: &Batch, rank: usize, ranks: usize) -> Result<Batch, Bac
     let ranks = ranks.max(1);
     let per = batch.shape.batch / ranks;
     if per == 0 || per * ranks != batch.shape.batch {
-        return Err(BackendError::Config(crate::model::ConfigError::AccumDoesNotDivide {
+        return Err(BackendError::Config(ConfigError::Technique(TechniqueError::AccumDoesNotDivide {
             batch: batch.shape.batch,
             accum: ranks,
-        }));
+        })));
     }
     let rows = per.saturating_mul(batch.shape.seq);
     let range = rank.saturating_mul(rows)..(rank + 1).saturating_mul(rows);
@@ -39,11 +41,11 @@ pub fn rank_batch(batch: &Batch, rank: usize, ranks: usize) -> Result<Batch, Bac
                 doc_starts,
             })
         }
-        _ => Err(BackendError::Config(crate::model::ConfigError::BatchLength {
+        _ => Err(BackendError::Config(ConfigError::Shape(ShapeError::BatchLength {
             inputs: batch.inputs.len(),
             targets: batch.targets.len(),
             expected: (batch.shape.batch as u64).saturating_mul(batch.shape.seq as u64),
-        })),
+        }))),
     }
 }
 

@@ -3,7 +3,8 @@
 //! CLI's and the logs' words).
 
 use crate::i18n::{Catalog, with_english};
-use crate::model::{ConfigError, StepShape};
+use crate::model::{StepShape, Worded};
+use crate::plan::ConfigError;
 
 use super::HostShortfall;
 use super::gpu::GpuError;
@@ -42,6 +43,8 @@ pub enum BackendError {
     NotOnGpu(CpuOnly),
     /// Something being built in the background was dropped before it finished.
     Cancelled,
+    /// A failure the browser's CPU worker reported, as its catalog message (worded on the page).
+    Reported(Worded),
 }
 
 /// What only the CPU backend runs, so far.
@@ -78,6 +81,18 @@ impl From<ConfigError> for BackendError {
     }
 }
 
+impl From<crate::model::ShapeError> for BackendError {
+    fn from(e: crate::model::ShapeError) -> Self {
+        BackendError::Config(e.into())
+    }
+}
+
+impl From<crate::plan::TechniqueError> for BackendError {
+    fn from(e: crate::plan::TechniqueError) -> Self {
+        BackendError::Config(e.into())
+    }
+}
+
 impl From<GpuError> for BackendError {
     fn from(e: GpuError) -> Self {
         BackendError::Gpu(e)
@@ -99,28 +114,38 @@ impl WorkerLost {
 impl BackendError {
     /// The error in `t`'s language (an out-of-memory error in PyTorch's words, as PyTorch's).
     pub fn text(&self, t: &Catalog) -> String {
-        let shape = |s: &StepShape| format!("{}×{}", s.batch, s.seq);
         match self {
-            BackendError::Config(e) => e.text(t),
-            BackendError::Gpu(e) => e.text(t),
             BackendError::OutOfMemory(oom) => oom.message.clone(),
             BackendError::HostMemory(h) => h.text(t),
-            BackendError::ShapeMismatch { plan, batch } => {
-                t.format_text("backend-err-shape", &[("batch", shape(batch)), ("plan", shape(plan))])
-            }
-            BackendError::Internal(words) => t.format_text("backend-err-internal", &[("error", words.clone())]),
-            BackendError::NotProduced { op, tensor } => {
-                t.format_text("backend-err-not-produced", &[("op", op.clone()), ("tensor", tensor.clone())])
-            }
-            BackendError::NoGpu => t.text("backend-err-no-gpu"),
             BackendError::WorkerLost(why) => t.format_text("backend-err-worker-lost", &[("why", why.text(t))]),
-            BackendError::WorkerHasNoExecutor => t.text("backend-err-no-executor"),
-            BackendError::NotOnGpu(what) => t.text(match what {
-                CpuOnly::UnevenBatchesOverGpus => "backend-err-cpu-only-uneven",
-                CpuOnly::MixedPrecisionOverGpus => "backend-err-cpu-only-mixed",
-            }),
-            BackendError::Cancelled => t.text("backend-err-cancelled"),
+            other => other.worded().map(|w| w.text(t)).unwrap_or_default(),
         }
+    }
+
+    /// Its catalog message, as it crosses from the browser's CPU worker; `None` for what crosses
+    /// as itself (an out-of-memory error, the host's shortfall) and for a lost worker (the page's
+    /// own news, never the worker's).
+    pub fn worded(&self) -> Option<Worded> {
+        let shape = |s: &StepShape| format!("{}×{}", s.batch, s.seq);
+        let key = |k: &str| Worded::of(k, &[]);
+        Some(match self {
+            BackendError::OutOfMemory(_) | BackendError::HostMemory(_) | BackendError::WorkerLost(_) => return None,
+            BackendError::Config(e) => e.worded(),
+            BackendError::Gpu(e) => e.worded(),
+            BackendError::Reported(w) => w.clone(),
+            BackendError::ShapeMismatch { plan, batch } => {
+                Worded::of("backend-err-shape", &[("batch", shape(batch)), ("plan", shape(plan))])
+            }
+            BackendError::Internal(words) => Worded::of("backend-err-internal", &[("error", words.clone())]),
+            BackendError::NotProduced { op, tensor } => {
+                Worded::of("backend-err-not-produced", &[("op", op.clone()), ("tensor", tensor.clone())])
+            }
+            BackendError::NoGpu => key("backend-err-no-gpu"),
+            BackendError::WorkerHasNoExecutor => key("backend-err-no-executor"),
+            BackendError::NotOnGpu(CpuOnly::UnevenBatchesOverGpus) => key("backend-err-cpu-only-uneven"),
+            BackendError::NotOnGpu(CpuOnly::MixedPrecisionOverGpus) => key("backend-err-cpu-only-mixed"),
+            BackendError::Cancelled => key("backend-err-cancelled"),
+        })
     }
 }
 

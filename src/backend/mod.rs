@@ -12,8 +12,9 @@ pub use error::{BackendError, CpuOnly, WorkerLost};
 pub use open::{Executor, Gpu, open};
 
 use crate::data::Batch;
-use crate::model::ConfigError;
-use crate::plan::Plan;
+use crate::model::ShapeError;
+use crate::model::UnknownName;
+use crate::plan::{ConfigError, Plan};
 
 /// Why the CPU backend's host cannot hold a step: with its sizes, worded by the catalogs
 /// (`host-err-…`) in the reader's language where the app shows it, in English through `Display`.
@@ -197,7 +198,9 @@ impl std::str::FromStr for BackendKind {
         match s.to_ascii_lowercase().as_str() {
             "gpu" => Ok(Self::Gpu),
             "cpu" => Ok(Self::Cpu),
-            other => Err(ConfigError::Unknown { what: crate::model::Setting::Backend, got: other.to_string() }),
+            other => {
+                Err(ConfigError::Name(UnknownName { what: crate::model::Setting::Backend, got: other.to_string() }))
+            }
         }
     }
 }
@@ -216,13 +219,13 @@ pub struct MicroUpload<'a> {
 
 /// Checks packed rows' document starts (each is its position, where a document begins, or the
 /// previous position's start) and returns the positions' index: rows grouped by position.
-fn packing_index(starts: &[u32], t: usize) -> Result<(Vec<u32>, Vec<u32>), crate::model::ConfigError> {
+fn packing_index(starts: &[u32], t: usize) -> Result<(Vec<u32>, Vec<u32>), crate::plan::ConfigError> {
     let mut positions = Vec::with_capacity(starts.len());
     for (r, &s) in starts.iter().enumerate() {
         let p = r % t.max(1);
         let ok = s as usize == p || (p > 0 && starts.get(r - 1) == Some(&s));
         if !ok {
-            return Err(crate::model::ConfigError::DocStarts(crate::model::DocStartsWhy::NotAStart));
+            return Err(ConfigError::Shape(ShapeError::DocStarts(crate::model::DocStartsWhy::NotAStart)));
         }
         positions.push((p - s as usize) as u32);
     }
@@ -241,10 +244,10 @@ pub fn micro_uploads<'a>(plan: &Plan, batch: &'a Batch) -> Result<Vec<MicroUploa
     let packed = plan.techniques.batching.is_packed();
     match (packed, batch.doc_starts.len()) {
         (true, n) if n != batch.inputs.len() => {
-            return Err(crate::model::ConfigError::DocStarts(crate::model::DocStartsWhy::NoStarts).into());
+            return Err(ConfigError::Shape(ShapeError::DocStarts(crate::model::DocStartsWhy::NoStarts)).into());
         }
         (false, n) if n > 0 => {
-            return Err(crate::model::ConfigError::DocStarts(crate::model::DocStartsWhy::NotPacked).into());
+            return Err(ConfigError::Shape(ShapeError::DocStarts(crate::model::DocStartsWhy::NotPacked)).into());
         }
         _ => {}
     }

@@ -480,7 +480,7 @@ pub(super) fn parse_batches(text: &str) -> Result<Vec<usize>, FlagError> {
     let bad = || FlagError::BatchSyntax(text.to_string());
     let num = |s: &str| -> Result<usize, FlagError> {
         let v: i64 = s.trim().parse().map_err(|_| bad())?;
-        Ok(check_dim(oomlab::model::Dim::Batch, v)?)
+        Ok(check_dim(oomlab::model::Dim::Batch, v).map_err(ConfigError::from)?)
     };
     let out: Vec<usize> = if let Some((a, rest)) = text.split_once("..") {
         let (b, step) = match rest.split_once(':') {

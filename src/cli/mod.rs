@@ -28,7 +28,8 @@ use oomlab::memory::formula::activation_peak_bytes;
 use oomlab::memory::sweep::SweepSeries;
 use oomlab::memory::{Budget, StepMemory, memory_summary, simulate};
 use oomlab::model::params::LoraConfig;
-use oomlab::model::{ConfigError, ModelConfig, StepShape, check_dim};
+use oomlab::model::{ModelConfig, StepShape, check_dim};
+use oomlab::plan::ConfigError;
 use oomlab::plan::{
     AttentionKind, Category, Checkpoint, OptimizerConfig, OptimizerKind, Phase, Plan, Precision, StepRequest,
     Techniques, ValidRequest, micro_batch,

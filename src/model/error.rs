@@ -1,6 +1,7 @@
-//! Why a toy configuration cannot be built: typed, with the numbers that say why, and worded by
-//! the catalogs (`cfg-err-…` and the names inside them, in `i18n/`): the app in the reader's
-//! language, `Display` (the CLI's and the logs' words) in English.
+//! Why the model's shape, or a batch it reads, cannot be, and a setting's name that is none: typed,
+//! with the numbers that say why, and worded by the catalogs (`cfg-err-…` and the names inside
+//! them, in `i18n/`): the app in the reader's language, `Display` (the CLI's and the logs'
+//! words) in English. [`Worded`] is any such message as data: what crosses the browser's worker.
 
 use std::fmt;
 
@@ -8,15 +9,11 @@ use crate::i18n::{Catalog, with_english};
 
 use super::MAX_DIM;
 
-/// A configuration that cannot be built, with a message meant for a person. It crosses from the
-/// browser's CPU worker as its catalog message, [`Worded`] ([`ConfigError::Reported`]): a key and
-/// arguments, worded on the page in the reader's language. (A derived deserialiser of every
-/// variant was 35 kB of the web module; the page checks the same configuration first, so the
-/// worker's own is rarely what a reader sees.)
+/// Why the model's shape, or a batch it reads, cannot be: typed, with the numbers that say why.
+/// (The techniques' refusals are the plan's, [`crate::plan::TechniqueError`]; the allocator's
+/// options' are `plan::allocator`'s; `plan::ConfigError` holds any of them.)
 #[derive(Debug, Clone, PartialEq)]
-pub enum ConfigError {
-    /// A configuration error the CPU worker reported, as its catalog message.
-    Reported(Worded),
+pub enum ShapeError {
     Zero {
         name: Dim,
         value: i64,
@@ -45,65 +42,8 @@ pub enum ConfigError {
         amount: u128,
         limit: u64,
     },
-    /// A name that is none of the ones a setting takes (a flag's value, a link's field).
-    Unknown {
-        what: Setting,
-        got: String,
-    },
-    /// Gradient accumulation splits the batch into equal micro-batches.
-    AccumDoesNotDivide {
-        batch: usize,
-        accum: usize,
-    },
-    CheckpointEvery {
-        k: usize,
-        layers: usize,
-    },
-    LoraRankNotLow {
-        rank: usize,
-        d_model: usize,
-    },
-    LoraAlpha {
-        alpha: f32,
-    },
-    AllocatorOption(AllocatorConfigError),
-    /// Data parallelism simulates between 1 and [`crate::plan::MAX_GPUS`] GPUs.
-    Gpus {
-        gpus: usize,
-        max: usize,
-    },
-    ZeroStage {
-        stage: u8,
-    },
-    Bucket {
-        elems: u64,
-        min: u64,
-        max: u64,
-    },
-    /// A technique the simulated GPUs do not run together with data parallelism.
-    NotWithSeveralGpus {
-        what: Technique,
-    },
     /// A packed batch's document starts are not starts (or missing, or given to unpacked rows).
     DocStarts(DocStartsWhy),
-    /// A technique that offload to host memory does not run with.
-    OffloadWith {
-        what: Technique,
-    },
-    LoraNoTargets,
-    FusedWithSelective,
-    FusedHeadTooLarge {
-        max: usize,
-        head_size: usize,
-        d_model: usize,
-        n_heads: usize,
-    },
-    /// An optimizer setting out of its range.
-    Optimizer {
-        name: &'static str,
-        value: f32,
-        range: Range,
-    },
     NotInVocabulary(char),
     CorpusTooShort {
         tokens: usize,
@@ -119,14 +59,11 @@ pub enum ConfigError {
     },
 }
 
-/// Why an allocator options string (PyTorch's `PYTORCH_CUDA_ALLOC_CONF`) was refused.
-#[derive(Clone, Debug, PartialEq)]
-pub enum AllocatorConfigError {
-    NotKeyValue(String),
-    Unknown(String),
-    MaxSplit(String),
-    Threshold(String),
-    Expandable(String),
+/// A name that is none of the ones a setting takes (a flag's value, a link's field).
+#[derive(Debug, Clone, PartialEq)]
+pub struct UnknownName {
+    pub what: Setting,
+    pub got: String,
 }
 
 /// A dimension a configuration sets (what `check_dim` checks).
@@ -173,30 +110,12 @@ pub enum Setting {
     Precision,
 }
 
-/// A technique named in a refusal.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Technique {
-    Offload,
-    PaddedBatches,
-    Lora,
-    Fp16LossScaling,
-}
-
 /// Why a packed batch's document starts are refused.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum DocStartsWhy {
     NotAStart,
     NoStarts,
     NotPacked,
-}
-
-/// The range an optimizer setting must be in.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Range {
-    PositiveNumber,
-    Unit,
-    Positive,
-    NonNegative,
 }
 
 /// A catalog message as data: its key and its arguments, a name inside it as that name's own key.
@@ -217,8 +136,13 @@ pub enum Arg {
 }
 
 impl Worded {
-    fn new(key: &str, args: Vec<(&str, Arg)>) -> Self {
+    pub(crate) fn new(key: &str, args: Vec<(&str, Arg)>) -> Self {
         Worded { key: key.into(), args: args.into_iter().map(|(k, v)| (k.into(), v)).collect() }
+    }
+
+    /// A message whose arguments are all values as written.
+    pub fn of(key: &str, args: &[(&str, String)]) -> Self {
+        Worded { key: key.into(), args: args.iter().map(|(k, v)| ((*k).into(), Arg::Text(v.clone()))).collect() }
     }
 
     /// The message in `t`'s language.
@@ -291,17 +215,6 @@ impl Setting {
     }
 }
 
-impl Technique {
-    fn key(self) -> &'static str {
-        match self {
-            Technique::Offload => "cfg-tech-offload",
-            Technique::PaddedBatches => "cfg-tech-padded",
-            Technique::Lora => "cfg-tech-lora",
-            Technique::Fp16LossScaling => "cfg-tech-fp16",
-        }
-    }
-}
-
 impl DocStartsWhy {
     fn key(self) -> &'static str {
         match self {
@@ -312,43 +225,13 @@ impl DocStartsWhy {
     }
 }
 
-impl Range {
-    fn key(self) -> &'static str {
-        match self {
-            Range::PositiveNumber => "cfg-range-positive-number",
-            Range::Unit => "cfg-range-unit",
-            Range::Positive => "cfg-range-positive",
-            Range::NonNegative => "cfg-range-non-negative",
-        }
-    }
-}
-
-impl AllocatorConfigError {
-    fn message(&self) -> Worded {
-        let (key, value) = match self {
-            AllocatorConfigError::NotKeyValue(v) => ("cfg-err-allocator-not-key-value", format!("{v:?}")),
-            AllocatorConfigError::Unknown(v) => ("cfg-err-allocator-unknown", format!("{v:?}")),
-            AllocatorConfigError::MaxSplit(v) => ("cfg-err-allocator-max-split", v.clone()),
-            AllocatorConfigError::Threshold(v) => ("cfg-err-allocator-threshold", v.clone()),
-            AllocatorConfigError::Expandable(v) => ("cfg-err-allocator-expandable", v.clone()),
-        };
-        Worded::new(key, vec![("value", Arg::Text(value))])
-    }
-
-    /// The message in the catalog's language.
-    pub fn text(&self, t: &Catalog) -> String {
-        self.message().text(t)
-    }
-}
-
-impl ConfigError {
+impl ShapeError {
     /// Its catalog message: the key and arguments (a name inside it as its own key).
     pub fn worded(&self) -> Worded {
         use Arg::{Key, Text};
-        use ConfigError as C;
+        use ShapeError as C;
         let n = |v: &dyn fmt::Display| Text(v.to_string());
         let (key, args) = match self {
-            C::Reported(w) => return w.clone(),
             C::Zero { name, value } => ("cfg-err-zero", vec![("name", Key(name.key().into())), ("value", n(value))]),
             C::TooLarge { name, value } => (
                 "cfg-err-too-large",
@@ -369,33 +252,7 @@ impl ConfigError {
                 "cfg-err-tensor-limit",
                 vec![("what", Key(what.key().into())), ("amount", n(amount)), ("limit", n(limit))],
             ),
-            C::Unknown { what, got } => (what.key(), vec![("got", Text(format!("{got:?}")))]),
-            C::AccumDoesNotDivide { batch, accum } => {
-                ("cfg-err-accum-divide", vec![("batch", n(batch)), ("accum", n(accum))])
-            }
-            C::CheckpointEvery { k, layers } => ("est-err-checkpoint-every", vec![("k", n(k)), ("layers", n(layers))]),
-            C::LoraRankNotLow { rank, d_model } => ("cfg-err-lora-rank", vec![("rank", n(rank)), ("d", n(d_model))]),
-            C::LoraAlpha { alpha } => ("cfg-err-lora-alpha", vec![("alpha", n(alpha))]),
-            C::AllocatorOption(e) => return e.message(),
-            C::Gpus { gpus, max } => ("cfg-err-gpus", vec![("gpus", n(gpus)), ("max", n(max))]),
-            C::ZeroStage { stage } => ("est-err-zero-stage", vec![("stage", n(stage))]),
-            C::Bucket { elems, min, max } => {
-                ("cfg-err-bucket", vec![("elems", n(elems)), ("min", n(min)), ("max", n(max))])
-            }
-            C::NotWithSeveralGpus { what } => ("cfg-err-not-with-several-gpus", vec![("what", Key(what.key().into()))]),
             C::DocStarts(why) => ("cfg-err-doc-starts", vec![("why", Key(why.key().into()))]),
-            C::OffloadWith { what: Technique::Fp16LossScaling } => ("cfg-err-offload-with-fp16", vec![]),
-            C::OffloadWith { what } => ("cfg-err-offload-with", vec![("what", Key(what.key().into()))]),
-            C::LoraNoTargets => ("est-err-lora-no-target", vec![]),
-            C::FusedWithSelective => ("cfg-err-fused-with-selective", vec![]),
-            C::FusedHeadTooLarge { max, head_size, d_model, n_heads } => (
-                "cfg-err-fused-head",
-                vec![("max", n(max)), ("head", n(head_size)), ("d", n(d_model)), ("heads", n(n_heads))],
-            ),
-            C::Optimizer { name, value, range } => (
-                "cfg-err-optimizer",
-                vec![("name", Text(name.to_string())), ("value", n(value)), ("range", Key(range.key().into()))],
-            ),
             C::NotInVocabulary(ch) => ("cfg-err-not-in-vocabulary", vec![("char", Text(format!("{ch:?}")))]),
             C::CorpusTooShort { tokens, seq } => {
                 ("cfg-err-corpus-too-short", vec![("tokens", n(tokens)), ("seq", n(seq))])
@@ -413,26 +270,32 @@ impl ConfigError {
     pub fn text(&self, t: &Catalog) -> String {
         self.worded().text(t)
     }
+}
 
-    /// The catalog messages it renders: its own and a name inside it (what the tests check
-    /// every message is reached by).
-    pub fn keys(&self) -> Vec<String> {
-        self.worded().keys().into_iter().map(str::to_owned).collect()
+impl UnknownName {
+    /// Its catalog message.
+    pub fn worded(&self) -> Worded {
+        Worded::new(self.what.key(), vec![("got", Arg::Text(format!("{:?}", self.got)))])
+    }
+
+    /// The message in the catalog's language.
+    pub fn text(&self, t: &Catalog) -> String {
+        self.worded().text(t)
     }
 }
 
-impl fmt::Display for ConfigError {
+impl fmt::Display for ShapeError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&with_english(|en| self.text(en)))
     }
 }
 
-impl std::error::Error for ConfigError {}
+impl std::error::Error for ShapeError {}
 
-impl fmt::Display for AllocatorConfigError {
+impl fmt::Display for UnknownName {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&with_english(|en| self.text(en)))
     }
 }
 
-impl std::error::Error for AllocatorConfigError {}
+impl std::error::Error for UnknownName {}

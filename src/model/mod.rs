@@ -10,9 +10,7 @@ pub mod params;
 
 use serde::{Deserialize, Serialize};
 
-pub use error::{
-    AllocatorConfigError, Arg, ConfigError, Dim, DocStartsWhy, Planned, Range, Setting, Technique, Worded,
-};
+pub use error::{Arg, Dim, DocStartsWhy, Planned, Setting, ShapeError, UnknownName, Worded};
 pub use params::{ParamLayout, ParamSpec};
 
 /// Largest value accepted for any single dimension. It only keeps arithmetic on sizes far away
@@ -48,7 +46,7 @@ impl ModelConfig {
     }
 
     /// Checks every field; the rest of the crate may assume a validated config.
-    pub fn validate(&self) -> Result<(), ConfigError> {
+    pub fn validate(&self) -> Result<(), ShapeError> {
         for (name, value) in [
             (Dim::Vocab, self.vocab),
             (Dim::SeqLen, self.seq_len),
@@ -59,7 +57,7 @@ impl ModelConfig {
             check_dim(name, value as i64)?;
         }
         if !self.d_model.is_multiple_of(self.n_heads) {
-            return Err(ConfigError::HeadsDontDivide { d_model: self.d_model, n_heads: self.n_heads });
+            return Err(ShapeError::HeadsDontDivide { d_model: self.d_model, n_heads: self.n_heads });
         }
         Ok(())
     }
@@ -71,14 +69,14 @@ impl ModelConfig {
 }
 
 /// Checks one user-supplied dimension: ≥ 1 and not absurd.
-pub fn check_dim(name: Dim, value: i64) -> Result<usize, ConfigError> {
+pub fn check_dim(name: Dim, value: i64) -> Result<usize, ShapeError> {
     if value < 1 {
-        return Err(ConfigError::Zero { name, value });
+        return Err(ShapeError::Zero { name, value });
     }
     // Compared as i64 before any conversion: `as usize` would truncate on 32-bit targets and let
     // 2³² + 5 through as 5.
     if value > MAX_DIM as i64 {
-        return Err(ConfigError::TooLarge { name, value: value as u64 });
+        return Err(ShapeError::TooLarge { name, value: value as u64 });
     }
     Ok(value as usize)
 }
@@ -91,11 +89,11 @@ pub struct StepShape {
 }
 
 impl StepShape {
-    pub fn validate(&self, model: &ModelConfig) -> Result<(), ConfigError> {
+    pub fn validate(&self, model: &ModelConfig) -> Result<(), ShapeError> {
         check_dim(Dim::Batch, self.batch as i64)?;
         check_dim(Dim::Sequence, self.seq as i64)?;
         if self.seq > model.seq_len {
-            return Err(ConfigError::SequenceTooLong { got: self.seq, max: model.seq_len });
+            return Err(ShapeError::SequenceTooLong { got: self.seq, max: model.seq_len });
         }
         Ok(())
     }
@@ -116,12 +114,12 @@ mod tests {
         let mut c = ModelConfig::toy(65);
         assert!(c.validate().is_ok());
         c.n_heads = 3;
-        assert!(matches!(c.validate(), Err(ConfigError::HeadsDontDivide { .. })));
+        assert!(matches!(c.validate(), Err(ShapeError::HeadsDontDivide { .. })));
         c.n_heads = 0;
-        assert!(matches!(c.validate(), Err(ConfigError::Zero { .. })));
+        assert!(matches!(c.validate(), Err(ShapeError::Zero { .. })));
         let c = ModelConfig::toy(65);
         let s = StepShape { batch: 2, seq: 65 };
-        assert!(matches!(s.validate(&c), Err(ConfigError::SequenceTooLong { got: 65, max: 64 })));
+        assert!(matches!(s.validate(&c), Err(ShapeError::SequenceTooLong { got: 65, max: 64 })));
         assert!(check_dim(Dim::Batch, -3).is_err());
         assert!(check_dim(Dim::Batch, 1 << 40).is_err());
     }

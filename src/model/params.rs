@@ -107,7 +107,7 @@ impl LoraConfig {
     }
 
     /// Parses "qkv,proj,mlp" (or "all") into the target flags.
-    pub fn with_targets(mut self, text: &str) -> Result<Self, super::ConfigError> {
+    pub fn with_targets(mut self, text: &str) -> Result<Self, super::UnknownName> {
         self.qkv = false;
         self.proj = false;
         self.mlp = false;
@@ -118,10 +118,7 @@ impl LoraConfig {
                 "mlp" | "ffn" => self.mlp = true,
                 "all" => (self.qkv, self.proj, self.mlp) = (true, true, true),
                 other => {
-                    return Err(super::ConfigError::Unknown {
-                        what: super::Setting::LoraTarget,
-                        got: other.to_string(),
-                    });
+                    return Err(super::UnknownName { what: super::Setting::LoraTarget, got: other.to_string() });
                 }
             }
         }

@@ -25,8 +25,42 @@ pub struct AllocatorConfig {
     pub expandable_segments: bool,
 }
 
-/// Why an options string was refused (defined beside the configuration errors that carry it).
-pub use crate::model::AllocatorConfigError;
+/// Why an options string (PyTorch's `PYTORCH_CUDA_ALLOC_CONF`) was refused.
+#[derive(Clone, Debug, PartialEq)]
+pub enum AllocatorConfigError {
+    NotKeyValue(String),
+    Unknown(String),
+    MaxSplit(String),
+    Threshold(String),
+    Expandable(String),
+}
+
+impl AllocatorConfigError {
+    /// Its catalog message (`cfg-err-allocator-…`).
+    pub fn worded(&self) -> crate::model::Worded {
+        let (key, value) = match self {
+            AllocatorConfigError::NotKeyValue(v) => ("cfg-err-allocator-not-key-value", format!("{v:?}")),
+            AllocatorConfigError::Unknown(v) => ("cfg-err-allocator-unknown", format!("{v:?}")),
+            AllocatorConfigError::MaxSplit(v) => ("cfg-err-allocator-max-split", v.clone()),
+            AllocatorConfigError::Threshold(v) => ("cfg-err-allocator-threshold", v.clone()),
+            AllocatorConfigError::Expandable(v) => ("cfg-err-allocator-expandable", v.clone()),
+        };
+        crate::model::Worded::new(key, vec![("value", crate::model::Arg::Text(value))])
+    }
+
+    /// The message in the catalog's language.
+    pub fn text(&self, t: &crate::i18n::Catalog) -> String {
+        self.worded().text(t)
+    }
+}
+
+impl std::fmt::Display for AllocatorConfigError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&crate::i18n::with_english(|en| self.text(en)))
+    }
+}
+
+impl std::error::Error for AllocatorConfigError {}
 
 /// The largest `max_split_size_mb` kept as a number of bytes: the option's MiB times 2²⁰ fits
 /// u64 with room to add a segment's size.

@@ -4,7 +4,8 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::model::ConfigError;
+use crate::model::UnknownName;
+use crate::plan::ConfigError;
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -32,7 +33,9 @@ impl Batching {
             "padded" | "pad" => Ok(Batching::Padded),
             "bucketed" | "buckets" | "dynamic" => Ok(Batching::Bucketed),
             "packed" | "pack" => Ok(Batching::Packed),
-            other => Err(ConfigError::Unknown { what: crate::model::Setting::Batching, got: other.to_string() }),
+            other => {
+                Err(ConfigError::Name(UnknownName { what: crate::model::Setting::Batching, got: other.to_string() }))
+            }
         }
     }
 

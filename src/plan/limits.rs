@@ -2,7 +2,9 @@
 //! [`MAX_TENSOR_ELEMS`], no plan past [`MAX_PLAN_OPS`], no budget past [`MAX_BUDGET_BYTES`].
 
 use super::Techniques;
-use crate::model::{ConfigError, ModelConfig, Planned, StepShape};
+use crate::model::ShapeError;
+use crate::model::{ModelConfig, Planned, StepShape};
+use crate::plan::ConfigError;
 
 /// The most elements one tensor of a plan may have: 2⁵⁸ (1 EiB of fp32). Far beyond any GPU, it
 /// keeps every byte count of a plan — a tensor's bytes, a segment, the sum of the tensors alive
@@ -43,7 +45,7 @@ pub fn check_sizes(model: &ModelConfig, shape: StepShape, techniques: &Technique
     ];
     for (what, elems) in largest {
         if elems > MAX_TENSOR_ELEMS as u128 {
-            return Err(ConfigError::SizeLimit { what, amount: elems, limit: MAX_TENSOR_ELEMS });
+            return Err(ConfigError::Shape(ShapeError::SizeLimit { what, amount: elems, limit: MAX_TENSOR_ELEMS }));
         }
     }
     // An upper bound on the ops: per layer 9 forward and 9 backward ops, 8 + 8 more for LoRA's
@@ -62,7 +64,7 @@ pub fn check_sizes(model: &ModelConfig, shape: StepShape, techniques: &Technique
     }
     if ops > MAX_PLAN_OPS as u128 {
         let what = Planned::Step { layers: model.n_layers, micro_batches: techniques.accum };
-        return Err(ConfigError::SizeLimit { what, amount: ops, limit: MAX_PLAN_OPS });
+        return Err(ConfigError::Shape(ShapeError::SizeLimit { what, amount: ops, limit: MAX_PLAN_OPS }));
     }
     Ok(())
 }

@@ -7,6 +7,7 @@
 pub mod allocator;
 pub mod batching;
 pub mod build;
+pub mod error;
 pub mod limits;
 pub mod offload;
 pub mod op;
@@ -18,6 +19,7 @@ pub mod tensor;
 
 pub use allocator::AllocatorConfig;
 pub use batching::Batching;
+pub use error::{ConfigError, Range, Technique, TechniqueError};
 pub use limits::{MAX_BUDGET_BYTES, MAX_PLAN_OPS, MAX_TENSOR_ELEMS};
 pub use offload::Offload;
 pub use op::{Op, OpNode, Phase};
@@ -28,7 +30,7 @@ pub use techniques::{AttentionKind, Checkpoint, LossScaler, Precision, Technique
 pub use tensor::{Category, DType, Lifetime, TensorId, TensorInfo, View};
 
 use crate::model::params::ParamLayout;
-use crate::model::{ConfigError, ModelConfig, StepShape};
+use crate::model::{ModelConfig, StepShape};
 
 /// The tensors every backend uploads or reads by name.
 #[derive(Clone, Debug, PartialEq)]

@@ -16,7 +16,8 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::model::ConfigError;
+use crate::model::UnknownName;
+use crate::plan::ConfigError;
 
 /// What lives in host memory.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -40,7 +41,9 @@ impl Offload {
             "none" | "off" => Ok(Offload::None),
             "optimizer" => Ok(Offload::Optimizer),
             "optimizer+gradients" | "optimizer_gradients" | "optimizer,gradients" => Ok(Offload::OptimizerGradients),
-            other => Err(ConfigError::Unknown { what: crate::model::Setting::Offload, got: other.to_string() }),
+            other => {
+                Err(ConfigError::Name(UnknownName { what: crate::model::Setting::Offload, got: other.to_string() }))
+            }
         }
     }
 

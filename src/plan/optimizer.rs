@@ -2,7 +2,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::model::ConfigError;
+use crate::plan::{ConfigError, TechniqueError};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -69,7 +69,7 @@ impl OptimizerConfig {
     /// Checks each setting; the first one out of its range is the error.
     pub fn validate(&self) -> Result<(), ConfigError> {
         let unit = |v: f32| (0.0..1.0).contains(&v);
-        use crate::model::Range;
+        use crate::plan::Range;
         let checks: [(&'static str, f32, bool, Range); 6] = [
             ("lr", self.lr, self.lr.is_finite() && self.lr > 0.0, Range::PositiveNumber),
             ("beta1", self.beta1, unit(self.beta1), Range::Unit),
@@ -79,7 +79,9 @@ impl OptimizerConfig {
             ("momentum", self.momentum, unit(self.momentum), Range::Unit),
         ];
         match checks.into_iter().find(|(_, _, ok, _)| !ok) {
-            Some((name, value, _, range)) => Err(ConfigError::Optimizer { name, value, range }),
+            Some((name, value, _, range)) => {
+                Err(ConfigError::Technique(TechniqueError::Optimizer { name, value, range }))
+            }
             None => Ok(()),
         }
     }

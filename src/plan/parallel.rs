@@ -20,8 +20,8 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::model::ConfigError;
 use crate::model::params::{PARAM_ALIGN_ELEMS, ParamKind, ParamLayout};
+use crate::plan::{ConfigError, TechniqueError};
 
 /// The most simulated GPUs a step runs on.
 pub const MAX_GPUS: usize = 8;
@@ -69,14 +69,18 @@ impl Parallel {
     /// combined with is [`super::Techniques::validate`]'s to say.
     pub fn validate(&self) -> Result<(), ConfigError> {
         if self.gpus == 0 || self.gpus > MAX_GPUS {
-            return Err(ConfigError::Gpus { gpus: self.gpus, max: MAX_GPUS });
+            return Err(ConfigError::Technique(TechniqueError::Gpus { gpus: self.gpus, max: MAX_GPUS }));
         }
         if self.zero > 3 {
-            return Err(ConfigError::ZeroStage { stage: self.zero });
+            return Err(ConfigError::Technique(TechniqueError::ZeroStage { stage: self.zero }));
         }
         let b = self.bucket_elems;
         if !(PARAM_ALIGN_ELEMS..=MAX_BUCKET_ELEMS).contains(&b) || !b.is_multiple_of(PARAM_ALIGN_ELEMS) {
-            return Err(ConfigError::Bucket { elems: b, min: PARAM_ALIGN_ELEMS, max: MAX_BUCKET_ELEMS });
+            return Err(ConfigError::Technique(TechniqueError::Bucket {
+                elems: b,
+                min: PARAM_ALIGN_ELEMS,
+                max: MAX_BUCKET_ELEMS,
+            }));
         }
         Ok(())
     }

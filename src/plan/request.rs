@@ -8,7 +8,8 @@ use serde::{Deserialize, Serialize};
 
 use super::limits::check_sizes;
 use super::{OptimizerConfig, Techniques};
-use crate::model::{ConfigError, ModelConfig, StepShape, check_dim};
+use crate::model::{ModelConfig, StepShape, check_dim};
+use crate::plan::{ConfigError, TechniqueError};
 
 /// One training step: the model, one forward pass's shape (the micro-batch: with gradient
 /// accumulation the step runs `techniques.accum` of them), the optimizer and the memory-saving
@@ -26,7 +27,7 @@ pub struct StepRequest {
 /// be split: the one place the split is made.
 pub fn micro_batch(batch: usize, accum: usize) -> Result<usize, ConfigError> {
     if accum == 0 || !batch.is_multiple_of(accum) {
-        return Err(ConfigError::AccumDoesNotDivide { batch, accum });
+        return Err(ConfigError::Technique(TechniqueError::AccumDoesNotDivide { batch, accum }));
     }
     Ok(batch / accum)
 }
@@ -100,6 +101,7 @@ impl ValidRequest {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::ShapeError;
 
     fn request(batch: usize, accum: usize) -> Result<StepRequest, ConfigError> {
         StepRequest::with_batch(
@@ -113,8 +115,14 @@ mod tests {
     #[test]
     fn the_batch_splits_into_micro_batches_in_one_place() {
         assert_eq!(micro_batch(12, 4), Ok(3));
-        assert_eq!(micro_batch(12, 5), Err(ConfigError::AccumDoesNotDivide { batch: 12, accum: 5 }));
-        assert_eq!(micro_batch(12, 0), Err(ConfigError::AccumDoesNotDivide { batch: 12, accum: 0 }));
+        assert_eq!(
+            micro_batch(12, 5),
+            Err(ConfigError::Technique(TechniqueError::AccumDoesNotDivide { batch: 12, accum: 5 }))
+        );
+        assert_eq!(
+            micro_batch(12, 0),
+            Err(ConfigError::Technique(TechniqueError::AccumDoesNotDivide { batch: 12, accum: 0 }))
+        );
         let valid = request(12, 4).expect("splits").validate().expect("valid");
         assert_eq!((valid.micro_shape().batch, valid.batch_shape().batch), (3, 12));
         let plan = valid.plan();
@@ -122,7 +130,7 @@ mod tests {
         assert_eq!(plan.handles.micro.len(), 4);
         assert_eq!(plan.request(), *valid.request(), "a plan knows the request it was built from");
         let e = request(10, 3).expect_err("10 is not a multiple of 3");
-        assert_eq!(e, ConfigError::AccumDoesNotDivide { batch: 10, accum: 3 });
+        assert_eq!(e, ConfigError::Technique(TechniqueError::AccumDoesNotDivide { batch: 10, accum: 3 }));
         assert!(e.to_string().contains("cannot be split into 3 equal micro-batches"), "{e}");
     }
 
@@ -131,9 +139,9 @@ mod tests {
         let mut r = request(4, 1).expect("splits");
         r.model.n_heads = 3; // does not divide d_model
         r.micro.seq = 1000; // longer than the model's
-        assert!(matches!(r.validate(), Err(ConfigError::HeadsDontDivide { .. })), "the model first");
+        assert!(matches!(r.validate(), Err(ConfigError::Shape(ShapeError::HeadsDontDivide { .. }))), "the model first");
         r.model.n_heads = 4;
-        assert!(matches!(r.validate(), Err(ConfigError::SequenceTooLong { .. })), "then the shape");
+        assert!(matches!(r.validate(), Err(ConfigError::Shape(ShapeError::SequenceTooLong { .. }))), "then the shape");
         r.micro.seq = 16;
         r.techniques.accum = 1 << 20;
         r.micro.batch = 1 << 20;

@@ -3,8 +3,11 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::model::ModelConfig;
+use crate::model::UnknownName;
 use crate::model::params::LoraConfig;
-use crate::model::{ConfigError, ModelConfig, Technique};
+use crate::plan::TechniqueError;
+use crate::plan::{ConfigError, Technique};
 
 /// Activation checkpointing (recomputation).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -36,7 +39,8 @@ impl Checkpoint {
     /// Parses `off`, `blocks`, `every`, `every:K` or `selective`. `every` alone takes √L.
     pub fn parse(text: &str, layers: usize) -> Result<Self, ConfigError> {
         let t = text.trim().to_ascii_lowercase();
-        let bad = || ConfigError::Unknown { what: crate::model::Setting::Checkpointing, got: text.to_string() };
+        let bad =
+            || ConfigError::Name(UnknownName { what: crate::model::Setting::Checkpointing, got: text.to_string() });
         Ok(match t.as_str() {
             "off" | "none" => Checkpoint::Off,
             "blocks" | "block" | "full" => Checkpoint::BLOCKS,
@@ -79,7 +83,9 @@ impl AttentionKind {
         match text.trim().to_ascii_lowercase().as_str() {
             "standard" | "eager" => Ok(AttentionKind::Standard),
             "fused" | "flash" => Ok(AttentionKind::Fused),
-            other => Err(ConfigError::Unknown { what: crate::model::Setting::Attention, got: other.to_string() }),
+            other => {
+                Err(ConfigError::Name(UnknownName { what: crate::model::Setting::Attention, got: other.to_string() }))
+            }
         }
     }
     pub fn name(self) -> &'static str {
@@ -109,7 +115,9 @@ impl Precision {
             "fp32" | "f32" | "float32" => Ok(Precision::Fp32),
             "fp16" | "f16" | "float16" | "half" => Ok(Precision::Fp16),
             "bf16" | "bfloat16" => Ok(Precision::Bf16),
-            other => Err(ConfigError::Unknown { what: crate::model::Setting::Precision, got: other.to_string() }),
+            other => {
+                Err(ConfigError::Name(UnknownName { what: crate::model::Setting::Precision, got: other.to_string() }))
+            }
         }
     }
     pub fn name(self) -> &'static str {
@@ -224,29 +232,31 @@ impl Techniques {
         // Each needs a collective of its own over several GPUs (the adapters' own buckets;
         // fp16's overflow flag reduced over the ranks).
         if several && self.lora.is_some() {
-            return Err(ConfigError::NotWithSeveralGpus { what: Technique::Lora });
+            return Err(ConfigError::Technique(TechniqueError::NotWithSeveralGpus { what: Technique::Lora }));
         }
         if several && self.precision.scales_loss() {
-            return Err(ConfigError::NotWithSeveralGpus { what: Technique::Fp16LossScaling });
+            return Err(ConfigError::Technique(TechniqueError::NotWithSeveralGpus {
+                what: Technique::Fp16LossScaling,
+            }));
         }
         if self.offload.is_on() {
             // ZeRO-Offload over several GPUs offloads each rank's shard; the simulated GPUs do
             // not yet run host ops between their collectives.
             if several {
-                return Err(ConfigError::NotWithSeveralGpus { what: Technique::Offload });
+                return Err(ConfigError::Technique(TechniqueError::NotWithSeveralGpus { what: Technique::Offload }));
             }
             // LoRA's adapters have almost no optimizer state to move; fp16's overflow check
             // would have to read the host's gradients before the device's loss scaler.
             if self.lora.is_some() {
-                return Err(ConfigError::OffloadWith { what: Technique::Lora });
+                return Err(ConfigError::Technique(TechniqueError::OffloadWith { what: Technique::Lora }));
             }
             if self.precision.scales_loss() {
-                return Err(ConfigError::OffloadWith { what: Technique::Fp16LossScaling });
+                return Err(ConfigError::Technique(TechniqueError::OffloadWith { what: Technique::Fp16LossScaling }));
             }
         }
         // The simulated GPUs would each go on at every batch's length together; not yet.
         if self.batching.varies_in_length() && several {
-            return Err(ConfigError::NotWithSeveralGpus { what: Technique::PaddedBatches });
+            return Err(ConfigError::Technique(TechniqueError::NotWithSeveralGpus { what: Technique::PaddedBatches }));
         }
         Ok(())
     }
@@ -260,31 +270,34 @@ impl Techniques {
         if let Checkpoint::Every(k) = self.checkpoint
             && (k == 0 || k > model.n_layers)
         {
-            return Err(ConfigError::CheckpointEvery { k, layers: model.n_layers });
+            return Err(ConfigError::Technique(TechniqueError::CheckpointEvery { k, layers: model.n_layers }));
         }
         if let Some(l) = self.lora {
             crate::model::check_dim(crate::model::Dim::LoraRank, l.rank as i64)?;
             if l.rank >= model.d_model {
-                return Err(ConfigError::LoraRankNotLow { rank: l.rank, d_model: model.d_model });
+                return Err(ConfigError::Technique(TechniqueError::LoraRankNotLow {
+                    rank: l.rank,
+                    d_model: model.d_model,
+                }));
             }
             if !(l.alpha.is_finite() && l.alpha > 0.0) {
-                return Err(ConfigError::LoraAlpha { alpha: l.alpha });
+                return Err(ConfigError::Technique(TechniqueError::LoraAlpha { alpha: l.alpha }));
             }
             if l.targets().is_empty() {
-                return Err(ConfigError::LoraNoTargets);
+                return Err(ConfigError::Technique(TechniqueError::LoraNoTargets));
             }
         }
         if self.attention == AttentionKind::Fused {
             if self.checkpoint == Checkpoint::Selective {
-                return Err(ConfigError::FusedWithSelective);
+                return Err(ConfigError::Technique(TechniqueError::FusedWithSelective));
             }
             if model.head_size() > FUSED_MAX_HEAD_SIZE {
-                return Err(ConfigError::FusedHeadTooLarge {
+                return Err(ConfigError::Technique(TechniqueError::FusedHeadTooLarge {
                     max: FUSED_MAX_HEAD_SIZE,
                     head_size: model.head_size(),
                     d_model: model.d_model,
                     n_heads: model.n_heads,
-                });
+                }));
             }
         }
         Ok(())

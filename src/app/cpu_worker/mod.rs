@@ -15,8 +15,8 @@ use crate::data::Dataset;
 use crate::memory::allocator::Event;
 use crate::memory::step::TensorTag;
 use crate::memory::{Budget, StepMemory, StepOom};
-use crate::model::{ConfigError, StepShape};
-use crate::plan::{Phase, StepRequest};
+use crate::model::Worded;
+use crate::plan::{ConfigError, Phase, StepRequest};
 
 /// The page to the worker.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -78,18 +78,10 @@ pub enum WireError {
     OutOfMemory(Box<StepOom>),
     HostMemory(crate::backend::HostShortfall),
     /// A configuration error, as its catalog message (worded on the page, in its language).
-    Config(crate::model::Worded),
-    ShapeMismatch {
-        plan: StepShape,
-        batch: StepShape,
-    },
-    NotProduced {
-        op: String,
-        tensor: String,
-    },
-    NoExecutor,
-    /// A bug in oomlab, or an error the CPU backend cannot have (a GPU's), in its words.
-    Internal(String),
+    Config(Worded),
+    /// Any other failure, as its catalog message: a key and arguments, no words of any language
+    /// (one small deserialiser for all of them in the web module).
+    Failed(Worded),
 }
 
 impl From<BackendError> for WireError {
@@ -98,15 +90,11 @@ impl From<BackendError> for WireError {
             BackendError::OutOfMemory(oom) => WireError::OutOfMemory(oom),
             BackendError::HostMemory(m) => WireError::HostMemory(m),
             BackendError::Config(c) => WireError::Config(c.worded()),
-            BackendError::ShapeMismatch { plan, batch } => WireError::ShapeMismatch { plan, batch },
-            BackendError::NotProduced { op, tensor } => WireError::NotProduced { op, tensor },
-            BackendError::WorkerHasNoExecutor => WireError::NoExecutor,
-            BackendError::Internal(m) => WireError::Internal(m),
-            other @ (BackendError::Gpu(_)
-            | BackendError::NoGpu
-            | BackendError::NotOnGpu(_)
-            | BackendError::WorkerLost(_)
-            | BackendError::Cancelled) => WireError::Internal(other.to_string()),
+            // Anything without a catalog message of its own (the worker's own loss, never its
+            // news) crosses as an internal error in its words.
+            other => WireError::Failed(
+                other.worded().unwrap_or_else(|| Worded::of("backend-err-internal", &[("error", other.to_string())])),
+            ),
         }
     }
 }
@@ -117,10 +105,7 @@ impl From<WireError> for BackendError {
             WireError::OutOfMemory(oom) => BackendError::OutOfMemory(oom),
             WireError::HostMemory(m) => BackendError::HostMemory(m),
             WireError::Config(m) => BackendError::Config(ConfigError::Reported(m)),
-            WireError::ShapeMismatch { plan, batch } => BackendError::ShapeMismatch { plan, batch },
-            WireError::NotProduced { op, tensor } => BackendError::NotProduced { op, tensor },
-            WireError::NoExecutor => BackendError::WorkerHasNoExecutor,
-            WireError::Internal(m) => BackendError::Internal(m),
+            WireError::Failed(w) => BackendError::Reported(w),
         }
     }
 }
@@ -169,7 +154,7 @@ impl Handler {
             }
             Request::Step { generation, seed, index } => {
                 let Some((_, ready)) = self.exec.as_mut().filter(|(g, _)| *g == generation) else {
-                    return send(Reply::Failed { generation, error: WireError::NoExecutor });
+                    return send(Reply::Failed { generation, error: BackendError::WorkerHasNoExecutor.into() });
                 };
                 // Padded and bucketed batches bring their own length: the executor goes on at it.
                 let batch = ready.sliced().map(|e| e.plan().clone()).map(|plan| {
@@ -180,7 +165,7 @@ impl Handler {
                     Ok::<_, BackendError>(batch)
                 });
                 let (Some(exec), Some(batch)) = (ready.sliced(), batch) else {
-                    return send(Reply::Failed { generation, error: WireError::NoExecutor });
+                    return send(Reply::Failed { generation, error: BackendError::WorkerHasNoExecutor.into() });
                 };
                 let batch = match batch {
                     Ok(b) => b,

@@ -2,7 +2,7 @@
 
 use super::*;
 use crate::backend::cpu::CpuExecutor;
-use crate::model::ModelConfig;
+use crate::model::{ModelConfig, StepShape};
 use crate::plan::{OptimizerConfig, Plan, Techniques};
 use std::collections::VecDeque;
 
@@ -108,7 +108,10 @@ fn the_worker_reports_progress_before_the_result() {
     // A step for an executor it has not got (settings changed since): refused, not run.
     replies.clear();
     h.handle(Request::Step { generation: 2, seed: 0, index: 0 }, &clock, &mut |r| replies.push(r));
-    assert!(matches!(replies.as_slice(), [Reply::Failed { generation: 2, error: WireError::NoExecutor }]));
+    let [Reply::Failed { generation: 2, error: WireError::Failed(w) }] = replies.as_slice() else {
+        panic!("a failure: {} replies", replies.len())
+    };
+    assert_eq!(w.key, "backend-err-no-executor", "it crosses as its catalog message");
 }
 
 /// Replies handed out one poll at a time (None: nothing has arrived yet).

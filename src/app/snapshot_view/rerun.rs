@@ -30,7 +30,7 @@ pub struct Rerun {
 #[derive(Clone, Debug, PartialEq)]
 pub enum RerunError {
     /// The allocator settings typed in did not read.
-    Conf(crate::model::AllocatorConfigError),
+    Conf(crate::plan::allocator::AllocatorConfigError),
     /// The GPU's memory typed in is not a size.
     Memory(String),
     Simulate(SimulateError),

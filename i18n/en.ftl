@@ -1331,3 +1331,5 @@ cli-err-dump-lora = dump-step writes the whole model's gradients for Hugging Fac
 cli-err-variable-length = --batching { $batching }: its batches take their length from their documents, step by step, and this command times one sequence length; use windows or packed
 cli-err-loss = the loss became { $loss } at step { $step }; try a smaller --lr
 cli-err-fragmented = This is step { $step } (length { $length }): on an empty GPU of this budget it fits, { $reserved } reserved at its peak — the steps of other lengths before it left the cached memory in pieces. Remedies: --alloc-conf expandable_segments:True, or a fixed length (--batching windows or packed).
+cli-err-no-device = the snapshot has no device
+cli-err-no-trace = no device has a trace to replay

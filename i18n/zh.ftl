@@ -1313,3 +1313,5 @@ cli-err-dump-lora = dump-step 为 Hugging Face 写出整个模型在这一步的
 cli-err-variable-length = --batching { $batching }：它的批次逐步从文档取得长度，而这个命令只计时一种序列长度；请用 windows 或 packed
 cli-err-loss = 第 { $step } 步的 loss 变成了 { $loss }；试试更小的 --lr
 cli-err-fragmented = 这是第 { $step } 步（长度 { $length }）：在同样预算的空 GPU 上它放得下，峰值时预留 { $reserved }——之前其他长度的步骤把缓存的显存切成了碎片。对策：--alloc-conf expandable_segments:True，或固定长度（--batching windows 或 packed）。
+cli-err-no-device = 这个快照没有设备
+cli-err-no-trace = 没有哪个设备有可以重放的轨迹

@@ -620,8 +620,13 @@ fn snapshot_show_refuses_bad_files() {
     let (text, missing) = (text.display().to_string(), missing.display().to_string());
     assert_usage_errors(&[
         (&["snapshot", "show", &text], "not a PyTorch memory snapshot"),
-        (&["snapshot", "show", &missing], "cannot read"),
+        (&["snapshot", "show", &missing], "the file cannot be read"),
     ]);
+    // In the system's language, the file named.
+    let zh = support_cli::oomlab_in("zh_CN.UTF-8", &["snapshot", "show", &text]);
+    let stderr = String::from_utf8_lossy(&zh.stderr);
+    assert_eq!(zh.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains(&format!("{text}: 这不是 PyTorch 显存快照（")), "{stderr}");
 }
 
 #[test]

@@ -216,3 +216,26 @@ fn the_app_shows_a_failed_gpu_step_and_a_bad_snapshot_in_the_readers_language() 
     h.run_steps(3);
     h.get_by_label_contains("Could not open notes.txt: it is not a PyTorch memory snapshot (");
 }
+
+/// A catalog message crosses the worker as one string: every argument back as it went, a
+/// separator inside a value replaced, and a malformed string read as what it holds.
+#[test]
+fn a_worded_message_crosses_as_one_string() {
+    use oomlab::model::{Arg, Worded};
+    let w = Worded {
+        key: "cfg-err-zero".into(),
+        args: vec![
+            ("name".into(), Arg::Key("cfg-dim-batch".into())),
+            ("value".into(), Arg::Text("=0 @x".into())),
+            ("empty".into(), Arg::Text(String::new())),
+        ],
+    };
+    let json = serde_json::to_string(&w).expect("serialises");
+    assert!(json.starts_with('"'), "one string: {json}");
+    assert_eq!(serde_json::from_str::<Worded>(&json).expect("reads"), w);
+    let odd = Worded::of("k", &[("v", "a\u{1f}b".into())]);
+    assert_eq!(Worded::decode(&odd.encode()), Worded::of("k", &[("v", "a\u{fffd}b".into())]));
+    assert_eq!(Worded::decode(""), Worded { key: String::new(), args: vec![] });
+    assert_eq!(Worded::decode("k\u{1f}name"), Worded::of("k", &[("name", String::new())]));
+    assert!(serde_json::from_str::<Worded>("{\"key\": 1}").is_err(), "not a string: an error, not a panic");
+}

@@ -8,7 +8,7 @@ use oomlab::memory::snapshot::dump::Dump;
 use oomlab::memory::snapshot::explain::{self, Advice, Holding};
 use oomlab::memory::snapshot::phase::Phase;
 use oomlab::memory::snapshot::simulate::{self, Simulation};
-use oomlab::memory::snapshot::{AllocatorSettings, export, read, replay};
+use oomlab::memory::snapshot::{AllocatorSettings, SnapshotError, export, read, replay};
 
 use super::*;
 
@@ -97,8 +97,7 @@ fn expand(files: &[PathBuf]) -> Result<Vec<PathBuf>, Failure> {
     let mut out = Vec::new();
     for f in files {
         if f.is_dir() {
-            let entries =
-                std::fs::read_dir(f).map_err(|e| failure(format!("cannot read the folder {}: {e}", f.display())))?;
+            let entries = std::fs::read_dir(f).map_err(|e| refused(f, &SnapshotError::Unreadable(e.to_string())))?;
             let mut found: Vec<PathBuf> = entries
                 .filter_map(|e| e.ok().map(|e| e.path()))
                 .filter(|p| {
@@ -110,7 +109,7 @@ fn expand(files: &[PathBuf]) -> Result<Vec<PathBuf>, Failure> {
                 .collect();
             found.sort();
             if found.is_empty() {
-                return Err(failure(format!("{} holds no snapshot (.pickle, .pkl or .json)", f.display())));
+                return Err(refused(f, &SnapshotError::EmptyFolder));
             }
             out.extend(found);
         } else {
@@ -122,20 +121,25 @@ fn expand(files: &[PathBuf]) -> Result<Vec<PathBuf>, Failure> {
 
 /// A snapshot, streamed from its file (a 200 MB dump is never in memory whole).
 fn open(file: &std::path::Path) -> Result<Dump, Failure> {
-    let f = std::fs::File::open(file).map_err(|e| failure(format!("cannot read {}: {e}", file.display())))?;
+    let f = std::fs::File::open(file).map_err(|e| refused(file, &SnapshotError::Unreadable(e.to_string())))?;
     let length = f.metadata().ok().map(|m| m.len());
-    read::from_reader(f, length, &mut |_| {}).map_err(|e| failure(format!("{}: {e}", file.display())))
+    read::from_reader(f, length, &mut |_| {}).map_err(|e| refused(file, &e))
 }
 
 /// The device a comparison reads: the first with a trace, else the first.
 fn main_replay(snap: &Dump, top: usize) -> Result<replay::Replay, Failure> {
     let all = replay::replay_all(snap, top);
     let i = all.iter().position(|r| r.events > 0).unwrap_or(0);
-    all.into_iter().nth(i).ok_or_else(|| failure("the snapshot has no device"))
+    all.into_iter().nth(i).ok_or_else(|| failure(system_catalog().text("cli-err-no-device")))
 }
 
 fn name_of(file: &std::path::Path) -> String {
     file.display().to_string()
+}
+
+/// Why a snapshot file was refused, the file named, in the system's language (exit 2).
+fn refused(file: &std::path::Path, e: &SnapshotError) -> Failure {
+    failure(format!("{}: {}", file.display(), e.text(&system_catalog())))
 }
 
 fn failure(e: impl std::fmt::Display) -> Failure {
@@ -465,7 +469,7 @@ fn replay_run(
         out.push(simulate::simulate(&snap, r, config, capacity).map_err(failure)?);
     }
     if out.is_empty() {
-        return Err(failure(format!("{}: no device has a trace to replay", file.display())));
+        return Err(failure(format!("{}: {}", file.display(), system_catalog().text("cli-err-no-trace"))));
     }
     if json {
         let doc = serde_json::json!({ "file": file.display().to_string(), "devices": out });

@@ -119,15 +119,17 @@ pub enum DocStartsWhy {
 }
 
 /// A catalog message as data: its key and its arguments, a name inside it as that name's own key.
-/// It holds no words of any language: [`Worded::text`] words it in the reader's.
-#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+/// It holds no words of any language: [`Worded::text`] words it in the reader's. It crosses the
+/// browser's worker as one string ([`Worded::encode`]): a derived deserialiser of the struct,
+/// its list of pairs and its arguments' enum was 4 kB of the web module, a string's is free.
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Worded {
     pub key: String,
     pub args: Vec<(String, Arg)>,
 }
 
 /// An argument of a [`Worded`] message.
-#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Arg {
     /// A number or a value as written (numbers as Rust writes them, never grouped).
     Text(String),
@@ -157,6 +159,44 @@ impl Worded {
             .collect();
         let args: Vec<_> = args.iter().map(|(k, v)| (*k, v.as_str().into())).collect();
         t.format(&self.key, &args)
+    }
+
+    /// One string: the key, then each argument's name and value, a value marked `=` (as
+    /// written) or `@` (a catalog key), each part ended by the unit separator (U+001F). A unit
+    /// separator inside a part is written as U+FFFD (a control character no message holds).
+    pub fn encode(&self) -> String {
+        const SEP: char = '\u{1f}';
+        let mut out = String::new();
+        let mut part = |p: &str| {
+            out.extend(p.chars().map(|c| if c == SEP { '\u{fffd}' } else { c }));
+            out.push(SEP);
+        };
+        part(&self.key);
+        for (name, value) in &self.args {
+            part(name);
+            match value {
+                Arg::Text(v) => part(&format!("={v}")),
+                Arg::Key(k) => part(&format!("@{k}")),
+            }
+        }
+        out
+    }
+
+    /// Reads [`Worded::encode`]'s string; a malformed one reads as what it holds (a missing
+    /// value is empty), never a panic.
+    pub fn decode(text: &str) -> Self {
+        let mut parts = text.split('\u{1f}');
+        let key = parts.next().unwrap_or_default().to_string();
+        let mut args = Vec::new();
+        while let Some(name) = parts.next().filter(|n| !n.is_empty()) {
+            let value = parts.next().unwrap_or_default();
+            let arg = match value.strip_prefix('@') {
+                Some(k) => Arg::Key(k.to_string()),
+                None => Arg::Text(value.strip_prefix('=').unwrap_or(value).to_string()),
+            };
+            args.push((name.to_string(), arg));
+        }
+        Worded { key, args }
     }
 
     /// The catalog messages it renders: its own and the names inside it.
@@ -299,3 +339,16 @@ impl fmt::Display for UnknownName {
 }
 
 impl std::error::Error for UnknownName {}
+
+impl serde::Serialize for Worded {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&self.encode())
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for Worded {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let text = String::deserialize(d)?;
+        Ok(Worded::decode(&text))
+    }
+}

@@ -249,8 +249,9 @@ impl Settings {
         step: u64,
     ) -> Result<StepRequest, ConfigError> {
         let seq = if techniques.batching.varies_in_length() {
-            let global =
-                StepShape { batch: batch.saturating_mul(techniques.parallel.gpus.max(1)), seq: self.dims.max_seq };
+            // The documents every GPU's share is drawn from: the global batch.
+            let batches = crate::plan::Batches::per_gpu(batch, techniques.accum, techniques.parallel.gpus);
+            let global = StepShape { batch: batches.map_or(batch, |b| b.global_batch()), seq: self.dims.max_seq };
             let docs = crate::documents::Documents::shared();
             docs.batch(techniques.batching, global, self.seed, step).map_or(self.seq, |b| b.shape.seq)
         } else {

@@ -5,6 +5,7 @@
 //! the views read it. It is pure Rust and needs no GPU.
 
 pub mod allocator;
+pub mod batches;
 pub mod batching;
 pub mod build;
 pub mod error;
@@ -18,6 +19,7 @@ pub mod techniques;
 pub mod tensor;
 
 pub use allocator::AllocatorConfig;
+pub use batches::{Batches, micro_batch};
 pub use batching::Batching;
 pub use error::{ConfigError, Range, Technique, TechniqueError};
 pub use limits::{MAX_BUDGET_BYTES, MAX_PLAN_OPS, MAX_TENSOR_ELEMS};
@@ -25,7 +27,7 @@ pub use offload::Offload;
 pub use op::{Op, OpNode, Phase};
 pub use optimizer::{AdamWStep, OptimizerConfig, OptimizerKind};
 pub use parallel::{MAX_GPUS, Parallel};
-pub use request::{StepRequest, ValidRequest, micro_batch};
+pub use request::{StepRequest, ValidRequest};
 pub use techniques::{AttentionKind, Checkpoint, LossScaler, Precision, Techniques};
 pub use tensor::{Category, DType, Lifetime, TensorId, TensorInfo, View};
 
@@ -223,7 +225,7 @@ impl Plan {
 
     /// The shape of the batch one step consumes: the micro-batch times the accumulation steps.
     pub fn batch_shape(&self) -> StepShape {
-        // Both ≤ MAX_DIM and their product checked by `build_with`: no overflow.
+        // Both ≤ MAX_DIM and their product checked by `build_with` (`Batches`): no overflow.
         StepShape { batch: self.shape.batch.saturating_mul(self.techniques.accum), seq: self.shape.seq }
     }
 

@@ -1,15 +1,15 @@
 //! A training step as asked for: the one input of every plan. The app's settings, the CLI's
 //! flags and the browser's CPU worker each describe the step they want as a [`StepRequest`];
 //! [`StepRequest::validate`] checks it once, and only the [`ValidRequest`] it returns builds a
-//! plan. A batch is split into micro-batches for gradient accumulation in one place,
-//! [`micro_batch`].
+//! plan. Its batch, in each of its senses, is [`Batches`].
 
 use serde::{Deserialize, Serialize};
 
+use super::batches::Batches;
 use super::limits::check_sizes;
 use super::{OptimizerConfig, Techniques};
-use crate::model::{ModelConfig, StepShape, check_dim};
-use crate::plan::{ConfigError, TechniqueError};
+use crate::model::{ModelConfig, StepShape};
+use crate::plan::ConfigError;
 
 /// One training step: the model, one forward pass's shape (the micro-batch: with gradient
 /// accumulation the step runs `techniques.accum` of them), the optimizer and the memory-saving
@@ -23,15 +23,6 @@ pub struct StepRequest {
     pub techniques: Techniques,
 }
 
-/// The micro-batch of `batch` sequences split into `accum` equal micro-batches, or why it cannot
-/// be split: the one place the split is made.
-pub fn micro_batch(batch: usize, accum: usize) -> Result<usize, ConfigError> {
-    if accum == 0 || !batch.is_multiple_of(accum) {
-        return Err(ConfigError::Technique(TechniqueError::AccumDoesNotDivide { batch, accum }));
-    }
-    Ok(batch / accum)
-}
-
 impl StepRequest {
     /// The request for `batch` sequences per optimizer step (the app's batch slider), split
     /// into `techniques.accum` micro-batches.
@@ -41,7 +32,7 @@ impl StepRequest {
         optimizer: OptimizerConfig,
         techniques: Techniques,
     ) -> Result<Self, ConfigError> {
-        let micro = StepShape { batch: micro_batch(batch.batch, techniques.accum)?, seq: batch.seq };
+        let micro = StepShape { batch: super::micro_batch(batch.batch, techniques.accum)?, seq: batch.seq };
         Ok(Self { model, micro, optimizer, techniques })
     }
 
@@ -54,11 +45,9 @@ impl StepRequest {
         self.micro.validate(model)?;
         self.optimizer.validate()?;
         self.techniques.validate(model)?;
-        let effective = (self.micro.batch as i64).saturating_mul(self.techniques.accum as i64);
-        check_dim(crate::model::Dim::EffectiveBatch, effective)?;
-        check_dim(crate::model::Dim::GlobalBatch, effective.saturating_mul(self.techniques.parallel.gpus as i64))?;
+        let batches = Batches::micro(self.micro.batch, self.techniques.accum, self.techniques.parallel.gpus)?;
         check_sizes(model, self.micro, &self.techniques)?;
-        Ok(ValidRequest { request: *self })
+        Ok(ValidRequest { request: *self, batches })
     }
 }
 
@@ -66,6 +55,7 @@ impl StepRequest {
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct ValidRequest {
     request: StepRequest,
+    batches: Batches,
 }
 
 impl ValidRequest {
@@ -79,16 +69,18 @@ impl ValidRequest {
     pub fn micro_shape(&self) -> StepShape {
         self.request.micro
     }
-    /// The batch one optimizer step consumes: the micro-batch times the accumulation steps (at
-    /// most [`crate::model::MAX_DIM`], checked by [`StepRequest::validate`]).
+    /// The step's batch in its three senses.
+    pub fn batches(&self) -> Batches {
+        self.batches
+    }
+    /// The batch one optimizer step consumes on one GPU: the micro-batch times the accumulation
+    /// steps.
     pub fn batch_shape(&self) -> StepShape {
-        let micro = self.request.micro;
-        StepShape { batch: micro.batch.saturating_mul(self.request.techniques.accum), seq: micro.seq }
+        StepShape { batch: self.batches.per_gpu_batch(), seq: self.request.micro.seq }
     }
     /// The batch one optimizer step consumes over every data-parallel rank: N times a rank's.
     pub fn global_batch_shape(&self) -> StepShape {
-        let b = self.batch_shape();
-        StepShape { batch: b.batch.saturating_mul(self.request.techniques.parallel.gpus.max(1)), seq: b.seq }
+        StepShape { batch: self.batches.global_batch(), seq: self.request.micro.seq }
     }
     pub fn optimizer(&self) -> &OptimizerConfig {
         &self.request.optimizer
@@ -102,6 +94,7 @@ impl ValidRequest {
 mod tests {
     use super::*;
     use crate::model::ShapeError;
+    use crate::plan::{TechniqueError, micro_batch};
 
     fn request(batch: usize, accum: usize) -> Result<StepRequest, ConfigError> {
         StepRequest::with_batch(
@@ -125,6 +118,7 @@ mod tests {
         );
         let valid = request(12, 4).expect("splits").validate().expect("valid");
         assert_eq!((valid.micro_shape().batch, valid.batch_shape().batch), (3, 12));
+        assert_eq!(valid.batches(), Batches::per_gpu(12, 4, 1).expect("valid"), "the request's batches");
         let plan = valid.plan();
         assert_eq!((plan.shape, plan.batch_shape()), (valid.micro_shape(), valid.batch_shape()));
         assert_eq!(plan.handles.micro.len(), 4);

@@ -54,6 +54,9 @@ fn bad_input_exits_2_with_a_message() {
         (&["measure", "--attention", "sparse"], "possible values: standard, fused"),
         (&["measure", "--batch", "10", "--accum", "3"], "cannot be split"),
         (&["measure", "--batch", "10", "--micro-batch", "4", "--accum", "2"], "disagrees"),
+        // Every batch a sweep names is checked as a whole step's (per GPU, over the GPUs).
+        (&["sweep", "--micro-batch", "1,524288", "--accum", "4"], "effective batch = 2097152 is absurdly large"),
+        (&["sweep", "--batch", "1,524288", "--gpus", "4"], "global batch (every GPU's) = 2097152 is absurdly large"),
         (&["sweep", "--accum", "0"], "'--accum <ACCUM>': must be at least 1 (got 0)"),
         (&["compare", "--d-model", "256", "--heads", "2", "--attention", "fused"], "head sizes"),
         (&["measure", "--lora", "64"], "not low"),

@@ -418,7 +418,11 @@ impl ConfigArgs {
         if let Some(lr) = self.lr {
             optimizer.lr = lr;
         }
-        let batches = micro_batches(self.batch.as_deref(), self.micro_batch.as_deref(), accum)?;
+        let batches: Vec<usize> =
+            micro_batches(self.batch.as_deref(), self.micro_batch.as_deref(), accum, techniques.parallel.gpus)?
+                .into_iter()
+                .map(Batches::micro_batch)
+                .collect();
         // The one validation: the model, the techniques, the shape and the optimizer together.
         let micro = StepShape { batch: batches[0], seq };
         let mut request = StepRequest { model, micro, optimizer, techniques }.validate()?;
@@ -453,16 +457,22 @@ impl ConfigArgs {
     }
 }
 
-/// The micro-batch sizes `--batch`, `--micro-batch` and `--accum` name: `--micro-batch` as
-/// given, or each `--batch` split into `--accum` micro-batches; both together must agree.
-pub(super) fn micro_batches(batch: Option<&str>, micro: Option<&str>, accum: usize) -> Result<Vec<usize>, FlagError> {
+/// The batches `--batch`, `--micro-batch`, `--accum` and `--gpus` name, each made and checked
+/// as [`Batches`]: `--micro-batch` as given, or each `--batch` (per GPU) split into `--accum`
+/// micro-batches; both together must agree.
+pub(super) fn micro_batches(
+    batch: Option<&str>,
+    micro: Option<&str>,
+    accum: usize,
+    gpus: usize,
+) -> Result<Vec<Batches>, FlagError> {
     match (batch, micro) {
         (_, Some(m)) => {
-            let micro = parse_batches(m)?;
+            let micro: Vec<Batches> =
+                parse_batches(m)?.into_iter().map(|n| Batches::micro(n, accum, gpus)).collect::<Result<_, _>>()?;
             if let Some(b) = batch {
-                let batches = parse_batches(b)?;
-                let implied: Vec<usize> = micro.iter().map(|m| m.saturating_mul(accum)).collect();
-                if batches != implied {
+                let per_gpu: Vec<usize> = micro.iter().map(|m| m.per_gpu_batch()).collect();
+                if parse_batches(b)? != per_gpu {
                     return Err(FlagError::BatchDisagrees { batch: b.to_string(), micro: m.to_string(), accum });
                 }
             }
@@ -470,7 +480,7 @@ pub(super) fn micro_batches(batch: Option<&str>, micro: Option<&str>, accum: usi
         }
         (b, None) => {
             let text = b.unwrap_or("16");
-            Ok(parse_batches(text)?.into_iter().map(|b| micro_batch(b, accum)).collect::<Result<_, _>>()?)
+            Ok(parse_batches(text)?.into_iter().map(|b| Batches::per_gpu(b, accum, gpus)).collect::<Result<_, _>>()?)
         }
     }
 }

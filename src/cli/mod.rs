@@ -31,7 +31,7 @@ use oomlab::model::params::LoraConfig;
 use oomlab::model::{ModelConfig, StepShape, check_dim};
 use oomlab::plan::ConfigError;
 use oomlab::plan::{
-    AttentionKind, Category, Checkpoint, OptimizerConfig, OptimizerKind, Phase, Plan, Precision, StepRequest,
+    AttentionKind, Batches, Category, Checkpoint, OptimizerConfig, OptimizerKind, Phase, Plan, Precision, StepRequest,
     Techniques, ValidRequest, micro_batch,
 };
 use oomlab::units::format_bytes;

@@ -26,7 +26,7 @@ pub fn suggestions(s: &Settings, vocab: usize, restrictions: &Restrictions, oom:
         out.push(Suggestion::FusedAttention);
     }
     // Accumulation doubles: the micro-batch must split in two.
-    if micro_batch(s.batch, s.accum).is_ok_and(|m| micro_batch(m, 2).is_ok()) {
+    if s.batches().is_ok_and(|b| micro_batch(b.micro_batch(), 2).is_ok()) {
         out.push(Suggestion::Accumulation);
     }
     if s.precision == Precision::Fp32 {
@@ -271,7 +271,6 @@ pub fn controls_ui(
     ui.add(
         egui::Slider::new(&mut s.prefs.text_percent, range).step_by(25.0).suffix(" %").text(tr("controls-text-size")),
     );
-    s.normalize();
 }
 
 /// One step, Train or Stop, the engine and a worker step's progress; whether One step was

@@ -142,7 +142,8 @@ impl Default for DeviceSettings {
 pub struct Settings {
     pub preset: Preset,
     pub dims: ModelDims,
-    /// Sequences per optimizer step (the effective batch).
+    /// Sequences one GPU takes per optimizer step (the batch slider's; [`Self::batches`] gives
+    /// the micro-batch and the global batch).
     pub batch: usize,
     pub seq: usize,
     /// The virtual GPU's memory and its allocator's options (flattened: a link's JSON has
@@ -275,9 +276,22 @@ impl Settings {
         Ok(self.request_at(vocab, self.batch, &self.techniques(), step)?.validate()?.plan())
     }
 
+    /// The step's batch in its three senses: the batch slider's is the batch per GPU, split into
+    /// `accum` micro-batches, over the simulated GPUs.
+    pub fn batches(&self) -> Result<crate::plan::Batches, ConfigError> {
+        crate::plan::Batches::per_gpu(self.batch, self.accum, self.device.parallel.gpus)
+    }
+
+    /// The batch per GPU within the slider's range: the one bound every change meets (the rules
+    /// apply it; the keyboard's doubling asks it whether the batch would move).
+    pub fn bounded_batch(batch: usize) -> usize {
+        batch.clamp(1, MAX_BATCH)
+    }
+
     /// Keeps the settings buildable: the sequence within the model, an accumulation count in
-    /// 1..=batch that divides the batch (the largest such, not above the one asked for).
-    pub fn normalize(&mut self) {
+    /// 1..=batch that divides the batch (the largest such, not above the one asked for). Part
+    /// of the rules ([`Self::clamped`]).
+    fn normalize(&mut self) {
         self.seq = self.seq.clamp(1, self.dims.max_seq.max(1));
         self.accum = self.accum.clamp(1, self.batch.max(1));
         while crate::plan::micro_batch(self.batch, self.accum).is_err() {
@@ -285,7 +299,8 @@ impl Settings {
         }
     }
 
-    /// Switches on what a suggestion of the OOM panel names.
+    /// Switches on what a suggestion of the OOM panel names: a change, sent through the door,
+    /// whose result the rules then keep buildable.
     pub fn apply(&mut self, s: Suggestion) {
         match s {
             Suggestion::Checkpointing => self.checkpoint = Checkpoint::BLOCKS,
@@ -299,17 +314,15 @@ impl Settings {
             Suggestion::Accumulation => self.accum = self.accum.saturating_mul(2),
             Suggestion::MixedPrecision => self.precision = Precision::Bf16,
             Suggestion::ExpandableSegments => self.device.allocator.expandable_segments = true,
-            Suggestion::SmallerBatch => {
-                self.batch = (self.batch / 2).max(1);
-                self.normalize();
-            }
+            // The rules take the accumulation down to a count that divides the halved batch.
+            Suggestion::SmallerBatch => self.batch /= 2,
         }
     }
 
     /// Clamps what the controls bound (batch, sequence, budget, overlays) so that nothing from
     /// outside can ask for absurd work.
     pub fn clamped(mut self) -> Self {
-        self.batch = self.batch.clamp(1, MAX_BATCH);
+        self.batch = Self::bounded_batch(self.batch);
         self.dims.max_seq = self.dims.max_seq.clamp(1, 4096);
         self.seq = self.seq.clamp(1, self.dims.max_seq);
         self.dims.d_model = self.dims.d_model.clamp(1, 2048);

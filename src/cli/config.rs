@@ -252,8 +252,8 @@ pub(super) struct Resolved {
     pub(super) json: bool,
     /// The virtual GPU's memory (`--budget`): the CLI always has one.
     pub(super) budget_bytes: u64,
-    /// Every micro-batch size the flags name (one, except for sweeps).
-    pub(super) batches: Vec<usize>,
+    /// Every batch the flags name (one, except for sweeps), in its three senses.
+    pub(super) batches: Vec<Batches>,
     /// `--seq-len`: the longest a batch of documents may be.
     pub(super) seq_cap: usize,
 }
@@ -290,7 +290,7 @@ impl Resolved {
     /// of a sweep), validated.
     pub(super) fn with(&self, request: StepRequest) -> Result<Resolved, ConfigError> {
         let request = request.validate()?;
-        Ok(Resolved { batches: vec![request.micro_shape().batch], request, ..self.clone() })
+        Ok(Resolved { batches: vec![request.batches()], request, ..self.clone() })
     }
     /// Batch `index` of the run's stream (its documents' own length when they vary).
     pub(super) fn batch(&self, dataset: &Dataset, index: u64) -> Result<oomlab::data::Batch, ConfigError> {
@@ -418,19 +418,16 @@ impl ConfigArgs {
         if let Some(lr) = self.lr {
             optimizer.lr = lr;
         }
-        let batches: Vec<usize> =
-            micro_batches(self.batch.as_deref(), self.micro_batch.as_deref(), accum, techniques.parallel.gpus)?
-                .into_iter()
-                .map(Batches::micro_batch)
-                .collect();
+        let batches =
+            flag_batches(self.batch.as_deref(), self.micro_batch.as_deref(), accum, techniques.parallel.gpus)?;
         // The one validation: the model, the techniques, the shape and the optimizer together.
-        let micro = StepShape { batch: batches[0], seq };
+        let micro = StepShape { batch: batches[0].micro_batch(), seq };
         let mut request = StepRequest { model, micro, optimizer, techniques }.validate()?;
         if techniques.batching.varies_in_length() {
             // The run starts at its first batch's length (each later batch brings its own).
             let first =
                 oomlab::documents::batch_for(dataset, techniques.batching, request.batch_shape(), seq, self.seed, 0)?;
-            let micro = StepShape { batch: batches[0], seq: first.shape.seq };
+            let micro = StepShape { batch: batches[0].micro_batch(), seq: first.shape.seq };
             request = StepRequest { model, micro, optimizer, techniques }.validate()?;
         }
         Ok(Resolved {
@@ -460,7 +457,7 @@ impl ConfigArgs {
 /// The batches `--batch`, `--micro-batch`, `--accum` and `--gpus` name, each made and checked
 /// as [`Batches`]: `--micro-batch` as given, or each `--batch` (per GPU) split into `--accum`
 /// micro-batches; both together must agree.
-pub(super) fn micro_batches(
+pub(super) fn flag_batches(
     batch: Option<&str>,
     micro: Option<&str>,
     accum: usize,

@@ -7,7 +7,6 @@ pub(super) fn sweep(execute: bool, csv: Option<&std::path::Path>, config: &Confi
     let r = config.resolve(&dataset)?;
     let gpu = if execute { open_gpu(&r)? } else { None };
     let start = Instant::now();
-    let accum = r.techniques().accum;
     // A point that does not fit says why as the CLI words it (the GPU's allocator, or, with
     // --execute on the CPU, the host).
     let mut series: SweepSeries<Failure> =
@@ -24,16 +23,15 @@ pub(super) fn sweep(execute: bool, csv: Option<&std::path::Path>, config: &Confi
         one.at_seq(first.shape.seq)
     };
     // What a batch of documents holds: its positions and its useful tokens (batch 0 of each size).
-    let share = |batch: usize| -> Option<oomlab::documents::PaddingShare> {
-        let micro = micro_batch(batch, accum).ok()?;
-        let one = at(micro).ok()?;
+    let share = |batches: &Batches| -> Option<oomlab::documents::PaddingShare> {
+        let one = at(batches.micro_batch()).ok()?;
         (batching != oomlab::plan::Batching::Windows)
             .then(|| one.batch(&dataset, 0).ok().map(|b| oomlab::documents::PaddingShare::of(&b)))
             .flatten()
     };
     if execute {
-        for &micro in &r.batches {
-            let one = at(micro)?;
+        for batches in &r.batches {
+            let one = at(batches.micro_batch())?;
             let memory = match real_step(&one, one.plan(), &dataset, gpu.as_ref()).map(|s| s.memory) {
                 Ok(m) => Ok(m),
                 Err(f) if f.code == EXIT_OOM => Err(f),
@@ -44,28 +42,36 @@ pub(super) fn sweep(execute: bool, csv: Option<&std::path::Path>, config: &Confi
     } else {
         // Plans are built only where `predict` needs them; a batch whose plan does not build
         // is left out there, and is an error here.
-        let predicted = oomlab::memory::sweep::predict(&r.batches, r.budget(), |b| at(b).ok().map(|one| one.plan()));
-        if predicted.len() != r.batches.len() {
-            for &b in &r.batches {
+        let micros: Vec<usize> = r.batches.iter().map(|b| b.micro_batch()).collect();
+        let predicted = oomlab::memory::sweep::predict(&micros, r.budget(), |b| at(b).ok().map(|one| one.plan()));
+        if predicted.len() != micros.len() {
+            for &b in &micros {
                 at(b)?;
             }
         }
-        series.points = predicted
-            .into_iter()
-            .map(|(b, m)| (b * accum, m.map_err(|oom| Failure::from(BackendError::OutOfMemory(oom)))))
+        series.points = r
+            .batches
+            .iter()
+            .zip(predicted)
+            .map(|(b, (_, m))| (b.per_gpu_batch(), m.map_err(|oom| Failure::from(BackendError::OutOfMemory(oom)))))
             .collect();
     }
     let elapsed = start.elapsed().as_secs_f64();
     let (largest, first_oom) = (series.largest_fitting(), series.first_oom());
     // The closed-form activations of the micro-batch behind an effective batch.
-    let formula = |batch: usize| {
-        let shape = StepShape { batch: micro_batch(batch, accum).unwrap_or(0), seq: r.shape().seq };
+    let formula = |batches: &Batches| {
+        let shape = StepShape { batch: batches.micro_batch(), seq: r.shape().seq };
         activation_peak_bytes(r.model(), shape, r.techniques())
     };
+    // The batches behind a point of the series (its batch per GPU).
+    let per_gpu = |batch: usize| r.batches.iter().find(|b| b.per_gpu_batch() == batch);
     if let Some(path) = csv {
         let text = oomlab::memory::sweep::csv(
             std::slice::from_ref(&series),
-            &oomlab::memory::sweep::CsvColumns { config: false, formula: Some(&formula) },
+            &oomlab::memory::sweep::CsvColumns {
+                config: false,
+                formula: Some(&|batch| per_gpu(batch).map_or(0, formula)),
+            },
         );
         std::fs::write(path, text).map_err(|e| Failure { code: EXIT_FAILURE, message: cannot_write(path, &e) })?;
     }
@@ -76,21 +82,22 @@ pub(super) fn sweep(execute: bool, csv: Option<&std::path::Path>, config: &Confi
         rows: series
             .points
             .iter()
-            .map(|(batch, memory)| SweepRowReport {
+            .zip(&r.batches)
+            .map(|((batch, memory), batches)| SweepRowReport {
                 batch: *batch,
                 fits: memory.is_ok(),
                 peak_allocated_bytes: memory.as_ref().ok().map(StepMemory::peak_allocated_bytes),
                 peak_reserved_bytes: memory.as_ref().ok().map(StepMemory::peak_reserved_bytes),
                 at_peak: memory.as_ref().ok().map(|m| m.peak_allocated.clone()),
                 oom: memory.as_ref().err().map(|f| f.message.clone()),
-                activation_formula_bytes: formula(*batch),
+                activation_formula_bytes: formula(batches),
                 seq: batching
                     .varies_in_length()
-                    .then(|| micro_batch(*batch, accum).ok().and_then(|m| at(m).ok()).map(|o| o.shape().seq))
+                    .then(|| at(batches.micro_batch()).ok().map(|o| o.shape().seq))
                     .flatten(),
-                useful_tokens: share(*batch).map(|s| s.useful),
-                padding_share: share(*batch).map(|s| s.share()),
-                bytes_per_useful_token: share(*batch).and_then(|s| {
+                useful_tokens: share(batches).map(|s| s.useful),
+                padding_share: share(batches).map(|s| s.share()),
+                bytes_per_useful_token: share(batches).and_then(|s| {
                     let peak = memory.as_ref().ok()?.peak_allocated_bytes();
                     (s.useful > 0).then(|| peak as f64 / s.useful as f64)
                 }),

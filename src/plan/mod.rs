@@ -68,7 +68,10 @@ pub struct MicroHandles {
 #[derive(Clone, Debug)]
 pub struct Plan {
     pub model: ModelConfig,
+    /// One forward pass's shape: the micro-batch (see [`Plan::batches`] for the others).
     pub shape: StepShape,
+    /// The step's batch in its three senses, as its request was validated.
+    pub batches: Batches,
     pub optimizer: OptimizerConfig,
     pub techniques: Techniques,
     pub layout: ParamLayout,
@@ -223,17 +226,21 @@ impl Plan {
         StepRequest { model: self.model, micro: self.shape, optimizer: self.optimizer, techniques: self.techniques }
     }
 
-    /// The shape of the batch one step consumes: the micro-batch times the accumulation steps.
+    /// The step's batch in its three senses: micro, per GPU and global.
+    pub fn batches(&self) -> Batches {
+        self.batches
+    }
+
+    /// The shape of the batch one step consumes on one GPU: the micro-batch times the
+    /// accumulation steps.
     pub fn batch_shape(&self) -> StepShape {
-        // Both ≤ MAX_DIM and their product checked by `build_with` (`Batches`): no overflow.
-        StepShape { batch: self.shape.batch.saturating_mul(self.techniques.accum), seq: self.shape.seq }
+        StepShape { batch: self.batches.per_gpu_batch(), seq: self.shape.seq }
     }
 
     /// The batch one optimizer step consumes over every data-parallel rank (N times
     /// [`Self::batch_shape`]; the same on one GPU).
     pub fn global_batch_shape(&self) -> StepShape {
-        let b = self.batch_shape();
-        StepShape { batch: b.batch.saturating_mul(self.techniques.parallel.gpus.max(1)), seq: b.seq }
+        StepShape { batch: self.batches.global_batch(), seq: self.shape.seq }
     }
 
     /// Floating-point operations of the whole step (multiply-adds count 2), and of the ops that

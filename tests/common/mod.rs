@@ -147,6 +147,7 @@ impl Case {
         Plan {
             model: self.model,
             shape: self.shape,
+            batches: oomlab::plan::Batches::micro(self.shape.batch, 1, 1).expect("a test's batch"),
             optimizer,
             techniques: Techniques::default(),
             layout: ParamLayout::new(&self.model),

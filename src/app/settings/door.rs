@@ -8,7 +8,7 @@
 //! the changes themselves.
 
 use super::real_model::EstimateSettings;
-use super::{MAX_BATCH, Settings, Suggestion};
+use super::{Settings, Suggestion};
 
 /// One change to the settings, from wherever it comes.
 #[derive(Clone, Debug, PartialEq)]
@@ -100,8 +100,8 @@ fn apply(settings: &mut Settings, change: Change) -> Changed {
         // and the steps go on.
         Change::DoubleBatch | Change::HalveBatch => {
             let doubled = matches!(change, Change::DoubleBatch);
-            let batch = if doubled { settings.batch.saturating_mul(2).min(MAX_BATCH) } else { settings.batch / 2 };
-            let batch = batch.max(1);
+            let batch = if doubled { settings.batch.saturating_mul(2) } else { settings.batch / 2 };
+            let batch = Settings::bounded_batch(batch);
             let moved = batch != settings.batch;
             settings.batch = batch;
             Changed { toy: moved, ..Changed::default() }

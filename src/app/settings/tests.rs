@@ -7,19 +7,35 @@ const V: usize = 58;
 #[test]
 fn normalize_and_suggestions_keep_the_settings_buildable() {
     let mut s = Settings { batch: 12, accum: 8, seq: 999, ..Settings::default() };
-    s.normalize();
+    door::rules(&mut s);
     assert_eq!((s.accum, s.seq), (6, s.dims.max_seq), "the largest divisor of 12 not above 8");
     assert!(s.plan(V).is_ok());
-    s.apply(Suggestion::SmallerBatch);
+    // A suggestion, then the rules (as the door applies them).
+    let suggest = |s: &mut Settings, suggestion| {
+        s.apply(suggestion);
+        door::rules(s);
+    };
+    suggest(&mut s, Suggestion::SmallerBatch);
     assert_eq!((s.batch, s.accum), (6, 6));
-    s.apply(Suggestion::SmallerBatch);
+    suggest(&mut s, Suggestion::SmallerBatch);
     assert_eq!((s.batch, s.accum), (3, 3));
+    suggest(&mut s, Suggestion::SmallerBatch);
+    suggest(&mut s, Suggestion::SmallerBatch);
+    assert_eq!((s.batch, s.accum), (1, 1), "never below one sequence");
     s.checkpoint = Checkpoint::Selective;
-    s.apply(Suggestion::FusedAttention);
+    suggest(&mut s, Suggestion::FusedAttention);
     assert_eq!((s.attention, s.checkpoint), (AttentionKind::Fused, Checkpoint::Off));
     assert!(s.plan(V).is_ok(), "fused attention with selective recomputation would be refused");
-    s.apply(Suggestion::MixedPrecision);
+    suggest(&mut s, Suggestion::MixedPrecision);
     assert_eq!(s.precision, Precision::Bf16);
+    assert_eq!(s.batches().map(|b| (b.micro_batch(), b.per_gpu_batch())), Ok((1, 1)));
+    let split = Settings { batch: 48, accum: 4, ..s.clone() };
+    let split = Settings {
+        device: DeviceSettings { parallel: crate::plan::Parallel { gpus: 2, ..Default::default() }, ..split.device },
+        ..split
+    };
+    let b = split.batches().expect("48 splits in 4");
+    assert_eq!((b.micro_batch(), b.per_gpu_batch(), b.global_batch()), (12, 48, 96), "the slider's batch is per GPU");
 }
 
 fn en() -> crate::i18n::Catalog {

@@ -5,8 +5,8 @@ mod offload;
 mod shard;
 
 use super::{
-    AttentionKind, Category, Checkpoint, DType, Handles, MicroHandles, Op, OpNode, OptimizerConfig, OptimizerKind,
-    Phase, Plan, Techniques, TensorId, TensorInfo, View,
+    AttentionKind, Batches, Category, Checkpoint, DType, Handles, MicroHandles, Op, OpNode, OptimizerConfig,
+    OptimizerKind, Phase, Plan, Techniques, TensorId, TensorInfo, View,
 };
 use crate::model::params::{ParamKind, ParamLayout};
 use crate::model::{ModelConfig, StepShape};
@@ -27,7 +27,7 @@ impl super::ValidRequest {
 
 /// The plan of a validated request (its sizes checked too) for one rank (0 on one GPU).
 fn build(request: &super::ValidRequest, rank: usize) -> Plan {
-    Builder::new(request.model(), request.micro_shape(), request.optimizer(), request.techniques(), rank).build()
+    Builder::new(request, rank).build()
 }
 
 /// How a block's forward pass keeps its intermediates.
@@ -80,6 +80,8 @@ struct Scratch {
 struct Builder {
     model: ModelConfig,
     shape: StepShape,
+    /// The step's batch in its three senses (the request's).
+    batches: Batches,
     optimizer: OptimizerConfig,
     techniques: Techniques,
     layout: ParamLayout,
@@ -106,21 +108,17 @@ struct Builder {
 }
 
 impl Builder {
-    fn new(
-        model: &ModelConfig,
-        shape: StepShape,
-        optimizer: &OptimizerConfig,
-        techniques: &Techniques,
-        rank: usize,
-    ) -> Self {
+    fn new(request: &super::ValidRequest, rank: usize) -> Self {
+        let (model, techniques) = (request.model(), request.techniques());
         let layout = ParamLayout::new(model);
         let flat = layout.flat_len;
         let lora = techniques.lora.map(|l| ParamLayout::lora(model, &l));
         let none = View { tensor: TensorId(0), offset: 0, len: 0 };
         let mut b = Self {
             model: *model,
-            shape,
-            optimizer: *optimizer,
+            shape: request.micro_shape(),
+            batches: request.batches(),
+            optimizer: *request.optimizer(),
             techniques: *techniques,
             layout,
             tensors: Vec::new(),
@@ -299,6 +297,7 @@ impl Builder {
         Plan {
             model: self.model,
             shape: self.shape,
+            batches: self.batches,
             optimizer: self.optimizer,
             techniques: self.techniques,
             layout: self.layout,

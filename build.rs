@@ -31,14 +31,15 @@ fn main() {
         std::fs::write(i18n.join(name), without_comment_lines(&text, &[])).expect("written");
     }
     // The web module's English also leaves out what only native code says: the class server's
-    // student page (`student-…`, served by `oomlab serve`) and the toy CLI's refusals (`cli-…`).
+    // student page (`student-…`, served by `oomlab serve`), the toy CLI's refusals (`cli-…`) and
+    // the serving estimate's (`serve-…`, the CLI's only until the app shows serving).
     let en = std::fs::read_to_string("i18n/en.ftl").expect("a readable catalog");
     std::fs::write(i18n.join("en-web.ftl"), without_comment_lines(&en, NATIVE_ONLY)).expect("written");
 }
 
 /// The message prefixes only native code (the server, the CLI) words: `src/i18n.rs` names them
 /// too, and `tests/i18n.rs` checks no code the web build compiles uses one.
-const NATIVE_ONLY: &[&str] = &["student-", "cli-"];
+const NATIVE_ONLY: &[&str] = &["student-", "cli-", "serve-"];
 
 /// `text` without its comment lines, and without the messages whose id starts with one of
 /// `dropped` (a message's continuation lines are indented: they go with it).

@@ -21,10 +21,10 @@ pub struct EstimateArgs {
     /// `oomlab estimate --list-models`); or custom (GPT-2 small's shape, changed with --hidden,
     /// --layers, …); or a Hugging Face config.json, or a folder holding one.
     #[arg(long, default_value = "llama2-7b")]
-    model: String,
+    pub(super) model: String,
     /// GPU preset (t4, rtx4090, a100-40, a100-80, h100-80, h200) or a size such as 48GiB.
     #[arg(long, default_value = "a100-80")]
-    gpu: String,
+    pub(super) gpu: String,
     /// Micro-batch: sequences per forward pass on one GPU.
     #[arg(long, default_value_t = 1, allow_hyphen_values = true)]
     batch: i64,
@@ -48,7 +48,7 @@ pub struct EstimateArgs {
     gpus: i64,
     /// Tensor-parallel GPUs t.
     #[arg(long, default_value_t = 1, allow_hyphen_values = true)]
-    tp: i64,
+    pub(super) tp: i64,
     /// Sequence parallelism (with --tp).
     #[arg(long)]
     sp: bool,
@@ -107,14 +107,14 @@ pub struct EstimateArgs {
     /// published numbers' convention) or hf-eager (Hugging Face transformers' eager code for
     /// each family it reads, on CUDA). Without it: fused, with hf-eager shown beside it.
     #[arg(long, value_enum, ignore_case = true)]
-    runtime: Option<RuntimeArg>,
+    pub(super) runtime: Option<RuntimeArg>,
     /// Dropout probability in training (GPT-2 presets 0.1, LLaMA/Mistral 0; 0 also models eval
     /// mode, where dropout keeps nothing).
     #[arg(long, allow_hyphen_values = true)]
     dropout: Option<f64>,
     /// The CUDA context you measured on your GPU, in MiB (replaces the assumed 500 MiB).
     #[arg(long, allow_hyphen_values = true)]
-    context_mib: Option<f64>,
+    pub(super) context_mib: Option<f64>,
     /// The fragmentation you measured, reserved minus allocated in % of allocated (replaces the
     /// assumed 5 %).
     #[arg(long, allow_hyphen_values = true)]
@@ -159,7 +159,9 @@ pub struct EstimateArgs {
     list_models: bool,
     /// Machine-readable output on stdout.
     #[arg(long)]
-    json: bool,
+    pub(super) json: bool,
+    #[command(flatten)]
+    pub(super) serve: super::estimate_serve::ServeArgs,
 }
 
 /// `estimate --precision`: the states' precision of a large-model run.
@@ -186,12 +188,16 @@ enum EstimateOptimizerArg {
     Adam,
 }
 
-/// `estimate --runtime`.
+/// `estimate --runtime`: a training profile (fused, hf-eager) or, with `--serve`, how the
+/// serving runtime lays out its cache (vllm, transformers, static).
 #[derive(clap::ValueEnum, Clone, Copy, Debug)]
-enum RuntimeArg {
+pub(super) enum RuntimeArg {
     Fused,
     #[value(alias = "hf")]
     HfEager,
+    Vllm,
+    Transformers,
+    Static,
 }
 
 /// `estimate --framework`.
@@ -266,7 +272,7 @@ fn config_model(model: &str) -> Result<Option<oomlab::estimate::hf::HfModel>, Fa
 
 /// The architecture `--model` and the custom flags give, and the context a config.json says it
 /// was trained for (None for a preset).
-fn architecture(a: &EstimateArgs) -> Result<(Architecture, Option<u64>), Failure> {
+pub(super) fn architecture(a: &EstimateArgs) -> Result<(Architecture, Option<u64>), Failure> {
     // A catalog model is read like a config.json, its context with it (no catalog key or name
     // is a preset's).
     let config = match config_model(&a.model)? {
@@ -437,10 +443,16 @@ fn setup(a: &EstimateArgs) -> Result<Setup, Failure> {
         return Err(usage("--qlora needs --lora R (the adapters' rank)"));
     }
     s.fixed_costs = !a.no_fixed_costs;
-    s.runtime = a.runtime.map(|r| match r {
-        RuntimeArg::Fused => Runtime::Fused,
-        RuntimeArg::HfEager => Runtime::HfEager,
-    });
+    s.runtime = match a.runtime {
+        None => None,
+        Some(RuntimeArg::Fused) => Some(Runtime::Fused),
+        Some(RuntimeArg::HfEager) => Some(Runtime::HfEager),
+        Some(other) => {
+            return Err(usage(format!(
+                "--runtime {other:?} is a serving runtime: add --serve, or train with fused or hf-eager"
+            )));
+        }
+    };
     if let Some(mib) = a.context_mib {
         if !(0.0..=(1u64 << 20) as f64).contains(&mib) {
             return Err(usage(format!("--context-mib must be between 0 and {} (got {mib})", 1u64 << 20)));
@@ -476,6 +488,9 @@ pub fn run(a: &EstimateArgs) -> Result<(), Failure> {
     if a.list_models {
         print!("{}", model_list(a.json).map_err(|e| usage(e.to_string()))?);
         return Ok(());
+    }
+    if a.serve.serve {
+        return super::estimate_serve::run(a);
     }
     let s = setup(a)?;
     let e = estimate::estimate(&s).map_err(|e| refused(&e))?;

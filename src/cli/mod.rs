@@ -9,6 +9,7 @@ mod bench;
 mod compare;
 mod config;
 mod estimate;
+mod estimate_serve;
 mod estimate_text;
 mod measure;
 mod peers;

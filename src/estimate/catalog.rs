@@ -78,6 +78,14 @@ pub fn entries() -> &'static [Entry] {
     })
 }
 
+impl Entry {
+    /// Its config.json, as embedded (what the serving estimate reads each layer's attention
+    /// from: [`super::serve::attention_layers`]).
+    pub fn config(&self) -> &'static str {
+        CONFIGS.iter().find(|(key, _)| *key == self.key).map_or("{}", |(_, text)| text)
+    }
+}
+
 /// The catalog model called `key` or by its name (case-insensitive; `-`, `_`, `.` and spaces
 /// ignored, so `Mixtral-8x7B` and `mixtral_8x7b` both work).
 pub fn find(key: &str) -> Option<&'static Entry> {

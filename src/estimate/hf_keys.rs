@@ -25,8 +25,9 @@ const INIT: &str = "initialisation only";
 const CACHE: &str = "the key/value cache serves generation, not a training step";
 const EPS: &str = "a norm's epsilon";
 const ROPE_BASE: &str = "the rotary base frequency changes values, not bytes";
-const SLIDING: &str =
-    "a sliding window masks keys, but eager attention keeps the whole masked score matrix and fused kernels none";
+/// The training step's reading; serving reads these keys for the cache (`serve::layers`).
+const SLIDING: &str = "in training a sliding window masks keys, but eager attention keeps the whole masked score \
+     matrix and fused kernels none (serving keeps only the window: estimate --serve)";
 const SCALE: &str = "a scale on the attention scores";
 const CATALOG: &str = "oomlab's catalog: the model's name and where its config comes from";
 

@@ -29,6 +29,10 @@ pub mod pipeline;
 pub mod presets;
 mod report;
 mod saved;
+// Serving is estimated by the CLI only, so far: its messages (`serve-…`) are native-only
+// (`i18n::NATIVE_ONLY`), and the web build leaves it out (tests/i18n.rs checks both).
+#[cfg(not(target_arch = "wasm32"))]
+pub mod serve;
 pub mod setup;
 pub mod states;
 

@@ -161,7 +161,50 @@ pub struct EstimateArgs {
     #[arg(long)]
     pub(super) json: bool,
     #[command(flatten)]
-    pub(super) serve: super::estimate_serve::ServeArgs,
+    pub(super) serve: ServeArgs,
+}
+
+/// The serving flags of `oomlab estimate` (`--serve`: `estimate_serve.rs`).
+#[derive(Args, Debug, Clone)]
+pub(super) struct ServeArgs {
+    /// Estimate serving instead of training: the weights and the KV cache of --concurrency
+    /// requests of --context tokens, laid out as --runtime (vllm, transformers or static) lays
+    /// it out.
+    #[arg(long)]
+    pub(super) serve: bool,
+    /// Serving: the tokens one request holds (vLLM's max_model_len); defaults to the model's
+    /// context.
+    #[arg(long, allow_hyphen_values = true)]
+    pub(super) context: Option<i64>,
+    /// Serving: requests at once.
+    #[arg(long, default_value_t = 1, allow_hyphen_values = true)]
+    pub(super) concurrency: i64,
+    /// Serving: the cache's element type: auto (the model's, bf16) or fp8 (1 byte).
+    #[arg(long, value_enum, ignore_case = true, default_value_t = KvDtypeArg::Auto)]
+    pub(super) kv_dtype: KvDtypeArg,
+    /// Serving: the weights' format: bf16, fp8, int8, or int4 (int4:G for G weights per scale;
+    /// 128 by default).
+    #[arg(long, default_value = "bf16")]
+    pub(super) weights: String,
+    /// vLLM: tokens per block.
+    #[arg(long, default_value_t = 16, allow_hyphen_values = true)]
+    pub(super) block_size: i64,
+    /// vLLM: the share of the GPU's memory it may take.
+    #[arg(long, default_value_t = 0.9, allow_hyphen_values = true)]
+    pub(super) gpu_memory_utilization: f64,
+    /// vLLM: tokens one step may take (its profile run's size).
+    #[arg(long, default_value_t = 8192, allow_hyphen_values = true)]
+    pub(super) max_num_batched_tokens: i64,
+    /// vLLM: the pool's size, given (e.g. 6.51GiB); vLLM then skips its profiling.
+    #[arg(long)]
+    pub(super) kv_cache_memory: Option<String>,
+}
+
+/// `--kv-dtype`.
+#[derive(clap::ValueEnum, Clone, Copy, Debug)]
+pub(super) enum KvDtypeArg {
+    Auto,
+    Fp8,
 }
 
 /// `estimate --precision`: the states' precision of a large-model run.
@@ -488,9 +531,6 @@ pub fn run(a: &EstimateArgs) -> Result<(), Failure> {
     if a.list_models {
         print!("{}", model_list(a.json).map_err(|e| usage(e.to_string()))?);
         return Ok(());
-    }
-    if a.serve.serve {
-        return super::estimate_serve::run(a);
     }
     let s = setup(a)?;
     let e = estimate::estimate(&s).map_err(|e| refused(&e))?;

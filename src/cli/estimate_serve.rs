@@ -2,56 +2,12 @@
 //! of its requests — as vLLM, transformers' `DynamicCache` or its `StaticCache` lay it out
 //! ([`oomlab::estimate::serve`]).
 
-use clap::Args;
 use oomlab::estimate::serve::{self, KvDtype, ServeRuntime, ServeSetup, WeightFormat, vllm};
 use oomlab::units::{format_bytes, group_digits, parse_bytes};
 
 use super::config::system_catalog;
-use super::estimate::{EstimateArgs, RuntimeArg};
+use super::estimate::{EstimateArgs, KvDtypeArg, RuntimeArg};
 use super::{EXIT_USAGE, Failure};
-
-/// The serving flags of `oomlab estimate`.
-#[derive(Args, Debug, Clone)]
-pub struct ServeArgs {
-    /// Estimate serving instead of training: the weights and the KV cache of --concurrency
-    /// requests of --context tokens, laid out as --runtime (vllm, transformers or static) lays
-    /// it out.
-    #[arg(long)]
-    pub serve: bool,
-    /// Serving: the tokens one request holds (vLLM's max_model_len); defaults to the model's
-    /// context.
-    #[arg(long, allow_hyphen_values = true)]
-    context: Option<i64>,
-    /// Serving: requests at once.
-    #[arg(long, default_value_t = 1, allow_hyphen_values = true)]
-    concurrency: i64,
-    /// Serving: the cache's element type: auto (the model's, bf16) or fp8 (1 byte).
-    #[arg(long, value_enum, ignore_case = true, default_value_t = KvDtypeArg::Auto)]
-    kv_dtype: KvDtypeArg,
-    /// Serving: the weights' format: bf16, fp8, int8, or int4 (int4:G for G weights per scale;
-    /// 128 by default).
-    #[arg(long, default_value = "bf16")]
-    weights: String,
-    /// vLLM: tokens per block.
-    #[arg(long, default_value_t = 16, allow_hyphen_values = true)]
-    block_size: i64,
-    /// vLLM: the share of the GPU's memory it may take.
-    #[arg(long, default_value_t = 0.9, allow_hyphen_values = true)]
-    gpu_memory_utilization: f64,
-    /// vLLM: tokens one step may take (its profile run's size).
-    #[arg(long, default_value_t = 8192, allow_hyphen_values = true)]
-    max_num_batched_tokens: i64,
-    /// vLLM: the pool's size, given (e.g. 6.51GiB); vLLM then skips its profiling.
-    #[arg(long)]
-    kv_cache_memory: Option<String>,
-}
-
-/// `--kv-dtype`.
-#[derive(clap::ValueEnum, Clone, Copy, Debug)]
-enum KvDtypeArg {
-    Auto,
-    Fp8,
-}
 
 fn usage(message: impl Into<String>) -> Failure {
     Failure { code: EXIT_USAGE, message: message.into() }
@@ -149,7 +105,7 @@ fn setup(a: &EstimateArgs) -> Result<ServeSetup, Failure> {
     })
 }
 
-/// `oomlab estimate --serve`.
+/// `oomlab estimate --serve` (its flags: [`super::estimate::ServeArgs`]).
 pub(super) fn run(a: &EstimateArgs) -> Result<(), Failure> {
     let s = setup(a)?;
     let answer = serve::serve(&s).map_err(|e| usage(e.text(&system_catalog())))?;

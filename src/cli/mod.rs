@@ -182,6 +182,7 @@ pub fn main() -> i32 {
         Some(Command::Measure { config }) => measure(&config),
         Some(Command::Sweep { execute, csv, config }) => sweep(execute, csv.as_deref(), &config),
         Some(Command::Compare { steps, config }) => compare(steps, &config),
+        Some(Command::Estimate { args }) if args.serve.serve => estimate_serve::run(&args),
         Some(Command::Estimate { args }) => estimate::run(&args),
         Some(Command::Bench { steps, profile, only, peers, config }) => bench(steps, profile, only, &peers, &config),
         Some(Command::Gemm { size }) => bench_gemm(size),

@@ -12,8 +12,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::backend::{BackendError, BackendKind, Executor, WorkerLost};
 use crate::data::Dataset;
-use crate::memory::allocator::Event;
-use crate::memory::step::TensorTag;
+use crate::memory::map::wire::EventLog;
 use crate::memory::{Budget, StepMemory, StepOom};
 use crate::model::Worded;
 use crate::plan::{ConfigError, Phase, StepRequest};
@@ -49,12 +48,12 @@ pub enum Reply {
         generation: u64,
         loss: f32,
         memory: Option<Box<StepMemory>>,
-        events: Vec<Event<TensorTag>>,
+        events: EventLog,
         /// The step's time in the worker, from the request to the result (seconds).
         compute_secs: f64,
         /// The other simulated GPUs' accounts (GPU 1, 2, …), their events apart likewise.
         #[serde(default)]
-        ranks: Vec<(StepMemory, Vec<Event<TensorTag>>)>,
+        ranks: Vec<(StepMemory, EventLog)>,
     },
     Failed {
         generation: u64,
@@ -181,17 +180,17 @@ impl Handler {
                     if let Some(result) = exec.resume(4) {
                         send(match result {
                             Ok(loss) => {
-                                let mut all: Vec<(StepMemory, Vec<Event<TensorTag>>)> = exec
+                                let mut all: Vec<(StepMemory, EventLog)> = exec
                                     .rank_memories()
                                     .into_iter()
                                     .map(|m| {
                                         let mut m = m.clone();
                                         let events = std::mem::take(&mut m.events);
-                                        (m, events)
+                                        (m, EventLog(events))
                                     })
                                     .collect();
                                 let (memory, events) = if all.is_empty() {
-                                    (None, Vec::new())
+                                    (None, EventLog::default())
                                 } else {
                                     let (m, events) = all.remove(0);
                                     (Some(Box::new(m)), events)
@@ -372,8 +371,8 @@ impl CpuWorker {
                 Reply::Done { generation, loss, memory, events, compute_secs, ranks } if current(generation) => {
                     self.running = None;
                     self.last_compute_secs = Some(compute_secs);
-                    let memory = memory.map(|m| Box::new(StepMemory { events, ..*m }));
-                    let ranks = ranks.into_iter().map(|(m, events)| StepMemory { events, ..m }).collect();
+                    let memory = memory.map(|m| Box::new(StepMemory { events: events.0, ..*m }));
+                    let ranks = ranks.into_iter().map(|(m, events)| StepMemory { events: events.0, ..m }).collect();
                     return Ok(Some(Ok((loss, memory, ranks))));
                 }
                 Reply::Failed { generation, error } if current(generation) => {

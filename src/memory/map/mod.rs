@@ -7,6 +7,8 @@ use serde::{Deserialize, Serialize};
 use super::allocator::{Event, Segment, SegmentId};
 use crate::plan::TensorId;
 
+pub mod wire;
+
 /// What an allocator event is for: a tensor, and the op that caused it — the op that first
 /// touches the tensor for an allocation, the op that last reads it for a free (None: before the
 /// step, or released outside its ops).

@@ -14,6 +14,9 @@ pub enum Phase {
     Optimizer,
 }
 
+mod kv;
+pub use kv::{CachedAttention, KvWrite};
+
 /// One op of the step. Shapes use B (batch), T (sequence), C (d_model), NH (heads), V (vocab).
 #[derive(Clone, Debug, PartialEq)]
 pub enum Op {
@@ -44,6 +47,8 @@ pub enum Op {
     AllGather(AllGather),
     CopyToHost(CopyToHost),
     CopyToDevice(CopyToDevice),
+    KvWrite(KvWrite),
+    CachedAttention(CachedAttention),
 }
 
 /// Zero a tensor (gradients are accumulated with `+=`).
@@ -458,6 +463,10 @@ impl Op {
                 (if accumulate { vec![src, dst] } else { vec![src] }, vec![dst])
             }
             Op::CopyToDevice(CopyToDevice { src, dst }) => (vec![src], vec![dst]),
+            Op::KvWrite(KvWrite { qkv, slots, cache }) => (vec![qkv, slots], vec![cache]),
+            Op::CachedAttention(CachedAttention { qkv, cache, blocks, lens, out, .. }) => {
+                (vec![qkv, cache, blocks, lens], vec![out])
+            }
         }
     }
 
@@ -491,6 +500,8 @@ impl Op {
             Op::AllGather(AllGather { .. }) => "all_gather",
             Op::CopyToHost(CopyToHost { .. }) => "copy_to_host",
             Op::CopyToDevice(CopyToDevice { .. }) => "copy_to_device",
+            Op::KvWrite(KvWrite { .. }) => "kv_write",
+            Op::CachedAttention(CachedAttention { .. }) => "cached_attention",
         }
     }
 
@@ -548,6 +559,12 @@ impl Op {
                 }
             }
             Op::CopyToDevice(CopyToDevice { .. }) => 0,
+            Op::KvWrite(KvWrite { .. }) => 0,
+            // Each new token against the whole of its request's table (an upper bound).
+            Op::CachedAttention(CachedAttention { blocks, block_size, .. }) => {
+                let keys = mul(&[blocks.len / b.max(1), *block_size as u64]);
+                mul(&[b, nh, t, keys, 4 * hs + 5])
+            }
         }
     }
 }

@@ -167,3 +167,66 @@ pub fn flash_attention_backward<F: Real>(
         }
     });
 }
+
+/// [`crate::plan::op::KvWrite`]'s twin: each new token's K and V (qkv (B·T rows of 3C)) into its
+/// slot of the cache (slots of 2C: K, then V).
+pub fn kv_write<F: Real>(cache: &mut [F], qkv: &[F], slots: &[u32], c: usize) {
+    for (row, &slot) in qkv.chunks_exact(3 * c).zip(slots) {
+        if let Some(dst) = cache.get_mut(slot as usize * 2 * c..).and_then(|d| d.get_mut(..2 * c)) {
+            dst.copy_from_slice(&row[c..3 * c]);
+        }
+    }
+}
+
+/// [`crate::plan::op::CachedAttention`]'s twin: each new token's query over its request's cached
+/// keys and values up to its own position, read through the block table; an online softmax (no
+/// scores kept). out (B,T,C).
+pub fn cached_attention<F: Real>(
+    out: &mut [F],
+    qkv: &[F],
+    cache: &[F],
+    (blocks, lens): (&[u32], &[u32]),
+    h: Heads,
+    block_size: usize,
+) {
+    let Heads { b, t, c, nh } = h;
+    let (hs, scale) = h.head_size_and_scale::<F>();
+    let width = blocks.len() / b.max(1);
+    let bs = block_size.max(1);
+    let zero = F::zero();
+    for bi in 0..b {
+        let table = &blocks[bi * width..][..width];
+        let len = lens.get(bi).map_or(0, |&l| l as usize);
+        for t1 in 0..t {
+            // Its position: the cache's last T tokens are this step's (none: a padded row).
+            let Some(pos) = (len + t1).checked_sub(t) else {
+                out[(bi * t + t1) * c..][..c].fill(zero);
+                continue;
+            };
+            let q = &qkv[(bi * t + t1) * 3 * c..][..c];
+            for hh in 0..nh {
+                let q = &q[hh * hs..][..hs];
+                let (mut max, mut sum) = (F::neg_infinity(), zero);
+                let mut acc = vec![zero; hs];
+                for p in 0..=pos {
+                    let Some(&block) = table.get(p / bs) else { break };
+                    let slot = block as usize * bs + p % bs;
+                    let Some(kv) = cache.get(slot * 2 * c..).and_then(|s| s.get(..2 * c)) else { break };
+                    let (k, v) = (&kv[hh * hs..][..hs], &kv[c + hh * hs..][..hs]);
+                    let s = q.iter().zip(k).fold(zero, |a, (&x, &y)| a + x * y) * scale;
+                    let m = max.max(s);
+                    let (old, new) = ((max - m).exp(), (s - m).exp());
+                    sum = sum * old + new;
+                    for (a, &y) in acc.iter_mut().zip(v) {
+                        *a = *a * old + new * y;
+                    }
+                    max = m;
+                }
+                let o = &mut out[(bi * t + t1) * c + hh * hs..][..hs];
+                for (o, a) in o.iter_mut().zip(acc) {
+                    *o = if sum > zero { a / sum } else { zero };
+                }
+            }
+        }
+    }
+}

@@ -175,6 +175,14 @@ impl<F: super::ops::Real> CpuExecutor<F> {
                     attention::flash_attention_backward(dq, d, s.f(dout), (x, o, l), heads, s.starts(packing));
                 })
             }
+            Op::KvWrite(op::KvWrite { qkv, slots, cache }) => {
+                self.with_outputs([cache], |s, [k]| attention::kv_write(k, s.f(qkv), s.u(slots), c))
+            }
+            Op::CachedAttention(op::CachedAttention { qkv, cache, blocks, lens, out, block_size }) => self
+                .with_new_outputs([out], |s, [o]| {
+                    let table = (s.u(blocks), s.u(lens));
+                    attention::cached_attention(o, s.f(qkv), s.f(cache), table, heads, block_size)
+                }),
             Op::Gelu(op::Gelu { inp, out }) => self.with_new_outputs([out], |s, [o]| ops::gelu_forward(o, s.f(inp))),
             Op::GeluBackward(op::GeluBackward { inp, dout, dinp }) => {
                 self.with_new_outputs([dinp], |s, [o]| ops::gelu_backward(o, s.f(inp), s.f(dout)))

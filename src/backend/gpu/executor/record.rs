@@ -76,6 +76,8 @@ fn record_op(
             Op::AttentionBackward(o) => k.attention.backward(rec, &o, attn)?,
             Op::FlashAttention(o) => k.flash_attention.forward(rec, &o, attn)?,
             Op::FlashAttentionBackward(o) => k.flash_attention.backward(rec, &o, attn)?,
+            Op::KvWrite(o) => k.kv_cache.write(rec, &o, attn)?,
+            Op::CachedAttention(o) => k.kv_cache.attend(rec, &o, attn)?,
             Op::Gelu(op::Gelu { inp, out }) => k.gelu.forward(rec, inp, out)?,
             Op::GeluBackward(op::GeluBackward { inp, dout, dinp }) => k.gelu.backward(rec, inp, dout, dinp)?,
             Op::Residual(op::Residual { a, b, out }) => k.residual.forward(rec, a, b, out)?,

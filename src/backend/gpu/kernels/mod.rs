@@ -9,6 +9,7 @@ pub mod cross_entropy;
 mod embedding;
 mod flash_attention;
 mod gelu;
+mod kv_cache;
 mod layernorm;
 pub mod matmul;
 mod reduce;
@@ -24,6 +25,7 @@ pub use cross_entropy::CrossEntropy;
 pub use embedding::Embedding;
 pub use flash_attention::FlashAttention;
 pub use gelu::Gelu;
+pub use kv_cache::KvCache;
 pub use layernorm::LayerNorm;
 pub use matmul::{Gemm, GemmKind, Matmul};
 pub use reduce::{Encoding, Reduce, ReduceTarget};
@@ -76,6 +78,7 @@ pub const SHADERS: &[(&str, &str)] = &[
     shader!("embedding.wgsl"),
     shader!("flash_attention.wgsl"),
     shader!("gelu.wgsl"),
+    shader!("kv_cache.wgsl"),
     shader!("layernorm.wgsl"),
     shader!("matmul.wgsl"),
     // An entry point of its own file (it needs subgroups) that shares matmul.wgsl's declarations.
@@ -319,6 +322,7 @@ pub struct Kernels {
     pub attention: Attention,
     pub flash_attention: FlashAttention,
     pub gelu: Gelu,
+    pub kv_cache: KvCache,
     pub residual: Residual,
     pub cross_entropy: CrossEntropy,
     pub adamw: AdamW,
@@ -340,6 +344,7 @@ impl Kernels {
             flash_attention: FlashAttention::new(device),
             matmul,
             gelu: Gelu::new(device),
+            kv_cache: KvCache::new(device),
             residual: Residual::new(device),
             cross_entropy: CrossEntropy::new(device),
             adamw: AdamW::new(device),

@@ -1,7 +1,9 @@
 // Token + position embedding.
 //   forward       — out[r, i] = wte[tokens[r], i] + wpe[pos(r), i], one thread per element;
 //                   pos(r) = r mod T, counted from the document's start in packed rows
-//                   (doc_starts, when p.packed is set)
+//                   (doc_starts, when p.packed is set), or positions[r] where they are given
+//                   (p.given: a serving step's tokens sit after the cached ones); a position
+//                   past the table reads a zero row
 //   backward_wte  — dwte[v, i] += Σ dout[p, i] over the positions p holding token v. The
 //                   positions come grouped by token (token_offsets / token_positions, built
 //                   with the batch), so each thread owns one output element: a deterministic
@@ -13,7 +15,7 @@
 
 struct Params {
     rows: u32, t: u32, c: u32, vocab: u32,
-    packed: u32, _pad0: u32, _pad1: u32, _pad2: u32,
+    packed: u32, given: u32, positions_max: u32, _pad0: u32,
 }
 
 @group(0) @binding(0) var<uniform> p: Params;
@@ -27,6 +29,7 @@ struct Params {
 @group(0) @binding(8) var<storage, read_write> dwte: array<f32>;
 @group(0) @binding(9) var<storage, read_write> dwpe: array<f32>;
 @group(0) @binding(10) var<storage, read_write> doc_starts: array<u32>;
+@group(0) @binding(11) var<storage, read_write> positions: array<u32>;
 
 @compute @workgroup_size(256, 1, 1)
 fn forward(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>) {
@@ -45,7 +48,13 @@ fn forward(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: v
     if (p.packed != 0u) {
         pos = pos - min(doc_starts[r], pos);
     }
-    out[idx] = e + wpe[pos * p.c + i];
+    var w = 0.0;
+    if (p.given == 0u) {
+        w = wpe[pos * p.c + i];
+    } else if (positions[r] < p.positions_max) {
+        w = wpe[positions[r] * p.c + i];
+    }
+    out[idx] = e + w;
 }
 
 @compute @workgroup_size(256, 1, 1)

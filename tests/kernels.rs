@@ -303,7 +303,7 @@ fn embedding_backward_is_correct_with_repeated_tokens() {
     let dout = case.input("dout", &[b, t, c], 1.0);
     let dwte = case.input("dwte", &[v, c], 0.1);
     let dwpe = case.input("dwpe", &[t, c], 0.1);
-    case.op(Op::Embedding(op::Embedding { tokens, wte, wpe, out, packing: None }));
+    case.op(Op::Embedding(op::Embedding { tokens, wte, wpe, out, packing: None, positions: None }));
     case.op(Op::EmbeddingBackward(op::EmbeddingBackward {
         tokens,
         token_offsets,
@@ -467,7 +467,7 @@ fn packed_rows_match_cpu() {
         let emb = case.output("emb", &[b, t, c]);
         let demb = case.input("demb", &[b, t, c], 1.0);
         let (dwte, dwpe) = (case.output("dwte", &[v, c]), case.output("dwpe", &[t, c]));
-        case.op(Op::Embedding(op::Embedding { tokens, wte, wpe, out: emb, packing }));
+        case.op(Op::Embedding(op::Embedding { tokens, wte, wpe, out: emb, packing, positions: None }));
         case.op(Op::EmbeddingBackward(op::EmbeddingBackward {
             tokens,
             token_offsets,

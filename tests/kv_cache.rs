@@ -117,3 +117,26 @@ fn a_decode_step_attends_over_each_requests_own_cached_tokens() {
         }
     }
 }
+
+#[test]
+fn a_decode_steps_tokens_take_the_positions_given() {
+    // Three requests' new tokens at positions 9, 4 and 0 (their caches' lengths), and one past
+    // the position table, which reads a zero row as a token past the vocabulary does.
+    let (b, c, rows) = (4, 8, 12);
+    let mut case = Case::new(model(rows, c, 2), StepShape { batch: b, seq: 1 }, 5);
+    let tokens = case.input_u32("tokens", vec![3, 10, 0, 7]);
+    let wte = case.input("wte", &[11, c], 1.0);
+    let wpe = case.input("wpe", &[rows, c], 1.0);
+    let positions = case.input_u32("positions", vec![9, 4, 0, rows as u32 + 5]);
+    let out = case.output("out", &[b, 1, c]);
+    case.op(Op::Embedding(op::Embedding { tokens, wte, wpe, out, packing: None, positions: Some(positions) }));
+    let (cpu, gpu) = case.run(OptimizerConfig::default(), 1);
+    compare("embedding at given positions", &cpu, &gpu, out, 0.0);
+    let (e, p, o) = (cpu.tensor(wte.tensor), cpu.tensor(wpe.tensor), cpu.tensor(out.tensor));
+    for (r, (tok, pos)) in [(3usize, Some(9usize)), (10, Some(4)), (0, Some(0)), (7, None)].into_iter().enumerate() {
+        for i in 0..c {
+            let want = e[tok * c + i] + pos.map_or(0.0, |pos| p[pos * c + i]);
+            assert_eq!(o[r * c + i], want, "row {r}");
+        }
+    }
+}

@@ -81,6 +81,10 @@ pub struct Embedding {
     pub wpe: View,
     pub out: View,
     pub packing: Option<Packing>,
+    /// Each row's position, given (rows u32): a serving step's new tokens sit after the ones
+    /// already cached. None: the row's place in its sequence (from its document's start when
+    /// packed). Inference only: the backward counts positions from the rows.
+    pub positions: Option<View>,
 }
 
 /// dwte[v] += Σ_{positions p with token v} dout[p]; dwpe[t] += Σ_b dout[b,t].
@@ -370,8 +374,8 @@ impl Op {
     pub fn reads_writes(&self) -> (Vec<View>, Vec<View>) {
         match *self {
             Op::Zero(Zero { dst }) => (vec![], vec![dst]),
-            Op::Embedding(Embedding { tokens, wte, wpe, out, packing }) => {
-                ([tokens, wte, wpe].into_iter().chain(Packing::views(packing)).collect(), vec![out])
+            Op::Embedding(Embedding { tokens, wte, wpe, out, packing, positions }) => {
+                ([tokens, wte, wpe].into_iter().chain(Packing::views(packing)).chain(positions).collect(), vec![out])
             }
             Op::EmbeddingBackward(EmbeddingBackward {
                 tokens,

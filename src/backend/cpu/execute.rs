@@ -98,9 +98,10 @@ impl<F: super::ops::Real> CpuExecutor<F> {
                     x.fill(F::zero());
                 }
             }
-            Op::Embedding(op::Embedding { tokens, wte, wpe, out, packing }) => {
+            Op::Embedding(op::Embedding { tokens, wte, wpe, out, packing, positions }) => {
                 self.with_new_outputs([out], |s, [o]| {
-                    ops::embedding_forward(o, s.u(tokens), (s.f(wte), s.f(wpe)), (t, c), s.starts(packing));
+                    let at = positions.map_or(&[][..], |p| s.u(p));
+                    ops::embedding_forward(o, s.u(tokens), (s.f(wte), s.f(wpe)), (t, c), (s.starts(packing), at));
                 })
             }
             Op::EmbeddingBackward(op::EmbeddingBackward { tokens, dout, dwte, dwpe, packing, .. }) => self

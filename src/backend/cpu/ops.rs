@@ -37,18 +37,21 @@ fn position(r: usize, t: usize, starts: &[u32]) -> usize {
     (r % t).saturating_sub(starts.get(r).map_or(0, |&s| s as usize))
 }
 
-/// out (rows,C) = wte[tokens[r]] + wpe[position(r)].
+/// out (rows,C) = wte[tokens[r]] + wpe[position(r)], or wpe[positions[r]] where the positions
+/// are given (a serving step's). A token or a position past its table reads a zero row, as the
+/// kernel does.
 pub fn embedding_forward<F: Real>(
     out: &mut [F],
     tokens: &[u32],
     (wte, wpe): (&[F], &[F]),
     (t, c): (usize, usize),
-    starts: &[u32],
+    (starts, positions): (&[u32], &[u32]),
 ) {
+    let row = |table: &[F], i: usize, e: usize| table.get(i * c + e).copied().unwrap_or(F::zero());
     for (r, &tok) in tokens.iter().enumerate() {
-        let (tok, pos) = (tok as usize, position(r, t, starts));
+        let pos = positions.get(r).map_or_else(|| position(r, t, starts), |&p| p as usize);
         for i in 0..c {
-            out[r * c + i] = wte[tok * c + i] + wpe[pos * c + i];
+            out[r * c + i] = row(wte, tok as usize, i) + row(wpe, pos, i);
         }
     }
 }

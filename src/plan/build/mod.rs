@@ -342,6 +342,7 @@ impl Builder {
                 wpe: self.p(ParamKind::Wpe),
                 out: encoded,
                 packing: self.packing,
+                positions: None,
             }),
         );
         let segment = match self.techniques.checkpoint {

@@ -15,7 +15,11 @@ pub struct EmbeddingParams {
     pub vocab: u32,
     /// Packed rows: positions count from each document's start.
     pub packed: u32,
-    pub _pad: [u32; 3],
+    /// Each row's position is given (`positions`).
+    pub given: u32,
+    /// Rows of the position table (a position past it reads a zero row).
+    pub positions_max: u32,
+    pub _pad: u32,
 }
 
 #[derive(Clone, Debug)]
@@ -30,13 +34,22 @@ impl Embedding {
         let [forward, backward_wte, backward_wpe] = build_entries(
             device,
             "embedding.wgsl",
-            [("forward", &[1, 2, 3, 4, 10]), ("backward_wte", &[5, 6, 7, 8]), ("backward_wpe", &[7, 9])],
+            [("forward", &[1, 2, 3, 4, 10, 11]), ("backward_wte", &[5, 6, 7, 8]), ("backward_wpe", &[7, 9])],
         );
         Self { forward, backward_wte, backward_wpe }
     }
 
     fn params(rows: usize, t: usize, c: usize, vocab: usize, packed: bool) -> EmbeddingParams {
-        EmbeddingParams { rows: u(rows), t: u(t), c: u(c), vocab: u(vocab), packed: u32::from(packed), _pad: [0; 3] }
+        EmbeddingParams {
+            rows: u(rows),
+            t: u(t),
+            c: u(c),
+            vocab: u(vocab),
+            packed: u32::from(packed),
+            given: 0,
+            positions_max: 0,
+            _pad: 0,
+        }
     }
 
     pub fn forward(
@@ -47,11 +60,17 @@ impl Embedding {
         c: usize,
         vocab: usize,
     ) -> Result<(), GpuError> {
-        let op::Embedding { tokens, wte, wpe, out, packing } = *o;
-        let p = Self::params(ix(tokens.len), t, c, vocab, packing.is_some());
+        let op::Embedding { tokens, wte, wpe, out, packing, positions } = *o;
+        let p = EmbeddingParams {
+            given: u32::from(positions.is_some()),
+            positions_max: u(wpe.len / (c.max(1) as u64)),
+            ..Self::params(ix(tokens.len), t, c, vocab, packing.is_some())
+        };
         let v = Binding::View;
         let starts = packing.map_or(Binding::Dummy, |k| v(k.doc_starts));
-        rec.dispatch(&self.forward, &p, &[v(tokens), v(wte), v(wpe), v(out), starts], rec.grid_1d(out.len, 256))
+        let at = positions.map_or(Binding::Dummy, v);
+        let views = [v(tokens), v(wte), v(wpe), v(out), starts, at];
+        rec.dispatch(&self.forward, &p, &views, rec.grid_1d(out.len, 256))
     }
 
     pub fn backward(

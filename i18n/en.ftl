@@ -1338,5 +1338,6 @@ serve-err-layer-count = layer_types lists { $listed } layers, and the model has 
 serve-err-layer-width = a sliding or chunked layer needs its width ({ $key }), and the config has none
 serve-err-option = { $flag } cannot be { $value }
 serve-err-no-room = the weights, the activations and the memory outside PyTorch ({ $needed }) leave nothing of the { $room } the runtime may use for the KV cache
+serve-err-context = a context of { $context } tokens is longer than the model's ({ $model }): vLLM refuses a max_model_len past the config's
 serve-err-tp-vllm = tensor parallelism is estimated for vLLM only (--runtime vllm)
 serve-err-fp8-vllm = an fp8 cache is estimated for vLLM only: transformers' quantized cache keeps its most recent tokens unquantized

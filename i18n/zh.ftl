@@ -1320,5 +1320,6 @@ serve-err-layer-count = layer_types 列出了 { $listed } 层，而模型有 { $
 serve-err-layer-width = 滑动窗口层或分块层需要给出宽度（{ $key }），但配置中没有
 serve-err-option = { $flag } 不能取 { $value }
 serve-err-no-room = 权重、激活值和 PyTorch 之外的显存（{ $needed }）已占满运行时可用的 { $room }，没有留给 KV 缓存的空间
+serve-err-context = { $context } 个词元的上下文超过了模型的上下文（{ $model }）：vLLM 拒绝超过配置的 max_model_len
 serve-err-tp-vllm = 张量并行只对 vLLM 估算（--runtime vllm）
 serve-err-fp8-vllm = fp8 缓存只对 vLLM 估算：transformers 的量化缓存会让最近的词元保持未量化

@@ -175,6 +175,11 @@ fn serving_refusals_are_worded_in_both_languages() {
         (&["estimate", "--serve", "--context", "0"][..], "--context must be at least 1"),
         (&["estimate", "--serve", "--gpu-memory-utilization", "1.5"][..], "--gpu-memory-utilization cannot be 1.5"),
         (&["estimate", "--serve", "--concurrency", "99999999999"][..], "--concurrency cannot be"),
+        (&["estimate", "--serve", "--max-num-seqs", "0"][..], "--max-num-seqs must be at least 1"),
+        (
+            &["estimate", "--serve", "--model", "llama-3.1-8b", "--context", "200000"][..],
+            "longer than the model's (131072)",
+        ),
     ] {
         assert!(refused("C.UTF-8", args).contains(needle), "{args:?}");
     }
@@ -185,6 +190,7 @@ fn serving_refusals_are_worded_in_both_languages() {
         ServeError::Layers(serve::LayersError::NoWidth { key: "sliding_window" }),
         ServeError::Option { flag: "--context", value: "0".into() },
         ServeError::NoRoom { room: 1, needed: 2 },
+        ServeError::ContextBeyondModel { context: 2, model: 1 },
         ServeError::TensorParallelOnlyVllm,
         ServeError::Fp8CacheOnlyVllm,
     ];

@@ -195,6 +195,9 @@ pub(super) struct ServeArgs {
     /// vLLM: tokens one step may take (its profile run's size).
     #[arg(long, default_value_t = 8192, allow_hyphen_values = true)]
     pub(super) max_num_batched_tokens: i64,
+    /// vLLM: the most requests one step may take (its sampler's profile run).
+    #[arg(long, default_value_t = 256, allow_hyphen_values = true)]
+    pub(super) max_num_seqs: i64,
     /// vLLM: the pool's size, given (e.g. 6.51GiB); vLLM then skips its profiling.
     #[arg(long)]
     pub(super) kv_cache_memory: Option<String>,

@@ -98,6 +98,7 @@ fn setup(a: &EstimateArgs) -> Result<ServeSetup, Failure> {
             block_size: count("--block-size", s.block_size)?,
             gpu_memory_utilization: s.gpu_memory_utilization,
             max_num_batched_tokens: count("--max-num-batched-tokens", s.max_num_batched_tokens)?,
+            max_num_seqs: count("--max-num-seqs", s.max_num_seqs)?,
             kv_cache_memory,
             non_torch_bytes,
             ..defaults

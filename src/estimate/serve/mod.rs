@@ -131,6 +131,12 @@ pub enum ServeError {
         room: u64,
         needed: u64,
     },
+    /// A context past the model's (vLLM: "User-specified max_model_len … is greater than the
+    /// derived max_model_len").
+    ContextBeyondModel {
+        context: u64,
+        model: u64,
+    },
     /// Tensor parallelism is modelled for vLLM only.
     TensorParallelOnlyVllm,
     /// transformers' fp8 cache keeps its recent tokens unquantized (`QuantizedCache`'s
@@ -162,6 +168,9 @@ impl ServeError {
             }
             ServeError::NoRoom { room, needed } => {
                 ("serve-err-no-room", vec![("room", size(room)), ("needed", size(needed))])
+            }
+            ServeError::ContextBeyondModel { context, model } => {
+                ("serve-err-context", vec![("context", context.to_string()), ("model", model.to_string())])
             }
             ServeError::TensorParallelOnlyVllm => ("serve-err-tp-vllm", vec![]),
             ServeError::Fp8CacheOnlyVllm => ("serve-err-fp8-vllm", vec![]),
@@ -287,6 +296,10 @@ pub fn serve(s: &ServeSetup) -> Result<Serve, ServeError> {
         (1..=1 << 24).contains(&o.max_num_batched_tokens),
         o.max_num_batched_tokens.to_string(),
     )?;
+    check("--max-num-seqs", (1..=1 << 20).contains(&o.max_num_seqs), o.max_num_seqs.to_string())?;
+    if s.context > s.model_context {
+        return Err(ServeError::ContextBeyondModel { context: s.context, model: s.model_context });
+    }
     if let WeightFormat::Int4 { group } = s.weights {
         check("--weights", (1..=1 << 20).contains(&group), format!("int4:{group}"))?;
     }

@@ -271,7 +271,7 @@ enum NormArg {
     Rmsnorm,
 }
 
-fn usage(message: impl Into<String>) -> Failure {
+pub(super) fn usage(message: impl Into<String>) -> Failure {
     Failure { code: EXIT_USAGE, message: message.into() }
 }
 
@@ -292,7 +292,7 @@ fn oomlab_schedule(text: &str) -> Result<oomlab::estimate::pipeline::Schedule, F
         .ok_or_else(|| usage(format!("--pp-schedule takes 1f1b or interleaved:V with V ≥ 2 (got {text:?})")))
 }
 
-fn positive(name: &str, v: i64) -> Result<u64, Failure> {
+pub(super) fn positive(name: &str, v: i64) -> Result<u64, Failure> {
     u64::try_from(v).ok().filter(|&v| v > 0).ok_or_else(|| usage(format!("{name} must be at least 1 (got {v})")))
 }
 

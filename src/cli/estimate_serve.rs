@@ -5,18 +5,9 @@
 use oomlab::estimate::serve::{self, KvDtype, ServeRuntime, ServeSetup, WeightFormat, vllm};
 use oomlab::units::{format_bytes, group_digits, parse_bytes};
 
+use super::Failure;
 use super::config::system_catalog;
-use super::estimate::{EstimateArgs, KvDtypeArg, RuntimeArg};
-use super::{EXIT_USAGE, Failure};
-
-fn usage(message: impl Into<String>) -> Failure {
-    Failure { code: EXIT_USAGE, message: message.into() }
-}
-
-/// A count flag: at least 1.
-fn count(flag: &str, v: i64) -> Result<u64, Failure> {
-    u64::try_from(v).ok().filter(|&v| v > 0).ok_or_else(|| usage(format!("{flag} must be at least 1 (got {v})")))
-}
+use super::estimate::{EstimateArgs, KvDtypeArg, RuntimeArg, positive as count, usage};
 
 /// `--weights`: bf16, fp8, int8, int4 or int4:G.
 fn weight_format(text: &str) -> Result<WeightFormat, Failure> {

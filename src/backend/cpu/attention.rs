@@ -172,7 +172,8 @@ pub fn flash_attention_backward<F: Real>(
 /// slot of the cache (slots of 2C: K, then V).
 pub fn kv_write<F: Real>(cache: &mut [F], qkv: &[F], slots: &[u32], c: usize) {
     for (row, &slot) in qkv.chunks_exact(3 * c).zip(slots) {
-        if let Some(dst) = cache.get_mut(slot as usize * 2 * c..).and_then(|d| d.get_mut(..2 * c)) {
+        let at = (slot as usize).checked_mul(2 * c);
+        if let Some(dst) = at.and_then(|at| cache.get_mut(at..)).and_then(|d| d.get_mut(..2 * c)) {
             dst.copy_from_slice(&row[c..3 * c]);
         }
     }
@@ -210,8 +211,9 @@ pub fn cached_attention<F: Real>(
                 let mut acc = vec![zero; hs];
                 for p in 0..=pos {
                     let Some(&block) = table.get(p / bs) else { break };
-                    let slot = block as usize * bs + p % bs;
-                    let Some(kv) = cache.get(slot * 2 * c..).and_then(|s| s.get(..2 * c)) else { break };
+                    // A slot past the cache (or past usize) ends the row, as the kernel's bound does.
+                    let at = (block as usize).checked_mul(bs).and_then(|s| s.checked_add(p % bs)?.checked_mul(2 * c));
+                    let Some(kv) = at.and_then(|at| cache.get(at..)).and_then(|s| s.get(..2 * c)) else { break };
                     let (k, v) = (&kv[hh * hs..][..hs], &kv[c + hh * hs..][..hs]);
                     let s = q.iter().zip(k).fold(zero, |a, (&x, &y)| a + x * y) * scale;
                     let m = max.max(s);

@@ -211,8 +211,8 @@ fn element_bytes(kv: KvDtype) -> u64 {
 pub fn bytes_per_token_layer(arch: &Architecture, kv: KvDtype, tensor_parallel: u64) -> u64 {
     let s = element_bytes(kv);
     match arch.block.mla {
-        Some(m) => (m.kv_rank + m.rope_dim) * s,
-        None => (arch.kv_heads / tensor_parallel.max(1)).max(1) * 2 * arch.head_dim() * s,
+        Some(m) => m.kv_rank.saturating_add(m.rope_dim).saturating_mul(s),
+        None => (arch.kv_heads / tensor_parallel.max(1)).max(1).saturating_mul(2 * s).saturating_mul(arch.head_dim()),
     }
 }
 
@@ -273,8 +273,9 @@ pub fn activation_peak(arch: &Architecture, o: &vllm::Options) -> u64 {
         Some(m) => arch.ffn.saturating_mul(m.top_k).saturating_add(m.shared_ffn),
         None => arch.ffn,
     };
-    let attention = arch.q_hidden() + 2 * arch.kv_hidden() + arch.attention_output();
-    let mlp = 3 * mlp_width;
+    let attention =
+        arch.q_hidden().saturating_add(arch.kv_hidden().saturating_mul(2)).saturating_add(arch.attention_output());
+    let mlp = mlp_width.saturating_mul(3);
     let layer = per(2 * arch.hidden).saturating_add(per(attention.max(mlp)));
     let sampler = o.max_num_seqs.min(tokens).saturating_mul(arch.vocab).saturating_mul(4 * 2);
     layer.max(sampler)

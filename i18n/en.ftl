@@ -21,6 +21,7 @@ category-activations = activations
 category-temporaries = temporaries
 category-workspace = workspace
 category-communication = communication
+category-kv-cache = KV cache
 
 ## Where a number comes from
 
@@ -1278,12 +1279,16 @@ cfg-dim-accumulation = accumulation steps
 cfg-dim-lora-rank = LoRA rank
 cfg-dim-effective-batch = effective batch
 cfg-dim-global-batch = global batch (every GPU's)
+cfg-dim-block-size = block size (tokens)
+cfg-dim-cache-slots = KV cache slots
+cfg-dim-table-width = blocks in a block table
 # The tensors that could pass what oomlab plans (the { $what } of cfg-err-tensor-limit).
 cfg-planned-parameters = the parameters
 cfg-planned-attention = the attention probabilities (batch × heads × sequence²)
 cfg-planned-logits = the logits (batch × sequence × vocabulary)
 cfg-planned-mlp = the MLP activations (batch × sequence × 4·d)
 cfg-planned-lora = the LoRA adapters
+cfg-planned-kv-cache = the KV cache (slots × 2 × d) or its block tables
 # Techniques named in a refusal (the { $what } of cfg-err-not-with-several-gpus and -offload-with).
 cfg-tech-offload = offload to host memory
 cfg-tech-padded = padded and bucketed batches
@@ -1336,6 +1341,10 @@ cli-err-no-trace = no device has a trace to replay
 serve-err-layer-kind = layer_types names { $kind }: a kind of attention whose cache the estimator does not model
 serve-err-layer-count = layer_types lists { $listed } layers, and the model has { $layers }
 serve-err-layer-width = a sliding or chunked layer needs its width ({ $key }), and the config has none
+serving-err-option = { $flag } must be between { $min } and { $max } (got { $value })
+serving-err-budget = a budget of { $budget } leaves no room for the KV cache: the weights and the largest step's activations take { $needed }
+serving-err-cache = a KV cache of { $cache } holds no request: this layout needs at least { $needed } (a growing cache, the caching allocator's smallest segment; a contiguous one, a row of the whole context)
+serving-err-vocab = the model's vocabulary ({ $model } tokens) is not the corpus's ({ $corpus })
 serve-err-option = { $flag } cannot be { $value }
 serve-err-no-room = the weights, the activations and the memory outside PyTorch ({ $needed }) leave nothing of the { $room } the runtime may use for the KV cache
 serve-err-context = a context of { $context } tokens is longer than the model's ({ $model }): vLLM refuses a max_model_len past the config's

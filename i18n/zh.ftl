@@ -21,6 +21,7 @@ category-activations = 激活值
 category-temporaries = 临时张量
 category-workspace = 工作区
 category-communication = 通信缓冲区
+category-kv-cache = KV 缓存
 
 ## 数字的来源
 
@@ -1260,12 +1261,16 @@ cfg-dim-accumulation = 梯度累积步数
 cfg-dim-lora-rank = LoRA 秩
 cfg-dim-effective-batch = 有效 batch
 cfg-dim-global-batch = 全局 batch（所有 GPU 的）
+cfg-dim-block-size = 块大小（token 数）
+cfg-dim-cache-slots = KV 缓存槽位数
+cfg-dim-table-width = 块表中的块数
 # 可能超出 oomlab 规划范围的张量（cfg-err-tensor-limit 中的 { $what }）。
 cfg-planned-parameters = 参数
 cfg-planned-attention = 注意力概率（batch × 头数 × 序列长度²）
 cfg-planned-logits = logits（batch × 序列长度 × 词表大小）
 cfg-planned-mlp = MLP 激活值（batch × 序列长度 × 4·d）
 cfg-planned-lora = LoRA 适配器
+cfg-planned-kv-cache = KV 缓存（槽位 × 2 × d）或其块表
 # 拒绝信息中提到的技术（cfg-err-not-with-several-gpus 和 -offload-with 中的 { $what }）。
 cfg-tech-offload = 卸载到主机内存
 cfg-tech-padded = 补齐和按长度分组的批次
@@ -1318,6 +1323,10 @@ cli-err-no-trace = 没有哪个设备有可以重放的轨迹
 serve-err-layer-kind = layer_types 中的 { $kind } 是估算器尚未建模其缓存的注意力类型
 serve-err-layer-count = layer_types 列出了 { $listed } 层，而模型有 { $layers } 层
 serve-err-layer-width = 滑动窗口层或分块层需要给出宽度（{ $key }），但配置中没有
+serving-err-option = { $flag } 必须介于 { $min } 与 { $max } 之间（收到 { $value }）
+serving-err-budget = { $budget } 的预算给 KV 缓存留不下空间：权重和最大一步的激活值就要 { $needed }
+serving-err-cache = { $cache } 的 KV 缓存装不下任何请求：这种布局至少需要 { $needed }（增长式缓存需要缓存分配器最小的段；连续式缓存需要整个上下文的一行）
+serving-err-vocab = 模型的词表（{ $model } 个 token）与语料的词表（{ $corpus } 个）不一致
 serve-err-option = { $flag } 不能取 { $value }
 serve-err-no-room = 权重、激活值和 PyTorch 之外的显存（{ $needed }）已占满运行时可用的 { $room }，没有留给 KV 缓存的空间
 serve-err-context = { $context } 个词元的上下文超过了模型的上下文（{ $model }）：vLLM 拒绝超过配置的 max_model_len

@@ -100,6 +100,65 @@ pub fn read_f32(path: &Path) -> Result<Vec<NamedTensor>, DumpError> {
     Ok(out)
 }
 
+/// The flat parameters of `layout` from named tensors (what [`split_flat`] splits, read back):
+/// every parameter must be there, with its shape. Padding between them is zero.
+pub fn join_flat(layout: &ParamLayout, tensors: &[NamedTensor]) -> Result<Vec<f32>, DumpError> {
+    let mut flat = vec![0.0f32; crate::backend::ix(layout.flat_len)];
+    for s in &layout.specs {
+        let shape: Vec<usize> = s.shape.iter().map(|&d| crate::backend::ix(d)).collect();
+        let t = tensors
+            .iter()
+            .find(|t| t.name == s.name)
+            .ok_or_else(|| DumpError::Format(format!("{} is missing", s.name)))?;
+        if t.shape != shape {
+            return Err(DumpError::Format(format!("{} is {:?}, expected {:?}", s.name, t.shape, shape)));
+        }
+        let range = s.host_range().filter(|r| r.len() == t.values.len());
+        let dst =
+            range.and_then(|r| flat.get_mut(r)).ok_or_else(|| DumpError::Format(format!("{} does not fit", s.name)))?;
+        dst.copy_from_slice(&t.values);
+    }
+    Ok(flat)
+}
+
+/// One request's prompt and the tokens generated after it.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Generation {
+    pub prompt: Vec<u32>,
+    pub tokens: Vec<u32>,
+}
+
+/// What `serving --dump` writes: the model as `dump-step` writes it (config.json,
+/// model.safetensors) and `generations.json`, each request's prompt and greedy tokens, so that
+/// transformers' `generate` can be asked for the same (scripts/check_generate.py).
+pub struct GenerationDump<'a> {
+    pub model: &'a ModelConfig,
+    pub layout: &'a ParamLayout,
+    pub params: &'a [f32],
+    pub generations: &'a [Generation],
+}
+
+impl GenerationDump<'_> {
+    pub fn write(&self, dir: &Path) -> Result<(), DumpError> {
+        std::fs::create_dir_all(dir).map_err(|source| DumpError::Io { path: dir.display().to_string(), source })?;
+        let write_text = |name: &str, text: String| {
+            std::fs::write(dir.join(name), text)
+                .map_err(|source| DumpError::Io { path: dir.join(name).display().to_string(), source })
+        };
+        write_text("config.json", serde_json::to_string_pretty(&hf_config(self.model))?)?;
+        write_f32(&dir.join("model.safetensors"), &split_flat(self.layout, self.params))?;
+        write_text("generations.json", serde_json::to_string(&self.generations)?)?;
+        Ok(())
+    }
+}
+
+/// Reads a `generations.json`.
+pub fn read_generations(path: &Path) -> Result<Vec<Generation>, DumpError> {
+    let text =
+        std::fs::read_to_string(path).map_err(|source| DumpError::Io { path: path.display().to_string(), source })?;
+    Ok(serde_json::from_str(&text)?)
+}
+
 /// The contents of `batch.safetensors`.
 #[derive(Clone, Debug, PartialEq)]
 pub struct BatchFile {

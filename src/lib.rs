@@ -19,6 +19,7 @@ pub mod model;
 pub mod plan;
 #[cfg(not(target_arch = "wasm32"))]
 pub mod serve;
+pub mod serving;
 pub mod units;
 #[cfg(target_arch = "wasm32")]
 pub mod web;

@@ -54,7 +54,8 @@ fn dependencies_point_one_way() {
         ("plan/", &["crate::memory", "crate::backend", "crate::app", "crate::cli"]),
         ("memory/", &["crate::backend", "crate::app", "crate::cli", "crate::estimate"]),
         ("estimate/", &["crate::memory", "crate::backend", "crate::app", "crate::cli"]),
-        ("backend/", &["crate::app", "crate::cli"]),
+        ("backend/", &["crate::app", "crate::cli", "crate::serving"]),
+        ("serving/", &["crate::app", "crate::cli"]),
         ("backend/cpu", &["crate::backend::gpu", "super::gpu", "gpu::"]),
         ("backend/gpu", &["crate::backend::cpu", "super::cpu", "cpu::"]),
         ("app/", &["crate::cli"]),
@@ -674,9 +675,10 @@ fn the_rooms_import_only_downwards() {
             "plan" | "data" => 2,
             "memory" | "estimate" | "documents" | "dump" => 3,
             "backend" | "serve" => 4,
-            "app" => 5,
-            "web_worker" | "cli" => 6,
-            "web" => 7,
+            "serving" => 5,
+            "app" => 6,
+            "web_worker" | "cli" => 7,
+            "web" => 8,
             _ => return None,
         })
     };

@@ -81,6 +81,12 @@ pub enum Dim {
     LoraRank,
     EffectiveBatch,
     GlobalBatch,
+    /// Serving: tokens per block of the KV cache.
+    BlockSize,
+    /// Serving: token slots in a layer's KV cache.
+    CacheSlots,
+    /// Serving: blocks in a request's block table.
+    TableWidth,
 }
 
 /// What would pass what oomlab plans.
@@ -91,6 +97,8 @@ pub enum Planned {
     Logits,
     MlpActivations,
     LoraAdapters,
+    /// Serving: a layer's KV cache, or a step's block tables.
+    KvCache,
     /// A step's ops: its layers × micro-batches.
     Step {
         layers: usize,
@@ -224,6 +232,9 @@ impl Dim {
             Dim::LoraRank => "cfg-dim-lora-rank",
             Dim::EffectiveBatch => "cfg-dim-effective-batch",
             Dim::GlobalBatch => "cfg-dim-global-batch",
+            Dim::BlockSize => "cfg-dim-block-size",
+            Dim::CacheSlots => "cfg-dim-cache-slots",
+            Dim::TableWidth => "cfg-dim-table-width",
         }
     }
 }
@@ -236,6 +247,7 @@ impl Planned {
             Planned::Logits => "cfg-planned-logits",
             Planned::MlpActivations => "cfg-planned-mlp",
             Planned::LoraAdapters => "cfg-planned-lora",
+            Planned::KvCache => "cfg-planned-kv-cache",
             Planned::Step { .. } => "cfg-err-step-limit",
         }
     }

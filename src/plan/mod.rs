@@ -15,6 +15,7 @@ pub mod op;
 pub mod optimizer;
 pub mod parallel;
 pub mod request;
+pub mod serving;
 pub mod techniques;
 pub mod tensor;
 
@@ -48,8 +49,10 @@ pub struct Handles {
     pub master: Option<TensorId>,
     /// fp16: set by the overflow check when a gradient is inf or NaN (the step is skipped).
     pub found_inf: Option<TensorId>,
-    /// One entry per micro-batch (one without gradient accumulation).
+    /// One entry per micro-batch (one without gradient accumulation; none in a serving step).
     pub micro: Vec<MicroHandles>,
+    /// A serving step's inputs, logits and caches (None in a training step).
+    pub serving: Option<serving::ServeHandles>,
 }
 
 /// One micro-batch's inputs and its loss.
@@ -124,9 +127,11 @@ impl Plan {
                 *s = Some(s.map_or((i, i), |(first, _)| (first, i)));
             }
         }
-        // The losses and the overflow flag (a set, so this stays linear with accumulation).
+        // The losses and the overflow flag (a set, so this stays linear with accumulation), and
+        // a serving step's logits, which the engine reads after the step.
         let mut held = vec![false; self.tensors.len()];
-        for id in self.handles.micro.iter().map(|m| m.loss).chain(self.handles.found_inf) {
+        let logits = self.handles.serving.as_ref().map(|s| s.logits);
+        for id in self.handles.micro.iter().map(|m| m.loss).chain(self.handles.found_inf).chain(logits) {
             if let Some(h) = held.get_mut(id.0) {
                 *h = true;
             }

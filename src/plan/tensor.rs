@@ -20,6 +20,9 @@ pub enum Category {
     /// Buffers the collectives of data parallelism pass through: DDP's gradient buckets,
     /// ZeRO's reduce buckets and the parameters ZeRO-3 gathers for one layer.
     Communication,
+    /// Serving: the keys and values of the tokens a request has seen, kept from one step to
+    /// the next so that each new token attends to them without recomputing them.
+    KvCache,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -114,7 +117,7 @@ pub enum Lifetime {
 }
 
 impl Category {
-    pub const ALL: [Category; 10] = [
+    pub const ALL: [Category; 11] = [
         Category::Parameters,
         Category::Gradients,
         Category::OptimizerState,
@@ -125,6 +128,7 @@ impl Category {
         Category::Logits,
         Category::Workspace,
         Category::Communication,
+        Category::KvCache,
     ];
 
     /// Position in [`Category::ALL`].
@@ -145,6 +149,7 @@ impl Category {
             Category::Logits => "logits",
             Category::Workspace => "workspace",
             Category::Communication => "communication",
+            Category::KvCache => "kv_cache",
         }
     }
 
@@ -158,6 +163,7 @@ impl Category {
                 | Category::OptimizerState
                 | Category::MasterWeights
                 | Category::Communication
+                | Category::KvCache
         )
     }
 }

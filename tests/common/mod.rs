@@ -143,7 +143,15 @@ impl Case {
         let (f, u) = (TensorId(0), TensorId(1));
         let micro =
             MicroHandles { tokens: u, targets: u, token_offsets: u, token_positions: u, loss: f, packing: None };
-        let handles = Handles { params: f, trainable: f, grads: f, master: None, found_inf: None, micro: vec![micro] };
+        let handles = Handles {
+            params: f,
+            trainable: f,
+            grads: f,
+            master: None,
+            found_inf: None,
+            micro: vec![micro],
+            serving: None,
+        };
         Plan {
             model: self.model,
             shape: self.shape,

@@ -48,6 +48,7 @@ pub fn category_color(c: Category) -> Color32 {
             Category::Logits => Color32::from_rgb(255, 255, 255),
             Category::Workspace => Color32::from_rgb(150, 150, 150),
             Category::Communication => Color32::from_rgb(170, 68, 153),
+            Category::KvCache => Color32::from_rgb(140, 230, 200),
         };
     }
     match c {
@@ -64,6 +65,7 @@ pub fn category_color(c: Category) -> Color32 {
         Category::Logits => Color32::from_rgb(204, 185, 116),
         Category::Workspace => Color32::from_rgb(140, 140, 140),
         Category::Communication => Color32::from_rgb(100, 181, 205),
+        Category::KvCache => Color32::from_rgb(150, 190, 60),
     }
 }
 
@@ -121,6 +123,7 @@ pub fn category_name(t: &Catalog, c: Category) -> String {
         Category::Logits => "category-logits",
         Category::Workspace => "category-workspace",
         Category::Communication => "category-communication",
+        Category::KvCache => "category-kv-cache",
     })
 }
 

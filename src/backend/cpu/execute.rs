@@ -177,7 +177,16 @@ impl<F: super::ops::Real> CpuExecutor<F> {
                 })
             }
             Op::KvWrite(op::KvWrite { qkv, slots, cache }) => {
-                self.with_outputs([cache], |s, [k]| attention::kv_write(k, s.f(qkv), s.u(slots), c))
+                // In place: the cache is the whole pool, and a step writes a few of its slots
+                // (copying it out and back was most of a decode step). The new keys and values
+                // are rounded to the cache's precision first.
+                let src = self.f(qkv);
+                let mut new = vec![F::zero(); src.len()];
+                store_rounded(self.plan.tensors[cache.tensor.0].dtype, &mut new, src);
+                let slots = self.u(slots).to_vec();
+                if let Some(k) = self.f_mut(cache) {
+                    attention::kv_write(k, &new, &slots, c);
+                }
             }
             Op::CachedAttention(op::CachedAttention { qkv, cache, blocks, lens, out, block_size }) => self
                 .with_new_outputs([out], |s, [o]| {

@@ -189,8 +189,17 @@ impl Builder {
         let qkv_w = (ParamKind::QkvW(i), ParamKind::QkvB(i));
         let h_qkv = self.projection((i, LoraTarget::Qkv), ln1, qkv_w, qkv, (c, 3 * c));
         let atty = self.act(n("attn.out"), &[b, t, c], a, li);
-        let att = match self.techniques.attention {
-            AttentionKind::Standard => {
+        let att = match (self.serve, self.techniques.attention) {
+            (Some(io), _) => {
+                // Serving: the new tokens' keys and values into the cache, then attention over it.
+                let cache = self.serve_caches[i];
+                self.push(Phase::Forward, n("kv_write"), Op::KvWrite(op::KvWrite { qkv, slots: io.slots, cache }));
+                let (blocks, lens, block_size) = (io.blocks, io.lens, io.block_size);
+                let cached = op::CachedAttention { qkv, cache, blocks, lens, out: atty, block_size };
+                self.push(Phase::Forward, n("attn"), Op::CachedAttention(cached));
+                lens
+            }
+            (None, AttentionKind::Standard) => {
                 // Selective checkpointing drops the probabilities right after use.
                 let cat = if self.techniques.checkpoint == Checkpoint::Selective { tmp } else { a };
                 let att = self.act(n("attn.probs"), &[b, nh, t, t], cat, li);
@@ -201,7 +210,7 @@ impl Builder {
                 );
                 att
             }
-            AttentionKind::Fused => {
+            (None, AttentionKind::Fused) => {
                 let lse = self.act32(n("attn.lse"), &[b, nh, t], a, li);
                 self.push(
                     Phase::Forward,

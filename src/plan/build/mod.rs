@@ -2,7 +2,10 @@
 
 mod block;
 mod offload;
+mod serve;
 mod shard;
+
+pub(crate) use serve::serving;
 
 use super::{
     AttentionKind, Batches, Category, Checkpoint, DType, Handles, MicroHandles, Op, OpNode, OptimizerConfig,
@@ -105,6 +108,9 @@ struct Builder {
     host: Option<offload::HostSide>,
     /// Packed rows: the current micro-batch's document starts and positions' index.
     packing: Option<op::Packing>,
+    /// Serving (see `serve.rs`): the step's slots, tables and lengths; each layer's cache.
+    serve: Option<serve::ServeIo>,
+    serve_caches: Vec<View>,
 }
 
 impl Builder {
@@ -135,6 +141,8 @@ impl Builder {
             dp: None,
             host: None,
             packing: None,
+            serve: None,
+            serve_caches: Vec::new(),
         };
         b.dp = shard::Dp::new(&b, rank);
         let dt = b.dt;
@@ -293,6 +301,7 @@ impl Builder {
             master: self.master.or(self.host.as_ref().map(|h| h.master)).map(|m| m.tensor),
             found_inf: found_inf.map(|f| f.tensor),
             micro,
+            serving: None,
         };
         Plan {
             model: self.model,

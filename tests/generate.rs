@@ -3,6 +3,8 @@
 //! servers schedule it, has the shape the PagedAttention paper measured.
 
 mod common;
+#[path = "support/cli.rs"]
+mod support_cli;
 
 use std::path::Path;
 
@@ -162,4 +164,83 @@ fn a_cache_too_small_for_its_layout_is_a_clear_refusal() {
     let small = ready_now(run_requests(&cfg, BackendKind::Cpu, None, requests, Some(&flat))).expect("ready");
     let text = small.err().map(|e| e.to_string()).unwrap_or_default();
     assert!(text.starts_with("a budget of 1.00 MiB leaves no room for the KV cache"), "{text}");
+}
+
+/// `oomlab serving`'s JSON: every figure the issue names, each request's tokens, the sources.
+#[test]
+fn the_serving_command_reports_as_json_and_dumps_for_transformers() {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let out_dir = dir.path().join("gen");
+    let json = |layout: &str, extra: &[&str]| {
+        let mut args = vec!["serving", "--requests", "12", "--context", "256", "--layout", layout, "--json"];
+        args.extend_from_slice(extra);
+        let out = support_cli::oomlab(&args);
+        assert!(out.status.success(), "{layout}: {}", String::from_utf8_lossy(&out.stderr));
+        serde_json::from_slice::<serde_json::Value>(&out.stdout).expect("one JSON document")
+    };
+    let paged = json("paged", &["--dump", out_dir.to_str().expect("utf-8")]);
+    let contiguous = json("contiguous", &[]);
+    for doc in [&paged, &contiguous] {
+        for key in
+            ["peak_concurrent", "kv_reserved_peak_bytes", "kv_used_at_peak_bytes", "waste_fraction", "preemptions"]
+        {
+            assert!(doc[key].is_number(), "{key} in {doc}");
+        }
+        assert!(doc["oom"].is_null());
+        assert_eq!(doc["requests"].as_array().map(Vec::len), Some(12));
+        assert_eq!(doc["sources"]["setup"], "predicted");
+        assert_eq!(doc["sources"]["kv"], "allocator");
+        for r in doc["requests"].as_array().into_iter().flatten() {
+            assert_eq!(r["tokens"].as_array().map(Vec::len), r["output_len"].as_u64().map(|n| n as usize));
+        }
+    }
+    assert_eq!(paged["requests"], contiguous["requests"], "the layout never changes the tokens");
+    assert!(paged["kv_reserved_peak_bytes"].as_u64() < contiguous["kv_reserved_peak_bytes"].as_u64());
+    // The dump: the weights under Hugging Face's names, and the same tokens.
+    let gens = read_generations(&out_dir.join("generations.json")).expect("generations.json");
+    let tokens: Vec<serde_json::Value> = gens.iter().map(|g| serde_json::json!(g.tokens)).collect();
+    let reported: Vec<serde_json::Value> =
+        paged["requests"].as_array().into_iter().flatten().map(|r| r["tokens"].clone()).collect();
+    assert_eq!(tokens, reported);
+    assert!(
+        read_f32(&out_dir.join("model.safetensors"))
+            .expect("weights")
+            .iter()
+            .any(|t| t.name == "transformer.wte.weight")
+    );
+    assert!(out_dir.join("config.json").exists());
+}
+
+#[test]
+fn the_serving_command_refuses_bad_input_in_the_system_language() {
+    let cases: &[(&[&str], &str, &str)] = &[
+        (&["serving", "--block-size", "0"], "--block-size", "--block-size"),
+        (
+            &["serving", "--block-size", "4096"],
+            "--block-size must be between 1 and 1024 (got 4096)",
+            "--block-size 必须介于 1 与 1024 之间",
+        ),
+        (
+            &["serving", "--budget", "1MiB"],
+            "a budget of 1.00 MiB leaves no room for the KV cache",
+            "1.00 MiB 的预算给 KV 缓存留不下空间",
+        ),
+        (&["serving", "--budget", "99GiB"], "--budget must be between", "--budget 必须介于"),
+        (
+            &["serving", "--layout", "growing", "--kv-cache-memory", "64KiB"],
+            "a KV cache of 64.00 KiB holds no request",
+            "64.00 KiB 的 KV 缓存装不下任何请求",
+        ),
+        (&["serving", "--layout", "sideways"], "sideways", "sideways"),
+        (&["serving", "--requests", "-3"], "--requests", "--requests"),
+    ];
+    for (args, english, chinese) in cases {
+        for (lang, needle) in [("C", english), ("zh_CN.UTF-8", chinese)] {
+            let out = support_cli::oomlab_in(lang, args);
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            assert_eq!(out.status.code(), Some(2), "{args:?} {lang}: {stderr}");
+            assert!(stderr.contains(needle), "{args:?} {lang}: expected {needle:?} in {stderr}");
+            assert!(!stderr.contains("panicked"), "{args:?}: {stderr}");
+        }
+    }
 }

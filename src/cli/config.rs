@@ -111,6 +111,15 @@ pub(super) enum BackendArg {
     Cpu,
 }
 
+impl BackendArg {
+    pub(super) fn kind(self) -> BackendKind {
+        match self {
+            BackendArg::Gpu => BackendKind::Gpu,
+            BackendArg::Cpu => BackendKind::Cpu,
+        }
+    }
+}
+
 /// `--precision`.
 #[derive(clap::ValueEnum, Clone, Copy, Debug)]
 pub(super) enum PrecisionArg {
@@ -432,10 +441,7 @@ impl ConfigArgs {
         }
         Ok(Resolved {
             request,
-            backend: match self.backend {
-                BackendArg::Gpu => BackendKind::Gpu,
-                BackendArg::Cpu => BackendKind::Cpu,
-            },
+            backend: self.backend.kind(),
             seed: self.seed,
             json: self.json,
             budget_bytes: self.budget,

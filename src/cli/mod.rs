@@ -15,6 +15,7 @@ mod measure;
 mod peers;
 mod report;
 mod serve;
+mod serving;
 mod snapshot;
 mod sweep;
 mod train;
@@ -142,6 +143,13 @@ enum Command {
         #[command(subcommand)]
         action: snapshot::SnapshotCommand,
     },
+    /// Serve a stream of requests with the toy: a real KV cache (contiguous, growing or paged),
+    /// continuous batching, admission and preemption under a memory budget. Exit code 3 when a
+    /// step or a request ran out of memory.
+    Serving {
+        #[command(flatten)]
+        args: serving::ServingArgs,
+    },
     /// The class server: serves the web app and the class API (live predictions from a whole
     /// class), keeping classes and answers in a SQLite file. Prints the join address and a QR code.
     Serve {
@@ -189,6 +197,7 @@ pub fn main() -> i32 {
         Some(Command::Claims { json }) => estimate::claims_command(json),
         Some(Command::Snapshot { action }) => snapshot::run(&action),
         Some(Command::Serve { args }) => serve::run(&args),
+        Some(Command::Serving { args }) => serving::run(&args),
     };
     match result {
         Ok(()) => EXIT_OK,

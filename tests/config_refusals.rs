@@ -22,6 +22,15 @@ fn examples() -> Vec<(C, &'static str)> {
             "d_model (64) must be divisible by n_heads (3)",
         ),
         (C::Shape(S::Zero { name: Dim::Batch, value: 0 }), "batch must be at least 1 (got 0)"),
+        // A serving step's (plan/serving.rs makes each of them).
+        (C::Shape(S::Zero { name: Dim::BlockSize, value: 0 }), "block size (tokens) must be at least 1 (got 0)"),
+        (C::Shape(S::Zero { name: Dim::CacheSlots, value: 0 }), "KV cache slots must be at least 1 (got 0)"),
+        (C::Shape(S::Zero { name: Dim::TableWidth, value: 0 }), "blocks in a block table must be at least 1 (got 0)"),
+        (
+            C::Shape(S::SizeLimit { what: Planned::KvCache, amount: 1 << 60, limit: 1 << 58 }),
+            "one tensor of the KV cache (slots × 2 × d) or its block tables would be 1152921504606846976 elements: \
+             more than oomlab plans (288230376151711744 elements at most)",
+        ),
         (
             C::Shape(S::TooLarge { name: Dim::DModel, value: 1 << 21 }),
             "d_model = 2097152 is absurdly large (the limit is 1048576)",

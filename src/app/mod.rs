@@ -29,6 +29,7 @@ pub mod lang;
 mod notice;
 mod opening;
 pub mod run;
+pub mod serving_view;
 pub mod settings;
 pub mod shown;
 mod slot;
@@ -577,6 +578,7 @@ impl OomlabApp {
         let mut draft = self.settings.clone();
         match self.shown.tab {
             Tab::RealModels => estimate_view::page(ui, &self.chrome.catalog, &mut draft.estimate, &mut self.shown),
+            Tab::Serving => self.shown.serving.ui(ui, &self.chrome.catalog, self.run.vocab(), None),
             Tab::Snapshot => {
                 let toy = self.shown.memory(&self.run.measured).filter(|_| !views::veil(ui.ctx()).step);
                 self.snapshot.tab_ui(ui, &self.chrome.catalog, toy);

@@ -30,6 +30,8 @@ pub struct Shown {
     /// A chapter's question veils the step: the scrubber starts at the step's start, not at the
     /// peak (where it starts would say where the peak is).
     scrub_from_start: bool,
+    /// The Serving tab: its settings, the run in progress and the finished runs.
+    pub serving: super::serving_view::ServingTab,
 }
 
 impl Shown {
@@ -45,6 +47,7 @@ impl Shown {
             scrub,
             rank: 0,
             scrub_from_start: false,
+            serving: Default::default(),
         }
     }
 

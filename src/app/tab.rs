@@ -8,6 +8,8 @@ pub enum Tab {
     Sweep,
     Allocator,
     Training,
+    /// The toy serving a stream of requests over a real KV cache.
+    Serving,
     /// The large-model estimator.
     RealModels,
     /// A PyTorch memory snapshot from a real run.
@@ -16,12 +18,13 @@ pub enum Tab {
 
 impl Tab {
     /// Every tab, in the order the tab bar shows them, with its label's catalog message.
-    pub const ALL: [(Tab, &'static str); 7] = [
+    pub const ALL: [(Tab, &'static str); 8] = [
         (Tab::Breakdown, "tab-breakdown"),
         (Tab::Timeline, "tab-timeline"),
         (Tab::Sweep, "tab-sweep"),
         (Tab::Allocator, "tab-allocator"),
         (Tab::Training, "tab-training"),
+        (Tab::Serving, "tab-serving"),
         (Tab::RealModels, "tab-real-models"),
         (Tab::Snapshot, "tab-snapshot"),
     ];

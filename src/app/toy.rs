@@ -172,7 +172,7 @@ pub(super) fn toy_views(
             views::explain(ui, t, "explain-allocator");
         }
         Tab::Training => views::training(ui, t, &run.losses, &run.times.step_secs, &run.times.memory),
-        Tab::RealModels | Tab::Snapshot => {}
+        Tab::RealModels | Tab::Snapshot | Tab::Serving => {}
     }
 }
 

@@ -1,5 +1,5 @@
 //! `oomlab serving`: the toy serves a stream of requests with a real KV cache, in one of three
-//! layouts, and reports what the cache held and wasted (issue 58 §1–§3).
+//! layouts, and reports what the cache held and wasted.
 
 use std::path::PathBuf;
 

@@ -8,7 +8,7 @@
 //! block tables): the cache's layout — contiguous, growing or paged — is what the serving
 //! engine puts there, and never changes the math.
 
-use super::{Category, ConfigError, Plan, Precision, TensorId};
+use super::{Category, ConfigError, Plan, TensorId};
 use crate::model::{ModelConfig, ShapeError, StepShape};
 
 /// One serving step's shape: `requests` requests with `new_tokens` new tokens each (a prefill
@@ -73,17 +73,6 @@ impl ServeStep {
 }
 
 impl Plan {
-    /// The plan of one serving step of `model` stored in `precision`'s dtype (fp32, or the 16-bit
-    /// type of mixed precision). The parameters come first, then each layer's cache: every
-    /// step's plan keeps them at the same ids, so an executor goes from step to step with
-    /// `reshape`, its parameters and caches where they were.
-    pub fn serving(model: &ModelConfig, precision: Precision, step: &ServeStep) -> Result<Plan, ConfigError> {
-        step.validate(model)?;
-        // The requests are the batch: one forward pass, no accumulation, one GPU.
-        let batches = super::Batches::micro(step.requests, 1, 1)?;
-        Ok(super::build::serving(model, precision, step, batches))
-    }
-
     /// The serving handles, for a serving plan.
     pub fn serve_handles(&self) -> Option<&ServeHandles> {
         self.handles.serving.as_ref()
@@ -97,5 +86,28 @@ impl Plan {
     /// Bytes of the KV caches (every layer).
     pub fn kv_cache_bytes(&self) -> u64 {
         self.tensors.iter().filter(|t| t.category == Category::KvCache).map(super::TensorInfo::size_bytes).sum()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{Dim, Planned};
+    use crate::plan::Precision;
+
+    #[test]
+    fn a_serving_step_is_refused_in_the_catalogs_words() {
+        let model = ModelConfig::toy(65);
+        let ok = ServeStep { requests: 2, new_tokens: 1, pool_slots: 64, table_width: 4, block_size: 16 };
+        let plan = Plan::serving(&model, Precision::Fp32, &ok).expect("a step");
+        assert!(plan.is_serving() && plan.kv_cache_bytes() == 2 * 64 * 2 * 64 * 4);
+        let refused = |step: ServeStep| Plan::serving(&model, Precision::Fp32, &step).err();
+        let zero = |name| Some(ConfigError::Shape(ShapeError::Zero { name, value: 0 }));
+        assert_eq!(refused(ServeStep { block_size: 0, ..ok }), zero(Dim::BlockSize));
+        assert_eq!(refused(ServeStep { pool_slots: 0, ..ok }), zero(Dim::CacheSlots));
+        assert_eq!(refused(ServeStep { table_width: 0, ..ok }), zero(Dim::TableWidth));
+        let huge = refused(ServeStep { pool_slots: 1 << 60, ..ok });
+        assert!(matches!(huge, Some(ConfigError::Shape(ShapeError::SizeLimit { what: Planned::KvCache, .. }))));
+        assert!(refused(ServeStep { new_tokens: 65, ..ok }).is_some(), "past the model's context");
     }
 }

@@ -344,6 +344,24 @@ impl KvSpace {
         b
     }
 
+    /// Each block of the executor's caches: which request holds it (its id + 1), or 0 when free.
+    /// None for a growing cache, whose memory is the caching allocator's segments, not blocks.
+    pub fn owners(&self) -> Option<Vec<u32>> {
+        if self.layout == Layout::Growing {
+            return None;
+        }
+        let mut map = vec![0u32; self.blocks];
+        for (&id, h) in &self.holds {
+            let owner = u32::try_from(id.saturating_add(1)).unwrap_or(u32::MAX);
+            for &b in &h.table {
+                if let Some(m) = map.get_mut(b as usize) {
+                    *m = owner;
+                }
+            }
+        }
+        Some(map)
+    }
+
     /// Growing: why its last allocation failed, in PyTorch's words.
     pub fn last_oom(&self) -> Option<&OutOfMemory> {
         self.last_oom.as_ref()

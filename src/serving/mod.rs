@@ -149,6 +149,9 @@ pub struct Report {
     /// The largest step's peak in oomlab's allocator, every category (allocator).
     pub step_peak_allocated_bytes: u64,
     pub iterations: Vec<Iteration>,
+    /// The caches' blocks at the peak: each block's request (id + 1), or 0 when free; none for a
+    /// growing cache (its memory is the caching allocator's segments).
+    pub map_at_peak: Option<Vec<u32>>,
 }
 
 /// Sizes the cache for `cfg` (as vLLM's profile run does): the budget less the weights and the
@@ -227,12 +230,11 @@ fn category_bytes(plan: &Plan, c: Category) -> u64 {
 /// Runs `cfg` on `kind` (on `gpu` for the GPU): the requests drawn from the corpus, served to
 /// the end (or until a step runs out of memory).
 pub async fn run(cfg: &ServingConfig, kind: BackendKind, gpu: Option<&Gpu>) -> Result<Report, ServingError> {
-    let data = Dataset::builtin();
-    if cfg.model.vocab != data.tokenizer.vocab_size() {
-        return Err(ServingError::Vocabulary { model: cfg.model.vocab, corpus: data.tokenizer.vocab_size() });
+    let mut session = Session::drawn(cfg, kind, gpu).await?;
+    while !session.done() {
+        session.advance().await;
     }
-    let requests = requests::draw(&data, cfg.requests, cfg.model.seq_len, cfg.seed);
-    run_requests(cfg, kind, gpu, requests, None).await
+    Ok(session.report())
 }
 
 /// Serves `requests` under `cfg`, with the weights `params` where given (else from the seed).
@@ -243,45 +245,122 @@ pub async fn run_requests(
     requests: Vec<Request>,
     params: Option<&[f32]>,
 ) -> Result<Report, ServingError> {
-    let (setup, mut space) = setup(cfg)?;
-    let budget = Budget::Bytes(cfg.budget);
-    let mut runner = Runner::open(kind, gpu, &cfg.model, cfg.precision, space.shape(), cfg.seed, budget).await?;
-    if let Some(p) = params {
-        runner.write_params(p);
+    let mut session = Session::open(cfg, kind, gpu, requests, params).await?;
+    while !session.done() {
+        session.advance().await;
     }
-    let outcome = scheduler::serve(&mut runner, &mut space, requests, cfg.max_num_seqs).await;
-    // The first iteration at the most reserved (a growing cache's allocator keeps its segments
-    // after the requests finish: a later tie would be a nearly empty cache).
-    let peak =
-        outcome.iterations.iter().fold(KvBytes::default(), |p, i| if i.kv.reserved > p.reserved { i.kv } else { p });
-    let refused = outcome.served.iter().any(|s| s.refused);
-    let oom = match (&outcome.stopped, refused) {
-        (Some(e), _) => Some(e.to_string()),
-        (None, true) => Some(space.last_oom().map_or_else(
-            || format!("a request longer than the cache ({} tokens) was refused", space.capacity_tokens()),
-            |o| o.message("the KV cache"),
-        )),
-        (None, false) => None,
-    };
-    Ok(Report {
-        layout: cfg.layout,
-        block_size: space.shape().block_size,
-        backend: match kind {
-            BackendKind::Cpu => "cpu",
-            BackendKind::Gpu => "gpu",
-        },
-        setup,
-        kv_bytes_per_token: cfg.token_bytes(),
-        peak_concurrent: outcome.iterations.iter().map(|i| i.running).max().unwrap_or(0),
-        kv_reserved_peak_bytes: peak.reserved,
-        kv_used_at_peak_bytes: peak.used,
-        waste_fraction: waste_over(&outcome.iterations),
-        waste_at_peak: peak,
-        requests: outcome.served,
-        preemptions: outcome.preemptions,
-        oom,
-        forward_passes: outcome.forward_passes,
-        step_peak_allocated_bytes: outcome.step_peak_allocated,
-        iterations: outcome.iterations,
-    })
+    Ok(session.report())
+}
+
+/// A serving run in progress: its executor, its cache and its scheduler, carried out an
+/// iteration at a time ([`Session::advance`]; the app does some each frame).
+pub struct Session {
+    cfg: ServingConfig,
+    kind: BackendKind,
+    setup: Setup,
+    space: KvSpace,
+    runner: Runner,
+    server: scheduler::Server,
+}
+
+impl Session {
+    /// Sizes the cache, opens the executor (with the weights `params` where given) and queues
+    /// `requests`.
+    pub async fn open(
+        cfg: &ServingConfig,
+        kind: BackendKind,
+        gpu: Option<&Gpu>,
+        requests: Vec<Request>,
+        params: Option<&[f32]>,
+    ) -> Result<Self, ServingError> {
+        let (setup, space) = setup(cfg)?;
+        let budget = Budget::Bytes(cfg.budget);
+        let mut runner = Runner::open(kind, gpu, &cfg.model, cfg.precision, space.shape(), cfg.seed, budget).await?;
+        if let Some(p) = params {
+            runner.write_params(p);
+        }
+        let server = scheduler::Server::new(requests, cfg.max_num_seqs);
+        Ok(Self { cfg: *cfg, kind, setup, space, runner, server })
+    }
+
+    /// Opens a session on the corpus's requests for `cfg` (see [`run`]).
+    pub async fn drawn(cfg: &ServingConfig, kind: BackendKind, gpu: Option<&Gpu>) -> Result<Self, ServingError> {
+        let data = Dataset::builtin();
+        if cfg.model.vocab != data.tokenizer.vocab_size() {
+            return Err(ServingError::Vocabulary { model: cfg.model.vocab, corpus: data.tokenizer.vocab_size() });
+        }
+        let requests = requests::draw(&data, cfg.requests, cfg.model.seq_len, cfg.seed);
+        Self::open(cfg, kind, gpu, requests, None).await
+    }
+
+    /// One iteration of the scheduler.
+    pub async fn advance(&mut self) {
+        self.server.iteration(&mut self.runner, &mut self.space).await;
+    }
+
+    pub fn done(&self) -> bool {
+        self.server.done()
+    }
+
+    /// The iterations so far, and the requests served.
+    pub fn progress(&self) -> (&[Iteration], usize) {
+        (self.server.iterations(), self.server.served())
+    }
+
+    /// The caches' blocks at the peak so far.
+    pub fn map_at_peak(&self) -> Option<&[u32]> {
+        self.server.map_at_peak()
+    }
+
+    /// The sizing of the cache.
+    pub fn setup(&self) -> &Setup {
+        &self.setup
+    }
+
+    pub fn config(&self) -> &ServingConfig {
+        &self.cfg
+    }
+
+    /// The run's report (a run not done reports what it had).
+    pub fn report(self) -> Report {
+        let Session { cfg, kind, setup, space, server, .. } = self;
+        let outcome = server.finish();
+        // The first iteration at the most reserved (a growing cache's allocator keeps its
+        // segments after the requests finish: a later tie would be a nearly empty cache).
+        let peak = outcome
+            .iterations
+            .iter()
+            .fold(KvBytes::default(), |p, i| if i.kv.reserved > p.reserved { i.kv } else { p });
+        let refused = outcome.served.iter().any(|s| s.refused);
+        let oom = match (&outcome.stopped, refused) {
+            (Some(e), _) => Some(e.to_string()),
+            (None, true) => Some(space.last_oom().map_or_else(
+                || format!("a request longer than the cache ({} tokens) was refused", space.capacity_tokens()),
+                |o| o.message("the KV cache"),
+            )),
+            (None, false) => None,
+        };
+        Report {
+            layout: cfg.layout,
+            block_size: space.shape().block_size,
+            backend: match kind {
+                BackendKind::Cpu => "cpu",
+                BackendKind::Gpu => "gpu",
+            },
+            setup,
+            kv_bytes_per_token: cfg.token_bytes(),
+            peak_concurrent: outcome.iterations.iter().map(|i| i.running).max().unwrap_or(0),
+            kv_reserved_peak_bytes: peak.reserved,
+            kv_used_at_peak_bytes: peak.used,
+            waste_fraction: waste_over(&outcome.iterations),
+            waste_at_peak: peak,
+            requests: outcome.served,
+            preemptions: outcome.preemptions,
+            oom,
+            forward_passes: outcome.forward_passes,
+            step_peak_allocated_bytes: outcome.step_peak_allocated,
+            iterations: outcome.iterations,
+            map_at_peak: outcome.map_at_peak,
+        }
+    }
 }

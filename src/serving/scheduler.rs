@@ -68,32 +68,64 @@ pub struct Outcome {
     pub stopped: Option<BackendError>,
     /// The largest step's allocator peak (bytes allocated, every category).
     pub step_peak_allocated: u64,
+    /// The caches' blocks at the first iteration at the most reserved: each block's request
+    /// (id + 1) or 0 (see `KvSpace::owners`).
+    pub map_at_peak: Option<Vec<u32>>,
 }
 
-/// Serves `requests`, all arriving at once, at most `max_num_seqs` at a time.
-pub async fn serve(runner: &mut Runner, space: &mut KvSpace, requests: Vec<Request>, max_num_seqs: usize) -> Outcome {
-    let vocab = runner.vocab();
-    let width = space.shape().table_width;
-    let mut waiting: VecDeque<Live> =
-        requests.into_iter().map(|req| Live { req, generated: Vec::new(), preempted: 0 }).collect();
-    let mut running: Vec<Live> = Vec::new();
-    let mut out = Outcome {
-        served: Vec::new(),
-        iterations: Vec::new(),
-        preemptions: 0,
-        forward_passes: 0,
-        stopped: None,
-        step_peak_allocated: 0,
-    };
-    let finish = |live: Live, refused: bool| Served {
-        id: live.req.id,
-        prompt_len: live.req.prompt.len(),
-        output_len: live.req.output_len,
-        tokens: live.generated,
-        preempted: live.preempted,
-        refused,
-    };
-    while !(waiting.is_empty() && running.is_empty()) {
+/// The scheduler's state between iterations: a run that can be carried out an iteration at a
+/// time (the app does one or a few per frame).
+pub struct Server {
+    waiting: VecDeque<Live>,
+    running: Vec<Live>,
+    out: Outcome,
+    max_num_seqs: usize,
+}
+
+impl Server {
+    /// `requests`, all arriving at once, to serve at most `max_num_seqs` at a time.
+    pub fn new(requests: Vec<Request>, max_num_seqs: usize) -> Self {
+        let waiting = requests.into_iter().map(|req| Live { req, generated: Vec::new(), preempted: 0 }).collect();
+        let out = Outcome {
+            served: Vec::new(),
+            iterations: Vec::new(),
+            preemptions: 0,
+            forward_passes: 0,
+            stopped: None,
+            step_peak_allocated: 0,
+            map_at_peak: None,
+        };
+        Self { waiting, running: Vec::new(), out, max_num_seqs: max_num_seqs.max(1) }
+    }
+
+    /// Whether every request is served (or the run stopped).
+    pub fn done(&self) -> bool {
+        self.out.stopped.is_some() || (self.waiting.is_empty() && self.running.is_empty())
+    }
+
+    /// The iterations so far.
+    pub fn iterations(&self) -> &[Iteration] {
+        &self.out.iterations
+    }
+
+    /// The caches' blocks at the peak so far (see [`Outcome::map_at_peak`]).
+    pub fn map_at_peak(&self) -> Option<&[u32]> {
+        self.out.map_at_peak.as_deref()
+    }
+
+    /// Requests served so far.
+    pub fn served(&self) -> usize {
+        self.out.served.len()
+    }
+
+    /// One iteration: room for the running requests' next tokens (preempting the newest while
+    /// there is none), admission, a decode step, the admitted requests' prefills.
+    pub async fn iteration(&mut self, runner: &mut Runner, space: &mut KvSpace) {
+        if self.done() {
+            return;
+        }
+        let (vocab, width) = (runner.vocab(), space.shape().table_width);
+        let (running, waiting, out) = (&mut self.running, &mut self.waiting, &mut self.out);
         // 1. Room for every running request's next token, oldest first.
         let mut preempted_now = false;
         let mut i = 0;
@@ -111,7 +143,7 @@ pub async fn serve(runner: &mut Runner, space: &mut KvSpace, requests: Vec<Reque
         }
         // 2. Admission, when nobody had to make room.
         let mut admitted: Vec<Live> = Vec::new();
-        while !preempted_now && running.len() + admitted.len() < max_num_seqs.max(1) {
+        while !preempted_now && running.len() + admitted.len() < self.max_num_seqs {
             let Some(front) = waiting.front() else { break };
             let (id, tokens, last) = (front.req.id, front.prompt_len_now(), front.final_tokens());
             if space.admit(id, tokens, last) {
@@ -121,20 +153,20 @@ pub async fn serve(runner: &mut Runner, space: &mut KvSpace, requests: Vec<Reque
             if running.is_empty() && admitted.is_empty() {
                 // It cannot fit even alone, in an empty cache: refused, as a server refuses a
                 // prompt too long for it.
-                out.served.extend(waiting.pop_front().map(|l| finish(l, true)));
+                out.served.extend(waiting.pop_front().map(|l| l.served(true)));
                 continue;
             }
             break;
         }
-        out.iterations.push(Iteration {
-            running: running.len() + admitted.len(),
-            waiting: waiting.len(),
-            kv: space.bytes(),
-        });
+        let kv = space.bytes();
+        if out.iterations.iter().all(|i| i.kv.reserved < kv.reserved) {
+            out.map_at_peak = space.owners();
+        }
+        out.iterations.push(Iteration { running: running.len() + admitted.len(), waiting: waiting.len(), kv });
         // 3. One decode step for the running requests.
         if !running.is_empty() {
             let mut inputs = StepInputs { requests: running.len(), new_tokens: 1, ..StepInputs::default() };
-            for live in &running {
+            for live in running.iter() {
                 let id = live.req.id;
                 let n = space.tokens(id);
                 let pos = n.saturating_sub(1);
@@ -144,7 +176,7 @@ pub async fn serve(runner: &mut Runner, space: &mut KvSpace, requests: Vec<Reque
                 inputs.tables.extend(space.table(id, width));
                 inputs.lens.push(n as u32);
             }
-            match run(runner, &inputs, vocab, &mut out).await {
+            match run(runner, &inputs, vocab, out).await {
                 Ok(next) => {
                     for (live, t) in running.iter_mut().zip(next) {
                         live.generated.push(t);
@@ -152,18 +184,20 @@ pub async fn serve(runner: &mut Runner, space: &mut KvSpace, requests: Vec<Reque
                 }
                 Err(e) => {
                     out.stopped = Some(e);
-                    break;
+                    waiting.extend(admitted);
+                    return;
                 }
             }
             let (done, still): (Vec<Live>, Vec<Live>) = running.drain(..).partition(Live::done);
-            running = still;
+            *running = still;
             for live in done {
                 space.release(live.req.id);
-                out.served.push(finish(live, false));
+                out.served.push(live.served(false));
             }
         }
         // 4. Each admitted request's prefill.
-        for mut live in admitted {
+        let mut admitted = admitted.into_iter();
+        while let Some(mut live) = admitted.next() {
             let id = live.req.id;
             let prefix = live.prefix();
             let n = prefix.len();
@@ -176,37 +210,59 @@ pub async fn serve(runner: &mut Runner, space: &mut KvSpace, requests: Vec<Reque
                 lens: vec![n as u32],
                 tokens: prefix,
             };
-            match run(runner, &inputs, vocab, &mut out).await {
+            match run(runner, &inputs, vocab, out).await {
                 Ok(next) => live.generated.extend(next),
                 Err(e) => {
                     out.stopped = Some(e);
-                    running.push(live);
-                    break;
+                    waiting.push_back(live);
+                    waiting.extend(admitted);
+                    return;
                 }
             }
             if live.done() {
                 space.release(id);
-                out.served.push(finish(live, false));
+                out.served.push(live.served(false));
             } else {
                 running.push(live);
             }
         }
-        if out.stopped.is_some() {
-            break;
+    }
+
+    /// The outcome: every request as it ended (a stopped run's with what it had generated).
+    pub fn finish(mut self) -> Outcome {
+        for live in self.running.into_iter().chain(self.waiting) {
+            self.out.served.push(live.served(false));
         }
+        self.out.served.sort_by_key(|s| s.id);
+        self.out
     }
-    // A stopped run: what each request had generated.
-    for live in running.into_iter().chain(waiting) {
-        out.served.push(finish(live, false));
+}
+
+/// Serves `requests`, all arriving at once, at most `max_num_seqs` at a time, to the end.
+pub async fn serve(runner: &mut Runner, space: &mut KvSpace, requests: Vec<Request>, max_num_seqs: usize) -> Outcome {
+    let mut server = Server::new(requests, max_num_seqs);
+    while !server.done() {
+        server.iteration(runner, space).await;
     }
-    out.served.sort_by_key(|s| s.id);
-    out
+    server.finish()
 }
 
 impl Live {
     /// The tokens its prefill writes now.
     fn prompt_len_now(&self) -> usize {
         self.req.prompt.len() + self.generated.len()
+    }
+
+    /// How it ended.
+    fn served(self, refused: bool) -> Served {
+        Served {
+            id: self.req.id,
+            prompt_len: self.req.prompt.len(),
+            output_len: self.req.output_len,
+            tokens: self.generated,
+            preempted: self.preempted,
+            refused,
+        }
     }
 }
 

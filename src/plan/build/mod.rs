@@ -5,8 +5,6 @@ mod offload;
 mod serve;
 mod shard;
 
-pub(crate) use serve::serving;
-
 use super::{
     AttentionKind, Batches, Category, Checkpoint, DType, Handles, MicroHandles, Op, OpNode, OptimizerConfig,
     OptimizerKind, Phase, Plan, Techniques, TensorId, TensorInfo, View,

@@ -6,7 +6,8 @@ use crate::model::ModelConfig;
 use crate::model::params::{ParamKind, ParamLayout};
 use crate::plan::serving::{ServeHandles, ServeStep};
 use crate::plan::{
-    Batches, Category, DType, Handles, Op, OptimizerConfig, Phase, Plan, Precision, Techniques, TensorId, View, op,
+    Batches, Category, ConfigError, DType, Handles, Op, OptimizerConfig, Phase, Plan, Precision, Techniques, TensorId,
+    View, op,
 };
 
 /// The step's inputs the blocks read (the caches are [`Builder::serve_caches`]).
@@ -18,8 +19,21 @@ pub(super) struct ServeIo {
     pub block_size: usize,
 }
 
+impl Plan {
+    /// The plan of one serving step of `model` stored in `precision`'s dtype (fp32, or the 16-bit
+    /// type of mixed precision). The parameters come first, then each layer's cache: every
+    /// step's plan keeps them at the same ids, so an executor goes from step to step with
+    /// `reshape`, its parameters and caches where they were.
+    pub fn serving(model: &ModelConfig, precision: Precision, step: &ServeStep) -> Result<Plan, ConfigError> {
+        step.validate(model)?;
+        // The requests are the batch: one forward pass, no accumulation, one GPU.
+        let batches = Batches::micro(step.requests, 1, 1)?;
+        Ok(serving(model, precision, step, batches))
+    }
+}
+
 /// The plan of one validated serving step.
-pub(crate) fn serving(model: &ModelConfig, precision: Precision, step: &ServeStep, batches: Batches) -> Plan {
+fn serving(model: &ModelConfig, precision: Precision, step: &ServeStep, batches: Batches) -> Plan {
     let techniques = Techniques { precision, ..Techniques::default() };
     let shape = step.shape();
     let none = View { tensor: TensorId(0), offset: 0, len: 0 };

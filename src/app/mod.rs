@@ -5,7 +5,8 @@
 //! Its state is five parts, each owning its own and tested on its own, and the settings, which
 //! change only through one door ([`settings::door`]):
 //! - [`run::Run`]: the executor, the step in flight and what steps left behind;
-//! - [`shown::Shown`]: what the views show, derived from the settings, and the tab;
+//! - [`shown::Shown`]: what the views show, derived from the settings, and the tab (with the
+//!   Serving tab's runs);
 //! - [`teaching::Teaching`]: lessons, challenges and teacher links;
 //! - [`chrome::Chrome`]: language and fonts, notices, the drawer, present mode;
 //! - [`snapshot_view::SnapshotState`]: the PyTorch snapshot the Snapshot tab shows;
@@ -565,9 +566,7 @@ impl OomlabApp {
         }
         let (shown, measured) = (&self.shown, &self.run.measured);
         let status = export::carry_out(ask, &self.chrome, shown, measured, self.settings.device.budget_bytes, ctx);
-        if let Some(s) = status {
-            self.chrome.status = Some(s.unwrap_or_else(|e| e));
-        }
+        self.chrome.status = status.map(|s| s.unwrap_or_else(|e| e)).or(self.chrome.status.take());
     }
 
     /// The tabs, above the scrolling view so that they stay in reach.

@@ -39,7 +39,7 @@ fn main() {
 
 /// The message prefixes only native code (the server, the CLI) words: `src/i18n.rs` names them
 /// too, and `tests/i18n.rs` checks no code the web build compiles uses one.
-const NATIVE_ONLY: &[&str] = &["student-", "cli-", "serve-"];
+const NATIVE_ONLY: &[&str] = &["student-", "cli-", "serve-", "serving-"];
 
 /// `text` without its comment lines, and without the messages whose id starts with one of
 /// `dropped` (a message's continuation lines are indented: they go with it).

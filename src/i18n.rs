@@ -20,7 +20,7 @@ pub const EN_FTL: &str = include_str!(concat!(env!("OUT_DIR"), "/i18n/en-web.ftl
 /// The message prefixes only native code words (the class server's student page, the toy CLI's
 /// refusals, the serving estimate's until the app shows serving): the web module's English leaves
 /// them out (`build.rs` keeps the same list).
-pub const NATIVE_ONLY: &[&str] = &["student-", "cli-", "serve-"];
+pub const NATIVE_ONLY: &[&str] = &["student-", "cli-", "serve-", "serving-"];
 /// Simplified Chinese, compiled in on the desktop. The web build fetches it with the Chinese
 /// font, the first time Chinese is wanted ([`set_zh_catalog`]): 23 kB of its gzipped module.
 #[cfg(not(target_arch = "wasm32"))]

@@ -244,3 +244,23 @@ fn the_serving_command_refuses_bad_input_in_the_system_language() {
         }
     }
 }
+
+/// `bench --decode`: the toy's decode rate at batch 1 and 16, beside PyTorch's where it runs
+/// (here it is declined: CI has no torch).
+#[test]
+fn the_decode_benchmark_reports_a_rate_per_batch() {
+    let out = support_cli::oomlab(&["bench", "--decode", "--backend", "cpu", "--torch-python", "none", "--json"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    let rates = doc["oomlab"].as_array().expect("rates");
+    assert_eq!(rates.iter().map(|r| r["batch"].as_u64()).collect::<Vec<_>>(), vec![Some(1), Some(16)]);
+    for r in rates {
+        let tps = r["decode_tokens_per_sec"].as_f64().expect("a rate");
+        let ms = r["ms_per_step"].as_f64().expect("a step time");
+        assert!(tps > 0.0 && ms > 0.0, "{r}");
+        // Tokens per second is the batch over the step time.
+        let b = r["batch"].as_f64().unwrap_or(0.0);
+        assert!((tps - b * 1e3 / ms).abs() <= 1e-6 * tps, "{r}");
+    }
+    assert_eq!(doc["pytorch_cpu_eager"]["not_run"], "--torch-python none");
+}

@@ -283,3 +283,54 @@ pub(super) fn bench_gemm(n: usize) -> Result<(), Failure> {
     println!("matmul {n}×{n}×{n}: {gflops:.2} GFLOP/s on {}, {kernel} GEMM kernel", g.ctx.describe());
     Ok(())
 }
+
+/// `bench --decode`: the toy's decode tokens per second on its KV cache, at batch 1 and 16, on
+/// the chosen backend, beside PyTorch CPU eager with transformers' cache on the same model shape
+/// in the same run.
+pub(super) fn decode(peer_args: &PeerArgs, config: &ConfigArgs) -> Result<(), Failure> {
+    let dataset = Dataset::builtin();
+    let r = config.resolve_one(&dataset)?;
+    let model = ModelConfig { seq_len: oomlab::serving::CONTEXT, ..*r.model() };
+    let gpu = open_gpu(&r)?;
+    let (prompt, steps) = (64, 64);
+    let batches = [1usize, 16];
+    let mut ours = Vec::new();
+    for &b in &batches {
+        let run = oomlab::serving::bench::decode_rate(r.backend, gpu.as_ref(), &model, (b, prompt, steps, 3));
+        ours.push(pollster::block_on(run).map_err(|e| Failure { code: EXIT_FAILURE, message: e.to_string() })?);
+    }
+    let torch = peers::torch_decode(peer_args, &model, &batches, (prompt, steps));
+    let name = match r.backend {
+        BackendKind::Cpu => "oomlab cpu".to_string(),
+        BackendKind::Gpu => "oomlab gpu".to_string(),
+    };
+    if r.json {
+        let peer = match &torch {
+            Ok((rates, versions)) => serde_json::json!({"rates": rates, "versions": versions}),
+            Err(why) => serde_json::json!({"not_run": why}),
+        };
+        println!(
+            "{}",
+            serde_json::json!({"model": model, "prompt": prompt, "steps": steps, "oomlab": ours, "backend": name, "pytorch_cpu_eager": peer})
+        );
+        return Ok(());
+    }
+    println!(
+        "decode, d {} L {} heads {}, prompts of {prompt} tokens then {steps} decode steps (tokens per second)",
+        model.d_model, model.n_layers, model.n_heads
+    );
+    for rate in &ours {
+        let peer = match &torch {
+            Ok((rates, _)) => {
+                rates.iter().find(|(b, _)| *b == rate.batch).map_or("?".to_string(), |(_, t)| format!("{t:.0}"))
+            }
+            Err(_) => "not run".into(),
+        };
+        println!("  batch {:>3}: {name} {:>8.0}   PyTorch CPU eager {peer:>8}", rate.batch, rate.decode_tokens_per_sec);
+    }
+    match torch {
+        Ok((_, versions)) => println!("  PyTorch: {versions}, 2 threads"),
+        Err(why) => println!("  PyTorch CPU eager: not run ({why})"),
+    }
+    Ok(())
+}

@@ -114,6 +114,10 @@ enum Command {
         /// Also time every GPU kernel of each config timed, on its own.
         #[arg(long)]
         profile: bool,
+        /// Time serving's decode instead: the toy's decode tokens per second over its KV cache at
+        /// batch 1 and 16, beside PyTorch CPU eager with transformers' cache.
+        #[arg(long)]
+        decode: bool,
         /// Which configs to time: the default (flags below) and the larger one (d 256, 4
         /// layers, seq 128, batch 16).
         #[arg(long, value_enum, default_value = "both")]
@@ -192,7 +196,10 @@ pub fn main() -> i32 {
         Some(Command::Compare { steps, config }) => compare(steps, &config),
         Some(Command::Estimate { args }) if args.serve.serve => estimate_serve::run(&args),
         Some(Command::Estimate { args }) => estimate::run(&args),
-        Some(Command::Bench { steps, profile, only, peers, config }) => bench(steps, profile, only, &peers, &config),
+        Some(Command::Bench { decode: true, peers, config, .. }) => bench::decode(&peers, &config),
+        Some(Command::Bench { steps, profile, only, peers, config, .. }) => {
+            bench(steps, profile, only, &peers, &config)
+        }
         Some(Command::Gemm { size }) => bench_gemm(size),
         Some(Command::Claims { json }) => estimate::claims_command(json),
         Some(Command::Snapshot { action }) => snapshot::run(&action),

@@ -13,6 +13,8 @@ use std::process::{Command, Stdio};
 
 /// The PyTorch peer's script (see the module docs).
 const TORCH_BENCH: &str = include_str!("../../scripts/peers/torch_bench.py");
+/// The PyTorch decode peer (`bench --decode`): eager decode with transformers' KV cache.
+const TORCH_DECODE_BENCH: &str = include_str!("../../scripts/peers/torch_decode_bench.py");
 /// The same model on a CUDA device (`--torch-device cuda`).
 const TORCH_CUDA_BENCH: &str = include_str!("../../scripts/peers/torch_cuda_bench.py");
 
@@ -249,4 +251,46 @@ fn text(json: &serde_json::Value, path: &[&str]) -> String {
         Some(other) => other.to_string(),
         None => "?".into(),
     }
+}
+
+/// PyTorch CPU eager's decode rates (tokens per second) at each batch of `batches`, for a GPT-2
+/// of `model`'s shape, with prompts of `prompt` tokens and `steps` decode steps; or why it did
+/// not run.
+pub(super) fn torch_decode(
+    args: &PeerArgs,
+    model: &oomlab::model::ModelConfig,
+    batches: &[usize],
+    (prompt, steps): (usize, usize),
+) -> Result<(Vec<(usize, f64)>, String), String> {
+    let python = torch_python(args).map_err(|e| e.to_string())?;
+    let list = batches.iter().map(usize::to_string).collect::<Vec<_>>().join(",");
+    let nums = [
+        ("--d", model.d_model),
+        ("--layers", model.n_layers),
+        ("--heads", model.n_heads),
+        ("--context", model.seq_len),
+        ("--vocab", model.vocab),
+        ("--prompt", prompt),
+        ("--steps", steps),
+    ];
+    let mut cmd = Command::new(&python);
+    cmd.arg("-").args(nums.iter().flat_map(|(k, v)| [k.to_string(), v.to_string()])).args(["--batches", &list]);
+    let mut child = cmd
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(|error| PeerError::Start { program: python.clone(), error }.to_string())?;
+    if let Some(mut stdin) = child.stdin.take() {
+        stdin.write_all(TORCH_DECODE_BENCH.as_bytes()).map_err(|e| PeerError::Script(e).to_string())?;
+    }
+    let out = child.wait_with_output().map_err(|e| PeerError::Wait(e).to_string())?;
+    let json = last_json(&out).map_err(|e| e.to_string())?;
+    let rates = json["rates"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|r| Some((r["batch"].as_u64()? as usize, r["decode_tokens_per_sec"].as_f64()?)))
+        .collect();
+    Ok((rates, format!("torch {}, transformers {}", text(&json, &["torch"]), text(&json, &["transformers"]))))
 }

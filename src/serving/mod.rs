@@ -8,6 +8,8 @@
 //! predicts what the weights and the largest step's activations take (the plan through the
 //! caching allocator), and gives the cache the rest.
 
+#[cfg(not(target_arch = "wasm32"))]
+pub mod bench;
 pub mod cache;
 pub mod error;
 pub mod requests;

@@ -307,7 +307,7 @@ pub(super) fn decode(peer_args: &PeerArgs, config: &ConfigArgs) -> Result<(), Fa
     if r.json {
         let peer = match &torch {
             Ok((rates, versions)) => serde_json::json!({"rates": rates, "versions": versions}),
-            Err(why) => serde_json::json!({"not_run": why}),
+            Err(why) => serde_json::json!({"not_run": why.to_string()}),
         };
         println!(
             "{}",

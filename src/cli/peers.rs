@@ -124,7 +124,7 @@ pub(super) fn run(args: &PeerArgs, configs: &[PeerConfig], steps: usize) -> Peer
 /// Why a peer did not run, or failed (the bench's notes say it; the processes' own words are
 /// quoted).
 #[derive(Debug, thiserror::Error)]
-enum PeerError {
+pub(super) enum PeerError {
     #[error("--torch-python none")]
     Declined,
     #[error("python3 has no torch and transformers; pass --torch-python")]
@@ -261,8 +261,8 @@ pub(super) fn torch_decode(
     model: &oomlab::model::ModelConfig,
     batches: &[usize],
     (prompt, steps): (usize, usize),
-) -> Result<(Vec<(usize, f64)>, String), String> {
-    let python = torch_python(args).map_err(|e| e.to_string())?;
+) -> Result<(Vec<(usize, f64)>, String), PeerError> {
+    let python = torch_python(args)?;
     let list = batches.iter().map(usize::to_string).collect::<Vec<_>>().join(",");
     let nums = [
         ("--d", model.d_model),
@@ -280,12 +280,12 @@ pub(super) fn torch_decode(
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
-        .map_err(|error| PeerError::Start { program: python.clone(), error }.to_string())?;
+        .map_err(|error| PeerError::Start { program: python.clone(), error })?;
     if let Some(mut stdin) = child.stdin.take() {
-        stdin.write_all(TORCH_DECODE_BENCH.as_bytes()).map_err(|e| PeerError::Script(e).to_string())?;
+        stdin.write_all(TORCH_DECODE_BENCH.as_bytes()).map_err(PeerError::Script)?;
     }
-    let out = child.wait_with_output().map_err(|e| PeerError::Wait(e).to_string())?;
-    let json = last_json(&out).map_err(|e| e.to_string())?;
+    let out = child.wait_with_output().map_err(PeerError::Wait)?;
+    let json = last_json(&out)?;
     let rates = json["rates"]
         .as_array()
         .into_iter()

@@ -5,10 +5,10 @@
 use egui::{Color32, RichText, Ui};
 use egui_plot::{Line, Plot, PlotPoints};
 
-use super::layout_name;
 use crate::app::views::{Source, category_color, describe_chart, swatch};
 use crate::i18n::Catalog;
 use crate::plan::Category;
+use crate::serving::Layout;
 use crate::serving::{Iteration, Report};
 use crate::units::format_bytes;
 
@@ -173,4 +173,13 @@ pub fn compare(ui: &mut Ui, t: &Catalog, reports: &[Report]) {
             ui.end_row();
         }
     });
+}
+
+/// A layout's name in the reader's language.
+pub fn layout_name(t: &Catalog, layout: Layout) -> String {
+    t.text(match layout {
+        Layout::Contiguous => "serving-layout-contiguous",
+        Layout::Growing => "serving-layout-growing",
+        Layout::Paged => "serving-layout-paged",
+    })
 }

@@ -12,7 +12,9 @@ mod charts;
 mod tab;
 
 #[cfg(not(target_arch = "wasm32"))]
-pub use tab::{ServingTab, layout_name};
+pub use charts::layout_name;
+#[cfg(not(target_arch = "wasm32"))]
+pub use tab::ServingTab;
 
 /// The browser's Serving tab: where to serve instead.
 #[cfg(target_arch = "wasm32")]

@@ -3,7 +3,7 @@
 
 use egui::{RichText, Ui};
 
-use super::charts;
+use super::charts::{self, layout_name};
 
 use crate::backend::{BackendKind, Gpu, ready_now};
 use crate::i18n::Catalog;
@@ -41,15 +41,6 @@ impl Default for ServingTab {
             error: None,
         }
     }
-}
-
-/// A layout's name in the reader's language.
-pub fn layout_name(t: &Catalog, layout: Layout) -> String {
-    t.text(match layout {
-        Layout::Contiguous => "serving-layout-contiguous",
-        Layout::Growing => "serving-layout-growing",
-        Layout::Paged => "serving-layout-paged",
-    })
 }
 
 impl ServingTab {

@@ -99,7 +99,8 @@ pub fn waste_parts(ui: &mut Ui, t: &Catalog, r: &Report) {
         );
         ui.horizontal(|ui| {
             swatch(ui, colour);
-            ui.label(&line);
+            // Wrapped within the row: a phone's width holds the longest part's words.
+            ui.add(egui::Label::new(&line).wrap());
         });
         lines.push(line);
     }

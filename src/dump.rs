@@ -52,6 +52,24 @@ pub fn hf_config(model: &ModelConfig) -> serde_json::Value {
     })
 }
 
+/// Creates `dir` and writes the model as both dumps do (config.json, model.safetensors with
+/// `params`); returns the writer of the dump's other text files.
+fn model_files<'a>(
+    dir: &'a Path,
+    model: &ModelConfig,
+    layout: &ParamLayout,
+    params: &[f32],
+) -> Result<impl Fn(&str, String) -> Result<(), DumpError> + 'a, DumpError> {
+    std::fs::create_dir_all(dir).map_err(|source| DumpError::Io { path: dir.display().to_string(), source })?;
+    let write_text = move |name: &str, text: String| {
+        std::fs::write(dir.join(name), text)
+            .map_err(|source| DumpError::Io { path: dir.join(name).display().to_string(), source })
+    };
+    write_text("config.json", serde_json::to_string_pretty(&hf_config(model))?)?;
+    write_f32(&dir.join("model.safetensors"), &split_flat(layout, params))?;
+    Ok(write_text)
+}
+
 /// One named f32 tensor.
 #[derive(Clone, Debug, PartialEq)]
 pub struct NamedTensor {
@@ -140,13 +158,7 @@ pub struct GenerationDump<'a> {
 
 impl GenerationDump<'_> {
     pub fn write(&self, dir: &Path) -> Result<(), DumpError> {
-        std::fs::create_dir_all(dir).map_err(|source| DumpError::Io { path: dir.display().to_string(), source })?;
-        let write_text = |name: &str, text: String| {
-            std::fs::write(dir.join(name), text)
-                .map_err(|source| DumpError::Io { path: dir.join(name).display().to_string(), source })
-        };
-        write_text("config.json", serde_json::to_string_pretty(&hf_config(self.model))?)?;
-        write_f32(&dir.join("model.safetensors"), &split_flat(self.layout, self.params))?;
+        let write_text = model_files(dir, self.model, self.layout, self.params)?;
         write_text("generations.json", serde_json::to_string(&self.generations)?)?;
         Ok(())
     }
@@ -197,13 +209,7 @@ pub struct StepDump<'a> {
 
 impl StepDump<'_> {
     pub fn write(&self, dir: &Path) -> Result<(), DumpError> {
-        std::fs::create_dir_all(dir).map_err(|source| DumpError::Io { path: dir.display().to_string(), source })?;
-        let write_text = |name: &str, text: String| {
-            std::fs::write(dir.join(name), text)
-                .map_err(|source| DumpError::Io { path: dir.join(name).display().to_string(), source })
-        };
-        write_text("config.json", serde_json::to_string_pretty(&hf_config(self.model))?)?;
-        write_f32(&dir.join("model.safetensors"), &split_flat(self.layout, self.initial_params))?;
+        let write_text = model_files(dir, self.model, self.layout, self.initial_params)?;
         write_f32(&dir.join("grads.safetensors"), &split_flat(self.layout, self.grads))?;
         let shape = vec![self.batch.shape.batch, self.batch.shape.seq];
         let ids: Vec<i64> = self.batch.inputs.iter().map(|&x| x as i64).collect();

@@ -316,6 +316,34 @@ impl Builder {
         }
     }
 
+    /// The final LayerNorm of `x` (its output, mean and 1/std in `cat`) and the LM head, tied to
+    /// the embedding: (out, mean, rstd, logits). Under ZeRO-3 each gathers its unit first.
+    fn norm_and_head(&mut self, x: View, cat: Category) -> (View, View, View, View) {
+        let (b, t) = (self.shape.batch as u64, self.shape.seq as u64);
+        let (c, v) = (self.model.d_model as u64, self.model.vocab as u64);
+        let (embeddings, ln_f) = (0, 1 + 2 * self.model.n_layers);
+        let out = self.act("ln_f.out", &[b, t, c], cat, None);
+        let mean = self.act32("ln_f.mean", &[b, t], cat, None);
+        let rstd = self.act32("ln_f.rstd", &[b, t], cat, None);
+        self.gather(&[ln_f], Phase::Forward);
+        let (weight, bias) = (self.p(ParamKind::LnFW), self.p(ParamKind::LnFB));
+        self.push(Phase::Forward, "ln_f", Op::LayerNorm(op::LayerNorm { inp: x, weight, bias, out, mean, rstd }));
+        let logits = self.act("logits", &[b, t, v], Category::Logits, None);
+        self.gather(&[embeddings], Phase::Forward);
+        let head = op::Matmul {
+            inp: out,
+            weight: self.p(ParamKind::Wte),
+            bias: None,
+            out: logits,
+            rows: b * t,
+            k: c,
+            n: v,
+            weight_transposed: true,
+        };
+        self.push(Phase::Forward, "lm_head", Op::Matmul(head));
+        (out, mean, rstd, logits)
+    }
+
     /// Forward and backward of one micro-batch; gradients accumulate into `gradients`.
     fn micro_step(&mut self) -> MicroHandles {
         // Sizes in u64 (`check_sizes` bounds every product); `l` counts layers.
@@ -374,38 +402,7 @@ impl Builder {
             saved.push(s);
             x = out;
         }
-        let lnf = self.act("ln_f.out", &[b, t, c], A, None);
-        let lnf_mean = self.act32("ln_f.mean", &[b, t], A, None);
-        let lnf_rstd = self.act32("ln_f.rstd", &[b, t], A, None);
-        self.gather(&[ln_f], Phase::Forward);
-        self.push(
-            Phase::Forward,
-            "ln_f",
-            Op::LayerNorm(op::LayerNorm {
-                inp: x,
-                weight: self.p(ParamKind::LnFW),
-                bias: self.p(ParamKind::LnFB),
-                out: lnf,
-                mean: lnf_mean,
-                rstd: lnf_rstd,
-            }),
-        );
-        let logits = self.act("logits", &[b, t, v], Category::Logits, None);
-        self.gather(&[embeddings], Phase::Forward);
-        self.push(
-            Phase::Forward,
-            "lm_head",
-            Op::Matmul(op::Matmul {
-                inp: lnf,
-                weight: self.p(ParamKind::Wte),
-                bias: None,
-                out: logits,
-                rows,
-                k: c,
-                n: v,
-                weight_transposed: true,
-            }),
-        );
+        let (lnf, lnf_mean, lnf_rstd, logits) = self.norm_and_head(x, A);
         let probs = self.act("probs", &[b, t, v], Category::Logits, None);
         let losses = self.act32("losses", &[b, t], Category::Logits, None);
         let loss = self.act32("loss", &[1], Category::Logits, None);

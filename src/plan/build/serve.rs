@@ -68,7 +68,7 @@ fn serving(model: &ModelConfig, precision: Precision, step: &ServeStep, batches:
 impl Builder {
     fn serve_forward(mut self, step: &ServeStep) -> Plan {
         let (bt, t) = (step.requests as u64, step.new_tokens as u64);
-        let (c, v) = (self.model.d_model as u64, self.model.vocab as u64);
+        let c = self.model.d_model as u64;
         let rows = bt * t;
         let dt = self.dt;
         // The kept tensors first, at the same ids in every step's plan.
@@ -102,23 +102,7 @@ impl Builder {
         for i in 0..self.model.n_layers {
             x = self.block_forward(i, x, tmp).1;
         }
-        let lnf = self.act("ln_f.out", &[bt, t, c], tmp, None);
-        let mean = self.act32("ln_f.mean", &[bt, t], tmp, None);
-        let rstd = self.act32("ln_f.rstd", &[bt, t], tmp, None);
-        let (weight, bias) = (self.p(ParamKind::LnFW), self.p(ParamKind::LnFB));
-        self.push(Phase::Forward, "ln_f", Op::LayerNorm(op::LayerNorm { inp: x, weight, bias, out: lnf, mean, rstd }));
-        let logits = self.act("logits", &[bt, t, v], Category::Logits, None);
-        let head = op::Matmul {
-            inp: lnf,
-            weight: self.p(ParamKind::Wte),
-            bias: None,
-            out: logits,
-            rows,
-            k: c,
-            n: v,
-            weight_transposed: true,
-        };
-        self.push(Phase::Forward, "lm_head", Op::Matmul(head));
+        let logits = self.norm_and_head(x, tmp).3;
         let serving = ServeHandles {
             tokens: tokens.tensor,
             positions: positions.tensor,

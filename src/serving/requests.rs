@@ -35,7 +35,9 @@ pub fn draw(data: &Dataset, n: usize, context: usize, seed: u64) -> Vec<Request>
     let corpus = data.tokens.len();
     (0..n as u64)
         .map(|id| {
-            let max_prompt = (context / 2).max(1);
+            // Half the context at most, and never past the corpus (a context far longer than
+            // the text still gets whole prompts).
+            let max_prompt = (context / 2).min(corpus.saturating_sub(1)).max(1);
             let prompt_len = lognormal(&mut rng, SHAREGPT_MEAN_PROMPT * scale).clamp(1, max_prompt);
             let room = context.saturating_sub(prompt_len).max(1);
             let output_len = lognormal(&mut rng, SHAREGPT_MEAN_OUTPUT * scale).clamp(1, room);
@@ -70,5 +72,9 @@ mod tests {
         let (p, o) = (mean(&|r| r.prompt.len()), mean(&|r| r.output_len));
         assert!((p - 80.7).abs() < 8.0, "prompts {p}");
         assert!((o - 169.0).abs() < 17.0, "outputs {o}");
+        // A context longer than the corpus: prompts are cut from it whole, never empty.
+        for r in draw(&data, 50, 1 << 20, 3) {
+            assert!(!r.prompt.is_empty() && r.prompt.len() < data.tokens.len(), "{}", r.prompt.len());
+        }
     }
 }

@@ -232,11 +232,7 @@ fn category_bytes(plan: &Plan, c: Category) -> u64 {
 /// Runs `cfg` on `kind` (on `gpu` for the GPU): the requests drawn from the corpus, served to
 /// the end (or until a step runs out of memory).
 pub async fn run(cfg: &ServingConfig, kind: BackendKind, gpu: Option<&Gpu>) -> Result<Report, ServingError> {
-    let mut session = Session::drawn(cfg, kind, gpu).await?;
-    while !session.done() {
-        session.advance().await;
-    }
-    Ok(session.report())
+    Ok(Session::drawn(cfg, kind, gpu).await?.to_end().await)
 }
 
 /// Serves `requests` under `cfg`, with the weights `params` where given (else from the seed).
@@ -247,11 +243,7 @@ pub async fn run_requests(
     requests: Vec<Request>,
     params: Option<&[f32]>,
 ) -> Result<Report, ServingError> {
-    let mut session = Session::open(cfg, kind, gpu, requests, params).await?;
-    while !session.done() {
-        session.advance().await;
-    }
-    Ok(session.report())
+    Ok(Session::open(cfg, kind, gpu, requests, params).await?.to_end().await)
 }
 
 /// A serving run in progress: its executor, its cache and its scheduler, carried out an
@@ -293,6 +285,14 @@ impl Session {
         }
         let requests = requests::draw(&data, cfg.requests, cfg.model.seq_len, cfg.seed);
         Self::open(cfg, kind, gpu, requests, None).await
+    }
+
+    /// Serves every request, and reports.
+    pub async fn to_end(mut self) -> Report {
+        while !self.done() {
+            self.advance().await;
+        }
+        self.report()
     }
 
     /// One iteration of the scheduler.

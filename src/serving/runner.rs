@@ -78,9 +78,9 @@ impl Runner {
     /// Runs one step and returns the logits of each request's last new token (B × V).
     pub async fn step(&mut self, inputs: &StepInputs) -> Result<Vec<f32>, BackendError> {
         let (b, t) = (inputs.requests, inputs.new_tokens);
-        let plan = plan(&self.model, self.precision, self.space, b, t)?;
-        if (plan.shape.batch, plan.shape.seq) != (self.exec_shape().0, self.exec_shape().1) {
-            self.exec.reshape(plan)?;
+        // A step of the shape the executor runs reuses its plan; another shape builds one.
+        if (b, t) != self.exec_shape() {
+            self.exec.reshape(plan(&self.model, self.precision, self.space, b, t)?)?;
         }
         let h = &self.handles;
         let uploads = [

@@ -80,6 +80,8 @@ pub struct Server {
     running: Vec<Live>,
     out: Outcome,
     max_num_seqs: usize,
+    /// The most the cache reserved so far (the map is kept from the first iteration at it).
+    peak_reserved: u64,
 }
 
 impl Server {
@@ -95,7 +97,7 @@ impl Server {
             step_peak_allocated: 0,
             map_at_peak: None,
         };
-        Self { waiting, running: Vec::new(), out, max_num_seqs: max_num_seqs.max(1) }
+        Self { waiting, running: Vec::new(), out, max_num_seqs: max_num_seqs.max(1), peak_reserved: 0 }
     }
 
     /// Whether every request is served (or the run stopped).
@@ -126,6 +128,7 @@ impl Server {
         }
         let (vocab, width) = (runner.vocab(), space.shape().table_width);
         let (running, waiting, out) = (&mut self.running, &mut self.waiting, &mut self.out);
+        let peak_reserved = &mut self.peak_reserved;
         // 1. Room for every running request's next token, oldest first.
         let mut preempted_now = false;
         let mut i = 0;
@@ -159,7 +162,8 @@ impl Server {
             break;
         }
         let kv = space.bytes();
-        if out.iterations.iter().all(|i| i.kv.reserved < kv.reserved) {
+        if out.iterations.is_empty() || kv.reserved > *peak_reserved {
+            *peak_reserved = kv.reserved;
             out.map_at_peak = space.owners();
         }
         out.iterations.push(Iteration { running: running.len() + admitted.len(), waiting: waiting.len(), kv });
